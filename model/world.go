@@ -1,0 +1,306 @@
+// Package model holds the data path under test — wire protocol, block store,
+// servers, handle pool, keep-alive, client — written once against the world
+// interface defined in this file.
+//
+// Model code never touches time, the network, the disk, threads or
+// randomness directly: it reaches them only through World, Process, Loop,
+// Conn, File and WorkerPool. The simulated world (package sim) implements
+// them deterministically on virtual time; the real world (package real)
+// implements them with epoll, sockets, files and goroutines. Like etcd's
+// raft, the state machines here know nothing of I/O: the world drives them
+// by calling back into them.
+//
+// Rules (enforced by imports_test.go): no goroutines, no sync, no wall
+// clock, no global randomness, no os/net/syscall, and no behaviour that
+// depends on map iteration order.
+package model
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors returned by world operations. Implementations map their native
+// errors (errnos in the real world) onto these so model code can branch on
+// them with errors.Is.
+var (
+	ErrWouldBlock    = errors.New("operation would block")     // EAGAIN
+	ErrReset         = errors.New("connection reset by peer")  // ECONNRESET
+	ErrRefused       = errors.New("connection refused")        // ECONNREFUSED
+	ErrTimedOut      = errors.New("connection timed out")      // ETIMEDOUT
+	ErrPipe          = errors.New("broken pipe")               // EPIPE: write after shutdown or peer close
+	ErrClosed        = errors.New("use of closed descriptor")  // EBADF
+	ErrTooManyFiles  = errors.New("too many open files")       // EMFILE
+	ErrIO            = errors.New("input/output error")        // EIO
+	ErrNoSpace       = errors.New("no space left on device")   // ENOSPC
+	ErrNotExist      = errors.New("no such file or directory") // ENOENT
+	ErrExist         = errors.New("file exists")               // EEXIST
+	ErrAddrInUse     = errors.New("address already in use")    // EADDRINUSE
+	ErrNotSupported  = errors.New("operation not supported")   // EOPNOTSUPP
+	ErrProcessExited = errors.New("process exited")            // the owning process crashed or stopped
+)
+
+// World is a set of processes that can reach each other by address.
+type World interface {
+	// Kind is "sim" or "real".
+	Kind() string
+	// Spawn starts a process. main runs as the first callback on the
+	// process's main loop. In the simulated world a crashed process can be
+	// restarted, and main runs again on a fresh process state (same disk).
+	Spawn(name string, cfg ProcessConfig, main func(p Process)) (Process, error)
+	// Now is the world's clock: virtual time in sim, time since the world
+	// was created in real.
+	Now() time.Duration
+	// Stop asks Run to return once the current callback finishes.
+	Stop()
+	// Run drives the world until Stop is called, nothing is left to do
+	// (sim), or the limit of world time passes. It returns an error if the
+	// limit was reached or a process failed an assertion.
+	Run(limit time.Duration) error
+	// Fail records a broken invariant or assertion in model code and stops
+	// the world; Run returns it.
+	Fail(err error)
+}
+
+// ProcessConfig sets a process's resources.
+type ProcessConfig struct {
+	FDLimit int // RLIMIT_NOFILE; 0 means the world's default
+	Cores   int // CPU cores for the CPU model (sim); 0 means 1
+}
+
+// Process is one OS process: an fd table with a limit, event loops, worker
+// pools, a view of the disk and a seeded random source.
+type Process interface {
+	Name() string
+	World() World
+	// MainLoop is the loop on which main runs; created with the process.
+	MainLoop() Loop
+	// NewLoop starts another event loop: a selector thread with its own
+	// epoll fd. A thread-per-connection server creates one per connection.
+	NewLoop(name string) (Loop, error)
+	// NewWorkerPool starts n worker threads.
+	NewWorkerPool(name string, n int) WorkerPool
+	// NewLock makes a lock shared by the process's loops.
+	NewLock(name string) Lock
+
+	// Listen opens a listening TCP (or Unix, for network "unix") socket.
+	// In sim, addresses are "host:port" names local to the world; in real,
+	// TCP addresses are loopback "127.0.0.1:port" (port 0 picks one) and
+	// Unix addresses are socket paths.
+	Listen(network, addr string, backlog int, loop Loop) (Listener, error)
+	// Dial starts a non-blocking connect. The connection reports Writable
+	// once established, or Hangup with Err set if it failed.
+	Dial(network, addr string, loop Loop, h Handler) (Conn, error)
+
+	Disk() Disk
+	Rand() Rand
+	// CPU charges modelled CPU work to the thread now running (sim); the
+	// real world spends real CPU instead and ignores it.
+	CPU(kind CPUWork, n int)
+	// Log appends a model-level event (an op's call or return, a state
+	// change) to the world's trace.
+	Log(kind string, kv ...any)
+
+	// FDs reports the process's fd table.
+	FDs() FDStats
+	// Threads reports loops plus workers alive now and at peak.
+	Threads() (now, peak int)
+}
+
+// CPUWork names a kind of modelled CPU work.
+type CPUWork int
+
+const (
+	CPUChecksum CPUWork = iota // per byte checksummed
+	CPUCopy                    // per byte copied in user space
+	CPUParse                   // per message decoded or encoded
+)
+
+// FDKind tags each fd with what it is, so resource properties can count
+// block files separately from sockets.
+type FDKind int
+
+const (
+	FDSocket FDKind = iota
+	FDListener
+	FDFile
+	FDBlockFile
+	FDMetaFile
+	FDEpoll
+	FDEventfd
+	FDPassed
+	numFDKinds
+)
+
+// NumFDKinds is the number of fd kinds.
+const NumFDKinds = int(numFDKinds)
+
+var fdKindNames = [...]string{"socket", "listener", "file", "block", "meta", "epoll", "eventfd", "passed"}
+
+func (k FDKind) String() string {
+	if k >= 0 && int(k) < len(fdKindNames) {
+		return fdKindNames[k]
+	}
+	return "fd?"
+}
+
+// FDStats is a snapshot of a process's fd table.
+type FDStats struct {
+	Open   int
+	Peak   int
+	Limit  int
+	ByKind [NumFDKinds]int
+}
+
+// Rand is a process's seeded random source (a *math/rand/v2.Rand fits).
+type Rand interface {
+	Uint64() uint64
+	IntN(n int) int
+	Float64() float64
+}
+
+// Loop is an event loop: it runs callbacks one at a time, so model code on
+// one loop needs no locks.
+type Loop interface {
+	Name() string
+	Process() Process
+	// Now is the loop's clock (virtual time in sim).
+	Now() time.Duration
+	// AfterFunc runs f on this loop after d.
+	AfterFunc(d time.Duration, f func()) Timer
+	// Post runs f on this loop as soon as it is free.
+	Post(f func())
+	// Close stops the loop (and releases its epoll fd). Callbacks pending
+	// on it are dropped; connections registered on it must be closed first.
+	Close()
+}
+
+// Timer is a pending AfterFunc.
+type Timer interface {
+	// Stop cancels the timer; it reports whether f had not yet run.
+	Stop() bool
+}
+
+// Events is a set of readiness conditions.
+type Events uint8
+
+const (
+	Readable Events = 1 << iota // data, EOF or an error to read
+	Writable                    // send buffer has room (or connect finished)
+	Hangup                      // peer reset, or connect failed
+)
+
+// Handler receives a connection's readiness on its loop. Readiness is
+// level-triggered: while data stays unread (or room stays free with write
+// interest on), the handler is called again.
+type Handler func(ev Events)
+
+// Conn is a non-blocking stream socket (TCP or Unix).
+type Conn interface {
+	ID() uint64
+	LocalAddr() string
+	RemoteAddr() string
+	// SetHandler moves the connection to loop and sets its handler.
+	SetHandler(loop Loop, h Handler)
+	// SetWriteInterest asks for Writable events; keep it on only while
+	// output is pending, so a loop never busy-waits.
+	SetWriteInterest(on bool)
+	// SetReadInterest asks for Readable events (on by default).
+	SetReadInterest(on bool)
+
+	// Read copies received bytes into p; it returns (0, io.EOF) after the
+	// peer's FIN, ErrWouldBlock when nothing is queued, ErrReset after RST.
+	Read(p []byte) (int, error)
+	// Write copies what fits in the send buffer and returns that count;
+	// ErrWouldBlock only when nothing fit.
+	Write(p []byte) (int, error)
+	// WriteMore is Write with MSG_MORE: the tail is held for what follows.
+	WriteMore(p []byte) (int, error)
+
+	SetNoDelay(on bool) error // TCP_NODELAY
+	SetCork(on bool) error    // TCP_CORK
+	QuickAck() error          // TCP_QUICKACK(1), one-shot
+
+	// SendFDs sends p with files attached (SCM_RIGHTS); Unix sockets only.
+	// All of p is sent or nothing (would-block).
+	SendFDs(p []byte, files []File) (int, error)
+	// ReadFDs reads like Read and also returns files passed with the bytes
+	// read; each becomes a new fd (kind FDPassed) in the reader's process.
+	ReadFDs(p []byte) (int, []File, error)
+
+	// CloseWrite sends FIN after queued data (shutdown(SHUT_WR)).
+	CloseWrite() error
+	// Close releases the fd. Unread received data turns the close into a
+	// reset, as in Linux.
+	Close() error
+	// Abort closes with RST (SO_LINGER 0).
+	Abort() error
+	// Err is the error that ended the connection, if any.
+	Err() error
+}
+
+// Listener accepts connections.
+type Listener interface {
+	Addr() string
+	// SetHandler is called on the listener's loop while connections wait.
+	SetHandler(h func())
+	// Accept returns a pending connection or ErrWouldBlock. The new
+	// connection has no loop until SetHandler is called on it.
+	Accept() (Conn, error)
+	Close() error
+}
+
+// OpenFlag selects how a file is opened.
+type OpenFlag int
+
+const (
+	ReadOnly  OpenFlag = 0
+	ReadWrite OpenFlag = 1 << iota
+	Create             // create if missing
+	Excl               // with Create: fail if it exists
+	Truncate
+)
+
+// Disk is a process's view of its file system. Rename and Unlink have POSIX
+// meaning: an open File keeps reading the inode it opened.
+type Disk interface {
+	Open(path string, flag OpenFlag, kind FDKind) (File, error)
+	Rename(from, to string) error
+	Unlink(path string) error
+	Stat(path string) (size int64, err error)
+	// List returns the names under dir, sorted.
+	List(dir string) ([]string, error)
+	// Sendfile copies n bytes of f at off to c without a user-space copy
+	// (transferTo). It sends what fits and returns the count, or
+	// ErrWouldBlock.
+	Sendfile(c Conn, f File, off int64, n int) (int, error)
+}
+
+// File is an open file descriptor.
+type File interface {
+	ReadAt(p []byte, off int64) (int, error) // pread; io.EOF at the end
+	WriteAt(p []byte, off int64) (int, error)
+	Size() (int64, error)
+	Sync() error
+	Close() error
+	// Kind is the fd's tag in the process's fd table.
+	Kind() FDKind
+}
+
+// WorkerPool runs blocking work (disk reads, checksums) off the loops.
+type WorkerPool interface {
+	// Submit runs work on a free worker, then posts done to loop. Work
+	// must touch only what it was handed; done runs on loop with whatever
+	// work produced.
+	Submit(loop Loop, work func(), done func())
+	// Size is the number of workers.
+	Size() int
+	Close()
+}
+
+// Lock is a lock shared by several loops of one process (the short-circuit
+// cache). In sim it is a modelled queue with hold time, so contention shows.
+type Lock interface {
+	// Do runs f on loop once the lock is held and releases it after.
+	Do(loop Loop, f func())
+}
