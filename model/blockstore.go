@@ -1,0 +1,625 @@
+package model
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Errors of the block store, besides ErrNotExist (no such block) and
+// ErrExist (Write of a block that exists), which it wraps too.
+var (
+	// ErrStaleReplica means the replica's generation stamp is lower than
+	// the one requested: this datanode missed an update of the block.
+	ErrStaleReplica = errors.New("replica generation stamp is older than requested")
+	// ErrOutOfRange means a read reaches past the end of the replica or
+	// is not chunk-aligned.
+	ErrOutOfRange = errors.New("read outside the replica or not chunk-aligned")
+)
+
+// Layout of a block directory, as on an HDFS datanode:
+//
+//	blk_<id>                   the data
+//	blk_<id>_<stamp>.meta      metaHeaderLen bytes of header (version
+//	                           uint16, checksum type uint8, bytes per
+//	                           checksum uint32), then a CRC32C per
+//	                           BytesPerChecksum chunk of the data
+//	<either name>.tmp          a file being written; renamed into place
+//
+// The stamp lives only in the meta file's name, so bumping it is a rename
+// and a crash leaves either the old name or the new one.
+const (
+	metaVersion   = 1
+	metaHeaderLen = 2 + 1 + 4
+	tmpSuffix     = ".tmp"
+	// FirstGenStamp is the stamp of the first block a fresh store writes.
+	FirstGenStamp = 1001
+)
+
+var metaHeader = func() []byte {
+	h := binary.BigEndian.AppendUint16(nil, metaVersion)
+	h = append(h, byte(ChecksumCRC32C))
+	return binary.BigEndian.AppendUint32(h, BytesPerChecksum)
+}()
+
+// BlockStore keeps replicas — a data file and a meta file of checksums
+// each, with a generation stamp — in one directory of a process's Disk.
+//
+// Its methods make synchronous disk calls and must all be called from one
+// loop; a BlockFiles it hands out touches only its own two files and may be
+// used on a worker. Every update writes new files under temporary names,
+// syncs them and renames them into place, so an fd opened before the update
+// keeps reading the old contents (POSIX) and a crash at any point leaves a
+// state Load can recover.
+type BlockStore struct {
+	disk      Disk
+	dir       string
+	replicas  map[uint64]replicaInfo
+	nextStamp uint64
+	onChange  []func(id, newStamp uint64, deleted bool)
+}
+
+type replicaInfo struct {
+	stamp  uint64
+	length int64
+}
+
+// NewBlockStore returns an empty store over dir of disk. Call Load to pick
+// up the replicas already there (after a restart).
+func NewBlockStore(disk Disk, dir string) *BlockStore {
+	return &BlockStore{disk: disk, dir: dir, replicas: make(map[uint64]replicaInfo), nextStamp: FirstGenStamp}
+}
+
+func (s *BlockStore) dataPath(id uint64) string {
+	return path.Join(s.dir, "blk_"+strconv.FormatUint(id, 10))
+}
+
+func (s *BlockStore) metaPath(id, stamp uint64) string {
+	return path.Join(s.dir, "blk_"+strconv.FormatUint(id, 10)+"_"+strconv.FormatUint(stamp, 10)+".meta")
+}
+
+// OnChange registers f to be called, synchronously and in registration
+// order, at the end of every Append, Replace and Delete, so holders of open
+// BlockFiles (a handle pool, a short-circuit registry) can retire them.
+// newStamp is 0 when deleted.
+func (s *BlockStore) OnChange(f func(id, newStamp uint64, deleted bool)) {
+	s.onChange = append(s.onChange, f)
+}
+
+func (s *BlockStore) changed(id, stamp uint64, deleted bool) {
+	for _, f := range s.onChange {
+		f(id, stamp, deleted)
+	}
+}
+
+// Info returns a replica's generation stamp and length.
+func (s *BlockStore) Info(id uint64) (stamp uint64, length int64, ok bool) {
+	r, ok := s.replicas[id]
+	return r.stamp, r.length, ok
+}
+
+// Blocks returns the ids of all replicas, in increasing order.
+func (s *BlockStore) Blocks() []uint64 {
+	ids := make([]uint64, 0, len(s.replicas))
+	for id := range s.replicas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// newStamp allocates a generation stamp. Stamps grow across all blocks of
+// the store, and Load continues above every stamp on disk, so a stamp
+// never names two different contents.
+func (s *BlockStore) newStamp() uint64 {
+	st := s.nextStamp
+	s.nextStamp++
+	return st
+}
+
+// Write creates block id holding data and returns its generation stamp.
+func (s *BlockStore) Write(id uint64, data []byte) (uint64, error) {
+	if _, ok := s.replicas[id]; ok {
+		return 0, fmt.Errorf("model: write block %d: %w", id, ErrExist)
+	}
+	stamp := s.newStamp()
+	if err := s.install(id, stamp, data); err != nil {
+		return 0, fmt.Errorf("model: write block %d: %w", id, err)
+	}
+	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data))}
+	return stamp, nil
+}
+
+// Replace gives block id new contents under a new, higher generation
+// stamp, which it returns. Readers holding the old files keep reading the
+// old contents.
+func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
+	old, ok := s.replicas[id]
+	if !ok {
+		return 0, fmt.Errorf("model: replace block %d: %w", id, ErrNotExist)
+	}
+	stamp := s.newStamp()
+	if err := s.install(id, stamp, data); err != nil {
+		return 0, fmt.Errorf("model: replace block %d: %w", id, err)
+	}
+	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data))}
+	// The new meta file supersedes the old one; a leftover is harmless.
+	_ = s.disk.Unlink(s.metaPath(id, old.stamp))
+	s.changed(id, stamp, false)
+	return stamp, nil
+}
+
+// install writes data and its meta file under temporary names, syncs them,
+// then renames the meta file into place before the data file. A crash
+// between the renames leaves the old data with two meta files; Load keeps
+// the newest one that matches the data, which is the old one.
+func (s *BlockStore) install(id, stamp uint64, data []byte) error {
+	dataTmp := s.dataPath(id) + tmpSuffix
+	meta := s.metaPath(id, stamp)
+	metaTmp := meta + tmpSuffix
+	if err := s.writeFile(dataTmp, FDBlockFile, data); err != nil {
+		return err
+	}
+	sums := make([]byte, 0, metaHeaderLen+numChunks(len(data), BytesPerChecksum)*ChecksumSize)
+	sums = ChecksumChunks(append(sums, metaHeader...), data, BytesPerChecksum)
+	if err := s.writeFile(metaTmp, FDMetaFile, sums); err != nil {
+		_ = s.disk.Unlink(dataTmp)
+		return err
+	}
+	if err := s.disk.Rename(metaTmp, meta); err != nil {
+		_ = s.disk.Unlink(metaTmp)
+		_ = s.disk.Unlink(dataTmp)
+		return err
+	}
+	if err := s.disk.Rename(dataTmp, s.dataPath(id)); err != nil {
+		_ = s.disk.Unlink(meta)
+		_ = s.disk.Unlink(dataTmp)
+		return err
+	}
+	return nil
+}
+
+// writeFile creates (or truncates) name, writes data, syncs and closes it.
+// On failure it removes the file.
+func (s *BlockStore) writeFile(name string, kind FDKind, data []byte) error {
+	f, err := s.disk.Open(name, ReadWrite|Create|Truncate, kind)
+	if err != nil {
+		return err
+	}
+	err = writeFull(f, data, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = s.disk.Unlink(name)
+	}
+	return err
+}
+
+func writeFull(f File, p []byte, off int64) error {
+	for len(p) > 0 {
+		n, err := f.WriteAt(p, off)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	return nil
+}
+
+// readFull preads len(p) bytes at off; a file that ends first is an
+// io.ErrUnexpectedEOF.
+func readFull(f File, p []byte, off int64) error {
+	for len(p) > 0 {
+		n, err := f.ReadAt(p, off)
+		p, off = p[n:], off+int64(n)
+		if len(p) == 0 {
+			return nil
+		}
+		if err == io.EOF || (err == nil && n == 0) {
+			return io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Append adds data to the end of block id under a new, higher generation
+// stamp, which it returns.
+//
+// The data file is extended in place (as HDFS does) and synced; then a new
+// meta file — the old checksums of whole chunks, then fresh ones from the
+// old partial chunk on — is written under a temporary name, synced and
+// renamed to the new stamp's name, and the old meta file is unlinked. A
+// crash before that rename leaves the old meta file and a data file with
+// extra bytes at the end, which Load ignores; after it, the new replica is
+// complete. Bytes before the old end never change, so a reader holding the
+// old files still reads the old replica.
+func (s *BlockStore) Append(id uint64, data []byte) (uint64, error) {
+	old, ok := s.replicas[id]
+	if !ok {
+		return 0, fmt.Errorf("model: append to block %d: %w", id, ErrNotExist)
+	}
+	stamp := s.newStamp()
+	length, err := s.appendFiles(id, old, stamp, data)
+	if err != nil {
+		return 0, fmt.Errorf("model: append to block %d: %w", id, err)
+	}
+	s.replicas[id] = replicaInfo{stamp: stamp, length: length}
+	_ = s.disk.Unlink(s.metaPath(id, old.stamp))
+	s.changed(id, stamp, false)
+	return stamp, nil
+}
+
+func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data []byte) (int64, error) {
+	full := old.length / BytesPerChecksum // whole chunks, whose checksums stay
+	tailOff := full * BytesPerChecksum
+	tail := make([]byte, old.length-tailOff)
+
+	// The old meta up to the last whole chunk, plus the partial chunk's
+	// checksum, which is verified before new checksums extend it.
+	mf, err := s.disk.Open(s.metaPath(id, old.stamp), ReadOnly, FDMetaFile)
+	if err != nil {
+		return 0, err
+	}
+	keep := metaHeaderLen + int(full)*ChecksumSize
+	meta := make([]byte, keep+ChecksumSize, keep+(numChunks(len(tail)+len(data), BytesPerChecksum)+1)*ChecksumSize)
+	if len(tail) == 0 {
+		meta = meta[:keep]
+	}
+	err = readFull(mf, meta, 0)
+	if cerr := mf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !slices.Equal(meta[:metaHeaderLen], metaHeader) {
+		return 0, fmt.Errorf("meta file of block %d has header %x, want %x", id, meta[:metaHeaderLen], metaHeader)
+	}
+
+	df, err := s.disk.Open(s.dataPath(id), ReadWrite, FDBlockFile)
+	if err != nil {
+		return 0, err
+	}
+	err = readFull(df, tail, tailOff)
+	if err == nil {
+		err = VerifyChunks(id, tailOff, tail, meta[keep:], BytesPerChecksum)
+	}
+	if err == nil {
+		err = writeFull(df, data, old.length)
+	}
+	if err == nil {
+		err = df.Sync()
+	}
+	if cerr := df.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+
+	// New checksums from the start of the old partial chunk: its bytes
+	// followed by the first bytes of data, then data's remaining chunks.
+	meta = meta[:keep]
+	rest := data
+	if len(tail) > 0 {
+		n := min(len(rest), BytesPerChecksum-len(tail))
+		crc := crc32.Update(crc32.Checksum(tail, castagnoli), castagnoli, rest[:n])
+		meta = binary.BigEndian.AppendUint32(meta, crc)
+		rest = rest[n:]
+	}
+	meta = ChecksumChunks(meta, rest, BytesPerChecksum)
+
+	newMeta := s.metaPath(id, stamp)
+	if err := s.writeFile(newMeta+tmpSuffix, FDMetaFile, meta); err != nil {
+		return 0, err
+	}
+	if err := s.disk.Rename(newMeta+tmpSuffix, newMeta); err != nil {
+		_ = s.disk.Unlink(newMeta + tmpSuffix)
+		return 0, err
+	}
+	return old.length + int64(len(data)), nil
+}
+
+// Delete removes block id. The meta file goes first: a data file without
+// one is not a replica, so a crash in between leaves the block deleted.
+func (s *BlockStore) Delete(id uint64) error {
+	r, ok := s.replicas[id]
+	if !ok {
+		return fmt.Errorf("model: delete block %d: %w", id, ErrNotExist)
+	}
+	if err := s.disk.Unlink(s.metaPath(id, r.stamp)); err != nil && !errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("model: delete block %d: %w", id, err)
+	}
+	delete(s.replicas, id)
+	s.changed(id, 0, true)
+	if err := s.disk.Unlink(s.dataPath(id)); err != nil && !errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("model: delete block %d: meta removed, data left: %w", id, err)
+	}
+	return nil
+}
+
+// OpenForRead opens block id's data file (kind FDBlockFile) and meta file
+// (FDMetaFile) read-only, for a read that names generation stamp stamp.
+//
+// As in HDFS's BlockSender, a replica whose stamp is lower than the one
+// requested is stale and refused (ErrStaleReplica), while a replica with a
+// higher stamp — the block was appended to or replaced since the client
+// learned its stamp — is served: BlockFiles.Stamp tells the reader which
+// one it got. A missing block is ErrNotExist.
+func (s *BlockStore) OpenForRead(id, stamp uint64) (*BlockFiles, error) {
+	r, ok := s.replicas[id]
+	if !ok {
+		return nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
+	}
+	if r.stamp < stamp {
+		return nil, fmt.Errorf("model: read block %d: replica stamp %d < requested %d: %w", id, r.stamp, stamp, ErrStaleReplica)
+	}
+	data, err := s.disk.Open(s.dataPath(id), ReadOnly, FDBlockFile)
+	if err != nil {
+		return nil, fmt.Errorf("model: read block %d: %w", id, err)
+	}
+	meta, err := s.disk.Open(s.metaPath(id, r.stamp), ReadOnly, FDMetaFile)
+	if err != nil {
+		_ = data.Close()
+		return nil, fmt.Errorf("model: read block %d: %w", id, err)
+	}
+	return &BlockFiles{ID: id, Stamp: r.stamp, Length: r.length, Data: data, Meta: meta}, nil
+}
+
+// BlockFiles is an open replica: its data and meta files as of the moment
+// they were opened. Later updates of the block do not change what it reads.
+type BlockFiles struct {
+	ID     uint64
+	Stamp  uint64
+	Length int64 // bytes of data
+	Data   File  // kind FDBlockFile
+	Meta   File  // kind FDMetaFile
+}
+
+// ReadChunks reads the n bytes of data at off and their checksums, and
+// verifies them. off must be a multiple of BytesPerChecksum and off+n one
+// too or the end of the replica; anything else, or a range past the end,
+// is ErrOutOfRange. It appends the checksums and then the data to dst
+// (growing it as append does) and returns the two parts, which are adjacent
+// in wire order, so sums[:len(sums)+len(data)] is a packet's body. On a
+// mismatch it returns a *ChecksumError and no bytes.
+func (b *BlockFiles) ReadChunks(dst []byte, off int64, n int) (data, sums []byte, err error) {
+	if off < 0 || n < 0 || off%BytesPerChecksum != 0 || int64(n) > b.Length-off ||
+		((off+int64(n))%BytesPerChecksum != 0 && off+int64(n) != b.Length) {
+		return nil, nil, fmt.Errorf("model: block %d: read of %d bytes at %d (length %d): %w", b.ID, n, off, b.Length, ErrOutOfRange)
+	}
+	sumsLen := numChunks(n, BytesPerChecksum) * ChecksumSize
+	start := len(dst)
+	buf := slices.Grow(dst, sumsLen+n)[:start+sumsLen+n]
+	sums = buf[start : start+sumsLen]
+	data = buf[start+sumsLen:]
+	if err := readFull(b.Meta, sums, metaHeaderLen+off/BytesPerChecksum*ChecksumSize); err != nil {
+		return nil, nil, fmt.Errorf("model: block %d: meta file: %w", b.ID, err)
+	}
+	if err := readFull(b.Data, data, off); err != nil {
+		return nil, nil, fmt.Errorf("model: block %d: data file: %w", b.ID, err)
+	}
+	if err := VerifyChunks(b.ID, off, data, sums, BytesPerChecksum); err != nil {
+		return nil, nil, err
+	}
+	return data, sums, nil
+}
+
+// Close closes both files.
+func (b *BlockFiles) Close() error {
+	err := b.Data.Close()
+	if merr := b.Meta.Close(); err == nil {
+		err = merr
+	}
+	return err
+}
+
+// Load rebuilds the index from the directory, as a datanode does after a
+// restart, and returns the first disk error it meets. A missing directory
+// is an empty store.
+//
+// A replica is a data file with at least one meta file. Names that are not
+// canonical, temporary files and meta files without data are ignored. The
+// replica's length is where its meta file's checksums end: the last
+// checksum is matched against the end of the data, which finds the length
+// even if a crash during Append left extra bytes. With several meta files
+// (a crash during Append or Replace), the one with the highest stamp whose
+// checksums all match the data wins. A data file no meta file matches is
+// not loaded.
+func (s *BlockStore) Load() error {
+	names, err := s.disk.List(s.dir)
+	if err != nil && !errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("model: load %s: %w", s.dir, err)
+	}
+	type found struct {
+		data   bool
+		stamps []uint64
+	}
+	byID := make(map[uint64]*found)
+	var ids []uint64
+	maxStamp := uint64(0)
+	for _, name := range names {
+		id, stamp, ok := parseBlockName(path.Base(name))
+		if !ok {
+			continue
+		}
+		f := byID[id]
+		if f == nil {
+			f = &found{}
+			byID[id] = f
+			ids = append(ids, id)
+		}
+		if stamp == 0 {
+			f.data = true
+		} else {
+			f.stamps = append(f.stamps, stamp)
+			maxStamp = max(maxStamp, stamp)
+		}
+	}
+	slices.Sort(ids)
+
+	replicas := make(map[uint64]replicaInfo)
+	for _, id := range ids {
+		f := byID[id]
+		if !f.data || len(f.stamps) == 0 {
+			continue
+		}
+		slices.Sort(f.stamps)
+		slices.Reverse(f.stamps)
+		length, stamp, err := s.recover(id, f.stamps)
+		if err != nil {
+			return fmt.Errorf("model: load block %d: %w", id, err)
+		}
+		if stamp != 0 {
+			replicas[id] = replicaInfo{stamp: stamp, length: length}
+		}
+	}
+	s.replicas = replicas
+	s.nextStamp = max(s.nextStamp, maxStamp+1)
+	return nil
+}
+
+// parseBlockName parses "blk_<id>" (stamp 0) and "blk_<id>_<stamp>.meta".
+// Only canonical decimal numbers are accepted, so no two names alias.
+func parseBlockName(name string) (id, stamp uint64, ok bool) {
+	rest, ok := strings.CutPrefix(name, "blk_")
+	if !ok {
+		return 0, 0, false
+	}
+	idStr, stampStr, isMeta := strings.Cut(rest, "_")
+	if isMeta {
+		if stampStr, ok = strings.CutSuffix(stampStr, ".meta"); !ok {
+			return 0, 0, false
+		}
+		if stamp, ok = parseCanonical(stampStr); !ok || stamp == 0 {
+			return 0, 0, false
+		}
+	}
+	id, ok = parseCanonical(idStr)
+	return id, stamp, ok
+}
+
+func parseCanonical(s string) (uint64, bool) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil && strconv.FormatUint(v, 10) == s
+}
+
+// recover picks the replica of block id among the meta files with the
+// given stamps (highest first). It returns stamp 0 if none matches.
+func (s *BlockStore) recover(id uint64, stamps []uint64) (length int64, stamp uint64, err error) {
+	df, err := s.disk.Open(s.dataPath(id), ReadOnly, FDBlockFile)
+	if errors.Is(err, ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer df.Close()
+	size, err := df.Size()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, st := range stamps {
+		length, ok, err := s.fit(id, st, df, size, len(stamps) > 1)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			return length, st, nil
+		}
+	}
+	return 0, 0, nil
+}
+
+// fit reports whether meta file (id, stamp) describes a prefix of the data
+// file df of the given size, and the prefix's length. The last checksum
+// covers the replica's last, possibly short, chunk: the length is the
+// longest end of that chunk whose CRC matches. With verifyAll it also
+// checks every other chunk, to tell which of several meta files is right.
+func (s *BlockStore) fit(id, stamp uint64, df File, size int64, verifyAll bool) (int64, bool, error) {
+	mf, err := s.disk.Open(s.metaPath(id, stamp), ReadOnly, FDMetaFile)
+	if errors.Is(err, ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer mf.Close()
+	msize, err := mf.Size()
+	if err != nil {
+		return 0, false, err
+	}
+	if msize < metaHeaderLen || (msize-metaHeaderLen)%ChecksumSize != 0 {
+		return 0, false, nil
+	}
+	chunks := (msize - metaHeaderLen) / ChecksumSize
+	if chunks > (size+BytesPerChecksum-1)/BytesPerChecksum {
+		return 0, false, nil // more checksums than data
+	}
+	var hdr [metaHeaderLen]byte
+	if err := readFull(mf, hdr[:], 0); err != nil {
+		return 0, false, err
+	}
+	if !slices.Equal(hdr[:], metaHeader) {
+		return 0, false, nil
+	}
+	if chunks == 0 {
+		return 0, true, nil
+	}
+
+	// Find the end of the last chunk: the longest prefix of the chunk's
+	// bytes on disk whose CRC equals the stored one.
+	var last [ChecksumSize]byte
+	if err := readFull(mf, last[:], msize-ChecksumSize); err != nil {
+		return 0, false, err
+	}
+	want := binary.BigEndian.Uint32(last[:])
+	lastOff := (chunks - 1) * BytesPerChecksum
+	tail := make([]byte, min(size-lastOff, BytesPerChecksum))
+	if err := readFull(df, tail, lastOff); err != nil {
+		return 0, false, err
+	}
+	end, crc := 0, uint32(0)
+	for i := range tail {
+		crc = crc32.Update(crc, castagnoli, tail[i:i+1])
+		if crc == want {
+			end = i + 1
+		}
+	}
+	if end == 0 {
+		return 0, false, nil
+	}
+	length := lastOff + int64(end)
+	if verifyAll {
+		bf := &BlockFiles{ID: id, Stamp: stamp, Length: length, Data: df, Meta: mf}
+		buf := make([]byte, 0, min(lastOff, MaxPacketData)*(BytesPerChecksum+ChecksumSize)/BytesPerChecksum)
+		for off := int64(0); off < lastOff; {
+			n := int(min(lastOff-off, MaxPacketData))
+			if _, _, err := bf.ReadChunks(buf, off, n); err != nil {
+				var ce *ChecksumError
+				if errors.As(err, &ce) || errors.Is(err, io.ErrUnexpectedEOF) {
+					return 0, false, nil
+				}
+				return 0, false, err
+			}
+			off += int64(n)
+		}
+	}
+	return length, true, nil
+}

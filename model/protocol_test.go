@@ -1,0 +1,486 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func protoSampleRequest() Request {
+	return Request{
+		Op:         OpReadBlock,
+		BlockID:    1073741825,
+		GenStamp:   1001,
+		Offset:     4096,
+		Length:     65536,
+		ClientName: "DFSClient_NONMAPREDUCE_1",
+		Token:      []byte("token-bytes"),
+	}
+}
+
+func protoSampleResponse() Response {
+	return Response{
+		Status:           StatusSuccess,
+		ChecksumType:     ChecksumCRC32C,
+		BytesPerChecksum: BytesPerChecksum,
+		FirstChunkOffset: 4096,
+	}
+}
+
+// protoData returns n deterministic bytes.
+func protoData(n int) []byte {
+	b := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// protoCheckPrefixes asserts that every proper prefix of a complete
+// message asks for more bytes.
+func protoCheckPrefixes(t *testing.T, msg []byte, decode func([]byte) error) {
+	t.Helper()
+	for i := 0; i < len(msg); i++ {
+		if err := decode(msg[:i]); err != ErrNeedMore {
+			t.Fatalf("prefix of %d/%d bytes: err = %v, want ErrNeedMore", i, len(msg), err)
+		}
+	}
+}
+
+func TestProtocolRequestRoundTrip(t *testing.T) {
+	long := protoSampleRequest()
+	long.ClientName = strings.Repeat("n", MaxClientNameLen)
+	long.Token = bytes.Repeat([]byte{0xff}, MaxTokenLen)
+	long.Offset, long.Length = math.MaxInt64-5, 5
+	reqs := []Request{
+		protoSampleRequest(),
+		{Op: OpWriteBlock},
+		{Op: OpRequestShortCircuitFDs, BlockID: math.MaxUint64, GenStamp: math.MaxUint64, ClientName: "héllo\xff"},
+		long,
+	}
+	for _, req := range reqs {
+		t.Run(req.Op.String(), func(t *testing.T) {
+			if err := req.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			prefix := []byte("prefix")
+			b := AppendRequest(prefix, req)
+			if !bytes.Equal(b[:len(prefix)], prefix) {
+				t.Fatal("AppendRequest clobbered dst")
+			}
+			msg := b[len(prefix):]
+			// A second message right behind must not be consumed.
+			stream := AppendRequest(append([]byte(nil), msg...), protoSampleRequest())
+			got, n, err := DecodeRequest(stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(msg) {
+				t.Fatalf("consumed %d bytes, want %d", n, len(msg))
+			}
+			if !reflect.DeepEqual(got, req) {
+				t.Fatalf("decoded %+v, want %+v", got, req)
+			}
+			protoCheckPrefixes(t, msg, func(b []byte) error { _, _, err := DecodeRequest(b); return err })
+		})
+	}
+}
+
+func TestProtocolRequestLayout(t *testing.T) {
+	req := Request{Op: OpReadBlock, BlockID: 7, GenStamp: 1001, Offset: 512, Length: 100, ClientName: "c", Token: []byte{9, 8}}
+	want := []byte{
+		0, 28, // version
+		81,          // op
+		0, 0, 0, 39, // body length: 32 + 2+1 + 2+2
+		0, 0, 0, 0, 0, 0, 0, 7, // block id
+		0, 0, 0, 0, 0, 0, 0x03, 0xe9, // stamp 1001
+		0, 0, 0, 0, 0, 0, 2, 0, // offset 512
+		0, 0, 0, 0, 0, 0, 0, 100, // length
+		0, 1, 'c', // client name
+		0, 2, 9, 8, // token
+	}
+	if got := AppendRequest(nil, req); !bytes.Equal(got, want) {
+		t.Fatalf("encoding\n got %x\nwant %x", got, want)
+	}
+}
+
+// protoRawRequest builds a request header and body by hand, so tests can
+// break any field.
+func protoRawRequest(version uint16, op Op, fixed [4]uint64, name, token []byte, nameLen, tokenLen int, trailing []byte, bodyLen int) []byte {
+	body := make([]byte, 0, 64)
+	for _, v := range fixed {
+		body = binary.BigEndian.AppendUint64(body, v)
+	}
+	body = binary.BigEndian.AppendUint16(body, uint16(nameLen))
+	body = append(body, name...)
+	body = binary.BigEndian.AppendUint16(body, uint16(tokenLen))
+	body = append(body, token...)
+	body = append(body, trailing...)
+	if bodyLen < 0 {
+		bodyLen = len(body)
+	}
+	b := binary.BigEndian.AppendUint16(nil, version)
+	b = append(b, byte(op))
+	b = binary.BigEndian.AppendUint32(b, uint32(bodyLen))
+	return append(b, body...)
+}
+
+func TestProtocolRequestMalformed(t *testing.T) {
+	ok := [4]uint64{1, 1001, 0, 10}
+	neg := func(v int64) uint64 { return uint64(v) }
+	tests := []struct {
+		name   string
+		msg    []byte
+		status Status
+		want   string // in the error text
+	}{
+		{"bad version", protoRawRequest(27, OpReadBlock, ok, nil, nil, 0, 0, nil, -1), StatusErrorInvalid, "version 27"},
+		{"bad version alone", []byte{0, 29}, StatusErrorInvalid, "version 29"},
+		{"unknown op", protoRawRequest(28, 82, ok, nil, nil, 0, 0, nil, -1), StatusErrorUnsupported, "unknown op"},
+		{"unknown op early", []byte{0, 28, 0}, StatusErrorUnsupported, "unknown op"},
+		{"oversized body", protoRawRequest(28, OpReadBlock, ok, nil, nil, 0, 0, nil, MaxRequestLen+1)[:7], StatusErrorInvalid, "exceeds"},
+		{"huge body", []byte{0, 28, 81, 0xff, 0xff, 0xff, 0xff}, StatusErrorInvalid, "exceeds"},
+		{"short body", protoRawRequest(28, OpReadBlock, ok, nil, nil, 0, 0, nil, 35)[:7], StatusErrorInvalid, "shorter"},
+		{"negative offset", protoRawRequest(28, OpReadBlock, [4]uint64{1, 1, neg(-1), 10}, nil, nil, 0, 0, nil, -1), StatusErrorInvalid, "negative offset"},
+		{"negative length", protoRawRequest(28, OpReadBlock, [4]uint64{1, 1, 0, neg(-10)}, nil, nil, 0, 0, nil, -1), StatusErrorInvalid, "negative length"},
+		{"range overflows", protoRawRequest(28, OpReadBlock, [4]uint64{1, 1, math.MaxInt64, 1}, nil, nil, 0, 0, nil, -1), StatusErrorInvalid, "overflows"},
+		{"name too long", protoRawRequest(28, OpReadBlock, ok, make([]byte, 257), nil, 257, 0, nil, -1), StatusErrorInvalid, "client name of 257"},
+		{"token too long", protoRawRequest(28, OpReadBlock, ok, nil, make([]byte, 1025), 0, 1025, nil, -1), StatusErrorInvalid, "access token of 1025"},
+		{"name past body", protoRawRequest(28, OpReadBlock, ok, []byte("ab"), nil, 200, 0, nil, -1), StatusErrorInvalid, "inside the client name"},
+		{"token past body", protoRawRequest(28, OpReadBlock, ok, nil, []byte("ab"), 0, 3, nil, -1), StatusErrorInvalid, "inside the access token"},
+		{"no token length", protoRawRequest(28, OpReadBlock, ok, []byte("ab"), nil, 4, 0, nil, -1), StatusErrorInvalid, "before the access token length"},
+		{"trailing bytes", protoRawRequest(28, OpReadBlock, ok, nil, nil, 0, 0, []byte{1, 2, 3}, -1), StatusErrorInvalid, "3 trailing bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, n, err := DecodeRequest(tt.msg)
+			var pe *ProtocolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want *ProtocolError", err)
+			}
+			if pe.Status != tt.status || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (status %v), want %q (status %v)", err, pe.Status, tt.want, tt.status)
+			}
+			if n != 0 || !reflect.DeepEqual(req, Request{}) {
+				t.Fatalf("returned %+v, %d with an error", req, n)
+			}
+			if StatusOf(err) != tt.status {
+				t.Fatalf("StatusOf = %v", StatusOf(err))
+			}
+		})
+	}
+}
+
+func TestProtocolResponseRoundTrip(t *testing.T) {
+	resps := []Response{
+		protoSampleResponse(),
+		{Status: StatusErrorInvalid, Message: "replica not found"},
+		{Status: StatusErrorAccessToken, Message: strings.Repeat("m", MaxMessageLen), ChecksumType: ChecksumCRC32C, BytesPerChecksum: MaxBytesPerChecksum, FirstChunkOffset: math.MaxInt64},
+	}
+	for _, resp := range resps {
+		if err := resp.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		msg := AppendResponse(nil, resp)
+		got, n, err := DecodeResponse(append(msg, 0, 0, 0))
+		if err != nil || n != len(msg) || !reflect.DeepEqual(got, resp) {
+			t.Fatalf("decode = %+v, %d, %v; want %+v, %d", got, n, err, resp, len(msg))
+		}
+		protoCheckPrefixes(t, msg, func(b []byte) error { _, _, err := DecodeResponse(b); return err })
+	}
+}
+
+func TestProtocolResponseLayout(t *testing.T) {
+	want := []byte{
+		0, 3, // status
+		0, 2, 'n', 'o', // message
+		2,          // CRC32C
+		0, 0, 2, 0, // 512
+		0, 0, 0, 0, 0, 0, 0x10, 0, // first chunk offset 4096
+	}
+	got := AppendResponse(nil, Response{Status: StatusErrorInvalid, Message: "no", ChecksumType: ChecksumCRC32C, BytesPerChecksum: 512, FirstChunkOffset: 4096})
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoding\n got %x\nwant %x", got, want)
+	}
+}
+
+func TestProtocolResponseTruncatesMessage(t *testing.T) {
+	// 255 ASCII bytes, then a 3-byte rune that would straddle the bound.
+	msg := strings.Repeat("x", MaxMessageLen-1) + "€tail"
+	b := AppendResponse(nil, Response{Status: StatusError, Message: msg})
+	got, _, err := DecodeResponse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat("x", MaxMessageLen-1); got.Message != want {
+		t.Fatalf("message = %q (%d bytes), want %d x's", got.Message, len(got.Message), len(want))
+	}
+}
+
+func protoRawResponse(status uint16, msgLen int, msg string, ctype byte, bpc uint32, fco int64) []byte {
+	b := binary.BigEndian.AppendUint16(nil, status)
+	b = binary.BigEndian.AppendUint16(b, uint16(msgLen))
+	b = append(b, msg...)
+	b = append(b, ctype)
+	b = binary.BigEndian.AppendUint32(b, bpc)
+	return binary.BigEndian.AppendUint64(b, uint64(fco))
+}
+
+func TestProtocolResponseMalformed(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  []byte
+		want string
+	}{
+		{"unknown status", protoRawResponse(8, 0, "", 2, 512, 0), "unknown status 8"},
+		{"unknown status early", []byte{0xff, 0xff}, "unknown status 65535"},
+		{"message too long", protoRawResponse(0, 257, "", 2, 512, 0)[:4], "message of 257"},
+		{"checksum type", protoRawResponse(0, 0, "", 1, 512, 0), "checksum type 1"},
+		{"crc32c without chunks", protoRawResponse(0, 0, "", 2, 0, 0), "0 bytes per checksum"},
+		{"chunk too big", protoRawResponse(0, 0, "", 2, MaxBytesPerChecksum+1, 0), "exceeds"},
+		{"chunk huge", protoRawResponse(0, 0, "", 0, math.MaxUint32, 0), "exceeds"},
+		{"negative first chunk", protoRawResponse(0, 0, "", 2, 512, -512), "negative first chunk"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, n, err := DecodeResponse(tt.msg)
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || n != 0 || !strings.Contains(err.Error(), tt.want) || pe.Status != StatusErrorInvalid {
+				t.Fatalf("err = %v, n = %d; want *ProtocolError containing %q", err, n, tt.want)
+			}
+		})
+	}
+}
+
+func TestProtocolPacketRoundTrip(t *testing.T) {
+	for _, size := range []int{0, 1, 511, 512, 513, 4096, 10000, MaxPacketData} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			data := protoData(size)
+			h := PacketHeader{Offset: 1 << 20, Seqno: 3, Last: size == 0}
+			msg := AppendPacket(nil, h, data, BytesPerChecksum)
+			if want := PacketHeaderLen + numChunks(size, 512)*4 + size; len(msg) != want || len(msg) > MaxPacketLen {
+				t.Fatalf("packet of %d bytes, want %d (max %d)", len(msg), want, MaxPacketLen)
+			}
+			p, n, err := DecodePacket(append(msg, 1, 2, 3), BytesPerChecksum)
+			if err != nil || n != len(msg) {
+				t.Fatalf("decode: n = %d, err = %v", n, err)
+			}
+			if p.PacketHeader != h || !bytes.Equal(p.Data, data) {
+				t.Fatalf("decoded header %+v, %d data bytes; want %+v, %d", p.PacketHeader, len(p.Data), h, size)
+			}
+			if err := p.Verify(5, BytesPerChecksum); err != nil {
+				t.Fatal(err)
+			}
+			if cap(p.Data) != len(p.Data) || cap(p.Sums) != len(p.Sums) {
+				t.Fatal("decoded slices let appends clobber the input")
+			}
+			for _, i := range []int{0, 3, 4, PacketHeaderLen - 1, PacketHeaderLen, len(msg) - 1} {
+				if i >= 0 && i < len(msg) {
+					if _, _, err := DecodePacket(msg[:i], BytesPerChecksum); err != ErrNeedMore {
+						t.Fatalf("prefix %d: err = %v, want ErrNeedMore", i, err)
+					}
+				}
+			}
+			// The header-only encoder plus checksums and data is the same
+			// packet (the sendfile path).
+			alt := AppendPacketHeader(nil, h, size, BytesPerChecksum)
+			alt = ChecksumChunks(alt, data, BytesPerChecksum)
+			alt = append(alt, data...)
+			if !bytes.Equal(alt, msg) {
+				t.Fatal("AppendPacketHeader+ChecksumChunks differs from AppendPacket")
+			}
+		})
+	}
+}
+
+func TestProtocolPacketLayout(t *testing.T) {
+	data := []byte("123456789")
+	got := AppendPacket(nil, PacketHeader{Offset: 512, Seqno: 1, Last: true}, data, 512)
+	want := []byte{
+		0, 0, 0, 38, // packet length: 25 + 4 + 9
+		0, 0, 0, 0, 0, 0, 2, 0, // offset 512
+		0, 0, 0, 0, 0, 0, 0, 1, // seqno
+		1,          // last
+		0, 0, 0, 9, // data length
+		0xe3, 0x06, 0x92, 0x83, // CRC32C("123456789")
+	}
+	want = append(want, data...)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoding\n got %x\nwant %x", got, want)
+	}
+}
+
+func protoRawPacket(total uint32, off, seq int64, flags byte, dataLen uint32, rest []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, total)
+	b = binary.BigEndian.AppendUint64(b, uint64(off))
+	b = binary.BigEndian.AppendUint64(b, uint64(seq))
+	b = append(b, flags)
+	b = binary.BigEndian.AppendUint32(b, dataLen)
+	return append(b, rest...)
+}
+
+func TestProtocolPacketMalformed(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  []byte
+		bpc  int
+		want string
+	}{
+		{"length below header", protoRawPacket(24, 0, 0, 0, 0, nil)[:4], 512, "packet length 24"},
+		{"length above max", protoRawPacket(MaxPacketLen+1, 0, 0, 0, 0, nil)[:4], 512, "packet length"},
+		{"length huge", []byte{0xff, 0xff, 0xff, 0xff}, 512, "packet length"},
+		{"negative offset", protoRawPacket(25, -1, 0, 0, 0, nil), 512, "negative packet offset"},
+		{"negative seqno", protoRawPacket(25, 0, -1, 0, 0, nil), 512, "negative packet seqno"},
+		{"unknown flags", protoRawPacket(25, 0, 0, 2, 0, nil), 512, "unknown packet flags"},
+		{"data too long", protoRawPacket(MaxPacketLen, 0, 0, 0, MaxPacketData+1, nil), 512, "exceeds"},
+		{"offset overflows", protoRawPacket(25+4+1, math.MaxInt64, 0, 0, 1, nil), 512, "overflows"},
+		{"length mismatch", protoRawPacket(25+4+10, 0, 0, 0, 9, nil), 512, "want 38"},
+		{"missing checksums", protoRawPacket(25+9, 0, 0, 0, 9, nil), 512, "want 38"},
+		{"chunks too small for max data", protoRawPacket(MaxPacketLen, 0, 0, 0, MaxPacketData, nil), 256, "want"},
+		{"bad chunk size", protoRawPacket(25, 0, 0, 0, 0, nil), 0, "bytes per checksum 0"},
+		{"huge chunk size", protoRawPacket(25, 0, 0, 0, 0, nil), MaxBytesPerChecksum + 1, "bytes per checksum"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, n, err := DecodePacket(tt.msg, tt.bpc)
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || n != 0 || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, n = %d; want *ProtocolError containing %q", err, n, tt.want)
+			}
+		})
+	}
+}
+
+func TestProtocolVerifyReportsCorruptChunk(t *testing.T) {
+	data := protoData(3*512 + 100) // three whole chunks and a short one
+	const base = 8192
+	msg := AppendPacket(nil, PacketHeader{Offset: base}, data, 512)
+	for _, at := range []int{0, 511, 512, 1500, len(data) - 1} {
+		corrupt := bytes.Clone(msg)
+		p, _, err := DecodePacket(corrupt, 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Data[at] ^= 0x40
+		err = p.Verify(42, 512)
+		var ce *ChecksumError
+		if !errors.As(err, &ce) {
+			t.Fatalf("byte %d: err = %v, want *ChecksumError", at, err)
+		}
+		if wantOff := int64(base + at/512*512); ce.Block != 42 || ce.Offset != wantOff || ce.Want == ce.Got {
+			t.Fatalf("byte %d: %+v, want block 42 offset %d", at, ce, wantOff)
+		}
+		if StatusOf(err) != StatusErrorChecksum {
+			t.Fatalf("StatusOf = %v", StatusOf(err))
+		}
+	}
+	// A corrupt checksum is caught the same way.
+	p, _, _ := DecodePacket(bytes.Clone(msg), 512)
+	p.Sums[13] ^= 1
+	var ce *ChecksumError
+	if err := p.Verify(42, 512); !errors.As(err, &ce) || ce.Offset != base+3*512 {
+		t.Fatalf("corrupt sum: %v", err)
+	}
+	// Wrong-length sums or chunk size are errors, not panics.
+	if err := VerifyChunks(1, 0, data, p.Sums[:8], 512); err == nil {
+		t.Fatal("short sums accepted")
+	}
+	if err := VerifyChunks(1, 0, data, p.Sums, 0); err == nil {
+		t.Fatal("chunk size 0 accepted")
+	}
+}
+
+func TestProtocolChecksumChunks(t *testing.T) {
+	// The CRC32C check value.
+	if got := ChecksumChunks(nil, []byte("123456789"), 512); !bytes.Equal(got, []byte{0xe3, 0x06, 0x92, 0x83}) {
+		t.Fatalf("CRC32C(123456789) = %x", got)
+	}
+	data := protoData(1300)
+	got := ChecksumChunks([]byte{0xaa}, data, 512)
+	want := []byte{0xaa}
+	for _, c := range [][]byte{data[:512], data[512:1024], data[1024:]} {
+		want = binary.BigEndian.AppendUint32(want, crc32.Checksum(c, crc32.MakeTable(crc32.Castagnoli)))
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %x, want %x", got, want)
+	}
+	if got := ChecksumChunks(nil, nil, 512); len(got) != 0 {
+		t.Fatalf("checksums of nothing: %x", got)
+	}
+}
+
+func TestProtocolStatus(t *testing.T) {
+	for s := StatusSuccess; s <= StatusErrorUnsupported; s++ {
+		b := AppendStatus([]byte{9}, s)
+		got, n, err := DecodeStatus(b[1:])
+		if err != nil || n != 2 || got != s {
+			t.Fatalf("%v: decode = %v, %d, %v", s, got, n, err)
+		}
+	}
+	if _, _, err := DecodeStatus([]byte{0}); err != ErrNeedMore {
+		t.Fatalf("short: %v", err)
+	}
+	var pe *ProtocolError
+	if _, n, err := DecodeStatus([]byte{0, 8}); !errors.As(err, &pe) || n != 0 {
+		t.Fatalf("unknown status: %v", err)
+	}
+	if StatusChecksumOK.String() != "CHECKSUM_OK" || Status(99).String() != "Status(99)" || Op(1).String() != "Op(1)" {
+		t.Fatal("String methods")
+	}
+}
+
+func TestProtocolStatusOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want Status
+	}{
+		{nil, StatusSuccess},
+		{fmt.Errorf("x: %w", ErrNotExist), StatusErrorInvalid},
+		{fmt.Errorf("x: %w", ErrStaleReplica), StatusErrorInvalid},
+		{fmt.Errorf("x: %w", ErrOutOfRange), StatusErrorInvalid},
+		{fmt.Errorf("x: %w", &ChecksumError{}), StatusErrorChecksum},
+		{&ProtocolError{Status: StatusErrorUnsupported}, StatusErrorUnsupported},
+		{ErrIO, StatusError},
+	}
+	for _, tt := range tests {
+		if got := StatusOf(tt.err); got != tt.want {
+			t.Errorf("StatusOf(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// Encoders into a reused buffer and the packet decoder must not allocate:
+// they run once per packet on the data path.
+func TestProtocolNoAllocs(t *testing.T) {
+	data := protoData(MaxPacketData)
+	buf := make([]byte, 0, MaxPacketLen)
+	req := protoSampleRequest()
+	resp := protoSampleResponse()
+	msg := AppendPacket(nil, PacketHeader{}, data, BytesPerChecksum)
+	okStatus := AppendStatus(nil, StatusChecksumOK)
+	allocs := testing.AllocsPerRun(20, func() {
+		buf = AppendPacket(buf[:0], PacketHeader{Seqno: 1}, data, BytesPerChecksum)
+		buf = AppendRequest(buf[:0], req)
+		buf = AppendResponse(buf[:0], resp)
+		buf = AppendStatus(buf[:0], StatusChecksumOK)
+		if _, _, err := DecodePacket(msg, BytesPerChecksum); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := DecodeStatus(okStatus); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per run", allocs)
+	}
+}

@@ -1,0 +1,482 @@
+package real
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"xceiver/model"
+)
+
+// loop is an event loop: a goroutine blocked in epoll_wait on its own
+// epoll fd, woken through its own eventfd when a callback is posted or an
+// earlier timer is set. It implements model.Loop.
+//
+// Each iteration waits for readiness (or the first timer, or a wake-up),
+// then runs, one at a time: the handlers of ready fds, the callbacks
+// posted so far, and the timers due.
+type loop struct {
+	p    *process
+	name string
+	epfd int
+	evfd int
+	done chan struct{} // closed when the goroutine has exited
+
+	// closing mirrors closed for the world's gate, which must not take mu.
+	closing atomic.Bool
+
+	events []unix.EpollEvent // used only by the loop goroutine
+
+	mu       sync.Mutex
+	closed   bool // Close was called (or the loop died): no more callbacks
+	released bool // epfd and evfd are closed
+	inCB     bool // the goroutine is running a callback
+	woken    bool // evfd was written since the last time posted was taken
+	posted   []func()
+	spare    []func()
+	timers   timerHeap
+	tseq     uint64
+	regs     map[uint64]pollable // epoll token → registered object
+}
+
+// pollable is an object with an fd registered on a loop's epoll.
+type pollable interface {
+	// dispatch handles epoll events for the object; it runs as a callback
+	// on l.
+	dispatch(l *loop, events uint32)
+}
+
+// wakeToken is the epoll token of a loop's eventfd; objects get tokens
+// from World.nextID, which never returns 0.
+const wakeToken = 0
+
+var _ model.Loop = (*loop)(nil)
+
+// newLoop makes a loop and starts its goroutine.
+func (p *process) newLoop(name string) (*loop, error) {
+	obj := fmt.Sprintf("%s/%s", p.name, name)
+	p.fds.mu.Lock()
+	if err := p.fds.room("new loop", obj, 2); err != nil {
+		p.fds.mu.Unlock()
+		return nil, err
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		p.fds.mu.Unlock()
+		return nil, wrapErr("epoll_create", obj, err)
+	}
+	p.fds.add(epfd, model.FDEpoll, nil)
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		p.fds.closeLocked(epfd)
+		p.fds.mu.Unlock()
+		return nil, wrapErr("eventfd", obj, err)
+	}
+	p.fds.add(evfd, model.FDEventfd, nil)
+	p.fds.mu.Unlock()
+
+	release := func() {
+		p.fds.close(evfd)
+		p.fds.close(epfd)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+		release()
+		return nil, wrapErr("epoll_ctl", obj, err)
+	}
+	l := &loop{
+		p:      p,
+		name:   name,
+		epfd:   epfd,
+		evfd:   evfd,
+		done:   make(chan struct{}),
+		events: make([]unix.EpollEvent, 128),
+		regs:   make(map[uint64]pollable),
+	}
+	p.mu.Lock()
+	if p.shuttingDown {
+		p.mu.Unlock()
+		release()
+		return nil, newErr("new loop", obj, model.ErrProcessExited)
+	}
+	p.loops[l] = struct{}{}
+	p.threads++
+	p.peakThreads = max(p.peakThreads, p.threads)
+	p.mu.Unlock()
+	go l.run()
+	return l, nil
+}
+
+func (l *loop) Name() string             { return l.name }
+func (l *loop) Process() model.Process   { return l.p }
+func (l *loop) Now() time.Duration       { return l.p.w.Now() }
+func (l *loop) String() string           { return l.p.name + "/" + l.name }
+func (l *loop) world() *World            { return l.p.w }
+
+// Post runs f on the loop as soon as it is free. It may be called from any
+// goroutine. Posts to a closed loop are dropped.
+func (l *loop) Post(f func()) {
+	if f == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.posted = append(l.posted, f)
+	l.wakeLocked()
+}
+
+// AfterFunc runs f on the loop after d. It may be called from any
+// goroutine. Timers due at the same time run in the order they were set.
+func (l *loop) AfterFunc(d time.Duration, f func()) model.Timer {
+	t := &timer{l: l, f: f, when: l.Now() + max(d, 0)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || f == nil {
+		t.state = timerStopped
+		return t
+	}
+	t.seq = l.tseq
+	l.tseq++
+	heap.Push(&l.timers, t)
+	if l.timers[0] == t {
+		l.wakeLocked()
+	}
+	return t
+}
+
+// wakeLocked makes the goroutine's epoll_wait return. It is skipped while
+// a callback runs: the goroutine looks at posts and timers again before it
+// sleeps. Called with mu held, which keeps evfd from being closed under it.
+func (l *loop) wakeLocked() {
+	if l.woken || l.inCB || l.released {
+		return
+	}
+	l.woken = true
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], 1)
+	// The only failure is EAGAIN when the counter would overflow, and
+	// then the loop is awake anyway.
+	unix.Write(l.evfd, b[:])
+}
+
+// Close stops the loop and releases its epoll fd and eventfd; pending
+// callbacks and timers are dropped. Called from one of the loop's own
+// callbacks (or while another goroutine runs one), it releases the fds at
+// once and the goroutine exits when that callback returns; called while
+// the loop is idle, it wakes the goroutine and waits for it to exit. So it
+// must not be called from a goroutine that the loop's current callback is
+// waiting for. Connections still registered on the loop stay open (and
+// accounted) until closed; they get no more events.
+func (l *loop) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.markClosedLocked()
+	if l.inCB {
+		// The goroutine is inside a callback, not in epoll_wait, and
+		// will exit without touching the fds once the callback returns;
+		// every other use of them checks released under mu.
+		l.releaseLocked()
+		l.mu.Unlock()
+		return
+	}
+	l.woken = false
+	l.wakeLocked()
+	l.mu.Unlock()
+	l.world().wakeGate()
+	<-l.done
+}
+
+// markClosedLocked moves the loop to closed and stops counting it as a
+// thread. Called with mu held.
+func (l *loop) markClosedLocked() {
+	l.closed = true
+	l.closing.Store(true)
+	l.p.addThreads(-1)
+}
+
+// releaseLocked closes the epoll fd and the eventfd and drops everything
+// queued. Called with mu held.
+func (l *loop) releaseLocked() {
+	if l.released {
+		return
+	}
+	l.released = true
+	l.p.fds.close(l.evfd)
+	l.p.fds.close(l.epfd)
+	l.posted, l.spare = nil, nil
+	for _, t := range l.timers {
+		t.state = timerStopped
+	}
+	l.timers = nil
+	clear(l.regs)
+}
+
+// run is the loop's goroutine.
+func (l *loop) run() {
+	defer l.exited()
+	for {
+		timeout, ok := l.prepare()
+		if !ok {
+			return
+		}
+		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			l.world().Fail(wrapErr("epoll_wait", l.String(), err))
+			return
+		}
+		for i := range n {
+			ev := l.events[i]
+			tok := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			if tok == wakeToken {
+				l.drainWake()
+				continue
+			}
+			l.mu.Lock()
+			obj := l.regs[tok]
+			l.mu.Unlock()
+			if obj == nil {
+				continue // unregistered by an earlier callback of this batch
+			}
+			if !l.callback(func() { obj.dispatch(l, ev.Events) }) {
+				return
+			}
+		}
+		if !l.runPosted() || !l.runTimers() {
+			return
+		}
+	}
+}
+
+// prepare computes how long epoll_wait may sleep: not at all if callbacks
+// were posted, until the first timer, or indefinitely. It reports false
+// once the loop is closed.
+func (l *loop) prepare() (timeoutMs int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, false
+	}
+	switch {
+	case len(l.posted) > 0:
+		return 0, true
+	case len(l.timers) > 0:
+		d := l.timers[0].when - l.Now()
+		if d <= 0 {
+			return 0, true
+		}
+		// Round up so the loop never wakes just before a timer and spins.
+		return int((d + time.Millisecond - 1) / time.Millisecond), true
+	default:
+		return -1, true
+	}
+}
+
+func (l *loop) drainWake() {
+	var b [8]byte
+	unix.Read(l.evfd, b[:])
+}
+
+// runPosted runs the callbacks posted so far (not those they post).
+func (l *loop) runPosted() bool {
+	l.mu.Lock()
+	posted := l.posted
+	l.posted, l.spare = l.spare[:0], nil
+	l.woken = false
+	l.mu.Unlock()
+	for i, f := range posted {
+		posted[i] = nil
+		if !l.callback(f) {
+			return false
+		}
+	}
+	l.mu.Lock()
+	if l.spare == nil && !l.released {
+		l.spare = posted[:0]
+	}
+	l.mu.Unlock()
+	return true
+}
+
+// runTimers runs the timers due now, in (deadline, creation) order, but
+// not timers set by these callbacks, so a zero-delay timer re-arming
+// itself cannot starve readiness.
+func (l *loop) runTimers() bool {
+	now := l.Now()
+	l.mu.Lock()
+	limit := l.tseq
+	l.mu.Unlock()
+	for {
+		l.mu.Lock()
+		if len(l.timers) == 0 || l.timers[0].when > now || l.timers[0].seq >= limit {
+			l.mu.Unlock()
+			return true
+		}
+		t := heap.Pop(&l.timers).(*timer)
+		t.state = timerFired
+		l.mu.Unlock()
+		if !l.callback(t.f) {
+			return false
+		}
+	}
+}
+
+// callback runs f as one callback: it waits at the world's gate, runs f
+// unless the loop was closed, and turns a panic into a world failure. It
+// reports whether the loop is still open.
+func (l *loop) callback(f func()) bool {
+	w := l.world()
+	if !w.enter(&l.closing) {
+		return false
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		w.exit()
+		return false
+	}
+	l.inCB = true
+	l.mu.Unlock()
+
+	l.protect(f)
+
+	l.mu.Lock()
+	l.inCB = false
+	closed := l.closed
+	l.mu.Unlock()
+	w.exit()
+	return !closed
+}
+
+func (l *loop) protect(f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.world().Fail(fmt.Errorf("real: panic in a callback on loop %s: %v\n%s", l, r, debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// exited cleans up after the goroutine's last iteration.
+func (l *loop) exited() {
+	l.mu.Lock()
+	if !l.closed {
+		l.markClosedLocked() // the loop died (epoll_wait failed)
+	}
+	l.releaseLocked()
+	l.mu.Unlock()
+	l.p.mu.Lock()
+	delete(l.p.loops, l)
+	l.p.mu.Unlock()
+	close(l.done)
+}
+
+// setInterest changes fd's registration on the loop's epoll from prev to
+// mask (0 means not registered). tok identifies obj in epoll events. It
+// may be called from any goroutine.
+func (l *loop) setInterest(obj pollable, tok uint64, fd int, prev, mask uint32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.released {
+		if mask == 0 {
+			return nil
+		}
+		return newErr("register on loop", l.String(), model.ErrClosed)
+	}
+	ev := unix.EpollEvent{Events: mask, Fd: int32(uint32(tok)), Pad: int32(uint32(tok >> 32))}
+	var err error
+	switch {
+	case prev == mask:
+		return nil
+	case prev == 0:
+		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+		if err == nil {
+			l.regs[tok] = obj
+		}
+	case mask == 0:
+		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+		delete(l.regs, tok)
+	default:
+		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, &ev)
+	}
+	if err != nil {
+		return wrapErr("epoll_ctl", l.String(), err)
+	}
+	return nil
+}
+
+// timer is a pending AfterFunc. It implements model.Timer.
+type timer struct {
+	l     *loop
+	f     func()
+	when  time.Duration
+	seq   uint64
+	index int        // in the heap, under l.mu
+	state timerState // under l.mu
+}
+
+type timerState uint8
+
+const (
+	timerPending timerState = iota
+	timerFired
+	timerStopped
+)
+
+// Stop cancels the timer and reports whether f had not yet run. It may be
+// called from any goroutine.
+func (t *timer) Stop() bool {
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.state != timerPending {
+		return false
+	}
+	if !l.released {
+		heap.Remove(&l.timers, t.index)
+	}
+	t.state = timerStopped
+	return true
+}
+
+// timerHeap orders timers by deadline, then by creation.
+type timerHeap []*timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].when != h[j].when {
+		return h[i].when < h[j].when
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return t
+}

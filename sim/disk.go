@@ -1,0 +1,412 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"xceiver/model"
+)
+
+// DiskConfig is a simulated disk: an SSD behind a page cache.
+type DiskConfig struct {
+	Latency   time.Duration // per uncached read or sync
+	Bandwidth int64         // bytes per second
+	Capacity  int64         // bytes; writes past it fail with ENOSPC
+	PageCache bool          // reads of cached pages cost only a copy
+}
+
+// DefaultDiskConfig returns a datacenter SSD with a warm page cache.
+func DefaultDiskConfig() DiskConfig {
+	return DiskConfig{
+		Latency:   80 * time.Microsecond,
+		Bandwidth: 1 << 30,
+		Capacity:  1 << 40,
+		PageCache: true,
+	}
+}
+
+// DiskFaults are the disk faults a run may switch on.
+type DiskFaults struct {
+	ReadEIO   float64       // probability that a read fails with EIO
+	WriteEIO  float64       // probability that a write fails with EIO
+	SlowIO    float64       // probability that an I/O is slow
+	SlowDelay time.Duration // extra latency of a slow I/O
+}
+
+const pageSize = 4096
+
+type inode struct {
+	ino    uint64
+	data   []byte
+	nlink  int
+	refs   int
+	cached []bool // per page
+}
+
+// Disk is a process's simulated file system. Names map to inodes; an open
+// File holds its inode, so rename and unlink behave as POSIX says.
+type Disk struct {
+	w      *World
+	p      *Process
+	names  map[string]*inode
+	used   int64
+	faults DiskFaults
+	// Reads and Writes count operations, for experiments and tests.
+	Reads, Writes int
+}
+
+func newDisk(w *World, p *Process) *Disk {
+	return &Disk{w: w, p: p, names: make(map[string]*inode)}
+}
+
+// SetFaults switches disk faults on (or off with the zero value).
+func (d *Disk) SetFaults(f DiskFaults) { d.faults = f }
+
+// DropCache empties the page cache (echo 3 > drop_caches).
+func (d *Disk) DropCache() {
+	for _, name := range d.sortedNames() {
+		ino := d.names[name]
+		for i := range ino.cached {
+			ino.cached[i] = false
+		}
+	}
+}
+
+func (d *Disk) sortedNames() []string {
+	names := make([]string, 0, len(d.names))
+	for n := range d.names {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func cleanPath(p string) (string, error) {
+	c := path.Clean("/" + p)[1:]
+	if c == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+		return "", fmt.Errorf("path %q: %w", p, model.ErrNotExist)
+	}
+	return c, nil
+}
+
+// Open implements model.Disk.
+func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.File, error) {
+	p, err := cleanPath(name)
+	if err != nil {
+		return nil, err
+	}
+	d.w.charge(d.w.cfg.CPU.Syscall)
+	ino := d.names[p]
+	if ino == nil && flag&model.Create == 0 {
+		return nil, fmt.Errorf("open %s: %w", p, model.ErrNotExist)
+	}
+	if ino != nil && flag&model.Create != 0 && flag&model.Excl != 0 {
+		return nil, fmt.Errorf("open %s: %w", p, model.ErrExist)
+	}
+	fd, err := d.p.allocFD(kind, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	if ino == nil {
+		d.w.nextID++
+		ino = &inode{ino: d.w.nextID, nlink: 1}
+		d.names[p] = ino
+	} else if flag&model.Truncate != 0 && flag&model.ReadWrite != 0 {
+		d.used -= int64(len(ino.data))
+		ino.data = ino.data[:0:0]
+		ino.cached = nil
+	}
+	ino.refs++
+	f := &File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen}
+	d.p.setFDObject(fd, f)
+	return f, nil
+}
+
+// Rename implements model.Disk.
+func (d *Disk) Rename(from, to string) error {
+	f, err := cleanPath(from)
+	if err != nil {
+		return err
+	}
+	t, err := cleanPath(to)
+	if err != nil {
+		return err
+	}
+	d.w.charge(d.w.cfg.CPU.Syscall)
+	ino := d.names[f]
+	if ino == nil {
+		return fmt.Errorf("rename %s: %w", f, model.ErrNotExist)
+	}
+	if f == t {
+		return nil
+	}
+	if old := d.names[t]; old != nil {
+		d.drop(old)
+	}
+	d.names[t] = ino
+	delete(d.names, f)
+	d.w.record(Event{Proc: d.p.name, Kind: "disk", Conn: ino.ino, S: "rename " + f + " " + t})
+	return nil
+}
+
+// Unlink implements model.Disk.
+func (d *Disk) Unlink(name string) error {
+	p, err := cleanPath(name)
+	if err != nil {
+		return err
+	}
+	d.w.charge(d.w.cfg.CPU.Syscall)
+	ino := d.names[p]
+	if ino == nil {
+		return fmt.Errorf("unlink %s: %w", p, model.ErrNotExist)
+	}
+	delete(d.names, p)
+	d.drop(ino)
+	d.w.record(Event{Proc: d.p.name, Kind: "disk", Conn: ino.ino, S: "unlink " + p})
+	return nil
+}
+
+// drop removes a name's link; the inode's space is freed once no name and
+// no open fd refers to it.
+func (d *Disk) drop(ino *inode) {
+	ino.nlink--
+	if ino.nlink <= 0 && ino.refs <= 0 {
+		d.used -= int64(len(ino.data))
+	}
+}
+
+// Stat implements model.Disk.
+func (d *Disk) Stat(name string) (int64, error) {
+	p, err := cleanPath(name)
+	if err != nil {
+		return 0, err
+	}
+	ino := d.names[p]
+	if ino == nil {
+		return 0, fmt.Errorf("stat %s: %w", p, model.ErrNotExist)
+	}
+	return int64(len(ino.data)), nil
+}
+
+// List implements model.Disk.
+func (d *Disk) List(dir string) ([]string, error) {
+	prefix := ""
+	if dir != "" && dir != "." {
+		p, err := cleanPath(dir)
+		if err != nil {
+			return nil, err
+		}
+		prefix = p + "/"
+	}
+	var out []string
+	for _, n := range d.sortedNames() {
+		if rest, ok := strings.CutPrefix(n, prefix); ok && !strings.Contains(rest, "/") {
+			out = append(out, rest)
+		}
+	}
+	return out, nil
+}
+
+// Sendfile implements model.Disk.
+func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, error) {
+	sf, ok := f.(*File)
+	if !ok || sf.closed {
+		return 0, model.ErrClosed
+	}
+	size := int64(len(sf.ino.data))
+	if off >= size {
+		return 0, io.EOF
+	}
+	if int64(n) > size-off {
+		n = int(size - off)
+	}
+	if err := d.ioCost(sf.ino, off, n, false); err != nil {
+		return 0, err
+	}
+	// The kernel copies from the page cache straight into the socket.
+	return c.Write(sf.ino.data[off : off+int64(n)])
+}
+
+// ioCost charges the time an I/O takes and draws its faults.
+func (d *Disk) ioCost(ino *inode, off int64, n int, write bool) error {
+	cfg := &d.w.cfg.Disk
+	w := d.w
+	if write {
+		d.Writes++
+		if d.faults.WriteEIO > 0 && w.diskRand.Float64() < d.faults.WriteEIO {
+			w.record(Event{Proc: d.p.name, Kind: "diskErr", Conn: ino.ino, A: off, B: int64(n), S: "EIO"})
+			return model.ErrIO
+		}
+		w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+		d.markCached(ino, off, n)
+		return nil
+	}
+	d.Reads++
+	if d.faults.ReadEIO > 0 && w.diskRand.Float64() < d.faults.ReadEIO {
+		w.record(Event{Proc: d.p.name, Kind: "diskErr", Conn: ino.ino, A: off, B: int64(n), S: "EIO"})
+		return model.ErrIO
+	}
+	if cfg.PageCache && d.isCached(ino, off, n) {
+		w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	} else {
+		w.charge(cfg.Latency + time.Duration(int64(n)*int64(time.Second)/cfg.Bandwidth))
+		d.markCached(ino, off, n)
+	}
+	if d.faults.SlowIO > 0 && w.diskRand.Float64() < d.faults.SlowIO {
+		w.charge(d.faults.SlowDelay)
+	}
+	return nil
+}
+
+func (d *Disk) isCached(ino *inode, off int64, n int) bool {
+	for pg := off / pageSize; pg*pageSize < off+int64(n); pg++ {
+		if int(pg) >= len(ino.cached) || !ino.cached[pg] {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Disk) markCached(ino *inode, off int64, n int) {
+	if !d.w.cfg.Disk.PageCache {
+		return
+	}
+	last := (off + int64(n) + pageSize - 1) / pageSize
+	for int64(len(ino.cached)) < last {
+		ino.cached = append(ino.cached, false)
+	}
+	for pg := off / pageSize; pg < last; pg++ {
+		ino.cached[pg] = true
+	}
+}
+
+// File is an open simulated file. It implements model.File.
+type File struct {
+	d        *Disk
+	p        *Process // the process whose fd this is
+	ino      *inode
+	fd       int
+	kind     model.FDKind
+	writable bool
+	closed   bool
+	gen      int
+}
+
+// Kind implements model.File.
+func (f *File) Kind() model.FDKind { return f.kind }
+
+// ReadAt implements model.File.
+func (f *File) ReadAt(b []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, model.ErrClosed
+	}
+	w := f.d.w
+	w.charge(w.cfg.CPU.Syscall)
+	if off < 0 {
+		return 0, fmt.Errorf("pread: negative offset %d", off)
+	}
+	size := int64(len(f.ino.data))
+	if off >= size {
+		return 0, io.EOF
+	}
+	n := len(b)
+	if int64(n) > size-off {
+		n = int(size - off)
+	}
+	if err := f.d.ioCost(f.ino, off, n, false); err != nil {
+		return 0, fmt.Errorf("pread: %w", err)
+	}
+	copy(b, f.ino.data[off:off+int64(n)])
+	w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(n), S: "read"})
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// WriteAt implements model.File.
+func (f *File) WriteAt(b []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, model.ErrClosed
+	}
+	if !f.writable {
+		return 0, fmt.Errorf("pwrite: file opened read-only: %w", model.ErrClosed)
+	}
+	w := f.d.w
+	w.charge(w.cfg.CPU.Syscall)
+	if off < 0 {
+		return 0, fmt.Errorf("pwrite: negative offset %d", off)
+	}
+	end := off + int64(len(b))
+	grow := end - int64(len(f.ino.data))
+	if grow > 0 && f.d.used+grow > w.cfg.Disk.Capacity {
+		w.record(Event{Proc: f.p.name, Kind: "diskErr", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "ENOSPC"})
+		return 0, fmt.Errorf("pwrite: %w", model.ErrNoSpace)
+	}
+	if err := f.d.ioCost(f.ino, off, len(b), true); err != nil {
+		return 0, fmt.Errorf("pwrite: %w", err)
+	}
+	if grow > 0 {
+		f.ino.data = append(f.ino.data, make([]byte, grow)...)
+		f.d.used += grow
+	}
+	copy(f.ino.data[off:], b)
+	w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
+	return len(b), nil
+}
+
+// Size implements model.File.
+func (f *File) Size() (int64, error) {
+	if f.closed {
+		return 0, model.ErrClosed
+	}
+	return int64(len(f.ino.data)), nil
+}
+
+// Sync implements model.File.
+func (f *File) Sync() error {
+	if f.closed {
+		return model.ErrClosed
+	}
+	f.d.w.charge(f.d.w.cfg.Disk.Latency)
+	return nil
+}
+
+// Close implements model.File.
+func (f *File) Close() error {
+	if f.closed {
+		return model.ErrClosed
+	}
+	f.kill()
+	return nil
+}
+
+func (f *File) kill() {
+	if f.closed {
+		return
+	}
+	f.closed = true
+	f.ino.refs--
+	if f.ino.refs <= 0 && f.ino.nlink <= 0 {
+		f.d.used -= int64(len(f.ino.data))
+	}
+	if f.gen == f.p.gen {
+		f.p.freeFD(f.fd)
+	}
+}
+
+// dup makes a new fd in process p for the same open file (fd passing).
+func (f *File) dup(p *Process, kind model.FDKind) (*File, error) {
+	fd, err := p.allocFD(kind, nil)
+	if err != nil {
+		return nil, err
+	}
+	f.ino.refs++
+	nf := &File{d: f.d, p: p, ino: f.ino, fd: fd, kind: kind, writable: false, gen: p.gen}
+	p.setFDObject(fd, nf)
+	return nf, nil
+}

@@ -1,0 +1,662 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"xceiver/model"
+)
+
+// Process is a simulated OS process. It implements model.Process.
+type Process struct {
+	w    *World
+	name string
+	cfg  model.ProcessConfig
+	main func(model.Process)
+	gen  int // bumped by Crash; objects of an older generation are dead
+
+	rng   *rand.Rand
+	disk  *Disk
+	cores []time.Duration // when each core is next free
+
+	fds      fdTable
+	mainLoop *Loop
+	loops    []*Loop
+	pools    []*WorkerPool
+	threads  int
+	peakThr  int
+	timers   int // pending AfterFuncs
+	work     int // submitted work not yet completed
+	crashed  bool
+	restarts int
+}
+
+func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.Process)) *Process {
+	if cfg.FDLimit <= 0 {
+		cfg.FDLimit = w.cfg.FDLimit
+	}
+	if cfg.Cores <= 0 {
+		cfg.Cores = 1
+	}
+	p := &Process{w: w, name: name, cfg: cfg, main: main}
+	p.disk = newDisk(w, p)
+	p.reset()
+	return p
+}
+
+func (p *Process) reset() {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "proc:%s:%d", p.name, p.restarts)
+	p.rng = rand.New(rand.NewPCG(p.w.cfg.Seed, h.Sum64()))
+	p.cores = make([]time.Duration, p.cfg.Cores)
+	p.fds = fdTable{limit: p.cfg.FDLimit}
+	p.loops, p.pools = nil, nil
+	p.threads, p.timers, p.work = 0, 0, 0
+	p.crashed = false
+}
+
+func (p *Process) start() {
+	p.w.record(Event{Proc: p.name, Kind: "spawn", A: int64(p.restarts)})
+	l, err := p.newLoop("main")
+	if err != nil {
+		p.w.Fail(fmt.Errorf("process %s: main loop: %w", p.name, err))
+		return
+	}
+	p.mainLoop = l
+	l.Post(func() { p.main(p) })
+}
+
+// Name implements model.Process.
+func (p *Process) Name() string { return p.name }
+
+// World implements model.Process.
+func (p *Process) World() model.World { return p.w }
+
+// MainLoop implements model.Process.
+func (p *Process) MainLoop() model.Loop { return p.mainLoop }
+
+// NewLoop implements model.Process.
+func (p *Process) NewLoop(name string) (model.Loop, error) {
+	l, err := p.newLoop(name)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (p *Process) newLoop(name string) (*Loop, error) {
+	fd, err := p.allocFD(model.FDEpoll, nil)
+	if err != nil {
+		return nil, fmt.Errorf("new loop %s: %w", name, err)
+	}
+	p.w.charge(p.w.cfg.CPU.ThreadStart)
+	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd}
+	p.loops = append(p.loops, l)
+	p.addThreads(1)
+	return l, nil
+}
+
+func (p *Process) addThreads(n int) {
+	p.threads += n
+	if p.threads > p.peakThr {
+		p.peakThr = p.threads
+	}
+}
+
+// NewWorkerPool implements model.Process.
+func (p *Process) NewWorkerPool(name string, n int) model.WorkerPool {
+	if n < 1 {
+		n = 1
+	}
+	wp := &WorkerPool{p: p, name: name, gen: p.gen}
+	for i := 0; i < n; i++ {
+		wp.workers = append(wp.workers, &thread{p: p, name: fmt.Sprintf("%s-%d", name, i)})
+	}
+	p.pools = append(p.pools, wp)
+	p.addThreads(n)
+	return wp
+}
+
+// NewLock implements model.Process.
+func (p *Process) NewLock(name string) model.Lock { return &Lock{p: p, name: name} }
+
+// Listen implements model.Process.
+func (p *Process) Listen(network, addr string, backlog int, loop model.Loop) (model.Listener, error) {
+	l, ok := loop.(*Loop)
+	if !ok || l.p != p {
+		return nil, fmt.Errorf("listen %s: loop belongs to another process", addr)
+	}
+	switch network {
+	case "tcp", "unix":
+	default:
+		return nil, fmt.Errorf("listen %s: unknown network %q", addr, network)
+	}
+	return p.w.listenOn(p, network, addr, backlog, l)
+}
+
+// Dial implements model.Process.
+func (p *Process) Dial(network, addr string, loop model.Loop, h model.Handler) (model.Conn, error) {
+	l, ok := loop.(*Loop)
+	if !ok || l.p != p {
+		return nil, fmt.Errorf("dial %s: loop belongs to another process", addr)
+	}
+	switch network {
+	case "tcp":
+		return p.w.dialTCP(p, addr, l, h)
+	case "unix":
+		return p.w.dialUnix(p, addr, l, h)
+	}
+	return nil, fmt.Errorf("dial %s: unknown network %q", addr, network)
+}
+
+// Disk implements model.Process.
+func (p *Process) Disk() model.Disk { return p.disk }
+
+// SimDisk is the process's disk with its fault controls.
+func (p *Process) SimDisk() *Disk { return p.disk }
+
+// Rand implements model.Process.
+func (p *Process) Rand() model.Rand { return p.rng }
+
+// CPU implements model.Process.
+func (p *Process) CPU(kind model.CPUWork, n int) {
+	c := &p.w.cfg.CPU
+	switch kind {
+	case model.CPUChecksum:
+		p.w.charge(time.Duration(int64(c.ChecksumPerK) * int64(n) / 1024))
+	case model.CPUCopy:
+		p.w.charge(time.Duration(int64(c.CopyPerKB) * int64(n) / 1024))
+	case model.CPUParse:
+		p.w.charge(time.Duration(int64(c.Parse) * int64(n)))
+	}
+}
+
+// Log implements model.Process.
+func (p *Process) Log(kind string, kv ...any) {
+	var b strings.Builder
+	b.WriteString(kind)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
+	}
+	p.w.record(Event{Proc: p.name, Kind: "log", S: b.String()})
+}
+
+// FDs implements model.Process.
+func (p *Process) FDs() model.FDStats {
+	return model.FDStats{Open: p.fds.open, Peak: p.fds.peak, Limit: p.fds.limit, ByKind: p.fds.byKind}
+}
+
+// Threads implements model.Process.
+func (p *Process) Threads() (now, peak int) { return p.threads, p.peakThr }
+
+// Resources is what a process holds; leak checks compare it to a baseline.
+type Resources struct {
+	FDs     int
+	ByKind  [model.NumFDKinds]int
+	Threads int
+	Timers  int
+	Work    int
+}
+
+// Resources reports what the process holds now.
+func (p *Process) Resources() Resources {
+	return Resources{FDs: p.fds.open, ByKind: p.fds.byKind, Threads: p.threads, Timers: p.timers, Work: p.work}
+}
+
+// Crashed reports whether the process is down.
+func (p *Process) Crashed() bool { return p.crashed }
+
+// Crash kills the process as the kernel would: every fd is closed (sockets
+// with unread data reset their peers), threads and timers vanish. The disk
+// keeps what was written (a process crash, not a power loss).
+func (p *Process) Crash() {
+	if p.crashed {
+		return
+	}
+	open := p.fds.open
+	p.w.record(Event{Proc: p.name, Kind: "crash", A: int64(open)})
+	p.crashed = true
+	p.gen++
+	for fd := range p.fds.objs {
+		if o := p.fds.objs[fd]; o != nil {
+			o.kill()
+		}
+	}
+	for _, l := range p.loops {
+		l.closed = true
+		l.queue = nil
+	}
+	for _, wp := range p.pools {
+		wp.closed = true
+		wp.queue = nil
+	}
+	p.threads, p.timers, p.work = 0, 0, 0
+	p.fds = fdTable{limit: p.cfg.FDLimit}
+}
+
+// Restart starts a crashed process again: main runs on fresh state over
+// the same disk.
+func (p *Process) Restart() {
+	if !p.crashed {
+		return
+	}
+	p.restarts++
+	p.reset()
+	p.start()
+}
+
+// fdObject is what an fd refers to; kill releases it at process death.
+type fdObject interface{ kill() }
+
+type fdTable struct {
+	objs   []fdObject // index = fd number; nil = free
+	kinds  []model.FDKind
+	open   int
+	peak   int
+	limit  int
+	byKind [model.NumFDKinds]int
+	hint   int
+}
+
+// firstFD leaves 0, 1 and 2 to stdio, which the accounting does not count.
+const firstFD = 3
+
+func (p *Process) allocFD(kind model.FDKind, obj fdObject) (int, error) {
+	t := &p.fds
+	if p.crashed {
+		return -1, model.ErrProcessExited
+	}
+	if t.open >= t.limit {
+		return -1, model.ErrTooManyFiles
+	}
+	fd := t.hint
+	if fd < firstFD {
+		fd = firstFD
+	}
+	for fd < len(t.objs) && (t.objs[fd] != nil || t.kinds[fd] != fdFree) {
+		fd++
+	}
+	for fd >= len(t.objs) {
+		t.objs = append(t.objs, nil)
+		t.kinds = append(t.kinds, fdFree)
+	}
+	t.objs[fd] = obj
+	t.kinds[fd] = kind
+	t.hint = fd + 1
+	t.open++
+	t.byKind[kind]++
+	if t.open > t.peak {
+		t.peak = t.open
+	}
+	p.w.record(Event{Proc: p.name, Kind: "fd", Conn: uint64(fd), A: 1, B: int64(t.open), S: kind.String()})
+	return fd, nil
+}
+
+// setFDObject attaches the object once it exists (allocation comes first
+// so EMFILE is reported before anything is built).
+func (p *Process) setFDObject(fd int, obj fdObject) {
+	if fd >= 0 && fd < len(p.fds.objs) {
+		p.fds.objs[fd] = obj
+	}
+}
+
+const fdFree model.FDKind = -1
+
+func (p *Process) freeFD(fd int) {
+	t := &p.fds
+	if fd < firstFD || fd >= len(t.kinds) || t.kinds[fd] == fdFree {
+		return
+	}
+	kind := t.kinds[fd]
+	t.objs[fd] = nil
+	t.kinds[fd] = fdFree
+	t.open--
+	t.byKind[kind]--
+	if fd < t.hint {
+		t.hint = fd
+	}
+	p.w.record(Event{Proc: p.name, Kind: "fd", Conn: uint64(fd), A: -1, B: int64(t.open), S: kind.String()})
+}
+
+// thread is a serial server: a loop or a worker. Work on it queues behind
+// whatever it is already doing.
+type thread struct {
+	p         *Process
+	name      string
+	busyUntil time.Duration
+}
+
+// charge adds modelled CPU time to the callback now running.
+func (w *World) charge(d time.Duration) {
+	if w.running != nil {
+		w.ctx += d
+	}
+}
+
+// freeCore returns the core that is free first.
+func (p *Process) freeCore() int {
+	best := 0
+	for i, t := range p.cores {
+		if t < p.cores[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// runOn runs fn as a callback of thread t on core c, starting now; it
+// returns when the callback's virtual time ends.
+func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
+	w.running = t
+	w.ctx = w.now + w.cfg.CPU.Callback
+	fn()
+	end := w.ctx
+	w.running = nil
+	t.busyUntil = end
+	t.p.cores[core] = end
+	return end
+}
+
+// Loop is a simulated event loop (a selector thread). It implements
+// model.Loop.
+type Loop struct {
+	thread
+	gen       int
+	epfd      int
+	queue     []task
+	head      int
+	scheduled bool
+	closed    bool
+}
+
+type task struct {
+	fn    func()
+	timer *Timer
+	conn  readyConn
+}
+
+// readyConn is a connection whose readiness the loop reports.
+type readyConn interface {
+	dispatchReady()
+}
+
+// Name implements model.Loop.
+func (l *Loop) Name() string { return l.name }
+
+// Process implements model.Loop.
+func (l *Loop) Process() model.Process { return l.p }
+
+// Now implements model.Loop.
+func (l *Loop) Now() time.Duration { return l.p.w.Now() }
+
+func (l *Loop) dead() bool { return l.closed || l.gen != l.p.gen }
+
+func (l *Loop) enqueue(t task) {
+	if l.dead() {
+		return
+	}
+	l.queue = append(l.queue, t)
+	l.wake()
+}
+
+func (l *Loop) wake() {
+	if l.scheduled || l.dead() || l.head >= len(l.queue) {
+		return
+	}
+	l.scheduled = true
+	w := l.p.w
+	w.at(max(w.Now(), l.busyUntil), l.dispatch)
+}
+
+func (l *Loop) dispatch() {
+	l.scheduled = false
+	if l.dead() || l.head >= len(l.queue) {
+		return
+	}
+	w := l.p.w
+	c := l.p.freeCore()
+	if ready := max(l.busyUntil, l.p.cores[c]); ready > w.now {
+		l.scheduled = true
+		w.at(ready, l.dispatch)
+		return
+	}
+	t := l.queue[l.head]
+	l.queue[l.head] = task{}
+	l.head++
+	if l.head == len(l.queue) {
+		l.queue, l.head = l.queue[:0], 0
+	}
+	switch {
+	case t.timer != nil:
+		tm := t.timer
+		if tm.stopped {
+			break
+		}
+		tm.fired = true
+		l.p.timers--
+		w.runOn(&l.thread, c, tm.f)
+	case t.conn != nil:
+		w.runOn(&l.thread, c, t.conn.dispatchReady)
+	default:
+		w.runOn(&l.thread, c, t.fn)
+	}
+	l.wake()
+}
+
+// AfterFunc implements model.Loop.
+func (l *Loop) AfterFunc(d time.Duration, f func()) model.Timer {
+	tm := &Timer{l: l, f: f}
+	if l.dead() {
+		tm.stopped = true
+		return tm
+	}
+	l.p.timers++
+	w := l.p.w
+	tm.ev = w.after(d, func() {
+		tm.ev = nil
+		if !tm.stopped {
+			l.enqueue(task{timer: tm})
+		}
+	})
+	return tm
+}
+
+// Post implements model.Loop.
+func (l *Loop) Post(f func()) { l.enqueue(task{fn: f}) }
+
+// Close implements model.Loop.
+func (l *Loop) Close() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	for i := l.head; i < len(l.queue); i++ {
+		if tm := l.queue[i].timer; tm != nil && !tm.stopped {
+			tm.stopped = true
+			l.p.timers--
+		}
+	}
+	l.queue, l.head = nil, 0
+	if l.gen == l.p.gen {
+		l.p.freeFD(l.epfd)
+		l.p.threads--
+	}
+}
+
+// Timer implements model.Timer.
+type Timer struct {
+	l       *Loop
+	f       func()
+	ev      *event
+	stopped bool
+	fired   bool
+}
+
+// Stop implements model.Timer.
+func (t *Timer) Stop() bool {
+	if t.stopped || t.fired {
+		return false
+	}
+	t.stopped = true
+	t.ev.cancel()
+	if t.l.gen == t.l.p.gen {
+		t.l.p.timers--
+	}
+	return true
+}
+
+// WorkerPool is a simulated pool of worker threads. It implements
+// model.WorkerPool.
+type WorkerPool struct {
+	p       *Process
+	name    string
+	gen     int
+	workers []*thread
+	queue   []workItem
+	kicked  bool
+	closed  bool
+}
+
+type workItem struct {
+	loop *Loop
+	work func()
+	done func()
+}
+
+// Submit implements model.WorkerPool.
+func (wp *WorkerPool) Submit(loop model.Loop, work func(), done func()) {
+	l, ok := loop.(*Loop)
+	if !ok || wp.closed || wp.gen != wp.p.gen {
+		return
+	}
+	wp.p.work++
+	wp.queue = append(wp.queue, workItem{loop: l, work: work, done: done})
+	wp.kick()
+}
+
+func (wp *WorkerPool) kick() {
+	if wp.kicked {
+		return
+	}
+	wp.kicked = true
+	w := wp.p.w
+	w.at(w.Now(), wp.dispatch)
+}
+
+// dispatch starts queued work on idle workers. The work function runs at
+// once, in virtual time from the worker's start; its completion reaches
+// the submitting loop when the worker's modelled time ends.
+func (wp *WorkerPool) dispatch() {
+	wp.kicked = false
+	if wp.closed || wp.gen != wp.p.gen {
+		return
+	}
+	w := wp.p.w
+	for len(wp.queue) > 0 {
+		var idle *thread
+		next := time.Duration(-1)
+		for _, t := range wp.workers {
+			if t.busyUntil <= w.now {
+				idle = t
+				break
+			}
+			if next < 0 || t.busyUntil < next {
+				next = t.busyUntil
+			}
+		}
+		c := wp.p.freeCore()
+		if idle == nil || wp.p.cores[c] > w.now {
+			if idle != nil || (next >= 0 && wp.p.cores[c] > next) {
+				next = wp.p.cores[c]
+			}
+			wp.kicked = true
+			w.at(next, wp.dispatch)
+			return
+		}
+		it := wp.queue[0]
+		wp.queue[0] = workItem{}
+		wp.queue = wp.queue[1:]
+		end := w.runOn(idle, c, it.work)
+		gen := wp.gen
+		w.at(end, func() {
+			if gen != wp.p.gen {
+				return
+			}
+			wp.p.work--
+			if it.done != nil {
+				it.loop.enqueue(task{fn: it.done})
+			}
+		})
+	}
+}
+
+// Size implements model.WorkerPool.
+func (wp *WorkerPool) Size() int { return len(wp.workers) }
+
+// Close implements model.WorkerPool. Work already queued is dropped.
+func (wp *WorkerPool) Close() {
+	if wp.closed {
+		return
+	}
+	wp.closed = true
+	if wp.gen == wp.p.gen {
+		wp.p.work -= len(wp.queue)
+		wp.p.threads -= len(wp.workers)
+	}
+	wp.queue = nil
+}
+
+// Lock is a modelled lock shared by a process's loops: a FIFO of waiters,
+// held for as long as each holder's callback runs, so contention costs
+// virtual time as it would on a real mutex.
+type Lock struct {
+	p       *Process
+	name    string
+	held    bool
+	waiters []lockWaiter
+	// Acquisitions and Contended count uses, for experiments.
+	Acquisitions, Contended int
+}
+
+type lockWaiter struct {
+	l *Loop
+	f func()
+}
+
+// Do implements model.Lock.
+func (lk *Lock) Do(loop model.Loop, f func()) {
+	l, ok := loop.(*Loop)
+	if !ok {
+		return
+	}
+	lk.Acquisitions++
+	if lk.held {
+		lk.Contended++
+		lk.waiters = append(lk.waiters, lockWaiter{l, f})
+		return
+	}
+	lk.grant(l, f)
+}
+
+func (lk *Lock) grant(l *Loop, f func()) {
+	lk.held = true
+	l.enqueue(task{fn: func() {
+		f()
+		lk.release()
+	}})
+}
+
+func (lk *Lock) release() {
+	lk.held = false
+	if len(lk.waiters) == 0 {
+		return
+	}
+	next := lk.waiters[0]
+	lk.waiters = lk.waiters[1:]
+	w := lk.p.w
+	w.at(w.Now(), func() { lk.grant(next.l, next.f) })
+	lk.held = true
+}

@@ -1,0 +1,1095 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"xceiver/model"
+)
+
+// TCPConfig holds the parameters of simulated TCP. The defaults are Linux
+// 6.x on loopback (HZ=250).
+type TCPConfig struct {
+	MSS        int           // loopback: 65483
+	Delay      time.Duration // one-way propagation
+	Bandwidth  int64         // bytes per second per direction
+	SndBuf     int           // send buffer (bytes)
+	RcvBuf     int           // receive buffer (bytes)
+	InitWindow int           // window in the SYN (unscaled)
+	Tick       time.Duration // jiffy: timers fire on this grid
+	AtoMin     time.Duration // TCP_ATO_MIN = TCP_DELACK_MIN = 40 ms
+	DelackMax  time.Duration // TCP_DELACK_MAX = 200 ms
+	MaxQuick   int           // TCP_MAX_QUICKACKS = 16
+	RTOMin     time.Duration // 200 ms
+	SynRTO     time.Duration // first SYN retransmission: 1 s
+	SynRetries int           // tcp_syn_retries
+	// RetryLimit is how long unacknowledged data is retransmitted before
+	// the connection fails with ETIMEDOUT (tcp_retries2; shortened from
+	// Linux's ≈15 minutes so runs stay short).
+	RetryLimit time.Duration
+}
+
+// DefaultTCPConfig returns Linux loopback defaults.
+func DefaultTCPConfig() TCPConfig {
+	return TCPConfig{
+		MSS:        65483,
+		Delay:      10 * time.Microsecond,
+		Bandwidth:  4 << 30,
+		SndBuf:     1 << 20,
+		RcvBuf:     1 << 20,
+		InitWindow: 65535,
+		Tick:       4 * time.Millisecond,
+		AtoMin:     40 * time.Millisecond,
+		DelackMax:  200 * time.Millisecond,
+		MaxQuick:   16,
+		RTOMin:     200 * time.Millisecond,
+		SynRTO:     time.Second,
+		SynRetries: 6,
+		RetryLimit: 10 * time.Second,
+	}
+}
+
+const tcpMSSDefault = 536 // TCP_MSS_DEFAULT: the first guess of rcv_mss
+
+type segFlags uint8
+
+const (
+	flagSYN segFlags = 1 << iota
+	flagACK
+	flagFIN
+	flagRST
+	flagPSH
+)
+
+func (f segFlags) String() string {
+	b := make([]byte, 0, 5)
+	if f&flagSYN != 0 {
+		b = append(b, 'S')
+	}
+	if f&flagFIN != 0 {
+		b = append(b, 'F')
+	}
+	if f&flagRST != 0 {
+		b = append(b, 'R')
+	}
+	if f&flagPSH != 0 {
+		b = append(b, 'P')
+	}
+	if f&flagACK != 0 {
+		b = append(b, '.')
+	}
+	return string(b)
+}
+
+var flagStrings [32]string
+
+func init() {
+	for i := range flagStrings {
+		flagStrings[i] = segFlags(i).String()
+	}
+}
+
+// segment is what crosses the simulated wire. Sequence numbers count data
+// bytes only (SYN and FIN are flags), starting at 0 in each direction.
+type segment struct {
+	seq   uint64
+	data  []byte
+	ack   uint64
+	wnd   int
+	flags segFlags
+	// ackFin says the ACK covers the peer's FIN (FIN is outside the byte
+	// sequence here).
+	ackFin bool
+}
+
+type tcpState uint8
+
+const (
+	tcpSynSent tcpState = iota
+	tcpSynRcvd
+	tcpEstablished
+	tcpClosed // reset, or both directions finished and the fd closed
+)
+
+// tcpConn is one end of a simulated TCP connection.
+type tcpConn struct {
+	w      *World
+	p      *Process
+	id     uint64
+	fd     int
+	local  string
+	remote string
+	peer   *tcpConn
+	ln     *listener // for a passive end until accepted
+	state  tcpState
+	cfg    *TCPConfig
+
+	loop          *Loop
+	handler       model.Handler
+	readInterest  bool
+	writeInterest bool
+	queued        bool
+
+	// Send side. snd holds bytes [sndUna, sndEnd); snd[sndOff] is sndUna.
+	snd     []byte
+	sndOff  int
+	sndUna  uint64
+	sndNxt  uint64
+	sndEnd  uint64
+	sndSml  uint64 // end of the last small segment sent (Minshall)
+	sndBuf  int
+	peerWnd int
+	maxWnd  int
+	nodelay bool
+	cork    bool
+	more    bool // the last write had MSG_MORE
+	finQ    bool // FIN queued after sndEnd
+	finSent bool
+	finAckd bool
+	lsndtm  time.Duration
+	rtxEv   *event
+	rtxFrom time.Duration
+
+	// Receive side.
+	rcv       [][]byte
+	rcvOff    int
+	rcvQueued int
+	rcvNxt    uint64
+	rcvWup    uint64 // rcv_nxt when we last sent a window
+	advWnd    int    // window we last advertised
+	wndClamp  int    // grows with data received (rcv_ssthresh)
+	rcvBuf    int
+	rcvMss    int
+	quick     int
+	pingpong  bool
+	ato       time.Duration
+	lrcvtm    time.Duration
+	ackSched  bool
+	pushed    bool
+	pushed2   bool
+	delack    *event
+	finRcvd   bool
+	linkFree  time.Duration
+	vanished  bool // the peer host vanished: our segments go nowhere
+	synTries  int
+	synEv     *event
+	fdClosed  bool
+	err       error
+	errReturn bool // the error was returned once (later writes get EPIPE)
+}
+
+func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
+	w.nextID++
+	c := &tcpConn{
+		w: w, p: p, id: w.nextID, fd: -1, local: local, remote: remote,
+		cfg: &w.cfg.TCP, readInterest: true,
+		rcvMss: tcpMSSDefault,
+	}
+	c.sndBuf = c.cfg.SndBuf
+	c.rcvBuf = c.cfg.RcvBuf
+	c.wndClamp = c.cfg.InitWindow
+	if c.wndClamp > c.rcvBuf {
+		c.wndClamp = c.rcvBuf
+	}
+	return c
+}
+
+// --- model.Conn ---
+
+func (c *tcpConn) ID() uint64         { return c.id }
+func (c *tcpConn) LocalAddr() string  { return c.local }
+func (c *tcpConn) RemoteAddr() string { return c.remote }
+func (c *tcpConn) Err() error         { return c.err }
+
+func (c *tcpConn) SetHandler(loop model.Loop, h model.Handler) {
+	l, ok := loop.(*Loop)
+	if !ok {
+		return
+	}
+	if c.loop != l {
+		c.queued = false
+	}
+	c.loop, c.handler = l, h
+	c.notify()
+}
+
+func (c *tcpConn) SetWriteInterest(on bool) {
+	c.writeInterest = on
+	if on {
+		c.notify()
+	}
+}
+
+func (c *tcpConn) SetReadInterest(on bool) {
+	c.readInterest = on
+	if on {
+		c.notify()
+	}
+}
+
+func (c *tcpConn) readiness() model.Events {
+	var ev model.Events
+	if c.rcvQueued > 0 || c.finRcvd || c.err != nil {
+		ev |= model.Readable
+	}
+	if c.err != nil {
+		ev |= model.Hangup | model.Writable
+	} else if c.state == tcpEstablished && !c.finQ {
+		// sk_stream_is_writeable: free space at least half of what is queued.
+		queued := int(c.sndEnd - c.sndUna)
+		free := c.sndBuf - queued
+		if free > 0 && free >= queued/2 {
+			ev |= model.Writable
+		}
+	}
+	return ev
+}
+
+func (c *tcpConn) interest(ev model.Events) model.Events {
+	mask := model.Hangup
+	if c.readInterest {
+		mask |= model.Readable
+	}
+	if c.writeInterest {
+		mask |= model.Writable
+	}
+	return ev & mask
+}
+
+// notify queues a readiness callback on the connection's loop when the
+// handler has something to see.
+func (c *tcpConn) notify() {
+	if c.queued || c.fdClosed || c.handler == nil || c.loop == nil {
+		return
+	}
+	if c.interest(c.readiness()) == 0 {
+		return
+	}
+	c.queued = true
+	c.loop.enqueue(task{conn: c})
+}
+
+func (c *tcpConn) dispatchReady() {
+	c.queued = false
+	if c.fdClosed || c.handler == nil {
+		return
+	}
+	ev := c.interest(c.readiness())
+	if ev == 0 {
+		return
+	}
+	c.handler(ev)
+	c.notify() // level-triggered: report again while still ready
+}
+
+func (c *tcpConn) Read(p []byte) (int, error) {
+	if c.fdClosed {
+		return 0, model.ErrClosed
+	}
+	c.w.charge(c.w.cfg.CPU.Syscall)
+	if c.rcvQueued > 0 && len(p) > 0 {
+		n := 0
+		for n < len(p) && len(c.rcv) > 0 {
+			seg := c.rcv[0][c.rcvOff:]
+			k := copy(p[n:], seg)
+			n += k
+			if k == len(seg) {
+				c.rcv[0] = nil
+				c.rcv = c.rcv[1:]
+				c.rcvOff = 0
+			} else {
+				c.rcvOff += k
+			}
+		}
+		c.rcvQueued -= n
+		if len(c.rcv) == 0 {
+			c.rcv = nil
+		}
+		c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+		c.cleanupRbuf(n)
+		return n, nil
+	}
+	if c.err != nil {
+		return 0, c.takeErr()
+	}
+	if c.finRcvd {
+		return 0, io.EOF
+	}
+	return 0, model.ErrWouldBlock
+}
+
+// takeErr returns the connection's error: the reset itself once, then
+// EPIPE for writers, as Linux does after ECONNRESET is reported.
+func (c *tcpConn) takeErr() error {
+	if c.errReturn && c.err == model.ErrReset {
+		return model.ErrPipe
+	}
+	c.errReturn = true
+	return c.err
+}
+
+func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false) }
+func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true) }
+
+func (c *tcpConn) write(p []byte, more bool) (int, error) {
+	if c.fdClosed {
+		return 0, model.ErrClosed
+	}
+	c.w.charge(c.w.cfg.CPU.Syscall)
+	if c.err != nil {
+		return 0, c.takeErr()
+	}
+	if c.finQ {
+		return 0, model.ErrPipe
+	}
+	if c.state != tcpEstablished {
+		return 0, model.ErrWouldBlock
+	}
+	free := c.sndBuf - int(c.sndEnd-c.sndUna)
+	if free <= 0 {
+		return 0, model.ErrWouldBlock
+	}
+	n := min(len(p), free)
+	c.appendSnd(p[:n])
+	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	c.more = more
+	c.push(false)
+	return n, nil
+}
+
+// appendSnd adds bytes to the send buffer. Segments in flight alias the
+// buffer, so space is reclaimed only by moving to a new array.
+func (c *tcpConn) appendSnd(p []byte) {
+	if c.sndOff > 0 && c.sndOff >= len(c.snd)/2 && len(c.snd)+len(p) > cap(c.snd) {
+		live := c.snd[c.sndOff:]
+		nb := make([]byte, len(live), max(2*len(live)+len(p), 4096))
+		copy(nb, live)
+		c.snd, c.sndOff = nb, 0
+	}
+	c.snd = append(c.snd, p...)
+	c.sndEnd += uint64(len(p))
+}
+
+func (c *tcpConn) SetNoDelay(on bool) error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	c.nodelay = on
+	if on {
+		c.push(false)
+	}
+	return nil
+}
+
+func (c *tcpConn) SetCork(on bool) error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	c.cork = on
+	if !on {
+		// Uncorking pushes the held partial segment regardless of Nagle
+		// (TCP_NAGLE_PUSH).
+		c.push(true)
+	}
+	return nil
+}
+
+func (c *tcpConn) QuickAck() error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	c.pingpong = false
+	if c.ackSched {
+		c.sendAck()
+	}
+	return nil
+}
+
+func (c *tcpConn) SendFDs(p []byte, files []model.File) (int, error) {
+	return 0, fmt.Errorf("sendmsg SCM_RIGHTS on TCP: %w", model.ErrNotSupported)
+}
+
+func (c *tcpConn) ReadFDs(p []byte) (int, []model.File, error) {
+	n, err := c.Read(p)
+	return n, nil, err
+}
+
+func (c *tcpConn) CloseWrite() error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	if c.err != nil || c.finQ {
+		return nil
+	}
+	c.finQ = true
+	c.push(false)
+	return nil
+}
+
+func (c *tcpConn) Close() error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	c.w.charge(c.w.cfg.CPU.Syscall)
+	c.release("close")
+	return nil
+}
+
+// release drops the fd and starts the kernel's close: a reset if data
+// was left unread (as tcp_close does), a FIN after queued data otherwise.
+func (c *tcpConn) release(how string) {
+	c.fdClosed = true
+	c.handler = nil
+	unread := c.rcvQueued
+	c.w.record(Event{Proc: c.p.name, Kind: "close", Conn: c.id, A: int64(unread), S: how})
+	c.p.freeFD(c.fd)
+	switch {
+	case c.err != nil || c.state == tcpClosed:
+		c.state = tcpClosed
+	case c.state == tcpSynSent:
+		c.state = tcpClosed
+		c.synEv.cancel()
+	case unread > 0 || how == "abort":
+		c.sendRST()
+	default:
+		c.finQ = true
+		c.push(false)
+	}
+}
+
+func (c *tcpConn) Abort() error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	c.release("abort")
+	return nil
+}
+
+func (c *tcpConn) kill() {
+	if !c.fdClosed {
+		c.release("exit")
+	}
+}
+
+// --- sending ---
+
+// mssNow is the segment size goal: the MSS, bounded by half the largest
+// window the peer has offered (tcp_bound_to_half_wnd).
+func (c *tcpConn) mssNow() int {
+	mss := c.cfg.MSS
+	cutoff := c.maxWnd
+	if cutoff > tcpMSSDefault {
+		cutoff /= 2
+	}
+	if cutoff > 0 && mss > cutoff {
+		mss = max(cutoff, 68)
+	}
+	return mss
+}
+
+// push sends what Nagle, cork and the peer's window allow
+// (tcp_write_xmit). force sends a held partial segment once (uncork).
+func (c *tcpConn) push(force bool) {
+	if c.state != tcpEstablished || c.err != nil || c.peer == nil {
+		return
+	}
+	for {
+		unsent := int(c.sndEnd - c.sndNxt)
+		if unsent == 0 {
+			break
+		}
+		mss := c.mssNow()
+		inflight := c.sndNxt - c.sndUna
+		avail := int64(c.sndUna) + int64(c.peerWnd) - int64(c.sndNxt)
+		n := min(unsent, mss)
+		if int64(n) > avail {
+			// Window-limited: sender-side silly window avoidance.
+			if avail <= 0 || (inflight > 0 && avail < int64(mss/2)) {
+				break
+			}
+			n = int(avail)
+		} else if n < mss && n == unsent && !force && !c.finQ {
+			if c.cork || c.more {
+				break
+			}
+			// Minshall's Nagle: hold a small tail only while the last
+			// small segment sent is unacknowledged.
+			if !c.nodelay && inflight > 0 && c.sndSml > c.sndUna && c.sndSml <= c.sndNxt {
+				break
+			}
+		}
+		start := c.sndOff + int(c.sndNxt-c.sndUna)
+		data := c.snd[start : start+n : start+n]
+		seq := c.sndNxt
+		c.sndNxt += uint64(n)
+		if n < mss {
+			c.sndSml = c.sndNxt
+		}
+		flags := flagACK
+		if c.sndNxt == c.sndEnd {
+			flags |= flagPSH
+		}
+		c.xmit(segment{seq: seq, data: data, flags: flags})
+		c.dataSent()
+	}
+	if c.finQ && !c.finSent && c.sndNxt == c.sndEnd {
+		c.finSent = true
+		c.xmit(segment{seq: c.sndNxt, flags: flagFIN | flagACK})
+	}
+	if c.vanished {
+		c.armRetransmit()
+	}
+}
+
+// dataSent is tcp_event_data_sent: sending within ato of the last receive
+// makes this side interactive (pingpong, threshold 1).
+func (c *tcpConn) dataSent() {
+	now := c.w.Now()
+	c.lsndtm = now
+	if now-c.lrcvtm < c.ato {
+		c.pingpong = true
+	}
+}
+
+// xmit puts a segment on the wire, carrying our ACK and window.
+func (c *tcpConn) xmit(s segment) {
+	w := c.w
+	if s.flags&flagRST == 0 && c.state != tcpSynSent {
+		s.flags |= flagACK
+		s.ack = c.rcvNxt
+		s.wnd = c.selectWindow()
+		s.ackFin = c.finRcvd
+		c.ackSent()
+	}
+	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags]})
+	now := w.Now()
+	start := max(now, c.linkFree)
+	tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
+	c.linkFree = start + tx
+	if c.vanished {
+		return
+	}
+	peer := c.peer
+	if peer == nil {
+		return
+	}
+	w.at(c.linkFree+c.cfg.Delay, func() { peer.receive(s) })
+}
+
+// selectWindow is the window we offer: free receive space, bounded by a
+// clamp that grows as data arrives; never shrinking the right edge.
+func (c *tcpConn) selectWindow() int {
+	win := min(c.rcvBuf-c.rcvQueued, c.wndClamp)
+	if win < 0 {
+		win = 0
+	}
+	if cur := int(int64(c.rcvWup) + int64(c.advWnd) - int64(c.rcvNxt)); win < cur {
+		win = cur
+	}
+	return win
+}
+
+// ackSent is tcp_event_ack_sent: any segment carries our ACK, so a pending
+// delayed ACK is cancelled and quick-ACK credit spent.
+func (c *tcpConn) ackSent() {
+	if c.ackSched && c.quick > 0 {
+		c.quick--
+		if c.quick == 0 {
+			c.ato = c.cfg.AtoMin
+		}
+	}
+	c.ackSched, c.pushed, c.pushed2 = false, false, false
+	if c.delack != nil {
+		c.delack.cancel()
+		c.delack = nil
+	}
+	c.rcvWup = c.rcvNxt
+	c.advWnd = c.selectWindow()
+}
+
+func (c *tcpConn) sendAck() {
+	if c.peer == nil || c.state == tcpClosed {
+		return
+	}
+	c.xmit(segment{seq: c.sndNxt, flags: flagACK})
+}
+
+func (c *tcpConn) sendRST() {
+	c.xmit(segment{seq: c.sndNxt, flags: flagRST})
+	c.die(nil)
+}
+
+// die ends the connection: nothing more is sent or received.
+func (c *tcpConn) die(err error) {
+	c.state = tcpClosed
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	if c.delack != nil {
+		c.delack.cancel()
+		c.delack = nil
+	}
+	c.rtxEv.cancel()
+	c.rtxEv = nil
+	c.synEv.cancel()
+	c.notify()
+}
+
+// armRetransmit watches unacknowledged data. Loopback loses nothing, so it
+// matters only when the peer vanished: after RetryLimit the connection
+// fails with ETIMEDOUT.
+func (c *tcpConn) armRetransmit() {
+	if c.rtxEv != nil || c.state == tcpClosed || (c.sndNxt == c.sndUna && !(c.finSent && !c.finAckd)) {
+		return
+	}
+	c.rtxFrom = c.w.Now()
+	c.rtxEv = c.w.after(c.cfg.RTOMin, c.onRetransmit)
+}
+
+func (c *tcpConn) onRetransmit() {
+	c.rtxEv = nil
+	if c.state == tcpClosed || (c.sndNxt == c.sndUna && !(c.finSent && !c.finAckd)) {
+		return
+	}
+	if !c.vanished {
+		return // loopback delivers; the ACK is on its way
+	}
+	if c.w.now-c.rtxFrom >= c.cfg.RetryLimit {
+		c.die(model.ErrTimedOut)
+		return
+	}
+	c.rtxEv = c.w.at(c.w.now+c.cfg.RTOMin, c.onRetransmit)
+}
+
+// --- receiving ---
+
+func (c *tcpConn) receive(s segment) {
+	if c.state == tcpClosed {
+		// A dead socket answers data or FIN with a reset.
+		if s.flags&flagRST == 0 && (len(s.data) > 0 || s.flags&flagFIN != 0) && c.peer != nil {
+			c.xmitRSTTo()
+		}
+		return
+	}
+	if s.flags&flagRST != 0 {
+		switch {
+		case c.state == tcpSynSent:
+			c.die(model.ErrRefused)
+		case c.finRcvd:
+			c.die(model.ErrPipe)
+		default:
+			c.die(model.ErrReset)
+		}
+		return
+	}
+	if c.state == tcpSynSent {
+		return // the SYN-ACK is handled by the dial path
+	}
+	if s.flags&flagACK != 0 {
+		c.onAck(s)
+	}
+	if len(s.data) > 0 {
+		if c.fdClosed {
+			// Data for a closed socket: tcp_rcv_state_process aborts
+			// with a reset (LINUX_MIB_TCPABORTONDATA).
+			c.sendRST()
+			return
+		}
+		c.onData(s)
+	}
+	if s.flags&flagFIN != 0 && !c.finRcvd {
+		c.finRcvd = true
+		c.sendAck()
+		c.notify()
+	}
+	c.maybeFinish()
+}
+
+// xmitRSTTo answers a segment that reached a dead socket.
+func (c *tcpConn) xmitRSTTo() {
+	peer := c.peer
+	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(c.sndNxt), S: flagStrings[flagRST]})
+	c.w.at(c.w.Now()+c.cfg.Delay, func() { peer.receive(segment{flags: flagRST}) })
+}
+
+func (c *tcpConn) onAck(s segment) {
+	if s.ack > c.sndUna && s.ack <= c.sndNxt {
+		acked := int(s.ack - c.sndUna)
+		c.sndOff += acked
+		c.sndUna = s.ack
+		if c.sndUna == c.sndEnd {
+			c.snd, c.sndOff = c.snd[:0], 0
+		}
+		c.rtxEv.cancel()
+		c.rtxEv = nil
+	}
+	if s.ackFin && c.finSent {
+		c.finAckd = true
+	}
+	c.peerWnd = s.wnd
+	if s.wnd > c.maxWnd {
+		c.maxWnd = s.wnd
+	}
+	c.push(false)
+	c.notify()
+}
+
+func (c *tcpConn) onData(s segment) {
+	if s.seq != c.rcvNxt {
+		return // loopback keeps order; a duplicate is dropped
+	}
+	n := len(s.data)
+	c.rcv = append(c.rcv, s.data)
+	c.rcvQueued += n
+	c.rcvNxt += uint64(n)
+	if c.wndClamp < c.rcvBuf {
+		c.wndClamp = min(c.rcvBuf, c.wndClamp+2*n)
+	}
+	// tcp_measure_rcv_mss: full-sized segments teach rcv_mss; small ones
+	// mark the ACK as pushed (twice: pushed2).
+	if n >= c.rcvMss {
+		c.rcvMss = min(n, c.cfg.MSS)
+	} else {
+		if c.pushed {
+			c.pushed2 = true
+		}
+		c.pushed = true
+	}
+	c.dataRecv()
+	c.ackSched = true
+	// __tcp_ack_snd_check: more than one full frame, or quick-ACK mode.
+	if int(c.rcvNxt-c.rcvWup) > c.rcvMss || c.inQuickAck() {
+		c.sendAck()
+	} else {
+		c.scheduleDelack()
+	}
+	c.notify()
+}
+
+// dataRecv is tcp_event_data_recv: the first data starts quick-ACK mode;
+// later arrivals adapt ato; a long silence restarts quick ACKs.
+func (c *tcpConn) dataRecv() {
+	now := c.w.Now()
+	if c.ato == 0 {
+		c.incrQuickAck(c.cfg.MaxQuick)
+		c.ato = c.cfg.AtoMin
+	} else {
+		m := now - c.lrcvtm
+		switch {
+		case m <= c.cfg.AtoMin/2:
+			c.ato = c.ato/2 + c.cfg.AtoMin/2
+		case m < c.ato:
+			c.ato = min(c.ato/2+m, c.cfg.RTOMin)
+		case m > c.cfg.RTOMin:
+			c.incrQuickAck(c.cfg.MaxQuick)
+		}
+	}
+	c.lrcvtm = now
+}
+
+func (c *tcpConn) incrQuickAck(maxQuick int) {
+	q := c.selectWindow() / (2 * c.rcvMss)
+	q = min(max(q, 2), maxQuick)
+	if q > c.quick {
+		c.quick = q
+	}
+}
+
+func (c *tcpConn) inQuickAck() bool { return c.quick > 0 && !c.pingpong }
+
+// scheduleDelack arms the delayed-ACK timer. On loopback the smoothed RTT
+// is far below 40 ms, so Linux caps ato at TCP_DELACK_MIN; the timer is on
+// the jiffy grid, so it fires 40–44 ms later.
+func (c *tcpConn) scheduleDelack() {
+	if c.delack != nil {
+		return
+	}
+	ato := c.ato
+	if ato > c.cfg.AtoMin {
+		ato = c.cfg.AtoMin
+	}
+	now := c.w.Now()
+	tick, phase := c.cfg.Tick, c.w.tickPhase
+	deadline := (now+ato-phase+tick-1)/tick*tick + phase
+	c.delack = c.w.at(deadline, c.onDelack)
+}
+
+// onDelack: the delayed ACK is due. Missing it in pingpong leaves
+// pingpong; otherwise ato inflates.
+func (c *tcpConn) onDelack() {
+	c.delack = nil
+	if !c.ackSched || c.state == tcpClosed {
+		return
+	}
+	c.w.record(Event{Proc: c.p.name, Kind: "delack", Conn: c.id})
+	if c.pingpong {
+		c.pingpong = false
+		c.ato = c.cfg.AtoMin
+	} else {
+		c.ato = min(2*c.ato, c.cfg.DelackMax)
+	}
+	c.sendAck()
+}
+
+// cleanupRbuf is tcp_cleanup_rbuf: after the application reads, ACK if a
+// full frame is unacknowledged, if a drained queue held pushed segments,
+// or if the window has opened enough to be worth announcing.
+func (c *tcpConn) cleanupRbuf(copied int) {
+	if c.state == tcpClosed {
+		return
+	}
+	timeToAck := false
+	if c.ackSched {
+		if int(c.rcvNxt-c.rcvWup) > c.rcvMss {
+			timeToAck = true
+		} else if copied > 0 && c.rcvQueued == 0 && (c.pushed2 || c.pushed && !c.pingpong) {
+			timeToAck = true
+		}
+	}
+	if !timeToAck && copied > 0 && !c.finRcvd {
+		now := int(int64(c.rcvWup) + int64(c.advWnd) - int64(c.rcvNxt))
+		if 2*now <= c.wndClamp {
+			if nw := min(c.rcvBuf-c.rcvQueued, c.wndClamp); nw != 0 && nw >= 2*now {
+				timeToAck = true
+			}
+		}
+	}
+	if timeToAck {
+		c.sendAck()
+	}
+}
+
+// maybeFinish forgets a connection whose fd is closed and whose both
+// directions are done.
+func (c *tcpConn) maybeFinish() {
+	if c.fdClosed && c.finSent && c.finAckd && c.finRcvd {
+		c.die(nil)
+	}
+}
+
+// --- listening, connecting, accepting ---
+
+type listener struct {
+	w        *World
+	p        *Process
+	network  string
+	addr     string
+	fd       int
+	backlog  int
+	loop     *Loop
+	handler  func()
+	pending  []model.Conn // established, waiting for accept
+	synRcvd  int
+	closed   bool
+	queued   bool
+	accepted int
+}
+
+func (w *World) listenOn(p *Process, network, addr string, backlog int, l *Loop) (*listener, error) {
+	if backlog <= 0 {
+		backlog = 128
+	}
+	if addr == "" || addr[len(addr)-1] == ':' || len(addr) > 2 && addr[len(addr)-2:] == ":0" {
+		w.nextPort++
+		addr = fmt.Sprintf("%s:%d", p.name, w.nextPort)
+	}
+	key := network + "/" + addr
+	if old := w.listen[key]; old != nil && !old.closed {
+		return nil, fmt.Errorf("listen %s %s: %w", network, addr, model.ErrAddrInUse)
+	}
+	fd, err := p.allocFD(model.FDListener, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s %s: %w", network, addr, err)
+	}
+	ln := &listener{w: w, p: p, network: network, addr: addr, fd: fd, backlog: backlog, loop: l}
+	p.setFDObject(fd, ln)
+	w.listen[key] = ln
+	w.record(Event{Proc: p.name, Kind: "listen", A: int64(backlog), S: network + " " + addr})
+	return ln, nil
+}
+
+func (ln *listener) Addr() string { return ln.addr }
+
+func (ln *listener) SetHandler(h func()) {
+	ln.handler = h
+	ln.notify()
+}
+
+func (ln *listener) notify() {
+	if ln.queued || ln.closed || ln.handler == nil || len(ln.pending) == 0 {
+		return
+	}
+	ln.queued = true
+	ln.loop.enqueue(task{conn: ln})
+}
+
+func (ln *listener) dispatchReady() {
+	ln.queued = false
+	if ln.closed || ln.handler == nil || len(ln.pending) == 0 {
+		return
+	}
+	ln.handler()
+	ln.notify()
+}
+
+func (ln *listener) Accept() (model.Conn, error) {
+	if ln.closed {
+		return nil, model.ErrClosed
+	}
+	ln.w.charge(ln.w.cfg.CPU.Syscall)
+	if len(ln.pending) == 0 {
+		return nil, model.ErrWouldBlock
+	}
+	next := ln.pending[0]
+	kind := model.FDSocket
+	fd, err := ln.p.allocFD(kind, nil)
+	if err != nil {
+		return nil, err // the connection stays queued, as in Linux
+	}
+	ln.pending[0] = nil
+	ln.pending = ln.pending[1:]
+	ln.accepted++
+	switch c := next.(type) {
+	case *tcpConn:
+		c.fd = fd
+		c.ln = nil
+		ln.p.setFDObject(fd, c)
+		ln.w.record(Event{Proc: ln.p.name, Kind: "accept", Conn: c.id, S: c.remote})
+	case *unixConn:
+		c.fd = fd
+		ln.p.setFDObject(fd, c)
+		ln.w.record(Event{Proc: ln.p.name, Kind: "accept", Conn: c.id, S: c.remote})
+	}
+	return next, nil
+}
+
+func (ln *listener) Close() error {
+	if ln.closed {
+		return model.ErrClosed
+	}
+	ln.kill()
+	return nil
+}
+
+// kill closes the listening socket; connections never accepted are reset.
+func (ln *listener) kill() {
+	ln.closed = true
+	ln.p.freeFD(ln.fd)
+	for _, c := range ln.pending {
+		switch c := c.(type) {
+		case *tcpConn:
+			c.sendRST()
+		case *unixConn:
+			c.abortUnaccepted()
+		}
+	}
+	ln.pending = nil
+	if cur := ln.w.listen[ln.network+"/"+ln.addr]; cur == ln {
+		delete(ln.w.listen, ln.network+"/"+ln.addr)
+	}
+}
+
+func (w *World) dialTCP(p *Process, addr string, l *Loop, h model.Handler) (model.Conn, error) {
+	fd, err := p.allocFD(model.FDSocket, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
+	}
+	w.nextPort++
+	c := w.newTCPConn(p, fmt.Sprintf("%s:%d", p.name, w.nextPort), addr)
+	c.fd = fd
+	c.state = tcpSynSent
+	p.setFDObject(fd, c)
+	c.loop, c.handler = l, h
+	w.charge(w.cfg.CPU.Syscall)
+	w.record(Event{Proc: p.name, Kind: "connect", Conn: c.id, S: addr})
+	c.sendSYN()
+	return c, nil
+}
+
+func (c *tcpConn) sendSYN() {
+	w := c.w
+	c.synTries++
+	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.cfg.InitWindow), S: flagStrings[flagSYN]})
+	arrive := w.Now() + c.cfg.Delay
+	w.at(arrive, func() { w.onSYN(c) })
+	// Retransmit the SYN if no answer comes (a full accept queue drops it).
+	rto := c.cfg.SynRTO << (c.synTries - 1)
+	c.synEv = w.at(w.Now()+rto, func() {
+		c.synEv = nil
+		if c.state != tcpSynSent {
+			return
+		}
+		if c.synTries > c.cfg.SynRetries {
+			c.die(model.ErrTimedOut)
+			return
+		}
+		c.sendSYN()
+	})
+}
+
+// onSYN is the listener's side of the handshake.
+func (w *World) onSYN(c *tcpConn) {
+	if c.state != tcpSynSent {
+		return
+	}
+	ln := w.listen["tcp/"+c.remote]
+	if ln == nil || ln.closed || ln.p.crashed {
+		// Nobody listening: RST.
+		w.record(Event{Kind: "seg", Conn: c.id, S: flagStrings[flagRST]})
+		w.at(w.now+c.cfg.Delay, func() { c.receive(segment{flags: flagRST}) })
+		return
+	}
+	if len(ln.pending)+ln.synRcvd >= ln.backlog {
+		w.record(Event{Proc: ln.p.name, Kind: "synDrop", Conn: c.id, A: int64(c.synTries), S: ln.addr})
+		return
+	}
+	s := w.newTCPConn(ln.p, ln.addr, c.local)
+	s.state = tcpSynRcvd
+	s.ln = ln
+	s.peer, c.peer = c, s
+	s.peerWnd, s.maxWnd = c.cfg.InitWindow, c.cfg.InitWindow
+	ln.synRcvd++
+	w.record(Event{Proc: ln.p.name, Kind: "seg", Conn: s.id, D: int64(s.cfg.InitWindow), S: flagStrings[flagSYN|flagACK]})
+	s.advWnd = s.cfg.InitWindow
+	w.at(w.now+c.cfg.Delay, func() { c.onSynAck(s) })
+}
+
+// onSynAck: the client is established and sends the handshake's last ACK.
+func (c *tcpConn) onSynAck(s *tcpConn) {
+	if c.state != tcpSynSent {
+		// The client gave up: tell the server side.
+		s.die(model.ErrReset)
+		if s.ln != nil {
+			s.ln.synRcvd--
+		}
+		return
+	}
+	c.synEv.cancel()
+	c.synEv = nil
+	c.state = tcpEstablished
+	c.peerWnd, c.maxWnd = s.cfg.InitWindow, s.cfg.InitWindow
+	c.advWnd = c.cfg.InitWindow
+	c.lrcvtm = c.w.Now()
+	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
+	c.w.at(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })
+	c.notify()
+}
+
+func (s *tcpConn) onHandshakeAck() {
+	ln := s.ln
+	if ln != nil {
+		ln.synRcvd--
+	}
+	if s.state != tcpSynRcvd {
+		return
+	}
+	if ln == nil || ln.closed || ln.p.crashed {
+		s.sendRST()
+		return
+	}
+	s.state = tcpEstablished
+	s.lrcvtm = s.w.Now()
+	ln.pending = append(ln.pending, s)
+	ln.notify()
+}

@@ -1,0 +1,144 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Event is one entry of a simulated run's trace. The fields mean what
+// FieldNames says for the kind; a fixed layout keeps recording cheap enough
+// to do for every segment of a long run.
+type Event struct {
+	T    time.Duration
+	Proc string
+	Kind string
+	Conn uint64
+	A, B int64
+	C, D int64
+	S    string
+}
+
+// FieldNames names Conn, A, B, C, D and S for each kind of event, for the
+// JSON form of a trace. An empty name means the field is unused.
+var FieldNames = map[string][6]string{
+	"seg":     {"conn", "seq", "len", "ack", "win", "flags"},
+	"delack":  {"conn", "", "", "", "", ""},
+	"spawn":   {"", "", "", "", "", ""},
+	"crash":   {"", "fds", "", "", "", ""},
+	"fd":      {"fd", "open", "total", "", "", "kind"},
+	"listen":  {"", "backlog", "", "", "", "addr"},
+	"connect": {"conn", "", "", "", "", "addr"},
+	"accept":  {"conn", "", "", "", "", "addr"},
+	"synDrop": {"conn", "try", "", "", "", "addr"},
+	"close":   {"conn", "unread", "", "", "", "how"},
+	"uds":     {"conn", "len", "fds", "", "", ""},
+	"disk":    {"ino", "off", "len", "", "", "op"},
+	"diskErr": {"ino", "off", "len", "", "", "err"},
+	"fail":    {"", "", "", "", "", "error"},
+	"log":     {"", "", "", "", "", "msg"},
+}
+
+// traceState keeps the running hash and the optional JSON-lines writer.
+type traceState struct {
+	hash  uint64
+	out   io.Writer
+	buf   []byte
+	count uint64
+	err   error
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvU64(h, x uint64) uint64 {
+	for i := 0; i < 8; i++ {
+		h ^= x & 0xff
+		h *= fnvPrime
+		x >>= 8
+	}
+	return h
+}
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return fnvU64(h, uint64(len(s)))
+}
+
+// TraceTo makes the world write every event as a JSON line to out.
+func (w *World) TraceTo(out io.Writer) { w.trace.out = out }
+
+// TraceHash is the running hash of every event recorded so far: two runs
+// with the same seed and configuration must end with the same hash.
+func (w *World) TraceHash() uint64 { return w.trace.hash }
+
+// TraceHashString is TraceHash in the form the command line prints.
+func (w *World) TraceHashString() string { return fmt.Sprintf("%016x", w.trace.hash) }
+
+// TraceEvents is the number of events recorded in the trace.
+func (w *World) TraceEvents() uint64 { return w.trace.count }
+
+// TraceErr reports a failure to write the trace.
+func (w *World) TraceErr() error { return w.trace.err }
+
+func (w *World) record(e Event) {
+	e.T = w.Now()
+	t := &w.trace
+	h := fnvU64(t.hash, uint64(e.T))
+	h = fnvString(h, e.Proc)
+	h = fnvString(h, e.Kind)
+	h = fnvU64(h, e.Conn)
+	h = fnvU64(h, uint64(e.A))
+	h = fnvU64(h, uint64(e.B))
+	h = fnvU64(h, uint64(e.C))
+	h = fnvU64(h, uint64(e.D))
+	h = fnvString(h, e.S)
+	t.hash = h
+	t.count++
+	for _, f := range w.observers {
+		f(&e)
+	}
+	if t.out != nil && t.err == nil {
+		t.buf = e.AppendJSON(t.buf[:0])
+		t.buf = append(t.buf, '\n')
+		_, t.err = t.out.Write(t.buf)
+	}
+}
+
+// AppendJSON appends e as one JSON object: time in microseconds (with
+// nanosecond precision), process, kind, then the kind's named fields.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"t_us":`...)
+	b = strconv.AppendFloat(b, float64(e.T)/1e3, 'f', 3, 64)
+	b = append(b, `,"proc":`...)
+	b = strconv.AppendQuote(b, e.Proc)
+	b = append(b, `,"kind":`...)
+	b = strconv.AppendQuote(b, e.Kind)
+	names, ok := FieldNames[e.Kind]
+	if !ok {
+		names = [6]string{"conn", "a", "b", "c", "d", "s"}
+	}
+	ints := [5]int64{int64(e.Conn), e.A, e.B, e.C, e.D}
+	for i, v := range ints {
+		if names[i] == "" {
+			continue
+		}
+		b = append(b, ',', '"')
+		b = append(b, names[i]...)
+		b = append(b, '"', ':')
+		b = strconv.AppendInt(b, v, 10)
+	}
+	if names[5] != "" && e.S != "" {
+		b = append(b, ',', '"')
+		b = append(b, names[5]...)
+		b = append(b, '"', ':')
+		b = strconv.AppendQuote(b, e.S)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,377 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"xceiver/model"
+)
+
+// UnixConfig shapes simulated Unix stream sockets: no Nagle, no ACKs,
+// bytes land in the peer's queue after a small delay.
+type UnixConfig struct {
+	Delay   time.Duration
+	BufSize int // receive queue limit (bytes)
+}
+
+// unixChunk is one sendmsg's worth of bytes and the files it carried.
+// Files ride with the first byte of their message: a read never crosses
+// into a chunk that carries files, as in unix_stream_read_generic.
+type unixChunk struct {
+	data  []byte
+	off   int
+	files []*File
+}
+
+type unixConn struct {
+	w      *World
+	p      *Process
+	id     uint64
+	fd     int
+	local  string
+	remote string
+	peer   *unixConn
+
+	loop          *Loop
+	handler       model.Handler
+	readInterest  bool
+	writeInterest bool
+	queued        bool
+
+	rq       []unixChunk
+	rqBytes  int
+	inflight int // bytes sent to us, not yet landed in rq
+	eof      bool
+	wrShut   bool
+	fdClosed bool
+	err      error
+}
+
+func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (model.Conn, error) {
+	ln := w.listen["unix/"+addr]
+	if ln == nil || ln.closed || ln.p.crashed {
+		return nil, fmt.Errorf("dial unix %s: %w", addr, model.ErrRefused)
+	}
+	if len(ln.pending) >= ln.backlog {
+		return nil, fmt.Errorf("dial unix %s: accept queue full: %w", addr, model.ErrWouldBlock)
+	}
+	fd, err := p.allocFD(model.FDSocket, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dial unix %s: %w", addr, err)
+	}
+	w.charge(w.cfg.CPU.Syscall)
+	w.nextID++
+	c := &unixConn{w: w, p: p, id: w.nextID, fd: fd, local: p.name + ":unix", remote: addr, readInterest: true, loop: l, handler: h}
+	w.nextID++
+	s := &unixConn{w: w, p: ln.p, id: w.nextID, fd: -1, local: addr, remote: c.local, readInterest: true}
+	c.peer, s.peer = s, c
+	p.setFDObject(fd, c)
+	w.record(Event{Proc: p.name, Kind: "connect", Conn: c.id, S: "unix " + addr})
+	ln.pending = append(ln.pending, s)
+	ln.notify()
+	c.notify()
+	return c, nil
+}
+
+func (c *unixConn) ID() uint64         { return c.id }
+func (c *unixConn) LocalAddr() string  { return c.local }
+func (c *unixConn) RemoteAddr() string { return c.remote }
+func (c *unixConn) Err() error         { return c.err }
+
+func (c *unixConn) SetHandler(loop model.Loop, h model.Handler) {
+	l, ok := loop.(*Loop)
+	if !ok {
+		return
+	}
+	if c.loop != l {
+		c.queued = false
+	}
+	c.loop, c.handler = l, h
+	c.notify()
+}
+
+func (c *unixConn) SetWriteInterest(on bool) {
+	c.writeInterest = on
+	if on {
+		c.notify()
+	}
+}
+
+func (c *unixConn) SetReadInterest(on bool) {
+	c.readInterest = on
+	if on {
+		c.notify()
+	}
+}
+
+func (c *unixConn) space() int {
+	if c.peer == nil {
+		return 0
+	}
+	return c.w.cfg.Unix.BufSize - c.peer.rqBytes - c.peer.inflight
+}
+
+func (c *unixConn) readiness() model.Events {
+	var ev model.Events
+	if c.rqBytes > 0 || c.eof || c.err != nil {
+		ev |= model.Readable
+	}
+	if c.err != nil {
+		ev |= model.Hangup | model.Writable
+	} else if !c.wrShut && c.peer != nil && !c.peer.fdClosed && c.space() > 0 {
+		ev |= model.Writable
+	}
+	return ev
+}
+
+func (c *unixConn) notify() {
+	if c.queued || c.fdClosed || c.handler == nil || c.loop == nil {
+		return
+	}
+	mask := model.Hangup
+	if c.readInterest {
+		mask |= model.Readable
+	}
+	if c.writeInterest {
+		mask |= model.Writable
+	}
+	if c.readiness()&mask == 0 {
+		return
+	}
+	c.queued = true
+	c.loop.enqueue(task{conn: c})
+}
+
+func (c *unixConn) dispatchReady() {
+	c.queued = false
+	if c.fdClosed || c.handler == nil {
+		return
+	}
+	mask := model.Hangup
+	if c.readInterest {
+		mask |= model.Readable
+	}
+	if c.writeInterest {
+		mask |= model.Writable
+	}
+	ev := c.readiness() & mask
+	if ev == 0 {
+		return
+	}
+	c.handler(ev)
+	c.notify()
+}
+
+func (c *unixConn) Read(p []byte) (int, error) {
+	n, files, err := c.ReadFDs(p)
+	for _, f := range files {
+		f.Close() // recvmsg without room for control data drops the fds
+	}
+	return n, err
+}
+
+func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
+	if c.fdClosed {
+		return 0, nil, model.ErrClosed
+	}
+	c.w.charge(c.w.cfg.CPU.Syscall)
+	if c.rqBytes == 0 {
+		if c.err != nil {
+			return 0, nil, c.err
+		}
+		if c.eof {
+			return 0, nil, io.EOF
+		}
+		return 0, nil, model.ErrWouldBlock
+	}
+	n := 0
+	var files []model.File
+	var ferr error
+	for n < len(p) && len(c.rq) > 0 {
+		ch := &c.rq[0]
+		if ch.files != nil {
+			if n > 0 {
+				break
+			}
+			for _, f := range ch.files {
+				nf, err := f.dup(c.p, model.FDPassed)
+				f.kill()
+				if err != nil {
+					ferr = err // MSG_CTRUNC: the rest are dropped
+					continue
+				}
+				files = append(files, nf)
+			}
+			ch.files = nil
+		}
+		k := copy(p[n:], ch.data[ch.off:])
+		n += k
+		ch.off += k
+		if ch.off == len(ch.data) {
+			c.rq[0] = unixChunk{}
+			c.rq = c.rq[1:]
+		}
+	}
+	c.rqBytes -= n
+	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	if c.peer != nil {
+		c.peer.notify() // room for the writer
+	}
+	if ferr != nil {
+		return n, files, fmt.Errorf("recvmsg: passed fds dropped: %w", ferr)
+	}
+	return n, files, nil
+}
+
+func (c *unixConn) Write(p []byte) (int, error)     { return c.send(p, nil) }
+func (c *unixConn) WriteMore(p []byte) (int, error) { return c.send(p, nil) }
+
+func (c *unixConn) SendFDs(p []byte, files []model.File) (int, error) {
+	if len(p) == 0 {
+		return 0, fmt.Errorf("sendmsg: SCM_RIGHTS needs at least one byte: %w", model.ErrNotSupported)
+	}
+	var held []*File
+	for _, f := range files {
+		sf, ok := f.(*File)
+		if !ok || sf.closed {
+			return 0, fmt.Errorf("sendmsg: %w", model.ErrClosed)
+		}
+		held = append(held, sf)
+	}
+	if c.space() < len(p) && c.err == nil && !c.fdClosed {
+		return 0, model.ErrWouldBlock // all or nothing with control data
+	}
+	return c.send(p, held)
+}
+
+func (c *unixConn) send(p []byte, files []*File) (int, error) {
+	if c.fdClosed {
+		return 0, model.ErrClosed
+	}
+	c.w.charge(c.w.cfg.CPU.Syscall)
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.wrShut || c.peer == nil || c.peer.fdClosed {
+		return 0, model.ErrPipe
+	}
+	n := min(len(p), c.space())
+	if n <= 0 {
+		return 0, model.ErrWouldBlock
+	}
+	data := make([]byte, n)
+	copy(data, p)
+	// In flight, passed files hold their inodes (the kernel's in-flight
+	// SCM_RIGHTS references) but no fd in either process.
+	var inflight []*File
+	for _, f := range files {
+		f.ino.refs++
+		inflight = append(inflight, &File{d: f.d, p: f.p, ino: f.ino, fd: -1, kind: model.FDPassed, gen: -1})
+	}
+	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	c.w.record(Event{Proc: c.p.name, Kind: "uds", Conn: c.id, A: int64(n), B: int64(len(files))})
+	peer := c.peer
+	peer.inflight += n
+	c.w.after(c.w.cfg.Unix.Delay, func() {
+		peer.inflight -= n
+		if peer.fdClosed || peer.p.crashed && peer.fd >= 0 {
+			for _, f := range inflight {
+				f.kill()
+			}
+			return
+		}
+		peer.rq = append(peer.rq, unixChunk{data: data, files: inflight})
+		peer.rqBytes += n
+		peer.notify()
+	})
+	return n, nil
+}
+
+func (c *unixConn) SetNoDelay(bool) error { return nil }
+func (c *unixConn) SetCork(bool) error    { return nil }
+func (c *unixConn) QuickAck() error       { return nil }
+
+func (c *unixConn) CloseWrite() error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	if !c.wrShut {
+		c.wrShut = true
+		c.deliverEOF()
+	}
+	return nil
+}
+
+func (c *unixConn) deliverEOF() {
+	peer := c.peer
+	if peer == nil {
+		return
+	}
+	c.w.after(c.w.cfg.Unix.Delay, func() {
+		peer.eof = true
+		peer.notify()
+	})
+}
+
+func (c *unixConn) Close() error {
+	if c.fdClosed {
+		return model.ErrClosed
+	}
+	c.kill()
+	return nil
+}
+
+func (c *unixConn) Abort() error { return c.Close() }
+
+// kill releases the socket. Unread data makes the peer see ECONNRESET
+// (unix_release_sock); otherwise it sees EOF.
+func (c *unixConn) kill() {
+	if c.fdClosed {
+		return
+	}
+	c.fdClosed = true
+	c.handler = nil
+	unread := c.rqBytes
+	c.w.record(Event{Proc: c.p.name, Kind: "close", Conn: c.id, A: int64(unread), S: "unix"})
+	c.p.freeFD(c.fd)
+	c.dropQueue()
+	peer := c.peer
+	if peer == nil {
+		return
+	}
+	if unread > 0 {
+		c.w.after(c.w.cfg.Unix.Delay, func() {
+			if peer.err == nil {
+				peer.err = model.ErrReset
+			}
+			peer.notify()
+		})
+	} else if !c.wrShut {
+		c.wrShut = true
+		c.deliverEOF()
+	}
+	peer.notify()
+}
+
+func (c *unixConn) dropQueue() {
+	for _, ch := range c.rq {
+		for _, f := range ch.files {
+			f.kill()
+		}
+	}
+	c.rq, c.rqBytes = nil, 0
+}
+
+// abortUnaccepted resets a connection whose listener closed before
+// accepting it.
+func (c *unixConn) abortUnaccepted() {
+	c.fdClosed = true
+	c.dropQueue()
+	if peer := c.peer; peer != nil {
+		if peer.err == nil {
+			peer.err = model.ErrReset
+		}
+		peer.notify()
+	}
+}

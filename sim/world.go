@@ -1,0 +1,346 @@
+// Package sim is the deterministic simulated world: one goroutine, virtual
+// time, an event queue ordered by (time, sequence), seeded randomness per
+// concern, TCP that follows Linux's rules (Nagle with Minshall's variant,
+// delayed and quick ACKs, pingpong), Unix sockets with fd passing, a disk with
+// a page cache and faults, per-process fd tables and a CPU model.
+//
+// Same seed and same configuration give a byte-identical trace: every event
+// is folded into a running hash, and optionally written out as JSON lines.
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+
+	"xceiver/model"
+)
+
+// Config is everything that shapes a simulated run besides the model code.
+type Config struct {
+	Seed    uint64
+	FDLimit int // default per-process RLIMIT_NOFILE (1024)
+	TCP     TCPConfig
+	Unix    UnixConfig
+	Disk    DiskConfig
+	CPU     CPUConfig
+	// MaxEvents stops a run that never quiesces (a livelock in model code
+	// is a bug, not a hang). 0 means 200 million.
+	MaxEvents uint64
+}
+
+// DefaultConfig returns the defaults: Linux loopback and a datacenter SSD.
+func DefaultConfig(seed uint64) Config {
+	return Config{
+		Seed:    seed,
+		FDLimit: 1024,
+		TCP:     DefaultTCPConfig(),
+		Unix:    UnixConfig{Delay: 2 * time.Microsecond, BufSize: 212992},
+		Disk:    DefaultDiskConfig(),
+		CPU:     DefaultCPUConfig(),
+	}
+}
+
+// CPUConfig is the modelled cost of work. Every callback, syscall and byte
+// touched costs virtual time on the thread (loop or worker) that runs it;
+// threads are serial servers and a process has a fixed number of cores.
+type CPUConfig struct {
+	Callback     time.Duration // dispatching one callback (epoll_wait return, bookkeeping)
+	Syscall      time.Duration // one socket or file syscall
+	CopyPerKB    time.Duration // user/kernel copies
+	ChecksumPerK time.Duration // CRC32C per KiB
+	Parse        time.Duration // decoding or encoding one message
+	ThreadStart  time.Duration // creating a thread (a loop)
+}
+
+// DefaultCPUConfig returns costs of a current x86 core.
+func DefaultCPUConfig() CPUConfig {
+	return CPUConfig{
+		Callback:     500 * time.Nanosecond,
+		Syscall:      300 * time.Nanosecond,
+		CopyPerKB:    100 * time.Nanosecond,
+		ChecksumPerK: 250 * time.Nanosecond,
+		Parse:        200 * time.Nanosecond,
+		ThreadStart:  15 * time.Microsecond,
+	}
+}
+
+// World is the simulated world. It implements model.World.
+type World struct {
+	cfg    Config
+	now    time.Duration
+	seq    uint64
+	queue  eventQueue
+	events uint64
+
+	// ctx is the clock of the callback now running: it starts at the
+	// event's time and advances with the CPU the callback spends, so what
+	// the callback does (a send, a timer) happens when it would have.
+	ctx     time.Duration
+	running *thread
+
+	procs    []*Process
+	listen   map[string]*listener // address → listener; lookups only
+	nextPort int
+	nextID   uint64
+
+	tickPhase time.Duration
+	netRand   *rand.Rand
+	diskRand  *rand.Rand
+	faultRand *rand.Rand
+
+	trace     traceState
+	stopped   bool
+	failure   error
+	observers []func(*Event)
+	afterStep []func()
+}
+
+// New makes an empty world.
+func New(cfg Config) *World {
+	if cfg.FDLimit == 0 {
+		cfg.FDLimit = 1024
+	}
+	if cfg.MaxEvents == 0 {
+		cfg.MaxEvents = 200_000_000
+	}
+	if cfg.TCP.MSS == 0 {
+		cfg.TCP = DefaultTCPConfig()
+	}
+	if cfg.Unix.BufSize == 0 {
+		cfg.Unix = UnixConfig{Delay: 2 * time.Microsecond, BufSize: 212992}
+	}
+	if cfg.Disk.Bandwidth == 0 {
+		cfg.Disk = DefaultDiskConfig()
+	}
+	if cfg.CPU == (CPUConfig{}) {
+		cfg.CPU = DefaultCPUConfig()
+	}
+	w := &World{
+		cfg:      cfg,
+		listen:   make(map[string]*listener),
+		nextPort: 40000,
+	}
+	w.netRand = w.derivedRand("net")
+	w.diskRand = w.derivedRand("disk")
+	w.faultRand = w.derivedRand("fault")
+	// Where jiffies fall relative to the run's start differs per boot;
+	// draw it so timer rounding is not always the worst case.
+	if cfg.TCP.Tick > 0 {
+		w.tickPhase = time.Duration(w.netRand.Int64N(int64(cfg.TCP.Tick)))
+	}
+	w.trace.hash = fnvOffset
+	return w
+}
+
+// derivedRand gives each concern its own stream, so that adding a random
+// draw in one concern does not shift every other concern's draws.
+func (w *World) derivedRand(concern string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(concern))
+	return rand.New(rand.NewPCG(w.cfg.Seed, h.Sum64()))
+}
+
+// Config returns the world's configuration.
+func (w *World) Config() Config { return w.cfg }
+
+// Kind implements model.World.
+func (w *World) Kind() string { return "sim" }
+
+// Now is virtual time; inside a callback it includes the CPU the callback
+// has spent so far.
+func (w *World) Now() time.Duration {
+	if w.running != nil {
+		return w.ctx
+	}
+	return w.now
+}
+
+// Events is the number of events processed so far.
+func (w *World) Events() uint64 { return w.events }
+
+// Stop implements model.World.
+func (w *World) Stop() { w.stopped = true }
+
+// Fail implements model.World: the first failure wins and stops the run.
+func (w *World) Fail(err error) {
+	if w.failure == nil {
+		w.failure = err
+		w.record(Event{Kind: "fail", S: err.Error()})
+	}
+	w.stopped = true
+}
+
+// Failure is the error passed to Fail, if any.
+func (w *World) Failure() error { return w.failure }
+
+// AfterEach registers f to run after every event; property checks use it to
+// assert invariants at each step rather than only at the end.
+func (w *World) AfterEach(f func()) { w.afterStep = append(w.afterStep, f) }
+
+// Observe registers f to see every trace event as it is recorded.
+func (w *World) Observe(f func(*Event)) { w.observers = append(w.observers, f) }
+
+// ErrLimit is returned by Run when the time or event limit was reached
+// before the model stopped the world.
+var ErrLimit = errors.New("simulation limit reached")
+
+// Run implements model.World: it processes events until Stop, Fail, an
+// empty queue, or limit of virtual time.
+func (w *World) Run(limit time.Duration) error {
+	w.stopped = false
+	for !w.stopped {
+		if w.queue.Len() == 0 {
+			break
+		}
+		ev := w.queue.peek()
+		if limit > 0 && ev.at > limit {
+			w.now = limit
+			return fmt.Errorf("%w: virtual time %v", ErrLimit, limit)
+		}
+		heap.Pop(&w.queue)
+		if ev.dead {
+			w.freeEvent(ev)
+			continue
+		}
+		w.now = ev.at
+		w.events++
+		if w.events > w.cfg.MaxEvents {
+			return fmt.Errorf("%w: %d events at %v (livelock?)", ErrLimit, w.cfg.MaxEvents, w.now)
+		}
+		fn := ev.fn
+		w.freeEvent(ev)
+		fn()
+		for _, f := range w.afterStep {
+			f()
+		}
+	}
+	return w.failure
+}
+
+// RunFor processes events up to now+d, leaving later ones queued.
+func (w *World) RunFor(d time.Duration) error {
+	end := w.now + d
+	w.stopped = false
+	for !w.stopped && w.queue.Len() > 0 && w.queue.peek().at <= end {
+		ev := heap.Pop(&w.queue).(*event)
+		if ev.dead {
+			w.freeEvent(ev)
+			continue
+		}
+		w.now = ev.at
+		w.events++
+		fn := ev.fn
+		w.freeEvent(ev)
+		fn()
+		for _, f := range w.afterStep {
+			f()
+		}
+	}
+	if !w.stopped && w.now < end {
+		w.now = end
+	}
+	return w.failure
+}
+
+// Pending is the number of live events queued.
+func (w *World) Pending() int {
+	n := 0
+	for _, ev := range w.queue {
+		if !ev.dead {
+			n++
+		}
+	}
+	return n
+}
+
+// at schedules fn at virtual time t (never earlier than now).
+func (w *World) at(t time.Duration, fn func()) *event {
+	if t < w.now {
+		t = w.now
+	}
+	ev := w.allocEvent()
+	ev.at, ev.seq, ev.fn = t, w.seq, fn
+	w.seq++
+	heap.Push(&w.queue, ev)
+	return ev
+}
+
+// after schedules fn d after the current (callback) time.
+func (w *World) after(d time.Duration, fn func()) *event { return w.at(w.Now()+d, fn) }
+
+type event struct {
+	at    time.Duration
+	seq   uint64
+	fn    func()
+	dead  bool
+	index int
+}
+
+func (w *World) allocEvent() *event { return &event{} }
+
+func (w *World) freeEvent(ev *event) { ev.fn = nil }
+
+func (e *event) cancel() {
+	if e != nil {
+		e.dead = true
+	}
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+func (q *eventQueue) Push(x any) {
+	e := x.(*event)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+func (q *eventQueue) Pop() any {
+	old := *q
+	n := len(old)
+	e := old[n-1]
+	old[n-1] = nil
+	*q = old[:n-1]
+	return e
+}
+func (q eventQueue) peek() *event { return q[0] }
+
+// Spawn implements model.World.
+func (w *World) Spawn(name string, cfg model.ProcessConfig, main func(p model.Process)) (model.Process, error) {
+	for _, p := range w.procs {
+		if p.name == name {
+			return nil, fmt.Errorf("spawn %q: a process with that name exists", name)
+		}
+	}
+	p := newProcess(w, name, cfg, main)
+	w.procs = append(w.procs, p)
+	p.start()
+	return p, nil
+}
+
+// Processes lists the world's processes in spawn order.
+func (w *World) Processes() []*Process { return w.procs }
+
+// Process finds a process by name.
+func (w *World) Process(name string) *Process {
+	for _, p := range w.procs {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
