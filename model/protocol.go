@@ -63,7 +63,7 @@ const (
 	requestHeaderLen = 2 + 1 + 4               // version, op, body length
 	requestFixedLen  = 8 + 8 + 8 + 8           // block id, stamp, offset, length
 	minRequestBody   = requestFixedLen + 2 + 2 // with empty name and token
-	responseFixedLen = 2 + 2 + 1 + 4 + 8       // everything but the message
+	responseFixedLen = 2 + 2 + 1 + 4 + 8 + 8 + 8 // everything but the message
 	statusLen        = 2                       // the client's final status
 	packetLastFlag   = 1                       // the only defined packet flag
 )
@@ -76,7 +76,14 @@ type Op uint8
 const (
 	OpWriteBlock             Op = 80
 	OpReadBlock              Op = 81
+	OpReplaceBlock           Op = 83
 	OpRequestShortCircuitFDs Op = 87
+	// OpAppendBlock and OpDeleteBlock are xceiver's: in HDFS an append
+	// goes through a write pipeline and a delete through the namenode;
+	// here the client asks the datanode directly, so the history checker
+	// sees every change of a block.
+	OpAppendBlock Op = 90
+	OpDeleteBlock Op = 91
 )
 
 func (op Op) String() string {
@@ -87,12 +94,22 @@ func (op Op) String() string {
 		return "READ_BLOCK"
 	case OpRequestShortCircuitFDs:
 		return "REQUEST_SHORT_CIRCUIT_FDS"
+	case OpReplaceBlock:
+		return "REPLACE_BLOCK"
+	case OpAppendBlock:
+		return "APPEND_BLOCK"
+	case OpDeleteBlock:
+		return "DELETE_BLOCK"
 	}
 	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
 
 func (op Op) known() bool {
-	return op == OpWriteBlock || op == OpReadBlock || op == OpRequestShortCircuitFDs
+	switch op {
+	case OpWriteBlock, OpReadBlock, OpRequestShortCircuitFDs, OpReplaceBlock, OpAppendBlock, OpDeleteBlock:
+		return true
+	}
+	return false
 }
 
 // Status is the outcome carried by a response or by the client's final
@@ -333,12 +350,18 @@ func readField(b []byte, max int, what string) (field, rest []byte, err error) {
 //	checksumType      uint8   ChecksumNull or ChecksumCRC32C
 //	bytesPerChecksum  uint32  ≤ MaxBytesPerChecksum; ≥ 1 for CRC32C
 //	firstChunkOffset  int64   ≥ 0: block offset of the first packet's data
+//	genStamp          uint64  the replica's generation stamp
+//	blockLength       int64   ≥ 0: the replica's length
 type Response struct {
 	Status           Status
 	Message          string
 	ChecksumType     ChecksumType
 	BytesPerChecksum int
 	FirstChunkOffset int64
+	// GenStamp and BlockLength describe the replica served (a read) or
+	// written (a write, append or replace).
+	GenStamp    uint64
+	BlockLength int64
 }
 
 // Validate reports whether r is within the protocol's bounds.
@@ -356,6 +379,8 @@ func (r *Response) Validate() error {
 		return invalid("CRC32C with 0 bytes per checksum")
 	case r.FirstChunkOffset < 0:
 		return invalid("negative first chunk offset %d", r.FirstChunkOffset)
+	case r.BlockLength < 0:
+		return invalid("negative block length %d", r.BlockLength)
 	}
 	return nil
 }
@@ -377,7 +402,9 @@ func AppendResponse(dst []byte, r Response) []byte {
 	dst = append(dst, msg...)
 	dst = append(dst, byte(r.ChecksumType))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(r.BytesPerChecksum))
-	return binary.BigEndian.AppendUint64(dst, uint64(r.FirstChunkOffset))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.FirstChunkOffset))
+	dst = binary.BigEndian.AppendUint64(dst, r.GenStamp)
+	return binary.BigEndian.AppendUint64(dst, uint64(r.BlockLength))
 }
 
 // DecodeResponse decodes a response from the start of b, like
@@ -410,6 +437,8 @@ func DecodeResponse(b []byte) (Response, int, error) {
 	}
 	r.BytesPerChecksum = int(bpc)
 	r.FirstChunkOffset = int64(binary.BigEndian.Uint64(p[5:]))
+	r.GenStamp = binary.BigEndian.Uint64(p[13:])
+	r.BlockLength = int64(binary.BigEndian.Uint64(p[21:]))
 	if err := r.Validate(); err != nil {
 		return Response{}, 0, err
 	}

@@ -207,8 +207,10 @@ func TestProtocolResponseLayout(t *testing.T) {
 		2,          // CRC32C
 		0, 0, 2, 0, // 512
 		0, 0, 0, 0, 0, 0, 0x10, 0, // first chunk offset 4096
+		0, 0, 0, 0, 0, 0, 0x03, 0xe9, // generation stamp 1001
+		0, 0, 0, 0, 0, 0, 0x20, 0, // block length 8192
 	}
-	got := AppendResponse(nil, Response{Status: StatusErrorInvalid, Message: "no", ChecksumType: ChecksumCRC32C, BytesPerChecksum: 512, FirstChunkOffset: 4096})
+	got := AppendResponse(nil, Response{Status: StatusErrorInvalid, Message: "no", ChecksumType: ChecksumCRC32C, BytesPerChecksum: 512, FirstChunkOffset: 4096, GenStamp: 1001, BlockLength: 8192})
 	if !bytes.Equal(got, want) {
 		t.Fatalf("encoding\n got %x\nwant %x", got, want)
 	}
@@ -233,7 +235,9 @@ func protoRawResponse(status uint16, msgLen int, msg string, ctype byte, bpc uin
 	b = append(b, msg...)
 	b = append(b, ctype)
 	b = binary.BigEndian.AppendUint32(b, bpc)
-	return binary.BigEndian.AppendUint64(b, uint64(fco))
+	b = binary.BigEndian.AppendUint64(b, uint64(fco))
+	b = binary.BigEndian.AppendUint64(b, 1001) // generation stamp
+	return binary.BigEndian.AppendUint64(b, 0) // block length
 }
 
 func TestProtocolResponseMalformed(t *testing.T) {
@@ -250,6 +254,7 @@ func TestProtocolResponseMalformed(t *testing.T) {
 		{"chunk too big", protoRawResponse(0, 0, "", 2, MaxBytesPerChecksum+1, 0), "exceeds"},
 		{"chunk huge", protoRawResponse(0, 0, "", 0, math.MaxUint32, 0), "exceeds"},
 		{"negative first chunk", protoRawResponse(0, 0, "", 2, 512, -512), "negative first chunk"},
+		{"negative block length", append(protoRawResponse(0, 0, "", 2, 512, 0)[:responseFixedLen-8], 0xff, 0, 0, 0, 0, 0, 0, 0), "negative block length"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,901 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// ServerMode selects how a datanode serves connections.
+type ServerMode string
+
+const (
+	// Reactor is HDFS-918: an acceptor, a few selector loops and a worker
+	// pool; one fd per connection; block files shared through the pool.
+	Reactor ServerMode = "reactor"
+	// Threaded is the DataXceiver HDFS ships: a thread per connection that
+	// opens the block and meta files for each request, with its own
+	// buffers.
+	Threaded ServerMode = "threaded"
+)
+
+// DatanodeConfig configures a datanode. Zero values take the defaults in
+// DefaultDatanodeConfig.
+type DatanodeConfig struct {
+	Addr       string
+	Mode       ServerMode
+	Selectors  int           // reactor selector loops
+	Workers    int           // reactor worker threads
+	PoolMax    int           // open block-file fds in the handle pool
+	PoolMin    int           // idle handles kept
+	PoolIdle   time.Duration // idle handles above PoolMin close after this
+	Keepalive  time.Duration // wait for the next op after a clean end
+	NoDelay    bool
+	PacketSize int // data bytes per packet
+	Dir        string
+	// MaxWrite bounds the data of one write op.
+	MaxWrite int
+	Bugs     DatanodeBugs
+}
+
+// DatanodeBugs switch on historic bugs, for tests and `check --bug`.
+type DatanodeBugs struct {
+	// KeepaliveForever is HDFS-3357: the keep-alive wait has no timeout.
+	KeepaliveForever bool
+	// PoolKeyIgnoresStamp keys handles without the generation stamp.
+	PoolKeyIgnoresStamp bool
+	// PoolClosesInUse lets eviction close handles a read still uses.
+	PoolClosesInUse bool
+}
+
+// DefaultDatanodeConfig returns HDFS's defaults.
+func DefaultDatanodeConfig() DatanodeConfig {
+	return DatanodeConfig{
+		Mode:       Reactor,
+		Selectors:  1,
+		Workers:    4,
+		PoolMax:    64,
+		PoolMin:    0,
+		PoolIdle:   2 * time.Second,
+		Keepalive:  4 * time.Second,
+		NoDelay:    true,
+		PacketSize: 64 << 10,
+		Dir:        "data",
+		MaxWrite:   16 << 20,
+	}
+}
+
+func (c *DatanodeConfig) fill() error {
+	d := DefaultDatanodeConfig()
+	if c.Mode == "" {
+		c.Mode = d.Mode
+	}
+	if c.Mode != Reactor && c.Mode != Threaded {
+		return fmt.Errorf("server mode %q: want reactor or threaded", c.Mode)
+	}
+	if c.Selectors == 0 {
+		c.Selectors = d.Selectors
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.PoolMax == 0 {
+		c.PoolMax = d.PoolMax
+	}
+	if c.PoolIdle == 0 {
+		c.PoolIdle = d.PoolIdle
+	}
+	if c.Keepalive == 0 {
+		c.Keepalive = d.Keepalive
+	}
+	if c.PacketSize == 0 {
+		c.PacketSize = d.PacketSize
+	}
+	if c.Dir == "" {
+		c.Dir = d.Dir
+	}
+	if c.MaxWrite == 0 {
+		c.MaxWrite = d.MaxWrite
+	}
+	switch {
+	case c.Selectors < 1 || c.Selectors > 256:
+		return fmt.Errorf("selectors %d outside [1, 256]", c.Selectors)
+	case c.Workers < 1 || c.Workers > 1024:
+		return fmt.Errorf("workers %d outside [1, 1024]", c.Workers)
+	case c.PacketSize < BytesPerChecksum || c.PacketSize > MaxPacketData || c.PacketSize%BytesPerChecksum != 0:
+		return fmt.Errorf("packet size %d: want a multiple of %d in [%d, %d]", c.PacketSize, BytesPerChecksum, BytesPerChecksum, MaxPacketData)
+	case c.Keepalive < 0:
+		return fmt.Errorf("negative keep-alive %v", c.Keepalive)
+	}
+	return nil
+}
+
+// Datanode serves block reads and writes from a BlockStore.
+type Datanode struct {
+	cfg   DatanodeConfig
+	p     Process
+	main  Loop
+	store *BlockStore
+	pool  *HandlePool
+	// lock guards the store, the pool and the fields marked "under lock":
+	// they are shared by every selector (and, in threaded mode, thread).
+	lock Lock
+
+	ln        Listener
+	selectors []*selector
+	next      int
+	workers   WorkerPool
+	conns     []*dnConn // main loop only
+	stopped   bool
+
+	// under lock
+	threadFiles     int // threaded mode: block-file fds open
+	peakBlockFiles  int
+	trimArmed       bool
+	acceptBackoff   bool
+	stats           DatanodeStats
+	blockFilesCheck func() int
+}
+
+// DatanodeStats counts what a datanode did.
+type DatanodeStats struct {
+	Accepted, Ops, Reads, Writes, Errors, KeepaliveReuses, KeepaliveTimeouts int
+	BytesSent                                                                int64
+}
+
+// selector is one reactor loop and what belongs to it alone: packet
+// buffers, which its connections borrow for a packet and give back.
+type selector struct {
+	loop Loop
+	free [][]byte
+	out  int // buffers lent out
+	size int
+}
+
+func (s *selector) getBuf() []byte {
+	s.out++
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free = s.free[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, s.size)
+}
+
+func (s *selector) putBuf(b []byte) {
+	s.out--
+	s.free = append(s.free, b)
+}
+
+// StartDatanode starts a datanode in process p (on the calling loop, which
+// becomes its acceptor) over the blocks already in cfg.Dir.
+func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, fmt.Errorf("datanode: %w", err)
+	}
+	dn := &Datanode{cfg: cfg, p: p, main: loop, lock: p.NewLock("datanode")}
+	dn.store = NewBlockStore(p.Disk(), cfg.Dir)
+	if err := dn.store.Load(); err != nil {
+		return nil, fmt.Errorf("datanode: %w", err)
+	}
+	if cfg.Mode == Reactor {
+		pool, err := NewHandlePool(dn.store, HandlePoolConfig{
+			Max: cfg.PoolMax, Min: cfg.PoolMin, IdleTimeout: cfg.PoolIdle,
+			KeyIgnoresStamp: cfg.Bugs.PoolKeyIgnoresStamp, CloseInUse: cfg.Bugs.PoolClosesInUse,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("datanode: %w", err)
+		}
+		dn.pool = pool
+		for i := 0; i < cfg.Selectors; i++ {
+			l, err := p.NewLoop(fmt.Sprintf("selector-%d", i))
+			if err != nil {
+				dn.closeLoops()
+				return nil, fmt.Errorf("datanode: selector: %w", err)
+			}
+			dn.selectors = append(dn.selectors, &selector{loop: l, size: PacketHeaderLen + MaxPacketLen + 64})
+		}
+		dn.workers = p.NewWorkerPool("worker", cfg.Workers)
+	}
+	ln, err := p.Listen("tcp", cfg.Addr, 128, loop)
+	if err != nil {
+		dn.closeLoops()
+		return nil, fmt.Errorf("datanode: %w", err)
+	}
+	dn.ln = ln
+	ln.SetHandler(dn.accept)
+	return dn, nil
+}
+
+func (dn *Datanode) closeLoops() {
+	for _, s := range dn.selectors {
+		s.loop.Close()
+	}
+	dn.selectors = nil
+	if dn.workers != nil {
+		dn.workers.Close()
+		dn.workers = nil
+	}
+}
+
+// Addr is where the datanode listens.
+func (dn *Datanode) Addr() string { return dn.ln.Addr() }
+
+// Store is the datanode's block store. Use it only from the acceptor loop
+// while no client is connected (setting up a run), or under the lock.
+func (dn *Datanode) Store() *BlockStore { return dn.store }
+
+// Pool is the handle pool (nil in threaded mode).
+func (dn *Datanode) Pool() *HandlePool { return dn.pool }
+
+// Stats returns the datanode's counters.
+func (dn *Datanode) Stats() DatanodeStats { return dn.stats }
+
+// OpenBlockFiles is the number of block and meta fds open for reads.
+func (dn *Datanode) OpenBlockFiles() int {
+	if dn.pool != nil {
+		return dn.pool.Open()
+	}
+	return dn.threadFiles
+}
+
+// PeakBlockFiles is the most block and meta fds ever open for reads.
+func (dn *Datanode) PeakBlockFiles() int {
+	if dn.pool != nil {
+		return dn.pool.PeakOpen
+	}
+	return dn.peakBlockFiles
+}
+
+// BuffersOut is the number of packet buffers lent to connections.
+func (dn *Datanode) BuffersOut() int {
+	n := 0
+	for _, s := range dn.selectors {
+		n += s.out
+	}
+	return n
+}
+
+// Conns is the number of open connections.
+func (dn *Datanode) Conns() int { return len(dn.conns) }
+
+// Stop closes the listener and every connection, and releases the loops,
+// workers and idle handles: the datanode is gone, its process remains.
+func (dn *Datanode) Stop() {
+	if dn.stopped {
+		return
+	}
+	dn.stopped = true
+	dn.ln.Close()
+	for len(dn.conns) > 0 {
+		c := dn.conns[len(dn.conns)-1]
+		c.close("shutdown")
+	}
+	dn.lock.Do(dn.main, func() {
+		if dn.pool != nil {
+			dn.pool.CloseAll()
+		}
+		dn.main.Post(dn.closeLoops)
+	})
+}
+
+// accept runs on the acceptor loop while connections wait.
+func (dn *Datanode) accept() {
+	for !dn.stopped {
+		c, err := dn.ln.Accept()
+		if errors.Is(err, ErrWouldBlock) {
+			return
+		}
+		if err != nil {
+			// EMFILE leaves the connection queued; a level-triggered
+			// listener would spin, so pause accepting for a moment.
+			dn.p.Log("accept-error", "err", err.Error())
+			dn.ln.SetHandler(nil)
+			dn.main.AfterFunc(10*time.Millisecond, func() {
+				if !dn.stopped {
+					dn.ln.SetHandler(dn.accept)
+				}
+			})
+			return
+		}
+		dn.stats.Accepted++
+		if err := c.SetNoDelay(dn.cfg.NoDelay); err != nil {
+			c.Close()
+			continue
+		}
+		dc := &dnConn{dn: dn, c: c, index: len(dn.conns)}
+		dn.conns = append(dn.conns, dc)
+		if dn.cfg.Mode == Threaded {
+			l, err := dn.p.NewLoop("xceiver")
+			if err != nil {
+				dn.p.Log("thread-error", "err", err.Error())
+				dc.close("no thread")
+				continue
+			}
+			dc.loop, dc.thread = l, true
+			dc.buf = make([]byte, 0, PacketHeaderLen+MaxPacketLen+64)
+		} else {
+			dc.sel = dn.selectors[dn.next%len(dn.selectors)]
+			dn.next++
+			dc.loop = dc.sel.loop
+		}
+		loop := dc.loop
+		loop.Post(func() {
+			if !dc.closed {
+				c.SetHandler(loop, dc.onEvent)
+			}
+		})
+	}
+}
+
+// forget removes a closed connection from the datanode's list; it runs on
+// the acceptor loop, which owns the list.
+func (dn *Datanode) forget(dc *dnConn) {
+	i := dc.index
+	if i < 0 || i >= len(dn.conns) || dn.conns[i] != dc {
+		return
+	}
+	last := dn.conns[len(dn.conns)-1]
+	dn.conns[i] = last
+	last.index = i
+	dn.conns = dn.conns[:len(dn.conns)-1]
+	dc.index = -1
+}
+
+type connPhase uint8
+
+const (
+	phaseRequest connPhase = iota // waiting for (the rest of) a request
+	phaseOpening                  // acquiring the block
+	phaseSending                  // streaming packets
+	phaseStatus                   // waiting for the client's final status
+	phaseReceiving                // receiving a write's packets
+	phaseApplying                 // applying a write
+	phaseFlushing                 // writing the last bytes before closing
+)
+
+// dnConn is one client connection on a datanode. All its fields belong to
+// its loop.
+type dnConn struct {
+	dn     *Datanode
+	c      Conn
+	loop   Loop
+	sel    *selector
+	thread bool
+	index  int // in dn.conns (acceptor loop)
+
+	phase  connPhase
+	in     []byte
+	req    Request
+	handle *Handle      // reactor: the pooled replica
+	files  *BlockFiles  // threaded: this request's own files
+	replica *BlockFiles // whichever of the two is in use
+	resp   Response
+	next   int64 // block offset of the next packet
+	end    int64 // end of the range to send
+	seq    int64
+	first  bool
+
+	out      []byte // bytes to write; from the selector's buffers or buf
+	outOff   int
+	lent     bool // out is a selector buffer
+	buf      []byte
+	working  bool
+	afterOut func() // what to do once out is written
+
+	wdata    []byte // a write op's data
+	ka       Timer
+	closed   bool
+	clean    bool // the last op ended cleanly
+	opsOnConn int
+}
+
+func (dc *dnConn) onEvent(ev Events) {
+	if dc.closed {
+		return
+	}
+	if ev&Hangup != 0 && dc.c.Err() != nil {
+		dc.close("peer reset")
+		return
+	}
+	if ev&Writable != 0 && dc.outOff < len(dc.out) {
+		dc.flush()
+		if dc.closed {
+			return
+		}
+	}
+	if ev&Readable != 0 {
+		dc.readInput()
+	}
+}
+
+// readInput reads what arrived and advances the connection's protocol.
+func (dc *dnConn) readInput() {
+	for !dc.closed {
+		switch dc.phase {
+		case phaseRequest, phaseStatus, phaseReceiving:
+		default:
+			// Not expecting input: leave it in the socket (turning a
+			// close with unread data into a reset, as it should be).
+			dc.c.SetReadInterest(false)
+			return
+		}
+		limit := MaxRequestLen + 64
+		if dc.phase == phaseReceiving {
+			limit = MaxPacketLen
+		}
+		if len(dc.in) >= limit {
+			dc.fail(invalid("message larger than %d bytes", limit))
+			return
+		}
+		if cap(dc.in)-len(dc.in) < 4096 {
+			grown := make([]byte, len(dc.in), max(2*cap(dc.in), len(dc.in)+4096))
+			copy(grown, dc.in)
+			dc.in = grown
+		}
+		room := dc.in[len(dc.in):cap(dc.in)]
+		if len(room) > limit-len(dc.in) {
+			room = room[:limit-len(dc.in)]
+		}
+		n, err := dc.c.Read(room)
+		if n > 0 {
+			dc.in = dc.in[:len(dc.in)+n]
+			dc.process()
+			continue
+		}
+		if errors.Is(err, ErrWouldBlock) {
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			if len(dc.in) > 0 && dc.phase != phaseStatus {
+				dc.dn.p.Log("dn-truncated", "conn", dc.c.ID(), "bytes", len(dc.in))
+			}
+			dc.close("eof")
+			return
+		}
+		dc.close("read error")
+		return
+	}
+}
+
+// process consumes complete messages from dc.in.
+func (dc *dnConn) process() {
+	for !dc.closed && len(dc.in) > 0 {
+		switch dc.phase {
+		case phaseRequest:
+			req, n, err := DecodeRequest(dc.in)
+			if errors.Is(err, ErrNeedMore) {
+				return
+			}
+			if err != nil {
+				dc.fail(err)
+				return
+			}
+			dc.consume(n)
+			dc.dn.p.CPU(CPUParse, 1)
+			dc.startOp(req)
+		case phaseStatus:
+			st, n, err := DecodeStatus(dc.in)
+			if errors.Is(err, ErrNeedMore) {
+				return
+			}
+			dc.consume(n)
+			if err != nil || (st != StatusChecksumOK && st != StatusSuccess) {
+				dc.close("client status " + st.String())
+				return
+			}
+			dc.endOp(true)
+		case phaseReceiving:
+			pkt, n, err := DecodePacket(dc.in, BytesPerChecksum)
+			if errors.Is(err, ErrNeedMore) {
+				return
+			}
+			if err == nil {
+				err = dc.acceptPacket(pkt)
+			}
+			if err != nil {
+				dc.fail(err)
+				return
+			}
+			dc.consume(n)
+		default:
+			return
+		}
+	}
+}
+
+func (dc *dnConn) consume(n int) {
+	rest := copy(dc.in, dc.in[n:])
+	dc.in = dc.in[:rest]
+}
+
+func (dc *dnConn) startOp(req Request) {
+	if dc.ka != nil {
+		dc.ka.Stop()
+		dc.ka = nil
+	}
+	if dc.opsOnConn > 0 {
+		dc.dn.stats.KeepaliveReuses++
+	}
+	dc.opsOnConn++
+	dc.dn.stats.Ops++
+	dc.req = req
+	dc.clean = false
+	switch req.Op {
+	case OpReadBlock:
+		dc.dn.stats.Reads++
+		dc.phase = phaseOpening
+		dc.open()
+	case OpWriteBlock, OpAppendBlock, OpReplaceBlock:
+		dc.dn.stats.Writes++
+		if req.Length > int64(dc.dn.cfg.MaxWrite) {
+			dc.fail(invalid("write of %d bytes exceeds %d", req.Length, dc.dn.cfg.MaxWrite))
+			return
+		}
+		dc.phase = phaseReceiving
+		dc.wdata = make([]byte, 0, req.Length)
+	case OpDeleteBlock:
+		dc.dn.stats.Writes++
+		dc.phase = phaseApplying
+		dc.apply()
+	default:
+		dc.fail(&ProtocolError{Status: StatusErrorUnsupported, Msg: "op " + req.Op.String() + " is not served"})
+	}
+}
+
+// open acquires the replica under the lock: from the pool (reactor) or by
+// opening its files (threaded).
+func (dc *dnConn) open() {
+	dn := dc.dn
+	dn.lock.Do(dc.loop, func() {
+		if dc.closed {
+			return
+		}
+		if dn.pool != nil {
+			h, err := dn.pool.Acquire(dc.req.BlockID, dc.req.GenStamp, dc.loop.Now(), func() {
+				dc.loop.Post(func() {
+					if !dc.closed && dc.phase == phaseOpening {
+						dc.open()
+					}
+				})
+			})
+			if errors.Is(err, ErrPoolFull) {
+				return // woken when a handle frees
+			}
+			if err == nil {
+				dc.handle, dc.replica = h, h.Files
+				dn.armTrim(dc.loop)
+			}
+			dc.opened(err)
+			return
+		}
+		files, err := dn.store.OpenForRead(dc.req.BlockID, dc.req.GenStamp)
+		if err == nil {
+			dc.files, dc.replica = files, files
+			dn.threadFiles += 2
+			if dn.threadFiles > dn.peakBlockFiles {
+				dn.peakBlockFiles = dn.threadFiles
+			}
+		}
+		dc.opened(err)
+	})
+}
+
+// armTrim starts the pool's idle trimming timer if it is not running.
+// Called under the lock.
+func (dn *Datanode) armTrim(loop Loop) {
+	if dn.trimArmed || dn.pool == nil {
+		return
+	}
+	dn.trimArmed = true
+	loop.AfterFunc(dn.cfg.PoolIdle, func() {
+		dn.lock.Do(loop, func() {
+			dn.trimArmed = false
+			if dn.pool.Trim(loop.Now()) || dn.pool.InUse() > 0 {
+				dn.armTrim(loop)
+			}
+		})
+	})
+}
+
+// opened answers the request once the replica is open (or not).
+func (dc *dnConn) opened(err error) {
+	if err == nil {
+		length := dc.replica.Length
+		if dc.req.Offset > length || dc.req.Length > length-dc.req.Offset {
+			err = fmt.Errorf("read of %d bytes at %d past the end of block %d (%d bytes): %w",
+				dc.req.Length, dc.req.Offset, dc.req.BlockID, length, ErrOutOfRange)
+		}
+	}
+	if err != nil {
+		dc.releaseReplica()
+		dc.fail(err)
+		return
+	}
+	first := dc.req.Offset / BytesPerChecksum * BytesPerChecksum
+	end := dc.req.Offset + dc.req.Length
+	if end%BytesPerChecksum != 0 {
+		end = min(dc.replica.Length, (end/BytesPerChecksum+1)*BytesPerChecksum)
+	}
+	dc.resp = Response{
+		Status: StatusSuccess, ChecksumType: ChecksumCRC32C, BytesPerChecksum: BytesPerChecksum,
+		FirstChunkOffset: first, GenStamp: dc.replica.Stamp, BlockLength: dc.replica.Length,
+	}
+	dc.next, dc.end, dc.seq, dc.first = first, end, 0, true
+	dc.phase = phaseSending
+	dc.sendNext()
+}
+
+// sendNext produces the next packet: on a worker (reactor) or inline on
+// the connection's own thread (threaded).
+func (dc *dnConn) sendNext() {
+	if dc.closed {
+		return
+	}
+	n := int(min(int64(dc.dn.cfg.PacketSize), dc.end-dc.next))
+	off, seq, first := dc.next, dc.seq, dc.first
+	last := dc.next+int64(n) >= dc.end
+	resp := dc.resp
+	replica := dc.replica
+	p := dc.dn.p
+	build := func(buf []byte) ([]byte, error) {
+		if first {
+			buf = AppendResponse(buf, resp)
+		}
+		if n > 0 {
+			buf = AppendPacketHeader(buf, PacketHeader{Offset: off, Seqno: seq}, n, BytesPerChecksum)
+			var err error
+			if buf, err = appendChunks(buf, replica, off, n); err != nil {
+				return buf, err
+			}
+			p.CPU(CPUChecksum, n)
+			seq++
+		}
+		if last {
+			buf = AppendPacketHeader(buf, PacketHeader{Offset: off + int64(n), Seqno: seq, Last: true}, 0, BytesPerChecksum)
+		}
+		return buf, nil
+	}
+	dc.next += int64(n)
+	dc.seq = seq + 1
+	if n == 0 {
+		dc.seq = seq
+	}
+	dc.first = false
+	if dc.thread {
+		out, err := build(dc.buf[:0])
+		dc.buf = out[:0]
+		dc.packetReady(out, false, last, err)
+		return
+	}
+	buf := dc.sel.getBuf()
+	var out []byte
+	var err error
+	dc.working = true
+	dc.dn.workers.Submit(dc.loop, func() {
+		out, err = build(buf)
+	}, func() {
+		dc.working = false
+		if dc.closed {
+			dc.sel.putBuf(out)
+			return
+		}
+		dc.packetReady(out, true, last, err)
+	})
+}
+
+// appendChunks appends n bytes at off of the replica with their checksums
+// (verified on the way).
+func appendChunks(buf []byte, r *BlockFiles, off int64, n int) ([]byte, error) {
+	start := len(buf)
+	_, sums, err := r.ReadChunks(buf, off, n)
+	if err != nil {
+		return buf[:start], err
+	}
+	return buf[:start+len(sums)+n], nil
+}
+
+func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
+	if err != nil {
+		// A disk or checksum error mid-stream: HDFS closes the
+		// connection; the client sees a short stream.
+		if lent {
+			dc.sel.putBuf(out)
+		}
+		dc.dn.stats.Errors++
+		dc.dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
+		dc.close("read error")
+		return
+	}
+	dc.dn.stats.BytesSent += int64(len(out))
+	dc.setOut(out, lent, func() {
+		if last {
+			dc.releaseReplica()
+			dc.phase = phaseStatus
+			dc.c.SetReadInterest(true)
+			return
+		}
+		if dc.thread {
+			// One packet per callback, so a thread shares its loop fairly.
+			dc.loop.Post(dc.sendNext)
+			return
+		}
+		dc.sendNext()
+	})
+}
+
+// setOut writes out, and once all of it is in the socket runs then.
+func (dc *dnConn) setOut(out []byte, lent bool, then func()) {
+	dc.out, dc.outOff, dc.lent, dc.afterOut = out, 0, lent, then
+	dc.flush()
+}
+
+func (dc *dnConn) flush() {
+	for dc.outOff < len(dc.out) {
+		n, err := dc.c.Write(dc.out[dc.outOff:])
+		if errors.Is(err, ErrWouldBlock) {
+			dc.c.SetWriteInterest(true)
+			return
+		}
+		if err != nil {
+			dc.close("write error")
+			return
+		}
+		dc.outOff += n
+	}
+	dc.c.SetWriteInterest(false)
+	if dc.lent {
+		dc.sel.putBuf(dc.out)
+	}
+	dc.out, dc.outOff, dc.lent = nil, 0, false
+	if then := dc.afterOut; then != nil {
+		dc.afterOut = nil
+		then()
+	}
+}
+
+func (dc *dnConn) releaseReplica() {
+	dn := dc.dn
+	if h := dc.handle; h != nil {
+		dc.handle, dc.replica = nil, nil
+		loop := dc.loop
+		dn.lock.Do(loop, func() { dn.pool.Release(h, loop.Now()) })
+	}
+	if f := dc.files; f != nil {
+		dc.files, dc.replica = nil, nil
+		_ = f.Close()
+		loop := dc.loop
+		dn.lock.Do(loop, func() { dn.threadFiles -= 2 })
+	}
+}
+
+// acceptPacket takes one packet of a write.
+func (dc *dnConn) acceptPacket(pkt Packet) error {
+	if err := pkt.Verify(dc.req.BlockID, BytesPerChecksum); err != nil {
+		return err
+	}
+	if pkt.Offset != int64(len(dc.wdata)) {
+		return invalid("write packet at offset %d, want %d", pkt.Offset, len(dc.wdata))
+	}
+	if int64(len(dc.wdata)+len(pkt.Data)) > dc.req.Length {
+		return invalid("write packets exceed the announced %d bytes", dc.req.Length)
+	}
+	dc.dn.p.CPU(CPUChecksum, len(pkt.Data))
+	dc.wdata = append(dc.wdata, pkt.Data...)
+	if pkt.Last {
+		if int64(len(dc.wdata)) != dc.req.Length {
+			return invalid("write ended after %d of %d bytes", len(dc.wdata), dc.req.Length)
+		}
+		dc.phase = phaseApplying
+		dc.apply()
+	}
+	return nil
+}
+
+// apply performs a write, append, replace or delete under the lock and
+// answers with the new generation stamp.
+func (dc *dnConn) apply() {
+	dn := dc.dn
+	req, data := dc.req, dc.wdata
+	dc.wdata = nil
+	dn.lock.Do(dc.loop, func() {
+		var stamp uint64
+		var err error
+		switch req.Op {
+		case OpWriteBlock:
+			stamp, err = dn.store.Write(req.BlockID, data)
+		case OpAppendBlock:
+			stamp, err = dn.store.Append(req.BlockID, data)
+		case OpReplaceBlock:
+			stamp, err = dn.store.Replace(req.BlockID, data)
+		case OpDeleteBlock:
+			err = dn.store.Delete(req.BlockID)
+		}
+		var length int64
+		if err == nil && req.Op != OpDeleteBlock {
+			_, length, _ = dn.store.Info(req.BlockID)
+		}
+		dc.loop.Post(func() { dc.applied(stamp, length, err) })
+	})
+}
+
+func (dc *dnConn) applied(stamp uint64, length int64, err error) {
+	if dc.closed {
+		return
+	}
+	if err != nil {
+		dc.fail(err)
+		return
+	}
+	resp := Response{Status: StatusSuccess, GenStamp: stamp, BlockLength: length}
+	out := AppendResponse(dc.buf[:0], resp)
+	dc.setOut(out, false, func() { dc.endOp(true) })
+}
+
+// endOp finishes an op: after a clean end the connection waits for the
+// next op up to the keep-alive timeout; anything else closes it.
+func (dc *dnConn) endOp(clean bool) {
+	if !clean {
+		dc.close("unclean end")
+		return
+	}
+	dc.clean = true
+	dc.phase = phaseRequest
+	dc.c.SetReadInterest(true)
+	if !dc.dn.cfg.Bugs.KeepaliveForever {
+		dc.ka = dc.loop.AfterFunc(dc.dn.cfg.Keepalive, func() {
+			dc.ka = nil
+			if !dc.closed && dc.phase == phaseRequest && len(dc.in) == 0 {
+				dc.dn.stats.KeepaliveTimeouts++
+				dc.close("keep-alive timeout")
+			}
+		})
+	}
+	if len(dc.in) > 0 {
+		dc.process()
+	}
+}
+
+// fail answers an op with an error status, then closes.
+func (dc *dnConn) fail(err error) {
+	dc.dn.stats.Errors++
+	dc.dn.p.Log("dn-op-error", "conn", dc.c.ID(), "err", err.Error())
+	resp := Response{Status: StatusOf(err), Message: err.Error()}
+	if resp.Status == StatusSuccess {
+		resp.Status = StatusError
+	}
+	dc.phase = phaseFlushing
+	if dc.out != nil && dc.outOff < len(dc.out) {
+		dc.close("error mid-write")
+		return
+	}
+	dc.buf = AppendResponse(dc.buf[:0], resp)
+	dc.setOut(dc.buf, false, func() { dc.close("after error") })
+}
+
+// close tears the connection down from any state without leaking: its
+// timer, buffer, replica, socket and (threaded) thread.
+func (dc *dnConn) close(why string) {
+	if dc.closed {
+		return
+	}
+	dc.closed = true
+	if dc.ka != nil {
+		dc.ka.Stop()
+		dc.ka = nil
+	}
+	if dc.lent {
+		dc.sel.putBuf(dc.out)
+		dc.out, dc.lent = nil, false
+	}
+	dc.releaseReplica()
+	_ = dc.c.Close()
+	dn := dc.dn
+	if dc.thread {
+		l := dc.loop
+		// Close the thread after the lock callbacks queued on it ran.
+		l.Post(func() { l.Post(l.Close) })
+	}
+	dn.main.Post(func() { dn.forget(dc) })
+}

@@ -1,0 +1,306 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// HandlePool shares open block files among a datanode's connections
+// (HDFS-918's BlockChannelPool). Handles are refcounted and keyed by block
+// and generation stamp; the pool keeps at most Max block-file fds open (a
+// handle holds two: data and meta); idle handles are closed least recently
+// used first when room is needed, and down to Min after IdleTimeout; a
+// handle in use is never closed; handles of a block that was replaced,
+// appended to or deleted are retired: closed when their last user leaves
+// and never handed out again.
+//
+// The pool is not safe for concurrent use: a datanode calls it under its
+// store lock.
+type HandlePool struct {
+	store *BlockStore
+	cfg   HandlePoolConfig
+
+	byKey   map[handleKey]*Handle
+	byBlock map[uint64][]*Handle // every live handle of a block, in open order
+	idle    []*Handle            // refs == 0, least recently used first
+	open    int                  // block-file fds held (2 per handle)
+	waiters []func()
+
+	// Opened, Reused, Evicted and Waited count events, for experiments.
+	Opened, Reused, Evicted, Waited int
+	// PeakOpen is the most block-file fds ever open at once.
+	PeakOpen int
+	// ClosedInUse counts handles closed while a read held them: always 0
+	// unless a bug is switched on. Properties check it at every event.
+	ClosedInUse int
+}
+
+// HandlePoolConfig bounds a pool.
+type HandlePoolConfig struct {
+	Max         int           // block-file fds (data and meta count separately)
+	Min         int           // idle handles kept open after IdleTimeout
+	IdleTimeout time.Duration // how long an idle handle above Min stays open
+	// KeyIgnoresStamp is the stale-handle bug: handles keyed by block id
+	// alone and never retired, so a replaced block is read from its old
+	// inode. Only tests and `check --bug` set it.
+	KeyIgnoresStamp bool
+	// CloseInUse is the use-after-close bug: eviction ignores refcounts.
+	CloseInUse bool
+}
+
+type handleKey struct {
+	block uint64
+	stamp uint64
+}
+
+// Handle is an open replica shared by the reads that use it.
+type Handle struct {
+	Files   *BlockFiles
+	key     handleKey
+	refs    int
+	retired bool
+	closed  bool
+	lastUse time.Duration
+}
+
+// InUse reports whether a read holds the handle.
+func (h *Handle) InUse() bool { return h.refs > 0 }
+
+// Closed reports whether the handle's files were closed.
+func (h *Handle) Closed() bool { return h.closed }
+
+// ErrPoolFull means every handle is in use and the pool is at its bound;
+// the caller waits (see Acquire).
+var ErrPoolFull = errors.New("handle pool full")
+
+// NewHandlePool makes a pool over store and subscribes it to the store's
+// changes.
+func NewHandlePool(store *BlockStore, cfg HandlePoolConfig) (*HandlePool, error) {
+	if cfg.Max < 2 {
+		return nil, fmt.Errorf("handle pool: max %d fds cannot hold one handle (data + meta)", cfg.Max)
+	}
+	if cfg.Min < 0 || 2*cfg.Min > cfg.Max {
+		return nil, fmt.Errorf("handle pool: min %d idle handles outside [0, max/2=%d]", cfg.Min, cfg.Max/2)
+	}
+	hp := &HandlePool{store: store, cfg: cfg, byKey: make(map[handleKey]*Handle), byBlock: make(map[uint64][]*Handle)}
+	store.OnChange(hp.onChange)
+	return hp, nil
+}
+
+// Open is the number of block-file fds the pool holds.
+func (hp *HandlePool) Open() int { return hp.open }
+
+// Handles is the number of open handles.
+func (hp *HandlePool) Handles() int { return hp.open / 2 }
+
+// InUse is the number of handles a read holds.
+func (hp *HandlePool) InUse() int { return hp.open/2 - len(hp.idle) }
+
+// Waiting is the number of reads waiting for room.
+func (hp *HandlePool) Waiting() int { return len(hp.waiters) }
+
+func (hp *HandlePool) key(id, stamp uint64) handleKey {
+	if hp.cfg.KeyIgnoresStamp {
+		return handleKey{block: id}
+	}
+	return handleKey{block: id, stamp: stamp}
+}
+
+// Acquire returns a handle for the current replica of block id (at least
+// stamp), opening it if needed. When the pool is at its bound with every
+// handle in use it returns ErrPoolFull and calls wake once room may have
+// been made; the caller then tries again.
+func (hp *HandlePool) Acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, error) {
+	cur, _, ok := hp.store.Info(id)
+	if !ok {
+		return nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
+	}
+	if cur < stamp {
+		return nil, fmt.Errorf("model: read block %d: replica stamp %d < requested %d: %w", id, cur, stamp, ErrStaleReplica)
+	}
+	k := hp.key(id, cur)
+	if h := hp.byKey[k]; h != nil {
+		if h.refs == 0 {
+			hp.removeIdle(h)
+		}
+		h.refs++
+		h.lastUse = now
+		hp.Reused++
+		return h, nil
+	}
+	for hp.open+2 > hp.cfg.Max {
+		if !hp.evictOne() {
+			hp.Waited++
+			hp.waiters = append(hp.waiters, wake)
+			return nil, ErrPoolFull
+		}
+	}
+	files, err := hp.store.OpenForRead(id, cur)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{Files: files, key: k, refs: 1, lastUse: now}
+	hp.byKey[k] = h
+	hp.byBlock[id] = append(hp.byBlock[id], h)
+	hp.open += 2
+	hp.Opened++
+	if hp.open > hp.PeakOpen {
+		hp.PeakOpen = hp.open
+	}
+	return h, nil
+}
+
+// Release gives back a handle; the last user of a retired handle closes it.
+func (hp *HandlePool) Release(h *Handle, now time.Duration) {
+	if h.refs <= 0 {
+		return
+	}
+	h.refs--
+	h.lastUse = now
+	if h.refs > 0 {
+		return
+	}
+	if h.retired || h.closed {
+		hp.close(h)
+	} else {
+		hp.idle = append(hp.idle, h)
+	}
+	hp.wakeOne()
+}
+
+// Trim closes idle handles unused for IdleTimeout, keeping Min; a datanode
+// calls it from a periodic timer. It reports whether idle handles remain
+// above Min (the timer is needed again).
+func (hp *HandlePool) Trim(now time.Duration) bool {
+	for len(hp.idle) > hp.cfg.Min && now-hp.idle[0].lastUse >= hp.cfg.IdleTimeout {
+		h := hp.idle[0]
+		hp.removeIdle(h)
+		hp.close(h)
+	}
+	return len(hp.idle) > hp.cfg.Min
+}
+
+// CloseAll closes every idle handle (a datanode shutting down); handles in
+// use close when released.
+func (hp *HandlePool) CloseAll() {
+	for len(hp.idle) > 0 {
+		h := hp.idle[0]
+		hp.removeIdle(h)
+		hp.close(h)
+	}
+	for _, ids := range hp.sortedBlocks() {
+		for _, h := range hp.byBlock[ids] {
+			h.retired = true
+		}
+	}
+}
+
+func (hp *HandlePool) sortedBlocks() []uint64 {
+	ids := make([]uint64, 0, len(hp.byBlock))
+	for id := range hp.byBlock {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// evictOne closes the least recently used idle handle. With the
+// CloseInUse bug it closes the least recently used handle of all, in use
+// or not.
+func (hp *HandlePool) evictOne() bool {
+	if hp.cfg.CloseInUse && len(hp.idle) == 0 {
+		var victim *Handle
+		for _, id := range hp.sortedBlocks() {
+			for _, h := range hp.byBlock[id] {
+				if !h.closed && (victim == nil || h.lastUse < victim.lastUse) {
+					victim = h
+				}
+			}
+		}
+		if victim == nil {
+			return false
+		}
+		hp.Evicted++
+		hp.close(victim)
+		return true
+	}
+	if len(hp.idle) == 0 {
+		return false
+	}
+	h := hp.idle[0]
+	hp.removeIdle(h)
+	hp.close(h)
+	hp.Evicted++
+	return true
+}
+
+func (hp *HandlePool) removeIdle(h *Handle) {
+	for i, x := range hp.idle {
+		if x == h {
+			copy(hp.idle[i:], hp.idle[i+1:])
+			hp.idle[len(hp.idle)-1] = nil
+			hp.idle = hp.idle[:len(hp.idle)-1]
+			return
+		}
+	}
+}
+
+// close releases the handle's fds and forgets it.
+func (hp *HandlePool) close(h *Handle) {
+	if h.closed {
+		return
+	}
+	h.closed = true
+	if h.refs > 0 {
+		hp.ClosedInUse++
+	}
+	_ = h.Files.Close()
+	hp.open -= 2
+	if hp.byKey[h.key] == h {
+		delete(hp.byKey, h.key)
+	}
+	list := hp.byBlock[h.key.block]
+	for i, x := range list {
+		if x == h {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(hp.byBlock, h.key.block)
+	} else {
+		hp.byBlock[h.key.block] = list
+	}
+}
+
+// onChange retires a changed block's handles: readers holding one finish
+// on the old inode; new reads open the new replica.
+func (hp *HandlePool) onChange(id, newStamp uint64, deleted bool) {
+	if hp.cfg.KeyIgnoresStamp {
+		return // the bug: the old handle keeps serving
+	}
+	for _, h := range append([]*Handle(nil), hp.byBlock[id]...) {
+		h.retired = true
+		if hp.byKey[h.key] == h {
+			delete(hp.byKey, h.key)
+		}
+		if h.refs == 0 {
+			hp.removeIdle(h)
+			hp.close(h)
+		}
+	}
+	hp.wakeOne()
+}
+
+func (hp *HandlePool) wakeOne() {
+	if len(hp.waiters) == 0 {
+		return
+	}
+	w := hp.waiters[0]
+	hp.waiters[0] = nil
+	hp.waiters = hp.waiters[1:]
+	w()
+}
+
