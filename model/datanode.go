@@ -346,13 +346,13 @@ func (dn *Datanode) forget(dc *dnConn) {
 type connPhase uint8
 
 const (
-	phaseRequest connPhase = iota // waiting for (the rest of) a request
-	phaseOpening                  // acquiring the block
-	phaseSending                  // streaming packets
-	phaseStatus                   // waiting for the client's final status
-	phaseReceiving                // receiving a write's packets
-	phaseApplying                 // applying a write
-	phaseFlushing                 // writing the last bytes before closing
+	phaseRequest   connPhase = iota // waiting for (the rest of) a request
+	phaseOpening                    // acquiring the block
+	phaseSending                    // streaming packets
+	phaseStatus                     // waiting for the client's final status
+	phaseReceiving                  // receiving a write's packets
+	phaseApplying                   // applying a write
+	phaseFlushing                   // writing the last bytes before closing
 )
 
 // dnConn is one client connection on a datanode. All its fields belong to
@@ -365,17 +365,17 @@ type dnConn struct {
 	thread bool
 	index  int // in dn.conns (acceptor loop)
 
-	phase  connPhase
-	in     []byte
-	req    Request
-	handle *Handle      // reactor: the pooled replica
-	files  *BlockFiles  // threaded: this request's own files
+	phase   connPhase
+	in      []byte
+	req     Request
+	handle  *Handle     // reactor: the pooled replica
+	files   *BlockFiles // threaded: this request's own files
 	replica *BlockFiles // whichever of the two is in use
-	resp   Response
-	next   int64 // block offset of the next packet
-	end    int64 // end of the range to send
-	seq    int64
-	first  bool
+	resp    Response
+	next    int64 // block offset of the next packet
+	end     int64 // end of the range to send
+	seq     int64
+	first   bool
 
 	out      []byte // bytes to write; from the selector's buffers or buf
 	outOff   int
@@ -384,10 +384,10 @@ type dnConn struct {
 	working  bool
 	afterOut func() // what to do once out is written
 
-	wdata    []byte // a write op's data
-	ka       Timer
-	closed   bool
-	clean    bool // the last op ended cleanly
+	wdata     []byte // a write op's data
+	ka        Timer
+	closed    bool
+	clean     bool // the last op ended cleanly
 	opsOnConn int
 }
 

@@ -303,4 +303,3 @@ func (hp *HandlePool) wakeOne() {
 	hp.waiters = hp.waiters[1:]
 	w()
 }
-

@@ -60,12 +60,12 @@ const (
 	// packet must carry less data.
 	MaxPacketLen = PacketHeaderLen + MaxPacketData/BytesPerChecksum*ChecksumSize + MaxPacketData
 
-	requestHeaderLen = 2 + 1 + 4               // version, op, body length
-	requestFixedLen  = 8 + 8 + 8 + 8           // block id, stamp, offset, length
-	minRequestBody   = requestFixedLen + 2 + 2 // with empty name and token
+	requestHeaderLen = 2 + 1 + 4                 // version, op, body length
+	requestFixedLen  = 8 + 8 + 8 + 8             // block id, stamp, offset, length
+	minRequestBody   = requestFixedLen + 2 + 2   // with empty name and token
 	responseFixedLen = 2 + 2 + 1 + 4 + 8 + 8 + 8 // everything but the message
-	statusLen        = 2                       // the client's final status
-	packetLastFlag   = 1                       // the only defined packet flag
+	statusLen        = 2                         // the client's final status
+	packetLastFlag   = 1                         // the only defined packet flag
 )
 
 // Op is a request's operation.

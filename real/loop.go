@@ -113,11 +113,11 @@ func (p *process) newLoop(name string) (*loop, error) {
 	return l, nil
 }
 
-func (l *loop) Name() string             { return l.name }
-func (l *loop) Process() model.Process   { return l.p }
-func (l *loop) Now() time.Duration       { return l.p.w.Now() }
-func (l *loop) String() string           { return l.p.name + "/" + l.name }
-func (l *loop) world() *World            { return l.p.w }
+func (l *loop) Name() string           { return l.name }
+func (l *loop) Process() model.Process { return l.p }
+func (l *loop) Now() time.Duration     { return l.p.w.Now() }
+func (l *loop) String() string         { return l.p.name + "/" + l.name }
+func (l *loop) world() *World          { return l.p.w }
 
 // Post runs f on the loop as soon as it is free. It may be called from any
 // goroutine. Posts to a closed loop are dropped.
@@ -216,10 +216,7 @@ func (l *loop) releaseLocked() {
 	l.p.fds.close(l.evfd)
 	l.p.fds.close(l.epfd)
 	l.posted, l.spare = nil, nil
-	for _, t := range l.timers {
-		t.state = timerStopped
-	}
-	l.timers = nil
+	l.timers = nil // their Stop still reports true: f never ran
 	clear(l.regs)
 }
 

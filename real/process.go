@@ -31,11 +31,11 @@ type process struct {
 
 var _ model.Process = (*process)(nil)
 
-func (p *process) Name() string          { return p.name }
-func (p *process) World() model.World    { return p.w }
-func (p *process) MainLoop() model.Loop  { return p.main }
-func (p *process) Disk() model.Disk      { return p.disk }
-func (p *process) Rand() model.Rand      { return p.rnd }
+func (p *process) Name() string           { return p.name }
+func (p *process) World() model.World     { return p.w }
+func (p *process) MainLoop() model.Loop   { return p.main }
+func (p *process) Disk() model.Disk       { return p.disk }
+func (p *process) Rand() model.Rand       { return p.rnd }
 func (p *process) CPU(model.CPUWork, int) {}
 
 // Log appends an event to the world's log, if one is configured.
@@ -178,8 +178,11 @@ func (t *fdTable) add(fd int, kind model.FDKind, owner fdCloser) {
 	t.peak = max(t.peak, len(t.fds))
 }
 
-// setOwner attaches the object owning fd. Called with mu held.
-func (t *fdTable) setOwner(fd int, owner fdCloser) {
+// own attaches the object owning fd, which World.Close will force-close
+// if model code leaves it open.
+func (t *fdTable) own(fd int, owner fdCloser) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if e, ok := t.fds[fd]; ok {
 		e.owner = owner
 		t.fds[fd] = e
@@ -284,4 +287,3 @@ func (p *process) Dial(network, addr string, ml model.Loop, h model.Handler) (mo
 	}
 	return dial(p, l, network, addr, h)
 }
-
