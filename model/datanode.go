@@ -130,7 +130,6 @@ type Datanode struct {
 	stopped   bool
 
 	// under lock
-	threadFiles     int // threaded mode: block-file fds open
 	peakBlockFiles  int
 	trimArmed       bool
 	acceptBackoff   bool
@@ -237,7 +236,8 @@ func (dn *Datanode) OpenBlockFiles() int {
 	if dn.pool != nil {
 		return dn.pool.Open()
 	}
-	return dn.threadFiles
+	byKind := dn.p.FDs().ByKind
+	return byKind[FDBlockFile] + byKind[FDMetaFile]
 }
 
 // PeakBlockFiles is the most block and meta fds ever open for reads.
@@ -573,10 +573,9 @@ func (dc *dnConn) open() {
 		files, err := dn.store.OpenForRead(dc.req.BlockID, dc.req.GenStamp)
 		if err == nil {
 			dc.files, dc.replica = files, files
-			dn.threadFiles += 2
-			if dn.threadFiles > dn.peakBlockFiles {
-				dn.peakBlockFiles = dn.threadFiles
-			}
+			// Peaks follow opens, so sampling here finds the true peak.
+			byKind := dn.p.FDs().ByKind
+			dn.peakBlockFiles = max(dn.peakBlockFiles, byKind[FDBlockFile]+byKind[FDMetaFile])
 		}
 		dc.opened(err)
 	})
@@ -711,7 +710,12 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 	dc.dn.stats.BytesSent += int64(len(out))
 	dc.setOut(out, lent, func() {
 		if last {
-			dc.releaseReplica()
+			if !dc.thread {
+				// The pool's handle goes back as soon as the data is
+				// out; a thread keeps its files until the client's
+				// status arrives, as DataXceiver does.
+				dc.releaseReplica()
+			}
 			dc.phase = phaseStatus
 			dc.c.SetReadInterest(true)
 			return
@@ -765,8 +769,6 @@ func (dc *dnConn) releaseReplica() {
 	if f := dc.files; f != nil {
 		dc.files, dc.replica = nil, nil
 		_ = f.Close()
-		loop := dc.loop
-		dn.lock.Do(loop, func() { dn.threadFiles -= 2 })
 	}
 }
 
@@ -840,6 +842,7 @@ func (dc *dnConn) endOp(clean bool) {
 		dc.close("unclean end")
 		return
 	}
+	dc.releaseReplica()
 	dc.clean = true
 	dc.phase = phaseRequest
 	dc.c.SetReadInterest(true)

@@ -373,9 +373,10 @@ type Loop struct {
 }
 
 type task struct {
-	fn    func()
-	timer *Timer
-	conn  readyConn
+	fn     func()
+	onDrop func() // called if the loop closes before the task runs
+	timer  *Timer
+	conn   readyConn
 }
 
 // readyConn is a connection whose readiness the loop reports.
@@ -477,6 +478,9 @@ func (l *Loop) Close() {
 		if tm := l.queue[i].timer; tm != nil && !tm.stopped {
 			tm.stopped = true
 			l.p.timers--
+		}
+		if d := l.queue[i].onDrop; d != nil {
+			defer d()
 		}
 	}
 	l.queue, l.head = nil, 0
@@ -609,14 +613,18 @@ func (wp *WorkerPool) Close() {
 	wp.queue = nil
 }
 
-// Lock is a modelled lock shared by a process's loops: a FIFO of waiters,
-// held for as long as each holder's callback runs, so contention costs
-// virtual time as it would on a real mutex.
+// Lock is a modelled mutex shared by a process's loops. A callback takes
+// it when its thread runs and holds it for the virtual time the callback
+// spends inside. A thread that finds it held (on another core, in virtual
+// time) queues; the lock is handed to the first in line when it frees, so
+// contention costs time as it would on a fair mutex, without a thundering
+// herd of retries.
 type Lock struct {
-	p       *Process
-	name    string
-	held    bool
-	waiters []lockWaiter
+	p         *Process
+	name      string
+	busyUntil time.Duration
+	reserved  bool // handed to the head of waiters, which has not run yet
+	waiters   []lockWaiter
 	// Acquisitions and Contended count uses, for experiments.
 	Acquisitions, Contended int
 }
@@ -632,31 +640,48 @@ func (lk *Lock) Do(loop model.Loop, f func()) {
 	if !ok {
 		return
 	}
-	lk.Acquisitions++
-	if lk.held {
+	l.enqueue(task{fn: func() { lk.try(l, f, false) }})
+}
+
+func (lk *Lock) try(l *Loop, f func(), granted bool) {
+	w := lk.p.w
+	if !granted && (lk.reserved || w.Now() < lk.busyUntil) {
 		lk.Contended++
 		lk.waiters = append(lk.waiters, lockWaiter{l, f})
+		if !lk.reserved {
+			lk.handOff()
+		}
 		return
 	}
-	lk.grant(l, f)
+	lk.reserved = false
+	lk.Acquisitions++
+	f()
+	lk.busyUntil = w.Now()
+	lk.handOff()
 }
 
-func (lk *Lock) grant(l *Loop, f func()) {
-	lk.held = true
-	l.enqueue(task{fn: func() {
-		f()
-		lk.release()
-	}})
-}
-
-func (lk *Lock) release() {
-	lk.held = false
-	if len(lk.waiters) == 0 {
+// handOff gives the lock, once free, to the first waiter whose thread is
+// still alive.
+func (lk *Lock) handOff() {
+	for len(lk.waiters) > 0 {
+		next := lk.waiters[0]
+		lk.waiters[0] = lockWaiter{}
+		lk.waiters = lk.waiters[1:]
+		if next.l.dead() {
+			continue
+		}
+		lk.reserved = true
+		lk.p.w.at(lk.busyUntil, func() {
+			if next.l.dead() {
+				lk.reserved = false
+				lk.handOff()
+				return
+			}
+			next.l.enqueue(task{fn: func() { lk.try(next.l, next.f, true) }, onDrop: func() {
+				lk.reserved = false
+				lk.handOff()
+			}})
+		})
 		return
 	}
-	next := lk.waiters[0]
-	lk.waiters = lk.waiters[1:]
-	w := lk.p.w
-	w.at(w.Now(), func() { lk.grant(next.l, next.f) })
-	lk.held = true
 }

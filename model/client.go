@@ -1,0 +1,606 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// ClientConfig configures a datanode client. Zero values take HDFS's
+// defaults (DefaultClientConfig).
+type ClientConfig struct {
+	Name     string
+	Datanode string // address
+	NoDelay  bool
+	// CacheCapacity and CacheExpiry shape the peer cache (HDFS-941):
+	// connections kept after a clean read for the next one. Expiry must be
+	// shorter than the datanode's keep-alive.
+	CacheCapacity int
+	CacheExpiry   time.Duration
+	// Timeout fails an op that makes no progress for this long.
+	Timeout    time.Duration
+	PacketSize int
+	Bugs       ClientBugs
+}
+
+// ClientBugs switch on historic client bugs, for tests and `check --bug`.
+type ClientBugs struct {
+	// CloseLeaksCache is HDFS-3359: Close forgets cached peers without
+	// closing them.
+	CloseLeaksCache bool
+	// ReturnUnclean returns a connection to the cache after an op that did
+	// not end cleanly (a timeout or a checksum error).
+	ReturnUnclean bool
+}
+
+// DefaultClientConfig returns HDFS's client defaults.
+func DefaultClientConfig() ClientConfig {
+	return ClientConfig{
+		Name:          "client",
+		NoDelay:       true,
+		CacheCapacity: 16,
+		CacheExpiry:   3 * time.Second,
+		Timeout:       60 * time.Second,
+		PacketSize:    64 << 10,
+	}
+}
+
+// Client errors besides those of the world.
+var (
+	// ErrRejected: the datanode answered with an error status (missing
+	// block, stale stamp, out of range, exists). The op had no effect.
+	ErrRejected = errors.New("rejected by datanode")
+	// ErrClientClosed: the client was closed.
+	ErrClientClosed = errors.New("client closed")
+	// ErrBadStream: the datanode sent something malformed.
+	ErrBadStream = errors.New("malformed stream from datanode")
+)
+
+// Result is what an op returned.
+type Result struct {
+	Status Status // the datanode's status (StatusSuccess, or why rejected)
+	Stamp  uint64 // the replica's generation stamp (read) or the new one
+	Length int64  // the replica's length
+	Data   []byte // bytes read
+	Err    error
+	// Unknown is set when the op failed in a way that leaves its effect
+	// unknown (the request was sent, no answer came).
+	Unknown bool
+}
+
+// ClientStats counts what a client did.
+type ClientStats struct {
+	Ops, Errors, Dials, Reused, DeadPeers, Retries, Expired int
+	BytesRead                                               int64
+}
+
+// Client reads and writes blocks on one datanode. All its methods run on
+// its loop.
+type Client struct {
+	cfg     ClientConfig
+	p       Process
+	loop    Loop
+	cache   []cachedPeer // oldest first
+	reaper  Timer
+	closed  bool
+	ops     int // ops in flight
+	stats   ClientStats
+	History *History
+	id      int
+}
+
+type cachedPeer struct {
+	c     Conn
+	since time.Duration
+}
+
+// NewClient makes a client on loop of p.
+func NewClient(p Process, loop Loop, id int, cfg ClientConfig) (*Client, error) {
+	d := DefaultClientConfig()
+	if cfg.Name == "" {
+		cfg.Name = d.Name
+	}
+	if cfg.CacheExpiry == 0 {
+		cfg.CacheExpiry = d.CacheExpiry
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = d.Timeout
+	}
+	if cfg.PacketSize == 0 {
+		cfg.PacketSize = d.PacketSize
+	}
+	switch {
+	case cfg.Datanode == "":
+		return nil, fmt.Errorf("client: no datanode address")
+	case cfg.CacheCapacity < 0:
+		return nil, fmt.Errorf("client: negative cache capacity %d", cfg.CacheCapacity)
+	case cfg.CacheExpiry < 0 || cfg.Timeout < 0:
+		return nil, fmt.Errorf("client: negative expiry or timeout")
+	case cfg.PacketSize < BytesPerChecksum || cfg.PacketSize > MaxPacketData:
+		return nil, fmt.Errorf("client: packet size %d outside [%d, %d]", cfg.PacketSize, BytesPerChecksum, MaxPacketData)
+	}
+	return &Client{cfg: cfg, p: p, loop: loop, id: id}, nil
+}
+
+// Stats returns the client's counters.
+func (cl *Client) Stats() ClientStats { return cl.stats }
+
+// Cached is the number of connections in the peer cache.
+func (cl *Client) Cached() int { return len(cl.cache) }
+
+// InFlight is the number of ops not yet finished.
+func (cl *Client) InFlight() int { return cl.ops }
+
+// Read reads n bytes at off of block (stamp 0: any), then calls done.
+func (cl *Client) Read(block uint64, stamp uint64, off, n int64, done func(Result)) {
+	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done})
+}
+
+// Write creates block with data.
+func (cl *Client) Write(block uint64, data []byte, done func(Result)) {
+	cl.start(&clientOp{kind: OpWriteBlock, block: block, data: data, n: int64(len(data)), done: done})
+}
+
+// Append appends data to block (bumping its stamp).
+func (cl *Client) Append(block uint64, data []byte, done func(Result)) {
+	cl.start(&clientOp{kind: OpAppendBlock, block: block, data: data, n: int64(len(data)), done: done})
+}
+
+// Replace gives block new contents (and a new stamp).
+func (cl *Client) Replace(block uint64, data []byte, done func(Result)) {
+	cl.start(&clientOp{kind: OpReplaceBlock, block: block, data: data, n: int64(len(data)), done: done})
+}
+
+// Delete removes block.
+func (cl *Client) Delete(block uint64, done func(Result)) {
+	cl.start(&clientOp{kind: OpDeleteBlock, block: block, done: done})
+}
+
+// Close closes the client's cached connections. Ops in flight finish on
+// their own connections, which are then closed rather than cached.
+func (cl *Client) Close() {
+	if cl.closed {
+		return
+	}
+	cl.closed = true
+	if cl.reaper != nil {
+		cl.reaper.Stop()
+		cl.reaper = nil
+	}
+	if cl.cfg.Bugs.CloseLeaksCache {
+		cl.cache = nil // HDFS-3359: forgotten, never closed
+		return
+	}
+	for _, cp := range cl.cache {
+		_ = cp.c.Close()
+	}
+	cl.cache = nil
+}
+
+type opPhase uint8
+
+const (
+	opSending opPhase = iota
+	opResponse
+	opPackets
+	opStatus
+	opDone
+)
+
+type clientOp struct {
+	cl    *Client
+	kind  Op
+	block uint64
+	stamp uint64
+	off   int64
+	n     int64
+	data  []byte
+	done  func(Result)
+	rec   int // index in History, or -1
+
+	conn     Conn
+	reused   bool
+	retried  bool
+	phase    opPhase
+	out      []byte
+	outOff   int
+	sentAll  bool
+	in       []byte
+	gotAny   bool
+	resp     Response
+	next     int64 // expected offset of the next packet
+	result   Result
+	timer    Timer
+	finished bool
+}
+
+func (cl *Client) start(op *clientOp) {
+	op.cl = cl
+	op.rec = -1
+	cl.ops++
+	cl.stats.Ops++
+	if cl.History != nil {
+		op.rec = cl.History.call(cl.id, op, cl.loop.Now())
+	}
+	if cl.closed {
+		op.finish(Result{Err: ErrClientClosed})
+		return
+	}
+	if op.kind == OpReadBlock && (op.off < 0 || op.n < 0) {
+		op.finish(Result{Err: fmt.Errorf("read of %d bytes at %d: %w", op.n, op.off, ErrOutOfRange)})
+		return
+	}
+	op.begin()
+}
+
+// begin runs the op on a cached connection if there is one (reads only,
+// as HDFS caches only reader peers), else on a fresh one.
+func (op *clientOp) begin() {
+	cl := op.cl
+	op.phase, op.in, op.gotAny, op.sentAll, op.outOff = opSending, op.in[:0], false, false, 0
+	op.conn, op.reused = nil, false
+	if op.kind == OpReadBlock && !op.retried {
+		op.conn = cl.takeCached()
+		op.reused = op.conn != nil
+	}
+	if op.conn == nil {
+		c, err := cl.p.Dial("tcp", cl.cfg.Datanode, cl.loop, op.onEvent)
+		if err != nil {
+			op.finish(Result{Err: fmt.Errorf("dial %s: %w", cl.cfg.Datanode, err)})
+			return
+		}
+		cl.stats.Dials++
+		if err := c.SetNoDelay(cl.cfg.NoDelay); err != nil {
+			_ = c.Close()
+			op.finish(Result{Err: err})
+			return
+		}
+		op.conn = c
+	} else {
+		cl.stats.Reused++
+		op.conn.SetHandler(cl.loop, op.onEvent)
+		op.conn.SetReadInterest(true)
+	}
+	op.out = op.encode(op.out[:0])
+	op.armTimer()
+	op.flush()
+}
+
+func (op *clientOp) encode(b []byte) []byte {
+	b = AppendRequest(b, Request{Op: op.kind, BlockID: op.block, GenStamp: op.stamp, Offset: op.off, Length: op.n, ClientName: op.cl.cfg.Name})
+	switch op.kind {
+	case OpWriteBlock, OpAppendBlock, OpReplaceBlock:
+		ps := op.cl.cfg.PacketSize
+		var seq int64
+		for off := 0; off < len(op.data); off += ps {
+			end := min(off+ps, len(op.data))
+			b = AppendPacket(b, PacketHeader{Offset: int64(off), Seqno: seq}, op.data[off:end], BytesPerChecksum)
+			seq++
+		}
+		b = AppendPacketHeader(b, PacketHeader{Offset: int64(len(op.data)), Seqno: seq, Last: true}, 0, BytesPerChecksum)
+	}
+	return b
+}
+
+func (op *clientOp) armTimer() {
+	if op.timer != nil {
+		op.timer.Stop()
+	}
+	if op.cl.cfg.Timeout <= 0 {
+		return
+	}
+	op.timer = op.cl.loop.AfterFunc(op.cl.cfg.Timeout, func() {
+		op.timer = nil
+		if !op.finished {
+			op.cl.p.Log("client-timeout", "client", op.cl.id, "block", op.block)
+			op.fail(fmt.Errorf("no progress for %v: %w", op.cl.cfg.Timeout, ErrTimedOut), true)
+		}
+	})
+}
+
+func (op *clientOp) flush() {
+	for op.outOff < len(op.out) {
+		n, err := op.conn.Write(op.out[op.outOff:])
+		if errors.Is(err, ErrWouldBlock) {
+			op.conn.SetWriteInterest(true)
+			return
+		}
+		if err != nil {
+			op.connFailed(err)
+			return
+		}
+		op.outOff += n
+	}
+	op.conn.SetWriteInterest(false)
+	switch op.phase {
+	case opSending:
+		op.sentAll = true
+		op.phase = opResponse
+	case opStatus:
+		op.succeed()
+	}
+}
+
+func (op *clientOp) onEvent(ev Events) {
+	if op.finished {
+		return
+	}
+	if ev&Writable != 0 && op.outOff < len(op.out) {
+		op.flush()
+		if op.finished {
+			return
+		}
+	}
+	if ev&(Readable|Hangup) != 0 {
+		op.readInput()
+	}
+}
+
+func (op *clientOp) readInput() {
+	for !op.finished && (op.phase == opResponse || op.phase == opPackets || op.phase == opSending) {
+		if cap(op.in)-len(op.in) < 16<<10 {
+			grown := make([]byte, len(op.in), max(2*cap(op.in), len(op.in)+MaxPacketLen))
+			copy(grown, op.in)
+			op.in = grown
+		}
+		n, err := op.conn.Read(op.in[len(op.in):cap(op.in)])
+		if n > 0 {
+			op.gotAny = true
+			op.in = op.in[:len(op.in)+n]
+			op.armTimer()
+			op.process()
+			continue
+		}
+		if errors.Is(err, ErrWouldBlock) {
+			return
+		}
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if errors.Is(err, io.EOF) {
+			err = fmt.Errorf("datanode closed the connection: %w", io.ErrUnexpectedEOF)
+		}
+		op.connFailed(err)
+		return
+	}
+}
+
+func (op *clientOp) process() {
+	for !op.finished && len(op.in) > 0 {
+		switch op.phase {
+		case opResponse:
+			resp, n, err := DecodeResponse(op.in)
+			if errors.Is(err, ErrNeedMore) {
+				return
+			}
+			if err != nil {
+				op.fail(fmt.Errorf("%w: %v", ErrBadStream, err), false)
+				return
+			}
+			op.consume(n)
+			op.resp = resp
+			if resp.Status != StatusSuccess {
+				// Rejected: no effect; the datanode closes the connection.
+				op.closeConn()
+				op.finish(Result{Status: resp.Status, Err: fmt.Errorf("%s: %w", resp.Message, ErrRejected)})
+				return
+			}
+			if op.kind != OpReadBlock {
+				op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength}
+				op.succeed()
+				return
+			}
+			if resp.ChecksumType != ChecksumCRC32C || resp.BytesPerChecksum != BytesPerChecksum ||
+				resp.FirstChunkOffset > op.off || op.off-resp.FirstChunkOffset >= BytesPerChecksum {
+				op.fail(fmt.Errorf("%w: response %+v for a read at %d", ErrBadStream, resp, op.off), false)
+				return
+			}
+			op.next = resp.FirstChunkOffset
+			op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength, Data: make([]byte, 0, op.n)}
+			op.phase = opPackets
+		case opPackets:
+			pkt, n, err := DecodePacket(op.in, BytesPerChecksum)
+			if errors.Is(err, ErrNeedMore) {
+				return
+			}
+			if err != nil {
+				op.fail(fmt.Errorf("%w: %v", ErrBadStream, err), false)
+				return
+			}
+			if pkt.Offset != op.next {
+				op.fail(fmt.Errorf("%w: packet at %d, want %d", ErrBadStream, pkt.Offset, op.next), false)
+				return
+			}
+			if err := pkt.Verify(op.block, BytesPerChecksum); err != nil {
+				op.cl.p.Log("client-checksum", "block", op.block, "err", err.Error())
+				op.sendStatusAndFail(StatusErrorChecksum, err)
+				return
+			}
+			op.cl.p.CPU(CPUChecksum, len(pkt.Data))
+			op.collect(pkt)
+			op.next += int64(len(pkt.Data))
+			last := pkt.Last
+			op.consume(n)
+			if last {
+				if int64(len(op.result.Data)) != op.n {
+					op.fail(fmt.Errorf("%w: stream ended with %d of %d bytes", ErrBadStream, len(op.result.Data), op.n), false)
+					return
+				}
+				op.cl.stats.BytesRead += op.n
+				op.phase = opStatus
+				op.out = AppendStatus(op.out[:0], StatusChecksumOK)
+				op.outOff = 0
+				op.flush()
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// collect keeps the part of a packet inside the requested range.
+func (op *clientOp) collect(pkt Packet) {
+	start, end := pkt.Offset, pkt.Offset+int64(len(pkt.Data))
+	lo, hi := max(start, op.off), min(end, op.off+op.n)
+	if lo < hi {
+		op.result.Data = append(op.result.Data, pkt.Data[lo-start:hi-start]...)
+	}
+}
+
+func (op *clientOp) consume(n int) {
+	rest := copy(op.in, op.in[n:])
+	op.in = op.in[:rest]
+}
+
+// connFailed handles a dead connection. A cached peer that fails before
+// any answer arrived was closed by the datanode while idle: retry once on
+// a fresh connection without surfacing an error.
+func (op *clientOp) connFailed(err error) {
+	if op.reused && !op.gotAny && !op.retried {
+		op.cl.stats.DeadPeers++
+		op.cl.stats.Retries++
+		op.cl.p.Log("client-dead-peer", "client", op.cl.id, "err", err.Error())
+		op.closeConn()
+		op.retried = true
+		op.begin()
+		return
+	}
+	op.fail(err, true)
+}
+
+// fail ends the op with err. keepOpen is false when the stream is
+// garbage: never reuse such a connection.
+func (op *clientOp) fail(err error, deadConn bool) {
+	unknown := op.kind != OpReadBlock && op.sentAll
+	if op.cl.cfg.Bugs.ReturnUnclean && !deadConn && op.conn != nil && op.conn.Err() == nil {
+		c := op.conn
+		op.conn = nil
+		op.cl.putCached(c)
+	} else {
+		op.closeConn()
+	}
+	op.finish(Result{Err: err, Unknown: unknown})
+}
+
+// sendStatusAndFail tells the datanode why the read stopped, then fails.
+func (op *clientOp) sendStatusAndFail(st Status, err error) {
+	if op.conn != nil {
+		_, _ = op.conn.Write(AppendStatus(nil, st))
+	}
+	op.fail(err, op.cl.cfg.Bugs.ReturnUnclean == false)
+}
+
+func (op *clientOp) succeed() {
+	c := op.conn
+	op.conn = nil
+	if op.kind == OpReadBlock {
+		op.cl.putCached(c)
+	} else {
+		_ = c.Close()
+	}
+	op.finish(op.result)
+}
+
+func (op *clientOp) closeConn() {
+	if op.conn != nil {
+		_ = op.conn.Close()
+		op.conn = nil
+	}
+}
+
+func (op *clientOp) finish(r Result) {
+	if op.finished {
+		return
+	}
+	op.finished = true
+	op.phase = opDone
+	if op.timer != nil {
+		op.timer.Stop()
+		op.timer = nil
+	}
+	cl := op.cl
+	cl.ops--
+	if r.Err != nil {
+		cl.stats.Errors++
+	}
+	if cl.History != nil && op.rec >= 0 {
+		cl.History.ret(op.rec, r, cl.loop.Now())
+	}
+	if op.done != nil {
+		op.done(r)
+	}
+}
+
+// takeCached returns the most recently cached live peer, closing expired
+// ones on the way.
+func (cl *Client) takeCached() Conn {
+	now := cl.loop.Now()
+	for len(cl.cache) > 0 {
+		cp := cl.cache[len(cl.cache)-1]
+		cl.cache = cl.cache[:len(cl.cache)-1]
+		if now-cp.since >= cl.cfg.CacheExpiry {
+			cl.stats.Expired++
+			_ = cp.c.Close()
+			continue
+		}
+		return cp.c
+	}
+	return nil
+}
+
+// putCached keeps a connection for the next read.
+func (cl *Client) putCached(c Conn) {
+	if c == nil {
+		return
+	}
+	if cl.closed || cl.cfg.CacheCapacity == 0 {
+		_ = c.Close()
+		return
+	}
+	if len(cl.cache) >= cl.cfg.CacheCapacity {
+		_ = cl.cache[0].c.Close()
+		cl.cache = cl.cache[1:]
+	}
+	// While cached nobody reads the socket; only a reset is noticed (a
+	// level-triggered hangup must not spin).
+	c.SetReadInterest(false)
+	c.SetWriteInterest(false)
+	c.SetHandler(cl.loop, func(ev Events) {
+		if ev&Hangup != 0 {
+			cl.evict(c)
+		}
+	})
+	cl.cache = append(cl.cache, cachedPeer{c: c, since: cl.loop.Now()})
+	cl.armReaper()
+}
+
+func (cl *Client) evict(c Conn) {
+	for i, cp := range cl.cache {
+		if cp.c == c {
+			cl.cache = append(cl.cache[:i], cl.cache[i+1:]...)
+			_ = c.Close()
+			return
+		}
+	}
+}
+
+// armReaper closes expired peers in the background, as HDFS's PeerCache
+// daemon does, so idle sockets do not outlive the expiry.
+func (cl *Client) armReaper() {
+	if cl.reaper != nil || len(cl.cache) == 0 {
+		return
+	}
+	due := cl.cache[0].since + cl.cfg.CacheExpiry - cl.loop.Now()
+	cl.reaper = cl.loop.AfterFunc(max(due, 0), func() {
+		cl.reaper = nil
+		now := cl.loop.Now()
+		for len(cl.cache) > 0 && now-cl.cache[0].since >= cl.cfg.CacheExpiry {
+			cl.stats.Expired++
+			_ = cl.cache[0].c.Close()
+			cl.cache = cl.cache[1:]
+		}
+		cl.armReaper()
+	})
+}

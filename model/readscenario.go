@@ -1,0 +1,280 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ReadScenario is the HDFS-918/941 read workload: a datanode holding
+// Blocks blocks of BlockSize bytes, and Clients client processes each doing
+// Ops reads of ReadSize bytes, random or sequential.
+type ReadScenario struct {
+	Clients   int
+	Ops       int // per client
+	ReadSize  int
+	Blocks    int
+	BlockSize int
+	Pattern   string // "random" or "sequential"
+	Server    DatanodeConfig
+	Client    ClientConfig
+	// Observe, if set, is called once the datanode and clients exist, so a
+	// test can check invariants as the run goes.
+	Observe func(dn *Datanode, clients []*Client)
+}
+
+// DefaultReadScenario returns the defaults of `xceiver run read`.
+func DefaultReadScenario() ReadScenario {
+	return ReadScenario{
+		Clients: 1, Ops: 200, ReadSize: 32 << 10, Blocks: 8, BlockSize: 1 << 20, Pattern: "random",
+		Server: DefaultDatanodeConfig(), Client: DefaultClientConfig(),
+	}
+}
+
+// Validate reports a configuration that cannot run.
+func (s *ReadScenario) Validate() error {
+	switch {
+	case s.Clients < 1 || s.Clients > 4096:
+		return fmt.Errorf("--clients %d outside [1, 4096]", s.Clients)
+	case s.Ops < 1:
+		return fmt.Errorf("--ops must be at least 1 (got %d)", s.Ops)
+	case s.Blocks < 1 || s.Blocks > 1<<16:
+		return fmt.Errorf("--blocks %d outside [1, 65536]", s.Blocks)
+	case s.BlockSize < 1 || s.BlockSize > 256<<20:
+		return fmt.Errorf("--block-size %d outside [1, 256 MiB]", s.BlockSize)
+	case s.ReadSize < 1 || s.ReadSize > s.BlockSize:
+		return fmt.Errorf("--read-size %d outside [1, block size %d]", s.ReadSize, s.BlockSize)
+	case s.Pattern != "random" && s.Pattern != "sequential":
+		return fmt.Errorf("--pattern %q: want random or sequential", s.Pattern)
+	case int64(s.Blocks)*int64(s.BlockSize) > 4<<30:
+		return fmt.Errorf("--blocks × --block-size exceeds 4 GiB")
+	case s.Server.PoolMax != 0 && s.Server.PoolMax < 2:
+		return fmt.Errorf("--pool-max %d: a handle needs 2 fds (data and meta)", s.Server.PoolMax)
+	case s.Server.Keepalive < 0:
+		return fmt.Errorf("--keepalive must not be negative")
+	}
+	c := s.Server
+	return c.fill()
+}
+
+// ReadResult is what a read run measured.
+type ReadResult struct {
+	Latencies      Latencies
+	Ops            int
+	Errors         int
+	BytesRead      int64
+	BytesVerified  int64
+	Mismatches     int
+	Elapsed        time.Duration // first call to last return
+	ServerPeakFDs  int
+	ServerPeakThr  int
+	PeakBlockFiles int
+	Server         DatanodeStats
+	ClientStats    ClientStats // summed
+	// After the workload and every timeout: what is left.
+	ServerBaselineFDs, ServerEndFDs int
+	ClientEndFDs                    int // summed over clients, beyond their baseline
+	ServerEndConns, ServerEndBufs   int
+	ServerEndHandles                int
+	FirstError                      string
+}
+
+// BlockContent is the deterministic content of block id in the read
+// scenario: every byte is checkable without keeping a copy.
+func BlockContent(id uint64, size int) []byte {
+	b := make([]byte, size)
+	x := id*0x9e3779b97f4a7c15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// RunRead runs the scenario in w.
+func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	res := &ReadResult{}
+	if s.Server.Addr == "" {
+		s.Server.Addr = DefaultAddr(w, "datanode", 50010)
+	}
+	contents := make([][]byte, s.Blocks)
+	for i := range contents {
+		contents[i] = BlockContent(uint64(i+1), s.BlockSize)
+	}
+	var dn *Datanode
+	var dnProc Process
+	var clients []*Client
+	var clientProcs []Process
+	var clientBase []int
+	finished := 0
+	var firstCall, lastReturn time.Duration
+	started := false
+
+	settle := func() {
+		// Every op is done: wait past every timeout, then see what is left.
+		wait := max(dn.cfg.Keepalive, clients[0].cfg.CacheExpiry, dn.cfg.PoolIdle) + 500*time.Millisecond
+		dnProc.MainLoop().AfterFunc(wait, func() {
+			fds := dnProc.FDs()
+			res.ServerPeakFDs = fds.Peak
+			res.ServerEndFDs = fds.Open
+			_, res.ServerPeakThr = dnProc.Threads()
+			res.PeakBlockFiles = dn.PeakBlockFiles()
+			res.Server = dn.Stats()
+			res.ServerEndConns = dn.Conns()
+			res.ServerEndBufs = dn.BuffersOut()
+			if dn.Pool() != nil {
+				res.ServerEndHandles = dn.Pool().Handles()
+			}
+			for i, cp := range clientProcs {
+				res.ClientEndFDs += cp.FDs().Open - clientBase[i]
+				st := clients[i].Stats()
+				res.ClientStats.Ops += st.Ops
+				res.ClientStats.Errors += st.Errors
+				res.ClientStats.Dials += st.Dials
+				res.ClientStats.Reused += st.Reused
+				res.ClientStats.DeadPeers += st.DeadPeers
+				res.ClientStats.Retries += st.Retries
+				res.ClientStats.Expired += st.Expired
+				res.ClientStats.BytesRead += st.BytesRead
+			}
+			w.Stop()
+		})
+	}
+
+	clientDone := func() {
+		finished++
+		if finished == s.Clients {
+			res.Elapsed = lastReturn - firstCall
+			dnProc.MainLoop().Post(settle)
+		}
+	}
+
+	startClient := func(i int, addr string) {
+		name := fmt.Sprintf("client-%d", i)
+		_, err := w.Spawn(name, ProcessConfig{}, func(p Process) {
+			cfg := s.Client
+			cfg.Name = name
+			cfg.Datanode = addr
+			cl, err := NewClient(p, p.MainLoop(), i, cfg)
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			clients[i] = cl
+			clientProcs[i] = p
+			clientBase[i] = p.FDs().Open
+			rng := p.Rand()
+			seqBlock := i % s.Blocks
+			seqOff := 0
+			done := 0
+			var next func()
+			next = func() {
+				if done == s.Ops {
+					cl.Close()
+					clientDone()
+					return
+				}
+				var block, off int
+				if s.Pattern == "random" {
+					block = rng.IntN(s.Blocks)
+					off = rng.IntN(s.BlockSize - s.ReadSize + 1)
+				} else {
+					if seqOff+s.ReadSize > s.BlockSize {
+						seqBlock, seqOff = (seqBlock+1)%s.Blocks, 0
+					}
+					block, off = seqBlock, seqOff
+					seqOff += s.ReadSize
+				}
+				start := p.MainLoop().Now()
+				if !started || start < firstCall {
+					firstCall, started = start, true
+				}
+				cl.Read(uint64(block+1), 0, int64(off), int64(s.ReadSize), func(r Result) {
+					end := p.MainLoop().Now()
+					lastReturn = max(lastReturn, end)
+					done++
+					res.Ops++
+					res.Latencies = append(res.Latencies, end-start)
+					if r.Err != nil {
+						res.Errors++
+						if res.FirstError == "" {
+							res.FirstError = r.Err.Error()
+						}
+					} else {
+						res.BytesRead += int64(len(r.Data))
+						if bytes.Equal(r.Data, contents[block][off:off+s.ReadSize]) {
+							res.BytesVerified += int64(len(r.Data))
+						} else {
+							res.Mismatches++
+						}
+					}
+					next()
+				})
+			}
+			next()
+		})
+		if err != nil {
+			w.Fail(err)
+		}
+	}
+
+	_, err := w.Spawn("datanode", ProcessConfig{FDLimit: 65536, Cores: 2}, func(p Process) {
+		dnProc = p
+		// Lay out the blocks before serving: the store is private to
+		// this loop until clients connect.
+		if s.Server.Dir == "" {
+			s.Server.Dir = DefaultDatanodeConfig().Dir
+		}
+		store := NewBlockStore(p.Disk(), s.Server.Dir)
+		if err := store.Load(); err != nil {
+			w.Fail(err)
+			return
+		}
+		for i := range contents {
+			if _, err := store.Write(uint64(i+1), contents[i]); err != nil {
+				w.Fail(fmt.Errorf("read scenario: write block %d: %w", i+1, err))
+				return
+			}
+		}
+		var err error
+		dn, err = StartDatanode(p, p.MainLoop(), s.Server)
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		res.ServerBaselineFDs = p.FDs().Open
+		clients = make([]*Client, s.Clients)
+		clientProcs = make([]Process, s.Clients)
+		clientBase = make([]int, s.Clients)
+		for i := 0; i < s.Clients; i++ {
+			startClient(i, dn.Addr())
+		}
+		if s.Observe != nil {
+			p.MainLoop().Post(func() { s.Observe(dn, clients) })
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Run(limit); err != nil {
+		return res, err
+	}
+	if finished != s.Clients {
+		return res, errors.New("read scenario: the world stopped before every client finished")
+	}
+	return res, nil
+}
+
+// ThroughputMBps is bytes read per second of elapsed time, in MB/s.
+func (r *ReadResult) ThroughputMBps() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.BytesRead) / 1e6 / r.Elapsed.Seconds()
+}
