@@ -2,15 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 )
 
 var errPending = errors.New("not built yet")
 
-func readFlags(fs *flag.FlagSet) func() (runner, error) {
-	return func() (runner, error) { return nil, errPending }
-}
 func runReal(head result, r runner, opt runOptions) (result, error) { return nil, errPending }
 func cmdCheck(args []string, stdout, stderr io.Writer) int    { return report(stderr, errPending) }
 func cmdReplay(args []string, stdout, stderr io.Writer) int   { return report(stderr, errPending) }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"xceiver/model"
+)
+
+func readFlags(fs *flag.FlagSet) func() (runner, error) {
+	s := model.DefaultReadScenario()
+	var server string
+	fs.IntVar(&s.Clients, "clients", s.Clients, "client processes")
+	fs.IntVar(&s.Ops, "ops", s.Ops, "reads per client")
+	fs.IntVar(&s.ReadSize, "read-size", s.ReadSize, "bytes per read")
+	fs.IntVar(&s.Blocks, "blocks", s.Blocks, "blocks on the datanode")
+	fs.IntVar(&s.BlockSize, "block-size", s.BlockSize, "bytes per block")
+	fs.StringVar(&s.Pattern, "pattern", s.Pattern, "random or sequential")
+	fs.StringVar(&server, "server", string(s.Server.Mode), "reactor or threaded")
+	fs.DurationVar(&s.Server.Keepalive, "keepalive", s.Server.Keepalive, "datanode keep-alive after a clean end")
+	nodelay := fs.Bool("nodelay", true, "TCP_NODELAY on client and datanode (false reproduces HDFS-941)")
+	fs.IntVar(&s.Server.PoolMax, "pool-max", s.Server.PoolMax, "open block-file fds in the handle pool")
+	fs.IntVar(&s.Server.Selectors, "selectors", s.Server.Selectors, "reactor selector loops")
+	fs.IntVar(&s.Server.Workers, "workers", s.Server.Workers, "reactor workers")
+	fs.IntVar(&s.Client.CacheCapacity, "cache-capacity", s.Client.CacheCapacity, "client peer cache capacity")
+	fs.DurationVar(&s.Client.CacheExpiry, "cache-expiry", s.Client.CacheExpiry, "client peer cache expiry")
+	return func() (runner, error) {
+		s.Server.Mode = model.ServerMode(server)
+		s.Server.NoDelay, s.Client.NoDelay = *nodelay, *nodelay
+		if s.Server.Keepalive == 0 {
+			// Zero would mean "default" to the datanode; a user who
+			// asks for no keep-alive gets the shortest wait instead.
+			s.Server.Keepalive = time.Nanosecond
+		}
+		if err := s.Validate(); err != nil {
+			return nil, usagef("read: %v", err)
+		}
+		if s.Client.CacheExpiry <= 0 || s.Client.CacheCapacity < 0 {
+			return nil, usagef("read: --cache-expiry must be positive and --cache-capacity not negative")
+		}
+		return readRunner{s}, nil
+	}
+}
+
+type readRunner struct{ s model.ReadScenario }
+
+func (r readRunner) run(w model.World) (result, error) {
+	res, err := model.RunRead(w, r.s, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	st := res.Latencies.Summarize()
+	return result{
+		{"ops", res.Ops},
+		{"server", string(r.s.Server.Mode)}, {"clients", r.s.Clients}, {"read_size", r.s.ReadSize},
+		{"nodelay", r.s.Server.NoDelay}, {"keepalive", r.s.Server.Keepalive.String()},
+		{"first_op_us", us(st.First)},
+		{"p50_us", us(st.P50)},
+		{"p99_us", us(st.P99)},
+		{"mean_us", us(st.Mean)},
+		{"throughput_mbps", res.ThroughputMBps()},
+		{"server_peak_fds", res.ServerPeakFDs},
+		{"server_peak_threads", res.ServerPeakThr},
+		{"server_peak_open_block_files", res.PeakBlockFiles},
+		{"bytes_read", res.BytesRead},
+		{"bytes_verified", res.BytesVerified},
+		{"errors", res.Errors},
+		{"mismatches", res.Mismatches},
+		{"keepalive_reuses", res.Server.KeepaliveReuses},
+		{"dead_peer_retries", res.ClientStats.Retries},
+		{"leaked_server_fds", res.ServerEndFDs - res.ServerBaselineFDs},
+		{"leaked_client_fds", res.ClientEndFDs},
+	}, nil
+}
