@@ -129,12 +129,11 @@ type Datanode struct {
 	conns     []*dnConn // main loop only
 	stopped   bool
 
+	stats DatanodeStats // main loop only
+
 	// under lock
-	peakBlockFiles  int
-	trimArmed       bool
-	acceptBackoff   bool
-	stats           DatanodeStats
-	blockFilesCheck func() int
+	peakBlockFiles int
+	trimArmed      bool
 }
 
 // DatanodeStats counts what a datanode did.
@@ -228,8 +227,20 @@ func (dn *Datanode) Store() *BlockStore { return dn.store }
 // Pool is the handle pool (nil in threaded mode).
 func (dn *Datanode) Pool() *HandlePool { return dn.pool }
 
-// Stats returns the datanode's counters.
+// Stats returns the datanode's counters, including those of connections
+// closed so far (call it on the acceptor loop).
 func (dn *Datanode) Stats() DatanodeStats { return dn.stats }
+
+func (s *DatanodeStats) add(o DatanodeStats) {
+	s.Accepted += o.Accepted
+	s.Ops += o.Ops
+	s.Reads += o.Reads
+	s.Writes += o.Writes
+	s.Errors += o.Errors
+	s.KeepaliveReuses += o.KeepaliveReuses
+	s.KeepaliveTimeouts += o.KeepaliveTimeouts
+	s.BytesSent += o.BytesSent
+}
 
 // OpenBlockFiles is the number of block and meta fds open for reads.
 func (dn *Datanode) OpenBlockFiles() int {
@@ -384,7 +395,8 @@ type dnConn struct {
 	working  bool
 	afterOut func() // what to do once out is written
 
-	wdata     []byte // a write op's data
+	st        DatanodeStats // this connection's share, added to dn.stats at close
+	wdata     []byte        // a write op's data
 	ka        Timer
 	closed    bool
 	clean     bool // the last op ended cleanly
@@ -516,19 +528,19 @@ func (dc *dnConn) startOp(req Request) {
 		dc.ka = nil
 	}
 	if dc.opsOnConn > 0 {
-		dc.dn.stats.KeepaliveReuses++
+		dc.st.KeepaliveReuses++
 	}
 	dc.opsOnConn++
-	dc.dn.stats.Ops++
+	dc.st.Ops++
 	dc.req = req
 	dc.clean = false
 	switch req.Op {
 	case OpReadBlock:
-		dc.dn.stats.Reads++
+		dc.st.Reads++
 		dc.phase = phaseOpening
 		dc.open()
 	case OpWriteBlock, OpAppendBlock, OpReplaceBlock:
-		dc.dn.stats.Writes++
+		dc.st.Writes++
 		if req.Length > int64(dc.dn.cfg.MaxWrite) {
 			dc.fail(invalid("write of %d bytes exceeds %d", req.Length, dc.dn.cfg.MaxWrite))
 			return
@@ -536,7 +548,7 @@ func (dc *dnConn) startOp(req Request) {
 		dc.phase = phaseReceiving
 		dc.wdata = make([]byte, 0, req.Length)
 	case OpDeleteBlock:
-		dc.dn.stats.Writes++
+		dc.st.Writes++
 		dc.phase = phaseApplying
 		dc.apply()
 	default:
@@ -702,12 +714,12 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 		if lent {
 			dc.sel.putBuf(out)
 		}
-		dc.dn.stats.Errors++
+		dc.st.Errors++
 		dc.dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
 		dc.close("read error")
 		return
 	}
-	dc.dn.stats.BytesSent += int64(len(out))
+	dc.st.BytesSent += int64(len(out))
 	dc.setOut(out, lent, func() {
 		if last {
 			if !dc.thread {
@@ -850,7 +862,7 @@ func (dc *dnConn) endOp(clean bool) {
 		dc.ka = dc.loop.AfterFunc(dc.dn.cfg.Keepalive, func() {
 			dc.ka = nil
 			if !dc.closed && dc.phase == phaseRequest && len(dc.in) == 0 {
-				dc.dn.stats.KeepaliveTimeouts++
+				dc.st.KeepaliveTimeouts++
 				dc.close("keep-alive timeout")
 			}
 		})
@@ -862,7 +874,7 @@ func (dc *dnConn) endOp(clean bool) {
 
 // fail answers an op with an error status, then closes.
 func (dc *dnConn) fail(err error) {
-	dc.dn.stats.Errors++
+	dc.st.Errors++
 	dc.dn.p.Log("dn-op-error", "conn", dc.c.ID(), "err", err.Error())
 	resp := Response{Status: StatusOf(err), Message: err.Error()}
 	if resp.Status == StatusSuccess {
@@ -900,5 +912,9 @@ func (dc *dnConn) close(why string) {
 		// Close the thread after the lock callbacks queued on it ran.
 		l.Post(func() { l.Post(l.Close) })
 	}
-	dn.main.Post(func() { dn.forget(dc) })
+	st := dc.st
+	dn.main.Post(func() {
+		dn.stats.add(st)
+		dn.forget(dc)
+	})
 }

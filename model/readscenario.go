@@ -147,12 +147,30 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 		})
 	}
 
-	clientDone := func() {
-		finished++
-		if finished == s.Clients {
-			res.Elapsed = lastReturn - firstCall
-			dnProc.MainLoop().Post(settle)
-		}
+	// Each client keeps its own tally on its own loop and hands it to the
+	// datanode's loop when done: clients run on different threads in the
+	// real world.
+	clientDone := func(t *readTally) {
+		dnProc.MainLoop().Post(func() {
+			res.Ops += t.ops
+			res.Errors += t.errors
+			res.BytesRead += t.bytesRead
+			res.BytesVerified += t.bytesVerified
+			res.Mismatches += t.mismatches
+			res.Latencies = append(res.Latencies, t.latencies...)
+			if res.FirstError == "" {
+				res.FirstError = t.firstError
+			}
+			if !started || t.firstCall < firstCall {
+				firstCall, started = t.firstCall, true
+			}
+			lastReturn = max(lastReturn, t.lastReturn)
+			finished++
+			if finished == s.Clients {
+				res.Elapsed = lastReturn - firstCall
+				settle()
+			}
+		})
 	}
 
 	startClient := func(i int, addr string) {
@@ -172,12 +190,12 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			rng := p.Rand()
 			seqBlock := i % s.Blocks
 			seqOff := 0
-			done := 0
+			t := &readTally{}
 			var next func()
 			next = func() {
-				if done == s.Ops {
+				if t.ops == s.Ops {
 					cl.Close()
-					clientDone()
+					clientDone(t)
 					return
 				}
 				var block, off int
@@ -192,26 +210,25 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 					seqOff += s.ReadSize
 				}
 				start := p.MainLoop().Now()
-				if !started || start < firstCall {
-					firstCall, started = start, true
+				if t.ops == 0 {
+					t.firstCall = start
 				}
 				cl.Read(uint64(block+1), 0, int64(off), int64(s.ReadSize), func(r Result) {
 					end := p.MainLoop().Now()
-					lastReturn = max(lastReturn, end)
-					done++
-					res.Ops++
-					res.Latencies = append(res.Latencies, end-start)
+					t.lastReturn = end
+					t.ops++
+					t.latencies = append(t.latencies, end-start)
 					if r.Err != nil {
-						res.Errors++
-						if res.FirstError == "" {
-							res.FirstError = r.Err.Error()
+						t.errors++
+						if t.firstError == "" {
+							t.firstError = r.Err.Error()
 						}
 					} else {
-						res.BytesRead += int64(len(r.Data))
+						t.bytesRead += int64(len(r.Data))
 						if bytes.Equal(r.Data, contents[block][off:off+s.ReadSize]) {
-							res.BytesVerified += int64(len(r.Data))
+							t.bytesVerified += int64(len(r.Data))
 						} else {
-							res.Mismatches++
+							t.mismatches++
 						}
 					}
 					next()
@@ -269,6 +286,15 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 		return res, errors.New("read scenario: the world stopped before every client finished")
 	}
 	return res, nil
+}
+
+// readTally is one client's share of a ReadResult.
+type readTally struct {
+	ops, errors, mismatches  int
+	bytesRead, bytesVerified int64
+	latencies                Latencies
+	firstCall, lastReturn    time.Duration
+	firstError               string
 }
 
 // ThroughputMBps is bytes read per second of elapsed time, in MB/s.

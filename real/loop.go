@@ -172,10 +172,12 @@ func (l *loop) wakeLocked() {
 // callbacks and timers are dropped. Called from one of the loop's own
 // callbacks (or while another goroutine runs one), it releases the fds at
 // once and the goroutine exits when that callback returns; called while
-// the loop is idle, it wakes the goroutine and waits for it to exit. So it
-// must not be called from a goroutine that the loop's current callback is
-// waiting for. Connections still registered on the loop stay open (and
-// accounted) until closed; they get no more events.
+// the loop is idle (between callbacks, in epoll_wait or parked by the
+// world), it wakes the goroutine and waits for it to exit, which it does
+// without running another callback. Either way the fds are gone when Close
+// returns, and Close never waits for a callback. Connections still
+// registered on the loop stay open (and accounted) until closed; they get
+// no more events.
 func (l *loop) Close() {
 	l.mu.Lock()
 	if l.closed {

@@ -44,6 +44,7 @@ type harness struct {
 	segs     []segRec
 	delacks  []Event
 	events   []Event
+	passed   []model.File // files received over Unix sockets
 }
 
 // end is one side of the connection.

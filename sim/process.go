@@ -18,9 +18,9 @@ type Process struct {
 	main func(model.Process)
 	gen  int // bumped by Crash; objects of an older generation are dead
 
-	rng   *rand.Rand
-	disk  *Disk
-	cores []time.Duration // when each core is next free
+	rng  *rand.Rand
+	disk *Disk
+	cpu  *cpu
 
 	fds      fdTable
 	mainLoop *Loop
@@ -51,7 +51,10 @@ func (p *Process) reset() {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "proc:%s:%d", p.name, p.restarts)
 	p.rng = rand.New(rand.NewPCG(p.w.cfg.Seed, h.Sum64()))
-	p.cores = make([]time.Duration, p.cfg.Cores)
+	p.cpu = p.w.hostCPU
+	if p.cpu == nil {
+		p.cpu = newCPU(p.w, p.cfg.Cores)
+	}
 	p.fds = fdTable{limit: p.cfg.FDLimit}
 	p.loops, p.pools = nil, nil
 	p.threads, p.timers, p.work = 0, 0, 0
@@ -92,8 +95,15 @@ func (p *Process) newLoop(name string) (*Loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new loop %s: %w", name, err)
 	}
+	// Like the real world's loops, each has an eventfd to be woken by
+	// timers and posted completions.
+	evfd, err := p.allocFD(model.FDEventfd, nil)
+	if err != nil {
+		p.freeFD(fd)
+		return nil, fmt.Errorf("new loop %s: %w", name, err)
+	}
 	p.w.charge(p.w.cfg.CPU.ThreadStart)
-	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd}
+	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd, evfd: evfd}
 	p.loops = append(p.loops, l)
 	p.addThreads(1)
 	return l, nil
@@ -336,15 +346,57 @@ func (w *World) charge(d time.Duration) {
 	}
 }
 
-// freeCore returns the core that is free first.
-func (p *Process) freeCore() int {
-	best := 0
-	for i, t := range p.cores {
-		if t < p.cores[best] {
-			best = i
+// cpu is a set of cores shared by threads (one process's, or a whole
+// host's). A thread that wants a core when none is free waits in line;
+// when a core frees, the head of the line runs, so many runnable threads
+// cost one wake-up each instead of a thundering herd.
+type cpu struct {
+	w      *World
+	cores  []time.Duration // when each core is next free
+	waitQ  []func()
+	wakeEv *event
+}
+
+func newCPU(w *World, n int) *cpu { return &cpu{w: w, cores: make([]time.Duration, n)} }
+
+// free returns a core that is free now.
+func (c *cpu) free() (int, bool) {
+	for i, t := range c.cores {
+		if t <= c.w.now {
+			return i, true
 		}
 	}
-	return best
+	return 0, false
+}
+
+func (c *cpu) wait(dispatch func()) {
+	c.waitQ = append(c.waitQ, dispatch)
+	c.armWake()
+}
+
+func (c *cpu) armWake() {
+	if c.wakeEv != nil || len(c.waitQ) == 0 {
+		return
+	}
+	first := c.cores[0]
+	for _, t := range c.cores[1:] {
+		first = min(first, t)
+	}
+	c.wakeEv = c.w.at(first, c.wake)
+}
+
+func (c *cpu) wake() {
+	c.wakeEv = nil
+	for len(c.waitQ) > 0 {
+		if _, ok := c.free(); !ok {
+			break
+		}
+		f := c.waitQ[0]
+		c.waitQ[0] = nil
+		c.waitQ = c.waitQ[1:]
+		f()
+	}
+	c.armWake()
 }
 
 // runOn runs fn as a callback of thread t on core c, starting now; it
@@ -356,7 +408,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	end := w.ctx
 	w.running = nil
 	t.busyUntil = end
-	t.p.cores[core] = end
+	t.p.cpu.cores[core] = end
 	return end
 }
 
@@ -366,6 +418,7 @@ type Loop struct {
 	thread
 	gen       int
 	epfd      int
+	evfd      int
 	queue     []task
 	head      int
 	scheduled bool
@@ -418,10 +471,15 @@ func (l *Loop) dispatch() {
 		return
 	}
 	w := l.p.w
-	c := l.p.freeCore()
-	if ready := max(l.busyUntil, l.p.cores[c]); ready > w.now {
+	if l.busyUntil > w.now {
 		l.scheduled = true
-		w.at(ready, l.dispatch)
+		w.at(l.busyUntil, l.dispatch)
+		return
+	}
+	c, ok := l.p.cpu.free()
+	if !ok {
+		l.scheduled = true
+		l.p.cpu.wait(l.dispatch)
 		return
 	}
 	t := l.queue[l.head]
@@ -486,6 +544,7 @@ func (l *Loop) Close() {
 	l.queue, l.head = nil, 0
 	if l.gen == l.p.gen {
 		l.p.freeFD(l.epfd)
+		l.p.freeFD(l.evfd)
 		l.p.threads--
 	}
 }
@@ -571,13 +630,15 @@ func (wp *WorkerPool) dispatch() {
 				next = t.busyUntil
 			}
 		}
-		c := wp.p.freeCore()
-		if idle == nil || wp.p.cores[c] > w.now {
-			if idle != nil || (next >= 0 && wp.p.cores[c] > next) {
-				next = wp.p.cores[c]
-			}
+		if idle == nil {
 			wp.kicked = true
 			w.at(next, wp.dispatch)
+			return
+		}
+		c, ok := wp.p.cpu.free()
+		if !ok {
+			wp.kicked = true
+			wp.p.cpu.wait(wp.dispatch)
 			return
 		}
 		it := wp.queue[0]

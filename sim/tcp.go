@@ -353,8 +353,11 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 	n := min(len(p), free)
 	c.appendSnd(p[:n])
 	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	// MSG_MORE corks only this call's push (tcp_push passes
+	// TCP_NAGLE_CORK); later pushes, on an ACK, use the socket's Nagle.
 	c.more = more
 	c.push(false)
+	c.more = false
 	return n, nil
 }
 
@@ -377,7 +380,9 @@ func (c *tcpConn) SetNoDelay(on bool) error {
 	}
 	c.nodelay = on
 	if on {
-		c.push(false)
+		// TCP_NAGLE_PUSH: this push overrides even TCP_CORK for the
+		// bytes already queued (__tcp_sock_set_nodelay).
+		c.push(true)
 	}
 	return nil
 }
@@ -388,9 +393,10 @@ func (c *tcpConn) SetCork(on bool) error {
 	}
 	c.cork = on
 	if !on {
-		// Uncorking pushes the held partial segment regardless of Nagle
-		// (TCP_NAGLE_PUSH).
-		c.push(true)
+		// Uncorking pushes the held partial segment; Nagle still applies
+		// unless NODELAY is set (__tcp_sock_set_cork adds TCP_NAGLE_PUSH
+		// only with TCP_NAGLE_OFF).
+		c.push(c.nodelay)
 	}
 	return nil
 }
@@ -399,9 +405,13 @@ func (c *tcpConn) QuickAck() error {
 	if c.fdClosed {
 		return model.ErrClosed
 	}
+	// __tcp_sock_set_quickack: leave pingpong, mark the ACK pushed and
+	// let tcp_cleanup_rbuf decide: it ACKs once the receive queue is
+	// drained (or a full frame is unacked), not while data sits unread.
 	c.pingpong = false
-	if c.ackSched {
-		c.sendAck()
+	if c.ackSched && c.state == tcpEstablished {
+		c.pushed = true
+		c.cleanupRbuf(1)
 	}
 	return nil
 }
@@ -489,7 +499,8 @@ func (c *tcpConn) mssNow() int {
 }
 
 // push sends what Nagle, cork and the peer's window allow
-// (tcp_write_xmit). force sends a held partial segment once (uncork).
+// (tcp_write_xmit). force sends a held partial segment once, ignoring
+// Nagle and cork (TCP_NAGLE_PUSH).
 func (c *tcpConn) push(force bool) {
 	if c.state != tcpEstablished || c.err != nil || c.peer == nil {
 		return
@@ -560,7 +571,7 @@ func (c *tcpConn) xmit(s segment) {
 		s.ack = c.rcvNxt
 		s.wnd = c.selectWindow()
 		s.ackFin = c.finRcvd
-		c.ackSent()
+		c.ackSent(s.wnd)
 	}
 	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags]})
 	now := w.Now()
@@ -591,8 +602,10 @@ func (c *tcpConn) selectWindow() int {
 }
 
 // ackSent is tcp_event_ack_sent: any segment carries our ACK, so a pending
-// delayed ACK is cancelled and quick-ACK credit spent.
-func (c *tcpConn) ackSent() {
+// delayed ACK is cancelled and quick-ACK credit spent. wnd is the window
+// the segment offered; like tcp_select_window, remember exactly that
+// (rcv_wnd) together with the rcv_nxt it was offered from (rcv_wup).
+func (c *tcpConn) ackSent(wnd int) {
 	if c.ackSched && c.quick > 0 {
 		c.quick--
 		if c.quick == 0 {
@@ -605,7 +618,7 @@ func (c *tcpConn) ackSent() {
 		c.delack = nil
 	}
 	c.rcvWup = c.rcvNxt
-	c.advWnd = c.selectWindow()
+	c.advWnd = wnd
 }
 
 func (c *tcpConn) sendAck() {
@@ -1007,10 +1020,14 @@ func (w *World) dialTCP(p *Process, addr string, l *Loop, h model.Handler) (mode
 	return c, nil
 }
 
+// synWindow is the window a SYN or SYN-ACK offers: the initial window,
+// but never more than the receive buffer can hold.
+func (c *tcpConn) synWindow() int { return min(c.cfg.InitWindow, c.rcvBuf) }
+
 func (c *tcpConn) sendSYN() {
 	w := c.w
 	c.synTries++
-	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.cfg.InitWindow), S: flagStrings[flagSYN]})
+	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.synWindow()), S: flagStrings[flagSYN]})
 	arrive := w.Now() + c.cfg.Delay
 	w.at(arrive, func() { w.onSYN(c) })
 	// Retransmit the SYN if no answer comes (a full accept queue drops it).
@@ -1040,7 +1057,8 @@ func (w *World) onSYN(c *tcpConn) {
 		w.at(w.now+c.cfg.Delay, func() { c.receive(segment{flags: flagRST}) })
 		return
 	}
-	if len(ln.pending)+ln.synRcvd >= ln.backlog {
+	// sk_acceptq_is_full is "queued > backlog": Linux holds backlog+1.
+	if len(ln.pending)+ln.synRcvd > ln.backlog {
 		w.record(Event{Proc: ln.p.name, Kind: "synDrop", Conn: c.id, A: int64(c.synTries), S: ln.addr})
 		return
 	}
@@ -1048,10 +1066,10 @@ func (w *World) onSYN(c *tcpConn) {
 	s.state = tcpSynRcvd
 	s.ln = ln
 	s.peer, c.peer = c, s
-	s.peerWnd, s.maxWnd = c.cfg.InitWindow, c.cfg.InitWindow
+	s.peerWnd, s.maxWnd = c.synWindow(), c.synWindow()
 	ln.synRcvd++
-	w.record(Event{Proc: ln.p.name, Kind: "seg", Conn: s.id, D: int64(s.cfg.InitWindow), S: flagStrings[flagSYN|flagACK]})
-	s.advWnd = s.cfg.InitWindow
+	w.record(Event{Proc: ln.p.name, Kind: "seg", Conn: s.id, D: int64(s.synWindow()), S: flagStrings[flagSYN|flagACK]})
+	s.advWnd = s.synWindow()
 	w.at(w.now+c.cfg.Delay, func() { c.onSynAck(s) })
 }
 
@@ -1068,8 +1086,8 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	c.synEv.cancel()
 	c.synEv = nil
 	c.state = tcpEstablished
-	c.peerWnd, c.maxWnd = s.cfg.InitWindow, s.cfg.InitWindow
-	c.advWnd = c.cfg.InitWindow
+	c.peerWnd, c.maxWnd = s.synWindow(), s.synWindow()
+	c.advWnd = c.synWindow()
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
 	c.w.at(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })

@@ -27,6 +27,10 @@ type Config struct {
 	Unix    UnixConfig
 	Disk    DiskConfig
 	CPU     CPUConfig
+	// HostCores, if positive, makes every process share that many cores,
+	// as processes on one machine talking over loopback do; otherwise each
+	// process has its own (ProcessConfig.Cores).
+	HostCores int
 	// MaxEvents stops a run that never quiesces (a livelock in model code
 	// is a bug, not a hang). 0 means 200 million.
 	MaxEvents uint64
@@ -35,12 +39,13 @@ type Config struct {
 // DefaultConfig returns the defaults: Linux loopback and a datacenter SSD.
 func DefaultConfig(seed uint64) Config {
 	return Config{
-		Seed:    seed,
-		FDLimit: 1024,
-		TCP:     DefaultTCPConfig(),
-		Unix:    UnixConfig{Delay: 2 * time.Microsecond, BufSize: 212992},
-		Disk:    DefaultDiskConfig(),
-		CPU:     DefaultCPUConfig(),
+		Seed:      seed,
+		FDLimit:   1024,
+		HostCores: 2,
+		TCP:       DefaultTCPConfig(),
+		Unix:      UnixConfig{Delay: 2 * time.Microsecond, BufSize: 212992},
+		Disk:      DefaultDiskConfig(),
+		CPU:       DefaultCPUConfig(),
 	}
 }
 
@@ -83,6 +88,7 @@ type World struct {
 	running *thread
 
 	procs    []*Process
+	hostCPU  *cpu
 	listen   map[string]*listener // address → listener; lookups only
 	nextPort int
 	nextID   uint64
@@ -133,6 +139,9 @@ func New(cfg Config) *World {
 		w.tickPhase = time.Duration(w.netRand.Int64N(int64(cfg.TCP.Tick)))
 	}
 	w.trace.hash = fnvOffset
+	if cfg.HostCores > 0 {
+		w.hostCPU = newCPU(w, cfg.HostCores)
+	}
 	return w
 }
 

@@ -1,0 +1,1224 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// One test per rule of DESIGN.md §4 (Linux TCP, kernel 6.x, HZ=250), named
+// after the rule. Each drives a client and a server through the harness and
+// checks the wire at exact virtual times.
+
+// --- segment size ---
+
+func TestMSSBoundedByHalfPeerWindow(t *testing.T) {
+	h := newPair(t)
+	const n = 200_000
+	t0 := h.now()
+	h.cli.write(n)
+	h.runTo(t0 + 10*ms)
+	h.srv.checkGot(n)
+
+	segs := h.dataSegs("client", t0)
+	half := h.w.cfg.TCP.InitWindow / 2 // 32767: tcp_bound_to_half_wnd
+	if len(segs) < 3 || segs[0].Len != half || segs[1].Len != half || segs[0].T != t0 || segs[1].T != t0 {
+		t.Fatalf("first segments %v, want two of %d sent at once", lens(segs), half)
+	}
+	// Until the peer's first ACK (which offers a larger window), no
+	// segment exceeds half the SYN window.
+	firstAck := h.mustAck("server", 1, t0)
+	full := 0
+	for _, s := range segs {
+		if h.arrival(firstAck) > s.T && s.Len > half {
+			t.Errorf("segment of %d at %v before the window grew", s.Len, s.T)
+		}
+		if s.Len > h.w.cfg.TCP.MSS {
+			t.Errorf("segment of %d exceeds the MSS", s.Len)
+		}
+		if s.Len == h.w.cfg.TCP.MSS {
+			full++
+		}
+	}
+	if full == 0 {
+		t.Errorf("no full %d-byte segment once the window grew: %v", h.w.cfg.TCP.MSS, lens(segs))
+	}
+}
+
+func TestMSSIsLoopbackMTU(t *testing.T) {
+	h := newPair(t)
+	h.cli.write(200_000) // grows the offered window
+	h.runTo(h.now() + 10*ms)
+	if got := h.cli.c.mssNow(); got != 65483 {
+		t.Fatalf("mss after the window grew = %d, want 65483", got)
+	}
+	t1 := h.now()
+	h.cli.write(200_000)
+	h.runTo(t1 + 10*ms)
+	h.srv.checkGot(400_000)
+	segs := h.dataSegs("client", t1)
+	full, sum := 0, 0
+	for _, s := range segs {
+		sum += s.Len
+		if s.Len > 65483 {
+			t.Errorf("segment of %d > loopback MSS 65483", s.Len)
+		}
+		if s.Len == 65483 {
+			full++
+		}
+	}
+	if sum != 200_000 || full != 3 {
+		t.Errorf("segments %v: want three of 65483 and a tail", lens(segs))
+	}
+}
+
+// --- Nagle (Minshall's variant) ---
+
+func TestNagleHoldsSmallTailWhileSmallSegmentUnacked(t *testing.T) {
+	h := newPair(t)
+	h.warm(10) // the server's ACKs are now delayed
+	t0 := h.now()
+	h.cli.write(10) // small, goes at once: nothing small is unacked
+	h.runTo(t0 + ms)
+	h.cli.write(10) // held: the first small segment is unacked
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 2 || segs[0].T != t0 {
+		t.Fatalf("segments %v", lens(segs))
+	}
+	ack := h.mustAck("server", segs[0].Seq+10, t0)
+	if segs[1].T < h.arrival(ack) {
+		t.Errorf("second small segment left at %v, before the first was acked (ACK arrives %v)", segs[1].T, h.arrival(ack))
+	}
+	if segs[1].T-t0 < 40*ms {
+		t.Errorf("second small segment held only %v", segs[1].T-t0)
+	}
+
+	// Minshall: a small tail behind a *full* unacked segment is not held.
+	t1 := h.now()
+	mss := h.cli.c.mssNow()
+	h.cli.write(mss + 10)
+	h.runTo(t1 + ms)
+	segs = h.dataSegs("client", t1)
+	if len(segs) != 2 || segs[0].Len != mss || segs[1].Len != 10 || segs[1].T != t1 {
+		t.Errorf("full segment + tail: %v at %v, want [%d 10] both at %v", lens(segs), segs, mss, t1)
+	}
+}
+
+func TestNagleSendsFullSegmentsAtOnce(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10) // a small segment is now unacked
+	h.runTo(t0 + ms)
+	mss := h.cli.c.mssNow()
+	t1 := h.now()
+	h.cli.write(mss + 100)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t1)
+	if len(segs) != 2 || segs[0].Len != mss || segs[0].T != t1 {
+		t.Fatalf("segments after the big write %v, want a full %d at %v", lens(segs), mss, t1)
+	}
+	ack := h.mustAck("server", segs[0].Seq, t0) // covers the small one
+	if segs[1].Len != 100 || segs[1].T < h.arrival(ack) {
+		t.Errorf("tail %d at %v, want 100 held until the small segment's ACK arrives at %v", segs[1].Len, segs[1].T, h.arrival(ack))
+	}
+}
+
+func TestNagleReleasesHeldDataOnAck(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.cli.write(10)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 2 {
+		t.Fatalf("segments %v", lens(segs))
+	}
+	ack := h.mustAck("server", segs[0].Seq+10, t0)
+	if at := h.arrival(ack); segs[1].T != at {
+		t.Errorf("held segment left at %v, want exactly when the ACK arrived (%v)", segs[1].T, at)
+	}
+}
+
+func TestNagleHeldDataJoinsLaterWrites(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.cli.write(20)
+	h.runTo(t0 + 2*ms)
+	h.cli.write(30)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if fmt.Sprint(lens(segs)) != "[10 50]" {
+		t.Errorf("segments %v, want [10 50]: the two held writes leave as one segment", lens(segs))
+	}
+	h.srv.checkGot(h.cli.wrote)
+}
+
+func TestNagleHeldTailLeavesWhenItGrowsToMSS(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.cli.write(100) // held
+	h.runTo(t0 + 2*ms)
+	mss := h.cli.c.mssNow()
+	t2 := h.now()
+	h.cli.write(mss) // held 100 + new bytes reach a full segment
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 3 || segs[1].Len != mss || segs[1].T != t2 {
+		t.Fatalf("segments %v, want [10 %d 100] with the full one at %v", lens(segs), mss, t2)
+	}
+	ack := h.mustAck("server", segs[1].Seq, t0)
+	if segs[2].Len != 100 || segs[2].T < h.arrival(ack) {
+		t.Errorf("remaining tail %d at %v, want 100 held until %v", segs[2].Len, segs[2].T, h.arrival(ack))
+	}
+}
+
+func TestNoDelaySendsAtOnce(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	h.cli.noDelay(true)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.cli.write(10)
+	h.runTo(t0 + 2*ms)
+	h.cli.write(10)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 3 || segs[0].T != t0 || segs[1].T != t0+ms || segs[2].T != t0+2*ms {
+		t.Errorf("segments %v at %v, want each write sent when written", lens(segs), segs)
+	}
+}
+
+func TestSettingNoDelayFlushesHeldData(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.cli.write(10) // held by Nagle
+	h.runTo(t0 + 2*ms)
+	if n := len(h.dataSegs("client", t0)); n != 1 {
+		t.Fatalf("%d segments before NODELAY, want 1", n)
+	}
+	h.cli.noDelay(true)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 2 || segs[1].T != t0+2*ms {
+		t.Errorf("setting NODELAY did not flush the held segment: %v", segs)
+	}
+
+	// NODELAY's push (TCP_NAGLE_PUSH) overrides even TCP_CORK for the
+	// data already queued (tcp.c: __tcp_sock_set_nodelay).
+	h.runTo(t0 + 100*ms)
+	h.cli.noDelay(false)
+	if err := h.cli.c.SetCork(true); err != nil {
+		t.Fatal(err)
+	}
+	t1 := h.now()
+	h.cli.write(10)
+	h.runTo(t1 + ms)
+	if n := len(h.dataSegs("client", t1)); n != 0 {
+		t.Fatalf("corked write sent %d segments", n)
+	}
+	h.cli.noDelay(true)
+	if segs := h.dataSegs("client", t1); len(segs) != 1 || segs[0].T != t1+ms {
+		t.Errorf("NODELAY under cork did not push the queued bytes: %v", segs)
+	}
+}
+
+// --- cork and MSG_MORE ---
+
+func TestCorkHoldsPartialSegments(t *testing.T) {
+	h := newPair(t)
+	if err := h.cli.c.SetCork(true); err != nil {
+		t.Fatal(err)
+	}
+	t0 := h.now()
+	h.cli.write(100)
+	h.runTo(t0 + 100*ms)
+	if segs := h.dataSegs("client", t0); len(segs) != 0 {
+		t.Fatalf("corked partial segment sent: %v", segs)
+	}
+	mss := h.cli.c.mssNow()
+	t1 := h.now()
+	h.cli.write(mss) // a full segment goes, the rest stays corked
+	h.runTo(t1 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 1 || segs[0].Len != mss || segs[0].T != t1 {
+		t.Fatalf("segments %v, want one full %d at %v", lens(segs), mss, t1)
+	}
+	if _, ok := h.ackOf("server", int64(mss), t1); !ok {
+		t.Fatalf("full segment not acked")
+	}
+	// The ACK arrived, yet the partial tail stays corked.
+	if c := h.cli.c; c.sndEnd-c.sndNxt != 100 {
+		t.Errorf("%d bytes unsent, want the 100-byte tail held", c.sndEnd-c.sndNxt)
+	}
+}
+
+func TestUncorkPushesPartial(t *testing.T) {
+	// Nothing in flight: uncorking sends the partial segment at once.
+	h := newPair(t)
+	h.warm(10)
+	h.cli.c.SetCork(true)
+	t0 := h.now()
+	h.cli.write(100)
+	h.runTo(t0 + ms)
+	h.cli.c.SetCork(false)
+	if segs := h.dataSegs("client", t0); len(segs) != 1 || segs[0].Len != 100 || segs[0].T != t0+ms {
+		t.Errorf("uncork: segments %v, want 100 bytes at %v", segs, t0+ms)
+	}
+
+	// With TCP_NODELAY, uncork pushes (TCP_NAGLE_PUSH) even while a small
+	// segment is unacked.
+	h = newPair(t)
+	h.warm(10)
+	h.cli.noDelay(true)
+	t0 = h.now()
+	h.cli.write(10) // small, unacked for ≈40 ms (server in pingpong)
+	h.cli.c.SetCork(true)
+	h.cli.write(100)
+	h.runTo(t0 + ms)
+	h.cli.c.SetCork(false)
+	if segs := h.dataSegs("client", t0); len(segs) != 2 || segs[1].T != t0+ms {
+		t.Errorf("uncork with NODELAY: segments %v, want the 100 bytes at %v", segs, t0+ms)
+	}
+
+	// Without NODELAY, Linux uncorks with the socket's own Nagle setting
+	// (__tcp_sock_set_cork sets TCP_NAGLE_PUSH only if TCP_NAGLE_OFF):
+	// the partial segment waits for the unacked small one's ACK.
+	h = newPair(t)
+	h.warm(10)
+	t0 = h.now()
+	h.cli.write(10)
+	h.cli.c.SetCork(true)
+	h.cli.write(100)
+	h.runTo(t0 + ms)
+	h.cli.c.SetCork(false)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 2 {
+		t.Fatalf("segments %v", segs)
+	}
+	ack := h.mustAck("server", segs[0].Seq+10, t0)
+	if segs[1].T != h.arrival(ack) {
+		t.Errorf("uncorked tail left at %v, want when the small segment's ACK arrived (%v)", segs[1].T, h.arrival(ack))
+	}
+}
+
+func TestMsgMoreHoldsTail(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	h.cli.writeMore(100)
+	h.runTo(t0 + 50*ms)
+	if segs := h.dataSegs("client", t0); len(segs) != 0 {
+		t.Fatalf("MSG_MORE tail sent: %v", segs)
+	}
+	h.cli.write(50)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 1 || segs[0].Len != 150 || segs[0].T != t0+50*ms {
+		t.Fatalf("segments %v, want one of 150 at %v", segs, t0+50*ms)
+	}
+
+	// MSG_MORE corks only the write that carries it (tcp_push uses
+	// TCP_NAGLE_CORK for that call): an ACK arriving later pushes the
+	// tail with ordinary Nagle rules.
+	h = newPair(t)
+	h.warm(10)
+	mss := h.cli.c.mssNow()
+	t0 = h.now()
+	h.cli.writeMore(mss + 100)
+	h.runTo(t0 + 100*ms)
+	segs = h.dataSegs("client", t0)
+	if len(segs) != 2 || segs[0].Len != mss || segs[0].T != t0 {
+		t.Fatalf("segments %v, want a full %d at once", lens(segs), mss)
+	}
+	ack := h.mustAck("server", segs[0].Seq+int64(mss), t0)
+	if segs[1].Len != 100 || segs[1].T != h.arrival(ack) {
+		t.Errorf("MSG_MORE tail %d at %v, want 100 when the ACK arrived (%v)", segs[1].Len, segs[1].T, h.arrival(ack))
+	}
+}
+
+// --- delayed ACK ---
+
+func TestDelayedAckFiresAt40msOnTick(t *testing.T) {
+	tick := DefaultTCPConfig().Tick
+	for seed := uint64(1); seed <= 8; seed++ {
+		h := newPair(t, withSeed(seed))
+		h.warm(10)
+		t0 := h.now() + time.Duration(seed)*777*us // vary the phase
+		h.runTo(t0)
+		h.cli.write(10)
+		h.runTo(t0 + 100*ms)
+		seg := h.dataSegs("client", t0)[0]
+		ack := h.mustAck("server", seg.Seq+10, t0)
+		d := ack.T - h.arrival(seg)
+		if d < 40*ms || d > 44*ms {
+			t.Errorf("seed %d: ACK %v after the data arrived, want 40–44 ms", seed, d)
+		}
+		if (ack.T-h.w.tickPhase)%tick != 0 {
+			t.Errorf("seed %d: ACK at %v is off the jiffy grid (phase %v)", seed, ack.T, h.w.tickPhase)
+		}
+		if len(h.delacks) != 1 || h.delacks[0].T != ack.T {
+			t.Errorf("seed %d: delack events %v, want one at %v", seed, h.delacks, ack.T)
+		}
+	}
+}
+
+func TestDelayedAckNeverExceeds200ms(t *testing.T) {
+	h := newPair(t)
+	h.exhaustQuick()
+	h.srv.setAutoRead(false) // reads would ACK; let the timer do it
+	maxAto := time.Duration(0)
+	h.w.AfterEach(func() {
+		maxAto = max(maxAto, h.srv.c.ato)
+	})
+	h.cli.noDelay(true)
+	start := h.now()
+	for i := 0; i < 10; i++ {
+		t0 := h.now()
+		h.cli.write(1)
+		h.runTo(t0 + 100*ms) // missed delayed ACKs inflate ato
+	}
+	for _, seg := range h.dataSegs("client", start) {
+		ack := h.mustAck("server", seg.Seq+1, seg.T)
+		if d := ack.T - h.arrival(seg); d > 200*ms || d < 40*ms {
+			t.Errorf("ACK after %v", d)
+		}
+	}
+	if maxAto != 200*ms {
+		t.Errorf("ato peaked at %v, want inflation capped at exactly 200 ms", maxAto)
+	}
+	if len(h.delacks) != 10 {
+		t.Errorf("%d delayed ACKs, want 10", len(h.delacks))
+	}
+}
+
+func TestAckAtOnceWhenMoreThanOneRcvMssUnacked(t *testing.T) {
+	h := newPair(t)
+	h.warm(10) // server: pingpong, rcv_mss 536
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	t0 := h.now()
+	h.cli.write(400)
+	h.runTo(t0 + ms)
+	if _, ok := h.ackOf("server", int64(h.cli.wrote), t0); ok {
+		t.Fatalf("400 bytes (≤ rcv_mss) acked at once in pingpong")
+	}
+	h.cli.write(400) // 800 > 536 unacked
+	h.runTo(t0 + 2*ms)
+	segs := h.dataSegs("client", t0)
+	ack := h.mustAck("server", int64(h.cli.wrote), t0)
+	if ack.T != h.arrival(segs[1]) {
+		t.Errorf("ACK at %v, want at once when the second segment arrived (%v)", ack.T, h.arrival(segs[1]))
+	}
+}
+
+func TestQuickAckCountAtFirstData(t *testing.T) {
+	for _, tc := range []struct {
+		rcvBuf, quick int
+	}{
+		{0, 16},   // 65535 / (2·536) = 61 → 16
+		{8192, 7}, // 8191 / 1072 = 7
+		{1000, 2}, // 999 / 1072 = 0 → 2
+	} {
+		t.Run(fmt.Sprint(tc.rcvBuf), func(t *testing.T) {
+			h := newPair(t, withBufs(0, tc.rcvBuf))
+			h.srv.setAutoRead(false) // reads would ACK too
+			h.cli.noDelay(true)
+			if h.srv.c.quick != 0 || h.srv.c.ato != 0 {
+				t.Fatalf("quick=%d ato=%v before data", h.srv.c.quick, h.srv.c.ato)
+			}
+			t0 := h.now()
+			for i := 0; i < 20; i++ {
+				h.cli.write(1)
+				h.runTo(h.now() + ms)
+			}
+			h.runTo(t0 + 100*ms)
+			for i, seg := range h.dataSegs("client", t0) {
+				ack := h.mustAck("server", seg.Seq+1, seg.T)
+				atOnce := ack.T == h.arrival(seg)
+				if want := i < tc.quick; atOnce != want {
+					t.Errorf("segment %d: ACK at once = %v, want %v (quick = %d)", i+1, atOnce, want, tc.quick)
+				}
+			}
+		})
+	}
+}
+
+func TestRcvMssStartsAt536AndGrows(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	if c.rcvMss != 536 {
+		t.Fatalf("rcv_mss %d before data, want 536", c.rcvMss)
+	}
+	h.cli.noDelay(true)
+	step := func(n, want int) {
+		t.Helper()
+		h.cli.write(n)
+		h.runTo(h.now() + 10*ms)
+		if c.rcvMss != want {
+			t.Errorf("after a %d-byte segment rcv_mss = %d, want %d", n, c.rcvMss, want)
+		}
+	}
+	step(300, 536)
+	step(1000, 1000)
+	step(500, 1000)
+	step(200_000, 65483) // grows to the largest segment, capped at the MSS
+
+	// The learned rcv_mss decides when two segments deserve an ACK at once:
+	// 300+300 > 536, but not > 1000.
+	for _, tc := range []struct {
+		warmLen int
+		atOnce  bool
+	}{{10, true}, {1000, false}} {
+		h := newPair(t)
+		h.warm(tc.warmLen)
+		h.srv.setAutoRead(false)
+		h.cli.noDelay(true)
+		t0 := h.now()
+		h.cli.write(300)
+		h.runTo(t0 + ms)
+		h.cli.write(300)
+		h.runTo(t0 + 100*ms)
+		segs := h.dataSegs("client", t0)
+		ack := h.mustAck("server", int64(h.cli.wrote), t0)
+		if got := ack.T == h.arrival(segs[1]); got != tc.atOnce {
+			t.Errorf("rcv_mss %d: 600 bytes acked at once = %v, want %v", h.srv.c.rcvMss, got, tc.atOnce)
+		}
+	}
+}
+
+// --- pingpong ---
+
+func TestPingpongEnteredWhenSendingSoonAfterReceive(t *testing.T) {
+	for _, tc := range []struct {
+		replyAfter time.Duration
+		pingpong   bool
+	}{{ms, true}, {100 * ms, false}} {
+		h := newPair(t)
+		t0 := h.now()
+		h.cli.write(10)
+		h.runTo(t0 + tc.replyAfter)
+		if h.srv.c.pingpong {
+			t.Fatalf("pingpong before sending")
+		}
+		h.srv.write(10)
+		if h.srv.c.pingpong != tc.pingpong {
+			t.Errorf("reply %v after receive: pingpong = %v, want %v", tc.replyAfter, h.srv.c.pingpong, tc.pingpong)
+		}
+		// The next request's ACK is delayed only in pingpong.
+		t1 := t0 + 150*ms
+		h.runTo(t1)
+		h.cli.write(10)
+		h.runTo(t1 + 100*ms)
+		seg := h.dataSegs("client", t1)[0]
+		ack := h.mustAck("server", seg.Seq+10, t1)
+		if delayed := ack.T-h.arrival(seg) >= 40*ms; delayed != tc.pingpong {
+			t.Errorf("reply %v after receive: next ACK after %v", tc.replyAfter, ack.T-h.arrival(seg))
+		}
+	}
+}
+
+func TestDelackTimerLeavesPingpong(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + 100*ms) // the server never answers
+	if len(h.delacks) != 1 {
+		t.Fatalf("%d delayed ACKs, want 1", len(h.delacks))
+	}
+	if h.srv.c.pingpong || h.srv.c.ato != 40*ms {
+		t.Errorf("after the delack timer: pingpong=%v ato=%v, want false, 40ms", h.srv.c.pingpong, h.srv.c.ato)
+	}
+	// Out of pingpong with quick-ACK credit left: the next ACK is at once.
+	t1 := h.now()
+	h.cli.write(10)
+	h.runTo(t1 + 10*ms)
+	seg := h.dataSegs("client", t1)[0]
+	if ack := h.mustAck("server", seg.Seq+10, t1); ack.T != h.arrival(seg) {
+		t.Errorf("ACK %v after arrival, want at once", ack.T-h.arrival(seg))
+	}
+}
+
+// --- ACKs when the application reads (tcp_cleanup_rbuf) ---
+
+func TestReadDrainAcksTwoSmallSegments(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.cli.write(10)
+	h.runTo(t0 + 5*ms)
+	if _, ok := h.ackOf("server", int64(h.cli.wrote), t0); ok {
+		t.Fatalf("ACK before the read")
+	}
+	h.srv.drain()
+	if ack, ok := h.ackOf("server", int64(h.cli.wrote), t0); !ok || ack.T != t0+5*ms {
+		t.Errorf("draining two small segments did not ACK at once (%v)", ack)
+	}
+}
+
+func TestReadDrainAcksOneSmallSegmentWhenNotPingpong(t *testing.T) {
+	h := newPair(t)
+	h.exhaustQuick()
+	h.srv.setAutoRead(false)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + 5*ms)
+	if _, ok := h.ackOf("server", int64(h.cli.wrote), t0); ok {
+		t.Fatalf("ACK before the read (quick=%d)", h.srv.c.quick)
+	}
+	h.srv.drain()
+	if ack, ok := h.ackOf("server", int64(h.cli.wrote), t0); !ok || ack.T != t0+5*ms {
+		t.Errorf("draining one small segment outside pingpong did not ACK at once (%v)", ack)
+	}
+}
+
+func TestReadDrainDoesNotAckOneSmallSegmentInPingpong(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	h.srv.setAutoRead(false)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + 5*ms)
+	h.srv.drain()
+	h.runTo(t0 + 100*ms)
+	seg := h.dataSegs("client", t0)[0]
+	ack := h.mustAck("server", int64(h.cli.wrote), t0)
+	if d := ack.T - h.arrival(seg); d < 40*ms || d > 44*ms {
+		t.Errorf("ACK %v after arrival, want the delayed ACK (40–44 ms), not one at the read", d)
+	}
+}
+
+// --- ACKs riding on data, TCP_QUICKACK ---
+
+func TestDataSegmentCarriesAckAndCancelsDelack(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	if !h.srv.c.ackSched || h.srv.c.delack == nil {
+		t.Fatalf("no delayed ACK pending")
+	}
+	h.srv.write(10)
+	h.runTo(t0 + 100*ms)
+	var srvSegs []segRec
+	for _, s := range h.segs {
+		if s.From == "server" && s.T >= t0 {
+			srvSegs = append(srvSegs, s)
+		}
+	}
+	if len(srvSegs) != 1 || srvSegs[0].Len != 10 || srvSegs[0].Ack != int64(h.cli.wrote) {
+		t.Errorf("server sent %v, want one data segment acking %d", srvSegs, h.cli.wrote)
+	}
+	if len(h.delacks) != 0 {
+		t.Errorf("delayed ACK fired although data carried the ACK")
+	}
+}
+
+func TestQuickAckOptionIsOneShot(t *testing.T) {
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10) // the server reads it; in pingpong no ACK yet
+	h.runTo(t0 + ms)
+	if _, ok := h.ackOf("server", int64(h.cli.wrote), t0); ok {
+		t.Fatalf("ACK already sent")
+	}
+	h.srv.c.QuickAck()
+	if ack, ok := h.ackOf("server", int64(h.cli.wrote), t0); !ok || ack.T != t0+ms {
+		t.Fatalf("TCP_QUICKACK did not flush the pending ACK")
+	}
+	if h.srv.c.pingpong {
+		t.Fatalf("TCP_QUICKACK left pingpong on")
+	}
+	// One-shot: the next reply soon after a receive re-enters pingpong,
+	// and ACKs are delayed again.
+	h.srv.write(10)
+	if !h.srv.c.pingpong {
+		t.Fatalf("pingpong did not come back")
+	}
+	t1 := t0 + 100*ms
+	h.runTo(t1)
+	h.cli.write(10)
+	h.runTo(t1 + 100*ms)
+	seg := h.dataSegs("client", t1)[0]
+	if ack := h.mustAck("server", seg.Seq+10, t1); ack.T-h.arrival(seg) < 40*ms {
+		t.Errorf("ACK after %v: TCP_QUICKACK should not stick", ack.T-h.arrival(seg))
+	}
+
+	// With data still unread, TCP_QUICKACK leaves pingpong but the ACK
+	// waits for the read that drains the queue (tcp_cleanup_rbuf requires
+	// an empty receive queue).
+	h = newPair(t)
+	h.warm(10)
+	h.srv.setAutoRead(false)
+	t0 = h.now()
+	h.cli.write(10)
+	h.runTo(t0 + ms)
+	h.srv.c.QuickAck()
+	if _, ok := h.ackOf("server", int64(h.cli.wrote), t0); ok {
+		t.Errorf("TCP_QUICKACK acked data that is still unread")
+	}
+	h.runTo(t0 + 2*ms)
+	h.srv.drain()
+	if ack, ok := h.ackOf("server", int64(h.cli.wrote), t0); !ok || ack.T != t0+2*ms {
+		t.Errorf("the read after TCP_QUICKACK did not ACK")
+	}
+}
+
+// --- buffers and windows ---
+
+// slowPair has a small send buffer and receive window and a server that
+// does not read.
+func slowPair(t *testing.T) *harness {
+	h := newPair(t, withBufs(16384, 4096))
+	h.srv.setAutoRead(false)
+	return h
+}
+
+func TestWritePartialWhenSendBufferNearlyFull(t *testing.T) {
+	h := slowPair(t)
+	if n, err := h.cli.tryWrite(16384, false); n != 16384 || err != nil {
+		t.Fatalf("first write = %d, %v; want all 16384", n, err)
+	}
+	h.runTo(h.now() + 10*ms)
+	acked := h.srv.c.rcvNxt // everything received was acked
+	if acked == 0 || acked >= 16384 {
+		t.Fatalf("server holds %d bytes", acked)
+	}
+	free := 16384 - (16384 - int(acked))
+	n, err := h.cli.tryWrite(10000, false)
+	if err != nil || n != free {
+		t.Errorf("write(10000) = %d, %v; want the %d bytes that fit", n, err, free)
+	}
+}
+
+func TestWriteWouldBlockOnlyWhenNothingFits(t *testing.T) {
+	h := slowPair(t)
+	h.cli.tryWrite(16384, false)
+	h.runTo(h.now() + 10*ms)
+	h.cli.tryWrite(16384, false) // fills what the ACKs freed
+	if n, err := h.cli.tryWrite(1, false); n != 0 || !errors.Is(err, model.ErrWouldBlock) {
+		t.Fatalf("write into a full buffer = %d, %v; want ErrWouldBlock", n, err)
+	}
+	// The reader drains, ACKs free space, and one byte fits again.
+	h.srv.drain()
+	h.runTo(h.now() + ms)
+	if n, err := h.cli.tryWrite(1, false); n != 1 || err != nil {
+		t.Errorf("write after space was freed = %d, %v", n, err)
+	}
+}
+
+func TestReceiveWindowLimitsSender(t *testing.T) {
+	h := slowPair(t)
+	t0 := h.now()
+	h.cli.tryWrite(16384, false)
+	h.runTo(t0 + 100*ms)
+	// Every data segment fits in the last window the server offered.
+	right := int64(4096) // the SYN's window
+	for _, s := range h.segs {
+		if s.T < t0 {
+			continue
+		}
+		if s.From == "server" {
+			right = s.Ack + s.Win
+			continue
+		}
+		if s.Len > 0 && s.Seq+int64(s.Len) > right {
+			t.Errorf("segment [%d, %d) beyond the offered window edge %d", s.Seq, s.Seq+int64(s.Len), right)
+		}
+	}
+	if c := h.srv.c; c.rcvQueued != 4096 || c.rcvNxt != 4096 {
+		t.Errorf("server queued %d bytes, want exactly its 4096-byte buffer", c.rcvQueued)
+	}
+	last := h.segs[len(h.segs)-1]
+	if last.From != "server" || last.Win != 0 {
+		t.Errorf("last segment %+v, want the server's zero window", last)
+	}
+}
+
+func TestWindowUpdateAfterReadUnblocksSender(t *testing.T) {
+	h := slowPair(t)
+	t0 := h.now()
+	h.cli.tryWrite(16384, false)
+	h.runTo(t0 + 50*ms)
+	stuck := h.cli.c.sndNxt
+	h.srv.drain()
+	upd, ok := h.ackOf("server", int64(stuck), t0+50*ms)
+	if !ok || upd.T != t0+50*ms || upd.Win == 0 {
+		t.Fatalf("read did not send a window update at once: %+v", upd)
+	}
+	h.runTo(t0 + 51*ms)
+	if segs := h.dataSegs("client", t0+50*ms); len(segs) == 0 || segs[0].T != h.arrival(upd) {
+		t.Fatalf("sender did not resume when the update arrived: %v", segs)
+	}
+	// A reader that keeps reading gets the whole stream.
+	h.srv.setAutoRead(true)
+	for i := 0; i < 10; i++ {
+		n := h.cli.c.sndBuf - int(h.cli.c.sndEnd-h.cli.c.sndUna)
+		if n > 0 {
+			h.cli.tryWrite(n, false)
+		}
+		h.runTo(h.now() + 10*ms)
+	}
+	h.srv.checkGot(h.cli.wrote)
+	if h.cli.wrote < 50_000 {
+		t.Errorf("only %d bytes went through", h.cli.wrote)
+	}
+}
+
+// --- connection setup ---
+
+func TestHandshakeTakesOneRTT(t *testing.T) {
+	h := newHarness(t)
+	h.srv = &end{h: h, name: "server", autoRead: true}
+	h.cli = &end{h: h, name: "client", autoRead: true}
+	h.startServer(model.ProcessConfig{}, 128)
+	h.startClient(true)
+	h.runTo(10 * ms)
+	d := h.w.cfg.TCP.Delay
+	var syn, synack, ack segRec
+	for _, s := range h.segs {
+		switch {
+		case s.Flags == "S":
+			syn = s
+		case s.Flags == "S.":
+			synack = s
+		case s.From == "client" && s.Flags == "." && ack.Flags == "":
+			ack = s
+		}
+	}
+	if synack.T != syn.T+d || ack.T != syn.T+2*d {
+		t.Errorf("SYN %v, SYN-ACK %v, ACK %v: want one delay apart", syn.T, synack.T, ack.T)
+	}
+	// The client may write one RTT after connect.
+	if len(h.cli.writable) == 0 || h.cli.writable[0]-syn.T > 2*d+2*us {
+		t.Errorf("client writable at %v, SYN at %v: want one RTT (%v)", h.cli.writable, syn.T, 2*d)
+	}
+	if h.srv.c == nil {
+		t.Errorf("server never accepted")
+	}
+}
+
+func TestConnectRefusedWithoutListener(t *testing.T) {
+	h := newHarness(t)
+	cli := &end{h: h, name: "client", autoRead: true}
+	h.cli = cli
+	var dialAt time.Duration
+	p, _ := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		dialAt = p.World().Now()
+		c, err := p.Dial("tcp", "nobody:1", p.MainLoop(), cli.handle)
+		if err != nil {
+			t.Errorf("dial: %v", err)
+			return
+		}
+		cli.c = c.(*tcpConn)
+	})
+	cli.p = p.(*Process)
+	h.runTo(10 * ms)
+	if !errors.Is(cli.err, model.ErrRefused) {
+		t.Fatalf("err = %v, want ErrRefused", cli.err)
+	}
+	var rst segRec
+	for _, s := range h.segs {
+		if s.has('R') {
+			rst = s
+		}
+	}
+	if rst.T-dialAt > h.w.cfg.TCP.Delay+2*us {
+		t.Errorf("RST at %v for a SYN sent at %v", rst.T, dialAt)
+	}
+}
+
+func TestAcceptBacklogDropsSynAndClientRetries(t *testing.T) {
+	h := newHarness(t)
+	var ln model.Listener
+	srv, _ := h.w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		ln, _ = p.Listen("tcp", harnessAddr, 1, p.MainLoop()) // never accepts on its own
+	})
+	_ = srv
+	conns := make([]*tcpConn, 3)
+	for i := range conns {
+		i := i
+		h.w.Spawn(fmt.Sprintf("c%d", i), model.ProcessConfig{}, func(p model.Process) {
+			c, err := p.Dial("tcp", harnessAddr, p.MainLoop(), func(model.Events) {})
+			if err != nil {
+				t.Errorf("dial: %v", err)
+				return
+			}
+			conns[i] = c.(*tcpConn)
+		})
+	}
+	h.runTo(500 * ms)
+	// Linux queues backlog+1 connections (sk_acceptq_is_full uses >).
+	drops := 0
+	for _, e := range h.events {
+		if e.Kind == "synDrop" {
+			drops++
+			if e.Conn != conns[2].id {
+				t.Errorf("dropped the SYN of conn %d, want the third (%d)", e.Conn, conns[2].id)
+			}
+		}
+	}
+	if drops != 1 || conns[0].state != tcpEstablished || conns[1].state != tcpEstablished || conns[2].state != tcpSynSent {
+		t.Fatalf("drops=%d states %v %v %v: want two queued, the third's SYN dropped", drops, conns[0].state, conns[1].state, conns[2].state)
+	}
+	if _, err := ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(2 * time.Second)
+	var syns []time.Duration
+	for _, s := range h.segs {
+		if s.Flags == "S" && s.Conn == conns[2].id {
+			syns = append(syns, s.T)
+		}
+	}
+	if len(syns) != 2 || syns[1]-syns[0] != time.Second {
+		t.Fatalf("third client's SYNs at %v, want a retransmission 1 s after the first", syns)
+	}
+	if conns[2].state != tcpEstablished {
+		t.Errorf("retried connection not established")
+	}
+}
+
+// --- FIN, RST, half-close ---
+
+func TestFINGivesEOF(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	h.cli.write(100)
+	h.cli.c.CloseWrite()
+	h.runTo(t0 + 10*ms)
+	h.srv.checkGot(100)
+	if !h.srv.eof {
+		t.Errorf("server saw no EOF")
+	}
+	fins := 0
+	for _, s := range h.segs {
+		if s.From == "client" && s.has('F') {
+			fins++
+		}
+	}
+	if fins != 1 {
+		t.Errorf("%d FINs from the client", fins)
+	}
+}
+
+func TestHalfCloseStillReceives(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	h.cli.c.CloseWrite()
+	h.runTo(t0 + ms)
+	if !h.srv.eof {
+		t.Fatalf("server saw no EOF")
+	}
+	h.srv.write(1000)
+	h.runTo(t0 + 10*ms)
+	h.cli.checkGot(1000)
+	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
+		t.Errorf("write after shutdown(SHUT_WR) = %v, want EPIPE", err)
+	}
+	if h.cli.err != nil || h.srv.err != nil {
+		t.Errorf("errors %v %v", h.cli.err, h.srv.err)
+	}
+}
+
+func TestCloseWithUnreadDataSendsRST(t *testing.T) {
+	h := newPair(t)
+	h.srv.setAutoRead(false)
+	t0 := h.now()
+	h.cli.write(100)
+	h.runTo(t0 + ms)
+	h.srv.c.Close()
+	var rst []segRec
+	for _, s := range h.segs {
+		if s.From == "server" && s.has('R') {
+			rst = append(rst, s)
+		}
+	}
+	if len(rst) != 1 || rst[0].T != t0+ms {
+		t.Fatalf("RSTs %v, want one at close", rst)
+	}
+	h.runTo(t0 + 2*ms)
+	if !errors.Is(h.cli.err, model.ErrReset) {
+		t.Errorf("client error %v, want ECONNRESET", h.cli.err)
+	}
+	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
+		t.Errorf("write after the reset was reported = %v, want EPIPE", err)
+	}
+}
+
+func TestDataToClosedSocketGetsRST(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	h.srv.c.Close() // nothing unread: FIN
+	h.runTo(t0 + ms)
+	if !h.cli.eof {
+		t.Fatalf("client saw no EOF")
+	}
+	for _, s := range h.segs {
+		if s.has('R') {
+			t.Fatalf("RST before any data: %+v", s)
+		}
+	}
+	h.cli.write(10) // the peer's fd is gone
+	h.runTo(t0 + 2*ms)
+	var rst []segRec
+	for _, s := range h.segs {
+		if s.From == "server" && s.has('R') {
+			rst = append(rst, s)
+		}
+	}
+	seg := h.dataSegs("client", t0+ms)[0]
+	if len(rst) != 1 || rst[0].T != h.arrival(seg) {
+		t.Fatalf("RSTs %v, want one when the data arrived (%v)", rst, h.arrival(seg))
+	}
+	// The client had seen FIN (CLOSE_WAIT): Linux reports EPIPE.
+	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
+		t.Errorf("write after the RST = %v, want EPIPE", err)
+	}
+}
+
+func TestRSTGivesErrReset(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	h.srv.c.Abort()
+	h.runTo(t0 + ms)
+	if !errors.Is(h.cli.err, model.ErrReset) {
+		t.Fatalf("client read error %v, want ECONNRESET", h.cli.err)
+	}
+	if n, err := h.cli.c.Read(make([]byte, 10)); n != 0 || !errors.Is(err, model.ErrPipe) {
+		t.Errorf("read after the reset was reported = %d, %v", n, err)
+	}
+	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
+		t.Errorf("write after the reset was reported = %v, want EPIPE", err)
+	}
+}
+
+// --- fd table ---
+
+func TestEMFILEWhenFDLimitReached(t *testing.T) {
+	h := newHarness(t)
+	h.srv = &end{h: h, name: "server", autoRead: true}
+	var ln model.Listener
+	sp, _ := h.w.Spawn("server", model.ProcessConfig{FDLimit: 3}, func(p model.Process) {
+		var err error
+		ln, err = p.Listen("tcp", harnessAddr, 8, p.MainLoop()) // epoll + listener = 2
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	srv := sp.(*Process)
+	var conns []model.Conn
+	var dialErr error
+	cp, _ := h.w.Spawn("client", model.ProcessConfig{FDLimit: 3}, func(p model.Process) {
+		for i := 0; i < 3; i++ {
+			c, err := p.Dial("tcp", harnessAddr, p.MainLoop(), func(model.Events) {})
+			if err != nil {
+				dialErr = err
+				return
+			}
+			conns = append(conns, c)
+		}
+	})
+	cli := cp.(*Process)
+	h.runTo(10 * ms)
+	if len(conns) != 2 || !errors.Is(dialErr, model.ErrTooManyFiles) {
+		t.Fatalf("dials: %d ok, then %v; want 2 then EMFILE", len(conns), dialErr)
+	}
+	if fds := cli.FDs(); fds.Open != 3 || fds.ByKind[model.FDSocket] != 2 || fds.ByKind[model.FDEpoll] != 1 {
+		t.Errorf("client fds %+v", fds)
+	}
+	a, err := ln.Accept()
+	if err != nil {
+		t.Fatalf("first accept: %v", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, model.ErrTooManyFiles) {
+		t.Fatalf("second accept = %v, want EMFILE", err)
+	}
+	if _, err := srv.Disk().Open("f", model.Create|model.ReadWrite, model.FDFile); !errors.Is(err, model.ErrTooManyFiles) {
+		t.Errorf("open at the limit = %v, want EMFILE", err)
+	}
+	// The connection stays queued; freeing an fd lets accept succeed.
+	a.Close()
+	if _, err := ln.Accept(); err != nil {
+		t.Errorf("accept after close: %v", err)
+	}
+	if fds := srv.FDs(); fds.Open != 3 || fds.Peak != 3 || fds.Limit != 3 {
+		t.Errorf("server fds %+v", fds)
+	}
+}
+
+// --- Unix domain sockets ---
+
+// unixPair connects "client" to "server" over a Unix socket; both read
+// what arrives.
+func unixPair(t *testing.T) (h *harness, sc, cc *unixConn, sp, cp *Process, sgot, cgot *[]byte) {
+	h = newHarness(t)
+	sgot, cgot = new([]byte), new([]byte)
+	reader := func(c **unixConn, got *[]byte) model.Handler {
+		return func(ev model.Events) {
+			if ev&model.Readable == 0 {
+				return
+			}
+			buf := make([]byte, 4096)
+			for {
+				n, files, err := (*c).ReadFDs(buf)
+				*got = append(*got, buf[:n]...)
+				for _, f := range files {
+					h.passed = append(h.passed, f)
+				}
+				if err != nil || n == 0 {
+					if err != nil && !errors.Is(err, model.ErrWouldBlock) {
+						(*c).SetReadInterest(false)
+					}
+					return
+				}
+			}
+		}
+	}
+	s, _ := h.w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		ln, err := p.Listen("unix", "/run/dn.sock", 8, p.MainLoop())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ln.SetHandler(func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			sc = c.(*unixConn)
+			c.SetHandler(p.MainLoop(), reader(&sc, sgot))
+		})
+	})
+	h.runTo(ms)
+	c, _ := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		conn, err := p.Dial("unix", "/run/dn.sock", p.MainLoop(), func(ev model.Events) { reader(&cc, cgot)(ev) })
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		cc = conn.(*unixConn)
+	})
+	h.runTo(10 * ms)
+	if sc == nil || cc == nil {
+		t.Fatal("unix pair not connected")
+	}
+	return h, sc, cc, s.(*Process), c.(*Process), sgot, cgot
+}
+
+func TestUnixSocketPassesFDs(t *testing.T) {
+	h, sc, _, sp, cp, _, cgot := unixPair(t)
+	_ = sc
+	f, err := sp.Disk().Open("blk_1", model.Create|model.ReadWrite, model.FDBlockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := []byte("block one contents")
+	f.WriteAt(content, 0)
+	if n, err := sc.SendFDs([]byte{7}, []model.File{f}); n != 1 || err != nil {
+		t.Fatalf("SendFDs = %d, %v", n, err)
+	}
+	// In flight the file holds no fd in either process.
+	if sp.FDs().ByKind[model.FDBlockFile] != 1 || cp.FDs().ByKind[model.FDPassed] != 0 {
+		t.Errorf("in flight: server %+v client %+v", sp.FDs(), cp.FDs())
+	}
+	f.Close() // the sender's copy; the passed one keeps the inode
+	h.runTo(h.now() + ms)
+	if string(*cgot) != "\x07" || len(h.passed) != 1 {
+		t.Fatalf("client got %q and %d files", *cgot, len(h.passed))
+	}
+	pf := h.passed[0]
+	if pf.Kind() != model.FDPassed {
+		t.Errorf("passed fd kind %v", pf.Kind())
+	}
+	buf := make([]byte, len(content))
+	if n, err := pf.ReadAt(buf, 0); n != len(content) || err != nil || string(buf) != string(content) {
+		t.Errorf("read through the passed fd: %d %v %q", n, err, buf)
+	}
+	if _, err := pf.WriteAt([]byte("x"), 0); err == nil {
+		t.Errorf("passed fd is writable; only read-only fds are passed")
+	}
+	s, c := sp.FDs(), cp.FDs()
+	if s.Open != 3 || s.ByKind[model.FDBlockFile] != 0 || s.ByKind[model.FDListener] != 1 || s.ByKind[model.FDSocket] != 1 {
+		t.Errorf("server fds %+v, want epoll+listener+socket", s)
+	}
+	if c.Open != 3 || c.ByKind[model.FDPassed] != 1 || c.ByKind[model.FDSocket] != 1 {
+		t.Errorf("client fds %+v, want epoll+socket+passed", c)
+	}
+	pf.Close()
+	if c := cp.FDs(); c.Open != 2 || c.ByKind[model.FDPassed] != 0 {
+		t.Errorf("client fds after close %+v", c)
+	}
+}
+
+func TestUnixSocketNoNagle(t *testing.T) {
+	h, _, cc, _, _, sgot, _ := unixPair(t)
+	t0 := h.now()
+	d := h.w.cfg.Unix.Delay
+	cc.Write([]byte("status OK"))
+	h.runTo(t0 + us)
+	cc.Write([]byte("read block Y"))
+	// Both small writes land one delay later; nothing waits for an ACK.
+	h.runTo(t0 + us + d + 2*us)
+	if string(*sgot) != "status OKread block Y" {
+		t.Errorf("server got %q at %v", *sgot, h.now())
+	}
+	var uds []time.Duration
+	for _, e := range h.events {
+		if e.Kind == "uds" {
+			uds = append(uds, e.T)
+		}
+	}
+	if len(uds) != 2 || uds[0] != t0 || uds[1] != t0+us {
+		t.Errorf("uds sends at %v", uds)
+	}
+}
+
+// --- the consequence (HDFS-941) ---
+
+func TestTwoSmallWritesStallFor40msOnReusedConnection(t *testing.T) {
+	base := model.TCPPattern{Writes: 2, Msg: 8, Reply: 32768, Ops: 50}
+	res, _ := runPattern(t, 1, base)
+	s := res.Latencies.Summarize()
+	if s.First >= ms {
+		t.Errorf("first op %v, want < 1 ms (quick-ACK on a fresh connection)", s.First)
+	}
+	if s.P50 < 40*ms || s.P50 > 48*ms {
+		t.Errorf("p50 %v, want 40–48 ms (Nagle waits for the delayed ACK)", s.P50)
+	}
+
+	nd := base
+	nd.NoDelay = true
+	res, _ = runPattern(t, 1, nd)
+	if s := res.Latencies.Summarize(); s.P50 >= ms || s.Max >= ms {
+		t.Errorf("NODELAY: p50 %v max %v, want < 1 ms", s.P50, s.Max)
+	}
+
+	one := base
+	one.Writes = 1
+	res, _ = runPattern(t, 1, one)
+	if s := res.Latencies.Summarize(); s.P50 >= ms || s.Max >= ms {
+		t.Errorf("one write per request: p50 %v max %v, want < 1 ms", s.P50, s.Max)
+	}
+}
