@@ -22,6 +22,11 @@ type ReadScenario struct {
 	// Observe, if set, is called once the datanode and clients exist, so a
 	// test can check invariants as the run goes.
 	Observe func(dn *Datanode, clients []*Client)
+	// StartTogether has every client connect (with a one-byte warm-up
+	// read, not counted) and wait until all have, then start at once, so
+	// their requests overlap: peak resource use then does not depend on
+	// how fast processes happen to start.
+	StartTogether bool
 }
 
 // DefaultReadScenario returns the defaults of `xceiver run read`.
@@ -113,6 +118,8 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 	var clientProcs []Process
 	var clientBase []int
 	finished := 0
+	ready := 0           // clients waiting to start together (datanode loop)
+	var waiting []func() // their starters
 	var firstCall, lastReturn time.Duration
 	started := false
 
@@ -234,7 +241,30 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 					next()
 				})
 			}
-			next()
+			if !s.StartTogether {
+				next()
+				return
+			}
+			// Warm up: one small read opens the connection (and, in
+			// threaded mode, its thread) and leaves it cached, so the
+			// start measures serving, not connecting.
+			loop := p.MainLoop()
+			cl.Read(1, 0, 0, 1, func(r Result) {
+				if r.Err != nil {
+					w.Fail(fmt.Errorf("read scenario: warm-up read: %w", r.Err))
+					return
+				}
+				dnProc.MainLoop().Post(func() {
+					ready++
+					waiting = append(waiting, func() { loop.Post(next) })
+					if ready == s.Clients {
+						for _, f := range waiting {
+							f()
+						}
+						waiting = nil
+					}
+				})
+			})
 		})
 		if err != nil {
 			w.Fail(err)

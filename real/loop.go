@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -358,6 +359,10 @@ func (l *loop) callback(f func()) bool {
 	closed := l.closed
 	l.mu.Unlock()
 	w.exit()
+	// A loop stands for an OS thread, and the kernel time-slices threads;
+	// without a yield, a goroutine with a queue of callbacks would keep
+	// its P for up to 10 ms and starve the other "threads".
+	runtime.Gosched()
 	return !closed
 }
 

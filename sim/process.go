@@ -355,12 +355,17 @@ type cpu struct {
 	cores  []time.Duration // when each core is next free
 	waitQ  []func()
 	wakeEv *event
+	waking bool // wake is handing a core to the head of waitQ
 }
 
 func newCPU(w *World, n int) *cpu { return &cpu{w: w, cores: make([]time.Duration, n)} }
 
-// free returns a core that is free now.
+// free returns a core that is free now. Threads already waiting go first,
+// so a thread that keeps finding work cannot hog a core.
 func (c *cpu) free() (int, bool) {
+	if len(c.waitQ) > 0 && !c.waking {
+		return 0, false
+	}
 	for i, t := range c.cores {
 		if t <= c.w.now {
 			return i, true
@@ -371,6 +376,15 @@ func (c *cpu) free() (int, bool) {
 
 func (c *cpu) wait(dispatch func()) {
 	c.waitQ = append(c.waitQ, dispatch)
+	c.armWake()
+}
+
+// waitFront queues a thread ahead of the others: a thread woken by a lock
+// it waited for preempts, as Linux's wake-up preemption lets it.
+func (c *cpu) waitFront(dispatch func()) {
+	c.waitQ = append(c.waitQ, nil)
+	copy(c.waitQ[1:], c.waitQ)
+	c.waitQ[0] = dispatch
 	c.armWake()
 }
 
@@ -387,6 +401,7 @@ func (c *cpu) armWake() {
 
 func (c *cpu) wake() {
 	c.wakeEv = nil
+	c.waking = true
 	for len(c.waitQ) > 0 {
 		if _, ok := c.free(); !ok {
 			break
@@ -396,6 +411,7 @@ func (c *cpu) wake() {
 		c.waitQ = c.waitQ[1:]
 		f()
 	}
+	c.waking = false
 	c.armWake()
 }
 
@@ -423,6 +439,7 @@ type Loop struct {
 	head      int
 	scheduled bool
 	closed    bool
+	boost     bool // next wait for a core goes to the front (woken by a lock)
 }
 
 type task struct {
@@ -479,9 +496,14 @@ func (l *Loop) dispatch() {
 	c, ok := l.p.cpu.free()
 	if !ok {
 		l.scheduled = true
-		l.p.cpu.wait(l.dispatch)
+		if l.boost {
+			l.p.cpu.waitFront(l.dispatch)
+		} else {
+			l.p.cpu.wait(l.dispatch)
+		}
 		return
 	}
+	l.boost = false
 	t := l.queue[l.head]
 	l.queue[l.head] = task{}
 	l.head++
@@ -738,6 +760,7 @@ func (lk *Lock) handOff() {
 				lk.handOff()
 				return
 			}
+			next.l.boost = true
 			next.l.enqueue(task{fn: func() { lk.try(next.l, next.f, true) }, onDrop: func() {
 				lk.reserved = false
 				lk.handOff()

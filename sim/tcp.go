@@ -152,7 +152,8 @@ type tcpConn struct {
 	rtxFrom time.Duration
 
 	// Receive side.
-	rcv       [][]byte
+	rcv       [][]byte // received segments; rcv[rcvHead:] are unread
+	rcvHead   int
 	rcvOff    int
 	rcvQueued int
 	rcvNxt    uint64
@@ -169,6 +170,7 @@ type tcpConn struct {
 	pushed    bool
 	pushed2   bool
 	delack    *event
+	onDelackF func() // c.onDelack, bound once
 	finRcvd   bool
 	linkFree  time.Duration
 	vanished  bool // the peer host vanished: our segments go nowhere
@@ -186,6 +188,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 		cfg: &w.cfg.TCP, readInterest: true,
 		rcvMss: tcpMSSDefault,
 	}
+	c.onDelackF = c.onDelack
 	c.sndBuf = c.cfg.SndBuf
 	c.rcvBuf = c.cfg.RcvBuf
 	c.wndClamp = c.cfg.InitWindow
@@ -290,21 +293,22 @@ func (c *tcpConn) Read(p []byte) (int, error) {
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	if c.rcvQueued > 0 && len(p) > 0 {
 		n := 0
-		for n < len(p) && len(c.rcv) > 0 {
-			seg := c.rcv[0][c.rcvOff:]
+		for n < len(p) && c.rcvHead < len(c.rcv) {
+			seg := c.rcv[c.rcvHead][c.rcvOff:]
 			k := copy(p[n:], seg)
 			n += k
 			if k == len(seg) {
-				c.rcv[0] = nil
-				c.rcv = c.rcv[1:]
+				c.rcv[c.rcvHead] = nil
+				c.rcvHead++
 				c.rcvOff = 0
 			} else {
 				c.rcvOff += k
 			}
 		}
 		c.rcvQueued -= n
-		if len(c.rcv) == 0 {
-			c.rcv = nil
+		if c.rcvHead == len(c.rcv) {
+			// Drained: reuse the queue's array instead of growing a new one.
+			c.rcv, c.rcvHead = c.rcv[:0], 0
 		}
 		c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
 		c.cleanupRbuf(n)
@@ -585,7 +589,33 @@ func (c *tcpConn) xmit(s segment) {
 	if peer == nil {
 		return
 	}
-	w.at(c.linkFree+c.cfg.Delay, func() { peer.receive(s) })
+	w.deliver(c.linkFree+c.cfg.Delay, peer, s)
+}
+
+// delivery carries a segment to its receiver. Carriers and their events
+// are recycled, so a segment in flight costs no allocation.
+type delivery struct {
+	to  *tcpConn
+	s   segment
+	run func()
+}
+
+func (w *World) deliver(at time.Duration, to *tcpConn, s segment) {
+	var d *delivery
+	if n := len(w.freeDeliveries); n > 0 {
+		d = w.freeDeliveries[n-1]
+		w.freeDeliveries = w.freeDeliveries[:n-1]
+	} else {
+		d = &delivery{}
+		d.run = func() {
+			to, s := d.to, d.s
+			d.to, d.s = nil, segment{}
+			w.freeDeliveries = append(w.freeDeliveries, d)
+			to.receive(s)
+		}
+	}
+	d.to, d.s = to, s
+	w.post(at, d.run)
 }
 
 // selectWindow is the window we offer: free receive space, bounded by a
@@ -732,7 +762,9 @@ func (c *tcpConn) onAck(s segment) {
 		c.sndOff += acked
 		c.sndUna = s.ack
 		if c.sndUna == c.sndEnd {
-			c.snd, c.sndOff = c.snd[:0], 0
+			// Not snd[:0]: delivered segments still alias this array in
+			// the peer's receive queue until its application reads them.
+			c.snd, c.sndOff = nil, 0
 		}
 		c.rtxEv.cancel()
 		c.rtxEv = nil
@@ -825,7 +857,7 @@ func (c *tcpConn) scheduleDelack() {
 	now := c.w.Now()
 	tick, phase := c.cfg.Tick, c.w.tickPhase
 	deadline := (now+ato-phase+tick-1)/tick*tick + phase
-	c.delack = c.w.at(deadline, c.onDelack)
+	c.delack = c.w.at(deadline, c.onDelackF)
 }
 
 // onDelack: the delayed ACK is due. Missing it in pingpong leaves

@@ -101,8 +101,13 @@ func (w *World) record(e Event) {
 	h = fnvString(h, e.S)
 	t.hash = h
 	t.count++
-	for _, f := range w.observers {
-		f(&e)
+	if len(w.observers) > 0 {
+		// Observers get their own copy, so e itself stays on the stack
+		// when nobody observes (the common, fast case).
+		ev := e
+		for _, f := range w.observers {
+			f(&ev)
+		}
 	}
 	if t.out != nil && t.err == nil {
 		t.buf = e.AppendJSON(t.buf[:0])

@@ -98,11 +98,14 @@ type World struct {
 	diskRand  *rand.Rand
 	faultRand *rand.Rand
 
-	trace     traceState
-	stopped   bool
-	failure   error
-	observers []func(*Event)
-	afterStep []func()
+	trace traceState
+	// Recycled fire-and-forget events and segment carriers (see post).
+	freeEvents     []*event
+	freeDeliveries []*delivery
+	stopped        bool
+	failure        error
+	observers      []func(*Event)
+	afterStep      []func()
 }
 
 // New makes an empty world.
@@ -266,36 +269,74 @@ func (w *World) Pending() int {
 	return n
 }
 
-// at schedules fn at virtual time t (never earlier than now).
+// at schedules fn at virtual time t (never earlier than now) and returns
+// a handle that can cancel it. Handles are never recycled, so a stale one
+// can at worst cancel nothing.
 func (w *World) at(t time.Duration, fn func()) *event {
+	ev := w.allocEvent(false)
+	w.schedule(ev, t, fn)
+	return ev
+}
+
+// post is at without a handle: nobody can cancel the event, so it is
+// recycled once it has run. Hot paths (segments, loop wake-ups) use it.
+func (w *World) post(t time.Duration, fn func()) {
+	w.schedule(w.allocEvent(true), t, fn)
+}
+
+func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 	if t < w.now {
 		t = w.now
 	}
-	ev := w.allocEvent()
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
 	w.seq++
 	heap.Push(&w.queue, ev)
-	return ev
 }
 
 // after schedules fn d after the current (callback) time.
 func (w *World) after(d time.Duration, fn func()) *event { return w.at(w.Now()+d, fn) }
 
 type event struct {
-	at    time.Duration
-	seq   uint64
-	fn    func()
-	dead  bool
-	index int
+	at     time.Duration
+	seq    uint64
+	fn     func()
+	w      *World
+	dead   bool
+	pooled bool // no handle exists: recycle after it runs
+	index  int  // position in the queue; -1 once popped or removed
 }
 
-func (w *World) allocEvent() *event { return &event{} }
+func (w *World) allocEvent(pooled bool) *event {
+	if pooled {
+		if n := len(w.freeEvents); n > 0 {
+			ev := w.freeEvents[n-1]
+			w.freeEvents = w.freeEvents[:n-1]
+			return ev
+		}
+	}
+	return &event{w: w, pooled: pooled, index: -1}
+}
 
-func (w *World) freeEvent(ev *event) { ev.fn = nil }
+// freeEvent is called once an event has left the queue.
+func (w *World) freeEvent(ev *event) {
+	ev.fn = nil
+	if ev.pooled {
+		ev.dead = false
+		w.freeEvents = append(w.freeEvents, ev)
+	}
+}
 
+// cancel removes a pending event from the queue at once, so cancelled
+// timers (a delayed ACK superseded by data, say) do not pile up in the
+// heap. Order among the remaining events is by (time, seq) and does not
+// depend on the heap's shape.
 func (e *event) cancel() {
-	if e != nil {
-		e.dead = true
+	if e == nil || e.dead {
+		return
+	}
+	e.dead = true
+	if e.index >= 0 {
+		heap.Remove(&e.w.queue, e.index)
 	}
 }
 
@@ -323,6 +364,7 @@ func (q *eventQueue) Pop() any {
 	n := len(old)
 	e := old[n-1]
 	old[n-1] = nil
+	e.index = -1
 	*q = old[:n-1]
 	return e
 }

@@ -24,6 +24,7 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.IntVar(&s.Server.Workers, "workers", s.Server.Workers, "reactor workers")
 	fs.IntVar(&s.Client.CacheCapacity, "cache-capacity", s.Client.CacheCapacity, "client peer cache capacity")
 	fs.DurationVar(&s.Client.CacheExpiry, "cache-expiry", s.Client.CacheExpiry, "client peer cache expiry")
+	fs.BoolVar(&s.StartTogether, "start-together", false, "start every client's first read at once")
 	return func() (runner, error) {
 		s.Server.Mode = model.ServerMode(server)
 		s.Server.NoDelay, s.Client.NoDelay = *nodelay, *nodelay
