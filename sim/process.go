@@ -32,6 +32,8 @@ type Process struct {
 	work     int // submitted work not yet completed
 	crashed  bool
 	restarts int
+
+	netFaults procFaults // see faults.go
 }
 
 func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.Process)) *Process {

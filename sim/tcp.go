@@ -195,6 +195,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	if c.wndClamp > c.rcvBuf {
 		c.wndClamp = c.rcvBuf
 	}
+	p.applyNetFaults(c)
 	return c
 }
 
@@ -579,7 +580,7 @@ func (c *tcpConn) xmit(s segment) {
 	}
 	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags]})
 	now := w.Now()
-	start := max(now, c.linkFree)
+	start := max(now, c.linkFree, c.stallUntil())
 	tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
 	c.linkFree = start + tx
 	if c.vanished {
@@ -762,9 +763,14 @@ func (c *tcpConn) onAck(s segment) {
 		c.sndOff += acked
 		c.sndUna = s.ack
 		if c.sndUna == c.sndEnd {
-			// Not snd[:0]: delivered segments still alias this array in
-			// the peer's receive queue until its application reads them.
-			c.snd, c.sndOff = nil, 0
+			// Delivered segments alias this array in the peer's receive
+			// queue until its application reads them: reuse the array
+			// only once the peer has read everything, else drop it.
+			if c.peer != nil && c.peer.rcvQueued == 0 {
+				c.snd, c.sndOff = c.snd[:0], 0
+			} else {
+				c.snd, c.sndOff = nil, 0
+			}
 		}
 		c.rtxEv.cancel()
 		c.rtxEv = nil

@@ -1233,3 +1233,30 @@ func TestTwoSmallWritesStallFor40msOnReusedConnection(t *testing.T) {
 		t.Errorf("one write per request: p50 %v max %v, want < 1 ms", s.P50, s.Max)
 	}
 }
+
+// Data that was acked but not yet read lives on in the receiver; the sender
+// must not reuse the memory it was sent from (the receive queue aliases
+// the send buffer's array).
+func TestAckedButUnreadDataSurvivesSenderReuse(t *testing.T) {
+	h := newPair(t)
+	h.srv.setAutoRead(false)
+	t0 := h.now()
+	h.cli.write(100) // quick-ACKed at once: the send buffer empties
+	h.runTo(t0 + ms)
+	if c := h.cli.c; c.sndUna != c.sndEnd {
+		t.Fatalf("first write not acked")
+	}
+	h.cli.write(100) // must not overwrite the server's unread bytes
+	h.runTo(t0 + 2*ms)
+	h.srv.drain()
+	h.srv.checkGot(200)
+
+	// Once the reader has consumed everything, the sender reuses its
+	// buffer, and the stream stays intact.
+	for i := 0; i < 5; i++ {
+		h.cli.write(1000)
+		h.runTo(h.now() + ms)
+		h.srv.drain()
+	}
+	h.srv.checkGot(5200)
+}

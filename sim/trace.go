@@ -38,6 +38,8 @@ var FieldNames = map[string][6]string{
 	"diskErr": {"ino", "off", "len", "", "", "err"},
 	"fail":    {"", "", "", "", "", "error"},
 	"log":     {"", "", "", "", "", "msg"},
+	"fault":   {"conn", "", "", "", "", "what"},
+	"phase":   {"", "", "", "", "", "what"},
 }
 
 // traceState keeps the running hash and the optional JSON-lines writer.

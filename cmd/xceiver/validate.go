@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"xceiver/model"
+)
+
+// A check compares what both worlds measured for one scenario.
+type check struct {
+	name string // for --scenario
+	desc string
+	// runs are the scenario runs whose results the rows compare; each
+	// runs once in sim and once in real.
+	runs []runner
+	rows func(sim, real []result) []row
+}
+
+// row is one line of the validation table.
+type row struct {
+	Scenario  string  `json:"scenario"`
+	Metric    string  `json:"metric"`
+	Sim       float64 `json:"sim"`
+	Real      float64 `json:"real"`
+	Compare   string  `json:"compare"`
+	Tolerance string  `json:"tolerance"`
+	Pass      bool    `json:"pass"`
+}
+
+func num(r result, key string) float64 {
+	switch v := r.get(key).(type) {
+	case float64:
+		return v
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case uint64:
+		return float64(v)
+	}
+	return math.NaN()
+}
+
+// within compares real to sim as a ratio with a symmetric tolerance.
+func within(scn, metric string, s, r, tol float64) row {
+	ratio := r / s
+	return row{scn, metric, s, r, fmt.Sprintf("real/sim %.3f", ratio), fmt.Sprintf("±%.0f%%", tol*100),
+		math.Abs(ratio-1) <= tol}
+}
+
+// bothBelow passes when both worlds are under limit.
+func bothBelow(scn, metric string, s, r, limit float64) row {
+	return row{scn, metric, s, r, "both below", fmt.Sprintf("< %g", limit), s < limit && r < limit}
+}
+
+func bothAtLeast(scn, metric string, s, r, limit float64) row {
+	return row{scn, metric, s, r, "both at least", fmt.Sprintf("≥ %g", limit), s >= limit && r >= limit}
+}
+
+func diffWithin(scn, metric string, s, r, tol float64) row {
+	return row{scn, metric, s, r, fmt.Sprintf("real−sim %+g", r-s), fmt.Sprintf("±%g", tol), math.Abs(r-s) <= tol}
+}
+
+func tcp(writes int, nodelay bool, ops int) runner {
+	return tcpPatternRunner{model.TCPPattern{Writes: writes, Msg: 8, Reply: 32768, Ops: ops, NoDelay: nodelay}}
+}
+
+func readRun(mut func(*model.ReadScenario)) runner {
+	s := model.DefaultReadScenario()
+	mut(&s)
+	return readRunner{s}
+}
+
+func checks() []check {
+	return []check{
+		{
+			name: "tcp-nagle", desc: "tcp-pattern --writes 2 (Nagle on)",
+			runs: []runner{tcp(2, false, 40)},
+			rows: func(s, r []result) []row {
+				return []row{
+					within("tcp-pattern writes=2 nagle", "p50_us", num(s[0], "p50_us"), num(r[0], "p50_us"), 0.15),
+					bothBelow("tcp-pattern writes=2 nagle", "first_op_us", num(s[0], "first_op_us"), num(r[0], "first_op_us"), 1000),
+				}
+			},
+		},
+		{
+			name: "tcp-nodelay", desc: "tcp-pattern --writes 2 --nodelay",
+			runs: []runner{tcp(2, true, 200)},
+			rows: func(s, r []result) []row {
+				return []row{bothBelow("tcp-pattern writes=2 nodelay", "p50_us", num(s[0], "p50_us"), num(r[0], "p50_us"), 1000)}
+			},
+		},
+		{
+			name: "tcp-single-write", desc: "tcp-pattern --writes 1 (Nagle on)",
+			runs: []runner{tcp(1, false, 200)},
+			rows: func(s, r []result) []row {
+				return []row{bothBelow("tcp-pattern writes=1 nagle", "p50_us", num(s[0], "p50_us"), num(r[0], "p50_us"), 1000)}
+			},
+		},
+		{
+			name: "read-keepalive", desc: "read, keep-alive, NODELAY off vs on (HDFS-941)",
+			runs: []runner{
+				readRun(func(s *model.ReadScenario) { s.Ops = 30; s.Server.NoDelay, s.Client.NoDelay = false, false }),
+				readRun(func(s *model.ReadScenario) { s.Ops = 400 }),
+			},
+			rows: func(s, r []result) []row {
+				sr := num(s[1], "throughput_mbps") / num(s[0], "throughput_mbps")
+				rr := num(r[1], "throughput_mbps") / num(r[0], "throughput_mbps")
+				return []row{
+					bothAtLeast("read nodelay=false", "p50_us", num(s[0], "p50_us"), num(r[0], "p50_us"), 40000),
+					bothAtLeast("read nodelay on/off", "throughput_ratio", sr, rr, 10),
+				}
+			},
+		},
+		{
+			name: "read-fds-reactor", desc: "read, 128 clients, reactor",
+			runs: []runner{readRun(func(s *model.ReadScenario) {
+				s.Clients, s.Ops, s.StartTogether, s.Server.PoolMax = 128, 2, true, 64
+			})},
+			rows: func(s, r []result) []row {
+				return []row{diffWithin("read 128 clients reactor", "server_peak_fds", num(s[0], "server_peak_fds"), num(r[0], "server_peak_fds"), 2)}
+			},
+		},
+		{
+			// Reads long enough that every connection is mid-transfer
+			// at once in both worlds: the peak is then the server's
+			// structure, not the OS scheduler's timing.
+			name: "read-fds-threaded", desc: "read, 128 clients, thread per connection",
+			runs: []runner{readRun(func(s *model.ReadScenario) {
+				s.Clients, s.Ops, s.StartTogether = 128, 1, true
+				s.Blocks, s.BlockSize, s.ReadSize = 2, 8<<20, 8<<20
+				s.Server.Mode = model.Threaded
+			})},
+			rows: func(s, r []result) []row {
+				return []row{diffWithin("read 128 clients threaded", "server_peak_fds", num(s[0], "server_peak_fds"), num(r[0], "server_peak_fds"), 2)}
+			},
+		},
+	}
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("validate", stderr)
+	only := fs.String("scenario", "", "run only this check ("+checkNames()+")")
+	asJSON := fs.Bool("json", false, "print the table as JSON")
+	seed := fs.Uint64("seed", 1, "seed of the simulated runs")
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return report(stderr, err)
+	}
+	if len(rest) > 0 {
+		return report(stderr, usagef("validate: unexpected argument %q", rest[0]))
+	}
+	var todo []check
+	for _, c := range checks() {
+		if *only == "" || c.name == *only {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) == 0 {
+		return report(stderr, usagef("validate: unknown scenario %q (want one of %s)", *only, checkNames()))
+	}
+	var rows []row
+	for _, c := range todo {
+		var sims, reals []result
+		for _, world := range []string{"sim", "real"} {
+			fmt.Fprintf(stderr, "validate: %s in %s…\n", c.desc, world)
+			start := time.Now()
+			for _, r := range c.runs {
+				res, err := runScenario(c.name, r, runOptions{world: world, seed: *seed})
+				if err != nil {
+					return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
+				}
+				if world == "sim" {
+					sims = append(sims, res)
+				} else {
+					reals = append(reals, res)
+				}
+			}
+			fmt.Fprintf(stderr, "validate: %s in %s took %v\n", c.name, world, time.Since(start).Round(time.Millisecond))
+		}
+		rows = append(rows, c.rows(sims, reals)...)
+	}
+	failed := 0
+	for _, r := range rows {
+		if !r.Pass {
+			failed++
+		}
+	}
+	if *asJSON {
+		b, _ := json.Marshal(struct {
+			Rows   []row `json:"rows"`
+			Failed int   `json:"failed"`
+		}{rows, failed})
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCENARIO\tMETRIC\tSIM\tREAL\tCOMPARE\tTOLERANCE\tVERDICT")
+		for _, r := range rows {
+			verdict := "ok"
+			if !r.Pass {
+				verdict = "OUT"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\n", r.Scenario, r.Metric, r.Sim, r.Real, r.Compare, r.Tolerance, verdict)
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
+	}
+	if failed > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+func checkNames() string {
+	var names []string
+	for _, c := range checks() {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, ", ")
+}

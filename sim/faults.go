@@ -1,0 +1,210 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"xceiver/model"
+)
+
+// Fault injection (DESIGN.md §4). Every fault is deterministic: it acts at
+// the virtual time it is called (from a kernel event scheduled with At, or
+// from a callback) and records a "fault" event in the trace, so a replay
+// sees it at the same place.
+
+// procFaults are the network faults in force on one process.
+type procFaults struct {
+	// netStall: no segment sent by or to the process leaves before this
+	// time (a latency spike). Segments queue behind it in order.
+	netStall time.Duration
+	// rcvBuf, if not 0, is the receive buffer of the process's new TCP
+	// connections (a slow reader: a small receive window).
+	rcvBuf int
+}
+
+// At runs fn at virtual time t as a kernel event: outside every process
+// and costing no CPU. Test harnesses use it to inject faults and to change
+// phases at exact times. A time in the past means now.
+func (w *World) At(t time.Duration, fn func()) { w.at(t, fn) }
+
+// Note records a harness event (a phase change) in the trace.
+func (w *World) Note(what string) { w.record(Event{Kind: "phase", S: what}) }
+
+func (w *World) fault(proc string, conn uint64, what string) {
+	w.record(Event{Proc: proc, Kind: "fault", Conn: conn, S: what})
+}
+
+// TCPConns lists the ids of p's open TCP connections, in fd order,
+// including those not yet established and those closing.
+func (p *Process) TCPConns() []uint64 {
+	var ids []uint64
+	for _, o := range p.fds.objs {
+		if c, ok := o.(*tcpConn); ok && !c.fdClosed {
+			ids = append(ids, c.id)
+		}
+	}
+	return ids
+}
+
+// IdleTCPConns lists p's established TCP connections with nothing in
+// flight and nothing unread in either direction: connections parked in a
+// keep-alive wait or a peer cache.
+func (p *Process) IdleTCPConns() []uint64 {
+	var ids []uint64
+	for _, o := range p.fds.objs {
+		c, ok := o.(*tcpConn)
+		if !ok || c.fdClosed || c.state != tcpEstablished || c.err != nil {
+			continue
+		}
+		if c.sndEnd != c.sndUna || c.rcvQueued != 0 {
+			continue
+		}
+		if pc := c.peer; pc != nil && (pc.sndEnd != pc.sndUna || pc.rcvQueued != 0) {
+			continue
+		}
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
+// findTCP returns the open end of connection id (the end whose fd is still
+// open; either end if both are).
+func (w *World) findTCP(id uint64) *tcpConn {
+	for _, p := range w.procs {
+		for _, o := range p.fds.objs {
+			if c, ok := o.(*tcpConn); ok && c.id == id {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// ResetConn resets connection id as a middlebox would: both ends receive
+// a RST now. It reports whether the connection was found alive.
+func (w *World) ResetConn(id uint64) bool {
+	c := w.findTCP(id)
+	if c == nil || c.state == tcpClosed {
+		return false
+	}
+	w.fault(c.p.name, id, "reset")
+	peer := c.peer
+	c.receive(segment{flags: flagRST})
+	if peer != nil && peer.state != tcpClosed {
+		peer.receive(segment{flags: flagRST})
+	}
+	return true
+}
+
+// VanishConn makes connection id's path go dark, as when the peer host
+// disappears without a FIN: from now on neither end's segments arrive.
+// An end with unacknowledged data retransmits and fails with ETIMEDOUT
+// after TCPConfig.RetryLimit; an idle end notices nothing. Segments already
+// on the wire still arrive. It reports whether the connection was found.
+func (w *World) VanishConn(id uint64) bool {
+	c := w.findTCP(id)
+	if c == nil || c.state == tcpClosed {
+		return false
+	}
+	w.fault(c.p.name, id, "vanish")
+	for _, e := range []*tcpConn{c, c.peer} {
+		if e == nil {
+			continue
+		}
+		e.vanished = true
+		e.armRetransmit()
+	}
+	return true
+}
+
+// Spike delays every segment sent by or to p for d from now (a latency
+// spike: a stalled NIC, a GC pause of the host). Segments keep their
+// order; they leave when the stall ends.
+func (p *Process) Spike(d time.Duration) {
+	now := p.w.Now()
+	p.w.fault(p.name, 0, fmt.Sprintf("spike %v", d))
+	p.netFaults.netStall = max(p.netFaults.netStall, now+d)
+}
+
+// SlowReader gives p's TCP connections — open ones and those made from now
+// on — a receive buffer of n bytes, so their peers see a small window.
+// n = 0 restores the default for new connections (open ones keep theirs).
+func (p *Process) SlowReader(n int) {
+	p.w.fault(p.name, 0, fmt.Sprintf("slow-reader %d", n))
+	p.netFaults.rcvBuf = n
+	if n <= 0 {
+		return
+	}
+	for _, o := range p.fds.objs {
+		if c, ok := o.(*tcpConn); ok && !c.fdClosed {
+			c.rcvBuf = n
+			c.wndClamp = min(c.wndClamp, n)
+		}
+	}
+}
+
+// applyNetFaults sets up a new TCP connection of p under p's faults.
+func (p *Process) applyNetFaults(c *tcpConn) {
+	if n := p.netFaults.rcvBuf; n > 0 {
+		c.rcvBuf = n
+		c.wndClamp = min(c.wndClamp, n)
+	}
+}
+
+// stallUntil is when segments between c's process and its peer's may
+// leave.
+func (c *tcpConn) stallUntil() time.Duration {
+	t := c.p.netFaults.netStall
+	if c.peer != nil {
+		t = max(t, c.peer.p.netFaults.netStall)
+	}
+	return t
+}
+
+// SetDiskFaults switches p's disk faults (EIO, slow I/O) and records it.
+func (p *Process) SetDiskFaults(f DiskFaults) {
+	p.w.fault(p.name, 0, fmt.Sprintf("disk eio read %.3f write %.3f slow %.3f", f.ReadEIO, f.WriteEIO, f.SlowIO))
+	p.disk.SetFaults(f)
+}
+
+// filler is an fd held by FDPressure.
+type filler struct {
+	p    *Process
+	fd   int
+	gen  int
+	dead bool
+}
+
+func (f *filler) kill() { f.dead = true }
+
+// FDPressure opens filler fds (kind FDFile) in p until only leave fds are
+// free under its limit, as another part of the process hogging files
+// would. The returned function closes them (those a crash already closed
+// are skipped). It reports how many it opened.
+func (p *Process) FDPressure(leave int) (release func(), n int) {
+	p.w.fault(p.name, 0, fmt.Sprintf("fd-pressure leave %d", leave))
+	var fs []*filler
+	for p.fds.open < p.fds.limit-leave {
+		f := &filler{p: p, gen: p.gen}
+		fd, err := p.allocFD(model.FDFile, f)
+		if err != nil {
+			break
+		}
+		f.fd = fd
+		fs = append(fs, f)
+	}
+	released := false
+	return func() {
+		if released {
+			return
+		}
+		released = true
+		p.w.fault(p.name, 0, fmt.Sprintf("fd-pressure release %d", len(fs)))
+		for _, f := range fs {
+			if !f.dead && f.gen == p.gen {
+				f.dead = true
+				p.freeFD(f.fd)
+			}
+		}
+	}, len(fs)
+}
