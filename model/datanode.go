@@ -325,7 +325,6 @@ func (dn *Datanode) accept() {
 				continue
 			}
 			dc.loop, dc.thread = l, true
-			dc.buf = make([]byte, 0, PacketHeaderLen+MaxPacketLen+64)
 		} else {
 			dc.sel = dn.selectors[dn.next%len(dn.selectors)]
 			dn.next++
@@ -635,6 +634,12 @@ func (dc *dnConn) opened(err error) {
 	}
 	dc.next, dc.end, dc.seq, dc.first = first, end, 0, true
 	dc.phase = phaseSending
+	if dc.thread {
+		// DataXceiver's BlockSender allocates its buffers per request;
+		// avoiding that (per-worker buffers) is part of what HDFS-918
+		// measured.
+		dc.buf = make([]byte, 0, PacketHeaderLen+MaxPacketLen+64)
+	}
 	dc.sendNext()
 }
 

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"xceiver/model"
+	"xceiver/sim"
+)
+
+// experiment reproduces a published result: it runs in the chosen worlds
+// and returns rows to print next to the published figure.
+type experiment struct {
+	desc      string
+	published string
+	run       func(world string, seed uint64) ([]benchRow, error)
+}
+
+type benchRow struct {
+	World  string  `json:"world"`
+	Case   string  `json:"case"`
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+}
+
+func experiments() map[string]experiment {
+	return map[string]experiment{
+		"hdfs-941": {
+			desc:      "keep-alive reads of 32 KiB from one client, NODELAY off vs on",
+			published: "HDFS-941: 12 MB/s without TCP_NODELAY vs 274 MB/s with it (≈20×)",
+			run:       benchHDFS941,
+		},
+		"hdfs-918": {
+			desc:      "128 clients doing 64 KiB random reads, reactor vs thread per connection",
+			published: "HDFS-918: 1150 fds thread-per-request vs 530 multiplexed; random read 3.42 ms → 2.83 ms",
+			run:       benchHDFS918,
+		},
+		"sim-speed": {
+			desc:      "simulator speed: tcp-pattern with NODELAY and 32 KiB replies, 20000 ops",
+			published: "target: ≥ 1 M simulated events per second; simulated ops per second ≥ 5× real loopback",
+			run:       benchSimSpeed,
+		},
+	}
+}
+
+func experimentNames() string {
+	var names []string
+	for n := range experiments() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench", stderr)
+	world := fs.String("world", "sim", "sim, real or both")
+	asJSON := fs.Bool("json", false, "print JSON")
+	seed := fs.Uint64("seed", 1, "seed of simulated runs")
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return report(stderr, err)
+	}
+	if len(rest) != 1 {
+		return report(stderr, usagef("bench: want one EXPERIMENT (%s)", experimentNames()))
+	}
+	ex, ok := experiments()[rest[0]]
+	if !ok {
+		return report(stderr, usagef("bench: unknown experiment %q (want %s)", rest[0], experimentNames()))
+	}
+	var worlds []string
+	switch *world {
+	case "sim", "real":
+		worlds = []string{*world}
+	case "both":
+		worlds = []string{"sim", "real"}
+	default:
+		return report(stderr, usagef("--world: want sim, real or both, got %q", *world))
+	}
+	var rows []benchRow
+	for _, w := range worlds {
+		fmt.Fprintf(stderr, "bench %s: %s in %s…\n", rest[0], ex.desc, w)
+		r, err := ex.run(w, *seed)
+		if err != nil {
+			return report(stderr, fmt.Errorf("bench %s (%s): %w", rest[0], w, err))
+		}
+		rows = append(rows, r...)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(struct {
+			Experiment string     `json:"experiment"`
+			Published  string     `json:"published"`
+			Rows       []benchRow `json:"rows"`
+		}{rest[0], ex.published, rows})
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s: %s\npublished: %s\n\n", rest[0], ex.desc, ex.published)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORLD\tCASE\tMETRIC\tVALUE\tUNIT")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.World, r.Case, r.Metric, r.Value, r.Unit)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func benchRead(world string, seed uint64, s model.ReadScenario) (result, error) {
+	return runScenario("read", readRunner{s}, runOptions{world: world, seed: seed})
+}
+
+func benchHDFS941(world string, seed uint64) ([]benchRow, error) {
+	var rows []benchRow
+	var tput [2]float64
+	for i, nd := range []bool{false, true} {
+		s := model.DefaultReadScenario()
+		s.Ops = 40
+		if nd {
+			s.Ops = 1000
+		}
+		s.Server.NoDelay, s.Client.NoDelay = nd, nd
+		res, err := benchRead(world, seed, s)
+		if err != nil {
+			return nil, err
+		}
+		c := fmt.Sprintf("nodelay=%v", nd)
+		tput[i] = num(res, "throughput_mbps")
+		rows = append(rows,
+			benchRow{world, c, "p50", num(res, "p50_us") / 1e3, "ms"},
+			benchRow{world, c, "throughput", tput[i], "MB/s"})
+	}
+	rows = append(rows, benchRow{world, "on/off", "throughput ratio", tput[1] / tput[0], "×"})
+	return rows, nil
+}
+
+func benchHDFS918(world string, seed uint64) ([]benchRow, error) {
+	var rows []benchRow
+	for _, mode := range []model.ServerMode{model.Threaded, model.Reactor} {
+		s := model.DefaultReadScenario()
+		s.Clients, s.Ops, s.ReadSize, s.StartTogether = 128, 20, 64<<10, true
+		s.Server.Mode = mode
+		s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 500*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+		res, err := benchRead(world, seed, s)
+		if err != nil {
+			return nil, err
+		}
+		c := string(mode)
+		rows = append(rows,
+			benchRow{world, c, "server peak fds", num(res, "server_peak_fds"), "fds"},
+			benchRow{world, c, "server peak threads", num(res, "server_peak_threads"), "threads"},
+			benchRow{world, c, "p50", num(res, "p50_us") / 1e3, "ms"},
+			benchRow{world, c, "throughput", num(res, "throughput_mbps"), "MB/s"})
+	}
+	return rows, nil
+}
+
+func benchSimSpeed(world string, seed uint64) ([]benchRow, error) {
+	cfg := model.TCPPattern{Writes: 1, Msg: 8, Reply: 32768, Ops: 20000, NoDelay: true}
+	if world == "real" {
+		cfg.Ops = 5000
+		res, err := runScenario("tcp-pattern", tcpPatternRunner{cfg}, runOptions{world: "real", seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		wall := num(res, "wall_ms") / 1e3
+		return []benchRow{{world, "tcp-pattern", "ops per wall second", float64(cfg.Ops) / wall, "ops/s"}}, nil
+	}
+	w := sim.New(sim.DefaultConfig(seed))
+	start := time.Now()
+	if _, err := model.RunTCPPattern(w, cfg, time.Hour); err != nil {
+		return nil, err
+	}
+	wall := time.Since(start).Seconds()
+	return []benchRow{
+		{world, "tcp-pattern", "events per wall second", float64(w.Events()) / wall, "events/s"},
+		{world, "tcp-pattern", "ops per wall second", float64(cfg.Ops) / wall, "ops/s"},
+	}, nil
+}
