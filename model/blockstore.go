@@ -63,6 +63,24 @@ type BlockStore struct {
 	replicas  map[uint64]replicaInfo
 	nextStamp uint64
 	onChange  []func(id, newStamp uint64, deleted bool)
+	// record, if set, names the file that keeps reserved: every stamp
+	// handed out is below it (see KeepStampRecord).
+	record   string
+	reserved uint64
+}
+
+// stampBatch is how many stamps one write of the stamp record reserves.
+const stampBatch = 1024
+
+// KeepStampRecord makes the store persist a high-water mark of the stamps
+// it hands out, in the file name of its directory, reserving stampBatch
+// stamps at a time. Load alone continues above the stamps still on disk,
+// which forgets the stamp of a deleted block: after a restart a new
+// replica of that block could get the same stamp as the old one — the
+// same (block, stamp) naming two contents. With the record it cannot.
+// Call it before Load.
+func (s *BlockStore) KeepStampRecord(name string) {
+	s.record = path.Join(s.dir, name)
 }
 
 type replicaInfo struct {
@@ -115,12 +133,25 @@ func (s *BlockStore) Blocks() []uint64 {
 }
 
 // newStamp allocates a generation stamp. Stamps grow across all blocks of
-// the store, and Load continues above every stamp on disk, so a stamp
-// never names two different contents.
-func (s *BlockStore) newStamp() uint64 {
+// the store, and Load continues above every stamp on disk (and, with a
+// stamp record, above every stamp ever handed out), so a stamp never names
+// two different contents.
+func (s *BlockStore) newStamp() (uint64, error) {
+	if s.record != "" && s.nextStamp >= s.reserved {
+		reserve := s.nextStamp + stampBatch
+		tmp := s.record + tmpSuffix
+		if err := s.writeFile(tmp, FDFile, []byte(strconv.FormatUint(reserve, 10))); err != nil {
+			return 0, fmt.Errorf("stamp record: %w", err)
+		}
+		if err := s.disk.Rename(tmp, s.record); err != nil {
+			_ = s.disk.Unlink(tmp)
+			return 0, fmt.Errorf("stamp record: %w", err)
+		}
+		s.reserved = reserve
+	}
 	st := s.nextStamp
 	s.nextStamp++
-	return st
+	return st, nil
 }
 
 // Write creates block id holding data and returns its generation stamp.
@@ -128,8 +159,11 @@ func (s *BlockStore) Write(id uint64, data []byte) (uint64, error) {
 	if _, ok := s.replicas[id]; ok {
 		return 0, fmt.Errorf("model: write block %d: %w", id, ErrExist)
 	}
-	stamp := s.newStamp()
-	if err := s.install(id, stamp, data); err != nil {
+	stamp, err := s.newStamp()
+	if err == nil {
+		err = s.install(id, stamp, data)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("model: write block %d: %w", id, err)
 	}
 	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data))}
@@ -144,8 +178,11 @@ func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("model: replace block %d: %w", id, ErrNotExist)
 	}
-	stamp := s.newStamp()
-	if err := s.install(id, stamp, data); err != nil {
+	stamp, err := s.newStamp()
+	if err == nil {
+		err = s.install(id, stamp, data)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("model: replace block %d: %w", id, err)
 	}
 	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data))}
@@ -254,8 +291,11 @@ func (s *BlockStore) Append(id uint64, data []byte) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("model: append to block %d: %w", id, ErrNotExist)
 	}
-	stamp := s.newStamp()
-	length, err := s.appendFiles(id, old, stamp, data)
+	stamp, err := s.newStamp()
+	var length int64
+	if err == nil {
+		length, err = s.appendFiles(id, old, stamp, data)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("model: append to block %d: %w", id, err)
 	}
@@ -492,7 +532,45 @@ func (s *BlockStore) Load() error {
 	}
 	s.replicas = replicas
 	s.nextStamp = max(s.nextStamp, maxStamp+1)
+	if s.record != "" {
+		reserved, err := s.readRecord()
+		if err != nil {
+			return fmt.Errorf("model: load %s: %w", s.record, err)
+		}
+		// Stamps below the record may have been handed out before a
+		// crash; continue above them.
+		s.nextStamp = max(s.nextStamp, reserved)
+		s.reserved = reserved
+	}
 	return nil
+}
+
+// readRecord reads the stamp record; a missing one is 0.
+func (s *BlockStore) readRecord() (uint64, error) {
+	f, err := s.disk.Open(s.record, ReadOnly, FDFile)
+	if errors.Is(err, ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, err
+	}
+	if size > 20 {
+		return 0, fmt.Errorf("stamp record of %d bytes", size)
+	}
+	b := make([]byte, size)
+	if err := readFull(f, b, 0); err != nil {
+		return 0, err
+	}
+	v, ok := parseCanonical(string(b))
+	if !ok {
+		return 0, fmt.Errorf("stamp record %q is not a number", b)
+	}
+	return v, nil
 }
 
 // parseBlockName parses "blk_<id>" (stamp 0) and "blk_<id>_<stamp>.meta".

@@ -111,6 +111,10 @@ func (c *DatanodeConfig) fill() error {
 	return nil
 }
 
+// StampRecord is the file in a datanode's directory that keeps the
+// high-water mark of generation stamps (BlockStore.KeepStampRecord).
+const StampRecord = "stamps"
+
 // Datanode serves block reads and writes from a BlockStore.
 type Datanode struct {
 	cfg   DatanodeConfig
@@ -174,6 +178,7 @@ func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) 
 	}
 	dn := &Datanode{cfg: cfg, p: p, main: loop, lock: p.NewLock("datanode")}
 	dn.store = NewBlockStore(p.Disk(), cfg.Dir)
+	dn.store.KeepStampRecord(StampRecord)
 	if err := dn.store.Load(); err != nil {
 		return nil, fmt.Errorf("datanode: %w", err)
 	}
@@ -735,6 +740,10 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 			}
 			dc.phase = phaseStatus
 			dc.c.SetReadInterest(true)
+			if len(dc.in) > 0 {
+				// The status came with the request (pipelined).
+				dc.process()
+			}
 			return
 		}
 		if dc.thread {
