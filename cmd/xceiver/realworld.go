@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"syscall"
 	"time"
 
+	"xceiver/model"
 	"xceiver/real"
 )
 
@@ -13,9 +15,15 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	if opt.trace != "" {
 		return nil, usagef("--trace: traces are recorded in the simulated world only")
 	}
-	w, err := real.New(real.Config{Seed: opt.seed})
+	if need := fdsNeeded(r); need > 0 {
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && uint64(need) > lim.Cur {
+			return nil, usagef("the fd limit (ulimit -n %d) is too low for this run, which needs about %d fds", lim.Cur, need)
+		}
+	}
+	w, err := real.New(real.Config{Seed: opt.seed, Root: opt.tmpdir})
 	if err != nil {
-		return nil, err
+		return nil, usagef("%v", err)
 	}
 	start := time.Now()
 	res, runErr := r.run(w)
@@ -30,4 +38,24 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	out := append(head, res...)
 	out = append(out, field{"wall_ms", float64(wall.Microseconds()) / 1e3})
 	return out, nil
+}
+
+// fdsNeeded estimates the fds a real run holds at its peak, all processes
+// together, so a run that cannot fit fails up front with a clear error.
+func fdsNeeded(r runner) int {
+	const perLoop = 2 // epoll + eventfd
+	switch r := r.(type) {
+	case readRunner:
+		s := r.s
+		// One op in flight per client: its socket, and one cached.
+		clientSide := s.Clients * (perLoop + 2)
+		server := 16 + perLoop*(1+s.Server.Selectors) + s.Server.PoolMax + s.Clients
+		if s.Server.Mode == model.Threaded {
+			server = 16 + perLoop + s.Clients*(1+perLoop+2)
+		}
+		return clientSide + server + 64
+	case tcpPatternRunner:
+		return 64
+	}
+	return 0
 }

@@ -107,10 +107,11 @@ func (r tcpPatternRunner) run(w model.World) (result, error) {
 
 // runOptions are the flags every scenario shares.
 type runOptions struct {
-	world string
-	seed  uint64
-	trace string
-	json  bool
+	world  string
+	seed   uint64
+	trace  string
+	json   bool
+	tmpdir string
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -131,6 +132,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&opt.seed, "seed", 1, "seed of the simulated run")
 	fs.StringVar(&opt.trace, "trace", "", "write the event trace to this file (sim)")
 	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
+	fs.StringVar(&opt.tmpdir, "tmpdir", "", "directory for the real world's files and sockets (default: the system's)")
 	build := sc.flags(fs)
 	rest, err := parseFlags(fs, args[1:], stderr)
 	if err != nil {
