@@ -179,6 +179,7 @@ type tcpConn struct {
 	fdClosed  bool
 	err       error
 	errReturn bool // the error was returned once (later writes get EPIPE)
+	hupDone   bool // Hangup was reported; a dead connection reports once
 }
 
 func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
@@ -234,6 +235,12 @@ func (c *tcpConn) SetReadInterest(on bool) {
 
 func (c *tcpConn) readiness() model.Events {
 	var ev model.Events
+	if c.err != nil && c.hupDone {
+		// Like the real world (and EPOLLONESHOT-style error handling), a
+		// dead connection is reported once: model code that ignores it
+		// must not make the loop spin.
+		return 0
+	}
 	if c.rcvQueued > 0 || c.finRcvd || c.err != nil {
 		ev |= model.Readable
 	}
@@ -284,6 +291,9 @@ func (c *tcpConn) dispatchReady() {
 		return
 	}
 	c.handler(ev)
+	if ev&model.Hangup != 0 {
+		c.hupDone = true
+	}
 	c.notify() // level-triggered: report again while still ready
 }
 

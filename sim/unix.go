@@ -46,6 +46,7 @@ type unixConn struct {
 	wrShut   bool
 	fdClosed bool
 	err      error
+	hupDone  bool // Hangup was reported; a dead connection reports once
 }
 
 func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (model.Conn, error) {
@@ -114,6 +115,12 @@ func (c *unixConn) space() int {
 
 func (c *unixConn) readiness() model.Events {
 	var ev model.Events
+	if c.err != nil && c.hupDone {
+		// Like the real world (and EPOLLONESHOT-style error handling), a
+		// dead connection is reported once: model code that ignores it
+		// must not make the loop spin.
+		return 0
+	}
 	if c.rqBytes > 0 || c.eof || c.err != nil {
 		ev |= model.Readable
 	}
@@ -160,6 +167,9 @@ func (c *unixConn) dispatchReady() {
 		return
 	}
 	c.handler(ev)
+	if ev&model.Hangup != 0 {
+		c.hupDone = true
+	}
 	c.notify()
 }
 
