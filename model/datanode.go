@@ -23,17 +23,22 @@ const (
 // DatanodeConfig configures a datanode. Zero values take the defaults in
 // DefaultDatanodeConfig.
 type DatanodeConfig struct {
-	Addr       string
-	Mode       ServerMode
-	Selectors  int           // reactor selector loops
-	Workers    int           // reactor worker threads
-	PoolMax    int           // open block-file fds in the handle pool
-	PoolMin    int           // idle handles kept
-	PoolIdle   time.Duration // idle handles above PoolMin close after this
-	Keepalive  time.Duration // wait for the next op after a clean end
-	NoDelay    bool
-	PacketSize int // data bytes per packet
-	Dir        string
+	Addr      string
+	Mode      ServerMode
+	Selectors int           // reactor selector loops
+	Workers   int           // reactor worker threads
+	PoolMax   int           // open block-file fds in the handle pool
+	PoolMin   int           // idle handles kept
+	PoolIdle  time.Duration // idle handles above PoolMin close after this
+	Keepalive time.Duration // wait for the next op after a clean end
+	// ReadTimeout bounds every other wait for the client — its first
+	// request, the rest of a request or a write, the final status — so
+	// a client that vanished without a FIN does not hold a connection
+	// forever (HDFS's socket timeout, 60 s).
+	ReadTimeout time.Duration
+	NoDelay     bool
+	PacketSize  int // data bytes per packet
+	Dir         string
 	// MaxWrite bounds the data of one write op.
 	MaxWrite int
 	Bugs     DatanodeBugs
@@ -52,17 +57,18 @@ type DatanodeBugs struct {
 // DefaultDatanodeConfig returns HDFS's defaults.
 func DefaultDatanodeConfig() DatanodeConfig {
 	return DatanodeConfig{
-		Mode:       Reactor,
-		Selectors:  1,
-		Workers:    4,
-		PoolMax:    64,
-		PoolMin:    0,
-		PoolIdle:   2 * time.Second,
-		Keepalive:  4 * time.Second,
-		NoDelay:    true,
-		PacketSize: 64 << 10,
-		Dir:        "data",
-		MaxWrite:   16 << 20,
+		Mode:        Reactor,
+		Selectors:   1,
+		Workers:     4,
+		PoolMax:     64,
+		PoolMin:     0,
+		PoolIdle:    2 * time.Second,
+		Keepalive:   4 * time.Second,
+		NoDelay:     true,
+		ReadTimeout: 60 * time.Second,
+		PacketSize:  64 << 10,
+		Dir:         "data",
+		MaxWrite:    16 << 20,
 	}
 }
 
@@ -89,6 +95,9 @@ func (c *DatanodeConfig) fill() error {
 	if c.Keepalive == 0 {
 		c.Keepalive = d.Keepalive
 	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = d.ReadTimeout
+	}
 	if c.PacketSize == 0 {
 		c.PacketSize = d.PacketSize
 	}
@@ -107,6 +116,8 @@ func (c *DatanodeConfig) fill() error {
 		return fmt.Errorf("packet size %d: want a multiple of %d in [%d, %d]", c.PacketSize, BytesPerChecksum, BytesPerChecksum, MaxPacketData)
 	case c.Keepalive < 0:
 		return fmt.Errorf("negative keep-alive %v", c.Keepalive)
+	case c.ReadTimeout < 0:
+		return fmt.Errorf("negative read timeout %v", c.ReadTimeout)
 	}
 	return nil
 }
@@ -339,6 +350,7 @@ func (dn *Datanode) accept() {
 		loop.Post(func() {
 			if !dc.closed {
 				c.SetHandler(loop, dc.onEvent)
+				dc.watchInput()
 			}
 		})
 	}
@@ -402,6 +414,7 @@ type dnConn struct {
 	st        DatanodeStats // this connection's share, added to dn.stats at close
 	wdata     []byte        // a write op's data
 	ka        Timer
+	rt        Timer // read timeout (see watchInput)
 	closed    bool
 	clean     bool // the last op ended cleanly
 	opsOnConn int
@@ -458,6 +471,7 @@ func (dc *dnConn) readInput() {
 		if n > 0 {
 			dc.in = dc.in[:len(dc.in)+n]
 			dc.process()
+			dc.watchInput()
 			continue
 		}
 		if errors.Is(err, ErrWouldBlock) {
@@ -740,6 +754,7 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 			}
 			dc.phase = phaseStatus
 			dc.c.SetReadInterest(true)
+			dc.watchInput()
 			if len(dc.in) > 0 {
 				// The status came with the request (pipelined).
 				dc.process()
@@ -884,6 +899,30 @@ func (dc *dnConn) endOp(clean bool) {
 	if len(dc.in) > 0 {
 		dc.process()
 	}
+	dc.watchInput()
+}
+
+// watchInput (re)starts the read timeout while the connection waits for
+// the client outside a keep-alive wait (which has its own timeout), and
+// stops it otherwise. Every step of progress restarts it.
+func (dc *dnConn) watchInput() {
+	if dc.rt != nil {
+		dc.rt.Stop()
+		dc.rt = nil
+	}
+	waiting := dc.phase == phaseReceiving || dc.phase == phaseStatus ||
+		(dc.phase == phaseRequest && (dc.opsOnConn == 0 || len(dc.in) > 0))
+	if dc.closed || !waiting || dc.dn.cfg.ReadTimeout <= 0 {
+		return
+	}
+	dc.rt = dc.loop.AfterFunc(dc.dn.cfg.ReadTimeout, func() {
+		dc.rt = nil
+		if !dc.closed {
+			dc.st.Errors++
+			dc.dn.p.Log("dn-read-timeout", "conn", dc.c.ID(), "phase", int(dc.phase))
+			dc.close("read timeout")
+		}
+	})
 }
 
 // fail answers an op with an error status, then closes.
@@ -913,6 +952,10 @@ func (dc *dnConn) close(why string) {
 	if dc.ka != nil {
 		dc.ka.Stop()
 		dc.ka = nil
+	}
+	if dc.rt != nil {
+		dc.rt.Stop()
+		dc.rt = nil
 	}
 	if dc.lent {
 		dc.sel.putBuf(dc.out)

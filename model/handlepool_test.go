@@ -1,0 +1,155 @@
+package model
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func newTestPool(t *testing.T, cfg HandlePoolConfig, blocks int) (*HandlePool, *BlockStore, *bsDisk) {
+	t.Helper()
+	d := newBSDisk()
+	s := NewBlockStore(d, "data")
+	for i := 1; i <= blocks; i++ {
+		if _, err := s.Write(uint64(i), BlockContent(uint64(i), 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hp, err := NewHandlePool(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hp, s, d
+}
+
+func TestHandlePoolSharesHandlesByBlockAndStamp(t *testing.T) {
+	hp, _, d := newTestPool(t, HandlePoolConfig{Max: 8, IdleTimeout: time.Second}, 2)
+	a, err := hp.Acquire(1, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hp.Acquire(1, 0, 0, nil)
+	if err != nil || a != b {
+		t.Fatalf("second acquire of block 1: %v, same handle %v", err, a == b)
+	}
+	if hp.Open() != 2 || d.openFDs() != 2 {
+		t.Fatalf("open %d, disk fds %d; want one handle of data + meta", hp.Open(), d.openFDs())
+	}
+	hp.Release(a, 0)
+	hp.Release(b, 0)
+	if hp.InUse() != 0 || hp.Handles() != 1 {
+		t.Fatalf("after release: %d in use, %d handles; want the handle idle", hp.InUse(), hp.Handles())
+	}
+}
+
+func TestHandlePoolBoundEvictsIdleLRUAndWaitsWhenAllInUse(t *testing.T) {
+	hp, _, d := newTestPool(t, HandlePoolConfig{Max: 4, IdleTimeout: time.Second}, 3)
+	h1, _ := hp.Acquire(1, 0, 1, nil)
+	h2, _ := hp.Acquire(2, 0, 2, nil)
+	woken := 0
+	if _, err := hp.Acquire(3, 0, 3, func() { woken++ }); !errors.Is(err, ErrPoolFull) {
+		t.Fatalf("third handle past max 4 fds: %v, want ErrPoolFull", err)
+	}
+	hp.Release(h2, 4)
+	if woken != 1 {
+		t.Fatalf("waiter woken %d times after a release, want 1", woken)
+	}
+	h3, err := hp.Acquire(3, 0, 5, nil)
+	if err != nil {
+		t.Fatalf("after room was made: %v", err)
+	}
+	if !h2.Closed() || h1.Closed() {
+		t.Fatalf("eviction closed the wrong handle: h1 closed %v, h2 closed %v", h1.Closed(), h2.Closed())
+	}
+	if hp.Open() > 4 || d.openFDs() > 4 {
+		t.Fatalf("%d fds open past the bound", d.openFDs())
+	}
+	hp.Release(h1, 6)
+	hp.Release(h3, 6)
+	if hp.ClosedInUse != 0 {
+		t.Fatalf("closed %d handles in use", hp.ClosedInUse)
+	}
+}
+
+func TestHandlePoolTrimsIdleDownToMin(t *testing.T) {
+	hp, _, d := newTestPool(t, HandlePoolConfig{Max: 8, Min: 1, IdleTimeout: time.Second}, 3)
+	for i := uint64(1); i <= 3; i++ {
+		h, _ := hp.Acquire(i, 0, time.Duration(i), nil)
+		hp.Release(h, time.Duration(i))
+	}
+	if more := hp.Trim(500 * time.Millisecond); !more || hp.Handles() != 3 {
+		t.Fatalf("trim before the idle timeout closed handles: %d left", hp.Handles())
+	}
+	if more := hp.Trim(2 * time.Second); more || hp.Handles() != 1 || d.openFDs() != 2 {
+		t.Fatalf("after trim: %d handles, %d fds; want Min=1 handle", hp.Handles(), d.openFDs())
+	}
+}
+
+func TestHandlePoolRetiresReplacedAndDeletedBlocks(t *testing.T) {
+	hp, s, d := newTestPool(t, HandlePoolConfig{Max: 8, IdleTimeout: time.Second}, 2)
+	old, _ := hp.Acquire(1, 0, 0, nil)
+	oldStamp := old.Files.Stamp
+	if _, err := s.Replace(1, []byte("new contents")); err != nil {
+		t.Fatal(err)
+	}
+	if old.Closed() {
+		t.Fatal("a handle in use was closed by the replace")
+	}
+	// The old reader keeps its inode; a new read gets the new replica.
+	got := make([]byte, 0, 2000)
+	data, _, err := old.Files.ReadChunks(got, 0, 1000)
+	if err != nil || string(data) != string(BlockContent(1, 1000)) {
+		t.Fatalf("old handle after replace: %v", err)
+	}
+	fresh, err := hp.Acquire(1, 0, 1, nil)
+	if err != nil || fresh == old || fresh.Files.Stamp <= oldStamp {
+		t.Fatalf("acquire after replace: %v, same %v, stamp %d (old %d)", err, fresh == old, fresh.Files.Stamp, oldStamp)
+	}
+	hp.Release(old, 2)
+	if !old.Closed() {
+		t.Fatal("a retired handle stayed open after its last user left")
+	}
+	hp.Release(fresh, 2)
+	idle, _ := hp.Acquire(2, 0, 3, nil)
+	hp.Release(idle, 3)
+	if err := s.Delete(2); err != nil {
+		t.Fatal(err)
+	}
+	if !idle.Closed() {
+		t.Fatal("an idle handle of a deleted block stayed open")
+	}
+	if _, err := hp.Acquire(2, 0, 4, nil); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("acquire of a deleted block: %v", err)
+	}
+	if hp.Open() != 2 || d.openFDs() != 2 {
+		t.Fatalf("%d pool fds, %d disk fds; want only block 1's new handle", hp.Open(), d.openFDs())
+	}
+}
+
+func TestHandlePoolStaleStampRefused(t *testing.T) {
+	hp, _, _ := newTestPool(t, HandlePoolConfig{Max: 8, IdleTimeout: time.Second}, 1)
+	if _, err := hp.Acquire(1, 1<<40, 0, nil); !errors.Is(err, ErrStaleReplica) {
+		t.Fatalf("requested stamp above the replica's: %v, want ErrStaleReplica", err)
+	}
+}
+
+func TestHandlePoolBugsAreObservable(t *testing.T) {
+	// KeyIgnoresStamp: after a replace the old handle keeps serving.
+	hp, s, _ := newTestPool(t, HandlePoolConfig{Max: 8, IdleTimeout: time.Second, KeyIgnoresStamp: true}, 1)
+	h, _ := hp.Acquire(1, 0, 0, nil)
+	hp.Release(h, 0)
+	s.Replace(1, []byte("x"))
+	h2, _ := hp.Acquire(1, 0, 1, nil)
+	if h2 != h {
+		t.Fatal("the stamp-less pool should hand out the stale handle")
+	}
+	// CloseInUse: eviction closes a handle a read holds, and says so.
+	hp2, _, _ := newTestPool(t, HandlePoolConfig{Max: 2, IdleTimeout: time.Second, CloseInUse: true}, 2)
+	a, _ := hp2.Acquire(1, 0, 0, nil)
+	if _, err := hp2.Acquire(2, 0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Closed() || hp2.ClosedInUse != 1 {
+		t.Fatalf("CloseInUse: closed %v, ClosedInUse %d", a.Closed(), hp2.ClosedInUse)
+	}
+}
