@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// clientWorld starts a datanode with blocks 1..3 (4 KiB each) and a client
+// process; script runs on the client's loop with the client.
+func clientWorld(t *testing.T, dcfg model.DatanodeConfig, ccfg model.ClientConfig, script func(w *World, p model.Process, cl *model.Client)) (*World, *model.Datanode) {
+	t.Helper()
+	w := New(DefaultConfig(1))
+	var dn *model.Datanode
+	dcfg.Addr = "dn:50010"
+	ccfg.Datanode = "dn:50010"
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		store := model.NewBlockStore(p.Disk(), "data")
+		for i := uint64(1); i <= 3; i++ {
+			if _, err := store.Write(i, model.BlockContent(i, 4096)); err != nil {
+				w.Fail(err)
+				return
+			}
+		}
+		var err error
+		if dn, err = model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
+			w.Fail(err)
+			return
+		}
+		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+			cl, err := model.NewClient(cp, cp.MainLoop(), 0, ccfg)
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			script(w, cp, cl)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return w, dn
+}
+
+func mustRead(t *testing.T, cl *model.Client, block uint64, then func()) {
+	cl.Read(block, 0, 0, 100, func(r model.Result) {
+		if r.Err != nil {
+			t.Errorf("read block %d: %v", block, r.Err)
+		}
+		then()
+	})
+}
+
+func TestPeerCacheReusesAfterCleanEnd(t *testing.T) {
+	var st model.ClientStats
+	clientWorld(t, model.DefaultDatanodeConfig(), model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		mustRead(t, cl, 1, func() {
+			mustRead(t, cl, 2, func() {
+				st = cl.Stats()
+				cl.Close()
+			})
+		})
+	})
+	if st.Dials != 1 || st.Reused != 1 {
+		t.Errorf("dials %d, reused %d; want the second read on the cached connection", st.Dials, st.Reused)
+	}
+}
+
+func TestPeerCacheCapacityAndExpiry(t *testing.T) {
+	ccfg := model.DefaultClientConfig()
+	ccfg.CacheCapacity, ccfg.CacheExpiry = 2, 500*time.Millisecond
+	var cachedAfter, cachedLater int
+	var fdsLater int
+	clientWorld(t, model.DefaultDatanodeConfig(), ccfg, func(w *World, p model.Process, cl *model.Client) {
+		done := 0
+		for i := 0; i < 5; i++ { // five at once: five connections
+			mustRead(t, cl, 1, func() {
+				done++
+				if done < 5 {
+					return
+				}
+				cachedAfter = cl.Cached()
+				p.MainLoop().AfterFunc(time.Second, func() {
+					cachedLater, fdsLater = cl.Cached(), p.FDs().Open
+					cl.Close()
+				})
+			})
+		}
+	})
+	if cachedAfter != 2 {
+		t.Errorf("%d connections cached, want capacity 2", cachedAfter)
+	}
+	if cachedLater != 0 || fdsLater != 2 {
+		t.Errorf("after expiry: %d cached, %d fds (want 0 and the loop's 2)", cachedLater, fdsLater)
+	}
+}
+
+// A cached connection the datanode closed (client expiry longer than the
+// server's keep-alive: HDFS-4911's configuration) is retried once on a
+// fresh connection, and the caller sees no error.
+func TestDeadCachedPeerRetriedOnce(t *testing.T) {
+	dcfg := model.DefaultDatanodeConfig()
+	dcfg.Keepalive = 200 * time.Millisecond
+	ccfg := model.DefaultClientConfig()
+	ccfg.CacheExpiry = 5 * time.Second
+	var st model.ClientStats
+	clientWorld(t, dcfg, ccfg, func(w *World, p model.Process, cl *model.Client) {
+		mustRead(t, cl, 1, func() {
+			p.MainLoop().AfterFunc(time.Second, func() {
+				mustRead(t, cl, 1, func() {
+					st = cl.Stats()
+					cl.Close()
+				})
+			})
+		})
+	})
+	if st.DeadPeers != 1 || st.Retries != 1 || st.Errors != 0 || st.Dials != 2 {
+		t.Errorf("stats %+v: want one dead peer, retried once, no error", st)
+	}
+}
+
+func TestRejectedReadIsNotCached(t *testing.T) {
+	var r model.Result
+	var cached int
+	clientWorld(t, model.DefaultDatanodeConfig(), model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		cl.Read(42, 0, 0, 10, func(res model.Result) {
+			r, cached = res, cl.Cached()
+			cl.Close()
+		})
+	})
+	if r.Err == nil || r.Status != model.StatusErrorInvalid || cached != 0 {
+		t.Errorf("read of a missing block: err %v, status %v, %d cached", r.Err, r.Status, cached)
+	}
+}
+
+func TestClientCloseClosesCachedPeers(t *testing.T) {
+	for _, leak := range []bool{false, true} {
+		ccfg := model.DefaultClientConfig()
+		ccfg.Bugs.CloseLeaksCache = leak
+		var fds int
+		clientWorld(t, model.DefaultDatanodeConfig(), ccfg, func(w *World, p model.Process, cl *model.Client) {
+			mustRead(t, cl, 1, func() {
+				cl.Close()
+				p.MainLoop().AfterFunc(10*time.Second, func() { fds = p.FDs().Open })
+			})
+		})
+		if want := map[bool]int{false: 2, true: 3}[leak]; fds != want {
+			t.Errorf("CloseLeaksCache=%v: %d client fds after close, want %d", leak, fds, want)
+		}
+	}
+}
+
+func TestWriteAppendReplaceDelete(t *testing.T) {
+	var steps []string
+	clientWorld(t, model.DefaultDatanodeConfig(), model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		cl.Write(9, []byte("hello"), func(r model.Result) {
+			steps = append(steps, "write", r.Status.String())
+			cl.Write(9, []byte("again"), func(r model.Result) {
+				steps = append(steps, "rewrite", r.Status.String())
+				cl.Append(9, []byte(", world"), func(r model.Result) {
+					steps = append(steps, "append", r.Status.String())
+					cl.Read(9, 0, 0, 12, func(r model.Result) {
+						steps = append(steps, "read", string(r.Data))
+						cl.Replace(9, []byte("new"), func(r model.Result) {
+							steps = append(steps, "replace", r.Status.String())
+							cl.Read(9, 0, 0, 3, func(r model.Result) {
+								steps = append(steps, "read", string(r.Data))
+								cl.Delete(9, func(r model.Result) {
+									steps = append(steps, "delete", r.Status.String())
+									cl.Read(9, 0, 0, 3, func(r model.Result) {
+										steps = append(steps, "read", r.Status.String())
+										cl.Close()
+									})
+								})
+							})
+						})
+					})
+				})
+			})
+		})
+	})
+	want := "write SUCCESS rewrite ERROR_EXISTS append SUCCESS read hello, world replace SUCCESS read new delete SUCCESS read ERROR_INVALID"
+	if got := strings.Join(steps, " "); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
