@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadUsageIsOneLineAndExit2(t *testing.T) {
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"run"},
+		{"run", "no-such-scenario"},
+		{"run", "tcp-pattern", "--ops", "0"},
+		{"run", "tcp-pattern", "--msg", "-5"},
+		{"run", "tcp-pattern", "--writes", "x"},
+		{"run", "tcp-pattern", "--no-such-flag"},
+		{"run", "tcp-pattern", "--world", "mars"},
+		{"run", "tcp-pattern", "extra-arg"},
+		{"run", "read", "--clients", "0"},
+		{"run", "read", "--server", "forked"},
+		{"run", "read", "--pattern", "zigzag"},
+		{"run", "read", "--read-size", "-1"},
+		{"run", "read", "--pool-max", "1"},
+		{"run", "read", "--keepalive", "soon"},
+		{"run", "tcp-pattern", "--trace", filepath.Join(os.TempDir(), "no", "such", "dir", "t.jsonl")},
+		{"run", "read", "--world", "real", "--tmpdir", "/no/such/dir"},
+		{"validate", "--scenario", "nope"},
+		{"bench"},
+		{"bench", "nope"},
+		{"bench", "sim-speed", "--world", "venus"},
+	}
+	for _, args := range cases {
+		code, _, stderr := runCLI(args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, stderr)
+		}
+		if len(args) > 0 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%q: error is not one line: %q", args, stderr)
+		}
+	}
+}
+
+func TestRunTCPPatternJSON(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	code, stdout, stderr := runCLI("run", "tcp-pattern", "--writes", "2", "--msg", "8", "--reply", "32768", "--ops", "20", "--json", "--trace", trace)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, stdout)
+	}
+	for _, k := range []string{"scenario", "world", "seed", "ops", "first_op_us", "p50_us", "p99_us", "mean_us", "events", "trace_hash"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if p50 := got["p50_us"].(float64); p50 < 40000 || p50 > 48000 {
+		t.Errorf("p50 %v µs, want the 40–44 ms delayed-ACK stall", p50)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil || !bytes.Contains(b, []byte(`"kind":"delack"`)) || !bytes.Contains(b, []byte(`"kind":"seg"`)) {
+		t.Errorf("trace lacks segments or delayed ACKs (%v, %d bytes)", err, len(b))
+	}
+	// Same seed, same hash.
+	_, again, _ := runCLI("run", "tcp-pattern", "--writes", "2", "--msg", "8", "--reply", "32768", "--ops", "20", "--json")
+	var got2 map[string]any
+	json.Unmarshal([]byte(again), &got2)
+	if got["trace_hash"] != got2["trace_hash"] {
+		t.Errorf("same seed, different hashes: %v vs %v", got["trace_hash"], got2["trace_hash"])
+	}
+}
+
+func TestRunReadJSON(t *testing.T) {
+	code, stdout, stderr := runCLI("run", "read", "--clients", "4", "--ops", "10", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "world", "seed", "ops", "p50_us", "p99_us", "throughput_mbps", "server_peak_fds",
+		"server_peak_threads", "server_peak_open_block_files", "bytes_verified", "errors", "trace_hash"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if got["errors"].(float64) != 0 || got["bytes_verified"].(float64) != 4*10*32768 {
+		t.Errorf("errors %v, bytes verified %v", got["errors"], got["bytes_verified"])
+	}
+}
