@@ -294,7 +294,9 @@ func (op *clientOp) armTimer() {
 		op.timer = nil
 		if !op.finished {
 			op.cl.p.Log("client-timeout", "client", op.cl.id, "block", op.block)
-			op.fail(fmt.Errorf("no progress for %v: %w", op.cl.cfg.Timeout, ErrTimedOut), true)
+			// The connection is stuck, not known dead: only the
+			// ReturnUnclean bug would keep it.
+			op.fail(fmt.Errorf("no progress for %v: %w", op.cl.cfg.Timeout, ErrTimedOut), false)
 		}
 	})
 }
@@ -470,8 +472,9 @@ func (op *clientOp) connFailed(err error) {
 	op.fail(err, true)
 }
 
-// fail ends the op with err. keepOpen is false when the stream is
-// garbage: never reuse such a connection.
+// fail ends the op with err. deadConn says the connection is known dead;
+// either way it is closed, not reused — unless the ReturnUnclean bug
+// keeps one that is not known dead.
 func (op *clientOp) fail(err error, deadConn bool) {
 	unknown := op.kind != OpReadBlock && op.sentAll
 	if op.cl.cfg.Bugs.ReturnUnclean && !deadConn && op.conn != nil && op.conn.Err() == nil {

@@ -2,8 +2,10 @@ package model
 
 import (
 	"go/ast"
+	"go/importer"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,5 +71,57 @@ func TestModelStaysDeterministic(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestModelNeverRangesOverMapsUnsorted type-checks model's sources and
+// flags every range over a map: iteration order is random, so each must
+// only collect keys to sort (listed below with the reason).
+func TestModelNeverRangesOverMapsUnsorted(t *testing.T) {
+	sorted := map[string]bool{
+		"Blocks":       true, // collects the ids, then sorts them
+		"sortedBlocks": true, // collects the ids, then sorts them
+	}
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	if _, err := conf.Check("xceiver/model", fset, files, info); err != nil {
+		t.Fatalf("type-check model: %v", err)
+	}
+	ranges := 0
+	for _, f := range files {
+		var fn string
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				fn = n.Name.Name
+			case *ast.RangeStmt:
+				if _, isMap := info.Types[n.X].Type.Underlying().(*types.Map); isMap {
+					ranges++
+					if !sorted[fn] {
+						t.Errorf("%s: range over a map in %s: order is random; collect and sort the keys", fset.Position(n.Pos()), fn)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if ranges == 0 {
+		t.Error("found no map range at all: the check is not seeing model's maps")
 	}
 }
