@@ -137,6 +137,13 @@ func (cl *Client) Read(block uint64, stamp uint64, off, n int64, done func(Resul
 	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done})
 }
 
+// ReadInto is Read with the caller's buffer: the data lands in dst (if it
+// has room) instead of a new slice, so a caller that verifies and drops
+// what it read does not allocate per read.
+func (cl *Client) ReadInto(dst []byte, block uint64, stamp uint64, off, n int64, done func(Result)) {
+	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done, dst: dst})
+}
+
 // Write creates block with data.
 func (cl *Client) Write(block uint64, data []byte, done func(Result)) {
 	cl.start(&clientOp{kind: OpWriteBlock, block: block, data: data, n: int64(len(data)), done: done})
@@ -196,6 +203,7 @@ type clientOp struct {
 	off   int64
 	n     int64
 	data  []byte
+	dst   []byte // where a read's data goes, if big enough
 	done  func(Result)
 	rec   int // index in History, or -1
 
@@ -399,7 +407,11 @@ func (op *clientOp) process() {
 				return
 			}
 			op.next = resp.FirstChunkOffset
-			op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength, Data: make([]byte, 0, op.n)}
+			data := op.dst[:0]
+			if int64(cap(data)) < op.n {
+				data = make([]byte, 0, op.n)
+			}
+			op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength, Data: data}
 			op.phase = opPackets
 		case opPackets:
 			pkt, n, err := DecodePacket(op.in, BytesPerChecksum)

@@ -198,6 +198,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			seqBlock := i % s.Blocks
 			seqOff := 0
 			t := &readTally{}
+			buf := make([]byte, s.ReadSize) // verified, then reused
 			var next func()
 			next = func() {
 				if t.ops == s.Ops {
@@ -220,7 +221,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 				if t.ops == 0 {
 					t.firstCall = start
 				}
-				cl.Read(uint64(block+1), 0, int64(off), int64(s.ReadSize), func(r Result) {
+				cl.ReadInto(buf, uint64(block+1), 0, int64(off), int64(s.ReadSize), func(r Result) {
 					end := p.MainLoop().Now()
 					t.lastReturn = end
 					t.ops++

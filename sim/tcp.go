@@ -381,7 +381,7 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 func (c *tcpConn) appendSnd(p []byte) {
 	if c.sndOff > 0 && c.sndOff >= len(c.snd)/2 && len(c.snd)+len(p) > cap(c.snd) {
 		live := c.snd[c.sndOff:]
-		nb := make([]byte, len(live), max(2*len(live)+len(p), 4096))
+		nb := make([]byte, len(live), max(2*len(live)+len(p), min(c.sndBuf, 256<<10)))
 		copy(nb, live)
 		c.snd, c.sndOff = nb, 0
 	}
