@@ -25,8 +25,12 @@ const (
 type DatanodeConfig struct {
 	Addr      string
 	Mode      ServerMode
-	Selectors int           // reactor selector loops
-	Workers   int           // reactor worker threads
+	Selectors int // reactor selector loops
+	Workers   int // reactor worker threads
+	// InlineIO has each selector read and checksum packets itself, with no
+	// worker pool: HDFS-918's later design, one selector per worker
+	// thread handling writable connections inline.
+	InlineIO  bool
 	PoolMax   int           // open block-file fds in the handle pool
 	PoolMin   int           // idle handles kept
 	PoolIdle  time.Duration // idle handles above PoolMin close after this
@@ -210,7 +214,9 @@ func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) 
 			}
 			dn.selectors = append(dn.selectors, &selector{loop: l, size: PacketHeaderLen + MaxPacketLen + 64})
 		}
-		dn.workers = p.NewWorkerPool("worker", cfg.Workers)
+		if !cfg.InlineIO {
+			dn.workers = p.NewWorkerPool("worker", cfg.Workers)
+		}
 	}
 	ln, err := p.Listen("tcp", cfg.Addr, 128, loop)
 	if err != nil {
@@ -702,6 +708,11 @@ func (dc *dnConn) sendNext() {
 		out, err := build(dc.buf[:0])
 		dc.buf = out[:0]
 		dc.packetReady(out, false, last, err)
+		return
+	}
+	if dc.dn.workers == nil {
+		out, err := build(dc.sel.getBuf())
+		dc.packetReady(out, true, last, err)
 		return
 	}
 	buf := dc.sel.getBuf()

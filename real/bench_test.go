@@ -14,8 +14,12 @@ import (
 //
 //	go test ./real -run XXX -bench ReadServers -benchtime 3x
 func BenchmarkReadServers(b *testing.B) {
-	for _, mode := range []model.ServerMode{model.Reactor, model.Threaded} {
-		b.Run(string(mode), func(b *testing.B) {
+	for _, v := range []struct {
+		name   string
+		mode   model.ServerMode
+		inline bool
+	}{{"reactor", model.Reactor, false}, {"reactor-inline-io", model.Reactor, true}, {"threaded", model.Threaded, false}} {
+		b.Run(v.name, func(b *testing.B) {
 			var mbps, fds, p50 float64
 			for i := 0; i < b.N; i++ {
 				w, err := New(Config{Seed: uint64(i + 1)})
@@ -24,7 +28,7 @@ func BenchmarkReadServers(b *testing.B) {
 				}
 				s := model.DefaultReadScenario()
 				s.Clients, s.Ops, s.ReadSize, s.StartTogether = 128, 40, 64<<10, true
-				s.Server.Mode = mode
+				s.Server.Mode, s.Server.InlineIO = v.mode, v.inline
 				s.Server.Keepalive, s.Server.PoolIdle = 200*time.Millisecond, 100*time.Millisecond
 				s.Client.CacheExpiry = 100 * time.Millisecond
 				res, err := model.RunRead(w, s, 2*time.Minute)

@@ -141,16 +141,20 @@ func benchHDFS941(world string, seed uint64) ([]benchRow, error) {
 
 func benchHDFS918(world string, seed uint64) ([]benchRow, error) {
 	var rows []benchRow
-	for _, mode := range []model.ServerMode{model.Threaded, model.Reactor} {
+	for _, v := range []struct {
+		name   string
+		mode   model.ServerMode
+		inline bool
+	}{{"threaded", model.Threaded, false}, {"reactor", model.Reactor, false}, {"reactor-inline-io", model.Reactor, true}} {
 		s := model.DefaultReadScenario()
 		s.Clients, s.Ops, s.ReadSize, s.StartTogether = 128, 20, 64<<10, true
-		s.Server.Mode = mode
+		s.Server.Mode, s.Server.InlineIO = v.mode, v.inline
 		s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 500*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
 		res, err := benchRead(world, seed, s)
 		if err != nil {
 			return nil, err
 		}
-		c := string(mode)
+		c := v.name
 		rows = append(rows,
 			benchRow{world, c, "server peak fds", num(res, "server_peak_fds"), "fds"},
 			benchRow{world, c, "server peak threads", num(res, "server_peak_threads"), "threads"},

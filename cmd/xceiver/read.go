@@ -22,6 +22,7 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.IntVar(&s.Server.PoolMax, "pool-max", s.Server.PoolMax, "open block-file fds in the handle pool")
 	fs.IntVar(&s.Server.Selectors, "selectors", s.Server.Selectors, "reactor selector loops")
 	fs.IntVar(&s.Server.Workers, "workers", s.Server.Workers, "reactor workers")
+	fs.BoolVar(&s.Server.InlineIO, "inline-io", false, "reactor selectors read and checksum packets themselves (no worker pool)")
 	fs.IntVar(&s.Client.CacheCapacity, "cache-capacity", s.Client.CacheCapacity, "client peer cache capacity")
 	fs.DurationVar(&s.Client.CacheExpiry, "cache-expiry", s.Client.CacheExpiry, "client peer cache expiry")
 	fs.BoolVar(&s.StartTogether, "start-together", false, "start every client's first read at once")

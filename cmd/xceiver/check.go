@@ -1,0 +1,322 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"xceiver/properties"
+	"xceiver/traces"
+)
+
+// defaultSeeds is how many seeds `xceiver check` runs without --seeds:
+// about a minute on a 2-core machine.
+const defaultSeeds = 10000
+
+type checkOptions struct {
+	seeds    int
+	seed     uint64
+	parallel int
+	shard    string
+	shardI   int
+	shardN   int
+	out      string
+	json     bool
+	bug      string
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check", stderr)
+	var opt checkOptions
+	fs.IntVar(&opt.seeds, "seeds", defaultSeeds, "number of seeds to check")
+	fs.Uint64Var(&opt.seed, "seed", 1, "first seed (alone: check just this seed)")
+	fs.IntVar(&opt.parallel, "parallel", runtime.NumCPU(), "seeds checked at once")
+	fs.StringVar(&opt.shard, "shard", "1/1", "check only shard i of n of the seeds (i/n, 1 ≤ i ≤ n)")
+	fs.StringVar(&opt.out, "out", "xceiver-failures", "directory for the traces of failures")
+	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
+	fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug (list: show them)")
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return report(stderr, err)
+	}
+	if len(rest) > 0 {
+		return report(stderr, usagef("check: unexpected argument %q", rest[0]))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["seed"] && !set["seeds"] {
+		opt.seeds = 1
+	}
+	if opt.bug == "list" {
+		listBugs(stdout, opt.json)
+		return exitOK
+	}
+	if err := opt.validate(); err != nil {
+		return report(stderr, err)
+	}
+	return runCheck(opt, stdout, stderr)
+}
+
+func (o *checkOptions) validate() error {
+	switch {
+	case o.seeds < 1:
+		return usagef("check: --seeds must be at least 1 (got %d)", o.seeds)
+	case o.parallel < 1 || o.parallel > 1024:
+		return usagef("check: --parallel %d outside [1, 1024]", o.parallel)
+	case o.seed > ^uint64(0)-uint64(o.seeds):
+		return usagef("check: --seed %d + --seeds %d overflows", o.seed, o.seeds)
+	}
+	i, n, ok := strings.Cut(o.shard, "/")
+	si, err1 := strconv.Atoi(i)
+	sn, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil {
+		return usagef("check: --shard %q: want i/n, such as 1/4", o.shard)
+	}
+	if sn < 1 || si < 1 || si > sn {
+		return usagef("check: --shard %s: want 1 ≤ i ≤ n", o.shard)
+	}
+	o.shardI, o.shardN = si, sn
+	if _, err := properties.LookupBug(o.bug); err != nil {
+		return usagef("check: --bug: %v", err)
+	}
+	return nil
+}
+
+func listBugs(w io.Writer, asJSON bool) {
+	if asJSON {
+		type row struct {
+			Name    string `json:"name"`
+			What    string `json:"what"`
+			Catches string `json:"caught_by"`
+		}
+		var rows []row
+		for _, b := range properties.Bugs {
+			rows = append(rows, row{b.Name, b.What, b.Catches})
+		}
+		out, _ := json.Marshal(rows)
+		fmt.Fprintln(w, string(out))
+		return
+	}
+	for _, b := range properties.Bugs {
+		fmt.Fprintf(w, "%-15s %-17s %s\n", b.Name, b.Catches, b.What)
+	}
+}
+
+// checkFailure is one failing seed, as reported.
+type checkFailure struct {
+	Seed             uint64 `json:"seed"`
+	Property         string `json:"property"`
+	Message          string `json:"message"`
+	Trace            string `json:"trace,omitempty"`
+	TraceError       string `json:"trace_error,omitempty"`
+	Events           uint64 `json:"events"`
+	Bytes            int64  `json:"bytes"`
+	OriginalProperty string `json:"original_property"`
+	OriginalOps      int    `json:"original_ops"`
+	OriginalFaults   int    `json:"original_faults"`
+	Ops              int    `json:"ops"`
+	Faults           int    `json:"faults"`
+	ShrinkRuns       int    `json:"shrink_runs"`
+}
+
+func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
+	var seeds []uint64
+	for k := 0; k < opt.seeds; k++ {
+		if k%opt.shardN == opt.shardI-1 {
+			seeds = append(seeds, opt.seed+uint64(k))
+		}
+	}
+	prog := newProgress(stdout, len(seeds), !opt.json && isTerminal(stdout))
+	start := time.Now()
+
+	var mu sync.Mutex
+	var failures []checkFailure
+	passed := 0
+	next := make(chan uint64)
+	var wg sync.WaitGroup
+	for w := 0; w < opt.parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range next {
+				f := checkOne(seed, opt)
+				mu.Lock()
+				if f == nil {
+					passed++
+				} else {
+					failures = append(failures, *f)
+					if !opt.json {
+						prog.clear()
+						printFailure(stdout, f)
+					}
+				}
+				prog.done(passed, len(failures))
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, s := range seeds {
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	prog.finish()
+	elapsed := time.Since(start)
+	sort.Slice(failures, func(i, j int) bool { return failures[i].Seed < failures[j].Seed })
+
+	if opt.json {
+		out, _ := json.Marshal(struct {
+			Seeds      int            `json:"seeds"`
+			FirstSeed  uint64         `json:"first_seed"`
+			Shard      string         `json:"shard"`
+			Bug        string         `json:"bug,omitempty"`
+			Passed     int            `json:"passed"`
+			Failed     int            `json:"failed"`
+			ElapsedS   float64        `json:"elapsed_s"`
+			SeedsPerS  float64        `json:"seeds_per_s"`
+			CodeVer    string         `json:"code_version"`
+			Failures   []checkFailure `json:"failures"`
+			Properties []string       `json:"properties"`
+		}{len(seeds), opt.seed, fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), opt.bug, passed, len(failures),
+			elapsed.Seconds(), float64(len(seeds)) / elapsed.Seconds(), traces.CodeVersion, nonNil(failures), propertyNames()})
+		fmt.Fprintln(stdout, string(out))
+	} else {
+		fmt.Fprintf(stdout, "checked %d seeds (from %d, shard %d/%d) in %.1fs: %.1f seeds/s\n",
+			len(seeds), opt.seed, opt.shardI, opt.shardN, elapsed.Seconds(), float64(len(seeds))/elapsed.Seconds())
+		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, len(failures))
+	}
+	if len(failures) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+func nonNil(f []checkFailure) []checkFailure {
+	if f == nil {
+		return []checkFailure{}
+	}
+	return f
+}
+
+func propertyNames() []string {
+	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
+		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree}
+}
+
+// checkOne checks one seed; on failure it shrinks it and writes its trace.
+func checkOne(seed uint64, opt checkOptions) *checkFailure {
+	o, err := properties.CheckSeed(seed, opt.bug, properties.Options{})
+	if err != nil {
+		return &checkFailure{Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+	}
+	if !o.Failed() {
+		return nil
+	}
+	sc := o.Case.Schedule
+	f := &checkFailure{
+		Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message,
+		OriginalProperty: o.Original.Property, OriginalOps: o.OriginalOps, OriginalFaults: o.OriginalFaults,
+		Ops: len(sc.Ops) + len(sc.Probe) + len(sc.Live), Faults: len(sc.Faults), ShrinkRuns: o.ShrinkRuns,
+	}
+	t, r := traces.Record(o.Case)
+	if r.Failure == nil || r.Failure.Property != f.Property || r.TraceHash != o.Result.TraceHash {
+		f.TraceError = "recording the shrunk case did not reproduce its failure (nondeterminism)"
+	}
+	f.Events, f.Bytes = t.Header.Events, t.Size()
+	name := fmt.Sprintf("seed-%d.trace", seed)
+	if opt.bug != "" {
+		name = fmt.Sprintf("seed-%d-%s.trace", seed, opt.bug)
+	}
+	path := filepath.Join(opt.out, name)
+	if err := os.MkdirAll(opt.out, 0o755); err != nil {
+		f.TraceError = err.Error()
+		return f
+	}
+	if err := t.WriteFile(path); err != nil {
+		f.TraceError = err.Error()
+		return f
+	}
+	f.Trace = path
+	return f
+}
+
+func printFailure(w io.Writer, f *checkFailure) {
+	fmt.Fprintf(w, "FAIL seed %d: %s: %s\n", f.Seed, f.Property, f.Message)
+	if f.TraceError != "" {
+		fmt.Fprintf(w, "  trace: %s\n", f.TraceError)
+	}
+	if f.Trace != "" {
+		fmt.Fprintf(w, "  trace %s (shrunk from %d ops and %d faults to %d and %d; %d events, %d bytes)\n",
+			f.Trace, f.OriginalOps, f.OriginalFaults, f.Ops, f.Faults, f.Events, f.Bytes)
+	}
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress shows how far a check is: a bar redrawn in place on a
+// terminal, a plain line every tenth of the way otherwise.
+type progress struct {
+	w        io.Writer
+	total    int
+	tty      bool
+	start    time.Time
+	lastDraw time.Time
+	lastLine int
+	drawn    bool
+	n, fail  int
+}
+
+func newProgress(w io.Writer, total int, tty bool) *progress {
+	return &progress{w: w, total: total, tty: tty, start: time.Now()}
+}
+
+func (p *progress) done(passed, failed int) {
+	p.n, p.fail = passed+failed, failed
+	if p.tty {
+		if time.Since(p.lastDraw) >= 100*time.Millisecond || p.n == p.total {
+			p.draw()
+		}
+		return
+	}
+	if p.w == nil || p.total < 10 {
+		return
+	}
+	if step := p.n * 10 / p.total; step > p.lastLine {
+		p.lastLine = step
+		fmt.Fprintf(p.w, "checked %d/%d seeds, %d failed\n", p.n, p.total, p.fail)
+	}
+}
+
+func (p *progress) draw() {
+	const width = 30
+	filled := p.n * width / max(p.total, 1)
+	rate := float64(p.n) / time.Since(p.start).Seconds()
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d seeds, %d failed, %.0f seeds/s ", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.n, p.total, p.fail, rate)
+	p.lastDraw, p.drawn = time.Now(), true
+}
+
+func (p *progress) clear() {
+	if p.tty && p.drawn {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 79))
+		p.drawn = false
+	}
+}
+
+func (p *progress) finish() { p.clear() }
