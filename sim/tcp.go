@@ -125,11 +125,7 @@ type tcpConn struct {
 	state  tcpState
 	cfg    *TCPConfig
 
-	loop          *Loop
-	handler       model.Handler
-	readInterest  bool
-	writeInterest bool
-	queued        bool
+	socketEvents
 
 	// Send side. snd holds bytes [sndUna, sndEnd); snd[sndOff] is sndUna.
 	snd     []byte
@@ -179,16 +175,16 @@ type tcpConn struct {
 	fdClosed  bool
 	err       error
 	errReturn bool // the error was returned once (later writes get EPIPE)
-	hupDone   bool // Hangup was reported; a dead connection reports once
 }
 
 func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	w.nextID++
 	c := &tcpConn{
 		w: w, p: p, id: w.nextID, fd: -1, local: local, remote: remote,
-		cfg: &w.cfg.TCP, readInterest: true,
+		cfg:    &w.cfg.TCP,
 		rcvMss: tcpMSSDefault,
 	}
+	c.socketEvents = socketEvents{src: c, readInterest: true}
 	c.onDelackF = c.onDelack
 	c.sndBuf = c.cfg.SndBuf
 	c.rcvBuf = c.cfg.RcvBuf
@@ -207,40 +203,8 @@ func (c *tcpConn) LocalAddr() string  { return c.local }
 func (c *tcpConn) RemoteAddr() string { return c.remote }
 func (c *tcpConn) Err() error         { return c.err }
 
-func (c *tcpConn) SetHandler(loop model.Loop, h model.Handler) {
-	l, ok := loop.(*Loop)
-	if !ok {
-		return
-	}
-	if c.loop != l {
-		c.queued = false
-	}
-	c.loop, c.handler = l, h
-	c.notify()
-}
-
-func (c *tcpConn) SetWriteInterest(on bool) {
-	c.writeInterest = on
-	if on {
-		c.notify()
-	}
-}
-
-func (c *tcpConn) SetReadInterest(on bool) {
-	c.readInterest = on
-	if on {
-		c.notify()
-	}
-}
-
 func (c *tcpConn) readiness() model.Events {
 	var ev model.Events
-	if c.err != nil && c.hupDone {
-		// Like the real world (and EPOLLONESHOT-style error handling), a
-		// dead connection is reported once: model code that ignores it
-		// must not make the loop spin.
-		return 0
-	}
 	if c.rcvQueued > 0 || c.finRcvd || c.err != nil {
 		ev |= model.Readable
 	}
@@ -257,45 +221,8 @@ func (c *tcpConn) readiness() model.Events {
 	return ev
 }
 
-func (c *tcpConn) interest(ev model.Events) model.Events {
-	mask := model.Hangup
-	if c.readInterest {
-		mask |= model.Readable
-	}
-	if c.writeInterest {
-		mask |= model.Writable
-	}
-	return ev & mask
-}
-
-// notify queues a readiness callback on the connection's loop when the
-// handler has something to see.
-func (c *tcpConn) notify() {
-	if c.queued || c.fdClosed || c.handler == nil || c.loop == nil {
-		return
-	}
-	if c.interest(c.readiness()) == 0 {
-		return
-	}
-	c.queued = true
-	c.loop.enqueue(task{conn: c})
-}
-
-func (c *tcpConn) dispatchReady() {
-	c.queued = false
-	if c.fdClosed || c.handler == nil {
-		return
-	}
-	ev := c.interest(c.readiness())
-	if ev == 0 {
-		return
-	}
-	c.handler(ev)
-	if ev&model.Hangup != 0 {
-		c.hupDone = true
-	}
-	c.notify() // level-triggered: report again while still ready
-}
+func (c *tcpConn) fdOpen() bool   { return !c.fdClosed }
+func (c *tcpConn) dispatchReady() { c.dispatch() }
 
 func (c *tcpConn) Read(p []byte) (int, error) {
 	if c.fdClosed {

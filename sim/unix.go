@@ -33,11 +33,7 @@ type unixConn struct {
 	remote string
 	peer   *unixConn
 
-	loop          *Loop
-	handler       model.Handler
-	readInterest  bool
-	writeInterest bool
-	queued        bool
+	socketEvents
 
 	rq       []unixChunk
 	rqBytes  int
@@ -46,7 +42,6 @@ type unixConn struct {
 	wrShut   bool
 	fdClosed bool
 	err      error
-	hupDone  bool // Hangup was reported; a dead connection reports once
 }
 
 func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (model.Conn, error) {
@@ -63,9 +58,11 @@ func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (mod
 	}
 	w.charge(w.cfg.CPU.Syscall)
 	w.nextID++
-	c := &unixConn{w: w, p: p, id: w.nextID, fd: fd, local: p.name + ":unix", remote: addr, readInterest: true, loop: l, handler: h}
+	c := &unixConn{w: w, p: p, id: w.nextID, fd: fd, local: p.name + ":unix", remote: addr}
+	c.socketEvents = socketEvents{src: c, readInterest: true, loop: l, handler: h}
 	w.nextID++
-	s := &unixConn{w: w, p: ln.p, id: w.nextID, fd: -1, local: addr, remote: c.local, readInterest: true}
+	s := &unixConn{w: w, p: ln.p, id: w.nextID, fd: -1, local: addr, remote: c.local}
+	s.socketEvents = socketEvents{src: s, readInterest: true}
 	c.peer, s.peer = s, c
 	p.setFDObject(fd, c)
 	w.record(Event{Proc: p.name, Kind: "connect", Conn: c.id, S: "unix " + addr})
@@ -80,32 +77,6 @@ func (c *unixConn) LocalAddr() string  { return c.local }
 func (c *unixConn) RemoteAddr() string { return c.remote }
 func (c *unixConn) Err() error         { return c.err }
 
-func (c *unixConn) SetHandler(loop model.Loop, h model.Handler) {
-	l, ok := loop.(*Loop)
-	if !ok {
-		return
-	}
-	if c.loop != l {
-		c.queued = false
-	}
-	c.loop, c.handler = l, h
-	c.notify()
-}
-
-func (c *unixConn) SetWriteInterest(on bool) {
-	c.writeInterest = on
-	if on {
-		c.notify()
-	}
-}
-
-func (c *unixConn) SetReadInterest(on bool) {
-	c.readInterest = on
-	if on {
-		c.notify()
-	}
-}
-
 func (c *unixConn) space() int {
 	if c.peer == nil {
 		return 0
@@ -115,12 +86,6 @@ func (c *unixConn) space() int {
 
 func (c *unixConn) readiness() model.Events {
 	var ev model.Events
-	if c.err != nil && c.hupDone {
-		// Like the real world (and EPOLLONESHOT-style error handling), a
-		// dead connection is reported once: model code that ignores it
-		// must not make the loop spin.
-		return 0
-	}
 	if c.rqBytes > 0 || c.eof || c.err != nil {
 		ev |= model.Readable
 	}
@@ -132,46 +97,8 @@ func (c *unixConn) readiness() model.Events {
 	return ev
 }
 
-func (c *unixConn) notify() {
-	if c.queued || c.fdClosed || c.handler == nil || c.loop == nil {
-		return
-	}
-	mask := model.Hangup
-	if c.readInterest {
-		mask |= model.Readable
-	}
-	if c.writeInterest {
-		mask |= model.Writable
-	}
-	if c.readiness()&mask == 0 {
-		return
-	}
-	c.queued = true
-	c.loop.enqueue(task{conn: c})
-}
-
-func (c *unixConn) dispatchReady() {
-	c.queued = false
-	if c.fdClosed || c.handler == nil {
-		return
-	}
-	mask := model.Hangup
-	if c.readInterest {
-		mask |= model.Readable
-	}
-	if c.writeInterest {
-		mask |= model.Writable
-	}
-	ev := c.readiness() & mask
-	if ev == 0 {
-		return
-	}
-	c.handler(ev)
-	if ev&model.Hangup != 0 {
-		c.hupDone = true
-	}
-	c.notify()
-}
+func (c *unixConn) fdOpen() bool   { return !c.fdClosed }
+func (c *unixConn) dispatchReady() { c.dispatch() }
 
 func (c *unixConn) Read(p []byte) (int, error) {
 	n, files, err := c.ReadFDs(p)

@@ -1,0 +1,99 @@
+package sim
+
+import "xceiver/model"
+
+// socketEvents is what a simulated socket shares with epoll: the loop and
+// handler it reports to, which events the model wants, and whether a
+// callback is already queued. Reporting is level-triggered, except that a
+// dead connection is reported once, as in the real world, so model code
+// that ignores a hangup cannot make a loop spin.
+type socketEvents struct {
+	src           eventSource
+	loop          *Loop
+	handler       model.Handler
+	readInterest  bool
+	writeInterest bool
+	queued        bool
+	hupDone       bool
+}
+
+// eventSource is a socket as socketEvents sees it.
+type eventSource interface {
+	// readiness is the socket's current state as events.
+	readiness() model.Events
+	// fdOpen reports whether the socket still has an fd (a closed fd gets
+	// no events).
+	fdOpen() bool
+	readyConn
+}
+
+func (s *socketEvents) SetHandler(loop model.Loop, h model.Handler) {
+	l, ok := loop.(*Loop)
+	if !ok {
+		return
+	}
+	if s.loop != l {
+		s.queued = false
+	}
+	s.loop, s.handler = l, h
+	s.notify()
+}
+
+func (s *socketEvents) SetWriteInterest(on bool) {
+	s.writeInterest = on
+	if on {
+		s.notify()
+	}
+}
+
+func (s *socketEvents) SetReadInterest(on bool) {
+	s.readInterest = on
+	if on {
+		s.notify()
+	}
+}
+
+// wanted is the socket's readiness that the model asked for.
+func (s *socketEvents) wanted() model.Events {
+	if s.hupDone {
+		return 0
+	}
+	mask := model.Hangup
+	if s.readInterest {
+		mask |= model.Readable
+	}
+	if s.writeInterest {
+		mask |= model.Writable
+	}
+	return s.src.readiness() & mask
+}
+
+// notify queues a readiness callback on the socket's loop when the
+// handler has something to see.
+func (s *socketEvents) notify() {
+	if s.queued || s.handler == nil || s.loop == nil || !s.src.fdOpen() {
+		return
+	}
+	if s.wanted() == 0 {
+		return
+	}
+	s.queued = true
+	s.loop.enqueue(task{conn: s.src})
+}
+
+// dispatch runs the handler with what is ready now, then re-arms.
+func (s *socketEvents) dispatch() {
+	s.queued = false
+	if s.handler == nil || !s.src.fdOpen() {
+		return
+	}
+	ev := s.wanted()
+	if ev == 0 {
+		return
+	}
+	s.handler(ev)
+	if ev&model.Hangup != 0 {
+		s.hupDone = true
+	}
+	s.notify()
+}
