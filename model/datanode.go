@@ -562,7 +562,7 @@ func (dc *dnConn) startOp(req Request) {
 	case OpReadBlock:
 		dc.st.Reads++
 		dc.phase = phaseOpening
-		dc.open()
+		dc.open(false)
 	case OpWriteBlock, OpAppendBlock, OpReplaceBlock:
 		dc.st.Writes++
 		if req.Length > int64(dc.dn.cfg.MaxWrite) {
@@ -582,18 +582,25 @@ func (dc *dnConn) startOp(req Request) {
 
 // open acquires the replica under the lock: from the pool (reactor) or by
 // opening its files (threaded).
-func (dc *dnConn) open() {
+func (dc *dnConn) open(woken bool) {
 	dn := dc.dn
 	dn.lock.Do(dc.loop, func() {
 		if dc.closed {
+			if woken {
+				dn.pool.WakeWaiter() // pass the wake-up on
+			}
 			return
 		}
 		if dn.pool != nil {
 			h, err := dn.pool.Acquire(dc.req.BlockID, dc.req.GenStamp, dc.loop.Now(), func() {
 				dc.loop.Post(func() {
 					if !dc.closed && dc.phase == phaseOpening {
-						dc.open()
+						dc.open(true)
+						return
 					}
+					// This read is gone: pass the wake-up on, or the
+					// next waiter sleeps while a handle is free.
+					dn.lock.Do(dc.loop, dn.pool.WakeWaiter)
 				})
 			})
 			if errors.Is(err, ErrPoolFull) {

@@ -113,6 +113,17 @@ func (hp *HandlePool) key(id, stamp uint64) handleKey {
 // handle in use it returns ErrPoolFull and calls wake once room may have
 // been made; the caller then tries again.
 func (hp *HandlePool) Acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, error) {
+	h, err := hp.acquire(id, stamp, now, wake)
+	if !errors.Is(err, ErrPoolFull) && len(hp.waiters) > 0 && (hp.open+2 <= hp.cfg.Max || len(hp.idle) > 0) {
+		// A woken read may need no room (its block is gone, or its
+		// handle is open already): room is left, so wake the next one
+		// rather than let it sleep beside a free handle.
+		hp.wakeOne()
+	}
+	return h, err
+}
+
+func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, error) {
 	cur, _, ok := hp.store.Info(id)
 	if !ok {
 		return nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
@@ -293,6 +304,11 @@ func (hp *HandlePool) onChange(id, newStamp uint64, deleted bool) {
 	}
 	hp.wakeOne()
 }
+
+// WakeWaiter wakes the longest-waiting read, if any. A woken read that no
+// longer wants a handle (its connection closed) calls it to pass the
+// wake-up on.
+func (hp *HandlePool) WakeWaiter() { hp.wakeOne() }
 
 func (hp *HandlePool) wakeOne() {
 	if len(hp.waiters) == 0 {

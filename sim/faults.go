@@ -208,3 +208,23 @@ func (p *Process) FDPressure(leave int) (release func(), n int) {
 		}
 	}, len(fs)
 }
+
+// BusyUntil is when p's threads finish the callbacks and work items they
+// started: each runs to completion in virtual time, so one that met a slow
+// disk keeps its thread busy after the fault is gone.
+func (p *Process) BusyUntil() time.Duration {
+	var t time.Duration
+	for _, l := range p.loops {
+		if !l.dead() {
+			t = max(t, l.busyUntil)
+		}
+	}
+	for _, wp := range p.pools {
+		if !wp.closed && wp.gen == p.gen {
+			for _, th := range wp.workers {
+				t = max(t, th.busyUntil)
+			}
+		}
+	}
+	return t
+}

@@ -135,7 +135,11 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 			seeds = append(seeds, opt.seed+uint64(k))
 		}
 	}
-	prog := newProgress(stdout, len(seeds), !opt.json && isTerminal(stdout))
+	var progOut io.Writer = stdout
+	if opt.json {
+		progOut = nil // one JSON object, nothing else
+	}
+	prog := newProgress(progOut, len(seeds), !opt.json && isTerminal(stdout))
 	start := time.Now()
 
 	var mu sync.Mutex
@@ -209,17 +213,24 @@ func nonNil(f []checkFailure) []checkFailure {
 
 func propertyNames() []string {
 	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
-		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree}
+		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree, properties.PropDeterminism}
 }
 
 // checkOne checks one seed; on failure it shrinks it and writes its trace.
 func checkOne(seed uint64, opt checkOptions) *checkFailure {
-	o, err := properties.CheckSeed(seed, opt.bug, properties.Options{})
+	// Every 50th seed also runs twice: the same seed must give the same
+	// trace (DESIGN.md §7, determinism).
+	o, err := properties.CheckSeed(seed, opt.bug, properties.Options{}, seed%50 == 0)
 	if err != nil {
 		return &checkFailure{Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	if !o.Failed() {
 		return nil
+	}
+	if o.Result.Failure.Property == properties.PropDeterminism {
+		// Nothing to shrink or replay: a trace is only worth keeping if
+		// runs are deterministic.
+		return &checkFailure{Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message}
 	}
 	sc := o.Case.Schedule
 	f := &checkFailure{

@@ -1,0 +1,80 @@
+package properties
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Bug is a catalogued historic bug: a configuration of the data path that
+// reproduces it. The code paths exist in model/ behind DatanodeBugs and
+// ClientBugs; only tests and `xceiver check --bug` switch them on.
+type Bug struct {
+	Name string // as given to --bug
+	What string // one line
+	// Catches names the property expected to catch it.
+	Catches string
+	apply   func(d drawer, cfg *Config)
+}
+
+// Bugs is the catalogue, in a fixed order.
+var Bugs = []Bug{
+	{
+		Name:    "HDFS-4911",
+		What:    "the client's peer cache expiry exceeds the datanode's keep-alive: cached peers are dead when reused",
+		Catches: "availability",
+		apply: func(d drawer, cfg *Config) {
+			if cfg.CacheCapacity == 0 {
+				cfg.CacheCapacity = 16
+			}
+			cfg.CacheExpiry = cfg.Keepalive * time.Duration(pick(d, "bug_expiry", 3, 4, 6)) / 2
+		},
+	},
+	{
+		Name:    "HDFS-3359",
+		What:    "the client's close forgets its cached peers without closing them",
+		Catches: "fd-bounds",
+		apply:   func(d drawer, cfg *Config) { cfg.CloseLeaksCache = true },
+	},
+	{
+		Name:    "HDFS-3357",
+		What:    "the datanode's keep-alive wait has no timeout",
+		Catches: "leak-freedom",
+		apply:   func(d drawer, cfg *Config) { cfg.KeepaliveForever = true },
+	},
+	{
+		Name:    "stale-handle",
+		What:    "the handle pool keys handles by block id alone and never retires them",
+		Catches: "linearizability",
+		apply:   func(d drawer, cfg *Config) { cfg.PoolKeyIgnoresStamp = true },
+	},
+	{
+		Name:    "unclean-return",
+		What:    "the client returns a connection to its cache after an op that did not end cleanly",
+		Catches: "stream-integrity",
+		apply:   func(d drawer, cfg *Config) { cfg.ReturnUnclean = true },
+	},
+	{
+		Name:    "close-in-use",
+		What:    "the handle pool's eviction closes handles that reads still use",
+		Catches: "no-close-in-use",
+		apply:   func(d drawer, cfg *Config) { cfg.PoolClosesInUse = true },
+	},
+}
+
+var noBug = Bug{apply: func(drawer, *Config) {}}
+
+// LookupBug finds a catalogued bug by name; "" is the correct code.
+func LookupBug(name string) (Bug, error) {
+	if name == "" {
+		return noBug, nil
+	}
+	var names []string
+	for _, b := range Bugs {
+		if b.Name == name {
+			return b, nil
+		}
+		names = append(names, b.Name)
+	}
+	return Bug{}, fmt.Errorf("unknown bug %q (want one of %s, or list)", name, strings.Join(names, ", "))
+}

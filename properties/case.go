@@ -1,0 +1,461 @@
+// Package properties holds xceiver's specifications and the property
+// checks that run them (DESIGN.md §7): a porcupine model of the block
+// store, partitioned by block; invariants checked at every event of a
+// simulated run (fd bounds, the handle pool's bound, no handle closed while
+// in use); leak-freedom at quiescence; availability when no fault is in
+// force; and linearizability of every client's history.
+//
+// A Case — seed, configuration and schedule of ops and faults — fully
+// determines a run. Draw makes one from any Source of numbers: a seeded PCG
+// for `xceiver check`, rapid for `go test`, which then shrinks it.
+package properties
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// Case is one fully determined run.
+type Case struct {
+	Seed     uint64   `json:"seed"`
+	Bug      string   `json:"bug,omitempty"` // a catalogued bug switched on, or ""
+	Config   Config   `json:"config"`
+	Schedule Schedule `json:"schedule"`
+}
+
+// Config is the drawn configuration of a run. Durations are nanoseconds.
+type Config struct {
+	// Datanode
+	Mode        string        `json:"mode"` // reactor or threaded
+	Selectors   int           `json:"selectors"`
+	Workers     int           `json:"workers"`
+	PoolMax     int           `json:"pool_max"`
+	PoolMin     int           `json:"pool_min"`
+	PoolIdle    time.Duration `json:"pool_idle"`
+	Keepalive   time.Duration `json:"keepalive"`
+	ReadTimeout time.Duration `json:"read_timeout"`
+	DNNoDelay   bool          `json:"dn_nodelay"`
+	DNPacket    int           `json:"dn_packet"`
+	FDLimit     int           `json:"fd_limit"`
+
+	// Clients
+	Clients       int           `json:"clients"`
+	ClientWorkers int           `json:"client_workers"` // concurrent op streams per client
+	NoDelay       bool          `json:"nodelay"`
+	CacheCapacity int           `json:"cache_capacity"`
+	CacheExpiry   time.Duration `json:"cache_expiry"`
+	Timeout       time.Duration `json:"timeout"`
+	Packet        int           `json:"packet"`
+
+	// Blocks written before the datanode serves.
+	Blocks []InitBlock `json:"blocks"`
+	// MaxBlock is the largest block id ops name (some never exist).
+	MaxBlock uint64 `json:"max_block"`
+	// Faults lists the fault kinds this run may inject (swarm testing).
+	Faults []string `json:"faults"`
+
+	// Bug switches: set only by the catalogue (see bugs.go).
+	KeepaliveForever    bool `json:"keepalive_forever,omitempty"`
+	PoolKeyIgnoresStamp bool `json:"pool_key_ignores_stamp,omitempty"`
+	PoolClosesInUse     bool `json:"pool_closes_in_use,omitempty"`
+	CloseLeaksCache     bool `json:"close_leaks_cache,omitempty"`
+	ReturnUnclean       bool `json:"return_unclean,omitempty"`
+}
+
+// InitBlock is a block on the datanode's disk at the start.
+type InitBlock struct {
+	ID   uint64 `json:"id"`
+	Size int    `json:"size"`
+	Key  uint64 `json:"key"` // content seed (model.BlockContent)
+}
+
+// Schedule is what happens in a run: client ops in the workload phase,
+// faults during it, probing reads as soon as faults stop (which use what
+// the faults left behind, such as cached connections), and the reads of
+// the liveness phase once the system had time to recover.
+type Schedule struct {
+	Ops    []Op    `json:"ops"`
+	Faults []Fault `json:"faults"`
+	Probe  []Op    `json:"probe,omitempty"`
+	Live   []Op    `json:"live"`
+}
+
+// Op is one client op. Ops of one (client, worker) run one after another,
+// each Gap after the previous one returned.
+type Op struct {
+	Client int           `json:"c"`
+	Worker int           `json:"w,omitempty"`
+	Gap    time.Duration `json:"gap"`
+	Kind   string        `json:"op"` // read, write, append, replace, delete
+	Block  uint64        `json:"b"`
+	Off    int64         `json:"off,omitempty"`
+	Len    int64         `json:"len,omitempty"`
+	// Stamped reads name the last generation stamp the client saw.
+	Stamped bool   `json:"stamped,omitempty"`
+	Size    int    `json:"size,omitempty"` // data of a write, append or replace
+	Key     uint64 `json:"key,omitempty"`  // its content seed
+}
+
+// Fault is one injected fault: it starts At and is undone Dur later.
+type Fault struct {
+	At   time.Duration `json:"at"`
+	Kind string        `json:"kind"`
+	Dur  time.Duration `json:"dur,omitempty"`
+	// Arg picks the target or the strength; its meaning depends on Kind
+	// (see run.go, inject).
+	Arg  int    `json:"arg,omitempty"`
+	Size int    `json:"size,omitempty"`
+	Key  uint64 `json:"key,omitempty"`
+}
+
+// Fault kinds (DESIGN.md §4).
+const (
+	FaultReset      = "reset"       // a connection is reset
+	FaultVanish     = "vanish"      // a connection's peer vanishes without FIN
+	FaultSpike      = "spike"       // latency spike on a process's network
+	FaultSlowReader = "slow-reader" // a client's receive window shrinks
+	FaultEIO        = "eio"         // the datanode's disk fails reads and writes
+	FaultSlowDisk   = "slow-disk"   // latency spikes of the datanode's disk
+	FaultMutate     = "mutate"      // a block is replaced, deleted or stamp-bumped under readers
+	FaultCrash      = "crash"       // the datanode crashes and restarts
+	FaultFDPressure = "fd-pressure" // the datanode runs out of fds
+)
+
+// FaultKinds lists every fault kind.
+var FaultKinds = []string{FaultReset, FaultVanish, FaultSpike, FaultSlowReader, FaultEIO, FaultSlowDisk, FaultMutate, FaultCrash, FaultFDPressure}
+
+// Op kinds.
+const (
+	OpRead    = "read"
+	OpWrite   = "write"
+	OpAppend  = "append"
+	OpReplace = "replace"
+	OpDelete  = "delete"
+)
+
+// ExpiryMargin is how much shorter than the datanode's keep-alive a
+// correct client's cache expiry is: more than the longest a request can
+// be held by Nagle waiting for a delayed ACK (200 ms), so a peer taken
+// from the cache is still open when the request arrives.
+const ExpiryMargin = 250 * time.Millisecond
+
+// Source draws the numbers a case is made of.
+type Source interface {
+	// IntRange returns an int in [lo, hi].
+	IntRange(lo, hi int, label string) int
+}
+
+// SeedSource is the Source of `xceiver check`: a PCG seeded by seed.
+func SeedSource(seed uint64) Source {
+	return &pcgSource{rand.New(rand.NewPCG(seed, 0x7863656976657221))}
+}
+
+type pcgSource struct{ r *rand.Rand }
+
+func (s *pcgSource) IntRange(lo, hi int, _ string) int {
+	if hi <= lo {
+		return lo
+	}
+	return lo + s.r.IntN(hi-lo+1)
+}
+
+// RapidSource draws from rapid, which then shrinks what it drew.
+func RapidSource(t *rapid.T) Source { return rapidSource{t} }
+
+type rapidSource struct{ t *rapid.T }
+
+func (s rapidSource) IntRange(lo, hi int, label string) int {
+	if hi <= lo {
+		return lo
+	}
+	return rapid.IntRange(lo, hi).Draw(s.t, label)
+}
+
+// drawer wraps a Source with the shapes the generator needs.
+type drawer struct{ s Source }
+
+func (d drawer) n(lo, hi int, label string) int { return d.s.IntRange(lo, hi, label) }
+
+// chance is true with probability pct%.
+func (d drawer) chance(pct int, label string) bool { return d.s.IntRange(0, 99, label) < pct }
+
+func pick[T any](d drawer, label string, xs ...T) T { return xs[d.s.IntRange(0, len(xs)-1, label)] }
+
+func (d drawer) dur(lo, hi time.Duration, label string) time.Duration {
+	// Drawn in microseconds, so rapid shrinks toward lo in few steps.
+	return lo + time.Duration(d.n(0, int((hi-lo)/time.Microsecond), label))*time.Microsecond
+}
+
+func (d drawer) key(label string) uint64 { return uint64(d.n(1, 1<<30, label)) }
+
+// Draw makes a case from src. seed only labels it (and feeds nothing);
+// bug switches on a catalogued bug ("" for the correct code).
+func Draw(src Source, seed uint64, bug string) (Case, error) {
+	b, err := LookupBug(bug)
+	if err != nil {
+		return Case{}, err
+	}
+	d := drawer{src}
+	c := Case{Seed: seed, Bug: bug}
+	cfg := &c.Config
+
+	cfg.Mode = "reactor"
+	if d.chance(25, "threaded") {
+		cfg.Mode = "threaded"
+	}
+	cfg.Selectors = d.n(1, 3, "selectors")
+	cfg.Workers = d.n(1, 4, "workers")
+	cfg.PoolMax = pick(d, "pool_max", 2, 2, 4, 6, 8, 16, 64)
+	cfg.PoolMin = d.n(0, min(2, cfg.PoolMax/2), "pool_min")
+	cfg.PoolIdle = pick(d, "pool_idle", 5*time.Millisecond, 50*time.Millisecond, 500*time.Millisecond, 2*time.Second)
+	cfg.Keepalive = pick(d, "keepalive", 300*time.Millisecond, time.Second, 4*time.Second)
+	cfg.ReadTimeout = pick(d, "read_timeout", time.Second, 5*time.Second, 60*time.Second)
+	cfg.DNNoDelay = d.chance(50, "dn_nodelay")
+	cfg.DNPacket = pick(d, "dn_packet", 512, 4096, 64<<10)
+	cfg.FDLimit = pick(d, "fd_limit", 160, 256, 1024)
+
+	cfg.Clients = d.n(1, 4, "clients")
+	cfg.ClientWorkers = d.n(1, 3, "client_workers")
+	cfg.NoDelay = d.chance(50, "nodelay")
+	cfg.CacheCapacity = pick(d, "cache_capacity", 0, 1, 2, 4, 16)
+	// HDFS-941: the client's cache expiry is shorter than the server's
+	// keep-alive (3 s vs 4 s by default), by more than the longest stall
+	// a request can suffer without NODELAY (a delayed ACK: ≤ 200 ms).
+	cfg.CacheExpiry = (cfg.Keepalive - ExpiryMargin) * time.Duration(pick(d, "cache_expiry", 1, 2, 3)) / 4
+	cfg.Timeout = pick(d, "timeout", 150*time.Millisecond, 500*time.Millisecond, 2*time.Second)
+	cfg.Packet = pick(d, "packet", 512, 4096, 64<<10)
+
+	nb := d.n(2, 5, "blocks")
+	for i := 1; i <= nb; i++ {
+		cfg.Blocks = append(cfg.Blocks, InitBlock{ID: uint64(i), Size: drawSize(d, "block_size"), Key: d.key("block_key")})
+	}
+	cfg.MaxBlock = uint64(nb + 2)
+
+	if !d.chance(30, "fault_free") {
+		for _, k := range FaultKinds {
+			if d.chance(50, "fault_"+k) {
+				cfg.Faults = append(cfg.Faults, k)
+			}
+		}
+		if len(cfg.Faults) == 0 {
+			cfg.Faults = append(cfg.Faults, pick(d, "fault_kind", FaultKinds...))
+		}
+	}
+	b.apply(d, cfg)
+
+	// Workload: each worker a sequence of ops with think times.
+	idle := max(cfg.Keepalive, cfg.CacheExpiry)
+	var starts []time.Duration // estimated start of each op
+	for cl := 0; cl < cfg.Clients; cl++ {
+		for wk := 0; wk < cfg.ClientWorkers; wk++ {
+			n := d.n(1, 15, "ops")
+			var span time.Duration
+			for i := 0; i < n; i++ {
+				op := drawOp(d, cfg, idle)
+				op.Client, op.Worker = cl, wk
+				span += op.Gap
+				starts = append(starts, span)
+				span += 500 * time.Microsecond
+				c.Schedule.Ops = append(c.Schedule.Ops, op)
+			}
+		}
+	}
+	for _, k := range cfg.Faults {
+		n := d.n(1, 4, "fault_count")
+		for i := 0; i < n; i++ {
+			// Faults strike near ops, where they matter.
+			at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 5*time.Millisecond, "fault_after")
+			c.Schedule.Faults = append(c.Schedule.Faults, drawFault(d, cfg, k, at))
+		}
+	}
+	sortFaults(c.Schedule.Faults)
+	// Probes: right after the faults stop, each client reads at once.
+	for cl := 0; cl < cfg.Clients; cl++ {
+		n := d.n(0, 3, "probe_ops")
+		for i := 0; i < n; i++ {
+			c.Schedule.Probe = append(c.Schedule.Probe, Op{
+				Client: cl, Gap: d.dur(0, 2*time.Millisecond, "probe_gap"), Kind: OpRead,
+				Block: uint64(d.n(1, int(cfg.MaxBlock), "probe_block")), Len: int64(d.n(0, 4096, "probe_len")),
+			})
+		}
+	}
+	// Liveness: each client reads a few times, with idle gaps around the
+	// keep-alive and cache expiry, after faults stopped.
+	for cl := 0; cl < cfg.Clients; cl++ {
+		n := d.n(2, 4, "live_ops")
+		for i := 0; i < n; i++ {
+			gap := time.Duration(d.n(0, 150, "live_gap")) * idle / 100
+			c.Schedule.Live = append(c.Schedule.Live, Op{
+				Client: cl, Gap: gap, Kind: OpRead, Block: uint64(d.n(1, int(cfg.MaxBlock), "live_block")),
+				Len: int64(d.n(0, 512, "live_len")),
+			})
+		}
+	}
+	return c, nil
+}
+
+func drawSize(d drawer, label string) int {
+	switch d.n(0, 9, label) {
+	case 0:
+		return 0
+	case 1, 2, 3:
+		return d.n(1, 1100, label+"_small")
+	case 4, 5, 6, 7, 8:
+		return d.n(1100, 20000, label+"_mid")
+	}
+	return d.n(20000, 100000, label+"_large")
+}
+
+func drawOp(d drawer, cfg *Config, idle time.Duration) Op {
+	var op Op
+	switch g := d.n(0, 99, "gap_kind"); {
+	case g < 60:
+		op.Gap = d.dur(0, time.Millisecond, "gap")
+	case g < 85:
+		op.Gap = d.dur(time.Millisecond, 20*time.Millisecond, "gap")
+	default:
+		op.Gap = d.dur(20*time.Millisecond, 20*time.Millisecond+idle*3/2, "gap")
+	}
+	op.Block = uint64(d.n(1, int(cfg.MaxBlock), "block"))
+	switch k := d.n(0, 99, "kind"); {
+	case k < 55:
+		op.Kind = OpRead
+		if d.chance(30, "off_zero") {
+			op.Off = 0
+		} else {
+			op.Off = int64(d.n(0, 6000, "off"))
+		}
+		op.Len = int64(d.n(0, 5000, "len"))
+		if d.chance(5, "len_big") {
+			op.Len = int64(d.n(5000, 120000, "len"))
+		}
+		op.Stamped = d.chance(15, "stamped")
+	case k < 67:
+		op.Kind = OpWrite
+	case k < 80:
+		op.Kind = OpAppend
+	case k < 92:
+		op.Kind = OpReplace
+	default:
+		op.Kind = OpDelete
+	}
+	switch op.Kind {
+	case OpWrite, OpReplace:
+		op.Size = drawSize(d, "size")
+		op.Key = d.key("key")
+	case OpAppend:
+		op.Size = d.n(0, 3000, "size")
+		op.Key = d.key("key")
+	}
+	return op
+}
+
+func drawFault(d drawer, cfg *Config, kind string, at time.Duration) Fault {
+	f := Fault{Kind: kind, At: at}
+	durs := func() time.Duration {
+		return pick(d, "fault_dur", time.Millisecond, 10*time.Millisecond, 100*time.Millisecond, 500*time.Millisecond, 2*time.Second)
+	}
+	switch kind {
+	case FaultReset:
+		f.Arg = d.n(0, 1000, "target")
+	case FaultVanish:
+		f.Arg = d.n(0, 1000, "target") // even: an idle connection
+	case FaultSpike:
+		f.Arg = d.n(0, cfg.Clients, "target") // 0: the datanode, k: client k-1
+		f.Dur = durs()
+	case FaultSlowReader:
+		f.Arg = d.n(0, cfg.Clients-1, "target")
+		f.Size = pick(d, "rcvbuf", 2048, 4096, 16384)
+		f.Dur = durs()
+	case FaultEIO:
+		f.Arg = pick(d, "eio_permille", 20, 100, 500) // read EIO rate ‰; writes half of it
+		f.Dur = durs()
+	case FaultSlowDisk:
+		f.Arg = pick(d, "slow_permille", 50, 200, 1000) // share of I/Os that are slow, ‰
+		f.Size = pick(d, "slow_ms", 20, 200, 1000)      // their extra latency, ms
+		f.Dur = durs()
+	case FaultMutate:
+		f.Arg = d.n(0, 2, "mutation") // 0 replace, 1 bump the stamp (empty append), 2 delete
+		f.Size = drawSize(d, "size")
+		f.Key = d.key("key")
+	case FaultCrash:
+		f.Dur = pick(d, "downtime", 0, 10*time.Millisecond, 200*time.Millisecond, time.Second)
+	case FaultFDPressure:
+		f.Arg = d.n(0, 6, "fds_left")
+		f.Dur = durs()
+	}
+	return f
+}
+
+func sortFaults(fs []Fault) {
+	// Insertion sort: stable and deterministic, and lists are short.
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fs[j].At < fs[j-1].At; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// Validate reports a case that cannot run (a hand-edited trace).
+func (c *Case) Validate() error {
+	cfg := &c.Config
+	if _, err := LookupBug(c.Bug); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Mode != "reactor" && cfg.Mode != "threaded":
+		return fmt.Errorf("mode %q: want reactor or threaded", cfg.Mode)
+	case cfg.Clients < 1 || cfg.Clients > 64:
+		return fmt.Errorf("clients %d outside [1, 64]", cfg.Clients)
+	case cfg.ClientWorkers < 1 || cfg.ClientWorkers > 64:
+		return fmt.Errorf("client workers %d outside [1, 64]", cfg.ClientWorkers)
+	case cfg.FDLimit < 16:
+		return fmt.Errorf("fd limit %d below 16", cfg.FDLimit)
+	case cfg.Timeout <= 0 || cfg.Keepalive <= 0 || cfg.CacheExpiry <= 0 || cfg.PoolIdle <= 0 || cfg.ReadTimeout <= 0:
+		return fmt.Errorf("timeouts must be positive")
+	}
+	if cfg.MaxBlock < 1 || cfg.MaxBlock > 1<<16 {
+		return fmt.Errorf("max block %d outside [1, 65536]", cfg.MaxBlock)
+	}
+	seen := map[uint64]bool{}
+	for _, b := range cfg.Blocks {
+		switch {
+		case b.Size < 0 || b.Size > 16<<20:
+			return fmt.Errorf("block %d: size %d outside [0, 16 MiB]", b.ID, b.Size)
+		case b.ID < 1 || b.ID > cfg.MaxBlock || seen[b.ID]:
+			return fmt.Errorf("block %d: id repeated or outside [1, max block %d]", b.ID, cfg.MaxBlock)
+		}
+		seen[b.ID] = true
+	}
+	for _, list := range [][]Op{c.Schedule.Ops, c.Schedule.Probe, c.Schedule.Live} {
+		for _, op := range list {
+			if op.Client < 0 || op.Client >= cfg.Clients || op.Worker < 0 || op.Worker >= cfg.ClientWorkers {
+				return fmt.Errorf("op names client %d worker %d of %d×%d", op.Client, op.Worker, cfg.Clients, cfg.ClientWorkers)
+			}
+			switch op.Kind {
+			case OpRead, OpWrite, OpAppend, OpReplace, OpDelete:
+			default:
+				return fmt.Errorf("unknown op %q", op.Kind)
+			}
+			if op.Gap < 0 || op.Off < 0 || op.Len < 0 || op.Size < 0 || op.Size > 16<<20 || op.Block < 1 || op.Block > cfg.MaxBlock {
+				return fmt.Errorf("op %s: negative or oversized field, or block outside [1, max block]", op.Kind)
+			}
+		}
+	}
+	for _, f := range c.Schedule.Faults {
+		known := false
+		for _, k := range FaultKinds {
+			known = known || k == f.Kind
+		}
+		if !known {
+			return fmt.Errorf("unknown fault %q", f.Kind)
+		}
+		if f.At < 0 || f.Dur < 0 || f.Size < 0 || f.Size > 16<<20 {
+			return fmt.Errorf("fault %s: negative or oversized field", f.Kind)
+		}
+	}
+	return nil
+}

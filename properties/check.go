@@ -1,0 +1,50 @@
+package properties
+
+import "fmt"
+
+// ShrinkBudget is how many re-runs Check spends shrinking a failure.
+const ShrinkBudget = 400
+
+// Outcome is what checking one seed found.
+type Outcome struct {
+	Seed uint64
+	// Case is the case that ran; after a failure, the shrunk case.
+	Case Case
+	// Result is the run of Case (after a failure, of the shrunk case).
+	Result *Result
+	// Original is the failure before shrinking, with its size.
+	Original       *Failure
+	OriginalOps    int
+	OriginalFaults int
+	ShrinkRuns     int
+}
+
+// Failed reports whether a property broke.
+func (o *Outcome) Failed() bool { return o.Result.Failure != nil }
+
+// CheckSeed draws the case of seed (with bug switched on, or "" for the
+// correct code), runs it, and on failure shrinks it. With twice, a passing
+// case runs again and must give the same trace hash (determinism).
+func CheckSeed(seed uint64, bug string, opt Options, twice bool) (Outcome, error) {
+	c, err := Draw(SeedSource(seed), seed, bug)
+	if err != nil {
+		return Outcome{}, err
+	}
+	r := Run(c, opt)
+	if twice && r.Failure == nil {
+		if again := Run(c, opt); again.TraceHash != r.TraceHash || again.Events != r.Events {
+			r.Failure = &Failure{PropDeterminism, fmt.Sprintf("two runs of the case differ: %d events, hash %s, then %d events, hash %s",
+				r.Events, r.TraceHash, again.Events, again.TraceHash)}
+			return Outcome{Seed: seed, Case: c, Result: r, Original: r.Failure}, nil
+		}
+	}
+	o := Outcome{Seed: seed, Case: c, Result: r}
+	if r.Failure == nil {
+		return o, nil
+	}
+	o.Original = r.Failure
+	o.OriginalOps = len(c.Schedule.Ops) + len(c.Schedule.Probe) + len(c.Schedule.Live)
+	o.OriginalFaults = len(c.Schedule.Faults)
+	o.Case, o.Result, o.ShrinkRuns = Shrink(c, r, ShrinkBudget, opt)
+	return o, nil
+}

@@ -1,0 +1,401 @@
+package properties
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"xceiver/model"
+)
+
+// The block-store model, for porcupine. A history is partitioned by block;
+// each partition starts with a synthetic "init" op that sets the block's
+// state as written before the run (porcupine's Init knows no partition).
+//
+// State per block: whether it exists, its generation stamp and its bytes,
+// and the highest stamp it ever had (a new stamp must exceed it: a stamp
+// never names two contents of a block). Ops: read (offset, length,
+// optionally the least stamp wanted), write, append, replace, delete.
+// Outputs: ok (with stamp, length and data read), rejected (with the
+// datanode's status), or unknown — a mutation whose effect is unknown after
+// a fault, which gets return time +∞ and may apply or not: placed last it
+// has no effect.
+
+type opKind uint8
+
+const (
+	kInit opKind = iota
+	kRead
+	kWrite
+	kAppend
+	kReplace
+	kDelete
+)
+
+var kindNames = [...]string{"init", "read", "write", "append", "replace", "delete"}
+
+// LinInput is an op's input.
+type LinInput struct {
+	Kind  opKind
+	Block uint64
+	Stamp uint64 // read: least stamp wanted (0 any); init: the stamp
+	Off   int64
+	Len   int64
+	Data  string // write, append, replace; init: the contents
+	// init: whether the block exists at the start
+	Exists bool
+}
+
+type outcome uint8
+
+const (
+	outOK outcome = iota
+	outRejected
+	outUnknown
+)
+
+// LinOutput is an op's output.
+type LinOutput struct {
+	Outcome outcome
+	Status  model.Status // rejected: why
+	Stamp   uint64
+	Length  int64
+	Data    string // read
+}
+
+// blockState is the model's state of one block. The zero value is "not
+// yet initialised": only init may step from it.
+type blockState struct {
+	set    bool
+	exists bool
+	known  bool   // the stamp is known (else it is above floor, unseen)
+	stamp  uint64 // when known
+	floor  uint64 // highest stamp the block is known to have had
+	data   string
+}
+
+func (s blockState) describe() string {
+	if !s.set {
+		return "unset"
+	}
+	if !s.exists {
+		return fmt.Sprintf("absent (stamps so far ≤ %d)", s.floor)
+	}
+	st := fmt.Sprint(s.stamp)
+	if !s.known {
+		st = fmt.Sprintf(">%d", s.floor)
+	}
+	return fmt.Sprintf("stamp %s, %d bytes %s", st, len(s.data), digest(s.data))
+}
+
+func digest(s string) string {
+	return fmt.Sprintf("crc %08x", crc32.ChecksumIEEE([]byte(s)))
+}
+
+// newStamp checks a stamp a mutation returned: above every stamp the block
+// had.
+func (s blockState) newStampOK(st uint64) bool {
+	return st > s.floor && (!s.known || !s.exists || st > s.stamp)
+}
+
+func step(state, input, output any) (bool, any) {
+	s := state.(blockState)
+	in := input.(LinInput)
+	out := output.(LinOutput)
+	if in.Kind == kInit {
+		if s.set {
+			return false, s
+		}
+		n := blockState{set: true, exists: in.Exists, known: true, data: in.Data}
+		if in.Exists {
+			n.stamp, n.floor = in.Stamp, in.Stamp
+		}
+		return true, n
+	}
+	if !s.set {
+		return false, s
+	}
+	switch out.Outcome {
+	case outUnknown:
+		return true, apply(s, in)
+	case outRejected:
+		return rejectedOK(s, in, out.Status), s
+	}
+	switch in.Kind {
+	case kRead:
+		if !s.exists || in.Off+in.Len > int64(len(s.data)) || out.Length != int64(len(s.data)) ||
+			out.Data != s.data[in.Off:in.Off+in.Len] || out.Stamp < in.Stamp {
+			return false, s
+		}
+		if s.known {
+			return out.Stamp == s.stamp, s
+		}
+		if out.Stamp <= s.floor {
+			return false, s
+		}
+		s.known, s.stamp, s.floor = true, out.Stamp, out.Stamp
+		return true, s
+	case kWrite:
+		if s.exists || !s.newStampOK(out.Stamp) || out.Length != int64(len(in.Data)) {
+			return false, s
+		}
+		return true, blockState{set: true, exists: true, known: true, stamp: out.Stamp, floor: out.Stamp, data: in.Data}
+	case kAppend, kReplace:
+		data := in.Data
+		if in.Kind == kAppend {
+			data = s.data + in.Data
+		}
+		if !s.exists || !s.newStampOK(out.Stamp) || out.Length != int64(len(data)) {
+			return false, s
+		}
+		return true, blockState{set: true, exists: true, known: true, stamp: out.Stamp, floor: out.Stamp, data: data}
+	case kDelete:
+		if !s.exists {
+			return false, s
+		}
+		return true, blockState{set: true, floor: max(s.floor, s.stamp)}
+	}
+	return false, s
+}
+
+// apply is a mutation with an unknown outcome taking effect: its stamp is
+// unseen.
+func apply(s blockState, in LinInput) blockState {
+	switch in.Kind {
+	case kWrite:
+		if !s.exists {
+			return blockState{set: true, exists: true, floor: s.floor, data: in.Data}
+		}
+	case kAppend, kReplace:
+		if s.exists {
+			data := in.Data
+			if in.Kind == kAppend {
+				data = s.data + in.Data
+			}
+			return blockState{set: true, exists: true, floor: max(s.floor, s.stamp), data: data}
+		}
+	case kDelete:
+		if s.exists {
+			return blockState{set: true, floor: max(s.floor, s.stamp)}
+		}
+	}
+	return s
+}
+
+// rejectedOK: may the datanode refuse in with status st in state s?
+func rejectedOK(s blockState, in LinInput, st model.Status) bool {
+	switch in.Kind {
+	case kRead:
+		if st != model.StatusErrorInvalid {
+			return false
+		}
+		switch {
+		case !s.exists, in.Off+in.Len > int64(len(s.data)):
+			return true
+		case s.known:
+			return in.Stamp > s.stamp
+		default:
+			return in.Stamp > s.floor
+		}
+	case kWrite:
+		return st == model.StatusErrorExists && s.exists
+	case kAppend, kReplace, kDelete:
+		return st == model.StatusErrorInvalid && !s.exists
+	}
+	return false
+}
+
+// CheckHistory checks a history against the model, partitioned by block,
+// giving up after timeout: a checker that gives up reports Unknown, and
+// Unknown is a failure ("unknown"), never a pass. verbose keeps what the
+// HTML view needs.
+func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose bool) (porcupine.CheckResult, porcupine.LinearizationInfo, *Failure) {
+	var res porcupine.CheckResult
+	var info porcupine.LinearizationInfo
+	if verbose {
+		res, info = porcupine.CheckOperationsVerbose(Model(), history, timeout)
+	} else {
+		res = porcupine.CheckOperationsTimeout(Model(), history, timeout)
+	}
+	ops := 0
+	for _, op := range history {
+		if op.Input.(LinInput).Kind != kInit {
+			ops++
+		}
+	}
+	switch res {
+	case porcupine.Illegal:
+		// Name the first block whose history fails, to start from.
+		for _, part := range partition(history) {
+			if porcupine.CheckOperationsTimeout(Model(), part, timeout) == porcupine.Illegal {
+				b := part[0].Input.(LinInput).Block
+				return res, info, &Failure{PropLinearizable, fmt.Sprintf(
+					"the history of block %d (%d of %d ops) fits no order of the block-store model", b, len(part)-1, ops)}
+			}
+		}
+		return res, info, &Failure{PropLinearizable, fmt.Sprintf("the history of %d ops fits no order of the block-store model", ops)}
+	case porcupine.Unknown:
+		return res, info, &Failure{PropLinearizable, fmt.Sprintf("unknown: the checker gave up after %v on %d ops (not a pass)", timeout, ops)}
+	}
+	return res, info, nil
+}
+
+// Model is the porcupine model of the block store, partitioned by block.
+func Model() porcupine.Model {
+	return porcupine.Model{
+		Partition: partition,
+		Init:      func() any { return blockState{} },
+		Step:      step,
+		Equal:     func(a, b any) bool { return a.(blockState) == b.(blockState) },
+		Hash: func(state any) uint64 {
+			s := state.(blockState)
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%v%v%v%d/%d/", s.set, s.exists, s.known, s.stamp, s.floor)
+			h.Write([]byte(s.data))
+			return h.Sum64()
+		},
+		DescribeOperation: describeOp,
+		DescribeState:     func(state any) string { return state.(blockState).describe() },
+		DescribeOperationMetadata: func(info any) string {
+			if info == nil {
+				return ""
+			}
+			return fmt.Sprint(info)
+		},
+	}
+}
+
+func partition(history []porcupine.Operation) [][]porcupine.Operation {
+	byBlock := make(map[uint64][]porcupine.Operation)
+	var blocks []uint64
+	for _, op := range history {
+		b := op.Input.(LinInput).Block
+		if _, ok := byBlock[b]; !ok {
+			blocks = append(blocks, b)
+		}
+		byBlock[b] = append(byBlock[b], op)
+	}
+	slices.Sort(blocks)
+	parts := make([][]porcupine.Operation, 0, len(blocks))
+	for _, b := range blocks {
+		parts = append(parts, byBlock[b])
+	}
+	return parts
+}
+
+func describeOp(input, output any) string {
+	in := input.(LinInput)
+	out := output.(LinOutput)
+	var call string
+	switch in.Kind {
+	case kInit:
+		if !in.Exists {
+			return fmt.Sprintf("init(b%d) absent", in.Block)
+		}
+		return fmt.Sprintf("init(b%d) stamp %d, %d bytes %s", in.Block, in.Stamp, len(in.Data), digest(in.Data))
+	case kRead:
+		call = fmt.Sprintf("read(b%d, %d+%d", in.Block, in.Off, in.Len)
+		if in.Stamp != 0 {
+			call += fmt.Sprintf(", ≥%d", in.Stamp)
+		}
+		call += ")"
+	case kDelete:
+		call = fmt.Sprintf("delete(b%d)", in.Block)
+	default:
+		call = fmt.Sprintf("%s(b%d, %d bytes %s)", kindNames[in.Kind], in.Block, len(in.Data), digest(in.Data))
+	}
+	switch out.Outcome {
+	case outUnknown:
+		return call + " → unknown"
+	case outRejected:
+		return call + " → rejected " + out.Status.String()
+	}
+	if in.Kind == kRead {
+		return fmt.Sprintf("%s → stamp %d, length %d, %s", call, out.Stamp, out.Length, digest(out.Data))
+	}
+	if in.Kind == kDelete {
+		return call + " → ok"
+	}
+	return fmt.Sprintf("%s → stamp %d, length %d", call, out.Stamp, out.Length)
+}
+
+// history converts the clients' histories into porcupine's form, after the
+// init ops. Reads that failed without an answer carry no information and
+// are left out; so are mutations that failed before their request was
+// fully sent. Mutations with an unknown effect return at +∞.
+func (h *harness) history() []porcupine.Operation {
+	var ops []porcupine.Operation
+	for id := uint64(1); id <= h.cfg.MaxBlock; id++ {
+		s, ok := h.initState[id]
+		if !ok {
+			continue
+		}
+		ops = append(ops, porcupine.Operation{
+			ClientId: 0, Call: -2, Return: -1, Output: LinOutput{},
+			Input: LinInput{Kind: kInit, Block: id, Exists: s.exists, Stamp: s.stamp, Data: s.data},
+		})
+	}
+	rows := h.cfg.ClientWorkers
+	for _, ch := range h.allClients() {
+		for i, o := range ch.hist.Ops {
+			row := ch.id*rows + 1
+			if i < len(ch.workers) && ch.workers[i] > 0 {
+				row += ch.workers[i]
+			}
+			if op, ok := convert(o, row); ok {
+				ops = append(ops, op)
+			}
+		}
+	}
+	return ops
+}
+
+func convert(o model.Operation, row int) (porcupine.Operation, bool) {
+	in := LinInput{Block: o.Block, Stamp: o.Stamp, Off: o.Off, Len: o.Len, Data: string(o.Input)}
+	switch o.Kind {
+	case model.OpReadBlock:
+		in.Kind = kRead
+	case model.OpWriteBlock:
+		in.Kind = kWrite
+	case model.OpAppendBlock:
+		in.Kind = kAppend
+	case model.OpReplaceBlock:
+		in.Kind = kReplace
+	case model.OpDeleteBlock:
+		in.Kind = kDelete
+	default:
+		return porcupine.Operation{}, false
+	}
+	op := porcupine.Operation{ClientId: row, Input: in, Call: int64(o.Call), Return: int64(o.Return)}
+	r := o.Result
+	rejected := errors.Is(r.Err, model.ErrRejected)
+	switch {
+	case !o.Done:
+		if in.Kind == kRead {
+			return op, false
+		}
+		op.Output, op.Return = LinOutput{Outcome: outUnknown}, math.MaxInt64
+		op.Metadata = "still in flight"
+	case r.Err == nil:
+		op.Output = LinOutput{Outcome: outOK, Stamp: r.Stamp, Length: r.Length, Data: string(r.Data)}
+	case rejected && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid):
+		op.Output = LinOutput{Outcome: outRejected, Status: r.Status}
+		op.Metadata = r.Err.Error()
+	case in.Kind == kRead:
+		return op, false
+	case rejected || r.Unknown:
+		// A mutation the datanode failed (a disk error) or whose answer
+		// never came: it may or may not have taken effect.
+		op.Output, op.Return = LinOutput{Outcome: outUnknown}, math.MaxInt64
+		op.Metadata = r.Err.Error()
+	default:
+		return op, false
+	}
+	return op, true
+}

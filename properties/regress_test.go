@@ -1,0 +1,141 @@
+package properties
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/sim"
+)
+
+// Regression tests for the data-path bugs the checks found (fixed in
+// model/): each failed `xceiver check` on the correct code before its fix.
+
+// inProcess runs f as the main of a fresh simulated process.
+func inProcess(t *testing.T, f func(p model.Process)) *sim.World {
+	t.Helper()
+	w := sim.New(sim.DefaultConfig(1))
+	if _, err := w.Spawn("p", model.ProcessConfig{}, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// A deleted block's stamp is never handed out again, even after a
+// restart (Load alone only sees the stamps still on disk).
+func TestStampNotReusedAfterDeleteAndRestart(t *testing.T) {
+	inProcess(t, func(p model.Process) {
+		s := model.NewBlockStore(p.Disk(), "d")
+		s.KeepStampRecord(model.StampRecord)
+		if err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := s.Write(1, []byte("old"))
+		if err := s.Delete(1); err != nil {
+			t.Fatal(err)
+		}
+		again := model.NewBlockStore(p.Disk(), "d") // a restart
+		again.KeepStampRecord(model.StampRecord)
+		if err := again.Load(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := again.Write(1, []byte("new"))
+		if err != nil || st <= old {
+			t.Errorf("after delete and restart block 1 got stamp %d (err %v); it had %d: one (block, stamp), two contents", st, err, old)
+		}
+	})
+}
+
+// A woken read that no longer needs room (its block was deleted while it
+// waited, or its connection closed) must not swallow the wake-up: the
+// next waiter gets the free handle.
+func TestPoolWakeUpIsNotLost(t *testing.T) {
+	inProcess(t, func(p model.Process) {
+		s := model.NewBlockStore(p.Disk(), "d")
+		for id := uint64(1); id <= 4; id++ {
+			s.Write(id, []byte("data"))
+		}
+		pool, err := model.NewHandlePool(s, model.HandlePoolConfig{Max: 2, IdleTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h4, _ := pool.Acquire(4, 0, 0, nil) // the only room
+		woke := map[string]bool{}
+		wait := func(name string, block uint64) {
+			if _, err := pool.Acquire(block, 0, 0, func() { woke[name] = true }); !errors.Is(err, model.ErrPoolFull) {
+				t.Fatalf("%s: %v, want to wait", name, err)
+			}
+		}
+		wait("X", 2)
+		wait("A", 1)
+		wait("B", 3)
+		s.Delete(1) // wakes the head waiter, X, which finds no room and waits again
+		if !woke["X"] {
+			t.Fatal("delete woke no one")
+		}
+		wait("X", 2)
+		pool.Release(h4, 0) // wakes A
+		if !woke["A"] || woke["B"] {
+			t.Fatalf("release woke %v, want A", woke)
+		}
+		if _, err := pool.Acquire(1, 0, 0, nil); !errors.Is(err, model.ErrNotExist) {
+			t.Fatalf("A: %v", err)
+		}
+		if !woke["B"] {
+			t.Fatal("A took no room, yet B sleeps beside a free handle")
+		}
+		h3, err := pool.Acquire(3, 0, 0, nil) // B
+		if err != nil {
+			t.Fatal(err)
+		}
+		woke["X"] = false
+		pool.Release(h3, 0) // wakes X, whose connection has closed:
+		pool.WakeWaiter()   // it passes the wake-up on (to no one here)
+		if !woke["X"] || pool.Waiting() != 0 {
+			t.Fatalf("woke %v, %d waiting", woke, pool.Waiting())
+		}
+	})
+}
+
+// A client that vanishes mid-request does not hold a datanode connection
+// forever: the read timeout closes it.
+func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
+	w := sim.New(sim.DefaultConfig(1))
+	var dn *model.Datanode
+	w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		var err error
+		dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:1", ReadTimeout: time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	var c model.Conn
+	w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		req := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: 10})
+		sent := false
+		c, _ = p.Dial("tcp", "dn:1", p.MainLoop(), func(ev model.Events) {
+			if !sent && ev&model.Writable != 0 {
+				sent = true
+				c.Write(req[:5])
+				c.SetWriteInterest(false)
+			}
+		})
+	})
+	w.RunFor(100 * time.Millisecond)
+	if dn == nil || dn.Conns() != 1 {
+		t.Fatal("no connection")
+	}
+	w.VanishConn(c.ID())
+	w.RunFor(500 * time.Millisecond)
+	if dn.Conns() != 1 {
+		t.Fatal("closed before the read timeout")
+	}
+	w.RunFor(time.Second)
+	if dn.Conns() != 0 {
+		t.Fatalf("%d connections held for a vanished client past the read timeout", dn.Conns())
+	}
+}

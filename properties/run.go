@@ -1,0 +1,772 @@
+package properties
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"xceiver/model"
+	"xceiver/sim"
+)
+
+// Bounds of a run.
+const (
+	// LiveBound: once faults have stopped and the system had time to
+	// recover, every op must return within this (and succeed).
+	LiveBound = time.Second
+	// runLimit is the virtual time after which a run that has not reached
+	// quiescence fails the liveness property.
+	runLimit = 30 * time.Minute
+	// maxEvents stops a run that never quiesces (a livelock).
+	maxEvents = 5_000_000
+	// DefaultLinTimeout bounds the linearizability check of one run.
+	DefaultLinTimeout = 5 * time.Second
+
+	dnAddr = "datanode:50010"
+	dnDir  = "data"
+)
+
+// Properties, as named in failures.
+const (
+	PropFDBounds     = "fd-bounds"        // per-process fds ≤ limit; block fds = the pool's; client sockets ≤ ops + cached peers
+	PropPoolBound    = "pool-bound"       // the handle pool holds at most PoolMax block fds
+	PropNoCloseInUse = "no-close-in-use"  // no handle closed while a read holds it
+	PropLinearizable = "linearizability"  // the history fits the block-store model
+	PropStream       = "stream-integrity" // a client never sees a malformed stream
+	PropAvailability = "availability"     // no fault in force → every op succeeds, in time, without dead peers
+	PropLiveness     = "liveness"         // the run reaches quiescence
+	PropLeakFree     = "leak-freedom"     // at quiescence every process is back to its baseline
+	PropDeterminism  = "determinism"      // the same case gives the same trace
+	PropHarness      = "harness"          // the world failed (an assertion in model code)
+)
+
+// Failure is a broken property.
+type Failure struct {
+	Property string `json:"property"`
+	Message  string `json:"message"`
+}
+
+func (f *Failure) String() string { return f.Property + ": " + f.Message }
+
+// Unknown reports a linearizability check that gave up (a failure, not a
+// pass).
+func (f *Failure) Unknown() bool {
+	return f.Property == PropLinearizable && strings.HasPrefix(f.Message, "unknown")
+}
+
+// Options shape a run.
+type Options struct {
+	// Trace, if set, receives every event as a JSON line.
+	Trace io.Writer
+	// LinTimeout bounds the linearizability check (0: DefaultLinTimeout).
+	LinTimeout time.Duration
+	// Verbose keeps what the HTML rendering needs (LinInfo).
+	Verbose bool
+}
+
+// Result is what a run found.
+type Result struct {
+	Failure   *Failure
+	Events    uint64
+	TraceHash string
+	End       time.Duration // virtual time when the run stopped
+	Ops       int           // client ops recorded
+	Lin       porcupine.CheckResult
+	History   []porcupine.Operation
+	LinInfo   porcupine.LinearizationInfo // with Options.Verbose
+	Stats     RunStats
+}
+
+// RunStats count what happened, to judge how hard a run pushed.
+type RunStats struct {
+	Errors, Rejected, Unknown, Timeouts, DeadPeers, Retries, Faults, Crashes int
+}
+
+// Passed reports whether every property held.
+func (r *Result) Passed() bool { return r.Failure == nil }
+
+type phase int
+
+const (
+	phaseWork phase = iota
+	phaseRecover
+	phaseLive
+	phaseQuiesce
+	phaseDone
+)
+
+var phaseNames = [...]string{"workload", "recovery", "liveness", "quiescence", "done"}
+
+// stream names a list of ops one client worker runs in sequence.
+type stream int
+
+const (
+	streamWork  stream = iota // the workload, during faults
+	streamProbe               // right after faults stop
+	streamLive                // after recovery: must succeed in time
+)
+
+type clientH struct {
+	id      int
+	name    string
+	p       *sim.Process
+	loop    model.Loop
+	cl      *model.Client
+	hist    model.History
+	workers []int // per history entry: the worker that issued it (-1: liveness)
+	base    sim.Resources
+	reading []uint64 // per worker: block being read, or 0
+	// unsettled, per worker: blocks whose last mutation by the worker
+	// has an unknown outcome (lookups only).
+	unsettled []map[uint64]bool
+	stamps    map[uint64]uint64 // last stamp seen per block (lookups only)
+	ops       [][]Op            // per worker
+	probe     []Op
+	live      []Op
+}
+
+type harness struct {
+	c     *Case
+	cfg   *Config
+	opt   Options
+	w     *sim.World
+	start time.Duration
+
+	dnProc    *sim.Process
+	dn        *model.Datanode
+	dnBase    sim.Resources
+	dnStarts  int
+	dnWritten bool
+	initState map[uint64]blockState // lookups only
+
+	clients     []*clientH
+	admin       *clientH
+	workersLeft int
+	liveLeft    int
+	probesLeft  int
+	liveDue     bool // the recovery allowance is over; start live once probes end
+	healPending bool // heal once the datanode serves again
+	faultsEnd   time.Duration
+	faultFree   bool
+	phase       phase
+	vanished    bool // a vanish fault hit a connection
+
+	diskActive []Fault // disk faults in force
+	slowActive map[int]int
+	failure    *Failure
+	stats      RunStats
+}
+
+// Run runs c in a fresh simulated world and checks every property.
+func Run(c Case, opt Options) *Result {
+	if opt.LinTimeout == 0 {
+		opt.LinTimeout = DefaultLinTimeout
+	}
+	if err := c.Validate(); err != nil {
+		return &Result{Failure: &Failure{PropHarness, "invalid case: " + err.Error()}}
+	}
+	h := &harness{c: &c, cfg: &c.Config, opt: opt, faultFree: len(c.Schedule.Faults) == 0,
+		initState: make(map[uint64]blockState), slowActive: make(map[int]int)}
+	return h.run()
+}
+
+func (h *harness) run() *Result {
+	scfg := sim.DefaultConfig(h.c.Seed)
+	scfg.MaxEvents = maxEvents
+	w := sim.New(scfg)
+	h.w = w
+	if h.opt.Trace != nil {
+		w.TraceTo(h.opt.Trace)
+	}
+	w.AfterEach(h.afterEach)
+	p, err := w.Spawn("datanode", model.ProcessConfig{FDLimit: h.cfg.FDLimit, Cores: 2}, h.dnMain)
+	if err != nil {
+		return &Result{Failure: &Failure{PropHarness, err.Error()}}
+	}
+	h.dnProc = p.(*sim.Process)
+	runErr := w.Run(runLimit)
+
+	res := &Result{Events: w.TraceEvents(), End: w.Now(), Stats: h.stats}
+	switch {
+	case h.failure != nil:
+	case runErr != nil && errors.Is(runErr, sim.ErrLimit):
+		h.failure = &Failure{PropLiveness, fmt.Sprintf("no quiescence in the %s phase: %v", phaseNames[h.phase], runErr)}
+	case runErr != nil:
+		h.failure = &Failure{PropHarness, runErr.Error()}
+	case h.phase != phaseDone:
+		h.failure = &Failure{PropLiveness, fmt.Sprintf("the world ran out of events in the %s phase", phaseNames[h.phase])}
+	}
+	res.History = h.history()
+	res.Ops = len(res.History) - len(h.initState)
+	if h.failure == nil || h.opt.Verbose {
+		var f *Failure
+		res.Lin, res.LinInfo, f = CheckHistory(res.History, h.opt.LinTimeout, h.opt.Verbose)
+		if h.failure == nil {
+			h.failure = f
+		}
+	}
+	res.Failure = h.failure
+	res.TraceHash = w.TraceHashString()
+	res.Events = w.TraceEvents()
+	return res
+}
+
+func (h *harness) fail(prop, format string, a ...any) {
+	if h.failure != nil {
+		return
+	}
+	h.failure = &Failure{prop, fmt.Sprintf(format, a...)}
+	h.w.Note("violation " + prop + ": " + h.failure.Message)
+	h.w.Stop()
+}
+
+// --- the datanode ---
+
+func (h *harness) dnConfig() model.DatanodeConfig {
+	c := h.cfg
+	mode := model.Reactor
+	if c.Mode == "threaded" {
+		mode = model.Threaded
+	}
+	return model.DatanodeConfig{
+		Addr: dnAddr, Mode: mode, Selectors: c.Selectors, Workers: c.Workers,
+		PoolMax: c.PoolMax, PoolMin: c.PoolMin, PoolIdle: c.PoolIdle, Keepalive: c.Keepalive, ReadTimeout: c.ReadTimeout,
+		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir,
+		Bugs: model.DatanodeBugs{
+			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
+		},
+	}
+}
+
+// dnMain runs at the datanode's start and at every restart.
+func (h *harness) dnMain(p model.Process) {
+	loop := p.MainLoop()
+	if !h.dnWritten {
+		h.dnWritten = true
+		store := model.NewBlockStore(p.Disk(), dnDir)
+		store.KeepStampRecord(model.StampRecord)
+		for id := uint64(1); id <= h.cfg.MaxBlock; id++ {
+			h.initState[id] = blockState{set: true}
+		}
+		for _, b := range h.cfg.Blocks {
+			data := model.BlockContent(b.Key, b.Size)
+			stamp, err := store.Write(b.ID, data)
+			if err != nil {
+				h.fail(PropHarness, "write block %d: %v", b.ID, err)
+				return
+			}
+			h.initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: string(data)}
+		}
+	}
+	h.startDatanode(p, loop)
+}
+
+func (h *harness) startDatanode(p model.Process, loop model.Loop) {
+	if h.dnProc.Crashed() {
+		return
+	}
+	dn, err := model.StartDatanode(p, loop, h.dnConfig())
+	if err != nil {
+		if h.dnStarts == 0 {
+			h.fail(PropHarness, "start datanode: %v", err)
+			return
+		}
+		// A supervisor restarts it a moment later (the disk or the fd
+		// table may still be failing).
+		p.Log("restart-failed", "err", err.Error())
+		loop.AfterFunc(20*time.Millisecond, func() { h.startDatanode(p, loop) })
+		return
+	}
+	h.dn = dn
+	h.dnStarts++
+	h.dnBase = h.dnProc.Resources()
+	if h.healPending {
+		h.healPending = false
+		h.w.At(h.w.Now(), h.tryHeal)
+	}
+	if h.dnStarts == 1 {
+		h.start = h.w.Now()
+		h.startClients()
+		h.scheduleFaults()
+	}
+}
+
+// --- clients ---
+
+func (h *harness) clientConfig(name string) model.ClientConfig {
+	c := h.cfg
+	return model.ClientConfig{
+		Name: name, Datanode: dnAddr, NoDelay: c.NoDelay, CacheCapacity: c.CacheCapacity,
+		CacheExpiry: c.CacheExpiry, Timeout: c.Timeout, PacketSize: c.Packet,
+		Bugs: model.ClientBugs{CloseLeaksCache: c.CloseLeaksCache, ReturnUnclean: c.ReturnUnclean},
+	}
+}
+
+func (h *harness) startClients() {
+	cfg := h.cfg
+	for i := 0; i < cfg.Clients; i++ {
+		ch := &clientH{id: i, name: fmt.Sprintf("client-%d", i), stamps: make(map[uint64]uint64),
+			ops: make([][]Op, cfg.ClientWorkers), reading: make([]uint64, cfg.ClientWorkers)}
+		for range cfg.ClientWorkers {
+			ch.unsettled = append(ch.unsettled, make(map[uint64]bool))
+		}
+		h.clients = append(h.clients, ch)
+	}
+	for _, op := range h.c.Schedule.Ops {
+		ch := h.clients[op.Client]
+		ch.ops[op.Worker] = append(ch.ops[op.Worker], op)
+	}
+	for _, op := range h.c.Schedule.Probe {
+		h.clients[op.Client].probe = append(h.clients[op.Client].probe, op)
+	}
+	for _, op := range h.c.Schedule.Live {
+		h.clients[op.Client].live = append(h.clients[op.Client].live, op)
+	}
+	for _, ch := range h.clients {
+		for _, ops := range ch.ops {
+			if len(ops) > 0 {
+				h.workersLeft++
+			}
+		}
+		h.spawnClient(ch, func() {
+			for wk, ops := range ch.ops {
+				if len(ops) > 0 {
+					h.runOps(ch, wk, ops, 0, streamWork)
+				}
+			}
+		})
+	}
+	for _, f := range h.c.Schedule.Faults {
+		if f.Kind == FaultMutate {
+			h.admin = &clientH{id: cfg.Clients, name: "admin", stamps: make(map[uint64]uint64), reading: make([]uint64, 1),
+				unsettled: []map[uint64]bool{make(map[uint64]bool)}}
+			h.spawnClient(h.admin, func() {})
+			break
+		}
+	}
+	if h.workersLeft == 0 {
+		h.w.At(h.w.Now(), h.workloadDone)
+	}
+}
+
+func (h *harness) spawnClient(ch *clientH, then func()) {
+	p, err := h.w.Spawn(ch.name, model.ProcessConfig{}, func(p model.Process) {
+		cl, err := model.NewClient(p, p.MainLoop(), ch.id, h.clientConfig(ch.name))
+		if err != nil {
+			h.fail(PropHarness, "client: %v", err)
+			return
+		}
+		cl.History = &ch.hist
+		ch.cl, ch.loop = cl, p.MainLoop()
+		ch.base = ch.p.Resources()
+		then()
+	})
+	if err != nil {
+		h.fail(PropHarness, "spawn %s: %v", ch.name, err)
+		return
+	}
+	ch.p = p.(*sim.Process)
+}
+
+// runOps runs ops[i:] of one worker (or a client's probe or liveness
+// ops), one after the other.
+func (h *harness) runOps(ch *clientH, worker int, ops []Op, i int, s stream) {
+	if i == len(ops) {
+		switch s {
+		case streamWork:
+			h.workerDone()
+		case streamProbe:
+			h.probesDone()
+		case streamLive:
+			h.liveOpsDone()
+		}
+		return
+	}
+	op := ops[i]
+	ch.loop.AfterFunc(op.Gap, func() {
+		if h.failure != nil {
+			return
+		}
+		h.issue(ch, worker, op, s == streamLive, func() { h.runOps(ch, worker, ops, i+1, s) })
+	})
+}
+
+func (h *harness) issue(ch *clientH, worker int, op Op, live bool, next func()) {
+	cl := ch.cl
+	var unsettled map[uint64]bool
+	if worker >= 0 && worker < len(ch.unsettled) {
+		unsettled = ch.unsettled[worker]
+	}
+	if op.Kind != OpRead && unsettled[op.Block] {
+		// Like a careful application, a worker that lost track of a
+		// block (a mutation with an unknown outcome) reads it before
+		// changing it again. This bounds the ops of unknown outcome a
+		// block's history holds, which the linearizability checker
+		// pays for exponentially.
+		op = Op{Client: op.Client, Worker: op.Worker, Gap: op.Gap, Kind: OpRead, Block: op.Block}
+	}
+	idx := len(ch.hist.Ops)
+	start := ch.loop.Now()
+	dead0 := cl.Stats().DeadPeers
+	ch.p.Log("op", "i", idx, "w", worker, "op", op.Kind, "b", op.Block)
+	done := func(r model.Result) {
+		if op.Kind == OpRead && worker >= 0 && worker < len(ch.reading) {
+			ch.reading[worker] = 0
+		}
+		h.opDone(ch, idx, op, r, start, live, dead0)
+		if unsettled != nil {
+			definite := r.Err == nil || (errors.Is(r.Err, model.ErrRejected) && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid))
+			switch {
+			case op.Kind == OpRead && definite:
+				delete(unsettled, op.Block)
+			case op.Kind != OpRead && !definite && (r.Unknown || errors.Is(r.Err, model.ErrRejected)):
+				unsettled[op.Block] = true
+			}
+		}
+		if next != nil {
+			next()
+		}
+	}
+	wk := worker
+	if live {
+		wk = -1
+	}
+	switch op.Kind {
+	case OpRead:
+		var stamp uint64
+		if op.Stamped {
+			stamp = ch.stamps[op.Block]
+		}
+		if worker >= 0 && worker < len(ch.reading) {
+			ch.reading[worker] = op.Block
+		}
+		cl.Read(op.Block, stamp, op.Off, op.Len, done)
+	case OpWrite:
+		cl.Write(op.Block, model.BlockContent(op.Key, op.Size), done)
+	case OpAppend:
+		cl.Append(op.Block, model.BlockContent(op.Key, op.Size), done)
+	case OpReplace:
+		cl.Replace(op.Block, model.BlockContent(op.Key, op.Size), done)
+	case OpDelete:
+		cl.Delete(op.Block, done)
+	}
+	for len(ch.workers) < len(ch.hist.Ops) {
+		ch.workers = append(ch.workers, wk)
+	}
+}
+
+func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time.Duration, live bool, dead0 int) {
+	now := ch.loop.Now()
+	status := "ok"
+	if r.Err != nil {
+		status = r.Err.Error()
+	}
+	ch.p.Log("ret", "i", idx, "st", status)
+	st := ch.cl.Stats()
+	switch {
+	case r.Err == nil:
+		if op.Kind != OpDelete {
+			ch.stamps[op.Block] = r.Stamp
+		}
+	case errors.Is(r.Err, model.ErrRejected):
+		h.stats.Rejected++
+	default:
+		h.stats.Errors++
+		if r.Unknown {
+			h.stats.Unknown++
+		}
+		if errors.Is(r.Err, model.ErrTimedOut) {
+			h.stats.Timeouts++
+		}
+	}
+	if errors.Is(r.Err, model.ErrBadStream) {
+		h.fail(PropStream, "client %d: %s of block %d: %v", ch.id, op.Kind, op.Block, r.Err)
+		return
+	}
+	if !h.faultFree && !live {
+		return
+	}
+	why := "no fault was injected in this run"
+	if live {
+		why = "faults had stopped and the system had time to recover"
+	}
+	definite := r.Err == nil || (errors.Is(r.Err, model.ErrRejected) && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid))
+	switch {
+	case !definite:
+		h.fail(PropAvailability, "client %d: %s of block %d failed though %s: %v", ch.id, op.Kind, op.Block, why, r.Err)
+	case now-start > LiveBound:
+		h.fail(PropAvailability, "client %d: %s of block %d took %v > %v though %s", ch.id, op.Kind, op.Block, now-start, LiveBound, why)
+	case st.DeadPeers > dead0:
+		h.fail(PropAvailability, "client %d: %s of block %d reused a cached peer the datanode had already closed, though %s", ch.id, op.Kind, op.Block, why)
+	}
+}
+
+func (h *harness) workerDone() {
+	h.workersLeft--
+	if h.workersLeft == 0 {
+		h.w.At(h.w.Now(), h.workloadDone)
+	}
+}
+
+// workloadDone: every worker finished; once the faults' windows are over
+// too, the system heals and, after a recovery allowance, the liveness
+// phase begins.
+func (h *harness) workloadDone() {
+	h.w.At(max(h.w.Now(), h.faultsEnd), h.tryHeal)
+}
+
+// tryHeal heals once faults have stopped and the datanode serves again,
+// done with what it started under them.
+func (h *harness) tryHeal() {
+	switch busy := h.dnProc.BusyUntil(); {
+	case h.dn == nil:
+		// Down or failing to restart: heal once it serves again.
+		h.healPending = true
+	case h.w.Now() < busy:
+		// A callback or a work item that met a slow disk (a restart's
+		// Load, a packet) is still running.
+		h.w.At(busy, h.tryHeal)
+	default:
+		h.heal()
+	}
+}
+
+// heal: faults have stopped and the datanode serves.
+func (h *harness) heal() {
+	{
+		h.phase = phaseRecover
+		h.w.Note("heal")
+		c := h.cfg
+		// Probing reads use at once what the faults left behind.
+		for _, ch := range h.clients {
+			if len(ch.probe) > 0 {
+				h.probesLeft++
+				ch.loop.Post(func() { h.runOps(ch, 0, ch.probe, 0, streamProbe) })
+			}
+		}
+		// Ops in flight end within a timeout; peers cached before now
+		// expire; idle datanode connections time out.
+		recover := c.Timeout + max(c.Keepalive, c.CacheExpiry) + 100*time.Millisecond
+		h.w.At(h.w.Now()+recover, func() {
+			h.liveDue = true
+			if h.probesLeft == 0 {
+				h.startLive()
+			}
+		})
+	}
+}
+
+func (h *harness) probesDone() {
+	h.probesLeft--
+	if h.probesLeft == 0 && h.liveDue {
+		h.w.At(h.w.Now(), h.startLive)
+	}
+}
+
+func (h *harness) startLive() {
+	h.phase = phaseLive
+	h.w.Note("live")
+	for _, ch := range h.clients {
+		if len(ch.live) > 0 {
+			h.liveLeft++
+		}
+	}
+	if h.liveLeft == 0 {
+		h.quiesce()
+		return
+	}
+	for _, ch := range h.clients {
+		if len(ch.live) > 0 {
+			ch.loop.Post(func() { h.runOps(ch, 0, ch.live, 0, streamLive) })
+		}
+	}
+}
+
+func (h *harness) liveOpsDone() {
+	h.liveLeft--
+	if h.liveLeft == 0 {
+		h.w.At(h.w.Now(), h.quiesce)
+	}
+}
+
+// quiesce closes the clients and, once every timeout has passed, checks
+// that everything is back to its baseline.
+func (h *harness) quiesce() {
+	h.phase = phaseQuiesce
+	h.w.Note("quiesce")
+	for _, ch := range h.allClients() {
+		if ch.cl != nil {
+			ch.loop.Post(ch.cl.Close)
+		}
+	}
+	c := h.cfg
+	wait := max(c.Keepalive, c.CacheExpiry, 2*c.PoolIdle, c.Timeout, c.ReadTimeout) + 500*time.Millisecond
+	at := h.w.Now() + wait
+	if h.vanished {
+		// A connection whose peer vanished holds its fd until TCP gives
+		// up retransmitting what it sent since (RetryLimit), unless the
+		// data path closes it first.
+		at = max(at, h.w.Now()+h.w.Config().TCP.RetryLimit+time.Second)
+	}
+	h.w.At(at, h.checkLeaks)
+}
+
+func (h *harness) allClients() []*clientH {
+	all := h.clients
+	if h.admin != nil {
+		all = append(all[:len(all):len(all)], h.admin)
+	}
+	return all
+}
+
+// --- invariants ---
+
+// afterEach checks the invariants that must hold after every event.
+func (h *harness) afterEach() {
+	if h.failure != nil {
+		return
+	}
+	if p := h.dnProc; p != nil && !p.Crashed() {
+		fds := p.FDs()
+		if fds.Open > fds.Limit {
+			h.fail(PropFDBounds, "datanode holds %d fds over its limit %d", fds.Open, fds.Limit)
+			return
+		}
+		if dn := h.dn; dn != nil {
+			blockFDs := fds.ByKind[model.FDBlockFile] + fds.ByKind[model.FDMetaFile]
+			if sockets := fds.ByKind[model.FDSocket]; sockets > dn.Conns() {
+				h.fail(PropFDBounds, "datanode holds %d sockets for %d connections", sockets, dn.Conns())
+				return
+			}
+			if pool := dn.Pool(); pool != nil {
+				switch {
+				case pool.ClosedInUse > 0:
+					h.fail(PropNoCloseInUse, "the handle pool closed %d handle(s) a read was using", pool.ClosedInUse)
+				case pool.Open() > h.cfg.PoolMax:
+					h.fail(PropPoolBound, "the handle pool holds %d block fds, bound %d", pool.Open(), h.cfg.PoolMax)
+				case blockFDs != pool.Open():
+					h.fail(PropFDBounds, "datanode holds %d block and meta fds, the pool accounts for %d", blockFDs, pool.Open())
+				case fds.ByKind[model.FDEpoll] != 1+h.cfg.Selectors:
+					h.fail(PropFDBounds, "reactor datanode holds %d epoll fds, want %d (main + selectors, none per connection)", fds.ByKind[model.FDEpoll], 1+h.cfg.Selectors)
+				}
+			} else if blockFDs > 2*dn.Conns() {
+				h.fail(PropFDBounds, "threaded datanode holds %d block and meta fds for %d connections", blockFDs, dn.Conns())
+			}
+		}
+	}
+	for _, ch := range h.clients {
+		h.checkClientFDs(ch)
+	}
+	if h.admin != nil {
+		h.checkClientFDs(h.admin)
+	}
+}
+
+func (h *harness) checkClientFDs(ch *clientH) {
+	if ch.cl == nil || h.failure != nil {
+		return
+	}
+	fds := ch.p.FDs()
+	switch s := fds.ByKind[model.FDSocket]; {
+	case fds.Open > fds.Limit:
+		h.fail(PropFDBounds, "%s holds %d fds over its limit %d", ch.name, fds.Open, fds.Limit)
+	case s > ch.cl.InFlight()+ch.cl.Cached():
+		h.fail(PropFDBounds, "%s holds %d sockets but has %d ops in flight and %d cached peers", ch.name, s, ch.cl.InFlight(), ch.cl.Cached())
+	}
+}
+
+// checkLeaks runs at quiescence: every process must be back to its
+// baseline.
+func (h *harness) checkLeaks() {
+	defer func() {
+		if h.failure == nil {
+			h.phase = phaseDone
+			h.w.Note("done")
+		}
+		h.w.Stop()
+	}()
+	dn := h.dn
+	if dn == nil {
+		h.fail(PropLiveness, "the datanode is not running at quiescence")
+		return
+	}
+	res := h.dnProc.Resources()
+	base := h.dnBase
+	handles := 0
+	if pool := dn.Pool(); pool != nil {
+		handles = pool.Handles()
+		switch {
+		case pool.InUse() > 0:
+			h.fail(PropLeakFree, "datanode: %d handles still in use", pool.InUse())
+			return
+		case pool.Waiting() > 0:
+			h.fail(PropLeakFree, "datanode: %d reads still wait for a handle", pool.Waiting())
+			return
+		case handles > h.cfg.PoolMin:
+			h.fail(PropLeakFree, "datanode: %d idle handles, more than PoolMin %d after the idle timeout", handles, h.cfg.PoolMin)
+			return
+		}
+	}
+	switch {
+	case dn.Conns() > 0:
+		h.fail(PropLeakFree, "datanode: %d connections still open", dn.Conns())
+	case dn.BuffersOut() > 0:
+		h.fail(PropLeakFree, "datanode: %d packet buffers still lent", dn.BuffersOut())
+	case res.ByKind[model.FDFile] != 0:
+		h.fail(PropLeakFree, "datanode: %d plain files open (%v)", res.ByKind[model.FDFile], kinds(res.ByKind))
+	case res.FDs != base.FDs-base.ByKind[model.FDFile]+2*handles:
+		// (The baseline may have been taken under fd pressure: its
+		// fillers are plain files, released since.)
+		h.fail(PropLeakFree, "datanode: %d fds open, baseline %d + %d for idle handles (%v)", res.FDs, base.FDs-base.ByKind[model.FDFile], 2*handles, kinds(res.ByKind))
+	case res.Threads != base.Threads:
+		h.fail(PropLeakFree, "datanode: %d threads, baseline %d", res.Threads, base.Threads)
+	case res.Timers != 0:
+		h.fail(PropLeakFree, "datanode: %d timers pending", res.Timers)
+	case res.Work != 0:
+		h.fail(PropLeakFree, "datanode: %d work items pending", res.Work)
+	}
+	if h.failure != nil {
+		return
+	}
+	for _, ch := range h.allClients() {
+		if ch.cl == nil {
+			continue
+		}
+		res := ch.p.Resources()
+		switch {
+		case ch.cl.InFlight() > 0:
+			h.fail(PropLeakFree, "%s: %d ops still in flight", ch.name, ch.cl.InFlight())
+		case ch.cl.Cached() > 0:
+			h.fail(PropLeakFree, "%s: %d peers still cached after close", ch.name, ch.cl.Cached())
+		case res.FDs != ch.base.FDs:
+			h.fail(PropLeakFree, "%s: %d fds open after close, baseline %d (%v)", ch.name, res.FDs, ch.base.FDs, kinds(res.ByKind))
+		case res.Timers != ch.base.Timers:
+			h.fail(PropLeakFree, "%s: %d timers pending, baseline %d", ch.name, res.Timers, ch.base.Timers)
+		case res.Threads != ch.base.Threads:
+			h.fail(PropLeakFree, "%s: %d threads, baseline %d", ch.name, res.Threads, ch.base.Threads)
+		}
+		if h.failure != nil {
+			return
+		}
+		st := ch.cl.Stats()
+		h.stats.DeadPeers += st.DeadPeers
+		h.stats.Retries += st.Retries
+	}
+}
+
+func kinds(by [model.NumFDKinds]int) string {
+	s := ""
+	for k, n := range by {
+		if n > 0 {
+			if s != "" {
+				s += " "
+			}
+			s += fmt.Sprintf("%s=%d", model.FDKind(k), n)
+		}
+	}
+	return s
+}

@@ -1,0 +1,251 @@
+// Package traces records a failing property run as a trace file, replays
+// it event by event, and renders it as HTML (DESIGN.md §8).
+//
+// A trace is JSON lines. Line 1 is the header: format version, code
+// version, seed, the full configuration, the (shrunk) schedule, the
+// property that failed and its message, the number of events, the run's
+// trace hash and a checksum of the whole file. Then one line per event of
+// the simulated run, as sim.Event.AppendJSON writes it.
+//
+// A trace names a case completely, so replaying it is re-running it: the
+// replayer compares every event with the recorded one, reports the first
+// divergence, and otherwise confirms the same failure and hash.
+package traces
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"xceiver/properties"
+)
+
+// Format is the version of the file layout.
+const Format = 1
+
+// CodeVersion names the behaviour of the simulator and the data path a
+// trace was recorded with. Bump it whenever a change alters the events a
+// case produces (the corpus test says when): a trace from another code
+// version is refused with a clear error instead of replaying into a
+// spurious divergence.
+const CodeVersion = "xceiver-sim-2026.11-1"
+
+// Header is a trace's first line.
+type Header struct {
+	Format      int                 `json:"format"`
+	CodeVersion string              `json:"code_version"`
+	Seed        uint64              `json:"seed"`
+	Bug         string              `json:"bug,omitempty"`
+	Config      properties.Config   `json:"config"`
+	Schedule    properties.Schedule `json:"schedule"`
+	Property    string              `json:"property"`
+	Message     string              `json:"message"`
+	Events      uint64              `json:"events"`
+	TraceHash   string              `json:"trace_hash"`
+	// Checksum is sha256 over the header with Checksum empty, a newline,
+	// and every event line: an edited or truncated file is refused.
+	Checksum string `json:"checksum"`
+}
+
+// Case is the case the trace records.
+func (h *Header) Case() properties.Case {
+	return properties.Case{Seed: h.Seed, Bug: h.Bug, Config: h.Config, Schedule: h.Schedule}
+}
+
+// BadTraceError is a trace that cannot be replayed: missing, truncated,
+// edited, or from another version. The command line exits 2 on it.
+type BadTraceError struct{ Msg string }
+
+func (e *BadTraceError) Error() string { return e.Msg }
+
+func bad(format string, a ...any) error { return &BadTraceError{fmt.Sprintf(format, a...)} }
+
+// IsBadTrace reports whether err is a BadTraceError.
+func IsBadTrace(err error) bool {
+	var b *BadTraceError
+	return errors.As(err, &b)
+}
+
+// Trace is a decoded trace file.
+type Trace struct {
+	Header Header
+	Events [][]byte // each event's JSON line, without the newline
+}
+
+// Record runs c with tracing and returns its trace. The run must fail
+// (a trace records a failure); Record reports the run's result either way.
+func Record(c properties.Case) (*Trace, *properties.Result) {
+	var buf bytes.Buffer
+	r := properties.Run(c, properties.Options{Trace: &buf})
+	t := &Trace{Header: Header{
+		Format: Format, CodeVersion: CodeVersion, Seed: c.Seed, Bug: c.Bug,
+		Config: c.Config, Schedule: c.Schedule, Events: r.Events, TraceHash: r.TraceHash,
+	}}
+	if r.Failure != nil {
+		t.Header.Property, t.Header.Message = r.Failure.Property, r.Failure.Message
+	}
+	t.Events = splitLines(buf.Bytes())
+	t.Seal()
+	return t, r
+}
+
+func splitLines(b []byte) [][]byte {
+	var lines [][]byte
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			lines = append(lines, b)
+			break
+		}
+		lines = append(lines, b[:i])
+		b = b[i+1:]
+	}
+	return lines
+}
+
+// Seal recomputes the checksum after the trace was changed in memory (a
+// tool that rewrites traces; tests that fake a change of behaviour).
+func (t *Trace) Seal() { t.Header.Checksum = t.checksum() }
+
+func (t *Trace) checksum() string {
+	h := t.Header
+	h.Checksum = ""
+	head, _ := json.Marshal(h)
+	sum := sha256.New()
+	sum.Write(head)
+	sum.Write([]byte{'\n'})
+	for _, e := range t.Events {
+		sum.Write(e)
+		sum.Write([]byte{'\n'})
+	}
+	return "sha256:" + hex.EncodeToString(sum.Sum(nil))
+}
+
+// WriteTo writes the trace file.
+func (t *Trace) WriteTo(w io.Writer) (int64, error) {
+	bw := bufio.NewWriter(w)
+	head, err := json.Marshal(t.Header)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := bw.Write(head)
+	bw.WriteByte('\n')
+	total := int64(n + 1)
+	for _, e := range t.Events {
+		n, _ := bw.Write(e)
+		bw.WriteByte('\n')
+		total += int64(n + 1)
+	}
+	return total, bw.Flush()
+}
+
+// WriteFile writes the trace to path.
+func (t *Trace) WriteFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := t.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Size is the trace file's size in bytes.
+func (t *Trace) Size() int64 {
+	n, _ := t.WriteTo(io.Discard)
+	return n
+}
+
+// ReadFile reads and verifies a trace file.
+func ReadFile(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, bad("trace %s: no such file", path)
+		}
+		return nil, bad("trace %s: %v", path, err)
+	}
+	defer f.Close()
+	t, err := Read(f)
+	if err != nil {
+		return nil, bad("trace %s: %v", path, err)
+	}
+	return t, nil
+}
+
+// maxLine bounds one line of a trace (the header holds the schedule).
+const maxLine = 64 << 20
+
+// Read decodes and verifies a trace: strictly (unknown fields, another
+// format or code version, a count or checksum that does not match are all
+// errors).
+func Read(r io.Reader) (*Trace, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), maxLine)
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return nil, bad("%v", err)
+		}
+		return nil, bad("empty file, not a trace")
+	}
+	first := sc.Bytes()
+	// Look at the versions before decoding strictly, so that a trace of
+	// another version says so rather than failing on a field it has.
+	var probe struct {
+		Format      *int   `json:"format"`
+		CodeVersion string `json:"code_version"`
+		Seed        uint64 `json:"seed"`
+		Bug         string `json:"bug"`
+	}
+	if err := json.Unmarshal(first, &probe); err != nil || probe.Format == nil {
+		return nil, bad("line 1 is not a trace header")
+	}
+	if *probe.Format != Format {
+		return nil, bad("trace format %d; this xceiver reads format %d", *probe.Format, Format)
+	}
+	if probe.CodeVersion != CodeVersion {
+		again := fmt.Sprintf("xceiver check --seed %d", probe.Seed)
+		if probe.Bug != "" {
+			again += " --bug " + probe.Bug
+		}
+		return nil, bad("recorded by code version %q, this is %q: re-record it with this version (%s)", probe.CodeVersion, CodeVersion, again)
+	}
+	t := &Trace{}
+	dec := json.NewDecoder(bytes.NewReader(first))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t.Header); err != nil {
+		return nil, bad("header: %v", err)
+	}
+	if dec.More() {
+		return nil, bad("header: trailing data on line 1")
+	}
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		if !json.Valid(line) {
+			return nil, bad("line %d is not JSON (truncated or edited)", len(t.Events)+2)
+		}
+		t.Events = append(t.Events, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, bad("%v", err)
+	}
+	if uint64(len(t.Events)) != t.Header.Events {
+		return nil, bad("%d event lines, the header says %d (truncated or edited)", len(t.Events), t.Header.Events)
+	}
+	if sum := t.checksum(); sum != t.Header.Checksum {
+		return nil, bad("checksum mismatch: the file was edited or damaged")
+	}
+	c := t.Header.Case()
+	if err := c.Validate(); err != nil {
+		return nil, bad("header: %v", err)
+	}
+	return t, nil
+}

@@ -1,0 +1,202 @@
+package traces
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"xceiver/properties"
+)
+
+var update = flag.Bool("update", false, "re-record traces/corpus: one shrunk trace per catalogued bug")
+
+// recordBug finds the first of seeds 1..200 that fails with bug switched
+// on, shrinks it and records its trace.
+func recordBug(t *testing.T, bug string) (*Trace, uint64) {
+	t.Helper()
+	for s := uint64(1); s <= 200; s++ {
+		o, err := properties.CheckSeed(s, bug, properties.Options{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.Failed() {
+			continue
+		}
+		tr, r := Record(o.Case)
+		if r.Failure == nil || r.Failure.Property != o.Result.Failure.Property {
+			t.Fatalf("%s seed %d: recording did not fail the same way: %v", bug, s, r.Failure)
+		}
+		return tr, s
+	}
+	t.Fatalf("%s: no failure in 200 seeds", bug)
+	return nil, 0
+}
+
+// Every trace in corpus/ replays: same events, same failure, same hash.
+func TestCorpusReplays(t *testing.T) {
+	if *update {
+		for _, b := range properties.Bugs {
+			tr, s := recordBug(t, b.Name)
+			path := filepath.Join("corpus", b.Name+".trace")
+			if err := tr.WriteFile(path); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: seed %d, %s, %d events, %d bytes", path, s, tr.Header.Property, tr.Header.Events, tr.Size())
+		}
+	}
+	files, err := filepath.Glob(filepath.Join("corpus", "*.trace"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no traces in corpus/ (%v)", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			tr, err := ReadFile(f)
+			if err != nil {
+				t.Fatalf("%v (if the code changed on purpose, bump CodeVersion and run: go test ./traces -run Corpus -update)", err)
+			}
+			rep := Replay(tr, properties.Options{})
+			if !rep.Reproduced(tr) {
+				t.Fatalf("%s\n(if the change of behaviour is intended, bump CodeVersion and run: go test ./traces -run Corpus -update)", rep.Summary(tr))
+			}
+		})
+	}
+}
+
+// Every catalogued bug has its trace in the corpus.
+func TestCorpusCoversCatalogue(t *testing.T) {
+	for _, b := range properties.Bugs {
+		tr, err := ReadFile(filepath.Join("corpus", b.Name+".trace"))
+		if err != nil {
+			t.Errorf("%s: %v", b.Name, err)
+			continue
+		}
+		if tr.Header.Bug != b.Name || tr.Header.Property != b.Catches {
+			t.Errorf("%s: trace of bug %q failing %s, want %s", b.Name, tr.Header.Bug, tr.Header.Property, b.Catches)
+		}
+	}
+}
+
+func corpusBytes(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("corpus", "stale-handle.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBadTracesAreRefused(t *testing.T) {
+	good := corpusBytes(t)
+	lines := strings.SplitAfter(string(good), "\n")
+	head, events := lines[0], strings.Join(lines[1:], "")
+	cases := map[string]string{
+		"truncated":        head + strings.Join(lines[1:len(lines)/2], ""),
+		"cut mid-line":     string(good[:len(good)-20]),
+		"edited event":     head + strings.Replace(events, `"kind":"seg"`, `"kind":"gse"`, 1),
+		"edited header":    strings.Replace(head, `"seed":`, `"seed":1`, 1) + events,
+		"unknown field":    strings.Replace(head, `{"format":1,`, `{"format":1,"extra":true,`, 1) + events,
+		"other version":    strings.Replace(head, CodeVersion, "xceiver-sim-1999.01-1", 1) + events,
+		"other format":     strings.Replace(head, `"format":1`, `"format":2`, 1) + events,
+		"not json":         "this is not a trace\n",
+		"empty":            "",
+		"header only":      head,
+		"garbage event":    head + "{\"t_us\":\n" + events,
+		"missing format":   strings.Replace(head, `"format":1,`, ``, 1) + events,
+		"a different case": strings.Replace(head, `"mode":"reactor"`, `"mode":"forked"`, 1) + events,
+	}
+	dir := t.TempDir()
+	for name, content := range cases {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		os.WriteFile(path, []byte(content), 0o644)
+		tr, err := ReadFile(path)
+		if err == nil || !IsBadTrace(err) {
+			t.Errorf("%s: read %v, %v; want a bad-trace error", name, tr != nil, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error is not one line: %q", name, err)
+		}
+	}
+	if _, err := ReadFile(filepath.Join(dir, "no-such-file")); !IsBadTrace(err) || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "other-version")); err == nil || !strings.Contains(err.Error(), "code version") {
+		t.Errorf("other version: %v, want it named", err)
+	}
+}
+
+// A trace the code no longer produces (as if behaviour changed without a
+// version bump) replays to its first divergence.
+func TestReplayReportsFirstDivergence(t *testing.T) {
+	tr, err := Read(bytes.NewReader(corpusBytes(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(tr.Events) / 2
+	orig := string(tr.Events[k])
+	tr.Events[k] = []byte(strings.Replace(orig, `"t_us":`, `"t_us":1`, 1))
+	tr.Seal()
+	rep := Replay(tr, properties.Options{})
+	if rep.Reproduced(tr) || rep.Divergence == nil {
+		t.Fatalf("replay of an altered trace: %s", rep.Summary(tr))
+	}
+	if d := rep.Divergence; d.Line != k+2 || d.Got != orig || d.Want != string(tr.Events[k]) {
+		t.Fatalf("divergence %+v, want line %d", d, k+2)
+	}
+	// A trace that ends early.
+	tr, _ = Read(bytes.NewReader(corpusBytes(t)))
+	tr.Events = tr.Events[:len(tr.Events)-3]
+	tr.Header.Events -= 3
+	tr.Seal()
+	rep = Replay(tr, properties.Options{})
+	if rep.Divergence == nil || rep.Divergence.Want != "" || rep.Divergence.Line != len(tr.Events)+2 {
+		t.Fatalf("short trace: %+v", rep.Divergence)
+	}
+}
+
+func TestRecordWriteReadRoundTrip(t *testing.T) {
+	tr, err := Read(bytes.NewReader(corpusBytes(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, r := Record(tr.Header.Case())
+	if r.Failure == nil || again.Header.Checksum != tr.Header.Checksum {
+		t.Fatalf("recording the corpus case again gives another trace: %v", r.Failure)
+	}
+	var buf bytes.Buffer
+	if _, err := again.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), corpusBytes(t)) {
+		t.Fatal("written trace differs from the corpus file")
+	}
+	if again.Size() != int64(buf.Len()) {
+		t.Fatalf("Size %d, wrote %d", again.Size(), buf.Len())
+	}
+}
+
+func TestHTML(t *testing.T) {
+	tr, err := Read(bytes.NewReader(corpusBytes(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Replay(tr, properties.Options{Verbose: true})
+	var out bytes.Buffer
+	if err := WriteHTML(&out, tr, rep.Result); err != nil {
+		t.Fatal(err)
+	}
+	page := out.String()
+	for _, want := range []string{"<svg", "xceiver trace", tr.Header.Property, "render(data)", "conn ", fmt.Sprint(tr.Header.Seed)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(page, "xceiver trace"), strings.LastIndex(page, "</body>"); i < 0 || j < i {
+		t.Error("timeline is not inside the body")
+	}
+}
