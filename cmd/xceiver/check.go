@@ -44,6 +44,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opt.out, "out", "xceiver-failures", "directory for the traces of failures")
 	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
 	fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug (list: show them)")
+	world := fs.String("world", "sim", "sim, or real: the same properties on real sockets, without faults, one seed at a time")
 	rest, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return report(stderr, err)
@@ -62,6 +63,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := opt.validate(); err != nil {
 		return report(stderr, err)
+	}
+	switch *world {
+	case "sim":
+	case "real":
+		if !set["seeds"] && !set["seed"] {
+			opt.seeds = 10
+		}
+		return runCheckReal(opt, stdout, stderr)
+	default:
+		return report(stderr, usagef("check: --world: want sim or real, got %q", *world))
 	}
 	return runCheck(opt, stdout, stderr)
 }
@@ -331,3 +342,55 @@ func (p *progress) clear() {
 }
 
 func (p *progress) finish() { p.clear() }
+
+// runCheckReal checks seeds in the real world: fault-free cases, one at a
+// time (the leak check compares the whole OS process with its baseline).
+// A failure names its seed; re-run it with `check --seed S` to get a
+// replayable trace from the simulator, or here to see it again.
+func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
+	start := time.Now()
+	passed, failed := 0, 0
+	var failures []checkFailure
+	for k := 0; k < opt.seeds; k++ {
+		if k%opt.shardN != opt.shardI-1 {
+			continue
+		}
+		seed := opt.seed + uint64(k)
+		c, err := properties.Draw(properties.SeedSource(seed), seed, opt.bug)
+		if err != nil {
+			return report(stderr, fmt.Errorf("check: seed %d: %w", seed, err))
+		}
+		res, err := properties.RunReal(properties.ForReal(c, properties.DefaultRealLimits), "")
+		if err != nil {
+			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
+		}
+		if res.Failure != nil {
+			failed++
+			failures = append(failures, checkFailure{Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops})
+			if !opt.json {
+				fmt.Fprintf(stdout, "FAIL seed %d (real): %s\n", seed, res.Failure)
+			}
+		} else {
+			passed++
+			if !opt.json {
+				fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
+			}
+		}
+	}
+	if opt.json {
+		b, _ := json.Marshal(struct {
+			World    string         `json:"world"`
+			Passed   int            `json:"passed"`
+			Failed   int            `json:"failed"`
+			Seconds  float64        `json:"seconds"`
+			Failures []checkFailure `json:"failures"`
+		}{"real", passed, failed, time.Since(start).Seconds(), failures})
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
+	}
+	if failed > 0 {
+		return exitFail
+	}
+	return exitOK
+}
