@@ -168,18 +168,7 @@ func RunReal(c Case, root string) (*Result, error) {
 						run(worker, i+1)
 					}
 					rc.rows = append(rc.rows, rc.id*cfg.ClientWorkers+worker+1)
-					switch op.Kind {
-					case OpRead:
-						cl.Read(op.Block, 0, op.Off, op.Len, done)
-					case OpWrite:
-						cl.Write(op.Block, model.BlockContent(op.Key, op.Size), done)
-					case OpAppend:
-						cl.Append(op.Block, model.BlockContent(op.Key, op.Size), done)
-					case OpReplace:
-						cl.Replace(op.Block, model.BlockContent(op.Key, op.Size), done)
-					case OpDelete:
-						cl.Delete(op.Block, done)
-					}
+					startOp(cl, op, 0, done)
 				})
 			}
 			for worker := range ops {

@@ -435,25 +435,16 @@ func (h *harness) issue(ch *clientH, worker int, op Op, live bool, next func()) 
 	if live {
 		wk = -1
 	}
-	switch op.Kind {
-	case OpRead:
-		var stamp uint64
+	var stamp uint64
+	if op.Kind == OpRead {
 		if op.Stamped {
 			stamp = ch.stamps[op.Block]
 		}
 		if worker >= 0 && worker < len(ch.reading) {
 			ch.reading[worker] = op.Block
 		}
-		cl.Read(op.Block, stamp, op.Off, op.Len, done)
-	case OpWrite:
-		cl.Write(op.Block, model.BlockContent(op.Key, op.Size), done)
-	case OpAppend:
-		cl.Append(op.Block, model.BlockContent(op.Key, op.Size), done)
-	case OpReplace:
-		cl.Replace(op.Block, model.BlockContent(op.Key, op.Size), done)
-	case OpDelete:
-		cl.Delete(op.Block, done)
 	}
+	startOp(cl, op, stamp, done)
 	for len(ch.workers) < len(ch.hist.Ops) {
 		ch.workers = append(ch.workers, wk)
 	}
@@ -769,4 +760,20 @@ func kinds(by [model.NumFDKinds]int) string {
 		}
 	}
 	return s
+}
+
+// startOp issues op on cl; reads name stamp (0: any).
+func startOp(cl *model.Client, op Op, stamp uint64, done func(model.Result)) {
+	switch op.Kind {
+	case OpRead:
+		cl.Read(op.Block, stamp, op.Off, op.Len, done)
+	case OpWrite:
+		cl.Write(op.Block, model.BlockContent(op.Key, op.Size), done)
+	case OpAppend:
+		cl.Append(op.Block, model.BlockContent(op.Key, op.Size), done)
+	case OpReplace:
+		cl.Replace(op.Block, model.BlockContent(op.Key, op.Size), done)
+	case OpDelete:
+		cl.Delete(op.Block, done)
+	}
 }
