@@ -88,6 +88,24 @@ type Client struct {
 	stats   ClientStats
 	History *History
 	id      int
+	bufs    [][]byte // input buffers of finished ops, for the next ones
+}
+
+// takeBuf lends an input buffer; ops in flight each hold one, and finished
+// ops give theirs back, so a client does not allocate one per op.
+func (cl *Client) takeBuf() []byte {
+	if n := len(cl.bufs); n > 0 {
+		b := cl.bufs[n-1]
+		cl.bufs = cl.bufs[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, MaxPacketLen+16<<10)
+}
+
+func (cl *Client) putBuf(b []byte) {
+	if len(cl.bufs) < 4 {
+		cl.bufs = append(cl.bufs, b[:0])
+	}
 }
 
 type cachedPeer struct {
@@ -349,6 +367,9 @@ func (op *clientOp) onEvent(ev Events) {
 
 func (op *clientOp) readInput() {
 	for !op.finished && (op.phase == opResponse || op.phase == opPackets || op.phase == opSending) {
+		if op.in == nil {
+			op.in = op.cl.takeBuf()
+		}
 		if cap(op.in)-len(op.in) < 16<<10 {
 			grown := make([]byte, len(op.in), max(2*cap(op.in), len(op.in)+MaxPacketLen))
 			copy(grown, op.in)
@@ -537,6 +558,10 @@ func (op *clientOp) finish(r Result) {
 	}
 	cl := op.cl
 	cl.ops--
+	if op.in != nil {
+		cl.putBuf(op.in)
+		op.in = nil
+	}
 	if r.Err != nil {
 		cl.stats.Errors++
 	}
