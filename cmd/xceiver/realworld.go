@@ -36,7 +36,8 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 		return nil, fmt.Errorf("real world left resources behind: %w", closeErr)
 	}
 	out := append(head, res...)
-	out = append(out, field{"wall_ms", float64(wall.Microseconds()) / 1e3})
+	// The same keys as in sim; a real run has no event count or trace.
+	out = append(out, field{"events", nil}, field{"wall_ms", float64(wall.Microseconds()) / 1e3}, field{"trace_hash", nil})
 	return out, nil
 }
 
