@@ -236,6 +236,7 @@ func (c *tcpConn) Read(p []byte) (int, error) {
 			k := copy(p[n:], seg)
 			n += k
 			if k == len(seg) {
+				c.w.putSegBuf(c.rcv[c.rcvHead])
 				c.rcv[c.rcvHead] = nil
 				c.rcvHead++
 				c.rcvOff = 0
@@ -306,11 +307,11 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 // appendSnd adds bytes to the send buffer. Segments in flight alias the
 // buffer, so space is reclaimed only by moving to a new array.
 func (c *tcpConn) appendSnd(p []byte) {
-	if c.sndOff > 0 && c.sndOff >= len(c.snd)/2 && len(c.snd)+len(p) > cap(c.snd) {
-		live := c.snd[c.sndOff:]
-		nb := make([]byte, len(live), max(2*len(live)+len(p), min(c.sndBuf, 256<<10)))
-		copy(nb, live)
-		c.snd, c.sndOff = nb, 0
+	if c.sndOff > 0 && len(c.snd)+len(p) > cap(c.snd) {
+		// Nothing aliases the buffer (segments carry copies): slide the
+		// unacknowledged bytes to the front instead of reallocating.
+		n := copy(c.snd, c.snd[c.sndOff:])
+		c.snd, c.sndOff = c.snd[:n], 0
 	}
 	c.snd = append(c.snd, p...)
 	c.sndEnd += uint64(len(p))
@@ -527,7 +528,54 @@ func (c *tcpConn) xmit(s segment) {
 	if peer == nil {
 		return
 	}
+	if len(s.data) > 0 {
+		// The segment owns a copy (as an skb does), so the send buffer
+		// can be compacted and reused while data is in flight or unread.
+		buf := w.segBuf(len(s.data))
+		copy(buf, s.data)
+		s.data = buf
+	}
 	w.deliver(c.linkFree+c.cfg.Delay, peer, s)
+}
+
+// Segment buffers come in two sizes: small ones for requests, statuses
+// and ACK-sized data, and ones an MSS fits in.
+const (
+	segBufSmall = 2 << 10
+	segBufLarge = 64 << 10
+)
+
+// segBuf returns an n-byte buffer for a segment's data, reusing those
+// whose data the application has read. Large transfers then move through
+// a few recycled buffers instead of fresh memory.
+func (w *World) segBuf(n int) []byte {
+	pool, size := &w.freeSegBufs, segBufLarge
+	switch {
+	case n <= segBufSmall:
+		pool, size = &w.freeSmallBufs, segBufSmall
+	case n > segBufLarge:
+		return make([]byte, n)
+	}
+	if k := len(*pool); k > 0 {
+		b := (*pool)[k-1]
+		*pool = (*pool)[:k-1]
+		return b[:n]
+	}
+	return make([]byte, n, size)
+}
+
+// putSegBuf recycles a segment buffer once its data has been read.
+func (w *World) putSegBuf(b []byte) {
+	switch cap(b) {
+	case segBufSmall:
+		if len(w.freeSmallBufs) < 4096 {
+			w.freeSmallBufs = append(w.freeSmallBufs, b[:0])
+		}
+	case segBufLarge:
+		if len(w.freeSegBufs) < 1024 {
+			w.freeSegBufs = append(w.freeSegBufs, b[:0])
+		}
+	}
 }
 
 // delivery carries a segment to its receiver. Carriers and their events
@@ -700,14 +748,9 @@ func (c *tcpConn) onAck(s segment) {
 		c.sndOff += acked
 		c.sndUna = s.ack
 		if c.sndUna == c.sndEnd {
-			// Delivered segments alias this array in the peer's receive
-			// queue until its application reads them: reuse the array
-			// only once the peer has read everything, else drop it.
-			if c.peer != nil && c.peer.rcvQueued == 0 {
-				c.snd, c.sndOff = c.snd[:0], 0
-			} else {
-				c.snd, c.sndOff = nil, 0
-			}
+			// Segments carry copies, so nothing else refers to the
+			// buffer: start again at its front.
+			c.snd, c.sndOff = c.snd[:0], 0
 		}
 		c.rtxEv.cancel()
 		c.rtxEv = nil

@@ -102,6 +102,8 @@ type World struct {
 	// Recycled fire-and-forget events and segment carriers (see post).
 	freeEvents     []*event
 	freeDeliveries []*delivery
+	freeSegBufs    [][]byte
+	freeSmallBufs  [][]byte
 	stopped        bool
 	failure        error
 	observers      []func(*Event)
