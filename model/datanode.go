@@ -301,16 +301,29 @@ func (dn *Datanode) Stop() {
 	}
 	dn.stopped = true
 	dn.ln.Close()
-	for len(dn.conns) > 0 {
-		c := dn.conns[len(dn.conns)-1]
-		c.close("shutdown")
-	}
-	dn.lock.Do(dn.main, func() {
-		if dn.pool != nil {
-			dn.pool.CloseAll()
+	// Each connection is closed on its own loop; the loops and the pool go
+	// once every connection has closed and given back its handle (the
+	// lock keeps that order: a connection's release is queued first).
+	pending := len(dn.conns) + 1
+	done := func() {
+		pending--
+		if pending > 0 {
+			return
 		}
-		dn.main.Post(dn.closeLoops)
-	})
+		dn.lock.Do(dn.main, func() {
+			if dn.pool != nil {
+				dn.pool.CloseAll()
+			}
+			dn.main.Post(dn.closeLoops)
+		})
+	}
+	for _, dc := range append([]*dnConn(nil), dn.conns...) {
+		dc.loop.Post(func() {
+			dc.close("shutdown")
+			dn.lock.Do(dc.loop, func() { dn.main.Post(done) })
+		})
+	}
+	done()
 }
 
 // accept runs on the acceptor loop while connections wait.

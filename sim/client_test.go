@@ -29,6 +29,7 @@ func clientWorld(t *testing.T, dcfg model.DatanodeConfig, ccfg model.ClientConfi
 			w.Fail(err)
 			return
 		}
+		lastDatanode = dn
 		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
 			cl, err := model.NewClient(cp, cp.MainLoop(), 0, ccfg)
 			if err != nil {
@@ -46,6 +47,10 @@ func clientWorld(t *testing.T, dcfg model.DatanodeConfig, ccfg model.ClientConfi
 	}
 	return w, dn
 }
+
+// lastDatanode is the datanode clientWorld started, for scripts that act
+// on it (tests run one world at a time).
+var lastDatanode *model.Datanode
 
 func mustRead(t *testing.T, cl *model.Client, block uint64, then func()) {
 	cl.Read(block, 0, 0, 100, func(r model.Result) {
@@ -187,5 +192,57 @@ func TestWriteAppendReplaceDelete(t *testing.T) {
 	want := "write SUCCESS rewrite ERROR_EXISTS append SUCCESS read hello, world replace SUCCESS read new delete SUCCESS read ERROR_INVALID"
 	if got := strings.Join(steps, " "); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// Stop tears a datanode down from any state: listener, connections (one
+// of them idle in keep-alive), pooled handles, selectors and workers go,
+// and only the process's main loop remains.
+func TestDatanodeStopReleasesEverything(t *testing.T) {
+	var dnProc model.Process
+	var after model.Result
+	_, dn := clientWorld(t, model.DefaultDatanodeConfig(), model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		dnProc = w.Process("datanode")
+		mustRead(t, cl, 1, func() {
+			w.Process("datanode").MainLoop().Post(func() {
+				lastDatanode.Stop()
+				p.MainLoop().AfterFunc(time.Millisecond, func() {
+					cl.Read(2, 0, 0, 10, func(r model.Result) {
+						after = r
+						cl.Close()
+					})
+				})
+			})
+		})
+	})
+	if after.Err == nil {
+		t.Errorf("a read after Stop succeeded")
+	}
+	if got := dnProc.FDs().Open; got != 2 {
+		t.Errorf("datanode process holds %d fds after Stop, want its main loop's 2", got)
+	}
+	if now, _ := dnProc.Threads(); now != 1 {
+		t.Errorf("%d threads after Stop, want 1", now)
+	}
+	if dn.Conns() != 0 || dn.Pool().Handles() != 0 {
+		t.Errorf("%d connections, %d handles after Stop", dn.Conns(), dn.Pool().Handles())
+	}
+}
+
+func TestThreadedDatanodeStop(t *testing.T) {
+	dcfg := model.DefaultDatanodeConfig()
+	dcfg.Mode = model.Threaded
+	var dnProc model.Process
+	clientWorld(t, dcfg, model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		dnProc = w.Process("datanode")
+		mustRead(t, cl, 1, func() {
+			dnProc.MainLoop().Post(func() {
+				lastDatanode.Stop()
+				p.MainLoop().AfterFunc(time.Millisecond, cl.Close)
+			})
+		})
+	})
+	if got := dnProc.FDs().Open; got != 2 {
+		t.Errorf("datanode process holds %d fds after Stop, want 2", got)
 	}
 }
