@@ -110,6 +110,20 @@ func TestDatanodeSurvivesBadClients(t *testing.T) {
 	if err := w.CheckFDs(); err != nil {
 		t.Error(err)
 	}
+	// Stopping the datanode leaves its process with its main loop only.
+	dnProc.MainLoop().Post(func() {
+		dn.Stop()
+		dnProc.MainLoop().AfterFunc(50*time.Millisecond, w.Stop)
+	})
+	if err := w.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := dnProc.FDs().Open; got != 2 {
+		t.Errorf("datanode process holds %d fds after Stop, want its main loop's 2", got)
+	}
+	if now, _ := dnProc.Threads(); now != 1 {
+		t.Errorf("%d threads after Stop, want 1", now)
+	}
 	if err := w.Close(); err != nil {
 		t.Errorf("leak after close: %v", err)
 	}
