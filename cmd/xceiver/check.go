@@ -188,8 +188,15 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	elapsed := time.Since(start)
 	sort.Slice(failures, func(i, j int) bool { return failures[i].Seed < failures[j].Seed })
 
+	return printSummary(stdout, opt, "sim", len(seeds), passed, failures, elapsed)
+}
+
+// printSummary ends a check, in either world, with the same JSON object
+// or the same closing lines, and returns the exit code.
+func printSummary(stdout io.Writer, opt checkOptions, world string, seeds, passed int, failures []checkFailure, elapsed time.Duration) int {
 	if opt.json {
 		out, _ := json.Marshal(struct {
+			World      string         `json:"world"`
 			Seeds      int            `json:"seeds"`
 			FirstSeed  uint64         `json:"first_seed"`
 			Shard      string         `json:"shard"`
@@ -201,12 +208,12 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 			CodeVer    string         `json:"code_version"`
 			Failures   []checkFailure `json:"failures"`
 			Properties []string       `json:"properties"`
-		}{len(seeds), opt.seed, fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), opt.bug, passed, len(failures),
-			elapsed.Seconds(), float64(len(seeds)) / elapsed.Seconds(), traces.CodeVersion, nonNil(failures), propertyNames()})
+		}{world, seeds, opt.seed, fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), opt.bug, passed, len(failures),
+			elapsed.Seconds(), float64(seeds) / elapsed.Seconds(), traces.CodeVersion, nonNil(failures), propertyNames()})
 		fmt.Fprintln(stdout, string(out))
 	} else {
-		fmt.Fprintf(stdout, "checked %d seeds (from %d, shard %d/%d) in %.1fs: %.1f seeds/s\n",
-			len(seeds), opt.seed, opt.shardI, opt.shardN, elapsed.Seconds(), float64(len(seeds))/elapsed.Seconds())
+		fmt.Fprintf(stdout, "checked %d seeds (from %d, shard %d/%d, %s) in %.1fs: %.1f seeds/s\n",
+			seeds, opt.seed, opt.shardI, opt.shardN, world, elapsed.Seconds(), float64(seeds)/elapsed.Seconds())
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, len(failures))
 	}
 	if len(failures) > 0 {
@@ -349,12 +356,13 @@ func (p *progress) finish() { p.clear() }
 // replayable trace from the simulator, or here to see it again.
 func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 	start := time.Now()
-	passed, failed := 0, 0
+	seeds, passed := 0, 0
 	var failures []checkFailure
 	for k := 0; k < opt.seeds; k++ {
 		if k%opt.shardN != opt.shardI-1 {
 			continue
 		}
+		seeds++
 		seed := opt.seed + uint64(k)
 		c, err := properties.Draw(properties.SeedSource(seed), seed, opt.bug)
 		if err != nil {
@@ -365,32 +373,16 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
 		}
 		if res.Failure != nil {
-			failed++
 			failures = append(failures, checkFailure{Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops})
 			if !opt.json {
 				fmt.Fprintf(stdout, "FAIL seed %d (real): %s\n", seed, res.Failure)
 			}
-		} else {
-			passed++
-			if !opt.json {
-				fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
-			}
+			continue
+		}
+		passed++
+		if !opt.json {
+			fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
 		}
 	}
-	if opt.json {
-		b, _ := json.Marshal(struct {
-			World    string         `json:"world"`
-			Passed   int            `json:"passed"`
-			Failed   int            `json:"failed"`
-			Seconds  float64        `json:"seconds"`
-			Failures []checkFailure `json:"failures"`
-		}{"real", passed, failed, time.Since(start).Seconds(), failures})
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
-	}
-	if failed > 0 {
-		return exitFail
-	}
-	return exitOK
+	return printSummary(stdout, opt, "real", seeds, passed, failures, time.Since(start))
 }
