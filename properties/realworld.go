@@ -85,16 +85,7 @@ func RunReal(c Case, root string) (*Result, error) {
 	var clients []*realClient
 	workersLeft := 0
 
-	mode := model.Reactor
-	if cfg.Mode == "threaded" {
-		mode = model.Threaded
-	}
-	dcfg := model.DatanodeConfig{
-		Addr: "127.0.0.1:0", Mode: mode, Selectors: cfg.Selectors, Workers: cfg.Workers,
-		PoolMax: cfg.PoolMax, PoolMin: cfg.PoolMin, PoolIdle: cfg.PoolIdle, Keepalive: cfg.Keepalive, ReadTimeout: cfg.ReadTimeout,
-		NoDelay: cfg.DNNoDelay, PacketSize: cfg.DNPacket, Dir: dnDir,
-		Bugs: model.DatanodeBugs{KeepaliveForever: cfg.KeepaliveForever, PoolKeyIgnoresStamp: cfg.PoolKeyIgnoresStamp, PoolClosesInUse: cfg.PoolClosesInUse},
-	}
+	dcfg := cfg.Datanode("127.0.0.1:0")
 	settle := func() {
 		// Every op is done and every client closed: wait past the
 		// timeouts, then compare with the baselines.
@@ -135,11 +126,7 @@ func RunReal(c Case, root string) (*Result, error) {
 		_, err := w.Spawn(fmt.Sprintf("client-%d", rc.id), model.ProcessConfig{FDLimit: cfg.FDLimit}, func(p model.Process) {
 			rc.p = p
 			rc.base = p.FDs().Open
-			cl, err := model.NewClient(p, p.MainLoop(), rc.id, model.ClientConfig{
-				Name: fmt.Sprintf("client-%d", rc.id), Datanode: addr, NoDelay: cfg.NoDelay, CacheCapacity: cfg.CacheCapacity,
-				CacheExpiry: cfg.CacheExpiry, Timeout: cfg.Timeout, PacketSize: cfg.Packet,
-				Bugs: model.ClientBugs{CloseLeaksCache: cfg.CloseLeaksCache, ReturnUnclean: cfg.ReturnUnclean},
-			})
+			cl, err := model.NewClient(p, p.MainLoop(), rc.id, cfg.Client(fmt.Sprintf("client-%d", rc.id), addr))
 			if err != nil {
 				w.Fail(err)
 				return

@@ -226,14 +226,16 @@ func (h *harness) fail(prop, format string, a ...any) {
 
 // --- the datanode ---
 
-func (h *harness) dnConfig() model.DatanodeConfig {
-	c := h.cfg
+func (h *harness) dnConfig() model.DatanodeConfig { return h.cfg.Datanode(dnAddr) }
+
+// Datanode is the datanode configuration a case draws, listening on addr.
+func (c *Config) Datanode(addr string) model.DatanodeConfig {
 	mode := model.Reactor
 	if c.Mode == "threaded" {
 		mode = model.Threaded
 	}
 	return model.DatanodeConfig{
-		Addr: dnAddr, Mode: mode, Selectors: c.Selectors, Workers: c.Workers,
+		Addr: addr, Mode: mode, Selectors: c.Selectors, Workers: c.Workers,
 		PoolMax: c.PoolMax, PoolMin: c.PoolMin, PoolIdle: c.PoolIdle, Keepalive: c.Keepalive, ReadTimeout: c.ReadTimeout,
 		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir,
 		Bugs: model.DatanodeBugs{
@@ -297,10 +299,12 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 
 // --- clients ---
 
-func (h *harness) clientConfig(name string) model.ClientConfig {
-	c := h.cfg
+func (h *harness) clientConfig(name string) model.ClientConfig { return h.cfg.Client(name, dnAddr) }
+
+// Client is the client configuration a case draws, for a datanode at addr.
+func (c *Config) Client(name, addr string) model.ClientConfig {
 	return model.ClientConfig{
-		Name: name, Datanode: dnAddr, NoDelay: c.NoDelay, CacheCapacity: c.CacheCapacity,
+		Name: name, Datanode: addr, NoDelay: c.NoDelay, CacheCapacity: c.CacheCapacity,
 		CacheExpiry: c.CacheExpiry, Timeout: c.Timeout, PacketSize: c.Packet,
 		Bugs: model.ClientBugs{CloseLeaksCache: c.CloseLeaksCache, ReturnUnclean: c.ReturnUnclean},
 	}
