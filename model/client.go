@@ -116,18 +116,10 @@ type cachedPeer struct {
 // NewClient makes a client on loop of p.
 func NewClient(p Process, loop Loop, id int, cfg ClientConfig) (*Client, error) {
 	d := DefaultClientConfig()
-	if cfg.Name == "" {
-		cfg.Name = d.Name
-	}
-	if cfg.CacheExpiry == 0 {
-		cfg.CacheExpiry = d.CacheExpiry
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = d.Timeout
-	}
-	if cfg.PacketSize == 0 {
-		cfg.PacketSize = d.PacketSize
-	}
+	orDefault(&cfg.Name, d.Name)
+	orDefault(&cfg.CacheExpiry, d.CacheExpiry)
+	orDefault(&cfg.Timeout, d.Timeout)
+	orDefault(&cfg.PacketSize, d.PacketSize)
 	switch {
 	case cfg.Datanode == "":
 		return nil, fmt.Errorf("client: no datanode address")

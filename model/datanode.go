@@ -78,39 +78,19 @@ func DefaultDatanodeConfig() DatanodeConfig {
 
 func (c *DatanodeConfig) fill() error {
 	d := DefaultDatanodeConfig()
-	if c.Mode == "" {
-		c.Mode = d.Mode
-	}
+	orDefault(&c.Mode, d.Mode)
 	if c.Mode != Reactor && c.Mode != Threaded {
 		return fmt.Errorf("server mode %q: want reactor or threaded", c.Mode)
 	}
-	if c.Selectors == 0 {
-		c.Selectors = d.Selectors
-	}
-	if c.Workers == 0 {
-		c.Workers = d.Workers
-	}
-	if c.PoolMax == 0 {
-		c.PoolMax = d.PoolMax
-	}
-	if c.PoolIdle == 0 {
-		c.PoolIdle = d.PoolIdle
-	}
-	if c.Keepalive == 0 {
-		c.Keepalive = d.Keepalive
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = d.ReadTimeout
-	}
-	if c.PacketSize == 0 {
-		c.PacketSize = d.PacketSize
-	}
-	if c.Dir == "" {
-		c.Dir = d.Dir
-	}
-	if c.MaxWrite == 0 {
-		c.MaxWrite = d.MaxWrite
-	}
+	orDefault(&c.Selectors, d.Selectors)
+	orDefault(&c.Workers, d.Workers)
+	orDefault(&c.PoolMax, d.PoolMax)
+	orDefault(&c.PoolIdle, d.PoolIdle)
+	orDefault(&c.Keepalive, d.Keepalive)
+	orDefault(&c.ReadTimeout, d.ReadTimeout)
+	orDefault(&c.PacketSize, d.PacketSize)
+	orDefault(&c.Dir, d.Dir)
+	orDefault(&c.MaxWrite, d.MaxWrite)
 	switch {
 	case c.Selectors < 1 || c.Selectors > 256:
 		return fmt.Errorf("selectors %d outside [1, 256]", c.Selectors)
@@ -129,6 +109,15 @@ func (c *DatanodeConfig) fill() error {
 // StampRecord is the file in a datanode's directory that keeps the
 // high-water mark of generation stamps (BlockStore.KeepStampRecord).
 const StampRecord = "stamps"
+
+// orDefault sets *v to d when it holds its zero value: configurations
+// leave a field zero to mean "the default".
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
 
 // Datanode serves block reads and writes from a BlockStore.
 type Datanode struct {
