@@ -320,19 +320,14 @@ func (op *clientOp) armTimer() {
 }
 
 func (op *clientOp) flush() {
-	for op.outOff < len(op.out) {
-		n, err := op.conn.Write(op.out[op.outOff:])
-		if errors.Is(err, ErrWouldBlock) {
-			op.conn.SetWriteInterest(true)
-			return
-		}
-		if err != nil {
-			op.connFailed(err)
-			return
-		}
-		op.outOff += n
+	done, err := writeOut(op.conn, op.out, &op.outOff)
+	if err != nil {
+		op.connFailed(err)
+		return
 	}
-	op.conn.SetWriteInterest(false)
+	if !done {
+		return
+	}
 	switch op.phase {
 	case opSending:
 		op.sentAll = true

@@ -110,6 +110,26 @@ func (c *DatanodeConfig) fill() error {
 // high-water mark of generation stamps (BlockStore.KeepStampRecord).
 const StampRecord = "stamps"
 
+// writeOut writes out[*off:] to c as far as the send buffer takes it.
+// It reports done once everything is written; until then write interest
+// is on, so the handler hears when room frees (and off again after, so the
+// loop never busy-waits).
+func writeOut(c Conn, out []byte, off *int) (done bool, err error) {
+	for *off < len(out) {
+		n, err := c.Write(out[*off:])
+		if errors.Is(err, ErrWouldBlock) {
+			c.SetWriteInterest(true)
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		*off += n
+	}
+	c.SetWriteInterest(false)
+	return true, nil
+}
+
 // orDefault sets *v to d when it holds its zero value: configurations
 // leave a field zero to mean "the default".
 func orDefault[T comparable](v *T, d T) {
@@ -797,19 +817,14 @@ func (dc *dnConn) setOut(out []byte, lent bool, then func()) {
 }
 
 func (dc *dnConn) flush() {
-	for dc.outOff < len(dc.out) {
-		n, err := dc.c.Write(dc.out[dc.outOff:])
-		if errors.Is(err, ErrWouldBlock) {
-			dc.c.SetWriteInterest(true)
-			return
-		}
-		if err != nil {
-			dc.close("write error")
-			return
-		}
-		dc.outOff += n
+	done, err := writeOut(dc.c, dc.out, &dc.outOff)
+	if err != nil {
+		dc.close("write error")
+		return
 	}
-	dc.c.SetWriteInterest(false)
+	if !done {
+		return
+	}
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 	}

@@ -188,20 +188,14 @@ func (s *patternServer) serve(pc *patternConn, ev Events) {
 }
 
 func (s *patternServer) writeReply(pc *patternConn) {
-	for pc.sent < len(s.reply) {
-		n, err := pc.c.Write(s.reply[pc.sent:])
-		if errors.Is(err, ErrWouldBlock) {
-			pc.c.SetWriteInterest(true)
-			return
-		}
-		if err != nil {
-			pc.c.Close()
-			return
-		}
-		pc.sent += n
+	done, err := writeOut(pc.c, s.reply, &pc.sent)
+	if err != nil {
+		pc.c.Close()
+		return
 	}
-	pc.c.SetWriteInterest(false)
-	pc.replying = false
+	if done {
+		pc.replying = false
+	}
 }
 
 type patternClient struct {
