@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -124,12 +125,7 @@ func (s *BlockStore) Info(id uint64) (stamp uint64, length int64, ok bool) {
 
 // Blocks returns the ids of all replicas, in increasing order.
 func (s *BlockStore) Blocks() []uint64 {
-	ids := make([]uint64, 0, len(s.replicas))
-	for id := range s.replicas {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.replicas))
 }
 
 // newStamp allocates a generation stamp. Stamps grow across all blocks of

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -209,12 +210,7 @@ func (hp *HandlePool) CloseAll() {
 }
 
 func (hp *HandlePool) sortedBlocks() []uint64 {
-	ids := make([]uint64, 0, len(hp.byBlock))
-	for id := range hp.byBlock {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(hp.byBlock))
 }
 
 // evictOne closes the least recently used idle handle. With the

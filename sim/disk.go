@@ -3,8 +3,9 @@ package sim
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,12 +78,7 @@ func (d *Disk) DropCache() {
 }
 
 func (d *Disk) sortedNames() []string {
-	names := make([]string, 0, len(d.names))
-	for n := range d.names {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(d.names))
 }
 
 func cleanPath(p string) (string, error) {
