@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -50,49 +49,76 @@ func experiments() map[string]experiment {
 }
 
 func experimentNames() string {
+	return strings.Join(sortedExperimentNames(), ", ")
+}
+
+func benchCommand() *command {
+	return &command{
+		name:    "bench",
+		args:    "EXPERIMENT",
+		summary: "reproduce a published figure in the simulated and/or the real world, side by side with it",
+		about: func() string {
+			var b strings.Builder
+			b.WriteString("EXPERIMENT is one of (any case):\n")
+			exs := experiments()
+			for _, n := range sortedExperimentNames() {
+				fmt.Fprintf(&b, "  %-10s %s\n  %-10s published: %s\n", n, exs[n].desc, "", exs[n].published)
+			}
+			return b.String()
+		},
+		example: []string{
+			"xceiver bench hdfs-941 --world both",
+		},
+		setup: func(c *call) func([]string) int {
+			world := c.fs.String("world", "sim", "world: `sim|real|both`")
+			asJSON := c.fs.Bool("json", false, "print JSON")
+			seed := c.fs.Uint64("seed", 1, "seed `S` of simulated runs")
+			return func(rest []string) int {
+				return benchMain(c, rest, *world, *asJSON, *seed)
+			}
+		},
+	}
+}
+
+func sortedExperimentNames() []string {
 	var names []string
 	for n := range experiments() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return names
 }
 
-func cmdBench(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", stderr)
-	world := fs.String("world", "sim", "sim, real or both")
-	asJSON := fs.Bool("json", false, "print JSON")
-	seed := fs.Uint64("seed", 1, "seed of simulated runs")
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
-		return report(stderr, err)
-	}
+func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(rest) != 1 {
-		return report(stderr, usagef("bench: want one EXPERIMENT (%s)", experimentNames()))
+		return report(stderr, c.usagef("want one EXPERIMENT (%s)", experimentNames()))
 	}
-	ex, ok := experiments()[rest[0]]
+	name, ok := matchName(rest[0], sortedExperimentNames())
 	if !ok {
-		return report(stderr, usagef("bench: unknown experiment %q (want %s)", rest[0], experimentNames()))
+		return report(stderr, c.usagef("unknown experiment %q (want %s)", rest[0], experimentNames()))
 	}
+	rest[0] = name
+	ex := experiments()[name]
 	var worlds []string
-	switch *world {
+	switch world {
 	case "sim", "real":
-		worlds = []string{*world}
+		worlds = []string{world}
 	case "both":
 		worlds = []string{"sim", "real"}
 	default:
-		return report(stderr, usagef("--world: want sim, real or both, got %q", *world))
+		return report(stderr, c.usagef("%s %q: want sim, real or both", c.typed("world"), world))
 	}
 	var rows []benchRow
 	for _, w := range worlds {
 		fmt.Fprintf(stderr, "bench %s: %s in %s…\n", rest[0], ex.desc, w)
-		r, err := ex.run(w, *seed)
+		r, err := ex.run(w, seed)
 		if err != nil {
 			return report(stderr, fmt.Errorf("bench %s (%s): %w", rest[0], w, err))
 		}
 		rows = append(rows, r...)
 	}
-	if *asJSON {
+	if asJSON {
 		b, _ := json.Marshal(struct {
 			Experiment string     `json:"experiment"`
 			Published  string     `json:"published"`

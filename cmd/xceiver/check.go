@@ -32,72 +32,109 @@ type checkOptions struct {
 	out      string
 	json     bool
 	bug      string
+	world    string
 }
 
-func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check", stderr)
-	var opt checkOptions
-	fs.IntVar(&opt.seeds, "seeds", defaultSeeds, "number of seeds to check")
-	fs.Uint64Var(&opt.seed, "seed", 1, "first seed (alone: check just this seed)")
-	fs.IntVar(&opt.parallel, "parallel", runtime.NumCPU(), "seeds checked at once")
-	fs.StringVar(&opt.shard, "shard", "1/1", "check only shard i of n of the seeds (i/n, 1 ≤ i ≤ n)")
-	fs.StringVar(&opt.out, "out", "xceiver-failures", "directory for the traces of failures")
-	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
-	fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug (list: show them)")
-	world := fs.String("world", "sim", "sim, or real: the same properties on real sockets, without faults, one seed at a time")
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
-		return report(stderr, err)
+func checkCommand() *command {
+	return &command{
+		name:    "check",
+		summary: "check properties over many drawn cases (the main job); failures are shrunk and saved as traces",
+		about: func() string {
+			return `Every seed draws a configuration and a schedule of client ops and faults,
+runs it in the simulator and checks fd bounds, pool bounds, no close in use,
+linearizability, availability, liveness and leak-freedom. A failure is
+shrunk and written as a replayable trace into --out.
+
+bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
+		},
+		example: []string{
+			"xceiver check --seeds 1000",
+			"xceiver check --bug HDFS-4911 --seeds 200",
+			"xceiver check --seed 42 --json",
+		},
+		setup: func(c *call) func([]string) int {
+			fs := c.fs
+			var opt checkOptions
+			fs.IntVar(&opt.seeds, "seeds", defaultSeeds, "check `N` seeds")
+			fs.Uint64Var(&opt.seed, "seed", 1, "first seed `S` (alone: check just this seed)")
+			fs.IntVar(&opt.parallel, "parallel", runtime.NumCPU(), "check `P` seeds at once")
+			fs.StringVar(&opt.shard, "shard", "1/1", "check only shard `i/n` of the seeds (1 ≤ i ≤ n)")
+			fs.StringVar(&opt.out, "out", "xceiver-failures", "write failures' traces into `DIR`")
+			fs.BoolVar(&opt.json, "json", false, "print one JSON object")
+			fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug `NAME` (list: show them)")
+			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
+			return func(rest []string) int {
+				stdout, stderr := c.stdout, c.stderr
+				if len(rest) > 0 {
+					return report(stderr, c.usagef("unexpected argument %q", rest[0]))
+				}
+				set := map[string]bool{}
+				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				if set["seed"] && !set["seeds"] {
+					opt.seeds = 1
+				}
+				if strings.EqualFold(opt.bug, "list") {
+					listBugs(stdout, opt.json)
+					return exitOK
+				}
+				if opt.world == "real" && !set["seeds"] && !set["seed"] {
+					opt.seeds = 10
+				}
+				if err := opt.validate(c); err != nil {
+					return report(stderr, err)
+				}
+				if opt.world == "real" {
+					return runCheckReal(opt, stdout, stderr)
+				}
+				return runCheck(opt, stdout, stderr)
+			}
+		},
 	}
-	if len(rest) > 0 {
-		return report(stderr, usagef("check: unexpected argument %q", rest[0]))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["seed"] && !set["seeds"] {
-		opt.seeds = 1
-	}
-	if opt.bug == "list" {
-		listBugs(stdout, opt.json)
-		return exitOK
-	}
-	if err := opt.validate(); err != nil {
-		return report(stderr, err)
-	}
-	switch *world {
-	case "sim":
-	case "real":
-		if !set["seeds"] && !set["seed"] {
-			opt.seeds = 10
-		}
-		return runCheckReal(opt, stdout, stderr)
-	default:
-		return report(stderr, usagef("check: --world: want sim or real, got %q", *world))
-	}
-	return runCheck(opt, stdout, stderr)
 }
 
-func (o *checkOptions) validate() error {
+func bugNames() []string {
+	var names []string
+	for _, b := range properties.Bugs {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+func (o *checkOptions) validate(c *call) error {
 	switch {
+	case o.world != "sim" && o.world != "real":
+		return c.usagef("%s %q: want sim or real", c.typed("world"), o.world)
 	case o.seeds < 1:
-		return usagef("check: --seeds must be at least 1 (got %d)", o.seeds)
+		return c.usagef("%s %d: want at least 1", c.typed("seeds"), o.seeds)
 	case o.parallel < 1 || o.parallel > 1024:
-		return usagef("check: --parallel %d outside [1, 1024]", o.parallel)
+		return c.usagef("%s %d: want 1 to 1024", c.typed("parallel"), o.parallel)
 	case o.seed > ^uint64(0)-uint64(o.seeds):
-		return usagef("check: --seed %d + --seeds %d overflows", o.seed, o.seeds)
+		return c.usagef("%s %d: the last seed would overflow (with --seeds %d)", c.typed("seed"), o.seed, o.seeds)
 	}
 	i, n, ok := strings.Cut(o.shard, "/")
 	si, err1 := strconv.Atoi(i)
 	sn, err2 := strconv.Atoi(n)
 	if !ok || err1 != nil || err2 != nil {
-		return usagef("check: --shard %q: want i/n, such as 1/4", o.shard)
+		return c.usagef("%s %q: want i/n, such as 1/4", c.typed("shard"), o.shard)
 	}
 	if sn < 1 || si < 1 || si > sn {
-		return usagef("check: --shard %s: want 1 ≤ i ≤ n", o.shard)
+		return c.usagef("%s %s: want 1 ≤ i ≤ n", c.typed("shard"), o.shard)
+	}
+	if si > o.seeds {
+		return c.usagef("%s %s: no seeds in this shard (only %d seed%s across %d shards)", c.typed("shard"), o.shard, o.seeds, plural(o.seeds, "", "s"), sn)
 	}
 	o.shardI, o.shardN = si, sn
-	if _, err := properties.LookupBug(o.bug); err != nil {
-		return usagef("check: --bug: %v", err)
+	if o.bug != "" {
+		name, ok := matchName(o.bug, bugNames())
+		if !ok {
+			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(bugNames(), ", "))
+		}
+		o.bug = name
+	}
+	if o.world == "sim" {
+		if err := checkOutDir(o.out); err != nil {
+			return c.usagef("%s: %v", c.typed("out"), err)
+		}
 	}
 	return nil
 }
@@ -212,8 +249,8 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds, passe
 			elapsed.Seconds(), float64(seeds) / elapsed.Seconds(), traces.CodeVersion, nonNil(failures), propertyNames()})
 		fmt.Fprintln(stdout, string(out))
 	} else {
-		fmt.Fprintf(stdout, "checked %d seeds (from %d, shard %d/%d, %s) in %.1fs: %.1f seeds/s\n",
-			seeds, opt.seed, opt.shardI, opt.shardN, world, elapsed.Seconds(), float64(seeds)/elapsed.Seconds())
+		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s) in %.1fs: %.1f seeds/s\n",
+			seeds, plural(seeds, "", "s"), opt.seed, opt.shardI, opt.shardN, world, elapsed.Seconds(), float64(seeds)/elapsed.Seconds())
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, len(failures))
 	}
 	if len(failures) > 0 {

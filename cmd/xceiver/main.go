@@ -5,44 +5,51 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"xceiver/real"
+	"xceiver/sim"
 )
 
-// Exit codes: 0 success, 1 a check or validation failed, 2 bad usage or
-// input.
+// Exit codes, documented in README.md and in `xceiver help`.
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK    = 0 // success
+	exitFail  = 1 // a check, replay or validation found a failure
+	exitUsage = 2 // bad usage or input: one line on stderr
+	exitLimit = 3 // a run hit a resource limit (simulation or real-world run limit) before it ended
 )
 
-const usage = `usage: xceiver COMMAND [flags]
-
-commands:
-  check    [--seeds N] [--seed S] [--parallel P] [--shard i/n] [--out DIR] [--json]
-  replay   TRACE [--html FILE]
-  run      SCENARIO [--world sim|real] [--seed S] [--trace FILE] [--json] [scenario flags]
-  validate [--scenario NAME] [--json]
-  bench    EXPERIMENT [--world sim|real|both] [--json]
-
-scenarios: tcp-pattern, read
-run "xceiver COMMAND -h" for a command's flags
+const exitCodesHelp = `exit codes:
+  0  success
+  1  a check, replay or validation failed
+  2  bad usage or input (one line on stderr)
+  3  a run hit a resource limit (simulation limit reached) before it ended
 `
 
-type command func(args []string, stdout, stderr io.Writer) int
-
-func commands() map[string]command {
-	return map[string]command{
-		"run":      cmdRun,
-		"check":    cmdCheck,
-		"replay":   cmdReplay,
-		"validate": cmdValidate,
-		"bench":    cmdBench,
+// commandList declares every subcommand, in the order help lists them. A
+// new command adds one entry here: its synopsis, help and flags all come
+// from that entry.
+func commandList() []*command {
+	return []*command{
+		checkCommand(),
+		replayCommand(),
+		runCommand(),
+		validateCommand(),
+		benchCommand(),
+		versionCommand(),
 	}
+}
+
+func lookupCommand(name string) *command {
+	for _, c := range commandList() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 func main() {
@@ -50,19 +57,59 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	cmd, ok := commands()[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "xceiver: unknown command %q (want check, replay, run, validate or bench)\n", args[0])
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage())
 		return exitUsage
 	}
-	return cmd(args[1:], stdout, stderr)
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			c := lookupCommand(args[1])
+			if c == nil {
+				return report(stderr, usagef("help: unknown command %q (want %s)", args[1], commandNames()))
+			}
+			c.printHelp(stdout)
+			return exitOK
+		}
+		fmt.Fprint(stdout, topUsage())
+		return exitOK
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
+	}
+	c := lookupCommand(args[0])
+	if c == nil {
+		if strings.HasPrefix(args[0], "-") {
+			return report(stderr, usagef("xceiver: flag %s before the command: flags follow it (xceiver COMMAND [flags])", args[0]))
+		}
+		return report(stderr, usagef("xceiver: unknown command %q (want %s)", args[0], commandNames()))
+	}
+	return c.main(args[1:], stdout, stderr)
+}
+
+func commandNames() string {
+	var names []string
+	for _, c := range commandList() {
+		names = append(names, c.name)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// topUsage is `xceiver help`: every command's synopsis, generated from its
+// flags, so it cannot drift from them.
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString("usage: xceiver COMMAND [flags]   (flags may come before or after arguments)\n\ncommands:\n")
+	for _, c := range commandList() {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nsynopsis:\n")
+	for _, c := range commandList() {
+		fmt.Fprintf(&b, "  %s\n", c.synopsis())
+	}
+	b.WriteString("\n")
+	b.WriteString(exitCodesHelp)
+	b.WriteString("\nrun \"xceiver help COMMAND\" or \"xceiver COMMAND -h\" for a command's arguments, flags and an example\n")
+	return b.String()
 }
 
 // usageError is bad input from the user: one line, exit 2.
@@ -72,33 +119,18 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
-// newFlagSet makes a flag set that reports errors in one line instead of
-// printing the whole usage.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-// parseFlags parses args, allowing flags after positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(stderr)
-				fs.PrintDefaults()
-				return nil, err
-			}
-			return nil, usagef("%s: %v", fs.Name(), err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
+// exitCode is the code err deserves.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, sim.ErrLimit), errors.Is(err, real.ErrRunLimit):
+		return exitLimit
 	}
+	return exitFail
 }
 
 // report prints err as one line and returns the exit code it deserves.
@@ -106,14 +138,13 @@ func report(stderr io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, errHelp) {
 		return exitOK
 	}
 	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
-	fmt.Fprintf(stderr, "xceiver: %s\n", msg)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
+	if !strings.HasPrefix(msg, "xceiver: ") {
+		msg = "xceiver: " + msg
 	}
-	return exitFail
+	fmt.Fprintln(stderr, msg)
+	return exitCode(err)
 }

@@ -3,33 +3,50 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"xceiver/properties"
 	"xceiver/traces"
 )
 
-func cmdReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", stderr)
-	htmlPath := fs.String("html", "", "also write an HTML rendering of the run to this file")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
-		return report(stderr, err)
+func replayCommand() *command {
+	return &command{
+		name:    "replay",
+		args:    "TRACE",
+		summary: "re-run a trace event by event: confirm its failure or report the first divergence",
+		about: func() string {
+			return `TRACE is a trace file written by check (into --out, default xceiver-failures/)
+or one of traces/corpus/*.trace. Exit 0 when it reproduces (same property,
+same event hash), 1 when it diverges, 2 when the file is not a valid trace
+of this format and code version.`
+		},
+		example: []string{
+			"xceiver replay traces/corpus/HDFS-4911.trace --html hdfs-4911.html",
+		},
+		setup: func(c *call) func([]string) int {
+			htmlPath := c.fs.String("html", "", "also write an HTML rendering of the run to `FILE`")
+			asJSON := c.fs.Bool("json", false, "print one JSON object")
+			return func(rest []string) int {
+				return replayMain(c, rest, *htmlPath, *asJSON)
+			}
+		},
 	}
+}
+
+func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(rest) != 1 {
-		return report(stderr, usagef("replay: want exactly one TRACE file (got %d arguments)", len(rest)))
+		return report(stderr, c.usagef("want exactly one TRACE file (got %d arguments)", len(rest)))
 	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {
-		return report(stderr, usagef("replay: %v", err))
+		return report(stderr, c.usagef("%v", err))
 	}
 	var html *os.File
-	if *htmlPath != "" {
+	if htmlPath != "" {
 		// Fail on a bad path before the run, not after.
-		if html, err = os.Create(*htmlPath); err != nil {
-			return report(stderr, usagef("replay: --html: %v", err))
+		if html, err = os.Create(htmlPath); err != nil {
+			return report(stderr, c.usagef("%s: %v", c.typed("html"), err))
 		}
 		defer html.Close()
 	}
@@ -37,13 +54,13 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	ok := rep.Reproduced(t)
 	if html != nil {
 		if err := traces.WriteHTML(html, t, rep.Result); err != nil {
-			return report(stderr, fmt.Errorf("replay: write %s: %w", *htmlPath, err))
+			return report(stderr, fmt.Errorf("replay: write %s: %w", htmlPath, err))
 		}
 		if err := html.Close(); err != nil {
-			return report(stderr, fmt.Errorf("replay: write %s: %w", *htmlPath, err))
+			return report(stderr, fmt.Errorf("replay: write %s: %w", htmlPath, err))
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		out := map[string]any{
 			"trace": rest[0], "seed": t.Header.Seed, "bug": t.Header.Bug, "property": t.Header.Property,
 			"message": t.Header.Message, "events": t.Header.Events, "trace_hash": t.Header.TraceHash,
@@ -52,8 +69,8 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		if rep.Divergence != nil {
 			out["divergence"] = map[string]any{"line": rep.Divergence.Line, "want": rep.Divergence.Want, "got": rep.Divergence.Got}
 		}
-		if *htmlPath != "" {
-			out["html"] = *htmlPath
+		if htmlPath != "" {
+			out["html"] = htmlPath
 		}
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
@@ -65,8 +82,8 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "trace %s: seed %d%s, %d events, %s: %s\n", rest[0], h.Seed, bug, h.Events, h.Property, h.Message)
 		fmt.Fprintln(stdout, rep.Summary(t))
-		if *htmlPath != "" {
-			fmt.Fprintf(stdout, "wrote %s\n", *htmlPath)
+		if htmlPath != "" {
+			fmt.Fprintf(stdout, "wrote %s\n", htmlPath)
 		}
 	}
 	if !ok {

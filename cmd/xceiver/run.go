@@ -6,7 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"xceiver/model"
@@ -17,6 +21,7 @@ import (
 // world and describe the result.
 type scenario struct {
 	name  string
+	desc  string // one line for help
 	flags func(fs *flag.FlagSet) func() (runner, error)
 }
 
@@ -62,11 +67,35 @@ func (r result) get(key string) any {
 	return nil
 }
 
-func scenarios() map[string]scenario {
-	return map[string]scenario{
-		"tcp-pattern": {name: "tcp-pattern", flags: tcpPatternFlags},
-		"read":        {name: "read", flags: readFlags},
+// scenarioList is every scenario `run` knows, in the order help lists
+// them. A new scenario adds one entry: its flags appear in `run -h` and
+// the README test asks for them in README's run section.
+func scenarioList() []scenario {
+	return []scenario{
+		{name: "tcp-pattern", desc: "HDFS-941's micro-benchmark: K small writes per op, then a reply", flags: tcpPatternFlags},
+		{name: "read", desc: "the datanode workload: clients reading blocks over keep-alive connections", flags: readFlags},
 	}
+}
+
+func scenarioNames() []string {
+	var names []string
+	for _, sc := range scenarioList() {
+		names = append(names, sc.name)
+	}
+	return names
+}
+
+func lookupScenario(name string) (scenario, bool) {
+	n, ok := matchName(name, scenarioNames())
+	if !ok {
+		return scenario{}, false
+	}
+	for _, sc := range scenarioList() {
+		if sc.name == n {
+			return sc, true
+		}
+	}
+	return scenario{}, false
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -114,43 +143,136 @@ type runOptions struct {
 	tmpdir string
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "usage: xceiver run SCENARIO [--world sim|real] [--seed S] [--trace FILE] [--json] [scenario flags]; scenarios: tcp-pattern, read")
-		if len(args) == 0 {
-			return exitUsage
+func runCommand() *command {
+	return &command{
+		name:    "run",
+		args:    "SCENARIO",
+		more:    "[scenario flags]",
+		summary: "run one scenario in the simulated or the real world and print its measurements",
+		about: func() string {
+			var b strings.Builder
+			b.WriteString("SCENARIO is one of:\n")
+			for _, sc := range scenarioList() {
+				fmt.Fprintf(&b, "  %-12s %s\n", sc.name, sc.desc)
+			}
+			b.WriteString("\nEach scenario has its own flags (below); \"xceiver run SCENARIO -h\" shows one.")
+			return b.String()
+		},
+		example: []string{
+			"xceiver run tcp-pattern --writes 2 --msg 8 --reply 32768 --json",
+			"xceiver run read --clients 8 --world real",
+		},
+		setup: runSetup,
+	}
+}
+
+// runSetup declares the flags every scenario shares and, once the
+// scenario is known from the arguments, that scenario's flags.
+func runSetup(c *call) func([]string) int {
+	fs := c.fs
+	var opt runOptions
+	fs.StringVar(&opt.world, "world", "sim", "world: `sim|real`")
+	fs.Uint64Var(&opt.seed, "seed", 1, "seed `S` of the simulated run")
+	fs.StringVar(&opt.trace, "trace", "", "write the event trace to `FILE` (sim)")
+	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
+	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
+
+	name, found := findScenario(c.raw, fs)
+	if !found {
+		// Help or the synopsis: list every scenario's flags.
+		for _, sc := range scenarioList() {
+			sfs := newFlagSet(sc.name)
+			sc.flags(sfs)
+			c.sections = append(c.sections, flagSection{sc.name + " flags", sfs})
 		}
+		return func([]string) int {
+			if name == "" {
+				return report(c.stderr, c.usagef("want a SCENARIO (%s)", strings.Join(scenarioNames(), ", ")))
+			}
+			return report(c.stderr, c.usagef("unknown scenario %q (want %s)", name, strings.Join(scenarioNames(), ", ")))
+		}
+	}
+	sc, _ := lookupScenario(name)
+	sfs := newFlagSet(sc.name)
+	sc.flags(sfs)
+	c.sections = append(c.sections, flagSection{sc.name + " flags", sfs})
+	build := sc.flags(fs)
+	return func(rest []string) int {
+		stdout, stderr := c.stdout, c.stderr
+		// rest holds the scenario's name and anything unexpected.
+		for _, a := range rest {
+			if a != name {
+				return report(stderr, usagef("run %s: unexpected argument %q", sc.name, a))
+			}
+		}
+		if len(rest) > 1 {
+			return report(stderr, usagef("run %s: unexpected argument %q", sc.name, name))
+		}
+		if opt.world != "sim" && opt.world != "real" {
+			return report(stderr, usagef("run %s: %s %q: want sim or real", sc.name, c.typed("world"), opt.world))
+		}
+		if opt.trace != "" {
+			if opt.world == "real" {
+				return report(stderr, usagef("run %s: %s: traces are recorded in the simulated world only", sc.name, c.typed("trace")))
+			}
+			if err := checkOutFile(opt.trace); err != nil {
+				return report(stderr, usagef("run %s: %s: %v", sc.name, c.typed("trace"), err))
+			}
+		}
+		r, err := build()
+		if err != nil {
+			return report(stderr, err)
+		}
+		res, err := runScenario(sc.name, r, opt)
+		if err != nil {
+			return report(stderr, fmt.Errorf("run %s: %w", sc.name, err))
+		}
+		printResult(stdout, res, opt.json)
 		return exitOK
 	}
-	sc, ok := scenarios()[args[0]]
-	if !ok {
-		return report(stderr, usagef("run: unknown scenario %q (want tcp-pattern or read)", args[0]))
+}
+
+// findScenario finds the SCENARIO among args, wherever it stands: the
+// first argument that is neither a flag nor a flag's value. found
+// reports whether it names a scenario; name is what was typed ("" if
+// nothing was).
+func findScenario(args []string, common *flag.FlagSet) (name string, found bool) {
+	takesValue := func(flagName string) bool {
+		sets := []*flag.FlagSet{common}
+		for _, sc := range scenarioList() {
+			fs := newFlagSet(sc.name)
+			sc.flags(fs)
+			sets = append(sets, fs)
+		}
+		for _, fs := range sets {
+			if f := fs.Lookup(flagName); f != nil {
+				b, ok := f.Value.(interface{ IsBoolFlag() bool })
+				return !ok || !b.IsBoolFlag()
+			}
+		}
+		return false
 	}
-	fs := newFlagSet("run "+sc.name, stderr)
-	var opt runOptions
-	fs.StringVar(&opt.world, "world", "sim", "sim or real")
-	fs.Uint64Var(&opt.seed, "seed", 1, "seed of the simulated run")
-	fs.StringVar(&opt.trace, "trace", "", "write the event trace to this file (sim)")
-	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
-	fs.StringVar(&opt.tmpdir, "tmpdir", "", "directory for the real world's files and sockets (default: the system's)")
-	build := sc.flags(fs)
-	rest, err := parseFlags(fs, args[1:], stderr)
-	if err != nil {
-		return report(stderr, err)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				a = args[i+1]
+				_, ok := lookupScenario(a)
+				return a, ok
+			}
+			return "", false
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			n := strings.TrimLeft(a, "-")
+			if !strings.Contains(n, "=") && takesValue(n) {
+				i++
+			}
+			continue
+		}
+		_, ok := lookupScenario(a)
+		return a, ok
 	}
-	if len(rest) > 0 {
-		return report(stderr, usagef("run %s: unexpected argument %q", sc.name, rest[0]))
-	}
-	r, err := build()
-	if err != nil {
-		return report(stderr, err)
-	}
-	res, err := runScenario(sc.name, r, opt)
-	if err != nil {
-		return report(stderr, err)
-	}
-	printResult(stdout, res, opt.json)
-	return exitOK
+	return "", false
 }
 
 // runScenario runs r in the chosen world and adds the common fields.
@@ -163,7 +285,7 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 		if opt.trace != "" {
 			f, err := os.Create(opt.trace)
 			if err != nil {
-				return nil, usagef("--trace: %v", err)
+				return nil, fmt.Errorf("--trace: %w", err)
 			}
 			bw := bufio.NewWriterSize(f, 1<<16)
 			w.TraceTo(bw)
@@ -199,7 +321,7 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 	case "real":
 		return runReal(head, r, opt)
 	}
-	return nil, usagef("--world: want sim or real, got %q", opt.world)
+	return nil, usagef("--world %q: want sim or real", opt.world)
 }
 
 func printResult(w io.Writer, res result, asJSON bool) {
@@ -208,7 +330,20 @@ func printResult(w io.Writer, res result, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, f := range res {
-		fmt.Fprintf(w, "%-24s %v\n", f.key, f.val)
+		if f.val == nil {
+			continue // a field this world has no value for (a real run's events)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", f.key, formatValue(f.val))
 	}
+	tw.Flush()
+}
+
+// formatValue prints measurements for people: at most three decimals.
+func formatValue(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }

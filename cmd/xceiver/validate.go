@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"text/tabwriter"
@@ -144,26 +143,48 @@ func checks() []check {
 	}
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("validate", stderr)
-	only := fs.String("scenario", "", "run only this check ("+checkNames()+")")
-	asJSON := fs.Bool("json", false, "print the table as JSON")
-	seed := fs.Uint64("seed", 1, "seed of the simulated runs")
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
-		return report(stderr, err)
+func validateCommand() *command {
+	return &command{
+		name:    "validate",
+		summary: "run fixed scenarios in both worlds and compare the simulator's figures with real sockets",
+		about: func() string {
+			return "Prints one table (scenario, metric, sim, real, comparison, tolerance, verdict);\nexit 1 if a row is out of tolerance.\n\nscenarios (--scenario NAME): " + checkNames()
+		},
+		example: []string{
+			"xceiver validate --scenario tcp-nagle",
+		},
+		setup: func(c *call) func([]string) int {
+			only := c.fs.String("scenario", "", "run only the check `NAME` ("+checkNames()+")")
+			asJSON := c.fs.Bool("json", false, "print the table as JSON")
+			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
+			return func(rest []string) int {
+				return validateMain(c, rest, *only, *asJSON, *seed)
+			}
+		},
 	}
+}
+
+func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(rest) > 0 {
-		return report(stderr, usagef("validate: unexpected argument %q", rest[0]))
+		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
+	}
+	if only != "" {
+		var names []string
+		for _, ch := range checks() {
+			names = append(names, ch.name)
+		}
+		n, ok := matchName(only, names)
+		if !ok {
+			return report(stderr, c.usagef("%s %q: unknown scenario (want one of %s)", c.typed("scenario"), only, checkNames()))
+		}
+		only = n
 	}
 	var todo []check
 	for _, c := range checks() {
-		if *only == "" || c.name == *only {
+		if only == "" || c.name == only {
 			todo = append(todo, c)
 		}
-	}
-	if len(todo) == 0 {
-		return report(stderr, usagef("validate: unknown scenario %q (want one of %s)", *only, checkNames()))
 	}
 	var rows []row
 	for _, c := range todo {
@@ -172,7 +193,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "validate: %s in %s…\n", c.desc, world)
 			start := time.Now()
 			for _, r := range c.runs {
-				res, err := runScenario(c.name, r, runOptions{world: world, seed: *seed})
+				res, err := runScenario(c.name, r, runOptions{world: world, seed: seed})
 				if err != nil {
 					return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
 				}
@@ -192,7 +213,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			failed++
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		b, _ := json.Marshal(struct {
 			Rows   []row `json:"rows"`
 			Failed int   `json:"failed"`

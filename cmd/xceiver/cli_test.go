@@ -1,0 +1,316 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestHelpGoesToStdoutWithUsageFlagsAndExample(t *testing.T) {
+	for _, cmd := range commandList() {
+		for _, h := range []string{"-h", "--help"} {
+			code, stdout, stderr := runCLI(cmd.name, h)
+			if code != exitOK || stderr != "" {
+				t.Errorf("%s %s: exit %d, stderr %q", cmd.name, h, code, stderr)
+			}
+			if !strings.HasPrefix(stdout, "usage: xceiver "+cmd.name) {
+				t.Errorf("%s %s: no usage line first: %q", cmd.name, h, firstLine(stdout))
+			}
+			if !strings.Contains(stdout, "\nflags:\n") || !strings.Contains(stdout, "\nexample") {
+				t.Errorf("%s %s: help lacks flags or an example:\n%s", cmd.name, h, stdout)
+			}
+		}
+		code, stdout, _ := runCLI("help", cmd.name)
+		if code != exitOK || !strings.HasPrefix(stdout, "usage: xceiver "+cmd.name) {
+			t.Errorf("help %s: exit %d: %q", cmd.name, code, firstLine(stdout))
+		}
+	}
+	_, benchHelp, _ := runCLI("bench", "-h")
+	for _, n := range sortedExperimentNames() {
+		if !strings.Contains(benchHelp, n) {
+			t.Errorf("bench -h does not list experiment %s", n)
+		}
+	}
+	if _, replayHelp, _ := runCLI("replay", "-h"); !strings.Contains(replayHelp, "TRACE is") {
+		t.Errorf("replay -h does not explain TRACE")
+	}
+	_, runHelp, _ := runCLI("run", "-h")
+	for _, sc := range scenarioList() {
+		fs := newFlagSet(sc.name)
+		sc.flags(fs)
+		if !strings.Contains(runHelp, sc.name+" flags:") {
+			t.Errorf("run -h has no section for %s's flags", sc.name)
+		}
+		_, one, _ := runCLI("run", sc.name, "-h")
+		if !strings.Contains(one, sc.name+" flags:") {
+			t.Errorf("run %s -h lacks its flags", sc.name)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		code, stdout, stderr := runCLI(args...)
+		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "usage: xceiver COMMAND") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(); code != exitUsage || !strings.HasPrefix(stderr, "usage:") {
+		t.Errorf("no arguments: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func TestFlagsBeforeAndAfterArguments(t *testing.T) {
+	hashes := map[string]bool{}
+	for _, args := range [][]string{
+		{"run", "--json", "tcp-pattern", "--ops", "3"},
+		{"run", "tcp-pattern", "--ops", "3", "--json"},
+		{"run", "--ops", "3", "--world", "sim", "tcp-pattern", "--json"},
+		{"run", "--ops=3", "--json", "TCP-Pattern"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		var got struct {
+			Ops       int    `json:"ops"`
+			TraceHash string `json:"trace_hash"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Ops != 3 {
+			t.Fatalf("%q: %v: %s", args, err, stdout)
+		}
+		hashes[got.TraceHash] = true
+	}
+	if len(hashes) != 1 {
+		t.Errorf("the same run in four spellings gave hashes %v", hashes)
+	}
+	code, stdout, stderr := runCLI("replay", "--json", "traces/none.trace")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "no such file") {
+		t.Errorf("replay --json before TRACE: exit %d: %q", code, stderr)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, c := range []struct {
+		args []string
+		want string // the whole stderr line
+	}{
+		{[]string{"check", "--nope"}, `xceiver: check: unknown flag --nope ("xceiver check -h" lists the flags)`},
+		{[]string{"check", "-nope"}, `xceiver: check: unknown flag -nope ("xceiver check -h" lists the flags)`},
+		{[]string{"run", "tcp-pattern", "--nope"}, `xceiver: run: unknown flag --nope ("xceiver run -h" lists the flags)`},
+		{[]string{"check", "--seeds", "x"}, `xceiver: check: --seeds "x": not valid (want an integer)`},
+		{[]string{"check", "--seeds"}, `xceiver: check: --seeds needs a value`},
+		{[]string{"check", "--out", ""}, `xceiver: check: --out is empty: give a value, or leave the flag out for its default (xceiver-failures)`},
+		{[]string{"check", "--out", file}, `xceiver: check: --out: ` + file + ` is a file, not a directory`},
+		{[]string{"check", "--out", filepath.Join(file, "sub")}, `xceiver: check: --out: cannot create ` + filepath.Join(file, "sub") + `: ` + file + ` is a file`},
+		{[]string{"check", "--bug", ""}, `xceiver: check: --bug is empty: give a value, or leave the flag out`},
+		{[]string{"check", "--bug", "HDFS-0"}, `xceiver: check: --bug "HDFS-0": unknown bug (want one of ` + strings.Join(bugNames(), ", ") + `, or list)`},
+		{[]string{"check", "--seeds", "1", "--shard", "2/2"}, `xceiver: check: --shard 2/2: no seeds in this shard (only 1 seed across 2 shards)`},
+		{[]string{"check", "--world", "mars"}, `xceiver: check: --world "mars": want sim or real`},
+		{[]string{"replay", "--html", ""}, `xceiver: replay: --html is empty: give a value, or leave the flag out`},
+		{[]string{"run", "tcp-pattern", "--trace", ""}, `xceiver: run: --trace is empty: give a value, or leave the flag out`},
+		{[]string{"run", "tcp-pattern", "--trace", dir}, `xceiver: run tcp-pattern: --trace: ` + dir + ` is a directory`},
+		{[]string{"run", "read", "--server", ""}, `xceiver: run: --server is empty: give a value, or leave the flag out for its default (reactor)`},
+		{[]string{"run", "tcp-pattern", "--world", "mars"}, `xceiver: run tcp-pattern: --world "mars": want sim or real`},
+		{[]string{"validate", "--scenario", ""}, `xceiver: validate: --scenario is empty: give a value, or leave the flag out`},
+		{[]string{"bench", "nope"}, `xceiver: bench: unknown experiment "nope" (want ` + experimentNames() + `)`},
+		{[]string{"run"}, `xceiver: run: want a SCENARIO (` + strings.Join(scenarioNames(), ", ") + `)`},
+		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != exitUsage || stdout != "" || strings.TrimSuffix(stderr, "\n") != c.want {
+			t.Errorf("%q: exit %d, stdout %q\nstderr %q\nwant   %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+func TestNamesAnyCase(t *testing.T) {
+	code, stdout, stderr := runCLI("check", "--bug", "Stale-Handle", "--seed", "3", "--json", "--out", t.TempDir())
+	if code == exitUsage || !strings.Contains(stdout, `"bug":"stale-handle"`) {
+		t.Errorf("--bug Stale-Handle: exit %d: %s%s", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI("check", "--bug", "LIST"); code != exitOK || !strings.Contains(stdout, "HDFS-4911") {
+		t.Errorf("--bug LIST: exit %d", code)
+	}
+}
+
+// A run that hits the simulator's limit is neither a pass nor a failed
+// check: it has its own exit code.
+func TestResourceLimitExitCode(t *testing.T) {
+	// 90000 ops of a 44 ms Nagle stall need more than the one hour of
+	// virtual time tcp-pattern allows.
+	code, _, stderr := runCLI("run", "tcp-pattern", "--ops", "90000")
+	if code != exitLimit || !strings.Contains(stderr, "simulation limit reached") {
+		t.Errorf("exit %d, want %d: %q", code, exitLimit, stderr)
+	}
+}
+
+func TestTextOutputTidy(t *testing.T) {
+	code, stdout, _ := runCLI("run", "read", "--clients", "2", "--ops", "3")
+	if code != exitOK {
+		t.Fatal(code)
+	}
+	col := -1
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if strings.Contains(l, "<nil>") {
+			t.Errorf("prints <nil>: %q", l)
+		}
+		i := strings.Index(l, "  ")
+		for i >= 0 && i+1 < len(l) && l[i+1] == ' ' {
+			i++
+		}
+		if col < 0 {
+			col = i
+		} else if i != col {
+			t.Errorf("misaligned: %q (value at column %d, want %d)", l, i, col)
+		}
+		if m := regexp.MustCompile(`\.\d{4,}`).FindString(l); m != "" {
+			t.Errorf("too many decimals: %q", l)
+		}
+	}
+	code, stdout, _ = runCLI("check", "--seed", "5", "--out", t.TempDir())
+	if code != exitOK || !strings.HasPrefix(stdout, "checked 1 seed (") {
+		t.Errorf("exit %d: %q", code, stdout)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version", "--json"}, {"--version", "--json"}} {
+		code, stdout, _ := runCLI(args...)
+		var v buildVersion
+		if code != exitOK || json.Unmarshal([]byte(stdout), &v) != nil {
+			t.Fatalf("%q: exit %d: %q", args, code, stdout)
+		}
+		if v.Go == "" || v.TraceFormat == 0 || v.CodeVersion == "" || v.Module == "" {
+			t.Errorf("%q: %+v", args, v)
+		}
+	}
+}
+
+// README's command synopsis is the one help prints, and every flag and
+// name the commands accept is documented in README's section for its
+// command. Each error says exactly what to change.
+func TestREADMEAgreesWithHelp(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	block := readmeSection(readme, "## Commands")
+	if block == "" {
+		t.Fatal(`README.md has no "## Commands" section`)
+	}
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if strings.HasPrefix(l, "xceiver ") {
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	for _, cmd := range commandList() {
+		want := cmd.synopsis()
+		found := false
+		for _, l := range lines {
+			if l == want {
+				found = true
+			} else if strings.HasPrefix(l, "xceiver "+cmd.name+" ") || l == "xceiver "+cmd.name {
+				t.Errorf("README.md, ## Commands: the synopsis of %s differs from help.\n  README: %s\n  help:   %s\n  %s", cmd.name, l, want, flagDiff(l, want))
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("README.md, ## Commands: no synopsis line for %s; add:\n  %s", cmd.name, want)
+		}
+		own, sections := cmd.flagNames()
+		_ = own // the synopsis covers them
+		sec := readmeSection(readme, "### "+cmd.name)
+		for title, names := range sections {
+			for _, n := range names {
+				if !regexp.MustCompile(`--` + regexp.QuoteMeta(n) + `\b`).MatchString(sec) {
+					t.Errorf("README.md, ### %s: %s (%s) is not documented; mention `--%s` there", cmd.name, "--"+n, title, n)
+				}
+			}
+		}
+	}
+	bench := readmeSection(readme, "### bench")
+	for _, n := range sortedExperimentNames() {
+		if !strings.Contains(bench, "`"+n+"`") {
+			t.Errorf("README.md, ### bench: experiment `%s` is not described", n)
+		}
+	}
+	run := readmeSection(readme, "### run")
+	for _, n := range scenarioNames() {
+		if !strings.Contains(run, "`"+n+"`") {
+			t.Errorf("README.md, ### run: scenario `%s` is not described", n)
+		}
+	}
+	for _, code := range []string{"0 success", "1 a check", "2 bad usage", "3 a run hit a resource limit"} {
+		if !strings.Contains(strings.Join(strings.Fields(block), " "), code) {
+			t.Errorf("README.md, ## Commands: exit code %q is not documented", code)
+		}
+	}
+}
+
+// readmeSection is the text under heading up to the next heading of the
+// same or a higher level.
+func readmeSection(readme, heading string) string {
+	i := strings.Index(readme, "\n"+heading+"\n")
+	if i < 0 {
+		return ""
+	}
+	rest := readme[i+len(heading)+2:]
+	level := strings.Count(strings.Fields(heading)[0], "#")
+	for j := 0; j < len(rest); {
+		k := strings.Index(rest[j:], "\n#")
+		if k < 0 {
+			break
+		}
+		at := j + k + 1
+		h := strings.Fields(rest[at:])[0]
+		if strings.Trim(h, "#") == "" && len(h) <= level {
+			return rest[:at]
+		}
+		j = at
+	}
+	return rest
+}
+
+// flagDiff says which flags one synopsis has that the other lacks.
+func flagDiff(readme, help string) string {
+	re := regexp.MustCompile(`--[a-z0-9-]+`)
+	set := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range re.FindAllString(s, -1) {
+			m[f] = true
+		}
+		return m
+	}
+	r, h := set(readme), set(help)
+	var missing, extra []string
+	for _, f := range re.FindAllString(help, -1) {
+		if !r[f] {
+			missing = append(missing, f)
+		}
+	}
+	for _, f := range re.FindAllString(readme, -1) {
+		if !h[f] {
+			extra = append(extra, f)
+		}
+	}
+	switch {
+	case len(missing)+len(extra) == 0:
+		return "(same flags: placeholders or order differ; copy the help line)"
+	case len(extra) == 0:
+		return "README lacks " + strings.Join(missing, " ")
+	case len(missing) == 0:
+		return "README has " + strings.Join(extra, " ") + ", which the command does not accept"
+	}
+	return "README lacks " + strings.Join(missing, " ") + "; README has " + strings.Join(extra, " ") + ", which the command does not accept"
+}
