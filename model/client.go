@@ -21,7 +21,15 @@ type ClientConfig struct {
 	// Timeout fails an op that makes no progress for this long.
 	Timeout    time.Duration
 	PacketSize int
-	Bugs       ClientBugs
+	// TokenKey signs the block token of every request (the client plays
+	// the namenode's part); nil means DefaultTokenKey. Tokens last
+	// TokenLifetime.
+	TokenKey      []byte
+	TokenLifetime time.Duration
+	// MintToken, if set, makes each request's token instead (tests hand
+	// out missing, forged or expired ones).
+	MintToken func(req Request, now time.Duration) []byte
+	Bugs      ClientBugs
 }
 
 // ClientBugs switch on historic client bugs, for tests and `check --bug`.
@@ -43,6 +51,7 @@ func DefaultClientConfig() ClientConfig {
 		CacheExpiry:   3 * time.Second,
 		Timeout:       60 * time.Second,
 		PacketSize:    64 << 10,
+		TokenLifetime: DefaultTokenLifetime,
 	}
 }
 
@@ -120,6 +129,10 @@ func NewClient(p Process, loop Loop, id int, cfg ClientConfig) (*Client, error) 
 	orDefault(&cfg.CacheExpiry, d.CacheExpiry)
 	orDefault(&cfg.Timeout, d.Timeout)
 	orDefault(&cfg.PacketSize, d.PacketSize)
+	orDefault(&cfg.TokenLifetime, d.TokenLifetime)
+	if cfg.TokenKey == nil {
+		cfg.TokenKey = DefaultTokenKey
+	}
 	switch {
 	case cfg.Datanode == "":
 		return nil, fmt.Errorf("client: no datanode address")
@@ -286,7 +299,9 @@ func (op *clientOp) begin() {
 }
 
 func (op *clientOp) encode(b []byte) []byte {
-	b = AppendRequest(b, Request{Op: op.kind, BlockID: op.block, GenStamp: op.stamp, Offset: op.off, Length: op.n, ClientName: op.cl.cfg.Name})
+	req := Request{Op: op.kind, BlockID: op.block, GenStamp: op.stamp, Offset: op.off, Length: op.n, ClientName: op.cl.cfg.Name}
+	req.Token = op.cl.token(req)
+	b = AppendRequest(b, req)
 	switch op.kind {
 	case OpWriteBlock, OpAppendBlock, OpReplaceBlock:
 		ps := op.cl.cfg.PacketSize
@@ -299,6 +314,17 @@ func (op *clientOp) encode(b []byte) []byte {
 		b = AppendPacketHeader(b, PacketHeader{Offset: int64(len(op.data)), Seqno: seq, Last: true}, 0, BytesPerChecksum)
 	}
 	return b
+}
+
+// token is req's block token.
+func (cl *Client) token(req Request) []byte {
+	now := cl.loop.Now()
+	if cl.cfg.MintToken != nil {
+		return cl.cfg.MintToken(req, now)
+	}
+	return IssueToken(cl.cfg.TokenKey, BlockToken{
+		BlockID: req.BlockID, GenStamp: req.GenStamp, Modes: ModeFor(req.Op), Expiry: now + cl.cfg.TokenLifetime,
+	})
 }
 
 func (op *clientOp) armTimer() {

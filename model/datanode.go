@@ -45,6 +45,9 @@ type DatanodeConfig struct {
 	Dir         string
 	// MaxWrite bounds the data of one write op.
 	MaxWrite int
+	// TokenKey checks the block token of every request; nil means
+	// DefaultTokenKey.
+	TokenKey []byte
 	Bugs     DatanodeBugs
 }
 
@@ -91,6 +94,9 @@ func (c *DatanodeConfig) fill() error {
 	orDefault(&c.PacketSize, d.PacketSize)
 	orDefault(&c.Dir, d.Dir)
 	orDefault(&c.MaxWrite, d.MaxWrite)
+	if c.TokenKey == nil {
+		c.TokenKey = DefaultTokenKey
+	}
 	switch {
 	case c.Selectors < 1 || c.Selectors > 256:
 		return fmt.Errorf("selectors %d outside [1, 256]", c.Selectors)
@@ -580,6 +586,12 @@ func (dc *dnConn) startOp(req Request) {
 	dc.st.Ops++
 	dc.req = req
 	dc.clean = false
+	// HDFS checks access before anything else: a refused request learns
+	// nothing about the block, and nothing is opened or changed.
+	if err := CheckToken(dc.dn.cfg.TokenKey, req.Token, req.BlockID, req.GenStamp, ModeFor(req.Op), dc.loop.Now()); err != nil {
+		dc.fail(err)
+		return
+	}
 	switch req.Op {
 	case OpReadBlock:
 		dc.st.Reads++

@@ -196,6 +196,8 @@ func StatusOf(err error) Status {
 		return pe.Status
 	case errors.As(err, &ce):
 		return StatusErrorChecksum
+	case errors.Is(err, ErrAccessToken):
+		return StatusErrorAccessToken
 	case errors.Is(err, ErrExist):
 		return StatusErrorExists
 	case errors.Is(err, ErrNotExist), errors.Is(err, ErrStaleReplica), errors.Is(err, ErrOutOfRange):

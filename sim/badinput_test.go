@@ -131,7 +131,8 @@ func wantErrorStatus(t *testing.T, res rawResult, want model.Status) {
 }
 
 func request(op model.Op, block, stamp uint64, off, n int64) []byte {
-	return model.AppendRequest(nil, model.Request{Op: op, BlockID: block, GenStamp: stamp, Offset: off, Length: n, ClientName: "raw"})
+	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: block, GenStamp: stamp, Modes: model.ModeFor(op), Expiry: time.Hour})
+	return model.AppendRequest(nil, model.Request{Op: op, BlockID: block, GenStamp: stamp, Offset: off, Length: n, ClientName: "raw", Token: tok})
 }
 
 func TestBadInputGarbage(t *testing.T) {

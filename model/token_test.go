@@ -1,0 +1,99 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTokenAccepted(t *testing.T) {
+	key := []byte("k")
+	tok := IssueToken(key, BlockToken{BlockID: 7, GenStamp: 1001, Modes: ModeRead | ModeWrite, Expiry: time.Minute})
+	if len(tok) != TokenLen {
+		t.Fatalf("token of %d bytes, want %d", len(tok), TokenLen)
+	}
+	for _, m := range []AccessMode{ModeRead, ModeWrite, ModeRead | ModeWrite} {
+		if err := CheckToken(key, tok, 7, 1001, m, time.Minute-1); err != nil {
+			t.Errorf("mode %v refused: %v", m, err)
+		}
+	}
+}
+
+func TestTokenRefused(t *testing.T) {
+	key := []byte("k")
+	good := BlockToken{BlockID: 7, GenStamp: 1001, Modes: ModeRead, Expiry: time.Minute}
+	tok := IssueToken(key, good)
+	flipped := bytes.Clone(tok)
+	flipped[TokenLen-1] ^= 1
+	cases := []struct {
+		name  string
+		key   []byte
+		tok   []byte
+		block uint64
+		stamp uint64
+		mode  AccessMode
+		now   time.Duration
+		want  string
+	}{
+		{"missing", key, nil, 7, 1001, ModeRead, 0, "no token"},
+		{"short", key, tok[:TokenLen-1], 7, 1001, ModeRead, 0, "bytes"},
+		{"long", key, append(bytes.Clone(tok), 0), 7, 1001, ModeRead, 0, "bytes"},
+		{"forged", []byte("other"), tok, 7, 1001, ModeRead, 0, "signature"},
+		{"bit flipped", key, flipped, 7, 1001, ModeRead, 0, "signature"},
+		{"expired", key, tok, 7, 1001, ModeRead, time.Minute, "expired"},
+		{"wrong block", key, tok, 8, 1001, ModeRead, 0, "used for block 8"},
+		{"wrong stamp", key, tok, 7, 1002, ModeRead, 0, "used for block 7 stamp 1002"},
+		{"wrong mode", key, tok, 7, 1001, ModeDelete, 0, "not DELETE"},
+		{"no mode", key, tok, 7, 1001, 0, 0, "not none"},
+	}
+	for _, c := range cases {
+		err := CheckToken(c.key, c.tok, c.block, c.stamp, c.mode, c.now)
+		if !errors.Is(err, ErrAccessToken) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrAccessToken mentioning %q", c.name, err, c.want)
+		}
+		if StatusOf(err) != StatusErrorAccessToken {
+			t.Errorf("%s: status %v", c.name, StatusOf(err))
+		}
+	}
+}
+
+func TestModeForEveryOp(t *testing.T) {
+	for _, op := range []Op{OpReadBlock, OpWriteBlock, OpAppendBlock, OpReplaceBlock, OpDeleteBlock, OpRequestShortCircuitFDs} {
+		if ModeFor(op) == 0 {
+			t.Errorf("%v needs no access mode", op)
+		}
+	}
+	if ModeFor(OpReadBlock) == ModeFor(OpDeleteBlock) {
+		t.Error("a read token would allow deletes")
+	}
+}
+
+// Whatever the bytes, DecodeToken either refuses them with ErrAccessToken
+// or returns a grant that re-issues to the same fields, and CheckToken
+// never accepts a token not signed with the key.
+func FuzzDecodeToken(f *testing.F) {
+	key := []byte("fuzz key")
+	f.Add(IssueToken(key, BlockToken{BlockID: 1, GenStamp: 2, Modes: ModeRead, Expiry: time.Hour}))
+	f.Add(IssueToken([]byte("other"), BlockToken{BlockID: 1, Modes: modeAll, Expiry: time.Hour}))
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0xff}, TokenLen))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tk, mac, err := DecodeToken(b)
+		if err != nil {
+			if !errors.Is(err, ErrAccessToken) {
+				t.Fatalf("error %v does not wrap ErrAccessToken", err)
+			}
+			return
+		}
+		signed := IssueToken(key, tk)
+		if !bytes.Equal(signed[:TokenLen-len(mac)], b[:TokenLen-len(mac)]) {
+			t.Fatalf("fields %+v re-encode differently", tk)
+		}
+		err = CheckToken(key, b, tk.BlockID, tk.GenStamp, tk.Modes, tk.Expiry-1)
+		if bytes.Equal(signed, b) != (err == nil) && tk.Modes != 0 && tk.Expiry > 0 {
+			t.Fatalf("signed correctly: %v, check: %v", bytes.Equal(signed, b), err)
+		}
+	})
+}
