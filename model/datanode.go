@@ -59,6 +59,9 @@ type DatanodeBugs struct {
 	PoolKeyIgnoresStamp bool
 	// PoolClosesInUse lets eviction close handles a read still uses.
 	PoolClosesInUse bool
+	// EmptyReadPanics indexes the last entry of a per-chunk table of the
+	// read's range, which an empty read does not have: index out of range.
+	EmptyReadPanics bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -697,6 +700,10 @@ func (dc *dnConn) opened(err error) {
 	dc.resp = Response{
 		Status: StatusSuccess, ChecksumType: ChecksumCRC32C, BytesPerChecksum: BytesPerChecksum,
 		FirstChunkOffset: first, GenStamp: dc.replica.Stamp, BlockLength: dc.replica.Length,
+	}
+	if dc.dn.cfg.Bugs.EmptyReadPanics {
+		chunks := make([]int64, numChunks(int(end-first), BytesPerChecksum))
+		_ = chunks[(end-1)/BytesPerChecksum-first/BytesPerChecksum]
 	}
 	dc.next, dc.end, dc.seq, dc.first = first, end, 0, true
 	dc.phase = phaseSending

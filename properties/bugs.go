@@ -60,6 +60,12 @@ var Bugs = []Bug{
 		Catches: "no-close-in-use",
 		apply:   func(d drawer, cfg *Config) { cfg.PoolClosesInUse = true },
 	},
+	{
+		Name:    "empty-read-panic",
+		What:    "the datanode indexes the last chunk of an empty read and panics (check must report it, not crash)",
+		Catches: "harness",
+		apply:   func(d drawer, cfg *Config) { cfg.EmptyReadPanics = true },
+	},
 }
 
 var noBug = Bug{apply: func(drawer, *Config) {}}

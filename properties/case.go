@@ -63,6 +63,7 @@ type Config struct {
 	PoolClosesInUse     bool `json:"pool_closes_in_use,omitempty"`
 	CloseLeaksCache     bool `json:"close_leaks_cache,omitempty"`
 	ReturnUnclean       bool `json:"return_unclean,omitempty"`
+	EmptyReadPanics     bool `json:"empty_read_panics,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.

@@ -66,6 +66,13 @@ type Options struct {
 	LinTimeout time.Duration
 	// Verbose keeps what the HTML rendering needs (LinInfo).
 	Verbose bool
+	// MaxEvents and Limit, if set below the defaults (maxEvents,
+	// runLimit), cut a run short: the shrinker bounds its candidates by
+	// the failing run they shrink, so a candidate that no longer fails
+	// does not simulate half an hour to say so. A cut run has Cut set and
+	// no failure of its own.
+	MaxEvents uint64
+	Limit     time.Duration
 }
 
 // Result is what a run found.
@@ -79,6 +86,8 @@ type Result struct {
 	History   []porcupine.Operation
 	LinInfo   porcupine.LinearizationInfo // with Options.Verbose
 	Stats     RunStats
+	// Cut: the run hit Options.MaxEvents or Options.Limit (not a verdict).
+	Cut bool
 }
 
 // RunStats count what happened, to judge how hard a run pushed.
@@ -177,6 +186,13 @@ func Run(c Case, opt Options) *Result {
 func (h *harness) run() *Result {
 	scfg := sim.DefaultConfig(h.c.Seed)
 	scfg.MaxEvents = maxEvents
+	limit, bounded := runLimit, false
+	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
+		scfg.MaxEvents, bounded = m, true
+	}
+	if l := h.opt.Limit; l > 0 && l < runLimit {
+		limit, bounded = l, true
+	}
 	w := sim.New(scfg)
 	h.w = w
 	if h.opt.Trace != nil {
@@ -188,11 +204,15 @@ func (h *harness) run() *Result {
 		return &Result{Failure: &Failure{PropHarness, err.Error()}}
 	}
 	h.dnProc = p.(*sim.Process)
-	runErr := w.Run(runLimit)
+	runErr := h.runWorld(limit)
 
 	res := &Result{Events: w.TraceEvents(), End: w.Now(), Stats: h.stats}
 	switch {
 	case h.failure != nil:
+	case runErr != nil && errors.Is(runErr, sim.ErrLimit) && bounded:
+		res.Cut = true
+		res.TraceHash = w.TraceHashString()
+		return res
 	case runErr != nil && errors.Is(runErr, sim.ErrLimit):
 		h.failure = &Failure{PropLiveness, fmt.Sprintf("no quiescence in the %s phase: %v", phaseNames[h.phase], runErr)}
 	case runErr != nil:
@@ -213,6 +233,19 @@ func (h *harness) run() *Result {
 	res.TraceHash = w.TraceHashString()
 	res.Events = w.TraceEvents()
 	return res
+}
+
+// runWorld runs the world, turning a panic in model (or sim) code into a
+// harness failure: the run ends there, with its trace so far, and check
+// goes on with the next seed instead of crashing.
+func (h *harness) runWorld(limit time.Duration) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.fail(PropHarness, "panic at %v: %v", h.w.Now(), r)
+			err = nil
+		}
+	}()
+	return h.w.Run(limit)
 }
 
 func (h *harness) fail(prop, format string, a ...any) {
@@ -240,6 +273,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir,
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
+			EmptyReadPanics: c.EmptyReadPanics,
 		},
 	}
 }

@@ -14,6 +14,13 @@ func Shrink(c Case, failed *Result, budget int, opt Options) (Case, *Result, int
 		// smaller fails.
 		return c, failed, 0
 	}
+	// A candidate runs at most a little longer than the run it shrinks,
+	// in events and in virtual time: one that does not fail by then is
+	// not kept (it fails differently, or later, or not at all).
+	if shrinkBounded {
+		opt.MaxEvents = 2*failed.Events + 100_000
+		opt.Limit = 2*failed.End + 10*time.Second
+	}
 	s := shrinker{prop: failed.Failure.Property, budget: budget, opt: opt, best: c, bestRes: failed}
 	for progress := true; progress && s.runs < s.budget; {
 		progress = false
@@ -26,6 +33,13 @@ func Shrink(c Case, failed *Result, budget int, opt Options) (Case, *Result, int
 	}
 	return s.best, s.bestRes, s.runs
 }
+
+// Test hooks: shrinkObserver sees every candidate's run; shrinkBounded
+// off measures what the bounds save.
+var (
+	shrinkObserver func(Options, *Result)
+	shrinkBounded  = true
+)
 
 type shrinker struct {
 	prop    string
@@ -43,7 +57,10 @@ func (s *shrinker) try(c Case) bool {
 	}
 	s.runs++
 	r := Run(c, s.opt)
-	if r.Failure == nil || r.Failure.Property != s.prop || r.Failure.Unknown() {
+	if shrinkObserver != nil {
+		shrinkObserver(s.opt, r)
+	}
+	if r.Cut || r.Failure == nil || r.Failure.Property != s.prop || r.Failure.Unknown() {
 		return false
 	}
 	s.best, s.bestRes = c, r
