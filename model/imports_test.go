@@ -6,7 +6,9 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,9 +32,13 @@ func TestModelStaysDeterministic(t *testing.T) {
 		"crypto/rand":           "use Process.Rand (seeded)",
 	}
 	forbiddenTimeCalls := map[string]bool{"Now": true, "Sleep": true, "After": true, "Tick": true, "NewTimer": true, "NewTicker": true, "AfterFunc": true, "Since": true, "Until": true}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range modelDirs(t) {
+		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
 	}
 	fset := token.NewFileSet()
 	for _, name := range files {
@@ -78,29 +84,58 @@ func TestModelStaysDeterministic(t *testing.T) {
 // range over a map: iteration order is random. Code that needs a map's
 // keys in order uses slices.Sorted(maps.Keys(m)).
 func TestModelNeverRangesOverMaps(t *testing.T) {
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
+	imp := importer.ForCompiler(fset, "source", nil) // one importer, so dependencies are checked once
+	for _, dir := range modelDirs(t) {
+		names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, f)
+		var files []*ast.File
+		for _, name := range names {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		found, err := mapRanges(fset, imp, files, path.Join("xceiver/model", filepath.ToSlash(dir)))
+		if err != nil {
+			t.Fatalf("type-check model/%s: %v", dir, err)
+		}
+		for _, pos := range found {
+			t.Errorf("%s: range over a map: order is random; use slices.Sorted(maps.Keys(m))", fset.Position(pos))
+		}
 	}
-	found, err := mapRanges(fset, files)
+}
+
+// modelDirs is model and every package under it: the rules hold for all.
+func modelDirs(t *testing.T) []string {
+	dirs := []string{"."}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." {
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if gos, _ := filepath.Glob(filepath.Join(p, "*.go")); len(gos) > 0 {
+				dirs = append(dirs, p)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		t.Fatalf("type-check model: %v", err)
+		t.Fatal(err)
 	}
-	for _, pos := range found {
-		t.Errorf("%s: range over a map: order is random; use slices.Sorted(maps.Keys(m))", fset.Position(pos))
+	if len(dirs) < 2 {
+		t.Fatal("found no package under model/; the walk is broken")
 	}
+	return dirs
 }
 
 // The checker must see a range over a map field, or the test above
@@ -115,17 +150,17 @@ func f(x *d) { for k := range x.names { _ = k } }
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := mapRanges(fset, []*ast.File{f})
+	found, err := mapRanges(fset, importer.ForCompiler(fset, "source", nil), []*ast.File{f}, "p")
 	if err != nil || len(found) != 1 {
 		t.Fatalf("found %d map ranges (%v), want 1", len(found), err)
 	}
 }
 
 // mapRanges type-checks files and returns where they range over a map.
-func mapRanges(fset *token.FileSet, files []*ast.File) ([]token.Pos, error) {
+func mapRanges(fset *token.FileSet, imp types.Importer, files []*ast.File, pkg string) ([]token.Pos, error) {
 	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
-	if _, err := conf.Check("xceiver/model", fset, files, info); err != nil {
+	conf := types.Config{Importer: imp}
+	if _, err := conf.Check(pkg, fset, files, info); err != nil {
 		return nil, err
 	}
 	var found []token.Pos

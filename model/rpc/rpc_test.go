@@ -1,0 +1,374 @@
+package rpc_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/rpc"
+	"xceiver/sim"
+)
+
+// Methods of the test service.
+const (
+	mEcho  = 1 // answers the payload
+	mSlow  = 2 // answers the payload after 1 ms
+	mBig   = 3 // answers uint32(payload) bytes
+	mUnset = 9 // not a method
+)
+
+type testService struct{ served int }
+
+func (s *testService) Serve(loop model.Loop, m uint8, payload []byte, done func(rpc.Status, []byte)) {
+	s.served++
+	switch m {
+	case mEcho:
+		done(rpc.StatusOK, payload)
+	case mSlow:
+		loop.AfterFunc(time.Millisecond, func() { done(rpc.StatusOK, payload) })
+	case mBig:
+		done(rpc.StatusOK, make([]byte, binary.BigEndian.Uint32(payload)))
+	default:
+		done(rpc.StatusUnknownMethod, nil)
+	}
+}
+
+const srvAddr = "nn:8020"
+
+type env struct {
+	t   *testing.T
+	w   *sim.World
+	srv *rpc.Server
+	svc *testService
+	sp  *sim.Process
+}
+
+// world starts a server and n client processes; script runs on each
+// client's loop with its client and index.
+func world(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int, script func(e *env, i int, p model.Process, cl *rpc.Client)) *env {
+	t.Helper()
+	e := &env{t: t, w: sim.New(sim.DefaultConfig(1)), svc: &testService{}}
+	scfg.Addr = srvAddr
+	sp, err := e.w.Spawn("server", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+		var err error
+		if e.srv, err = rpc.StartServer(p, p.MainLoop(), e.svc, scfg); err != nil {
+			e.w.Fail(err)
+			return
+		}
+		for i := 0; i < n; i++ {
+			e.w.Spawn(fmt.Sprintf("client%d", i), model.ProcessConfig{}, func(cp model.Process) {
+				cl, err := rpc.NewClient(cp, cp.MainLoop(), ccfg)
+				if err != nil {
+					e.w.Fail(err)
+					return
+				}
+				script(e, i, cp, cl)
+			})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sp = sp.(*sim.Process)
+	if err := e.w.Run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// quiet checks the server holds nothing at the end but its listener and
+// loops.
+func (e *env) quiet() {
+	e.t.Helper()
+	conns, queued, pending, busy, blocked := e.srv.Quiet()
+	if conns+queued+pending+busy+blocked != 0 {
+		e.t.Errorf("server not quiet: conns %d queued %d pending %d busy %d blocked %d", conns, queued, pending, busy, blocked)
+	}
+	if n := e.sp.FDs().ByKind[model.FDSocket]; n != 0 {
+		e.t.Errorf("server holds %d sockets at the end", n)
+	}
+}
+
+func TestManyCallsOneConnection(t *testing.T) {
+	const calls = 200
+	got := 0
+	var st rpc.ClientStats
+	e := world(t, rpc.ServerConfig{Handlers: 4}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		for i := 0; i < calls; i++ {
+			want := []byte(fmt.Sprintf("call-%d", i))
+			m := uint8(mEcho)
+			if i%3 == 0 {
+				m = mSlow // answers come back out of order
+			}
+			cl.Call(srvAddr, m, want, func(r rpc.Reply) {
+				if r.Err != nil || r.Status != rpc.StatusOK || !bytes.Equal(r.Payload, want) {
+					t.Errorf("call %d: %v %v %q", i, r.Err, r.Status, r.Payload)
+				}
+				got++
+				st = cl.Stats()
+			})
+		}
+	})
+	if got != calls || st.Dials != 1 || st.Unmatched != 0 {
+		t.Errorf("answers %d of %d, dials %d, unmatched %d", got, calls, st.Dials, st.Unmatched)
+	}
+	ss := e.srv.Stats()
+	if ss.Calls != calls || ss.Responses != calls || ss.Closed != 1 || ss.IdleClosed != 0 {
+		t.Errorf("server stats %+v; want %d calls answered and the connection closed by the idle client", ss, calls)
+	}
+	e.quiet()
+}
+
+func TestReadersRoundRobin(t *testing.T) {
+	for _, readers := range []int{1, 3} {
+		got := 0
+		e := world(t, rpc.ServerConfig{Readers: readers}, rpc.ClientConfig{}, 6, func(e *env, i int, p model.Process, cl *rpc.Client) {
+			cl.Call(srvAddr, mEcho, []byte{byte(i)}, func(r rpc.Reply) {
+				if r.Err != nil {
+					t.Errorf("client %d: %v", i, r.Err)
+				}
+				got++
+			})
+		})
+		if got != 6 || e.srv.Stats().Accepted != 6 {
+			t.Errorf("readers %d: %d answers, %+v", readers, got, e.srv.Stats())
+		}
+		// Readers beyond the acceptor are loops of their own.
+		_, peak := e.sp.Threads()
+		want := 1 + 10 + 1 // main, handlers, responder
+		if readers > 1 {
+			want += readers
+		}
+		if peak != want {
+			t.Errorf("readers %d: %d threads, want %d", readers, peak, want)
+		}
+		e.quiet()
+	}
+}
+
+// A burst larger than the queue blocks the readers instead of growing the
+// queue; every call is still answered once.
+func TestBurstBlocksReaders(t *testing.T) {
+	const calls = 100
+	got := 0
+	maxQ := 0
+	e := &env{}
+	e = world(t, rpc.ServerConfig{Handlers: 2, QueueSize: 4, Readers: 2}, rpc.ClientConfig{}, 4, func(en *env, i int, p model.Process, cl *rpc.Client) {
+		e = en
+		for k := 0; k < calls/4; k++ {
+			cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(r rpc.Reply) {
+				if r.Err != nil {
+					t.Errorf("%v", r.Err)
+				}
+				got++
+			})
+		}
+	})
+	_ = maxQ
+	st := e.srv.Stats()
+	if got != calls || st.PeakQueue > 4 || st.ReaderBlocks == 0 {
+		t.Errorf("answers %d of %d; peak queue %d (bound 4); reader blocks %d", got, calls, st.PeakQueue, st.ReaderBlocks)
+	}
+	e.quiet()
+}
+
+// bigWorld: client 0 asks for a large answer and never reads; client 1
+// then makes calls. Returns how many of client 1's calls were answered
+// before the deadline.
+func slowClient(t *testing.T, bugs rpc.ServerBugs) (answered int, e *env) {
+	e = world(t, rpc.ServerConfig{Handlers: 2, Bugs: bugs}, rpc.ClientConfig{CallTimeout: time.Second}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
+		if i == 0 {
+			var n [4]byte
+			binary.BigEndian.PutUint32(n[:], 8<<20)
+			for k := 0; k < 2; k++ {
+				cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
+			}
+			cl.PauseReading(srvAddr)
+			p.MainLoop().AfterFunc(3*time.Second, func() { cl.Close() })
+			return
+		}
+		p.MainLoop().AfterFunc(100*time.Millisecond, func() {
+			for k := 0; k < 10; k++ {
+				cl.Call(srvAddr, mEcho, []byte("x"), func(r rpc.Reply) {
+					if r.Err == nil {
+						answered++
+					}
+				})
+			}
+		})
+	})
+	return answered, e
+}
+
+func TestSlowClientDoesNotHoldHandlers(t *testing.T) {
+	answered, e := slowClient(t, rpc.ServerBugs{})
+	if answered != 10 {
+		t.Errorf("the other client got %d of 10 answers while one client did not read", answered)
+	}
+	if e.srv.Stats().Deferred == 0 {
+		t.Errorf("the responder finished no response; the test did not exercise it")
+	}
+	e.quiet()
+	answered, _ = slowClient(t, rpc.ServerBugs{HandlerWaitsForWrite: true})
+	if answered != 0 {
+		t.Errorf("with handlers waiting for their writes, the other client still got %d answers", answered)
+	}
+}
+
+func TestIdleTimeouts(t *testing.T) {
+	// The client closes its idle connection first (10 s < server's 20 s).
+	var closedAt time.Duration
+	e := world(t, rpc.ServerConfig{}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		cl.Call(srvAddr, mEcho, nil, func(rpc.Reply) {
+			p.MainLoop().AfterFunc(10*time.Second+time.Millisecond, func() { closedAt = time.Duration(cl.Conns()) })
+		})
+	})
+	if closedAt != 0 || e.srv.Stats().IdleClosed != 0 {
+		t.Errorf("client conns after its idle timeout %d; server idle closes %d (want the client to close first)", closedAt, e.srv.Stats().IdleClosed)
+	}
+	e.quiet()
+	// A client with a longer idle timeout is cut by the server's.
+	e = world(t, rpc.ServerConfig{}, rpc.ClientConfig{IdleTimeout: time.Minute}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		cl.Call(srvAddr, mEcho, nil, func(rpc.Reply) {})
+	})
+	if e.srv.Stats().IdleClosed != 1 {
+		t.Errorf("server idle closes %d, want 1", e.srv.Stats().IdleClosed)
+	}
+	e.quiet()
+}
+
+// A call that arrives a few bytes at a time is answered; with the
+// DropPartial bug it is lost.
+func TestCallInPieces(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		var r rpc.Reply
+		got := false
+		world(t, rpc.ServerConfig{Bugs: rpc.ServerBugs{DropPartial: bug}}, rpc.ClientConfig{CallTimeout: time.Second}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			cl.PieceWrites(srvAddr, 3, time.Millisecond)
+			cl.Call(srvAddr, mEcho, []byte("in pieces"), func(rr rpc.Reply) { r, got = rr, true })
+		})
+		ok := got && r.Err == nil && string(r.Payload) == "in pieces"
+		if ok == bug {
+			t.Errorf("DropPartial=%v: answered %v (%v)", bug, ok, r.Err)
+		}
+	}
+}
+
+func TestReusedIDsCrossAnswers(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		var st rpc.ClientStats
+		right := 0
+		world(t, rpc.ServerConfig{}, rpc.ClientConfig{CallTimeout: time.Second, Bugs: rpc.ClientBugs{ReuseIDs: bug}}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			call := func(m uint8, b byte, then func()) {
+				cl.Call(srvAddr, m, []byte{b}, func(r rpc.Reply) {
+					if r.Err == nil && len(r.Payload) == 1 && r.Payload[0] == b {
+						right++
+					}
+					st = cl.Stats()
+					if then != nil {
+						then()
+					}
+				})
+			}
+			// A (id 0) answers first, leaving B (id 1) waiting; C is then
+			// the second call outstanding.
+			call(mEcho, 'A', func() { call(mEcho, 'C', nil) })
+			call(mSlow, 'B', nil)
+		})
+		if ok := right == 3 && st.Unmatched == 0; ok == bug {
+			t.Errorf("ReuseIDs=%v: %d of 3 right answers, stats %+v", bug, right, st)
+		}
+	}
+}
+
+// Bad input ends the offending connection cleanly; the server keeps
+// serving the other client and leaks nothing.
+func TestBadInput(t *testing.T) {
+	huge := binary.BigEndian.AppendUint32(nil, 1<<30)
+	short := binary.BigEndian.AppendUint32(nil, 2) // too small for an id
+	cases := map[string][]byte{
+		"oversized": append(append([]byte(nil), rpc.Preamble[:]...), huge...),
+		"tiny":      append(append([]byte(nil), rpc.Preamble[:]...), append(short, 0, 0)...),
+		"garbage":   []byte("GET / HTTP/1.1\r\n\r\n"),
+		"truncated": append(append([]byte(nil), rpc.Preamble[:]...), rpc.AppendFrame(nil, rpc.Frame{ID: 1, Code: mEcho, Payload: []byte("abcdef")})[:8]...),
+	}
+	for _, name := range []string{"garbage", "oversized", "tiny", "truncated"} {
+		raw := cases[name]
+		other := 0
+		e := world(t, rpc.ServerConfig{Readers: 1}, rpc.ClientConfig{}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
+			if i == 0 {
+				var conn model.Conn
+				closed := false
+				conn, err := p.Dial("tcp", srvAddr, p.MainLoop(), func(ev model.Events) {
+					var b [512]byte
+					for !closed {
+						_, err := conn.Read(b[:])
+						if errors.Is(err, model.ErrWouldBlock) {
+							return
+						}
+						if err != nil {
+							closed = true
+							conn.Close()
+						}
+					}
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				p.MainLoop().AfterFunc(time.Millisecond, func() { conn.Write(raw) })
+				p.MainLoop().AfterFunc(time.Second, func() {
+					if !closed {
+						closed = true
+						conn.Close()
+					}
+				})
+				return
+			}
+			p.MainLoop().AfterFunc(10*time.Millisecond, func() {
+				cl.Call(srvAddr, mEcho, []byte("ok"), func(r rpc.Reply) {
+					if r.Err == nil {
+						other++
+					}
+				})
+				cl.Call(srvAddr, mUnset, nil, func(r rpc.Reply) {
+					if r.Err != nil || r.Status != rpc.StatusUnknownMethod {
+						t.Errorf("%s: unknown method: %v %v", name, r.Err, r.Status)
+					}
+				})
+			})
+		})
+		if other != 1 {
+			t.Errorf("%s: the other client got %d answers", name, other)
+		}
+		e.quiet()
+	}
+}
+
+// HADOOP-6723: a fatal answer must fail the calls waiting on the
+// connection; with the bug they wait forever.
+func TestFatalAnswerFailsCalls(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		var errs []error
+		var at time.Duration
+		world(t, rpc.ServerConfig{}, rpc.ClientConfig{Bugs: rpc.ClientBugs{OrphanOnBadResponse: bug}}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			cl.Call(srvAddr, mSlow, nil, func(r rpc.Reply) { errs, at = append(errs, r.Err), p.MainLoop().Now() })
+			p.MainLoop().AfterFunc(100*time.Microsecond, func() {
+				cl.SendRaw(srvAddr, binary.BigEndian.AppendUint32(nil, 1<<30))
+			})
+			p.MainLoop().AfterFunc(time.Minute, cl.Close)
+		})
+		if len(errs) != 1 || !errors.Is(errs[0], rpc.ErrConnection) {
+			t.Errorf("bug %v: the waiting call ended with %v, want one connection error", bug, errs)
+		}
+		// Fixed, the fatal answer fails it at once; with the bug only the
+		// Close a minute later does.
+		if late := at >= time.Minute; late != bug {
+			t.Errorf("bug %v: the call failed at %v", bug, at)
+		}
+	}
+}

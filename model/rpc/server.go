@@ -1,0 +1,722 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"xceiver/model"
+)
+
+// Service answers calls. Serve runs on a handler's loop and must call done
+// exactly once, on that same loop (a namespace lock's Do does). The
+// handler takes no other call until done is called, as a Hadoop handler
+// thread is busy until its method returns. payload is the handler's own.
+type Service interface {
+	Serve(loop model.Loop, method uint8, payload []byte, done func(Status, []byte))
+}
+
+// ServerConfig configures a server. Zero values take the defaults
+// (DefaultServerConfig).
+type ServerConfig struct {
+	Addr    string
+	Backlog int
+	// Readers is the number of reader loops; connections are dealt to them
+	// round robin. With 1, the acceptor loop reads too: the server before
+	// HADOOP-6713, whose single Listener thread accepted and read.
+	Readers int
+	// Handlers is the number of handler loops (dfs.namenode.handler.count).
+	Handlers int
+	// QueueSize bounds the call queue; a reader that finds it full stops
+	// reading until a handler takes a call (Hadoop's put blocks).
+	QueueSize int
+	// MaxFrame bounds a call's length prefix.
+	MaxFrame int
+	// IdleTimeout closes a connection with no call outstanding that has
+	// sent nothing for this long (Hadoop's server uses twice the client's
+	// ipc.client.connection.maxidletime).
+	IdleTimeout time.Duration
+	Bugs        ServerBugs
+}
+
+// ServerBugs switch on catalogued bugs, for tests and `check --bug`.
+type ServerBugs struct {
+	// HandlerWaitsForWrite makes a handler whose response did not fit in
+	// one write wait until the responder has written all of it, so a client
+	// that stops reading holds the handler (the responder's whole point is
+	// that it must not).
+	HandlerWaitsForWrite bool
+	// DropPartial makes a reader throw away the tail of its input that is
+	// not yet a whole call, so a call that arrives in pieces is lost.
+	DropPartial bool
+}
+
+// DefaultServerConfig returns Hadoop's defaults where it has them.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		Backlog:     128,
+		Readers:     1,
+		Handlers:    10,
+		QueueSize:   1000, // ipc.server.handler.queue.size (100) per handler
+		MaxFrame:    DefaultMaxFrame,
+		IdleTimeout: 20 * time.Second,
+	}
+}
+
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
+// ServerStats counts what a server did. It is summed from per-loop counters,
+// so read it only when the world is quiet.
+type ServerStats struct {
+	Accepted, Closed, IdleClosed, Fatal int
+	Calls, Responses, Dropped          int // calls queued; responses fully written; responses dropped on closed conns
+	Deferred                           int // responses the responder finished
+	ReaderBlocks                       int // times a reader found the queue full
+	PeakQueue                          int
+}
+
+// Server is an RPC server. Its acceptor runs on the loop it was started
+// on; readers, handlers and the responder have loops of their own.
+type Server struct {
+	cfg      ServerConfig
+	p        model.Process
+	svc      Service
+	main     model.Loop
+	ln       model.Listener
+	readers  []*reader
+	handlers []*handler
+	resp     model.Loop
+	q        *callQueue
+	next     int
+	stopped  bool
+	accepted int
+	connSeq  uint64
+}
+
+// callQueue is the bounded queue between readers and handlers, guarded by
+// its own lock like Hadoop's LinkedBlockingQueue.
+type callQueue struct {
+	lk      model.Lock
+	cap     int
+	calls   []*call
+	head    int
+	idle    []*handler // handlers waiting for a call
+	blocked []*reader  // readers waiting for room, in order
+	peak    int
+}
+
+func (q *callQueue) len() int { return len(q.calls) - q.head }
+
+func (q *callQueue) push(c *call) {
+	q.calls = append(q.calls, c)
+	q.peak = max(q.peak, q.len())
+}
+
+func (q *callQueue) pop() *call {
+	if q.len() == 0 {
+		return nil
+	}
+	c := q.calls[q.head]
+	q.calls[q.head] = nil
+	q.head++
+	if q.head == len(q.calls) {
+		q.calls, q.head = q.calls[:0], 0
+	}
+	return c
+}
+
+type call struct {
+	sc      *serverConn
+	id      uint32
+	method  uint8
+	payload []byte
+}
+
+// StartServer listens on cfg.Addr with loop as the acceptor and starts the
+// reader, handler and responder loops.
+func StartServer(p model.Process, loop model.Loop, svc Service, cfg ServerConfig) (*Server, error) {
+	d := DefaultServerConfig()
+	orDefault(&cfg.Backlog, d.Backlog)
+	orDefault(&cfg.Readers, d.Readers)
+	orDefault(&cfg.Handlers, d.Handlers)
+	orDefault(&cfg.QueueSize, d.QueueSize)
+	orDefault(&cfg.MaxFrame, d.MaxFrame)
+	orDefault(&cfg.IdleTimeout, d.IdleTimeout)
+	switch {
+	case cfg.Addr == "":
+		return nil, errors.New("rpc server: no address")
+	case cfg.Readers < 0 || cfg.Handlers < 0 || cfg.QueueSize < 0 || cfg.MaxFrame < 0 || cfg.IdleTimeout < 0:
+		return nil, errors.New("rpc server: negative size or timeout")
+	case svc == nil:
+		return nil, errors.New("rpc server: no service")
+	}
+	s := &Server{cfg: cfg, p: p, svc: svc, main: loop}
+	s.q = &callQueue{lk: p.NewLock("rpc-callqueue"), cap: cfg.QueueSize}
+	ln, err := p.Listen("tcp", cfg.Addr, cfg.Backlog, loop)
+	if err != nil {
+		return nil, fmt.Errorf("rpc server: %w", err)
+	}
+	s.ln = ln
+	var made []model.Loop
+	newLoop := func(name string) (model.Loop, error) {
+		l, err := p.NewLoop(name)
+		if err != nil {
+			ln.Close()
+			for _, m := range made {
+				m.Close()
+			}
+			return nil, fmt.Errorf("rpc server: %w", err)
+		}
+		made = append(made, l)
+		return l, nil
+	}
+	if cfg.Readers == 1 {
+		s.readers = []*reader{{s: s, loop: loop}}
+	} else {
+		for i := 0; i < cfg.Readers; i++ {
+			l, err := newLoop(fmt.Sprintf("rpc-reader-%d", i))
+			if err != nil {
+				return nil, err
+			}
+			s.readers = append(s.readers, &reader{s: s, loop: l})
+		}
+	}
+	for i := 0; i < cfg.Handlers; i++ {
+		l, err := newLoop(fmt.Sprintf("rpc-handler-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		s.handlers = append(s.handlers, &handler{s: s, loop: l})
+	}
+	if s.resp, err = newLoop("rpc-responder"); err != nil {
+		return nil, err
+	}
+	for _, h := range s.handlers {
+		h.loop.Post(h.next)
+	}
+	ln.SetHandler(s.accept)
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr() }
+
+// Config is the server's configuration with defaults filled in.
+func (s *Server) Config() ServerConfig { return s.cfg }
+
+func (s *Server) accept() {
+	for !s.stopped {
+		c, err := s.ln.Accept()
+		if errors.Is(err, model.ErrWouldBlock) {
+			return
+		}
+		if err != nil {
+			// EMFILE leaves the connection queued; a level-triggered
+			// listener would spin, so pause accepting for a moment.
+			s.p.Log("rpc-accept-error", "err", err.Error())
+			s.ln.SetHandler(nil)
+			s.main.AfterFunc(10*time.Millisecond, func() {
+				if !s.stopped {
+					s.ln.SetHandler(s.accept)
+				}
+			})
+			return
+		}
+		s.accepted++
+		if err := c.SetNoDelay(true); err != nil {
+			c.Close()
+			continue
+		}
+		r := s.readers[s.next%len(s.readers)]
+		s.next++
+		s.connSeq++
+		sc := &serverConn{s: s, r: r, c: c, seq: s.connSeq, lk: s.p.NewLock("rpc-conn")}
+		if r.loop == s.main {
+			r.add(sc)
+			continue
+		}
+		r.loop.Post(func() { r.add(sc) })
+	}
+}
+
+// Stop closes the listener and every connection; queued calls are
+// answered into closed connections and dropped. Loops stay up (their
+// threads are the server's baseline) until Close.
+func (s *Server) Stop() {
+	s.stopped = true
+	s.ln.Close()
+	for _, r := range s.readers {
+		r.loop.Post(func() {
+			for len(r.conns) > 0 {
+				r.close(r.conns[0], "server stopped")
+			}
+		})
+	}
+}
+
+// Stats sums the per-loop counters; call it only when the world is quiet.
+func (s *Server) Stats() ServerStats {
+	st := ServerStats{Accepted: s.accepted, PeakQueue: s.q.peak}
+	for _, r := range s.readers {
+		st.Closed += r.closed
+		st.IdleClosed += r.idleClosed
+		st.Fatal += r.fatal
+		st.Calls += r.calls
+		st.ReaderBlocks += r.blocks
+		for _, sc := range r.conns {
+			st.Responses += sc.answered - sc.dropped
+			st.Dropped += sc.dropped
+			st.Deferred += sc.deferred
+		}
+		st.Responses += r.doneResponses
+		st.Dropped += r.doneDropped
+		st.Deferred += r.doneDeferred
+	}
+	return st
+}
+
+// Quiet reports what the server still holds, for leak checks: open
+// connections, queued calls, responses waiting in the responder, handlers
+// busy with a call, readers blocked on a full queue. Call it only when
+// the world is quiet.
+func (s *Server) Quiet() (conns, queued, pending, busy, blocked int) {
+	for _, r := range s.readers {
+		conns += len(r.conns)
+		for _, sc := range r.conns {
+			pending += len(sc.out)
+		}
+	}
+	for _, h := range s.handlers {
+		if h.busy {
+			busy++
+		}
+	}
+	return conns, s.q.len(), pending, busy, len(s.q.blocked)
+}
+
+// QueueLen is the call queue's length now; for per-event bound checks in
+// sim (in real it would race).
+func (s *Server) QueueLen() int { return s.q.len() }
+
+// QueueCap is the call queue's bound.
+func (s *Server) QueueCap() int { return s.q.cap }
+
+// reader is a reader loop and the connections dealt to it.
+type reader struct {
+	s       *Server
+	loop    model.Loop
+	conns   []*serverConn
+	blocked *serverConn // the connection whose call found the queue full
+	idle    model.Timer
+	// counters, owned by the loop
+	calls, closed, idleClosed, fatal, blocks int
+	// counts of connections closed and forgotten
+	doneResponses, doneDropped, doneDeferred int
+}
+
+// serverConn is one client connection. The reader loop owns its input and
+// its place in the reader's list; lk guards its output, which handlers
+// and the responder write, and closed.
+type serverConn struct {
+	s   *Server
+	r   *reader
+	c   model.Conn
+	seq uint64
+
+	// owned by the reader loop
+	in         []byte
+	greeted    bool
+	closing    bool
+	fillQueued bool
+	lastRead   time.Duration
+	queued     int // calls put into the queue
+
+	// guarded by lk
+	lk       model.Lock
+	closed   bool
+	out      [][]byte
+	outOff   int
+	answered int // responses written or dropped
+	dropped  int
+	deferred int
+	waiters  []*handler // handlers waiting for out to drain (HandlerWaitsForWrite)
+}
+
+// inHigh is how much unparsed input a connection may hold before its
+// reader stops reading it until the queue takes some.
+const inHigh = 64 << 10
+
+func (r *reader) add(sc *serverConn) {
+	if r.s.stopped {
+		sc.c.Close()
+		return
+	}
+	sc.lastRead = r.loop.Now()
+	r.conns = append(r.conns, sc)
+	sc.c.SetHandler(r.loop, sc.onEvent)
+	if r.blocked != nil {
+		sc.c.SetReadInterest(false)
+	}
+	r.armIdle()
+}
+
+func (r *reader) armIdle() {
+	if r.idle != nil || len(r.conns) == 0 {
+		return
+	}
+	r.idle = r.loop.AfterFunc(r.s.cfg.IdleTimeout/2, func() {
+		r.idle = nil
+		r.scanIdle()
+	})
+}
+
+// scanIdle closes connections that have sent nothing for the idle timeout
+// and have no call outstanding, as Hadoop's Listener cleanupConnections
+// does. Whether a call is outstanding is known under the connection's lock.
+func (r *reader) scanIdle() {
+	now := r.loop.Now()
+	for _, sc := range r.conns {
+		if sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout || len(sc.in) > 0 {
+			continue
+		}
+		sc.lk.Do(r.loop, func() {
+			if sc.closed || sc.answered < sc.queued || len(sc.out) > 0 || r.loop.Now()-sc.lastRead < r.s.cfg.IdleTimeout {
+				return
+			}
+			r.idleClosed++
+			r.loop.Post(func() { r.close(sc, "idle") })
+		})
+	}
+	r.armIdle()
+}
+
+func (sc *serverConn) onEvent(ev model.Events) {
+	if sc.closing {
+		return
+	}
+	if ev&model.Writable != 0 {
+		// The responder has no selector of its own (a connection has one
+		// loop in this world): the reader hands it the writability.
+		sc.c.SetWriteInterest(false)
+		s := sc.s
+		s.resp.Post(func() { sc.respond(s.resp) })
+	}
+	if ev&(model.Readable|model.Hangup) != 0 {
+		sc.read()
+	}
+}
+
+func (sc *serverConn) read() {
+	r := sc.r
+	var buf [16 << 10]byte
+	for n := 0; n < inHigh; {
+		k, err := sc.c.Read(buf[:])
+		if k > 0 {
+			sc.in = append(sc.in, buf[:k]...)
+			sc.lastRead = r.loop.Now()
+			n += k
+		}
+		if errors.Is(err, model.ErrWouldBlock) {
+			break
+		}
+		if err != nil {
+			r.close(sc, "read: "+errString(err))
+			return
+		}
+	}
+	if !sc.greeted {
+		switch err := CheckPreamble(sc.in); {
+		case errors.Is(err, ErrShort):
+			return
+		case err != nil:
+			r.fatal++
+			r.close(sc, "bad preamble")
+			return
+		}
+		sc.greeted = true
+		sc.in = sc.in[:copy(sc.in, sc.in[len(Preamble):])]
+	}
+	if len(sc.in) >= inHigh {
+		sc.c.SetReadInterest(false)
+	}
+	if !sc.fillQueued && len(sc.in) >= 4 {
+		sc.fillQueued = true
+		r.s.q.lk.Do(r.loop, func() {
+			sc.fillQueued = false
+			r.fill(sc)
+		})
+	}
+}
+
+// fill moves the whole calls buffered on sc into the queue, under the
+// queue's lock. A full queue blocks the reader: it stops reading every one
+// of its connections until a handler makes room.
+func (r *reader) fill(sc *serverConn) {
+	if sc.closing || r.blocked != nil {
+		return
+	}
+	q := r.s.q
+	off := 0
+	defer func() {
+		sc.in = sc.in[:copy(sc.in, sc.in[off:])]
+		if !sc.closing && r.blocked == nil && len(sc.in) < inHigh {
+			sc.c.SetReadInterest(true)
+		}
+	}()
+	for {
+		f, n, err := DecodeFrame(sc.in[off:], r.s.cfg.MaxFrame)
+		if errors.Is(err, ErrShort) {
+			if r.s.cfg.Bugs.DropPartial {
+				off = len(sc.in)
+			}
+			return
+		}
+		if err != nil {
+			r.fatal++
+			r.s.p.Log("rpc-bad-frame", "conn", sc.seq, "err", err.Error())
+			sc.sendFatal(err.Error())
+			off = len(sc.in)
+			return
+		}
+		if q.len() >= q.cap {
+			r.blocked = sc
+			r.blocks++
+			q.blocked = append(q.blocked, r)
+			for _, o := range r.conns {
+				o.c.SetReadInterest(false)
+			}
+			return
+		}
+		r.s.p.CPU(model.CPUParse, 1)
+		r.s.p.CPU(model.CPUCopy, len(f.Payload))
+		c := &call{sc: sc, id: f.ID, method: f.Code, payload: append([]byte(nil), f.Payload...)}
+		off += n
+		sc.queued++
+		r.calls++
+		q.push(c)
+		if k := len(q.idle); k > 0 {
+			h := q.idle[k-1]
+			q.idle = q.idle[:k-1]
+			h.loop.Post(h.next)
+		}
+	}
+}
+
+// resume runs when a handler has made room for the reader's blocked call.
+func (r *reader) resume() {
+	r.s.q.lk.Do(r.loop, func() {
+		sc := r.blocked
+		r.blocked = nil
+		if sc != nil {
+			r.fill(sc)
+		}
+		for _, o := range r.conns {
+			if r.blocked != nil {
+				return
+			}
+			if o != sc && len(o.in) >= 4 {
+				r.fill(o)
+			}
+		}
+		if r.blocked == nil {
+			for _, o := range r.conns {
+				if len(o.in) < inHigh {
+					o.c.SetReadInterest(true)
+				}
+			}
+		}
+	})
+}
+
+// sendFatal answers a connection-level error with call id FatalID and
+// closes the connection; the answer is best effort (one write, and only if
+// no response is half written).
+func (sc *serverConn) sendFatal(why string) {
+	sc.r.closeWith(sc, why, AppendFrame(nil, Frame{ID: FatalID, Code: uint8(StatusFatal), Payload: []byte(why)}))
+}
+
+// close takes sc out of the reader's list and closes it under its lock, so
+// no handler or responder writes to it after. Runs on the reader loop.
+func (r *reader) close(sc *serverConn, why string) { r.closeWith(sc, why, nil) }
+
+func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
+	if sc.closing {
+		return
+	}
+	sc.closing = true
+	sc.c.SetReadInterest(false)
+	sc.c.SetWriteInterest(false)
+	for i, o := range r.conns {
+		if o == sc {
+			r.conns = append(r.conns[:i], r.conns[i+1:]...)
+			break
+		}
+	}
+	if r.blocked == sc {
+		// Its call never made it into the queue; the reader stays in the
+		// queue's blocked list and resumes with its other connections.
+		r.blocked = nil
+		r.s.q.lk.Do(r.loop, func() {
+			q := r.s.q
+			for i, b := range q.blocked {
+				if b == r {
+					q.blocked = append(q.blocked[:i], q.blocked[i+1:]...)
+					break
+				}
+			}
+			if r.blocked == nil {
+				for _, o := range r.conns {
+					o.c.SetReadInterest(true)
+				}
+			}
+		})
+	}
+	r.closed++
+	r.s.p.Log("rpc-close", "conn", sc.seq, "why", why)
+	sc.lk.Do(r.loop, func() {
+		if last != nil && len(sc.out) == 0 {
+			sc.c.Write(last)
+		}
+		sc.closed = true
+		for range sc.out {
+			sc.answered++
+			sc.dropped++
+		}
+		sc.out, sc.outOff = nil, 0
+		sc.c.Close()
+		sc.in = nil
+		for _, h := range sc.waiters {
+			h.loop.Post(h.next)
+		}
+		sc.waiters = nil
+		r.doneResponses += sc.answered - sc.dropped
+		r.doneDropped += sc.dropped
+		r.doneDeferred += sc.deferred
+		sc.answered, sc.dropped, sc.deferred = 0, 0, 0
+	})
+}
+
+func errString(err error) string {
+	if err == io.EOF {
+		return "eof"
+	}
+	return err.Error()
+}
+
+// handler is a handler loop.
+type handler struct {
+	s    *Server
+	loop model.Loop
+	busy bool
+}
+
+// next takes a call from the queue, or waits for one.
+func (h *handler) next() {
+	h.busy = false
+	q := h.s.q
+	q.lk.Do(h.loop, func() {
+		c := q.pop()
+		if c == nil {
+			q.idle = append(q.idle, h)
+			return
+		}
+		h.busy = true
+		if len(q.blocked) > 0 {
+			r := q.blocked[0]
+			q.blocked = q.blocked[1:]
+			r.loop.Post(r.resume)
+		}
+		h.loop.Post(func() { h.serve(c) })
+	})
+}
+
+func (h *handler) serve(c *call) {
+	h.s.svc.Serve(h.loop, c.method, c.payload, func(st Status, resp []byte) {
+		h.s.p.CPU(model.CPUParse, 1)
+		h.s.p.CPU(model.CPUCopy, len(resp))
+		h.reply(c, AppendFrame(make([]byte, 0, FrameLen(len(resp))), Frame{ID: c.id, Code: uint8(st), Payload: resp}))
+	})
+}
+
+// reply writes the response if the connection has nothing queued ahead of
+// it; what does not fit goes to the responder, and the handler moves on.
+func (h *handler) reply(c *call, frame []byte) {
+	sc := c.sc
+	sc.lk.Do(h.loop, func() {
+		if sc.closed {
+			sc.answered++
+			sc.dropped++
+			h.loop.Post(h.next)
+			return
+		}
+		if len(sc.out) == 0 {
+			n, err := sc.c.Write(frame)
+			if err != nil && !errors.Is(err, model.ErrWouldBlock) {
+				sc.answered++
+				sc.dropped++
+				r := sc.r
+				r.loop.Post(func() { r.close(sc, "write: "+err.Error()) })
+				h.loop.Post(h.next)
+				return
+			}
+			if n == len(frame) {
+				sc.answered++
+				h.loop.Post(h.next)
+				return
+			}
+			sc.outOff = n
+		}
+		sc.out = append(sc.out, frame)
+		sc.deferred++
+		if len(sc.out) == 1 {
+			sc.c.SetWriteInterest(true)
+		}
+		if h.s.cfg.Bugs.HandlerWaitsForWrite {
+			sc.waiters = append(sc.waiters, h)
+			return
+		}
+		h.loop.Post(h.next)
+	})
+}
+
+// respond writes what the connection's queued responses can, on the
+// responder loop; it re-arms writability while some remain.
+func (sc *serverConn) respond(loop model.Loop) {
+	sc.lk.Do(loop, func() {
+		if sc.closed {
+			return
+		}
+		for len(sc.out) > 0 {
+			b := sc.out[0]
+			n, err := sc.c.Write(b[sc.outOff:])
+			if errors.Is(err, model.ErrWouldBlock) {
+				sc.c.SetWriteInterest(true)
+				return
+			}
+			if err != nil {
+				r := sc.r
+				r.loop.Post(func() { r.close(sc, "write: "+err.Error()) })
+				return
+			}
+			sc.outOff += n
+			if sc.outOff < len(b) {
+				continue
+			}
+			sc.out[0] = nil
+			sc.out = sc.out[1:]
+			sc.outOff = 0
+			sc.answered++
+		}
+		sc.out = nil
+		for _, h := range sc.waiters {
+			h.loop.Post(h.next)
+		}
+		sc.waiters = nil
+	})
+}
