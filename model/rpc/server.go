@@ -75,10 +75,10 @@ func orDefault[T comparable](v *T, d T) {
 // so read it only when the world is quiet.
 type ServerStats struct {
 	Accepted, Closed, IdleClosed, Fatal int
-	Calls, Responses, Dropped          int // calls queued; responses fully written; responses dropped on closed conns
-	Deferred                           int // responses the responder finished
-	ReaderBlocks                       int // times a reader found the queue full
-	PeakQueue                          int
+	Calls, Responses, Dropped           int // calls queued; responses fully written; responses dropped on closed conns
+	Deferred                            int // responses the responder finished
+	ReaderBlocks                        int // times a reader found the queue full
+	PeakQueue                           int
 }
 
 // Server is an RPC server. Its acceptor runs on the loop it was started
