@@ -114,16 +114,17 @@ const (
 
 // tcpConn is one end of a simulated TCP connection.
 type tcpConn struct {
-	w      *World
-	p      *Process
-	id     uint64
-	fd     int
-	local  string
-	remote string
-	peer   *tcpConn
-	ln     *listener // for a passive end until accepted
-	state  tcpState
-	cfg    *TCPConfig
+	w       *World
+	p       *Process
+	id      uint64
+	fd      int
+	local   string
+	remote  string
+	peer    *tcpConn
+	ln      *listener // for a passive end until accepted
+	passive bool      // made by a listener (announces the MSS less timestamps)
+	state   tcpState
+	cfg     *TCPConfig
 
 	socketEvents
 
@@ -146,6 +147,7 @@ type tcpConn struct {
 	lsndtm  time.Duration
 	rtxEv   *event
 	rtxFrom time.Duration
+	probeEv *event // flushes corked data when nothing is in flight
 
 	// Receive side.
 	rcv       [][]byte // received segments; rcv[rcvHead:] are unread
@@ -448,6 +450,7 @@ func (c *tcpConn) push(force bool) {
 	if c.state != tcpEstablished || c.err != nil || c.peer == nil {
 		return
 	}
+	corked := false
 	for {
 		unsent := int(c.sndEnd - c.sndNxt)
 		if unsent == 0 {
@@ -465,6 +468,7 @@ func (c *tcpConn) push(force bool) {
 			n = int(avail)
 		} else if n < mss && n == unsent && !force && !c.finQ {
 			if c.cork || c.more {
+				corked = true
 				break
 			}
 			// Minshall's Nagle: hold a small tail only while the last
@@ -486,6 +490,13 @@ func (c *tcpConn) push(force bool) {
 		}
 		c.xmit(segment{seq: seq, data: data, flags: flags})
 		c.dataSent()
+		// Sending data arms the retransmission timer, which replaces a
+		// pending probe (they share icsk_retransmit_timer).
+		c.probeEv.cancel()
+		c.probeEv = nil
+	}
+	if corked && c.sndNxt == c.sndUna {
+		c.armProbe()
 	}
 	if c.finQ && !c.finSent && c.sndNxt == c.sndEnd {
 		c.finSent = true
@@ -494,6 +505,45 @@ func (c *tcpConn) push(force bool) {
 	if c.vanished {
 		c.armRetransmit()
 	}
+}
+
+// armProbe starts the probe timer for a corked tail with nothing in
+// flight (tcp_write_xmit returns true, tcp_check_probe_timer arms
+// ICSK_TIME_PROBE0 for tcp_probe0_base: the RTO, at least TCP_RTO_MIN).
+// When it fires, tcp_write_wakeup sends the tail regardless of the cork, so
+// a MSG_MORE or TCP_CORK tail leaves ≈200 ms later instead of never
+// (packetdrill's sendmsg_msg_more.pkt). Only corked data arms it: a window
+// limit has no probe here (loopback reopens windows by itself), and a
+// probe that re-armed forever would keep a run from quiescing.
+func (c *tcpConn) armProbe() {
+	if c.probeEv != nil || c.vanished {
+		return
+	}
+	c.probeEv = c.w.at(c.onTick(c.w.Now(), c.cfg.RTOMin), c.onProbe)
+}
+
+func (c *tcpConn) onProbe() {
+	c.probeEv = nil
+	if c.state != tcpEstablished || c.err != nil || c.sndNxt != c.sndUna || c.sndNxt == c.sndEnd {
+		return
+	}
+	c.w.record(Event{Proc: c.p.name, Kind: "probe", Conn: c.id, A: int64(c.sndEnd - c.sndNxt)})
+	c.push(true)
+}
+
+// onTick is when a kernel timer set d after now fires: on the jiffy grid,
+// never before now+d. A zero timeout (jiffies + 0) fires at the next tick.
+func (c *tcpConn) onTick(now, d time.Duration) time.Duration {
+	tick, phase := c.cfg.Tick, c.w.tickPhase
+	if tick <= 0 {
+		return now + d
+	}
+	t := now + d - phase
+	k := t / tick
+	if k*tick < t || d == 0 && k*tick == t {
+		k++
+	}
+	return k*tick + phase
 }
 
 // dataSent is tcp_event_data_sent: sending within ato of the last receive
@@ -604,13 +654,16 @@ func (w *World) deliver(at time.Duration, to *tcpConn, s segment) {
 	w.post(at, d.run)
 }
 
-// selectWindow is the window we offer: free receive space, bounded by a
-// clamp that grows as data arrives; never shrinking the right edge.
+// freshWindow is __tcp_select_window before the no-shrink rule: free
+// receive space, bounded by a clamp that grows as data arrives.
+func (c *tcpConn) freshWindow() int {
+	return max(min(c.rcvBuf-c.rcvQueued, c.wndClamp), 0)
+}
+
+// selectWindow is the window we offer: the fresh window, but never
+// shrinking the right edge already offered.
 func (c *tcpConn) selectWindow() int {
-	win := min(c.rcvBuf-c.rcvQueued, c.wndClamp)
-	if win < 0 {
-		win = 0
-	}
+	win := c.freshWindow()
 	if cur := int(int64(c.rcvWup) + int64(c.advWnd) - int64(c.rcvNxt)); win < cur {
 		win = cur
 	}
@@ -661,6 +714,8 @@ func (c *tcpConn) die(err error) {
 	}
 	c.rtxEv.cancel()
 	c.rtxEv = nil
+	c.probeEv.cancel()
+	c.probeEv = nil
 	c.synEv.cancel()
 	c.notify()
 }
@@ -729,10 +784,25 @@ func (c *tcpConn) receive(s segment) {
 	}
 	if s.flags&flagFIN != 0 && !c.finRcvd {
 		c.finRcvd = true
-		c.sendAck()
+		c.onFin()
 		c.notify()
 	}
 	c.maybeFinish()
+}
+
+// onFin is tcp_fin: the FIN is acknowledged at once only if we closed
+// first (FIN_WAIT1/2). In ESTABLISHED the socket moves to CLOSE_WAIT and
+// enters pingpong, so the ACK is delayed: by the delayed-ACK timer (≈40 ms)
+// after data, and at the next tick for a bare FIN, whose ato is still 0
+// (packetdrill's tcp_basic_server.pkt).
+func (c *tcpConn) onFin() {
+	if c.finSent {
+		c.sendAck()
+		return
+	}
+	c.pingpong = true
+	c.ackSched = true
+	c.scheduleDelack()
 }
 
 // xmitRSTTo answers a segment that reached a dead socket.
@@ -789,8 +859,13 @@ func (c *tcpConn) onData(s segment) {
 	}
 	c.dataRecv()
 	c.ackSched = true
-	// __tcp_ack_snd_check: more than one full frame, or quick-ACK mode.
-	if int(c.rcvNxt-c.rcvWup) > c.rcvMss || c.inQuickAck() {
+	// __tcp_ack_snd_check: more than one full frame received and the
+	// right edge of the window advancing at least as far (the fresh
+	// window, from rcv_nxt, no smaller than the last one, from rcv_wup),
+	// or quick-ACK mode. With unread data holding the window back, the
+	// ACK waits for the application's read (tcp_cleanup_rbuf). The
+	// SO_RCVLOWAT clause never holds here: the data just arrived unread.
+	if int(c.rcvNxt-c.rcvWup) > c.rcvMss && c.freshWindow() >= c.advWnd || c.inQuickAck() {
 		c.sendAck()
 	} else {
 		c.scheduleDelack()
@@ -836,14 +911,8 @@ func (c *tcpConn) scheduleDelack() {
 	if c.delack != nil {
 		return
 	}
-	ato := c.ato
-	if ato > c.cfg.AtoMin {
-		ato = c.cfg.AtoMin
-	}
-	now := c.w.Now()
-	tick, phase := c.cfg.Tick, c.w.tickPhase
-	deadline := (now+ato-phase+tick-1)/tick*tick + phase
-	c.delack = c.w.at(deadline, c.onDelackF)
+	ato := min(c.ato, c.cfg.AtoMin)
+	c.delack = c.w.at(c.onTick(c.w.Now(), ato), c.onDelackF)
 }
 
 // onDelack: the delayed ACK is due. Missing it in pingpong leaves
@@ -1038,9 +1107,27 @@ func (w *World) dialTCP(p *Process, addr string, l *Loop, h model.Handler) (mode
 	return c, nil
 }
 
-// synWindow is the window a SYN or SYN-ACK offers: the initial window,
-// but never more than the receive buffer can hold.
-func (c *tcpConn) synWindow() int { return min(c.cfg.InitWindow, c.rcvBuf) }
+// tcpTimestampLen is TCPOLEN_TSTAMP_ALIGNED: the timestamp option every
+// loopback segment after the SYN carries.
+const tcpTimestampLen = 12
+
+// synWindow is the window a SYN or SYN-ACK offers (tcp_select_initial_window):
+// the initial window, never more than the receive buffer holds, rounded
+// down to a multiple of the MSS the side announces. A connecting side
+// announces the full advmss (tcp_connect_init: no timestamp seen yet), the
+// listener advmss less the timestamp option (tcp_openreq_init_rwin). On
+// loopback that is 65495 in the SYN and 65483 in the SYN-ACK.
+func (c *tcpConn) synWindow() int {
+	mss := c.cfg.MSS
+	if !c.passive {
+		mss += tcpTimestampLen
+	}
+	win := min(c.cfg.InitWindow, c.rcvBuf)
+	if win > mss {
+		win -= win % mss
+	}
+	return win
+}
 
 func (c *tcpConn) sendSYN() {
 	w := c.w
@@ -1083,6 +1170,7 @@ func (w *World) onSYN(c *tcpConn) {
 	s := w.newTCPConn(ln.p, ln.addr, c.local)
 	s.state = tcpSynRcvd
 	s.ln = ln
+	s.passive = true
 	s.peer, c.peer = c, s
 	s.peerWnd, s.maxWnd = c.synWindow(), c.synWindow()
 	ln.synRcvd++

@@ -24,7 +24,7 @@ func TestMSSBoundedByHalfPeerWindow(t *testing.T) {
 	h.srv.checkGot(n)
 
 	segs := h.dataSegs("client", t0)
-	half := h.w.cfg.TCP.InitWindow / 2 // 32767: tcp_bound_to_half_wnd
+	half := 65483 / 2 // 32741: tcp_bound_to_half_wnd of the SYN-ACK window
 	if len(segs) < 3 || segs[0].Len != half || segs[1].Len != half || segs[0].T != t0 || segs[1].T != t0 {
 		t.Fatalf("first segments %v, want two of %d sent at once", lens(segs), half)
 	}
@@ -720,7 +720,11 @@ func TestWriteWouldBlockOnlyWhenNothingFits(t *testing.T) {
 	if n, err := h.cli.tryWrite(1, false); n != 0 || !errors.Is(err, model.ErrWouldBlock) {
 		t.Fatalf("write into a full buffer = %d, %v; want ErrWouldBlock", n, err)
 	}
-	// The reader drains, ACKs free space, and one byte fits again.
+	// The reader drains, and one byte fits again once ACKs free space. The
+	// data that refills the window is ACKed only when it is read: with it
+	// unread the window would shrink, so no immediate ACK.
+	h.srv.drain()
+	h.runTo(h.now() + ms)
 	h.srv.drain()
 	h.runTo(h.now() + ms)
 	if n, err := h.cli.tryWrite(1, false); n != 1 || err != nil {
@@ -1259,4 +1263,179 @@ func TestAckedButUnreadDataSurvivesSenderReuse(t *testing.T) {
 		h.srv.drain()
 	}
 	h.srv.checkGot(5200)
+}
+
+// --- window-gated immediate ACK, probe timer, FIN ACK, SYN windows ---
+
+func TestImmediateAckOnlyWhenWindowWouldNotShrink(t *testing.T) {
+	// The clamp still growing: the fresh window is no smaller than the
+	// last one, so the second frame is ACKed when it arrives.
+	h := newPair(t)
+	h.warm(10)
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	t0 := h.now()
+	h.cli.write(400)
+	h.runTo(t0 + 100*us)
+	h.cli.write(400)
+	h.runTo(t0 + ms)
+	segs := h.dataSegs("client", t0)
+	if ack := h.mustAck("server", 800, t0); ack.T != h.arrival(segs[1]) {
+		t.Errorf("growing window: ACK at %v, want at once (%v)", ack.T, h.arrival(segs[1]))
+	}
+
+	// The clamp at the buffer size: unread data makes the fresh window
+	// smaller than the one offered, so the ACK waits for the read.
+	const rcvBuf = 200_000
+	h = newPair(t, withBufs(0, rcvBuf))
+	h.cli.write(600_000) // the clamp grows to the buffer
+	h.runTo(h.now() + 20*ms)
+	h.warm(10)
+	if c := h.srv.c; c.wndClamp != rcvBuf || c.rcvMss != c.cfg.MSS {
+		t.Fatalf("clamp %d rcv_mss %d after the transfer, want %d and the MSS", c.wndClamp, c.rcvMss, rcvBuf)
+	}
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	t0 = h.now()
+	from := int64(h.cli.wrote)
+	h.cli.write(100_000) // a full frame and a tail: more than rcv_mss
+	h.runTo(t0 + 5*ms)
+	if ack, ok := h.ackOf("server", from+100_000, t0); ok {
+		t.Fatalf("shrinking window: ACK at %v with the data unread", ack.T)
+	}
+	h.srv.drain()
+	if ack := h.mustAck("server", from+100_000, t0); ack.T != t0+5*ms {
+		t.Errorf("ACK at %v, want at the read (%v)", ack.T, t0+5*ms)
+	}
+}
+
+func TestCorkedTailFlushedByProbeTimer(t *testing.T) {
+	for _, how := range []string{"MSG_MORE", "TCP_CORK"} {
+		t.Run(how, func(t *testing.T) {
+			h := newPair(t)
+			t0 := h.now()
+			if how == "TCP_CORK" {
+				h.cli.c.SetCork(true)
+				h.cli.write(40)
+			} else {
+				h.cli.writeMore(40)
+			}
+			h.runTo(t0 + 300*ms)
+			segs := h.dataSegs("client", t0)
+			// packetdrill sendmsg_msg_more.pkt: the tail leaves at +0.21 s
+			// (TCP_RTO_MIN on the jiffy grid).
+			if len(segs) != 1 || segs[0].Len != 40 || !segs[0].has('P') {
+				t.Fatalf("segments %v, want the 40-byte tail pushed once", segs)
+			}
+			if d := segs[0].T - t0; d < 200*ms || d > 204*ms || (segs[0].T-h.w.tickPhase)%h.w.cfg.TCP.Tick != 0 {
+				t.Errorf("tail left %v after the write, want 200–204 ms on the tick", d)
+			}
+			h.srv.checkGot(40)
+		})
+	}
+	// A later write that fills a segment sends it; the probe then has
+	// nothing left to flush.
+	h := newPair(t)
+	t0 := h.now()
+	h.cli.writeMore(40)
+	h.runTo(t0 + 100*ms)
+	h.cli.write(60)
+	h.runTo(t0 + 500*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 1 || segs[0].Len != 100 || segs[0].T != t0+100*ms {
+		t.Errorf("segments %v, want one of 100 at %v", segs, t0+100*ms)
+	}
+}
+
+func TestFinAfterDataAckedByDelayedAck(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		h := newPair(t, withSeed(seed))
+		h.warm(10)
+		t0 := h.now()
+		h.cli.write(10)
+		h.runTo(t0 + 50*ms)
+		t1 := h.now()
+		h.cli.c.CloseWrite()
+		h.runTo(t1 + 100*ms)
+		var ack segRec
+		for _, s := range h.segs {
+			if s.From == "server" && s.T >= t1 {
+				ack = s
+				break
+			}
+		}
+		fin := h.segs[len(h.segs)-1]
+		for _, s := range h.segs {
+			if s.From == "client" && s.has('F') {
+				fin = s
+			}
+		}
+		d := ack.T - h.arrival(fin)
+		if d < 40*ms || d > 44*ms || (ack.T-h.w.tickPhase)%h.w.cfg.TCP.Tick != 0 {
+			t.Errorf("seed %d: FIN ACKed %v after it arrived, want the delayed-ACK timer (40–44 ms on the tick)", seed, d)
+		}
+		if !h.srv.eof {
+			t.Errorf("seed %d: no EOF", seed)
+		}
+	}
+}
+
+func TestBareFinAckedAtNextTick(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		h := newPair(t, withSeed(seed))
+		t0 := h.now()
+		h.cli.c.CloseWrite()
+		h.runTo(t0 + 50*ms)
+		var fin, ack segRec
+		for _, s := range h.segs {
+			switch {
+			case s.From == "client" && s.has('F'):
+				fin = s
+			case s.From == "server" && s.T >= t0 && ack.Flags == "":
+				ack = s
+			}
+		}
+		d := ack.T - h.arrival(fin)
+		if ack.Flags == "" || d <= 0 || d > h.w.cfg.TCP.Tick || (ack.T-h.w.tickPhase)%h.w.cfg.TCP.Tick != 0 {
+			t.Errorf("seed %d: bare FIN ACKed %v after it arrived (%+v), want at the next tick", seed, d, ack)
+		}
+	}
+	// Having closed first (FIN_WAIT2), the peer's FIN is ACKed at once.
+	h := newPair(t)
+	h.srv.c.CloseWrite()
+	h.runTo(h.now() + 50*ms)
+	t1 := h.now()
+	h.cli.c.CloseWrite()
+	h.runTo(t1 + 50*ms)
+	var fin segRec
+	for _, s := range h.segs {
+		if s.From == "client" && s.has('F') {
+			fin = s
+		}
+	}
+	if ack := h.mustAck("server", fin.Seq, t1); ack.T != h.arrival(fin) || !h.srv.c.finAckd {
+		t.Errorf("FIN after our own ACKed at %v, want at once (%v)", ack.T, h.arrival(fin))
+	}
+}
+
+func TestLoopbackSynWindows65495And65483(t *testing.T) {
+	h := newPair(t)
+	var syn, synAck segRec
+	for _, s := range h.segs {
+		switch s.Flags {
+		case "S":
+			syn = s
+		case "S.":
+			synAck = s
+		}
+	}
+	if syn.Win != 65495 || synAck.Win != 65483 {
+		t.Fatalf("SYN window %d, SYN-ACK window %d; want 65495 and 65483", syn.Win, synAck.Win)
+	}
+	t0 := h.now()
+	h.cli.write(100_000)
+	h.runTo(t0 + 10*ms)
+	if segs := h.dataSegs("client", t0); segs[0].Len != 32741 {
+		t.Errorf("first data segment %d bytes, want 32741 (half the SYN-ACK window)", segs[0].Len)
+	}
 }
