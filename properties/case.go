@@ -13,6 +13,8 @@ package properties
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"pgregory.net/rapid"
@@ -295,6 +297,10 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 			})
 		}
 	}
+	// What check runs passes the same validation as what replay reads.
+	if err := c.Validate(); err != nil {
+		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)
+	}
 	return c, nil
 }
 
@@ -417,6 +423,31 @@ func (c *Case) Validate() error {
 		return fmt.Errorf("fd limit %d below 16", cfg.FDLimit)
 	case cfg.Timeout <= 0 || cfg.Keepalive <= 0 || cfg.CacheExpiry <= 0 || cfg.PoolIdle <= 0 || cfg.ReadTimeout <= 0:
 		return fmt.Errorf("timeouts must be positive")
+	}
+	// The datanode and client would read a zero as "default" and take
+	// absurd sizes at face value: a case (drawn, shrunk or read from a
+	// trace) must name every value, within what the simulator can run.
+	for _, r := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"selectors", cfg.Selectors, 1, 64},
+		{"workers", cfg.Workers, 1, 256},
+		{"pool_max", cfg.PoolMax, 1, 4096},
+		{"pool_min", cfg.PoolMin, 0, cfg.PoolMax},
+		{"dn_packet", cfg.DNPacket, 1, 16 << 20},
+		{"packet", cfg.Packet, 1, 16 << 20},
+		{"fd_limit", cfg.FDLimit, 16, 1 << 20},
+		{"cache_capacity", cfg.CacheCapacity, 0, 4096},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return fmt.Errorf("%s %d outside [%d, %d]", r.name, r.v, r.lo, r.hi)
+		}
+	}
+	for _, k := range cfg.Faults {
+		if !slices.Contains(FaultKinds, k) {
+			return fmt.Errorf("unknown fault kind %q in faults (want %s)", k, strings.Join(FaultKinds, ", "))
+		}
 	}
 	if cfg.MaxBlock < 1 || cfg.MaxBlock > 1<<16 {
 		return fmt.Errorf("max block %d outside [1, 65536]", cfg.MaxBlock)

@@ -95,6 +95,17 @@ func Record(c properties.Case) (*Trace, *properties.Result) {
 	return t, r
 }
 
+// splitLF is bufio.ScanLines without its removal of a '\r'.
+func splitLF(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
 func splitLines(b []byte) [][]byte {
 	var lines [][]byte
 	for len(b) > 0 {
@@ -190,6 +201,20 @@ const maxLine = 64 << 20
 func Read(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), maxLine)
+	// Lines end at '\n' alone: bufio.ScanLines would drop a '\r' before
+	// it, and a trace whose line endings were converted would then pass
+	// its checksum.
+	line := 0
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := splitLF(data, atEOF)
+		if tok != nil {
+			line++
+			if bytes.HasSuffix(tok, []byte{'\r'}) {
+				return 0, nil, bad("line %d ends in CR: the file's line endings were converted (traces use LF only)", line)
+			}
+		}
+		return adv, tok, err
+	})
 	if !sc.Scan() {
 		if err := sc.Err(); err != nil {
 			return nil, bad("%v", err)

@@ -200,3 +200,46 @@ func TestHTML(t *testing.T) {
 		t.Error("timeline is not inside the body")
 	}
 }
+
+// Converted line endings are caught even though JSON ignores the CR.
+func TestCRLFTraceIsRefused(t *testing.T) {
+	crlf := strings.ReplaceAll(string(corpusBytes(t)), "\n", "\r\n")
+	_, err := Read(strings.NewReader(crlf))
+	if err == nil || !IsBadTrace(err) || !strings.Contains(err.Error(), "ends in CR") {
+		t.Fatalf("CRLF trace: %v", err)
+	}
+	// One CR on the last line alone is caught as well.
+	good := string(corpusBytes(t))
+	one := good[:len(good)-1] + "\r\n"
+	if _, err := Read(strings.NewReader(one)); err == nil || !strings.Contains(err.Error(), "ends in CR") {
+		t.Fatalf("CR on the last line: %v", err)
+	}
+}
+
+// A trace whose checksum was recomputed after an edit is still only as
+// good as its case: values check would never run are refused.
+func TestResealedInvalidCaseIsRefused(t *testing.T) {
+	for name, edit := range map[string]func(h *Header){
+		"selectors 100000": func(h *Header) { h.Config.Selectors = 100000 },
+		"pool_max -1":      func(h *Header) { h.Config.PoolMax = -1 },
+		"workers 0":        func(h *Header) { h.Config.Workers = 0 },
+		"packet 0":         func(h *Header) { h.Config.Packet = 0 },
+		"fault kind":       func(h *Header) { h.Config.Faults = append(h.Config.Faults, "meteor") },
+		"scheduled fault": func(h *Header) {
+			h.Schedule.Faults = append(h.Schedule.Faults, properties.Fault{Kind: "meteor"})
+		},
+		"mode": func(h *Header) { h.Config.Mode = "forked" },
+	} {
+		tr, err := Read(bytes.NewReader(corpusBytes(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&tr.Header)
+		tr.Seal()
+		var buf bytes.Buffer
+		tr.WriteTo(&buf)
+		if _, err := Read(&buf); err == nil || !IsBadTrace(err) {
+			t.Errorf("%s: read %v, want a bad-trace error", name, err)
+		}
+	}
+}

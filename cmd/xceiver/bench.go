@@ -109,6 +109,9 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64) i
 	default:
 		return report(stderr, c.usagef("%s %q: want sim, real or both", c.typed("world"), world))
 	}
+	if dryRun {
+		return exitOK
+	}
 	var rows []benchRow
 	for _, w := range worlds {
 		fmt.Fprintf(stderr, "bench %s: %s in %s…\n", rest[0], ex.desc, w)

@@ -83,6 +83,9 @@ bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
 				if err := opt.validate(c); err != nil {
 					return report(stderr, err)
 				}
+				if dryRun {
+					return exitOK
+				}
 				if opt.world == "real" {
 					return runCheckReal(opt, stdout, stderr)
 				}

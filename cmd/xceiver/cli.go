@@ -52,6 +52,10 @@ type flagSection struct {
 	fs    *flag.FlagSet
 }
 
+// dryRun, set by the command-line fuzz test, makes commands return once
+// their arguments are parsed and validated, before any work.
+var dryRun bool
+
 // errHelp is returned when help was asked for and printed.
 var errHelp = errors.New("help printed")
 

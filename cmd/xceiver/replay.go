@@ -42,6 +42,14 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 	if err != nil {
 		return report(stderr, c.usagef("%v", err))
 	}
+	if htmlPath != "" {
+		if err := checkOutFile(htmlPath); err != nil {
+			return report(stderr, c.usagef("%s: %v", c.typed("html"), err))
+		}
+	}
+	if dryRun {
+		return exitOK
+	}
 	var html *os.File
 	if htmlPath != "" {
 		// Fail on a bad path before the run, not after.

@@ -223,6 +223,9 @@ func runSetup(c *call) func([]string) int {
 		if err != nil {
 			return report(stderr, err)
 		}
+		if dryRun {
+			return exitOK
+		}
 		res, err := runScenario(sc.name, r, opt)
 		if err != nil {
 			return report(stderr, fmt.Errorf("run %s: %w", sc.name, err))

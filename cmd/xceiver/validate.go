@@ -180,6 +180,9 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64)
 		}
 		only = n
 	}
+	if dryRun {
+		return exitOK
+	}
 	var todo []check
 	for _, c := range checks() {
 		if only == "" || c.name == only {
