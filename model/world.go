@@ -101,6 +101,15 @@ type Process interface {
 	// change) to the world's trace.
 	Log(kind string, kv ...any)
 
+	// NewSegment creates a zeroed shared-memory segment of size bytes (a
+	// positive multiple of 8), maps it and returns the mapping and its fd
+	// (kind FDSegment): memfd_create, ftruncate and mmap in real. The fd
+	// can be passed with SendFDs and closed; the mapping outlives it.
+	NewSegment(name string, size int) (Segment, File, error)
+	// MapSegment maps size bytes of a segment received as f (mmap of a
+	// passed memfd). f stays the caller's to close.
+	MapSegment(f File, size int) (Segment, error)
+
 	// FDs reports the process's fd table.
 	FDs() FDStats
 	// Threads reports loops plus workers alive now and at peak.
@@ -129,13 +138,14 @@ const (
 	FDEpoll
 	FDEventfd
 	FDPassed
+	FDSegment // a shared-memory segment's fd (memfd)
 	numFDKinds
 )
 
 // NumFDKinds is the number of fd kinds.
 const NumFDKinds = int(numFDKinds)
 
-var fdKindNames = [...]string{"socket", "listener", "file", "block", "meta", "epoll", "eventfd", "passed"}
+var fdKindNames = [...]string{"socket", "listener", "file", "block", "meta", "epoll", "eventfd", "passed", "segment"}
 
 func (k FDKind) String() string {
 	if k >= 0 && int(k) < len(fdKindNames) {
@@ -150,6 +160,22 @@ type FDStats struct {
 	Peak   int
 	Limit  int
 	ByKind [NumFDKinds]int
+	// Segments is the number of shared-memory mappings (not fds: a
+	// mapping outlives its fd, and leak checks count both).
+	Segments int
+}
+
+// Segment is a mapped shared-memory segment: the short-circuit slots a
+// datanode and its local clients share. Words are accessed atomically, as
+// HDFS's slots are (one process writes, another polls). An offset must be
+// a multiple of 8 inside the segment; anything else fails the world.
+type Segment interface {
+	Size() int
+	Load(off int) uint64
+	Store(off int, v uint64)
+	// Unmap releases the mapping; Load then reads 0 and Store does
+	// nothing.
+	Unmap() error
 }
 
 // Rand is a process's seeded random source (a *math/rand/v2.Rand fits).

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -20,6 +21,8 @@ type process struct {
 	disk *disk
 	main *loop
 	fds  fdTable
+	// segments counts shared-memory mappings (segment.go).
+	segments atomic.Int64
 
 	mu           sync.Mutex
 	loops        map[*loop]struct{}
@@ -42,7 +45,11 @@ func (p *process) CPU(model.CPUWork, int) {}
 func (p *process) Log(kind string, kv ...any) { p.w.log(p.name, kind, kv) }
 
 // FDs reports the process's fd table.
-func (p *process) FDs() model.FDStats { return p.fds.stats() }
+func (p *process) FDs() model.FDStats {
+	st := p.fds.stats()
+	st.Segments = int(p.segments.Load())
+	return st
+}
 
 // Threads reports loops plus workers alive now and at peak.
 func (p *process) Threads() (now, peak int) {

@@ -45,7 +45,8 @@ type inode struct {
 	data   []byte
 	nlink  int
 	refs   int
-	cached []bool // per page
+	cached []bool   // per page
+	words  []uint64 // a shared-memory segment's contents (segment.go)
 }
 
 // Disk is a process's simulated file system. Names map to inodes; an open

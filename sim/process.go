@@ -34,6 +34,7 @@ type Process struct {
 	restarts int
 
 	netFaults procFaults // see faults.go
+	segments  []*shmMap  // shared-memory mappings
 }
 
 func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.Process)) *Process {
@@ -198,7 +199,7 @@ func (p *Process) Log(kind string, kv ...any) {
 
 // FDs implements model.Process.
 func (p *Process) FDs() model.FDStats {
-	return model.FDStats{Open: p.fds.open, Peak: p.fds.peak, Limit: p.fds.limit, ByKind: p.fds.byKind}
+	return model.FDStats{Open: p.fds.open, Peak: p.fds.peak, Limit: p.fds.limit, ByKind: p.fds.byKind, Segments: len(p.segments)}
 }
 
 // Threads implements model.Process.
@@ -237,6 +238,10 @@ func (p *Process) Crash() {
 			o.kill()
 		}
 	}
+	for _, s := range p.segments {
+		s.release() // the kernel unmaps a dead process's memory
+	}
+	p.segments = nil
 	for _, l := range p.loops {
 		l.closed = true
 		l.queue = nil
