@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// TestModelStaysDeterministic enforces DESIGN.md §3: model/ reaches time,
+// TestModelStaysDeterministic enforces docs/ARCHITECTURE.md §2: model/ reaches time,
 // I/O, threads and randomness only through the world interface.
 func TestModelStaysDeterministic(t *testing.T) {
 	forbiddenImports := map[string]string{

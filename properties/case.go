@@ -1,5 +1,5 @@
 // Package properties holds xceiver's specifications and the property
-// checks that run them (DESIGN.md §7): a porcupine model of the block
+// checks that run them (docs/ARCHITECTURE.md §5): a porcupine model of the block
 // store, partitioned by block; invariants checked at every event of a
 // simulated run (fd bounds, the handle pool's bound, no handle closed while
 // in use); leak-freedom at quiescence; availability when no fault is in
@@ -114,7 +114,7 @@ type Fault struct {
 	Key  uint64 `json:"key,omitempty"`
 }
 
-// Fault kinds (DESIGN.md §4).
+// Fault kinds (docs/ARCHITECTURE.md §3, §7).
 const (
 	FaultReset      = "reset"       // a connection is reset
 	FaultVanish     = "vanish"      // a connection's peer vanishes without FIN

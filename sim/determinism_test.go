@@ -16,7 +16,7 @@ import (
 	"xceiver/model"
 )
 
-// DESIGN.md §4: same seed and config → byte-identical trace.
+// docs/ARCHITECTURE.md §3: same seed and config → byte-identical trace.
 
 func tracePattern(t *testing.T, seed uint64, cfg model.TCPPattern) (uint64, []byte) {
 	t.Helper()

@@ -7,7 +7,7 @@ import (
 	"xceiver/model"
 )
 
-// Fault injection (DESIGN.md §4). Every fault is deterministic: it acts at
+// Fault injection (docs/ARCHITECTURE.md §3). Every fault is deterministic: it acts at
 // the virtual time it is called (from a kernel event scheduled with At, or
 // from a callback) and records a "fault" event in the trace, so a replay
 // sees it at the same place.

@@ -9,7 +9,7 @@ import (
 	"xceiver/model"
 )
 
-// One test per rule of DESIGN.md §4 (Linux TCP, kernel 6.x, HZ=250), named
+// One test per rule of docs/ARCHITECTURE.md §3 (Linux TCP, kernel 6.x, HZ=250), named
 // after the rule. Each drives a client and a server through the harness and
 // checks the wire at exact virtual times.
 

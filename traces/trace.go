@@ -1,5 +1,5 @@
 // Package traces records a failing property run as a trace file, replays
-// it event by event, and renders it as HTML (DESIGN.md §8).
+// it event by event, and renders it as HTML (docs/ARCHITECTURE.md §6).
 //
 // A trace is JSON lines. Line 1 is the header: format version, code
 // version, seed, the full configuration, the (shrunk) schedule, the

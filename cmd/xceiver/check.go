@@ -277,7 +277,7 @@ func propertyNames() []string {
 // checkOne checks one seed; on failure it shrinks it and writes its trace.
 func checkOne(seed uint64, opt checkOptions) *checkFailure {
 	// Every 50th seed also runs twice: the same seed must give the same
-	// trace (DESIGN.md §7, determinism).
+	// trace (determinism, docs/ARCHITECTURE.md §5).
 	o, err := properties.CheckSeed(seed, opt.bug, properties.Options{}, seed%50 == 0)
 	if err != nil {
 		return &checkFailure{Seed: seed, Property: properties.PropHarness, Message: err.Error()}

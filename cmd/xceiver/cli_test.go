@@ -314,3 +314,48 @@ func flagDiff(readme, help string) string {
 	}
 	return "README lacks " + strings.Join(missing, " ") + "; README has " + strings.Join(extra, " ") + ", which the command does not accept"
 }
+
+// Every document a file of the repository points to is in the
+// repository: markdown links, and paths ending in .md in comments and
+// docs.
+func TestDocReferencesResolve(t *testing.T) {
+	root := "../.."
+	ref := regexp.MustCompile(`(?:\]\(|[\s(` + "`" + `])((?:\.\./|\./)?[A-Za-z0-9_./-]*[A-Za-z0-9_-]+\.md)\b`)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range ref.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			candidates := []string{filepath.Join(root, target), filepath.Join(filepath.Dir(path), target)}
+			found := false
+			for _, c := range candidates {
+				rel, err := filepath.Rel(root, c)
+				if err != nil || strings.HasPrefix(rel, "..") {
+					continue // outside the repository does not count
+				}
+				if _, err := os.Stat(c); err == nil {
+					found = true
+				}
+			}
+			if !found {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s refers to %s, which is not in the repository", rel, target)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
