@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"hash/fnv"
 	"math"
 	"slices"
 	"time"
@@ -96,6 +95,51 @@ func (s blockState) describe() string {
 
 func digest(s string) string {
 	return fmt.Sprintf("crc %08x", crc32.ChecksumIEEE([]byte(s)))
+}
+
+// hash is cheap rather than thorough: porcupine only uses it to pick a
+// cache bucket and confirms every hit with Equal, so it must agree with
+// Equal (equal states, equal hashes) but need not separate every pair. The
+// flags, stamps, length and at most 32 bytes from each end of the data
+// separate the states a history reaches; hashing whole blocks cost more
+// than the rest of the check.
+func (s blockState) hash() uint64 {
+	h := uint64(0)
+	if s.set {
+		h |= 1
+	}
+	if s.exists {
+		h |= 2
+	}
+	if s.known {
+		h |= 4
+	}
+	h = mix(h, s.stamp)
+	h = mix(h, s.floor)
+	h = mix(h, uint64(len(s.data)))
+	if len(s.data) <= 64 {
+		return mixString(h, s.data)
+	}
+	return mixString(mixString(h, s.data[:32]), s.data[len(s.data)-32:])
+}
+
+func mixString(h uint64, d string) uint64 {
+	for len(d) >= 8 {
+		h = mix(h, uint64(d[0])|uint64(d[1])<<8|uint64(d[2])<<16|uint64(d[3])<<24|
+			uint64(d[4])<<32|uint64(d[5])<<40|uint64(d[6])<<48|uint64(d[7])<<56)
+		d = d[8:]
+	}
+	for i := 0; i < len(d); i++ {
+		h = mix(h, uint64(d[i]))
+	}
+	return h
+}
+
+// mix folds x into h (a multiply-xorshift step, as in splitmix64).
+func mix(h, x uint64) uint64 {
+	h ^= x + 0x9e3779b97f4a7c15 + h<<6 + h>>2
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>31
 }
 
 // newStamp checks a stamp a mutation returned: above every stamp the block
@@ -249,17 +293,11 @@ func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose 
 // Model is the porcupine model of the block store, partitioned by block.
 func Model() porcupine.Model {
 	return porcupine.Model{
-		Partition: partition,
-		Init:      func() any { return blockState{} },
-		Step:      step,
-		Equal:     func(a, b any) bool { return a.(blockState) == b.(blockState) },
-		Hash: func(state any) uint64 {
-			s := state.(blockState)
-			h := fnv.New64a()
-			fmt.Fprintf(h, "%v%v%v%d/%d/", s.set, s.exists, s.known, s.stamp, s.floor)
-			h.Write([]byte(s.data))
-			return h.Sum64()
-		},
+		Partition:         partition,
+		Init:              func() any { return blockState{} },
+		Step:              step,
+		Equal:             func(a, b any) bool { return a.(blockState) == b.(blockState) },
+		Hash:              func(state any) uint64 { return state.(blockState).hash() },
 		DescribeOperation: describeOp,
 		DescribeState:     func(state any) string { return state.(blockState).describe() },
 		DescribeOperationMetadata: func(info any) string {

@@ -180,6 +180,7 @@ type checkFailure struct {
 }
 
 func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
+	defer properties.TuneGC()()
 	var seeds []uint64
 	for k := 0; k < opt.seeds; k++ {
 		if k%opt.shardN == opt.shardI-1 {
