@@ -107,6 +107,7 @@ func (p *Process) newLoop(name string) (*Loop, error) {
 	}
 	p.w.charge(p.w.cfg.CPU.ThreadStart)
 	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd, evfd: evfd}
+	l.dispatchF = l.dispatch
 	p.loops = append(p.loops, l)
 	p.addThreads(1)
 	return l, nil
@@ -125,6 +126,7 @@ func (p *Process) NewWorkerPool(name string, n int) model.WorkerPool {
 		n = 1
 	}
 	wp := &WorkerPool{p: p, name: name, gen: p.gen}
+	wp.dispatchF = wp.dispatch
 	for i := 0; i < n; i++ {
 		wp.workers = append(wp.workers, &thread{p: p, name: fmt.Sprintf("%s-%d", name, i)})
 	}
@@ -446,7 +448,8 @@ type Loop struct {
 	head      int
 	scheduled bool
 	closed    bool
-	boost     bool // next wait for a core goes to the front (woken by a lock)
+	boost     bool   // next wait for a core goes to the front (woken by a lock)
+	dispatchF func() // l.dispatch, bound once: a wake-up allocates nothing
 }
 
 type task struct {
@@ -486,7 +489,7 @@ func (l *Loop) wake() {
 	}
 	l.scheduled = true
 	w := l.p.w
-	w.at(max(w.Now(), l.busyUntil), l.dispatch)
+	w.post(max(w.Now(), l.busyUntil), l.dispatchF)
 }
 
 func (l *Loop) dispatch() {
@@ -497,16 +500,16 @@ func (l *Loop) dispatch() {
 	w := l.p.w
 	if l.busyUntil > w.now {
 		l.scheduled = true
-		w.at(l.busyUntil, l.dispatch)
+		w.post(l.busyUntil, l.dispatchF)
 		return
 	}
 	c, ok := l.p.cpu.free()
 	if !ok {
 		l.scheduled = true
 		if l.boost {
-			l.p.cpu.waitFront(l.dispatch)
+			l.p.cpu.waitFront(l.dispatchF)
 		} else {
-			l.p.cpu.wait(l.dispatch)
+			l.p.cpu.wait(l.dispatchF)
 		}
 		return
 	}
@@ -514,8 +517,16 @@ func (l *Loop) dispatch() {
 	t := l.queue[l.head]
 	l.queue[l.head] = task{}
 	l.head++
-	if l.head == len(l.queue) {
+	switch {
+	case l.head == len(l.queue):
 		l.queue, l.head = l.queue[:0], 0
+	case l.head >= 64 && l.head >= len(l.queue)/2:
+		// A busy loop may never drain its queue: slide the pending
+		// tasks down so the array grows with what is queued, not with
+		// every task ever run.
+		n := copy(l.queue, l.queue[l.head:])
+		clear(l.queue[n:])
+		l.queue, l.head = l.queue[:n], 0
 	}
 	switch {
 	case t.timer != nil:
@@ -610,6 +621,8 @@ type WorkerPool struct {
 	queue   []workItem
 	kicked  bool
 	closed  bool
+	// wp.dispatch, bound once: a kick allocates nothing.
+	dispatchF func()
 }
 
 type workItem struct {
@@ -635,7 +648,7 @@ func (wp *WorkerPool) kick() {
 	}
 	wp.kicked = true
 	w := wp.p.w
-	w.at(w.Now(), wp.dispatch)
+	w.post(w.Now(), wp.dispatchF)
 }
 
 // dispatch starts queued work on idle workers. The work function runs at
@@ -661,13 +674,13 @@ func (wp *WorkerPool) dispatch() {
 		}
 		if idle == nil {
 			wp.kicked = true
-			w.at(next, wp.dispatch)
+			w.post(next, wp.dispatchF)
 			return
 		}
 		c, ok := wp.p.cpu.free()
 		if !ok {
 			wp.kicked = true
-			wp.p.cpu.wait(wp.dispatch)
+			wp.p.cpu.wait(wp.dispatchF)
 			return
 		}
 		it := wp.queue[0]
@@ -675,7 +688,7 @@ func (wp *WorkerPool) dispatch() {
 		wp.queue = wp.queue[1:]
 		end := w.runOn(idle, c, it.work)
 		gen := wp.gen
-		w.at(end, func() {
+		w.post(end, func() {
 			if gen != wp.p.gen {
 				return
 			}

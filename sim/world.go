@@ -9,7 +9,6 @@
 package sim
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -215,7 +214,7 @@ func (w *World) Run(limit time.Duration) error {
 			w.now = limit
 			return fmt.Errorf("%w: virtual time %v", ErrLimit, limit)
 		}
-		heap.Pop(&w.queue)
+		w.queue.pop()
 		if ev.dead {
 			w.freeEvent(ev)
 			continue
@@ -240,7 +239,7 @@ func (w *World) RunFor(d time.Duration) error {
 	end := w.now + d
 	w.stopped = false
 	for !w.stopped && w.queue.Len() > 0 && w.queue.peek().at <= end {
-		ev := heap.Pop(&w.queue).(*event)
+		ev := w.queue.pop()
 		if ev.dead {
 			w.freeEvent(ev)
 			continue
@@ -292,7 +291,7 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 	}
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
 	w.seq++
-	heap.Push(&w.queue, ev)
+	w.queue.push(ev)
 }
 
 // after schedules fn d after the current (callback) time.
@@ -338,38 +337,98 @@ func (e *event) cancel() {
 	}
 	e.dead = true
 	if e.index >= 0 {
-		heap.Remove(&e.w.queue, e.index)
+		e.w.queue.remove(e.index)
 	}
 }
 
+// eventQueue is a binary min-heap of events by (time, seq). It is typed
+// rather than container/heap's interface calls: the queue is touched
+// several times per event. Keys are unique, so the pop order is the same
+// whatever the heap's shape.
 type eventQueue []*event
 
 func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
+
+func (q eventQueue) less(i, j int) bool {
+	a, b := q[i], q[j]
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
 }
-func (q eventQueue) Swap(i, j int) {
+
+func (q eventQueue) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index = i
 	q[j].index = j
 }
-func (q *eventQueue) Push(x any) {
-	e := x.(*event)
+
+func (q eventQueue) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !q.less(j, i) {
+			break
+		}
+		q.swap(i, j)
+		j = i
+	}
+}
+
+// down sifts i down and reports whether it moved.
+func (q eventQueue) down(i0 int) bool {
+	i, n := i0, len(q)
+	for {
+		j := 2*i + 1
+		if j >= n || j < 0 {
+			break
+		}
+		if j2 := j + 1; j2 < n && q.less(j2, j) {
+			j = j2
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (q *eventQueue) push(e *event) {
 	e.index = len(*q)
 	*q = append(*q, e)
+	q.up(e.index)
 }
-func (q *eventQueue) Pop() any {
+
+func (q *eventQueue) pop() *event {
 	old := *q
-	n := len(old)
-	e := old[n-1]
-	old[n-1] = nil
-	e.index = -1
-	*q = old[:n-1]
+	n := len(old) - 1
+	old.swap(0, n)
+	old[:n].down(0)
+	e := old.truncate()
+	*q = old[:n]
 	return e
 }
+
+func (q *eventQueue) remove(i int) {
+	old := *q
+	n := len(old) - 1
+	if n != i {
+		old.swap(i, n)
+		if !old[:n].down(i) {
+			old[:n].up(i)
+		}
+	}
+	old.truncate()
+	*q = old[:n]
+}
+
+// truncate drops the last event and returns it.
+func (q eventQueue) truncate() *event {
+	n := len(q) - 1
+	e := q[n]
+	q[n] = nil
+	e.index = -1
+	return e
+}
+
 func (q eventQueue) peek() *event { return q[0] }
 
 // Spawn implements model.World.
