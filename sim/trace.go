@@ -56,21 +56,26 @@ const (
 	fnvPrime  = 1099511628211
 )
 
+// fnvU64 folds a word into the hash at once (FNV-1a's xor-multiply on
+// the whole word, then a shift so high bits reach low ones): every event
+// is hashed, and a byte at a time cost a tenth of the simulator's time.
 func fnvU64(h, x uint64) uint64 {
-	for i := 0; i < 8; i++ {
-		h ^= x & 0xff
-		h *= fnvPrime
-		x >>= 8
-	}
-	return h
+	h = (h ^ x) * fnvPrime
+	return h ^ h>>29
 }
 
 func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
+	n := len(s)
+	for len(s) >= 8 {
+		h = fnvU64(h, uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16|uint64(s[3])<<24|
+			uint64(s[4])<<32|uint64(s[5])<<40|uint64(s[6])<<48|uint64(s[7])<<56)
+		s = s[8:]
 	}
-	return fnvU64(h, uint64(len(s)))
+	var tail uint64
+	for i := len(s) - 1; i >= 0; i-- {
+		tail = tail<<8 | uint64(s[i])
+	}
+	return fnvU64(fnvU64(h, tail), uint64(n))
 }
 
 // TraceTo makes the world write every event as a JSON line to out.

@@ -34,7 +34,7 @@ const Format = 1
 // case produces (the corpus test says when): a trace from another code
 // version is refused with a clear error instead of replaying into a
 // spurious divergence.
-const CodeVersion = "xceiver-sim-2026.11-3"
+const CodeVersion = "xceiver-sim-2026.11-4"
 
 // Header is a trace's first line.
 type Header struct {
