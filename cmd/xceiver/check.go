@@ -5,13 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"xceiver/properties"
@@ -33,6 +36,8 @@ type checkOptions struct {
 	json     bool
 	bug      string
 	world    string
+
+	maxFailures int
 }
 
 func checkCommand() *command {
@@ -62,6 +67,7 @@ bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
 			fs.StringVar(&opt.out, "out", "xceiver-failures", "write failures' traces into `DIR`")
 			fs.BoolVar(&opt.json, "json", false, "print one JSON object")
 			fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug `NAME` (list: show them)")
+			fs.IntVar(&opt.maxFailures, "max-failures", 0, "stop after `N` failures (0: check every seed)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
@@ -109,6 +115,8 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s %q: want sim or real", c.typed("world"), o.world)
 	case o.seeds < 1:
 		return c.usagef("%s %d: want at least 1", c.typed("seeds"), o.seeds)
+	case o.maxFailures < 0:
+		return c.usagef("%s %d: want 0 (no limit) or more", c.typed("max-failures"), o.maxFailures)
 	case o.parallel < 1 || o.parallel > 1024:
 		return c.usagef("%s %d: want 1 to 1024", c.typed("parallel"), o.parallel)
 	case o.seed > ^uint64(0)-uint64(o.seeds):
@@ -133,6 +141,18 @@ func (o *checkOptions) validate(c *call) error {
 			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(bugNames(), ", "))
 		}
 		o.bug = name
+	}
+	if o.world == "real" {
+		// Refuse rather than ignore: a real-world check writes no traces
+		// (re-run a failing seed in sim for one) and needs the whole OS
+		// process to itself for its leak check.
+		set := map[string]bool{}
+		c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for _, n := range []string{"out", "parallel"} {
+			if set[n] {
+				return c.usagef("%s: a check in the real world runs one seed at a time and writes no traces (check a failing seed in sim for its trace)", c.typed(n))
+			}
+		}
 	}
 	if o.world == "sim" {
 		if err := checkOutDir(o.out); err != nil {
@@ -179,24 +199,31 @@ type checkFailure struct {
 	ShrinkRuns       int    `json:"shrink_runs"`
 }
 
+// progressEvery is the longest a check stays silent when its output is
+// not a terminal (a CI log, a Job's log).
+var progressEvery = 5 * time.Second
+
+// shardSeeds is how many of the seeds fall in the shard.
+func (o *checkOptions) shardSeeds() int {
+	return (o.seeds - (o.shardI - 1) + o.shardN - 1) / o.shardN
+}
+
+// runCheck streams the shard's seeds to P workers: memory stays constant
+// however many seeds there are.
 func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	defer properties.TuneGC()()
-	var seeds []uint64
-	for k := 0; k < opt.seeds; k++ {
-		if k%opt.shardN == opt.shardI-1 {
-			seeds = append(seeds, opt.seed+uint64(k))
-		}
-	}
+	total := opt.shardSeeds()
 	var progOut io.Writer = stdout
 	if opt.json {
 		progOut = nil // one JSON object, nothing else
 	}
-	prog := newProgress(progOut, len(seeds), !opt.json && isTerminal(stdout))
+	prog := newProgress(progOut, total, !opt.json && isTerminal(stdout))
 	start := time.Now()
 
 	var mu sync.Mutex
-	var failures []checkFailure
-	passed := 0
+	t := newTally()
+	stop := make(chan struct{})
+	stopped := false
 	next := make(chan uint64)
 	var wg sync.WaitGroup
 	for w := 0; w < opt.parallel; w++ {
@@ -206,61 +233,195 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 			for seed := range next {
 				f := checkOne(seed, opt)
 				mu.Lock()
-				if f == nil {
-					passed++
-				} else {
-					failures = append(failures, *f)
-					if !opt.json {
-						prog.clear()
-						printFailure(stdout, f)
-					}
+				t.add(f)
+				if f != nil && !opt.json {
+					prog.clear()
+					printFailure(stdout, f)
 				}
-				prog.done(passed, len(failures))
+				prog.done(t.passed, t.failed)
+				if opt.maxFailures > 0 && t.failed >= opt.maxFailures && !stopped {
+					stopped = true
+					close(stop)
+				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for _, s := range seeds {
-		next <- s
+	tickDone := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(progressEvery / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tickDone:
+				return
+			case <-tick.C:
+				mu.Lock()
+				prog.tick()
+				mu.Unlock()
+			}
+		}
+	}()
+feed:
+	for k := opt.shardI - 1; k < opt.seeds; k += opt.shardN {
+		select {
+		case next <- opt.seed + uint64(k):
+		case <-stop:
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
+	close(tickDone)
 	prog.finish()
-	elapsed := time.Since(start)
-	sort.Slice(failures, func(i, j int) bool { return failures[i].Seed < failures[j].Seed })
+	t.stoppedEarly = stopped
+	return printSummary(stdout, opt, "sim", total, t, time.Since(start))
+}
 
-	return printSummary(stdout, opt, "sim", len(seeds), passed, failures, elapsed)
+// maxListed bounds the failures a check keeps in detail, so a sweep with
+// a bug switched on stays in constant memory; the summary by property
+// counts them all.
+const maxListed = 1000
+
+// tally is what a check found so far.
+type tally struct {
+	passed, failed int
+	listed         []checkFailure
+	byProp         map[string]*propSummary
+	stoppedEarly   bool
+}
+
+// propSummary is one line of the closing summary: a property, how many
+// seeds broke it, and the smallest trace that shows it.
+type propSummary struct {
+	Property string        `json:"property"`
+	Count    int           `json:"count"`
+	Smallest *checkFailure `json:"smallest"`
+	Replay   string        `json:"replay,omitempty"`
+}
+
+func newTally() *tally { return &tally{byProp: map[string]*propSummary{}} }
+
+func (t *tally) add(f *checkFailure) {
+	if f == nil {
+		t.passed++
+		return
+	}
+	t.failed++
+	if len(t.listed) < maxListed {
+		t.listed = append(t.listed, *f)
+	}
+	g := t.byProp[f.Property]
+	if g == nil {
+		g = &propSummary{Property: f.Property}
+		t.byProp[f.Property] = g
+	}
+	g.Count++
+	if g.Smallest == nil || smaller(f, g.Smallest) {
+		c := *f
+		g.Smallest = &c
+		g.Replay = ""
+		if c.Trace != "" {
+			g.Replay = replayCommandFor(c.Trace, c.Seed)
+		}
+	}
+}
+
+// smaller orders failures by how quickly a person can read them: one
+// with a trace first, then fewer events, ops, faults, then the lower seed.
+func smaller(a, b *checkFailure) bool {
+	if (a.Trace != "") != (b.Trace != "") {
+		return a.Trace != ""
+	}
+	if a.Events != b.Events {
+		return a.Events < b.Events
+	}
+	if a.Ops+a.Faults != b.Ops+b.Faults {
+		return a.Ops+a.Faults < b.Ops+b.Faults
+	}
+	return a.Seed < b.Seed
+}
+
+func replayCommandFor(trace string, seed uint64) string {
+	return fmt.Sprintf("xceiver replay %s --html seed-%d.html", trace, seed)
+}
+
+// groups are the property summaries, most frequent first.
+func (t *tally) groups() []*propSummary {
+	var gs []*propSummary
+	for _, p := range slices.Sorted(maps.Keys(t.byProp)) {
+		gs = append(gs, t.byProp[p])
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Count > gs[j].Count })
+	return gs
 }
 
 // printSummary ends a check, in either world, with the same JSON object
 // or the same closing lines, and returns the exit code.
-func printSummary(stdout io.Writer, opt checkOptions, world string, seeds, passed int, failures []checkFailure, elapsed time.Duration) int {
+func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t *tally, elapsed time.Duration) int {
+	sort.Slice(t.listed, func(i, j int) bool { return t.listed[i].Seed < t.listed[j].Seed })
+	checked := t.passed + t.failed
+	codeVer, props := traces.CodeVersion, propertyNames()
+	if world == "real" {
+		codeVer, props = realCodeVersion(), realPropertyNames()
+	}
 	if opt.json {
 		out, _ := json.Marshal(struct {
-			World      string         `json:"world"`
-			Seeds      int            `json:"seeds"`
-			FirstSeed  uint64         `json:"first_seed"`
-			Shard      string         `json:"shard"`
-			Bug        string         `json:"bug,omitempty"`
-			Passed     int            `json:"passed"`
-			Failed     int            `json:"failed"`
-			ElapsedS   float64        `json:"elapsed_s"`
-			SeedsPerS  float64        `json:"seeds_per_s"`
-			CodeVer    string         `json:"code_version"`
-			Failures   []checkFailure `json:"failures"`
-			Properties []string       `json:"properties"`
-		}{world, seeds, opt.seed, fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), opt.bug, passed, len(failures),
-			elapsed.Seconds(), float64(seeds) / elapsed.Seconds(), traces.CodeVersion, nonNil(failures), propertyNames()})
+			World        string         `json:"world"`
+			Seeds        int            `json:"seeds"`
+			Checked      int            `json:"checked"`
+			FirstSeed    uint64         `json:"first_seed"`
+			Shard        string         `json:"shard"`
+			Bug          string         `json:"bug,omitempty"`
+			Passed       int            `json:"passed"`
+			Failed       int            `json:"failed"`
+			StoppedEarly bool           `json:"stopped_early,omitempty"`
+			ElapsedS     float64        `json:"elapsed_s"`
+			SeedsPerS    float64        `json:"seeds_per_s"`
+			CodeVer      string         `json:"code_version"`
+			ByProperty   []*propSummary `json:"by_property"`
+			Failures     []checkFailure `json:"failures"`
+			NotListed    int            `json:"failures_not_listed,omitempty"`
+			Properties   []string       `json:"properties"`
+		}{world, seeds, checked, opt.seed, fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), opt.bug, t.passed, t.failed,
+			t.stoppedEarly, elapsed.Seconds(), float64(checked) / elapsed.Seconds(), codeVer, nonNilGroups(t.groups()),
+			nonNil(t.listed), t.failed - len(t.listed), props})
 		fmt.Fprintln(stdout, string(out))
 	} else {
+		if gs := t.groups(); len(gs) > 0 {
+			fmt.Fprintln(stdout, "failures by property (the smallest trace of each, and how to open it):")
+			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			for _, g := range gs {
+				f := g.Smallest
+				what := fmt.Sprintf("seed %d: %s", f.Seed, f.Message)
+				if f.Trace != "" {
+					what = fmt.Sprintf("seed %d, %d op%s, %d fault%s, %d events", f.Seed, f.Ops, plural(f.Ops, "", "s"), f.Faults, plural(f.Faults, "", "s"), f.Events)
+				}
+				fmt.Fprintf(tw, "  %s\t%d seed%s\t%s\n", g.Property, g.Count, plural(g.Count, "", "s"), what)
+				if g.Replay != "" {
+					fmt.Fprintf(tw, "  \t\t%s\n", g.Replay)
+				}
+			}
+			tw.Flush()
+		}
+		if t.stoppedEarly {
+			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
+		}
 		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s) in %.1fs: %.1f seeds/s\n",
-			seeds, plural(seeds, "", "s"), opt.seed, opt.shardI, opt.shardN, world, elapsed.Seconds(), float64(seeds)/elapsed.Seconds())
-		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, len(failures))
+			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, elapsed.Seconds(), float64(checked)/elapsed.Seconds())
+		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
-	if len(failures) > 0 {
+	if t.failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+func nonNilGroups(g []*propSummary) []*propSummary {
+	if g == nil {
+		return []*propSummary{}
+	}
+	return g
 }
 
 func nonNil(f []checkFailure) []checkFailure {
@@ -273,6 +434,27 @@ func nonNil(f []checkFailure) []checkFailure {
 func propertyNames() []string {
 	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
 		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree, properties.PropDeterminism}
+}
+
+// realPropertyNames are what a check in the real world checks: no
+// determinism (that needs the simulator).
+func realPropertyNames() []string {
+	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
+		properties.PropAvailability, properties.PropLeakFree}
+}
+
+// realCodeVersion names the code a real-world check ran: the build's VCS
+// revision (the simulator's code version says nothing about it).
+func realCodeVersion() string {
+	v := readBuildVersion()
+	if v.Revision != "" {
+		r := v.Revision
+		if v.Modified {
+			r += "-modified"
+		}
+		return "xceiver-real-" + r
+	}
+	return "xceiver-real-" + v.Version
 }
 
 // checkOne checks one seed; on failure it shrinks it and writes its trace.
@@ -320,13 +502,14 @@ func checkOne(seed uint64, opt checkOptions) *checkFailure {
 }
 
 func printFailure(w io.Writer, f *checkFailure) {
-	fmt.Fprintf(w, "FAIL seed %d: %s: %s\n", f.Seed, f.Property, f.Message)
-	if f.TraceError != "" {
-		fmt.Fprintf(w, "  trace: %s\n", f.TraceError)
-	}
-	if f.Trace != "" {
-		fmt.Fprintf(w, "  trace %s (shrunk from %d ops and %d faults to %d and %d; %d events, %d bytes)\n",
-			f.Trace, f.OriginalOps, f.OriginalFaults, f.Ops, f.Faults, f.Events, f.Bytes)
+	switch {
+	case f.Trace != "":
+		fmt.Fprintf(w, "FAIL seed %d: %s: %s (trace %s: shrunk from %d ops and %d faults to %d and %d, %d events)\n",
+			f.Seed, f.Property, f.Message, f.Trace, f.OriginalOps, f.OriginalFaults, f.Ops, f.Faults, f.Events)
+	case f.TraceError != "":
+		fmt.Fprintf(w, "FAIL seed %d: %s: %s (no trace: %s)\n", f.Seed, f.Property, f.Message, f.TraceError)
+	default:
+		fmt.Fprintf(w, "FAIL seed %d: %s: %s\n", f.Seed, f.Property, f.Message)
 	}
 }
 
@@ -341,7 +524,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // progress shows how far a check is: a bar redrawn in place on a
-// terminal, a plain line every tenth of the way otherwise.
+// terminal; otherwise a plain line every tenth of the way and whenever
+// progressEvery passed without one.
 type progress struct {
 	w        io.Writer
 	total    int
@@ -370,8 +554,29 @@ func (p *progress) done(passed, failed int) {
 	}
 	if step := p.n * 10 / p.total; step > p.lastLine {
 		p.lastLine = step
-		fmt.Fprintf(p.w, "checked %d/%d seeds, %d failed\n", p.n, p.total, p.fail)
+		p.line()
 	}
+}
+
+// tick prints a line when the check has been silent for progressEvery
+// (not on a terminal, where the bar is redrawn).
+func (p *progress) tick() {
+	if p.tty || p.w == nil || p.n == p.total {
+		return
+	}
+	last := p.lastDraw
+	if last.IsZero() {
+		last = p.start
+	}
+	if time.Since(last) >= progressEvery {
+		p.line()
+	}
+}
+
+func (p *progress) line() {
+	rate := float64(p.n) / time.Since(p.start).Seconds()
+	fmt.Fprintf(p.w, "checked %d/%d seeds, %d failed, %.1f seeds/s\n", p.n, p.total, p.fail, rate)
+	p.lastDraw = time.Now()
 }
 
 func (p *progress) draw() {
@@ -397,13 +602,8 @@ func (p *progress) finish() { p.clear() }
 // replayable trace from the simulator, or here to see it again.
 func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 	start := time.Now()
-	seeds, passed := 0, 0
-	var failures []checkFailure
-	for k := 0; k < opt.seeds; k++ {
-		if k%opt.shardN != opt.shardI-1 {
-			continue
-		}
-		seeds++
+	t := newTally()
+	for k := opt.shardI - 1; k < opt.seeds; k += opt.shardN {
 		seed := opt.seed + uint64(k)
 		c, err := properties.Draw(properties.SeedSource(seed), seed, opt.bug)
 		if err != nil {
@@ -414,16 +614,21 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
 		}
 		if res.Failure != nil {
-			failures = append(failures, checkFailure{Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops})
+			f := checkFailure{Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops}
+			t.add(&f)
 			if !opt.json {
-				fmt.Fprintf(stdout, "FAIL seed %d (real): %s\n", seed, res.Failure)
+				fmt.Fprintf(stdout, "FAIL seed %d (real): %s (check --seed %d in sim for a trace)\n", seed, res.Failure, seed)
+			}
+			if opt.maxFailures > 0 && t.failed >= opt.maxFailures {
+				t.stoppedEarly = k+opt.shardN < opt.seeds
+				break
 			}
 			continue
 		}
-		passed++
+		t.add(nil)
 		if !opt.json {
 			fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
 		}
 	}
-	return printSummary(stdout, opt, "real", seeds, passed, failures, time.Since(start))
+	return printSummary(stdout, opt, "real", opt.shardSeeds(), t, time.Since(start))
 }

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"xceiver/properties"
 	"xceiver/traces"
@@ -160,5 +163,97 @@ func TestReplayDivergenceExits1(t *testing.T) {
 	code, stdout, stderr := runCLI("replay", path)
 	if code != exitFail || !strings.Contains(stdout, "diverged at line") {
 		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// A failing check ends with one line per property: how many seeds, the
+// smallest trace, and the replay command, which works as printed.
+func TestCheckSummaryByProperty(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("check", "--bug", "HDFS-3359", "--seeds", "40", "--max-failures", "2", "--parallel", "1", "--out", out)
+	if code != exitFail {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "failures by property") || !strings.Contains(stdout, "stopped early: --max-failures 2") {
+		t.Fatalf("no summary or early stop:\n%s", stdout)
+	}
+	if got := lastLine(stdout); got != "0 passed, 2 failed" {
+		t.Errorf("last line %q: --max-failures 2 with one seed at a time checks two seeds", got)
+	}
+	m := regexp.MustCompile(`(?m)^\s+xceiver (replay \S+ --html \S+)$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no replay command in the summary:\n%s", stdout)
+	}
+	args := strings.Fields(m[1])
+	args[len(args)-1] = filepath.Join(out, args[len(args)-1])
+	if code, rout, rerr := runCLI(args...); code != exitOK {
+		t.Fatalf("%q: exit %d: %s%s", args, code, rout, rerr)
+	}
+
+	code, stdout, _ = runCLI("check", "--bug", "HDFS-3359", "--seeds", "40", "--max-failures", "2", "--parallel", "1", "--out", out, "--json")
+	var got struct {
+		Checked, Failed int
+		StoppedEarly    bool `json:"stopped_early"`
+		ByProperty      []struct {
+			Property string
+			Count    int
+			Smallest struct{ Trace string }
+			Replay   string
+		} `json:"by_property"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitFail {
+		t.Fatalf("exit %d, %v: %s", code, err, stdout)
+	}
+	if got.Checked != 2 || !got.StoppedEarly || len(got.ByProperty) != 1 || got.ByProperty[0].Count != 2 ||
+		got.ByProperty[0].Property != "fd-bounds" || got.ByProperty[0].Smallest.Trace == "" ||
+		!strings.HasPrefix(got.ByProperty[0].Replay, "xceiver replay "+got.ByProperty[0].Smallest.Trace) {
+		t.Errorf("%+v", got)
+	}
+}
+
+// A billion seeds start at once and in constant memory: seeds are
+// streamed, not listed up front (which took 8 GB).
+func TestCheckStreamsSeeds(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, stdout, stderr := runCLI("check", "--bug", "HDFS-3359", "--seeds", "1000000000", "--max-failures", "1", "--parallel", "1", "--out", t.TempDir(), "--json")
+	runtime.ReadMemStats(&after)
+	if code != exitFail || !strings.Contains(stdout, `"seeds":1000000000`) || !strings.Contains(stdout, `"checked":1,`) {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 512<<20 {
+		t.Errorf("allocated %d MiB for one seed of a billion", alloc>>20)
+	}
+}
+
+// Not on a terminal, a check that runs longer than progressEvery prints a
+// line each time it passes.
+func TestCheckProgressWhenNotTerminal(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 20 * time.Millisecond
+	code, stdout, _ := runCLI("check", "--seeds", "6", "--parallel", "1", "--out", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stdout)
+	}
+	if !regexp.MustCompile(`(?m)^checked [0-5]/6 seeds, 0 failed, [0-9.]+ seeds/s$`).MatchString(stdout) {
+		t.Errorf("no progress line:\n%s", stdout)
+	}
+}
+
+func TestCheckRealJSON(t *testing.T) {
+	code, stdout, stderr := runCLI("check", "--world", "real", "--seed", "3", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	var got struct {
+		World       string
+		CodeVersion string `json:"code_version"`
+		Properties  []string
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.World != "real" || !strings.HasPrefix(got.CodeVersion, "xceiver-real-") || slices.Contains(got.Properties, properties.PropDeterminism) {
+		t.Errorf("%+v", got)
 	}
 }
