@@ -82,6 +82,8 @@ type Process interface {
 	NewWorkerPool(name string, n int) WorkerPool
 	// NewLock makes a lock shared by the process's loops.
 	NewLock(name string) Lock
+	// NewRWLock makes a read-write lock shared by the process's loops.
+	NewRWLock(name string) RWLock
 
 	// Listen opens a listening TCP (or Unix, for network "unix") socket.
 	// In sim, addresses are "host:port" names local to the world; in real,
@@ -123,6 +125,7 @@ const (
 	CPUChecksum CPUWork = iota // per byte checksummed
 	CPUCopy                    // per byte copied in user space
 	CPUParse                   // per message decoded or encoded
+	CPUInode                   // per namespace inode visited (a lookup and its checks)
 )
 
 // FDKind tags each fd with what it is, so resource properties can count
@@ -329,4 +332,15 @@ type WorkerPool interface {
 type Lock interface {
 	// Do runs f on loop once the lock is held and releases it after.
 	Do(loop Loop, f func())
+}
+
+// RWLock is a read-write lock shared by several loops of one process (the
+// namenode's namespace lock, HADOOP-6713). Do takes it exclusively, RDo
+// shared: readers run together, a writer alone. Waiters are served in
+// arrival order, so a stream of readers cannot starve a writer. In sim it
+// is modelled like Lock, with readers overlapping in virtual time.
+type RWLock interface {
+	Lock
+	// RDo runs f on loop once the lock is held shared, and releases it.
+	RDo(loop Loop, f func())
 }

@@ -166,3 +166,49 @@ func (k *lock) Do(ml model.Loop, f func()) {
 		f()
 	})
 }
+
+// rwlock is a model.RWLock backed by a sync.RWMutex; like lock, f runs on
+// the loop, which really blocks while the lock is held the other way.
+type rwlock struct {
+	p    *process
+	name string
+	mu   sync.RWMutex
+}
+
+var _ model.RWLock = (*rwlock)(nil)
+
+func (k *rwlock) post(ml model.Loop, op string, f func()) bool {
+	l, err := k.p.loopOf(ml)
+	if err != nil {
+		k.p.w.Fail(fmt.Errorf("real: rwlock %s/%s: %s: %w", k.p.name, k.name, op, err))
+		return false
+	}
+	if f != nil {
+		l.Post(f)
+	}
+	return true
+}
+
+// Do runs f on loop holding the lock exclusively.
+func (k *rwlock) Do(ml model.Loop, f func()) {
+	if f == nil {
+		return
+	}
+	k.post(ml, "Do", func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		f()
+	})
+}
+
+// RDo runs f on loop holding the lock shared.
+func (k *rwlock) RDo(ml model.Loop, f func()) {
+	if f == nil {
+		return
+	}
+	k.post(ml, "RDo", func() {
+		k.mu.RLock()
+		defer k.mu.RUnlock()
+		f()
+	})
+}

@@ -82,6 +82,9 @@ func (p *process) NewWorkerPool(name string, n int) model.WorkerPool {
 // NewLock makes a lock backed by a sync.Mutex.
 func (p *process) NewLock(name string) model.Lock { return &lock{p: p, name: name} }
 
+// NewRWLock makes a read-write lock backed by a sync.RWMutex.
+func (p *process) NewRWLock(name string) model.RWLock { return &rwlock{p: p, name: name} }
+
 // loopOf converts a model.Loop handed to p back into one of p's loops.
 func (p *process) loopOf(ml model.Loop) (*loop, error) {
 	l, ok := ml.(*loop)

@@ -186,6 +186,8 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 		p.w.charge(time.Duration(int64(c.CopyPerKB) * int64(n) / 1024))
 	case model.CPUParse:
 		p.w.charge(time.Duration(int64(c.Parse) * int64(n)))
+	case model.CPUInode:
+		p.w.charge(time.Duration(int64(c.Inode) * int64(n)))
 	}
 }
 

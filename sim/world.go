@@ -57,6 +57,7 @@ type CPUConfig struct {
 	CopyPerKB    time.Duration // user/kernel copies
 	ChecksumPerK time.Duration // CRC32C per KiB
 	Parse        time.Duration // decoding or encoding one message
+	Inode        time.Duration // visiting one namespace inode: a hash lookup and its checks
 	ThreadStart  time.Duration // creating a thread (a loop)
 }
 
@@ -68,6 +69,7 @@ func DefaultCPUConfig() CPUConfig {
 		CopyPerKB:    100 * time.Nanosecond,
 		ChecksumPerK: 250 * time.Nanosecond,
 		Parse:        200 * time.Nanosecond,
+		Inode:        100 * time.Nanosecond,
 		ThreadStart:  15 * time.Microsecond,
 	}
 }

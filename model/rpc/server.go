@@ -382,7 +382,10 @@ func (r *reader) armIdle() {
 func (r *reader) scanIdle() {
 	now := r.loop.Now()
 	for _, sc := range r.conns {
-		if sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout || len(sc.in) > 0 {
+		// Half a call counts as nothing: a client that sends part of one
+		// and falls silent is idle, or it would hold a reader's
+		// connection forever.
+		if sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout {
 			continue
 		}
 		sc.lk.Do(r.loop, func() {

@@ -1,0 +1,145 @@
+package namespace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"xceiver/model"
+	"xceiver/model/rpc"
+)
+
+// Client calls a namespace by name over an rpc client and reads and writes
+// files end to end: names resolved by rpc, data over the datanode's data
+// path. All its methods run on the rpc client's loop.
+type Client struct {
+	RPC  *rpc.Client
+	Addr string // the namespace server
+	// Datanode reaches the datanode at a location's address.
+	Datanode func(addr string) *model.Client
+	// Stats
+	Resolves, StaleRetries int
+	// afterResolve, if set, runs between resolving and reading (tests use
+	// it to make the locations stale).
+	afterResolve func(then func())
+}
+
+// Do sends one request and decodes its answer. A namespace refusal is an
+// *Error; a lost connection wraps rpc.ErrConnection.
+func (c *Client) Do(r Request, done func(Response, error)) {
+	c.RPC.Call(c.Addr, r.Method, EncodeRequest(r), func(rep rpc.Reply) {
+		switch {
+		case rep.Err != nil:
+			done(Response{}, rep.Err)
+		case rep.Status == rpc.StatusError && len(rep.Payload) == 1:
+			done(Response{}, &Error{Code: Code(rep.Payload[0])})
+		case rep.Status != rpc.StatusOK:
+			done(Response{}, fmt.Errorf("namespace %s: %v", MethodName(r.Method), rep.Status))
+		default:
+			resp, err := DecodeResponse(r.Method, rep.Payload)
+			done(resp, err)
+		}
+	})
+}
+
+// MaxStaleRetries bounds how often a read re-resolves a file whose blocks
+// turned out to be gone or re-stamped.
+const MaxStaleRetries = 3
+
+// ReadFile resolves path and reads its blocks from the datanode. A block
+// that is missing or has another stamp means the locations went stale (the
+// file was deleted or re-created after they were resolved): the read
+// starts over with fresh locations, up to MaxStaleRetries times.
+func (c *Client) ReadFile(path string, done func([]byte, error)) {
+	c.readFile(path, 0, done)
+}
+
+func (c *Client) readFile(path string, attempt int, done func([]byte, error)) {
+	c.Resolves++
+	c.Do(Request{Method: MethodGetBlockLocations, Path: path}, func(resp Response, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		var data []byte
+		var next func(i int)
+		next = func(i int) {
+			if i == len(resp.Locations) {
+				done(data, nil)
+				return
+			}
+			l := resp.Locations[i]
+			dn := c.Datanode(l.Datanode)
+			if dn == nil {
+				done(nil, fmt.Errorf("namespace read %s: no datanode at %q", path, l.Datanode))
+				return
+			}
+			if l.Length == 0 {
+				next(i + 1)
+				return
+			}
+			dn.Read(l.Block, l.Stamp, 0, l.Length, func(r model.Result) {
+				if errors.Is(r.Err, model.ErrRejected) && attempt < MaxStaleRetries {
+					c.StaleRetries++
+					c.readFile(path, attempt+1, done)
+					return
+				}
+				if r.Err != nil {
+					done(nil, fmt.Errorf("namespace read %s block %d: %w", path, l.Block, r.Err))
+					return
+				}
+				data = append(data, r.Data...)
+				next(i + 1)
+			})
+		}
+		if h := c.afterResolve; h != nil {
+			c.afterResolve = nil
+			h(func() { next(0) })
+			return
+		}
+		next(0)
+	})
+}
+
+// WriteFile creates path with data cut into blocks of blockSize, writes
+// each block to the datanode and completes the file with the stamps and
+// lengths the datanode reported.
+func (c *Client) WriteFile(path string, data []byte, blockSize int, datanode string, done func(error)) {
+	n := 0
+	if blockSize > 0 {
+		n = (len(data) + blockSize - 1) / blockSize
+	}
+	c.Do(Request{Method: MethodCreate, Path: path, Blocks: n}, func(resp Response, err error) {
+		if err != nil {
+			done(err)
+			return
+		}
+		if len(resp.Blocks) != n {
+			done(fmt.Errorf("namespace create %s: %d blocks for %d asked", path, len(resp.Blocks), n))
+			return
+		}
+		dn := c.Datanode(datanode)
+		if dn == nil {
+			done(fmt.Errorf("namespace write %s: no datanode at %q", path, datanode))
+			return
+		}
+		locs := make([]Location, n)
+		var next func(i int)
+		next = func(i int) {
+			if i == n {
+				c.Do(Request{Method: MethodComplete, Path: path, Done: locs}, func(_ Response, err error) { done(err) })
+				return
+			}
+			chunk := data[i*blockSize : min(len(data), (i+1)*blockSize)]
+			dn.Write(resp.Blocks[i], bytes.Clone(chunk), func(r model.Result) {
+				if r.Err != nil {
+					done(fmt.Errorf("namespace write %s block %d: %w", path, resp.Blocks[i], r.Err))
+					return
+				}
+				locs[i] = Location{Block: resp.Blocks[i], Stamp: r.Stamp, Length: r.Length}
+				next(i + 1)
+			})
+		}
+		next(0)
+	})
+}

@@ -1,0 +1,5 @@
+package namespace
+
+// SetAfterResolve makes the next ReadFile run h between resolving the file
+// and reading its blocks.
+func (c *Client) SetAfterResolve(h func(then func())) { c.afterResolve = h }

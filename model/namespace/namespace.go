@@ -1,0 +1,317 @@
+// Package namespace is a namenode's namespace served over model/rpc: a tree
+// of directories and files whose blocks live on a datanode, behind one
+// namespace lock that is a plain mutex or a read-write lock (HADOOP-6713's
+// second change), and the client side: calls by name, and end-to-end file
+// reads and writes over the datanode's data path.
+package namespace
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"xceiver/model"
+	"xceiver/model/rpc"
+)
+
+// LockKind selects the namespace lock.
+type LockKind string
+
+const (
+	Mutex  LockKind = "mutex"  // every op excludes every other (before HADOOP-6713)
+	RWLock LockKind = "rwlock" // list and getBlockLocations share the lock
+)
+
+// ParseLockKind accepts "mutex" or "rwlock".
+func ParseLockKind(s string) (LockKind, error) {
+	switch LockKind(s) {
+	case Mutex, RWLock:
+		return LockKind(s), nil
+	}
+	return "", fmt.Errorf("namespace: lock %q is neither mutex nor rwlock", s)
+}
+
+// Config configures a namespace.
+type Config struct {
+	Lock LockKind
+	// Datanode is the address every location names (one datanode holds
+	// every block).
+	Datanode string
+	// FirstBlock is the first block id handed out; ids are never reused.
+	FirstBlock uint64
+}
+
+// Namespace is the tree and its lock. It implements rpc.Service.
+type Namespace struct {
+	cfg       Config
+	p         model.Process
+	mu        model.Lock
+	rw        model.RWLock
+	root      *inode
+	nextBlock uint64
+	// Invalidate is told the blocks of deleted files, under the lock; it
+	// must only hand them on (post to another loop), as a namenode queues
+	// invalidations for the datanode's next heartbeat.
+	Invalidate func(blocks []uint64)
+}
+
+type inode struct {
+	dir      bool
+	children map[string]*inode
+	blocks   []Location
+	complete bool
+}
+
+// New makes an empty namespace on p.
+func New(p model.Process, cfg Config) (*Namespace, error) {
+	if cfg.Lock == "" {
+		cfg.Lock = RWLock
+	}
+	if _, err := ParseLockKind(string(cfg.Lock)); err != nil {
+		return nil, err
+	}
+	if cfg.FirstBlock == 0 {
+		cfg.FirstBlock = 1 << 30
+	}
+	ns := &Namespace{cfg: cfg, p: p, root: newDir(), nextBlock: cfg.FirstBlock}
+	if cfg.Lock == RWLock {
+		ns.rw = p.NewRWLock("namespace")
+		ns.mu = ns.rw
+	} else {
+		ns.mu = p.NewLock("namespace")
+	}
+	return ns, nil
+}
+
+func newDir() *inode { return &inode{dir: true, children: map[string]*inode{}} }
+
+// Serve implements rpc.Service.
+func (ns *Namespace) Serve(loop model.Loop, method uint8, payload []byte, done func(rpc.Status, []byte)) {
+	ns.p.CPU(model.CPUParse, 1)
+	if method < MethodMkdir || method > MethodRename {
+		done(rpc.StatusUnknownMethod, nil)
+		return
+	}
+	req, ok := DecodeRequest(method, payload)
+	if !ok {
+		done(rpc.StatusBadRequest, nil)
+		return
+	}
+	apply := func() {
+		resp, code := ns.Apply(req)
+		if code != OK {
+			done(rpc.StatusError, []byte{byte(code)})
+			return
+		}
+		ns.p.CPU(model.CPUParse, 1)
+		done(rpc.StatusOK, EncodeResponse(method, resp))
+	}
+	if ns.rw != nil && (method == MethodList || method == MethodGetBlockLocations) {
+		ns.rw.RDo(loop, apply)
+		return
+	}
+	ns.mu.Do(loop, apply)
+}
+
+// Apply runs one op on the tree; the caller holds the lock (shared is
+// enough for list and getBlockLocations, which only read: they must not
+// write anything, not even a counter).
+func (ns *Namespace) Apply(r Request) (Response, Code) {
+	parts, ok := SplitPath(r.Path)
+	if !ok {
+		return Response{}, EINVAL
+	}
+	switch r.Method {
+	case MethodMkdir:
+		_, code := ns.walk(parts, true)
+		return Response{}, code
+	case MethodCreate:
+		if len(parts) == 0 {
+			return Response{}, EEXIST
+		}
+		parent, code := ns.walk(parts[:len(parts)-1], true)
+		if code != OK {
+			return Response{}, code
+		}
+		name := parts[len(parts)-1]
+		if parent.children[name] != nil {
+			return Response{}, EEXIST
+		}
+		f := &inode{}
+		var resp Response
+		for i := 0; i < r.Blocks; i++ {
+			f.blocks = append(f.blocks, Location{Block: ns.nextBlock})
+			resp.Blocks = append(resp.Blocks, ns.nextBlock)
+			ns.nextBlock++
+		}
+		parent.children[name] = f
+		return resp, OK
+	case MethodComplete:
+		n, code := ns.lookup(parts)
+		switch {
+		case code != OK:
+			return Response{}, code
+		case n.dir:
+			return Response{}, EISDIR
+		case n.complete || len(r.Done) != len(n.blocks):
+			return Response{}, EINVAL
+		}
+		for i, l := range r.Done {
+			if l.Block != n.blocks[i].Block || l.Length < 0 {
+				return Response{}, EINVAL
+			}
+		}
+		for i, l := range r.Done {
+			n.blocks[i].Stamp, n.blocks[i].Length = l.Stamp, l.Length
+		}
+		n.complete = true
+		return Response{}, OK
+	case MethodList:
+		n, code := ns.lookup(parts)
+		if code != OK {
+			return Response{}, code
+		}
+		if !n.dir {
+			return Response{Entries: []Entry{{Name: parts[len(parts)-1], Length: n.length()}}}, OK
+		}
+		var resp Response
+		for _, name := range slices.Sorted(maps.Keys(n.children)) {
+			c := n.children[name]
+			ns.p.CPU(model.CPUInode, 1)
+			resp.Entries = append(resp.Entries, Entry{Name: name, Dir: c.dir, Length: c.length()})
+		}
+		return resp, OK
+	case MethodGetBlockLocations:
+		n, code := ns.lookup(parts)
+		switch {
+		case code != OK:
+			return Response{}, code
+		case n.dir:
+			return Response{}, EISDIR
+		case !n.complete:
+			return Response{}, EINCOMPLETE
+		}
+		resp := Response{Locations: make([]Location, len(n.blocks))}
+		for i, b := range n.blocks {
+			b.Datanode = ns.cfg.Datanode
+			resp.Locations[i] = b
+		}
+		return resp, OK
+	case MethodDelete:
+		if len(parts) == 0 {
+			return Response{}, EINVAL
+		}
+		parent, code := ns.lookup(parts[:len(parts)-1])
+		if code != OK {
+			return Response{}, code
+		}
+		if !parent.dir {
+			return Response{}, ENOTDIR
+		}
+		name := parts[len(parts)-1]
+		n := parent.children[name]
+		if n == nil {
+			return Response{}, ENOENT
+		}
+		delete(parent.children, name)
+		var gone []uint64
+		n.collect(&gone)
+		if len(gone) > 0 && ns.Invalidate != nil {
+			ns.Invalidate(gone)
+		}
+		return Response{}, OK
+	case MethodRename:
+		dst, ok := SplitPath(r.Dst)
+		if !ok || len(parts) == 0 || len(dst) == 0 {
+			return Response{}, EINVAL
+		}
+		if len(dst) >= len(parts) && slices.Equal(dst[:len(parts)], parts) {
+			return Response{}, EINVAL // into itself (or onto itself)
+		}
+		sp, code := ns.lookup(parts[:len(parts)-1])
+		if code != OK {
+			return Response{}, code
+		}
+		if !sp.dir {
+			return Response{}, ENOTDIR
+		}
+		n := sp.children[parts[len(parts)-1]]
+		if n == nil {
+			return Response{}, ENOENT
+		}
+		dp, code := ns.lookup(dst[:len(dst)-1])
+		if code != OK {
+			return Response{}, code
+		}
+		if !dp.dir {
+			return Response{}, ENOTDIR
+		}
+		if dp.children[dst[len(dst)-1]] != nil {
+			return Response{}, EEXIST
+		}
+		delete(sp.children, parts[len(parts)-1])
+		dp.children[dst[len(dst)-1]] = n
+		return Response{}, OK
+	}
+	return Response{}, EINVAL
+}
+
+// lookup finds the inode at parts, charging a visit per component.
+func (ns *Namespace) lookup(parts []string) (*inode, Code) {
+	n := ns.root
+	ns.p.CPU(model.CPUInode, 1)
+	for _, c := range parts {
+		if !n.dir {
+			return nil, ENOTDIR
+		}
+		ns.p.CPU(model.CPUInode, 1)
+		if n = n.children[c]; n == nil {
+			return nil, ENOENT
+		}
+	}
+	return n, OK
+}
+
+// walk is lookup for a directory, creating missing ones when mk is set
+// (mkdirs, and create's parents).
+func (ns *Namespace) walk(parts []string, mk bool) (*inode, Code) {
+	n := ns.root
+	ns.p.CPU(model.CPUInode, 1)
+	for i, c := range parts {
+		ns.p.CPU(model.CPUInode, 1)
+		next := n.children[c]
+		if next == nil {
+			if !mk {
+				return nil, ENOENT
+			}
+			next = newDir()
+			n.children[c] = next
+		}
+		if !next.dir {
+			if i == len(parts)-1 {
+				return nil, EEXIST
+			}
+			return nil, ENOTDIR
+		}
+		n = next
+	}
+	return n, OK
+}
+
+func (n *inode) length() int64 {
+	var l int64
+	for _, b := range n.blocks {
+		l += b.Length
+	}
+	return l
+}
+
+// collect appends the blocks of every file under n, in name order.
+func (n *inode) collect(out *[]uint64) {
+	for _, b := range n.blocks {
+		*out = append(*out, b.Block)
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.children)) {
+		n.children[name].collect(out)
+	}
+}

@@ -1,0 +1,205 @@
+package namespace_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/namespace"
+	"xceiver/model/rpc"
+	"xceiver/sim"
+)
+
+const (
+	nnAddr = "nn:8020"
+	dnAddr = "dn:50010"
+)
+
+type e2e struct {
+	w  *sim.World
+	nn *namespace.Namenode
+	dn *model.Datanode
+}
+
+// start runs a datanode, a namenode and one client process; script runs on
+// the client's loop.
+func start(t *testing.T, lock namespace.LockKind, script func(w *sim.World, p model.Process, c *namespace.Client)) *e2e {
+	t.Helper()
+	e := &e2e{w: sim.New(sim.DefaultConfig(1))}
+	w := e.w
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		cfg := model.DefaultDatanodeConfig()
+		cfg.Addr = dnAddr
+		var err error
+		if e.dn, err = model.StartDatanode(p, p.MainLoop(), cfg); err != nil {
+			w.Fail(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Spawn("namenode", model.ProcessConfig{Cores: 2}, func(p model.Process) {
+		var err error
+		e.nn, err = namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
+			Namespace: namespace.Config{Lock: lock},
+			RPC:       rpc.ServerConfig{Addr: nnAddr, Readers: 2, Handlers: 4},
+			Datanode:  model.ClientConfig{Datanode: dnAddr, CacheExpiry: time.Second},
+		})
+		if err != nil {
+			w.Fail(err)
+		}
+	})
+	w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		rc, err := rpc.NewClient(p, p.MainLoop(), rpc.ClientConfig{})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		dc, err := model.NewClient(p, p.MainLoop(), 1, model.ClientConfig{Datanode: dnAddr, CacheExpiry: time.Second})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		c := &namespace.Client{RPC: rc, Addr: nnAddr, Datanode: func(a string) *model.Client {
+			if a == dnAddr {
+				return dc
+			}
+			return nil
+		}}
+		p.MainLoop().AfterFunc(time.Millisecond, func() {
+			script(w, p, c)
+		})
+		p.MainLoop().AfterFunc(time.Minute, dc.Close)
+	})
+	if err := w.Run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// seq runs steps one after another on the client's loop.
+func seq(t *testing.T, steps ...func(next func())) {
+	var run func(i int)
+	run = func(i int) {
+		if i < len(steps) {
+			steps[i](func() { run(i + 1) })
+		}
+	}
+	run(0)
+}
+
+func expect(t *testing.T, c *namespace.Client, r namespace.Request, want namespace.Code, check func(namespace.Response)) func(func()) {
+	return func(next func()) {
+		c.Do(r, func(resp namespace.Response, err error) {
+			got := namespace.OK
+			var ne *namespace.Error
+			switch {
+			case errors.As(err, &ne):
+				got = ne.Code
+			case err != nil:
+				t.Errorf("%s %s: %v", namespace.MethodName(r.Method), r.Path, err)
+			}
+			if got != want {
+				t.Errorf("%s %s: %v, want %v", namespace.MethodName(r.Method), r.Path, got, want)
+			} else if check != nil {
+				check(resp)
+			}
+			next()
+		})
+	}
+}
+
+func TestNamespaceEndToEnd(t *testing.T) {
+	for _, lock := range []namespace.LockKind{namespace.Mutex, namespace.RWLock} {
+		data := bytes.Repeat([]byte("0123456789abcdef"), 700) // 11200 bytes: 3 blocks of 4 KiB
+		data2 := []byte("a new file under the old name")
+		done := false
+		e := start(t, lock, func(w *sim.World, p model.Process, c *namespace.Client) {
+			M := func(m uint8, path string) namespace.Request { return namespace.Request{Method: m, Path: path} }
+			seq(t,
+				expect(t, c, M(namespace.MethodMkdir, "/a/b"), namespace.OK, nil),
+				expect(t, c, M(namespace.MethodMkdir, "/a//b"), namespace.EINVAL, nil),
+				func(next func()) {
+					c.WriteFile("/a/b/f", data, 4096, dnAddr, func(err error) {
+						if err != nil {
+							t.Errorf("write: %v", err)
+						}
+						next()
+					})
+				},
+				expect(t, c, M(namespace.MethodCreate, "/a/b/f"), namespace.EEXIST, nil),
+				expect(t, c, M(namespace.MethodList, "/a"), namespace.OK, func(r namespace.Response) {
+					if len(r.Entries) != 1 || r.Entries[0].Name != "b" || !r.Entries[0].Dir {
+						t.Errorf("list /a: %+v", r.Entries)
+					}
+				}),
+				expect(t, c, M(namespace.MethodGetBlockLocations, "/a/b/f"), namespace.OK, func(r namespace.Response) {
+					if len(r.Locations) != 3 || r.Locations[2].Length != 11200-8192 || r.Locations[0].Datanode != dnAddr {
+						t.Errorf("locations: %+v", r.Locations)
+					}
+				}),
+				func(next func()) {
+					c.ReadFile("/a/b/f", func(got []byte, err error) {
+						if err != nil || !bytes.Equal(got, data) {
+							t.Errorf("read back: %v, %d bytes", err, len(got))
+						}
+						next()
+					})
+				},
+				// Resolve, then delete and re-create the file before its
+				// blocks are read: the read must re-resolve and return the
+				// new file, not fail and not return the old bytes.
+				func(next func()) {
+					c.SetAfterResolve(func(then func()) {
+						seq(t,
+							expect(t, c, M(namespace.MethodDelete, "/a/b/f"), namespace.OK, nil),
+							func(n func()) { p.MainLoop().AfterFunc(10*time.Millisecond, n) }, // the invalidation reaches the datanode
+							func(n func()) {
+								c.WriteFile("/a/b/f", data2, 4096, dnAddr, func(err error) {
+									if err != nil {
+										t.Errorf("re-create: %v", err)
+									}
+									n()
+								})
+							},
+							func(func()) { then() },
+						)
+					})
+					c.ReadFile("/a/b/f", func(got []byte, err error) {
+						if err != nil || !bytes.Equal(got, data2) {
+							t.Errorf("read after re-create: %v, %q", err, got)
+						}
+						if c.StaleRetries != 1 {
+							t.Errorf("stale retries %d, want 1", c.StaleRetries)
+						}
+						next()
+					})
+				},
+				expect(t, c, namespace.Request{Method: namespace.MethodRename, Path: "/a/b", Dst: "/a/b/c"}, namespace.EINVAL, nil),
+				expect(t, c, namespace.Request{Method: namespace.MethodRename, Path: "/a/b", Dst: "/c"}, namespace.OK, nil),
+				expect(t, c, M(namespace.MethodGetBlockLocations, "/a/b/f"), namespace.ENOENT, nil),
+				expect(t, c, M(namespace.MethodGetBlockLocations, "/c/f"), namespace.OK, nil),
+				expect(t, c, M(namespace.MethodGetBlockLocations, "/c"), namespace.EISDIR, nil),
+				expect(t, c, M(namespace.MethodDelete, "/"), namespace.EINVAL, nil),
+				expect(t, c, M(namespace.MethodDelete, "/c"), namespace.OK, nil),
+				expect(t, c, M(namespace.MethodList, "/"), namespace.OK, func(r namespace.Response) {
+					if len(r.Entries) != 1 || r.Entries[0].Name != "a" {
+						t.Errorf("list /: %+v", r.Entries)
+					}
+				}),
+				func(func()) { done = true },
+			)
+		})
+		if !done {
+			t.Errorf("%s: the script did not finish", lock)
+		}
+		if e.nn.Invalidated != 4 {
+			t.Errorf("%s: %d blocks invalidated on the datanode, want 4 (3 + 1)", lock, e.nn.Invalidated)
+		}
+		if n := e.dn.Store(); n == nil {
+			t.Fatal("no store")
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package namespace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Methods of the namespace protocol (the rpc call's method byte).
+const (
+	MethodMkdir             uint8 = 1 // path → ()
+	MethodCreate            uint8 = 2 // path, blocks → block ids
+	MethodList              uint8 = 3 // path → entries
+	MethodGetBlockLocations uint8 = 4 // path → locations
+	MethodComplete          uint8 = 5 // path, blocks (id, stamp, length) → ()
+	MethodDelete            uint8 = 6 // path → ()
+	MethodRename            uint8 = 7 // src, dst → ()
+)
+
+// MethodName names a method for logs and histories.
+func MethodName(m uint8) string {
+	switch m {
+	case MethodMkdir:
+		return "mkdir"
+	case MethodCreate:
+		return "create"
+	case MethodList:
+		return "list"
+	case MethodGetBlockLocations:
+		return "getBlockLocations"
+	case MethodComplete:
+		return "complete"
+	case MethodDelete:
+		return "delete"
+	case MethodRename:
+		return "rename"
+	}
+	return fmt.Sprintf("method(%d)", m)
+}
+
+// Code is a namespace error, carried as the payload of an rpc StatusError.
+type Code uint8
+
+const (
+	OK          Code = 0
+	ENOENT      Code = 1 // no such file or directory
+	EEXIST      Code = 2
+	ENOTDIR     Code = 3 // a path component is a file
+	EISDIR      Code = 4
+	EINVAL      Code = 5 // bad path, rename into itself, complete that does not match
+	EINCOMPLETE Code = 6 // the file is still being written
+	EBADREQ     Code = 7 // the request did not decode
+)
+
+var codeNames = [...]string{"ok", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "EINVAL", "EINCOMPLETE", "EBADREQ"}
+
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("code(%d)", uint8(c))
+}
+
+// Error is a namespace error returned to a client.
+type Error struct{ Code Code }
+
+func (e *Error) Error() string { return "namespace: " + e.Code.String() }
+
+// IsCode reports whether err is a namespace error with code c.
+func IsCode(err error, c Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == c
+}
+
+// Limits on requests, as HDFS has (dfs.namenode.fs-limits).
+const (
+	MaxPathLen      = 4096
+	MaxComponentLen = 255
+	MaxBlocks       = 1 << 10 // blocks in one file
+)
+
+// Location is where a block of a file lives.
+type Location struct {
+	Block    uint64
+	Stamp    uint64
+	Length   int64
+	Datanode string
+}
+
+// Entry is one name in a directory listing.
+type Entry struct {
+	Name   string
+	Dir    bool
+	Length int64
+}
+
+// SplitPath checks an absolute path and returns its components ("/" has
+// none).
+func SplitPath(p string) ([]string, bool) {
+	if len(p) == 0 || len(p) > MaxPathLen || p[0] != '/' {
+		return nil, false
+	}
+	if p == "/" {
+		return nil, true
+	}
+	parts := strings.Split(p[1:], "/")
+	for _, c := range parts {
+		if c == "" || c == "." || c == ".." || len(c) > MaxComponentLen {
+			return nil, false
+		}
+	}
+	return parts, true
+}
+
+// enc and dec are the payload codec: big-endian integers and strings with a
+// uint16 length.
+type enc struct{ b []byte }
+
+func (e *enc) u8(v uint8)   { e.b = append(e.b, v) }
+func (e *enc) u32(v uint32) { e.b = binary.BigEndian.AppendUint32(e.b, v) }
+func (e *enc) u64(v uint64) { e.b = binary.BigEndian.AppendUint64(e.b, v) }
+func (e *enc) str(s string) {
+	e.b = binary.BigEndian.AppendUint16(e.b, uint16(len(s)))
+	e.b = append(e.b, s...)
+}
+
+type dec struct {
+	b   []byte
+	bad bool
+}
+
+func (d *dec) take(n int) []byte {
+	if d.bad || len(d.b) < n {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) u8() uint8 {
+	if v := d.take(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *dec) u32() uint32 {
+	if v := d.take(4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (d *dec) u64() uint64 {
+	if v := d.take(8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *dec) str() string {
+	n := d.take(2)
+	if n == nil {
+		return ""
+	}
+	return string(d.take(int(binary.BigEndian.Uint16(n))))
+}
+
+// done reports whether the input decoded exactly, with nothing left over.
+func (d *dec) done() bool { return !d.bad && len(d.b) == 0 }
+
+// Request is a decoded namespace call.
+type Request struct {
+	Method uint8
+	Path   string
+	Dst    string     // rename
+	Blocks int        // create
+	Done   []Location // complete: id, stamp, length (Datanode unused)
+}
+
+// EncodeRequest is the payload of a call.
+func EncodeRequest(r Request) []byte {
+	var e enc
+	e.str(r.Path)
+	switch r.Method {
+	case MethodRename:
+		e.str(r.Dst)
+	case MethodCreate:
+		e.u32(uint32(r.Blocks))
+	case MethodComplete:
+		e.u32(uint32(len(r.Done)))
+		for _, l := range r.Done {
+			e.u64(l.Block)
+			e.u64(l.Stamp)
+			e.u64(uint64(l.Length))
+		}
+	}
+	return e.b
+}
+
+// DecodeRequest decodes a call's payload; ok is false for a malformed one
+// or a count over the limits.
+func DecodeRequest(method uint8, payload []byte) (Request, bool) {
+	d := dec{b: payload}
+	r := Request{Method: method, Path: d.str()}
+	switch method {
+	case MethodRename:
+		r.Dst = d.str()
+	case MethodCreate:
+		n := d.u32()
+		if n > MaxBlocks {
+			return r, false
+		}
+		r.Blocks = int(n)
+	case MethodComplete:
+		n := d.u32()
+		if n > MaxBlocks || uint64(len(d.b)) < uint64(n)*24 {
+			return r, false
+		}
+		for i := uint32(0); i < n; i++ {
+			r.Done = append(r.Done, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64())})
+		}
+	case MethodMkdir, MethodList, MethodGetBlockLocations, MethodDelete:
+	default:
+		return r, false
+	}
+	return r, d.done()
+}
+
+// Response is a decoded answer.
+type Response struct {
+	Blocks    []uint64   // create
+	Entries   []Entry    // list
+	Locations []Location // getBlockLocations
+}
+
+// EncodeResponse is the payload of a successful answer to method.
+func EncodeResponse(method uint8, r Response) []byte {
+	var e enc
+	switch method {
+	case MethodCreate:
+		e.u32(uint32(len(r.Blocks)))
+		for _, b := range r.Blocks {
+			e.u64(b)
+		}
+	case MethodList:
+		e.u32(uint32(len(r.Entries)))
+		for _, en := range r.Entries {
+			e.str(en.Name)
+			if en.Dir {
+				e.u8(1)
+			} else {
+				e.u8(0)
+			}
+			e.u64(uint64(en.Length))
+		}
+	case MethodGetBlockLocations:
+		e.u32(uint32(len(r.Locations)))
+		for _, l := range r.Locations {
+			e.u64(l.Block)
+			e.u64(l.Stamp)
+			e.u64(uint64(l.Length))
+			e.str(l.Datanode)
+		}
+	}
+	return e.b
+}
+
+// DecodeResponse decodes a successful answer to method.
+func DecodeResponse(method uint8, payload []byte) (Response, error) {
+	d := dec{b: payload}
+	var r Response
+	count := func(min int) int {
+		n := d.u32()
+		if uint64(n)*uint64(min) > uint64(len(d.b)) {
+			d.bad = true
+			return 0
+		}
+		return int(n)
+	}
+	switch method {
+	case MethodCreate:
+		for n := count(8); n > 0; n-- {
+			r.Blocks = append(r.Blocks, d.u64())
+		}
+	case MethodList:
+		for n := count(11); n > 0; n-- {
+			r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
+		}
+	case MethodGetBlockLocations:
+		for n := count(26); n > 0; n-- {
+			r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str()})
+		}
+	}
+	if !d.done() {
+		return Response{}, fmt.Errorf("namespace: malformed %s response", MethodName(method))
+	}
+	return r, nil
+}
