@@ -160,11 +160,13 @@ func (cl *Client) Read(block uint64, stamp uint64, off, n int64, done func(Resul
 	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done})
 }
 
-// ReadInto is Read with the caller's buffer: the data lands in dst (if it
-// has room) instead of a new slice, so a caller that verifies and drops
-// what it read does not allocate per read.
-func (cl *Client) ReadInto(dst []byte, block uint64, stamp uint64, off, n int64, done func(Result)) {
-	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done, dst: dst})
+// ReadStream is Read for a caller that checks data as it arrives: sink
+// gets each packet's bytes within the range (at their offset in the
+// block; valid only during the call) and done's Result has no Data. A
+// client verifying an 8 MiB read then holds one packet, not 8 MiB. sink
+// may have seen part of the range when done reports an error.
+func (cl *Client) ReadStream(block uint64, stamp uint64, off, n int64, sink func(off int64, p []byte), done func(Result)) {
+	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done, sink: sink})
 }
 
 // Write creates block with data.
@@ -226,7 +228,8 @@ type clientOp struct {
 	off   int64
 	n     int64
 	data  []byte
-	dst   []byte // where a read's data goes, if big enough
+	sink  func(off int64, p []byte) // ReadStream's: data goes here, not into Result.Data
+	got   int64                     // bytes of the range read so far
 	done  func(Result)
 	rec   int // index in History, or -1
 
@@ -441,10 +444,11 @@ func (op *clientOp) process() {
 				return
 			}
 			op.next = resp.FirstChunkOffset
-			data := op.dst[:0]
-			if int64(cap(data)) < op.n {
+			var data []byte
+			if op.sink == nil {
 				data = make([]byte, 0, op.n)
 			}
+			op.got = 0
 			op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength, Data: data}
 			op.phase = opPackets
 		case opPackets:
@@ -471,8 +475,8 @@ func (op *clientOp) process() {
 			last := pkt.Last
 			op.consume(n)
 			if last {
-				if int64(len(op.result.Data)) != op.n {
-					op.fail(fmt.Errorf("%w: stream ended with %d of %d bytes", ErrBadStream, len(op.result.Data), op.n), false)
+				if op.got != op.n {
+					op.fail(fmt.Errorf("%w: stream ended with %d of %d bytes", ErrBadStream, op.got, op.n), false)
 					return
 				}
 				op.cl.stats.BytesRead += op.n
@@ -492,9 +496,15 @@ func (op *clientOp) process() {
 func (op *clientOp) collect(pkt Packet) {
 	start, end := pkt.Offset, pkt.Offset+int64(len(pkt.Data))
 	lo, hi := max(start, op.off), min(end, op.off+op.n)
-	if lo < hi {
-		op.result.Data = append(op.result.Data, pkt.Data[lo-start:hi-start]...)
+	if lo >= hi {
+		return
 	}
+	op.got += hi - lo
+	if op.sink != nil {
+		op.sink(lo, pkt.Data[lo-start:hi-start])
+		return
+	}
+	op.result.Data = append(op.result.Data, pkt.Data[lo-start:hi-start]...)
 }
 
 func (op *clientOp) consume(n int) {

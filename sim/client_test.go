@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,41 @@ func TestThreadedDatanodeStop(t *testing.T) {
 	})
 	if got := dnProc.FDs().Open; got != 2 {
 		t.Errorf("datanode process holds %d fds after Stop, want 2", got)
+	}
+}
+
+// ReadStream hands over each packet's bytes in the range, in order and at
+// their offsets, and keeps none of them: a 3000-byte read from offset 700
+// in 1 KiB packets (the first starting at the chunk boundary 512) arrives
+// as four pieces, the first and last trimmed to the range, and the Result
+// carries no Data.
+func TestReadStreamDeliversTheRangeInPieces(t *testing.T) {
+	dcfg := model.DefaultDatanodeConfig()
+	dcfg.PacketSize = 1024
+	want := model.BlockContent(2, 4096)[700:3700]
+	var got []byte
+	var offs []int64
+	var res model.Result
+	clientWorld(t, dcfg, model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		sink := func(off int64, b []byte) {
+			offs = append(offs, off)
+			got = append(got, b...)
+		}
+		cl.ReadStream(2, 0, 700, 3000, sink, func(r model.Result) {
+			res = r
+			cl.Close()
+		})
+	})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if res.Data != nil {
+		t.Errorf("Result.Data has %d bytes; a streamed read keeps none", len(res.Data))
+	}
+	if string(got) != string(want) {
+		t.Errorf("streamed %d bytes, not the block's bytes 700..3700", len(got))
+	}
+	if wantOffs := []int64{700, 1536, 2560, 3584}; !slices.Equal(offs, wantOffs) {
+		t.Errorf("pieces at %v, want %v", offs, wantOffs)
 	}
 }
