@@ -27,7 +27,7 @@ var FieldNames = map[string][6]string{
 	"delack":  {"conn", "", "", "", "", ""},
 	"spawn":   {"", "", "", "", "", ""},
 	"crash":   {"", "fds", "", "", "", ""},
-	"fd":      {"fd", "open", "total", "", "", "kind"},
+	"fd":      {"fd", "open", "total", "", "", "fd_kind"},
 	"listen":  {"", "backlog", "", "", "", "addr"},
 	"connect": {"conn", "", "", "", "", "addr"},
 	"accept":  {"conn", "", "", "", "", "addr"},

@@ -41,7 +41,7 @@ func parseEvents(lines [][]byte) []event {
 		e := event{T: int64(math.Round(num("t_us") * 1000)), Proc: str("proc"), Kind: str("kind")}
 		switch e.Kind {
 		case "fd":
-			e.Fd, e.Open, e.Tot, e.Str = uint64(num("fd")), int64(num("open")), int64(num("total")), str("kind")
+			e.Fd, e.Open, e.Tot, e.Str = uint64(num("fd")), int64(num("open")), int64(num("total")), str("fd_kind")
 		case "seg":
 			e.Conn, e.Len, e.Str = uint64(num("conn")), int64(num("len")), str("flags")
 		case "connect", "accept":

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -94,19 +95,23 @@ func TestBadTracesAreRefused(t *testing.T) {
 	good := corpusBytes(t)
 	lines := strings.SplitAfter(string(good), "\n")
 	head, events := lines[0], strings.Join(lines[1:], "")
+	fmtKey := fmt.Sprintf(`"format":%d`, Format)
+	if !strings.Contains(head, fmtKey) {
+		t.Fatalf("corpus header lacks %s", fmtKey)
+	}
 	cases := map[string]string{
 		"truncated":        head + strings.Join(lines[1:len(lines)/2], ""),
 		"cut mid-line":     string(good[:len(good)-20]),
 		"edited event":     head + strings.Replace(events, `"kind":"seg"`, `"kind":"gse"`, 1),
 		"edited header":    strings.Replace(head, `"seed":`, `"seed":1`, 1) + events,
-		"unknown field":    strings.Replace(head, `{"format":1,`, `{"format":1,"extra":true,`, 1) + events,
+		"unknown field":    strings.Replace(head, fmtKey+",", fmtKey+`,"extra":true,`, 1) + events,
 		"other version":    strings.Replace(head, CodeVersion, "xceiver-sim-1999.01-1", 1) + events,
-		"other format":     strings.Replace(head, `"format":1`, `"format":2`, 1) + events,
+		"other format":     strings.Replace(head, fmtKey, fmt.Sprintf(`"format":%d`, Format+1), 1) + events,
 		"not json":         "this is not a trace\n",
 		"empty":            "",
 		"header only":      head,
 		"garbage event":    head + "{\"t_us\":\n" + events,
-		"missing format":   strings.Replace(head, `"format":1,`, ``, 1) + events,
+		"missing format":   strings.Replace(head, fmtKey+",", ``, 1) + events,
 		"a different case": strings.Replace(head, `"mode":"reactor"`, `"mode":"forked"`, 1) + events,
 	}
 	dir := t.TempDir()
@@ -240,6 +245,76 @@ func TestResealedInvalidCaseIsRefused(t *testing.T) {
 		tr.WriteTo(&buf)
 		if _, err := Read(&buf); err == nil || !IsBadTrace(err) {
 			t.Errorf("%s: read %v, want a bad-trace error", name, err)
+		}
+	}
+}
+
+// No line of a trace repeats a key: JSON tools keep only the last one.
+func TestTraceLinesHaveNoDuplicateKeys(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("corpus", "*.trace"))
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if dup := duplicateKey([]byte(line)); dup != "" {
+				t.Fatalf("%s line %d repeats the key %q: %s", path, i+1, dup, line)
+			}
+		}
+	}
+}
+
+// duplicateKey returns a key that some object in the JSON text repeats.
+func duplicateKey(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		obj     bool
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.obj {
+					top.wantKey = true
+				}
+				stack = append(stack, &frame{obj: true, keys: map[string]bool{}, wantKey: true})
+			case '[':
+				if top != nil && top.obj {
+					top.wantKey = true
+				}
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if top != nil && top.obj && top.wantKey {
+				if top.keys[v] {
+					return v
+				}
+				top.keys[v] = true
+				top.wantKey = false
+				continue
+			}
+			if top != nil && top.obj {
+				top.wantKey = true
+			}
+		default:
+			if top != nil && top.obj {
+				top.wantKey = true
+			}
 		}
 	}
 }
