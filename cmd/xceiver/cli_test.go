@@ -125,6 +125,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "tcp-pattern", "--world", "mars"}, `xceiver: run tcp-pattern: --world "mars": want sim or real`},
 		{[]string{"validate", "--scenario", ""}, `xceiver: validate: --scenario is empty: give a value, or leave the flag out`},
 		{[]string{"bench", "nope"}, `xceiver: bench: unknown experiment "nope" (want ` + experimentNames() + `)`},
+		{[]string{"run", "tcp-pattern", "--writes", "100000000"}, `xceiver: run tcp-pattern: --writes 100000000 × --ops 100 is 10000000000 writes; at most 1000000 in one run`},
 		{[]string{"run"}, `xceiver: run: want a SCENARIO (` + strings.Join(scenarioNames(), ", ") + `)`},
 		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
 	} {

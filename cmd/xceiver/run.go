@@ -100,6 +100,9 @@ func lookupScenario(name string) (scenario, bool) {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
+// maxPatternWrites bounds the writes of one tcp-pattern run.
+const maxPatternWrites = 1_000_000
+
 func tcpPatternFlags(fs *flag.FlagSet) func() (runner, error) {
 	cfg := model.TCPPattern{}
 	fs.IntVar(&cfg.Writes, "writes", 2, "writes per request")
@@ -110,6 +113,12 @@ func tcpPatternFlags(fs *flag.FlagSet) func() (runner, error) {
 	return func() (runner, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, usagef("tcp-pattern: %v", err)
+		}
+		// A run is over in seconds or refused: a million writes take
+		// about ten seconds of simulation with NODELAY on a loaded
+		// machine, and --writes 100000000 would run for hours silently.
+		if total := int64(cfg.Writes) * int64(cfg.Ops); total > maxPatternWrites {
+			return nil, usagef("run tcp-pattern: --writes %d × --ops %d is %d writes; at most %d in one run", cfg.Writes, cfg.Ops, total, maxPatternWrites)
 		}
 		return tcpPatternRunner{cfg}, nil
 	}
