@@ -47,6 +47,13 @@ func (o *Outcome) Failed() bool { return o.Result.Failure != nil }
 // correct code), runs it, and on failure shrinks it. With twice, a passing
 // case runs again and must give the same trace hash (determinism).
 func CheckSeed(seed uint64, bug string, opt Options, twice bool) (Outcome, error) {
+	return CheckSeedShrinking(seed, bug, opt, twice, ShrinkBudget)
+}
+
+// CheckSeedShrinking is CheckSeed with at most budget shrinking runs; with
+// 0 a failure is reported as drawn (what `check --fail-fast` wants: the
+// verdict, soon).
+func CheckSeedShrinking(seed uint64, bug string, opt Options, twice bool, budget int) (Outcome, error) {
 	c, err := Draw(SeedSource(seed), seed, bug)
 	if err != nil {
 		return Outcome{}, err
@@ -66,6 +73,6 @@ func CheckSeed(seed uint64, bug string, opt Options, twice bool) (Outcome, error
 	o.Original = r.Failure
 	o.OriginalOps = len(c.Schedule.Ops) + len(c.Schedule.Probe) + len(c.Schedule.Live)
 	o.OriginalFaults = len(c.Schedule.Faults)
-	o.Case, o.Result, o.ShrinkRuns = Shrink(c, r, ShrinkBudget, opt)
+	o.Case, o.Result, o.ShrinkRuns = Shrink(c, r, budget, opt)
 	return o, nil
 }

@@ -38,6 +38,7 @@ type checkOptions struct {
 	world    string
 
 	maxFailures int
+	noShrink    bool
 }
 
 func checkCommand() *command {
@@ -68,6 +69,7 @@ bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
 			fs.BoolVar(&opt.json, "json", false, "print one JSON object")
 			fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug `NAME` (list: show them)")
 			fs.IntVar(&opt.maxFailures, "max-failures", 0, "stop after `N` failures (0: check every seed)")
+			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
@@ -461,7 +463,11 @@ func realCodeVersion() string {
 func checkOne(seed uint64, opt checkOptions) *checkFailure {
 	// Every 50th seed also runs twice: the same seed must give the same
 	// trace (determinism, docs/ARCHITECTURE.md §5).
-	o, err := properties.CheckSeed(seed, opt.bug, properties.Options{}, seed%50 == 0)
+	budget := properties.ShrinkBudget
+	if opt.noShrink {
+		budget = 0
+	}
+	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{}, seed%50 == 0, budget)
 	if err != nil {
 		return &checkFailure{Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
