@@ -51,7 +51,7 @@ func CheckSeed(seed uint64, bug string, opt Options, twice bool) (Outcome, error
 }
 
 // CheckSeedShrinking is CheckSeed with at most budget shrinking runs; with
-// 0 a failure is reported as drawn (what `check --fail-fast` wants: the
+// 0 a failure is reported as drawn (what `check --no-shrink` wants: the
 // verdict, soon).
 func CheckSeedShrinking(seed uint64, bug string, opt Options, twice bool, budget int) (Outcome, error) {
 	c, err := Draw(SeedSource(seed), seed, bug)

@@ -25,6 +25,7 @@ func FuzzCommandLine(f *testing.F) {
 		"bench HDFS-941 --world both",
 		"validate --scenario TCP-NAGLE",
 		"version --json",
+		"mutate --sample 3 --shard 2/2 --operators negate",
 		"help run",
 		"--version",
 	} {

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"xceiver/mutation"
+)
+
+type mutateOptions struct {
+	seeds       int
+	packages    string
+	json        bool
+	parallel    int
+	shard       string
+	shardI      int
+	shardN      int
+	sample      int
+	seed        uint64
+	tests       bool
+	timeout     time.Duration
+	equivalent  string
+	operators   string
+	list        bool
+	equivalents map[string]string
+	ops         []string
+}
+
+func mutateCommand() *command {
+	return &command{
+		name:    "mutate",
+		summary: "measure check's bug-finding power: judge one-change mutants of the code under test by check",
+		about: func() string {
+			return `Every mutant (one operator applied at one place: ` + strings.Join(mutation.Operators, ", ") + `)
+is built with go build -overlay, never touching the working tree, and judged
+by check --seeds N --parallel 1 --max-failures 1 --no-shrink: a failed property, a crash or a
+run past --timeout kills it; with --tests a mutant check misses is also given
+to go test of its package. A mutant that does not compile is invalid. Prints
+each verdict, the survivors with their diffs, the score and the time per
+mutant; exit 1 if a mutant survived. Needs the go command and the module's
+source (run it inside the module).`
+		},
+		example: []string{
+			"xceiver mutate --seeds 300 --sample 150 --seed 1 --parallel 2",
+			"xceiver mutate --list --operators swap-args,drop-error",
+		},
+		setup: func(c *call) func([]string) int {
+			var opt mutateOptions
+			opt.flags(c.fs)
+			return func(rest []string) int {
+				if len(rest) > 0 {
+					return report(c.stderr, c.usagef("unexpected argument %q", rest[0]))
+				}
+				if err := opt.validate(c); err != nil {
+					return report(c.stderr, err)
+				}
+				if dryRun {
+					return exitOK
+				}
+				code, err := runMutate(context.Background(), opt, c.stdout, c.stderr)
+				if err != nil {
+					return report(c.stderr, err)
+				}
+				return code
+			}
+		},
+	}
+}
+
+func (o *mutateOptions) flags(fs *flag.FlagSet) {
+	fs.IntVar(&o.seeds, "seeds", 300, "run check on `N` seeds per mutant")
+	fs.StringVar(&o.packages, "packages", "model", "mutate the package directories `DIRS`, comma-separated (dir/... for a tree)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.IntVar(&o.parallel, "parallel", 1, "build and check `P` mutants at once (each check runs on one core)")
+	fs.StringVar(&o.shard, "shard", "1/1", "judge only shard `i/n` of the (sampled) mutants")
+	fs.IntVar(&o.sample, "sample", 0, "judge `K` mutants drawn at random (seeded by --seed) instead of all")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed `S` of the sample")
+	fs.BoolVar(&o.tests, "tests", false, "also run go test on the mutated package when check passes")
+	fs.DurationVar(&o.timeout, "timeout", 0, "a check running longer than `D` has hung: killed (0: 20× the unmutated check, at least 60s)")
+	fs.StringVar(&o.equivalent, "equivalent", "", "read the mutants judged equivalent (\"ID reason\" lines) from `FILE` (default: mutation/equivalent.txt as built in)")
+	fs.StringVar(&o.operators, "operators", "", "apply only the operators `OPS`, comma-separated (default all)")
+	fs.BoolVar(&o.list, "list", false, "list the selected mutants with their diffs, judge nothing")
+}
+
+func (o *mutateOptions) validate(c *call) error {
+	switch {
+	case o.seeds < 1:
+		return c.usagef("%s %d: want at least 1", c.typed("seeds"), o.seeds)
+	case o.parallel < 1 || o.parallel > 64:
+		return c.usagef("%s %d: want 1 to 64", c.typed("parallel"), o.parallel)
+	case o.sample < 0:
+		return c.usagef("%s %d: want 0 (all) or more", c.typed("sample"), o.sample)
+	case o.timeout < 0:
+		return c.usagef("%s %v: want 0 (automatic) or more", c.typed("timeout"), o.timeout)
+	case strings.TrimSpace(o.packages) == "":
+		return c.usagef("%s is empty", c.typed("packages"))
+	}
+	i, n, ok := strings.Cut(o.shard, "/")
+	si, err1 := strconv.Atoi(i)
+	sn, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil {
+		return c.usagef("%s %q: want i/n, such as 1/4", c.typed("shard"), o.shard)
+	}
+	if sn < 1 || si < 1 || si > sn {
+		return c.usagef("%s %s: want 1 ≤ i ≤ n", c.typed("shard"), o.shard)
+	}
+	o.shardI, o.shardN = si, sn
+	if o.operators != "" {
+		for _, op := range strings.Split(o.operators, ",") {
+			op = strings.TrimSpace(op)
+			if !slices.Contains(mutation.Operators, op) {
+				return c.usagef("%s: unknown operator %q (want %s)", c.typed("operators"), op, strings.Join(mutation.Operators, ", "))
+			}
+			o.ops = append(o.ops, op)
+		}
+	}
+	o.equivalents = mutation.DefaultEquivalents()
+	if o.equivalent != "" {
+		b, err := os.ReadFile(o.equivalent)
+		if err != nil {
+			return c.usagef("%s: %v", c.typed("equivalent"), err)
+		}
+		if o.equivalents, err = mutation.ParseEquivalents(string(b)); err != nil {
+			return c.usagef("%s %s: %v", c.typed("equivalent"), o.equivalent, err)
+		}
+	}
+	return nil
+}
+
+// moduleRoot is the directory of the go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "cmd", "xceiver")); err != nil {
+				return "", usagef("mutate: %s is not the xceiver module (no cmd/xceiver)", dir)
+			}
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", usagef("mutate: run it inside the xceiver module (no go.mod above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+type mutateSummary struct {
+	Packages     []string          `json:"packages"`
+	Seeds        int               `json:"seeds"`
+	Tests        bool              `json:"tests"`
+	Enumerated   int               `json:"enumerated"`
+	Sample       int               `json:"sample"`
+	SampleSeed   uint64            `json:"sample_seed"`
+	Shard        string            `json:"shard"`
+	Judged       int               `json:"judged"`
+	Killed       int               `json:"killed"`
+	KilledBy     map[string]int    `json:"killed_by"`
+	Survived     int               `json:"survived"`
+	Equivalent   int               `json:"equivalent"`
+	Invalid      int               `json:"invalid"`
+	Score        float64           `json:"score"`       // killed / (killed + survived)
+	CheckScore   float64           `json:"check_score"` // killed by check alone / (killed + survived)
+	ByOperator   map[string][2]int `json:"by_operator"` // killed, survived
+	ElapsedS     float64           `json:"elapsed_s"`
+	PerMutantS   float64           `json:"per_mutant_s"` // mean wall time of one mutant (build, check, tests)
+	BuildS       float64           `json:"mean_build_s"`
+	CheckS       float64           `json:"mean_check_s"`
+	TestS        float64           `json:"mean_test_s"`
+	Parallel     int               `json:"parallel"`
+	CheckTimeout float64           `json:"check_timeout_s"`
+	Results      []mutation.Result `json:"results"`
+}
+
+func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer) (int, error) {
+	if _, err := exec.LookPath("go"); err != nil {
+		return 0, usagef("mutate: the go command is needed to rebuild mutants: %v", err)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return 0, err
+	}
+	dirs, err := mutation.ExpandPackages(root, strings.Split(opt.packages, ","))
+	if err != nil {
+		return 0, usagef("mutate: --packages: %v", err)
+	}
+	src, err := mutation.Load(ctx, root, dirs)
+	if err != nil {
+		return 0, fmt.Errorf("mutate: %w", err)
+	}
+	all := src.Mutants
+	if len(opt.ops) > 0 {
+		all = slices.DeleteFunc(slices.Clone(all), func(m mutation.Mutant) bool { return !slices.Contains(opt.ops, m.Operator) })
+	}
+	selected := mutation.Shard(mutation.Sample(all, opt.sample, opt.seed), opt.shardI, opt.shardN)
+	if opt.list {
+		return listMutants(stdout, opt, src, selected)
+	}
+
+	module, err := mutation.ModulePath(root)
+	if err != nil {
+		return 0, fmt.Errorf("mutate: %w", err)
+	}
+	work, err := os.MkdirTemp("", "xceiver-mutate-")
+	if err != nil {
+		return 0, fmt.Errorf("mutate: %w", err)
+	}
+	defer os.RemoveAll(work)
+	j := &mutation.Judge{
+		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
+		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--parallel", "1", "--max-failures", "1", "--no-shrink"},
+		BuildTimeout: 10 * time.Minute, CheckTimeout: time.Hour, TestTimeout: 10 * time.Minute,
+		Tests: opt.tests, Equivalents: opt.equivalents, BuildFlags: mutation.NoInline(module, dirs),
+	}
+	checkT, testT, err := j.Baseline(ctx, dirs)
+	if err != nil {
+		return 0, fmt.Errorf("mutate: %w", err)
+	}
+	j.CheckTimeout = opt.timeout
+	if j.CheckTimeout == 0 {
+		j.CheckTimeout = max(60*time.Second, 20*checkT)
+	}
+	j.TestTimeout = max(120*time.Second, 10*testT)
+	if !opt.json {
+		fmt.Fprintf(stdout, "%d mutants of %s; judging %d (sample %d, seed %d, shard %s) with check --seeds %d%s; the unmutated check takes %.1fs, timeout %v\n",
+			len(all), strings.Join(dirs, ", "), len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, map[bool]string{true: " and go test", false: ""}[opt.tests],
+			checkT.Seconds(), j.CheckTimeout)
+	}
+
+	start := time.Now()
+	results := make([]mutation.Result, len(selected))
+	var mu sync.Mutex
+	done := 0
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for slot := 0; slot < opt.parallel; slot++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := j.Run(ctx, selected[i], slot)
+				mu.Lock()
+				results[i] = r
+				done++
+				if !opt.json {
+					fmt.Fprintf(stdout, "[%d/%d] %s\n", done, len(selected), resultLine(r))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range selected {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	s := summarize(opt, dirs, len(all), results, time.Since(start), j.CheckTimeout)
+	if opt.json {
+		out, _ := json.Marshal(s)
+		fmt.Fprintln(stdout, string(out))
+	} else {
+		printMutateSummary(stdout, s)
+	}
+	if s.Survived > 0 {
+		return exitFail, nil
+	}
+	return exitOK, nil
+}
+
+func resultLine(r mutation.Result) string {
+	verdict := r.Status
+	if r.By != "" {
+		verdict += " by " + r.By
+	}
+	line := fmt.Sprintf("%-22s %s:%d:%d %s %s %q → %q (%.1fs)", verdict, r.File, r.Line, r.Col, r.ID, r.Operator, r.Old, r.New, r.Seconds)
+	if r.Detail != "" {
+		line += ": " + r.Detail
+	}
+	return line
+}
+
+func summarize(opt mutateOptions, dirs []string, enumerated int, results []mutation.Result, elapsed, timeout time.Duration) mutateSummary {
+	s := mutateSummary{
+		Packages: dirs, Seeds: opt.seeds, Tests: opt.tests, Enumerated: enumerated, Sample: opt.sample, SampleSeed: opt.seed,
+		Shard: opt.shard, Judged: len(results), KilledBy: map[string]int{}, ByOperator: map[string][2]int{},
+		ElapsedS: elapsed.Seconds(), Parallel: opt.parallel, CheckTimeout: timeout.Seconds(), Results: results,
+	}
+	if s.Results == nil {
+		s.Results = []mutation.Result{}
+	}
+	var total, build, check, test float64
+	byCheck := 0
+	for _, r := range results {
+		total, build, check, test = total+r.Seconds, build+r.BuildS, check+r.CheckS, test+r.TestS
+		k := s.ByOperator[r.Operator]
+		switch r.Status {
+		case mutation.Killed:
+			s.Killed++
+			s.KilledBy[r.By]++
+			k[0]++
+			if r.By != mutation.ByTests && r.By != mutation.ByTestsTimeout {
+				byCheck++
+			}
+		case mutation.Survived:
+			s.Survived++
+			k[1]++
+		case mutation.Equivalent:
+			s.Equivalent++
+		case mutation.Invalid:
+			s.Invalid++
+		}
+		s.ByOperator[r.Operator] = k
+	}
+	if n := float64(len(results)); n > 0 {
+		s.PerMutantS, s.BuildS, s.CheckS, s.TestS = total/n, build/n, check/n, test/n
+	}
+	if d := float64(s.Killed + s.Survived); d > 0 {
+		s.Score, s.CheckScore = float64(s.Killed)/d, float64(byCheck)/d
+	}
+	return s
+}
+
+func printMutateSummary(w io.Writer, s mutateSummary) {
+	var survivors []mutation.Result
+	for _, r := range s.Results {
+		if r.Status == mutation.Survived {
+			survivors = append(survivors, r)
+		}
+	}
+	if len(survivors) > 0 {
+		fmt.Fprintf(w, "\nsurviving mutants:\n")
+		for _, r := range survivors {
+			fmt.Fprintf(w, "%s:%d:%d %s %s in %s\n%s", r.File, r.Line, r.Col, r.ID, r.Operator, r.Func, r.Diff)
+		}
+	}
+	ops := slices.Sorted(func(yield func(string) bool) {
+		for op := range s.ByOperator {
+			if !yield(op) {
+				return
+			}
+		}
+	})
+	fmt.Fprintf(w, "\nby operator (killed/survived):")
+	for _, op := range ops {
+		fmt.Fprintf(w, " %s %d/%d", op, s.ByOperator[op][0], s.ByOperator[op][1])
+	}
+	fmt.Fprintln(w)
+	by := slices.Sorted(func(yield func(string) bool) {
+		for k := range s.KilledBy {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var parts []string
+	for _, k := range by {
+		parts = append(parts, fmt.Sprintf("%s %d", k, s.KilledBy[k]))
+	}
+	fmt.Fprintf(w, "judged %d of %d mutants: %d killed (%s), %d survived, %d equivalent, %d invalid\n",
+		s.Judged, s.Enumerated, s.Killed, strings.Join(parts, ", "), s.Survived, s.Equivalent, s.Invalid)
+	fmt.Fprintf(w, "time per mutant %.1fs (build %.1fs, check %.1fs, tests %.1fs); %.0fs in all with --parallel %d\n",
+		s.PerMutantS, s.BuildS, s.CheckS, s.TestS, s.ElapsedS, s.Parallel)
+	fmt.Fprintf(w, "mutation score %.1f%% (%d of %d non-equivalent mutants killed; check alone %.1f%%)\n",
+		100*s.Score, s.Killed, s.Killed+s.Survived, 100*s.CheckScore)
+}
+
+func listMutants(w io.Writer, opt mutateOptions, src *mutation.Source, ms []mutation.Mutant) (int, error) {
+	if opt.json {
+		type row struct {
+			mutation.Mutant
+			Diff string `json:"diff"`
+		}
+		rows := []row{}
+		for _, m := range ms {
+			rows = append(rows, row{m, m.Diff(src.Files[m.File])})
+		}
+		out, _ := json.Marshal(rows)
+		fmt.Fprintln(w, string(out))
+		return exitOK, nil
+	}
+	for _, m := range ms {
+		fmt.Fprintf(w, "%s:%d:%d %s %s in %s\n%s", m.File, m.Line, m.Col, m.ID, m.Operator, m.Func, m.Diff(src.Files[m.File]))
+	}
+	fmt.Fprintf(w, "%d of %d mutants\n", len(ms), len(src.Mutants))
+	return exitOK, nil
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestMutateBadUsageIsOneLineAndExit2(t *testing.T) {
+	cases := [][]string{
+		{"mutate", "--seeds", "0"},
+		{"mutate", "--parallel", "0"},
+		{"mutate", "--shard", "3/2"},
+		{"mutate", "--shard", "half"},
+		{"mutate", "--sample", "-1"},
+		{"mutate", "--timeout", "-1s"},
+		{"mutate", "--operators", "negate,bogus"},
+		{"mutate", "--packages", "no/such/dir"},
+		{"mutate", "--packages", ""},
+		{"mutate", "--equivalent", "/no/such/file"},
+		{"mutate", "--no-such-flag"},
+		{"mutate", "extra-arg"},
+	}
+	for _, args := range cases {
+		code, _, stderr := runCLI(args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, stderr)
+		}
+		if strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stderr == "" {
+			t.Errorf("%q: error is not one line: %q", args, stderr)
+		}
+	}
+}
+
+// --list enumerates and samples without building anything: the same
+// sample twice, the size asked for, each with its diff.
+func TestMutateListIsDeterministic(t *testing.T) {
+	args := []string{"mutate", "--list", "--json", "--sample", "5", "--seed", "3", "--operators", "negate,swap-args"}
+	code, out1, stderr := runCLI(args...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, out2, _ := runCLI(args...)
+	if out1 != out2 {
+		t.Errorf("two listings differ:\n%s\n%s", out1, out2)
+	}
+	var ms []struct {
+		ID, File, Operator, Diff string
+		Line                     int
+	}
+	if err := json.Unmarshal([]byte(out1), &ms); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, out1)
+	}
+	if len(ms) != 5 {
+		t.Fatalf("%d mutants, want 5", len(ms))
+	}
+	for _, m := range ms {
+		if (m.Operator != "negate" && m.Operator != "swap-args") || !strings.HasPrefix(m.File, "model/") || m.Line < 1 ||
+			!strings.Contains(m.Diff, "- "+m.File) || !strings.Contains(m.Diff, "+ "+m.File) || len(m.ID) != 10 {
+			t.Errorf("mutant %+v", m)
+		}
+	}
+}
+
+// --max-failures 1 --no-shrink (what mutate runs) stops at the first
+// failing seed and does not shrink it.
+func TestCheckNoShrink(t *testing.T) {
+	code, stdout, stderr := runCLI("check", "--bug", "stale-handle", "--seeds", "200", "--parallel", "1", "--max-failures", "1", "--no-shrink", "--json", "--out", t.TempDir())
+	if code != exitFail {
+		t.Fatalf("exit %d, want 1: %s%s", code, stdout, stderr)
+	}
+	var got struct {
+		Seeds, Passed, Failed int
+		Failures              []struct {
+			Seed       uint64
+			ShrinkRuns int `json:"shrink_runs"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Failed != 1 || len(got.Failures) != 1 || got.Failures[0].ShrinkRuns != 0 || got.Passed+got.Failed >= got.Seeds {
+		t.Errorf("want one unshrunk failure, and a stop there: %+v", got)
+	}
+}

@@ -1,0 +1,67 @@
+package mutation
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// find picks the one mutant of the module's model/ matching file, function,
+// operator and texts, whose diff has the line given.
+func find(t *testing.T, src *Source, file, fn, op, old, new, line string) Mutant {
+	t.Helper()
+	var found []Mutant
+	for _, m := range src.Mutants {
+		if m.File == file && m.Func == fn && m.Operator == op && m.Old == old && m.New == new &&
+			strings.Contains(m.Diff(src.Files[file]), "+ "+file) && strings.Contains(m.Diff(src.Files[file]), line) {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d mutants %s %s %s %q → %q (the code changed? pick another)", len(found), file, fn, op, old, new)
+	}
+	return found[0]
+}
+
+// The judge on the real module: a mutant check catches is killed by the
+// check, an equivalent one survives, one that does not compile is invalid.
+func TestJudgeOnModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the checker three times")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	src, err := Load(ctx, root, []string{"model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client takes a rejection for a success: the check sees a
+	// malformed stream at once.
+	killed := find(t, src, "model/client.go", "(*clientOp).process", OpNegate, "!=", "==", "if resp.Status == StatusSuccess {")
+	// One more byte of capacity in a per-request send buffer: nothing
+	// reads capacity, so nothing can tell.
+	equivalent := find(t, src, "model/datanode.go", "(*dnConn).opened", OpOffByOne, "64", "65", "dc.buf = make([]byte, 0, PacketHeaderLen+MaxPacketLen+65)")
+	invalid := equivalent
+	invalid.ID, invalid.New = "invalid", "64 +"
+
+	j := &Judge{
+		Root: root, Work: t.TempDir(), Files: src.Files, Main: "./cmd/xceiver",
+		CheckArgs:  []string{"check", "--seeds", "30", "--parallel", "1", "--max-failures", "1", "--no-shrink"},
+		BuildFlags: NoInline("xceiver", []string{"model"}), BuildTimeout: 5 * time.Minute,
+		CheckTimeout: 5 * time.Minute, Equivalents: map[string]string{equivalent.ID: "capacity only"},
+	}
+	if r := j.Run(ctx, killed, 0); r.Status != Killed || r.By != ByCheck || r.Detail == "" {
+		t.Errorf("%v: %s by %s (%s), want killed by check", killed, r.Status, r.By, r.Detail)
+	}
+	if r := j.Run(ctx, equivalent, 0); r.Status != Equivalent || r.Reason != "capacity only" {
+		t.Errorf("%v: %s by %s (%s), want equivalent", equivalent, r.Status, r.By, r.Detail)
+	}
+	if r := j.Run(ctx, invalid, 0); r.Status != Invalid || !strings.Contains(r.Detail, "datanode.go") {
+		t.Errorf("%v: %s (%s), want invalid with the compile error", invalid, r.Status, r.Detail)
+	}
+}

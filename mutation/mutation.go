@@ -1,0 +1,500 @@
+// Package mutation enumerates single-point mutants of Go packages (the
+// bugs an engineer writes: a boundary off by one, a negated condition, a
+// forgotten call, swapped arguments, an ignored error) and judges each by
+// rebuilding the module with the mutated file overlaid and running a
+// checker on it. `xceiver mutate` uses it to measure how many of them
+// `xceiver check` catches.
+//
+// A mutant is a byte-range replacement in one file, so applying it keeps
+// the rest of the file (comments, layout) exactly as it was and its diff
+// is the changed lines only. Enumeration is deterministic: files in name
+// order, mutants in source order, and sampling is seeded.
+package mutation
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The operators, in the order a position's mutants are listed.
+const (
+	OpBoundary   = "boundary"    // < ↔ <=, > ↔ >=
+	OpNegate     = "negate"      // == ↔ !=, < ↔ >=, > ↔ <=, !x → x, c → !(c)
+	OpLogical    = "logical"     // && ↔ ||
+	OpArith      = "arith"       // + ↔ -, * ↔ / on numbers (and += ↔ -=)
+	OpOffByOne   = "off-by-one"  // an integer literal k → k+1, k-1
+	OpRemoveCall = "remove-call" // a call statement dropped
+	OpRemoveStmt = "remove-stmt" // an assignment's effect, ++/--, break, continue or defer dropped
+	OpSwapArgs   = "swap-args"   // adjacent arguments of the same type swapped
+	OpDropError  = "drop-error"  // an err != nil check never taken; a returned error replaced by nil
+)
+
+// Operators lists every operator.
+var Operators = []string{OpBoundary, OpNegate, OpLogical, OpArith, OpOffByOne, OpRemoveCall, OpRemoveStmt, OpSwapArgs, OpDropError}
+
+// Mutant is one change: the bytes [Start, End) of File become New.
+type Mutant struct {
+	ID        string `json:"id"`   // stable across unrelated edits: a hash of file, function, operator, texts and ordinal
+	File      string `json:"file"` // slash-separated, relative to the module root
+	Line      int    `json:"line"`
+	Col       int    `json:"col"`
+	Func      string `json:"func"` // enclosing function ("" at top level)
+	Operator  string `json:"operator"`
+	Start     int    `json:"-"`
+	End       int    `json:"-"`
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	ordinal   int
+	operIndex int
+}
+
+func (m Mutant) String() string {
+	return fmt.Sprintf("%s:%d:%d %s %s: %q → %q", m.File, m.Line, m.Col, m.ID, m.Operator, m.Old, m.New)
+}
+
+// Apply returns src with the mutation applied.
+func (m Mutant) Apply(src []byte) []byte {
+	out := make([]byte, 0, len(src)+len(m.New)-(m.End-m.Start))
+	out = append(out, src[:m.Start]...)
+	out = append(out, m.New...)
+	return append(out, src[m.End:]...)
+}
+
+// Diff shows the changed lines of src: "-" the original, "+" the mutant,
+// each prefixed with File:line.
+func (m Mutant) Diff(src []byte) string {
+	ls := bytes.LastIndexByte(src[:m.Start], '\n') + 1
+	le := m.End
+	if i := bytes.IndexByte(src[m.End:], '\n'); i >= 0 {
+		le += i
+	} else {
+		le = len(src)
+	}
+	old := string(src[ls:le])
+	mutated := string(src[ls:m.Start]) + m.New + string(src[m.End:le])
+	var b strings.Builder
+	for i, l := range strings.Split(old, "\n") {
+		fmt.Fprintf(&b, "- %s:%d: %s\n", m.File, m.Line+i, strings.TrimLeft(l, "\t"))
+	}
+	for i, l := range strings.Split(mutated, "\n") {
+		fmt.Fprintf(&b, "+ %s:%d: %s\n", m.File, m.Line+i, strings.TrimLeft(l, "\t"))
+	}
+	return b.String()
+}
+
+// File is one parsed, type-checked source file to mutate.
+type File struct {
+	Name string // as reported in mutants (relative to the module root)
+	Src  []byte
+	AST  *ast.File
+}
+
+// Enumerate lists the mutants of files, which make up one type-checked
+// package (info must hold Types, Defs, Uses), in a deterministic order.
+func Enumerate(fset *token.FileSet, files []File, info *types.Info) []Mutant {
+	var all []Mutant
+	for _, f := range files {
+		e := enumerator{fset: fset, file: f, info: info}
+		e.walk(f.AST)
+		ms := e.out
+		sort.SliceStable(ms, func(i, j int) bool {
+			if ms[i].Start != ms[j].Start {
+				return ms[i].Start < ms[j].Start
+			}
+			return ms[i].operIndex < ms[j].operIndex
+		})
+		// Ordinals tell identical edits in one function apart, so an ID
+		// survives edits elsewhere in the file.
+		seen := map[string]int{}
+		for i := range ms {
+			k := ms[i].File + "\x00" + ms[i].Func + "\x00" + ms[i].Operator + "\x00" + ms[i].Old + "\x00" + ms[i].New
+			ms[i].ordinal = seen[k]
+			seen[k]++
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", k, ms[i].ordinal))
+			ms[i].ID = fmt.Sprintf("%x", sum[:5])
+		}
+		all = append(all, ms...)
+	}
+	return all
+}
+
+// Sample picks k of ms at random (seeded), keeping their order; k ≤ 0 or
+// k ≥ len(ms) keeps them all.
+func Sample(ms []Mutant, k int, seed uint64) []Mutant {
+	if k <= 0 || k >= len(ms) {
+		return ms
+	}
+	r := rand.New(rand.NewPCG(seed, 0x6d7574616e74))
+	idx := r.Perm(len(ms))[:k]
+	slices.Sort(idx)
+	out := make([]Mutant, k)
+	for i, j := range idx {
+		out[i] = ms[j]
+	}
+	return out
+}
+
+// Shard keeps the mutants i of n (1 ≤ i ≤ n): every n-th, from the i-th.
+func Shard(ms []Mutant, i, n int) []Mutant {
+	var out []Mutant
+	for k, m := range ms {
+		if k%n == i-1 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type enumerator struct {
+	fset  *token.FileSet
+	file  File
+	info  *types.Info
+	funcs []funcScope
+	out   []Mutant
+}
+
+// funcScope is the function a node is in: its name (for IDs) and its
+// signature (for drop-error on returns).
+type funcScope struct {
+	name string
+	sig  *types.Signature
+}
+
+func (e *enumerator) walk(root ast.Node) {
+	var stack []ast.Node
+	ast.Inspect(root, func(n ast.Node) bool {
+		if n == nil {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			switch top.(type) {
+			case *ast.FuncDecl, *ast.FuncLit:
+				e.funcs = e.funcs[:len(e.funcs)-1]
+			}
+			return true
+		}
+		stack = append(stack, n)
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			e.funcs = append(e.funcs, funcScope{name: funcName(n), sig: e.sigOf(n.Name)})
+		case *ast.FuncLit:
+			name := "func"
+			if len(e.funcs) > 0 {
+				name = e.funcs[len(e.funcs)-1].name + ".func"
+			}
+			var sig *types.Signature
+			if tv, ok := e.info.Types[n]; ok {
+				sig, _ = tv.Type.(*types.Signature)
+			}
+			e.funcs = append(e.funcs, funcScope{name: name, sig: sig})
+		case *ast.GenDecl:
+			if n.Tok == token.IMPORT {
+				return false
+			}
+		case *ast.BinaryExpr:
+			e.binary(n)
+		case *ast.UnaryExpr:
+			if n.Op == token.NOT {
+				e.add(OpNegate, n.Pos(), n.X.Pos(), "")
+			}
+		case *ast.BasicLit:
+			e.literal(n, stack)
+		case *ast.IfStmt:
+			e.condition(n.Cond)
+			e.errCheck(n)
+		case *ast.ForStmt:
+			e.condition(n.Cond)
+		case *ast.ExprStmt:
+			if _, ok := n.X.(*ast.CallExpr); ok {
+				e.add(OpRemoveCall, n.Pos(), n.End(), "")
+			}
+		case *ast.AssignStmt:
+			e.assign(n)
+		case *ast.IncDecStmt:
+			e.add(OpRemoveStmt, n.Pos(), n.End(), "")
+		case *ast.BranchStmt:
+			if n.Tok == token.BREAK || n.Tok == token.CONTINUE {
+				e.add(OpRemoveStmt, n.Pos(), n.End(), "")
+			}
+		case *ast.DeferStmt:
+			e.add(OpRemoveStmt, n.Pos(), n.End(), "")
+		case *ast.CallExpr:
+			e.swapArgs(n)
+		case *ast.ReturnStmt:
+			e.returnErrors(n)
+		}
+		return true
+	})
+}
+
+func funcName(d *ast.FuncDecl) string {
+	if d.Recv == nil || len(d.Recv.List) == 0 {
+		return d.Name.Name
+	}
+	t := d.Recv.List[0].Type
+	star := ""
+	if s, ok := t.(*ast.StarExpr); ok {
+		t, star = s.X, "*"
+	}
+	if ix, ok := t.(*ast.IndexExpr); ok {
+		t = ix.X
+	}
+	if ix, ok := t.(*ast.IndexListExpr); ok {
+		t = ix.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return "(" + star + id.Name + ")." + d.Name.Name
+	}
+	return d.Name.Name
+}
+
+func (e *enumerator) sigOf(id *ast.Ident) *types.Signature {
+	if obj := e.info.Defs[id]; obj != nil {
+		s, _ := obj.Type().(*types.Signature)
+		return s
+	}
+	return nil
+}
+
+func (e *enumerator) text(from, to token.Pos) string {
+	return string(e.file.Src[e.off(from):e.off(to)])
+}
+
+func (e *enumerator) off(p token.Pos) int { return e.fset.Position(p).Offset }
+
+func (e *enumerator) add(op string, from, to token.Pos, repl string) {
+	pos := e.fset.Position(from)
+	fn := ""
+	if len(e.funcs) > 0 {
+		fn = e.funcs[len(e.funcs)-1].name
+	}
+	e.out = append(e.out, Mutant{
+		File: e.file.Name, Line: pos.Line, Col: pos.Column, Func: fn, Operator: op,
+		Start: e.off(from), End: e.off(to), Old: e.text(from, to), New: repl,
+		operIndex: slices.Index(Operators, op),
+	})
+}
+
+func (e *enumerator) typeOf(x ast.Expr) types.Type {
+	if tv, ok := e.info.Types[x]; ok {
+		return tv.Type
+	}
+	return nil
+}
+
+func isNumeric(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsNumeric != 0
+}
+
+func isInteger(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsInteger != 0
+}
+
+var (
+	boundary = map[token.Token]token.Token{token.LSS: token.LEQ, token.LEQ: token.LSS, token.GTR: token.GEQ, token.GEQ: token.GTR}
+	negation = map[token.Token]token.Token{token.EQL: token.NEQ, token.NEQ: token.EQL, token.LSS: token.GEQ,
+		token.GEQ: token.LSS, token.GTR: token.LEQ, token.LEQ: token.GTR}
+	arith = map[token.Token]token.Token{token.ADD: token.SUB, token.SUB: token.ADD, token.MUL: token.QUO, token.QUO: token.MUL}
+)
+
+func (e *enumerator) binary(n *ast.BinaryExpr) {
+	// The operator's position, not the expression's, so a line reads
+	// where the change is.
+	opEnd := n.OpPos + token.Pos(len(n.Op.String()))
+	if b, ok := boundary[n.Op]; ok {
+		e.add(OpBoundary, n.OpPos, opEnd, b.String())
+	}
+	if b, ok := negation[n.Op]; ok {
+		e.add(OpNegate, n.OpPos, opEnd, b.String())
+	}
+	switch n.Op {
+	case token.LAND:
+		e.add(OpLogical, n.OpPos, opEnd, "||")
+		e.condition(n.X)
+		e.condition(n.Y)
+	case token.LOR:
+		e.add(OpLogical, n.OpPos, opEnd, "&&")
+		e.condition(n.X)
+		e.condition(n.Y)
+	}
+	if a, ok := arith[n.Op]; ok && isNumeric(e.typeOf(n)) {
+		// x * 0 → x / 0 would not compile.
+		if v := e.info.Types[n.Y].Value; a == token.QUO && v != nil && v.String() == "0" {
+			return
+		}
+		e.add(OpArith, n.OpPos, opEnd, a.String())
+	}
+}
+
+// condition negates a boolean that is neither a comparison nor a negation
+// (those have their own rewrites): `if ok`, `if s.closed()`, `a && done`.
+func (e *enumerator) condition(c ast.Expr) {
+	if c == nil {
+		return
+	}
+	switch x := c.(type) {
+	case *ast.BinaryExpr, *ast.UnaryExpr:
+		return
+	case *ast.ParenExpr:
+		e.condition(x.X)
+		return
+	case *ast.Ident:
+		if x.Name == "true" || x.Name == "false" {
+			return
+		}
+	}
+	e.add(OpNegate, c.Pos(), c.End(), "!"+parenthesize(e.text(c.Pos(), c.End()), c))
+}
+
+func parenthesize(s string, x ast.Expr) string {
+	switch x.(type) {
+	case *ast.Ident, *ast.SelectorExpr, *ast.CallExpr, *ast.IndexExpr, *ast.ParenExpr:
+		return s
+	}
+	return "(" + s + ")"
+}
+
+func (e *enumerator) literal(n *ast.BasicLit, stack []ast.Node) {
+	if n.Kind != token.INT {
+		return
+	}
+	// Struct tags and array lengths in types are not values the code
+	// computes with; a literal in a type is left alone.
+	for _, p := range stack {
+		if _, ok := p.(*ast.ArrayType); ok {
+			return
+		}
+	}
+	v, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+	if err != nil {
+		return
+	}
+	format := func(x uint64) string {
+		if strings.HasPrefix(n.Value, "0x") || strings.HasPrefix(n.Value, "0X") {
+			return fmt.Sprintf("0x%x", x)
+		}
+		return strconv.FormatUint(x, 10)
+	}
+	if v < 1<<62 {
+		e.add(OpOffByOne, n.Pos(), n.End(), format(v+1))
+	}
+	if v > 0 {
+		e.add(OpOffByOne, n.Pos(), n.End(), format(v-1))
+	}
+}
+
+// assign drops an assignment's effect but keeps evaluating its right-hand
+// side (`x = f()` → `_ = f()`), so the mutant still compiles.
+func (e *enumerator) assign(n *ast.AssignStmt) {
+	switch n.Tok {
+	case token.DEFINE:
+		return
+	case token.ASSIGN:
+		blanks := true
+		for _, l := range n.Lhs {
+			if id, ok := l.(*ast.Ident); !ok || id.Name != "_" {
+				blanks = false
+			}
+		}
+		if blanks {
+			return
+		}
+		e.add(OpRemoveStmt, n.Pos(), n.TokPos, strings.TrimSuffix(strings.Repeat("_, ", len(n.Lhs)), ", ")+" ")
+	case token.ADD_ASSIGN, token.SUB_ASSIGN:
+		if isNumeric(e.typeOf(n.Lhs[0])) {
+			op := "-="
+			if n.Tok == token.SUB_ASSIGN {
+				op = "+="
+			}
+			e.add(OpArith, n.TokPos, n.TokPos+2, op)
+		}
+		fallthrough
+	default:
+		e.add(OpRemoveStmt, n.Pos(), n.End(), "_ = "+e.text(n.Rhs[0].Pos(), n.Rhs[0].End()))
+	}
+}
+
+func (e *enumerator) swapArgs(n *ast.CallExpr) {
+	if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok {
+		if b, ok := e.info.Uses[id].(*types.Builtin); ok && (b.Name() == "min" || b.Name() == "max") {
+			return // commutative: every swap is equivalent
+		}
+	}
+	if tv, ok := e.info.Types[n.Fun]; ok && tv.IsType() {
+		return // a conversion
+	}
+	for i := 0; i+1 < len(n.Args); i++ {
+		if n.Ellipsis.IsValid() && i+1 == len(n.Args)-1 {
+			break
+		}
+		a, b := n.Args[i], n.Args[i+1]
+		ta, tb := e.typeOf(a), e.typeOf(b)
+		if ta == nil || tb == nil || !types.Identical(ta, tb) {
+			continue
+		}
+		sa, sb := e.text(a.Pos(), a.End()), e.text(b.Pos(), b.End())
+		if sa == sb {
+			continue
+		}
+		mid := e.text(a.End(), b.Pos())
+		e.add(OpSwapArgs, a.Pos(), b.End(), sb+mid+sa)
+	}
+}
+
+var errorType = types.Universe.Lookup("error").Type()
+
+func (e *enumerator) isError(t types.Type) bool {
+	return t != nil && types.Identical(t, errorType)
+}
+
+// errCheck makes `if err != nil {` never taken, keeping err in use so the
+// mutant compiles.
+func (e *enumerator) errCheck(n *ast.IfStmt) {
+	c, ok := n.Cond.(*ast.BinaryExpr)
+	if !ok || c.Op != token.NEQ {
+		return
+	}
+	if id, ok := c.Y.(*ast.Ident); !ok || id.Name != "nil" || !e.isError(e.typeOf(c.X)) {
+		return
+	}
+	e.add(OpDropError, c.Pos(), c.End(), e.text(c.Pos(), c.End())+" && false")
+}
+
+// returnErrors replaces a returned error with nil.
+func (e *enumerator) returnErrors(n *ast.ReturnStmt) {
+	if len(e.funcs) == 0 || e.funcs[len(e.funcs)-1].sig == nil {
+		return
+	}
+	res := e.funcs[len(e.funcs)-1].sig.Results()
+	if res.Len() != len(n.Results) {
+		return
+	}
+	for i, r := range n.Results {
+		if !e.isError(res.At(i).Type()) {
+			continue
+		}
+		if id, ok := r.(*ast.Ident); ok && id.Name == "nil" {
+			continue
+		}
+		if tv, ok := e.info.Types[r]; ok && tv.IsNil() {
+			continue
+		}
+		e.add(OpDropError, r.Pos(), r.End(), "nil")
+	}
+}

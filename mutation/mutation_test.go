@@ -1,0 +1,181 @@
+package mutation
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+const fixture = `package p
+
+type E struct{}
+
+func (E) Error() string { return "e" }
+
+func f(a, b int, ok bool, xs []int) (int, error) {
+	if a < b && ok {
+		return a + 1, nil
+	}
+	var err error = E{}
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < len(xs); i++ {
+		if !ok {
+			break
+		}
+		a -= xs[i]
+	}
+	g(a, b)
+	b = a * 2
+	defer g(b, a)
+	return min(a, b), E{}
+}
+
+func g(x, y int) {}
+
+func h(s string, buf [4]byte) string {
+	return s + "x" + string(buf[:])
+}
+`
+
+type want struct {
+	op       string
+	line     int
+	old, new string
+}
+
+// Every operator on a fixture: the mutants, in order, and each compiles.
+func TestOperatorsOnFixture(t *testing.T) {
+	ms, src := enumerateSource(t, fixture)
+	wants := []want{
+		{"boundary", 8, "<", "<="},
+		{"negate", 8, "<", ">="},
+		{"logical", 8, "&&", "||"},
+		{"negate", 8, "ok", "!ok"},
+		{"arith", 9, "+", "-"},
+		{"off-by-one", 9, "1", "2"},
+		{"off-by-one", 9, "1", "0"},
+		{"drop-error", 12, "err != nil", "err != nil && false"},
+		{"negate", 12, "!=", "=="},
+		{"off-by-one", 13, "0", "1"},
+		{"drop-error", 13, "err", "nil"},
+		{"off-by-one", 15, "0", "1"},
+		{"boundary", 15, "<", "<="},
+		{"negate", 15, "<", ">="},
+		{"remove-stmt", 15, "i++", ""},
+		{"negate", 16, "!", ""},
+		{"remove-stmt", 17, "break", ""},
+		{"remove-stmt", 19, "a -= xs[i]", "_ = xs[i]"},
+		{"arith", 19, "-=", "+="},
+		{"remove-call", 21, "g(a, b)", ""},
+		{"swap-args", 21, "a, b", "b, a"},
+		{"remove-stmt", 22, "b ", "_ "},
+		{"arith", 22, "*", "/"},
+		{"off-by-one", 22, "2", "3"},
+		{"off-by-one", 22, "2", "1"},
+		{"remove-stmt", 23, "defer g(b, a)", ""},
+		{"swap-args", 23, "b, a", "a, b"},
+		// min is commutative: no swap. Strings are not numbers: no arith
+		// in h; an array length is a type, not a value.
+		{"drop-error", 24, "E{}", "nil"},
+	}
+	var got []want
+	for _, m := range ms {
+		got = append(got, want{m.Operator, m.Line, m.Old, m.New})
+		if err := checks(m.Apply(src)); err != nil {
+			t.Errorf("%v does not compile: %v", m, err)
+		}
+	}
+	if !slices.Equal(got, wants) {
+		t.Errorf("mutants:\n got %v\nwant %v", got, wants)
+	}
+	for _, op := range Operators {
+		if !slices.ContainsFunc(ms, func(m Mutant) bool { return m.Operator == op }) {
+			t.Errorf("no %s mutant in the fixture", op)
+		}
+	}
+}
+
+func TestApplyAndDiff(t *testing.T) {
+	ms, src := enumerateSource(t, fixture)
+	m := ms[slices.IndexFunc(ms, func(m Mutant) bool { return m.Operator == OpSwapArgs })]
+	out := string(m.Apply(src))
+	if !strings.Contains(out, "\n\tg(b, a)\n\tb = a * 2\n") || strings.Count(out, "\n") != strings.Count(fixture, "\n") {
+		t.Errorf("applying %v:\n%s", m, out)
+	}
+	wantDiff := "- p/p.go:21: g(a, b)\n+ p/p.go:21: g(b, a)\n"
+	if d := m.Diff(src); d != wantDiff {
+		t.Errorf("diff %q, want %q", d, wantDiff)
+	}
+	if m.Func != "f" {
+		t.Errorf("func %q, want f", m.Func)
+	}
+}
+
+// IDs name a mutant, not a position: moving code keeps them; identical
+// edits in one function get different IDs.
+func TestIDsSurviveUnrelatedEdits(t *testing.T) {
+	a, _ := enumerateSource(t, fixture)
+	moved := strings.Replace(fixture, "type E struct{}\n", "type E struct{}\n\n// a comment that moves every line\nvar unrelated = \"x\"\n", 1)
+	b, _ := enumerateSource(t, moved)
+	if len(a) != len(b) {
+		t.Fatalf("%d mutants, then %d", len(a), len(b))
+	}
+	ids := map[string]bool{}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Line+3 != b[i].Line {
+			t.Errorf("%v became %v", a[i], b[i])
+		}
+		if ids[a[i].ID] {
+			t.Errorf("duplicate ID %s", a[i].ID)
+		}
+		ids[a[i].ID] = true
+	}
+}
+
+func TestSampleAndShard(t *testing.T) {
+	ms, _ := enumerateSource(t, fixture)
+	s1, s2, s3 := Sample(ms, 10, 7), Sample(ms, 10, 7), Sample(ms, 10, 8)
+	if len(s1) != 10 || !slices.EqualFunc(s1, s2, func(a, b Mutant) bool { return a.ID == b.ID }) {
+		t.Fatalf("same seed, different samples")
+	}
+	if slices.EqualFunc(s1, s3, func(a, b Mutant) bool { return a.ID == b.ID }) {
+		t.Errorf("seeds 7 and 8 drew the same sample")
+	}
+	if !slices.IsSortedFunc(s1, func(a, b Mutant) int { return a.Start - b.Start }) {
+		t.Errorf("sample not in source order")
+	}
+	if len(Sample(ms, 0, 1)) != len(ms) || len(Sample(ms, len(ms)+5, 1)) != len(ms) {
+		t.Errorf("sample 0 or too large should keep all")
+	}
+	seen := map[string]int{}
+	for i := 1; i <= 3; i++ {
+		for _, m := range Shard(ms, i, 3) {
+			seen[m.ID]++
+		}
+	}
+	if len(seen) != len(ms) {
+		t.Errorf("shards cover %d of %d", len(seen), len(ms))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s in %d shards", id, n)
+		}
+	}
+}
+
+func TestParseEquivalents(t *testing.T) {
+	m, err := ParseEquivalents("# comment\n\n0123456789 why it is equivalent\n")
+	if err != nil || m["0123456789"] != "why it is equivalent" || len(m) != 1 {
+		t.Errorf("%v %v", m, err)
+	}
+	for _, bad := range []string{"0123456789", "short reason", "0123456789   "} {
+		if _, err := ParseEquivalents(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := ParseEquivalents(defaultEquivalents); err != nil {
+		t.Errorf("the committed list: %v", err)
+	}
+}
