@@ -67,6 +67,24 @@ func (l Latencies) Summarize() Summary {
 }
 
 // percentileIndex is the nearest-rank percentile.
+// StallThreshold is the latency from which an op counts as stalled: far
+// above any loopback round trip, well below the 40 ms delayed ACK.
+const StallThreshold = 10 * time.Millisecond
+
+// StallShare is the share of ops that took StallThreshold or longer.
+func (l Latencies) StallShare() float64 {
+	if len(l) == 0 {
+		return 0
+	}
+	n := 0
+	for _, d := range l {
+		if d >= StallThreshold {
+			n++
+		}
+	}
+	return float64(n) / float64(len(l))
+}
+
 func percentileIndex(n, pct int) int {
 	i := (n*pct + 99) / 100
 	if i < 1 {

@@ -331,9 +331,13 @@ func (h *harness) mustAck(from string, ack int64, t0 time.Duration) segRec {
 	return s
 }
 
-// arrival is when a segment reaches the peer (the link was idle).
+// arrival is when a segment reaches the peer: at once when it is
+// processed inline (loopback), else after the idle link carried it.
 func (h *harness) arrival(s segRec) time.Duration {
 	cfg := h.w.cfg.TCP
+	if cfg.Inline {
+		return s.T
+	}
 	tx := time.Duration(int64(s.Len+40) * int64(time.Second) / cfg.Bandwidth)
 	return s.T + tx + cfg.Delay
 }

@@ -28,6 +28,15 @@ type TCPConfig struct {
 	// the connection fails with ETIMEDOUT (tcp_retries2; shortened from
 	// Linux's ≈15 minutes so runs stay short).
 	RetryLimit time.Duration
+	// Inline is loopback's timing: a segment is not carried by a link
+	// but processed by the receiver's input path in the softirq of the
+	// syscall that sent it, and what that sends back (an immediate ACK)
+	// is processed by the sender when the syscall releases its socket
+	// (release_sock), all before the syscall returns. So an ACK can land
+	// between two writes of one handler. Off, segments take Delay plus
+	// their transmission time, as on a wire. Segments delayed by a fault
+	// (a spike) always take the timed path.
+	Inline bool
 }
 
 // DefaultTCPConfig returns Linux loopback defaults.
@@ -47,6 +56,7 @@ func DefaultTCPConfig() TCPConfig {
 		SynRTO:     time.Second,
 		SynRetries: 6,
 		RetryLimit: 10 * time.Second,
+		Inline:     true,
 	}
 }
 
@@ -253,6 +263,7 @@ func (c *tcpConn) Read(p []byte) (int, error) {
 		}
 		c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
 		c.cleanupRbuf(n)
+		c.w.softirq()
 		return n, nil
 	}
 	if c.err != nil {
@@ -303,6 +314,7 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 	c.more = more
 	c.push(false)
 	c.more = false
+	c.w.softirq()
 	return n, nil
 }
 
@@ -328,6 +340,7 @@ func (c *tcpConn) SetNoDelay(on bool) error {
 		// TCP_NAGLE_PUSH: this push overrides even TCP_CORK for the
 		// bytes already queued (__tcp_sock_set_nodelay).
 		c.push(true)
+		c.w.softirq()
 	}
 	return nil
 }
@@ -342,6 +355,7 @@ func (c *tcpConn) SetCork(on bool) error {
 		// unless NODELAY is set (__tcp_sock_set_cork adds TCP_NAGLE_PUSH
 		// only with TCP_NAGLE_OFF).
 		c.push(c.nodelay)
+		c.w.softirq()
 	}
 	return nil
 }
@@ -357,6 +371,7 @@ func (c *tcpConn) QuickAck() error {
 	if c.ackSched && c.state == tcpEstablished {
 		c.pushed = true
 		c.cleanupRbuf(1)
+		c.w.softirq()
 	}
 	return nil
 }
@@ -379,6 +394,7 @@ func (c *tcpConn) CloseWrite() error {
 	}
 	c.finQ = true
 	c.push(false)
+	c.w.softirq()
 	return nil
 }
 
@@ -388,6 +404,7 @@ func (c *tcpConn) Close() error {
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	c.release("close")
+	c.w.softirq()
 	return nil
 }
 
@@ -418,6 +435,7 @@ func (c *tcpConn) Abort() error {
 		return model.ErrClosed
 	}
 	c.release("abort")
+	c.w.softirq()
 	return nil
 }
 
@@ -568,9 +586,15 @@ func (c *tcpConn) xmit(s segment) {
 	}
 	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags]})
 	now := w.Now()
-	start := max(now, c.linkFree, c.stallUntil())
-	tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
-	c.linkFree = start + tx
+	stall := c.stallUntil()
+	// Inline only when no timed segment of this connection can still be
+	// on its way: order on the wire is kept.
+	inline := c.cfg.Inline && stall <= now && (c.linkFree == 0 || c.linkFree+c.cfg.Delay < now)
+	if !inline {
+		start := max(now, c.linkFree, stall)
+		tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
+		c.linkFree = start + tx
+	}
 	if c.vanished {
 		return
 	}
@@ -585,7 +609,33 @@ func (c *tcpConn) xmit(s segment) {
 		copy(buf, s.data)
 		s.data = buf
 	}
+	if inline {
+		w.softq = append(w.softq, delivery{to: peer, s: s})
+		return
+	}
 	w.deliver(c.linkFree+c.cfg.Delay, peer, s)
+}
+
+// softirq runs the input path for the segments sent inline, in order,
+// including those that processing sends (ACKs, data an ACK released),
+// until none is left. Every syscall that can send calls it before it
+// returns, and the world calls it between events; it does not nest, so
+// a connection never receives in the middle of its own send. Each segment
+// then costs the running thread CPU.Softirq: the receiver's work is done
+// on the sender's CPU.
+func (w *World) softirq() {
+	if w.inSoftirq || len(w.softq) == 0 {
+		return
+	}
+	w.inSoftirq = true
+	for i := 0; i < len(w.softq); i++ {
+		d := w.softq[i]
+		w.softq[i] = delivery{}
+		d.to.receive(d.s)
+		w.charge(w.cfg.CPU.Softirq)
+	}
+	w.softq = w.softq[:0]
+	w.inSoftirq = false
 }
 
 // Segment buffers come in two sizes: small ones for requests, statuses

@@ -1439,3 +1439,56 @@ func TestLoopbackSynWindows65495And65483(t *testing.T) {
 		t.Errorf("first data segment %d bytes, want 32741 (half the SYN-ACK window)", segs[0].Len)
 	}
 }
+
+// --- loopback: the receiver's input path runs in the sender's syscall ---
+
+func TestLoopbackAckBetweenWritesReleasesNagleTail(t *testing.T) {
+	// Four writes of 40000 bytes in a row, as one op of tcp-pattern, on a
+	// connection whose server is in pingpong. Inline, each write's
+	// segments are received inside the write, and the server's ACK of
+	// more than one full frame reaches the client before its next write:
+	// the Nagle-held tail of the op leaves at once, in the last write.
+	run := func(inline bool) (*harness, time.Duration) {
+		h := newPair(t, func(c *Config) { c.TCP.Inline = inline })
+		h.warm(10)
+		t0 := h.now()
+		for range 4 {
+			h.cli.write(40000)
+		}
+		h.runTo(t0 + 100*ms)
+		h.srv.checkGot(10 + 160000)
+		return h, t0
+	}
+	h, t0 := run(true)
+	var order []string
+	for _, s := range h.segs {
+		if s.T >= t0 {
+			order = append(order, fmt.Sprintf("%s:%d", s.From[:3], s.Len))
+		}
+	}
+	// The first write's tail (7223) leaves because nothing small is in
+	// flight; its ACK comes back inside the write. The second write goes
+	// whole; the third is held behind it (Minshall); the fourth makes a
+	// full frame, whose ACK — inside that write — releases the tail.
+	want := "cli:32777 cli:7223 ser:0 cli:40000 cli:65483 ser:0 cli:14517"
+	if got := fmt.Sprint(order[:7]); got != "["+want+"]" {
+		t.Fatalf("segments %v, want %s", order, want)
+	}
+	for _, s := range h.dataSegs("client", t0) {
+		if s.T != t0 {
+			t.Errorf("client segment of %d at %v, want every one inside the writes at %v", s.Len, s.T, t0)
+		}
+	}
+	// With a timed link, ACKs cannot arrive between the writes: the
+	// fourth write's tail waits for an ACK that comes after all of them.
+	h, t0 = run(false)
+	segs := h.dataSegs("client", t0)
+	if last := segs[len(segs)-1]; last.T == t0 {
+		t.Errorf("timed link: the last segment left with the writes (%v)", lens(segs))
+	}
+	for _, s := range h.segs {
+		if s.From == "server" && s.T == t0 {
+			t.Errorf("timed link: server ACK inside the writes: %+v", s)
+		}
+	}
+}

@@ -58,6 +58,7 @@ type CPUConfig struct {
 	ChecksumPerK time.Duration // CRC32C per KiB
 	Parse        time.Duration // decoding or encoding one message
 	Inode        time.Duration // visiting one namespace inode: a hash lookup and its checks
+	Softirq      time.Duration // the receiver's input path for one segment, on the sender's CPU (loopback)
 	ThreadStart  time.Duration // creating a thread (a loop)
 }
 
@@ -70,6 +71,7 @@ func DefaultCPUConfig() CPUConfig {
 		ChecksumPerK: 250 * time.Nanosecond,
 		Parse:        200 * time.Nanosecond,
 		Inode:        100 * time.Nanosecond,
+		Softirq:      1 * time.Microsecond,
 		ThreadStart:  15 * time.Microsecond,
 	}
 }
@@ -105,10 +107,13 @@ type World struct {
 	freeDeliveries []*delivery
 	freeSegBufs    [][]byte
 	freeSmallBufs  [][]byte
-	stopped        bool
-	failure        error
-	observers      []func(*Event)
-	afterStep      []func()
+	// softq holds segments sent inline, waiting for softirq.
+	softq     []delivery
+	inSoftirq bool
+	stopped   bool
+	failure   error
+	observers []func(*Event)
+	afterStep []func()
 }
 
 // New makes an empty world.
@@ -208,6 +213,7 @@ var ErrLimit = errors.New("simulation limit reached")
 func (w *World) Run(limit time.Duration) error {
 	w.stopped = false
 	for !w.stopped {
+		w.softirq() // segments sent outside a syscall: a timer, a test
 		if w.queue.Len() == 0 {
 			break
 		}
@@ -240,7 +246,7 @@ func (w *World) Run(limit time.Duration) error {
 func (w *World) RunFor(d time.Duration) error {
 	end := w.now + d
 	w.stopped = false
-	for !w.stopped && w.queue.Len() > 0 && w.queue.peek().at <= end {
+	for w.softirq(); !w.stopped && w.queue.Len() > 0 && w.queue.peek().at <= end; w.softirq() {
 		ev := w.queue.pop()
 		if ev.dead {
 			w.freeEvent(ev)

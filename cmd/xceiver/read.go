@@ -60,6 +60,7 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"p50_us", us(st.P50)},
 		{"p99_us", us(st.P99)},
 		{"mean_us", us(st.Mean)},
+		{"stall_share", res.Latencies.StallShare()},
 		{"throughput_mbps", res.ThroughputMBps()},
 		{"server_peak_fds", res.ServerPeakFDs},
 		{"server_peak_threads", res.ServerPeakThr},

@@ -140,6 +140,7 @@ func (r tcpPatternRunner) run(w model.World) (result, error) {
 		{"p99_us", us(s.P99)},
 		{"mean_us", us(s.Mean)},
 		{"max_us", us(s.Max)},
+		{"stall_share", res.Latencies.StallShare()},
 	}, nil
 }
 

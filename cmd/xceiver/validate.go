@@ -103,6 +103,28 @@ func checks() []check {
 			},
 		},
 		{
+			// Loopback runs the receiver's input path in the sender's
+			// write, so an ACK can release a Nagle-held tail between two
+			// writes of one op and the next write waits for the delayed
+			// ACK: a share of ops stalls ≥ 10 ms.
+			name: "tcp-stalls", desc: "tcp-pattern --writes 4 --msg 40000 (Nagle on): share of ops ≥ 10 ms",
+			runs: []runner{tcpPatternRunner{model.TCPPattern{Writes: 4, Msg: 40000, Reply: 32768, Ops: 100}}},
+			rows: func(s, r []result) []row {
+				return []row{diffWithin("tcp-pattern writes=4 msg=40000 nagle", "stall_share", num(s[0], "stall_share"), num(r[0], "stall_share"), 0.10)}
+			},
+		},
+		{
+			// A keep-alive shorter than the client's turnaround: whether
+			// the next request beats the server's idle timer.
+			name: "read-keepalive-reuse", desc: "read, 1 client, 100 ops, --keepalive 1µs: connections reused",
+			runs: []runner{readRun(func(s *model.ReadScenario) {
+				s.Clients, s.Ops, s.Server.Keepalive = 1, 100, time.Microsecond
+			})},
+			rows: func(s, r []result) []row {
+				return []row{diffWithin("read keepalive=1µs", "keepalive_reuses", num(s[0], "keepalive_reuses"), num(r[0], "keepalive_reuses"), 10)}
+			},
+		},
+		{
 			name: "read-keepalive", desc: "read, keep-alive, NODELAY off vs on (HDFS-941)",
 			runs: []runner{
 				readRun(func(s *model.ReadScenario) { s.Ops = 30; s.Server.NoDelay, s.Client.NoDelay = false, false }),

@@ -324,6 +324,7 @@ func (cl *Client) conn(addr string) (*clientConn, error) {
 
 func (cc *clientConn) read() {
 	var buf [16 << 10]byte
+	var readErr error
 	for {
 		n, err := cc.c.Read(buf[:])
 		if n > 0 {
@@ -336,11 +337,18 @@ func (cc *clientConn) read() {
 			if err == io.EOF {
 				err = errors.New("closed by server")
 			}
-			cc.c.Close()
-			cc.fail(err)
-			return
+			readErr = err
+			break
 		}
 	}
+	// Answers that arrived with the close are handled first: on loopback
+	// a server's last answer and its FIN or RST often land together.
+	defer func() {
+		if readErr != nil && !cc.dead {
+			cc.c.Close()
+			cc.fail(readErr)
+		}
+	}()
 	off := 0
 	for !cc.dead {
 		f, n, err := DecodeFrame(cc.in[off:], cc.cl.cfg.MaxFrame)
