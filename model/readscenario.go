@@ -28,6 +28,13 @@ type ReadScenario struct {
 	// their requests overlap: peak resource use then does not depend on
 	// how fast processes happen to start.
 	StartTogether bool
+	// Serve, if set, stands in for the datanode: the scenario lays the
+	// blocks out on the datanode process's disk under Server.Dir, then
+	// calls Serve, which serves them to the clients at the address it
+	// returns until stop; stop returns the most fds the server had open.
+	// The real world's reference servers (real.GoServer) plug in here, so
+	// the same clients measure them and the datanode alike.
+	Serve func(p Process, dir string) (addr string, stop func() (peakFDs int), err error)
 }
 
 // DefaultReadScenario returns the defaults of `xceiver run read`.
@@ -135,7 +142,28 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 	var firstCall, lastReturn time.Duration
 	started := false
 
+	clientEnd := func() {
+		for i, cp := range clientProcs {
+			res.ClientEndFDs += cp.FDs().Open - clientBase[i]
+			st := clients[i].Stats()
+			res.ClientStats.Ops += st.Ops
+			res.ClientStats.Errors += st.Errors
+			res.ClientStats.Dials += st.Dials
+			res.ClientStats.Reused += st.Reused
+			res.ClientStats.DeadPeers += st.DeadPeers
+			res.ClientStats.Retries += st.Retries
+			res.ClientStats.Expired += st.Expired
+			res.ClientStats.BytesRead += st.BytesRead
+		}
+	}
+	var stopServe func() int
 	settle := func() {
+		if stopServe != nil {
+			res.ServerPeakFDs = stopServe()
+			clientEnd()
+			w.Stop()
+			return
+		}
 		// Every op is done: wait past every timeout, then see what is left.
 		wait := max(dn.cfg.Keepalive, clients[0].cfg.CacheExpiry, dn.cfg.PoolIdle) + 500*time.Millisecond
 		dnProc.MainLoop().AfterFunc(wait, func() {
@@ -150,18 +178,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			if dn.Pool() != nil {
 				res.ServerEndHandles = dn.Pool().Handles()
 			}
-			for i, cp := range clientProcs {
-				res.ClientEndFDs += cp.FDs().Open - clientBase[i]
-				st := clients[i].Stats()
-				res.ClientStats.Ops += st.Ops
-				res.ClientStats.Errors += st.Errors
-				res.ClientStats.Dials += st.Dials
-				res.ClientStats.Reused += st.Reused
-				res.ClientStats.DeadPeers += st.DeadPeers
-				res.ClientStats.Retries += st.Retries
-				res.ClientStats.Expired += st.Expired
-				res.ClientStats.BytesRead += st.BytesRead
-			}
+			clientEnd()
 			w.Stop()
 		})
 	}
@@ -310,6 +327,22 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 				return
 			}
 		}
+		res.ServerBaselineFDs = p.FDs().Open
+		clients = make([]*Client, s.Clients)
+		clientProcs = make([]Process, s.Clients)
+		clientBase = make([]int, s.Clients)
+		if s.Serve != nil {
+			addr, stop, err := s.Serve(p, s.Server.Dir)
+			if err != nil {
+				w.Fail(fmt.Errorf("read scenario: serve: %w", err))
+				return
+			}
+			stopServe = stop
+			for i := 0; i < s.Clients; i++ {
+				startClient(i, addr)
+			}
+			return
+		}
 		var err error
 		dn, err = StartDatanode(p, p.MainLoop(), s.Server)
 		if err != nil {
@@ -317,9 +350,6 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			return
 		}
 		res.ServerBaselineFDs = p.FDs().Open
-		clients = make([]*Client, s.Clients)
-		clientProcs = make([]Process, s.Clients)
-		clientBase = make([]int, s.Clients)
 		for i := 0; i < s.Clients; i++ {
 			startClient(i, dn.Addr())
 		}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"xceiver/model"
+	"xceiver/real"
 	"xceiver/sim"
 )
 
@@ -36,7 +38,7 @@ func experiments() map[string]experiment {
 			run:       benchHDFS941,
 		},
 		"hdfs-918": {
-			desc:      "128 clients doing 64 KiB random reads, reactor vs thread per connection",
+			desc:      "128 clients doing 64 KiB random reads, reactor vs thread per connection (real: and vs plain Go)",
 			published: "HDFS-918: 1150 fds thread-per-request vs 530 multiplexed; random read 3.42 ms → 2.83 ms",
 			run:       benchHDFS918,
 		},
@@ -168,29 +170,67 @@ func benchHDFS941(world string, seed uint64) ([]benchRow, error) {
 	return rows, nil
 }
 
+// benchHDFS918 runs the read servers side by side. In the real world
+// that includes real.GoServer, plain Go (a goroutine per net.Conn, ReadAt
+// from shared files) without and with the CRC32C work, which the reactor
+// is measured against: its throughput and CPU per MB (the whole process,
+// the same clients every time) as ratios to the reference's.
 func benchHDFS918(world string, seed uint64) ([]benchRow, error) {
+	variants := real.ReadServerVariants()
+	if world == "sim" {
+		variants = variants[:3] // the reference servers are real code only
+	}
 	var rows []benchRow
-	for _, v := range []struct {
-		name   string
-		mode   model.ServerMode
-		inline bool
-	}{{"threaded", model.Threaded, false}, {"reactor", model.Reactor, false}, {"reactor-inline-io", model.Reactor, true}} {
+	tput := map[string]float64{}
+	cpuMB := map[string]float64{}
+	for _, v := range variants {
 		s := model.DefaultReadScenario()
 		s.Clients, s.Ops, s.ReadSize, s.StartTogether = 128, 20, 64<<10, true
-		s.Server.Mode, s.Server.InlineIO = v.mode, v.inline
 		s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 500*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+		v.Apply(&s)
+		cpu0 := processCPU()
 		res, err := benchRead(world, seed, s)
 		if err != nil {
 			return nil, err
 		}
-		c := v.name
+		cpu := processCPU() - cpu0
+		c := v.Name
+		tput[c] = num(res, "throughput_mbps")
 		rows = append(rows,
-			benchRow{world, c, "server peak fds", num(res, "server_peak_fds"), "fds"},
-			benchRow{world, c, "server peak threads", num(res, "server_peak_threads"), "threads"},
+			benchRow{world, c, "server peak fds", num(res, "server_peak_fds"), "fds"})
+		if s.Serve == nil {
+			rows = append(rows, benchRow{world, c, "server peak threads", num(res, "server_peak_threads"), "threads"})
+		}
+		rows = append(rows,
 			benchRow{world, c, "p50", num(res, "p50_us") / 1e3, "ms"},
-			benchRow{world, c, "throughput", num(res, "throughput_mbps"), "MB/s"})
+			benchRow{world, c, "throughput", tput[c], "MB/s"})
+		if world == "real" {
+			if mb := num(res, "bytes_verified") / 1e6; mb > 0 {
+				cpuMB[c] = cpu.Seconds() * 1e3 / mb
+				rows = append(rows, benchRow{world, c, "process CPU per MB", cpuMB[c], "ms/MB"})
+			}
+		}
+	}
+	if world == "real" {
+		for _, c := range []string{"reactor", "reactor-inline-io"} {
+			for _, ref := range []string{"go-server", "go-server-crc"} {
+				rows = append(rows,
+					benchRow{world, c, "throughput vs " + ref, tput[c] / tput[ref], "×"},
+					benchRow{world, c, "CPU per MB vs " + ref, cpuMB[c] / cpuMB[ref], "×"})
+			}
+		}
 	}
 	return rows, nil
+}
+
+// processCPU is the CPU this process has used, every thread, user and
+// system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchSimSpeed(world string, seed uint64) ([]benchRow, error) {
