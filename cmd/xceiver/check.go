@@ -64,7 +64,7 @@ bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
 			fs.IntVar(&opt.seeds, "seeds", defaultSeeds, "check `N` seeds")
 			fs.Uint64Var(&opt.seed, "seed", 1, "first seed `S` (alone: check just this seed)")
 			fs.IntVar(&opt.parallel, "parallel", runtime.NumCPU(), "check `P` seeds at once")
-			fs.StringVar(&opt.shard, "shard", "1/1", "check only shard `i/n` of the seeds (1 ≤ i ≤ n)")
+			fs.StringVar(&opt.shard, "shard", "1/1", "check only shard `i/n` of the seeds (1 ≤ i ≤ n; default from JOB_COMPLETION_INDEX and JOB_COMPLETIONS when set)")
 			fs.StringVar(&opt.out, "out", "xceiver-failures", "write failures' traces into `DIR`")
 			fs.BoolVar(&opt.json, "json", false, "print one JSON object")
 			fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug `NAME` (list: show them)")
@@ -124,17 +124,40 @@ func (o *checkOptions) validate(c *call) error {
 	case o.seed > ^uint64(0)-uint64(o.seeds):
 		return c.usagef("%s %d: the last seed would overflow (with --seeds %d)", c.typed("seed"), o.seed, o.seeds)
 	}
+	shardName := "" // the shard as the user gave it, for messages
+	if set := isSet(c.fs, "shard"); !set {
+		// In a Kubernetes Indexed Job each pod learns its index from
+		// JOB_COMPLETION_INDEX (0-based); the manifest passes the
+		// number of completions as JOB_COMPLETIONS.
+		idx, hasIdx := os.LookupEnv("JOB_COMPLETION_INDEX")
+		cnt, hasCnt := os.LookupEnv("JOB_COMPLETIONS")
+		switch {
+		case hasIdx && hasCnt:
+			k, err1 := strconv.Atoi(idx)
+			n, err2 := strconv.Atoi(cnt)
+			if err1 != nil || err2 != nil || k < 0 || n < 1 || k >= n {
+				return c.usagef("JOB_COMPLETION_INDEX=%q JOB_COMPLETIONS=%q: want 0 ≤ index < completions", idx, cnt)
+			}
+			o.shard = fmt.Sprintf("%d/%d", k+1, n)
+			shardName = "shard " + o.shard + " (from JOB_COMPLETION_INDEX=" + idx + ")"
+		case hasIdx:
+			return c.usagef("JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the Job's completions, or give --shard")
+		}
+	}
+	if shardName == "" {
+		shardName = c.typed("shard") + " " + o.shard
+	}
 	i, n, ok := strings.Cut(o.shard, "/")
 	si, err1 := strconv.Atoi(i)
 	sn, err2 := strconv.Atoi(n)
 	if !ok || err1 != nil || err2 != nil {
-		return c.usagef("%s %q: want i/n, such as 1/4", c.typed("shard"), o.shard)
+		return c.usagef("%s: want i/n, such as 1/4", shardName)
 	}
 	if sn < 1 || si < 1 || si > sn {
-		return c.usagef("%s %s: want 1 ≤ i ≤ n", c.typed("shard"), o.shard)
+		return c.usagef("%s: want 1 ≤ i ≤ n", shardName)
 	}
 	if si > o.seeds {
-		return c.usagef("%s %s: no seeds in this shard (only %d seed%s across %d shards)", c.typed("shard"), o.shard, o.seeds, plural(o.seeds, "", "s"), sn)
+		return c.usagef("%s: no seeds in this shard (only %d seed%s across %d shards)", shardName, o.seeds, plural(o.seeds, "", "s"), sn)
 	}
 	o.shardI, o.shardN = si, sn
 	if o.bug != "" {
@@ -204,6 +227,12 @@ type checkFailure struct {
 // progressEvery is the longest a check stays silent when its output is
 // not a terminal (a CI log, a Job's log).
 var progressEvery = 5 * time.Second
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
 
 // shardSeeds is how many of the seeds fall in the shard.
 func (o *checkOptions) shardSeeds() int {
@@ -358,6 +387,31 @@ func (t *tally) groups() []*propSummary {
 	return gs
 }
 
+// checkSummary is what check --json prints and merge reads and writes.
+type checkSummary struct {
+	World string `json:"world"`
+	// Seeds are this shard's seeds; SweepSeeds all shards' (--seeds).
+	Seeds        int            `json:"seeds"`
+	SweepSeeds   int            `json:"sweep_seeds"`
+	Checked      int            `json:"checked"`
+	FirstSeed    uint64         `json:"first_seed"`
+	Shard        string         `json:"shard"`
+	Out          string         `json:"out,omitempty"`
+	Bug          string         `json:"bug,omitempty"`
+	Passed       int            `json:"passed"`
+	Failed       int            `json:"failed"`
+	StoppedEarly bool           `json:"stopped_early,omitempty"`
+	ElapsedS     float64        `json:"elapsed_s"`
+	SeedsPerS    float64        `json:"seeds_per_s"`
+	CodeVersion  string         `json:"code_version"`
+	ByProperty   []*propSummary `json:"by_property"`
+	Failures     []checkFailure `json:"failures"`
+	NotListed    int            `json:"failures_not_listed,omitempty"`
+	Properties   []string       `json:"properties"`
+	// Shards lists the shards a merged summary combines.
+	Shards []string `json:"shards,omitempty"`
+}
+
 // printSummary ends a check, in either world, with the same JSON object
 // or the same closing lines, and returns the exit code.
 func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t *tally, elapsed time.Duration) int {
@@ -368,44 +422,17 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		codeVer, props = realCodeVersion(), realPropertyNames()
 	}
 	if opt.json {
-		out, _ := json.Marshal(struct {
-			World        string         `json:"world"`
-			Seeds        int            `json:"seeds"`
-			Checked      int            `json:"checked"`
-			FirstSeed    uint64         `json:"first_seed"`
-			Shard        string         `json:"shard"`
-			Bug          string         `json:"bug,omitempty"`
-			Passed       int            `json:"passed"`
-			Failed       int            `json:"failed"`
-			StoppedEarly bool           `json:"stopped_early,omitempty"`
-			ElapsedS     float64        `json:"elapsed_s"`
-			SeedsPerS    float64        `json:"seeds_per_s"`
-			CodeVer      string         `json:"code_version"`
-			ByProperty   []*propSummary `json:"by_property"`
-			Failures     []checkFailure `json:"failures"`
-			NotListed    int            `json:"failures_not_listed,omitempty"`
-			Properties   []string       `json:"properties"`
-		}{world, seeds, checked, opt.seed, fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), opt.bug, t.passed, t.failed,
-			t.stoppedEarly, elapsed.Seconds(), float64(checked) / elapsed.Seconds(), codeVer, nonNilGroups(t.groups()),
-			nonNil(t.listed), t.failed - len(t.listed), props})
+		out, _ := json.Marshal(checkSummary{
+			World: world, Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
+			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
+			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly,
+			ElapsedS: elapsed.Seconds(), SeedsPerS: float64(checked) / elapsed.Seconds(), CodeVersion: codeVer,
+			ByProperty: nonNilGroups(t.groups()), Failures: nonNil(t.listed), NotListed: t.failed - len(t.listed),
+			Properties: props,
+		})
 		fmt.Fprintln(stdout, string(out))
 	} else {
-		if gs := t.groups(); len(gs) > 0 {
-			fmt.Fprintln(stdout, "failures by property (the smallest trace of each, and how to open it):")
-			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-			for _, g := range gs {
-				f := g.Smallest
-				what := fmt.Sprintf("seed %d: %s", f.Seed, f.Message)
-				if f.Trace != "" {
-					what = fmt.Sprintf("seed %d, %d op%s, %d fault%s, %d events", f.Seed, f.Ops, plural(f.Ops, "", "s"), f.Faults, plural(f.Faults, "", "s"), f.Events)
-				}
-				fmt.Fprintf(tw, "  %s\t%d seed%s\t%s\n", g.Property, g.Count, plural(g.Count, "", "s"), what)
-				if g.Replay != "" {
-					fmt.Fprintf(tw, "  \t\t%s\n", g.Replay)
-				}
-			}
-			tw.Flush()
-		}
+		printGroups(stdout, t.groups())
 		if t.stoppedEarly {
 			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
 		}
@@ -417,6 +444,35 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		return exitFail
 	}
 	return exitOK
+}
+
+// printGroups prints the failures by property: count, smallest trace
+// and the command that opens it.
+func printGroups(w io.Writer, gs []*propSummary) {
+	if len(gs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "failures by property (the smallest trace of each, and how to open it):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, g := range gs {
+		f := g.Smallest
+		what := fmt.Sprintf("seed %d: %s", f.Seed, f.Message)
+		if f.Trace != "" {
+			what = fmt.Sprintf("seed %d, %d op%s, %d fault%s, %d events", f.Seed, f.Ops, plural(f.Ops, "", "s"), f.Faults, plural(f.Faults, "", "s"), f.Events)
+		}
+		fmt.Fprintf(tw, "  %s\t%d seed%s\t%s\n", g.Property, g.Count, plural(g.Count, "", "s"), what)
+		if g.Replay != "" {
+			fmt.Fprintf(tw, "  \t\t%s\n", g.Replay)
+		}
+	}
+	tw.Flush()
+}
+
+func outIfSim(opt checkOptions, world string) string {
+	if world == "sim" {
+		return opt.out
+	}
+	return ""
 }
 
 func nonNilGroups(g []*propSummary) []*propSummary {

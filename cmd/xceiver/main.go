@@ -40,6 +40,7 @@ func commandList() []*command {
 		validateCommand(),
 		benchCommand(),
 		mutateCommand(),
+		mergeCommand(),
 		versionCommand(),
 	}
 }

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckShardFromJobEnv(t *testing.T) {
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	t.Setenv("JOB_COMPLETIONS", "3")
+	out := t.TempDir()
+	var got checkSummary
+	code, stdout, stderr := runCLI("check", "--seeds", "30", "--seed", "100", "--json", "--out", out)
+	if code != exitOK || json.Unmarshal([]byte(stdout), &got) != nil {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	if got.Shard != "2/3" || got.Checked != 10 {
+		t.Errorf("from the environment: shard %s, %d seeds checked; want 2/3 and 10", got.Shard, got.Checked)
+	}
+	// --shard wins over the environment.
+	code, stdout, _ = runCLI("check", "--seeds", "30", "--seed", "100", "--json", "--out", out, "--shard", "3/3")
+	if code != exitOK || json.Unmarshal([]byte(stdout), &got) != nil || got.Shard != "3/3" {
+		t.Errorf("--shard 3/3 with the environment set: exit %d, shard %s", code, got.Shard)
+	}
+	for _, env := range []struct{ idx, n, want string }{
+		{"x", "3", `xceiver: check: JOB_COMPLETION_INDEX="x" JOB_COMPLETIONS="3": want 0 ≤ index < completions`},
+		{"3", "3", `xceiver: check: JOB_COMPLETION_INDEX="3" JOB_COMPLETIONS="3": want 0 ≤ index < completions`},
+		{"0", "", `xceiver: check: JOB_COMPLETION_INDEX="0" JOB_COMPLETIONS="": want 0 ≤ index < completions`},
+		{"2", "3", `xceiver: check: shard 3/3 (from JOB_COMPLETION_INDEX=2): no seeds in this shard (only 2 seeds across 3 shards)`},
+	} {
+		t.Setenv("JOB_COMPLETION_INDEX", env.idx)
+		t.Setenv("JOB_COMPLETIONS", env.n)
+		code, _, stderr := runCLI("check", "--seeds", "2", "--out", out)
+		if code != exitUsage || strings.TrimSpace(stderr) != env.want {
+			t.Errorf("index %q of %q: exit %d\n%q\nwant %q", env.idx, env.n, code, stderr, env.want)
+		}
+	}
+	os.Unsetenv("JOB_COMPLETIONS")
+	if code, _, stderr := runCLI("check", "--seeds", "2", "--out", out); code != exitUsage || !strings.Contains(stderr, "JOB_COMPLETIONS is not") {
+		t.Errorf("index without completions: exit %d: %q", code, stderr)
+	}
+}
+
+// Three shards of a sweep with a bug on, collected into one directory
+// (as a Job's shared volume would be, then copied elsewhere), merge into
+// the summary one check of every seed gives.
+func TestMergeShards(t *testing.T) {
+	work := t.TempDir()
+	results := filepath.Join(work, "results")
+	os.Mkdir(results, 0o755)
+	var files []string
+	for k, shard := range []string{"1/3", "2/3", "3/3"} {
+		out := filepath.Join(results, "traces-"+string(rune('0'+k)))
+		code, stdout, stderr := runCLI("check", "--bug", "HDFS-3359", "--seeds", "9", "--shard", shard, "--parallel", "1", "--json", "--out", out)
+		if code != exitFail {
+			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
+		}
+		f := filepath.Join(results, "shard-"+string(rune('0'+k))+".json")
+		os.WriteFile(f, []byte(stdout), 0o644)
+		files = append(files, f)
+	}
+	code, whole, _ := runCLI("check", "--bug", "HDFS-3359", "--seeds", "9", "--parallel", "1", "--json", "--out", filepath.Join(work, "whole"))
+	var want checkSummary
+	if code != exitFail || json.Unmarshal([]byte(whole), &want) != nil {
+		t.Fatalf("whole sweep: exit %d", code)
+	}
+
+	// Collected elsewhere: the paths in the results no longer resolve
+	// as written; merge finds the traces beside the results.
+	moved := filepath.Join(work, "collected")
+	if err := os.Rename(results, moved); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		files[i] = filepath.Join(moved, filepath.Base(files[i]))
+	}
+	into := filepath.Join(work, "failures")
+	code, stdout, stderr := runCLI(append([]string{"merge", "--json", "--traces", into}, files...)...)
+	var got checkSummary
+	if code != exitFail || json.Unmarshal([]byte(stdout), &got) != nil {
+		t.Fatalf("merge: exit %d: %s%s", code, stdout, stderr)
+	}
+	if got.Checked != 9 || got.Seeds != 9 || got.SweepSeeds != 9 || got.Passed != want.Passed || got.Failed != want.Failed || len(got.Shards) != 3 {
+		t.Errorf("merged %d checked, %d passed, %d failed over %v; one check: %d, %d, %d", got.Checked, got.Passed, got.Failed, got.Shards, want.Checked, want.Passed, want.Failed)
+	}
+	if len(got.ByProperty) != len(want.ByProperty) || got.ByProperty[0].Count != want.ByProperty[0].Count ||
+		got.ByProperty[0].Smallest.Seed != want.ByProperty[0].Smallest.Seed {
+		t.Errorf("by property: merged %+v, one check %+v", got.ByProperty[0], want.ByProperty[0])
+	}
+	for _, f := range got.Failures {
+		if filepath.Dir(f.Trace) != into {
+			t.Errorf("seed %d: trace %q (%s), want it copied into %s", f.Seed, f.Trace, f.TraceError, into)
+		} else if _, err := os.Stat(f.Trace); err != nil {
+			t.Error(err)
+		}
+	}
+	// Text: the summary and the replay command of the merged trace.
+	code, stdout, _ = runCLI(append([]string{"merge"}, files...)...)
+	if code != exitFail || !strings.Contains(stdout, "failures by property") || !strings.Contains(lastLine(stdout), "failed") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+
+	bad := filepath.Join(work, "bad.json")
+	os.WriteFile(bad, []byte("{"), 0o644)
+	other := filepath.Join(work, "other.json")
+	b, _ := os.ReadFile(files[0])
+	os.WriteFile(other, []byte(strings.Replace(string(b), `"sweep_seeds":9`, `"sweep_seeds":10`, 1)), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"merge", files[0], files[1]}, "xceiver: merge: shards missing: 3/3 (--partial merges what is there)"},
+		{[]string{"merge", files[0], files[0]}, "xceiver: merge: " + files[0] + ": shard 1/3 again (also in " + files[0] + ")"},
+		{[]string{"merge", files[1], other}, "xceiver: merge: " + other + ": seeds 10, but " + files[1] + " has 9: not the same sweep"},
+		{[]string{"merge", bad}, "xceiver: merge: " + bad + ": not the output of check --json"},
+		{[]string{"merge", filepath.Join(work, "none.json")}, "xceiver: merge: " + filepath.Join(work, "none.json") + ": no such file or directory"},
+		{[]string{"merge"}, "xceiver: merge: want one or more RESULT.json files (check --json, one per shard)"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != exitUsage || strings.TrimSpace(stderr) != c.want {
+			t.Errorf("%q: exit %d\n%q\nwant %q", c.args, code, stderr, c.want)
+		}
+	}
+	if code, _, stderr := runCLI("merge", "--partial", files[0], files[1]); code != exitFail {
+		t.Errorf("--partial: exit %d: %s", code, stderr)
+	}
+}
