@@ -12,7 +12,11 @@ import (
 type ClientConfig struct {
 	Name     string
 	Datanode string // address
-	NoDelay  bool
+	// Network is "tcp" (the default) or "unix": data traffic over the
+	// datanode's domain socket (HDFS-347's
+	// dfs.client.domain.socket.data.traffic).
+	Network string
+	NoDelay bool
 	// CacheCapacity and CacheExpiry shape the peer cache (HDFS-941):
 	// connections kept after a clean read for the next one. Expiry must be
 	// shorter than the datanode's keep-alive.
@@ -126,6 +130,7 @@ type cachedPeer struct {
 func NewClient(p Process, loop Loop, id int, cfg ClientConfig) (*Client, error) {
 	d := DefaultClientConfig()
 	orDefault(&cfg.Name, d.Name)
+	orDefault(&cfg.Network, "tcp")
 	orDefault(&cfg.CacheExpiry, d.CacheExpiry)
 	orDefault(&cfg.Timeout, d.Timeout)
 	orDefault(&cfg.PacketSize, d.PacketSize)
@@ -136,6 +141,8 @@ func NewClient(p Process, loop Loop, id int, cfg ClientConfig) (*Client, error) 
 	switch {
 	case cfg.Datanode == "":
 		return nil, fmt.Errorf("client: no datanode address")
+	case cfg.Network != "tcp" && cfg.Network != "unix":
+		return nil, fmt.Errorf("client: network %q: want tcp or unix", cfg.Network)
 	case cfg.CacheCapacity < 0:
 		return nil, fmt.Errorf("client: negative cache capacity %d", cfg.CacheCapacity)
 	case cfg.CacheExpiry < 0 || cfg.Timeout < 0:
@@ -279,16 +286,18 @@ func (op *clientOp) begin() {
 		op.reused = op.conn != nil
 	}
 	if op.conn == nil {
-		c, err := cl.p.Dial("tcp", cl.cfg.Datanode, cl.loop, op.onEvent)
+		c, err := cl.p.Dial(cl.cfg.Network, cl.cfg.Datanode, cl.loop, op.onEvent)
 		if err != nil {
 			op.finish(Result{Err: fmt.Errorf("dial %s: %w", cl.cfg.Datanode, err)})
 			return
 		}
 		cl.stats.Dials++
-		if err := c.SetNoDelay(cl.cfg.NoDelay); err != nil {
-			_ = c.Close()
-			op.finish(Result{Err: err})
-			return
+		if cl.cfg.Network == "tcp" { // a Unix socket has no Nagle
+			if err := c.SetNoDelay(cl.cfg.NoDelay); err != nil {
+				_ = c.Close()
+				op.finish(Result{Err: err})
+				return
+			}
 		}
 		op.conn = c
 	} else {

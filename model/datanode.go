@@ -264,6 +264,19 @@ func (dn *Datanode) Addr() string { return dn.ln.Addr() }
 // while no client is connected (setting up a run), or under the lock.
 func (dn *Datanode) Store() *BlockStore { return dn.store }
 
+// Lock is the lock that guards the store (and what else shares it, as
+// the short-circuit registry does).
+func (dn *Datanode) Lock() Lock { return dn.lock }
+
+// TokenKey is the key the datanode checks block tokens with.
+func (dn *Datanode) TokenKey() []byte { return dn.cfg.TokenKey }
+
+// Main is the datanode's acceptor loop.
+func (dn *Datanode) Main() Loop { return dn.main }
+
+// Process is the datanode's process.
+func (dn *Datanode) Process() Process { return dn.p }
+
 // Pool is the handle pool (nil in threaded mode).
 func (dn *Datanode) Pool() *HandlePool { return dn.pool }
 
@@ -368,29 +381,55 @@ func (dn *Datanode) accept() {
 			c.Close()
 			continue
 		}
-		dc := &dnConn{dn: dn, c: c, index: len(dn.conns)}
-		dn.conns = append(dn.conns, dc)
-		if dn.cfg.Mode == Threaded {
-			l, err := dn.p.NewLoop("xceiver")
-			if err != nil {
-				dn.p.Log("thread-error", "err", err.Error())
-				dc.close("no thread")
-				continue
-			}
-			dc.loop, dc.thread = l, true
-		} else {
-			dc.sel = dn.selectors[dn.next%len(dn.selectors)]
-			dn.next++
-			dc.loop = dc.sel.loop
-		}
-		loop := dc.loop
-		loop.Post(func() {
-			if !dc.closed {
-				c.SetHandler(loop, dc.onEvent)
-				dc.watchInput()
-			}
-		})
+		dn.serve(c, nil)
 	}
+}
+
+// Adopt serves c, a connection accepted elsewhere (the short-circuit
+// domain socket's data traffic), as if the datanode had accepted it; in
+// holds the bytes already read from it.
+func (dn *Datanode) Adopt(c Conn, in []byte) {
+	dn.main.Post(func() {
+		if dn.stopped {
+			_ = c.Close()
+			return
+		}
+		dn.stats.Accepted++
+		dn.serve(c, in)
+	})
+}
+
+// serve starts a connection on a selector (or its own thread). Runs on the
+// acceptor loop.
+func (dn *Datanode) serve(c Conn, in []byte) {
+	dc := &dnConn{dn: dn, c: c, index: len(dn.conns)}
+	dn.conns = append(dn.conns, dc)
+	if dn.cfg.Mode == Threaded {
+		l, err := dn.p.NewLoop("xceiver")
+		if err != nil {
+			dn.p.Log("thread-error", "err", err.Error())
+			dc.close("no thread")
+			return
+		}
+		dc.loop, dc.thread = l, true
+	} else {
+		dc.sel = dn.selectors[dn.next%len(dn.selectors)]
+		dn.next++
+		dc.loop = dc.sel.loop
+	}
+	loop := dc.loop
+	loop.Post(func() {
+		if dc.closed {
+			return
+		}
+		c.SetHandler(loop, dc.onEvent)
+		c.SetReadInterest(true) // an adopted connection may have had it off
+		if len(in) > 0 {
+			dc.in = append(dc.in, in...)
+			dc.process()
+		}
+		dc.watchInput()
+	})
 }
 
 // forget removes a closed connection from the datanode's list; it runs on

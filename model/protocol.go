@@ -142,6 +142,9 @@ func (s Status) String() string {
 
 func (s Status) known() bool { return int(s) < len(statusNames) }
 
+// Known reports whether s is a status of the protocol.
+func (s Status) Known() bool { return s.known() }
+
 // ChecksumType names a checksum algorithm.
 type ChecksumType uint8
 

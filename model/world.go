@@ -38,6 +38,7 @@ var (
 	ErrAddrInUse     = errors.New("address already in use")    // EADDRINUSE
 	ErrNotSupported  = errors.New("operation not supported")   // EOPNOTSUPP
 	ErrProcessExited = errors.New("process exited")            // the owning process crashed or stopped
+	ErrInsecurePath  = errors.New("insecure path")             // CheckSocketPath: others could replace the socket
 )
 
 // World is a set of processes that can reach each other by address.
@@ -90,6 +91,12 @@ type Process interface {
 	// TCP addresses are loopback "127.0.0.1:port" (port 0 picks one) and
 	// Unix addresses are socket paths.
 	Listen(network, addr string, backlog int, loop Loop) (Listener, error)
+	// CheckSocketPath refuses a Unix socket path that others could tamper
+	// with: a directory on it owned by someone other than root or the
+	// process's user, or writable by others (a sticky directory such as
+	// /tmp is allowed above the socket's own directory). Directories not
+	// yet made are not checked (Listen makes them, private).
+	CheckSocketPath(addr string) error
 	// Dial starts a non-blocking connect. The connection reports Writable
 	// once established, or Hangup with Err set if it failed.
 	Dial(network, addr string, loop Loop, h Handler) (Conn, error)

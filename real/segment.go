@@ -2,6 +2,8 @@ package real
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -132,4 +134,43 @@ func (s *segment) Unmap() error {
 	s.mem = nil
 	s.p.segments.Add(-1)
 	return wrapErr("munmap", s.name, err)
+}
+
+// CheckSocketPath implements model.Process: the rule of HDFS's
+// DomainSocket.validateSocketPathSecurity0, on the resolved path.
+func (p *process) CheckSocketPath(addr string) error {
+	ra, err := p.w.resolve("unix", addr)
+	if err != nil {
+		return err
+	}
+	return checkDirs(filepath.Dir(ra.path), os.Geteuid())
+}
+
+// checkDirs checks every existing directory from / down to dir.
+func checkDirs(dir string, euid int) error {
+	dir = filepath.Clean(dir)
+	var chain []string
+	for d := dir; ; d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if d == "/" || d == "." {
+			break
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		d := chain[i]
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			if err == unix.ENOENT {
+				return nil // made private by Listen
+			}
+			return wrapErr("stat", d, err)
+		}
+		if st.Uid != 0 && int(st.Uid) != euid {
+			return fmt.Errorf("directory %s is owned by uid %d, not root or uid %d: %w", d, st.Uid, euid, model.ErrInsecurePath)
+		}
+		if st.Mode&unix.S_IWOTH != 0 && (st.Mode&unix.S_ISVTX == 0 || d == dir) {
+			return fmt.Errorf("directory %s is writable by others (mode %o): %w", d, st.Mode&0o7777, model.ErrInsecurePath)
+		}
+	}
+	return nil
 }

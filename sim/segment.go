@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"path"
+	"slices"
 
 	"xceiver/model"
 )
@@ -105,4 +107,23 @@ func (s *shmMap) Unmap() error {
 func (s *shmMap) release() {
 	s.gone = true
 	s.ino.refs--
+}
+
+// SetInsecureDir makes CheckSocketPath refuse Unix addresses under dir, as
+// if it were writable by others (the simulated file system has no owners
+// or modes otherwise).
+func (w *World) SetInsecureDir(dir string) {
+	w.insecureDirs = append(w.insecureDirs, path.Clean(dir))
+}
+
+// CheckSocketPath implements model.Process.
+func (p *Process) CheckSocketPath(addr string) error {
+	for d := path.Dir(path.Clean(addr)); ; d = path.Dir(d) {
+		if slices.Contains(p.w.insecureDirs, d) {
+			return fmt.Errorf("directory %s is writable by others: %w", d, model.ErrInsecurePath)
+		}
+		if d == "/" || d == "." {
+			return nil
+		}
+	}
 }

@@ -78,11 +78,12 @@ func DefaultCPUConfig() CPUConfig {
 
 // World is the simulated world. It implements model.World.
 type World struct {
-	cfg    Config
-	now    time.Duration
-	seq    uint64
-	queue  eventQueue
-	events uint64
+	cfg          Config
+	insecureDirs []string // see SetInsecureDir
+	now          time.Duration
+	seq          uint64
+	queue        eventQueue
+	events       uint64
 
 	// ctx is the clock of the callback now running: it starts at the
 	// event's time and advances with the CPU the callback spends, so what

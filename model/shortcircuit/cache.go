@@ -1,0 +1,327 @@
+package shortcircuit
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"xceiver/model"
+)
+
+// The short-circuit cache (HDFS's ShortCircuitCache): replicas whose fds
+// a client received, keyed by (block, stamp) and refcounted. The cache
+// holds one reference while a replica is in it, each reader one more; a
+// replica's fds close when the last reference goes. Replicas only the
+// cache references are evictable: at most Capacity of them, the least
+// recently used evicted first, and none older than Expiry. A replica whose
+// slot the datanode invalidated is purged when next looked up.
+//
+// HDFS-15202 shards the cache N ways by block id, one lock per shard, so
+// many reader threads do not queue on one lock. Every shard operation runs
+// under its shard's model.Lock (a modelled lock with queueing and wake-up
+// costs in sim, a mutex in real); the methods of shard are the critical
+// sections and are called only under it.
+
+// Key names a replica.
+type Key struct {
+	Block, Stamp uint64
+}
+
+// Replica is a cached replica: the passed fds and the slot the datanode
+// invalidates when the block changes.
+type Replica struct {
+	Key    Key
+	Length int64
+	Data   model.File
+	Meta   model.File
+	Slot   *Slot // nil when the datanode gave none (tests)
+
+	refs     int // the cache's one (while cached) plus readers'
+	cached   bool
+	lastUsed time.Duration // when it last became evictable
+	// purged is set once the replica left the cache; its fds close with
+	// its last reference.
+	purged bool
+}
+
+// valid reports whether the datanode still vouches for the replica.
+func (r *Replica) valid() bool { return r.Slot == nil || r.Slot.Valid() }
+
+// CacheConfig shapes the cache. Zero values take HDFS's defaults.
+type CacheConfig struct {
+	Shards   int           // dfs.client.short.circuit.num (1 in HDFS)
+	Capacity int           // evictable replicas per cache (256)
+	Expiry   time.Duration // evictable replicas older than this go (5 min)
+	Bugs     CacheBugs
+}
+
+// CacheBugs switch on historic cache bugs.
+type CacheBugs struct {
+	// InsertShardByStamp picks the shard for an insert by (block+stamp)
+	// mod N and for a lookup by block mod N: after the first bump, a
+	// block's replica lands where lookups never look, so its invalid
+	// slot is never purged and its fds live until evicted.
+	InsertShardByStamp bool
+}
+
+// DefaultCacheConfig returns HDFS's defaults.
+func DefaultCacheConfig() CacheConfig {
+	return CacheConfig{Shards: 1, Capacity: 256, Expiry: 5 * time.Minute}
+}
+
+func (c *CacheConfig) fill() error {
+	d := DefaultCacheConfig()
+	if c.Shards == 0 {
+		c.Shards = d.Shards
+	}
+	if c.Capacity == 0 {
+		c.Capacity = d.Capacity
+	}
+	if c.Expiry == 0 {
+		c.Expiry = d.Expiry
+	}
+	switch {
+	case c.Shards < 1 || c.Shards > 1024:
+		return fmt.Errorf("short-circuit cache: %d shards outside [1, 1024]", c.Shards)
+	case c.Capacity < 1:
+		return fmt.Errorf("short-circuit cache: capacity %d < 1", c.Capacity)
+	case c.Expiry < 0:
+		return fmt.Errorf("short-circuit cache: negative expiry %v", c.Expiry)
+	}
+	return nil
+}
+
+// Cache is a process's short-circuit cache, shared by its clients' loops.
+type Cache struct {
+	cfg    CacheConfig
+	shards []*shard
+	// onClose runs (under the shard's lock, on loop) for each replica
+	// whose last reference went: it closes the fds and releases the slot.
+	onClose func(loop model.Loop, r *Replica)
+}
+
+// shard is one lock's worth of the cache.
+type shard struct {
+	lock    model.Lock
+	byBlock map[uint64]*Replica
+	lru     []*Replica // evictable, least recently used first
+	stats   CacheStats
+}
+
+// CacheStats counts what a cache did.
+type CacheStats struct {
+	Hits, Misses, Inserts, Evicted, Expired, Purged int
+}
+
+func (s *CacheStats) add(o CacheStats) {
+	s.Hits += o.Hits
+	s.Misses += o.Misses
+	s.Inserts += o.Inserts
+	s.Evicted += o.Evicted
+	s.Expired += o.Expired
+	s.Purged += o.Purged
+}
+
+// NewCache makes a cache whose shard locks come from p. onClose is called
+// for each replica whose last reference goes, under its shard's lock.
+func NewCache(p model.Process, cfg CacheConfig, onClose func(model.Loop, *Replica)) (*Cache, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	c := &Cache{cfg: cfg, onClose: onClose}
+	for i := 0; i < cfg.Shards; i++ {
+		c.shards = append(c.shards, &shard{lock: p.NewLock(fmt.Sprintf("sc-cache-%d", i)), byBlock: map[uint64]*Replica{}})
+	}
+	return c, nil
+}
+
+// Config is the cache's configuration, defaults filled in.
+func (c *Cache) Config() CacheConfig { return c.cfg }
+
+func (c *Cache) lookupShard(block uint64) *shard {
+	return c.shards[block%uint64(len(c.shards))]
+}
+
+func (c *Cache) insertShard(k Key) *shard {
+	if c.cfg.Bugs.InsertShardByStamp {
+		return c.shards[(k.Block+k.Stamp)%uint64(len(c.shards))]
+	}
+	return c.lookupShard(k.Block)
+}
+
+// Lookup finds a valid replica of block with at least stamp (0: any) and
+// takes a reader's reference on it, then calls done on loop with it (nil
+// on a miss). A stale or invalid replica found on the way is purged.
+func (c *Cache) Lookup(loop model.Loop, block, stamp uint64, done func(*Replica)) {
+	s := c.lookupShard(block)
+	s.lock.Do(loop, func() {
+		r := s.lookup(c, loop, block, stamp)
+		loop.Post(func() { done(r) })
+	})
+}
+
+// Insert caches r with one reader's reference taken (the caller's), then
+// calls done on loop. A replica of the same block already cached is
+// purged.
+func (c *Cache) Insert(loop model.Loop, r *Replica, done func()) {
+	s := c.insertShard(r.Key)
+	s.lock.Do(loop, func() {
+		s.insert(c, loop, r)
+		loop.Post(done)
+	})
+}
+
+// Unref drops a reader's reference.
+func (c *Cache) Unref(loop model.Loop, r *Replica) {
+	s := c.lookupShard(r.Key.Block)
+	s.lock.Do(loop, func() { s.unref(c, loop, r) })
+}
+
+// Expire evicts the replicas that have been evictable longer than the
+// expiry (HDFS's CacheCleaner), then calls done on loop.
+func (c *Cache) Expire(loop model.Loop, done func()) {
+	pending := len(c.shards)
+	for _, s := range c.shards {
+		s.lock.Do(loop, func() {
+			s.expire(c, loop)
+			pending--
+			if pending == 0 && done != nil {
+				loop.Post(done)
+			}
+		})
+	}
+}
+
+// PurgeAll empties the cache (client close), then calls done on loop.
+// Replicas readers still hold close when they are given back.
+func (c *Cache) PurgeAll(loop model.Loop, done func()) {
+	pending := len(c.shards)
+	for _, s := range c.shards {
+		s.lock.Do(loop, func() {
+			for _, b := range s.blocks() {
+				s.purge(c, loop, s.byBlock[b])
+			}
+			pending--
+			if pending == 0 && done != nil {
+				loop.Post(done)
+			}
+		})
+	}
+}
+
+// Stats sums the shards' counters, then calls done on loop.
+func (c *Cache) Stats(loop model.Loop, done func(st CacheStats, cached, evictable int)) {
+	var st CacheStats
+	var cached, evictable int
+	pending := len(c.shards)
+	for _, s := range c.shards {
+		s.lock.Do(loop, func() {
+			st.add(s.stats)
+			cached += len(s.byBlock)
+			evictable += len(s.lru)
+			pending--
+			if pending == 0 {
+				loop.Post(func() { done(st, cached, evictable) })
+			}
+		})
+	}
+}
+
+// blocks returns the cached block ids in order, so purges run in a
+// deterministic order.
+func (s *shard) blocks() []uint64 { return slices.Sorted(maps.Keys(s.byBlock)) }
+
+func (s *shard) lookup(c *Cache, loop model.Loop, block, stamp uint64) *Replica {
+	s.expire(c, loop)
+	r := s.byBlock[block]
+	if r == nil {
+		s.stats.Misses++
+		return nil
+	}
+	if !r.valid() || r.Key.Stamp < stamp {
+		s.stats.Purged++
+		s.stats.Misses++
+		s.purge(c, loop, r)
+		return nil
+	}
+	s.stats.Hits++
+	if r.refs == 1 {
+		s.unlru(r)
+	}
+	r.refs++
+	return r
+}
+
+func (s *shard) insert(c *Cache, loop model.Loop, r *Replica) {
+	if old := s.byBlock[r.Key.Block]; old != nil {
+		s.purge(c, loop, old)
+	}
+	s.stats.Inserts++
+	r.cached = true
+	r.refs = 2 // the cache's and the inserting reader's
+	s.byBlock[r.Key.Block] = r
+	s.expire(c, loop)
+}
+
+func (s *shard) unref(c *Cache, loop model.Loop, r *Replica) {
+	r.refs--
+	switch {
+	case r.refs == 0:
+		c.onClose(loop, r)
+	case r.refs == 1 && r.cached:
+		if !r.valid() {
+			s.stats.Purged++
+			s.purge(c, loop, r)
+			return
+		}
+		r.lastUsed = loop.Now()
+		s.lru = append(s.lru, r)
+		s.evict(c, loop)
+	}
+}
+
+// evict removes the least recently used evictable replicas beyond the
+// capacity.
+func (s *shard) evict(c *Cache, loop model.Loop) {
+	capacity := max(1, c.cfg.Capacity/len(c.shards))
+	for len(s.lru) > capacity {
+		s.stats.Evicted++
+		s.purge(c, loop, s.lru[0])
+	}
+}
+
+func (s *shard) expire(c *Cache, loop model.Loop) {
+	now := loop.Now()
+	for len(s.lru) > 0 && now-s.lru[0].lastUsed >= c.cfg.Expiry {
+		s.stats.Expired++
+		s.purge(c, loop, s.lru[0])
+	}
+}
+
+// purge takes r out of the cache and drops the cache's reference.
+func (s *shard) purge(c *Cache, loop model.Loop, r *Replica) {
+	if !r.cached {
+		return
+	}
+	r.cached, r.purged = false, true
+	if s.byBlock[r.Key.Block] == r {
+		delete(s.byBlock, r.Key.Block)
+	}
+	if r.refs == 1 {
+		s.unlru(r)
+	}
+	r.refs--
+	if r.refs == 0 {
+		c.onClose(loop, r)
+	}
+}
+
+func (s *shard) unlru(r *Replica) {
+	for i, o := range s.lru {
+		if o == r {
+			s.lru = append(s.lru[:i], s.lru[i+1:]...)
+			return
+		}
+	}
+}

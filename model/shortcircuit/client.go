@@ -1,0 +1,667 @@
+package shortcircuit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"xceiver/model"
+)
+
+// SharedConfig configures a process's short-circuit state.
+type SharedConfig struct {
+	Cache CacheConfig
+	// TokenKey signs the clients' block tokens (nil: model.DefaultTokenKey).
+	TokenKey []byte
+	// Timeout fails a domain-socket exchange that makes no progress.
+	Timeout time.Duration
+	Bugs    ClientBugs
+}
+
+// ClientBugs switch on historic client bugs.
+type ClientBugs struct {
+	// ReleaseToWrongPath is HDFS-16535: a slot's release goes to the
+	// domain socket at this address (another datanode on the host)
+	// instead of the one that registered the slot.
+	ReleaseToWrongPath string
+}
+
+// Shared is a process's short-circuit state (HDFS's ClientContext): the
+// cache and the shared-memory segments, shared by the clients on its
+// loops.
+type Shared struct {
+	cfg   SharedConfig
+	p     model.Process
+	cache *Cache
+	lock  model.Lock // guards the fields below
+
+	shms      map[string]*clientShm // by domain path; the current segment
+	all       []*clientShm          // every segment still mapped
+	releasing int                   // slot releases in flight
+	cleaning  bool                  // a cleaner timer is armed
+	closed    bool
+	stats     SharedStats
+}
+
+// SharedStats counts what the shared state did.
+type SharedStats struct {
+	Segments, SlotsAllocated, SlotsReleased, ReleaseErrors, Disconnects int
+}
+
+// clientShm is a segment the client mapped.
+type clientShm struct {
+	path    string
+	id      uint64
+	seg     model.Segment
+	conn    model.Conn
+	ready   bool
+	gone    bool // its connection to the datanode closed
+	used    [SlotsPerSegment]bool
+	nused   int
+	waiters []slotWaiter
+}
+
+type slotWaiter struct {
+	loop model.Loop
+	cb   func(*Slot, error)
+}
+
+// Slot is a replica's slot in a segment.
+type Slot struct {
+	shm *clientShm
+	idx int
+}
+
+// Valid reports whether the datanode still vouches for the slot's replica.
+func (s *Slot) Valid() bool {
+	return s.shm.seg.Load(s.idx*SlotSize+slotFlags)&flagValid != 0
+}
+
+// NewShared makes the short-circuit state of process p.
+func NewShared(p model.Process, cfg SharedConfig) (*Shared, error) {
+	if cfg.TokenKey == nil {
+		cfg.TokenKey = model.DefaultTokenKey
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	sh := &Shared{cfg: cfg, p: p, lock: p.NewLock("sc-shm"), shms: map[string]*clientShm{}}
+	cache, err := NewCache(p, cfg.Cache, sh.closeReplica)
+	if err != nil {
+		return nil, err
+	}
+	sh.cache = cache
+	return sh, nil
+}
+
+// Cache is the short-circuit cache.
+func (sh *Shared) Cache() *Cache { return sh.cache }
+
+// Resources reports, under the lock, the segments mapped, the slots in
+// use and the releases in flight; done runs on loop.
+func (sh *Shared) Resources(loop model.Loop, done func(segments, slots, releasing int)) {
+	sh.lock.Do(loop, func() {
+		slots := 0
+		for _, s := range sh.all {
+			slots += s.nused
+		}
+		segs, rel := len(sh.all), sh.releasing
+		loop.Post(func() { done(segs, slots, rel) })
+	})
+}
+
+// Stats returns the counters; done runs on loop.
+func (sh *Shared) Stats(loop model.Loop, done func(SharedStats)) {
+	sh.lock.Do(loop, func() {
+		st := sh.stats
+		loop.Post(func() { done(st) })
+	})
+}
+
+// Close empties the cache, waits for the slot releases and unmaps the
+// segments, closing their connections; then done runs on loop. Replicas
+// readers still hold are closed when given back.
+func (sh *Shared) Close(loop model.Loop, done func()) {
+	sh.cache.PurgeAll(loop, func() {
+		var wait func()
+		wait = func() {
+			sh.lock.Do(loop, func() {
+				if sh.releasing > 0 {
+					loop.AfterFunc(time.Millisecond, wait)
+					return
+				}
+				sh.closed = true
+				for _, s := range append([]*clientShm(nil), sh.all...) {
+					sh.disconnect(s)
+				}
+				loop.Post(done)
+			})
+		}
+		wait()
+	})
+}
+
+// armCleaner makes sure a timer expires idle replicas (HDFS's
+// CacheCleaner) while the cache holds any.
+func (sh *Shared) armCleaner(loop model.Loop) {
+	sh.lock.Do(loop, func() {
+		if sh.cleaning || sh.closed {
+			return
+		}
+		sh.cleaning = true
+		loop.AfterFunc(sh.cache.cfg.Expiry, func() {
+			sh.cache.Expire(loop, func() {
+				sh.cache.Stats(loop, func(_ CacheStats, cached, _ int) {
+					sh.lock.Do(loop, func() { sh.cleaning = false })
+					if cached > 0 {
+						sh.armCleaner(loop)
+					}
+				})
+			})
+		})
+	})
+}
+
+// closeReplica runs when a replica's last reference goes: its fds close
+// and its slot is released.
+func (sh *Shared) closeReplica(loop model.Loop, r *Replica) {
+	_ = r.Data.Close()
+	_ = r.Meta.Close()
+	if r.Slot != nil {
+		sh.releaseSlot(loop, r.Slot)
+	}
+}
+
+// allocSlot gives a free slot in the segment of the datanode at path,
+// asking the datanode for a segment first if there is none.
+func (sh *Shared) allocSlot(loop model.Loop, path string, cb func(*Slot, error)) {
+	sh.lock.Do(loop, func() {
+		if sh.closed {
+			loop.Post(func() { cb(nil, model.ErrClientClosed) })
+			return
+		}
+		s := sh.shms[path]
+		if s == nil || s.gone {
+			s = &clientShm{path: path}
+			sh.shms[path] = s
+			s.waiters = append(s.waiters, slotWaiter{loop, cb})
+			loop.Post(func() { sh.requestShm(loop, s) })
+			return
+		}
+		if !s.ready {
+			s.waiters = append(s.waiters, slotWaiter{loop, cb})
+			return
+		}
+		slot, err := sh.take(s)
+		loop.Post(func() { cb(slot, err) })
+	})
+}
+
+// take allocates a slot of s. Under the lock.
+func (sh *Shared) take(s *clientShm) (*Slot, error) {
+	for i := range s.used {
+		if !s.used[i] {
+			s.used[i] = true
+			s.nused++
+			sh.stats.SlotsAllocated++
+			return &Slot{shm: s, idx: i}, nil
+		}
+	}
+	return nil, fmt.Errorf("segment %#x has no free slot: %w", s.id, model.ErrTooManyFiles)
+}
+
+// requestShm asks the datanode for a segment over a connection that then
+// stays open: the datanode frees the segment when it closes, and the
+// client learns that the datanode is gone when it does.
+func (sh *Shared) requestShm(loop model.Loop, s *clientShm) {
+	ex := &exchange{sh: sh, loop: loop, path: s.path, req: Request{Op: OpRequestShm, ClientID: sh.p.Name()}, keep: true}
+	ex.done = func(resp Response, files []model.File, c model.Conn, err error) {
+		var seg model.Segment
+		if err == nil && (len(files) != 1 || resp.Size != SegmentSize) {
+			err = fmt.Errorf("segment reply with %d fds, size %d: %w", len(files), resp.Size, ErrFallback)
+		}
+		if err == nil {
+			seg, err = sh.p.MapSegment(files[0], SegmentSize)
+		}
+		for _, f := range files {
+			_ = f.Close()
+		}
+		if err != nil && c != nil {
+			_ = c.Close()
+		}
+		if err == nil {
+			c.SetHandler(loop, func(ev model.Events) { sh.watchShm(loop, s, c) })
+		}
+		sh.lock.Do(loop, func() {
+			waiters := s.waiters
+			s.waiters = nil
+			if err != nil || sh.closed {
+				if sh.shms[s.path] == s {
+					delete(sh.shms, s.path)
+				}
+				if err == nil {
+					err = model.ErrClientClosed
+					_ = seg.Unmap()
+					_ = c.Close()
+				}
+				for _, w := range waiters {
+					w.loop.Post(func() { w.cb(nil, err) })
+				}
+				return
+			}
+			s.id, s.seg, s.conn, s.ready = resp.ShmID, seg, c, true
+			sh.all = append(sh.all, s)
+			sh.stats.Segments++
+			for _, w := range waiters {
+				slot, err := sh.take(s)
+				w.loop.Post(func() { w.cb(slot, err) })
+			}
+		})
+	}
+	ex.start()
+}
+
+// watchShm notices the datanode closing a segment's connection.
+func (sh *Shared) watchShm(loop model.Loop, s *clientShm, c model.Conn) {
+	var b [64]byte
+	for {
+		n, err := c.Read(b[:])
+		if n > 0 {
+			continue // nothing is expected; ignore
+		}
+		if errors.Is(err, model.ErrWouldBlock) {
+			return
+		}
+		break
+	}
+	c.SetReadInterest(false)
+	sh.lock.Do(loop, func() {
+		sh.stats.Disconnects++
+		sh.disconnect(s)
+	})
+}
+
+// disconnect forgets a segment whose datanode went away (or at close):
+// every slot turns invalid, so cached replicas are purged when next
+// looked up, and the segment is unmapped once no slot is in use. Under
+// the lock.
+func (sh *Shared) disconnect(s *clientShm) {
+	if !s.gone {
+		s.gone = true
+		for i, u := range s.used {
+			if u {
+				s.seg.Store(i*SlotSize+slotFlags, 0)
+			}
+		}
+		if s.conn != nil {
+			_ = s.conn.Close()
+		}
+		if sh.shms[s.path] == s {
+			delete(sh.shms, s.path)
+		}
+	}
+	sh.unmapIfIdle(s)
+}
+
+func (sh *Shared) unmapIfIdle(s *clientShm) {
+	if !s.gone || s.nused > 0 || s.seg == nil {
+		return
+	}
+	_ = s.seg.Unmap()
+	s.seg = nil
+	for i, o := range sh.all {
+		if o == s {
+			sh.all = append(sh.all[:i], sh.all[i+1:]...)
+			break
+		}
+	}
+}
+
+// freeSlot returns a slot to its segment. Under the lock.
+func (sh *Shared) freeSlot(slot *Slot) {
+	s := slot.shm
+	if s.used[slot.idx] {
+		s.used[slot.idx] = false
+		s.nused--
+	}
+	sh.unmapIfIdle(s)
+}
+
+// releaseSlot tells the datanode a slot is free, then frees it; when the
+// datanode is gone there is no one to tell.
+func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
+	sh.lock.Do(loop, func() {
+		s := slot.shm
+		if s.gone {
+			sh.stats.SlotsReleased++
+			sh.freeSlot(slot)
+			return
+		}
+		sh.releasing++
+		path := s.path
+		if p := sh.cfg.Bugs.ReleaseToWrongPath; p != "" {
+			path = p
+		}
+		loop.Post(func() {
+			ex := &exchange{sh: sh, loop: loop, path: path, req: Request{Op: OpReleaseSlot, ShmID: s.id, Slot: uint32(slot.idx)}}
+			ex.done = func(resp Response, files []model.File, c model.Conn, err error) {
+				for _, f := range files {
+					_ = f.Close()
+				}
+				sh.lock.Do(loop, func() {
+					sh.releasing--
+					if err != nil {
+						sh.stats.ReleaseErrors++
+						sh.p.Log("sc-release-error", "shm", s.id, "slot", slot.idx, "err", err.Error())
+					}
+					sh.stats.SlotsReleased++
+					sh.freeSlot(slot)
+				})
+			}
+			ex.start()
+		})
+	})
+}
+
+// exchange is one request and its response (with fds) on a fresh domain
+// connection, closed after unless keep is set (a segment's connection).
+type exchange struct {
+	sh   *Shared
+	loop model.Loop
+	path string
+	req  Request
+	keep bool
+	done func(resp Response, files []model.File, c model.Conn, err error)
+
+	c        model.Conn
+	out      []byte
+	outOff   int
+	in       []byte
+	files    []model.File
+	timer    model.Timer
+	finished bool
+}
+
+func (ex *exchange) start() {
+	c, err := ex.sh.p.Dial("unix", ex.path, ex.loop, ex.onEvent)
+	if err != nil {
+		ex.finish(Response{}, fmt.Errorf("dial %s: %w", ex.path, err))
+		return
+	}
+	ex.c = c
+	ex.out = AppendRequest(nil, ex.req)
+	ex.timer = ex.loop.AfterFunc(ex.sh.cfg.Timeout, func() {
+		ex.timer = nil
+		ex.finish(Response{}, fmt.Errorf("domain socket %s: no answer for %v: %w", ex.path, ex.sh.cfg.Timeout, model.ErrTimedOut))
+	})
+	c.SetWriteInterest(true)
+}
+
+func (ex *exchange) onEvent(ev model.Events) {
+	if ex.finished {
+		return
+	}
+	if ev&model.Writable != 0 && ex.outOff < len(ex.out) {
+		n, err := ex.c.Write(ex.out[ex.outOff:])
+		if err != nil && !errors.Is(err, model.ErrWouldBlock) {
+			ex.finish(Response{}, fmt.Errorf("send to %s: %w", ex.path, err))
+			return
+		}
+		ex.outOff += n
+		if ex.outOff == len(ex.out) {
+			ex.c.SetWriteInterest(false)
+		}
+	}
+	if ev&(model.Readable|model.Hangup) == 0 {
+		return
+	}
+	for !ex.finished {
+		var b [512]byte
+		n, files, err := ex.c.ReadFDs(b[:])
+		ex.files = append(ex.files, files...)
+		ex.in = append(ex.in, b[:n]...)
+		if err != nil && !errors.Is(err, model.ErrWouldBlock) {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("datanode closed the domain connection: %w", io.ErrUnexpectedEOF)
+			}
+			ex.finish(Response{}, fmt.Errorf("receive from %s: %w", ex.path, err))
+			return
+		}
+		if len(ex.in) > 0 {
+			resp, _, derr := DecodeResponse(ex.in)
+			if derr == nil {
+				if resp.Status != model.StatusSuccess {
+					ex.finish(resp, fmt.Errorf("%s: %s: %w", resp.Status, resp.Message, model.ErrRejected))
+				} else {
+					ex.finish(resp, nil)
+				}
+				return
+			}
+			if !errors.Is(derr, model.ErrNeedMore) {
+				ex.finish(Response{}, fmt.Errorf("%w: %v", model.ErrBadStream, derr))
+				return
+			}
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+func (ex *exchange) finish(resp Response, err error) {
+	if ex.finished {
+		return
+	}
+	ex.finished = true
+	if ex.timer != nil {
+		ex.timer.Stop()
+		ex.timer = nil
+	}
+	var c model.Conn
+	if ex.c != nil {
+		if ex.keep && err == nil {
+			c = ex.c // done sets its handler
+		} else {
+			_ = ex.c.Close()
+		}
+	}
+	files := ex.files
+	ex.files = nil
+	ex.done(resp, files, c, err)
+}
+
+// ClientConfig configures a short-circuit client.
+type ClientConfig struct {
+	// Path is the datanode's domain socket; reads go short-circuit.
+	Path string
+	// TCP is the fallback client's configuration (and its datanode).
+	TCP model.ClientConfig
+	// SkipChecksum reads without verifying CRC32C (HDFS's
+	// dfs.client.read.shortcircuit.skip.checksum).
+	SkipChecksum bool
+	// DisableFor is how long short-circuit stays off after a failure
+	// (HDFS's dfs.client.domain.socket.disable.interval, 10 min).
+	DisableFor time.Duration
+}
+
+// ClientStats counts what a short-circuit client did.
+type ClientStats struct {
+	Reads, LocalReads, TCPReads, Fallbacks, Hits, Misses, FDsReceived, LocalErrors int
+}
+
+// Client reads blocks short-circuit where it can and over TCP where it
+// cannot. Its methods run on its loop.
+type Client struct {
+	cfg   ClientConfig
+	p     model.Process
+	loop  model.Loop
+	sh    *Shared
+	tcp   *model.Client
+	stats ClientStats
+	// disabledUntil: after a failure short-circuit stays off until then
+	// (per client, so checking it takes no lock).
+	disabledUntil time.Duration
+	ops           int
+}
+
+// NewClient makes a short-circuit client on loop sharing sh.
+func NewClient(p model.Process, loop model.Loop, id int, sh *Shared, cfg ClientConfig) (*Client, error) {
+	if cfg.DisableFor == 0 {
+		cfg.DisableFor = 10 * time.Minute
+	}
+	if cfg.TCP.TokenKey == nil {
+		cfg.TCP.TokenKey = sh.cfg.TokenKey
+	}
+	tcp, err := model.NewClient(p, loop, id, cfg.TCP)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, p: p, loop: loop, sh: sh, tcp: tcp}, nil
+}
+
+// TCP is the fallback client.
+func (c *Client) TCP() *model.Client { return c.tcp }
+
+// Stats returns the counters.
+func (c *Client) Stats() ClientStats { return c.stats }
+
+// InFlight is the number of reads not finished.
+func (c *Client) InFlight() int { return c.ops }
+
+// Close closes the fallback client (the shared state is closed by its
+// owner).
+func (c *Client) Close() { c.tcp.Close() }
+
+// Read reads n bytes at off of block (stamp 0: any), short-circuit if it
+// can, and calls done.
+func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)) {
+	c.ops++
+	c.stats.Reads++
+	finish := func(r model.Result) {
+		c.ops--
+		done(r)
+	}
+	if c.cfg.Path == "" || c.loop.Now() < c.disabledUntil || off < 0 || n < 0 {
+		c.viaTCP(block, stamp, off, n, finish)
+		return
+	}
+	c.sh.cache.Lookup(c.loop, block, stamp, func(r *Replica) {
+		if r != nil {
+			c.stats.Hits++
+			c.readLocal(r, block, stamp, off, n, finish)
+			return
+		}
+		c.stats.Misses++
+		c.fetch(block, stamp, func(r *Replica, err error) {
+			if err != nil {
+				c.fallback(err)
+				c.viaTCP(block, stamp, off, n, finish)
+				return
+			}
+			c.sh.cache.Insert(c.loop, r, func() {
+				c.readLocal(r, block, stamp, off, n, finish)
+			})
+		})
+	})
+}
+
+func (c *Client) viaTCP(block, stamp uint64, off, n int64, done func(model.Result)) {
+	c.stats.TCPReads++
+	c.tcp.Read(block, stamp, off, n, done)
+}
+
+// fallback records a failed short-circuit attempt. A rejection (missing
+// block, refused token) says nothing about the path; anything else turns
+// short-circuit off for a while, as HDFS does per domain socket path.
+func (c *Client) fallback(err error) {
+	c.stats.Fallbacks++
+	c.p.Log("sc-fallback", "err", err.Error())
+	if !errors.Is(err, model.ErrRejected) {
+		c.disabledUntil = c.loop.Now() + c.cfg.DisableFor
+	}
+}
+
+// fetch asks the datanode for a replica's fds, with a slot.
+func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
+	c.sh.allocSlot(c.loop, c.cfg.Path, func(slot *Slot, err error) {
+		if err != nil {
+			cb(nil, err)
+			return
+		}
+		tok := model.IssueToken(c.sh.cfg.TokenKey, model.BlockToken{
+			BlockID: block, GenStamp: stamp, Modes: model.ModeRead, Expiry: c.loop.Now() + model.DefaultTokenLifetime,
+		})
+		ex := &exchange{sh: c.sh, loop: c.loop, path: c.cfg.Path, req: Request{
+			Op: OpRequestFDs, BlockID: block, Stamp: stamp, ShmID: slot.shm.id, Slot: uint32(slot.idx), Token: tok,
+		}}
+		ex.done = func(resp Response, files []model.File, _ model.Conn, err error) {
+			c.stats.FDsReceived += len(files)
+			if err == nil && len(files) != 2 {
+				err = fmt.Errorf("%d fds passed for block %d, want 2: %w", len(files), block, ErrFallback)
+			}
+			if err != nil {
+				for _, f := range files {
+					_ = f.Close()
+				}
+				if errors.Is(err, model.ErrRejected) {
+					// Refused before registering: the slot is ours.
+					c.sh.lock.Do(c.loop, func() { c.sh.freeSlot(slot) })
+				} else {
+					// The datanode may hold the slot: release it.
+					c.sh.releaseSlot(c.loop, slot)
+				}
+				cb(nil, err)
+				return
+			}
+			cb(&Replica{Key: Key{block, resp.Stamp}, Length: resp.Length, Data: files[0], Meta: files[1], Slot: slot}, nil)
+		}
+		ex.start()
+	})
+}
+
+// readLocal reads from a replica's fds (the caller holds a reference,
+// given back here), verifying checksums unless told not to.
+func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done func(model.Result)) {
+	defer func() {
+		c.sh.cache.Unref(c.loop, r)
+		c.sh.armCleaner(c.loop)
+	}()
+	if off > r.Length || n > r.Length-off {
+		done(model.Result{Status: model.StatusErrorInvalid, Stamp: r.Key.Stamp, Length: r.Length,
+			Err: fmt.Errorf("read of %d bytes at %d past the end of block %d (%d bytes): %w", n, off, block, r.Length, model.ErrRejected)})
+		return
+	}
+	first := off / model.BytesPerChecksum * model.BytesPerChecksum
+	end := off + n
+	if end%model.BytesPerChecksum != 0 {
+		end = min(r.Length, (end/model.BytesPerChecksum+1)*model.BytesPerChecksum)
+	}
+	var data []byte
+	var err error
+	if c.cfg.SkipChecksum {
+		data = make([]byte, end-first)
+		var m int
+		m, err = r.Data.ReadAt(data, first)
+		if err == io.EOF && int64(m) == end-first {
+			err = nil
+		}
+	} else {
+		bf := model.BlockFiles{ID: block, Stamp: r.Key.Stamp, Length: r.Length, Data: r.Data, Meta: r.Meta}
+		data, _, err = bf.ReadChunks(nil, first, int(end-first))
+		c.p.CPU(model.CPUChecksum, len(data))
+	}
+	if err != nil {
+		// A broken replica: read over TCP, which reports what the
+		// datanode sees.
+		c.stats.LocalErrors++
+		c.fallback(err)
+		c.viaTCP(block, stamp, off, n, done)
+		return
+	}
+	c.stats.LocalReads++
+	c.p.CPU(model.CPUCopy, int(n))
+	out := make([]byte, n)
+	copy(out, data[off-first:])
+	done(model.Result{Status: model.StatusSuccess, Stamp: r.Key.Stamp, Length: r.Length, Data: out})
+}

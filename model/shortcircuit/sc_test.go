@@ -1,0 +1,256 @@
+package shortcircuit_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/shortcircuit"
+	"xceiver/real"
+	"xceiver/sim"
+)
+
+// env is a datanode with a domain endpoint and a client process with the
+// short-circuit state, in either world.
+type env struct {
+	w      model.World
+	dn     *model.Datanode
+	srv    *shortcircuit.Server
+	dnProc model.Process
+	cp     model.Process
+	sh     *shortcircuit.Shared
+	cl     *shortcircuit.Client
+	tcp    *model.Client // a second client, for writes
+	base   int           // datanode fds at rest
+	cbase  int           // client fds at rest
+}
+
+const blockLen = 4096
+
+// startEnv starts the datanode (blocks 1..3 of blockLen bytes) and the
+// client, then runs script on the client's loop.
+func startEnv(t *testing.T, w model.World, tcpAddr, path string, scfg shortcircuit.SharedConfig, ccfg shortcircuit.ClientConfig, script func(e *env)) *env {
+	t.Helper()
+	e := &env{w: w}
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		e.dnProc = p
+		store := model.NewBlockStore(p.Disk(), "data")
+		for i := uint64(1); i <= 3; i++ {
+			if _, err := store.Write(i, model.BlockContent(i, blockLen)); err != nil {
+				w.Fail(err)
+				return
+			}
+		}
+		var err error
+		e.dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: tcpAddr, Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		e.srv, err = shortcircuit.Start(e.dn, shortcircuit.ServerConfig{Path: path})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		e.base = p.FDs().Open
+		addr := e.dn.Addr()
+		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+			e.cp = cp
+			e.cbase = cp.FDs().Open
+			var err error
+			if e.sh, err = shortcircuit.NewShared(cp, scfg); err != nil {
+				w.Fail(err)
+				return
+			}
+			ccfg.Path = path
+			ccfg.TCP.Datanode = addr
+			ccfg.TCP.NoDelay = true
+			if e.cl, err = shortcircuit.NewClient(cp, cp.MainLoop(), 0, e.sh, ccfg); err != nil {
+				w.Fail(err)
+				return
+			}
+			if e.tcp, err = model.NewClient(cp, cp.MainLoop(), 1, model.ClientConfig{Datanode: addr, NoDelay: true}); err != nil {
+				w.Fail(err)
+				return
+			}
+			script(e)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// steps runs functions in order on the client's loop, each calling next
+// when done.
+func steps(fs ...func(next func())) {
+	var run func(i int)
+	run = func(i int) {
+		if i < len(fs) {
+			fs[i](func() { run(i + 1) })
+		}
+	}
+	run(0)
+}
+
+// finish closes everything on the client, waits past the keep-alive, and
+// stops the world after recording the datanode's state in *after.
+type rest struct {
+	dnFDs, clFDs, clSegs, dnSegs, dnSlots, dnPassing, dnConns int
+}
+
+func (e *env) finish(after *rest) func(next func()) {
+	return func(next func()) {
+		loop := e.cp.MainLoop()
+		e.cl.Close()
+		e.tcp.Close()
+		e.sh.Close(loop, func() {
+			loop.AfterFunc(300*time.Millisecond, func() {
+				after.clFDs, after.clSegs = e.cp.FDs().Open, e.cp.FDs().Segments
+				dl := e.dnProc.MainLoop()
+				dl.Post(func() {
+					after.dnFDs, after.dnConns = e.dnProc.FDs().Open, e.srv.Conns()+e.dn.Conns()
+					e.srv.Registry(dl, func(segs, slots, passing int) {
+						after.dnSegs, after.dnSlots, after.dnPassing = segs, slots, passing
+						e.srv.Stop()
+						e.dn.Stop()
+						dl.AfterFunc(50*time.Millisecond, e.w.Stop)
+					})
+				})
+			})
+		})
+	}
+}
+
+func (e *env) checkRest(t *testing.T, after rest) {
+	t.Helper()
+	if after.clFDs != e.cbase || after.clSegs != 0 {
+		t.Errorf("client holds %d fds (baseline %d) and %d segments after close", after.clFDs, e.cbase, after.clSegs)
+	}
+	if after.dnFDs != e.base || after.dnSegs != 0 || after.dnSlots != 0 || after.dnPassing != 0 || after.dnConns != 0 {
+		t.Errorf("datanode at rest: %+v, baseline %d fds", after, e.base)
+	}
+}
+
+func simWorld() model.World { return sim.New(sim.DefaultConfig(1)) }
+
+func realWorld(t *testing.T) (model.World, func() error) {
+	w, err := real.New(real.Config{Seed: 1, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, w.Close
+}
+
+// readLifecycle: a read goes short-circuit with two passed fds; the next
+// one hits the cache; a replace invalidates the slot, so the read after it
+// sees the new contents; a delete does too, and the read after it is
+// refused; the datanode never holds a block fd after passing; at the end
+// both sides are back to their baselines.
+func readLifecycle(t *testing.T, w model.World, tcpAddr, path string) {
+	var got []string
+	var fdsAfterPass, passedKind, dnBlockFDs int
+	var after rest
+	want1 := model.BlockContent(1, blockLen)
+	newData := bytes.Repeat([]byte("new!"), 300)
+	var e *env
+	check := func(what string, r model.Result, data []byte) {
+		if r.Err != nil || !bytes.Equal(r.Data, data) {
+			e.w.Fail(fmt.Errorf("%s: err %v, %d bytes, match %v", what, r.Err, len(r.Data), bytes.Equal(r.Data, data)))
+		}
+	}
+	e = startEnv(t, w, tcpAddr, path, shortcircuit.SharedConfig{}, shortcircuit.ClientConfig{}, func(e *env) {
+		steps(
+			func(next func()) {
+				e.cl.Read(1, 0, 100, 1000, func(r model.Result) {
+					check("first read", r, want1[100:1100])
+					st := e.cl.Stats()
+					got = append(got, fmt.Sprintf("local %d fds %d", st.LocalReads, st.FDsReceived))
+					fdsAfterPass = e.cp.FDs().Open - e.cbase
+					passedKind = e.cp.FDs().ByKind[model.FDPassed]
+					// On the datanode's loop: the callback that passed the
+					// fds has finished.
+					e.dnProc.MainLoop().Post(func() {
+						by := e.dnProc.FDs().ByKind
+						dnBlockFDs = by[model.FDBlockFile] + by[model.FDMetaFile]
+						e.cp.MainLoop().Post(next)
+					})
+				})
+			},
+			func(next func()) {
+				e.cl.Read(1, 0, 0, blockLen, func(r model.Result) {
+					check("cached read", r, want1)
+					next()
+				})
+			},
+			func(next func()) {
+				e.tcp.Replace(1, newData, func(r model.Result) {
+					if r.Err != nil {
+						e.w.Fail(r.Err)
+					}
+					next()
+				})
+			},
+			func(next func()) {
+				e.cl.Read(1, 0, 0, int64(len(newData)), func(r model.Result) {
+					check("read after replace", r, newData)
+					next()
+				})
+			},
+			func(next func()) {
+				e.cl.Read(2, 0, 0, 10, func(r model.Result) {
+					check("read block 2", r, model.BlockContent(2, blockLen)[:10])
+					e.tcp.Delete(2, func(r model.Result) {
+						if r.Err != nil {
+							e.w.Fail(r.Err)
+						}
+						next()
+					})
+				})
+			},
+			func(next func()) {
+				e.cl.Read(2, 0, 0, 10, func(r model.Result) {
+					if r.Status != model.StatusErrorInvalid || !errors.Is(r.Err, model.ErrRejected) {
+						e.w.Fail(fmt.Errorf("read of a deleted block: status %v, err %v, %d bytes", r.Status, r.Err, len(r.Data)))
+					}
+					st := e.cl.Stats()
+					got = append(got, fmt.Sprintf("hits %d misses %d fallbacks %d", st.Hits, st.Misses, st.Fallbacks))
+					next()
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	want := []string{"local 1 fds 2", "hits 1 misses 4 fallbacks 1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("stats %q, want %q", got, want)
+	}
+	// Two passed fds plus the segment's connection; the segment's own fd
+	// was closed after mapping.
+	if fdsAfterPass != 3 || passedKind != 2 {
+		t.Errorf("client after the first read: %d fds above baseline (%d passed), want 3 (2 passed)", fdsAfterPass, passedKind)
+	}
+	if dnBlockFDs != 0 {
+		t.Errorf("datanode holds %d block fds after passing them", dnBlockFDs)
+	}
+	e.checkRest(t, after)
+}
+
+func TestReadLifecycleSim(t *testing.T) {
+	readLifecycle(t, simWorld(), "dn:50010", "/run/hdfs/dn_socket")
+}
+
+func TestReadLifecycleReal(t *testing.T) {
+	w, closeWorld := realWorld(t)
+	readLifecycle(t, w, "127.0.0.1:0", "dn_socket")
+	if err := closeWorld(); err != nil {
+		t.Error(err)
+	}
+}

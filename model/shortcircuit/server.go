@@ -1,0 +1,521 @@
+package shortcircuit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"xceiver/model"
+)
+
+// ServerConfig configures a datanode's domain endpoint.
+type ServerConfig struct {
+	// Path is the domain socket's address (a socket path in real).
+	Path string
+	// ReadTimeout bounds waiting for a request (HDFS's socket timeout);
+	// a segment's connection is exempt: it stays open while the client
+	// keeps the segment.
+	ReadTimeout time.Duration
+	Bugs        ServerBugs
+}
+
+// ServerBugs switch on historic datanode-side bugs.
+type ServerBugs struct {
+	// KeepSlotOnLostReply is HDFS-7915: the datanode registers the slot,
+	// fails to send the fds, and leaves the slot registered.
+	KeepSlotOnLostReply bool
+	// NoInvalidateOnDelete is HDFS-6750: deleting (unlinking) a replica
+	// does not clear its slots' valid bit, so clients keep reading it
+	// through their cached fds.
+	NoInvalidateOnDelete bool
+}
+
+// ServerStats counts what a domain endpoint did.
+type ServerStats struct {
+	Accepted, DataConns, FDRequests, FDsPassed, Releases, Segments, Errors int
+}
+
+// Server is a datanode's Unix-domain endpoint: data traffic (handed to
+// the datanode), short-circuit fds and shared-memory slots. It runs on the
+// datanode's acceptor loop; the slot registry is guarded by the
+// datanode's lock, under which the block store reports changes.
+type Server struct {
+	cfg     ServerConfig
+	dn      *model.Datanode
+	p       model.Process
+	loop    model.Loop
+	lock    model.Lock
+	ln      model.Listener
+	stopped bool
+	conns   []*srvConn // loop only
+	stats   ServerStats
+
+	// under lock
+	segs    map[uint64]*dnShm
+	byBlock map[uint64][]slotRef
+	slots   int // registered slots
+	passed  int // fds passed and not yet closed by the datanode (0 at rest)
+}
+
+type dnShm struct {
+	id    uint64
+	seg   model.Segment
+	owner *srvConn
+	used  [SlotsPerSegment]bool
+	block [SlotsPerSegment]uint64
+}
+
+type slotRef struct {
+	shm  *dnShm
+	slot int
+}
+
+// Start opens the domain endpoint of dn at cfg.Path, after checking that
+// the path is safe: every directory on it owned by root or the datanode's
+// user and writable by no one else (HDFS's validateSocketPathSecurity).
+func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
+	if cfg.Path == "" {
+		return nil, fmt.Errorf("short-circuit: no domain socket path")
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 60 * time.Second
+	}
+	p := dn.Process()
+	if err := p.CheckSocketPath(cfg.Path); err != nil {
+		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
+	}
+	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}}
+	ln, err := p.Listen("unix", cfg.Path, 128, s.loop)
+	if err != nil {
+		return nil, fmt.Errorf("short-circuit: %w", err)
+	}
+	s.ln = ln
+	dn.Store().OnChange(s.changed)
+	ln.SetHandler(s.accept)
+	return s, nil
+}
+
+// Addr is the domain socket's address.
+func (s *Server) Addr() string { return s.ln.Addr() }
+
+// Stats returns the counters (call on the datanode's acceptor loop).
+func (s *Server) Stats() ServerStats { return s.stats }
+
+// Registry reports, under the lock, the segments and registered slots the
+// datanode holds and the passed fds it has not closed yet; done runs on
+// loop.
+func (s *Server) Registry(loop model.Loop, done func(segments, slots, passing int)) {
+	s.lock.Do(loop, func() {
+		segs, slots, passing := len(s.segs), s.slots, s.passed
+		loop.Post(func() { done(segs, slots, passing) })
+	})
+}
+
+// Conns is the number of open domain connections (acceptor loop).
+func (s *Server) Conns() int { return len(s.conns) }
+
+// Stop closes the endpoint and its connections, freeing every segment.
+func (s *Server) Stop() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	s.ln.Close()
+	for _, sc := range slices.Clone(s.conns) {
+		sc.close("shutdown")
+	}
+}
+
+func (s *Server) accept() {
+	for !s.stopped {
+		c, err := s.ln.Accept()
+		if errors.Is(err, model.ErrWouldBlock) {
+			return
+		}
+		if err != nil {
+			s.p.Log("sc-accept-error", "err", err.Error())
+			s.ln.SetHandler(nil)
+			s.loop.AfterFunc(10*time.Millisecond, func() {
+				if !s.stopped {
+					s.ln.SetHandler(s.accept)
+				}
+			})
+			return
+		}
+		s.stats.Accepted++
+		sc := &srvConn{s: s, c: c}
+		s.conns = append(s.conns, sc)
+		c.SetHandler(s.loop, sc.onEvent)
+		sc.watch()
+	}
+}
+
+// changed runs under the lock when the store appends to, replaces or
+// deletes a block: every slot of the block loses its valid bit, so clients
+// stop reading their cached fds.
+func (s *Server) changed(id, stamp uint64, deleted bool) {
+	if deleted && s.cfg.Bugs.NoInvalidateOnDelete {
+		return
+	}
+	for _, ref := range s.byBlock[id] {
+		ref.shm.seg.Store(ref.slot*SlotSize+slotFlags, 0)
+	}
+}
+
+// register records slot of shm for a replica. Under the lock.
+func (s *Server) register(shm *dnShm, slot int, block, stamp uint64) {
+	shm.used[slot], shm.block[slot] = true, block
+	off := slot * SlotSize
+	shm.seg.Store(off+slotBlock, block)
+	shm.seg.Store(off+slotStamp, stamp)
+	shm.seg.Store(off+slotFlags, flagValid)
+	s.byBlock[block] = append(s.byBlock[block], slotRef{shm, slot})
+	s.slots++
+}
+
+// unregister frees slot of shm. Under the lock.
+func (s *Server) unregister(shm *dnShm, slot int) {
+	if !shm.used[slot] {
+		return
+	}
+	block := shm.block[slot]
+	shm.used[slot], shm.block[slot] = false, 0
+	off := slot * SlotSize
+	shm.seg.Store(off+slotFlags, 0)
+	shm.seg.Store(off+slotBlock, 0)
+	shm.seg.Store(off+slotStamp, 0)
+	refs := s.byBlock[block]
+	for i, r := range refs {
+		if r.shm == shm && r.slot == slot {
+			refs = append(refs[:i], refs[i+1:]...)
+			break
+		}
+	}
+	if len(refs) == 0 {
+		delete(s.byBlock, block)
+	} else {
+		s.byBlock[block] = refs
+	}
+	s.slots--
+}
+
+// freeShm frees a segment whose client went away, with its slots. Under
+// the lock.
+func (s *Server) freeShm(shm *dnShm) {
+	if s.segs[shm.id] != shm {
+		return
+	}
+	for i := range shm.used {
+		s.unregister(shm, i)
+	}
+	_ = shm.seg.Unmap()
+	delete(s.segs, shm.id)
+}
+
+// srvConn is one domain connection. Its fields belong to the acceptor
+// loop.
+type srvConn struct {
+	s      *Server
+	c      model.Conn
+	in     []byte
+	busy   bool   // a request is being served
+	shm    *dnShm // the segment this connection watches, if any
+	rt     model.Timer
+	closed bool
+}
+
+func (sc *srvConn) onEvent(ev model.Events) {
+	if sc.closed {
+		return
+	}
+	if ev&model.Hangup != 0 && sc.c.Err() != nil {
+		sc.close("peer reset")
+		return
+	}
+	if ev&model.Readable == 0 {
+		return
+	}
+	for !sc.closed && !sc.busy {
+		if len(sc.in) >= MaxRequestLen+64 {
+			sc.fail(invalid("short-circuit request larger than %d bytes", MaxRequestLen))
+			return
+		}
+		var buf [1024]byte
+		room := buf[:min(len(buf), MaxRequestLen+64-len(sc.in))]
+		n, err := sc.c.Read(room)
+		if n > 0 {
+			sc.in = append(sc.in, room[:n]...)
+			sc.process()
+			continue
+		}
+		if errors.Is(err, model.ErrWouldBlock) {
+			sc.watch()
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			sc.close("eof")
+			return
+		}
+		sc.close("read error")
+		return
+	}
+}
+
+// watch (re)starts the read timeout unless the connection is serving a
+// request or keeps a segment.
+func (sc *srvConn) watch() {
+	if sc.rt != nil {
+		sc.rt.Stop()
+		sc.rt = nil
+	}
+	if sc.closed || sc.busy || sc.shm != nil {
+		return
+	}
+	sc.rt = sc.s.loop.AfterFunc(sc.s.cfg.ReadTimeout, func() {
+		sc.rt = nil
+		if !sc.closed && !sc.busy {
+			sc.s.p.Log("sc-read-timeout", "conn", sc.c.ID())
+			sc.close("read timeout")
+		}
+	})
+}
+
+func (sc *srvConn) process() {
+	for !sc.closed && !sc.busy && len(sc.in) >= 3 {
+		op := model.Op(sc.in[2])
+		if !IsShortCircuitOp(op) {
+			if _, _, err := model.DecodeRequest(sc.in); err != nil && !errors.Is(err, model.ErrNeedMore) {
+				sc.fail(err)
+				return
+			}
+			// Data traffic: the datanode serves it from here on.
+			sc.handOver()
+			return
+		}
+		req, n, err := DecodeRequest(sc.in)
+		if errors.Is(err, model.ErrNeedMore) {
+			return
+		}
+		if err != nil {
+			sc.fail(err)
+			return
+		}
+		sc.in = sc.in[:copy(sc.in, sc.in[n:])]
+		sc.p().CPU(model.CPUParse, 1)
+		sc.serve(req)
+	}
+}
+
+func (sc *srvConn) p() model.Process { return sc.s.p }
+
+// handOver gives the connection and the bytes read so far to the
+// datanode.
+func (sc *srvConn) handOver() {
+	s := sc.s
+	sc.closed = true
+	if sc.rt != nil {
+		sc.rt.Stop()
+		sc.rt = nil
+	}
+	s.forget(sc)
+	s.stats.DataConns++
+	sc.c.SetReadInterest(false)
+	sc.c.SetHandler(s.loop, func(model.Events) {})
+	s.dn.Adopt(sc.c, sc.in)
+	sc.in = nil
+}
+
+func (sc *srvConn) serve(req Request) {
+	s := sc.s
+	sc.busy = true
+	sc.watch()
+	switch req.Op {
+	case OpRequestShm:
+		s.lock.Do(s.loop, func() {
+			seg, f, err := s.p.NewSegment("shm", SegmentSize)
+			var shm *dnShm
+			if err == nil {
+				id := s.p.Rand().Uint64() | 1
+				for s.segs[id] != nil {
+					id = s.p.Rand().Uint64() | 1
+				}
+				shm = &dnShm{id: id, seg: seg, owner: sc}
+				s.segs[id] = shm
+			}
+			s.loop.Post(func() { sc.sentShm(shm, f, err) })
+		})
+	case OpRequestFDs:
+		s.stats.FDRequests++
+		// The token first: a refused client learns nothing and no file
+		// is opened.
+		if err := model.CheckToken(s.dn.TokenKey(), req.Token, req.BlockID, req.Stamp, model.ModeRead, s.loop.Now()); err != nil {
+			sc.fail(err)
+			return
+		}
+		s.lock.Do(s.loop, func() {
+			shm := s.segs[req.ShmID]
+			var files *model.BlockFiles
+			var err error
+			switch {
+			case shm == nil:
+				err = invalid("no segment %#x", req.ShmID)
+			case req.Slot >= SlotsPerSegment:
+				err = invalid("slot %d out of range [0, %d)", req.Slot, SlotsPerSegment)
+			case shm.used[req.Slot]:
+				err = invalid("slot %d of segment %#x is in use", req.Slot, req.ShmID)
+			default:
+				files, err = s.dn.Store().OpenForRead(req.BlockID, req.Stamp)
+			}
+			if err == nil {
+				s.register(shm, int(req.Slot), req.BlockID, files.Stamp)
+				s.passed += 2
+			}
+			s.loop.Post(func() { sc.sendFDs(shm, int(req.Slot), files, err) })
+		})
+	case OpReleaseSlot:
+		s.stats.Releases++
+		s.lock.Do(s.loop, func() {
+			shm := s.segs[req.ShmID]
+			var err error
+			switch {
+			case shm == nil:
+				err = invalid("no segment %#x", req.ShmID)
+			case req.Slot >= SlotsPerSegment:
+				err = invalid("slot %d out of range [0, %d)", req.Slot, SlotsPerSegment)
+			case !shm.used[req.Slot]:
+				err = invalid("slot %d of segment %#x was never allocated", req.Slot, req.ShmID)
+			default:
+				s.unregister(shm, int(req.Slot))
+			}
+			s.loop.Post(func() {
+				if err != nil {
+					sc.fail(err)
+					return
+				}
+				sc.reply(AppendResponse(nil, Response{Status: model.StatusSuccess}), nil)
+			})
+		})
+	}
+}
+
+func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
+	s := sc.s
+	if err != nil {
+		sc.fail(err)
+		return
+	}
+	if sc.closed {
+		_ = f.Close()
+		s.lock.Do(s.loop, func() { s.freeShm(shm) })
+		return
+	}
+	s.stats.Segments++
+	resp := AppendResponse(nil, Response{Status: model.StatusSuccess, ShmID: shm.id, Size: SegmentSize})
+	ok := sc.reply(resp, []model.File{f})
+	_ = f.Close() // the datanode keeps its mapping, not the fd
+	if !ok {
+		s.lock.Do(s.loop, func() { s.freeShm(shm) })
+		return
+	}
+	// The connection now stands for the segment: when it closes, the
+	// client is gone and its slots are freed.
+	sc.shm = shm
+	sc.watch()
+}
+
+func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err error) {
+	s := sc.s
+	if err != nil {
+		sc.fail(err)
+		return
+	}
+	ok := false
+	if !sc.closed {
+		resp := AppendResponse(nil, Response{Status: model.StatusSuccess, Stamp: files.Stamp, Length: files.Length})
+		ok = sc.reply(resp, []model.File{files.Data, files.Meta})
+	}
+	// The datanode keeps no block fd once they are passed (or not).
+	_ = files.Close()
+	if ok {
+		s.stats.FDsPassed += 2
+	}
+	s.lock.Do(s.loop, func() {
+		s.passed -= 2
+		if !ok && !s.cfg.Bugs.KeepSlotOnLostReply {
+			// The client never learns of this slot: free it (the fix
+			// of HDFS-7915).
+			s.unregister(shm, slot)
+		}
+	})
+}
+
+// reply sends a response (with files) and goes back to reading requests;
+// it reports whether the response went out. A response is small: it fits
+// in the socket buffer whole or the client is not reading, and then the
+// connection is dropped.
+func (sc *srvConn) reply(b []byte, files []model.File) bool {
+	if sc.closed {
+		return false
+	}
+	var err error
+	if len(files) > 0 {
+		_, err = sc.c.SendFDs(b, files)
+	} else {
+		_, err = sc.c.Write(b)
+	}
+	if err != nil {
+		sc.s.p.Log("sc-send-error", "conn", sc.c.ID(), "err", err.Error())
+		sc.close("send error")
+		return false
+	}
+	sc.busy = false
+	sc.watch()
+	if len(sc.in) > 0 {
+		sc.process()
+	}
+	return true
+}
+
+// fail answers with an error status and closes.
+func (sc *srvConn) fail(err error) {
+	s := sc.s
+	s.stats.Errors++
+	s.p.Log("sc-error", "conn", sc.c.ID(), "err", err.Error())
+	st := model.StatusOf(err)
+	if st == model.StatusSuccess {
+		st = model.StatusError
+	}
+	if !sc.closed {
+		_, _ = sc.c.Write(AppendResponse(nil, Response{Status: st, Message: err.Error()}))
+	}
+	sc.close("after error")
+}
+
+func (sc *srvConn) close(why string) {
+	if sc.closed {
+		return
+	}
+	sc.closed = true
+	if sc.rt != nil {
+		sc.rt.Stop()
+		sc.rt = nil
+	}
+	_ = sc.c.Close()
+	s := sc.s
+	s.forget(sc)
+	if shm := sc.shm; shm != nil {
+		sc.shm = nil
+		s.lock.Do(s.loop, func() { s.freeShm(shm) })
+	}
+}
+
+func (s *Server) forget(sc *srvConn) {
+	for i, o := range s.conns {
+		if o == sc {
+			s.conns = append(s.conns[:i], s.conns[i+1:]...)
+			return
+		}
+	}
+}
