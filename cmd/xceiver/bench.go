@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,7 +20,11 @@ import (
 type experiment struct {
 	desc      string
 	published string
-	run       func(world string, seed uint64) ([]benchRow, error)
+	// figures are the published numbers, by case and metric, that the
+	// plot marks (--plot); experiments without comparable numbers have
+	// none.
+	figures []figure
+	run     func(world string, seed uint64) ([]benchRow, error)
 }
 
 type benchRow struct {
@@ -35,12 +40,19 @@ func experiments() map[string]experiment {
 		"hdfs-941": {
 			desc:      "keep-alive reads of 32 KiB from one client, NODELAY off vs on",
 			published: "HDFS-941: 12 MB/s without TCP_NODELAY vs 274 MB/s with it (≈20×)",
-			run:       benchHDFS941,
+			figures: []figure{
+				{"nodelay=false", "throughput", 12}, {"nodelay=true", "throughput", 274}, {"on/off", "throughput ratio", 274.0 / 12},
+			},
+			run: benchHDFS941,
 		},
 		"hdfs-918": {
 			desc:      "128 clients doing 64 KiB random reads, reactor vs thread per connection (real: and vs plain Go)",
 			published: "HDFS-918: 1150 fds thread-per-request vs 530 multiplexed; random read 3.42 ms → 2.83 ms",
-			run:       benchHDFS918,
+			figures: []figure{
+				{"threaded", "server peak fds", 1150}, {"reactor", "server peak fds", 530},
+				{"threaded", "p50", 3.42}, {"reactor", "p50", 2.83},
+			},
+			run: benchHDFS918,
 		},
 		"sim-speed": {
 			desc:      "simulator speed: tcp-pattern with NODELAY and 32 KiB replies, 20000 ops",
@@ -74,9 +86,10 @@ func benchCommand() *command {
 		setup: func(c *call) func([]string) int {
 			world := c.fs.String("world", "sim", "world: `sim|real|both`")
 			asJSON := c.fs.Bool("json", false, "print JSON")
+			plot := c.fs.String("plot", "", "also draw the results as a self-contained SVG into `FILE`")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of simulated runs")
 			return func(rest []string) int {
-				return benchMain(c, rest, *world, *asJSON, *seed)
+				return benchMain(c, rest, *world, *asJSON, *seed, *plot)
 			}
 		},
 	}
@@ -91,7 +104,7 @@ func sortedExperimentNames() []string {
 	return names
 }
 
-func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64) int {
+func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, plot string) int {
 	stdout, stderr := c.stdout, c.stderr
 	if len(rest) != 1 {
 		return report(stderr, c.usagef("want one EXPERIMENT (%s)", experimentNames()))
@@ -111,6 +124,11 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64) i
 	default:
 		return report(stderr, c.usagef("%s %q: want sim, real or both", c.typed("world"), world))
 	}
+	if plot != "" {
+		if err := checkOutFile(plot); err != nil {
+			return report(stderr, c.usagef("%s: %v", c.typed("plot"), err))
+		}
+	}
 	if dryRun {
 		return exitOK
 	}
@@ -122,6 +140,11 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64) i
 			return report(stderr, fmt.Errorf("bench %s (%s): %w", rest[0], w, err))
 		}
 		rows = append(rows, r...)
+	}
+	if plot != "" {
+		if err := writePlotFile(plot, name, ex, rows); err != nil {
+			return report(stderr, fmt.Errorf("bench: --plot: %w", err))
+		}
 	}
 	if asJSON {
 		b, _ := json.Marshal(struct {
@@ -254,4 +277,16 @@ func benchSimSpeed(world string, seed uint64) ([]benchRow, error) {
 		{world, "tcp-pattern", "events per wall second", float64(w.Events()) / wall, "events/s"},
 		{world, "tcp-pattern", "ops per wall second", float64(cfg.Ops) / wall, "ops/s"},
 	}, nil
+}
+
+func writePlotFile(path, name string, ex experiment, rows []benchRow) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writePlot(f, name, ex, rows); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
