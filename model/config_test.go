@@ -1,0 +1,58 @@
+package model
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each bound of a datanode's configuration: the value on the bound is
+// accepted, the one past it refused with an error naming the field; zero
+// means the default.
+func TestDatanodeConfigBounds(t *testing.T) {
+	cases := []struct {
+		name  string
+		set   func(*DatanodeConfig)
+		error string // "" when accepted
+	}{
+		{"selectors 1", func(c *DatanodeConfig) { c.Selectors = 1 }, ""},
+		{"selectors 256", func(c *DatanodeConfig) { c.Selectors = 256 }, ""},
+		{"selectors 257", func(c *DatanodeConfig) { c.Selectors = 257 }, "selectors 257"},
+		{"selectors -1", func(c *DatanodeConfig) { c.Selectors = -1 }, "selectors -1"},
+		{"workers 1", func(c *DatanodeConfig) { c.Workers = 1 }, ""},
+		{"workers 1024", func(c *DatanodeConfig) { c.Workers = 1024 }, ""},
+		{"workers 1025", func(c *DatanodeConfig) { c.Workers = 1025 }, "workers 1025"},
+		{"workers -1", func(c *DatanodeConfig) { c.Workers = -1 }, "workers -1"},
+		{"packet one chunk", func(c *DatanodeConfig) { c.PacketSize = BytesPerChecksum }, ""},
+		{"packet max", func(c *DatanodeConfig) { c.PacketSize = MaxPacketData }, ""},
+		{"packet past max", func(c *DatanodeConfig) { c.PacketSize = MaxPacketData + BytesPerChecksum }, "packet size"},
+		{"packet below a chunk", func(c *DatanodeConfig) { c.PacketSize = BytesPerChecksum - 1 }, "packet size"},
+		{"packet not whole chunks", func(c *DatanodeConfig) { c.PacketSize = 3 * BytesPerChecksum / 2 }, "packet size"},
+		{"keep-alive negative", func(c *DatanodeConfig) { c.Keepalive = -time.Nanosecond }, "keep-alive"},
+		{"read timeout negative", func(c *DatanodeConfig) { c.ReadTimeout = -time.Nanosecond }, "read timeout"},
+		{"mode", func(c *DatanodeConfig) { c.Mode = "forked" }, "server mode"},
+		{"threaded", func(c *DatanodeConfig) { c.Mode = Threaded }, ""},
+	}
+	for _, tc := range cases {
+		var c DatanodeConfig
+		tc.set(&c)
+		err := c.fill()
+		switch {
+		case tc.error == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)):
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.error)
+		}
+	}
+	var c DatanodeConfig
+	if err := c.fill(); err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultDatanodeConfig()
+	d.TokenKey = DefaultTokenKey
+	if c.Mode != d.Mode || c.Selectors != d.Selectors || c.Workers != d.Workers || c.PoolMax != d.PoolMax ||
+		c.PoolIdle != d.PoolIdle || c.Keepalive != d.Keepalive || c.ReadTimeout != d.ReadTimeout ||
+		c.PacketSize != d.PacketSize || c.Dir != d.Dir || c.MaxWrite != d.MaxWrite || string(c.TokenKey) != string(d.TokenKey) {
+		t.Errorf("zero config filled as %+v, want the defaults %+v", c, d)
+	}
+}
