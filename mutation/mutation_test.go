@@ -146,6 +146,16 @@ func TestSampleAndShard(t *testing.T) {
 	if !slices.IsSortedFunc(s1, func(a, b Mutant) int { return a.Start - b.Start }) {
 		t.Errorf("sample not in source order")
 	}
+	// Dropping mutants outside a sample leaves the sample as it was.
+	var fewer []Mutant
+	for _, m := range ms {
+		if slices.ContainsFunc(s1, func(x Mutant) bool { return x.ID == m.ID }) || m.Line%2 == 0 {
+			fewer = append(fewer, m)
+		}
+	}
+	if s4 := Sample(fewer, 10, 7); !slices.EqualFunc(s1, s4, func(a, b Mutant) bool { return a.ID == b.ID }) {
+		t.Errorf("removing unsampled mutants changed the sample")
+	}
 	if len(Sample(ms, 0, 1)) != len(ms) || len(Sample(ms, len(ms)+5, 1)) != len(ms) {
 		t.Errorf("sample 0 or too large should keep all")
 	}
