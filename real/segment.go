@@ -174,3 +174,23 @@ func checkDirs(dir string, euid int) error {
 	}
 	return nil
 }
+
+// AccessMode reports how f's open file description was opened
+// (fcntl(F_GETFL) & O_ACCMODE: unix.O_RDONLY, O_WRONLY or O_RDWR), so
+// tests can check that passed fds are read-only.
+func AccessMode(mf model.File) (int, error) {
+	f, ok := mf.(*file)
+	if !ok || f == nil {
+		return 0, badArg("fcntl", "file", fmt.Sprintf("%T is not a file of the real world", mf))
+	}
+	var mode int
+	err := f.use("fcntl", func(fd int) error {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			return wrapErr("fcntl", f.name, err)
+		}
+		mode = fl & unix.O_ACCMODE
+		return nil
+	})
+	return mode, err
+}

@@ -84,8 +84,10 @@ func (c *CacheConfig) fill() error {
 	switch {
 	case c.Shards < 1 || c.Shards > 1024:
 		return fmt.Errorf("short-circuit cache: %d shards outside [1, 1024]", c.Shards)
-	case c.Capacity < 1:
-		return fmt.Errorf("short-circuit cache: capacity %d < 1", c.Capacity)
+	case c.Capacity < c.Shards:
+		// Each shard keeps capacity/shards evictable replicas, so the
+		// whole cache keeps at most capacity.
+		return fmt.Errorf("short-circuit cache: capacity %d < %d shards", c.Capacity, c.Shards)
 	case c.Expiry < 0:
 		return fmt.Errorf("short-circuit cache: negative expiry %v", c.Expiry)
 	}
@@ -284,7 +286,7 @@ func (s *shard) unref(c *Cache, loop model.Loop, r *Replica) {
 // evict removes the least recently used evictable replicas beyond the
 // capacity.
 func (s *shard) evict(c *Cache, loop model.Loop) {
-	capacity := max(1, c.cfg.Capacity/len(c.shards))
+	capacity := c.cfg.Capacity / len(c.shards)
 	for len(s.lru) > capacity {
 		s.stats.Evicted++
 		s.purge(c, loop, s.lru[0])

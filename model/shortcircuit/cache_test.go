@@ -1,0 +1,287 @@
+package shortcircuit
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"xceiver/model"
+)
+
+// The cache's critical sections (the shard methods) against a small
+// reference: which replicas are cached, who holds them, which are
+// evictable in what order, which are closed.
+
+type fakeLoop struct{ now time.Duration }
+
+func (l *fakeLoop) Name() string                                { return "test" }
+func (l *fakeLoop) Process() model.Process                      { return nil }
+func (l *fakeLoop) Now() time.Duration                          { return l.now }
+func (l *fakeLoop) AfterFunc(time.Duration, func()) model.Timer { panic("not used") }
+func (l *fakeLoop) Post(func())                                 { panic("not used") }
+func (l *fakeLoop) Close()                                      {}
+
+type fakeFile struct {
+	closed *int
+	done   bool
+}
+
+func (f *fakeFile) ReadAt([]byte, int64) (int, error)  { return 0, nil }
+func (f *fakeFile) WriteAt([]byte, int64) (int, error) { return 0, nil }
+func (f *fakeFile) Size() (int64, error)               { return 0, nil }
+func (f *fakeFile) Sync() error                        { return nil }
+func (f *fakeFile) Kind() model.FDKind                 { return model.FDPassed }
+func (f *fakeFile) Close() error {
+	if f.done {
+		panic("closed twice")
+	}
+	f.done = true
+	*f.closed++
+	return nil
+}
+
+type fakeSeg struct{ words []uint64 }
+
+func (s *fakeSeg) Size() int               { return 8 * len(s.words) }
+func (s *fakeSeg) Load(off int) uint64     { return s.words[off/8] }
+func (s *fakeSeg) Store(off int, v uint64) { s.words[off/8] = v }
+func (s *fakeSeg) Unmap() error            { return nil }
+
+type refRep struct {
+	r       *Replica
+	readers int
+	cached  bool
+	closed  bool
+	seq     int // order in which it became evictable
+	since   time.Duration
+}
+
+type cacheMachine struct {
+	c       *Cache
+	loop    *fakeLoop
+	seg     *fakeSeg
+	shm     *clientShm
+	closes  int
+	reps    []*refRep // every replica ever inserted
+	held    []*refRep // one entry per reader reference
+	seq     int
+	nextIdx int
+}
+
+func newCacheMachine(t *rapid.T) *cacheMachine {
+	shards := rapid.IntRange(1, 4).Draw(t, "shards")
+	cfg := CacheConfig{
+		Shards:   shards,
+		Capacity: rapid.IntRange(shards, 8).Draw(t, "capacity"),
+		Expiry:   time.Duration(rapid.IntRange(1, 5).Draw(t, "expiry")) * time.Second,
+	}
+	m := &cacheMachine{loop: &fakeLoop{}, seg: &fakeSeg{words: make([]uint64, 1024)}}
+	m.shm = &clientShm{seg: m.seg}
+	m.c = &Cache{cfg: cfg, onClose: func(_ model.Loop, r *Replica) {
+		_ = r.Data.Close()
+		_ = r.Meta.Close()
+		for _, rr := range m.reps {
+			if rr.r == r {
+				if rr.closed {
+					t.Fatalf("replica %v closed twice", r.Key)
+				}
+				rr.closed = true
+			}
+		}
+	}}
+	for i := 0; i < cfg.Shards; i++ {
+		m.c.shards = append(m.c.shards, &shard{byBlock: map[uint64]*Replica{}})
+	}
+	return m
+}
+
+func (m *cacheMachine) shardOf(block uint64) *shard { return m.c.lookupShard(block) }
+
+// refCached is the reference's cached replica of block.
+func (m *cacheMachine) refCached(block uint64) *refRep {
+	for _, rr := range m.reps {
+		if rr.cached && rr.r.Key.Block == block {
+			return rr
+		}
+	}
+	return nil
+}
+
+func (m *cacheMachine) refDrop(rr *refRep) {
+	rr.cached = false
+}
+
+// refExpire drops the reference's evictable replicas of block's shard that
+// are too old.
+func (m *cacheMachine) refExpire(block uint64) {
+	n := uint64(len(m.c.shards))
+	for _, rr := range m.reps {
+		if rr.cached && rr.readers == 0 && rr.r.Key.Block%n == block%n && m.loop.now-rr.since >= m.c.cfg.Expiry {
+			m.refDrop(rr)
+		}
+	}
+}
+
+func (m *cacheMachine) valid(rr *refRep) bool { return rr.r.valid() }
+
+func (m *cacheMachine) Insert(t *rapid.T) {
+	block := rapid.Uint64Range(1, 6).Draw(t, "block")
+	stamp := rapid.Uint64Range(1, 3).Draw(t, "stamp")
+	idx := m.nextIdx % SlotsPerSegment
+	m.nextIdx++
+	m.seg.Store(idx*SlotSize, flagValid)
+	r := &Replica{Key: Key{block, stamp}, Length: 1, Data: &fakeFile{closed: &m.closes}, Meta: &fakeFile{closed: &m.closes}, Slot: &Slot{shm: m.shm, idx: idx}}
+	rr := &refRep{r: r, readers: 1}
+	if old := m.refCached(block); old != nil {
+		m.refDrop(old)
+	}
+	rr.cached = true
+	m.reps = append(m.reps, rr)
+	m.held = append(m.held, rr)
+	m.refExpire(block)
+	m.shardOf(block).insert(m.c, m.loop, r)
+}
+
+func (m *cacheMachine) Lookup(t *rapid.T) {
+	block := rapid.Uint64Range(1, 6).Draw(t, "block")
+	stamp := rapid.Uint64Range(0, 3).Draw(t, "stamp")
+	m.refExpire(block)
+	want := m.refCached(block)
+	if want != nil && (!m.valid(want) || want.r.Key.Stamp < stamp) {
+		m.refDrop(want)
+		want = nil
+	}
+	got := m.shardOf(block).lookup(m.c, m.loop, block, stamp)
+	switch {
+	case want == nil && got != nil:
+		t.Fatalf("lookup(%d, %d) hit %v; the reference misses", block, stamp, got.Key)
+	case want != nil && got != want.r:
+		t.Fatalf("lookup(%d, %d) = %v; the reference hits %v", block, stamp, got, want.r.Key)
+	}
+	if want != nil {
+		want.readers++
+		m.held = append(m.held, want)
+	}
+}
+
+func (m *cacheMachine) Unref(t *rapid.T) {
+	if len(m.held) == 0 {
+		t.Skip("nothing held")
+	}
+	i := rapid.IntRange(0, len(m.held)-1).Draw(t, "held")
+	rr := m.held[i]
+	m.held = slices.Delete(m.held, i, i+1)
+	rr.readers--
+	if rr.readers == 0 && rr.cached {
+		if !m.valid(rr) {
+			m.refDrop(rr)
+		} else {
+			m.seq++
+			rr.seq, rr.since = m.seq, m.loop.now
+			// Evict the shard's least recently used beyond the capacity.
+			n := uint64(len(m.c.shards))
+			capacity := m.c.cfg.Capacity / len(m.c.shards)
+			for {
+				var ev []*refRep
+				for _, o := range m.reps {
+					if o.cached && o.readers == 0 && o.r.Key.Block%n == rr.r.Key.Block%n {
+						ev = append(ev, o)
+					}
+				}
+				if len(ev) <= capacity {
+					break
+				}
+				oldest := slices.MinFunc(ev, func(a, b *refRep) int { return a.seq - b.seq })
+				m.refDrop(oldest)
+			}
+		}
+	}
+	m.c.lookupShard(rr.r.Key.Block).unref(m.c, m.loop, rr.r)
+}
+
+func (m *cacheMachine) Invalidate(t *rapid.T) {
+	block := rapid.Uint64Range(1, 6).Draw(t, "block")
+	for _, rr := range m.reps {
+		if rr.r.Key.Block == block {
+			m.seg.Store(rr.r.Slot.idx*SlotSize, 0)
+		}
+	}
+}
+
+func (m *cacheMachine) Tick(t *rapid.T) {
+	m.loop.now += time.Duration(rapid.IntRange(1, 3000).Draw(t, "ms")) * time.Millisecond
+}
+
+func (m *cacheMachine) Check(t *rapid.T) {
+	open := 0
+	for _, rr := range m.reps {
+		wantClosed := !rr.cached && rr.readers == 0
+		if rr.closed != wantClosed {
+			t.Fatalf("replica %v: closed %v, reference says %v (cached %v, readers %d)", rr.r.Key, rr.closed, wantClosed, rr.cached, rr.readers)
+		}
+		if rr.cached != rr.r.cached {
+			t.Fatalf("replica %v: cached %v, reference says %v", rr.r.Key, rr.r.cached, rr.cached)
+		}
+		if !rr.closed {
+			open++
+		}
+	}
+	if want := 2 * (len(m.reps) - open); m.closes != want {
+		t.Fatalf("%d fds closed, want %d", m.closes, want)
+	}
+	capacity := m.c.cfg.Capacity / len(m.c.shards)
+	for i, s := range m.c.shards {
+		if len(s.lru) > capacity {
+			t.Fatalf("shard %d holds %d evictable replicas, capacity %d", i, len(s.lru), capacity)
+		}
+	}
+	// The fd bound the properties check: 2 per cached replica (at most
+	// the capacity evictable) plus 2 per replica a reader holds.
+	held := map[*refRep]bool{}
+	for _, rr := range m.held {
+		held[rr] = true
+	}
+	if limit := 2*m.c.cfg.Capacity + 2*len(held); 2*open > limit {
+		t.Fatalf("%d fds open, bound %d", 2*open, limit)
+	}
+}
+
+func TestCacheAgainstReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := newCacheMachine(t)
+		t.Repeat(rapid.StateMachineActions(m))
+	})
+}
+
+// The sharding bug is found: with inserts and lookups picking different
+// shards, a cached replica is not found where the reference finds it.
+func TestCacheShardingBugIsFound(t *testing.T) {
+	found := false
+	for seed := uint64(0); seed < 200 && !found; seed++ {
+		func() {
+			defer func() {
+				if recover() != nil {
+					found = true
+				}
+			}()
+			c := &Cache{cfg: CacheConfig{Shards: 3, Capacity: 6, Expiry: time.Hour, Bugs: CacheBugs{InsertShardByStamp: true}}, onClose: func(model.Loop, *Replica) {}}
+			for i := 0; i < 3; i++ {
+				c.shards = append(c.shards, &shard{byBlock: map[uint64]*Replica{}})
+			}
+			loop := &fakeLoop{}
+			block, stamp := seed%7+1, seed%5+1
+			r := &Replica{Key: Key{block, stamp}, Data: &fakeFile{closed: new(int)}, Meta: &fakeFile{closed: new(int)}}
+			c.insertShard(r.Key).insert(c, loop, r)
+			c.lookupShard(block).unref(c, loop, r)
+			if got := c.lookupShard(block).lookup(c, loop, block, 0); got != r {
+				panic(fmt.Sprintf("block %d stamp %d cached but not found", block, stamp))
+			}
+		}()
+	}
+	if !found {
+		t.Error("inserting and looking up in different shards went unnoticed")
+	}
+}

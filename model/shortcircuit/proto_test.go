@@ -1,0 +1,90 @@
+package shortcircuit
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+
+	"xceiver/model"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	for _, r := range []Request{
+		{Op: OpRequestShm, ClientID: "client-1"},
+		{Op: OpRequestFDs, BlockID: 7, Stamp: 1001, ShmID: 99, Slot: 3, Token: []byte{1, 2, 3}},
+		{Op: OpReleaseSlot, ShmID: 99, Slot: 63},
+	} {
+		b := AppendRequest(nil, r)
+		got, n, err := DecodeRequest(b)
+		if err != nil || n != len(b) || !reflect.DeepEqual(got, r) {
+			t.Errorf("%+v: decoded %+v, %d of %d bytes, %v", r, got, n, len(b), err)
+		}
+		for i := 0; i < len(b); i++ {
+			if _, _, err := DecodeRequest(b[:i]); !errors.Is(err, model.ErrNeedMore) {
+				t.Errorf("%+v: prefix of %d bytes: %v", r, i, err)
+			}
+		}
+	}
+}
+
+func TestResponseRoundTrip(t *testing.T) {
+	for _, r := range []Response{
+		{Status: model.StatusSuccess, ShmID: 5, Size: SegmentSize},
+		{Status: model.StatusSuccess, Stamp: 1001, Length: 4096},
+		{Status: model.StatusErrorAccessToken, Message: "denied"},
+	} {
+		b := AppendResponse(nil, r)
+		got, n, err := DecodeResponse(b)
+		if err != nil || n != len(b) || !reflect.DeepEqual(got, r) {
+			t.Errorf("%+v: decoded %+v, %d of %d bytes, %v", r, got, n, len(b), err)
+		}
+	}
+}
+
+func checkDecodeErr(t *testing.T, n int, err error) {
+	var pe *model.ProtocolError
+	if !errors.Is(err, model.ErrNeedMore) && !errors.As(err, &pe) {
+		t.Fatalf("error %T %v is neither ErrNeedMore nor *ProtocolError", err, err)
+	}
+	if n != 0 {
+		t.Fatalf("consumed %d bytes with error %v", n, err)
+	}
+}
+
+// Any bytes: no panic, only ErrNeedMore or a protocol error, and what is
+// accepted re-encodes to the bytes consumed.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add(AppendRequest(nil, Request{Op: OpRequestShm, ClientID: "c"}))
+	f.Add(AppendRequest(nil, Request{Op: OpRequestFDs, BlockID: 1, ShmID: 2, Slot: 64, Token: bytes.Repeat([]byte{7}, model.TokenLen)}))
+	f.Add(AppendRequest(nil, Request{Op: OpReleaseSlot, ShmID: 2, Slot: 1}))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte{0, 28, 87, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, n, err := DecodeRequest(b)
+		if err != nil {
+			checkDecodeErr(t, n, err)
+			return
+		}
+		if enc := AppendRequest(nil, r); !bytes.Equal(enc, b[:n]) {
+			t.Fatalf("%+v re-encodes to %x, consumed %x", r, enc, b[:n])
+		}
+	})
+}
+
+func FuzzDecodeResponse(f *testing.F) {
+	f.Add(AppendResponse(nil, Response{Status: model.StatusSuccess, ShmID: 5, Size: SegmentSize}))
+	f.Add(AppendResponse(nil, Response{Status: model.StatusErrorInvalid, Message: "no such block"}))
+	f.Add([]byte{0, 99})
+	f.Add([]byte{0, 0, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, n, err := DecodeResponse(b)
+		if err != nil {
+			checkDecodeErr(t, n, err)
+			return
+		}
+		if enc := AppendResponse(nil, r); !bytes.Equal(enc, b[:n]) {
+			t.Fatalf("%+v re-encodes to %x, consumed %x", r, enc, b[:n])
+		}
+	})
+}
