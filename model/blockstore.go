@@ -439,9 +439,10 @@ func (b *BlockFiles) ReadChunks(dst []byte, off int64, n int) (data, sums []byte
 	return b.readChunks(dst, off, n, true)
 }
 
-// ReadChunksUnverified is ReadChunks without checking the checksums: a
-// server that leaves the check to its client. Real's reference server
-// uses it to show what the CRC32C work costs.
+// ReadChunksUnverified is ReadChunks without checking the checksums: it
+// returns what is on disk, data and stored checksums alike. The datanode
+// sends this to clients, as HDFS's BlockSender does (the client verifies
+// every chunk and reports a mismatch); real's reference server uses it too.
 func (b *BlockFiles) ReadChunksUnverified(dst []byte, off int64, n int) (data, sums []byte, err error) {
 	return b.readChunks(dst, off, n, false)
 }

@@ -199,6 +199,7 @@ func (s *selector) getBuf() []byte {
 }
 
 func (s *selector) putBuf(b []byte) {
+	freed(s.loop.Process(), b)
 	s.out--
 	s.free = append(s.free, b)
 }
@@ -774,7 +775,7 @@ func (dc *dnConn) sendNext() {
 		if n > 0 {
 			buf = AppendPacketHeader(buf, PacketHeader{Offset: off, Seqno: seq}, n, BytesPerChecksum)
 			var err error
-			if buf, err = appendChunks(buf, replica, off, n); err != nil {
+			if buf, err = appendChunks(p, buf, replica, off, n); err != nil {
 				return buf, err
 			}
 			p.CPU(CPUChecksum, n)
@@ -818,14 +819,16 @@ func (dc *dnConn) sendNext() {
 	})
 }
 
-// appendChunks appends n bytes at off of the replica with their checksums
-// (verified on the way).
-func appendChunks(buf []byte, r *BlockFiles, off int64, n int) ([]byte, error) {
+// appendChunks appends n bytes at off of the replica with their stored
+// checksums, unverified: the client verifies (HDFS's BlockSender does not
+// checksum what it sends to a client).
+func appendChunks(p Process, buf []byte, r *BlockFiles, off int64, n int) ([]byte, error) {
 	start := len(buf)
-	_, sums, err := r.ReadChunks(buf, off, n)
+	data, sums, err := r.ReadChunksUnverified(buf, off, n)
 	if err != nil {
 		return buf[:start], err
 	}
+	inFlight(p, data)
 	return buf[:start+len(sums)+n], nil
 }
 

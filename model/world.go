@@ -351,3 +351,30 @@ type RWLock interface {
 	// RDo runs f on loop once the lock is held shared, and releases it.
 	RDo(loop Loop, f func())
 }
+
+// BufferFaults is implemented by a Process whose world tests buffer
+// discipline (sim): the data path declares the buffers it has checksummed
+// and is about to send, and the buffers it returns to a free list. A real
+// process does not implement it.
+type BufferFaults interface {
+	// InFlight may flip a bit of b: corruption after the checksum was
+	// computed, which only the reader's verification can catch.
+	InFlight(b []byte)
+	// Freed may overwrite b (its length: the bytes it held) with a
+	// pattern, so a buffer used after its return sends the pattern.
+	Freed(b []byte)
+}
+
+// inFlight declares b checksummed and on its way out.
+func inFlight(p Process, b []byte) {
+	if bf, ok := p.(BufferFaults); ok {
+		bf.InFlight(b)
+	}
+}
+
+// freed declares b returned to a free list.
+func freed(p Process, b []byte) {
+	if bf, ok := p.(BufferFaults); ok {
+		bf.Freed(b)
+	}
+}

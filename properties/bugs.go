@@ -66,6 +66,12 @@ var Bugs = []Bug{
 		Catches: "harness",
 		apply:   func(d drawer, cfg *Config) { cfg.EmptyReadPanics = true },
 	},
+	{
+		Name:    "checksum-first-chunk",
+		What:    "the client verifies only the first chunk of each packet: corruption past it reaches the caller",
+		Catches: "linearizability",
+		apply:   func(d drawer, cfg *Config) { cfg.VerifyFirstChunk = true },
+	},
 }
 
 var noBug = Bug{apply: func(drawer, *Config) {}}

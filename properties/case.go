@@ -42,6 +42,7 @@ type Config struct {
 	DNNoDelay   bool          `json:"dn_nodelay"`
 	DNPacket    int           `json:"dn_packet"`
 	FDLimit     int           `json:"fd_limit"`
+	InlineIO    bool          `json:"inline_io,omitempty"`
 
 	// Clients
 	Clients       int           `json:"clients"`
@@ -51,6 +52,12 @@ type Config struct {
 	CacheExpiry   time.Duration `json:"cache_expiry"`
 	Timeout       time.Duration `json:"timeout"`
 	Packet        int           `json:"packet"`
+
+	// Sim: socket buffer sizes (0: the default), and whether buffers
+	// returning to a free list are poisoned.
+	SndBuf int  `json:"sndbuf,omitempty"`
+	RcvBuf int  `json:"rcvbuf,omitempty"`
+	Poison bool `json:"poison,omitempty"`
 
 	// Blocks written before the datanode serves.
 	Blocks []InitBlock `json:"blocks"`
@@ -66,6 +73,7 @@ type Config struct {
 	CloseLeaksCache     bool `json:"close_leaks_cache,omitempty"`
 	ReturnUnclean       bool `json:"return_unclean,omitempty"`
 	EmptyReadPanics     bool `json:"empty_read_panics,omitempty"`
+	VerifyFirstChunk    bool `json:"verify_first_chunk,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.
@@ -128,7 +136,8 @@ const (
 )
 
 // FaultKinds lists every fault kind.
-var FaultKinds = []string{FaultReset, FaultVanish, FaultSpike, FaultSlowReader, FaultEIO, FaultSlowDisk, FaultMutate, FaultCrash, FaultFDPressure}
+var FaultKinds = []string{FaultReset, FaultVanish, FaultSpike, FaultSlowReader, FaultEIO, FaultSlowDisk, FaultMutate, FaultCrash, FaultFDPressure,
+	FaultBitRot, FaultFlip, FaultCrashPoint}
 
 // Op kinds.
 const (
@@ -219,6 +228,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	cfg.DNNoDelay = d.chance(50, "dn_nodelay")
 	cfg.DNPacket = pick(d, "dn_packet", 512, 4096, 64<<10)
 	cfg.FDLimit = pick(d, "fd_limit", 160, 256, 1024)
+	cfg.InlineIO = cfg.Mode == "reactor" && d.chance(25, "inline_io")
 
 	cfg.Clients = d.n(1, 4, "clients")
 	cfg.ClientWorkers = d.n(1, 3, "client_workers")
@@ -230,6 +240,17 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	cfg.CacheExpiry = (cfg.Keepalive - ExpiryMargin) * time.Duration(pick(d, "cache_expiry", 1, 2, 3)) / 4
 	cfg.Timeout = pick(d, "timeout", 150*time.Millisecond, 500*time.Millisecond, 2*time.Second)
 	cfg.Packet = pick(d, "packet", 512, 4096, 64<<10)
+	if cfg.CacheCapacity <= 4 && d.chance(20, "more_workers_than_cache") {
+		// More concurrent ops than cached peers: returns overflow the
+		// cache, evicting.
+		cfg.ClientWorkers = cfg.CacheCapacity + d.n(1, 3, "workers_over_cache")
+	}
+	if d.chance(30, "small_buffers") {
+		// Partial writes become common: a packet does not fit at once.
+		cfg.SndBuf = pick(d, "sndbuf", 16384, 32768, 65536)
+		cfg.RcvBuf = pick(d, "rcvbuf", 4096, 16384, 65536)
+	}
+	cfg.Poison = d.chance(50, "poison")
 
 	nb := d.n(2, 5, "blocks")
 	for i := 1; i <= nb; i++ {
@@ -393,6 +414,17 @@ func drawFault(d drawer, cfg *Config, kind string, at time.Duration) Fault {
 	case FaultFDPressure:
 		f.Arg = d.n(0, 6, "fds_left")
 		f.Dur = durs()
+	case FaultBitRot:
+		f.Arg = d.n(0, 1000, "rot_target") // even: data, odd: checksums; /2: the chunk
+		f.Size = d.n(0, 1<<16, "rot_pos")  // byte within the chunk or checksum, and bit
+		f.Key = d.key("key")
+	case FaultFlip:
+		f.Arg = pick(d, "flip_permille", 100, 500, 1000)
+		f.Dur = durs()
+	case FaultCrashPoint:
+		f.Arg = d.n(0, 12, "crash_op")
+		f.Size = d.n(0, 1, "crash_in_recovery")
+		f.Dur = pick(d, "crash_window", 10*time.Millisecond, 100*time.Millisecond, time.Second)
 	}
 	return f
 }
@@ -421,6 +453,8 @@ func (c *Case) Validate() error {
 		return fmt.Errorf("client workers %d outside [1, 64]", cfg.ClientWorkers)
 	case cfg.FDLimit < 16:
 		return fmt.Errorf("fd limit %d below 16", cfg.FDLimit)
+	case cfg.SndBuf < 0 || cfg.RcvBuf < 0 || (cfg.SndBuf > 0 && cfg.SndBuf < 1024) || (cfg.RcvBuf > 0 && cfg.RcvBuf < 1024):
+		return fmt.Errorf("socket buffers %d/%d: want 0 (default) or at least 1024", cfg.SndBuf, cfg.RcvBuf)
 	case cfg.Timeout <= 0 || cfg.Keepalive <= 0 || cfg.CacheExpiry <= 0 || cfg.PoolIdle <= 0 || cfg.ReadTimeout <= 0:
 		return fmt.Errorf("timeouts must be positive")
 	}

@@ -84,6 +84,13 @@ func (h *harness) inject(f Fault) {
 				dn.Restart()
 			}
 		})
+	case FaultBitRot:
+		h.rot(f)
+	case FaultFlip:
+		dn.SetBufferFaults(f.Arg, h.cfg.Poison)
+		w.At(end, func() { dn.SetBufferFaults(0, h.cfg.Poison) })
+	case FaultCrashPoint:
+		h.crashPoint(f)
 	case FaultFDPressure:
 		if dn.Crashed() {
 			return

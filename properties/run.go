@@ -163,6 +163,7 @@ type harness struct {
 	faultFree   bool
 	phase       phase
 	vanished    bool // a vanish fault hit a connection
+	rotted      bool // a bit-rot fault flipped a stored bit
 
 	diskActive []Fault // disk faults in force
 	slowActive map[int]int
@@ -186,6 +187,12 @@ func Run(c Case, opt Options) *Result {
 func (h *harness) run() *Result {
 	scfg := sim.DefaultConfig(h.c.Seed)
 	scfg.MaxEvents = maxEvents
+	if h.cfg.SndBuf > 0 {
+		scfg.TCP.SndBuf = h.cfg.SndBuf
+	}
+	if h.cfg.RcvBuf > 0 {
+		scfg.TCP.RcvBuf = h.cfg.RcvBuf
+	}
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true
@@ -204,6 +211,7 @@ func (h *harness) run() *Result {
 		return &Result{Failure: &Failure{PropHarness, err.Error()}}
 	}
 	h.dnProc = p.(*sim.Process)
+	h.dnProc.SetBufferFaults(0, h.cfg.Poison)
 	runErr := h.runWorld(limit)
 
 	res := &Result{Events: w.TraceEvents(), End: w.Now(), Stats: h.stats}
@@ -270,7 +278,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 	return model.DatanodeConfig{
 		Addr: addr, Mode: mode, Selectors: c.Selectors, Workers: c.Workers,
 		PoolMax: c.PoolMax, PoolMin: c.PoolMin, PoolIdle: c.PoolIdle, Keepalive: c.Keepalive, ReadTimeout: c.ReadTimeout,
-		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir,
+		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir, InlineIO: c.InlineIO,
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
 			EmptyReadPanics: c.EmptyReadPanics,
@@ -306,6 +314,10 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 		return
 	}
 	dn, err := model.StartDatanode(p, loop, h.dnConfig())
+	if h.dnProc.Crashed() {
+		// A crash point struck during its recovery.
+		return
+	}
 	if err != nil {
 		if h.dnStarts == 0 {
 			h.fail(PropHarness, "start datanode: %v", err)
@@ -340,7 +352,7 @@ func (c *Config) Client(name, addr string) model.ClientConfig {
 	return model.ClientConfig{
 		Name: name, Datanode: addr, NoDelay: c.NoDelay, CacheCapacity: c.CacheCapacity,
 		CacheExpiry: c.CacheExpiry, Timeout: c.Timeout, PacketSize: c.Packet,
-		Bugs: model.ClientBugs{CloseLeaksCache: c.CloseLeaksCache, ReturnUnclean: c.ReturnUnclean},
+		Bugs: model.ClientBugs{CloseLeaksCache: c.CloseLeaksCache, ReturnUnclean: c.ReturnUnclean, VerifyFirstChunk: c.VerifyFirstChunk},
 	}
 }
 
@@ -401,6 +413,7 @@ func (h *harness) spawnClient(ch *clientH, then func()) {
 		cl.History = &ch.hist
 		ch.cl, ch.loop = cl, p.MainLoop()
 		ch.base = ch.p.Resources()
+		ch.p.SetBufferFaults(0, h.cfg.Poison)
 		then()
 	})
 	if err != nil {
@@ -516,7 +529,8 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 		h.fail(PropStream, "client %d: %s of block %d: %v", ch.id, op.Kind, op.Block, r.Err)
 		return
 	}
-	if !h.faultFree && !live {
+	explained := h.checkChecksumErr(ch, op, r.Err)
+	if h.failure != nil || explained || (!h.faultFree && !live) {
 		return
 	}
 	why := "no fault was injected in this run"

@@ -57,6 +57,8 @@ type Disk struct {
 	names  map[string]*inode
 	used   int64
 	faults DiskFaults
+	// crashAt, if set, crashes the process at a coming operation.
+	crashAt *crashPoint
 	// Reads and Writes count operations, for experiments and tests.
 	Reads, Writes int
 }
@@ -96,6 +98,9 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 	if err != nil {
 		return nil, err
 	}
+	if err := d.step(flag&(model.Create|model.Truncate) != 0, nil); err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
 	d.w.charge(d.w.cfg.CPU.Syscall)
 	ino := d.names[p]
 	if ino == nil && flag&model.Create == 0 {
@@ -133,6 +138,9 @@ func (d *Disk) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
+	if err := d.step(true, nil); err != nil {
+		return fmt.Errorf("rename %s: %w", f, err)
+	}
 	d.w.charge(d.w.cfg.CPU.Syscall)
 	ino := d.names[f]
 	if ino == nil {
@@ -155,6 +163,9 @@ func (d *Disk) Unlink(name string) error {
 	p, err := cleanPath(name)
 	if err != nil {
 		return err
+	}
+	if err := d.step(true, nil); err != nil {
+		return fmt.Errorf("unlink %s: %w", p, err)
 	}
 	d.w.charge(d.w.cfg.CPU.Syscall)
 	ino := d.names[p]
@@ -182,6 +193,9 @@ func (d *Disk) Stat(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := d.step(false, nil); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", p, err)
+	}
 	ino := d.names[p]
 	if ino == nil {
 		return 0, fmt.Errorf("stat %s: %w", p, model.ErrNotExist)
@@ -198,6 +212,9 @@ func (d *Disk) List(dir string) ([]string, error) {
 			return nil, err
 		}
 		prefix = p + "/"
+	}
+	if err := d.step(false, nil); err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	var out []string
 	for _, n := range d.sortedNames() {
@@ -301,6 +318,9 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, model.ErrClosed
 	}
+	if err := f.d.step(false, nil); err != nil {
+		return 0, fmt.Errorf("pread: %w", err)
+	}
 	w := f.d.w
 	w.charge(w.cfg.CPU.Syscall)
 	if off < 0 {
@@ -333,11 +353,20 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 	if !f.writable {
 		return 0, fmt.Errorf("pwrite: file opened read-only: %w", model.ErrClosed)
 	}
-	w := f.d.w
-	w.charge(w.cfg.CPU.Syscall)
 	if off < 0 {
 		return 0, fmt.Errorf("pwrite: negative offset %d", off)
 	}
+	if err := f.d.step(true, func(keep int) {
+		// Torn: whole sectors of the write persist, the rest never
+		// reached the disk.
+		if keep = keep % (len(b)/512 + 1) * 512; keep > 0 {
+			f.apply(b[:keep], off)
+		}
+	}); err != nil {
+		return 0, fmt.Errorf("pwrite: %w", err)
+	}
+	w := f.d.w
+	w.charge(w.cfg.CPU.Syscall)
 	end := off + int64(len(b))
 	grow := end - int64(len(f.ino.data))
 	if grow > 0 && f.d.used+grow > w.cfg.Disk.Capacity {
@@ -347,13 +376,19 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 	if err := f.d.ioCost(f.ino, off, len(b), true); err != nil {
 		return 0, fmt.Errorf("pwrite: %w", err)
 	}
-	if grow > 0 {
+	f.apply(b, off)
+	return len(b), nil
+}
+
+// apply puts b at off into the file's inode.
+func (f *File) apply(b []byte, off int64) {
+	end := off + int64(len(b))
+	if grow := end - int64(len(f.ino.data)); grow > 0 {
 		f.ino.data = append(f.ino.data, make([]byte, grow)...)
 		f.d.used += grow
 	}
 	copy(f.ino.data[off:], b)
-	w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
-	return len(b), nil
+	f.d.w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
 }
 
 // Size implements model.File.
@@ -368,6 +403,9 @@ func (f *File) Size() (int64, error) {
 func (f *File) Sync() error {
 	if f.closed {
 		return model.ErrClosed
+	}
+	if err := f.d.step(true, nil); err != nil {
+		return fmt.Errorf("fsync: %w", err)
 	}
 	f.d.w.charge(f.d.w.cfg.Disk.Latency)
 	return nil

@@ -35,6 +35,11 @@ type Process struct {
 
 	netFaults procFaults // see faults.go
 	segments  []*shmMap  // shared-memory mappings
+
+	// Buffer faults (corrupt.go). Flips counts bits flipped in flight.
+	flipPermille int
+	poison       bool
+	Flips        int
 }
 
 func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.Process)) *Process {

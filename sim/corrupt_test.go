@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"xceiver/model"
+)
+
+// The datanode sends what is on disk; the client verifies, and a flipped
+// bit anywhere in a read's chunks fails that read (counted), never returns
+// bytes. Both a data bit and a checksum bit.
+func TestBitRotFailsTheRead(t *testing.T) {
+	for _, target := range []struct {
+		path string
+		off  int64
+	}{{"data/blk_2", 1500}, {"data/blk_2_1002.meta", 7 + 4*2}} {
+		var got []model.Result
+		var st model.ClientStats
+		clientWorld(t, model.DefaultDatanodeConfig(), model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+			dn := w.procs[0]
+			if !dn.FlipBit(target.path, target.off, 3) {
+				t.Errorf("FlipBit(%s, %d) found no such byte (names %v)", target.path, target.off, dn.DiskNames("data"))
+			}
+			cl.Read(2, 0, 0, 1000, func(r model.Result) { // chunks 0, 1: clean
+				got = append(got, r)
+				cl.Read(2, 0, 0, 4096, func(r model.Result) { // chunk 2 rotted
+					got = append(got, r)
+					st = cl.Stats()
+					cl.Close()
+				})
+			})
+		})
+		if len(got) != 2 {
+			t.Fatalf("%s: %d reads returned", target.path, len(got))
+		}
+		if got[0].Err != nil || !bytes.Equal(got[0].Data, model.BlockContent(2, 4096)[:1000]) {
+			t.Errorf("%s: read of the clean chunks: %v", target.path, got[0].Err)
+		}
+		var ce *model.ChecksumError
+		if !errors.As(got[1].Err, &ce) || ce.Offset != 1024 || got[1].Data != nil {
+			t.Errorf("%s: read over the rotten chunk: err %v, %d bytes; want a checksum error at 1024 and no bytes", target.path, got[1].Err, len(got[1].Data))
+		}
+		if st.ChecksumErrors != 1 {
+			t.Errorf("%s: client counted %d checksum errors, want 1", target.path, st.ChecksumErrors)
+		}
+	}
+}
+
+// A crash point fires at the k-th write, tears that write to whole
+// sectors, and fails every later disk operation of the crashed process.
+func TestCrashAtDiskOpTearsTheWrite(t *testing.T) {
+	w := New(DefaultConfig(7))
+	var errs []error
+	fired := false
+	p, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		d := p.Disk()
+		f, err := d.Open("f", model.ReadWrite|model.Create, model.FDFile) // write op 0
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteAt(bytes.Repeat([]byte{1}, 2000), 0) // write op 1: fires
+		errs = append(errs, err)
+		errs = append(errs, f.Sync())
+		_, err = d.Open("g", model.ReadWrite|model.Create, model.FDFile)
+		errs = append(errs, err)
+		errs = append(errs, d.Rename("f", "h"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := p.(*Process)
+	sp.CrashAtDiskOp(1, true, func() { fired = true })
+	if err := w.Run(0); err != nil {
+		t.Fatal(err)
+	}
+	if !fired || !sp.Crashed() {
+		t.Fatalf("crash point did not fire (fired %v, crashed %v)", fired, sp.Crashed())
+	}
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("disk op %d after the crash point succeeded", i)
+		}
+	}
+	size, ok := sp.FileSize("f")
+	if !ok || size%512 != 0 || size > 2000 {
+		t.Errorf("torn file: size %d (exists %v), want whole sectors of the 2000-byte write", size, ok)
+	}
+	if _, ok := sp.FileSize("g"); ok {
+		t.Error("a file created after the crash exists")
+	}
+}
+
+// Poison fills a freed buffer up to its capacity; flips change one bit.
+func TestBufferFaults(t *testing.T) {
+	w := New(DefaultConfig(3))
+	p, _ := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	sp := p.(*Process)
+	b := make([]byte, 37, 64)
+	sp.Freed(b)
+	if b[36] != 0 {
+		t.Fatal("poison off, yet the buffer changed")
+	}
+	sp.SetBufferFaults(1000, true)
+	sp.Freed(b)
+	for i, c := range b[:64] {
+		if want := byte(PoisonPattern); i >= len(b) {
+			want = 0
+			if c != want {
+				t.Fatalf("byte %d past the freed length is %#x, want it untouched", i, c)
+			}
+		} else if c != want {
+			t.Fatalf("byte %d of the freed buffer is %#x, want the pattern", i, c)
+		}
+	}
+	c := make([]byte, 100)
+	sp.InFlight(c)
+	ones := 0
+	for _, x := range c {
+		for ; x != 0; x &= x - 1 {
+			ones++
+		}
+	}
+	if ones != 1 || sp.Flips != 1 {
+		t.Fatalf("in flight at 1000‰: %d bits flipped, %d counted; want 1", ones, sp.Flips)
+	}
+}
