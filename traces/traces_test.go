@@ -196,13 +196,15 @@ func TestHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := out.String()
-	for _, want := range []string{"<svg", "xceiver trace", tr.Header.Property, "render(data)", "conn ", fmt.Sprint(tr.Header.Seed)} {
+	for _, want := range []string{"<svg", "FAIL: <span class=\"prop\">" + tr.Header.Property, "render(data)", "conn ", fmt.Sprint(tr.Header.Seed),
+		`class="seg"`, "History of block "} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if i, j := strings.Index(page, "xceiver trace"), strings.LastIndex(page, "</body>"); i < 0 || j < i {
-		t.Error("timeline is not inside the body")
+	// The failure comes before the diagram, the diagram before porcupine.
+	if i, j, k := strings.Index(page, "FAIL: "), strings.Index(page, `<svg class="sequence"`), strings.Index(page, "<iframe"); !(i >= 0 && i < j && j < k) {
+		t.Errorf("order: failure at %d, diagram at %d, porcupine at %d", i, j, k)
 	}
 }
 
