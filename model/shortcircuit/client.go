@@ -355,6 +355,15 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 						sh.stats.ReleaseErrors++
 						sh.p.Log("sc-release-error", "shm", s.id, "slot", slot.idx, "err", err.Error())
 					}
+					if err != nil && !errors.Is(err, model.ErrRejected) {
+						// The datanode may still count the slot, and the
+						// client cannot tell it otherwise: drop the whole
+						// segment (its connection's close frees every slot
+						// there), as HDFS shuts a segment's manager down.
+						// A rejection means the datanode holds no such
+						// slot.
+						sh.disconnect(s)
+					}
 					sh.stats.SlotsReleased++
 					sh.freeSlot(slot)
 				})

@@ -34,6 +34,17 @@ const blockLen = 4096
 // client, then runs script on the client's loop.
 func startEnv(t *testing.T, w model.World, tcpAddr, path string, scfg shortcircuit.SharedConfig, ccfg shortcircuit.ClientConfig, script func(e *env)) *env {
 	t.Helper()
+	return startEnvBugs(t, w, tcpAddr, path, shortcircuit.ServerBugs{}, scfg, ccfg, script)
+}
+
+// startEnvCfg is a sim environment with server bugs switched on.
+func startEnvCfg(t *testing.T, w model.World, bugs shortcircuit.ServerBugs, script func(e *env)) *env {
+	t.Helper()
+	return startEnvBugs(t, w, "dn:50010", "/run/dn_socket", bugs, shortcircuit.SharedConfig{}, shortcircuit.ClientConfig{}, script)
+}
+
+func startEnvBugs(t *testing.T, w model.World, tcpAddr, path string, bugs shortcircuit.ServerBugs, scfg shortcircuit.SharedConfig, ccfg shortcircuit.ClientConfig, script func(e *env)) *env {
+	t.Helper()
 	e := &env{w: w}
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		e.dnProc = p
@@ -50,7 +61,7 @@ func startEnv(t *testing.T, w model.World, tcpAddr, path string, scfg shortcircu
 			w.Fail(err)
 			return
 		}
-		e.srv, err = shortcircuit.Start(e.dn, shortcircuit.ServerConfig{Path: path})
+		e.srv, err = shortcircuit.Start(e.dn, shortcircuit.ServerConfig{Path: path, Bugs: bugs})
 		if err != nil {
 			w.Fail(err)
 			return

@@ -1,0 +1,246 @@
+package shortcircuit_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/shortcircuit"
+	"xceiver/sim"
+)
+
+// Data traffic over the domain socket: the ordinary read protocol on a
+// Unix connection, served by the datanode's reactor.
+func TestDataTrafficOverDomainSocket(t *testing.T) {
+	var got model.Result
+	var after rest
+	var dataConns int
+	e := startEnv(t, simWorld(), "dn:50010", "/run/dn_socket", shortcircuit.SharedConfig{}, shortcircuit.ClientConfig{}, func(e *env) {
+		uds, err := model.NewClient(e.cp, e.cp.MainLoop(), 2, model.ClientConfig{Datanode: "/run/dn_socket", Network: "unix"})
+		if err != nil {
+			e.w.Fail(err)
+			return
+		}
+		steps(
+			func(next func()) {
+				uds.Read(2, 0, 10, 3000, func(r model.Result) {
+					got = r
+					uds.Close()
+					e.dnProc.MainLoop().Post(func() {
+						dataConns = e.srv.Stats().DataConns
+						e.cp.MainLoop().Post(next)
+					})
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	if got.Err != nil || !bytes.Equal(got.Data, model.BlockContent(2, blockLen)[10:3010]) {
+		t.Errorf("read over the domain socket: %v, %d bytes", got.Err, len(got.Data))
+	}
+	if dataConns != 1 {
+		t.Errorf("%d data connections handed to the datanode, want 1", dataConns)
+	}
+	e.checkRest(t, after)
+}
+
+// EMFILE on the receiving client: the kernel drops the passed fds (and
+// sets MSG_CTRUNC); the client closes what it got, releases the slot the
+// datanode registered, reads over TCP, and stays off short-circuit for a
+// while; nothing leaks.
+func TestEMFILEOnReceiveFallsBack(t *testing.T) {
+	w := sim.New(sim.DefaultConfig(1))
+	var first, second model.Result
+	var st shortcircuit.ClientStats
+	var slotsAfter int
+	var after rest
+	e := startEnv(t, w, "dn:50010", "/run/dn_socket", shortcircuit.SharedConfig{}, shortcircuit.ClientConfig{DisableFor: time.Minute}, func(e *env) {
+		var hog []model.File
+		steps(
+			func(next func()) {
+				// Map the segment first (one slot is used and given back).
+				e.cl.Read(3, 0, 0, 10, func(model.Result) { next() })
+			},
+			func(next func()) {
+				e.sh.Cache().PurgeAll(e.cp.MainLoop(), func() {
+					e.cp.MainLoop().AfterFunc(10*time.Millisecond, next)
+				})
+			},
+			func(next func()) {
+				// Fill the fd table but for the one a connection needs.
+				for e.cp.FDs().Open < e.cp.FDs().Limit-1 {
+					f, err := e.cp.Disk().Open(fmt.Sprintf("hog-%d", len(hog)), model.Create|model.ReadWrite, model.FDFile)
+					if err != nil {
+						e.w.Fail(err)
+						return
+					}
+					hog = append(hog, f)
+				}
+				e.cl.Read(1, 0, 0, 100, func(r model.Result) {
+					first = r
+					for _, f := range hog {
+						f.Close()
+					}
+					next()
+				})
+			},
+			func(next func()) {
+				e.cl.Read(1, 0, 0, 100, func(r model.Result) {
+					second, st = r, e.cl.Stats()
+					e.dnProc.MainLoop().AfterFunc(10*time.Millisecond, func() {
+						e.srv.Registry(e.dnProc.MainLoop(), func(_, slots, _ int) {
+							slotsAfter = slots
+							e.cp.MainLoop().Post(next)
+						})
+					})
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	want := model.BlockContent(1, blockLen)[:100]
+	if !errors.Is(first.Err, model.ErrTooManyFiles) && !bytes.Equal(first.Data, want) {
+		t.Errorf("read with a full fd table: %v", first.Err)
+	}
+	if second.Err != nil || !bytes.Equal(second.Data, want) {
+		t.Errorf("read after: %v", second.Err)
+	}
+	if st.Fallbacks != 1 || st.TCPReads < 1 || st.LocalReads != 1 {
+		t.Errorf("stats %+v: want one fallback, the next read over TCP (short-circuit off), one local read before", st)
+	}
+	if slotsAfter != 0 {
+		t.Errorf("datanode holds %d slots after the client lost the reply's fds", slotsAfter)
+	}
+	e.checkRest(t, after)
+}
+
+// lostReply: a raw client asks for fds and closes before the answer: the
+// datanode's send fails. Returns the slots the datanode holds after.
+func lostReply(t *testing.T, bugs shortcircuit.ServerBugs) int {
+	w := sim.New(sim.DefaultConfig(1))
+	slots := -1
+	startEnvCfg(t, w, bugs, func(e *env) {
+		p := e.cp
+		rawExchange(p, "/run/dn_socket", shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm}), 100*time.Millisecond, func(r rawResult, shmConn model.Conn) {
+			resp, _, _ := shortcircuit.DecodeResponse(r.got)
+			for _, f := range r.files {
+				f.Close()
+			}
+			c, _ := p.Dial("unix", "/run/dn_socket", p.MainLoop(), func(model.Events) {})
+			c.Write(fdsReq(1, 0, resp.ShmID, 5, goodToken(1, 0)))
+			c.Abort() // gone before the reply
+			p.MainLoop().AfterFunc(100*time.Millisecond, func() {
+				e.srv.Registry(p.MainLoop(), func(_, n, _ int) {
+					slots = n
+					shmConn.Close()
+					p.MainLoop().AfterFunc(100*time.Millisecond, func() {
+						e.dnProc.MainLoop().Post(func() { e.srv.Stop(); e.dn.Stop() })
+					})
+				})
+			})
+		})
+	})
+	return slots
+}
+
+// HDFS-7915: with the bug the slot of a lost reply stays registered; with
+// the fix it is freed.
+func TestLostReplySlot(t *testing.T) {
+	if n := lostReply(t, shortcircuit.ServerBugs{}); n != 0 {
+		t.Errorf("fixed: %d slots held after a lost reply", n)
+	}
+	if n := lostReply(t, shortcircuit.ServerBugs{KeepSlotOnLostReply: true}); n != 1 {
+		t.Errorf("HDFS-7915: %d slots held after a lost reply, want the leaked 1", n)
+	}
+}
+
+// staleAfterDelete: cache block 1, delete it over TCP, read it again.
+func staleAfterDelete(t *testing.T, bugs shortcircuit.ServerBugs) model.Result {
+	w := sim.New(sim.DefaultConfig(1))
+	var res model.Result
+	var after rest
+	startEnvCfg(t, w, bugs, func(e *env) {
+		steps(
+			func(next func()) { e.cl.Read(1, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) { e.tcp.Delete(1, func(model.Result) { next() }) },
+			func(next func()) {
+				e.cl.Read(1, 0, 0, 100, func(r model.Result) {
+					res = r
+					next()
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	return res
+}
+
+// HDFS-6750: with the bug a deleted replica is still read through the
+// cache; with the fix the read is refused, as over TCP.
+func TestDeletedReplicaNotReadThroughCache(t *testing.T) {
+	if r := staleAfterDelete(t, shortcircuit.ServerBugs{}); r.Status != model.StatusErrorInvalid {
+		t.Errorf("fixed: read after delete: status %v, %d bytes", r.Status, len(r.Data))
+	}
+	if r := staleAfterDelete(t, shortcircuit.ServerBugs{NoInvalidateOnDelete: true}); r.Err != nil || len(r.Data) != 100 {
+		t.Errorf("HDFS-6750: read after delete: %v; want the stale bytes the bug serves", r.Err)
+	}
+}
+
+// wrongSocketRelease: two datanodes on one host; the client caches a
+// replica from the first and drops it. Returns the slots the first holds
+// after the release.
+func wrongSocketRelease(t *testing.T, bugs shortcircuit.ClientBugs) int {
+	w := sim.New(sim.DefaultConfig(1))
+	slots := -1
+	var after rest
+	startEnvBugs(t, w, "dn:50010", "/run/dn_socket", shortcircuit.ServerBugs{}, shortcircuit.SharedConfig{Bugs: bugs}, shortcircuit.ClientConfig{}, func(e *env) {
+		var dn2 *model.Datanode
+		var srv2 *shortcircuit.Server
+		loop := e.cp.MainLoop()
+		steps(
+			func(next func()) {
+				w.Spawn("datanode2", model.ProcessConfig{}, func(p model.Process) {
+					var err error
+					if dn2, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn2:50010", Dir: "data2"}); err == nil {
+						srv2, err = shortcircuit.Start(dn2, shortcircuit.ServerConfig{Path: "/run/dn2_socket"})
+					}
+					if err != nil {
+						w.Fail(err)
+						return
+					}
+					loop.Post(next)
+				})
+			},
+			func(next func()) { e.cl.Read(1, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) {
+				e.sh.Cache().PurgeAll(loop, func() { loop.AfterFunc(50*time.Millisecond, next) })
+			},
+			func(next func()) {
+				e.srv.Registry(loop, func(_, n, _ int) {
+					slots = n
+					dn2.Main().Post(func() {
+						srv2.Stop()
+						dn2.Stop()
+						loop.Post(next)
+					})
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	return slots
+}
+
+// HDFS-16535: with the bug the release goes to the other datanode's
+// socket and the first keeps the slot; with the fix it is freed.
+func TestReleaseGoesToTheRightDatanode(t *testing.T) {
+	if n := wrongSocketRelease(t, shortcircuit.ClientBugs{}); n != 0 {
+		t.Errorf("fixed: the datanode holds %d slots after the release", n)
+	}
+	if n := wrongSocketRelease(t, shortcircuit.ClientBugs{ReleaseToWrongPath: "/run/dn2_socket"}); n != 1 {
+		t.Errorf("HDFS-16535: the datanode holds %d slots after a release sent elsewhere, want the leaked 1", n)
+	}
+}
