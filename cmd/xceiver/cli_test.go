@@ -126,6 +126,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"validate", "--scenario", ""}, `xceiver: validate: --scenario is empty: give a value, or leave the flag out`},
 		{[]string{"bench", "nope"}, `xceiver: bench: unknown experiment "nope" (want ` + experimentNames() + `)`},
 		{[]string{"run", "tcp-pattern", "--writes", "100000000"}, `xceiver: run tcp-pattern: --writes 100000000 × --ops 100 is 10000000000 writes; at most 1000000 in one run`},
+		{[]string{"run", "read", "--cache-expiry", "0s", "--cache-capacity", "-1"}, `xceiver: run read: --cache-expiry 0s: want a positive duration`},
+		{[]string{"run", "read", "--cache-capacity", "-1"}, `xceiver: run read: --cache-capacity -1: want 0 or more`},
+		{[]string{"run", "tcp-pattern", "--ops", "0"}, `xceiver: run tcp-pattern: --ops must be at least 1 (got 0)`},
 		{[]string{"run"}, `xceiver: run: want a SCENARIO (` + strings.Join(scenarioNames(), ", ") + `)`},
 		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
 	} {

@@ -35,10 +35,13 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 			s.Server.Keepalive = time.Nanosecond
 		}
 		if err := s.Validate(); err != nil {
-			return nil, usagef("read: %v", err)
+			return nil, usagef("run read: %v", err)
 		}
-		if s.Client.CacheExpiry <= 0 || s.Client.CacheCapacity < 0 {
-			return nil, usagef("read: --cache-expiry must be positive and --cache-capacity not negative")
+		if s.Client.CacheExpiry <= 0 {
+			return nil, usagef("run read: --cache-expiry %v: want a positive duration", s.Client.CacheExpiry)
+		}
+		if s.Client.CacheCapacity < 0 {
+			return nil, usagef("run read: --cache-capacity %d: want 0 or more", s.Client.CacheCapacity)
 		}
 		return readRunner{s}, nil
 	}

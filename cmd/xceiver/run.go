@@ -112,7 +112,7 @@ func tcpPatternFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.BoolVar(&cfg.NoDelay, "nodelay", false, "set TCP_NODELAY on both ends")
 	return func() (runner, error) {
 		if err := cfg.Validate(); err != nil {
-			return nil, usagef("tcp-pattern: %v", err)
+			return nil, usagef("run tcp-pattern: %v", err)
 		}
 		// A run is over in seconds or refused: a million writes take
 		// about ten seconds of simulation with NODELAY on a loaded
