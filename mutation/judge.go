@@ -113,6 +113,12 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 		r.Status, r.Detail = Invalid, err.Error()
 		return r
 	}
+	// The overlay replaces one file; the rest is built from the tree as
+	// it is now, so a tree edited during a run would judge a mix.
+	if now, err := os.ReadFile(filepath.Join(j.Root, filepath.FromSlash(m.File))); err != nil || !bytes.Equal(now, src) {
+		r.Status, r.Detail = Invalid, m.File+" changed since the mutants were enumerated: do not edit the tree during a run"
+		return r
+	}
 	mutated := filepath.Join(dir, path.Base(m.File))
 	overlay := filepath.Join(dir, "overlay.json")
 	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(j.Root, filepath.FromSlash(m.File)): mutated}})

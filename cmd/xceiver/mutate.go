@@ -33,6 +33,7 @@ type mutateOptions struct {
 	equivalent  string
 	operators   string
 	list        bool
+	ids         string
 	equivalents map[string]string
 	ops         []string
 }
@@ -91,6 +92,7 @@ func (o *mutateOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.equivalent, "equivalent", "", "read the mutants judged equivalent (\"ID reason\" lines) from `FILE` (default: mutation/equivalent.txt as built in)")
 	fs.StringVar(&o.operators, "operators", "", "apply only the operators `OPS`, comma-separated (default all)")
 	fs.BoolVar(&o.list, "list", false, "list the selected mutants with their diffs, judge nothing")
+	fs.StringVar(&o.ids, "ids", "", "judge only the mutants `IDS`, comma-separated (before --sample and --shard)")
 }
 
 func (o *mutateOptions) validate(c *call) error {
@@ -205,6 +207,13 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	all := src.Mutants
 	if len(opt.ops) > 0 {
 		all = slices.DeleteFunc(slices.Clone(all), func(m mutation.Mutant) bool { return !slices.Contains(opt.ops, m.Operator) })
+	}
+	if opt.ids != "" {
+		want := strings.Split(opt.ids, ",")
+		all = slices.DeleteFunc(slices.Clone(all), func(m mutation.Mutant) bool { return !slices.Contains(want, m.ID) })
+		if len(all) != len(want) {
+			return 0, usagef("mutate: --ids: %d of the %d IDs name no mutant of %s (the code changed?)", len(want)-len(all), len(want), strings.Join(dirs, ", "))
+		}
 	}
 	selected := mutation.Shard(mutation.Sample(all, opt.sample, opt.seed), opt.shardI, opt.shardN)
 	if opt.list {
