@@ -128,29 +128,33 @@ func Enumerate(fset *token.FileSet, files []File, info *types.Info) []Mutant {
 
 // Sample picks k of ms at random (seeded), keeping their order; k ≤ 0 or
 // k ≥ len(ms) keeps them all. A mutant's draw depends on its ID and the
-// seed alone (the k lowest hashes win), so an edit elsewhere in the code
+// seed alone (the k first in Order win), so an edit elsewhere in the code
 // leaves most of a sample as it was, and what was learnt about its
 // mutants (equivalent ones) still applies.
 func Sample(ms []Mutant, k int, seed uint64) []Mutant {
 	if k <= 0 || k >= len(ms) {
 		return ms
 	}
-	key := func(m Mutant) string {
-		sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s", seed, m.ID))
-		return string(sum[:8])
-	}
-	idx := make([]int, len(ms))
-	keys := make([]string, len(ms))
+	out := slices.Clone(Order(ms, seed)[:k])
+	pos := map[string]int{}
 	for i, m := range ms {
-		idx[i], keys[i] = i, key(m)
+		pos[m.ID] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-	idx = idx[:k]
-	slices.Sort(idx)
-	out := make([]Mutant, k)
-	for i, j := range idx {
-		out[i] = ms[j]
+	slices.SortFunc(out, func(a, b Mutant) int { return pos[a.ID] - pos[b.ID] })
+	return out
+}
+
+// Order is ms in the order of their draw for seed: every prefix of it is
+// a random sample, so a run judging in this order and stopped early has
+// still judged a random sample.
+func Order(ms []Mutant, seed uint64) []Mutant {
+	keys := make(map[string]string, len(ms))
+	for _, m := range ms {
+		sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s", seed, m.ID))
+		keys[m.ID] = string(sum[:8])
 	}
+	out := slices.Clone(ms)
+	slices.SortStableFunc(out, func(a, b Mutant) int { return strings.Compare(keys[a.ID], keys[b.ID]) })
 	return out
 }
 

@@ -156,6 +156,16 @@ func TestSampleAndShard(t *testing.T) {
 	if s4 := Sample(fewer, 10, 7); !slices.EqualFunc(s1, s4, func(a, b Mutant) bool { return a.ID == b.ID }) {
 		t.Errorf("removing unsampled mutants changed the sample")
 	}
+	// A sample is a prefix of the draw order.
+	ord := Order(ms, 7)
+	for i, m := range ord[:10] {
+		if !slices.ContainsFunc(s1, func(x Mutant) bool { return x.ID == m.ID }) {
+			t.Errorf("the %d-th drawn mutant %v is not in the sample", i, m)
+		}
+	}
+	if len(ord) != len(ms) {
+		t.Errorf("order has %d of %d", len(ord), len(ms))
+	}
 	if len(Sample(ms, 0, 1)) != len(ms) || len(Sample(ms, len(ms)+5, 1)) != len(ms) {
 		t.Errorf("sample 0 or too large should keep all")
 	}

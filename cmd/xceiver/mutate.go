@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,7 @@ type mutateOptions struct {
 	operators   string
 	list        bool
 	ids         string
+	budget      time.Duration
 	equivalents map[string]string
 	ops         []string
 }
@@ -92,6 +94,7 @@ func (o *mutateOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.equivalent, "equivalent", "", "read the mutants judged equivalent (\"ID reason\" lines) from `FILE` (default: mutation/equivalent.txt as built in)")
 	fs.StringVar(&o.operators, "operators", "", "apply only the operators `OPS`, comma-separated (default all)")
 	fs.BoolVar(&o.list, "list", false, "list the selected mutants with their diffs, judge nothing")
+	fs.DurationVar(&o.budget, "budget", 0, "start no mutant after `D` (0: judge them all); mutants are judged in the order of the seeded draw, so those judged are still a random sample")
 	fs.StringVar(&o.ids, "ids", "", "judge only the mutants `IDS`, comma-separated (before --sample and --shard)")
 }
 
@@ -103,6 +106,8 @@ func (o *mutateOptions) validate(c *call) error {
 		return c.usagef("%s %d: want 1 to 64", c.typed("parallel"), o.parallel)
 	case o.sample < 0:
 		return c.usagef("%s %d: want 0 (all) or more", c.typed("sample"), o.sample)
+	case o.budget < 0:
+		return c.usagef("%s %v: want 0 (none) or more", c.typed("budget"), o.budget)
 	case o.timeout < 0:
 		return c.usagef("%s %v: want 0 (automatic) or more", c.typed("timeout"), o.timeout)
 	case strings.TrimSpace(o.packages) == "":
@@ -162,21 +167,29 @@ func moduleRoot() (string, error) {
 }
 
 type mutateSummary struct {
-	Packages     []string          `json:"packages"`
-	Seeds        int               `json:"seeds"`
-	Tests        bool              `json:"tests"`
-	Enumerated   int               `json:"enumerated"`
-	Sample       int               `json:"sample"`
-	SampleSeed   uint64            `json:"sample_seed"`
-	Shard        string            `json:"shard"`
-	Judged       int               `json:"judged"`
-	Killed       int               `json:"killed"`
-	KilledBy     map[string]int    `json:"killed_by"`
-	Survived     int               `json:"survived"`
-	Equivalent   int               `json:"equivalent"`
-	Invalid      int               `json:"invalid"`
-	Score        float64           `json:"score"`       // killed / (killed + survived)
-	CheckScore   float64           `json:"check_score"` // killed by check alone / (killed + survived)
+	Packages   []string `json:"packages"`
+	Seeds      int      `json:"seeds"`
+	Tests      bool     `json:"tests"`
+	Enumerated int      `json:"enumerated"`
+	Sample     int      `json:"sample"`
+	SampleSeed uint64   `json:"sample_seed"`
+	Shard      string   `json:"shard"`
+	Selected   int      `json:"selected"` // after --ids, --sample and --shard
+	Judged     int      `json:"judged"`
+	// StoppedByBudget: --budget ran out before every selected mutant was
+	// judged (those judged are a prefix of the draw: still random).
+	StoppedByBudget bool           `json:"stopped_by_budget"`
+	Killed          int            `json:"killed"`
+	KilledBy        map[string]int `json:"killed_by"`
+	Survived        int            `json:"survived"`
+	Equivalent      int            `json:"equivalent"`
+	Invalid         int            `json:"invalid"`
+	Score           float64        `json:"score"`       // killed / (killed + survived)
+	CheckScore      float64        `json:"check_score"` // killed by check alone / (killed + survived)
+	// ScoreLow and ScoreHigh bound the score of all the mutants a sample
+	// was drawn from (Wilson's 95% interval).
+	ScoreLow     float64           `json:"score_low"`
+	ScoreHigh    float64           `json:"score_high"`
 	ByOperator   map[string][2]int `json:"by_operator"` // killed, survived
 	ElapsedS     float64           `json:"elapsed_s"`
 	PerMutantS   float64           `json:"per_mutant_s"` // mean wall time of one mutant (build, check, tests)
@@ -272,13 +285,26 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 			}
 		}()
 	}
-	for i := range selected {
-		next <- i
+	// Judge in draw order: stopped by --budget, the mutants judged are
+	// still a random sample of those selected.
+	pos := map[string]int{}
+	for i, m := range selected {
+		pos[m.ID] = i
+	}
+	stopped := false
+	for _, m := range mutation.Order(selected, opt.seed) {
+		if opt.budget > 0 && time.Since(start) > opt.budget {
+			stopped = true
+			break
+		}
+		next <- pos[m.ID]
 	}
 	close(next)
 	wg.Wait()
 
-	s := summarize(opt, dirs, len(all), results, time.Since(start), j.CheckTimeout)
+	judged := slices.DeleteFunc(results, func(r mutation.Result) bool { return r.Status == "" })
+	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
+	s.Selected, s.StoppedByBudget = len(selected), stopped
 	if opt.json {
 		out, _ := json.Marshal(s)
 		fmt.Fprintln(stdout, string(out))
@@ -340,8 +366,21 @@ func summarize(opt mutateOptions, dirs []string, enumerated int, results []mutat
 	}
 	if d := float64(s.Killed + s.Survived); d > 0 {
 		s.Score, s.CheckScore = float64(s.Killed)/d, float64(byCheck)/d
+		s.ScoreLow, s.ScoreHigh = wilson(s.Killed, s.Killed+s.Survived)
 	}
 	return s
+}
+
+// wilson is the 95% Wilson score interval of k successes in n trials.
+func wilson(k, n int) (lo, hi float64) {
+	if n == 0 {
+		return 0, 1
+	}
+	const z = 1.959964
+	p, nf := float64(k)/float64(n), float64(n)
+	centre := (p + z*z/(2*nf)) / (1 + z*z/nf)
+	half := z / (1 + z*z/nf) * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	return max(0, centre-half), min(1, centre+half)
 }
 
 func printMutateSummary(w io.Writer, s mutateSummary) {
@@ -380,12 +419,16 @@ func printMutateSummary(w io.Writer, s mutateSummary) {
 	for _, k := range by {
 		parts = append(parts, fmt.Sprintf("%s %d", k, s.KilledBy[k]))
 	}
-	fmt.Fprintf(w, "judged %d of %d mutants: %d killed (%s), %d survived, %d equivalent, %d invalid\n",
-		s.Judged, s.Enumerated, s.Killed, strings.Join(parts, ", "), s.Survived, s.Equivalent, s.Invalid)
+	stop := ""
+	if s.StoppedByBudget {
+		stop = " (--budget ran out)"
+	}
+	fmt.Fprintf(w, "judged %d of %d selected%s, of %d mutants: %d killed (%s), %d survived, %d equivalent, %d invalid\n",
+		s.Judged, s.Selected, stop, s.Enumerated, s.Killed, strings.Join(parts, ", "), s.Survived, s.Equivalent, s.Invalid)
 	fmt.Fprintf(w, "time per mutant %.1fs (build %.1fs, check %.1fs, tests %.1fs); %.0fs in all with --parallel %d\n",
 		s.PerMutantS, s.BuildS, s.CheckS, s.TestS, s.ElapsedS, s.Parallel)
-	fmt.Fprintf(w, "mutation score %.1f%% (%d of %d non-equivalent mutants killed; check alone %.1f%%)\n",
-		100*s.Score, s.Killed, s.Killed+s.Survived, 100*s.CheckScore)
+	fmt.Fprintf(w, "mutation score %.1f%% (%d of %d non-equivalent mutants killed; 95%% interval %.1f–%.1f%%; check alone %.1f%%)\n",
+		100*s.Score, s.Killed, s.Killed+s.Survived, 100*s.ScoreLow, 100*s.ScoreHigh, 100*s.CheckScore)
 }
 
 func listMutants(w io.Writer, opt mutateOptions, src *mutation.Source, ms []mutation.Mutant) (int, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,18 @@ func TestCheckNoShrink(t *testing.T) {
 	}
 	if got.Failed != 1 || len(got.Failures) != 1 || got.Failures[0].ShrinkRuns != 0 || got.Passed+got.Failed >= got.Seeds {
 		t.Errorf("want one unshrunk failure, and a stop there: %+v", got)
+	}
+}
+
+func TestWilsonInterval(t *testing.T) {
+	// Known values: 90 of 100 gives [0.826, 0.945]; 0 of 10 [0, 0.278].
+	for _, tc := range []struct {
+		k, n   int
+		lo, hi float64
+	}{{90, 100, 0.8256, 0.9448}, {0, 10, 0, 0.2775}, {10, 10, 0.7225, 1}} {
+		lo, hi := wilson(tc.k, tc.n)
+		if math.Abs(lo-tc.lo) > 0.001 || math.Abs(hi-tc.hi) > 0.001 {
+			t.Errorf("wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
+		}
 	}
 }
