@@ -35,6 +35,7 @@ type Process struct {
 
 	netFaults procFaults // see faults.go
 	segments  []*shmMap  // shared-memory mappings
+	cpuTime   time.Duration // modelled CPU used (CPUTime)
 
 	// Buffer faults (corrupt.go). Flips counts bits flipped in flight.
 	flipPermille int
@@ -227,6 +228,10 @@ type Resources struct {
 func (p *Process) Resources() Resources {
 	return Resources{FDs: p.fds.open, ByKind: p.fds.byKind, Threads: p.threads, Timers: p.timers, Work: p.work}
 }
+
+// CPUTime is the modelled CPU the process's threads have used so far,
+// summed over its cores (what getrusage would report).
+func (p *Process) CPUTime() time.Duration { return p.cpuTime }
 
 // Crashed reports whether the process is down.
 func (p *Process) Crashed() bool { return p.crashed }
@@ -439,6 +444,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	fn()
 	end := w.ctx
 	w.running = nil
+	t.p.cpuTime += end - w.now
 	t.busyUntil = end
 	t.p.cpu.cores[core] = end
 	return end

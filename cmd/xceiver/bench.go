@@ -54,6 +54,11 @@ func experiments() map[string]experiment {
 			},
 			run: benchHDFS918,
 		},
+		"hadoop-6713": {
+			desc:      "namenode rpc: readers 1,2,4,8 × mutex/rwlock namespace lock, read-only and 8:1 loads, 8-core namenode (sim)",
+			published: "HADOOP-6713: namenode CPU 175% with one reader thread → 750% read-only and 550% at 8:1 with several readers and a read-write lock",
+			run:       benchHADOOP6713,
+		},
 		"sim-speed": {
 			desc:      "simulator speed: tcp-pattern with NODELAY and 32 KiB replies, 20000 ops",
 			published: "target: ≥ 1 M simulated events per second; simulated ops per second ≥ 5× real loopback",

@@ -74,6 +74,7 @@ func scenarioList() []scenario {
 	return []scenario{
 		{name: "tcp-pattern", desc: "HDFS-941's micro-benchmark: K small writes per op, then a reply", flags: tcpPatternFlags},
 		{name: "read", desc: "the datanode workload: clients reading blocks over keep-alive connections", flags: readFlags},
+		{name: "rpc", desc: "HADOOP-6713's namenode load: clients list, descend and read files, or create them, over rpc", flags: rpcFlags},
 	}
 }
 
@@ -293,7 +294,11 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 	head := result{{"scenario", name}, {"world", opt.world}, {"seed", opt.seed}}
 	switch opt.world {
 	case "sim":
-		w := sim.New(sim.DefaultConfig(opt.seed))
+		cfg := sim.DefaultConfig(opt.seed)
+		if c, ok := r.(interface{ simConfig(*sim.Config) }); ok {
+			c.simConfig(&cfg)
+		}
+		w := sim.New(cfg)
 		var closeTrace func() error
 		if opt.trace != "" {
 			f, err := os.Create(opt.trace)

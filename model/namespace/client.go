@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"xceiver/model"
 	"xceiver/model/rpc"
@@ -14,11 +15,14 @@ import (
 // path. All its methods run on the rpc client's loop.
 type Client struct {
 	RPC  *rpc.Client
-	Addr string // the namespace server
+	Loop model.Loop // the rpc client's loop (for OnCall's clock)
+	Addr string     // the namespace server
 	// Datanode reaches the datanode at a location's address.
 	Datanode func(addr string) *model.Client
 	// Stats
 	Resolves, StaleRetries int
+	// OnCall, if set, hears every call's method, latency and outcome.
+	OnCall func(method uint8, d time.Duration, err error)
 	// afterResolve, if set, runs between resolving and reading (tests use
 	// it to make the locations stale).
 	afterResolve func(then func())
@@ -27,6 +31,13 @@ type Client struct {
 // Do sends one request and decodes its answer. A namespace refusal is an
 // *Error; a lost connection wraps rpc.ErrConnection.
 func (c *Client) Do(r Request, done func(Response, error)) {
+	if c.OnCall != nil {
+		loop, start, inner := c.Loop, c.Loop.Now(), done
+		done = func(resp Response, err error) {
+			c.OnCall(r.Method, loop.Now()-start, err)
+			inner(resp, err)
+		}
+	}
 	c.RPC.Call(c.Addr, r.Method, EncodeRequest(r), func(rep rpc.Reply) {
 		switch {
 		case rep.Err != nil:

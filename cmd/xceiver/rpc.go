@@ -1,0 +1,163 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"syscall"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/namespace"
+	"xceiver/sim"
+)
+
+func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
+	s := namespace.DefaultScenario()
+	lock := fs.String("lock", string(s.Lock), "namespace lock: mutex or rwlock")
+	mix := fs.String("mix", "1:0", "reads:writes (8:1 is HADOOP-6713's mixed load)")
+	fs.IntVar(&s.RPC.Readers, "readers", s.RPC.Readers, "rpc reader loops (1: the acceptor reads, before HADOOP-6713)")
+	fs.IntVar(&s.RPC.Handlers, "handlers", s.RPC.Handlers, "rpc handler loops")
+	fs.IntVar(&s.RPC.QueueSize, "queue", 0, "call queue bound (0: 100 per handler)")
+	fs.IntVar(&s.Clients, "clients", s.Clients, "client processes, one rpc connection each")
+	fs.IntVar(&s.Threads, "threads", s.Threads, "ops each client keeps going at once")
+	fs.IntVar(&s.Depth, "depth", s.Depth, "directory levels")
+	fs.IntVar(&s.Fanout, "fanout", s.Fanout, "directories per directory")
+	fs.IntVar(&s.Files, "files", s.Files, "files per leaf directory")
+	fs.IntVar(&s.FileSize, "file-size", s.FileSize, "bytes per file")
+	fs.BoolVar(&s.ReadData, "read-data", s.ReadData, "read (and write) file data on the datanode, end to end")
+	fs.IntVar(&s.NamenodeCores, "namenode-cores", s.NamenodeCores, "cores of the namenode host (sim)")
+	fs.DurationVar(&s.Warmup, "warmup", s.Warmup, "time before measuring")
+	fs.DurationVar(&s.Duration, "duration", s.Duration, "time measured")
+	return func() (runner, error) {
+		var err error
+		if s.Lock, err = namespace.ParseLockKind(*lock); err != nil {
+			return nil, usagef("rpc: --lock: %v", err)
+		}
+		if s.Reads, s.Writes, err = namespace.ParseMix(*mix); err != nil {
+			return nil, usagef("rpc: --mix: %v", err)
+		}
+		if err := s.Validate(); err != nil {
+			return nil, usagef("rpc: %v", err)
+		}
+		return rpcRunner{s}, nil
+	}
+}
+
+type rpcRunner struct{ s namespace.Scenario }
+
+// simConfig gives every process its own cores: the namenode is a host of
+// its own, as in HADOOP-6713's measurement, not sharing cores with the
+// clients that load it.
+func (r rpcRunner) simConfig(c *sim.Config) { c.HostCores = 0 }
+
+func (r rpcRunner) run(w model.World) (result, error) {
+	s := r.s
+	var ru0 syscall.Rusage
+	if w.Kind() == "sim" {
+		s.CPUTime = func(p model.Process) time.Duration { return p.(*sim.Process).CPUTime() }
+	} else {
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	}
+	res, err := namespace.RunScenario(w, s)
+	if err != nil {
+		return nil, err
+	}
+	st := res.Latencies.Summarize()
+	secs := res.Window.Seconds()
+	var cpu any // percent of one core, over the window
+	var cpuScope string
+	if w.Kind() == "sim" {
+		cpu = 100 * res.NamenodeCPU.Seconds() / secs
+		cpuScope = "namenode"
+	} else {
+		// Real: one OS process holds every simulated process, so this is
+		// all of them (clients too), over the whole run.
+		var ru1 syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		used := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+		cpu = 100 * used.Seconds() / (s.Warmup + s.Duration).Seconds()
+		cpuScope = "whole process (all clients and servers)"
+	}
+	return result{
+		{"calls", res.Calls},
+		{"calls_per_s", float64(res.Calls) / secs},
+		{"ops_per_s", float64(res.Reads+res.Writes) / secs},
+		{"reads", res.Reads}, {"writes", res.Writes},
+		{"readers", s.RPC.Readers}, {"handlers", s.RPC.Handlers}, {"lock", string(s.Lock)},
+		{"clients", s.Clients}, {"threads", s.Threads}, {"mix", fmt.Sprintf("%d:%d", s.Reads, s.Writes)},
+		{"p50_us", us(st.P50)},
+		{"p99_us", us(st.P99)},
+		{"cpu_percent", cpu},
+		{"cpu_scope", cpuScope},
+		{"cpu_per_core_percent", cpuPerCore(cpu, s.NamenodeCores, w.Kind())},
+		{"server_peak_fds", res.PeakFDs},
+		{"peak_call_queue", res.Server.PeakQueue},
+		{"reader_blocks", res.Server.ReaderBlocks},
+		{"errors", res.Errors},
+		{"first_error", res.FirstError},
+	}, nil
+}
+
+func cpuPerCore(cpu any, cores int, world string) any {
+	if world != "sim" {
+		return nil
+	}
+	return cpu.(float64) / float64(cores)
+}
+
+// benchHADOOP6713 sweeps readers × lock kind on the read-only and the 8:1
+// loads. CPU is the namenode's, from the sim's CPU model; in real the
+// figures are ops/s relative to readers=1 with the mutex.
+func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
+	var rows []benchRow
+	for _, mix := range []string{"1:0", "8:1"} {
+		var base float64
+		for _, lock := range []namespace.LockKind{namespace.Mutex, namespace.RWLock} {
+			for _, readers := range []int{1, 2, 4, 8} {
+				s := namespace.DefaultScenario()
+				s.Reads, s.Writes, _ = namespace.ParseMix(mix)
+				s.Lock = lock
+				s.RPC.Readers = readers
+				s.RPC.Handlers = 32
+				s.Clients, s.Threads = 64, 8
+				// Namenode ops only (ls, then getBlockLocations for the
+				// file), as HADOOP-6713 measured the namenode: reading the
+				// 4 KB from the datanode loads the datanode, which then
+				// caps how hard the clients can press the namenode.
+				s.ReadData = false
+				s.Warmup, s.Duration = 20*time.Millisecond, 50*time.Millisecond
+				if world == "real" {
+					s.Clients, s.Threads = 16, 4
+					s.Warmup, s.Duration = 200*time.Millisecond, time.Second
+				}
+				res, err := runScenario("rpc", rpcRunner{s}, runOptions{world: world, seed: seed})
+				if err != nil {
+					return nil, err
+				}
+				if e := num(res, "errors"); e > 0 {
+					return nil, fmt.Errorf("%s readers=%d %s: %v errors, first: %v", mix, readers, lock, e, res.get("first_error"))
+				}
+				c := fmt.Sprintf("%s readers=%d %s", mixName(mix), readers, lock)
+				ops := num(res, "calls_per_s")
+				if base == 0 {
+					base = ops
+				}
+				if world == "sim" {
+					rows = append(rows,
+						benchRow{world, c, "namenode cpu", num(res, "cpu_percent"), "%"},
+						benchRow{world, c, "rpc calls", ops, "calls/s"})
+				} else {
+					rows = append(rows, benchRow{world, c, "rpc calls vs readers=1 mutex", ops / base, "×"})
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+func mixName(m string) string {
+	if m == "1:0" {
+		return "read-only"
+	}
+	return m
+}

@@ -1,0 +1,376 @@
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/rpc"
+)
+
+// Scenario is HADOOP-6713's workload: a tree of directories with small
+// files at the leaves on one datanode; read clients list a directory, pick
+// a random entry and descend until they reach a file, then read it; write
+// clients create files. Clients are separate processes, each running
+// Threads ops at once over its one rpc connection.
+type Scenario struct {
+	Clients, Threads int
+	// Depth levels of Fanout directories each, Files files of FileSize
+	// bytes in every leaf directory.
+	Depth, Fanout, Files, FileSize int
+	// Reads:Writes is the op mix (8:1 is HADOOP-6713's; 1:0 read-only).
+	Reads, Writes int
+	// ReadData reads each file's block from the datanode (end to end);
+	// without it a read stops at getBlockLocations and a write creates an
+	// empty file.
+	ReadData bool
+	// NamenodeCores and DatanodeCores are the hosts' cores (sim).
+	NamenodeCores, DatanodeCores int
+	Lock                         LockKind
+	RPC                          rpc.ServerConfig
+	// Warmup, then Duration of measurement.
+	Warmup, Duration time.Duration
+	// CPUTime reads a process's CPU use (the world's; nil: not measured).
+	CPUTime func(model.Process) time.Duration
+}
+
+// DefaultScenario is a small read-only run.
+func DefaultScenario() Scenario {
+	return Scenario{
+		Clients: 32, Threads: 4,
+		Depth: 3, Fanout: 4, Files: 4, FileSize: 4096,
+		Reads: 1, Writes: 0, ReadData: true,
+		NamenodeCores: 8, DatanodeCores: 8,
+		Lock:   RWLock,
+		RPC:    rpc.ServerConfig{Readers: 1, Handlers: 10},
+		Warmup: 50 * time.Millisecond, Duration: 200 * time.Millisecond,
+	}
+}
+
+// ParseMix parses "R:W".
+func ParseMix(s string) (reads, writes int, err error) {
+	r, w, ok := strings.Cut(s, ":")
+	if ok {
+		reads, err = strconv.Atoi(r)
+		if err == nil {
+			writes, err = strconv.Atoi(w)
+		}
+	}
+	if !ok || err != nil || reads < 0 || writes < 0 || reads+writes == 0 {
+		return 0, 0, fmt.Errorf("mix %q: want READS:WRITES, e.g. 8:1", s)
+	}
+	return reads, writes, nil
+}
+
+// Validate checks the scenario's sizes.
+func (s Scenario) Validate() error {
+	switch {
+	case s.Clients < 1 || s.Threads < 1:
+		return errors.New("want at least one client and one thread")
+	case s.Depth < 0 || s.Fanout < 1 || s.Files < 1 || s.FileSize < 1:
+		return errors.New("tree: want depth ≥ 0, fanout, files and file size ≥ 1")
+	case s.leaves()*s.Files > 1<<20:
+		return fmt.Errorf("tree: %d files is too many", s.leaves()*s.Files)
+	case s.Reads < 0 || s.Writes < 0 || s.Reads+s.Writes == 0:
+		return errors.New("mix: want reads and writes ≥ 0, not both 0")
+	case s.NamenodeCores < 1 || s.DatanodeCores < 1:
+		return errors.New("want at least one core per host")
+	case s.RPC.Readers < 0 || s.RPC.Handlers < 0 || s.RPC.QueueSize < 0:
+		return errors.New("negative readers, handlers or queue size")
+	case s.Duration <= 0 || s.Warmup < 0:
+		return errors.New("want a positive duration")
+	}
+	_, err := ParseLockKind(string(s.Lock))
+	return err
+}
+
+func (s Scenario) leaves() int {
+	n := 1
+	for i := 0; i < s.Depth; i++ {
+		n *= s.Fanout
+	}
+	return n
+}
+
+// ScenarioResult is what the measured window saw.
+type ScenarioResult struct {
+	Window        time.Duration
+	Calls, Errors int // rpc calls completed in the window, and failed ones
+	Reads, Writes int // client ops completed in the window
+	Latencies     model.Latencies
+	NamenodeCPU   time.Duration // over the window; 0 when not measured
+	PeakFDs       int           // the namenode's
+	Server        rpc.ServerStats
+	FirstError    string
+}
+
+type scenarioClient struct {
+	s          *Scenario
+	p          model.Process
+	loop       model.Loop
+	nc         *Client
+	from, to   time.Duration
+	stopped    bool
+	seq        int
+	res        ScenarioResult
+	firstError string
+}
+
+// RunScenario runs s in w until the window ends.
+func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
+	if err := s.Validate(); err != nil {
+		return ScenarioResult{}, err
+	}
+	var (
+		res      ScenarioResult
+		nn       *Namenode
+		nnProc   model.Process
+		clients  []*scenarioClient
+		cpuStart time.Duration
+		startErr error
+	)
+	dnAddr, nnAddr := "datanode:50010", "namenode:8020"
+	if w.Kind() == "real" {
+		dnAddr, nnAddr = "127.0.0.1:0", "127.0.0.1:0"
+	}
+	fail := func(err error) {
+		if startErr == nil {
+			startErr = err
+		}
+		w.Fail(err)
+	}
+	// Files are numbered in tree order; file k is block FirstBlock+k.
+	const firstBlock = 1 << 30
+	nfiles := s.leaves() * s.Files
+	stamps := make([]uint64, nfiles)
+	_, err := w.Spawn("datanode", model.ProcessConfig{Cores: s.DatanodeCores}, func(p model.Process) {
+		cfg := model.DefaultDatanodeConfig()
+		cfg.Addr = dnAddr
+		if s.ReadData {
+			store := model.NewBlockStore(p.Disk(), "data")
+			for k := 0; k < nfiles; k++ {
+				st, err := store.Write(firstBlock+uint64(k), model.BlockContent(firstBlock+uint64(k), s.FileSize))
+				if err != nil {
+					fail(err)
+					return
+				}
+				stamps[k] = st
+			}
+		}
+		cfg.Dir = "data"
+		dn, err := model.StartDatanode(p, p.MainLoop(), cfg)
+		if err != nil {
+			fail(err)
+			return
+		}
+		dnAddr = dn.Addr()
+		w.Spawn("namenode", model.ProcessConfig{Cores: s.NamenodeCores, FDLimit: 4 * (s.Clients + 64)}, func(p model.Process) {
+			nnProc = p
+			rcfg := s.RPC
+			rcfg.Addr = nnAddr
+			var err error
+			nn, err = StartNamenode(p, p.MainLoop(), NamenodeConfig{
+				Namespace: Config{Lock: s.Lock, Datanode: dnAddr, FirstBlock: firstBlock},
+				RPC:       rcfg,
+			})
+			if err != nil {
+				fail(err)
+				return
+			}
+			s.populate(nn.NS, stamps)
+			nnAddr = nn.Server.Addr()
+			loop := p.MainLoop()
+			start := loop.Now()
+			loop.AfterFunc(s.Warmup, func() {
+				if s.CPUTime != nil {
+					cpuStart = s.CPUTime(p)
+				}
+			})
+			loop.AfterFunc(s.Warmup+s.Duration, func() {
+				if s.CPUTime != nil {
+					res.NamenodeCPU = s.CPUTime(p) - cpuStart
+				}
+				res.PeakFDs = p.FDs().Peak
+				// In-flight calls are not waited for: the window is over.
+				loop.AfterFunc(time.Millisecond, w.Stop)
+			})
+			for i := 0; i < s.Clients; i++ {
+				c := &scenarioClient{s: &s, from: start + s.Warmup, to: start + s.Warmup + s.Duration}
+				clients = append(clients, c)
+				w.Spawn(fmt.Sprintf("client%d", i), model.ProcessConfig{Cores: 1}, func(cp model.Process) {
+					c.start(cp, i, nnAddr, dnAddr)
+				})
+			}
+		})
+	})
+	if err != nil {
+		return res, err
+	}
+	limit := s.Warmup + s.Duration + 10*time.Second
+	if w.Kind() == "real" {
+		limit = 0
+	}
+	if err := w.Run(limit); err != nil {
+		if startErr != nil {
+			return res, startErr
+		}
+		return res, err
+	}
+	res.Window = s.Duration
+	if nn != nil {
+		res.Server = nn.Server.Stats()
+	}
+	_ = nnProc
+	for _, c := range clients {
+		res.Calls += c.res.Calls
+		res.Errors += c.res.Errors
+		res.Reads += c.res.Reads
+		res.Writes += c.res.Writes
+		res.Latencies = append(res.Latencies, c.res.Latencies...)
+		if res.FirstError == "" {
+			res.FirstError = c.firstError
+		}
+	}
+	return res, nil
+}
+
+// populate builds the tree straight into the namespace (before the run,
+// outside the lock: nothing else runs yet).
+func (s Scenario) populate(ns *Namespace, stamps []uint64) {
+	k := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if depth == s.Depth {
+			for f := 0; f < s.Files; f++ {
+				path := fmt.Sprintf("%s/f%d", dir, f)
+				blocks := 0
+				if s.ReadData {
+					blocks = 1
+				}
+				ns.Apply(Request{Method: MethodCreate, Path: path, Blocks: blocks})
+				var done []Location
+				if s.ReadData {
+					done = []Location{{Block: 1<<30 + uint64(k), Stamp: stamps[k], Length: int64(s.FileSize)}}
+				}
+				ns.Apply(Request{Method: MethodComplete, Path: path, Done: done})
+				k++
+			}
+			return
+		}
+		for d := 0; d < s.Fanout; d++ {
+			sub := fmt.Sprintf("%s/d%d", dir, d)
+			ns.Apply(Request{Method: MethodMkdir, Path: sub})
+			walk(sub, depth+1)
+		}
+	}
+	walk("", 0)
+}
+
+func (c *scenarioClient) start(p model.Process, id int, nnAddr, dnAddr string) {
+	c.p, c.loop = p, p.MainLoop()
+	rc, err := rpc.NewClient(p, c.loop, rpc.ClientConfig{})
+	if err != nil {
+		p.World().Fail(err)
+		return
+	}
+	var dc *model.Client
+	if c.s.ReadData {
+		if dc, err = model.NewClient(p, c.loop, id, model.ClientConfig{Datanode: dnAddr}); err != nil {
+			p.World().Fail(err)
+			return
+		}
+	}
+	c.nc = &Client{RPC: rc, Loop: c.loop, Addr: nnAddr, Datanode: func(string) *model.Client { return dc }}
+	c.nc.OnCall = func(_ uint8, d time.Duration, err error) {
+		if !c.inWindow() {
+			return
+		}
+		c.res.Calls++
+		c.res.Latencies = append(c.res.Latencies, d)
+		if err != nil && !IsCode(err, EINCOMPLETE) {
+			c.res.Errors++
+			if c.firstError == "" {
+				c.firstError = err.Error()
+			}
+		}
+	}
+	c.seq = id << 20
+	for t := 0; t < c.s.Threads; t++ {
+		c.next()
+	}
+}
+
+func (c *scenarioClient) inWindow() bool {
+	now := c.loop.Now()
+	return now >= c.from && now < c.to
+}
+
+// next starts the next op of one of the client's threads.
+func (c *scenarioClient) next() {
+	if c.loop.Now() >= c.to {
+		return
+	}
+	r := c.p.Rand()
+	if r.IntN(c.s.Reads+c.s.Writes) < c.s.Reads {
+		c.descend("")
+		return
+	}
+	dir := ""
+	for i := 0; i < c.s.Depth; i++ {
+		dir += fmt.Sprintf("/d%d", r.IntN(c.s.Fanout))
+	}
+	c.seq++
+	path := fmt.Sprintf("%s/w%d", dir, c.seq)
+	done := func(err error) {
+		if c.inWindow() {
+			c.res.Writes++
+		}
+		c.next()
+	}
+	if c.s.ReadData {
+		c.nc.WriteFile(path, model.BlockContent(uint64(c.seq), c.s.FileSize), c.s.FileSize, "", done)
+		return
+	}
+	c.nc.Do(Request{Method: MethodCreate, Path: path}, func(_ Response, err error) {
+		if err != nil {
+			done(err)
+			return
+		}
+		c.nc.Do(Request{Method: MethodComplete, Path: path}, func(_ Response, err error) { done(err) })
+	})
+}
+
+// descend lists dir, picks a random entry, and goes down until a file,
+// which it reads.
+func (c *scenarioClient) descend(dir string) {
+	path := dir
+	if path == "" {
+		path = "/"
+	}
+	c.nc.Do(Request{Method: MethodList, Path: path}, func(resp Response, err error) {
+		if err != nil || len(resp.Entries) == 0 {
+			c.next()
+			return
+		}
+		e := resp.Entries[c.p.Rand().IntN(len(resp.Entries))]
+		child := dir + "/" + e.Name
+		if e.Dir {
+			c.descend(child)
+			return
+		}
+		finish := func(error) {
+			if c.inWindow() {
+				c.res.Reads++
+			}
+			c.next()
+		}
+		if c.s.ReadData {
+			c.nc.ReadFile(child, func(_ []byte, err error) { finish(err) })
+			return
+		}
+		c.nc.Do(Request{Method: MethodGetBlockLocations, Path: child}, func(_ Response, err error) { finish(err) })
+	})
+}
