@@ -36,6 +36,7 @@ type checkOptions struct {
 	json     bool
 	bug      string
 	world    string
+	system   string
 
 	maxFailures int
 	noShrink    bool
@@ -51,7 +52,8 @@ runs it in the simulator and checks fd bounds, pool bounds, no close in use,
 linearizability, availability, liveness and leak-freedom. A failure is
 shrunk and written as a replayable trace into --out.
 
-bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
+bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ") + `
+rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ")
 		},
 		example: []string{
 			"xceiver check --seeds 1000",
@@ -71,6 +73,7 @@ bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
 			fs.IntVar(&opt.maxFailures, "max-failures", 0, "stop after `N` failures (0: check every seed)")
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
+			fs.StringVar(&opt.system, "system", "datanode", "system checked: `datanode|rpc` (rpc: the namenode's rpc server and namespace, end to end with the datanode)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
 				if len(rest) > 0 {
@@ -93,6 +96,9 @@ bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ")
 				}
 				if dryRun {
 					return exitOK
+				}
+				if opt.system == "rpc" {
+					return runCheckRPC(opt, stdout, stderr)
 				}
 				if opt.world == "real" {
 					return runCheckReal(opt, stdout, stderr)
@@ -160,12 +166,24 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s: no seeds in this shard (only %d seed%s across %d shards)", shardName, o.seeds, plural(o.seeds, "", "s"), sn)
 	}
 	o.shardI, o.shardN = si, sn
+	if o.system != "datanode" && o.system != "rpc" {
+		return c.usagef("%s %q: want datanode or rpc", c.typed("system"), o.system)
+	}
 	if o.bug != "" {
-		name, ok := matchName(o.bug, bugNames())
+		all := append(bugNames(), rpcBugNames()...)
+		name, ok := matchName(o.bug, all)
 		if !ok {
-			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(bugNames(), ", "))
+			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(all, ", "))
 		}
 		o.bug = name
+		if _, isRPC := properties.LookupRPCBug(name); isRPC {
+			o.system = "rpc" // an rpc bug is checked on the rpc system
+		} else if o.system == "rpc" {
+			return c.usagef("%s %s is a datanode bug; --system rpc takes %s", c.typed("bug"), name, strings.Join(rpcBugNames(), ", "))
+		}
+	}
+	if o.system == "rpc" && o.world == "real" {
+		return c.usagef("%s rpc: checked in sim only (the real world runs the rpc server in xceiver run rpc and go test ./real)", c.typed("system"))
 	}
 	if o.world == "real" {
 		// Refuse rather than ignore: a real-world check writes no traces
@@ -198,12 +216,18 @@ func listBugs(w io.Writer, asJSON bool) {
 		for _, b := range properties.Bugs {
 			rows = append(rows, row{b.Name, b.What, b.Catches})
 		}
+		for _, b := range properties.RPCBugs {
+			rows = append(rows, row{b.Name, b.What, b.Catches})
+		}
 		out, _ := json.Marshal(rows)
 		fmt.Fprintln(w, string(out))
 		return
 	}
 	for _, b := range properties.Bugs {
 		fmt.Fprintf(w, "%-15s %-17s %s\n", b.Name, b.Catches, b.What)
+	}
+	for _, b := range properties.RPCBugs {
+		fmt.Fprintf(w, "%-15s %-17s %s (--system rpc)\n", b.Name, b.Catches, b.What)
 	}
 }
 

@@ -38,6 +38,15 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 	if len(rest) != 1 {
 		return report(stderr, c.usagef("want exactly one TRACE file (got %d arguments)", len(rest)))
 	}
+	if isRPCTrace(rest[0]) {
+		if htmlPath != "" {
+			return report(stderr, c.usagef("%s: rpc traces have no HTML view", c.typed("html")))
+		}
+		if dryRun {
+			return exitOK
+		}
+		return replayRPC(stdout, stderr, rest[0], asJSON)
+	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {
 		return report(stderr, c.usagef("%v", err))

@@ -130,6 +130,9 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			return Response{}, EEXIST
 		}
 		parent, code := ns.walk(parts[:len(parts)-1], true)
+		if code == EEXIST {
+			code = ENOTDIR // the parent is a file
+		}
 		if code != OK {
 			return Response{}, code
 		}

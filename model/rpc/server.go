@@ -388,6 +388,11 @@ func (r *reader) scanIdle() {
 		if sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout {
 			continue
 		}
+		// A whole call waiting for room in the queue is a call
+		// outstanding (Hadoop counts it before its put blocks).
+		if _, _, err := DecodeFrame(sc.in, r.s.cfg.MaxFrame); err == nil {
+			continue
+		}
 		sc.lk.Do(r.loop, func() {
 			if sc.closed || sc.answered < sc.queued || len(sc.out) > 0 || r.loop.Now()-sc.lastRead < r.s.cfg.IdleTimeout {
 				return

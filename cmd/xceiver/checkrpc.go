@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"xceiver/properties"
+)
+
+func rpcBugNames() []string {
+	var names []string
+	for _, b := range properties.RPCBugs {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+type rpcFailure struct {
+	Seed     uint64 `json:"seed"`
+	Property string `json:"property"`
+	Message  string `json:"message"`
+	Trace    string `json:"trace"`
+	Ops      int    `json:"ops"`
+	Faults   int    `json:"faults"`
+}
+
+// runCheckRPC checks rpc seeds (model/rpc and model/namespace end to end
+// with the datanode), shrinking each failure and writing its trace into
+// --out; replay re-runs one.
+func runCheckRPC(opt checkOptions, stdout, stderr io.Writer) int {
+	var seeds []uint64
+	for i := 0; i < opt.seeds; i++ {
+		if i%opt.shardN == opt.shardI-1 {
+			seeds = append(seeds, opt.seed+uint64(i))
+		}
+	}
+	budget := properties.ShrinkBudget
+	if opt.noShrink {
+		budget = 0
+	}
+	results := make([]*rpcFailure, len(seeds))
+	errs := make([]error, len(seeds))
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failed := 0
+	for w := 0; w < min(opt.parallel, len(seeds)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := opt.maxFailures > 0 && failed >= opt.maxFailures
+				mu.Unlock()
+				if i >= len(seeds) || stop {
+					return
+				}
+				seed := seeds[i]
+				c, r, err := properties.CheckRPCSeed(seed, opt.bug, budget)
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				if r.Failure == nil {
+					continue
+				}
+				name := fmt.Sprintf("rpc-seed-%d.json", seed)
+				if opt.bug != "" {
+					name = fmt.Sprintf("rpc-seed-%d-%s.json", seed, opt.bug)
+				}
+				path := filepath.Join(opt.out, name)
+				tr, _ := properties.RecordRPC(c)
+				if err := os.MkdirAll(opt.out, 0o755); err == nil {
+					err = properties.WriteRPCTrace(path, tr)
+				}
+				mu.Lock()
+				failed++
+				mu.Unlock()
+				results[i] = &rpcFailure{seed, r.Failure.Property, r.Failure.Message, path, len(c.Ops) + len(c.Live), len(c.Faults)}
+			}
+		}()
+	}
+	wg.Wait()
+	var fails []rpcFailure
+	checked := 0
+	for i := range seeds {
+		if errs[i] != nil {
+			return report(stderr, fmt.Errorf("check --system rpc: seed %d: %w", seeds[i], errs[i]))
+		}
+		if i < next {
+			checked++
+		}
+		if f := results[i]; f != nil {
+			fails = append(fails, *f)
+		}
+	}
+	checked = min(checked, len(seeds))
+	if opt.maxFailures > 0 && len(fails) > opt.maxFailures {
+		fails = fails[:opt.maxFailures] // workers in flight finished after the limit
+	}
+	if opt.json {
+		b, _ := json.Marshal(map[string]any{"system": "rpc", "seeds": checked, "bug": opt.bug,
+			"passed": checked - len(fails), "failed": len(fails), "failures": fails})
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		for _, f := range fails {
+			fmt.Fprintf(stdout, "seed %d: %s: %s (shrunk to %d ops, %d faults)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, f.Faults, f.Trace)
+		}
+		fmt.Fprintf(stdout, "rpc: %d passed, %d failed\n", checked-len(fails), len(fails))
+	}
+	if len(fails) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// replayRPC re-runs an rpc trace (a JSON file check --system rpc wrote).
+func replayRPC(stdout, stderr io.Writer, path string, asJSON bool) int {
+	t, err := properties.ReadRPCTrace(path)
+	if err != nil {
+		return report(stderr, usagef("replay: %v", err))
+	}
+	r, rerr := properties.ReplayRPC(t)
+	if asJSON {
+		out := map[string]any{"trace": path, "seed": t.Case.Seed, "bug": t.Case.Bug, "property": t.Property, "message": t.Message,
+			"events": t.Events, "trace_hash": t.TraceHash, "reproduced": rerr == nil, "replay_events": r.Events, "replay_hash": r.TraceHash}
+		b, _ := json.Marshal(out)
+		fmt.Fprintln(stdout, string(b))
+	} else if rerr == nil {
+		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.Property, t.Message, r.Events, r.TraceHash)
+	} else {
+		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
+	}
+	if rerr != nil {
+		return exitFail
+	}
+	return exitOK
+}
+
+// isRPCTrace reports whether path holds an rpc trace (JSON with an rpc
+// case) rather than a data-path trace.
+func isRPCTrace(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&head) != nil {
+		return false
+	}
+	return strings.HasPrefix(head.Format, "xceiver-rpc-trace/")
+}

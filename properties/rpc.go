@@ -1,0 +1,914 @@
+package properties
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"xceiver/model"
+	"xceiver/model/namespace"
+	"xceiver/model/rpc"
+	"xceiver/sim"
+)
+
+// The RPC system's properties: a namenode (model/rpc + model/namespace)
+// and a datanode, clients calling the namespace and reading and writing
+// files end to end, under rpc faults. Checked:
+//
+//   - linearizability: the namespace calls fit the namespace model (rpclin.go);
+//   - exactly-once: every call ends once — an answer or a connection
+//     error — and no answer comes for a call that is not waiting;
+//   - queue-bound: the call queue never holds more than its bound (every
+//     event);
+//   - fd-bounds: the namenode's sockets stay within its clients and the
+//     faults' extra connections (every event);
+//   - availability: a client no fault touches gets every answer in time,
+//     however others misbehave, and every client does in the liveness
+//     phase after the faults;
+//   - leak-freedom: at quiescence the server holds no connection, queued
+//     call, pending response or busy handler, the namenode is back to its
+//     fds, and clients hold no connection or call.
+
+// RPCCase is one run of the rpc system.
+type RPCCase struct {
+	Seed   uint64     `json:"seed"`
+	Bug    string     `json:"bug,omitempty"`
+	Config RPCConfig  `json:"config"`
+	Ops    []RPCOp    `json:"ops"`
+	Faults []RPCFault `json:"faults"`
+	Live   []RPCOp    `json:"live"`
+}
+
+// RPCConfig is a drawn configuration.
+type RPCConfig struct {
+	Readers     int           `json:"readers"`
+	Handlers    int           `json:"handlers"`
+	QueueSize   int           `json:"queue"`
+	Lock        string        `json:"lock"`
+	Clients     int           `json:"clients"`
+	Workers     int           `json:"workers"`
+	CallTimeout time.Duration `json:"call_timeout"`
+	ServerIdle  time.Duration `json:"server_idle"`
+	ClientIdle  time.Duration `json:"client_idle"`
+	// Pieces[c] > 0: client c writes at most that many bytes per write, a
+	// few µs apart, so calls reach the server in pieces.
+	Pieces []int `json:"pieces"`
+	// BigDir files under /big make list answers large (the slow fault).
+	BigDir int `json:"big_dir"`
+
+	HandlerWaitsForWrite bool `json:"handler_waits_for_write,omitempty"`
+	DropPartial          bool `json:"drop_partial,omitempty"`
+	ReuseIDs             bool `json:"reuse_ids,omitempty"`
+	OrphanOnBadResponse  bool `json:"orphan_on_bad_response,omitempty"`
+}
+
+// RPCOp is one client op; a worker's ops run one after another.
+type RPCOp struct {
+	Client int           `json:"c"`
+	Worker int           `json:"w,omitempty"`
+	Gap    time.Duration `json:"gap"`
+	Kind   string        `json:"op"` // mkdir, write, list, stat, read, delete, rename
+	Path   string        `json:"path"`
+	Dst    string        `json:"dst,omitempty"`
+	Blocks int           `json:"blocks,omitempty"`
+	Size   int           `json:"size,omitempty"`
+}
+
+// RPCFault is one fault.
+type RPCFault struct {
+	At     time.Duration `json:"at"`
+	Kind   string        `json:"kind"`
+	Client int           `json:"c"`
+	Dur    time.Duration `json:"dur,omitempty"`
+	N      int           `json:"n,omitempty"`
+}
+
+// RPC fault kinds.
+const (
+	RPCFaultVanish   = "vanish"    // a client resets its connection with calls in flight
+	RPCFaultResetMid = "reset-mid" // a client sends half a call on a new connection and resets it
+	RPCFaultSlow     = "slow"      // a client with a small window stops reading while asking for large answers
+	RPCFaultBurst    = "burst"     // a client sends many calls at once (fills the queue)
+	RPCFaultCrash    = "dn-crash"  // the datanode crashes and restarts
+	RPCFaultGarbage  = "garbage"   // a client's connection carries an oversized length prefix
+)
+
+// RPCFaultKinds lists them.
+var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage}
+
+// Property names besides the data path's.
+const (
+	PropExactlyOnce = "exactly-once"
+	PropQueueBound  = "queue-bound"
+)
+
+// RPCBug is a catalogued rpc bug.
+type RPCBug struct {
+	Name, What, Catches string
+	// config adjusts the drawn configuration before the ops are drawn;
+	// apply then switches the bug on and adds the fault that shows it.
+	config func(d drawer, cfg *RPCConfig)
+	apply  func(d drawer, c *RPCCase)
+}
+
+// RPCBugs is the rpc catalogue.
+var RPCBugs = []RPCBug{
+	{
+		Name: "responder-blocks-handler", Catches: PropAvailability,
+		What:   "a handler whose answer did not fit in one write waits for the responder to finish it, so a client that stops reading holds the handlers",
+		config: func(d drawer, cfg *RPCConfig) { growClients(cfg, 2) },
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.HandlerWaitsForWrite = true
+			ensureFault(d, c, RPCFaultSlow)
+		},
+	},
+	{
+		Name: "partial-call-lost", Catches: PropAvailability,
+		What: "a reader throws away the part of a call that has arrived when the rest has not",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.DropPartial = true
+			c.Config.Pieces[d.n(0, c.Config.Clients-1, "bug_pieces")] = pick(d, "bug_piece", 3, 7, 16)
+		},
+	},
+	{
+		Name: "call-id-reuse", Catches: PropExactlyOnce,
+		What: "the client numbers a call by how many calls are outstanding, reusing an id still waiting on the connection",
+		config: func(d drawer, cfg *RPCConfig) {
+			cfg.Workers = max(cfg.Workers, 2)
+			cfg.Handlers = max(cfg.Handlers, 2)
+		},
+		apply: func(d drawer, c *RPCCase) { c.Config.ReuseIDs = true },
+	},
+	{
+		Name: "HADOOP-6723", Catches: PropAvailability,
+		What: "an answer the client cannot match (a fatal error, garbage) kills its receiver without failing the calls waiting on the connection: they hang forever",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.OrphanOnBadResponse = true
+			ensureFault(d, c, RPCFaultGarbage)
+		},
+	},
+}
+
+// LookupRPCBug finds a catalogued rpc bug; ok is false for other names.
+func LookupRPCBug(name string) (RPCBug, bool) {
+	for _, b := range RPCBugs {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return RPCBug{}, false
+}
+
+func growClients(cfg *RPCConfig, n int) {
+	for cfg.Clients < n {
+		cfg.Clients++
+		cfg.Pieces = append(cfg.Pieces, 0)
+	}
+}
+
+func ensureFault(d drawer, c *RPCCase, kind string) {
+	for _, f := range c.Faults {
+		if f.Kind == kind {
+			return
+		}
+	}
+	at := d.dur(0, 2*time.Millisecond, "bug_at")
+	c.Faults = append(c.Faults, drawRPCFault(d, &c.Config, kind, at))
+	sortRPCFaults(c.Faults)
+}
+
+// Names the workload uses: a small universe, so ops collide.
+var rpcNames = []string{"a", "b", "c"}
+
+func drawPath(d drawer, label string) string {
+	depth := d.n(1, 3, label+"_depth")
+	var b strings.Builder
+	for i := 0; i < depth; i++ {
+		b.WriteString("/")
+		b.WriteString(pick(d, label, rpcNames...))
+	}
+	return b.String()
+}
+
+// DrawRPC makes an rpc case from src; bug is "" or an rpc bug's name.
+func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
+	b, ok := LookupRPCBug(bug)
+	if !ok && bug != "" {
+		return RPCCase{}, fmt.Errorf("unknown rpc bug %q", bug)
+	}
+	d := drawer{src}
+	c := RPCCase{Seed: seed, Bug: bug}
+	cfg := &c.Config
+	cfg.Readers = d.n(1, 3, "readers")
+	cfg.Handlers = d.n(1, 3, "handlers")
+	cfg.QueueSize = pick(d, "queue", 1, 2, 4, 16)
+	cfg.Lock = pick(d, "lock", "mutex", "rwlock")
+	cfg.Clients = d.n(1, 4, "clients")
+	cfg.Workers = d.n(1, 3, "workers")
+	cfg.CallTimeout = pick(d, "call_timeout", 300*time.Millisecond, time.Second)
+	cfg.ServerIdle = pick(d, "server_idle", 500*time.Millisecond, 2*time.Second)
+	cfg.ClientIdle = pick(d, "client_idle", 200*time.Millisecond, time.Second, 4*time.Second)
+	cfg.Pieces = make([]int, cfg.Clients)
+	cfg.BigDir = 100
+	for i := range cfg.Pieces {
+		if d.chance(20, "pieces") {
+			cfg.Pieces[i] = pick(d, "piece", 1, 5, 64)
+		}
+	}
+	if b.config != nil {
+		b.config(d, cfg)
+	}
+	var starts []time.Duration
+	for cl := 0; cl < cfg.Clients; cl++ {
+		for wk := 0; wk < cfg.Workers; wk++ {
+			var span time.Duration
+			for i, n := 0, d.n(1, 12, "ops"); i < n; i++ {
+				op := drawRPCOp(d)
+				op.Client, op.Worker = cl, wk
+				span += op.Gap + 300*time.Microsecond
+				starts = append(starts, span)
+				c.Ops = append(c.Ops, op)
+			}
+		}
+	}
+	if !d.chance(30, "fault_free") {
+		var kinds []string
+		for _, k := range RPCFaultKinds {
+			if d.chance(40, "fault_"+k) {
+				kinds = append(kinds, k)
+			}
+		}
+		for _, k := range kinds {
+			for i, n := 0, d.n(1, 2, "fault_count"); i < n; i++ {
+				at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+				c.Faults = append(c.Faults, drawRPCFault(d, cfg, k, at))
+			}
+		}
+		sortRPCFaults(c.Faults)
+	}
+	for cl := 0; cl < cfg.Clients; cl++ {
+		for i, n := 0, d.n(1, 3, "live_ops"); i < n; i++ {
+			op := drawRPCOp(d)
+			op.Client, op.Gap = cl, d.dur(0, 2*time.Millisecond, "live_gap")
+			c.Live = append(c.Live, op)
+		}
+	}
+	if b.apply != nil {
+		b.apply(d, &c)
+	}
+	return c, c.Validate()
+}
+
+func drawRPCOp(d drawer) RPCOp {
+	op := RPCOp{Path: drawPath(d, "path")}
+	switch g := d.n(0, 9, "gap_kind"); {
+	case g < 7:
+		op.Gap = d.dur(0, 500*time.Microsecond, "gap")
+	default:
+		op.Gap = d.dur(time.Millisecond, 30*time.Millisecond, "gap")
+	}
+	switch k := d.n(0, 99, "kind"); {
+	case k < 15:
+		op.Kind = "mkdir"
+	case k < 35:
+		op.Kind = "write"
+		op.Blocks = d.n(0, 2, "blocks")
+		op.Size = d.n(1, 3000, "size")
+	case k < 55:
+		op.Kind = "list"
+	case k < 65:
+		op.Kind = "stat"
+	case k < 80:
+		op.Kind = "read"
+	case k < 90:
+		op.Kind = "delete"
+	default:
+		op.Kind = "rename"
+		op.Dst = drawPath(d, "dst")
+	}
+	return op
+}
+
+func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFault {
+	f := RPCFault{At: at, Kind: kind, Client: d.n(0, cfg.Clients-1, "fault_client")}
+	switch kind {
+	case RPCFaultSlow:
+		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
+		f.N = pick(d, "slow_calls", 300, 500)
+	case RPCFaultBurst:
+		f.N = pick(d, "burst", 20, 100, 300)
+	case RPCFaultCrash:
+		f.Dur = pick(d, "downtime", 5*time.Millisecond, 100*time.Millisecond)
+	}
+	return f
+}
+
+func sortRPCFaults(fs []RPCFault) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fs[j].At < fs[j-1].At; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// Validate refuses a case that cannot run.
+func (c *RPCCase) Validate() error {
+	cfg := &c.Config
+	switch {
+	case cfg.Readers < 1 || cfg.Readers > 16 || cfg.Handlers < 1 || cfg.Handlers > 64 || cfg.QueueSize < 1 || cfg.QueueSize > 1<<16:
+		return fmt.Errorf("rpc: readers, handlers or queue out of range")
+	case cfg.Lock != "mutex" && cfg.Lock != "rwlock":
+		return fmt.Errorf("rpc: lock %q", cfg.Lock)
+	case cfg.Clients < 1 || cfg.Clients > 16 || cfg.Workers < 1 || cfg.Workers > 16 || len(cfg.Pieces) != cfg.Clients:
+		return fmt.Errorf("rpc: clients or workers out of range")
+	case cfg.CallTimeout <= 0 || cfg.ServerIdle <= 0 || cfg.ClientIdle <= 0:
+		return fmt.Errorf("rpc: timeouts must be positive")
+	case cfg.BigDir < 0 || cfg.BigDir > 10000:
+		return fmt.Errorf("rpc: big dir out of range")
+	}
+	for _, list := range [][]RPCOp{c.Ops, c.Live} {
+		for _, op := range list {
+			if op.Client < 0 || op.Client >= cfg.Clients || op.Worker < 0 || op.Worker >= cfg.Workers {
+				return fmt.Errorf("rpc: op names client %d worker %d", op.Client, op.Worker)
+			}
+			if op.Blocks < 0 || op.Blocks > 8 || op.Size < 0 || op.Size > 1<<20 {
+				return fmt.Errorf("rpc: op sizes out of range")
+			}
+		}
+	}
+	for _, f := range c.Faults {
+		if !slices.Contains(RPCFaultKinds, f.Kind) || f.Client < 0 || f.Client >= cfg.Clients || f.N < 0 || f.N > 10000 {
+			return fmt.Errorf("rpc: bad fault %+v", f)
+		}
+	}
+	return nil
+}
+
+// --- running a case ---
+
+const (
+	rpcNN          = "namenode:8020"
+	rpcDN          = "datanode:50010"
+	rpcFirstBlock  = 1 << 30
+	rpcRunLimit    = 5 * time.Minute
+	rpcLiveTimeout = 10 * time.Second
+)
+
+// RPCResult is a run's outcome.
+type RPCResult struct {
+	Failure   *Failure
+	Events    uint64
+	TraceHash string
+	Calls     int
+	History   []porcupine.Operation
+}
+
+type rpcCall struct {
+	input   NSInput
+	client  int
+	call    int64
+	ret     int64
+	out     NSOutput
+	done    int
+	live    bool
+	untouch bool // the client was never touched by a fault
+}
+
+type rpcClient struct {
+	i      int
+	p      *sim.Process
+	rc     *rpc.Client
+	nc     *namespace.Client
+	dc     *model.Client
+	base   int // fds after start
+	faulty bool
+	raw    []model.Conn
+}
+
+type rpcHarness struct {
+	c        *RPCCase
+	w        *sim.World
+	nn       *namespace.Namenode
+	nnProc   *sim.Process
+	dnProc   *sim.Process
+	nnBase   int
+	clients  []*rpcClient
+	calls    []*rpcCall
+	failure  *Failure
+	running  int // workers still running
+	phase    string
+	dnDown   bool
+	crashed  bool
+	extraFDs int // connections faults open on their own
+}
+
+// RunRPC runs an rpc case in sim and checks its properties.
+func RunRPC(c RPCCase, linTimeout time.Duration) *RPCResult {
+	if err := c.Validate(); err != nil {
+		return &RPCResult{Failure: &Failure{PropHarness, "invalid case: " + err.Error()}}
+	}
+	if linTimeout == 0 {
+		linTimeout = DefaultLinTimeout
+	}
+	cfg := sim.DefaultConfig(c.Seed)
+	cfg.MaxEvents = 20_000_000
+	h := &rpcHarness{c: &c, w: sim.New(cfg), phase: "work"}
+	for _, f := range c.Faults {
+		if f.Kind == RPCFaultCrash {
+			h.crashed = true
+		}
+	}
+	return h.run(linTimeout)
+}
+
+func (h *rpcHarness) fail(prop, format string, a ...any) {
+	if h.failure != nil {
+		return
+	}
+	h.failure = &Failure{prop, fmt.Sprintf(format, a...)}
+	h.w.Note("violation " + prop + ": " + h.failure.Message)
+	h.w.Stop()
+}
+
+func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
+	w := h.w
+	cfg := &h.c.Config
+	w.AfterEach(h.afterEach)
+	dp, err := w.Spawn("datanode", model.ProcessConfig{Cores: 2}, func(p model.Process) {
+		dcfg := model.DefaultDatanodeConfig()
+		dcfg.Addr = rpcDN
+		dcfg.Keepalive = 300 * time.Millisecond
+		dcfg.PoolIdle = 50 * time.Millisecond
+		if _, err := model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
+			w.Fail(err)
+		}
+	})
+	if err != nil {
+		return &RPCResult{Failure: &Failure{PropHarness, err.Error()}}
+	}
+	h.dnProc = dp.(*sim.Process)
+	np, _ := w.Spawn("namenode", model.ProcessConfig{Cores: 2, FDLimit: 256}, func(p model.Process) {
+		var err error
+		h.nn, err = namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
+			Namespace: namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock},
+			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
+				IdleTimeout: cfg.ServerIdle, Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial}},
+			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
+		})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		h.populate()
+		h.nnBase = p.FDs().Open
+		h.startClients()
+	})
+	h.nnProc = np.(*sim.Process)
+	runErr := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				h.fail(PropHarness, "panic at %v: %v", w.Now(), r)
+			}
+		}()
+		return w.Run(rpcRunLimit)
+	}()
+	res := &RPCResult{Events: w.TraceEvents(), Calls: len(h.calls)}
+	switch {
+	case h.failure != nil:
+	case runErr != nil && errors.Is(runErr, sim.ErrLimit):
+		h.failure = &Failure{PropLiveness, fmt.Sprintf("no quiescence in the %s phase: %v", h.phase, runErr)}
+	case runErr != nil:
+		h.failure = &Failure{PropHarness, runErr.Error()}
+	default:
+		h.finalChecks()
+	}
+	res.History = h.history()
+	if h.failure == nil {
+		h.failure = CheckNSHistory(res.History, rpcDN, rpcFirstBlock, linTimeout)
+	}
+	res.Failure = h.failure
+	res.TraceHash = w.TraceHashString()
+	return res
+}
+
+// populate makes /big with BigDir empty files, recorded as calls before
+// the run so the model starts from the same tree.
+func (h *rpcHarness) populate() {
+	ns := h.nn.NS
+	rec := func(r namespace.Request) {
+		resp, code := ns.Apply(r)
+		t := int64(len(h.calls))
+		h.calls = append(h.calls, &rpcCall{input: NSInput{r}, client: -1, call: t, ret: t, out: NSOutput{Code: code, Resp: resp}, done: 1})
+	}
+	if h.c.Config.BigDir == 0 {
+		return
+	}
+	rec(namespace.Request{Method: namespace.MethodMkdir, Path: "/big"})
+	for i := 0; i < h.c.Config.BigDir; i++ {
+		// Long names make a listing of /big some 20 KB.
+		p := fmt.Sprintf("/big/%04d-%s", i, strings.Repeat("n", 200))
+		rec(namespace.Request{Method: namespace.MethodCreate, Path: p})
+		rec(namespace.Request{Method: namespace.MethodComplete, Path: p})
+	}
+}
+
+func (h *rpcHarness) startClients() {
+	cfg := &h.c.Config
+	faulty := make([]bool, cfg.Clients)
+	for _, f := range h.c.Faults {
+		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst {
+			faulty[f.Client] = true
+		}
+	}
+	started := 0
+	for i := 0; i < cfg.Clients; i++ {
+		ch := &rpcClient{i: i, faulty: faulty[i]}
+		h.clients = append(h.clients, ch)
+		p, _ := h.w.Spawn(fmt.Sprintf("client%d", i), model.ProcessConfig{}, func(p model.Process) {
+			var err error
+			ch.rc, err = rpc.NewClient(p, p.MainLoop(), rpc.ClientConfig{IdleTimeout: cfg.ClientIdle, CallTimeout: cfg.CallTimeout,
+				Bugs: rpc.ClientBugs{ReuseIDs: cfg.ReuseIDs, OrphanOnBadResponse: cfg.OrphanOnBadResponse}})
+			if err != nil {
+				h.w.Fail(err)
+				return
+			}
+			ch.dc, err = model.NewClient(p, p.MainLoop(), i+1, model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second})
+			if err != nil {
+				h.w.Fail(err)
+				return
+			}
+			ch.nc = &namespace.Client{RPC: ch.rc, Loop: p.MainLoop(), Addr: rpcNN}
+			ch.base = p.FDs().Open
+			if n := cfg.Pieces[i]; n > 0 {
+				ch.rc.PieceWrites(rpcNN, n, 3*time.Microsecond)
+			}
+			if started++; started == cfg.Clients {
+				h.startWork()
+			}
+		})
+		ch.p = p.(*sim.Process)
+	}
+}
+
+func (h *rpcHarness) startWork() {
+	cfg := &h.c.Config
+	now := h.w.Now()
+	for _, f := range h.c.Faults {
+		f := f
+		h.extraFDs++
+		h.w.At(now+f.At, func() { h.inject(f) })
+	}
+	byWorker := map[[2]int][]RPCOp{}
+	for _, op := range h.c.Ops {
+		k := [2]int{op.Client, op.Worker}
+		byWorker[k] = append(byWorker[k], op)
+	}
+	h.running = 1 // held until every worker started
+	for cl := 0; cl < cfg.Clients; cl++ {
+		for wk := 0; wk < cfg.Workers; wk++ {
+			if ops := byWorker[[2]int{cl, wk}]; len(ops) > 0 {
+				h.running++
+				h.runOps(h.clients[cl], ops, false, h.workerDone)
+			}
+		}
+	}
+	// Faults may outlast the ops: the workload phase ends after both.
+	var last time.Duration
+	for _, f := range h.c.Faults {
+		last = max(last, f.At+f.Dur)
+	}
+	h.running++
+	h.w.At(now+last+time.Millisecond, h.workerDone)
+	h.workerDone()
+}
+
+func (h *rpcHarness) workerDone() {
+	if h.running--; h.running == 0 && h.phase == "work" {
+		h.heal()
+	}
+}
+
+func (h *rpcHarness) runOps(ch *rpcClient, ops []RPCOp, live bool, done func()) {
+	if len(ops) == 0 {
+		done()
+		return
+	}
+	loop := ch.p.MainLoop()
+	loop.AfterFunc(ops[0].Gap, func() {
+		h.issue(ch, ops[0], live, func() { h.runOps(ch, ops[1:], live, done) })
+	})
+}
+
+// do makes one namespace call and records it.
+func (h *rpcHarness) do(ch *rpcClient, r namespace.Request, live bool, then func(namespace.Response, error)) {
+	c := &rpcCall{input: NSInput{r}, client: ch.i, call: int64(h.w.Now()) + 1<<20, live: live, untouch: !ch.faulty}
+	h.calls = append(h.calls, c)
+	ch.nc.Do(r, func(resp namespace.Response, err error) {
+		c.done++
+		if c.done > 1 {
+			h.fail(PropExactlyOnce, "client %d: %s %s answered twice", ch.i, namespace.MethodName(r.Method), r.Path)
+			return
+		}
+		c.ret = int64(h.w.Now()) + 1<<20
+		var ne *namespace.Error
+		switch {
+		case err == nil:
+			c.out = NSOutput{Resp: resp}
+		case errors.As(err, &ne):
+			c.out = NSOutput{Code: ne.Code}
+		default:
+			c.out = NSOutput{Unknown: true}
+			c.ret = math.MaxInt64
+			if c.live || (c.untouch && !h.crashed) {
+				h.fail(PropAvailability, "client %d (%s): %s %s: %v", ch.i, h.why(live), namespace.MethodName(r.Method), r.Path, err)
+				return
+			}
+		}
+		then(resp, err)
+	})
+}
+
+// why says why an error of this client was not excused.
+func (h *rpcHarness) why(live bool) string {
+	if live {
+		return "liveness phase, after the faults"
+	}
+	return "workload phase, no fault on this client"
+}
+
+func (h *rpcHarness) phaseOf(live bool) string {
+	if live {
+		return "liveness"
+	}
+	return "workload"
+}
+
+func (h *rpcHarness) issue(ch *rpcClient, op RPCOp, live bool, next func()) {
+	req := func(m uint8) namespace.Request { return namespace.Request{Method: m, Path: op.Path, Dst: op.Dst} }
+	ignore := func(namespace.Response, error) { next() }
+	switch op.Kind {
+	case "mkdir":
+		h.do(ch, req(namespace.MethodMkdir), live, ignore)
+	case "list":
+		h.do(ch, req(namespace.MethodList), live, ignore)
+	case "stat":
+		h.do(ch, req(namespace.MethodGetBlockLocations), live, ignore)
+	case "delete":
+		h.do(ch, req(namespace.MethodDelete), live, ignore)
+	case "rename":
+		h.do(ch, req(namespace.MethodRename), live, ignore)
+	case "write":
+		r := req(namespace.MethodCreate)
+		r.Blocks = op.Blocks
+		h.do(ch, r, live, func(resp namespace.Response, err error) {
+			if err != nil {
+				next()
+				return
+			}
+			h.writeBlocks(ch, op, resp.Blocks, nil, live, next)
+		})
+	case "read":
+		h.read(ch, op.Path, 0, live, next)
+	default:
+		h.fail(PropHarness, "unknown op %q", op.Kind)
+	}
+}
+
+func (h *rpcHarness) dataErr(ch *rpcClient, live bool, what string, err error) {
+	if live || (!h.crashed && !ch.faulty) {
+		h.fail(PropAvailability, "client %d (%s phase): %s: %v", ch.i, h.phaseOf(live), what, err)
+	}
+}
+
+func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, ids []uint64, done []namespace.Location, live bool, next func()) {
+	if len(done) == len(ids) {
+		r := namespace.Request{Method: namespace.MethodComplete, Path: op.Path, Done: done}
+		h.do(ch, r, live, func(namespace.Response, error) { next() })
+		return
+	}
+	id := ids[len(done)]
+	ch.dc.Write(id, model.BlockContent(id, op.Size), func(r model.Result) {
+		if r.Err != nil {
+			h.dataErr(ch, live, fmt.Sprintf("write block %d", id), r.Err)
+			next()
+			return
+		}
+		h.writeBlocks(ch, op, ids, append(done, namespace.Location{Block: id, Stamp: r.Stamp, Length: r.Length}), live, next)
+	})
+}
+
+// read resolves path and reads its blocks over the data path; a block
+// gone or re-stamped sends it back to resolve.
+func (h *rpcHarness) read(ch *rpcClient, path string, attempt int, live bool, next func()) {
+	h.do(ch, namespace.Request{Method: namespace.MethodGetBlockLocations, Path: path}, live, func(resp namespace.Response, err error) {
+		if err != nil {
+			next()
+			return
+		}
+		var each func(i int)
+		each = func(i int) {
+			if i == len(resp.Locations) {
+				next()
+				return
+			}
+			l := resp.Locations[i]
+			ch.dc.Read(l.Block, l.Stamp, 0, l.Length, func(r model.Result) {
+				switch {
+				case errors.Is(r.Err, model.ErrRejected) && attempt < namespace.MaxStaleRetries:
+					h.read(ch, path, attempt+1, live, next)
+				case r.Err != nil:
+					h.dataErr(ch, live, fmt.Sprintf("read %s block %d", path, l.Block), r.Err)
+					next()
+				case !bytes.Equal(r.Data, model.BlockContent(l.Block, int(l.Length))):
+					h.fail(PropLinearizable, "client %d: read %s block %d: %d bytes that are not the block's", ch.i, path, l.Block, len(r.Data))
+				default:
+					each(i + 1)
+				}
+			})
+		}
+		each(0)
+	})
+}
+
+func (h *rpcHarness) inject(f RPCFault) {
+	if h.failure != nil {
+		return
+	}
+	ch := h.clients[f.Client]
+	h.w.Note(fmt.Sprintf("fault %s client%d", f.Kind, f.Client))
+	loop := ch.p.MainLoop()
+	switch f.Kind {
+	case RPCFaultVanish:
+		loop.Post(func() { ch.rc.Abort(rpcNN) })
+	case RPCFaultResetMid:
+		loop.Post(func() {
+			c, err := ch.p.Dial("tcp", rpcNN, loop, func(model.Events) {})
+			if err != nil {
+				return
+			}
+			half := append(append([]byte(nil), rpc.Preamble[:]...), rpc.AppendFrame(nil, rpc.Frame{ID: 1, Code: namespace.MethodList, Payload: []byte{0, 1, '/'}})[:7]...)
+			loop.AfterFunc(200*time.Microsecond, func() {
+				c.Write(half)
+				loop.AfterFunc(200*time.Microsecond, func() { c.Abort() })
+			})
+		})
+	case RPCFaultSlow:
+		loop.Post(func() {
+			ch.p.SlowReader(4096)
+			for i := 0; i < f.N; i++ {
+				h.do(ch, namespace.Request{Method: namespace.MethodList, Path: "/big"}, false, func(namespace.Response, error) {})
+			}
+			ch.rc.PauseReading(rpcNN)
+			loop.AfterFunc(f.Dur, func() {
+				ch.p.SlowReader(0)
+				ch.rc.ResumeReading(rpcNN)
+			})
+		})
+	case RPCFaultBurst:
+		loop.Post(func() {
+			for i := 0; i < f.N; i++ {
+				h.do(ch, namespace.Request{Method: namespace.MethodList, Path: "/"}, false, func(namespace.Response, error) {})
+			}
+		})
+	case RPCFaultCrash:
+		h.dnProc.Crash()
+		h.dnDown = true
+		h.w.At(h.w.Now()+f.Dur, func() {
+			h.dnDown = false
+			h.dnProc.Restart()
+		})
+	case RPCFaultGarbage:
+		loop.Post(func() { ch.rc.SendRaw(rpcNN, []byte{0xff, 0xff, 0xff, 0xf0}) })
+	}
+}
+
+// heal ends the faults; the liveness phase starts once the system had a
+// moment to recover.
+func (h *rpcHarness) heal() {
+	h.phase = "heal"
+	h.w.Note("phase heal")
+	if h.dnDown {
+		h.dnDown = false
+		h.dnProc.Restart()
+	}
+	for _, ch := range h.clients {
+		ch.p.SlowReader(0)
+		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
+	}
+	h.w.At(h.w.Now()+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
+}
+
+func (h *rpcHarness) startLive() {
+	h.phase = "live"
+	h.w.Note("phase live")
+	byClient := map[int][]RPCOp{}
+	for _, op := range h.c.Live {
+		byClient[op.Client] = append(byClient[op.Client], op)
+	}
+	left := 1
+	done := func() {
+		if left--; left == 0 {
+			h.quiesce()
+		}
+	}
+	for cl := range h.clients {
+		if ops := byClient[cl]; len(ops) > 0 {
+			left++
+			h.runOps(h.clients[cl], ops, true, done)
+		}
+	}
+	h.w.At(h.w.Now()+rpcLiveTimeout, func() {
+		if h.phase == "live" {
+			h.fail(PropAvailability, "the liveness phase did not finish in %v", rpcLiveTimeout)
+		}
+	})
+	done()
+}
+
+// quiesce closes the clients' data-path caches and lets the idle timeouts
+// close every rpc connection; the world then runs out of events.
+func (h *rpcHarness) quiesce() {
+	h.phase = "quiesce"
+	h.w.Note("phase quiesce")
+	for _, ch := range h.clients {
+		ch.p.MainLoop().Post(ch.dc.Close)
+	}
+	h.nnProc.MainLoop().Post(h.nn.Close)
+}
+
+func (h *rpcHarness) afterEach() {
+	if h.failure != nil || h.nn == nil {
+		return
+	}
+	if q, c := h.nn.Server.QueueLen(), h.nn.Server.QueueCap(); q > c {
+		h.fail(PropQueueBound, "call queue holds %d calls, bound %d", q, c)
+		return
+	}
+	fds := h.nnProc.FDs()
+	// Each client holds one rpc connection at a time (two while a
+	// reset one is still being closed), faults open one each, and the
+	// namenode's datanode client a few.
+	bound := h.nnBase + 2*len(h.clients) + h.extraFDs + 4
+	if fds.Open > bound || fds.Open > fds.Limit {
+		h.fail(PropFDBounds, "namenode holds %d fds, bound %d (limit %d)", fds.Open, bound, fds.Limit)
+	}
+}
+
+func (h *rpcHarness) finalChecks() {
+	for _, c := range h.calls {
+		if c.done == 0 {
+			h.fail(PropExactlyOnce, "client %d: %s %s never ended (no answer, no error; %s phase)", c.client, namespace.MethodName(c.input.Req.Method), c.input.Req.Path, h.phase)
+			return
+		}
+	}
+	if h.phase != "quiesce" {
+		h.fail(PropLiveness, "the world ran out of events in the %s phase", h.phase)
+		return
+	}
+	for _, ch := range h.clients {
+		st := ch.rc.Stats()
+		if st.Unmatched > 0 {
+			h.fail(PropExactlyOnce, "client %d: %d answers matched no waiting call", ch.i, st.Unmatched)
+			return
+		}
+		if n := ch.rc.Conns(); n > 0 {
+			h.fail(PropLeakFree, "client %d: %d rpc connections open at the end", ch.i, n)
+			return
+		}
+		if got := ch.p.FDs().Open; got > ch.base {
+			h.fail(PropLeakFree, "client %d: %d fds open at the end, %d after start", ch.i, got, ch.base)
+			return
+		}
+	}
+	conns, queued, pending, busy, blocked := h.nn.Server.Quiet()
+	if conns+queued+pending+busy+blocked > 0 {
+		h.fail(PropLeakFree, "server not quiet: %d connections, %d queued calls, %d pending responses, %d busy handlers, %d blocked readers", conns, queued, pending, busy, blocked)
+		return
+	}
+	if got := h.nnProc.FDs().Open; got != h.nnBase {
+		h.fail(PropLeakFree, "namenode holds %d fds, %d after start", got, h.nnBase)
+	}
+}
+
+func (h *rpcHarness) history() []porcupine.Operation {
+	var ops []porcupine.Operation
+	for _, c := range h.calls {
+		if c.done == 0 {
+			c.out = NSOutput{Unknown: true}
+			c.ret = math.MaxInt64
+		}
+		// A read whose answer never came constrains nothing; leaving it
+		// out spares the checker (a slow client's hundreds of listings).
+		if m := c.input.Req.Method; c.out.Unknown && (m == namespace.MethodList || m == namespace.MethodGetBlockLocations) {
+			continue
+		}
+		ops = append(ops, porcupine.Operation{ClientId: c.client + 1, Input: c.input, Call: c.call, Output: c.out, Return: c.ret})
+	}
+	return ops
+}

@@ -1,0 +1,55 @@
+package properties
+
+import (
+	"testing"
+	"time"
+)
+
+func rpcSeed(t *testing.T, seed uint64, bug string) (RPCCase, *RPCResult) {
+	t.Helper()
+	c, err := DrawRPC(SeedSource(seed), seed, bug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, RunRPC(c, 10*time.Second)
+}
+
+func TestRPCSeedsPass(t *testing.T) {
+	n := uint64(40)
+	if testing.Short() {
+		n = 10
+	}
+	for seed := uint64(1); seed <= n; seed++ {
+		c, r := rpcSeed(t, seed, "")
+		if r.Failure != nil {
+			t.Errorf("seed %d (%d ops, %d faults %v): %v", seed, len(c.Ops), len(c.Faults), c.Faults, r.Failure)
+		}
+	}
+}
+
+func TestRPCDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		_, a := rpcSeed(t, seed, "")
+		_, b := rpcSeed(t, seed, "")
+		if a.TraceHash != b.TraceHash || a.Events != b.Events {
+			t.Errorf("seed %d: %s/%d then %s/%d", seed, a.TraceHash, a.Events, b.TraceHash, b.Events)
+		}
+	}
+}
+
+// Each catalogued rpc bug is found within 200 seeds, by the property the
+// catalogue names.
+func TestRPCBugsFound(t *testing.T) {
+	for _, b := range RPCBugs {
+		t.Run(b.Name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 200; seed++ {
+				_, r := rpcSeed(t, seed, b.Name)
+				if r.Failure != nil {
+					t.Logf("seed %d: %v", seed, r.Failure)
+					return
+				}
+			}
+			t.Errorf("not found in 200 seeds")
+		})
+	}
+}

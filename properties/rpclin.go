@@ -1,0 +1,348 @@
+package properties
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"xceiver/model/namespace"
+)
+
+// The namespace model, for porcupine: a flat map from path to node, written
+// from HDFS's rules independently of model/namespace's tree. Every
+// namespace call is an op; a call whose answer never came (a connection
+// error) has output Unknown and return time +∞: it may have applied or not.
+
+// NSInput is a namespace call.
+type NSInput struct {
+	Req namespace.Request
+}
+
+// NSOutput is its answer.
+type NSOutput struct {
+	Unknown bool
+	Code    namespace.Code
+	Resp    namespace.Response
+}
+
+type nsNode struct {
+	dir      bool
+	complete bool
+	blocks   []namespace.Location // id, stamp, length
+}
+
+// nsState is immutable once built: steps copy it.
+type nsState struct {
+	nodes map[string]nsNode // "" is the root
+	next  uint64            // next block id
+}
+
+func (s nsState) clone() nsState {
+	return nsState{nodes: maps.Clone(s.nodes), next: s.next}
+}
+
+func (s nsState) equal(o nsState) bool {
+	if s.next != o.next || len(s.nodes) != len(o.nodes) {
+		return false
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		a, b := s.nodes[k], o.nodes[k]
+		ob, ok := o.nodes[k]
+		if !ok || a.dir != ob.dir || a.complete != b.complete || !slices.Equal(a.blocks, b.blocks) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s nsState) hash() uint64 {
+	h := mix(0, s.next)
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[k]
+		h = mixString(h, k)
+		if n.dir {
+			h = mix(h, 1)
+		}
+		if n.complete {
+			h = mix(h, 2)
+		}
+		for _, b := range n.blocks {
+			h = mix(mix(mix(h, b.Block), b.Stamp), uint64(b.Length))
+		}
+	}
+	return h
+}
+
+func join(parts []string) string {
+	if len(parts) == 0 {
+		return ""
+	}
+	return "/" + strings.Join(parts, "/")
+}
+
+// lookup follows HDFS: a missing component is ENOENT, a file met before
+// the end ENOTDIR.
+func (s nsState) lookup(parts []string) (nsNode, string, namespace.Code) {
+	for i := range parts {
+		if n, ok := s.nodes[join(parts[:i])]; !ok {
+			return nsNode{}, "", namespace.ENOENT
+		} else if !n.dir {
+			return nsNode{}, "", namespace.ENOTDIR
+		}
+	}
+	p := join(parts)
+	n, ok := s.nodes[p]
+	if !ok {
+		return nsNode{}, "", namespace.ENOENT
+	}
+	return n, p, namespace.OK
+}
+
+// mkdirs makes parts and every missing parent; a file on the way is
+// ENOTDIR, or EEXIST when it is parts itself.
+func (s *nsState) mkdirs(parts []string) namespace.Code {
+	for i := 1; i <= len(parts); i++ {
+		p := join(parts[:i])
+		n, ok := s.nodes[p]
+		if !ok {
+			s.nodes[p] = nsNode{dir: true}
+			continue
+		}
+		if !n.dir {
+			if i == len(parts) {
+				return namespace.EEXIST
+			}
+			return namespace.ENOTDIR
+		}
+	}
+	return namespace.OK
+}
+
+func (s nsState) children(p string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		if k != "" && k[:strings.LastIndexByte(k, '/')] == p {
+			out = append(out, k[strings.LastIndexByte(k, '/')+1:])
+		}
+	}
+	return out
+}
+
+func (s *nsState) removeTree(p string) {
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		if k == p || strings.HasPrefix(k, p+"/") {
+			delete(s.nodes, k)
+		}
+	}
+}
+
+func length(n nsNode) int64 {
+	var l int64
+	for _, b := range n.blocks {
+		l += b.Length
+	}
+	return l
+}
+
+// apply runs one request on a copy of s.
+func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace.Response, namespace.Code) {
+	var resp namespace.Response
+	parts, ok := namespace.SplitPath(r.Path)
+	if !ok {
+		return s, resp, namespace.EINVAL
+	}
+	t := s.clone()
+	switch r.Method {
+	case namespace.MethodMkdir:
+		if c := t.mkdirs(parts); c != namespace.OK {
+			return s, resp, c
+		}
+		return t, resp, namespace.OK
+	case namespace.MethodCreate:
+		if len(parts) == 0 {
+			return s, resp, namespace.EEXIST
+		}
+		if c := t.mkdirs(parts[:len(parts)-1]); c != namespace.OK {
+			return s, resp, namespace.ENOTDIR
+		}
+		p := join(parts)
+		if _, ok := t.nodes[p]; ok {
+			return s, resp, namespace.EEXIST
+		}
+		var n nsNode
+		for i := 0; i < r.Blocks; i++ {
+			n.blocks = append(n.blocks, namespace.Location{Block: t.next})
+			resp.Blocks = append(resp.Blocks, t.next)
+			t.next++
+		}
+		t.nodes[p] = n
+		return t, resp, namespace.OK
+	case namespace.MethodComplete:
+		n, p, c := t.lookup(parts)
+		switch {
+		case c != namespace.OK:
+			return s, resp, c
+		case n.dir:
+			return s, resp, namespace.EISDIR
+		case n.complete || len(r.Done) != len(n.blocks):
+			return s, resp, namespace.EINVAL
+		}
+		blocks := slices.Clone(n.blocks)
+		for i, l := range r.Done {
+			if l.Block != blocks[i].Block || l.Length < 0 {
+				return s, resp, namespace.EINVAL
+			}
+			blocks[i].Stamp, blocks[i].Length = l.Stamp, l.Length
+		}
+		t.nodes[p] = nsNode{complete: true, blocks: blocks}
+		return t, resp, namespace.OK
+	case namespace.MethodList:
+		n, p, c := t.lookup(parts)
+		if c != namespace.OK {
+			return s, resp, c
+		}
+		if !n.dir {
+			resp.Entries = []namespace.Entry{{Name: parts[len(parts)-1], Length: length(n)}}
+			return s, resp, namespace.OK
+		}
+		for _, name := range t.children(p) {
+			ch := t.nodes[p+"/"+name]
+			resp.Entries = append(resp.Entries, namespace.Entry{Name: name, Dir: ch.dir, Length: length(ch)})
+		}
+		return s, resp, namespace.OK
+	case namespace.MethodGetBlockLocations:
+		n, _, c := t.lookup(parts)
+		switch {
+		case c != namespace.OK:
+			return s, resp, c
+		case n.dir:
+			return s, resp, namespace.EISDIR
+		case !n.complete:
+			return s, resp, namespace.EINCOMPLETE
+		}
+		resp.Locations = make([]namespace.Location, len(n.blocks))
+		for i, b := range n.blocks {
+			b.Datanode = datanode
+			resp.Locations[i] = b
+		}
+		return s, resp, namespace.OK
+	case namespace.MethodDelete:
+		if len(parts) == 0 {
+			return s, resp, namespace.EINVAL
+		}
+		parent, _, c := t.lookup(parts[:len(parts)-1])
+		switch {
+		case c != namespace.OK:
+			return s, resp, c
+		case !parent.dir:
+			return s, resp, namespace.ENOTDIR
+		}
+		p := join(parts)
+		if _, ok := t.nodes[p]; !ok {
+			return s, resp, namespace.ENOENT
+		}
+		t.removeTree(p)
+		return t, resp, namespace.OK
+	case namespace.MethodRename:
+		dst, ok := namespace.SplitPath(r.Dst)
+		if !ok || len(parts) == 0 || len(dst) == 0 {
+			return s, resp, namespace.EINVAL
+		}
+		if len(dst) >= len(parts) && slices.Equal(dst[:len(parts)], parts) {
+			return s, resp, namespace.EINVAL
+		}
+		sp, _, c := t.lookup(parts[:len(parts)-1])
+		switch {
+		case c != namespace.OK:
+			return s, resp, c
+		case !sp.dir:
+			return s, resp, namespace.ENOTDIR
+		}
+		src := join(parts)
+		if _, ok := t.nodes[src]; !ok {
+			return s, resp, namespace.ENOENT
+		}
+		dp, _, c := t.lookup(dst[:len(dst)-1])
+		switch {
+		case c != namespace.OK:
+			return s, resp, c
+		case !dp.dir:
+			return s, resp, namespace.ENOTDIR
+		}
+		to := join(dst)
+		if _, ok := t.nodes[to]; ok {
+			return s, resp, namespace.EEXIST
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.nodes)) {
+			if k == src || strings.HasPrefix(k, src+"/") {
+				n := t.nodes[k]
+				delete(t.nodes, k)
+				t.nodes[to+k[len(src):]] = n
+			}
+		}
+		return t, resp, namespace.OK
+	}
+	return s, resp, namespace.EINVAL
+}
+
+// NSModel is the porcupine model of the namespace; datanode is the address
+// locations name, first the first block id.
+func NSModel(datanode string, first uint64) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any {
+			return nsState{nodes: map[string]nsNode{"": {dir: true}}, next: first}
+		},
+		Step: func(state, input, output any) (bool, any) {
+			s := state.(nsState)
+			in, out := input.(NSInput), output.(NSOutput)
+			t, resp, code := s.apply(in.Req, datanode)
+			if out.Unknown {
+				return true, t
+			}
+			if code != out.Code {
+				return false, s
+			}
+			if code != namespace.OK {
+				return true, t
+			}
+			return sameResponse(resp, out.Resp), t
+		},
+		Equal: func(a, b any) bool { return a.(nsState).equal(b.(nsState)) },
+		Hash:  func(s any) uint64 { return s.(nsState).hash() },
+		DescribeOperation: func(input, output any) string {
+			in, out := input.(NSInput), output.(NSOutput)
+			r := in.Req
+			d := namespace.MethodName(r.Method) + " " + r.Path
+			if r.Dst != "" {
+				d += " → " + r.Dst
+			}
+			switch {
+			case out.Unknown:
+				return d + ": unknown"
+			case out.Code != namespace.OK:
+				return d + ": " + out.Code.String()
+			}
+			return fmt.Sprintf("%s: ok %v", d, out.Resp)
+		},
+	}
+}
+
+func sameResponse(a, b namespace.Response) bool {
+	return slices.Equal(a.Blocks, b.Blocks) && slices.Equal(a.Entries, b.Entries) && slices.Equal(a.Locations, b.Locations)
+}
+
+// CheckNSHistory checks a namespace history; Unknown (the checker gave up)
+// is a failure, never a pass.
+func CheckNSHistory(h []porcupine.Operation, datanode string, first uint64, timeout time.Duration) *Failure {
+	switch porcupine.CheckOperationsTimeout(NSModel(datanode, first), h, timeout) {
+	case porcupine.Illegal:
+		return &Failure{PropLinearizable, fmt.Sprintf("the namespace history of %d calls fits no order of the namespace model", len(h))}
+	case porcupine.Unknown:
+		return &Failure{PropLinearizable, fmt.Sprintf("unknown: the checker gave up after %v on %d namespace calls (not a pass)", timeout, len(h))}
+	}
+	return nil
+}

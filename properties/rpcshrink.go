@@ -1,0 +1,139 @@
+package properties
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// ShrinkRPC removes faults and ops from a failing case while the same
+// property still fails, within budget runs; it returns the smallest case,
+// its run, and how many runs it took.
+func ShrinkRPC(c RPCCase, r *RPCResult, budget int) (RPCCase, *RPCResult, int) {
+	prop := r.Failure.Property
+	runs := 0
+	try := func(cand RPCCase) bool {
+		if runs >= budget || cand.Validate() != nil {
+			return false
+		}
+		runs++
+		cr := RunRPC(cand, 10*time.Second)
+		if cr.Failure != nil && cr.Failure.Property == prop && !cr.Failure.Unknown() {
+			c, r = cand, cr
+			return true
+		}
+		return false
+	}
+	for changed := true; changed && runs < budget; {
+		changed = false
+		for i := len(c.Faults) - 1; i >= 0; i-- {
+			cand := c
+			cand.Faults = append(append([]RPCFault(nil), c.Faults[:i]...), c.Faults[i+1:]...)
+			changed = try(cand) || changed
+		}
+		// Ops: halves first, then one by one.
+		for _, field := range []func(*RPCCase) *[]RPCOp{
+			func(x *RPCCase) *[]RPCOp { return &x.Ops },
+			func(x *RPCCase) *[]RPCOp { return &x.Live },
+		} {
+			for size := len(*field(&c)) / 2; size >= 1; size /= 2 {
+				for i := 0; i+size <= len(*field(&c)); {
+					cand := c
+					ops := *field(&c)
+					*field(&cand) = append(append([]RPCOp(nil), ops[:i]...), ops[i+size:]...)
+					if try(cand) {
+						changed = true
+						continue
+					}
+					i += size
+				}
+			}
+		}
+	}
+	return c, r, runs
+}
+
+// RPCTrace is a recorded rpc failure: the case, and what its run gave.
+type RPCTrace struct {
+	Format    string  `json:"format"` // RPCTraceFormat
+	Property  string  `json:"property"`
+	Message   string  `json:"message"`
+	Events    uint64  `json:"events"`
+	TraceHash string  `json:"trace_hash"`
+	Case      RPCCase `json:"rpc_case"`
+}
+
+// RPCTraceFormat names the file layout (and the code version: a change
+// that alters an rpc run's events bumps it and re-records the corpus).
+const RPCTraceFormat = "xceiver-rpc-trace/1"
+
+// RecordRPC runs c and returns its trace.
+func RecordRPC(c RPCCase) (RPCTrace, *RPCResult) {
+	r := RunRPC(c, 10*time.Second)
+	t := RPCTrace{Format: RPCTraceFormat, Events: r.Events, TraceHash: r.TraceHash, Case: c}
+	if r.Failure != nil {
+		t.Property, t.Message = r.Failure.Property, r.Failure.Message
+	}
+	return t, r
+}
+
+// ReadRPCTrace reads a trace file; a file that is not one is an error
+// naming why.
+func ReadRPCTrace(path string) (RPCTrace, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return RPCTrace{}, err
+	}
+	var t RPCTrace
+	if err := json.Unmarshal(b, &t); err != nil {
+		return RPCTrace{}, fmt.Errorf("%s: not an rpc trace: %w", path, err)
+	}
+	if t.Format != RPCTraceFormat {
+		return RPCTrace{}, fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system rpc --seed %d --bug %s)", path, t.Format, RPCTraceFormat, t.Case.Seed, t.Case.Bug)
+	}
+	if err := t.Case.Validate(); err != nil {
+		return RPCTrace{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// WriteRPCTrace writes t to path.
+func WriteRPCTrace(path string, t RPCTrace) error {
+	b, err := json.MarshalIndent(t, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReplayRPC re-runs a trace: nil when it fails the same property with the
+// same event hash.
+func ReplayRPC(t RPCTrace) (*RPCResult, error) {
+	r := RunRPC(t.Case, 10*time.Second)
+	got := ""
+	if r.Failure != nil {
+		got = r.Failure.Property
+	}
+	switch {
+	case got != t.Property:
+		return r, fmt.Errorf("replay: property %q, trace says %q", got, t.Property)
+	case r.TraceHash != t.TraceHash || r.Events != t.Events:
+		return r, fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", r.Events, r.TraceHash, t.Events, t.TraceHash)
+	}
+	return r, nil
+}
+
+// CheckRPCSeed draws and runs one rpc seed, shrinking a failure.
+func CheckRPCSeed(seed uint64, bug string, budget int) (RPCCase, *RPCResult, error) {
+	c, err := DrawRPC(SeedSource(seed), seed, bug)
+	if err != nil {
+		return c, nil, err
+	}
+	r := RunRPC(c, 10*time.Second)
+	if r.Failure == nil || r.Failure.Unknown() {
+		return c, r, nil // a checker that gave up is reported as it is
+	}
+	c, r, _ = ShrinkRPC(c, r, budget)
+	return c, r, nil
+}
