@@ -33,8 +33,8 @@ type Process struct {
 	crashed  bool
 	restarts int
 
-	netFaults procFaults // see faults.go
-	segments  []*shmMap  // shared-memory mappings
+	netFaults procFaults    // see faults.go
+	segments  []*shmMap     // shared-memory mappings
 	cpuTime   time.Duration // modelled CPU used (CPUTime)
 
 	// Buffer faults (corrupt.go). Flips counts bits flipped in flight.
