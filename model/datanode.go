@@ -59,6 +59,9 @@ type DatanodeBugs struct {
 	PoolKeyIgnoresStamp bool
 	// PoolClosesInUse lets eviction close handles a read still uses.
 	PoolClosesInUse bool
+	// ReturnBufferEarly returns a packet buffer to its selector's free
+	// list after a partial write, while the rest of it is still to send.
+	ReturnBufferEarly bool
 	// EmptyReadPanics indexes the last entry of a per-chunk table of the
 	// read's range, which an empty read does not have: index out of range.
 	EmptyReadPanics bool
@@ -884,6 +887,12 @@ func (dc *dnConn) flush() {
 		return
 	}
 	if !done {
+		if dc.dn.cfg.Bugs.ReturnBufferEarly && dc.lent && dc.outOff > 0 {
+			// The bug: the packet "went out", so its buffer goes back,
+			// while the socket has taken only part of it.
+			dc.sel.putBuf(dc.out)
+			dc.lent = false
+		}
 		return
 	}
 	if dc.lent {

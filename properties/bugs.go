@@ -72,6 +72,12 @@ var Bugs = []Bug{
 		Catches: "linearizability",
 		apply:   func(d drawer, cfg *Config) { cfg.VerifyFirstChunk = true },
 	},
+	{
+		Name:    "buffer-early-return",
+		What:    "the datanode returns a packet buffer to its free list after a partial write, then sends the rest from it",
+		Catches: "stream-integrity",
+		apply:   func(d drawer, cfg *Config) { cfg.ReturnBufferEarly = true },
+	},
 }
 
 var noBug = Bug{apply: func(drawer, *Config) {}}

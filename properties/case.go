@@ -53,10 +53,11 @@ type Config struct {
 	Timeout       time.Duration `json:"timeout"`
 	Packet        int           `json:"packet"`
 
-	// Sim: socket buffer sizes (0: the default), and whether buffers
-	// returning to a free list are poisoned.
-	SndBuf int  `json:"sndbuf,omitempty"`
-	RcvBuf int  `json:"rcvbuf,omitempty"`
+	// Sim: the datanode's socket send buffer and the clients' receive
+	// buffers (0: the default), and whether buffers returning to a free
+	// list are poisoned.
+	SndBuf int  `json:"dn_sndbuf,omitempty"`
+	RcvBuf int  `json:"client_rcvbuf,omitempty"`
 	Poison bool `json:"poison,omitempty"`
 
 	// Blocks written before the datanode serves.
@@ -74,6 +75,7 @@ type Config struct {
 	ReturnUnclean       bool `json:"return_unclean,omitempty"`
 	EmptyReadPanics     bool `json:"empty_read_panics,omitempty"`
 	VerifyFirstChunk    bool `json:"verify_first_chunk,omitempty"`
+	ReturnBufferEarly   bool `json:"return_buffer_early,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.
@@ -247,7 +249,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	}
 	if d.chance(30, "small_buffers") {
 		// Partial writes become common: a packet does not fit at once.
-		cfg.SndBuf = pick(d, "sndbuf", 16384, 32768, 65536)
+		cfg.SndBuf = pick(d, "sndbuf", 2048, 4096, 8192)
 		cfg.RcvBuf = pick(d, "rcvbuf", 4096, 16384, 65536)
 	}
 	cfg.Poison = d.chance(50, "poison")

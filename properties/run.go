@@ -187,12 +187,6 @@ func Run(c Case, opt Options) *Result {
 func (h *harness) run() *Result {
 	scfg := sim.DefaultConfig(h.c.Seed)
 	scfg.MaxEvents = maxEvents
-	if h.cfg.SndBuf > 0 {
-		scfg.TCP.SndBuf = h.cfg.SndBuf
-	}
-	if h.cfg.RcvBuf > 0 {
-		scfg.TCP.RcvBuf = h.cfg.RcvBuf
-	}
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true
@@ -212,6 +206,7 @@ func (h *harness) run() *Result {
 	}
 	h.dnProc = p.(*sim.Process)
 	h.dnProc.SetBufferFaults(0, h.cfg.Poison)
+	h.dnProc.SetSocketBuffers(h.cfg.SndBuf, 0)
 	runErr := h.runWorld(limit)
 
 	res := &Result{Events: w.TraceEvents(), End: w.Now(), Stats: h.stats}
@@ -281,7 +276,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir, InlineIO: c.InlineIO,
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
-			EmptyReadPanics: c.EmptyReadPanics,
+			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
 		},
 	}
 }
@@ -414,6 +409,7 @@ func (h *harness) spawnClient(ch *clientH, then func()) {
 		ch.cl, ch.loop = cl, p.MainLoop()
 		ch.base = ch.p.Resources()
 		ch.p.SetBufferFaults(0, h.cfg.Poison)
+		ch.p.SetSocketBuffers(0, h.cfg.RcvBuf)
 		then()
 	})
 	if err != nil {

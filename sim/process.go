@@ -41,6 +41,8 @@ type Process struct {
 	flipPermille int
 	poison       bool
 	Flips        int
+	// Socket buffer sizes of p's new TCP connections (0: the world's).
+	sockSnd, sockRcv int
 }
 
 func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.Process)) *Process {

@@ -200,6 +200,12 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	c.onDelackF = c.onDelack
 	c.sndBuf = c.cfg.SndBuf
 	c.rcvBuf = c.cfg.RcvBuf
+	if p.sockSnd > 0 {
+		c.sndBuf = p.sockSnd
+	}
+	if p.sockRcv > 0 {
+		c.rcvBuf = p.sockRcv
+	}
 	c.wndClamp = c.cfg.InitWindow
 	if c.wndClamp > c.rcvBuf {
 		c.wndClamp = c.rcvBuf
