@@ -75,6 +75,7 @@ func scenarioList() []scenario {
 		{name: "tcp-pattern", desc: "HDFS-941's micro-benchmark: K small writes per op, then a reply", flags: tcpPatternFlags},
 		{name: "read", desc: "the datanode workload: clients reading blocks over keep-alive connections", flags: readFlags},
 		{name: "rpc", desc: "HADOOP-6713's namenode load: clients list, descend and read files, or create them, over rpc", flags: rpcFlags},
+		{name: "sc-read", desc: "local reads over TCP, domain-socket data traffic or short-circuit through the sharded cache", flags: scReadFlags},
 	}
 }
 

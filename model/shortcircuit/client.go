@@ -569,6 +569,7 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 				return
 			}
 			c.sh.cache.Insert(c.loop, r, func() {
+				c.sh.armCleaner(c.loop)
 				c.readLocal(r, block, stamp, off, n, finish)
 			})
 		})
@@ -632,10 +633,7 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 // readLocal reads from a replica's fds (the caller holds a reference,
 // given back here), verifying checksums unless told not to.
 func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done func(model.Result)) {
-	defer func() {
-		c.sh.cache.Unref(c.loop, r)
-		c.sh.armCleaner(c.loop)
-	}()
+	defer c.sh.cache.Unref(c.loop, r)
 	if off > r.Length || n > r.Length-off {
 		done(model.Result{Status: model.StatusErrorInvalid, Stamp: r.Key.Stamp, Length: r.Length,
 			Err: fmt.Errorf("read of %d bytes at %d past the end of block %d (%d bytes): %w", n, off, block, r.Length, model.ErrRejected)})

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/shortcircuit"
+)
+
+func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
+	s := shortcircuit.DefaultReadScenario()
+	fs.StringVar(&s.Path, "path", s.Path, "tcp, uds (data traffic over the domain socket) or sc (short-circuit)")
+	fs.IntVar(&s.Cache.Shards, "shards", s.Cache.Shards, "short-circuit cache shards (HDFS-15202)")
+	fs.IntVar(&s.Cache.Capacity, "cache-capacity", s.Cache.Capacity, "short-circuit cache capacity (replicas)")
+	fs.DurationVar(&s.Cache.Expiry, "cache-expiry", s.Cache.Expiry, "short-circuit cache expiry")
+	fs.IntVar(&s.Readers, "readers", s.Readers, "reader threads in the client process")
+	fs.IntVar(&s.Ops, "ops", s.Ops, "reads per reader")
+	fs.IntVar(&s.ReadSize, "read-size", s.ReadSize, "bytes per read")
+	fs.IntVar(&s.Blocks, "blocks", s.Blocks, "blocks on the datanode")
+	fs.IntVar(&s.BlockSize, "block-size", s.BlockSize, "bytes per block")
+	fs.StringVar(&s.Pattern, "pattern", s.Pattern, "random or sequential")
+	fs.IntVar(&s.Cores, "cores", s.Cores, "the client process's cores (sim)")
+	fs.BoolVar(&s.SkipChecksum, "skip-checksum", false, "short-circuit reads skip CRC32C verification")
+	return func() (runner, error) {
+		if err := s.Validate(); err != nil {
+			return nil, usagef("run sc-read: %v", err)
+		}
+		return scReadRunner{s}, nil
+	}
+}
+
+type scReadRunner struct{ s shortcircuit.ReadScenario }
+
+func (r scReadRunner) run(w model.World) (result, error) {
+	res, err := shortcircuit.RunRead(w, r.s, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	st := res.Latencies.Summarize()
+	return result{
+		{"ops", res.Ops},
+		{"path", r.s.Path}, {"readers", r.s.Readers}, {"read_size", r.s.ReadSize}, {"shards", r.s.Cache.Shards},
+		{"first_op_us", us(st.First)},
+		{"p50_us", us(st.P50)},
+		{"p99_us", us(st.P99)},
+		{"mean_us", us(st.Mean)},
+		{"throughput_mbps", res.ThroughputMBps()},
+		{"bytes_read", res.BytesRead},
+		{"errors", res.Errors},
+		{"mismatches", res.Mismatches},
+		{"client_peak_fds", res.ClientPeakFDs},
+		{"cache_hits", res.Hits},
+		{"cache_misses", res.Misses},
+		{"fds_received", res.FDsReceived},
+		{"fallbacks", res.Fallbacks},
+		{"leaked_server_fds", res.LeakedServerFDs},
+		{"leaked_client_fds", res.LeakedClientFDs},
+	}, nil
+}

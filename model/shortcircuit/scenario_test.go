@@ -1,0 +1,31 @@
+package shortcircuit_test
+
+import (
+	"testing"
+	"time"
+
+	"xceiver/model/shortcircuit"
+)
+
+// Each path reads every byte right, and short-circuit passes two fds per
+// replica fetched and leaves nothing behind.
+func TestReadScenarioPaths(t *testing.T) {
+	for _, path := range []string{"tcp", "uds", "sc"} {
+		s := shortcircuit.DefaultReadScenario()
+		s.Path, s.Ops, s.Readers = path, 30, 3
+		res, err := shortcircuit.RunRead(simWorld(), s, time.Hour)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if res.Ops != 90 || res.Errors != 0 || res.Mismatches != 0 {
+			t.Errorf("%s: %d ops, %d errors (%s), %d mismatches", path, res.Ops, res.Errors, res.FirstError, res.Mismatches)
+		}
+		if res.LeakedClientFDs != 0 || res.LeakedServerFDs != 0 {
+			t.Errorf("%s: leaked %d client and %d server fds", path, res.LeakedClientFDs, res.LeakedServerFDs)
+		}
+		if path == "sc" && (res.FDsReceived != 2*res.Misses || res.Hits+res.Misses != 90 || res.Hits == 0) {
+			t.Errorf("sc: %d fds received for %d misses, %d hits", res.FDsReceived, res.Misses, res.Hits)
+		}
+		t.Logf("%s: p50 %v, %.0f MB/s, client peak fds %d, hits %d misses %d", path, res.Latencies.Summarize().P50, res.ThroughputMBps(), res.ClientPeakFDs, res.Hits, res.Misses)
+	}
+}
