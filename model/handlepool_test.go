@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -151,5 +152,57 @@ func TestHandlePoolBugsAreObservable(t *testing.T) {
 	}
 	if !a.Closed() || hp2.ClosedInUse != 1 {
 		t.Fatalf("CloseInUse: closed %v, ClosedInUse %d", a.Closed(), hp2.ClosedInUse)
+	}
+}
+
+func TestHandlePoolConfigBounds(t *testing.T) {
+	for _, tc := range []struct {
+		max, min int
+		error    string // "" when accepted
+	}{
+		{1, 0, "max 1"}, {2, 0, ""}, {2, 1, ""}, {2, 2, "max/2=1"},
+		{8, 4, ""}, {8, 5, "min 5 idle handles outside [0, max/2=4]"}, {8, -1, "min -1"},
+	} {
+		_, err := NewHandlePool(NewBlockStore(newBSDisk(), "data"), HandlePoolConfig{Max: tc.max, Min: tc.min, IdleTimeout: time.Second})
+		switch {
+		case tc.error == "" && err != nil:
+			t.Errorf("max %d, min %d: refused: %v", tc.max, tc.min, err)
+		case tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)):
+			t.Errorf("max %d, min %d: error %v, want one saying %q", tc.max, tc.min, err, tc.error)
+		}
+	}
+}
+
+// An acquire that needs no room (its handle is open) passes a wake-up on
+// when room or an idle handle is left for the next waiter, and only then.
+func TestHandlePoolAcquireWakesTheNextWaiterOnlyWhenRoomIsLeft(t *testing.T) {
+	hp, _, _ := newTestPool(t, HandlePoolConfig{Max: 4, IdleTimeout: time.Second}, 4)
+	h1, _ := hp.Acquire(1, 0, 0, nil)
+	h2, _ := hp.Acquire(2, 0, 0, nil)
+	var woken [5]int
+	for _, b := range []uint64{3, 4} {
+		if _, err := hp.Acquire(b, 0, 1, func() { woken[b]++ }); !errors.Is(err, ErrPoolFull) {
+			t.Fatalf("block %d past the bound: %v, want ErrPoolFull", b, err)
+		}
+	}
+	// Every handle in use, none idle, no room: a shared acquire wakes
+	// nobody (a woken read would only wait again).
+	if h, err := hp.Acquire(1, 0, 2, nil); err != nil || h != h1 {
+		t.Fatalf("sharing block 1's handle: %v", err)
+	}
+	if woken != [5]int{} {
+		t.Fatalf("woken %v with no room and nothing idle", woken)
+	}
+	// A release wakes the first waiter and leaves block 2's handle idle;
+	// the next acquire that needs no room passes a wake-up to the second.
+	hp.Release(h2, 3)
+	if woken[3] != 1 || woken[4] != 0 {
+		t.Fatalf("after a release: woken %v, want block 3's waiter", woken)
+	}
+	if _, err := hp.Acquire(1, 0, 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	if woken[3] != 1 || woken[4] != 1 || hp.Waiting() != 0 {
+		t.Fatalf("after an acquire beside an idle handle: woken %v, %d waiting; want block 4's waiter woken", woken, hp.Waiting())
 	}
 }
