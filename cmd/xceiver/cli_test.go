@@ -257,6 +257,18 @@ func TestREADMEAgreesWithHelp(t *testing.T) {
 			t.Errorf("README.md, ### bench: experiment `%s` is not described", n)
 		}
 	}
+	validate := readmeSection(readme, "### validate")
+	for _, c := range checks() {
+		if !strings.Contains(validate, "`"+c.name+"`") {
+			t.Errorf("README.md, ### validate: scenario `%s` is not listed", c.name)
+		}
+	}
+	check := readmeSection(readme, "### check and replay")
+	for _, n := range bugNames() {
+		if !strings.Contains(check, n) {
+			t.Errorf("README.md, ### check and replay: catalogued bug %s is not listed", n)
+		}
+	}
 	run := readmeSection(readme, "### run")
 	for _, n := range scenarioNames() {
 		if !strings.Contains(run, "`"+n+"`") {
