@@ -372,3 +372,34 @@ func TestFatalAnswerFailsCalls(t *testing.T) {
 		}
 	}
 }
+
+// Stop closes every connection: calls waiting fail with a connection
+// error, and the server holds nothing after.
+func TestStop(t *testing.T) {
+	var errs []error
+	e := world(t, rpc.ServerConfig{Readers: 2}, rpc.ClientConfig{}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
+		for k := 0; k < 3; k++ {
+			cl.Call(srvAddr, mSlow, nil, func(r rpc.Reply) { errs = append(errs, r.Err) })
+		}
+		if i == 0 {
+			p.MainLoop().AfterFunc(500*time.Microsecond, func() {
+				e.sp.MainLoop().Post(e.srv.Stop)
+			})
+		}
+	})
+	if len(errs) != 6 {
+		t.Fatalf("%d of 6 calls ended", len(errs))
+	}
+	for _, err := range errs {
+		if !errors.Is(err, rpc.ErrConnection) {
+			t.Errorf("a call waiting when the server stopped ended with %v", err)
+		}
+	}
+	conns, queued, pending, busy, blocked := e.srv.Quiet()
+	if conns+queued+pending+busy+blocked != 0 {
+		t.Errorf("after Stop: conns %d queued %d pending %d busy %d blocked %d", conns, queued, pending, busy, blocked)
+	}
+	if n := e.sp.FDs().ByKind[model.FDSocket] + e.sp.FDs().ByKind[model.FDListener]; n != 0 {
+		t.Errorf("after Stop the server holds %d sockets", n)
+	}
+}

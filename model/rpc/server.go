@@ -247,12 +247,13 @@ func (s *Server) accept() {
 
 // Stop closes the listener and every connection; queued calls are
 // answered into closed connections and dropped. Loops stay up (their
-// threads are the server's baseline) until Close.
+// threads are the server's baseline). Call it on the acceptor loop.
 func (s *Server) Stop() {
 	s.stopped = true
 	s.ln.Close()
 	for _, r := range s.readers {
 		r.loop.Post(func() {
+			r.stopped = true
 			for len(r.conns) > 0 {
 				r.close(r.conns[0], "server stopped")
 			}
@@ -314,6 +315,7 @@ type reader struct {
 	conns   []*serverConn
 	blocked *serverConn // the connection whose call found the queue full
 	idle    model.Timer
+	stopped bool // the server stopped: connections handed over now are closed
 	// counters, owned by the loop
 	calls, closed, idleClosed, fatal, blocks int
 	// counts of connections closed and forgotten
@@ -353,7 +355,7 @@ type serverConn struct {
 const inHigh = 64 << 10
 
 func (r *reader) add(sc *serverConn) {
-	if r.s.stopped {
+	if r.stopped {
 		sc.c.Close()
 		return
 	}
