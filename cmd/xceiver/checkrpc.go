@@ -111,7 +111,7 @@ func runCheckRPC(opt checkOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		for _, f := range fails {
-			fmt.Fprintf(stdout, "seed %d: %s: %s (shrunk to %d ops, %d faults)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, f.Faults, f.Trace)
+			fmt.Fprintf(stdout, "seed %d: %s: %s (%d ops, %d faults)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, f.Faults, f.Trace)
 		}
 		fmt.Fprintf(stdout, "rpc: %d passed, %d failed\n", checked-len(fails), len(fails))
 	}
