@@ -41,6 +41,7 @@ window.addEventListener('load', () => {
     firstHeading: (document.querySelector('h1,h2') || {}).tagName,
     lifelines: [...document.querySelectorAll('.lifeline-name')].map(e => e.textContent),
     segs: document.querySelectorAll('svg.sequence .seg').length,
+    focus: document.querySelectorAll('svg.sequence .focus').length,
     svgBox: svg ? r(svg) : null, frameBox: frame ? r(frame) : null,
     rowNames: [...document.querySelectorAll('.row-name')].map(e => e.textContent),
   };
@@ -54,7 +55,7 @@ type probeResult struct {
 	H1Box, MsgBox              *struct{ Top, Right, Bottom float64 }
 	FirstHeading               string
 	Lifelines                  []string
-	Segs                       int
+	Segs, Focus                int
 	SvgBox, FrameBox           *struct{ Top, Right, Bottom float64 }
 	RowNames                   []string
 }
@@ -114,6 +115,9 @@ func TestHTMLInHeadlessChromium(t *testing.T) {
 			}
 			if len(got.Lifelines) < 2 || got.Lifelines[0] != "datanode" || got.Segs < 4 {
 				t.Errorf("sequence diagram: lifelines %q, %d segments", got.Lifelines, got.Segs)
+			}
+			if strings.Contains(tr.Header.Message, "block ") && got.Focus == 0 {
+				t.Errorf("the failure names a block, but no op on it is marked in the diagram")
 			}
 			if got.SvgBox == nil || got.SvgBox.Right > got.Width || got.FrameBox == nil || got.FrameBox.Right > got.Width {
 				t.Errorf("diagram %+v or porcupine view %+v wider than the window", got.SvgBox, got.FrameBox)

@@ -115,7 +115,13 @@ table.rows{border-collapse:collapse;margin:4px 0}table.rows td{padding:1px 10px 
 
 	// 2. The sequence diagram.
 	b.WriteString(`<h2>What happened</h2>`)
-	writeSequence(&b, evs)
+	// The ops on the block the failure names are marked in the diagram.
+	focus := ""
+	if m := blockInMessage.FindStringSubmatch(h.Message); m != nil {
+		focus = "b=" + m[1]
+		fmt.Fprintf(&b, `<p class="note">Ops on block %s are in red.</p>`, m[1])
+	}
+	writeSequence(&b, evs, focus)
 
 	// 3. Porcupine's view of the block the failure is about.
 	writeBlockHistory(&b, h, r)
@@ -180,9 +186,10 @@ type seqRow struct {
 }
 
 // writeSequence draws the run as a sequence diagram: a lifeline per
-// process, one row per event, time going down with each row's time on the
+// process, one row per event (a logged op whose fields include focus,
+// such as "b=4", in red), time going down with each row's time on the
 // left and quiet stretches collapsed into labelled breaks.
-func writeSequence(b *strings.Builder, evs []event) {
+func writeSequence(b *strings.Builder, evs []event, focus string) {
 	// Who is at the other end of each connection (by the connecting and
 	// accepting ends' addresses).
 	peer := map[string]string{}
@@ -358,6 +365,10 @@ func writeSequence(b *strings.Builder, evs []event) {
 		case "fail":
 			band("fail", "#b52a1d", "FAILED: "+e.Str)
 		case "log":
+			if focus != "" && slices.Contains(strings.Fields(e.Str), focus) {
+				note("log focus", "#b52a1d", e.Str, "")
+				break
+			}
 			note("log", "#333", e.Str, "")
 		case "diskErr":
 			note("disk", "#c0392b", "disk error: "+e.Str, "")
