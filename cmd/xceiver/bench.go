@@ -59,6 +59,18 @@ func experiments() map[string]experiment {
 			published: "HADOOP-6713: namenode CPU 175% with one reader thread → 750% read-only and 550% at 8:1 with several readers and a read-write lock",
 			run:       benchHADOOP6713,
 		},
+		"hdfs-347": {
+			desc:      "1 GiB sequential read by a local client over TCP, domain-socket data traffic and short-circuit",
+			published: "HDFS-347: TCP ≈ 6.7 s, domain-socket data traffic ≈ 7.9 s for 1 GB (short-circuit fastest)",
+			figures:   []figure{{"tcp", "time for 1 GiB", 6.7}, {"uds", "time for 1 GiB", 7.9}},
+			run:       benchHDFS347,
+		},
+		"hdfs-15202": {
+			desc:      "100,000 reads of 64 KiB by 64 reader threads through the short-circuit cache, 1 to 5 shards",
+			published: "HDFS-15202: 78 s with one cache lock → 17 s with 5 shards (4.5×)",
+			figures:   []figure{{"shards=1", "time", 78}, {"shards=5", "time", 17}},
+			run:       benchHDFS15202,
+		},
 		"sim-speed": {
 			desc:      "simulator speed: tcp-pattern with NODELAY and 32 KiB replies, 20000 ops",
 			published: "target: ≥ 1 M simulated events per second; simulated ops per second ≥ 5× real loopback",

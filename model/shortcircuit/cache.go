@@ -97,6 +97,7 @@ func (c *CacheConfig) fill() error {
 // Cache is a process's short-circuit cache, shared by its clients' loops.
 type Cache struct {
 	cfg    CacheConfig
+	p      model.Process
 	shards []*shard
 	// onClose runs (under the shard's lock, on loop) for each replica
 	// whose last reference went: it closes the fds and releases the slot.
@@ -131,7 +132,7 @@ func NewCache(p model.Process, cfg CacheConfig, onClose func(model.Loop, *Replic
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	c := &Cache{cfg: cfg, onClose: onClose}
+	c := &Cache{cfg: cfg, p: p, onClose: onClose}
 	for i := 0; i < cfg.Shards; i++ {
 		c.shards = append(c.shards, &shard{lock: p.NewLock(fmt.Sprintf("sc-cache-%d", i)), byBlock: map[uint64]*Replica{}})
 	}
@@ -230,12 +231,22 @@ func (c *Cache) Stats(loop model.Loop, done func(st CacheStats, cached, evictabl
 	}
 }
 
+// work charges n steps of the critical section's bookkeeping (a hash
+// lookup, a list entry visited) to the thread holding the lock, so the
+// lock's hold time in sim is what the code does, not a constant.
+func (c *Cache) work(n int) {
+	if c.p != nil {
+		c.p.CPU(model.CPUInode, n)
+	}
+}
+
 // blocks returns the cached block ids in order, so purges run in a
 // deterministic order.
 func (s *shard) blocks() []uint64 { return slices.Sorted(maps.Keys(s.byBlock)) }
 
 func (s *shard) lookup(c *Cache, loop model.Loop, block, stamp uint64) *Replica {
 	s.expire(c, loop)
+	c.work(1)
 	r := s.byBlock[block]
 	if r == nil {
 		s.stats.Misses++
@@ -249,7 +260,7 @@ func (s *shard) lookup(c *Cache, loop model.Loop, block, stamp uint64) *Replica 
 	}
 	s.stats.Hits++
 	if r.refs == 1 {
-		s.unlru(r)
+		s.unlru(c, r)
 	}
 	r.refs++
 	return r
@@ -260,6 +271,7 @@ func (s *shard) insert(c *Cache, loop model.Loop, r *Replica) {
 		s.purge(c, loop, old)
 	}
 	s.stats.Inserts++
+	c.work(1)
 	r.cached = true
 	r.refs = 2 // the cache's and the inserting reader's
 	s.byBlock[r.Key.Block] = r
@@ -307,11 +319,12 @@ func (s *shard) purge(c *Cache, loop model.Loop, r *Replica) {
 		return
 	}
 	r.cached, r.purged = false, true
+	c.work(1)
 	if s.byBlock[r.Key.Block] == r {
 		delete(s.byBlock, r.Key.Block)
 	}
 	if r.refs == 1 {
-		s.unlru(r)
+		s.unlru(c, r)
 	}
 	r.refs--
 	if r.refs == 0 {
@@ -319,9 +332,10 @@ func (s *shard) purge(c *Cache, loop model.Loop, r *Replica) {
 	}
 }
 
-func (s *shard) unlru(r *Replica) {
+func (s *shard) unlru(c *Cache, r *Replica) {
 	for i, o := range s.lru {
 		if o == r {
+			c.work(i + 1)
 			s.lru = append(s.lru[:i], s.lru[i+1:]...)
 			return
 		}

@@ -181,20 +181,22 @@ func (sh *Shared) allocSlot(loop model.Loop, path string, cb func(*Slot, error))
 			loop.Post(func() { cb(nil, model.ErrClientClosed) })
 			return
 		}
+		for _, s := range sh.all {
+			if s.path == path && !s.gone && s.nused < SlotsPerSegment {
+				slot, err := sh.take(s)
+				loop.Post(func() { cb(slot, err) })
+				return
+			}
+		}
+		// Every segment is full (or there is none): ask for another, as
+		// HDFS's DfsClientShmManager does.
 		s := sh.shms[path]
-		if s == nil || s.gone {
+		if s == nil || s.gone || s.ready {
 			s = &clientShm{path: path}
 			sh.shms[path] = s
-			s.waiters = append(s.waiters, slotWaiter{loop, cb})
 			loop.Post(func() { sh.requestShm(loop, s) })
-			return
 		}
-		if !s.ready {
-			s.waiters = append(s.waiters, slotWaiter{loop, cb})
-			return
-		}
-		slot, err := sh.take(s)
-		loop.Post(func() { cb(slot, err) })
+		s.waiters = append(s.waiters, slotWaiter{loop, cb})
 	})
 }
 
@@ -253,7 +255,14 @@ func (sh *Shared) requestShm(loop model.Loop, s *clientShm) {
 			s.id, s.seg, s.conn, s.ready = resp.ShmID, seg, c, true
 			sh.all = append(sh.all, s)
 			sh.stats.Segments++
+			if sh.shms[s.path] == s {
+				delete(sh.shms, s.path) // no longer pending
+			}
 			for _, w := range waiters {
+				if s.nused == SlotsPerSegment {
+					w.loop.Post(func() { sh.allocSlot(w.loop, s.path, w.cb) })
+					continue
+				}
 				slot, err := sh.take(s)
 				w.loop.Post(func() { w.cb(slot, err) })
 			}

@@ -24,6 +24,8 @@ type ReadScenario struct {
 	Cache     CacheConfig
 	// SkipChecksum reads short-circuit without verifying CRC32C.
 	SkipChecksum bool
+	// CPUTime reads a process's CPU use (the world's; nil: not measured).
+	CPUTime func(model.Process) time.Duration
 }
 
 // DefaultReadScenario is a small run of each path.
@@ -66,6 +68,9 @@ type ReadResult struct {
 	Hits, Misses  int
 	FDsReceived   int
 	Fallbacks     int
+	// CPU used during the reads by the client and the datanode process
+	// (when ReadScenario.CPUTime is set).
+	ClientCPU, ServerCPU time.Duration
 	// After the run and every close: what is left beyond the baselines.
 	LeakedClientFDs, LeakedServerFDs int
 	FirstError                       string
@@ -112,7 +117,7 @@ func RunRead(w model.World, s ReadScenario, limit time.Duration) (*ReadResult, e
 		}
 		dnBase = p.FDs().Open
 		w.Spawn("client", model.ProcessConfig{Cores: s.Cores, FDLimit: 4096 + 4*s.Readers}, func(cp model.Process) {
-			runReaders(w, cp, dn.Addr(), path, s, contents, res, func(done func()) {
+			runReaders(w, cp, dnProc, dn.Addr(), path, s, contents, res, func(done func()) {
 				// Past the keep-alive and pool idle time, then stop.
 				cp.MainLoop().AfterFunc(2*time.Second, func() {
 					res.LeakedClientFDs = cp.FDs().Open - 2
@@ -164,7 +169,7 @@ func (r scReader) close() { r.c.Close() }
 // runReaders starts the reader threads of the client process cp and, once
 // all are done and closed, calls stop (which calls its argument to stop
 // the world).
-func runReaders(w model.World, cp model.Process, tcpAddr, path string, s ReadScenario, contents [][]byte, res *ReadResult, stop func(func())) {
+func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s ReadScenario, contents [][]byte, res *ReadResult, stop func(func())) {
 	var sh *Shared
 	if s.Path == "sc" {
 		var err error
@@ -212,10 +217,17 @@ func runReaders(w model.World, cp model.Process, tcpAddr, path string, s ReadSce
 	}
 	main := cp.MainLoop()
 	start := w.Now()
+	var cpu0, dnCPU0 time.Duration
+	if s.CPUTime != nil {
+		cpu0, dnCPU0 = s.CPUTime(cp), s.CPUTime(dnProc)
+	}
 	last := start
 	running := s.Readers
 	finished := func() {
 		res.Elapsed = last - start
+		if s.CPUTime != nil {
+			res.ClientCPU, res.ServerCPU = s.CPUTime(cp)-cpu0, s.CPUTime(dnProc)-dnCPU0
+		}
 		res.ClientPeakFDs = cp.FDs().Peak
 		for _, c := range scs {
 			st := c.Stats()
