@@ -870,6 +870,20 @@ func (h *rpcHarness) afterEach() {
 	bound := h.nnBase + 2*len(h.clients) + h.extraFDs + 4
 	if fds.Open > bound || fds.Open > fds.Limit {
 		h.fail(PropFDBounds, "namenode holds %d fds, bound %d (limit %d)", fds.Open, bound, fds.Limit)
+		return
+	}
+	// A client holds one rpc connection (two while a reset one closes),
+	// a fault's raw connection, and its data-path sockets: one per worker
+	// in flight and the peer cache (16).
+	for _, ch := range h.clients {
+		if ch.rc == nil {
+			continue
+		}
+		cb := ch.base + 3 + h.c.Config.Workers + 16
+		if n := ch.p.FDs().Open; n > cb {
+			h.fail(PropFDBounds, "client %d holds %d fds, bound %d", ch.i, n, cb)
+			return
+		}
 	}
 }
 
