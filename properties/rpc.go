@@ -539,12 +539,13 @@ func (h *rpcHarness) startClients() {
 				h.w.Fail(err)
 				return
 			}
-			ch.dc, err = model.NewClient(p, p.MainLoop(), i+1, model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second})
+			ch.nc = &namespace.Client{RPC: ch.rc, Loop: p.MainLoop(), Addr: rpcNN}
+			// Block tokens come from the namenode, with the locations.
+			ch.dc, err = model.NewClient(p, p.MainLoop(), i+1, model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second, MintToken: ch.nc.MintToken})
 			if err != nil {
 				h.w.Fail(err)
 				return
 			}
-			ch.nc = &namespace.Client{RPC: ch.rc, Loop: p.MainLoop(), Addr: rpcNN}
 			ch.base = p.FDs().Open
 			if n := cfg.Pieces[i]; n > 0 {
 				ch.rc.PieceWrites(rpcNN, n, 3*time.Microsecond)
@@ -684,7 +685,7 @@ func (h *rpcHarness) issue(ch *rpcClient, op RPCOp, live bool, next func()) {
 				next()
 				return
 			}
-			h.writeBlocks(ch, op, resp.Blocks, nil, live, next)
+			h.writeBlocks(ch, op, resp.Blocks, resp.Tokens, nil, live, next)
 		})
 	case "read":
 		h.read(ch, op.Path, 0, live, next)
@@ -699,20 +700,26 @@ func (h *rpcHarness) dataErr(ch *rpcClient, live bool, what string, err error) {
 	}
 }
 
-func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, ids []uint64, done []namespace.Location, live bool, next func()) {
+func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, ids []uint64, toks [][]byte, done []namespace.Location, live bool, next func()) {
 	if len(done) == len(ids) {
 		r := namespace.Request{Method: namespace.MethodComplete, Path: op.Path, Done: done}
 		h.do(ch, r, live, func(namespace.Response, error) { next() })
 		return
 	}
 	id := ids[len(done)]
+	var tok []byte
+	if len(toks) == len(ids) {
+		tok = toks[len(done)]
+	}
+	ch.nc.Hold(id, tok)
 	ch.dc.Write(id, model.BlockContent(id, op.Size), func(r model.Result) {
+		ch.nc.Release(id)
 		if r.Err != nil {
 			h.dataErr(ch, live, fmt.Sprintf("write block %d", id), r.Err)
 			next()
 			return
 		}
-		h.writeBlocks(ch, op, ids, append(done, namespace.Location{Block: id, Stamp: r.Stamp, Length: r.Length}), live, next)
+		h.writeBlocks(ch, op, ids, toks, append(done, namespace.Location{Block: id, Stamp: r.Stamp, Length: r.Length}), live, next)
 	})
 }
 
@@ -731,7 +738,9 @@ func (h *rpcHarness) read(ch *rpcClient, path string, attempt int, live bool, ne
 				return
 			}
 			l := resp.Locations[i]
+			ch.nc.Hold(l.Block, l.Token)
 			ch.dc.Read(l.Block, l.Stamp, 0, l.Length, func(r model.Result) {
+				ch.nc.Release(l.Block)
 				switch {
 				case errors.Is(r.Err, model.ErrRejected) && attempt < namespace.MaxStaleRetries:
 					h.read(ch, path, attempt+1, live, next)

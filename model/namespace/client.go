@@ -26,6 +26,43 @@ type Client struct {
 	// afterResolve, if set, runs between resolving and reading (tests use
 	// it to make the locations stale).
 	afterResolve func(then func())
+	// tokens the namenode handed out, by block, held while an op uses them
+	tokens map[uint64]heldToken
+}
+
+type heldToken struct {
+	tok  []byte
+	refs int
+}
+
+// MintToken hands a datanode client the token the namenode gave for the
+// request's block (model.ClientConfig.MintToken): the client itself holds
+// no key. With none held, the request goes without one and is refused.
+func (c *Client) MintToken(req model.Request, _ time.Duration) []byte {
+	return c.tokens[req.BlockID].tok
+}
+
+// Hold keeps tok for block while an op on it runs; Release drops it.
+func (c *Client) Hold(block uint64, tok []byte) {
+	if c.tokens == nil {
+		c.tokens = map[uint64]heldToken{}
+	}
+	h := c.tokens[block]
+	h.tok, h.refs = tok, h.refs+1
+	c.tokens[block] = h
+}
+
+// Release undoes one Hold.
+func (c *Client) Release(block uint64) {
+	h, ok := c.tokens[block]
+	if !ok {
+		return
+	}
+	if h.refs--; h.refs <= 0 {
+		delete(c.tokens, block)
+		return
+	}
+	c.tokens[block] = h
 }
 
 // Do sends one request and decodes its answer. A namespace refusal is an
@@ -89,7 +126,9 @@ func (c *Client) readFile(path string, attempt int, done func([]byte, error)) {
 				next(i + 1)
 				return
 			}
+			c.Hold(l.Block, l.Token)
 			dn.Read(l.Block, l.Stamp, 0, l.Length, func(r model.Result) {
+				c.Release(l.Block)
 				if errors.Is(r.Err, model.ErrRejected) && attempt < MaxStaleRetries {
 					c.StaleRetries++
 					c.readFile(path, attempt+1, done)
@@ -125,7 +164,7 @@ func (c *Client) WriteFile(path string, data []byte, blockSize int, datanode str
 			done(err)
 			return
 		}
-		if len(resp.Blocks) != n {
+		if len(resp.Blocks) != n || len(resp.Tokens) != n {
 			done(fmt.Errorf("namespace create %s: %d blocks for %d asked", path, len(resp.Blocks), n))
 			return
 		}
@@ -142,7 +181,9 @@ func (c *Client) WriteFile(path string, data []byte, blockSize int, datanode str
 				return
 			}
 			chunk := data[i*blockSize : min(len(data), (i+1)*blockSize)]
+			c.Hold(resp.Blocks[i], resp.Tokens[i])
 			dn.Write(resp.Blocks[i], bytes.Clone(chunk), func(r model.Result) {
+				c.Release(resp.Blocks[i])
 				if r.Err != nil {
 					done(fmt.Errorf("namespace write %s block %d: %w", path, resp.Blocks[i], r.Err))
 					return

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"xceiver/model"
 	"xceiver/model/rpc"
@@ -39,6 +40,11 @@ type Config struct {
 	Datanode string
 	// FirstBlock is the first block id handed out; ids are never reused.
 	FirstBlock uint64
+	// TokenKey signs the block tokens handed out with locations (read)
+	// and with created blocks (write); nil means model.DefaultTokenKey,
+	// the datanode's default. Tokens last TokenLifetime.
+	TokenKey      []byte
+	TokenLifetime time.Duration
 }
 
 // Namespace is the tree and its lock. It implements rpc.Service.
@@ -72,6 +78,12 @@ func New(p model.Process, cfg Config) (*Namespace, error) {
 	}
 	if cfg.FirstBlock == 0 {
 		cfg.FirstBlock = 1 << 30
+	}
+	if cfg.TokenKey == nil {
+		cfg.TokenKey = model.DefaultTokenKey
+	}
+	if cfg.TokenLifetime == 0 {
+		cfg.TokenLifetime = model.DefaultTokenLifetime
 	}
 	ns := &Namespace{cfg: cfg, p: p, root: newDir(), nextBlock: cfg.FirstBlock}
 	if cfg.Lock == RWLock {
@@ -145,6 +157,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 		for i := 0; i < r.Blocks; i++ {
 			f.blocks = append(f.blocks, Location{Block: ns.nextBlock})
 			resp.Blocks = append(resp.Blocks, ns.nextBlock)
+			resp.Tokens = append(resp.Tokens, ns.token(ns.nextBlock, 0, model.OpWriteBlock))
 			ns.nextBlock++
 		}
 		parent.children[name] = f
@@ -197,6 +210,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 		resp := Response{Locations: make([]Location, len(n.blocks))}
 		for i, b := range n.blocks {
 			b.Datanode = ns.cfg.Datanode
+			b.Token = ns.token(b.Block, b.Stamp, model.OpReadBlock)
 			resp.Locations[i] = b
 		}
 		return resp, OK
@@ -257,6 +271,12 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 		return Response{}, OK
 	}
 	return Response{}, EINVAL
+}
+
+// token grants op on block (at stamp; 0: any) until the lifetime ends.
+func (ns *Namespace) token(block, stamp uint64, op model.Op) []byte {
+	return model.IssueToken(ns.cfg.TokenKey, model.BlockToken{BlockID: block, GenStamp: stamp, Modes: model.ModeFor(op),
+		Expiry: ns.p.World().Now() + ns.cfg.TokenLifetime})
 }
 
 // lookup finds the inode at parts, charging a visit per component.

@@ -57,17 +57,19 @@ func start(t *testing.T, lock namespace.LockKind, script func(w *sim.World, p mo
 			w.Fail(err)
 			return
 		}
-		dc, err := model.NewClient(p, p.MainLoop(), 1, model.ClientConfig{Datanode: dnAddr, CacheExpiry: time.Second})
+		c := &namespace.Client{RPC: rc, Addr: nnAddr}
+		// The client holds no key: its tokens come from the namenode.
+		dc, err := model.NewClient(p, p.MainLoop(), 1, model.ClientConfig{Datanode: dnAddr, CacheExpiry: time.Second, MintToken: c.MintToken})
 		if err != nil {
 			w.Fail(err)
 			return
 		}
-		c := &namespace.Client{RPC: rc, Addr: nnAddr, Datanode: func(a string) *model.Client {
+		c.Datanode = func(a string) *model.Client {
 			if a == dnAddr {
 				return dc
 			}
 			return nil
-		}}
+		}
 		p.MainLoop().AfterFunc(time.Millisecond, func() {
 			script(w, p, c)
 		})
@@ -175,6 +177,24 @@ func TestNamespaceEndToEnd(t *testing.T) {
 							t.Errorf("stale retries %d, want 1", c.StaleRetries)
 						}
 						next()
+					})
+				},
+				// Without the namenode's token the datanode refuses the
+				// read: the client holds no key of its own.
+				func(next func()) {
+					c.Do(namespace.Request{Method: namespace.MethodGetBlockLocations, Path: "/a/b/f"}, func(r namespace.Response, err error) {
+						if err != nil || len(r.Locations) == 0 || len(r.Locations[0].Token) != model.TokenLen {
+							t.Errorf("locations without a token: %v %+v", err, r.Locations)
+							next()
+							return
+						}
+						l := r.Locations[0]
+						c.Datanode(dnAddr).Read(l.Block, l.Stamp, 0, l.Length, func(res model.Result) {
+							if res.Status != model.StatusErrorAccessToken {
+								t.Errorf("a read with no token: status %v, err %v", res.Status, res.Err)
+							}
+							next()
+						})
 					})
 				},
 				expect(t, c, namespace.Request{Method: namespace.MethodRename, Path: "/a/b", Dst: "/a/b/c"}, namespace.EINVAL, nil),

@@ -276,14 +276,15 @@ func (c *scenarioClient) start(p model.Process, id int, nnAddr, dnAddr string) {
 		p.World().Fail(err)
 		return
 	}
+	c.nc = &Client{RPC: rc, Loop: c.loop, Addr: nnAddr}
 	var dc *model.Client
 	if c.s.ReadData {
-		if dc, err = model.NewClient(p, c.loop, id, model.ClientConfig{Datanode: dnAddr}); err != nil {
+		if dc, err = model.NewClient(p, c.loop, id, model.ClientConfig{Datanode: dnAddr, MintToken: c.nc.MintToken}); err != nil {
 			p.World().Fail(err)
 			return
 		}
 	}
-	c.nc = &Client{RPC: rc, Loop: c.loop, Addr: nnAddr, Datanode: func(string) *model.Client { return dc }}
+	c.nc.Datanode = func(string) *model.Client { return dc }
 	c.nc.OnCall = func(_ uint8, d time.Duration, err error) {
 		if !c.inWindow() {
 			return

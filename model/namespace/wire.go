@@ -86,6 +86,7 @@ type Location struct {
 	Stamp    uint64
 	Length   int64
 	Datanode string
+	Token    []byte // a read token for the block (getBlockLocations)
 }
 
 // Entry is one name in a directory listing.
@@ -169,6 +170,14 @@ func (d *dec) str() string {
 	return string(d.take(int(binary.BigEndian.Uint16(n))))
 }
 
+// bytes is str for binary data; empty is nil, so a round trip is exact.
+func (d *dec) bytes() []byte {
+	if s := d.str(); s != "" {
+		return []byte(s)
+	}
+	return nil
+}
+
 // done reports whether the input decoded exactly, with nothing left over.
 func (d *dec) done() bool { return !d.bad && len(d.b) == 0 }
 
@@ -233,6 +242,7 @@ func DecodeRequest(method uint8, payload []byte) (Request, bool) {
 // Response is a decoded answer.
 type Response struct {
 	Blocks    []uint64   // create
+	Tokens    [][]byte   // create: a write token per block
 	Entries   []Entry    // list
 	Locations []Location // getBlockLocations
 }
@@ -243,8 +253,13 @@ func EncodeResponse(method uint8, r Response) []byte {
 	switch method {
 	case MethodCreate:
 		e.u32(uint32(len(r.Blocks)))
-		for _, b := range r.Blocks {
+		for i, b := range r.Blocks {
 			e.u64(b)
+			var tok []byte
+			if i < len(r.Tokens) {
+				tok = r.Tokens[i]
+			}
+			e.str(string(tok))
 		}
 	case MethodList:
 		e.u32(uint32(len(r.Entries)))
@@ -264,6 +279,7 @@ func EncodeResponse(method uint8, r Response) []byte {
 			e.u64(l.Stamp)
 			e.u64(uint64(l.Length))
 			e.str(l.Datanode)
+			e.str(string(l.Token))
 		}
 	}
 	return e.b
@@ -283,16 +299,17 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 	}
 	switch method {
 	case MethodCreate:
-		for n := count(8); n > 0; n-- {
+		for n := count(10); n > 0; n-- {
 			r.Blocks = append(r.Blocks, d.u64())
+			r.Tokens = append(r.Tokens, d.bytes())
 		}
 	case MethodList:
 		for n := count(11); n > 0; n-- {
 			r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
 		}
 	case MethodGetBlockLocations:
-		for n := count(26); n > 0; n-- {
-			r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str()})
+		for n := count(28); n > 0; n-- {
+			r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str(), Token: d.bytes()})
 		}
 	}
 	if !d.done() {
