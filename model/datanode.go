@@ -48,7 +48,12 @@ type DatanodeConfig struct {
 	// TokenKey checks the block token of every request; nil means
 	// DefaultTokenKey.
 	TokenKey []byte
-	Bugs     DatanodeBugs
+	// MaxBuffered bounds the write data all connections buffer together;
+	// a write that would pass it fails (busy). A write's buffer grows
+	// with the data that arrives, so announcing a large write costs
+	// nothing.
+	MaxBuffered int
+	Bugs        DatanodeBugs
 }
 
 // DatanodeBugs switch on historic bugs, for tests and `check --bug`.
@@ -65,6 +70,14 @@ type DatanodeBugs struct {
 	// EmptyReadPanics indexes the last entry of a per-chunk table of the
 	// read's range, which an empty read does not have: index out of range.
 	EmptyReadPanics bool
+	// ClosedConnsReachable is issue 9 item 1: a closed connection keeps
+	// its buffers and its slot in the connection list stays set, so it
+	// stays reachable until a new connection reuses the slot.
+	ClosedConnsReachable bool
+	// WritePrealloc is issue 9 item 2: a write's whole announced length
+	// is allocated when its header arrives, and nothing bounds what all
+	// connections buffer.
+	WritePrealloc bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -82,6 +95,7 @@ func DefaultDatanodeConfig() DatanodeConfig {
 		PacketSize:  64 << 10,
 		Dir:         "data",
 		MaxWrite:    16 << 20,
+		MaxBuffered: 64 << 20,
 	}
 }
 
@@ -103,6 +117,7 @@ func (c *DatanodeConfig) fill() error {
 	if c.TokenKey == nil {
 		c.TokenKey = DefaultTokenKey
 	}
+	orDefault(&c.MaxBuffered, d.MaxBuffered)
 	switch {
 	case c.Selectors < 1 || c.Selectors > 256:
 		return fmt.Errorf("selectors %d outside [1, 256]", c.Selectors)
@@ -114,6 +129,8 @@ func (c *DatanodeConfig) fill() error {
 		return fmt.Errorf("negative keep-alive %v", c.Keepalive)
 	case c.ReadTimeout < 0:
 		return fmt.Errorf("negative read timeout %v", c.ReadTimeout)
+	case c.MaxWrite < 0 || c.MaxBuffered < 0:
+		return fmt.Errorf("negative write bound (max write %d, max buffered %d)", c.MaxWrite, c.MaxBuffered)
 	}
 	return nil
 }
@@ -174,6 +191,7 @@ type Datanode struct {
 	// under lock
 	peakBlockFiles int
 	trimArmed      bool
+	buffered       int // write buffer capacity reserved by all connections
 }
 
 // DatanodeStats counts what a datanode did.
@@ -446,6 +464,10 @@ func (dn *Datanode) forget(dc *dnConn) {
 	last := dn.conns[len(dn.conns)-1]
 	dn.conns[i] = last
 	last.index = i
+	if !dn.cfg.Bugs.ClosedConnsReachable {
+		// The freed slot would keep the last connection reachable.
+		dn.conns[len(dn.conns)-1] = nil
+	}
 	dn.conns = dn.conns[:len(dn.conns)-1]
 	dc.index = -1
 }
@@ -460,6 +482,7 @@ const (
 	phaseReceiving                  // receiving a write's packets
 	phaseApplying                   // applying a write
 	phaseFlushing                   // writing the last bytes before closing
+	phaseReserving                  // reserving room for a write's data
 )
 
 // dnConn is one client connection on a datanode. All its fields belong to
@@ -493,11 +516,13 @@ type dnConn struct {
 
 	st        DatanodeStats // this connection's share, added to dn.stats at close
 	wdata     []byte        // a write op's data
+	reserved  int           // of dn.buffered, for wdata
 	ka        Timer
 	rt        Timer // read timeout (see watchInput)
 	closed    bool
 	clean     bool // the last op ended cleanly
 	opsOnConn int
+	received  int64 // bytes read from the socket
 }
 
 func (dc *dnConn) onEvent(ev Events) {
@@ -549,6 +574,7 @@ func (dc *dnConn) readInput() {
 		}
 		n, err := dc.c.Read(room)
 		if n > 0 {
+			dc.received += int64(n)
 			dc.in = dc.in[:len(dc.in)+n]
 			dc.process()
 			dc.watchInput()
@@ -601,6 +627,11 @@ func (dc *dnConn) process() {
 			if errors.Is(err, ErrNeedMore) {
 				return
 			}
+			if need := len(dc.wdata) + len(pkt.Data); err == nil && need > cap(dc.wdata) && int64(need) <= dc.req.Length &&
+				!dc.dn.cfg.Bugs.WritePrealloc {
+				dc.grow(need)
+				return
+			}
 			if err == nil {
 				err = dc.acceptPacket(pkt)
 			}
@@ -650,7 +681,9 @@ func (dc *dnConn) startOp(req Request) {
 			return
 		}
 		dc.phase = phaseReceiving
-		dc.wdata = make([]byte, 0, req.Length)
+		if dc.dn.cfg.Bugs.WritePrealloc {
+			dc.wdata = make([]byte, 0, req.Length)
+		}
 	case OpDeleteBlock:
 		dc.st.Writes++
 		dc.phase = phaseApplying
@@ -941,12 +974,64 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 	return nil
 }
 
+// minWriteBuf is the first buffer of a write: most writes need one
+// reservation.
+const minWriteBuf = 64 << 10
+
+// grow makes room in the write buffer for need bytes: it reserves the
+// growth from the datanode's MaxBuffered under the lock, then goes on
+// with the packet that needed it (or fails the write, busy).
+func (dc *dnConn) grow(need int) {
+	dn := dc.dn
+	newCap := int(min(int64(max(2*cap(dc.wdata), need, minWriteBuf)), dc.req.Length))
+	more := newCap - cap(dc.wdata)
+	dc.phase = phaseReserving
+	dc.watchInput()
+	dn.lock.Do(dc.loop, func() {
+		held := dn.buffered
+		ok := held+more <= dn.cfg.MaxBuffered
+		if ok {
+			dn.buffered += more
+		}
+		dc.loop.Post(func() {
+			if dc.closed {
+				if ok {
+					dn.lock.Do(dc.loop, func() { dn.buffered -= more })
+				}
+				return
+			}
+			if !ok {
+				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: %d bytes of write data buffered, %d more would pass %d", held, more, dn.cfg.MaxBuffered)})
+				return
+			}
+			dc.reserved += more
+			grown := make([]byte, len(dc.wdata), newCap)
+			copy(grown, dc.wdata)
+			dc.wdata = grown
+			dc.phase = phaseReceiving
+			dc.c.SetReadInterest(true)
+			dc.process()
+			dc.watchInput()
+		})
+	})
+}
+
+// unreserve gives back the room reserved for the write buffer.
+func (dc *dnConn) unreserve() {
+	if r := dc.reserved; r > 0 {
+		dc.reserved = 0
+		dn := dc.dn
+		dn.lock.Do(dc.loop, func() { dn.buffered -= r })
+	}
+}
+
 // apply performs a write, append, replace or delete under the lock and
 // answers with the new generation stamp.
 func (dc *dnConn) apply() {
 	dn := dc.dn
 	req, data := dc.req, dc.wdata
 	dc.wdata = nil
+	dc.unreserve()
 	dn.lock.Do(dc.loop, func() {
 		var stamp uint64
 		var err error
@@ -1067,6 +1152,12 @@ func (dc *dnConn) close(why string) {
 		dc.out, dc.lent = nil, false
 	}
 	dc.releaseReplica()
+	dc.unreserve()
+	if !dc.dn.cfg.Bugs.ClosedConnsReachable {
+		// A closed connection may stay reachable a while (callbacks
+		// queued for it); its buffers must not.
+		dc.in, dc.wdata, dc.buf, dc.out = nil, nil, nil, nil
+	}
 	_ = dc.c.Close()
 	dn := dc.dn
 	if dc.thread {
@@ -1079,4 +1170,65 @@ func (dc *dnConn) close(why string) {
 		dn.stats.add(st)
 		dn.forget(dc)
 	})
+}
+
+// ConnMemory is what one connection's buffers hold.
+type ConnMemory struct {
+	Conn   uint64
+	Closed bool
+	Phase  string
+	// Buffered is the capacity of the connection's buffers — what it
+	// holds, whether or not it is in use — including a packet buffer it
+	// borrowed; WriteData is the part that holds a write's data.
+	Buffered, WriteData int
+	Received            int64 // bytes it has read from its socket
+}
+
+var phaseNames = [...]string{"request", "opening", "sending", "status", "receiving", "applying", "flushing", "reserving"}
+
+func (p connPhase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return "phase?"
+}
+
+// VisitMemory calls f for every connection the datanode can still reach,
+// closed ones it has not let go of included (a freed slot past the end of
+// its list keeps its connection reachable), and returns the bytes of the
+// selectors' free packet buffers. It reads every loop's state, so only a
+// single-threaded world (sim) may call it.
+func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
+	all := dn.conns[:cap(dn.conns)]
+	for i, dc := range all {
+		if dc == nil {
+			continue
+		}
+		if i >= len(dn.conns) && dc.index >= 0 && dc.index < len(dn.conns) && dn.conns[dc.index] == dc {
+			continue // also in the list: visited there
+		}
+		m := ConnMemory{Conn: dc.c.ID(), Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
+			Buffered: cap(dc.in) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
+		if dc.lent {
+			m.Buffered += cap(dc.out)
+		}
+		f(m)
+	}
+	for _, s := range dn.selectors {
+		for _, b := range s.free {
+			free += cap(b)
+		}
+	}
+	return free
+}
+
+// ConnPhase is the phase of the connection with socket id, or "" if the
+// datanode holds none (sim only, like VisitMemory).
+func (dn *Datanode) ConnPhase(id uint64) string {
+	for _, dc := range dn.conns {
+		if dc.c.ID() == id {
+			return dc.phase.String()
+		}
+	}
+	return ""
 }

@@ -15,6 +15,8 @@ type Bug struct {
 	// Catches names the property expected to catch it.
 	Catches string
 	apply   func(d drawer, cfg *Config)
+	// hostile lists the hostile peer kinds the bug needs drawn.
+	hostile []string
 }
 
 // Bugs is the catalogue, in a fixed order.
@@ -77,6 +79,20 @@ var Bugs = []Bug{
 		What:    "the datanode returns a packet buffer to its free list after a partial write, then sends the rest from it",
 		Catches: "stream-integrity",
 		apply:   func(d drawer, cfg *Config) { cfg.ReturnBufferEarly = true },
+	},
+	// Issue 9: defects an abuse test found; the hostile peers find each.
+	{
+		Name:    "closed-conns-reachable",
+		What:    "a closed connection keeps its buffers and its freed slot keeps it reachable (issue 9 item 1)",
+		Catches: PropMemory,
+		apply:   func(d drawer, cfg *Config) { cfg.ClosedConnsReachable = true },
+	},
+	{
+		Name:    "write-prealloc",
+		What:    "a write's whole announced length is allocated when its header arrives (issue 9 item 2)",
+		Catches: PropMemory,
+		apply:   func(d drawer, cfg *Config) { cfg.WritePrealloc = true },
+		hostile: []string{HostileAnnounce},
 	},
 }
 

@@ -22,8 +22,11 @@ import (
 
 // Case is one fully determined run.
 type Case struct {
-	Seed     uint64   `json:"seed"`
-	Bug      string   `json:"bug,omitempty"` // a catalogued bug switched on, or ""
+	Seed uint64 `json:"seed"`
+	Bug  string `json:"bug,omitempty"` // a catalogued bug switched on, or ""
+	// Ignore lists properties this run does not enforce, so that one
+	// breaking at every seed does not hide the others (check --ignore).
+	Ignore   []string `json:"ignore,omitempty"`
 	Config   Config   `json:"config"`
 	Schedule Schedule `json:"schedule"`
 }
@@ -67,6 +70,17 @@ type Config struct {
 	// Faults lists the fault kinds this run may inject (swarm testing).
 	Faults []string `json:"faults"`
 
+	// The datanode's defences (drawDatanodeLimits) and the hostile peers
+	// that test them (hostile.go).
+	MaxWrite       int           `json:"max_write,omitempty"`
+	MaxBuffered    int           `json:"max_buffered,omitempty"`
+	MaxConns       int           `json:"max_conns,omitempty"`
+	RequestTimeout time.Duration `json:"request_timeout,omitempty"`
+	SendTimeout    time.Duration `json:"send_timeout,omitempty"`
+	HandleWait     time.Duration `json:"handle_wait,omitempty"`
+	StallTimeout   time.Duration `json:"stall_timeout,omitempty"`
+	Hostile        []HostilePeer `json:"hostile,omitempty"`
+
 	// Bug switches: set only by the catalogue (see bugs.go).
 	KeepaliveForever    bool `json:"keepalive_forever,omitempty"`
 	PoolKeyIgnoresStamp bool `json:"pool_key_ignores_stamp,omitempty"`
@@ -76,6 +90,9 @@ type Config struct {
 	EmptyReadPanics     bool `json:"empty_read_panics,omitempty"`
 	VerifyFirstChunk    bool `json:"verify_first_chunk,omitempty"`
 	ReturnBufferEarly   bool `json:"return_buffer_early,omitempty"`
+	// Issue 9's defects (hostile.go draws the peers that find them).
+	ClosedConnsReachable bool `json:"closed_conns_reachable,omitempty"`
+	WritePrealloc        bool `json:"write_prealloc,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.
@@ -320,6 +337,8 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 			})
 		}
 	}
+	drawDatanodeLimits(d, cfg)
+	drawHostile(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)
@@ -484,6 +503,14 @@ func (c *Case) Validate() error {
 		if !slices.Contains(FaultKinds, k) {
 			return fmt.Errorf("unknown fault kind %q in faults (want %s)", k, strings.Join(FaultKinds, ", "))
 		}
+	}
+	for _, p := range c.Ignore {
+		if !KnownProperty(p) {
+			return fmt.Errorf("ignore: unknown property %q", p)
+		}
+	}
+	if err := validateHostile(cfg); err != nil {
+		return err
 	}
 	if cfg.MaxBlock < 1 || cfg.MaxBlock > 1<<16 {
 		return fmt.Errorf("max block %d outside [1, 65536]", cfg.MaxBlock)

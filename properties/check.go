@@ -58,6 +58,7 @@ func CheckSeedShrinking(seed uint64, bug string, opt Options, twice bool, budget
 	if err != nil {
 		return Outcome{}, err
 	}
+	c.Ignore = opt.Ignore
 	r := Run(c, opt)
 	if twice && r.Failure == nil {
 		if again := Run(c, opt); again.TraceHash != r.TraceHash || again.Events != r.Events {

@@ -73,6 +73,9 @@ type Options struct {
 	// no failure of its own.
 	MaxEvents uint64
 	Limit     time.Duration
+	// Ignore lists properties not to enforce (CheckSeed copies it into
+	// the case, so traces replay it).
+	Ignore []string
 }
 
 // Result is what a run found.
@@ -82,10 +85,14 @@ type Result struct {
 	TraceHash string
 	End       time.Duration // virtual time when the run stopped
 	Ops       int           // client ops recorded
-	Lin       porcupine.CheckResult
-	History   []porcupine.Operation
-	LinInfo   porcupine.LinearizationInfo // with Options.Verbose
-	Stats     RunStats
+	// FailurePeer is the kind of hostile peer the failure is about, if
+	// any: the shrinker keeps it, so one failure does not shrink into
+	// another of the same property.
+	FailurePeer string
+	Lin         porcupine.CheckResult
+	History     []porcupine.Operation
+	LinInfo     porcupine.LinearizationInfo // with Options.Verbose
+	Stats       RunStats
 	// Cut: the run hit Options.MaxEvents or Options.Limit (not a verdict).
 	Cut bool
 }
@@ -165,10 +172,14 @@ type harness struct {
 	vanished    bool // a vanish fault hit a connection
 	rotted      bool // a bit-rot fault flipped a stored bit
 
-	diskActive []Fault // disk faults in force
-	slowActive map[int]int
-	failure    *Failure
-	stats      RunStats
+	diskActive  []Fault // disk faults in force
+	slowActive  map[int]int
+	failure     *Failure
+	stats       RunStats
+	hostile     *hostileH
+	failurePeer string
+	// ignoreMemory skips the per-event memory check (c.Ignore).
+	ignoreMemory bool
 }
 
 // Run runs c in a fresh simulated world and checks every property.
@@ -181,6 +192,7 @@ func Run(c Case, opt Options) *Result {
 	}
 	h := &harness{c: &c, cfg: &c.Config, opt: opt, faultFree: len(c.Schedule.Faults) == 0,
 		initState: make(map[uint64]blockState), slowActive: make(map[int]int)}
+	h.ignoreMemory = h.ignored(PropMemory)
 	return h.run()
 }
 
@@ -233,6 +245,7 @@ func (h *harness) run() *Result {
 		}
 	}
 	res.Failure = h.failure
+	res.FailurePeer = h.failurePeer
 	res.TraceHash = w.TraceHashString()
 	res.Events = w.TraceEvents()
 	return res
@@ -251,8 +264,31 @@ func (h *harness) runWorld(limit time.Duration) (err error) {
 	return h.w.Run(limit)
 }
 
+// Properties lists every property by name.
+var Properties = []string{PropFDBounds, PropPoolBound, PropNoCloseInUse, PropLinearizable, PropStream, PropAvailability,
+	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail}
+
+// KnownProperty reports whether name is a property.
+func KnownProperty(name string) bool {
+	for _, p := range Properties {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *harness) ignored(prop string) bool {
+	for _, p := range h.c.Ignore {
+		if p == prop {
+			return true
+		}
+	}
+	return false
+}
+
 func (h *harness) fail(prop, format string, a ...any) {
-	if h.failure != nil {
+	if h.failure != nil || h.ignored(prop) {
 		return
 	}
 	h.failure = &Failure{prop, fmt.Sprintf(format, a...)}
@@ -274,9 +310,11 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 		Addr: addr, Mode: mode, Selectors: c.Selectors, Workers: c.Workers,
 		PoolMax: c.PoolMax, PoolMin: c.PoolMin, PoolIdle: c.PoolIdle, Keepalive: c.Keepalive, ReadTimeout: c.ReadTimeout,
 		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir, InlineIO: c.InlineIO,
+		MaxWrite: c.MaxWrite, MaxBuffered: c.MaxBuffered,
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
 			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
+			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 		},
 	}
 }
@@ -335,6 +373,7 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 		h.start = h.w.Now()
 		h.startClients()
 		h.scheduleFaults()
+		h.startHostile()
 	}
 }
 
@@ -534,13 +573,23 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 		why = "faults had stopped and the system had time to recover"
 	}
 	definite := r.Err == nil || (errors.Is(r.Err, model.ErrRejected) && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid))
+	prop, ctx := PropAvailability, ""
+	if len(h.cfg.Hostile) > 0 {
+		prop, ctx = PropHostileAvail, h.hostileContext()
+	}
+	if h.failure != nil {
+		return
+	}
+	if prop == PropHostileAvail {
+		defer func() { h.failPeer(h.hostileLoad()) }()
+	}
 	switch {
 	case !definite:
-		h.fail(PropAvailability, "client %d: %s of block %d failed though %s: %v", ch.id, op.Kind, op.Block, why, r.Err)
+		h.fail(prop, "client %d: %s of block %d failed though %s: %v%s", ch.id, op.Kind, op.Block, why, r.Err, ctx)
 	case now-start > LiveBound:
-		h.fail(PropAvailability, "client %d: %s of block %d took %v > %v though %s", ch.id, op.Kind, op.Block, now-start, LiveBound, why)
+		h.fail(prop, "client %d: %s of block %d took %v > %v though %s%s", ch.id, op.Kind, op.Block, now-start, LiveBound, why, ctx)
 	case st.DeadPeers > dead0:
-		h.fail(PropAvailability, "client %d: %s of block %d reused a cached peer the datanode had already closed, though %s", ch.id, op.Kind, op.Block, why)
+		h.fail(prop, "client %d: %s of block %d reused a cached peer the datanode had already closed, though %s", ch.id, op.Kind, op.Block, why)
 	}
 }
 
@@ -644,6 +693,12 @@ func (h *harness) quiesce() {
 	}
 	c := h.cfg
 	wait := max(c.Keepalive, c.CacheExpiry, 2*c.PoolIdle, c.Timeout, c.ReadTimeout) + 500*time.Millisecond
+	if len(c.Hostile) > 0 {
+		// Every connection of a hostile peer, stuck in whatever state,
+		// must have timed out by then.
+		h.stopHostile()
+		wait = max(wait, c.stuckBound()+time.Second)
+	}
 	at := h.w.Now() + wait
 	if h.vanished {
 		// A connection whose peer vanished holds its fd until TCP gives
@@ -697,6 +752,10 @@ func (h *harness) afterEach() {
 			}
 		}
 	}
+	if !h.ignoreMemory {
+		h.checkMemory()
+	}
+	h.scanHostile(false)
 	for _, ch := range h.clients {
 		h.checkClientFDs(ch)
 	}
@@ -728,6 +787,10 @@ func (h *harness) checkLeaks() {
 		}
 		h.w.Stop()
 	}()
+	h.scanHostile(true)
+	if h.failure != nil {
+		return
+	}
 	dn := h.dn
 	if dn == nil {
 		h.fail(PropLiveness, "the datanode is not running at quiescence")

@@ -21,7 +21,7 @@ func Shrink(c Case, failed *Result, budget int, opt Options) (Case, *Result, int
 		opt.MaxEvents = 2*failed.Events + 100_000
 		opt.Limit = 2*failed.End + 10*time.Second
 	}
-	s := shrinker{prop: failed.Failure.Property, budget: budget, opt: opt, best: c, bestRes: failed}
+	s := shrinker{prop: failed.Failure.Property, peer: failed.FailurePeer, budget: budget, opt: opt, best: c, bestRes: failed}
 	for progress := true; progress && s.runs < s.budget; {
 		progress = false
 		progress = dropChunks(&s, func(c *Case) *[]Fault { return &c.Schedule.Faults }) || progress
@@ -29,6 +29,8 @@ func Shrink(c Case, failed *Result, budget int, opt Options) (Case, *Result, int
 		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Live }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Probe }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]InitBlock { return &c.Config.Blocks }) || progress
+		progress = dropChunks(&s, func(c *Case) *[]HostilePeer { return &c.Config.Hostile }) || progress
+		progress = s.fewerHostile() || progress
 		progress = s.halve() || progress
 	}
 	return s.best, s.bestRes, s.runs
@@ -43,6 +45,7 @@ var (
 
 type shrinker struct {
 	prop    string
+	peer    string
 	budget  int
 	runs    int
 	opt     Options
@@ -60,7 +63,7 @@ func (s *shrinker) try(c Case) bool {
 	if shrinkObserver != nil {
 		shrinkObserver(s.opt, r)
 	}
-	if r.Cut || r.Failure == nil || r.Failure.Property != s.prop || r.Failure.Unknown() {
+	if r.Cut || r.Failure == nil || r.Failure.Property != s.prop || r.FailurePeer != s.peer || r.Failure.Unknown() {
 		return false
 	}
 	s.best, s.bestRes = c, r

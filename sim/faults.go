@@ -228,3 +228,16 @@ func (p *Process) BusyUntil() time.Duration {
 	}
 	return t
 }
+
+// PeerEnd reports the far end of a simulated TCP connection: its id,
+// whether it holds an fd now (accepted and not yet closed), and whether
+// it has heard that c closed (a FIN or a reset arrived). Property checks
+// use it to see how long a server keeps a connection to a peer they drive.
+func PeerEnd(c model.Conn) (id uint64, open, heard bool) {
+	tc, ok := c.(*tcpConn)
+	if !ok || tc.peer == nil {
+		return 0, false, false
+	}
+	p := tc.peer
+	return p.id, p.fd >= 0 && !p.fdClosed, p.finRcvd || p.err != nil
+}

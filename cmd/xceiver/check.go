@@ -40,6 +40,7 @@ type checkOptions struct {
 
 	maxFailures int
 	noShrink    bool
+	ignore      []string
 }
 
 func checkCommand() *command {
@@ -72,6 +73,7 @@ rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ")
 			fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug `NAME` (list: show them)")
 			fs.IntVar(&opt.maxFailures, "max-failures", 0, "stop after `N` failures (0: check every seed)")
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
+			ignore := fs.String("ignore", "", "don't enforce the comma-separated properties `P,Q` (one that breaks at every seed hides the others)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
 			fs.StringVar(&opt.system, "system", "datanode", "system checked: `datanode|rpc` (rpc: the namenode's rpc server and namespace, end to end with the datanode)")
 			return func(rest []string) int {
@@ -83,6 +85,14 @@ rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ")
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 				if set["seed"] && !set["seeds"] {
 					opt.seeds = 1
+				}
+				if *ignore != "" {
+					for _, p := range strings.Split(*ignore, ",") {
+						if !properties.KnownProperty(p) {
+							return report(stderr, c.usagef("%s: unknown property %q (want one of %s)", c.typed("ignore"), p, strings.Join(properties.Properties, ", ")))
+						}
+						opt.ignore = append(opt.ignore, p)
+					}
 				}
 				if strings.EqualFold(opt.bug, "list") {
 					listBugs(stdout, opt.json)
@@ -515,7 +525,8 @@ func nonNil(f []checkFailure) []checkFailure {
 
 func propertyNames() []string {
 	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
-		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree, properties.PropDeterminism}
+		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree, properties.PropDeterminism,
+		properties.PropMemory, properties.PropTimeout, properties.PropHostileAvail}
 }
 
 // realPropertyNames are what a check in the real world checks: no
@@ -547,7 +558,7 @@ func checkOne(seed uint64, opt checkOptions) *checkFailure {
 	if opt.noShrink {
 		budget = 0
 	}
-	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{}, seed%50 == 0, budget)
+	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: opt.ignore}, seed%50 == 0, budget)
 	if err != nil {
 		return &checkFailure{Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}

@@ -1,0 +1,264 @@
+// Package abuse drives hostile peers against a datanode, written once
+// against the world seam: issue 9's regression tests run the same attacks
+// in both worlds, and real/'s abuse benchmark runs them at scale.
+package abuse
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"xceiver/model"
+)
+
+// Kind is what a hostile peer does.
+type Kind string
+
+// Hostile peer kinds.
+const (
+	Idle         Kind = "idle"          // connects and sends nothing
+	Announce     Kind = "announce"      // announces a write of Length bytes and sends no data
+	AnnounceQuit Kind = "announce-quit" // announces a write, then closes
+	NonReader    Kind = "nonreader"     // reads Length bytes of Block and never reads the answer
+	Quitter      Kind = "quitter"       // reads Block, then closes at once
+	Drip         Kind = "drip"          // a read request one byte every Every, never the last byte (slowloris)
+	Garbage      Kind = "garbage"       // bytes that are no request
+)
+
+// Attack is Count peers of one kind.
+type Attack struct {
+	Kind   Kind
+	Count  int
+	Block  uint64
+	Length int64
+	Every  time.Duration // Drip's period
+}
+
+// Peers are one process's hostile connections.
+type Peers struct {
+	p     model.Process
+	loop  model.Loop
+	addr  string
+	conns []*peer
+	// Failed counts dials that failed (the process's fds ran out).
+	Failed int
+}
+
+type peer struct {
+	a       Attack
+	c       model.Conn
+	msg     []byte
+	sent    int
+	started bool
+	closed  bool
+	drip    model.Timer
+}
+
+// Start connects the attacks' peers from p (on its main loop) to addr.
+func Start(p model.Process, addr string, attacks ...Attack) *Peers {
+	ps := &Peers{p: p, loop: p.MainLoop(), addr: addr}
+	for _, a := range attacks {
+		for i := 0; i < a.Count; i++ {
+			pr := &peer{a: a, msg: message(a, i)}
+			c, err := p.Dial("tcp", addr, ps.loop, func(ev model.Events) { ps.event(pr, ev) })
+			if err != nil {
+				ps.Failed++
+				continue
+			}
+			pr.c = c
+			c.SetWriteInterest(true)
+			c.SetReadInterest(false) // hostile peers never read
+			ps.conns = append(ps.conns, pr)
+		}
+	}
+	return ps
+}
+
+// Token is a valid token for every op on block: hostile peers here are
+// clients the namenode trusts, gone bad.
+func Token(block uint64) []byte {
+	return model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: block,
+		Modes: model.ModeRead | model.ModeWrite | model.ModeReplace | model.ModeDelete, Expiry: model.DefaultTokenLifetime})
+}
+
+func message(a Attack, i int) []byte {
+	switch a.Kind {
+	case Announce, AnnounceQuit:
+		b := 1<<40 + uint64(i)
+		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: b, Length: a.Length, Token: Token(b)})
+	case NonReader, Quitter:
+		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: a.Block, Length: a.Length, Token: Token(a.Block)})
+	case Drip:
+		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: a.Block, Length: a.Length,
+			ClientName: string(model.BlockContent(uint64(i), model.MaxClientNameLen)), Token: Token(a.Block)})
+	case Garbage:
+		return []byte(fmt.Sprintf("GET /%d HTTP/1.0\r\n\r\n", i))
+	}
+	return nil
+}
+
+func (ps *Peers) event(pr *peer, ev model.Events) {
+	if pr.closed {
+		return
+	}
+	if ev&model.Hangup != 0 && pr.c.Err() != nil {
+		ps.close(pr)
+		return
+	}
+	if ev&model.Writable == 0 {
+		return
+	}
+	if !pr.started {
+		pr.started = true
+		pr.c.SetWriteInterest(false)
+		if pr.a.Kind == Drip {
+			ps.drip(pr)
+			return
+		}
+	}
+	for pr.sent < len(pr.msg) {
+		n, err := pr.c.Write(pr.msg[pr.sent:])
+		if errors.Is(err, model.ErrWouldBlock) {
+			pr.c.SetWriteInterest(true)
+			return
+		}
+		if err != nil {
+			ps.close(pr)
+			return
+		}
+		pr.sent += n
+	}
+	pr.c.SetWriteInterest(false)
+	if pr.a.Kind == Quitter || pr.a.Kind == AnnounceQuit {
+		ps.close(pr)
+	}
+}
+
+func (ps *Peers) drip(pr *peer) {
+	if pr.closed || pr.sent >= len(pr.msg)-1 {
+		return
+	}
+	if n, err := pr.c.Write(pr.msg[pr.sent : pr.sent+1]); err == nil {
+		pr.sent += n
+	}
+	pr.drip = ps.loop.AfterFunc(pr.a.Every, func() { ps.drip(pr) })
+}
+
+func (ps *Peers) close(pr *peer) {
+	if pr.closed {
+		return
+	}
+	pr.closed = true
+	if pr.drip != nil {
+		pr.drip.Stop()
+	}
+	_ = pr.c.Close()
+}
+
+// Open is the number of peers still connected (as far as they know).
+func (ps *Peers) Open() int {
+	n := 0
+	for _, pr := range ps.conns {
+		if !pr.closed {
+			n++
+		}
+	}
+	return n
+}
+
+// Close closes every peer's connection (on the peers' loop).
+func (ps *Peers) Close() {
+	for _, pr := range ps.conns {
+		ps.close(pr)
+	}
+}
+
+// Memory sums what the datanode's connections buffer, as VisitMemory
+// reports it: in all, as write data, and in connections already closed.
+type Memory struct {
+	Buffered, WriteData, Closed int
+	Conns                       int
+}
+
+// MemoryOf reads dn's buffers. Call it on dn's acceptor loop while its
+// connections are idle (in the real world, only then are their fields
+// safe to read).
+func MemoryOf(dn *model.Datanode) Memory {
+	var m Memory
+	dn.VisitMemory(func(c model.ConnMemory) {
+		m.Conns++
+		m.Buffered += c.Buffered
+		m.WriteData += c.WriteData
+		if c.Closed {
+			m.Closed += c.Buffered
+		}
+	})
+	return m
+}
+
+// Scenario is a datanode with some blocks under attack.
+type Scenario struct {
+	Datanode model.DatanodeConfig
+	Blocks   map[uint64]int // block id → size
+	Attacks  []Attack
+	// Then runs on the datanode's loop at each step: After[i] after the
+	// previous one (the first after the attacks started); the last step
+	// ends the scenario.
+	After []time.Duration
+	Then  func(step int, dn *model.Datanode, peers *Peers)
+}
+
+// Run runs s in w: it spawns the datanode and the attackers, runs Then at
+// each step, then stops the datanode and the world. limit bounds the run
+// in world time.
+func Run(w model.World, s Scenario, limit time.Duration) error {
+	if s.Datanode.Dir == "" {
+		s.Datanode.Dir = "data"
+	}
+	if s.Datanode.Addr == "" {
+		s.Datanode.Addr = "datanode:50010"
+		if w.Kind() == "real" {
+			s.Datanode.Addr = "127.0.0.1:0"
+		}
+	}
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		store := model.NewBlockStore(p.Disk(), s.Datanode.Dir)
+		for id := uint64(1); id <= uint64(len(s.Blocks))+64; id++ {
+			if size, ok := s.Blocks[id]; ok {
+				if _, err := store.Write(id, model.BlockContent(id, size)); err != nil {
+					w.Fail(err)
+					return
+				}
+			}
+		}
+		dn, err := model.StartDatanode(p, p.MainLoop(), s.Datanode)
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		_, err = w.Spawn("attacker", model.ProcessConfig{FDLimit: 1 << 16}, func(ap model.Process) {
+			peers := Start(ap, dn.Addr(), s.Attacks...)
+			p.MainLoop().Post(func() {
+				var at time.Duration
+				for i, d := range s.After {
+					at += d
+					p.MainLoop().AfterFunc(at, func() {
+						s.Then(i, dn, peers)
+						if i == len(s.After)-1 {
+							ap.MainLoop().Post(peers.Close)
+							dn.Stop()
+							p.MainLoop().AfterFunc(50*time.Millisecond, w.Stop)
+						}
+					})
+				}
+			})
+		})
+		if err != nil {
+			w.Fail(err)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return w.Run(limit)
+}

@@ -1,0 +1,517 @@
+package properties
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/abuse"
+	"xceiver/sim"
+)
+
+// Hostile peers: connections that a well-behaved client never makes. They
+// send garbage or broken requests, drip a request a byte at a time,
+// announce writes and send nothing, stop reading, or stop at some protocol
+// state and stay connected. Each keeps coming back: when the datanode
+// closes its connection it reconnects after a gap, until the run
+// quiesces, so during the liveness phase the peers still hold their share
+// of the datanode. Three properties watch the datanode under them
+// (memory.go, and checkHostile below):
+//
+//   - bounded memory: at every event, what each connection and the whole
+//     datanode buffer stays under the configured bounds;
+//   - every state has a timeout: no datanode connection stays open on a
+//     stuck peer longer than the sum of the timeouts that could apply,
+//     nor on a peer that has closed its end;
+//   - availability under hostile peers: well-behaved clients' ops
+//     succeed within the usual bound while the peers hold their share.
+
+// Hostile peer kinds.
+const (
+	HostileIdle      = "idle"      // connects and sends nothing
+	HostileGarbage   = "garbage"   // sends random bytes
+	HostileOversized = "oversized" // a request with fields past the protocol's bounds
+	HostileTruncated = "truncated" // the first part of a request, then nothing
+	HostileDrip      = "drip"      // a request one byte at a time, each just before the read timeout (slowloris)
+	HostileAnnounce  = "announce"  // announces the largest write allowed and sends no data
+	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
+	HostileMute      = "mute"      // reads a block and never sends the final status
+	HostileQuitter   = "quitter"   // asks for a block and closes at once
+)
+
+// HostileKinds lists every hostile peer kind.
+var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
+	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter}
+
+// hostileDrawn lists the kinds check draws. The others break defects of
+// issue 9 that are not fixed yet; catalogued bugs that need them still
+// draw them.
+var hostileDrawn = []string{HostileGarbage, HostileOversized, HostileTruncated, HostileAnnounce, HostileMute}
+
+// HostilePeer is Count peers of one kind.
+type HostilePeer struct {
+	Kind  string        `json:"kind"`
+	Count int           `json:"n"`
+	At    time.Duration `json:"at"`  // first connection, after the datanode serves
+	Gap   time.Duration `json:"gap"` // before reconnecting once the datanode closed it
+	Key   uint64        `json:"key"` // content of garbage, where a truncation stops
+}
+
+// Bounds of the hostile-peer properties.
+const (
+	// PeerGoneBound: a datanode connection whose peer closed its end
+	// must close within this of hearing so.
+	PeerGoneBound = time.Second
+	// hostileScan is how often the harness looks at the hostile peers'
+	// connections (reconnects, timeouts).
+	hostileScan = time.Millisecond
+	// hostileBlockSize is the block a non-reader asks for: more than the
+	// datanode's send buffer and the peer's receive window hold.
+	hostileBlockSize = 1<<20 + 256<<10
+	// hostileRcvBuf is the hostile process's receive buffer.
+	hostileRcvBuf = 4096
+)
+
+// Properties of hostile peers.
+const (
+	PropMemory         = "bounded-memory"       // buffers per connection and per process under their bounds
+	PropTimeout        = "state-timeout"        // no connection waits forever on a peer that will not act
+	PropHostileAvail   = "hostile-availability" // availability while hostile peers hold their share
+	hostileProcessName = "hostile"
+)
+
+// drawDatanodeLimits draws the datanode's defences: its timeouts and
+// buffer bounds. It runs after everything else is drawn, so the cases of
+// earlier seeds keep their other fields.
+func drawDatanodeLimits(d drawer, cfg *Config) {
+	cfg.MaxWrite = pick(d, "max_write", 256<<10, 1<<20, 4<<20)
+	// Room for the well-behaved writers (12 at most, 100 KB each).
+	cfg.MaxBuffered = max(4<<20, cfg.MaxWrite*pick(d, "max_buffered", 2, 4, 16))
+	cfg.RequestTimeout = pick(d, "request_timeout", time.Second, 5*time.Second, 30*time.Second)
+	cfg.SendTimeout = pick(d, "send_timeout", time.Second, 5*time.Second, 30*time.Second)
+	cfg.HandleWait = pick(d, "handle_wait", 500*time.Millisecond, 2*time.Second, 10*time.Second)
+	cfg.StallTimeout = pick(d, "stall_timeout", 100*time.Millisecond, 300*time.Millisecond)
+	cfg.MaxConns = pick(d, "max_conns", 0, 24, 128)
+}
+
+// hostileCapacity is how many connections the datanode can hold: the
+// peers drawn go up to it.
+func hostileCapacity(cfg *Config) int {
+	n := cfg.FDLimit
+	if cfg.Mode == "threaded" {
+		n /= 2 // a thread's epoll fd beside each socket
+	}
+	if cfg.MaxConns > 0 {
+		n = min(n, cfg.MaxConns)
+	}
+	return n
+}
+
+// drawHostile draws the hostile peers of a run: a swarm of kinds, a few
+// of each, or a flood of idle ones up to the datanode's capacity. force
+// lists kinds that must be there (a catalogued bug that needs them).
+func drawHostile(d drawer, cfg *Config, force []string) {
+	if len(force) == 0 && !d.chance(40, "hostile") {
+		return
+	}
+	capacity := hostileCapacity(cfg)
+	for _, k := range HostileKinds {
+		drawn, forced := false, false
+		for _, f := range hostileDrawn {
+			drawn = drawn || f == k
+		}
+		for _, f := range force {
+			forced = forced || f == k
+		}
+		if !d.chance(40, "hostile_"+k) && !forced || !drawn && !forced {
+			continue
+		}
+		p := HostilePeer{Kind: k, Count: d.n(1, 4, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
+			Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"), Key: d.key("hostile_key")}
+		if k == HostileIdle && d.chance(40, "hostile_flood") {
+			p.Count = d.n(capacity/2, capacity+capacity/4, "hostile_flood_count")
+		}
+		cfg.Hostile = append(cfg.Hostile, p)
+	}
+	if cfg.hostileKind(HostileNonReader) {
+		cfg.MaxBlock++
+		cfg.Blocks = append(cfg.Blocks, InitBlock{ID: cfg.MaxBlock, Size: hostileBlockSize, Key: d.key("hostile_block")})
+	}
+}
+
+func (c *Config) hostileKind(kind string) bool {
+	for _, p := range c.Hostile {
+		if p.Kind == kind && p.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// stuckBound is the longest a datanode may keep a connection to a stuck
+// peer: the sum of every timeout that could apply to one exchange.
+func (c *Config) stuckBound() time.Duration {
+	return c.ReadTimeout + c.RequestTimeout + c.HandleWait + c.SendTimeout + c.Keepalive + 2*time.Second
+}
+
+func validateHostile(cfg *Config) error {
+	total := 0
+	for _, p := range cfg.Hostile {
+		known := false
+		for _, k := range HostileKinds {
+			known = known || k == p.Kind
+		}
+		if !known {
+			return fmt.Errorf("unknown hostile peer kind %q", p.Kind)
+		}
+		if p.Count < 0 || p.At < 0 || p.Gap < 0 {
+			return fmt.Errorf("hostile %s: negative field", p.Kind)
+		}
+		total += p.Count
+	}
+	if total > 8192 {
+		return fmt.Errorf("%d hostile peers, more than 8192", total)
+	}
+	switch {
+	case cfg.MaxWrite < 0 || cfg.MaxBuffered < 0 || cfg.MaxConns < 0:
+		return fmt.Errorf("negative buffer or connection bound")
+	case cfg.RequestTimeout < 0 || cfg.SendTimeout < 0 || cfg.HandleWait < 0 || cfg.StallTimeout < 0:
+		return fmt.Errorf("negative datanode timeout")
+	}
+	return nil
+}
+
+// hostileConn is one hostile peer's connection.
+type hostileConn struct {
+	peer    HostilePeer
+	idx     int
+	c       model.Conn
+	started bool
+	openAt  time.Duration // when the datanode accepted it; -1 before
+	quitAt  time.Duration // when the peer closed its end; -1 if it did not
+	heardAt time.Duration // when the datanode's end heard of it; -1 before
+	gone    bool          // the datanode closed it: a reconnect is due
+	msg     []byte
+	sent    int
+	drip    model.Timer
+}
+
+type hostileH struct {
+	p        *sim.Process
+	loop     model.Loop
+	conns    []*hostileConn
+	stopped  bool // quiescence: no more reconnects
+	nextScan time.Duration
+}
+
+// startHostile spawns the hostile peers' process; each peer connects at
+// its drawn moment.
+func (h *harness) startHostile() {
+	if len(h.cfg.Hostile) == 0 {
+		return
+	}
+	hs := &hostileH{}
+	h.hostile = hs
+	p, err := h.w.Spawn(hostileProcessName, model.ProcessConfig{FDLimit: 1 << 16}, func(p model.Process) {
+		hs.loop = p.MainLoop()
+		if h.cfg.hostileKind(HostileNonReader) {
+			hs.p.SlowReader(hostileRcvBuf)
+		}
+		for _, peer := range h.cfg.Hostile {
+			for i := 0; i < peer.Count; i++ {
+				hc := &hostileConn{peer: peer, idx: i, openAt: -1, quitAt: -1, heardAt: -1}
+				hs.conns = append(hs.conns, hc)
+				// Peers of a kind arrive 10 µs apart.
+				hs.loop.AfterFunc(peer.At+time.Duration(i)*10*time.Microsecond, func() { h.hostileDial(hc) })
+			}
+		}
+	})
+	if err != nil {
+		h.fail(PropHarness, "spawn hostile peers: %v", err)
+		return
+	}
+	hs.p = p.(*sim.Process)
+}
+
+// hostileDial (re)connects a peer; it runs on the hostile loop.
+func (h *harness) hostileDial(hc *hostileConn) {
+	hs := h.hostile
+	if hs.stopped || h.failure != nil {
+		return
+	}
+	hc.started, hc.openAt, hc.quitAt, hc.heardAt, hc.gone, hc.sent, hc.msg = false, -1, -1, -1, false, 0, nil
+	c, err := hs.p.Dial("tcp", dnAddr, hs.loop, func(ev model.Events) { h.hostileEvent(hc, ev) })
+	if err != nil {
+		hs.loop.AfterFunc(hc.peer.Gap+time.Millisecond, func() { h.hostileDial(hc) })
+		return
+	}
+	hc.c = c
+	c.SetWriteInterest(true)
+	if hc.peer.Kind != HostileMute {
+		// Peers that never read would otherwise be told of unread data
+		// forever (level-triggered).
+		c.SetReadInterest(false)
+	}
+}
+
+// hostileEvent runs a peer's side of its connection.
+func (h *harness) hostileEvent(hc *hostileConn, ev model.Events) {
+	c := hc.c
+	if ev&model.Hangup != 0 && c.Err() != nil {
+		h.hostileGone(hc)
+		return
+	}
+	if ev&model.Writable != 0 {
+		if !hc.started {
+			hc.started = true
+			h.hostileStart(hc)
+		} else {
+			h.hostileWrite(hc)
+		}
+	}
+	if ev&model.Readable != 0 && hc.peer.Kind == HostileMute {
+		var buf [4096]byte
+		for {
+			n, err := c.Read(buf[:])
+			if n > 0 {
+				continue
+			}
+			if err != nil && err != model.ErrWouldBlock {
+				h.hostileGone(hc)
+			}
+			return
+		}
+	}
+}
+
+// hostileStart sends what the peer's kind sends once connected.
+func (h *harness) hostileStart(hc *hostileConn) {
+	hs := h.hostile
+	cfg := h.cfg
+	key := hc.peer.Key + uint64(hc.idx)
+	read := func(block uint64, length int64) []byte {
+		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: block, Length: length,
+			ClientName: fmt.Sprintf("hostile-%s-%d", hc.peer.Kind, hc.idx), Token: abuse.Token(block)})
+	}
+	small := uint64(1)
+	if len(cfg.Blocks) > 0 {
+		small = cfg.Blocks[int(key%uint64(len(cfg.Blocks)))].ID
+	}
+	switch hc.peer.Kind {
+	case HostileIdle:
+		hc.c.SetWriteInterest(false)
+		return
+	case HostileGarbage:
+		hc.msg = model.BlockContent(key, 1+int(key%300))
+	case HostileOversized:
+		switch key % 3 {
+		case 0: // a body longer than any request
+			hc.msg = binary.BigEndian.AppendUint16(nil, model.ProtocolVersion)
+			hc.msg = append(hc.msg, byte(model.OpReadBlock))
+			hc.msg = binary.BigEndian.AppendUint32(hc.msg, model.MaxRequestLen+1+uint32(key%1000))
+		case 1: // a write longer than the datanode takes
+			hc.msg = model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1 << 40, Length: int64(max(cfg.MaxWrite, 1)) + 1 + int64(key%(1<<30)), Token: abuse.Token(1 << 40)})
+		default: // a read of more than the block holds
+			hc.msg = read(small, 1<<40)
+		}
+	case HostileTruncated:
+		full := read(small, 100)
+		hc.msg = full[:int(key%uint64(len(full)-1))+1]
+	case HostileDrip:
+		hc.msg = model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: small, Length: 100,
+			ClientName: string(model.BlockContent(key, model.MaxClientNameLen)), Token: abuse.Token(small)})
+		hc.c.SetWriteInterest(false)
+		h.hostileDrip(hc)
+		return
+	case HostileAnnounce:
+		length := int64(cfg.MaxWrite)
+		if length <= 0 {
+			length = int64(model.DefaultDatanodeConfig().MaxWrite)
+		}
+		hc.msg = model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1<<40 + key, Length: length, Token: abuse.Token(1<<40 + key)})
+	case HostileNonReader:
+		b := InitBlock{ID: cfg.MaxBlock, Size: hostileBlockSize}
+		for _, x := range cfg.Blocks {
+			if x.Size >= b.Size {
+				b = x
+			}
+		}
+		hc.msg = read(b.ID, int64(b.Size))
+	case HostileMute:
+		hc.msg = read(small, 0)
+	case HostileQuitter:
+		hc.msg = read(small, 0)
+	}
+	h.hostileWrite(hc)
+	if hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg) {
+		_ = hc.c.Close()
+		hc.quitAt = hs.loop.Now()
+	}
+}
+
+func (h *harness) hostileWrite(hc *hostileConn) {
+	for hc.sent < len(hc.msg) {
+		n, err := hc.c.Write(hc.msg[hc.sent:])
+		if err != nil {
+			if err != model.ErrWouldBlock {
+				h.hostileGone(hc)
+			}
+			return
+		}
+		hc.sent += n
+	}
+	hc.c.SetWriteInterest(false)
+}
+
+// hostileDrip sends the next byte of the request just before the read
+// timeout would fire, forever.
+func (h *harness) hostileDrip(hc *hostileConn) {
+	if hc.gone || hc.sent >= len(hc.msg)-1 {
+		return // the last byte is never sent: the request never completes
+	}
+	if n, err := hc.c.Write(hc.msg[hc.sent : hc.sent+1]); err == nil {
+		hc.sent += n
+	}
+	period := h.cfg.ReadTimeout * 9 / 10
+	c := hc.c
+	hc.drip = h.hostile.loop.AfterFunc(period, func() {
+		if hc.c == c {
+			h.hostileDrip(hc)
+		}
+	})
+}
+
+// hostileGone: the peer's connection ended; it comes back after its gap.
+func (h *harness) hostileGone(hc *hostileConn) {
+	hs := h.hostile
+	if hc.drip != nil {
+		hc.drip.Stop()
+		hc.drip = nil
+	}
+	if hc.c != nil {
+		_ = hc.c.Abort()
+	}
+	hc.c, hc.gone = nil, true
+	hs.loop.AfterFunc(hc.peer.Gap, func() { h.hostileDial(hc) })
+}
+
+// scanHostile runs after events, at most once per hostileScan of virtual
+// time (and at quiescence): it notices connections the datanode closed
+// (their peers reconnect) and checks that none stays open too long.
+func (h *harness) scanHostile(force bool) {
+	hs := h.hostile
+	if hs == nil || hs.loop == nil {
+		return
+	}
+	now := h.w.Now()
+	if !force && now < hs.nextScan {
+		return
+	}
+	hs.nextScan = now + hostileScan
+	bound := h.cfg.stuckBound()
+	for _, hc := range hs.conns {
+		if hc.c == nil || hc.gone {
+			continue
+		}
+		id, open, heard := sim.PeerEnd(hc.c)
+		if open && heard && hc.quitAt >= 0 && hc.heardAt < 0 {
+			// (Counted from the accept: a connection still queued is
+			// the listener's business, which availability watches.)
+			hc.heardAt = now
+		}
+		switch {
+		case open && hc.openAt < 0:
+			hc.openAt = now
+		case !open && hc.openAt >= 0:
+			// The datanode closed it.
+			hc.gone = true
+			hs.loop.Post(func() {
+				if hc.gone && hc.c != nil {
+					h.hostileGone(hc)
+				}
+			})
+			continue
+		}
+		if !open {
+			continue
+		}
+		phase := "?"
+		if h.dn != nil {
+			phase = h.dn.ConnPhase(id)
+		}
+		switch {
+		case hc.heardAt >= 0 && now-hc.heardAt > PeerGoneBound:
+			h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived (bound %v), in phase %s",
+				id, now-hc.heardAt, hc.peer.Kind, PeerGoneBound, phase)
+			h.failPeer(hc.peer.Kind)
+			return
+		case now-hc.openAt > bound:
+			h.fail(PropTimeout, "datanode connection %d to a stuck %s peer open for %v (bound %v: the sum of its timeouts), in phase %s",
+				id, hc.peer.Kind, now-hc.openAt, bound, phase)
+			h.failPeer(hc.peer.Kind)
+			return
+		}
+	}
+}
+
+// stopHostile ends reconnects at quiescence.
+func (h *harness) stopHostile() {
+	if hs := h.hostile; hs != nil {
+		hs.stopped = true
+	}
+}
+
+// hostileContext describes the datanode's load, for availability failures
+// under hostile peers.
+func (h *harness) hostileContext() string {
+	if h.dn == nil || h.dnProc.Crashed() {
+		return ""
+	}
+	fds := h.dnProc.FDs()
+	s := fmt.Sprintf(" (datanode: %d connections, %d/%d fds", h.dn.Conns(), fds.Open, fds.Limit)
+	if pool := h.dn.Pool(); pool != nil {
+		s += fmt.Sprintf(", %d/%d handles in use, %d reads waiting for one", pool.InUse(), h.cfg.PoolMax/2, pool.Waiting())
+	}
+	return s + ")"
+}
+
+// fewerHostile tries halving the number of peers of each hostile kind.
+func (s *shrinker) fewerHostile() bool {
+	shrunk := false
+	for i := range s.best.Config.Hostile {
+		for s.best.Config.Hostile[i].Count > 1 && s.runs < s.budget {
+			cand := s.best
+			cand.Config.Hostile = append([]HostilePeer(nil), s.best.Config.Hostile...)
+			cand.Config.Hostile[i].Count /= 2
+			if !s.try(cand) {
+				break
+			}
+			shrunk = true
+		}
+	}
+	return shrunk
+}
+
+// failPeer tags the failure just recorded with the hostile peer kind it
+// is about.
+func (h *harness) failPeer(kind string) {
+	if h.failure != nil && h.failurePeer == "" {
+		h.failurePeer = kind
+	}
+}
+
+// hostileLoad names what hostile peers exhaust now: "pool" (reads wait for
+// a handle), "fds" (the datanode's fd table is full), or "".
+func (h *harness) hostileLoad() string {
+	if h.dn == nil || h.dnProc.Crashed() {
+		return ""
+	}
+	if pool := h.dn.Pool(); pool != nil && pool.Waiting() > 0 {
+		return "pool"
+	}
+	if fds := h.dnProc.FDs(); fds.Open >= fds.Limit {
+		return "fds"
+	}
+	return ""
+}
