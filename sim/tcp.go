@@ -105,6 +105,7 @@ func init() {
 type segment struct {
 	seq   uint64
 	data  []byte
+	arr   *sndArray // the sender's buffer data points into
 	ack   uint64
 	wnd   int
 	flags segFlags
@@ -139,7 +140,10 @@ type tcpConn struct {
 	socketEvents
 
 	// Send side. snd holds bytes [sndUna, sndEnd); snd[sndOff] is sndUna.
+	// It is a slice of sndArr.buf, which segments in flight or unread
+	// share.
 	snd     []byte
+	sndArr  *sndArray
 	sndOff  int
 	sndUna  uint64
 	sndNxt  uint64
@@ -160,7 +164,7 @@ type tcpConn struct {
 	probeEv *event // flushes corked data when nothing is in flight
 
 	// Receive side.
-	rcv       [][]byte // received segments; rcv[rcvHead:] are unread
+	rcv       []segment // received segments; rcv[rcvHead:] are unread
 	rcvHead   int
 	rcvOff    int
 	rcvQueued int
@@ -250,12 +254,12 @@ func (c *tcpConn) Read(p []byte) (int, error) {
 	if c.rcvQueued > 0 && len(p) > 0 {
 		n := 0
 		for n < len(p) && c.rcvHead < len(c.rcv) {
-			seg := c.rcv[c.rcvHead][c.rcvOff:]
+			seg := c.rcv[c.rcvHead].data[c.rcvOff:]
 			k := copy(p[n:], seg)
 			n += k
 			if k == len(seg) {
-				c.w.putSegBuf(c.rcv[c.rcvHead])
-				c.rcv[c.rcvHead] = nil
+				c.rcv[c.rcvHead].arr.release(c.w)
+				c.rcv[c.rcvHead] = segment{}
 				c.rcvHead++
 				c.rcvOff = 0
 			} else {
@@ -324,17 +328,42 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 	return n, nil
 }
 
-// appendSnd adds bytes to the send buffer. Segments in flight alias the
-// buffer, so space is reclaimed only by moving to a new array.
+// appendSnd adds bytes to the send buffer. Segments share the buffer's
+// array, so bytes already sent are never written over while a segment
+// holding them is unread: appends go past them, and a buffer that would
+// slide or grow over them moves to another array instead.
 func (c *tcpConn) appendSnd(p []byte) {
-	if c.sndOff > 0 && len(c.snd)+len(p) > cap(c.snd) {
-		// Nothing aliases the buffer (segments carry copies): slide the
-		// unacknowledged bytes to the front instead of reallocating.
-		n := copy(c.snd, c.snd[c.sndOff:])
-		c.snd, c.sndOff = c.snd[:n], 0
+	if c.sndArr == nil || len(c.snd)+len(p) > cap(c.snd) {
+		live := c.snd[c.sndOff:]
+		need := len(live) + len(p)
+		if c.sndArr != nil && c.sndArr.refs == 0 && need <= cap(c.snd) {
+			// Nothing shares the array: slide the unacknowledged
+			// bytes to its front.
+			n := copy(c.snd, live)
+			c.snd = c.snd[:n]
+		} else {
+			arr := c.w.newSndArray(max(need, 2*cap(c.snd)))
+			n := copy(arr.buf, live)
+			c.setSndArray(arr)
+			c.snd = arr.buf[:n]
+		}
+		c.sndOff = 0
 	}
 	c.snd = append(c.snd, p...)
 	c.sndEnd += uint64(len(p))
+}
+
+// setSndArray makes arr the send buffer's array, retiring the old one
+// (recycled once no segment holds it).
+func (c *tcpConn) setSndArray(arr *sndArray) {
+	if old := c.sndArr; old != nil {
+		old.live = false
+		old.recycle(c.w)
+	}
+	c.sndArr = arr
+	if arr != nil {
+		arr.live = true
+	}
 }
 
 func (c *tcpConn) SetNoDelay(on bool) error {
@@ -609,11 +638,10 @@ func (c *tcpConn) xmit(s segment) {
 		return
 	}
 	if len(s.data) > 0 {
-		// The segment owns a copy (as an skb does), so the send buffer
-		// can be compacted and reused while data is in flight or unread.
-		buf := w.segBuf(len(s.data))
-		copy(buf, s.data)
-		s.data = buf
+		// The segment shares the send buffer's array (as an skb shares
+		// pages) until the receiver has read it.
+		s.arr = c.sndArr
+		s.arr.refs++
 	}
 	if inline {
 		w.softq = append(w.softq, delivery{to: peer, s: s})
@@ -644,43 +672,61 @@ func (w *World) softirq() {
 	w.inSoftirq = false
 }
 
-// Segment buffers come in two sizes: small ones for requests, statuses
-// and ACK-sized data, and ones an MSS fits in.
-const (
-	segBufSmall = 2 << 10
-	segBufLarge = 64 << 10
-)
-
-// segBuf returns an n-byte buffer for a segment's data, reusing those
-// whose data the application has read. Large transfers then move through
-// a few recycled buffers instead of fresh memory.
-func (w *World) segBuf(n int) []byte {
-	pool, size := &w.freeSegBufs, segBufLarge
-	switch {
-	case n <= segBufSmall:
-		pool, size = &w.freeSmallBufs, segBufSmall
-	case n > segBufLarge:
-		return make([]byte, n)
-	}
-	if k := len(*pool); k > 0 {
-		b := (*pool)[k-1]
-		*pool = (*pool)[:k-1]
-		return b[:n]
-	}
-	return make([]byte, n, size)
+// sndArray is a send buffer's backing array, shared by the segments cut
+// from it: segments carry the bytes they were sent with, without a copy.
+// refs counts the segments delivered and not yet read; an array no
+// connection uses (live) and no segment holds goes back to the world's
+// pool. A segment that is dropped unread keeps its array out of the pool,
+// which costs memory, never correctness.
+type sndArray struct {
+	buf  []byte
+	refs int
+	live bool
 }
 
-// putSegBuf recycles a segment buffer once its data has been read.
-func (w *World) putSegBuf(b []byte) {
-	switch cap(b) {
-	case segBufSmall:
-		if len(w.freeSmallBufs) < 4096 {
-			w.freeSmallBufs = append(w.freeSmallBufs, b[:0])
+// sndArrayClasses are the pooled array sizes: powers of two from 4 KiB.
+const (
+	sndArrayMinShift = 12
+	sndArrayClasses  = 16
+)
+
+func sndArrayClass(n int) int {
+	c := 0
+	for n > 1<<(sndArrayMinShift+c) {
+		c++
+	}
+	return c
+}
+
+// newSndArray returns an array of at least n bytes, recycled if one is
+// free.
+func (w *World) newSndArray(n int) *sndArray {
+	c := sndArrayClass(n)
+	if c < sndArrayClasses {
+		if pool := w.freeSndArrays[c]; len(pool) > 0 {
+			a := pool[len(pool)-1]
+			w.freeSndArrays[c] = pool[:len(pool)-1]
+			return a
 		}
-	case segBufLarge:
-		if len(w.freeSegBufs) < 1024 {
-			w.freeSegBufs = append(w.freeSegBufs, b[:0])
-		}
+	}
+	return &sndArray{buf: make([]byte, 1<<(sndArrayMinShift+c))}
+}
+
+// release drops a segment's hold on a.
+func (a *sndArray) release(w *World) {
+	if a == nil {
+		return
+	}
+	a.refs--
+	a.recycle(w)
+}
+
+func (a *sndArray) recycle(w *World) {
+	if a.live || a.refs > 0 {
+		return
+	}
+	if c := sndArrayClass(len(a.buf)); c < sndArrayClasses && len(w.freeSndArrays[c]) < 256 {
+		w.freeSndArrays[c] = append(w.freeSndArrays[c], a)
 	}
 }
 
@@ -874,9 +920,15 @@ func (c *tcpConn) onAck(s segment) {
 		c.sndOff += acked
 		c.sndUna = s.ack
 		if c.sndUna == c.sndEnd {
-			// Segments carry copies, so nothing else refers to the
-			// buffer: start again at its front.
+			// All acknowledged: start again at the array's front, or
+			// on another array if unread segments still share this one.
+			if c.sndArr != nil && c.sndArr.refs > 0 {
+				c.setSndArray(c.w.newSndArray(cap(c.snd)))
+			}
 			c.snd, c.sndOff = c.snd[:0], 0
+			if c.sndArr != nil {
+				c.snd = c.sndArr.buf[:0]
+			}
 		}
 		c.rtxEv.cancel()
 		c.rtxEv = nil
@@ -897,7 +949,7 @@ func (c *tcpConn) onData(s segment) {
 		return // loopback keeps order; a duplicate is dropped
 	}
 	n := len(s.data)
-	c.rcv = append(c.rcv, s.data)
+	c.rcv = append(c.rcv, s)
 	c.rcvQueued += n
 	c.rcvNxt += uint64(n)
 	if c.wndClamp < c.rcvBuf {

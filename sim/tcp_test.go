@@ -1492,3 +1492,22 @@ func TestLoopbackAckBetweenWritesReleasesNagleTail(t *testing.T) {
 		}
 	}
 }
+
+// Segments share the sender's buffer instead of copying it, so data that
+// is acknowledged but not yet read must survive the writes after it: the
+// reader here reads only after three writes were each acknowledged (each
+// time the send buffer would start again at its front).
+func TestUnreadDataSurvivesLaterWrites(t *testing.T) {
+	h := newPair(t, withBufs(65536, 65536))
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	for i := 0; i < 3; i++ {
+		h.cli.write(8000)
+		h.runTo(h.now() + 50*ms)
+		if c := h.cli.c; c.sndUna != c.sndEnd {
+			t.Fatalf("write %d: %d bytes unacknowledged", i, c.sndEnd-c.sndUna)
+		}
+	}
+	h.srv.drain()
+	h.srv.checkGot(24000)
+}

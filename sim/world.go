@@ -106,8 +106,7 @@ type World struct {
 	// Recycled fire-and-forget events and segment carriers (see post).
 	freeEvents     []*event
 	freeDeliveries []*delivery
-	freeSegBufs    [][]byte
-	freeSmallBufs  [][]byte
+	freeSndArrays  [sndArrayClasses][]*sndArray
 	// softq holds segments sent inline, waiting for softirq.
 	softq     []delivery
 	inSoftirq bool
