@@ -296,6 +296,14 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 		go func() {
 			defer wg.Done()
 			for seed := range next {
+				// A seed handed out as the limit was reached is not
+				// started: only seeds already running finish.
+				mu.Lock()
+				skip := stopped
+				mu.Unlock()
+				if skip {
+					continue
+				}
 				f := checkOne(seed, opt)
 				mu.Lock()
 				t.add(f)
