@@ -684,10 +684,11 @@ type sndArray struct {
 	live bool
 }
 
-// sndArrayClasses are the pooled array sizes: powers of two from 4 KiB.
+// sndArrayClasses are the pooled array sizes: powers of two from 512
+// bytes (a request fits) to 128 MiB.
 const (
-	sndArrayMinShift = 12
-	sndArrayClasses  = 16
+	sndArrayMinShift = 9
+	sndArrayClasses  = 19
 )
 
 func sndArrayClass(n int) int {
@@ -921,11 +922,13 @@ func (c *tcpConn) onAck(s segment) {
 		c.sndUna = s.ack
 		if c.sndUna == c.sndEnd {
 			// All acknowledged: start again at the array's front, or
-			// on another array if unread segments still share this one.
+			// on another array (taken at the next write: many
+			// connections never write again) if unread segments still
+			// share this one.
 			if c.sndArr != nil && c.sndArr.refs > 0 {
-				c.setSndArray(c.w.newSndArray(cap(c.snd)))
+				c.setSndArray(nil)
 			}
-			c.snd, c.sndOff = c.snd[:0], 0
+			c.snd, c.sndOff = nil, 0
 			if c.sndArr != nil {
 				c.snd = c.sndArr.buf[:0]
 			}
