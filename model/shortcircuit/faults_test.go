@@ -244,3 +244,81 @@ func TestReleaseGoesToTheRightDatanode(t *testing.T) {
 		t.Errorf("HDFS-16535: the datanode holds %d slots after a release sent elsewhere, want the leaked 1", n)
 	}
 }
+
+// The datanode crashes while the client caches passed fds: the segment's
+// connection closes, so every slot turns invalid and the next read does
+// not use the cached fds (it fails: the datanode is down); the client
+// frees everything.
+func TestDatanodeCrashWhileClientHoldsFDs(t *testing.T) {
+	w := sim.New(sim.DefaultConfig(1))
+	var next model.Result
+	var segsAfter, slotsAfter int
+	var fdsAfter int
+	var e *env
+	e = startEnvCfg(t, w, shortcircuit.ServerBugs{}, func(e *env) {
+		loop := e.cp.MainLoop()
+		steps(
+			func(next func()) { e.cl.Read(1, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) {
+				w.Process("datanode").Crash()
+				loop.AfterFunc(10*time.Millisecond, next)
+			},
+			func(nx func()) {
+				e.cl.Read(1, 0, 0, 100, func(r model.Result) {
+					next = r
+					nx()
+				})
+			},
+			func(nx func()) {
+				e.cl.Close()
+				e.tcp.Close()
+				e.sh.Close(loop, func() {
+					e.sh.Resources(loop, func(segs, slots, _ int) {
+						segsAfter, slotsAfter, fdsAfter = segs, slots, e.cp.FDs().Open
+						w.Stop()
+					})
+				})
+			},
+		)
+	})
+	if next.Err == nil {
+		t.Errorf("read after the datanode crashed succeeded from a segment that is gone: %d bytes", len(next.Data))
+	}
+	if st := e.cl.Stats(); st.LocalReads != 1 {
+		t.Errorf("stats after the crash: %+v", st)
+	}
+	if segsAfter != 0 || slotsAfter != 0 || fdsAfter != e.cbase || e.cp.FDs().Segments != 0 {
+		t.Errorf("client after close: %d segments, %d slots, %d fds (baseline %d), %d mappings", segsAfter, slotsAfter, fdsAfter, e.cbase, e.cp.FDs().Segments)
+	}
+}
+
+// A client process that crashes holding slots: the datanode sees the
+// segment's connection close and frees the segment and its slots.
+func TestClientCrashFreesItsSlots(t *testing.T) {
+	w := sim.New(sim.DefaultConfig(1))
+	var segs, slots, before int
+	startEnvCfg(t, w, shortcircuit.ServerBugs{}, func(e *env) {
+		steps(
+			func(next func()) { e.cl.Read(1, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) { e.cl.Read(2, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) {
+				dl := e.dnProc.MainLoop()
+				e.srv.Registry(dl, func(_, n, _ int) {
+					before = n
+					w.Process("client").Crash()
+					dl.AfterFunc(10*time.Millisecond, func() {
+						e.srv.Registry(dl, func(s, n, _ int) {
+							segs, slots = s, n
+							e.srv.Stop()
+							e.dn.Stop()
+							dl.AfterFunc(10*time.Millisecond, w.Stop)
+						})
+					})
+				})
+			},
+		)
+	})
+	if before != 2 || segs != 0 || slots != 0 {
+		t.Errorf("datanode held %d slots before the client crashed; after: %d segments, %d slots", before, segs, slots)
+	}
+}
