@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/model/shortcircuit"
 )
 
 // A check compares what both worlds measured for one scenario.
@@ -76,8 +77,43 @@ func readRun(mut func(*model.ReadScenario)) runner {
 	return readRunner{s}
 }
 
+func scRun(mut func(*shortcircuit.ReadScenario)) runner {
+	s := shortcircuit.DefaultReadScenario()
+	mut(&s)
+	return scReadRunner{s}
+}
+
 func checks() []check {
 	return []check{
+		{
+			// One reader, four blocks, a cache that holds them all: every
+			// fetch passes the data and meta fds, and once the cache is
+			// full the client holds the same fds in both worlds.
+			name: "sc-fds", desc: "sc-read, 1 reader, 4 blocks, 40 reads: fds per fetch, client fds with a full cache",
+			runs: []runner{scRun(func(s *shortcircuit.ReadScenario) {
+				s.Readers, s.Ops, s.Blocks, s.BlockSize, s.Pattern = 1, 40, 4, 256<<10, "sequential"
+			})},
+			rows: func(s, r []result) []row {
+				per := func(x result) float64 { return num(x, "fds_received") / num(x, "cache_misses") }
+				return []row{
+					diffWithin("sc-read 1 reader", "fds passed per short-circuit fetch", per(s[0]), per(r[0]), 0),
+					diffWithin("sc-read 1 reader", "client_peak_fds", num(s[0], "client_peak_fds"), num(r[0], "client_peak_fds"), 0),
+				}
+			},
+		},
+		{
+			// Domain-socket data traffic against TCP, one reader: the
+			// ratio of their p50s in each world.
+			name: "uds-vs-tcp", desc: "sc-read --path uds vs --path tcp, 1 reader, 200 reads of 64 KiB: p50 ratio",
+			runs: []runner{
+				scRun(func(s *shortcircuit.ReadScenario) { s.Path, s.Readers, s.Ops = "tcp", 1, 200 }),
+				scRun(func(s *shortcircuit.ReadScenario) { s.Path, s.Readers, s.Ops = "uds", 1, 200 }),
+			},
+			rows: func(s, r []result) []row {
+				ratio := func(x []result) float64 { return num(x[1], "p50_us") / num(x[0], "p50_us") }
+				return []row{within("sc-read uds/tcp", "p50 ratio", ratio(s), ratio(r), 0.25)}
+			},
+		},
 		{
 			name: "tcp-nagle", desc: "tcp-pattern --writes 2 (Nagle on)",
 			runs: []runner{tcp(2, false, 40)},
