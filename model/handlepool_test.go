@@ -206,3 +206,26 @@ func TestHandlePoolAcquireWakesTheNextWaiterOnlyWhenRoomIsLeft(t *testing.T) {
 		t.Fatalf("after an acquire beside an idle handle: woken %v, %d waiting; want block 4's waiter woken", woken, hp.Waiting())
 	}
 }
+
+// A block's list of handles survives the close of one of two: after a
+// replace, the old handle's last release closes it, and the new handle
+// (idle) is still known by block, so the next replace closes it too.
+func TestHandlePoolKeepsTrackOfEveryHandleOfABlock(t *testing.T) {
+	hp, s, d := newTestPool(t, HandlePoolConfig{Max: 8, IdleTimeout: time.Second}, 1)
+	old, _ := hp.Acquire(1, 0, 0, nil)
+	if _, err := s.Replace(1, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := hp.Acquire(1, 0, 1, nil)
+	hp.Release(old, 2)
+	hp.Release(fresh, 2)
+	if !old.Closed() || fresh.Closed() {
+		t.Fatalf("old closed %v, fresh closed %v; want only the old one closed", old.Closed(), fresh.Closed())
+	}
+	if _, err := s.Replace(1, []byte("third")); err != nil {
+		t.Fatal(err)
+	}
+	if !fresh.Closed() || hp.Open() != 0 || d.openFDs() != 0 {
+		t.Fatalf("after a second replace: idle handle closed %v, %d pool fds, %d disk fds; want it closed and none open", fresh.Closed(), hp.Open(), d.openFDs())
+	}
+}

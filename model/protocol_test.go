@@ -489,3 +489,16 @@ func TestProtocolNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per run", allocs)
 	}
 }
+
+// The wire carries a message of exactly 256 bytes and refuses one byte
+// more.
+func TestProtocolResponseMessageBound(t *testing.T) {
+	msg := strings.Repeat("m", 256)
+	got, _, err := DecodeResponse(AppendResponse(nil, Response{Status: StatusError, Message: msg}))
+	if err != nil || got.Message != msg {
+		t.Fatalf("a 256-byte message: %v, got %d bytes", err, len(got.Message))
+	}
+	if _, _, err := DecodeResponse(protoRawResponse(0, 257, strings.Repeat("m", 257), 2, 512, 0)); err == nil {
+		t.Fatal("a 257-byte message was accepted")
+	}
+}
