@@ -1,0 +1,572 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// Model-based tests: each drives a stateful component with random
+// actions (rapid's t.Repeat) next to a small reference model of what it
+// should do, and compares the two after every step.
+
+// --- the handle pool ---
+
+// refHandle is the reference's view of one open handle.
+type refHandle struct {
+	block, stamp uint64
+	refs         int
+	retired      bool
+	lastUse      time.Duration
+}
+
+type poolMachine struct {
+	cfg   HandlePoolConfig
+	store *BlockStore
+	hp    *HandlePool
+	now   time.Duration
+
+	// The reference: open handles (real handle → reference), idle ones in
+	// least-recently-used order, waiters, wake-ups delivered.
+	ref     map[*Handle]*refHandle
+	idle    []*Handle
+	waiting int
+	woken   int // wake-ups the reference expects
+	got     int // wake-ups the pool delivered
+	held    []*Handle
+}
+
+func (m *poolMachine) init(t *rapid.T) {
+	m.cfg = HandlePoolConfig{
+		Max:         2 * rapid.IntRange(1, 4).Draw(t, "max_handles"),
+		IdleTimeout: time.Duration(rapid.IntRange(1, 5).Draw(t, "idle_ms")) * time.Millisecond,
+	}
+	m.cfg.Min = rapid.IntRange(0, m.cfg.Max/2).Draw(t, "min")
+	m.store = NewBlockStore(newBSDisk(), "data")
+	for id := uint64(1); id <= 4; id++ {
+		if _, err := m.store.Write(id, BlockContent(id, 600)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if m.hp, err = NewHandlePool(m.store, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	m.ref = make(map[*Handle]*refHandle)
+}
+
+func (m *poolMachine) wake() {
+	if m.waiting > 0 {
+		m.waiting--
+		m.woken++
+	}
+}
+
+func (m *poolMachine) closeRef(h *Handle) {
+	delete(m.ref, h)
+	if i := slices.Index(m.idle, h); i >= 0 {
+		m.idle = slices.Delete(m.idle, i, i+1)
+	}
+}
+
+func (m *poolMachine) open() int { return 2 * len(m.ref) }
+
+func (m *poolMachine) acquire(t *rapid.T) {
+	id := uint64(rapid.IntRange(1, 5).Draw(t, "block"))
+	h, err := m.hp.Acquire(id, 0, m.now, func() { m.got++ })
+	cur, _, ok := m.store.Info(id)
+	// The reference: reuse the live handle of (block, current stamp),
+	// else make room by closing idle handles least recently used first,
+	// else wait.
+	var want *Handle
+	for rh, r := range m.ref {
+		if ok && !r.retired && r.block == id && r.stamp == cur {
+			want = rh
+		}
+	}
+	switch {
+	case !ok:
+		if !errors.Is(err, ErrNotExist) {
+			t.Fatalf("acquire of missing block %d: %v, want ErrNotExist", id, err)
+		}
+	case want != nil:
+		if err != nil || h != want {
+			t.Fatalf("acquire of block %d: %v; want the open handle reused", id, err)
+		}
+		r := m.ref[h]
+		if r.refs == 0 {
+			m.closeRef(h)
+			m.ref[h] = r
+		}
+		r.refs++
+		r.lastUse = m.now
+		m.held = append(m.held, h)
+	default:
+		for m.open()+2 > m.cfg.Max && len(m.idle) > 0 {
+			m.closeRef(m.idle[0])
+		}
+		if m.open()+2 > m.cfg.Max {
+			if !errors.Is(err, ErrPoolFull) {
+				t.Fatalf("acquire of block %d with every handle in use: %v, want ErrPoolFull", id, err)
+			}
+			m.waiting++
+			return
+		}
+		if err != nil || h == nil || m.ref[h] != nil {
+			t.Fatalf("acquire of block %d: %v; want a new handle", id, err)
+		}
+		m.ref[h] = &refHandle{block: id, stamp: cur, refs: 1, lastUse: m.now}
+		m.held = append(m.held, h)
+	}
+	if !errors.Is(err, ErrPoolFull) && m.waiting > 0 && (m.open()+2 <= m.cfg.Max || len(m.idle) > 0) {
+		m.wake()
+	}
+}
+
+func (m *poolMachine) release(t *rapid.T) {
+	if len(m.held) == 0 {
+		t.Skip("nothing held")
+	}
+	i := rapid.IntRange(0, len(m.held)-1).Draw(t, "which")
+	h := m.held[i]
+	m.held = slices.Delete(m.held, i, i+1)
+	m.hp.Release(h, m.now)
+	r := m.ref[h]
+	r.refs--
+	r.lastUse = m.now
+	if r.refs == 0 {
+		if r.retired {
+			m.closeRef(h)
+		} else {
+			m.idle = append(m.idle, h)
+		}
+		m.wake()
+	}
+}
+
+func (m *poolMachine) advance(t *rapid.T) {
+	m.now += time.Duration(rapid.IntRange(0, 3).Draw(t, "ms")) * time.Millisecond
+}
+
+func (m *poolMachine) trim(t *rapid.T) {
+	more := m.hp.Trim(m.now)
+	for len(m.idle) > m.cfg.Min && m.now-m.ref[m.idle[0]].lastUse >= m.cfg.IdleTimeout {
+		m.closeRef(m.idle[0])
+	}
+	if want := len(m.idle) > m.cfg.Min; more != want {
+		t.Fatalf("Trim says idle handles remain above Min: %v, want %v", more, want)
+	}
+}
+
+func (m *poolMachine) change(t *rapid.T) {
+	id := uint64(rapid.IntRange(1, 5).Draw(t, "block"))
+	var err error
+	switch rapid.IntRange(0, 2).Draw(t, "how") {
+	case 0:
+		_, err = m.store.Replace(id, BlockContent(id+7, 700))
+	case 1:
+		_, err = m.store.Append(id, []byte("more"))
+	default:
+		err = m.store.Delete(id)
+	}
+	if err != nil {
+		return // a missing block: nothing changed
+	}
+	for h, r := range m.ref {
+		if r.block == id {
+			r.retired = true
+			if r.refs == 0 {
+				m.closeRef(h)
+			}
+		}
+	}
+	m.wake()
+}
+
+func (m *poolMachine) Check(t *rapid.T) {
+	hp := m.hp
+	inUse := 0
+	for h, r := range m.ref {
+		if r.refs > 0 {
+			inUse++
+		}
+		if h.closed || h.refs != r.refs || h.retired != r.retired {
+			t.Fatalf("handle of block %d: closed %v, refs %d, retired %v; want open, refs %d, retired %v", r.block, h.closed, h.refs, h.retired, r.refs, r.retired)
+		}
+	}
+	switch {
+	case hp.Open() != m.open() || hp.Handles() != len(m.ref) || hp.InUse() != inUse:
+		t.Fatalf("pool: %d fds, %d handles, %d in use; want %d, %d, %d", hp.Open(), hp.Handles(), hp.InUse(), m.open(), len(m.ref), inUse)
+	case hp.Open() > m.cfg.Max:
+		t.Fatalf("pool holds %d fds over its bound %d", hp.Open(), m.cfg.Max)
+	case !slices.Equal(hp.idle, m.idle):
+		t.Fatalf("idle handles %v, want %v (least recently used first)", m.blocks(hp.idle), m.blocks(m.idle))
+	case hp.Waiting() != m.waiting || m.got != m.woken:
+		t.Fatalf("%d waiting, %d woken; want %d, %d", hp.Waiting(), m.got, m.waiting, m.woken)
+	case hp.ClosedInUse != 0:
+		t.Fatalf("%d handles closed in use", hp.ClosedInUse)
+	}
+}
+
+func (m *poolMachine) blocks(hs []*Handle) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, fmt.Sprintf("%d@%v", h.key.block, h.lastUse))
+	}
+	return out
+}
+
+func TestHandlePoolStateMachine(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &poolMachine{}
+		m.init(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"acquire": m.acquire,
+			"release": m.release,
+			"advance": m.advance,
+			"trim":    m.trim,
+			"change":  m.change,
+			"":        m.Check,
+		})
+	})
+}
+
+// --- the client's peer cache ---
+
+// fakeLoop is a manual clock with timers, for components that only need
+// Now and AfterFunc.
+type fakeLoop struct {
+	Loop
+	now    time.Duration
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at      time.Duration
+	f       func()
+	stopped bool
+}
+
+func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
+
+func (l *fakeLoop) Now() time.Duration { return l.now }
+
+func (l *fakeLoop) AfterFunc(d time.Duration, f func()) Timer {
+	t := &fakeTimer{at: l.now + d, f: f}
+	l.timers = append(l.timers, t)
+	return t
+}
+
+// advance moves the clock to to, firing due timers in time order.
+func (l *fakeLoop) advance(to time.Duration) {
+	for fired := 0; ; fired++ {
+		if fired > 10000 {
+			panic(fmt.Sprintf("timers keep firing at %v (a livelock)", l.now))
+		}
+		var next *fakeTimer
+		for _, t := range l.timers {
+			if !t.stopped && t.at <= to && (next == nil || t.at < next.at) {
+				next = t
+			}
+		}
+		if next == nil {
+			break
+		}
+		next.stopped = true
+		l.now = max(l.now, next.at)
+		next.f()
+	}
+	l.now = to
+}
+
+// fakeConn is a connection whose only behaviour is being closed.
+type fakeConn struct {
+	Conn
+	n      int
+	closed bool
+}
+
+func (c *fakeConn) Close() error {
+	if c.closed {
+		return ErrClosed
+	}
+	c.closed = true
+	return nil
+}
+func (c *fakeConn) SetReadInterest(bool)      {}
+func (c *fakeConn) SetWriteInterest(bool)     {}
+func (c *fakeConn) SetHandler(Loop, Handler) {}
+
+type refPeer struct {
+	c     *fakeConn
+	since time.Duration
+}
+
+type cacheMachine struct {
+	loop  *fakeLoop
+	cl    *Client
+	ref   []refPeer // oldest first
+	taken []*fakeConn
+	n     int
+}
+
+func (m *cacheMachine) init(t *rapid.T) {
+	m.loop = &fakeLoop{}
+	m.cl = &Client{loop: m.loop, cfg: ClientConfig{
+		CacheCapacity: rapid.IntRange(0, 4).Draw(t, "capacity"),
+		CacheExpiry:   time.Duration(rapid.IntRange(1, 10).Draw(t, "expiry_ms")) * time.Millisecond,
+	}}
+}
+
+func (m *cacheMachine) put(t *rapid.T) {
+	var c *fakeConn
+	if len(m.taken) > 0 && rapid.Bool().Draw(t, "return_taken") {
+		c = m.taken[len(m.taken)-1]
+		m.taken = m.taken[:len(m.taken)-1]
+	} else {
+		m.n++
+		c = &fakeConn{n: m.n}
+	}
+	m.cl.putCached(c)
+	cfg := m.cl.cfg
+	if cfg.CacheCapacity == 0 {
+		if !c.closed {
+			t.Fatal("a cache of capacity 0 kept a peer")
+		}
+		return
+	}
+	if len(m.ref) >= cfg.CacheCapacity {
+		m.ref[0].c.closed = true // the reference's expectation; compared below
+		m.ref = m.ref[1:]
+	}
+	m.ref = append(m.ref, refPeer{c, m.loop.now})
+}
+
+func (m *cacheMachine) take(t *rapid.T) {
+	got := m.cl.takeCached()
+	// The reference: the most recent peer not yet expired; expired ones
+	// met on the way are closed.
+	var want *fakeConn
+	for len(m.ref) > 0 {
+		p := m.ref[len(m.ref)-1]
+		m.ref = m.ref[:len(m.ref)-1]
+		if m.loop.now-p.since >= m.cl.cfg.CacheExpiry {
+			continue
+		}
+		want = p.c
+		break
+	}
+	if want == nil {
+		if got != nil {
+			t.Fatalf("took peer %d, want none", got.(*fakeConn).n)
+		}
+		return
+	}
+	if got != Conn(want) {
+		t.Fatalf("took %v, want peer %d (the most recent live one)", got, want.n)
+	}
+	m.taken = append(m.taken, want)
+}
+
+func (m *cacheMachine) advance(t *rapid.T) {
+	m.loop.advance(m.loop.now + time.Duration(rapid.IntRange(0, 4000).Draw(t, "us"))*time.Microsecond)
+	// The reaper closes every expired peer, oldest first.
+	for len(m.ref) > 0 && m.loop.now-m.ref[0].since >= m.cl.cfg.CacheExpiry {
+		m.ref = m.ref[1:]
+	}
+}
+
+func (m *cacheMachine) Check(t *rapid.T) {
+	cache := m.cl.cache
+	if len(cache) != len(m.ref) {
+		t.Fatalf("%d cached peers, want %d", len(cache), len(m.ref))
+	}
+	if len(cache) > m.cl.cfg.CacheCapacity {
+		t.Fatalf("%d cached peers over capacity %d", len(cache), m.cl.cfg.CacheCapacity)
+	}
+	for i, p := range m.ref {
+		if cache[i].c != Conn(p.c) || cache[i].since != p.since {
+			t.Fatalf("cache slot %d holds another peer (want peer %d cached at %v)", i, p.c.n, p.since)
+		}
+		if p.c.closed {
+			t.Fatalf("cached peer %d is closed", p.c.n)
+		}
+	}
+	for _, c := range m.taken {
+		if c.closed {
+			t.Fatalf("peer %d, taken for use, was closed", c.n)
+		}
+	}
+}
+
+func TestPeerCacheStateMachine(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &cacheMachine{}
+		m.init(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"put":     m.put,
+			"take":    m.take,
+			"advance": m.advance,
+			"":        m.Check,
+		})
+	})
+}
+
+// --- the block store ---
+
+type storeMachine struct {
+	disk  *bsDisk
+	store *BlockStore
+	ref   map[uint64][]byte
+	// maybe holds, after a crash during an update, the state the update
+	// would have made: recovery must give the old state or this one.
+	maybe map[uint64][]byte
+	crash bool
+}
+
+func (m *storeMachine) init(t *rapid.T) {
+	m.disk = newBSDisk()
+	m.store = NewBlockStore(m.disk, "data")
+	m.ref = make(map[uint64][]byte)
+}
+
+// update runs one write, append, replace or delete; with a drawn crash
+// point it fails the update's k-th disk operation and every later one,
+// then restarts the store.
+func (m *storeMachine) update(t *rapid.T) {
+	id := uint64(rapid.IntRange(1, 3).Draw(t, "block"))
+	kind := rapid.SampledFrom([]string{"write", "append", "replace", "delete"}).Draw(t, "op")
+	data := BlockContent(uint64(rapid.IntRange(1, 1000).Draw(t, "key")), rapid.IntRange(0, 1600).Draw(t, "size"))
+	crashAt := -1
+	if rapid.IntRange(0, 3).Draw(t, "crash") == 0 {
+		crashAt = rapid.IntRange(0, 12).Draw(t, "crash_op")
+	}
+	ops := 0
+	m.disk.fail = func(op, path string) error {
+		if crashAt >= 0 && ops >= crashAt {
+			return ErrIO
+		}
+		ops++
+		return nil
+	}
+	old, exists := m.ref[id]
+	var next []byte
+	var err error
+	switch kind {
+	case "write":
+		_, err = m.store.Write(id, data)
+		next = data
+		if exists {
+			next = old
+		}
+	case "append":
+		_, err = m.store.Append(id, data)
+		next = append(slices.Clip(old), data...)
+	case "replace":
+		_, err = m.store.Replace(id, data)
+		next = data
+	default:
+		err = m.store.Delete(id)
+		next = nil
+	}
+	m.disk.fail = nil
+	applies := exists != (kind == "write")
+	crashed := crashAt >= 0 && ops >= crashAt
+	switch {
+	case !crashed && applies && err != nil:
+		t.Fatalf("%s of block %d: %v", kind, id, err)
+	case !crashed && !applies && err == nil:
+		t.Fatalf("%s of block %d (exists %v) succeeded", kind, id, exists)
+	case !crashed && applies:
+		m.set(id, next)
+	case crashed && applies:
+		// Cut short: after a restart the block is old or new, nothing else.
+		m.restart(t, id, old, exists, next, kind != "delete")
+	}
+}
+
+func (m *storeMachine) set(id uint64, data []byte) {
+	if data == nil {
+		delete(m.ref, id)
+		return
+	}
+	m.ref[id] = data
+}
+
+// restart reloads the store from disk after a crash during an update of
+// block id, which must then hold its old or its new state.
+func (m *storeMachine) restart(t *rapid.T, id uint64, old []byte, oldOK bool, next []byte, nextOK bool) {
+	m.store = NewBlockStore(m.disk, "data")
+	if err := m.store.Load(); err != nil {
+		t.Fatalf("load after a crash: %v", err)
+	}
+	got, ok := m.read(t, id)
+	switch {
+	case ok == oldOK && (!ok || bytes.Equal(got, old)):
+		m.set(id, nil)
+		if ok {
+			m.set(id, old)
+		}
+	case ok == nextOK && (!ok || bytes.Equal(got, next)):
+		m.set(id, nil)
+		if ok {
+			m.set(id, next)
+		}
+	default:
+		t.Fatalf("after a crash, block %d has %d bytes (exists %v): neither the old %d bytes (exists %v) nor the new %d (exists %v)",
+			id, len(got), ok, len(old), oldOK, len(next), nextOK)
+	}
+}
+
+func (m *storeMachine) restartClean(t *rapid.T) {
+	m.store = NewBlockStore(m.disk, "data")
+	if err := m.store.Load(); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+}
+
+func (m *storeMachine) read(t *rapid.T, id uint64) ([]byte, bool) {
+	f, err := m.store.OpenForRead(id, 0)
+	if errors.Is(err, ErrNotExist) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("open block %d: %v", id, err)
+	}
+	defer f.Close()
+	data, _, err := f.ReadChunks(nil, 0, int(f.Length))
+	if err != nil {
+		t.Fatalf("read block %d: %v", id, err)
+	}
+	return data, true
+}
+
+func (m *storeMachine) Check(t *rapid.T) {
+	for id := uint64(1); id <= 3; id++ {
+		got, ok := m.read(t, id)
+		want, wantOK := m.ref[id]
+		if ok != wantOK || !bytes.Equal(got, want) {
+			t.Fatalf("block %d: %d bytes (exists %v), want %d (exists %v)", id, len(got), ok, len(want), wantOK)
+		}
+	}
+	if n := m.disk.openFDs(); n != 0 {
+		t.Fatalf("%d fds left open", n)
+	}
+}
+
+func TestBlockStoreStateMachine(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &storeMachine{}
+		m.init(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"update":  m.update,
+			"restart": m.restartClean,
+			"":        m.Check,
+		})
+	})
+}
