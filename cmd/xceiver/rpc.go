@@ -147,7 +147,9 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 						benchRow{world, c, "namenode cpu", num(res, "cpu_percent"), "%"},
 						benchRow{world, c, "rpc calls", ops, "calls/s"})
 				} else {
-					rows = append(rows, benchRow{world, c, "rpc calls vs readers=1 mutex", ops / base, "×"})
+					rows = append(rows,
+						benchRow{world, c, "rpc calls", ops, "calls/s"},
+						benchRow{world, c, "rpc calls vs readers=1 mutex", ops / base, "×"})
 				}
 			}
 		}
