@@ -1,8 +1,11 @@
 package properties
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func rpcSeed(t *testing.T, seed uint64, bug string) (RPCCase, *RPCResult) {
@@ -52,4 +55,19 @@ func TestRPCBugsFound(t *testing.T) {
 			t.Errorf("not found in 200 seeds")
 		})
 	}
+}
+
+// rapid draws rpc cases (configuration, ops and faults, swarm style) and
+// shrinks any that fails.
+func TestRPCPropertiesRapid(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c, err := DrawRPC(RapidSource(rt), 0, "")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if r := RunRPC(c, 10*time.Second); r.Failure != nil {
+			b, _ := json.Marshal(c)
+			rt.Fatalf("%v\ncase: %s", r.Failure, b)
+		}
+	})
 }
