@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -324,6 +325,10 @@ func (op *clientOp) encode(b []byte) []byte {
 	switch op.kind {
 	case OpWriteBlock, OpAppendBlock, OpReplaceBlock:
 		ps := op.cl.cfg.PacketSize
+		// Room for every packet at once, rather than growing by
+		// doubling (each step a copy of all the data so far).
+		packets := (len(op.data)+ps-1)/ps + 1
+		b = slices.Grow(b, packets*PacketHeaderLen+numChunks(len(op.data), BytesPerChecksum)*ChecksumSize+len(op.data))
 		var seq int64
 		for off := 0; off < len(op.data); off += ps {
 			end := min(off+ps, len(op.data))
