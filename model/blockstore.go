@@ -399,23 +399,42 @@ func (s *BlockStore) Delete(id uint64) error {
 // learned its stamp — is served: BlockFiles.Stamp tells the reader which
 // one it got. A missing block is ErrNotExist.
 func (s *BlockStore) OpenForRead(id, stamp uint64) (*BlockFiles, error) {
-	r, ok := s.replicas[id]
-	if !ok {
-		return nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
+	loc, err := s.Locate(id, stamp)
+	if err != nil {
+		return nil, err
 	}
-	if r.stamp < stamp {
-		return nil, fmt.Errorf("model: read block %d: replica stamp %d < requested %d: %w", id, r.stamp, stamp, ErrStaleReplica)
-	}
-	data, err := s.disk.Open(s.dataPath(id), ReadOnly, FDBlockFile)
+	data, err := s.disk.Open(loc.DataPath, ReadOnly, FDBlockFile)
 	if err != nil {
 		return nil, fmt.Errorf("model: read block %d: %w", id, err)
 	}
-	meta, err := s.disk.Open(s.metaPath(id, r.stamp), ReadOnly, FDMetaFile)
+	r := replicaInfo{stamp: loc.Stamp, length: loc.Length}
+	meta, err := s.disk.Open(loc.MetaPath, ReadOnly, FDMetaFile)
 	if err != nil {
 		_ = data.Close()
 		return nil, fmt.Errorf("model: read block %d: %w", id, err)
 	}
 	return &BlockFiles{ID: id, Stamp: r.stamp, Length: r.length, Data: data, Meta: meta}, nil
+}
+
+// Location names a replica's files, for a server that opens them itself
+// (the short-circuit endpoint, which passes them on).
+type Location struct {
+	DataPath, MetaPath string
+	Stamp              uint64
+	Length             int64
+}
+
+// Locate finds block id for a read naming stamp, with OpenForRead's rules
+// (ErrNotExist, ErrStaleReplica).
+func (s *BlockStore) Locate(id, stamp uint64) (Location, error) {
+	r, ok := s.replicas[id]
+	if !ok {
+		return Location{}, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
+	}
+	if r.stamp < stamp {
+		return Location{}, fmt.Errorf("model: read block %d: replica stamp %d < requested %d: %w", id, r.stamp, stamp, ErrStaleReplica)
+	}
+	return Location{DataPath: s.dataPath(id), MetaPath: s.metaPath(id, r.stamp), Stamp: r.stamp, Length: r.length}, nil
 }
 
 // BlockFiles is an open replica: its data and meta files as of the moment

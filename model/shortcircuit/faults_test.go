@@ -322,3 +322,61 @@ func TestClientCrashFreesItsSlots(t *testing.T) {
 		t.Errorf("datanode held %d slots before the client crashed; after: %d segments, %d slots", before, segs, slots)
 	}
 }
+
+// metaOpenFails: the datanode has one fd left when a client asks for
+// fds, so the data file opens and the meta file does not (EMFILE).
+// Returns the block fds the datanode holds afterwards.
+func metaOpenFails(t *testing.T, bugs shortcircuit.ServerBugs) int {
+	w := sim.New(sim.DefaultConfig(1))
+	held := -1
+	startEnvCfg(t, w, bugs, func(e *env) {
+		dl := e.dnProc.MainLoop()
+		var hog []model.File
+		steps(
+			func(next func()) {
+				// Map the segment first, while fds are free.
+				e.cl.Read(3, 0, 0, 10, func(model.Result) { next() })
+			},
+			func(next func()) {
+				dl.Post(func() {
+					for e.dnProc.FDs().Open < e.dnProc.FDs().Limit-1 {
+						f, err := e.dnProc.Disk().Open(fmt.Sprintf("hog-%d", len(hog)), model.Create|model.ReadWrite, model.FDFile)
+						if err != nil {
+							w.Fail(err)
+							return
+						}
+						hog = append(hog, f)
+					}
+					e.cp.MainLoop().Post(next)
+				})
+			},
+			func(next func()) {
+				e.cl.Read(1, 0, 0, 10, func(model.Result) { next() })
+			},
+			func(next func()) {
+				dl.Post(func() {
+					for _, f := range hog {
+						f.Close()
+					}
+					by := e.dnProc.FDs().ByKind
+					held = by[model.FDBlockFile] + by[model.FDMetaFile]
+					e.srv.Stop()
+					e.dn.Stop()
+					dl.AfterFunc(10*time.Millisecond, w.Stop)
+				})
+			},
+		)
+	})
+	return held
+}
+
+// HDFS-17978: with the bug the data fd of a failed fd request leaks; with
+// the fix the datanode holds no block fd.
+func TestMetaOpenFailureClosesData(t *testing.T) {
+	if n := metaOpenFails(t, shortcircuit.ServerBugs{}); n != 0 {
+		t.Errorf("fixed: the datanode holds %d block fds after the meta file failed to open", n)
+	}
+	if n := metaOpenFails(t, shortcircuit.ServerBugs{LeakDataOnMetaFailure: true}); n != 1 {
+		t.Errorf("HDFS-17978: the datanode holds %d block fds, want the leaked data fd", n)
+	}
+}

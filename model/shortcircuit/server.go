@@ -26,6 +26,9 @@ type ServerBugs struct {
 	// KeepSlotOnLostReply is HDFS-7915: the datanode registers the slot,
 	// fails to send the fds, and leaves the slot registered.
 	KeepSlotOnLostReply bool
+	// LeakDataOnMetaFailure is HDFS-17978: when opening the meta file
+	// fails after the data file was opened, the data fd is not closed.
+	LeakDataOnMetaFailure bool
 	// NoInvalidateOnDelete is HDFS-6750: deleting (unlinking) a replica
 	// does not clear its slots' valid bit, so clients keep reading it
 	// through their cached fds.
@@ -162,6 +165,28 @@ func (s *Server) changed(id, stamp uint64, deleted bool) {
 	for _, ref := range s.byBlock[id] {
 		ref.shm.seg.Store(ref.slot*SlotSize+slotFlags, 0)
 	}
+}
+
+// open opens a replica's data and meta files read-only, as HDFS's
+// requestShortCircuitFdsForRead does, to pass them on. Under the lock.
+func (s *Server) open(block, stamp uint64) (*model.BlockFiles, error) {
+	loc, err := s.dn.Store().Locate(block, stamp)
+	if err != nil {
+		return nil, err
+	}
+	disk := s.p.Disk()
+	data, err := disk.Open(loc.DataPath, model.ReadOnly, model.FDBlockFile)
+	if err != nil {
+		return nil, fmt.Errorf("short-circuit: open data of block %d: %w", block, err)
+	}
+	meta, err := disk.Open(loc.MetaPath, model.ReadOnly, model.FDMetaFile)
+	if err != nil {
+		if !s.cfg.Bugs.LeakDataOnMetaFailure {
+			_ = data.Close()
+		}
+		return nil, fmt.Errorf("short-circuit: open meta of block %d: %w", block, err)
+	}
+	return &model.BlockFiles{ID: block, Stamp: loc.Stamp, Length: loc.Length, Data: data, Meta: meta}, nil
 }
 
 // register records slot of shm for a replica. Under the lock.
@@ -366,7 +391,7 @@ func (sc *srvConn) serve(req Request) {
 			case shm.used[req.Slot]:
 				err = invalid("slot %d of segment %#x is in use", req.Slot, req.ShmID)
 			default:
-				files, err = s.dn.Store().OpenForRead(req.BlockID, req.Stamp)
+				files, err = s.open(req.BlockID, req.Stamp)
 			}
 			if err == nil {
 				s.register(shm, int(req.Slot), req.BlockID, files.Stamp)
