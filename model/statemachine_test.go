@@ -298,8 +298,8 @@ func (c *fakeConn) Close() error {
 	c.closed = true
 	return nil
 }
-func (c *fakeConn) SetReadInterest(bool)      {}
-func (c *fakeConn) SetWriteInterest(bool)     {}
+func (c *fakeConn) SetReadInterest(bool)     {}
+func (c *fakeConn) SetWriteInterest(bool)    {}
 func (c *fakeConn) SetHandler(Loop, Handler) {}
 
 type refPeer struct {
