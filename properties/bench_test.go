@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -61,4 +62,33 @@ func BenchmarkCheckSeedsParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(done.Load())/time.Since(start).Seconds(), "seeds/s")
+}
+
+// Checking seeds keeps nothing from one to the next: the live heap after
+// 300 seeds is what it was after 100 (what passed is garbage; the process
+// peak is set by the largest seed, not by how many ran).
+func TestCheckMemoryFlatOverSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 300 seeds")
+	}
+	live := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var at100 uint64
+	for seed := uint64(1); seed <= 300; seed++ {
+		if _, err := CheckSeed(seed, "", Options{}, seed%50 == 0); err != nil {
+			t.Fatal(err)
+		}
+		if seed == 100 {
+			at100 = live()
+		}
+	}
+	at300 := live()
+	t.Logf("live heap after 100 seeds %d KB, after 300 %d KB", at100>>10, at300>>10)
+	if at300 > at100+at100/10+64<<10 {
+		t.Errorf("live heap grew from %d KB after 100 seeds to %d KB after 300", at100>>10, at300>>10)
+	}
 }
