@@ -362,6 +362,21 @@ type thread struct {
 	busyUntil time.Duration
 }
 
+// wakeDelay is how long a blocked thread takes to run after being woken
+// (CPUConfig.Wakeup); zero when t is the thread running now, which needs
+// no wake-up.
+func (w *World) wakeDelay(t *thread) time.Duration {
+	cfg := &w.cfg.CPU
+	if w.running == t || cfg.Wakeup == 0 && cfg.WakeupSpread == 0 {
+		return 0
+	}
+	d := cfg.Wakeup
+	if cfg.WakeupSpread > 0 {
+		d += time.Duration(w.cpuRand.Int64N(int64(cfg.WakeupSpread)))
+	}
+	return d
+}
+
 // charge adds modelled CPU time to the callback now running.
 func (w *World) charge(d time.Duration) {
 	if w.running != nil {
@@ -504,7 +519,11 @@ func (l *Loop) wake() {
 	}
 	l.scheduled = true
 	w := l.p.w
-	w.post(max(w.Now(), l.busyUntil), l.dispatchF)
+	at := l.busyUntil
+	if now := w.Now(); at <= now {
+		at = now + w.wakeDelay(&l.thread) // blocked in epoll_wait
+	}
+	w.post(at, l.dispatchF)
 }
 
 func (l *Loop) dispatch() {
@@ -663,7 +682,8 @@ func (wp *WorkerPool) kick() {
 	}
 	wp.kicked = true
 	w := wp.p.w
-	w.post(w.Now(), wp.dispatchF)
+	// Handing work to an idle worker wakes it.
+	w.post(w.Now()+w.wakeDelay(nil), wp.dispatchF)
 }
 
 // dispatch starts queued work on idle workers. The work function runs at

@@ -60,9 +60,18 @@ type CPUConfig struct {
 	Inode        time.Duration // visiting one namespace inode: a hash lookup and its checks
 	Softirq      time.Duration // the receiver's input path for one segment, on the sender's CPU (loopback)
 	ThreadStart  time.Duration // creating a thread (a loop)
+	// Wake-up of a blocked thread (a loop in epoll_wait, an idle worker)
+	// by another: it starts Wakeup plus a uniform draw from
+	// [0, WakeupSpread) after the event that woke it. A busy thread
+	// finds its work when it next looks and pays nothing. Zero in the
+	// hand-set defaults; a calibrated profile sets them.
+	Wakeup       time.Duration
+	WakeupSpread time.Duration
 }
 
-// DefaultCPUConfig returns costs of a current x86 core.
+// DefaultCPUConfig returns costs of a current x86 core, set by hand, with
+// no wake-up latency: the unit tests' and check's exact timings. run,
+// validate and bench use a calibrated profile instead (Profile.CPU).
 func DefaultCPUConfig() CPUConfig {
 	return CPUConfig{
 		Callback:     500 * time.Nanosecond,
@@ -101,6 +110,7 @@ type World struct {
 	netRand   *rand.Rand
 	diskRand  *rand.Rand
 	faultRand *rand.Rand
+	cpuRand   *rand.Rand
 
 	trace traceState
 	// Recycled fire-and-forget events and segment carriers (see post).
@@ -144,6 +154,7 @@ func New(cfg Config) *World {
 	w.netRand = w.derivedRand("net")
 	w.diskRand = w.derivedRand("disk")
 	w.faultRand = w.derivedRand("fault")
+	w.cpuRand = w.derivedRand("cpu")
 	// Where jiffies fall relative to the run's start differs per boot;
 	// draw it so timer rounding is not always the worst case.
 	if cfg.TCP.Tick > 0 {

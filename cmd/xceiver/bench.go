@@ -105,6 +105,7 @@ func benchCommand() *command {
 			asJSON := c.fs.Bool("json", false, "print JSON")
 			plot := c.fs.String("plot", "", "also draw the results as a self-contained SVG into `FILE`")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of simulated runs")
+			c.fs.StringVar(&benchProfile, "profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			return func(rest []string) int {
 				return benchMain(c, rest, *world, *asJSON, *seed, *plot)
 			}
@@ -120,6 +121,9 @@ func sortedExperimentNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// benchProfile is bench's --profile, for the simulated runs.
+var benchProfile string
 
 func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, plot string) int {
 	stdout, stderr := c.stdout, c.stderr
@@ -140,6 +144,9 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 		worlds = []string{"sim", "real"}
 	default:
 		return report(stderr, c.usagef("%s %q: want sim, real or both", c.typed("world"), world))
+	}
+	if _, err := loadProfile(benchProfile); err != nil {
+		return report(stderr, err)
 	}
 	if plot != "" {
 		if err := checkOutFile(plot); err != nil {
@@ -183,7 +190,7 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 }
 
 func benchRead(world string, seed uint64, s model.ReadScenario) (result, error) {
-	return runScenario("read", readRunner{s}, runOptions{world: world, seed: seed})
+	return runScenario("read", readRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile})
 }
 
 func benchHDFS941(world string, seed uint64) ([]benchRow, error) {

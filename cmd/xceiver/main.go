@@ -39,6 +39,7 @@ func commandList() []*command {
 		runCommand(),
 		validateCommand(),
 		benchCommand(),
+		calibrateCommand(),
 		mutateCommand(),
 		mergeCommand(),
 		versionCommand(),

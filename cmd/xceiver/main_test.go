@@ -39,6 +39,11 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{"bench"},
 		{"bench", "nope"},
 		{"bench", "sim-speed", "--world", "venus"},
+		{"run", "tcp-pattern", "--profile", "/no/such/profile.json"},
+		{"run", "tcp-pattern", "--profile", "main_test.go"},
+		{"validate", "--profile", "/no/such/profile.json"},
+		{"bench", "hdfs-941", "--profile", "/no/such/profile.json"},
+		{"calibrate", "extra-arg"},
 	}
 	for _, args := range cases {
 		code, _, stderr := runCLI(args...)

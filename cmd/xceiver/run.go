@@ -153,6 +153,9 @@ type runOptions struct {
 	trace  string
 	json   bool
 	tmpdir string
+	// profile is the CPU profile file for sim runs ("" is the embedded
+	// default, measured on the development machine).
+	profile string
 }
 
 func runCommand() *command {
@@ -187,6 +190,7 @@ func runSetup(c *call) func([]string) int {
 	fs.Uint64Var(&opt.seed, "seed", 1, "seed `S` of the simulated run")
 	fs.StringVar(&opt.trace, "trace", "", "write the event trace to `FILE` (sim)")
 	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
+	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default: the embedded one)")
 	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
 
 	name, found := findScenario(c.raw, fs)
@@ -296,6 +300,11 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 	switch opt.world {
 	case "sim":
 		cfg := sim.DefaultConfig(opt.seed)
+		prof, err := loadProfile(opt.profile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CPU = prof.CPU()
 		if c, ok := r.(interface{ simConfig(*sim.Config) }); ok {
 			c.simConfig(&cfg)
 		}

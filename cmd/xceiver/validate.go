@@ -83,8 +83,39 @@ func scRun(mut func(*shortcircuit.ReadScenario)) runner {
 	return scReadRunner{s}
 }
 
+// readScale is a check of `run read` at one size: throughput and p50 at 1,
+// 8, 32 and 128 clients, about 400 ops in all per run, with short idle
+// timeouts so the real runs do not wait seconds for them at the end.
+func readScale(size int) check {
+	counts := []int{1, 8, 32, 128}
+	var runs []runner
+	for _, c := range counts {
+		runs = append(runs, readRun(func(s *model.ReadScenario) {
+			s.Clients, s.Ops, s.ReadSize = c, max(400/c, 3), size
+			s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+		}))
+	}
+	return check{
+		name: fmt.Sprintf("read-scale-%dk", size>>10),
+		desc: fmt.Sprintf("read, %d KiB, 1, 8, 32 and 128 clients: throughput and p50", size>>10),
+		runs: runs,
+		rows: func(s, r []result) []row {
+			var rows []row
+			for i, c := range counts {
+				scn := fmt.Sprintf("read %dKiB clients=%d", size>>10, c)
+				rows = append(rows,
+					within(scn, "throughput_mbps", num(s[i], "throughput_mbps"), num(r[i], "throughput_mbps"), 0.25),
+					within(scn, "p50_us", num(s[i], "p50_us"), num(r[i], "p50_us"), 0.25))
+			}
+			return rows
+		},
+	}
+}
+
 func checks() []check {
 	return []check{
+		readScale(32 << 10),
+		readScale(64 << 10),
 		{
 			// One reader, four blocks, a cache that holds them all: every
 			// fetch passes the data and meta fds, and once the cache is
@@ -215,14 +246,15 @@ func validateCommand() *command {
 			only := c.fs.String("scenario", "", "run only the check `NAME` ("+checkNames()+")")
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
+			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			return func(rest []string) int {
-				return validateMain(c, rest, *only, *asJSON, *seed)
+				return validateMain(c, rest, *only, *asJSON, *seed, *profile)
 			}
 		},
 	}
 }
 
-func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64) int {
+func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string) int {
 	stdout, stderr := c.stdout, c.stderr
 	if len(rest) > 0 {
 		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
@@ -237,6 +269,9 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64)
 			return report(stderr, c.usagef("%s %q: unknown scenario (want one of %s)", c.typed("scenario"), only, checkNames()))
 		}
 		only = n
+	}
+	if _, err := loadProfile(profile); err != nil {
+		return report(stderr, err)
 	}
 	if dryRun {
 		return exitOK
@@ -254,7 +289,7 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64)
 			fmt.Fprintf(stderr, "validate: %s in %s…\n", c.desc, world)
 			start := time.Now()
 			for _, r := range c.runs {
-				res, err := runScenario(c.name, r, runOptions{world: world, seed: seed})
+				res, err := runScenario(c.name, r, runOptions{world: world, seed: seed, profile: profile})
 				if err != nil {
 					return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
 				}

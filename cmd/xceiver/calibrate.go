@@ -1,0 +1,306 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"xceiver/sim"
+)
+
+func calibrateCommand() *command {
+	return &command{
+		name:    "calibrate",
+		summary: "measure this machine's syscall, copy, CRC32C and wake-up costs and write a profile for the simulator's CPU model",
+		about: func() string {
+			return "Writes the profile as JSON (to --out, or stdout); run, validate and bench load it with\n--profile FILE. Takes a few seconds; figures on a shared machine are noisy."
+		},
+		example: []string{"xceiver calibrate --out profile.json"},
+		setup: func(c *call) func([]string) int {
+			out := c.fs.String("out", "", "write the profile to `FILE` instead of stdout")
+			return func(rest []string) int {
+				if len(rest) > 0 {
+					return report(c.stderr, c.usagef("unexpected argument %q", rest[0]))
+				}
+				if dryRun {
+					return exitOK
+				}
+				p, err := calibrate()
+				if err != nil {
+					return report(c.stderr, fmt.Errorf("calibrate: %w", err))
+				}
+				b, _ := json.MarshalIndent(p, "", "  ")
+				b = append(b, '\n')
+				if *out == "" {
+					c.stdout.Write(b)
+					return exitOK
+				}
+				if err := os.WriteFile(*out, b, 0o644); err != nil {
+					return report(c.stderr, fmt.Errorf("calibrate: %w", err))
+				}
+				return exitOK
+			}
+		},
+	}
+}
+
+// loadProfile reads --profile; "" is the embedded default.
+func loadProfile(path string) (sim.Profile, error) {
+	if path == "" {
+		return sim.DefaultProfile(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return sim.Profile{}, usagef("--profile: %v", err)
+	}
+	p, err := sim.ParseProfile(b)
+	if err != nil {
+		return sim.Profile{}, usagef("--profile %s: %v", path, err)
+	}
+	return p, nil
+}
+
+// perOp times f over n calls and returns the median of 5 batches, in ns
+// per call: the median shrugs off a batch another process interrupted.
+func perOp(n int, f func()) float64 {
+	var batches []float64
+	for range 5 {
+		start := time.Now()
+		for range n {
+			f()
+		}
+		batches = append(batches, float64(time.Since(start).Nanoseconds())/float64(n))
+	}
+	slices.Sort(batches)
+	return batches[2]
+}
+
+func calibrate() (sim.Profile, error) {
+	p := sim.Profile{Version: sim.ProfileVersion, Cores: runtime.NumCPU()}
+	p.Machine = fmt.Sprintf("%s/%s, %d cores, %s", runtime.GOOS, runtime.GOARCH, p.Cores, cpuModel())
+	p.Note = "measured by xceiver calibrate at " + time.Now().UTC().Format(time.RFC3339)
+
+	var fds [2]int
+	if err := unix.Pipe(fds[:]); err != nil {
+		return p, fmt.Errorf("pipe: %w", err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	one := []byte{1}
+	p.WriteNs = perOp(2000, func() { unix.Write(fds[1], one) })
+	// Each batch wrote 2000 bytes: drain them while timing reads.
+	p.ReadNs = perOp(2000, func() { unix.Read(fds[0], one) })
+
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return p, fmt.Errorf("epoll_create: %w", err)
+	}
+	defer unix.Close(ep)
+	evs := make([]unix.EpollEvent, 16)
+	p.EpollWaitNs = perOp(5000, func() { unix.EpollWait(ep, evs, 0) })
+
+	dir, err := os.MkdirTemp("", "xceiver-calibrate")
+	if err != nil {
+		return p, err
+	}
+	defer os.RemoveAll(dir)
+	const fileSize = 4 << 20
+	data := make([]byte, fileSize)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	path := filepath.Join(dir, "block")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return p, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return p, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	off := int64(0)
+	p.PreadNs = perOp(2000, func() {
+		unix.Pread(int(f.Fd()), buf[:4096], off)
+		off = (off + 4096) % fileSize
+	})
+
+	if p.SendfilePerKBNs, err = sendfileCost(f, fileSize); err != nil {
+		return p, err
+	}
+
+	src, dst := make([]byte, 1<<20), make([]byte, 1<<20)
+	p.CopyPerKBNs = perOp(200, func() { copy(dst, src) }) / 1024
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	p.CRC32CPerKBNs = perOp(200, func() { crc32.Checksum(src, tab) }) / 1024
+
+	sys := (p.ReadNs + p.WriteNs)
+	w := wakeups(2000, 0)
+	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)
+	lw := wakeups(400, 2*runtime.NumCPU())
+	p.LoadedWakeupP50Ns, p.LoadedWakeupP90Ns = pct(lw, 50, sys), pct(lw, 90, sys)
+	return p, nil
+}
+
+func pct(v []float64, q int, less float64) float64 {
+	x := v[(len(v)-1)*q/100] - less
+	return max(x, 0)
+}
+
+// sendfileCost sends the file over loopback TCP to a reader that
+// discards it, in 64 KiB sendfile calls.
+func sendfileCost(f *os.File, size int64) (float64, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(io.Discard, c)
+		c.Close()
+		done <- err
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0, err
+	}
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		c.Close()
+		return 0, err
+	}
+	var total time.Duration
+	var sent int64
+	var serr error
+	raw.Control(func(fd uintptr) {
+		// Blocking sends, so each call moves a whole 64 KiB.
+		unix.SetNonblock(int(fd), false)
+		start := time.Now()
+		for pass := 0; pass < 4; pass++ {
+			for off := int64(0); off < size; {
+				o := off
+				n, err := unix.Sendfile(int(fd), int(f.Fd()), &o, 64<<10)
+				if err != nil {
+					serr = err
+					return
+				}
+				off += int64(n)
+				sent += int64(n)
+			}
+		}
+		total = time.Since(start)
+	})
+	c.Close()
+	if err := <-done; err != nil && serr == nil {
+		serr = err
+	}
+	if serr != nil {
+		return 0, fmt.Errorf("sendfile: %w", serr)
+	}
+	return float64(total.Nanoseconds()) / float64(sent/1024), nil
+}
+
+// wakeups measures one-way wake-up latency as the real world's loops see
+// it: two goroutines, each blocked in epoll_wait on its own eventfd, wake
+// each other in turn (the loops are goroutines, not locked threads, so
+// this includes Go's scheduler). busy goroutines spin alongside, so with
+// more of them than cores a woken loop waits for a processor. Returned
+// sorted, in ns per hop (the eventfd write and read included).
+func wakeups(n, busy int) []float64 {
+	var stop atomic.Bool
+	for range busy {
+		go func() {
+			for !stop.Load() {
+			}
+		}()
+	}
+	defer stop.Store(true)
+	type waiter struct{ ep, ev int }
+	mk := func() (waiter, error) {
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return waiter{}, err
+		}
+		ev, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			unix.Close(ep)
+			return waiter{}, err
+		}
+		unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, ev, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(ev)})
+		return waiter{ep, ev}, nil
+	}
+	a, err := mk()
+	if err != nil {
+		return []float64{0}
+	}
+	b, err := mk()
+	if err != nil {
+		return []float64{0}
+	}
+	defer func() {
+		for _, fd := range []int{a.ep, a.ev, b.ep, b.ev} {
+			unix.Close(fd)
+		}
+	}()
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	wait := func(x waiter) {
+		evs := make([]unix.EpollEvent, 1)
+		var cnt [8]byte
+		for {
+			if k, err := unix.EpollWait(x.ep, evs, -1); k == 1 || err != nil && err != unix.EINTR {
+				break
+			}
+		}
+		unix.Read(x.ev, cnt[:])
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			wait(a)
+			unix.Write(b.ev, one)
+		}
+	}()
+	out := make([]float64, 0, n)
+	for range n {
+		start := time.Now()
+		unix.Write(a.ev, one)
+		wait(b)
+		out = append(out, float64(time.Since(start).Nanoseconds())/2)
+	}
+	<-done
+	slices.Sort(out)
+	return out
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if i := strings.IndexByte(l, ':'); i >= 0 {
+				return strings.TrimSpace(l[i+1:])
+			}
+		}
+	}
+	return "unknown CPU"
+}

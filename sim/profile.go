@@ -1,0 +1,102 @@
+package sim
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Profile is what `xceiver calibrate` measured on a machine: the costs the
+// CPU model charges, in nanoseconds. The simulator loads one with
+// --profile; the embedded default was measured on the development machine.
+type Profile struct {
+	Version int    `json:"version"`
+	Machine string `json:"machine"` // where it was measured (GOOS/GOARCH, cores, CPU model)
+	Cores   int    `json:"cores"`
+	Note    string `json:"note,omitempty"`
+
+	ReadNs      float64 `json:"read_ns"`       // read(2) of 1 byte from a pipe with data
+	WriteNs     float64 `json:"write_ns"`      // write(2) of 1 byte to a pipe
+	EpollWaitNs float64 `json:"epoll_wait_ns"` // epoll_wait(2) that finds nothing, timeout 0
+	PreadNs     float64 `json:"pread_ns"`      // pread(2) of 4 KiB from the page cache
+	// SendfilePerKBNs is sendfile(2) from a cached file to a loopback TCP
+	// socket, per KiB.
+	SendfilePerKBNs float64 `json:"sendfile_per_kb_ns"`
+	CopyPerKBNs     float64 `json:"copy_per_kb_ns"`   // memory copy
+	CRC32CPerKBNs   float64 `json:"crc32c_per_kb_ns"` // hash/crc32 Castagnoli
+	// Wake-up latency from one thread's write to a blocked thread's
+	// return from read, less the two syscalls: the 10th, 50th and 90th
+	// percentiles, on an otherwise idle process.
+	WakeupP10Ns float64 `json:"wakeup_p10_ns"`
+	WakeupP50Ns float64 `json:"wakeup_p50_ns"`
+	WakeupP90Ns float64 `json:"wakeup_p90_ns"`
+	// The same with twice as many busy threads as cores: run-queue delay.
+	LoadedWakeupP50Ns float64 `json:"loaded_wakeup_p50_ns"`
+	LoadedWakeupP90Ns float64 `json:"loaded_wakeup_p90_ns"`
+}
+
+// ProfileVersion is the layout of Profile.
+const ProfileVersion = 1
+
+//go:embed profile_default.json
+var defaultProfile []byte
+
+// DefaultProfile is the embedded profile.
+func DefaultProfile() Profile {
+	p, err := ParseProfile(defaultProfile)
+	if err != nil {
+		panic("embedded profile: " + err.Error())
+	}
+	return p
+}
+
+// ParseProfile decodes and checks a profile: every cost present, finite
+// and not negative, percentiles in order.
+func ParseProfile(b []byte) (Profile, error) {
+	var p Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Profile{}, fmt.Errorf("profile: %w", err)
+	}
+	if p.Version != ProfileVersion {
+		return Profile{}, fmt.Errorf("profile: version %d, want %d", p.Version, ProfileVersion)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"read_ns", p.ReadNs}, {"write_ns", p.WriteNs}, {"epoll_wait_ns", p.EpollWaitNs},
+		{"pread_ns", p.PreadNs}, {"sendfile_per_kb_ns", p.SendfilePerKBNs}, {"copy_per_kb_ns", p.CopyPerKBNs},
+		{"crc32c_per_kb_ns", p.CRC32CPerKBNs}, {"wakeup_p10_ns", p.WakeupP10Ns}, {"wakeup_p50_ns", p.WakeupP50Ns},
+		{"wakeup_p90_ns", p.WakeupP90Ns}, {"loaded_wakeup_p50_ns", p.LoadedWakeupP50Ns}, {"loaded_wakeup_p90_ns", p.LoadedWakeupP90Ns},
+	} {
+		name, v := f.name, f.v
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e9 {
+			return Profile{}, fmt.Errorf("profile: %s = %v, want a cost from 0 to 1 s", name, v)
+		}
+	}
+	if p.ReadNs == 0 || p.WriteNs == 0 || p.CopyPerKBNs == 0 || p.CRC32CPerKBNs == 0 {
+		return Profile{}, fmt.Errorf("profile: read_ns, write_ns, copy_per_kb_ns and crc32c_per_kb_ns must be measured (non-zero)")
+	}
+	if p.WakeupP10Ns > p.WakeupP50Ns || p.WakeupP50Ns > p.WakeupP90Ns {
+		return Profile{}, fmt.Errorf("profile: wake-up percentiles out of order (%v, %v, %v)", p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns)
+	}
+	return p, nil
+}
+
+func ns(v float64) time.Duration { return time.Duration(math.Round(v)) }
+
+// CPU is the profile as the CPU model's costs. What the profile does not
+// measure (parsing, softirq, thread start, inode visits) keeps the
+// default.
+func (p Profile) CPU() CPUConfig {
+	c := DefaultCPUConfig()
+	c.Syscall = ns((p.ReadNs + p.WriteNs) / 2)
+	c.Callback = ns(p.EpollWaitNs)
+	c.CopyPerKB = ns(p.CopyPerKBNs)
+	c.ChecksumPerK = ns(p.CRC32CPerKBNs)
+	c.Wakeup = ns(p.WakeupP10Ns)
+	c.WakeupSpread = ns(p.WakeupP90Ns - p.WakeupP10Ns)
+	return c
+}
