@@ -184,6 +184,15 @@ func (cl *Client) ReadStream(block uint64, stamp uint64, off, n int64, sink func
 	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done, sink: sink})
 }
 
+// ReadHead asks for n bytes at off of block but takes only the first
+// want, then closes the connection with the rest unread, as a reader that
+// opens a stream, reads a few bytes and closes it (DFSInputStream.read of
+// a small buffer, then close): the connection cannot be cached, and
+// closing with unread data resets it.
+func (cl *Client) ReadHead(block uint64, stamp uint64, off, n, want int64, done func(Result)) {
+	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, head: min(want, n), done: done})
+}
+
 // Write creates block with data.
 func (cl *Client) Write(block uint64, data []byte, done func(Result)) {
 	cl.start(&clientOp{kind: OpWriteBlock, block: block, data: data, n: int64(len(data)), done: done})
@@ -245,6 +254,7 @@ type clientOp struct {
 	data  []byte
 	sink  func(off int64, p []byte) // ReadStream's: data goes here, not into Result.Data
 	got   int64                     // bytes of the range read so far
+	head  int64                     // ReadHead's: done once this many bytes arrived
 	done  func(Result)
 	rec   int // index in History, or -1
 
@@ -502,6 +512,13 @@ func (op *clientOp) process() {
 			op.next += int64(len(pkt.Data))
 			last := pkt.Last
 			op.consume(n)
+			if op.head > 0 && op.got >= op.head {
+				op.result.Data = op.result.Data[:op.head]
+				op.cl.stats.BytesRead += op.head
+				op.closeConn()
+				op.finish(op.result)
+				return
+			}
 			if last {
 				if op.got != op.n {
 					op.fail(fmt.Errorf("%w: stream ended with %d of %d bytes", ErrBadStream, op.got, op.n), false)

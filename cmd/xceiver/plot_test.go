@@ -104,8 +104,8 @@ func TestBenchPlotFlag(t *testing.T) {
 			n++
 		}
 	}
-	if n != 5 {
-		t.Errorf("%d sim bars, want 5 (p50 and throughput of two cases, and the ratio)", n)
+	if n != 15 {
+		t.Errorf("%d sim bars, want 15 (for 4 readers, 16 readers and 2 files × 4: p50 and throughput with and without NODELAY, and the ratio)", n)
 	}
 	if code, _, stderr := runCLI("bench", "hdfs-941", "--plot", t.TempDir()); code != exitUsage {
 		t.Errorf("--plot a directory: exit %d: %s", code, stderr)

@@ -47,8 +47,12 @@ type rpcRunner struct{ s namespace.Scenario }
 
 // simConfig gives every process its own cores: the namenode is a host of
 // its own, as in HADOOP-6713's measurement, not sharing cores with the
-// clients that load it.
-func (r rpcRunner) simConfig(c *sim.Config) { c.HostCores = 0 }
+// clients that load it. It keeps the hand-set CPU costs rather than a
+// calibrated profile, so its figures do not depend on the machine.
+func (r rpcRunner) simConfig(c *sim.Config) {
+	c.HostCores = 0
+	c.CPU = sim.DefaultCPUConfig()
+}
 
 func (r rpcRunner) run(w model.World) (result, error) {
 	s := r.s
