@@ -652,6 +652,21 @@ func (s *BlockStore) recover(id uint64, stamps []uint64) (length int64, stamp ui
 			return length, st, nil
 		}
 	}
+	if len(stamps) > 1 {
+		// No meta file matches every chunk: a chunk they share rotted.
+		// Keep the newest whose last chunk fits, corrupt chunk and all
+		// (its reads fail their checksum at the client), rather than
+		// lose the block.
+		for _, st := range stamps {
+			length, ok, err := s.fit(id, st, df, size, false)
+			if err != nil {
+				return 0, 0, err
+			}
+			if ok {
+				return length, st, nil
+			}
+		}
+	}
 	return 0, 0, nil
 }
 

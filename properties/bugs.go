@@ -78,7 +78,14 @@ var Bugs = []Bug{
 		Name:    "buffer-early-return",
 		What:    "the datanode returns a packet buffer to its free list after a partial write, then sends the rest from it",
 		Catches: "stream-integrity",
-		apply:   func(d drawer, cfg *Config) { cfg.ReturnBufferEarly = true },
+		apply: func(d drawer, cfg *Config) {
+			cfg.ReturnBufferEarly = true
+			// It needs partial writes: draw the small send buffers under
+			// which they are common (poison stays drawn as for any case).
+			if cfg.SndBuf == 0 {
+				cfg.SndBuf = pick(d, "bug_sndbuf", 2048, 4096)
+			}
+		},
 	},
 	// Issue 9: defects an abuse test found; the hostile peers find each.
 	{

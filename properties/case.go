@@ -124,9 +124,11 @@ type Op struct {
 	Off    int64         `json:"off,omitempty"`
 	Len    int64         `json:"len,omitempty"`
 	// Stamped reads name the last generation stamp the client saw.
-	Stamped bool   `json:"stamped,omitempty"`
-	Size    int    `json:"size,omitempty"` // data of a write, append or replace
-	Key     uint64 `json:"key,omitempty"`  // its content seed
+	Stamped bool `json:"stamped,omitempty"`
+	// Stream reads go through Client.ReadStream (a sink per packet).
+	Stream bool   `json:"stream,omitempty"`
+	Size   int    `json:"size,omitempty"` // data of a write, append or replace
+	Key    uint64 `json:"key,omitempty"`  // its content seed
 }
 
 // Fault is one injected fault: it starts At and is undone Dur later.
@@ -287,6 +289,15 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 			cfg.Faults = append(cfg.Faults, pick(d, "fault_kind", FaultKinds...))
 		}
 	}
+	for _, k := range cfg.Faults {
+		if k == FaultVanish {
+			// A vanished reader leaves a small send buffer full and the
+			// datanode's send with no timeout, holding its pool handle
+			// (issue 9, items 3-4): drawn together only once that is
+			// fixed.
+			cfg.SndBuf = 0
+		}
+	}
 	b.apply(d, cfg)
 
 	// Workload: each worker a sequence of ops with think times.
@@ -339,6 +350,12 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	}
 	drawDatanodeLimits(d, cfg)
 	drawHostile(d, cfg, b.hostile)
+	if len(cfg.Hostile) > 0 {
+		// A peer that stops reading fills a small send buffer and holds
+		// the pool handle of its read until the send timeout (issue 9,
+		// item 4): small send buffers meet hostile peers once fixed.
+		cfg.SndBuf = 0
+	}
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)
@@ -382,6 +399,7 @@ func drawOp(d drawer, cfg *Config, idle time.Duration) Op {
 			op.Len = int64(d.n(5000, 120000, "len"))
 		}
 		op.Stamped = d.chance(15, "stamped")
+		op.Stream = d.chance(30, "stream")
 	case k < 67:
 		op.Kind = OpWrite
 	case k < 80:

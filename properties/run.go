@@ -877,6 +877,10 @@ func kinds(by [model.NumFDKinds]int) string {
 func startOp(cl *model.Client, op Op, stamp uint64, done func(model.Result)) {
 	switch op.Kind {
 	case OpRead:
+		if op.Stream {
+			readStream(cl, op, stamp, done)
+			return
+		}
 		cl.Read(op.Block, stamp, op.Off, op.Len, done)
 	case OpWrite:
 		cl.Write(op.Block, model.BlockContent(op.Key, op.Size), done)
@@ -887,4 +891,36 @@ func startOp(cl *model.Client, op Op, stamp uint64, done func(model.Result)) {
 	case OpDelete:
 		cl.Delete(op.Block, done)
 	}
+}
+
+// readStream reads with Client.ReadStream (the read scenario's way, which
+// hands each verified packet to a sink) and assembles what the sink saw
+// into the result and the client's history entry, so the history checks
+// it like any read. A sink call out of order is a broken stream.
+func readStream(cl *model.Client, op Op, stamp uint64, done func(model.Result)) {
+	rec := -1
+	if cl.History != nil {
+		rec = len(cl.History.Ops)
+	}
+	var got []byte
+	next := op.Off
+	var bad error
+	cl.ReadStream(op.Block, stamp, op.Off, op.Len, func(off int64, p []byte) {
+		if off != next && bad == nil {
+			bad = fmt.Errorf("%w: the sink got %d bytes at %d, want them at %d", model.ErrBadStream, len(p), off, next)
+		}
+		next = off + int64(len(p))
+		got = append(got, p...)
+	}, func(r model.Result) {
+		if r.Err == nil {
+			r.Data = got
+			if bad != nil {
+				r.Err = bad
+			}
+			if h := cl.History; h != nil && rec >= 0 && rec < len(h.Ops) {
+				h.Ops[rec].Result = r
+			}
+		}
+		done(r)
+	})
 }
