@@ -372,20 +372,22 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 	return old.length + int64(len(data)), nil
 }
 
-// Delete removes block id. The meta file goes first: a data file without
-// one is not a replica, so a crash in between leaves the block deleted.
+// Delete removes block id. The data file goes first: meta files without a
+// data file are not a replica, so a crash in between leaves the block
+// deleted, and a stale meta file left by an earlier crash can never again
+// describe the data file it outlived.
 func (s *BlockStore) Delete(id uint64) error {
 	r, ok := s.replicas[id]
 	if !ok {
 		return fmt.Errorf("model: delete block %d: %w", id, ErrNotExist)
 	}
-	if err := s.disk.Unlink(s.metaPath(id, r.stamp)); err != nil && !errors.Is(err, ErrNotExist) {
+	if err := s.disk.Unlink(s.dataPath(id)); err != nil && !errors.Is(err, ErrNotExist) {
 		return fmt.Errorf("model: delete block %d: %w", id, err)
 	}
 	delete(s.replicas, id)
 	s.changed(id, 0, true)
-	if err := s.disk.Unlink(s.dataPath(id)); err != nil && !errors.Is(err, ErrNotExist) {
-		return fmt.Errorf("model: delete block %d: meta removed, data left: %w", id, err)
+	if err := s.disk.Unlink(s.metaPath(id, r.stamp)); err != nil && !errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("model: delete block %d: data removed, meta left: %w", id, err)
 	}
 	return nil
 }
@@ -643,14 +645,22 @@ func (s *BlockStore) recover(id uint64, stamps []uint64) (length int64, stamp ui
 	if err != nil {
 		return 0, 0, err
 	}
+	// Of the meta files that fit, the one describing the longest prefix
+	// wins, the newest on a tie. Newest alone is wrong: a replace that
+	// crashed between its two renames leaves the old data file beside the
+	// new meta file, and when the new contents are a prefix of the old
+	// (empty, say) that meta file fits too, as a shorter prefix.
 	for _, st := range stamps {
-		length, ok, err := s.fit(id, st, df, size, len(stamps) > 1)
+		l, ok, err := s.fit(id, st, df, size, len(stamps) > 1)
 		if err != nil {
 			return 0, 0, err
 		}
-		if ok {
-			return length, st, nil
+		if ok && (stamp == 0 || l > length) {
+			length, stamp = l, st
 		}
+	}
+	if stamp != 0 {
+		return length, stamp, nil
 	}
 	if len(stamps) > 1 {
 		// No meta file matches every chunk: a chunk they share rotted.
