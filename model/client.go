@@ -343,6 +343,7 @@ func (op *clientOp) encode(b []byte) []byte {
 		for off := 0; off < len(op.data); off += ps {
 			end := min(off+ps, len(op.data))
 			b = AppendPacket(b, PacketHeader{Offset: int64(off), Seqno: seq}, op.data[off:end], BytesPerChecksum)
+			inFlight(op.cl.p, b[len(b)-(end-off):])
 			seq++
 		}
 		b = AppendPacketHeader(b, PacketHeader{Offset: int64(len(op.data)), Seqno: seq, Last: true}, 0, BytesPerChecksum)

@@ -63,6 +63,12 @@ var Bugs = []Bug{
 		apply:   func(d drawer, cfg *Config) { cfg.PoolClosesInUse = true },
 	},
 	{
+		Name:    "write-unverified",
+		What:    "the datanode stores a write's packets without verifying their checksums: bytes corrupted in flight are stored as good",
+		Catches: "linearizability",
+		apply:   func(d drawer, cfg *Config) { cfg.WriteUnverified = true },
+	},
+	{
 		Name:    "empty-read-panic",
 		What:    "the datanode indexes the last chunk of an empty read and panics (check must report it, not crash)",
 		Catches: "harness",

@@ -90,6 +90,7 @@ type Config struct {
 	EmptyReadPanics     bool `json:"empty_read_panics,omitempty"`
 	VerifyFirstChunk    bool `json:"verify_first_chunk,omitempty"`
 	ReturnBufferEarly   bool `json:"return_buffer_early,omitempty"`
+	WriteUnverified     bool `json:"write_unverified,omitempty"`
 	// Issue 9's defects (hostile.go draws the peers that find them).
 	ClosedConnsReachable bool `json:"closed_conns_reachable,omitempty"`
 	WritePrealloc        bool `json:"write_prealloc,omitempty"`

@@ -26,7 +26,15 @@ const (
 // corruptionSeen reports whether a fault of this run may have corrupted
 // bytes a reader meets.
 func (h *harness) corruptionSeen() bool {
-	return h.rotted || (h.dnProc != nil && h.dnProc.Flips > 0)
+	if h.rotted || (h.dnProc != nil && h.dnProc.Flips > 0) {
+		return true
+	}
+	for _, ch := range h.clients {
+		if ch.p != nil && ch.p.Flips > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // isChecksumErr reports whether err is a read failed on a corrupt chunk.

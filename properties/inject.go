@@ -87,8 +87,21 @@ func (h *harness) inject(f Fault) {
 	case FaultBitRot:
 		h.rot(f)
 	case FaultFlip:
-		dn.SetBufferFaults(f.Arg, h.cfg.Poison)
-		w.At(end, func() { dn.SetBufferFaults(0, h.cfg.Poison) })
+		// The datanode's read packets and the clients' write packets.
+		procs := []*sim.Process{dn}
+		for _, ch := range h.clients {
+			if ch.p != nil {
+				procs = append(procs, ch.p)
+			}
+		}
+		for _, p := range procs {
+			p.SetBufferFaults(f.Arg, h.cfg.Poison)
+		}
+		w.At(end, func() {
+			for _, p := range procs {
+				p.SetBufferFaults(0, h.cfg.Poison)
+			}
+		})
 	case FaultCrashPoint:
 		h.crashPoint(f)
 	case FaultFDPressure:

@@ -314,6 +314,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
 			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
+			WriteUnverified:      c.WriteUnverified,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 		},
 	}
