@@ -175,10 +175,16 @@ func (c *Cache) Insert(loop model.Loop, r *Replica, done func()) {
 	})
 }
 
-// Unref drops a reader's reference.
-func (c *Cache) Unref(loop model.Loop, r *Replica) {
+// Unref drops a reader's reference, then calls then (if not nil) on
+// loop.
+func (c *Cache) Unref(loop model.Loop, r *Replica, then func()) {
 	s := c.lookupShard(r.Key.Block)
-	s.lock.Do(loop, func() { s.unref(c, loop, r) })
+	s.lock.Do(loop, func() {
+		s.unref(c, loop, r)
+		if then != nil {
+			loop.Post(then)
+		}
+	})
 }
 
 // Expire evicts the replicas that have been evictable longer than the
@@ -316,6 +322,10 @@ func (s *shard) expire(c *Cache, loop model.Loop) {
 // purge takes r out of the cache and drops the cache's reference.
 func (s *shard) purge(c *Cache, loop model.Loop, r *Replica) {
 	if !r.cached {
+		// Not this shard's to purge (only a replica filed in the wrong
+		// shard gets here); never leave it in the LRU list, or the
+		// eviction loops would spin on it.
+		s.unlru(c, r)
 		return
 	}
 	r.cached, r.purged = false, true

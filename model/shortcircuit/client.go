@@ -640,12 +640,24 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 }
 
 // readLocal reads from a replica's fds (the caller holds a reference,
-// given back here), verifying checksums unless told not to.
+// given back before done runs, so a read that returned holds no fd),
+// verifying checksums unless told not to.
 func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done func(model.Result)) {
-	defer c.sh.cache.Unref(c.loop, r)
+	c.readReplica(r, block, stamp, off, n, func(res model.Result, fallback bool) {
+		c.sh.cache.Unref(c.loop, r, func() {
+			if fallback {
+				c.viaTCP(block, stamp, off, n, done)
+				return
+			}
+			done(res)
+		})
+	})
+}
+
+func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done func(model.Result, bool)) {
 	if off > r.Length || n > r.Length-off {
 		done(model.Result{Status: model.StatusErrorInvalid, Stamp: r.Key.Stamp, Length: r.Length,
-			Err: fmt.Errorf("read of %d bytes at %d past the end of block %d (%d bytes): %w", n, off, block, r.Length, model.ErrRejected)})
+			Err: fmt.Errorf("read of %d bytes at %d past the end of block %d (%d bytes): %w", n, off, block, r.Length, model.ErrRejected)}, false)
 		return
 	}
 	first := off / model.BytesPerChecksum * model.BytesPerChecksum
@@ -672,12 +684,12 @@ func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done f
 		// datanode sees.
 		c.stats.LocalErrors++
 		c.fallback(err)
-		c.viaTCP(block, stamp, off, n, done)
+		done(model.Result{}, true)
 		return
 	}
 	c.stats.LocalReads++
 	c.p.CPU(model.CPUCopy, int(n))
 	out := make([]byte, n)
 	copy(out, data[off-first:])
-	done(model.Result{Status: model.StatusSuccess, Stamp: r.Key.Stamp, Length: r.Length, Data: out})
+	done(model.Result{Status: model.StatusSuccess, Stamp: r.Key.Stamp, Length: r.Length, Data: out}, false)
 }

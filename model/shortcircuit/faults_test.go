@@ -323,8 +323,9 @@ func TestClientCrashFreesItsSlots(t *testing.T) {
 	}
 }
 
-// metaOpenFails: the datanode has one fd left when a client asks for
-// fds, so the data file opens and the meta file does not (EMFILE).
+// metaOpenFails: the datanode has two fds left when a client asks for
+// fds: the connection takes one, the data file the other, and the meta
+// file gets EMFILE.
 // Returns the block fds the datanode holds afterwards.
 func metaOpenFails(t *testing.T, bugs shortcircuit.ServerBugs) int {
 	w := sim.New(sim.DefaultConfig(1))
@@ -339,7 +340,7 @@ func metaOpenFails(t *testing.T, bugs shortcircuit.ServerBugs) int {
 			},
 			func(next func()) {
 				dl.Post(func() {
-					for e.dnProc.FDs().Open < e.dnProc.FDs().Limit-1 {
+					for e.dnProc.FDs().Open < e.dnProc.FDs().Limit-2 { // one for the connection, one for the data file
 						f, err := e.dnProc.Disk().Open(fmt.Sprintf("hog-%d", len(hog)), model.Create|model.ReadWrite, model.FDFile)
 						if err != nil {
 							w.Fail(err)
