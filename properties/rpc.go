@@ -26,6 +26,9 @@ import (
 //     error — and no answer comes for a call that is not waiting;
 //   - queue-bound: the call queue never holds more than its bound (every
 //     event);
+//   - bounded-memory: no namenode connection holds more response bytes
+//     than MaxPending beyond its first response, and all of them together
+//     no more than that per connection (every event);
 //   - fd-bounds: the namenode's sockets stay within its clients and the
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
@@ -61,11 +64,15 @@ type RPCConfig struct {
 	Pieces []int `json:"pieces"`
 	// BigDir files under /big make list answers large (the slow fault).
 	BigDir int `json:"big_dir"`
+	// MaxPending bounds the response bytes a namenode connection holds
+	// beyond its first response (0: the server's default).
+	MaxPending int `json:"max_pending,omitempty"`
 
 	HandlerWaitsForWrite bool `json:"handler_waits_for_write,omitempty"`
 	DropPartial          bool `json:"drop_partial,omitempty"`
 	ReuseIDs             bool `json:"reuse_ids,omitempty"`
 	OrphanOnBadResponse  bool `json:"orphan_on_bad_response,omitempty"`
+	UnboundedResponses   bool `json:"unbounded_responses,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -144,6 +151,14 @@ var RPCBugs = []RPCBug{
 			cfg.Handlers = max(cfg.Handlers, 2)
 		},
 		apply: func(d drawer, c *RPCCase) { c.Config.ReuseIDs = true },
+	},
+	{
+		Name: "rpc-unbounded-responses", Catches: PropMemory,
+		What: "the server queues a connection's responses without bound while its client does not read them",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.UnboundedResponses = true
+			ensureFault(d, c, RPCFaultSlow)
+		},
 	},
 	{
 		Name: "HADOOP-6723", Catches: PropAvailability,
@@ -259,6 +274,10 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 			c.Live = append(c.Live, op)
 		}
 	}
+	// Drawn last, so the draws before it make the cases they made before.
+	// Above a few list answers of /big (some 22 KB each), so that handlers
+	// held by the responder-blocks-handler bug stay under it.
+	cfg.MaxPending = pick(d, "max_pending", 128<<10, 512<<10, 1<<20)
 	if b.apply != nil {
 		b.apply(d, &c)
 	}
@@ -331,6 +350,8 @@ func (c *RPCCase) Validate() error {
 		return fmt.Errorf("rpc: timeouts must be positive")
 	case cfg.BigDir < 0 || cfg.BigDir > 10000:
 		return fmt.Errorf("rpc: big dir out of range")
+	case cfg.MaxPending < 0 || cfg.MaxPending > 1<<30:
+		return fmt.Errorf("rpc: max pending out of range")
 	}
 	for _, list := range [][]RPCOp{c.Ops, c.Live} {
 		for _, op := range list {
@@ -367,6 +388,9 @@ type RPCResult struct {
 	TraceHash string
 	Calls     int
 	History   []porcupine.Operation
+	// OverBound counts namenode connections closed for holding more
+	// responses than their bound (read when the run ended quietly).
+	OverBound int
 }
 
 type rpcCall struct {
@@ -459,7 +483,8 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 		h.nn, err = namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
 			Namespace: namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock},
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
-				IdleTimeout: cfg.ServerIdle, Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial}},
+				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending,
+				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 		})
 		if err != nil {
@@ -488,6 +513,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 		h.failure = &Failure{PropHarness, runErr.Error()}
 	default:
 		h.finalChecks()
+		res.OverBound = h.nn.Server.Stats().OverBound
 	}
 	res.History = h.history()
 	if h.failure == nil {
@@ -870,6 +896,11 @@ func (h *rpcHarness) afterEach() {
 	}
 	if q, c := h.nn.Server.QueueLen(), h.nn.Server.QueueCap(); q > c {
 		h.fail(PropQueueBound, "call queue holds %d calls, bound %d", q, c)
+		return
+	}
+	srv := h.nn.Server
+	if p, bound := srv.Pending(), srv.Config().MaxPending; p.Worst > bound || p.Bytes > bound*p.Conns {
+		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses), bound %d per connection", p.Bytes, p.Conns, p.Worst, p.Responses, bound)
 		return
 	}
 	fds := h.nnProc.FDs()

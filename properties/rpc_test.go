@@ -57,6 +57,27 @@ func TestRPCBugsFound(t *testing.T) {
 	}
 }
 
+// The cases that find rpc-unbounded-responses pass without the bug, and the
+// bound did the work: the slow client's connection was closed over it.
+func TestRPCResponsesBounded(t *testing.T) {
+	closed := 0
+	for seed := uint64(1); seed <= 5; seed++ {
+		c, r := rpcSeed(t, seed, "rpc-unbounded-responses")
+		if r.Failure == nil || r.Failure.Property != PropMemory {
+			t.Errorf("seed %d with the bug: %v, want %s", seed, r.Failure, PropMemory)
+		}
+		c.Bug, c.Config.UnboundedResponses = "", false
+		r = RunRPC(c, 10*time.Second)
+		if r.Failure != nil {
+			t.Errorf("seed %d without the bug: %v", seed, r.Failure)
+		}
+		closed += r.OverBound
+	}
+	if closed == 0 {
+		t.Errorf("no connection was closed over the bound in 5 slow-client cases")
+	}
+}
+
 // rapid draws rpc cases (configuration, ops and faults, swarm style) and
 // shrinks any that fails.
 func TestRPCPropertiesRapid(t *testing.T) {

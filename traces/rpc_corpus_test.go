@@ -58,6 +58,7 @@ func TestRPCCorpus(t *testing.T) {
 		fixed := tr.Case
 		fixed.Bug = ""
 		fixed.Config.HandlerWaitsForWrite, fixed.Config.DropPartial, fixed.Config.ReuseIDs, fixed.Config.OrphanOnBadResponse = false, false, false, false
+		fixed.Config.UnboundedResponses = false
 		if r := properties.RunRPC(fixed, 0); r.Failure != nil {
 			t.Errorf("%s: the shrunk case fails without the bug too: %v", b.Name, r.Failure)
 		}

@@ -51,7 +51,20 @@ type env struct {
 // client's loop with its client and index.
 func world(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int, script func(e *env, i int, p model.Process, cl *rpc.Client)) *env {
 	t.Helper()
+	return worldEach(t, scfg, ccfg, n, nil, script)
+}
+
+// worldEach is world with each run after every event once the server is up.
+func worldEach(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int, each func(e *env), script func(e *env, i int, p model.Process, cl *rpc.Client)) *env {
+	t.Helper()
 	e := &env{t: t, w: sim.New(sim.DefaultConfig(1)), svc: &testService{}}
+	if each != nil {
+		e.w.AfterEach(func() {
+			if e.srv != nil {
+				each(e)
+			}
+		})
+	}
 	scfg.Addr = srvAddr
 	sp, err := e.w.Spawn("server", model.ProcessConfig{Cores: 4}, func(p model.Process) {
 		var err error
@@ -180,7 +193,7 @@ func TestBurstBlocksReaders(t *testing.T) {
 // then makes calls. Returns how many of client 1's calls were answered
 // before the deadline.
 func slowClient(t *testing.T, bugs rpc.ServerBugs) (answered int, e *env) {
-	e = world(t, rpc.ServerConfig{Handlers: 2, Bugs: bugs}, rpc.ClientConfig{CallTimeout: time.Second}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
+	e = world(t, rpc.ServerConfig{Handlers: 2, MaxPending: 64 << 20, Bugs: bugs}, rpc.ClientConfig{CallTimeout: time.Second}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
 		if i == 0 {
 			var n [4]byte
 			binary.BigEndian.PutUint32(n[:], 8<<20)
@@ -213,9 +226,64 @@ func TestSlowClientDoesNotHoldHandlers(t *testing.T) {
 		t.Errorf("the responder finished no response; the test did not exercise it")
 	}
 	e.quiet()
+	// Two 8 MB answers pass the default bound on pending responses, whose
+	// close would free the waiting handlers; the bound is raised here so
+	// that what shows is the handlers waiting.
 	answered, _ = slowClient(t, rpc.ServerBugs{HandlerWaitsForWrite: true})
 	if answered != 0 {
 		t.Errorf("with handlers waiting for their writes, the other client still got %d answers", answered)
+	}
+}
+
+// A client that makes calls and reads none of the answers: with the bound
+// the server never holds more than MaxPending bytes of its responses
+// beyond the first, closes it, and every call ends once; with
+// UnboundedResponses the server holds them all.
+func TestPendingResponsesBounded(t *testing.T) {
+	const (
+		calls = 200 // 3 MB of answers: more than the 1 MiB send buffer takes
+		size  = 16 << 10
+		bound = 64 << 10
+	)
+	for _, unbounded := range []bool{false, true} {
+		var peak rpc.Pending
+		ended, failed := 0, 0
+		each := func(e *env) {
+			p := e.srv.Pending()
+			peak.Bytes = max(peak.Bytes, p.Bytes)
+			peak.Worst = max(peak.Worst, p.Worst)
+		}
+		e := worldEach(t, rpc.ServerConfig{Handlers: 2, MaxPending: bound, Bugs: rpc.ServerBugs{UnboundedResponses: unbounded}},
+			rpc.ClientConfig{}, 1, each, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+				var n [4]byte
+				binary.BigEndian.PutUint32(n[:], size)
+				// A small receive window, or the socket buffers would
+				// take every answer.
+				p.(*sim.Process).SlowReader(4096)
+				for k := 0; k < calls; k++ {
+					cl.Call(srvAddr, mBig, n[:], func(r rpc.Reply) {
+						ended++
+						if r.Err != nil {
+							failed++
+						}
+					})
+				}
+				cl.PauseReading(srvAddr)
+				p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
+			})
+		st := e.srv.Stats()
+		if ended != calls {
+			t.Errorf("unbounded=%v: %d of %d calls ended", unbounded, ended, calls)
+		}
+		if unbounded {
+			if peak.Bytes < calls*size/2 || st.OverBound != 0 {
+				t.Errorf("unbounded: peak pending %d bytes (want most of %d), closed over the bound %d times", peak.Bytes, calls*size, st.OverBound)
+			}
+		} else if peak.Worst > bound || peak.Bytes > bound+size || st.OverBound != 1 || failed == 0 {
+			t.Errorf("bound %d: peak pending %d bytes (worst connection %d), closed over the bound %d times (want 1), %d calls failed",
+				bound, peak.Bytes, peak.Worst, st.OverBound, failed)
+		}
+		e.quiet()
 	}
 }
 

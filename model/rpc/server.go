@@ -37,7 +37,18 @@ type ServerConfig struct {
 	// sent nothing for this long (Hadoop's server uses twice the client's
 	// ipc.client.connection.maxidletime).
 	IdleTimeout time.Duration
-	Bugs        ServerBugs
+	// MaxPending bounds the response bytes a connection may have waiting
+	// for the responder beyond its first response: a handler whose answer
+	// would pass it drops the connection's responses and closes it, so a
+	// client that asks and never reads cannot make the server hold every
+	// answer. Hadoop's Responder has no byte bound; it closes a connection
+	// whose oldest response has waited ipc.server.purge.interval (15
+	// minutes, Responder.doPurge), which bounds time, not memory. Closing
+	// is Hadoop's remedy; the byte bound is what makes memory bounded.
+	// The first response is exempt so that an answer larger than the bound
+	// still reaches a client that reads.
+	MaxPending int
+	Bugs       ServerBugs
 }
 
 // ServerBugs switch on catalogued bugs, for tests and `check --bug`.
@@ -50,6 +61,9 @@ type ServerBugs struct {
 	// DropPartial makes a reader throw away the tail of its input that is
 	// not yet a whole call, so a call that arrives in pieces is lost.
 	DropPartial bool
+	// UnboundedResponses ignores MaxPending: a connection's responses queue
+	// without limit while its client does not read.
+	UnboundedResponses bool
 }
 
 // DefaultServerConfig returns Hadoop's defaults where it has them.
@@ -61,6 +75,7 @@ func DefaultServerConfig() ServerConfig {
 		QueueSize:   1000, // ipc.server.handler.queue.size (100) per handler
 		MaxFrame:    DefaultMaxFrame,
 		IdleTimeout: 20 * time.Second,
+		MaxPending:  1 << 20,
 	}
 }
 
@@ -78,6 +93,7 @@ type ServerStats struct {
 	Calls, Responses, Dropped           int // calls queued; responses fully written; responses dropped on closed conns
 	Deferred                            int // responses the responder finished
 	ReaderBlocks                        int // times a reader found the queue full
+	OverBound                           int // connections closed for responses past MaxPending
 	PeakQueue                           int
 }
 
@@ -148,10 +164,11 @@ func StartServer(p model.Process, loop model.Loop, svc Service, cfg ServerConfig
 	orDefault(&cfg.QueueSize, d.QueueSize)
 	orDefault(&cfg.MaxFrame, d.MaxFrame)
 	orDefault(&cfg.IdleTimeout, d.IdleTimeout)
+	orDefault(&cfg.MaxPending, d.MaxPending)
 	switch {
 	case cfg.Addr == "":
 		return nil, errors.New("rpc server: no address")
-	case cfg.Readers < 0 || cfg.Handlers < 0 || cfg.QueueSize < 0 || cfg.MaxFrame < 0 || cfg.IdleTimeout < 0:
+	case cfg.Readers < 0 || cfg.Handlers < 0 || cfg.QueueSize < 0 || cfg.MaxFrame < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0:
 		return nil, errors.New("rpc server: negative size or timeout")
 	case svc == nil:
 		return nil, errors.New("rpc server: no service")
@@ -270,6 +287,7 @@ func (s *Server) Stats() ServerStats {
 		st.Fatal += r.fatal
 		st.Calls += r.calls
 		st.ReaderBlocks += r.blocks
+		st.OverBound += r.overBound
 		for _, sc := range r.conns {
 			st.Responses += sc.answered - sc.dropped
 			st.Dropped += sc.dropped
@@ -301,6 +319,32 @@ func (s *Server) Quiet() (conns, queued, pending, busy, blocked int) {
 	return conns, s.q.len(), pending, busy, len(s.q.blocked)
 }
 
+// Pending is what a server's connections hold in responses not yet
+// written: Bytes in all, over Conns open connections; Worst, the most any
+// connection holding two or more responses holds (the figure MaxPending
+// bounds), and Responses, how many that connection holds. A connection
+// being closed by its reader drops out of the figures a moment before its
+// responses are freed.
+type Pending struct {
+	Bytes, Conns, Worst, Responses int
+}
+
+// Pending sums the connections' response queues; for per-event bound
+// checks in sim (in real it would race).
+func (s *Server) Pending() Pending {
+	var p Pending
+	for _, r := range s.readers {
+		p.Conns += len(r.conns)
+		for _, sc := range r.conns {
+			p.Bytes += sc.pending
+			if len(sc.out) > 1 && sc.pending > p.Worst {
+				p.Worst, p.Responses = sc.pending, len(sc.out)
+			}
+		}
+	}
+	return p
+}
+
 // QueueLen is the call queue's length now; for per-event bound checks in
 // sim (in real it would race).
 func (s *Server) QueueLen() int { return s.q.len() }
@@ -317,7 +361,7 @@ type reader struct {
 	idle    model.Timer
 	stopped bool // the server stopped: connections handed over now are closed
 	// counters, owned by the loop
-	calls, closed, idleClosed, fatal, blocks int
+	calls, closed, idleClosed, fatal, blocks, overBound int
 	// counts of connections closed and forgotten
 	doneResponses, doneDropped, doneDeferred int
 }
@@ -344,6 +388,7 @@ type serverConn struct {
 	closed   bool
 	out      [][]byte
 	outOff   int
+	pending  int // bytes of out not yet written
 	answered int // responses written or dropped
 	dropped  int
 	deferred int
@@ -590,15 +635,11 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 	r.closed++
 	r.s.p.Log("rpc-close", "conn", sc.seq, "why", why)
 	sc.lk.Do(r.loop, func() {
-		if last != nil && len(sc.out) == 0 {
+		if last != nil && len(sc.out) == 0 && !sc.closed {
 			sc.c.Write(last)
 		}
 		sc.closed = true
-		for range sc.out {
-			sc.answered++
-			sc.dropped++
-		}
-		sc.out, sc.outOff = nil, 0
+		sc.dropOut()
 		sc.c.Close()
 		sc.in = nil
 		for _, h := range sc.waiters {
@@ -665,6 +706,7 @@ func (h *handler) reply(c *call, frame []byte) {
 			h.loop.Post(h.next)
 			return
 		}
+		written := 0
 		if len(sc.out) == 0 {
 			n, err := sc.c.Write(frame)
 			if err != nil && !errors.Is(err, model.ErrWouldBlock) {
@@ -680,9 +722,32 @@ func (h *handler) reply(c *call, frame []byte) {
 				h.loop.Post(h.next)
 				return
 			}
-			sc.outOff = n
+			sc.outOff, written = n, n
+		} else if sc.pending+len(frame) > h.s.cfg.MaxPending && !h.s.cfg.Bugs.UnboundedResponses {
+			// A client this far behind is not reading: drop what it was
+			// to get and close it (its calls fail with a connection
+			// error) rather than hold answers it may never take.
+			sc.answered++
+			sc.dropped++
+			sc.closed = true
+			sc.dropOut()
+			for _, w := range sc.waiters {
+				w.loop.Post(w.next)
+			}
+			sc.waiters = nil
+			h.s.p.Log("rpc-responses-over-bound", "conn", sc.seq, "bound", h.s.cfg.MaxPending)
+			r := sc.r
+			r.loop.Post(func() {
+				if !sc.closing {
+					r.overBound++
+				}
+				r.close(sc, "responses over bound")
+			})
+			h.loop.Post(h.next)
+			return
 		}
 		sc.out = append(sc.out, frame)
+		sc.pending += len(frame) - written
 		sc.deferred++
 		if len(sc.out) == 1 {
 			sc.c.SetWriteInterest(true)
@@ -715,6 +780,7 @@ func (sc *serverConn) respond(loop model.Loop) {
 				return
 			}
 			sc.outOff += n
+			sc.pending -= n
 			if sc.outOff < len(b) {
 				continue
 			}
@@ -729,4 +795,14 @@ func (sc *serverConn) respond(loop model.Loop) {
 		}
 		sc.waiters = nil
 	})
+}
+
+// dropOut forgets the responses not yet written, each answered by being
+// dropped. Call it under sc.lk.
+func (sc *serverConn) dropOut() {
+	for range sc.out {
+		sc.answered++
+		sc.dropped++
+	}
+	sc.out, sc.outOff, sc.pending = nil, 0, 0
 }
