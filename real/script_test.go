@@ -1,0 +1,250 @@
+package real
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"xceiver/sim"
+)
+
+// The simulator's packetdrill-style scripts on real loopback: the kernel's
+// segments are captured from lo with an AF_PACKET socket, which needs
+// CAP_NET_RAW; without it the test skips. Real timers are late by
+// scheduling, so each window is widened by 20 ms at its end (and 1 ms at
+// its start for clock granularity).
+
+type capSeg struct {
+	t          time.Time
+	sport      int
+	dport      int
+	len        int
+	flags      string
+	cwrOrOther bool
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// capture reads TCP segments on lo until stop is closed.
+func capture(t *testing.T) (segs func() []capSeg, stop func()) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			t.Skipf("capturing lo needs CAP_NET_RAW: %v", err)
+		}
+		t.Fatalf("AF_PACKET socket: %v", err)
+	}
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		unix.Close(fd)
+		t.Skipf("no lo: %v", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: lo.Index}); err != nil {
+		unix.Close(fd)
+		t.Fatalf("bind lo: %v", err)
+	}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 50000})
+	var mu sync.Mutex
+	var out []capSeg
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1<<17)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			n, from, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				continue
+			}
+			ll, ok := from.(*unix.SockaddrLinklayer)
+			// lo shows each packet twice: keep the copy received.
+			if !ok || ll.Pkttype == unix.PACKET_OUTGOING || n < 14+20+20 {
+				continue
+			}
+			p := buf[14:n]
+			if p[0]>>4 != 4 || p[9] != unix.IPPROTO_TCP {
+				continue
+			}
+			ihl := int(p[0]&15) * 4
+			total := int(binary.BigEndian.Uint16(p[2:]))
+			tcp := p[ihl:]
+			doff := int(tcp[12]>>4) * 4
+			fl := tcp[13]
+			var f strings.Builder
+			for _, x := range []struct {
+				bit byte
+				c   byte
+			}{{0x02, 'S'}, {0x01, 'F'}, {0x04, 'R'}, {0x08, 'P'}, {0x10, '.'}} {
+				if fl&x.bit != 0 {
+					f.WriteByte(x.c)
+				}
+			}
+			mu.Lock()
+			out = append(out, capSeg{t: time.Now(), sport: int(binary.BigEndian.Uint16(tcp[0:])), dport: int(binary.BigEndian.Uint16(tcp[2:])),
+				len: total - ihl - doff, flags: f.String()})
+			mu.Unlock()
+		}
+	}()
+	// segs is read after stop, when the capture goroutine has ended.
+	return func() []capSeg { mu.Lock(); defer mu.Unlock(); return out }, func() { close(quit); <-done; unix.Close(fd) }
+}
+
+func setsock(c *net.TCPConn, level, opt, v int) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), level, opt, v) })
+	return serr
+}
+
+func sendMore(c *net.TCPConn, b []byte) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	raw.Write(func(fd uintptr) bool {
+		_, serr = unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_MORE)
+		return serr != unix.EAGAIN
+	})
+	return serr
+}
+
+func runRealScript(t *testing.T, sc sim.Script) {
+	if sc.NotReal != "" {
+		t.Skip(sc.NotReal)
+	}
+	segs, stop := capture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	acc := make(chan *net.TCPConn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			acc <- c.(*net.TCPConn)
+		}
+		close(acc)
+	}()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := cc.(*net.TCPConn)
+	srv := <-acc
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	defer cli.Close()
+	defer srv.Close()
+	for _, c := range []*net.TCPConn{cli, srv} {
+		c.SetNoDelay(false) // Go's default would hide Nagle
+	}
+	cport := cli.LocalAddr().(*net.TCPAddr).Port
+	// Both ends read everything, as the harness's do.
+	for _, c := range []*net.TCPConn{cli, srv} {
+		go io.Copy(io.Discard, c)
+	}
+	if sc.Warm {
+		cli.Write(make([]byte, 10))
+		time.Sleep(time.Millisecond)
+		srv.Write(make([]byte, 10))
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Let the capture catch up with the handshake and warm-up, and count
+	// this connection's segments so far: the script's come after them.
+	time.Sleep(50 * time.Millisecond)
+	mine := func(s capSeg) bool { return s.sport == cport || s.dport == cport }
+	from := 0
+	for _, s := range segs() {
+		if mine(s) {
+			from++
+		}
+	}
+	t0 := time.Now()
+	ends := map[string]*net.TCPConn{"client": cli, "server": srv}
+	for _, st := range sc.Steps {
+		time.Sleep(time.Until(t0.Add(st.At)))
+		c := ends[st.Who]
+		var err error
+		switch st.Op {
+		case "write":
+			_, err = c.Write(make([]byte, st.N))
+		case "more":
+			err = sendMore(c, make([]byte, st.N))
+		case "cork":
+			err = setsock(c, unix.IPPROTO_TCP, unix.TCP_CORK, 1)
+		case "uncork":
+			err = setsock(c, unix.IPPROTO_TCP, unix.TCP_CORK, 0)
+		case "nodelay":
+			err = c.SetNoDelay(st.N != 0)
+		case "shutdown":
+			err = c.CloseWrite()
+		default:
+			t.Fatalf("unknown op %q", st.Op)
+		}
+		if err != nil && !errors.Is(err, syscall.EAGAIN) {
+			t.Fatalf("%s %s: %v", st.Who, st.Op, err)
+		}
+	}
+	time.Sleep(time.Until(t0.Add(time.Second)))
+	stop()
+	var got []capSeg
+	var lines []string
+	for _, s := range segs() {
+		if !mine(s) {
+			continue
+		}
+		if from > 0 {
+			from--
+			continue
+		}
+		got = append(got, s)
+		who := "server"
+		if s.sport == cport {
+			who = "client"
+		}
+		lines = append(lines, fmt.Sprintf("%v %s len %d %s", s.t.Sub(t0).Round(10*time.Microsecond), who, s.len, s.flags))
+	}
+	if len(got) != len(sc.Segs) {
+		t.Fatalf("%d segments, want %d:\n%s", len(got), len(sc.Segs), strings.Join(lines, "\n"))
+	}
+	for i, want := range sc.Segs {
+		s := got[i]
+		who := "server"
+		if s.sport == cport {
+			who = "client"
+		}
+		d := s.t.Sub(t0)
+		if who != want.From || s.len != want.Len || s.flags != want.Flags || d < want.Lo-time.Millisecond || d > want.Hi+20*time.Millisecond {
+			t.Errorf("segment %d: %s, want %s len %d %s in [%v, %v]", i, lines[i], want.From, want.Len, want.Flags, want.Lo, want.Hi)
+		}
+	}
+}
+
+func TestScriptsOnLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real timers: a few seconds")
+	}
+	for _, sc := range sim.Scripts() {
+		t.Run(sc.Name, func(t *testing.T) { runRealScript(t, sc) })
+	}
+}
