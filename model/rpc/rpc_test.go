@@ -287,6 +287,40 @@ func TestPendingResponsesBounded(t *testing.T) {
 	}
 }
 
+// A connection whose preamble is still arriving when its reader resumes
+// from a full queue is not parsed for calls: its preamble bytes are not a
+// frame length.
+func TestResumeSkipsPreamble(t *testing.T) {
+	errs, answered := 0, 0
+	e := world(t, rpc.ServerConfig{Handlers: 1, QueueSize: 1}, rpc.ClientConfig{CallTimeout: time.Second}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
+		call := func(n int) {
+			for k := 0; k < n; k++ {
+				cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(r rpc.Reply) {
+					if r.Err != nil {
+						t.Logf("client %d: %v", i, r.Err)
+						errs++
+					} else {
+						answered++
+					}
+				})
+			}
+		}
+		if i == 1 {
+			// A byte every 100 µs: the preamble takes half a millisecond.
+			cl.PieceWrites(srvAddr, 1, 100*time.Microsecond)
+			call(1)
+			return
+		}
+		// Once four bytes of client 1's preamble are in, fill the queue:
+		// the reader blocks, and resumes with that half preamble buffered.
+		p.MainLoop().AfterFunc(350*time.Microsecond, func() { call(20) })
+	})
+	if errs != 0 || answered != 21 || e.srv.Stats().ReaderBlocks == 0 {
+		t.Errorf("answered %d of 21, %d errors, reader blocks %d (want some)", answered, errs, e.srv.Stats().ReaderBlocks)
+	}
+	e.quiet()
+}
+
 func TestIdleTimeouts(t *testing.T) {
 	// The client closes its idle connection first (10 s < server's 20 s).
 	var closedAt time.Duration

@@ -513,7 +513,10 @@ func (sc *serverConn) read() {
 // queue's lock. A full queue blocks the reader: it stops reading every one
 // of its connections until a handler makes room.
 func (r *reader) fill(sc *serverConn) {
-	if sc.closing || r.blocked != nil {
+	// A connection still in its preamble has no calls yet: resume reaches
+	// every connection with input, and a half preamble read as a length
+	// prefix would close it as garbage.
+	if sc.closing || !sc.greeted || r.blocked != nil {
 		return
 	}
 	q := r.s.q
