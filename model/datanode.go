@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -53,7 +54,26 @@ type DatanodeConfig struct {
 	// with the data that arrives, so announcing a large write costs
 	// nothing.
 	MaxBuffered int
-	Bugs        DatanodeBugs
+	// RequestTimeout bounds how long a message (a request, a write
+	// packet, the final status) may take to arrive once its first byte
+	// has: the read timeout restarts on every byte, so a request
+	// dripped a byte at a time would otherwise hold a connection for
+	// hours (slowloris).
+	RequestTimeout time.Duration
+	// SendTimeout closes a connection whose client took none of what it
+	// is being sent for this long.
+	SendTimeout time.Duration
+	// HandleWait bounds a read's wait for a pool handle; it then fails,
+	// busy. StallTimeout: a read holding a handle whose client took
+	// nothing for this long closes while other reads wait for one.
+	HandleWait, StallTimeout time.Duration
+	// MaxConns caps the connections served (HDFS's
+	// dfs.datanode.max.transfer.threads); the cap is lowered further so
+	// that fds stay in reserve for block files. When it is reached the
+	// oldest idle connection is closed to make room, or the new one is
+	// refused.
+	MaxConns int
+	Bugs     DatanodeBugs
 }
 
 // DatanodeBugs switch on historic bugs, for tests and `check --bug`.
@@ -81,6 +101,19 @@ type DatanodeBugs struct {
 	// is allocated when its header arrives, and nothing bounds what all
 	// connections buffer.
 	WritePrealloc bool
+	// NoSendTimeout is issue 9 item 3: nothing times out while sending.
+	NoSendTimeout bool
+	// PoolWaitForever is issue 9 item 4: a read waits for a pool handle
+	// without bound, and a holder that makes no progress keeps it.
+	PoolWaitForever bool
+	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
+	// connection reads nothing, so its client's FIN goes unseen.
+	WaiterDeaf bool
+	// NoConnCap is issue 9 item 6: connections are accepted until the
+	// fd table is full, with no reserve for block files.
+	NoConnCap bool
+	// Slowloris is issue 9 item 7: no deadline for a whole request.
+	Slowloris bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -99,6 +132,12 @@ func DefaultDatanodeConfig() DatanodeConfig {
 		Dir:         "data",
 		MaxWrite:    16 << 20,
 		MaxBuffered: 64 << 20,
+
+		RequestTimeout: 60 * time.Second,
+		SendTimeout:    60 * time.Second,
+		HandleWait:     10 * time.Second,
+		StallTimeout:   time.Second,
+		MaxConns:       4096,
 	}
 }
 
@@ -121,6 +160,11 @@ func (c *DatanodeConfig) fill() error {
 		c.TokenKey = DefaultTokenKey
 	}
 	orDefault(&c.MaxBuffered, d.MaxBuffered)
+	orDefault(&c.RequestTimeout, d.RequestTimeout)
+	orDefault(&c.SendTimeout, d.SendTimeout)
+	orDefault(&c.HandleWait, d.HandleWait)
+	orDefault(&c.StallTimeout, d.StallTimeout)
+	orDefault(&c.MaxConns, d.MaxConns)
 	switch {
 	case c.Selectors < 1 || c.Selectors > 256:
 		return fmt.Errorf("selectors %d outside [1, 256]", c.Selectors)
@@ -132,6 +176,10 @@ func (c *DatanodeConfig) fill() error {
 		return fmt.Errorf("negative keep-alive %v", c.Keepalive)
 	case c.ReadTimeout < 0:
 		return fmt.Errorf("negative read timeout %v", c.ReadTimeout)
+	case c.RequestTimeout < 0 || c.SendTimeout < 0 || c.HandleWait < 0 || c.StallTimeout < 0:
+		return fmt.Errorf("negative timeout (request %v, send %v, handle wait %v, stall %v)", c.RequestTimeout, c.SendTimeout, c.HandleWait, c.StallTimeout)
+	case c.MaxConns < 0:
+		return fmt.Errorf("negative connection cap %d", c.MaxConns)
 	case c.MaxWrite < 0 || c.MaxBuffered < 0:
 		return fmt.Errorf("negative write bound (max write %d, max buffered %d)", c.MaxWrite, c.MaxBuffered)
 	}
@@ -188,6 +236,12 @@ type Datanode struct {
 	workers   WorkerPool
 	conns     []*dnConn // main loop only
 	stopped   bool
+
+	// main loop only: the connection cap (accept, evictIdle)
+	accepted     uint64
+	evicting     int
+	acceptErrs   int
+	acceptLogged time.Duration
 
 	stats DatanodeStats // main loop only
 
@@ -391,8 +445,13 @@ func (dn *Datanode) accept() {
 		}
 		if err != nil {
 			// EMFILE leaves the connection queued; a level-triggered
-			// listener would spin, so pause accepting for a moment.
-			dn.p.Log("accept-error", "err", err.Error())
+			// listener would spin, so pause accepting for a moment,
+			// and log at most once a second.
+			dn.acceptErrs++
+			if now := dn.main.Now(); dn.cfg.Bugs.NoConnCap || dn.acceptLogged == 0 || now-dn.acceptLogged >= time.Second {
+				dn.p.Log("accept-error", "err", err.Error(), "failures", dn.acceptErrs)
+				dn.acceptLogged, dn.acceptErrs = now, 0
+			}
 			dn.ln.SetHandler(nil)
 			dn.main.AfterFunc(10*time.Millisecond, func() {
 				if !dn.stopped {
@@ -406,8 +465,74 @@ func (dn *Datanode) accept() {
 			c.Close()
 			continue
 		}
+		if dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.connCap() {
+			dn.serve(c, nil)
+			continue
+		}
+		if dn.evicting >= maxEvicting {
+			dn.p.Log("dn-full", "conns", len(dn.conns))
+			_ = c.Close()
+			continue
+		}
+		// Full: serve it, and close the oldest idle connection to make
+		// room (or this one, if none is idle).
 		dn.serve(c, nil)
+		dn.evicting++
+		dn.evictIdle(dn.conns[len(dn.conns)-1], nil)
 	}
+}
+
+// maxEvicting bounds the connections served past the cap while idle
+// ones are being closed to make room.
+const maxEvicting = 16
+
+// connCap is the most connections the datanode serves at once: MaxConns,
+// lowered so that fds stay in reserve for the listener, the loops and
+// block files (a thread per connection also needs its loop's fds and its
+// own block files).
+func (dn *Datanode) connCap() int {
+	// Writes open their files outside the pool: keep room for them too.
+	reserve, perConn := 64, 1
+	if dn.pool != nil {
+		reserve += dn.cfg.PoolMax + 2*len(dn.selectors)
+	} else {
+		perConn = 5 // socket, the thread's epoll and eventfd, data and meta
+	}
+	return max(1, min(dn.cfg.MaxConns, (dn.p.FDs().Limit-reserve)/perConn))
+}
+
+// evictIdle closes the oldest idle connection other than newest, asking
+// each connection's loop in accept order; if none is idle it closes
+// newest. Runs on the acceptor loop.
+func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
+	var oldest *dnConn
+	for _, dc := range dn.conns {
+		if dc != newest && !slices.Contains(asked, dc) && (oldest == nil || dc.acceptSeq < oldest.acceptSeq) {
+			oldest = dc
+		}
+	}
+	victim := oldest
+	if victim == nil {
+		victim = newest
+	}
+	asked = append(asked, victim)
+	victim.loop.Post(func() {
+		// Idle: connected and never sent a request. (Connections
+		// kept alive between ops are left to their keep-alive
+		// timeout: a client's cached peer is worth keeping.)
+		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 && victim.opsOnConn == 0
+		if idle || victim == newest {
+			dn.p.Log("dn-full-evict", "conn", victim.c.ID(), "idle", idle)
+			victim.close("datanode full")
+		}
+		dn.main.Post(func() {
+			if !idle && victim != newest && !dn.stopped {
+				dn.evictIdle(newest, asked)
+				return
+			}
+			dn.evicting--
+		})
+	})
 }
 
 // Adopt serves c, a connection accepted elsewhere (the short-circuit
@@ -427,7 +552,8 @@ func (dn *Datanode) Adopt(c Conn, in []byte) {
 // serve starts a connection on a selector (or its own thread). Runs on the
 // acceptor loop.
 func (dn *Datanode) serve(c Conn, in []byte) {
-	dc := &dnConn{dn: dn, c: c, index: len(dn.conns)}
+	dn.accepted++
+	dc := &dnConn{dn: dn, c: c, index: len(dn.conns), acceptSeq: dn.accepted}
 	dn.conns = append(dn.conns, dc)
 	if dn.cfg.Mode == Threaded {
 		l, err := dn.p.NewLoop("xceiver")
@@ -525,7 +651,14 @@ type dnConn struct {
 	closed    bool
 	clean     bool // the last op ended cleanly
 	opsOnConn int
-	received  int64 // bytes read from the socket
+	received  int64  // bytes read from the socket
+	acceptSeq uint64 // accept order (acceptor loop)
+
+	msgT     Timer         // the whole-message deadline (RequestTimeout)
+	sendT    Timer         // send progress (SendTimeout, StallTimeout)
+	lastSend time.Duration // when the client last took bytes
+	waitT    Timer         // the wait for a pool handle (HandleWait)
+	waiter   *Waiter       // in the pool's queue while waiting
 }
 
 func (dc *dnConn) onEvent(ev Events) {
@@ -552,6 +685,13 @@ func (dc *dnConn) readInput() {
 	for !dc.closed {
 		switch dc.phase {
 		case phaseRequest, phaseStatus, phaseReceiving:
+		case phaseOpening:
+			// Waiting for a handle: keep reading (a pipelined status
+			// stays buffered) so a FIN or a reset is seen.
+			if dc.dn.cfg.Bugs.WaiterDeaf || len(dc.in) >= MaxRequestLen+64 {
+				dc.c.SetReadInterest(false)
+				return
+			}
 		default:
 			// Not expecting input: leave it in the socket (turning a
 			// close with unread data into a reset, as it should be).
@@ -581,6 +721,7 @@ func (dc *dnConn) readInput() {
 			dc.in = dc.in[:len(dc.in)+n]
 			dc.process()
 			dc.watchInput()
+			dc.watchMessage()
 			continue
 		}
 		if errors.Is(err, ErrWouldBlock) {
@@ -652,6 +793,10 @@ func (dc *dnConn) process() {
 func (dc *dnConn) consume(n int) {
 	rest := copy(dc.in, dc.in[n:])
 	dc.in = dc.in[:rest]
+	if rest == 0 && dc.msgT != nil {
+		dc.msgT.Stop()
+		dc.msgT = nil
+	}
 }
 
 func (dc *dnConn) startOp(req Request) {
@@ -708,8 +853,9 @@ func (dc *dnConn) open(woken bool) {
 			return
 		}
 		if dn.pool != nil {
-			h, err := dn.pool.Acquire(dc.req.BlockID, dc.req.GenStamp, dc.loop.Now(), func() {
+			h, w, err := dn.pool.AcquireOrWait(dc.req.BlockID, dc.req.GenStamp, dc.loop.Now(), func() {
 				dc.loop.Post(func() {
+					dc.waiter = nil
 					if !dc.closed && dc.phase == phaseOpening {
 						dc.open(true)
 						return
@@ -720,7 +866,16 @@ func (dc *dnConn) open(woken bool) {
 				})
 			})
 			if errors.Is(err, ErrPoolFull) {
-				return // woken when a handle frees
+				// Woken when a handle frees, or given up.
+				dc.waiter = w
+				if dc.waitT == nil && !dn.cfg.Bugs.PoolWaitForever {
+					dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
+				}
+				return
+			}
+			if dc.waitT != nil {
+				dc.waitT.Stop()
+				dc.waitT = nil
 			}
 			if err == nil {
 				dc.handle, dc.replica = h, h.Files
@@ -738,6 +893,25 @@ func (dc *dnConn) open(woken bool) {
 		}
 		dc.opened(err)
 	})
+}
+
+// giveUpWaiting fails a read that waited HandleWait for a pool handle.
+func (dc *dnConn) giveUpWaiting() {
+	dc.waitT = nil
+	if dc.closed || dc.phase != phaseOpening {
+		return
+	}
+	dc.withdraw()
+	dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no block handle free within %v", dc.dn.cfg.HandleWait)})
+}
+
+// withdraw takes the connection's read out of the pool's queue.
+func (dc *dnConn) withdraw() {
+	if w := dc.waiter; w != nil {
+		dc.waiter = nil
+		dn := dc.dn
+		dn.lock.Do(dc.loop, func() { dn.pool.Withdraw(w) })
+	}
 }
 
 // armTrim starts the pool's idle trimming timer if it is not running.
@@ -913,14 +1087,19 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 // setOut writes out, and once all of it is in the socket runs then.
 func (dc *dnConn) setOut(out []byte, lent bool, then func()) {
 	dc.out, dc.outOff, dc.lent, dc.afterOut = out, 0, lent, then
+	dc.lastSend = dc.loop.Now()
 	dc.flush()
 }
 
 func (dc *dnConn) flush() {
+	before := dc.outOff
 	done, err := writeOut(dc.c, dc.out, &dc.outOff)
 	if err != nil {
 		dc.close("write error")
 		return
+	}
+	if dc.outOff > before {
+		dc.lastSend = dc.loop.Now()
 	}
 	if !done {
 		if dc.dn.cfg.Bugs.ReturnBufferEarly && dc.lent && dc.outOff > 0 {
@@ -929,7 +1108,12 @@ func (dc *dnConn) flush() {
 			dc.sel.putBuf(dc.out)
 			dc.lent = false
 		}
+		dc.watchSend()
 		return
+	}
+	if dc.sendT != nil {
+		dc.sendT.Stop()
+		dc.sendT = nil
 	}
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
@@ -939,6 +1123,62 @@ func (dc *dnConn) flush() {
 		dc.afterOut = nil
 		then()
 	}
+}
+
+// watchSend arms the send-progress timer while output is pending: no
+// progress for SendTimeout closes the connection, and a read that holds
+// a pool handle closes after StallTimeout without progress if other
+// reads wait for a handle.
+func (dc *dnConn) watchSend() {
+	dn := dc.dn
+	if dc.sendT != nil || dc.closed || dn.cfg.Bugs.NoSendTimeout {
+		return
+	}
+	step := dn.cfg.SendTimeout
+	if dc.handle != nil && !dn.cfg.Bugs.PoolWaitForever {
+		step = min(step, dn.cfg.StallTimeout)
+	}
+	at := dc.lastSend + step - dc.loop.Now()
+	if at <= 0 {
+		// Stalled past the first step: look again a step later.
+		at = max(min(step, dc.lastSend+dn.cfg.SendTimeout-dc.loop.Now()), time.Millisecond)
+	}
+	dc.sendT = dc.loop.AfterFunc(at, func() {
+		dc.sendT = nil
+		if dc.closed || dc.outOff >= len(dc.out) {
+			return
+		}
+		idle := dc.loop.Now() - dc.lastSend
+		switch {
+		case idle >= dn.cfg.SendTimeout:
+			dc.st.Errors++
+			dn.p.Log("dn-send-timeout", "conn", dc.c.ID(), "idle", idle.String())
+			dc.close("send timeout")
+		case dc.handle != nil && idle >= dn.cfg.StallTimeout && !dn.cfg.Bugs.PoolWaitForever:
+			h := dc.handle
+			dn.lock.Do(dc.loop, func() {
+				waiting := dn.pool.Waiting() > 0
+				if waiting {
+					// Its other users may be stalled too, and new ones
+					// would keep it open: no one else gets it now.
+					dn.pool.Retire(h)
+				}
+				dc.loop.Post(func() {
+					switch {
+					case dc.closed:
+					case waiting && dc.loop.Now()-dc.lastSend >= dn.cfg.StallTimeout:
+						dc.st.Errors++
+						dn.p.Log("dn-stalled", "conn", dc.c.ID(), "idle", (dc.loop.Now() - dc.lastSend).String())
+						dc.close("stalled while reads wait for a handle")
+					default:
+						dc.watchSend()
+					}
+				})
+			})
+		default:
+			dc.watchSend()
+		}
+	})
 }
 
 func (dc *dnConn) releaseReplica() {
@@ -1095,6 +1335,28 @@ func (dc *dnConn) endOp(clean bool) {
 	dc.watchInput()
 }
 
+// watchMessage runs the whole-message deadline: armed when the first
+// bytes of a message are buffered, stopped once none are.
+func (dc *dnConn) watchMessage() {
+	partial := len(dc.in) > 0 && (dc.phase == phaseRequest || dc.phase == phaseReceiving || dc.phase == phaseStatus)
+	switch {
+	case dc.closed || !partial || dc.dn.cfg.Bugs.Slowloris:
+		if dc.msgT != nil {
+			dc.msgT.Stop()
+			dc.msgT = nil
+		}
+	case dc.msgT == nil:
+		dc.msgT = dc.loop.AfterFunc(dc.dn.cfg.RequestTimeout, func() {
+			dc.msgT = nil
+			if !dc.closed && len(dc.in) > 0 {
+				dc.st.Errors++
+				dc.dn.p.Log("dn-request-timeout", "conn", dc.c.ID(), "phase", int(dc.phase), "bytes", len(dc.in))
+				dc.close("request timeout")
+			}
+		})
+	}
+}
+
 // watchInput (re)starts the read timeout while the connection waits for
 // the client outside a keep-alive wait (which has its own timeout), and
 // stops it otherwise. Every step of progress restarts it.
@@ -1150,6 +1412,13 @@ func (dc *dnConn) close(why string) {
 		dc.rt.Stop()
 		dc.rt = nil
 	}
+	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT} {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
+	}
+	dc.withdraw()
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 		dc.out, dc.lent = nil, false

@@ -27,7 +27,7 @@ type HandlePool struct {
 	byBlock map[uint64][]*Handle // every live handle of a block, in open order
 	idle    []*Handle            // refs == 0, least recently used first
 	open    int                  // block-file fds held (2 per handle)
-	waiters []func()
+	waiters []*Waiter
 
 	// Opened, Reused, Evicted and Waited count events, for experiments.
 	Opened, Reused, Evicted, Waited int
@@ -114,23 +114,43 @@ func (hp *HandlePool) key(id, stamp uint64) handleKey {
 // handle in use it returns ErrPoolFull and calls wake once room may have
 // been made; the caller then tries again.
 func (hp *HandlePool) Acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, error) {
-	h, err := hp.acquire(id, stamp, now, wake)
+	h, _, err := hp.AcquireOrWait(id, stamp, now, wake)
+	return h, err
+}
+
+// Waiter is a read waiting for room in the pool.
+type Waiter struct{ wake func() }
+
+// AcquireOrWait is Acquire that also returns, with ErrPoolFull, the
+// waiter it queued, so that a read that stops waiting can Withdraw.
+func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake func()) (*Handle, *Waiter, error) {
+	h, w, err := hp.acquire(id, stamp, now, wake)
 	if !errors.Is(err, ErrPoolFull) && len(hp.waiters) > 0 && (hp.open+2 <= hp.cfg.Max || len(hp.idle) > 0) {
 		// A woken read may need no room (its block is gone, or its
 		// handle is open already): room is left, so wake the next one
 		// rather than let it sleep beside a free handle.
 		hp.wakeOne()
 	}
-	return h, err
+	return h, w, err
 }
 
-func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, error) {
+// Withdraw takes w out of the queue (nothing if it was woken already).
+func (hp *HandlePool) Withdraw(w *Waiter) {
+	for i, x := range hp.waiters {
+		if x == w {
+			hp.waiters = append(hp.waiters[:i], hp.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, *Waiter, error) {
 	cur, _, ok := hp.store.Info(id)
 	if !ok {
-		return nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
+		return nil, nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
 	}
 	if cur < stamp {
-		return nil, fmt.Errorf("model: read block %d: replica stamp %d < requested %d: %w", id, cur, stamp, ErrStaleReplica)
+		return nil, nil, fmt.Errorf("model: read block %d: replica stamp %d < requested %d: %w", id, cur, stamp, ErrStaleReplica)
 	}
 	k := hp.key(id, cur)
 	if h := hp.byKey[k]; h != nil {
@@ -140,18 +160,19 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 		h.refs++
 		h.lastUse = now
 		hp.Reused++
-		return h, nil
+		return h, nil, nil
 	}
 	for hp.open+2 > hp.cfg.Max {
 		if !hp.evictOne() {
 			hp.Waited++
-			hp.waiters = append(hp.waiters, wake)
-			return nil, ErrPoolFull
+			w := &Waiter{wake: wake}
+			hp.waiters = append(hp.waiters, w)
+			return nil, w, ErrPoolFull
 		}
 	}
 	files, err := hp.store.OpenForRead(id, cur)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h := &Handle{Files: files, key: k, refs: 1, lastUse: now}
 	hp.byKey[k] = h
@@ -161,7 +182,7 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 	if hp.open > hp.PeakOpen {
 		hp.PeakOpen = hp.open
 	}
-	return h, nil
+	return h, nil, nil
 }
 
 // Release gives back a handle; the last user of a retired handle closes it.
@@ -284,6 +305,19 @@ func (hp *HandlePool) close(h *Handle) {
 
 // onChange retires a changed block's handles: readers holding one finish
 // on the old inode; new reads open the new replica.
+// Retire stops handing h out: it closes when its last user leaves, so
+// reads that share it cannot keep it open forever while others wait for
+// room (a datanode retires the handle of a holder that stalled).
+func (hp *HandlePool) Retire(h *Handle) {
+	if h.retired || h.closed || hp.cfg.KeyIgnoresStamp {
+		return
+	}
+	h.retired = true
+	if hp.byKey[h.key] == h {
+		delete(hp.byKey, h.key)
+	}
+}
+
 func (hp *HandlePool) onChange(id, newStamp uint64, deleted bool) {
 	if hp.cfg.KeyIgnoresStamp {
 		return // the bug: the old handle keeps serving
@@ -313,5 +347,5 @@ func (hp *HandlePool) wakeOne() {
 	w := hp.waiters[0]
 	hp.waiters[0] = nil
 	hp.waiters = hp.waiters[1:]
-	w()
+	w.wake()
 }

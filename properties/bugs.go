@@ -107,6 +107,37 @@ var Bugs = []Bug{
 		apply:   func(d drawer, cfg *Config) { cfg.WritePrealloc = true },
 		hostile: []string{HostileAnnounce},
 	},
+	{
+		Name:    "no-send-timeout",
+		What:    "nothing times out while sending: a client that never reads holds its connection forever (issue 9 item 3)",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.NoSendTimeout = true },
+		hostile: []string{HostileNonReader},
+	},
+	{
+		Name:    "pool-wait-forever",
+		What:    "reads wait for a pool handle without bound while non-reading holders keep theirs (issue 9 item 4)",
+		Catches: PropHostileAvail,
+		apply: func(d drawer, cfg *Config) {
+			cfg.PoolWaitForever = true
+			cfg.PoolMax, cfg.PoolMin = 2, 0
+		},
+		hostile: []string{HostileNonReader},
+	},
+	{
+		Name:    "no-conn-cap",
+		What:    "connections are accepted until the fd table is full, idle ones lock everyone out (issue 9 item 6)",
+		Catches: PropHostileAvail,
+		apply:   func(d drawer, cfg *Config) { cfg.NoConnCap = true },
+		hostile: []string{HostileIdle + ":flood"},
+	},
+	{
+		Name:    "slowloris",
+		What:    "no deadline for a whole request: one dripped a byte at a time holds a connection for hours (issue 9 item 7)",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.Slowloris = true },
+		hostile: []string{HostileDrip},
+	},
 }
 
 var noBug = Bug{apply: func(drawer, *Config) {}}

@@ -94,6 +94,11 @@ type Config struct {
 	// Issue 9's defects (hostile.go draws the peers that find them).
 	ClosedConnsReachable bool `json:"closed_conns_reachable,omitempty"`
 	WritePrealloc        bool `json:"write_prealloc,omitempty"`
+	NoSendTimeout        bool `json:"no_send_timeout,omitempty"`
+	PoolWaitForever      bool `json:"pool_wait_forever,omitempty"`
+	WaiterDeaf           bool `json:"waiter_deaf,omitempty"`
+	NoConnCap            bool `json:"no_conn_cap,omitempty"`
+	Slowloris            bool `json:"slowloris,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.

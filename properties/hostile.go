@@ -44,11 +44,6 @@ const (
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
 	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter}
 
-// hostileDrawn lists the kinds check draws. The others break defects of
-// issue 9 that are not fixed yet; catalogued bugs that need them still
-// draw them.
-var hostileDrawn = []string{HostileGarbage, HostileOversized, HostileTruncated, HostileAnnounce, HostileMute}
-
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
 	Kind  string        `json:"kind"`
@@ -91,8 +86,10 @@ func drawDatanodeLimits(d drawer, cfg *Config) {
 	cfg.RequestTimeout = pick(d, "request_timeout", time.Second, 5*time.Second, 30*time.Second)
 	cfg.SendTimeout = pick(d, "send_timeout", time.Second, 5*time.Second, 30*time.Second)
 	cfg.HandleWait = pick(d, "handle_wait", 500*time.Millisecond, 2*time.Second, 10*time.Second)
-	cfg.StallTimeout = pick(d, "stall_timeout", 100*time.Millisecond, 300*time.Millisecond)
-	cfg.MaxConns = pick(d, "max_conns", 0, 24, 128)
+	// Under the clients' shortest timeout (150 ms), so that a read
+	// waiting behind stalled holders still completes in time.
+	cfg.StallTimeout = pick(d, "stall_timeout", 20*time.Millisecond, 50*time.Millisecond)
+	cfg.MaxConns = pick(d, "max_conns", 0, 64, 256)
 }
 
 // hostileCapacity is how many connections the datanode can hold: the
@@ -117,19 +114,20 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
-		drawn, forced := false, false
-		for _, f := range hostileDrawn {
-			drawn = drawn || f == k
-		}
+		forced, flood := false, false
 		for _, f := range force {
-			forced = forced || f == k
+			forced = forced || f == k || f == k+":flood"
+			flood = flood || f == k+":flood"
 		}
-		if !d.chance(40, "hostile_"+k) && !forced || !drawn && !forced {
+		if !d.chance(40, "hostile_"+k) && !forced {
 			continue
 		}
 		p := HostilePeer{Kind: k, Count: d.n(1, 4, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
 			Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"), Key: d.key("hostile_key")}
-		if k == HostileIdle && d.chance(40, "hostile_flood") {
+		// Floods up to the capacity are drawn only for the bug that
+		// needs them: the connection cap does not yet keep every
+		// well-behaved client in (issue 9 item 6 is open).
+		if k == HostileIdle && flood {
 			p.Count = d.n(capacity/2, capacity+capacity/4, "hostile_flood_count")
 		}
 		cfg.Hostile = append(cfg.Hostile, p)
@@ -410,6 +408,10 @@ func (h *harness) scanHostile(force bool) {
 	}
 	hs.nextScan = now + hostileScan
 	bound := h.cfg.stuckBound()
+	// Timeouts are judged once no fault is in force: a slow disk or a
+	// stalled network may rightly delay them. (In a run with faults,
+	// from the moment they stopped.)
+	judged := h.faultFree || h.phase >= phaseRecover
 	for _, hc := range hs.conns {
 		if hc.c == nil || hc.gone {
 			continue
@@ -433,20 +435,24 @@ func (h *harness) scanHostile(force bool) {
 			})
 			continue
 		}
-		if !open {
+		if !open || !judged {
 			continue
+		}
+		since := hc.openAt
+		if !h.faultFree {
+			since = max(since, h.healedAt)
 		}
 		phase := "?"
 		if h.dn != nil {
 			phase = h.dn.ConnPhase(id)
 		}
 		switch {
-		case hc.heardAt >= 0 && now-hc.heardAt > PeerGoneBound:
+		case hc.heardAt >= 0 && now-max(hc.heardAt, since) > PeerGoneBound:
 			h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived (bound %v), in phase %s",
 				id, now-hc.heardAt, hc.peer.Kind, PeerGoneBound, phase)
 			h.failPeer(hc.peer.Kind)
 			return
-		case now-hc.openAt > bound:
+		case now-since > bound:
 			h.fail(PropTimeout, "datanode connection %d to a stuck %s peer open for %v (bound %v: the sum of its timeouts), in phase %s",
 				id, hc.peer.Kind, now-hc.openAt, bound, phase)
 			h.failPeer(hc.peer.Kind)

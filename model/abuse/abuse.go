@@ -42,6 +42,9 @@ type Peers struct {
 	conns []*peer
 	// Failed counts dials that failed (the process's fds ran out).
 	Failed int
+	// Reads and ReadErrs count a well-behaved client's reads that
+	// completed, and those that failed (Scenario.Reads).
+	Reads, ReadErrs int
 }
 
 type peer struct {
@@ -206,6 +209,10 @@ type Scenario struct {
 	// ends the scenario.
 	After []time.Duration
 	Then  func(step int, dn *model.Datanode, peers *Peers)
+	// Reads are blocks a well-behaved client reads (whole), one after
+	// the other, starting ReadsAt after the attacks.
+	Reads   []uint64
+	ReadsAt time.Duration
 }
 
 // Run runs s in w: it spawns the datanode and the attackers, runs Then at
@@ -238,6 +245,29 @@ func Run(w model.World, s Scenario, limit time.Duration) error {
 		}
 		_, err = w.Spawn("attacker", model.ProcessConfig{FDLimit: 1 << 16}, func(ap model.Process) {
 			peers := Start(ap, dn.Addr(), s.Attacks...)
+			if len(s.Reads) > 0 {
+				cl, err := model.NewClient(ap, ap.MainLoop(), 1, model.ClientConfig{Datanode: dn.Addr(), NoDelay: true, Timeout: 5 * time.Second})
+				if err != nil {
+					w.Fail(err)
+					return
+				}
+				var next func(i int)
+				next = func(i int) {
+					if i == len(s.Reads) {
+						cl.Close()
+						return
+					}
+					cl.Read(s.Reads[i], 0, 0, int64(s.Blocks[s.Reads[i]]), func(r model.Result) {
+						if r.Err != nil {
+							peers.ReadErrs++
+						} else {
+							peers.Reads++
+						}
+						next(i + 1)
+					})
+				}
+				ap.MainLoop().AfterFunc(s.ReadsAt, func() { next(0) })
+			}
 			p.MainLoop().Post(func() {
 				var at time.Duration
 				for i, d := range s.After {

@@ -19,7 +19,14 @@ type Regression struct {
 var Regressions = []Regression{
 	{"closed-conns-reachable", closedConnsReachable},
 	{"write-prealloc", writePrealloc},
+	{"no-send-timeout", noSendTimeout},
+	{"pool-wait-forever", poolWaitForever},
+	{"waiter-deaf", waiterDeaf},
+	{"slowloris", slowloris},
 }
+
+// bigBlock is more than loopback's socket buffers hold.
+const bigBlock = 16 << 20
 
 // checkAt runs s with one step after d and returns what check reported.
 func checkAt(w model.World, s Scenario, d time.Duration, check func(dn *model.Datanode, peers *Peers) error) error {
@@ -51,6 +58,68 @@ func writePrealloc(w model.World, bug bool) error {
 	return checkAt(w, s, 200*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
 		if m := MemoryOf(dn); m.WriteData > 0 || dn.Conns() != 8 {
 			return fmt.Errorf("%d connections that announced 1 MiB writes and sent no data hold %d bytes of write buffers", dn.Conns(), m.WriteData)
+		}
+		return nil
+	})
+}
+
+// Item 3: a client that never reads is closed after SendTimeout.
+func noSendTimeout(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock}, Attacks: []Attack{{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock}}}
+	s.Datanode.SendTimeout = 200 * time.Millisecond
+	s.Datanode.Bugs.NoSendTimeout = bug
+	return checkAt(w, s, 2*time.Second, func(dn *model.Datanode, _ *Peers) error {
+		if n := dn.Conns(); n > 0 {
+			return fmt.Errorf("%d connections to a client that never reads still open after 2 s (send timeout 200 ms)", n)
+		}
+		return nil
+	})
+}
+
+// Item 4: a client that never reads holds the only pool handle; another
+// block's read still completes (the stalled holder is closed).
+func poolWaitForever(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: 1000}, Attacks: []Attack{{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock}},
+		Reads: []uint64{2}, ReadsAt: 100 * time.Millisecond}
+	s.Datanode.PoolMax = 2
+	s.Datanode.StallTimeout = 50 * time.Millisecond
+	s.Datanode.Bugs.PoolWaitForever = bug
+	s.Datanode.Bugs.NoSendTimeout = bug
+	return checkAt(w, s, 2*time.Second, func(dn *model.Datanode, peers *Peers) error {
+		if peers.Reads != 1 {
+			return fmt.Errorf("a read of another block did not complete in 2 s while a non-reader held the only handle (%d failed)", peers.ReadErrs)
+		}
+		return nil
+	})
+}
+
+// Item 5: a read waiting for a handle notices its client's FIN.
+func waiterDeaf(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: 1000}, Attacks: []Attack{
+		{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock},
+		{Kind: Quitter, Count: 1, Block: 2, Length: 1000},
+	}}
+	s.Datanode.PoolMax = 2
+	s.Datanode.StallTimeout = 10 * time.Second
+	s.Datanode.Bugs.WaiterDeaf = bug
+	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
+		if n := dn.Conns(); n != 1 {
+			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed is still held", n)
+		}
+		return nil
+	})
+}
+
+// Item 7: a request dripped a byte at a time, each just inside the read
+// timeout, is cut off at the request deadline.
+func slowloris(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: 1000}, Attacks: []Attack{{Kind: Drip, Count: 4, Block: 1, Length: 1000, Every: 40 * time.Millisecond}}}
+	s.Datanode.ReadTimeout = 100 * time.Millisecond
+	s.Datanode.RequestTimeout = 300 * time.Millisecond
+	s.Datanode.Bugs.Slowloris = bug
+	return checkAt(w, s, time.Second, func(dn *model.Datanode, _ *Peers) error {
+		if n := dn.Conns(); n > 0 {
+			return fmt.Errorf("%d dripping connections still open after 1 s (request deadline 300 ms)", n)
 		}
 		return nil
 	})
