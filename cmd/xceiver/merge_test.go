@@ -54,7 +54,7 @@ func TestMergeShards(t *testing.T) {
 	var files []string
 	for k, shard := range []string{"1/3", "2/3", "3/3"} {
 		out := filepath.Join(results, "traces-"+string(rune('0'+k)))
-		code, stdout, stderr := runCLI("check", "--bug", "HDFS-3359", "--seeds", "9", "--shard", shard, "--parallel", "1", "--json", "--out", out)
+		code, stdout, stderr := runCLI("check", "--bug", "HDFS-3359", "--seeds", "15", "--shard", shard, "--parallel", "1", "--json", "--out", out)
 		if code != exitFail {
 			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
 		}
@@ -62,7 +62,7 @@ func TestMergeShards(t *testing.T) {
 		os.WriteFile(f, []byte(stdout), 0o644)
 		files = append(files, f)
 	}
-	code, whole, _ := runCLI("check", "--bug", "HDFS-3359", "--seeds", "9", "--parallel", "1", "--json", "--out", filepath.Join(work, "whole"))
+	code, whole, _ := runCLI("check", "--bug", "HDFS-3359", "--seeds", "15", "--parallel", "1", "--json", "--out", filepath.Join(work, "whole"))
 	var want checkSummary
 	if code != exitFail || json.Unmarshal([]byte(whole), &want) != nil {
 		t.Fatalf("whole sweep: exit %d", code)
@@ -83,7 +83,7 @@ func TestMergeShards(t *testing.T) {
 	if code != exitFail || json.Unmarshal([]byte(stdout), &got) != nil {
 		t.Fatalf("merge: exit %d: %s%s", code, stdout, stderr)
 	}
-	if got.Checked != 9 || got.Seeds != 9 || got.SweepSeeds != 9 || got.Passed != want.Passed || got.Failed != want.Failed || len(got.Shards) != 3 {
+	if got.Checked != 15 || got.Seeds != 15 || got.SweepSeeds != 15 || got.Passed != want.Passed || got.Failed != want.Failed || len(got.Shards) != 3 {
 		t.Errorf("merged %d checked, %d passed, %d failed over %v; one check: %d, %d, %d", got.Checked, got.Passed, got.Failed, got.Shards, want.Checked, want.Passed, want.Failed)
 	}
 	if len(got.ByProperty) != len(want.ByProperty) || got.ByProperty[0].Count != want.ByProperty[0].Count ||
@@ -107,14 +107,14 @@ func TestMergeShards(t *testing.T) {
 	os.WriteFile(bad, []byte("{"), 0o644)
 	other := filepath.Join(work, "other.json")
 	b, _ := os.ReadFile(files[0])
-	os.WriteFile(other, []byte(strings.Replace(string(b), `"sweep_seeds":9`, `"sweep_seeds":10`, 1)), 0o644)
+	os.WriteFile(other, []byte(strings.Replace(string(b), `"sweep_seeds":15`, `"sweep_seeds":16`, 1)), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"merge", files[0], files[1]}, "xceiver: merge: shards missing: 3/3 (--partial merges what is there)"},
 		{[]string{"merge", files[0], files[0]}, "xceiver: merge: " + files[0] + ": shard 1/3 again (also in " + files[0] + ")"},
-		{[]string{"merge", files[1], other}, "xceiver: merge: " + other + ": seeds 10, but " + files[1] + " has 9: not the same sweep"},
+		{[]string{"merge", files[1], other}, "xceiver: merge: " + other + ": seeds 16, but " + files[1] + " has 15: not the same sweep"},
 		{[]string{"merge", bad}, "xceiver: merge: " + bad + ": not the output of check --json"},
 		{[]string{"merge", filepath.Join(work, "none.json")}, "xceiver: merge: " + filepath.Join(work, "none.json") + ": no such file or directory"},
 		{[]string{"merge"}, "xceiver: merge: want one or more RESULT.json files (check --json, one per shard)"},
