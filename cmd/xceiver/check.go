@@ -54,7 +54,8 @@ linearizability, availability, liveness and leak-freedom. A failure is
 shrunk and written as a replayable trace into --out.
 
 bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ") + `
-rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ")
+rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ") + `
+short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
 		},
 		example: []string{
 			"xceiver check --seeds 1000",
@@ -75,7 +76,7 @@ rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ")
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			ignore := fs.String("ignore", "", "don't enforce the comma-separated properties `P,Q` (one that breaks at every seed hides the others)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
-			fs.StringVar(&opt.system, "system", "datanode", "system checked: `datanode|rpc` (rpc: the namenode's rpc server and namespace, end to end with the datanode)")
+			fs.StringVar(&opt.system, "system", "datanode", "system checked: `datanode|rpc|sc` (rpc: the namenode's rpc server and namespace, end to end with the datanode; sc: short-circuit reads through a shared cache while blocks change)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
 				if len(rest) > 0 {
@@ -109,6 +110,9 @@ rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ")
 				}
 				if opt.system == "rpc" {
 					return runCheckRPC(opt, stdout, stderr)
+				}
+				if opt.system == "sc" {
+					return runCheckSC(opt, stdout, stderr)
 				}
 				if opt.world == "real" {
 					return runCheckReal(opt, stdout, stderr)
@@ -176,21 +180,31 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s: no seeds in this shard (only %d seed%s across %d shards)", shardName, o.seeds, plural(o.seeds, "", "s"), sn)
 	}
 	o.shardI, o.shardN = si, sn
-	if o.system != "datanode" && o.system != "rpc" {
-		return c.usagef("%s %q: want datanode or rpc", c.typed("system"), o.system)
+	if o.system != "datanode" && o.system != "rpc" && o.system != "sc" {
+		return c.usagef("%s %q: want datanode, rpc or sc", c.typed("system"), o.system)
 	}
 	if o.bug != "" {
-		all := append(bugNames(), rpcBugNames()...)
+		all := append(append(bugNames(), rpcBugNames()...), scBugNames()...)
 		name, ok := matchName(o.bug, all)
 		if !ok {
 			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(all, ", "))
 		}
 		o.bug = name
-		if _, isRPC := properties.LookupRPCBug(name); isRPC {
+		_, isRPC := properties.LookupRPCBug(name)
+		_, isSC := properties.LookupSCBug(name)
+		switch {
+		case isRPC:
 			o.system = "rpc" // an rpc bug is checked on the rpc system
-		} else if o.system == "rpc" {
+		case isSC:
+			o.system = "sc"
+		case o.system == "rpc":
 			return c.usagef("%s %s is a datanode bug; --system rpc takes %s", c.typed("bug"), name, strings.Join(rpcBugNames(), ", "))
+		case o.system == "sc":
+			return c.usagef("%s %s is a datanode bug; --system sc takes %s", c.typed("bug"), name, strings.Join(scBugNames(), ", "))
 		}
+	}
+	if o.system == "sc" && o.world == "real" {
+		return c.usagef("%s sc: checked in sim only (the real world runs short-circuit reads in xceiver run sc-read and go test ./real)", c.typed("system"))
 	}
 	if o.system == "rpc" && o.world == "real" {
 		return c.usagef("%s rpc: checked in sim only (the real world runs the rpc server in xceiver run rpc and go test ./real)", c.typed("system"))
@@ -229,6 +243,9 @@ func listBugs(w io.Writer, asJSON bool) {
 		for _, b := range properties.RPCBugs {
 			rows = append(rows, row{b.Name, b.What, b.Catches})
 		}
+		for _, b := range properties.SCBugs {
+			rows = append(rows, row{b.Name, b.What, b.Catches})
+		}
 		out, _ := json.Marshal(rows)
 		fmt.Fprintln(w, string(out))
 		return
@@ -238,6 +255,9 @@ func listBugs(w io.Writer, asJSON bool) {
 	}
 	for _, b := range properties.RPCBugs {
 		fmt.Fprintf(w, "%-15s %-17s %s (--system rpc)\n", b.Name, b.Catches, b.What)
+	}
+	for _, b := range properties.SCBugs {
+		fmt.Fprintf(w, "%-15s %-17s %s (--system sc)\n", b.Name, b.Catches, b.What)
 	}
 }
 

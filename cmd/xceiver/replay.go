@@ -47,6 +47,15 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		}
 		return replayRPC(stdout, stderr, rest[0], asJSON)
 	}
+	if isSCTrace(rest[0]) {
+		if htmlPath != "" {
+			return report(stderr, c.usagef("%s: short-circuit traces have no HTML view", c.typed("html")))
+		}
+		if dryRun {
+			return exitOK
+		}
+		return replaySC(stdout, stderr, rest[0], asJSON)
+	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {
 		return report(stderr, c.usagef("%v", err))

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"xceiver/properties"
+)
+
+func scBugNames() []string {
+	var names []string
+	for _, b := range properties.SCBugs {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+// scShrinkBudget bounds the runs spent shrinking one failing seed.
+const scShrinkBudget = 300
+
+type scFailure struct {
+	Seed     uint64 `json:"seed"`
+	Property string `json:"property"`
+	Message  string `json:"message"`
+	Trace    string `json:"trace"`
+	Ops      int    `json:"ops"`
+}
+
+// runCheckSC checks short-circuit seeds (model/shortcircuit with the
+// datanode), shrinking each failure and writing its trace into --out. A
+// seed runs in well under a millisecond of CPU, so seeds run one after
+// another.
+func runCheckSC(opt checkOptions, stdout, stderr io.Writer) int {
+	budget := scShrinkBudget
+	if opt.noShrink {
+		budget = 0
+	}
+	var fails []scFailure
+	checked := 0
+	for i := 0; i < opt.seeds; i++ {
+		if i%opt.shardN != opt.shardI-1 {
+			continue
+		}
+		if opt.maxFailures > 0 && len(fails) >= opt.maxFailures {
+			break
+		}
+		seed := opt.seed + uint64(i)
+		checked++
+		c, r, err := properties.CheckSCSeed(seed, opt.bug, budget)
+		if err != nil {
+			return report(stderr, fmt.Errorf("check --system sc: seed %d: %w", seed, err))
+		}
+		if r.Property == "" {
+			continue
+		}
+		name := fmt.Sprintf("sc-seed-%d.json", seed)
+		if opt.bug != "" {
+			name = fmt.Sprintf("sc-seed-%d-%s.json", seed, opt.bug)
+		}
+		path := filepath.Join(opt.out, name)
+		tr, _ := properties.RecordSC(c)
+		err = os.MkdirAll(opt.out, 0o755)
+		if err == nil {
+			err = properties.WriteSCTrace(path, tr)
+		}
+		if err != nil {
+			return report(stderr, fmt.Errorf("check --system sc: seed %d: writing its trace: %w", seed, err))
+		}
+		fails = append(fails, scFailure{seed, r.Property, r.Message, path, len(c.Ops)})
+	}
+	if opt.json {
+		b, _ := json.Marshal(map[string]any{"system": "sc", "seeds": checked, "bug": opt.bug,
+			"passed": checked - len(fails), "failed": len(fails), "failures": fails})
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		for _, f := range fails {
+			fmt.Fprintf(stdout, "seed %d: %s: %s (%d ops)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, f.Trace)
+		}
+		fmt.Fprintf(stdout, "sc: %d passed, %d failed\n", checked-len(fails), len(fails))
+	}
+	if len(fails) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// replaySC re-runs a short-circuit trace (a JSON file check --system sc
+// wrote).
+func replaySC(stdout, stderr io.Writer, path string, asJSON bool) int {
+	t, err := properties.ReadSCTrace(path)
+	if err != nil {
+		return report(stderr, usagef("replay: %v", err))
+	}
+	r, rerr := properties.ReplaySC(t)
+	if asJSON {
+		out := map[string]any{"trace": path, "seed": t.Case.Seed, "bug": t.Case.Bug, "property": t.Property, "message": t.Message,
+			"events": t.Events, "trace_hash": t.TraceHash, "reproduced": rerr == nil, "replay_events": r.Events, "replay_hash": r.TraceHash}
+		b, _ := json.Marshal(out)
+		fmt.Fprintln(stdout, string(b))
+	} else if rerr == nil {
+		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.Property, t.Message, r.Events, r.TraceHash)
+	} else {
+		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
+	}
+	if rerr != nil {
+		return exitFail
+	}
+	return exitOK
+}
+
+// jsonTraceFormat returns the format field of a JSON trace file, or ""
+// when path is not one.
+func jsonTraceFormat(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&head) != nil {
+		return ""
+	}
+	return head.Format
+}
+
+func isSCTrace(path string) bool {
+	return strings.HasPrefix(jsonTraceFormat(path), "xceiver-sc-trace/")
+}

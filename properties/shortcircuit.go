@@ -1,0 +1,486 @@
+package properties
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/shortcircuit"
+	"xceiver/sim"
+)
+
+// Short-circuit reads, drawn per seed: a few reader threads sharing one
+// short-circuit cache (shards and capacity drawn) read blocks while a
+// writer replaces, appends to, deletes and re-creates them. Checked:
+//
+//   - no stale read (linearizability): a read returns the contents of the
+//     last change that returned before it started, or of a change
+//     concurrent with it, never older data (through a cached fd or
+//     otherwise);
+//   - fd bound: the client's passed fds never exceed 2 × cache capacity +
+//     2 × reads in flight;
+//   - leak-freedom: after closing, the client holds no passed fd, segment
+//     or extra fd, and the datanode no segment, slot or extra fd.
+
+// scBlocks is how many blocks a short-circuit case reads and changes.
+const scBlocks = 3
+
+// SCCase is one drawn short-circuit case: everything a run depends on.
+type SCCase struct {
+	Seed     uint64 `json:"seed"`
+	Bug      string `json:"bug,omitempty"`
+	Shards   int    `json:"shards"`
+	Capacity int    `json:"capacity"`
+	Readers  int    `json:"readers"`
+	Ops      []SCOp `json:"ops"`
+}
+
+// SCOp is one op, Gap after the one before. A change to a block still
+// being changed runs as a read; an append to or a delete of a deleted
+// block re-creates it.
+type SCOp struct {
+	Gap    time.Duration `json:"gap"`
+	Op     string        `json:"op"` // read, replace, append, delete
+	Block  uint64        `json:"block"`
+	Reader int           `json:"reader,omitempty"`
+	Off    int64         `json:"off,omitempty"`
+	Data   uint64        `json:"data,omitempty"` // seeds the new contents
+}
+
+// SCBug is a catalogued short-circuit bug.
+type SCBug struct {
+	Name, What, Catches string
+	server              shortcircuit.ServerBugs
+	cache               shortcircuit.CacheBugs
+}
+
+// SCBugs is the short-circuit catalogue: the bugs the drawn cases find.
+var SCBugs = []SCBug{
+	{
+		Name: "HDFS-6750", Catches: PropLinearizable,
+		What:   "deleting a replica does not clear its slots' valid bit, so clients keep reading the unlinked replica through cached fds",
+		server: shortcircuit.ServerBugs{NoInvalidateOnDelete: true},
+	},
+}
+
+// LookupSCBug finds a catalogued short-circuit bug.
+func LookupSCBug(name string) (SCBug, bool) {
+	for _, b := range SCBugs {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return SCBug{}, false
+}
+
+// DrawSC draws seed's short-circuit case.
+func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
+	if bug != "" {
+		if _, ok := LookupSCBug(bug); !ok {
+			return SCCase{}, fmt.Errorf("unknown short-circuit bug %q", bug)
+		}
+	}
+	d := drawer{src}
+	c := SCCase{Seed: seed, Bug: bug}
+	c.Shards = d.n(1, 3, "sc_shards")
+	c.Capacity = c.Shards + d.n(0, 3, "sc_capacity")
+	c.Readers = d.n(1, 3, "sc_readers")
+	ops := d.n(20, 39, "sc_ops")
+	for i := 0; i < ops; i++ {
+		op := SCOp{
+			Gap:   time.Duration(d.n(0, 2999, "sc_gap")) * time.Microsecond,
+			Block: uint64(d.n(1, scBlocks, "sc_block")),
+		}
+		switch k := d.n(0, 9, "sc_kind"); {
+		case k < 6:
+			op.Op = "read"
+			op.Reader = d.n(0, c.Readers-1, "sc_reader")
+			op.Off = int64(d.n(0, 2047, "sc_off"))
+		case k < 8:
+			op.Op = "replace"
+		case k == 8:
+			op.Op = "append"
+		default:
+			op.Op = "delete"
+		}
+		if op.Op != "read" {
+			op.Data = seed<<16 | uint64(i)
+		}
+		c.Ops = append(c.Ops, op)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks a case read from a file.
+func (c *SCCase) Validate() error {
+	if c.Bug != "" {
+		if _, ok := LookupSCBug(c.Bug); !ok {
+			return fmt.Errorf("sc case: unknown bug %q", c.Bug)
+		}
+	}
+	switch {
+	case c.Shards < 1 || c.Shards > 1024:
+		return fmt.Errorf("sc case: shards %d, want 1..1024", c.Shards)
+	case c.Capacity < c.Shards || c.Capacity > 1<<16:
+		return fmt.Errorf("sc case: capacity %d, want shards..65536", c.Capacity)
+	case c.Readers < 1 || c.Readers > 64:
+		return fmt.Errorf("sc case: readers %d, want 1..64", c.Readers)
+	case len(c.Ops) > 10000:
+		return fmt.Errorf("sc case: %d ops, want at most 10000", len(c.Ops))
+	}
+	for i, op := range c.Ops {
+		switch {
+		case op.Gap < 0 || op.Gap > time.Minute:
+			return fmt.Errorf("sc case: op %d: gap %v, want 0..1m", i, op.Gap)
+		case op.Block < 1 || op.Block > scBlocks:
+			return fmt.Errorf("sc case: op %d: block %d, want 1..%d", i, op.Block, scBlocks)
+		case op.Reader < 0 || op.Reader >= c.Readers:
+			return fmt.Errorf("sc case: op %d: reader %d, want 0..%d", i, op.Reader, c.Readers-1)
+		case op.Off < 0 || op.Off > 2048:
+			return fmt.Errorf("sc case: op %d: offset %d, want 0..2048", i, op.Off)
+		}
+		switch op.Op {
+		case "read", "replace", "append", "delete":
+		default:
+			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append or delete", i, op.Op)
+		}
+	}
+	return nil
+}
+
+// SCResult is what a short-circuit run gave.
+type SCResult struct {
+	Property, Message string // empty when every property held
+	Events            uint64
+	TraceHash         string
+}
+
+type scVersion struct {
+	start, end time.Duration
+	data       []byte // nil: deleted
+}
+
+type scRun struct {
+	prop, msg string
+}
+
+func (r *scRun) fail(prop, format string, a ...any) {
+	if r.prop == "" {
+		r.prop, r.msg = prop, fmt.Sprintf(format, a...)
+	}
+}
+
+// RunSC runs a short-circuit case in the simulator and checks it.
+func RunSC(c SCCase) *SCResult {
+	var bug SCBug
+	if c.Bug != "" {
+		bug, _ = LookupSCBug(c.Bug)
+	}
+	cfg := sim.DefaultConfig(c.Seed)
+	cfg.MaxEvents = 20_000_000
+	w := sim.New(cfg)
+	run := &scRun{}
+	versions := map[uint64][]scVersion{}
+	for b := uint64(1); b <= scBlocks; b++ {
+		versions[b] = []scVersion{{data: model.BlockContent(b, 4096)}}
+	}
+	var dnProc model.Process
+	var dn *model.Datanode
+	var srv *shortcircuit.Server
+	var dnBase int
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		dnProc = p
+		store := model.NewBlockStore(p.Disk(), "data")
+		for b := uint64(1); b <= scBlocks; b++ {
+			if _, err := store.Write(b, versions[b][0].data); err != nil {
+				w.Fail(err)
+				return
+			}
+		}
+		var err error
+		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond}); err != nil {
+			w.Fail(err)
+			return
+		}
+		if srv, err = shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", Bugs: bug.server}); err != nil {
+			w.Fail(err)
+			return
+		}
+		dnBase = p.FDs().Open
+		w.Spawn("client", model.ProcessConfig{Cores: 2}, func(cp model.Process) {
+			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Bugs: bug.cache}})
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			main := cp.MainLoop()
+			base := cp.FDs().Open
+			var readers []*shortcircuit.Client
+			var loops []model.Loop
+			for i := 0; i < c.Readers; i++ {
+				l, _ := cp.NewLoop(fmt.Sprintf("reader-%d", i))
+				cl, err := shortcircuit.NewClient(cp, l, i, sh, shortcircuit.ClientConfig{Path: "/run/dn_socket", TCP: model.ClientConfig{Datanode: "dn:50010", NoDelay: true}})
+				if err != nil {
+					w.Fail(err)
+					return
+				}
+				readers, loops = append(readers, cl), append(loops, l)
+			}
+			writer, err := model.NewClient(cp, main, 99, model.ClientConfig{Datanode: "dn:50010", NoDelay: true})
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			base += 2 * len(loops)
+			inflight, pending := 0, 0
+			end := func() {
+				scFinish(w, run, cp, main, sh, readers, loops, writer, base, dnProc, dn, srv, dnBase)
+			}
+			if len(c.Ops) == 0 {
+				main.Post(end)
+				return
+			}
+			// One change at a time per block, so each change's result is
+			// known from the one before.
+			writing := map[uint64]bool{}
+			checkFDs := func() {
+				if passed := cp.FDs().ByKind[model.FDPassed]; passed > 2*c.Capacity+2*inflight {
+					run.fail(PropFDBounds, "client holds %d passed fds, bound 2×%d + 2×%d in flight", passed, c.Capacity, inflight)
+				}
+			}
+			var t time.Duration
+			for i, op := range c.Ops {
+				t += op.Gap
+				pending++
+				n, op := i, op
+				block := op.Block
+				main.AfterFunc(t, func() {
+					start := main.Now()
+					done := func() {
+						pending--
+						if pending == 0 {
+							end()
+						}
+					}
+					kind := op.Op
+					if kind != "read" && writing[block] {
+						kind = "read"
+					}
+					if kind == "read" {
+						off, idx := op.Off, op.Reader
+						inflight++
+						l := loops[idx]
+						l.Post(func() {
+							readers[idx].Read(block, 0, off, 512, func(r model.Result) {
+								end := l.Now()
+								main.Post(func() {
+									inflight--
+									checkFDs()
+									if r.Err == nil {
+										ok := false
+										for _, v := range scAllowed(versions[block], start, end) {
+											if v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data) {
+												ok = true
+											}
+										}
+										if !ok {
+											run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
+										}
+									}
+									done()
+								})
+							})
+						})
+						return
+					}
+					data := model.BlockContent(op.Data, 4096)
+					writing[block] = true
+					record := func(r model.Result, newData []byte) {
+						writing[block] = false
+						if r.Err == nil || r.Unknown {
+							v := scVersion{start: start, end: main.Now(), data: newData}
+							if r.Unknown {
+								v.end = 1 << 62 // may or may not have happened
+							}
+							versions[block] = append(versions[block], v)
+						}
+						done()
+					}
+					last := versions[block][len(versions[block])-1].data
+					switch {
+					case kind == "replace":
+						writer.Replace(block, data, func(r model.Result) { record(r, data) })
+					case kind == "append" && last != nil:
+						grown := append(append([]byte(nil), last...), data[:100]...)
+						writer.Append(block, data[:100], func(r model.Result) { record(r, grown) })
+					case last == nil:
+						writer.Write(block, data, func(r model.Result) { record(r, data) })
+					default:
+						writer.Delete(block, func(r model.Result) { record(r, nil) })
+					}
+				})
+			}
+		})
+	})
+	res := &SCResult{}
+	if err == nil {
+		err = w.Run(time.Hour)
+	}
+	if err != nil {
+		run.fail(PropHarness, "%v", err)
+	}
+	res.Property, res.Message = run.prop, run.msg
+	res.Events, res.TraceHash = w.TraceEvents(), w.TraceHashString()
+	return res
+}
+
+// scAllowed is what a read during [start, end] may return: the last
+// version that ended before start, and every version concurrent with the
+// read.
+func scAllowed(vs []scVersion, start, end time.Duration) [][]byte {
+	var out [][]byte
+	lastBefore := -1
+	for i, v := range vs {
+		if v.end < start && (lastBefore < 0 || v.end >= vs[lastBefore].end) {
+			lastBefore = i
+		}
+	}
+	for i, v := range vs {
+		if i == lastBefore || (v.start <= end && v.end >= start) {
+			out = append(out, v.data)
+		}
+	}
+	return out
+}
+
+func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int) {
+	for _, r := range readers {
+		r.Close()
+	}
+	writer.Close()
+	sh.Close(main, func() {
+		main.AfterFunc(500*time.Millisecond, func() {
+			st := cp.FDs()
+			if st.ByKind[model.FDPassed] != 0 || st.Segments != 0 || st.Open != base {
+				run.fail(PropLeakFree, "client at rest: %d fds (baseline %d), %d passed, %d segments", st.Open, base, st.ByKind[model.FDPassed], st.Segments)
+			}
+			dl := dnProc.MainLoop()
+			dl.Post(func() {
+				srv.Registry(dl, func(segs, slots, passing int) {
+					if segs != 0 || slots != 0 || passing != 0 || dnProc.FDs().Open != dnBase {
+						run.fail(PropLeakFree, "datanode at rest: %d segments, %d slots, %d fds being passed, %d fds (baseline %d)", segs, slots, passing, dnProc.FDs().Open, dnBase)
+					}
+					for _, l := range loops {
+						l.Close()
+					}
+					srv.Stop()
+					dn.Stop()
+					dl.AfterFunc(10*time.Millisecond, w.Stop)
+				})
+			})
+		})
+	})
+}
+
+// ShrinkSC removes ops from a failing case while the same property still
+// fails, within budget runs.
+func ShrinkSC(c SCCase, r *SCResult, budget int) (SCCase, *SCResult) {
+	runs := 0
+	for changed := true; changed && runs < budget; {
+		changed = false
+		for size := len(c.Ops) / 2; size >= 1; size /= 2 {
+			for i := 0; i+size <= len(c.Ops) && runs < budget; {
+				cand := c
+				cand.Ops = append(append([]SCOp(nil), c.Ops[:i]...), c.Ops[i+size:]...)
+				runs++
+				if cr := RunSC(cand); cr.Property == r.Property {
+					c, r, changed = cand, cr, true
+					continue
+				}
+				i += size
+			}
+		}
+	}
+	return c, r
+}
+
+// CheckSCSeed draws and runs one short-circuit seed, shrinking a failure.
+func CheckSCSeed(seed uint64, bug string, budget int) (SCCase, *SCResult, error) {
+	c, err := DrawSC(SeedSource(seed), seed, bug)
+	if err != nil {
+		return c, nil, err
+	}
+	r := RunSC(c)
+	if r.Property == "" || r.Property == PropHarness {
+		return c, r, nil
+	}
+	c, r = ShrinkSC(c, r, budget)
+	return c, r, nil
+}
+
+// SCTrace is a recorded short-circuit failure: the case, and what its
+// run gave.
+type SCTrace struct {
+	Format    string `json:"format"` // SCTraceFormat
+	Property  string `json:"property"`
+	Message   string `json:"message"`
+	Events    uint64 `json:"events"`
+	TraceHash string `json:"trace_hash"`
+	Case      SCCase `json:"sc_case"`
+}
+
+// SCTraceFormat names the file layout (and the code version: a change
+// that alters a short-circuit run's events bumps it and re-records the
+// corpus).
+const SCTraceFormat = "xceiver-sc-trace/1"
+
+// RecordSC runs c and returns its trace.
+func RecordSC(c SCCase) (SCTrace, *SCResult) {
+	r := RunSC(c)
+	return SCTrace{Format: SCTraceFormat, Property: r.Property, Message: r.Message, Events: r.Events, TraceHash: r.TraceHash, Case: c}, r
+}
+
+// ReadSCTrace reads a trace file; a file that is not one is an error
+// naming why.
+func ReadSCTrace(path string) (SCTrace, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return SCTrace{}, err
+	}
+	var t SCTrace
+	if err := json.Unmarshal(b, &t); err != nil {
+		return SCTrace{}, fmt.Errorf("%s: not a short-circuit trace: %w", path, err)
+	}
+	if t.Format != SCTraceFormat {
+		return SCTrace{}, fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system sc --seed %d --bug %s)", path, t.Format, SCTraceFormat, t.Case.Seed, t.Case.Bug)
+	}
+	if err := t.Case.Validate(); err != nil {
+		return SCTrace{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// WriteSCTrace writes t to path.
+func WriteSCTrace(path string, t SCTrace) error {
+	b, err := json.MarshalIndent(t, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReplaySC re-runs a trace: nil when it fails the same property with the
+// same event hash.
+func ReplaySC(t SCTrace) (*SCResult, error) {
+	r := RunSC(t.Case)
+	switch {
+	case r.Property != t.Property:
+		return r, fmt.Errorf("replay: property %q, trace says %q", r.Property, t.Property)
+	case r.TraceHash != t.TraceHash || r.Events != t.Events:
+		return r, fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", r.Events, r.TraceHash, t.Events, t.TraceHash)
+	}
+	return r, nil
+}
