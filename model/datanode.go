@@ -507,13 +507,19 @@ func (dn *Datanode) connCap() int {
 func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 	var oldest *dnConn
 	for _, dc := range dn.conns {
-		if dc != newest && !slices.Contains(asked, dc) && (oldest == nil || dc.acceptSeq < oldest.acceptSeq) {
+		// (A connection whose thread could not start has no loop; it
+		// is closing already.)
+		if dc != newest && dc.loop != nil && !slices.Contains(asked, dc) && (oldest == nil || dc.acceptSeq < oldest.acceptSeq) {
 			oldest = dc
 		}
 	}
 	victim := oldest
 	if victim == nil {
 		victim = newest
+	}
+	if victim.loop == nil || dn.stopped {
+		dn.evicting--
+		return
 	}
 	asked = append(asked, victim)
 	victim.loop.Post(func() {

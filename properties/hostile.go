@@ -85,10 +85,10 @@ func drawDatanodeLimits(d drawer, cfg *Config) {
 	cfg.MaxBuffered = max(4<<20, cfg.MaxWrite*pick(d, "max_buffered", 2, 4, 16))
 	cfg.RequestTimeout = pick(d, "request_timeout", time.Second, 5*time.Second, 30*time.Second)
 	cfg.SendTimeout = pick(d, "send_timeout", time.Second, 5*time.Second, 30*time.Second)
-	cfg.HandleWait = pick(d, "handle_wait", 500*time.Millisecond, 2*time.Second, 10*time.Second)
-	// Under the clients' shortest timeout (150 ms), so that a read
-	// waiting behind stalled holders still completes in time.
-	cfg.StallTimeout = pick(d, "stall_timeout", 20*time.Millisecond, 50*time.Millisecond)
+	cfg.HandleWait = pick(d, "handle_wait", time.Second, 2*time.Second, 10*time.Second)
+	// Above the longest a well-behaved reader's progress may pause (a
+	// delayed ACK, up to 200 ms), or the datanode would cut it off.
+	cfg.StallTimeout = pick(d, "stall_timeout", 250*time.Millisecond, 300*time.Millisecond)
 	cfg.MaxConns = pick(d, "max_conns", 0, 64, 256)
 }
 
@@ -133,6 +133,9 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 		cfg.Hostile = append(cfg.Hostile, p)
 	}
 	if cfg.hostileKind(HostileNonReader) {
+		// A read may wait for non-readers to be cut off (StallTimeout):
+		// the clients give it that long.
+		cfg.Timeout = max(cfg.Timeout, 2*time.Second)
 		cfg.MaxBlock++
 		cfg.Blocks = append(cfg.Blocks, InitBlock{ID: cfg.MaxBlock, Size: hostileBlockSize, Key: d.key("hostile_block")})
 	}
