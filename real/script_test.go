@@ -234,7 +234,10 @@ func runRealScript(t *testing.T, sc sim.Script) {
 			who = "client"
 		}
 		d := s.t.Sub(t0)
-		if who != want.From || s.len != want.Len || s.flags != want.Flags || d < want.Lo-time.Millisecond || d > want.Hi+20*time.Millisecond {
+		// Segments, sizes and flags are exact; times only bounded: no
+		// timer fires early, but on a loaded machine one fires late, so
+		// the upper bound is generous (the sim run checks the exact window).
+		if who != want.From || s.len != want.Len || s.flags != want.Flags || d < want.Lo-time.Millisecond || d > 2*want.Hi+100*time.Millisecond {
 			t.Errorf("segment %d: %s, want %s len %d %s in [%v, %v]", i, lines[i], want.From, want.Len, want.Flags, want.Lo, want.Hi)
 		}
 	}
