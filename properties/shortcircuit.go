@@ -40,14 +40,18 @@ type SCCase struct {
 
 // SCOp is one op, Gap after the one before. A change to a block still
 // being changed runs as a read; an append to or a delete of a deleted
-// block re-creates it.
+// block re-creates it. A squeeze is a fault: the datanode's fd table
+// fills until Left fds are free, for Hold, so opening a block's files
+// fails part way (EMFILE).
 type SCOp struct {
 	Gap    time.Duration `json:"gap"`
-	Op     string        `json:"op"` // read, replace, append, delete
+	Op     string        `json:"op"` // read, replace, append, delete, squeeze
 	Block  uint64        `json:"block"`
 	Reader int           `json:"reader,omitempty"`
 	Off    int64         `json:"off,omitempty"`
 	Data   uint64        `json:"data,omitempty"` // seeds the new contents
+	Left   int           `json:"left,omitempty"` // squeeze: fds left free
+	Hold   time.Duration `json:"hold,omitempty"` // squeeze: for how long
 }
 
 // SCBug is a catalogued short-circuit bug.
@@ -59,6 +63,11 @@ type SCBug struct {
 
 // SCBugs is the short-circuit catalogue: the bugs the drawn cases find.
 var SCBugs = []SCBug{
+	{
+		Name: "HDFS-17978", Catches: PropLeakFree,
+		What:   "when opening the meta file fails after the data file was opened, the datanode never closes the data fd",
+		server: shortcircuit.ServerBugs{LeakDataOnMetaFailure: true},
+	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
 		What:   "deleting a replica does not clear its slots' valid bit, so clients keep reading the unlinked replica through cached fds",
@@ -111,6 +120,13 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		}
 		c.Ops = append(c.Ops, op)
 	}
+	// Squeezes are drawn after the ops, so a case without one draws the
+	// same ops as before squeezes existed.
+	if d.chance(30, "sc_squeeze") {
+		at := d.n(0, len(c.Ops), "sc_squeeze_at")
+		sq := SCOp{Op: "squeeze", Block: 1, Left: d.n(1, 3, "sc_squeeze_left"), Hold: time.Duration(d.n(1, 20, "sc_squeeze_hold")) * time.Millisecond}
+		c.Ops = append(c.Ops[:at], append([]SCOp{sq}, c.Ops[at:]...)...)
+	}
 	return c, c.Validate()
 }
 
@@ -141,11 +157,15 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d: reader %d, want 0..%d", i, op.Reader, c.Readers-1)
 		case op.Off < 0 || op.Off > 2048:
 			return fmt.Errorf("sc case: op %d: offset %d, want 0..2048", i, op.Off)
+		case op.Left < 0 || op.Left > 64:
+			return fmt.Errorf("sc case: op %d: left %d, want 0..64", i, op.Left)
+		case op.Hold < 0 || op.Hold > time.Minute:
+			return fmt.Errorf("sc case: op %d: hold %v, want 0..1m", i, op.Hold)
 		}
 		switch op.Op {
-		case "read", "replace", "append", "delete":
+		case "read", "replace", "append", "delete", "squeeze":
 		default:
-			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append or delete", i, op.Op)
+			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete or squeeze", i, op.Op)
 		}
 	}
 	return nil
@@ -266,6 +286,26 @@ func RunSC(c SCCase) *SCResult {
 						}
 					}
 					kind := op.Op
+					if kind == "squeeze" {
+						dl := dnProc.MainLoop()
+						dl.Post(func() {
+							var hog []model.File
+							for dnProc.FDs().Open < dnProc.FDs().Limit-op.Left {
+								f, err := dnProc.Disk().Open(fmt.Sprintf("squeeze-%d-%d", n, len(hog)), model.Create|model.ReadWrite, model.FDFile)
+								if err != nil {
+									break
+								}
+								hog = append(hog, f)
+							}
+							dl.AfterFunc(op.Hold, func() {
+								for _, f := range hog {
+									f.Close()
+								}
+								main.Post(done)
+							})
+						})
+						return
+					}
 					if kind != "read" && writing[block] {
 						kind = "read"
 					}
