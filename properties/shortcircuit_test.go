@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -41,4 +42,19 @@ func TestShortCircuitPropertiesFindBugs(t *testing.T) {
 			t.Errorf("%s not found in 200 seeds", b.Name)
 		}
 	}
+}
+
+// A short-circuit case read from a file is validated before it runs; a
+// valid one runs to an answer (a property verdict), never a panic.
+func FuzzSCCase(f *testing.F) {
+	f.Add([]byte(`{"seed":1,"shards":1,"capacity":4,"readers":2,"ops":[{"gap":1120000,"op":"read","block":1,"reader":1,"off":1227},{"gap":540000,"op":"delete","block":1,"data":65563},{"gap":1477000,"op":"read","block":1,"reader":1,"off":1746}]}`))
+	f.Add([]byte(`{"seed":13,"bug":"HDFS-17978","shards":1,"capacity":3,"readers":1,"ops":[{"gap":0,"op":"append","block":1,"data":5},{"gap":0,"op":"squeeze","block":1,"left":2,"hold":7000000},{"gap":2981000,"op":"read","block":1,"off":1555}]}`))
+	f.Add([]byte(`{"seed":2,"shards":0,"capacity":-1,"readers":99,"ops":[{"op":"nope","block":7}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c SCCase
+		if json.Unmarshal(b, &c) != nil || c.Validate() != nil || len(c.Ops) > 8 || c.Readers > 4 {
+			return
+		}
+		RunSC(c)
+	})
 }
