@@ -59,6 +59,7 @@ type SCBug struct {
 	Name, What, Catches string
 	server              shortcircuit.ServerBugs
 	cache               shortcircuit.CacheBugs
+	client              shortcircuit.ClientBugs
 }
 
 // SCBugs is the short-circuit catalogue: the bugs the drawn cases find.
@@ -67,6 +68,11 @@ var SCBugs = []SCBug{
 		Name: "HDFS-17978", Catches: PropLeakFree,
 		What:   "when opening the meta file fails after the data file was opened, the datanode never closes the data fd",
 		server: shortcircuit.ServerBugs{LeakDataOnMetaFailure: true},
+	},
+	{
+		Name: "HDFS-16535", Catches: PropLeakFree,
+		What:   "with two datanodes on the host, a slot's release goes to the other datanode's domain socket, so the one that registered it keeps it",
+		client: shortcircuit.ClientBugs{ReleaseToWrongPath: "/run/dn2_socket"},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -211,6 +217,9 @@ func RunSC(c SCCase) *SCResult {
 	var dn *model.Datanode
 	var srv *shortcircuit.Server
 	var dnBase int
+	var dn2Proc model.Process
+	var dn2 *model.Datanode
+	var srv2 *shortcircuit.Server
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		dnProc = p
 		store := model.NewBlockStore(p.Disk(), "data")
@@ -230,8 +239,21 @@ func RunSC(c SCCase) *SCResult {
 			return
 		}
 		dnBase = p.FDs().Open
+		// A second datanode shares the host (and /run): the readers use
+		// only the first, so the second must never see a request of theirs.
+		w.Spawn("datanode2", model.ProcessConfig{}, func(p2 model.Process) {
+			dn2Proc = p2
+			var err error
+			if dn2, err = model.StartDatanode(p2, p2.MainLoop(), model.DatanodeConfig{Addr: "dn2:50010", Dir: "data2"}); err != nil {
+				w.Fail(err)
+				return
+			}
+			if srv2, err = shortcircuit.Start(dn2, shortcircuit.ServerConfig{Path: "/run/dn2_socket"}); err != nil {
+				w.Fail(err)
+			}
+		})
 		w.Spawn("client", model.ProcessConfig{Cores: 2}, func(cp model.Process) {
-			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Bugs: bug.cache}})
+			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Bugs: bug.cache}, Bugs: bug.client})
 			if err != nil {
 				w.Fail(err)
 				return
@@ -257,7 +279,7 @@ func RunSC(c SCCase) *SCResult {
 			base += 2 * len(loops)
 			inflight, pending := 0, 0
 			end := func() {
-				scFinish(w, run, cp, main, sh, readers, loops, writer, base, dnProc, dn, srv, dnBase)
+				scFinish(w, run, cp, main, sh, readers, loops, writer, base, dnProc, dn, srv, dnBase, dn2Proc, dn2, srv2)
 			}
 			if len(c.Ops) == 0 {
 				main.Post(end)
@@ -396,7 +418,23 @@ func scAllowed(vs []scVersion, start, end time.Duration) [][]byte {
 	return out
 }
 
-func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int) {
+func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int, dn2Proc model.Process, dn2 *model.Datanode, srv2 *shortcircuit.Server) {
+	// With nothing cached, the datanode must hold no slot for the client:
+	// each dropped replica's slot was released to it (HDFS-16535 sent the
+	// release elsewhere; closing the segment would hide that).
+	sh.Cache().PurgeAll(main, func() {
+		main.AfterFunc(50*time.Millisecond, func() {
+			srv.Registry(main, func(_, slots, _ int) {
+				if slots != 0 {
+					run.fail(PropLeakFree, "datanode holds %d slots after the client's cache was purged", slots)
+				}
+				scClose(w, run, cp, main, sh, readers, loops, writer, base, dnProc, dn, srv, dnBase, dn2Proc, dn2, srv2)
+			})
+		})
+	})
+}
+
+func scClose(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int, dn2Proc model.Process, dn2 *model.Datanode, srv2 *shortcircuit.Server) {
 	for _, r := range readers {
 		r.Close()
 	}
@@ -418,6 +456,10 @@ func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *s
 					}
 					srv.Stop()
 					dn.Stop()
+					dn2Proc.MainLoop().Post(func() {
+						srv2.Stop()
+						dn2.Stop()
+					})
 					dl.AfterFunc(10*time.Millisecond, w.Stop)
 				})
 			})
@@ -475,7 +517,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/1"
+const SCTraceFormat = "xceiver-sc-trace/2"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {
