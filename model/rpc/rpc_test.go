@@ -321,6 +321,52 @@ func TestResumeSkipsPreamble(t *testing.T) {
 	e.quiet()
 }
 
+// A connection closed over MaxPending while its reader is blocked on it
+// (its calls filled the queue) must not strand the calls other
+// connections of that reader have buffered: with the reader out of the
+// queue's blocked list no handler resumes it, and their bytes are read
+// already, so no readable event comes either. Found by
+// TestRPCPropertiesRapid: a client with no fault timed out on a call that
+// sat in the server's input buffer. Two clients that do not read fill the
+// queue in turn: after the first one's close the reader blocks on the
+// second with client 1's call read behind it (a resumed reader serves the
+// connection it blocked on first), and then closes the second over the
+// bound. Client 1's call is sent at a range of moments around that.
+func TestOverBoundCloseOfBlockedConnection(t *testing.T) {
+	blocks, overBound := 0, 0
+	for at := time.Duration(0); at <= 400*time.Microsecond; at += 40 * time.Microsecond {
+		var r rpc.Reply
+		got := false
+		e := world(t, rpc.ServerConfig{Readers: 1, Handlers: 1, QueueSize: 1, MaxPending: 32 << 10}, rpc.ClientConfig{CallTimeout: time.Second}, 3,
+			func(e *env, i int, p model.Process, cl *rpc.Client) {
+				if i == 1 {
+					p.MainLoop().AfterFunc(at, func() {
+						cl.Call(srvAddr, mEcho, []byte("x"), func(rr rpc.Reply) { r, got = rr, true })
+					})
+					return
+				}
+				var n [4]byte
+				binary.BigEndian.PutUint32(n[:], 16<<10)
+				p.(*sim.Process).SlowReader(4096)
+				for k := 0; k < 100; k++ {
+					cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
+				}
+				cl.PauseReading(srvAddr)
+				p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
+			})
+		st := e.srv.Stats()
+		blocks += st.ReaderBlocks
+		overBound += st.OverBound
+		if !got || r.Err != nil {
+			t.Errorf("client 1's call sent at %v: answered %v, err %v", at, got, r.Err)
+		}
+		e.quiet()
+	}
+	if blocks == 0 || overBound == 0 {
+		t.Errorf("reader blocks %d, closes over the bound %d: the test did not exercise the close of a blocked connection", blocks, overBound)
+	}
+}
+
 func TestIdleTimeouts(t *testing.T) {
 	// The client closes its idle connection first (10 s < server's 20 s).
 	var closedAt time.Duration

@@ -571,25 +571,34 @@ func (r *reader) resume() {
 	r.s.q.lk.Do(r.loop, func() {
 		sc := r.blocked
 		r.blocked = nil
-		if sc != nil {
-			r.fill(sc)
-		}
-		for _, o := range r.conns {
-			if r.blocked != nil {
-				return
-			}
-			if o != sc && len(o.in) >= 4 {
-				r.fill(o)
-			}
-		}
-		if r.blocked == nil {
-			for _, o := range r.conns {
-				if len(o.in) < inHigh {
-					o.c.SetReadInterest(true)
-				}
-			}
-		}
+		r.refill(sc)
 	})
+}
+
+// refill, under the queue's lock, puts into the queue the calls its
+// connections buffered while the reader was blocked, first's before the
+// rest, and reads again unless the queue is full once more. The other
+// connections' input is read already, so no readable event will come to
+// move it.
+func (r *reader) refill(first *serverConn) {
+	if first != nil {
+		r.fill(first)
+	}
+	for _, o := range r.conns {
+		if r.blocked != nil {
+			return
+		}
+		if o != first && len(o.in) >= 4 {
+			r.fill(o)
+		}
+	}
+	if r.blocked == nil {
+		for _, o := range r.conns {
+			if len(o.in) < inHigh {
+				o.c.SetReadInterest(true)
+			}
+		}
+	}
 }
 
 // sendFatal answers a connection-level error with call id FatalID and
@@ -617,10 +626,17 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 		}
 	}
 	if r.blocked == sc {
-		// Its call never made it into the queue; the reader stays in the
-		// queue's blocked list and resumes with its other connections.
-		r.blocked = nil
+		// Its call never made it into the queue. The reader leaves the
+		// queue's blocked list and goes on with its other connections,
+		// whose buffered calls must be put in the queue here: with the
+		// reader out of the list no handler will resume it. Checked again
+		// under the queue's lock, where a handler's resume may have got
+		// there first.
 		r.s.q.lk.Do(r.loop, func() {
+			if r.blocked != sc {
+				return
+			}
+			r.blocked = nil
 			q := r.s.q
 			for i, b := range q.blocked {
 				if b == r {
@@ -628,11 +644,7 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 					break
 				}
 			}
-			if r.blocked == nil {
-				for _, o := range r.conns {
-					o.c.SetReadInterest(true)
-				}
-			}
+			r.refill(nil)
 		})
 	}
 	r.closed++
