@@ -21,7 +21,8 @@ import (
 //     concurrent with it, never older data (through a cached fd or
 //     otherwise);
 //   - fd bound: the client's passed fds never exceed 2 × cache capacity +
-//     2 × reads in flight;
+//     2 × reads in flight, and at rest the cache holds at most one
+//     replica per block;
 //   - leak-freedom: after closing, the client holds no passed fd, segment
 //     or extra fd, and the datanode no segment, slot or extra fd.
 
@@ -73,6 +74,11 @@ var SCBugs = []SCBug{
 		Name: "HDFS-16535", Catches: PropLeakFree,
 		What:   "with two datanodes on the host, a slot's release goes to the other datanode's domain socket, so the one that registered it keeps it",
 		client: shortcircuit.ClientBugs{ReleaseToWrongPath: "/run/dn2_socket"},
+	},
+	{
+		Name: "sc-shard-mismatch", Catches: PropFDBounds,
+		What:  "the cache picks an insert's shard by block+stamp and a lookup's by block, so after a bump a replica lands where lookups never look and its fds stay cached beside the new one",
+		cache: shortcircuit.CacheBugs{InsertShardByStamp: true},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -422,6 +428,11 @@ func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *s
 	// With nothing cached, the datanode must hold no slot for the client:
 	// each dropped replica's slot was released to it (HDFS-16535 sent the
 	// release elsewhere; closing the segment would hide that).
+	sh.Cache().Stats(main, func(_ shortcircuit.CacheStats, cached, _ int) {
+		if cached > scBlocks {
+			run.fail(PropFDBounds, "client caches %d replicas of %d blocks at rest", cached, scBlocks)
+		}
+	})
 	sh.Cache().PurgeAll(main, func() {
 		main.AfterFunc(50*time.Millisecond, func() {
 			srv.Registry(main, func(_, slots, _ int) {
@@ -517,7 +528,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/2"
+const SCTraceFormat = "xceiver-sc-trace/3"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {
