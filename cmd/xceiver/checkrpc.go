@@ -128,20 +128,7 @@ func replayRPC(stdout, stderr io.Writer, path string, asJSON bool) int {
 		return report(stderr, usagef("replay: %v", err))
 	}
 	r, rerr := properties.ReplayRPC(t)
-	if asJSON {
-		out := map[string]any{"trace": path, "seed": t.Case.Seed, "bug": t.Case.Bug, "property": t.Property, "message": t.Message,
-			"events": t.Events, "trace_hash": t.TraceHash, "reproduced": rerr == nil, "replay_events": r.Events, "replay_hash": r.TraceHash}
-		b, _ := json.Marshal(out)
-		fmt.Fprintln(stdout, string(b))
-	} else if rerr == nil {
-		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.Property, t.Message, r.Events, r.TraceHash)
-	} else {
-		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
-	}
-	if rerr != nil {
-		return exitFail
-	}
-	return exitOK
+	return replayVerdict(stdout, asJSON, jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, r.Events, r.TraceHash}, rerr)
 }
 
 // isRPCTrace reports whether path holds an rpc trace (JSON with an rpc
@@ -159,4 +146,34 @@ func isRPCTrace(path string) bool {
 		return false
 	}
 	return strings.HasPrefix(head.Format, "xceiver-rpc-trace/")
+}
+
+// jsonReplay is what a replay of a JSON trace (rpc or sc) reports.
+type jsonReplay struct {
+	path               string
+	seed               uint64
+	bug, property, msg string
+	events             uint64
+	hash               string
+	replayEvents       uint64
+	replayHash         string
+}
+
+// replayVerdict prints a JSON trace's replay, the same for every system
+// whose traces are JSON: reproduced (exit 0) or where it diverged (exit 1).
+func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int {
+	if asJSON {
+		out := map[string]any{"trace": t.path, "seed": t.seed, "bug": t.bug, "property": t.property, "message": t.msg,
+			"events": t.events, "trace_hash": t.hash, "reproduced": rerr == nil, "replay_events": t.replayEvents, "replay_hash": t.replayHash}
+		b, _ := json.Marshal(out)
+		fmt.Fprintln(stdout, string(b))
+	} else if rerr == nil {
+		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.property, t.msg, t.replayEvents, t.replayHash)
+	} else {
+		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
+	}
+	if rerr != nil {
+		return exitFail
+	}
+	return exitOK
 }

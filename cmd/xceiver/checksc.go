@@ -96,20 +96,7 @@ func replaySC(stdout, stderr io.Writer, path string, asJSON bool) int {
 		return report(stderr, usagef("replay: %v", err))
 	}
 	r, rerr := properties.ReplaySC(t)
-	if asJSON {
-		out := map[string]any{"trace": path, "seed": t.Case.Seed, "bug": t.Case.Bug, "property": t.Property, "message": t.Message,
-			"events": t.Events, "trace_hash": t.TraceHash, "reproduced": rerr == nil, "replay_events": r.Events, "replay_hash": r.TraceHash}
-		b, _ := json.Marshal(out)
-		fmt.Fprintln(stdout, string(b))
-	} else if rerr == nil {
-		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.Property, t.Message, r.Events, r.TraceHash)
-	} else {
-		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
-	}
-	if rerr != nil {
-		return exitFail
-	}
-	return exitOK
+	return replayVerdict(stdout, asJSON, jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, r.Events, r.TraceHash}, rerr)
 }
 
 // jsonTraceFormat returns the format field of a JSON trace file, or ""
