@@ -20,13 +20,46 @@ func rpcBugNames() []string {
 	return names
 }
 
-type rpcFailure struct {
+// systemFailure is one failing seed of a system checked apart from the
+// data path (rpc, sc). Faults is nil for systems that draw none.
+type systemFailure struct {
 	Seed     uint64 `json:"seed"`
 	Property string `json:"property"`
 	Message  string `json:"message"`
 	Trace    string `json:"trace"`
 	Ops      int    `json:"ops"`
-	Faults   int    `json:"faults"`
+	Faults   *int   `json:"faults,omitempty"`
+}
+
+// systemTraceName names the trace file of a failing seed of system.
+func systemTraceName(system string, seed uint64, bug string) string {
+	if bug != "" {
+		return fmt.Sprintf("%s-seed-%d-%s.json", system, seed, bug)
+	}
+	return fmt.Sprintf("%s-seed-%d.json", system, seed)
+}
+
+// systemSummary prints a system's failures and its closing line (or the
+// JSON result) and returns the exit code.
+func systemSummary(stdout io.Writer, opt checkOptions, system string, checked int, fails []systemFailure) int {
+	if opt.json {
+		b, _ := json.Marshal(map[string]any{"system": system, "seeds": checked, "bug": opt.bug,
+			"passed": checked - len(fails), "failed": len(fails), "failures": fails})
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		for _, f := range fails {
+			faults := ""
+			if f.Faults != nil {
+				faults = fmt.Sprintf(", %d faults", *f.Faults)
+			}
+			fmt.Fprintf(stdout, "seed %d: %s: %s (%d ops%s)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, faults, f.Trace)
+		}
+		fmt.Fprintf(stdout, "%s: %d passed, %d failed\n", system, checked-len(fails), len(fails))
+	}
+	if len(fails) > 0 {
+		return exitFail
+	}
+	return exitOK
 }
 
 // runCheckRPC checks rpc seeds (model/rpc and model/namespace end to end
@@ -43,7 +76,7 @@ func runCheckRPC(opt checkOptions, stdout, stderr io.Writer) int {
 	if opt.noShrink {
 		budget = 0
 	}
-	results := make([]*rpcFailure, len(seeds))
+	results := make([]*systemFailure, len(seeds))
 	errs := make([]error, len(seeds))
 	var next int
 	var mu sync.Mutex
@@ -71,11 +104,7 @@ func runCheckRPC(opt checkOptions, stdout, stderr io.Writer) int {
 				if r.Failure == nil {
 					continue
 				}
-				name := fmt.Sprintf("rpc-seed-%d.json", seed)
-				if opt.bug != "" {
-					name = fmt.Sprintf("rpc-seed-%d-%s.json", seed, opt.bug)
-				}
-				path := filepath.Join(opt.out, name)
+				path := filepath.Join(opt.out, systemTraceName("rpc", seed, opt.bug))
 				tr, _ := properties.RecordRPC(c)
 				if err := os.MkdirAll(opt.out, 0o755); err == nil {
 					err = properties.WriteRPCTrace(path, tr)
@@ -83,12 +112,13 @@ func runCheckRPC(opt checkOptions, stdout, stderr io.Writer) int {
 				mu.Lock()
 				failed++
 				mu.Unlock()
-				results[i] = &rpcFailure{seed, r.Failure.Property, r.Failure.Message, path, len(c.Ops) + len(c.Live), len(c.Faults)}
+				faults := len(c.Faults)
+				results[i] = &systemFailure{seed, r.Failure.Property, r.Failure.Message, path, len(c.Ops) + len(c.Live), &faults}
 			}
 		}()
 	}
 	wg.Wait()
-	var fails []rpcFailure
+	var fails []systemFailure
 	checked := 0
 	for i := range seeds {
 		if errs[i] != nil {
@@ -105,20 +135,7 @@ func runCheckRPC(opt checkOptions, stdout, stderr io.Writer) int {
 	if opt.maxFailures > 0 && len(fails) > opt.maxFailures {
 		fails = fails[:opt.maxFailures] // workers in flight finished after the limit
 	}
-	if opt.json {
-		b, _ := json.Marshal(map[string]any{"system": "rpc", "seeds": checked, "bug": opt.bug,
-			"passed": checked - len(fails), "failed": len(fails), "failures": fails})
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		for _, f := range fails {
-			fmt.Fprintf(stdout, "seed %d: %s: %s (%d ops, %d faults)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, f.Faults, f.Trace)
-		}
-		fmt.Fprintf(stdout, "rpc: %d passed, %d failed\n", checked-len(fails), len(fails))
-	}
-	if len(fails) > 0 {
-		return exitFail
-	}
-	return exitOK
+	return systemSummary(stdout, opt, "rpc", checked, fails)
 }
 
 // replayRPC re-runs an rpc trace (a JSON file check --system rpc wrote).

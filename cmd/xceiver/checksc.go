@@ -22,14 +22,6 @@ func scBugNames() []string {
 // scShrinkBudget bounds the runs spent shrinking one failing seed.
 const scShrinkBudget = 300
 
-type scFailure struct {
-	Seed     uint64 `json:"seed"`
-	Property string `json:"property"`
-	Message  string `json:"message"`
-	Trace    string `json:"trace"`
-	Ops      int    `json:"ops"`
-}
-
 // runCheckSC checks short-circuit seeds (model/shortcircuit with the
 // datanode), shrinking each failure and writing its trace into --out. A
 // seed runs in well under a millisecond of CPU, so seeds run one after
@@ -39,7 +31,7 @@ func runCheckSC(opt checkOptions, stdout, stderr io.Writer) int {
 	if opt.noShrink {
 		budget = 0
 	}
-	var fails []scFailure
+	var fails []systemFailure
 	checked := 0
 	for i := 0; i < opt.seeds; i++ {
 		if i%opt.shardN != opt.shardI-1 {
@@ -57,11 +49,7 @@ func runCheckSC(opt checkOptions, stdout, stderr io.Writer) int {
 		if r.Property == "" {
 			continue
 		}
-		name := fmt.Sprintf("sc-seed-%d.json", seed)
-		if opt.bug != "" {
-			name = fmt.Sprintf("sc-seed-%d-%s.json", seed, opt.bug)
-		}
-		path := filepath.Join(opt.out, name)
+		path := filepath.Join(opt.out, systemTraceName("sc", seed, opt.bug))
 		tr, _ := properties.RecordSC(c)
 		err = os.MkdirAll(opt.out, 0o755)
 		if err == nil {
@@ -70,22 +58,9 @@ func runCheckSC(opt checkOptions, stdout, stderr io.Writer) int {
 		if err != nil {
 			return report(stderr, fmt.Errorf("check --system sc: seed %d: writing its trace: %w", seed, err))
 		}
-		fails = append(fails, scFailure{seed, r.Property, r.Message, path, len(c.Ops)})
+		fails = append(fails, systemFailure{seed, r.Property, r.Message, path, len(c.Ops), nil})
 	}
-	if opt.json {
-		b, _ := json.Marshal(map[string]any{"system": "sc", "seeds": checked, "bug": opt.bug,
-			"passed": checked - len(fails), "failed": len(fails), "failures": fails})
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		for _, f := range fails {
-			fmt.Fprintf(stdout, "seed %d: %s: %s (%d ops)\n  xceiver replay %s\n", f.Seed, f.Property, f.Message, f.Ops, f.Trace)
-		}
-		fmt.Fprintf(stdout, "sc: %d passed, %d failed\n", checked-len(fails), len(fails))
-	}
-	if len(fails) > 0 {
-		return exitFail
-	}
-	return exitOK
+	return systemSummary(stdout, opt, "sc", checked, fails)
 }
 
 // replaySC re-runs a short-circuit trace (a JSON file check --system sc
