@@ -228,38 +228,25 @@ func (s *Server) Addr() string { return s.ln.Addr() }
 func (s *Server) Config() ServerConfig { return s.cfg }
 
 func (s *Server) accept() {
-	for !s.stopped {
-		c, err := s.ln.Accept()
-		if errors.Is(err, model.ErrWouldBlock) {
-			return
-		}
-		if err != nil {
-			// EMFILE leaves the connection queued; a level-triggered
-			// listener would spin, so pause accepting for a moment.
-			s.p.Log("rpc-accept-error", "err", err.Error())
-			s.ln.SetHandler(nil)
-			s.main.AfterFunc(10*time.Millisecond, func() {
-				if !s.stopped {
-					s.ln.SetHandler(s.accept)
-				}
-			})
-			return
-		}
-		s.accepted++
-		if err := c.SetNoDelay(true); err != nil {
-			c.Close()
-			continue
-		}
-		r := s.readers[s.next%len(s.readers)]
-		s.next++
-		s.connSeq++
-		sc := &serverConn{s: s, r: r, c: c, seq: s.connSeq, lk: s.p.NewLock("rpc-conn")}
-		if r.loop == s.main {
-			r.add(sc)
-			continue
-		}
-		r.loop.Post(func() { r.add(sc) })
+	model.AcceptAll(s.p, s.main, s.ln, "rpc-accept-error", func() bool { return s.stopped }, s.serve)
+}
+
+// serve deals a new connection to a reader, round robin.
+func (s *Server) serve(c model.Conn) {
+	s.accepted++
+	if err := c.SetNoDelay(true); err != nil {
+		c.Close()
+		return
 	}
+	r := s.readers[s.next%len(s.readers)]
+	s.next++
+	s.connSeq++
+	sc := &serverConn{s: s, r: r, c: c, seq: s.connSeq, lk: s.p.NewLock("rpc-conn")}
+	if r.loop == s.main {
+		r.add(sc)
+		return
+	}
+	r.loop.Post(func() { r.add(sc) })
 }
 
 // Stop closes the listener and every connection; queued calls are

@@ -132,27 +132,15 @@ func (s *Server) Stop() {
 }
 
 func (s *Server) accept() {
-	for !s.stopped {
-		c, err := s.ln.Accept()
-		if errors.Is(err, model.ErrWouldBlock) {
-			return
-		}
-		if err != nil {
-			s.p.Log("sc-accept-error", "err", err.Error())
-			s.ln.SetHandler(nil)
-			s.loop.AfterFunc(10*time.Millisecond, func() {
-				if !s.stopped {
-					s.ln.SetHandler(s.accept)
-				}
-			})
-			return
-		}
-		s.stats.Accepted++
-		sc := &srvConn{s: s, c: c}
-		s.conns = append(s.conns, sc)
-		c.SetHandler(s.loop, sc.onEvent)
-		sc.watch()
-	}
+	model.AcceptAll(s.p, s.loop, s.ln, "sc-accept-error", func() bool { return s.stopped }, s.serve)
+}
+
+func (s *Server) serve(c model.Conn) {
+	s.stats.Accepted++
+	sc := &srvConn{s: s, c: c}
+	s.conns = append(s.conns, sc)
+	c.SetHandler(s.loop, sc.onEvent)
+	sc.watch()
 }
 
 // changed runs under the lock when the store appends to, replaces or
