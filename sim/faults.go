@@ -20,7 +20,15 @@ type procFaults struct {
 	// rcvBuf, if not 0, is the receive buffer of the process's new TCP
 	// connections (a slow reader: a small receive window).
 	rcvBuf int
+	// resetFDPass, if set, resets the Unix connection of the process's
+	// next SCM_RIGHTS send (ResetNextFDPass).
+	resetFDPass int
 }
+
+const (
+	resetBeforePass = 1 + iota
+	resetAfterPass
+)
 
 // At runs fn at virtual time t as a kernel event: outside every process
 // and costing no CPU. Test harnesses use it to inject faults and to change

@@ -1511,3 +1511,78 @@ func TestUnreadDataSurvivesLaterWrites(t *testing.T) {
 	h.srv.drain()
 	h.srv.checkGot(24000)
 }
+
+// A reset in the middle of an fd pass: before the send, sendmsg fails
+// with ECONNRESET and nothing leaves; after it, the sender's call succeeds
+// but the message and its fds are lost in flight (their inode references
+// dropped, no fd in either process). Either way both ends then read
+// ECONNRESET.
+func TestUnixResetDuringFDPass(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			h, sc, cc, sp, cp, _, cgot := unixPair(t)
+			f, err := sp.Disk().Open("blk_1", model.Create|model.ReadWrite, model.FDBlockFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ino := f.(*File).ino
+			sp.ResetNextFDPass(after)
+			n, err := sc.SendFDs([]byte{7}, []model.File{f})
+			if after && (n != 1 || err != nil) {
+				t.Errorf("SendFDs reset after the pass = %d, %v; want the send to succeed", n, err)
+			}
+			if !after && (n != 0 || !errors.Is(err, model.ErrReset)) {
+				t.Errorf("SendFDs reset before the pass = %d, %v; want ECONNRESET", n, err)
+			}
+			f.Close()
+			h.runTo(h.now() + ms)
+			if len(*cgot) != 0 || len(h.passed) != 0 || cp.FDs().ByKind[model.FDPassed] != 0 {
+				t.Errorf("client got %q and %d files (%d passed fds)", *cgot, len(h.passed), cp.FDs().ByKind[model.FDPassed])
+			}
+			if ino.refs != 0 {
+				t.Errorf("inode holds %d references after the lost pass", ino.refs)
+			}
+			for _, c := range []*unixConn{sc, cc} {
+				if _, _, err := c.ReadFDs(make([]byte, 8)); !errors.Is(err, model.ErrReset) {
+					t.Errorf("%s reads %v after the reset, want ECONNRESET", c.p.name, err)
+				}
+				if _, err := c.Write([]byte{1}); !errors.Is(err, model.ErrReset) {
+					t.Errorf("%s writes %v after the reset, want ECONNRESET", c.p.name, err)
+				}
+			}
+			// The arming is spent: the next pass goes through.
+			if sp.netFaults.resetFDPass != 0 {
+				t.Errorf("fault still armed")
+			}
+		})
+	}
+}
+
+// ResetUnix on an idle connection with unread bytes: both ends fail with
+// ECONNRESET and the unread bytes are gone.
+func TestUnixResetConn(t *testing.T) {
+	h, sc, cc, _, cp, sgot, _ := unixPair(t)
+	sc.SetReadInterest(false)
+	cc.Write([]byte("unread"))
+	h.runTo(h.now() + ms)
+	if ids := cp.UnixConns(); len(ids) != 1 || ids[0] != cc.id {
+		t.Fatalf("client unix conns %v, want [%d]", ids, cc.id)
+	}
+	if !h.w.ResetUnix(sc.id) {
+		t.Fatal("ResetUnix found no connection")
+	}
+	if h.w.ResetUnix(sc.id) {
+		t.Error("a second reset of the same connection reported success")
+	}
+	if sc.rqBytes != 0 || len(*sgot) != 0 {
+		t.Errorf("server kept %d unread bytes, read %q", sc.rqBytes, *sgot)
+	}
+	for _, c := range []*unixConn{sc, cc} {
+		if ev := c.readiness(); ev&model.Hangup == 0 {
+			t.Errorf("%s readiness %v after the reset, want hangup", c.p.name, ev)
+		}
+		if _, err := c.Read(make([]byte, 8)); !errors.Is(err, model.ErrReset) {
+			t.Errorf("%s reads %v, want ECONNRESET", c.p.name, err)
+		}
+	}
+}

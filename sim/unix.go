@@ -42,6 +42,9 @@ type unixConn struct {
 	wrShut   bool
 	fdClosed bool
 	err      error
+	// reset: a fault reset the connection; bytes and fds still in
+	// flight to this end are lost.
+	reset bool
 }
 
 func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (model.Conn, error) {
@@ -179,6 +182,16 @@ func (c *unixConn) SendFDs(p []byte, files []model.File) (int, error) {
 	if c.space() < len(p) && c.err == nil && !c.fdClosed {
 		return 0, model.ErrWouldBlock // all or nothing with control data
 	}
+	if arm := c.p.netFaults.resetFDPass; arm != 0 && c.err == nil && !c.fdClosed {
+		c.p.netFaults.resetFDPass = 0
+		if arm == resetBeforePass {
+			c.w.resetUnix(c, "reset before fd pass")
+			return c.send(p, held)
+		}
+		n, err := c.send(p, held)
+		c.w.resetUnix(c, "reset during fd pass")
+		return n, err
+	}
 	return c.send(p, held)
 }
 
@@ -212,7 +225,7 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 	peer.inflight += n
 	c.w.after(c.w.cfg.Unix.Delay, func() {
 		peer.inflight -= n
-		if peer.fdClosed || peer.p.crashed && peer.fd >= 0 {
+		if peer.fdClosed || peer.reset || peer.p.crashed && peer.fd >= 0 {
 			for _, f := range inflight {
 				f.kill()
 			}
@@ -311,4 +324,66 @@ func (c *unixConn) abortUnaccepted() {
 		}
 		peer.notify()
 	}
+}
+
+// resetUnix breaks connection c as a fault: both ends fail with
+// ECONNRESET at once, their unread bytes and fds are dropped and
+// whatever is in flight between them is lost (its fds closed). Linux has
+// no RST for AF_UNIX; this is what an end sees when its peer dies with
+// unread data, applied to both ends at the same instant.
+func (w *World) resetUnix(c *unixConn, what string) {
+	w.fault(c.p.name, c.id, what)
+	for _, e := range []*unixConn{c, c.peer} {
+		if e == nil || e.reset {
+			continue
+		}
+		e.reset = true
+		if e.err == nil {
+			e.err = model.ErrReset
+		}
+		e.dropQueue()
+		e.notify()
+	}
+}
+
+// ResetUnix resets Unix connection id (either end's id): both ends fail
+// with ECONNRESET now and data and fds in flight are lost. It reports
+// whether an open end was found.
+func (w *World) ResetUnix(id uint64) bool {
+	for _, p := range w.procs {
+		for _, o := range p.fds.objs {
+			if c, ok := o.(*unixConn); ok && !c.fdClosed && (c.id == id || c.peer != nil && c.peer.id == id) {
+				if c.reset {
+					return false
+				}
+				w.resetUnix(c, "reset")
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// UnixConns lists the ids of p's open Unix connections, in fd order.
+func (p *Process) UnixConns() []uint64 {
+	var ids []uint64
+	for _, o := range p.fds.objs {
+		if c, ok := o.(*unixConn); ok && !c.fdClosed {
+			ids = append(ids, c.id)
+		}
+	}
+	return ids
+}
+
+// ResetNextFDPass arms a fault on p: its next sendmsg with SCM_RIGHTS
+// resets the connection, before the message goes (the send fails with
+// ECONNRESET) or, with after, once it is queued (the message and its fds
+// are lost in flight while the sender believes them sent).
+func (p *Process) ResetNextFDPass(after bool) {
+	arm := resetBeforePass
+	if after {
+		arm = resetAfterPass
+	}
+	p.w.fault(p.name, 0, fmt.Sprintf("reset next fd pass (after %v)", after))
+	p.netFaults.resetFDPass = arm
 }
