@@ -41,18 +41,28 @@ type SCCase struct {
 
 // SCOp is one op, Gap after the one before. A change to a block still
 // being changed runs as a read; an append to or a delete of a deleted
-// block re-creates it. A squeeze is a fault: the datanode's fd table
-// fills until Left fds are free, for Hold, so opening a block's files
-// fails part way (EMFILE).
+// block re-creates it. The rest are faults, drawn swarm-style (each kind
+// on in some cases, off in others):
+//
+//   - squeeze: the datanode's fd table fills until Left fds are free, for
+//     Hold, so opening a block's files fails part way (EMFILE);
+//   - client-squeeze: the same in the client, so passed fds arrive at a
+//     full table: the kernel drops them (MSG_CTRUNC), or a domain
+//     connection cannot be made;
+//   - reset: the datanode's next fd pass resets its domain connection,
+//     before the send or (After) with the message and fds lost in flight;
+//   - crash: the datanode crashes while the client caches its fds (they
+//     stay readable, the segment is gone) and restarts after Hold.
 type SCOp struct {
 	Gap    time.Duration `json:"gap"`
 	Op     string        `json:"op"` // read, replace, append, delete, squeeze
 	Block  uint64        `json:"block"`
 	Reader int           `json:"reader,omitempty"`
 	Off    int64         `json:"off,omitempty"`
-	Data   uint64        `json:"data,omitempty"` // seeds the new contents
-	Left   int           `json:"left,omitempty"` // squeeze: fds left free
-	Hold   time.Duration `json:"hold,omitempty"` // squeeze: for how long
+	Data   uint64        `json:"data,omitempty"`  // seeds the new contents
+	Left   int           `json:"left,omitempty"`  // squeeze: fds left free
+	Hold   time.Duration `json:"hold,omitempty"`  // squeeze: for how long; crash: down for how long
+	After  bool          `json:"after,omitempty"` // reset: after the fds are sent
 }
 
 // SCBug is a catalogued short-circuit bug.
@@ -65,6 +75,11 @@ type SCBug struct {
 
 // SCBugs is the short-circuit catalogue: the bugs the drawn cases find.
 var SCBugs = []SCBug{
+	{
+		Name: "HDFS-7915", Catches: PropLeakFree,
+		What:   "the datanode counts a slot handed over once its send returns (no receipt from the client), so when the reply with the fds is lost the client frees the slot and the datanode keeps it",
+		server: shortcircuit.ServerBugs{KeepSlotOnLostReply: true},
+	},
 	{
 		Name: "HDFS-17978", Catches: PropLeakFree,
 		What:   "when opening the meta file fails after the data file was opened, the datanode never closes the data fd",
@@ -139,7 +154,28 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		sq := SCOp{Op: "squeeze", Block: 1, Left: d.n(1, 3, "sc_squeeze_left"), Hold: time.Duration(d.n(1, 20, "sc_squeeze_hold")) * time.Millisecond}
 		c.Ops = append(c.Ops[:at], append([]SCOp{sq}, c.Ops[at:]...)...)
 	}
+	// Later fault kinds are drawn after, for the same reason.
+	if d.chance(30, "sc_reset") {
+		for k := d.n(1, 3, "sc_resets"); k > 0; k-- {
+			op := SCOp{Op: "reset", Block: 1, After: d.chance(50, "sc_reset_after")}
+			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_reset_at"), op)
+		}
+	}
+	if d.chance(30, "sc_client_squeeze") {
+		for k := d.n(1, 2, "sc_client_squeezes"); k > 0; k-- {
+			op := SCOp{Op: "client-squeeze", Block: 1, Left: d.n(0, 2, "sc_client_left"), Hold: time.Duration(d.n(1, 20, "sc_client_hold")) * time.Millisecond}
+			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_client_squeeze_at"), op)
+		}
+	}
+	if d.chance(20, "sc_crash") {
+		op := SCOp{Op: "crash", Block: 1, Hold: time.Duration(d.n(1, 20, "sc_crash_down")) * time.Millisecond}
+		c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_crash_at"), op)
+	}
 	return c, c.Validate()
+}
+
+func scInsert(ops []SCOp, at int, op SCOp) []SCOp {
+	return append(ops[:at], append([]SCOp{op}, ops[at:]...)...)
 }
 
 // Validate checks a case read from a file.
@@ -175,9 +211,9 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d: hold %v, want 0..1m", i, op.Hold)
 		}
 		switch op.Op {
-		case "read", "replace", "append", "delete", "squeeze":
+		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash":
 		default:
-			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete or squeeze", i, op.Op)
+			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete, squeeze, client-squeeze, reset or crash", i, op.Op)
 		}
 	}
 	return nil
@@ -197,6 +233,7 @@ type scVersion struct {
 
 type scRun struct {
 	prop, msg string
+	finished  bool // the checks at rest ran
 }
 
 func (r *scRun) fail(prop, format string, a ...any) {
@@ -226,13 +263,20 @@ func RunSC(c SCCase) *SCResult {
 	var dn2Proc model.Process
 	var dn2 *model.Datanode
 	var srv2 *shortcircuit.Server
+	// starts counts the datanode's incarnations; up, if set, runs on the
+	// client's loop once a restarted datanode serves again.
+	starts := 0
+	var up func()
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		dnProc = p
-		store := model.NewBlockStore(p.Disk(), "data")
-		for b := uint64(1); b <= scBlocks; b++ {
-			if _, err := store.Write(b, versions[b][0].data); err != nil {
-				w.Fail(err)
-				return
+		starts++
+		if starts == 1 {
+			store := model.NewBlockStore(p.Disk(), "data")
+			for b := uint64(1); b <= scBlocks; b++ {
+				if _, err := store.Write(b, versions[b][0].data); err != nil {
+					w.Fail(err)
+					return
+				}
 			}
 		}
 		var err error
@@ -245,6 +289,12 @@ func RunSC(c SCCase) *SCResult {
 			return
 		}
 		dnBase = p.FDs().Open
+		if starts > 1 {
+			if up != nil {
+				up()
+			}
+			return
+		}
 		// A second datanode shares the host (and /run): the readers use
 		// only the first, so the second must never see a request of theirs.
 		w.Spawn("datanode2", model.ProcessConfig{}, func(p2 model.Process) {
@@ -314,23 +364,58 @@ func RunSC(c SCCase) *SCResult {
 						}
 					}
 					kind := op.Op
-					if kind == "squeeze" {
-						dl := dnProc.MainLoop()
-						dl.Post(func() {
-							var hog []model.File
-							for dnProc.FDs().Open < dnProc.FDs().Limit-op.Left {
-								f, err := dnProc.Disk().Open(fmt.Sprintf("squeeze-%d-%d", n, len(hog)), model.Create|model.ReadWrite, model.FDFile)
+					dnSim := w.Process("datanode")
+					switch kind {
+					case "squeeze", "client-squeeze":
+						p, l, gen := cp, main, 0
+						if kind == "squeeze" {
+							if dnSim.Crashed() {
+								done()
+								return
+							}
+							p, l, gen = dnProc, dnProc.MainLoop(), starts
+						}
+						var hog []model.File
+						l.Post(func() {
+							for p.FDs().Open < p.FDs().Limit-op.Left {
+								f, err := p.Disk().Open(fmt.Sprintf("squeeze-%d-%d", n, len(hog)), model.Create|model.ReadWrite, model.FDFile)
 								if err != nil {
 									break
 								}
 								hog = append(hog, f)
 							}
-							dl.AfterFunc(op.Hold, func() {
-								for _, f := range hog {
-									f.Close()
-								}
+						})
+						// The release is timed on the client's loop, which
+						// never crashes; a crash closed the datanode's hog.
+						main.AfterFunc(op.Hold, func() {
+							if p == cp || !dnSim.Crashed() && gen == starts {
+								l.Post(func() {
+									for _, f := range hog {
+										f.Close()
+									}
+								})
+							}
+							done()
+						})
+						return
+					case "reset":
+						if !dnSim.Crashed() {
+							dnSim.ResetNextFDPass(op.After)
+						}
+						done()
+						return
+					case "crash":
+						if dnSim.Crashed() {
+							done()
+							return
+						}
+						dnSim.Crash()
+						main.AfterFunc(op.Hold, func() {
+							up = func() {
+								up = nil
 								main.Post(done)
-							})
+							}
+							dnSim.Restart()
 						})
 						return
 					}
@@ -400,6 +485,9 @@ func RunSC(c SCCase) *SCResult {
 	if err != nil {
 		run.fail(PropHarness, "%v", err)
 	}
+	if !run.finished {
+		run.fail(PropHarness, "the case did not finish: the world went idle before the checks at rest")
+	}
 	res.Property, res.Message = run.prop, run.msg
 	res.Events, res.TraceHash = w.TraceEvents(), w.TraceHashString()
 	return res
@@ -462,6 +550,7 @@ func scClose(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *sh
 					if segs != 0 || slots != 0 || passing != 0 || dnProc.FDs().Open != dnBase {
 						run.fail(PropLeakFree, "datanode at rest: %d segments, %d slots, %d fds being passed, %d fds (baseline %d)", segs, slots, passing, dnProc.FDs().Open, dnBase)
 					}
+					run.finished = true
 					for _, l := range loops {
 						l.Close()
 					}
@@ -528,7 +617,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/3"
+const SCTraceFormat = "xceiver-sc-trace/4"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

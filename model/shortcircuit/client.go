@@ -390,6 +390,7 @@ type exchange struct {
 	path string
 	req  Request
 	keep bool
+	fds  int // fds the response passes (checked when it asks for a receipt)
 	done func(resp Response, files []model.File, c model.Conn, err error)
 
 	c        model.Conn
@@ -449,9 +450,12 @@ func (ex *exchange) onEvent(ev model.Events) {
 		if len(ex.in) > 0 {
 			resp, _, derr := DecodeResponse(ex.in)
 			if derr == nil {
-				if resp.Status != model.StatusSuccess {
+				switch {
+				case resp.Status != model.StatusSuccess:
 					ex.finish(resp, fmt.Errorf("%s: %s: %w", resp.Status, resp.Message, model.ErrRejected))
-				} else {
+				case resp.Receipt:
+					ex.confirm(resp)
+				default:
 					ex.finish(resp, nil)
 				}
 				return
@@ -465,6 +469,21 @@ func (ex *exchange) onEvent(ev model.Events) {
 			return
 		}
 	}
+}
+
+// confirm sends the receipt the datanode asked for, once every fd
+// arrived: fds the kernel dropped (MSG_CTRUNC) get none, and the
+// connection's close tells the datanode to free the slot.
+func (ex *exchange) confirm(resp Response) {
+	if len(ex.files) != ex.fds {
+		ex.finish(resp, fmt.Errorf("%d fds passed, want %d: %w", len(ex.files), ex.fds, ErrFallback))
+		return
+	}
+	if _, err := ex.c.Write([]byte{ReceiptByte}); err != nil {
+		ex.finish(resp, fmt.Errorf("send receipt to %s: %w", ex.path, err))
+		return
+	}
+	ex.finish(resp, nil)
 }
 
 func (ex *exchange) finish(resp Response, err error) {
@@ -613,7 +632,7 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 		})
 		ex := &exchange{sh: c.sh, loop: c.loop, path: c.cfg.Path, req: Request{
 			Op: OpRequestFDs, BlockID: block, Stamp: stamp, ShmID: slot.shm.id, Slot: uint32(slot.idx), Token: tok,
-		}}
+		}, fds: 2}
 		ex.done = func(resp Response, files []model.File, _ model.Conn, err error) {
 			c.stats.FDsReceived += len(files)
 			if err == nil && len(files) != 2 {
@@ -623,13 +642,11 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 				for _, f := range files {
 					_ = f.Close()
 				}
-				if errors.Is(err, model.ErrRejected) {
-					// Refused before registering: the slot is ours.
-					c.sh.lock.Do(c.loop, func() { c.sh.freeSlot(slot) })
-				} else {
-					// The datanode may hold the slot: release it.
-					c.sh.releaseSlot(c.loop, slot)
-				}
+				// As HDFS's ShortCircuitCache.freeSlot: the slot is freed
+				// here without a word to the datanode, which either
+				// refused before registering it or frees it itself when
+				// no receipt comes (HDFS-7915).
+				c.sh.lock.Do(c.loop, func() { c.sh.freeSlot(slot) })
 				cb(nil, err)
 				return
 			}

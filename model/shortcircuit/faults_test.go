@@ -381,3 +381,62 @@ func TestMetaOpenFailureClosesData(t *testing.T) {
 		t.Errorf("HDFS-17978: the datanode holds %d block fds, want the leaked data fd", n)
 	}
 }
+
+// resetDuringPass: the client has its segment; the datanode's next fd
+// pass is reset (before the send, or with the fds lost in flight), the
+// read falls back to TCP, and the cache is purged. Returns the read, the
+// slots the datanode holds after, and the state at rest.
+func resetDuringPass(t *testing.T, bugs shortcircuit.ServerBugs, after bool) (model.Result, int, rest, *env) {
+	w := sim.New(sim.DefaultConfig(1))
+	var got model.Result
+	slots := -1
+	var r rest
+	e := startEnvCfg(t, w, bugs, func(e *env) {
+		loop := e.cp.MainLoop()
+		steps(
+			func(next func()) { e.cl.Read(3, 0, 0, 10, func(model.Result) { next() }) },
+			func(next func()) {
+				w.Process("datanode").ResetNextFDPass(after)
+				e.cl.Read(1, 0, 0, 100, func(res model.Result) {
+					got = res
+					next()
+				})
+			},
+			func(next func()) {
+				e.sh.Cache().PurgeAll(loop, func() { loop.AfterFunc(50*time.Millisecond, next) })
+			},
+			func(next func()) {
+				e.srv.Registry(loop, func(_, n, _ int) {
+					slots = n
+					next()
+				})
+			},
+			e.finish(&r),
+		)
+	})
+	return got, slots, r, e
+}
+
+// A domain connection reset in the middle of an fd pass. Fixed (HDFS-7915:
+// the slot waits for the client's receipt): the read falls back to TCP,
+// the datanode frees the slot, nothing leaks. With the bug the datanode
+// keeps the slot the client never learnt of.
+func TestResetDuringFDPass(t *testing.T) {
+	want := model.BlockContent(1, blockLen)[:100]
+	for _, after := range []bool{false, true} {
+		got, slots, r, e := resetDuringPass(t, shortcircuit.ServerBugs{}, after)
+		if got.Err != nil || !bytes.Equal(got.Data, want) {
+			t.Errorf("after=%v: read across the reset: %v", after, got.Err)
+		}
+		if st := e.cl.Stats(); st.Fallbacks != 1 || st.TCPReads != 1 {
+			t.Errorf("after=%v: stats %+v, want one fallback to TCP", after, st)
+		}
+		if slots != 0 {
+			t.Errorf("after=%v: fixed datanode holds %d slots once the cache is empty", after, slots)
+		}
+		e.checkRest(t, r)
+		if _, slots, _, _ := resetDuringPass(t, shortcircuit.ServerBugs{KeepSlotOnLostReply: true}, after); slots != 1 {
+			t.Errorf("after=%v: HDFS-7915 datanode holds %d slots, want the leaked 1", after, slots)
+		}
+	}
+}

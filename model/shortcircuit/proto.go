@@ -43,6 +43,9 @@ import (
 //	size    uint32  the segment's size (REQUEST_SHM)
 //	stamp   uint64  the replica's stamp (REQUEST_FDS)
 //	length  int64   the replica's length (REQUEST_FDS), ≥ 0
+//	receipt uint8   1: the datanode waits for a one-byte receipt after
+//	                passing fds (HDFS-7915's USE_RECEIPT_VERIFICATION), 0:
+//	                it does not
 
 // Ops of the domain socket, numbered as in HDFS.
 const (
@@ -57,7 +60,7 @@ const (
 	requestHeaderLen = 2 + 1 + 4
 	requestFixedLen  = 8 + 8 + 8 + 4
 	minRequestBody   = requestFixedLen + 2 + 2
-	responseFixedLen = 2 + 2 + 8 + 4 + 8 + 8
+	responseFixedLen = 2 + 2 + 8 + 4 + 8 + 8 + 1
 
 	// SlotSize is one slot: flags, block id, stamp, padding to a cache
 	// line, as in HDFS's ShortCircuitShm.
@@ -95,7 +98,15 @@ type Response struct {
 	Size    uint32
 	Stamp   uint64
 	Length  int64
+	// Receipt asks the client to confirm it received the passed fds by
+	// sending one byte (ReceiptByte) on the same connection; until it
+	// arrives the datanode's slot is provisional, and it is freed if the
+	// connection fails first.
+	Receipt bool
 }
+
+// ReceiptByte is what a client sends to confirm passed fds.
+const ReceiptByte = 0
 
 // IsShortCircuitOp reports whether op is served by this package (the
 // others on a domain socket go to the datanode as data traffic).
@@ -199,7 +210,11 @@ func AppendResponse(dst []byte, r Response) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, r.ShmID)
 	dst = binary.BigEndian.AppendUint32(dst, r.Size)
 	dst = binary.BigEndian.AppendUint64(dst, r.Stamp)
-	return binary.BigEndian.AppendUint64(dst, uint64(r.Length))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Length))
+	if r.Receipt {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
 }
 
 // DecodeResponse decodes a response from the start of b, like
@@ -231,6 +246,13 @@ func DecodeResponse(b []byte) (Response, int, error) {
 	r.Length = int64(binary.BigEndian.Uint64(p[20:]))
 	if r.Length < 0 {
 		return Response{}, 0, invalid("negative replica length %d", r.Length)
+	}
+	switch p[28] {
+	case 0:
+	case 1:
+		r.Receipt = true
+	default:
+		return Response{}, 0, invalid("receipt flag %d, want 0 or 1", p[28])
 	}
 	return r, n, nil
 }

@@ -32,6 +32,7 @@ func TestResponseRoundTrip(t *testing.T) {
 	for _, r := range []Response{
 		{Status: model.StatusSuccess, ShmID: 5, Size: SegmentSize},
 		{Status: model.StatusSuccess, Stamp: 1001, Length: 4096},
+		{Status: model.StatusSuccess, Stamp: 1001, Length: 4096, Receipt: true},
 		{Status: model.StatusErrorAccessToken, Message: "denied"},
 	} {
 		b := AppendResponse(nil, r)
@@ -39,6 +40,16 @@ func TestResponseRoundTrip(t *testing.T) {
 		if err != nil || n != len(b) || !reflect.DeepEqual(got, r) {
 			t.Errorf("%+v: decoded %+v, %d of %d bytes, %v", r, got, n, len(b), err)
 		}
+		for i := 0; i < len(b); i++ {
+			if _, _, err := DecodeResponse(b[:i]); !errors.Is(err, model.ErrNeedMore) {
+				t.Errorf("%+v: prefix of %d bytes: %v", r, i, err)
+			}
+		}
+	}
+	b := AppendResponse(nil, Response{Status: model.StatusSuccess})
+	b[len(b)-1] = 2
+	if _, _, err := DecodeResponse(b); err == nil || errors.Is(err, model.ErrNeedMore) {
+		t.Errorf("receipt flag 2 decoded: %v", err)
 	}
 }
 
@@ -74,6 +85,7 @@ func FuzzDecodeRequest(f *testing.F) {
 
 func FuzzDecodeResponse(f *testing.F) {
 	f.Add(AppendResponse(nil, Response{Status: model.StatusSuccess, ShmID: 5, Size: SegmentSize}))
+	f.Add(AppendResponse(nil, Response{Status: model.StatusSuccess, Stamp: 1001, Length: 4096, Receipt: true}))
 	f.Add(AppendResponse(nil, Response{Status: model.StatusErrorInvalid, Message: "no such block"}))
 	f.Add([]byte{0, 99})
 	f.Add([]byte{0, 0, 0xff, 0xff})

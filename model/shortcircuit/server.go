@@ -23,8 +23,10 @@ type ServerConfig struct {
 
 // ServerBugs switch on historic datanode-side bugs.
 type ServerBugs struct {
-	// KeepSlotOnLostReply is HDFS-7915: the datanode registers the slot,
-	// fails to send the fds, and leaves the slot registered.
+	// KeepSlotOnLostReply is HDFS-7915: the datanode registers the slot
+	// and counts it handed over once its send returns: it asks for no
+	// receipt and frees nothing when the send fails, so a reply the
+	// client never gets leaves the slot registered.
 	KeepSlotOnLostReply bool
 	// LeakDataOnMetaFailure is HDFS-17978: when opening the meta file
 	// fails after the data file was opened, the data fd is not closed.
@@ -230,13 +232,17 @@ func (s *Server) freeShm(shm *dnShm) {
 // srvConn is one domain connection. Its fields belong to the acceptor
 // loop.
 type srvConn struct {
-	s      *Server
-	c      model.Conn
-	in     []byte
-	busy   bool   // a request is being served
-	shm    *dnShm // the segment this connection watches, if any
-	rt     model.Timer
-	closed bool
+	s    *Server
+	c    model.Conn
+	in   []byte
+	busy bool   // a request is being served
+	shm  *dnShm // the segment this connection watches, if any
+	// receipt is the slot of fds passed on this connection whose
+	// receipt has not come yet; the slot is freed if the connection
+	// fails first (HDFS-7915's fix).
+	receipt *slotRef
+	rt      model.Timer
+	closed  bool
 }
 
 func (sc *srvConn) onEvent(ev model.Events) {
@@ -296,6 +302,17 @@ func (sc *srvConn) watch() {
 }
 
 func (sc *srvConn) process() {
+	if r := sc.receipt; r != nil && !sc.closed && !sc.busy && len(sc.in) > 0 {
+		if sc.in[0] != ReceiptByte {
+			sc.fail(invalid("receipt byte %d, want %d", sc.in[0], ReceiptByte))
+			return
+		}
+		sc.in = sc.in[:copy(sc.in, sc.in[1:])]
+		sc.receipt = nil // the client has the fds: the slot is its own now
+	}
+	if sc.receipt != nil {
+		return // no request is read before the receipt
+	}
 	for !sc.closed && !sc.busy && len(sc.in) >= 3 {
 		op := model.Op(sc.in[2])
 		if !IsShortCircuitOp(op) {
@@ -444,9 +461,17 @@ func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err er
 		sc.fail(err)
 		return
 	}
-	ok := false
+	// With receipts (the fix of HDFS-7915) the slot stays provisional
+	// until the client confirms it holds the fds: a reply lost on the
+	// way, or fds the client's kernel dropped, free it when the
+	// connection fails. Without, the datanode cannot tell.
+	verify := !s.cfg.Bugs.KeepSlotOnLostReply
+	ok, pending := false, true
 	if !sc.closed {
-		resp := AppendResponse(nil, Response{Status: model.StatusSuccess, Stamp: files.Stamp, Length: files.Length})
+		if verify {
+			sc.receipt, pending = &slotRef{shm, slot}, false // the receipt or the close frees it now
+		}
+		resp := AppendResponse(nil, Response{Status: model.StatusSuccess, Stamp: files.Stamp, Length: files.Length, Receipt: verify})
 		ok = sc.reply(resp, []model.File{files.Data, files.Meta})
 	}
 	// The datanode keeps no block fd once they are passed (or not).
@@ -456,9 +481,7 @@ func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err er
 	}
 	s.lock.Do(s.loop, func() {
 		s.passed -= 2
-		if !ok && !s.cfg.Bugs.KeepSlotOnLostReply {
-			// The client never learns of this slot: free it (the fix
-			// of HDFS-7915).
+		if !ok && pending && verify {
 			s.unregister(shm, slot)
 		}
 	})
@@ -518,6 +541,10 @@ func (sc *srvConn) close(why string) {
 	_ = sc.c.Close()
 	s := sc.s
 	s.forget(sc)
+	if r := sc.receipt; r != nil {
+		sc.receipt = nil
+		s.lock.Do(s.loop, func() { s.unregister(r.shm, r.slot) })
+	}
 	if shm := sc.shm; shm != nil {
 		sc.shm = nil
 		s.lock.Do(s.loop, func() { s.freeShm(shm) })
