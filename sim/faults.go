@@ -32,8 +32,9 @@ const (
 
 // At runs fn at virtual time t as a kernel event: outside every process
 // and costing no CPU. Test harnesses use it to inject faults and to change
-// phases at exact times. A time in the past means now.
-func (w *World) At(t time.Duration, fn func()) { w.at(t, fn) }
+// phases at exact times. A time in the past means now. It never runs
+// inside a callback (Config.Interleave): a fault strikes between them.
+func (w *World) At(t time.Duration, fn func()) { w.at(t, fn).barrier = true }
 
 // Note records a harness event (a phase change) in the trace.
 func (w *World) Note(what string) { w.record(Event{Kind: "phase", S: what}) }

@@ -43,6 +43,17 @@ type Process struct {
 	Flips        int
 	// Socket buffer sizes of p's new TCP connections (0: the world's).
 	sockSnd, sockRcv int
+	// active counts p's callbacks in progress (more than one only when a
+	// worker's and a loop's nest through interleaving). While it is
+	// positive, dispatches of p's threads wait in deferred, to be queued
+	// again when it ends: a process is never re-entered.
+	active   int
+	deferred []deferredDispatch
+}
+
+type deferredDispatch struct {
+	at time.Duration
+	fn func()
 }
 
 func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.Process)) *Process {
@@ -456,15 +467,83 @@ func (c *cpu) wake() {
 // runOn runs fn as a callback of thread t on core c, starting now; it
 // returns when the callback's virtual time ends.
 func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
-	w.running = t
-	w.ctx = w.now + w.cfg.CPU.Callback
+	start := w.now
+	w.running, w.core = t, core
+	w.ctx = start + w.cfg.CPU.Callback
+	p := t.p
+	p.active++
 	fn()
+	p.active--
 	end := w.ctx
 	w.running = nil
-	t.p.cpuTime += end - w.now
+	p.cpuTime += end - start
 	t.busyUntil = end
-	t.p.cpu.cores[core] = end
+	p.cpu.cores[core] = end
+	if p.active == 0 && len(p.deferred) > 0 {
+		for i, d := range p.deferred {
+			w.post(d.at, d.fn)
+			p.deferred[i] = deferredDispatch{}
+		}
+		p.deferred = p.deferred[:0]
+	}
 	return end
+}
+
+// deferDispatch holds back a dispatch of one of p's threads that came due
+// while p is inside a callback (interleave); runOn queues it again at
+// its time when the callback ends.
+func (p *Process) deferDispatch(fn func()) {
+	p.deferred = append(p.deferred, deferredDispatch{at: p.w.now, fn: fn})
+}
+
+// interleave runs, before a syscall of the running callback takes effect,
+// the events due by the callback's clock: other processes' callbacks on
+// other cores, timers, deliveries. It is what lets a peer read and ACK
+// between two writes of one handler, as a process on another core of a
+// real machine does. The running thread keeps its core, its process is
+// not re-entered (its threads' dispatches are deferred), events from
+// outside the model (At: faults, harness phases) are barriers, and no
+// event later than the earliest clock among the callbacks in progress
+// runs, so nested interleaving never gets ahead of an interrupted caller.
+func (w *World) interleave() {
+	t := w.running
+	if t == nil || !w.cfg.Interleave || w.queue.Len() == 0 || w.inSoftirq {
+		return
+	}
+	limit := w.ctx
+	if w.depth > 0 && w.capAt < limit {
+		limit = w.capAt
+	}
+	if w.runEnd > 0 && limit > w.runEnd {
+		limit = w.runEnd
+	}
+	if ev := w.queue.peek(); ev.at > limit || ev.barrier {
+		return
+	}
+	ctx, core, now, capAt := w.ctx, w.core, w.now, w.capAt
+	// Busy past limit: nothing run below may start on this core.
+	t.p.cpu.cores[core] = ctx + 1
+	w.depth++
+	w.capAt = limit
+	for !w.stopped && w.queue.Len() > 0 && w.events < w.cfg.MaxEvents {
+		ev := w.queue.peek()
+		if ev.at > limit || ev.barrier {
+			break
+		}
+		w.queue.pop()
+		if ev.dead {
+			w.freeEvent(ev)
+			continue
+		}
+		w.running = nil
+		w.now = ev.at
+		w.events++
+		fn := ev.fn
+		w.freeEvent(ev)
+		fn()
+	}
+	w.depth--
+	w.running, w.ctx, w.core, w.now, w.capAt = t, ctx, core, now, capAt
 }
 
 // Loop is a simulated event loop (a selector thread). It implements
@@ -527,6 +606,10 @@ func (l *Loop) wake() {
 }
 
 func (l *Loop) dispatch() {
+	if l.p.active > 0 {
+		l.p.deferDispatch(l.dispatchF)
+		return
+	}
 	l.scheduled = false
 	if l.dead() || l.head >= len(l.queue) {
 		return
@@ -690,6 +773,10 @@ func (wp *WorkerPool) kick() {
 // once, in virtual time from the worker's start; its completion reaches
 // the submitting loop when the worker's modelled time ends.
 func (wp *WorkerPool) dispatch() {
+	if wp.p.active > 0 {
+		wp.p.deferDispatch(wp.dispatchF)
+		return
+	}
 	wp.kicked = false
 	if wp.closed || wp.gen != wp.p.gen {
 		return

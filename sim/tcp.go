@@ -251,6 +251,7 @@ func (c *tcpConn) Read(p []byte) (int, error) {
 		return 0, model.ErrClosed
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
+	c.w.interleave()
 	if c.rcvQueued > 0 && len(p) > 0 {
 		n := 0
 		for n < len(p) && c.rcvHead < len(c.rcv) {
@@ -303,6 +304,7 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 		return 0, model.ErrClosed
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
+	c.w.interleave()
 	if c.err != nil {
 		return 0, c.takeErr()
 	}
@@ -438,6 +440,7 @@ func (c *tcpConn) Close() error {
 		return model.ErrClosed
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
+	c.w.interleave()
 	c.release("close")
 	c.w.softirq()
 	return nil

@@ -33,18 +33,27 @@ type Config struct {
 	// MaxEvents stops a run that never quiesces (a livelock in model code
 	// is a bug, not a hang). 0 means 200 million.
 	MaxEvents uint64
+	// Interleave lets processes run beside each other, as on separate
+	// cores: before a socket syscall takes effect, the events due by the
+	// calling callback's clock run first (other processes' callbacks, on
+	// their own cores, and the kernel's timers), so a peer can read and
+	// ACK between two writes of one handler. A process is never
+	// re-entered: its threads' callbacks wait until its callback ends.
+	// Off, every callback runs to completion before anything else.
+	Interleave bool
 }
 
 // DefaultConfig returns the defaults: Linux loopback and a datacenter SSD.
 func DefaultConfig(seed uint64) Config {
 	return Config{
-		Seed:      seed,
-		FDLimit:   1024,
-		HostCores: 2,
-		TCP:       DefaultTCPConfig(),
-		Unix:      UnixConfig{Delay: 2 * time.Microsecond, BufSize: 212992},
-		Disk:      DefaultDiskConfig(),
-		CPU:       DefaultCPUConfig(),
+		Seed:       seed,
+		FDLimit:    1024,
+		HostCores:  2,
+		TCP:        DefaultTCPConfig(),
+		Unix:       UnixConfig{Delay: 2 * time.Microsecond, BufSize: 212992},
+		Disk:       DefaultDiskConfig(),
+		CPU:        DefaultCPUConfig(),
+		Interleave: true,
 	}
 }
 
@@ -99,6 +108,15 @@ type World struct {
 	// the callback does (a send, a timer) happens when it would have.
 	ctx     time.Duration
 	running *thread
+	core    int // the core running holds
+
+	// Interleaving (Config.Interleave): depth counts the drains in
+	// progress; capAt is the earliest clock among the callbacks they
+	// interrupted, beyond which nothing runs inside them; runEnd is the
+	// limit of the current Run or RunFor (0: none).
+	depth  int
+	capAt  time.Duration
+	runEnd time.Duration
 
 	procs    []*Process
 	hostCPU  *cpu
@@ -223,6 +241,7 @@ var ErrLimit = errors.New("simulation limit reached")
 // empty queue, or limit of virtual time.
 func (w *World) Run(limit time.Duration) error {
 	w.stopped = false
+	w.runEnd = limit
 	for !w.stopped {
 		w.softirq() // segments sent outside a syscall: a timer, a test
 		if w.queue.Len() == 0 {
@@ -257,6 +276,7 @@ func (w *World) Run(limit time.Duration) error {
 func (w *World) RunFor(d time.Duration) error {
 	end := w.now + d
 	w.stopped = false
+	w.runEnd = end
 	for w.softirq(); !w.stopped && w.queue.Len() > 0 && w.queue.peek().at <= end; w.softirq() {
 		ev := w.queue.pop()
 		if ev.dead {
@@ -323,7 +343,10 @@ type event struct {
 	w      *World
 	dead   bool
 	pooled bool // no handle exists: recycle after it runs
-	index  int  // position in the queue; -1 once popped or removed
+	// barrier: an event from outside the model (a fault, a test's
+	// action) never runs inside a callback; interleaving stops at it.
+	barrier bool
+	index   int // position in the queue; -1 once popped or removed
 }
 
 func (w *World) allocEvent(pooled bool) *event {
@@ -340,6 +363,7 @@ func (w *World) allocEvent(pooled bool) *event {
 // freeEvent is called once an event has left the queue.
 func (w *World) freeEvent(ev *event) {
 	ev.fn = nil
+	ev.barrier = false
 	if ev.pooled {
 		ev.dead = false
 		w.freeEvents = append(w.freeEvents, ev)

@@ -63,8 +63,16 @@ func bothAtLeast(scn, metric string, s, r, limit float64) row {
 	return row{scn, metric, s, r, "both at least", fmt.Sprintf("≥ %g", limit), s >= limit && r >= limit}
 }
 
+// cell prints a figure with one decimal, or two below 10 (shares of ops).
+func cell(v float64) string {
+	if math.Abs(v) < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
 func diffWithin(scn, metric string, s, r, tol float64) row {
-	return row{scn, metric, s, r, fmt.Sprintf("real−sim %+g", r-s), fmt.Sprintf("±%g", tol), math.Abs(r-s) <= tol}
+	return row{scn, metric, s, r, fmt.Sprintf("real−sim %+.3g", r-s), fmt.Sprintf("±%g", tol), math.Abs(r-s) <= tol}
 }
 
 func tcp(writes int, nodelay bool, ops int) runner {
@@ -323,7 +331,7 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 			if !r.Pass {
 				verdict = "OUT"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\n", r.Scenario, r.Metric, r.Sim, r.Real, r.Compare, r.Tolerance, verdict)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Metric, cell(r.Sim), cell(r.Real), r.Compare, r.Tolerance, verdict)
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)

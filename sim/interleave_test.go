@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// Interleaving (Config.Interleave): processes run beside each other, as on
+// separate cores. Before a socket syscall takes effect, the events due by
+// the caller's clock run first; a process is never re-entered; events from
+// outside the model are barriers.
+
+// interleavePair is a server that reads whatever arrives, logging each
+// read's time and size, and a client whose one callback runs script.
+type interleavePair struct {
+	w     *World
+	reads []readRec
+	cli   model.Conn
+	order []string // "client-end", "server-read", … in the order they ran
+}
+
+type readRec struct {
+	t time.Duration
+	n int
+}
+
+func newInterleavePair(t *testing.T, cfg Config, script func(ip *interleavePair, p model.Process)) *interleavePair {
+	t.Helper()
+	ip := &interleavePair{w: New(cfg)}
+	buf := make([]byte, 1<<20)
+	_, err := ip.w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		ln, err := p.Listen("tcp", "server:1", 16, p.MainLoop())
+		if err != nil {
+			t.Errorf("listen: %v", err)
+			return
+		}
+		ln.SetHandler(func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetHandler(p.MainLoop(), func(model.Events) {
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						ip.reads = append(ip.reads, readRec{p.World().Now(), n})
+						ip.order = append(ip.order, "server-read")
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ip.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		c, err := p.Dial("tcp", "server:1", p.MainLoop(), func(model.Events) {})
+		if err != nil {
+			t.Errorf("dial: %v", err)
+			return
+		}
+		ip.cli = c
+		if err := c.SetNoDelay(true); err != nil {
+			t.Errorf("nodelay: %v", err)
+		}
+		// Connected and the server idle by 1 ms: then the script.
+		p.MainLoop().AfterFunc(time.Millisecond, func() {
+			script(ip, p)
+			ip.order = append(ip.order, "client-end")
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ip.w.Run(time.Second); err != nil && !errors.Is(err, ErrLimit) {
+		t.Fatal(err)
+	}
+	return ip
+}
+
+// spend advances the running callback's clock by d of checksum work.
+func spend(p model.Process, d time.Duration) {
+	perK := DefaultCPUConfig().ChecksumPerK
+	p.CPU(model.CPUChecksum, int(int64(d)/int64(perK))*1024)
+}
+
+func write(t *testing.T, c model.Conn, n int) {
+	t.Helper()
+	if k, err := c.Write(make([]byte, n)); k != n || err != nil {
+		t.Fatalf("write %d: %d, %v", n, k, err)
+	}
+}
+
+func TestInterleavePeerReadsBetweenWrites(t *testing.T) {
+	script := func(ip *interleavePair, p model.Process) {
+		write(t, ip.cli, 1000)
+		spend(p, 10*time.Microsecond)
+		write(t, ip.cli, 1000)
+	}
+	ip := newInterleavePair(t, DefaultConfig(1), script)
+	if len(ip.reads) != 2 || ip.reads[0].n != 1000 || ip.reads[1].n != 1000 {
+		t.Fatalf("server reads %v, want the first write read before the second (1000, 1000)", ip.reads)
+	}
+	if got := ip.order; len(got) != 3 || got[0] != "server-read" || got[1] != "client-end" {
+		t.Errorf("order %v: the first read must land inside the client's callback", got)
+	}
+	if gap := ip.reads[1].t - ip.reads[0].t; gap < 10*time.Microsecond {
+		t.Errorf("reads %v apart, want at least the 10µs the client spent between its writes", gap)
+	}
+
+	// Callbacks that run to completion: the server reads both at once.
+	cfg := DefaultConfig(1)
+	cfg.Interleave = false
+	ip = newInterleavePair(t, cfg, script)
+	if len(ip.reads) != 1 || ip.reads[0].n != 2000 || ip.order[0] != "client-end" {
+		t.Fatalf("without interleaving: reads %v order %v, want one read of 2000 after the callback", ip.reads, ip.order)
+	}
+}
+
+func TestInterleaveNeedsAFreeCore(t *testing.T) {
+	// One core for both processes: the client's callback holds it, so
+	// the server cannot run until the callback ends.
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 1
+	ip := newInterleavePair(t, cfg, func(ip *interleavePair, p model.Process) {
+		write(t, ip.cli, 1000)
+		spend(p, 10*time.Microsecond)
+		write(t, ip.cli, 1000)
+	})
+	if len(ip.reads) != 1 || ip.reads[0].n != 2000 || ip.order[0] != "client-end" {
+		t.Fatalf("one core: reads %v order %v, want one read of 2000 after the callback", ip.reads, ip.order)
+	}
+}
+
+func TestInterleaveNeverReentersAProcess(t *testing.T) {
+	// A task posted to another loop of the client is due during the
+	// callback, but runs only after it: model code on one process is
+	// never interrupted by its own threads.
+	var other model.Loop
+	var ranAt time.Duration
+	var endAt time.Duration
+	ip := newInterleavePair(t, DefaultConfig(1), func(ip *interleavePair, p model.Process) {
+		if other == nil {
+			l, err := p.NewLoop("other")
+			if err != nil {
+				t.Fatal(err)
+			}
+			other = l
+		}
+		other.Post(func() {
+			ranAt = p.World().Now()
+			ip.order = append(ip.order, "client-other-loop")
+		})
+		spend(p, 10*time.Microsecond)
+		write(t, ip.cli, 1000)
+		spend(p, 10*time.Microsecond)
+		write(t, ip.cli, 1000)
+		endAt = p.World().Now()
+	})
+	want := []string{"server-read", "client-end", "client-other-loop", "server-read"}
+	if len(ip.order) != len(want) {
+		t.Fatalf("order %v, want %v", ip.order, want)
+	}
+	for i := range want {
+		if ip.order[i] != want[i] {
+			t.Fatalf("order %v, want %v", ip.order, want)
+		}
+	}
+	if ranAt >= endAt {
+		t.Errorf("the other loop's task ran at %v, after the callback's end %v: it should keep its own time", ranAt, endAt)
+	}
+}
+
+func TestInterleaveStopsAtExternalEvents(t *testing.T) {
+	// An event from outside the model (At: a fault, a harness phase) due
+	// during the callback waits for it to end, and so does everything
+	// after it.
+	var atRan bool
+	var sawAt []bool
+	cfg := DefaultConfig(1)
+	ip := newInterleavePair(t, cfg, func(ip *interleavePair, p model.Process) {
+		w := p.World().(*World)
+		w.At(w.Now()+time.Microsecond, func() { atRan = true })
+		spend(p, 10*time.Microsecond)
+		write(t, ip.cli, 1000)
+		sawAt = append(sawAt, atRan)
+		spend(p, 10*time.Microsecond)
+		write(t, ip.cli, 1000)
+		sawAt = append(sawAt, atRan)
+	})
+	if !atRan || sawAt[0] || sawAt[1] {
+		t.Errorf("the At event ran=%v, seen inside the callback %v: it must wait for the callback", atRan, sawAt)
+	}
+	if len(ip.reads) != 1 {
+		t.Errorf("reads %v: nothing queued behind the barrier may run inside the callback", ip.reads)
+	}
+}
+
+func TestInterleaveStallsTCPPatternLikeLoopback(t *testing.T) {
+	// Rule 1 end to end: four writes of 40000 bytes per op with Nagle, the
+	// calibrated CPU costs. A server read between two writes ACKs and
+	// releases a Nagle-held tail alone; a later tail then waits for the
+	// delayed ACK. Some ops stall; without interleaving none does.
+	cfg := model.TCPPattern{Writes: 4, Msg: 40000, Reply: 32768, Ops: 100}
+	share := func(interleave bool) float64 {
+		c := DefaultConfig(1)
+		c.CPU = DefaultProfile().CPU()
+		c.Interleave = interleave
+		res, err := model.RunTCPPattern(New(c), cfg, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Latencies.StallShare()
+	}
+	on, off := share(true), share(false)
+	if on < 0.1 || on > 0.9 {
+		t.Errorf("stall share with interleaving %.2f, want some ops stalled and some not", on)
+	}
+	if off > 0.05 {
+		t.Errorf("stall share without interleaving %.2f, want almost none", off)
+	}
+}
