@@ -42,6 +42,79 @@ type Shared struct {
 	cleaning  bool                  // a cleaner timer is armed
 	closed    bool
 	stats     SharedStats
+	// disabled: short-circuit to a domain socket path stays off until
+	// then after a failure (HDFS's DomainSocketFactory path state: per
+	// process and path, not per reader).
+	disabled map[string]time.Duration
+
+	// The slot releaser (HDFS's SlotReleaser) runs on the process's main
+	// loop: one release at a time over one cached domain connection.
+	// These fields belong to that loop.
+	relQ    []func()
+	relBusy bool
+	rel     idleConn
+}
+
+// idleExpiry is how long an idle domain connection stays cached (HDFS's
+// dfs.client.socketcache.expiryMsec).
+const idleExpiry = 3 * time.Second
+
+// errPathDisabled: short-circuit is off for the path after a failure.
+var errPathDisabled = errors.New("short-circuit is off for this domain socket path after a failure")
+
+// idleConn caches one idle domain connection to a path, owned by one
+// loop; it is dropped when it expires or when anything happens on it
+// (the datanode closed it).
+type idleConn struct {
+	c     model.Conn
+	path  string
+	timer model.Timer
+}
+
+// park caches c (closing the one cached before, if any).
+func (ic *idleConn) park(loop model.Loop, path string, c model.Conn) {
+	ic.drop()
+	ic.c, ic.path = c, path
+	c.SetWriteInterest(false)
+	c.SetHandler(loop, func(model.Events) {
+		if ic.c != c {
+			return
+		}
+		var b [1]byte
+		if _, err := c.Read(b[:]); errors.Is(err, model.ErrWouldBlock) {
+			return
+		}
+		ic.drop() // closed by the datanode, or bytes nobody asked for
+	})
+	ic.timer = loop.AfterFunc(idleExpiry, func() {
+		ic.timer = nil
+		ic.drop()
+	})
+}
+
+// take returns the cached connection to path, if any.
+func (ic *idleConn) take(path string) model.Conn {
+	c := ic.c
+	if c == nil || ic.path != path {
+		return nil
+	}
+	ic.c = nil
+	if ic.timer != nil {
+		ic.timer.Stop()
+		ic.timer = nil
+	}
+	return c
+}
+
+func (ic *idleConn) drop() {
+	if ic.timer != nil {
+		ic.timer.Stop()
+		ic.timer = nil
+	}
+	if ic.c != nil {
+		_ = ic.c.Close()
+		ic.c = nil
+	}
 }
 
 // SharedStats counts what the shared state did.
@@ -86,7 +159,7 @@ func NewShared(p model.Process, cfg SharedConfig) (*Shared, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
-	sh := &Shared{cfg: cfg, p: p, lock: p.NewLock("sc-shm"), shms: map[string]*clientShm{}}
+	sh := &Shared{cfg: cfg, p: p, lock: p.NewLock("sc-shm"), shms: map[string]*clientShm{}, disabled: map[string]time.Duration{}}
 	cache, err := NewCache(p, cfg.Cache, sh.closeReplica)
 	if err != nil {
 		return nil, err
@@ -135,7 +208,11 @@ func (sh *Shared) Close(loop model.Loop, done func()) {
 				for _, s := range append([]*clientShm(nil), sh.all...) {
 					sh.disconnect(s)
 				}
-				loop.Post(done)
+				ml := sh.p.MainLoop()
+				ml.Post(func() {
+					sh.rel.drop()
+					loop.Post(done)
+				})
 			})
 		}
 		wait()
@@ -179,6 +256,10 @@ func (sh *Shared) allocSlot(loop model.Loop, path string, cb func(*Slot, error))
 	sh.lock.Do(loop, func() {
 		if sh.closed {
 			loop.Post(func() { cb(nil, model.ErrClientClosed) })
+			return
+		}
+		if loop.Now() < sh.disabled[path] {
+			loop.Post(func() { cb(nil, fmt.Errorf("%s: %w", path, errPathDisabled)) })
 			return
 		}
 		for _, s := range sh.all {
@@ -352,13 +433,19 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 		if p := sh.cfg.Bugs.ReleaseToWrongPath; p != "" {
 			path = p
 		}
-		loop.Post(func() {
-			ex := &exchange{sh: sh, loop: loop, path: path, req: Request{Op: OpReleaseSlot, ShmID: s.id, Slot: uint32(slot.idx)}}
+		ml := sh.p.MainLoop()
+		job := func() {
+			ex := &exchange{sh: sh, loop: ml, path: path, req: Request{Op: OpReleaseSlot, ShmID: s.id, Slot: uint32(slot.idx)}, keep: true, c: sh.rel.take(path)}
 			ex.done = func(resp Response, files []model.File, c model.Conn, err error) {
 				for _, f := range files {
 					_ = f.Close()
 				}
-				sh.lock.Do(loop, func() {
+				if c != nil {
+					sh.rel.park(ml, path, c)
+				}
+				sh.relBusy = false
+				sh.pumpReleases()
+				sh.lock.Do(ml, func() {
 					sh.releasing--
 					if err != nil {
 						sh.stats.ReleaseErrors++
@@ -378,22 +465,42 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 				})
 			}
 			ex.start()
+		}
+		ml.Post(func() {
+			sh.relQ = append(sh.relQ, job)
+			sh.pumpReleases()
 		})
 	})
 }
 
-// exchange is one request and its response (with fds) on a fresh domain
-// connection, closed after unless keep is set (a segment's connection).
+// pumpReleases starts the next queued release on the main loop, over the
+// cached connection when it goes to the same path.
+func (sh *Shared) pumpReleases() {
+	if sh.relBusy || len(sh.relQ) == 0 {
+		return
+	}
+	job := sh.relQ[0]
+	sh.relQ[0] = nil
+	sh.relQ = sh.relQ[1:]
+	sh.relBusy = true
+	job()
+}
+
+// exchange is one request and its response (with fds) on a domain
+// connection: c if set (a cached one), else a fresh one. The connection
+// is closed after unless keep is set: then done gets it on success (a
+// segment's connection, or one to cache for the next request).
 type exchange struct {
 	sh   *Shared
 	loop model.Loop
 	path string
 	req  Request
 	keep bool
+	c    model.Conn
 	fds  int // fds the response passes (checked when it asks for a receipt)
 	done func(resp Response, files []model.File, c model.Conn, err error)
 
-	c        model.Conn
+	reused   bool // c came from a cache
 	out      []byte
 	outOff   int
 	in       []byte
@@ -403,12 +510,19 @@ type exchange struct {
 }
 
 func (ex *exchange) start() {
-	c, err := ex.sh.p.Dial("unix", ex.path, ex.loop, ex.onEvent)
-	if err != nil {
-		ex.finish(Response{}, fmt.Errorf("dial %s: %w", ex.path, err))
-		return
+	if ex.c != nil {
+		ex.reused = true
+		ex.c.SetHandler(ex.loop, ex.onEvent)
+		ex.c.SetReadInterest(true)
+	} else {
+		c, err := ex.sh.p.Dial("unix", ex.path, ex.loop, ex.onEvent)
+		if err != nil {
+			ex.finish(Response{}, fmt.Errorf("dial %s: %w", ex.path, err))
+			return
+		}
+		ex.c = c
 	}
-	ex.c = c
+	c := ex.c
 	ex.out = AppendRequest(nil, ex.req)
 	ex.timer = ex.loop.AfterFunc(ex.sh.cfg.Timeout, func() {
 		ex.timer = nil
@@ -490,11 +604,19 @@ func (ex *exchange) finish(resp Response, err error) {
 	if ex.finished {
 		return
 	}
-	ex.finished = true
 	if ex.timer != nil {
 		ex.timer.Stop()
 		ex.timer = nil
 	}
+	if err != nil && ex.reused && len(ex.in) == 0 && len(ex.files) == 0 && !errors.Is(err, model.ErrTimedOut) {
+		// A cached connection the datanode closed while it sat idle:
+		// try once more on a fresh one, as HDFS does with a cached peer.
+		_ = ex.c.Close()
+		ex.c, ex.reused, ex.outOff = nil, false, 0
+		ex.start()
+		return
+	}
+	ex.finished = true
 	var c model.Conn
 	if ex.c != nil {
 		if ex.keep && err == nil {
@@ -536,10 +658,11 @@ type Client struct {
 	sh    *Shared
 	tcp   *model.Client
 	stats ClientStats
-	// disabledUntil: after a failure short-circuit stays off until then
-	// (per client, so checking it takes no lock).
-	disabledUntil time.Duration
-	ops           int
+	ops   int
+	// idle caches the domain connection of the last fd request for the
+	// next (HDFS's PeerCache); it belongs to the client's loop.
+	idle   idleConn
+	closed bool
 }
 
 // NewClient makes a short-circuit client on loop sharing sh.
@@ -566,9 +689,13 @@ func (c *Client) Stats() ClientStats { return c.stats }
 // InFlight is the number of reads not finished.
 func (c *Client) InFlight() int { return c.ops }
 
-// Close closes the fallback client (the shared state is closed by its
-// owner).
-func (c *Client) Close() { c.tcp.Close() }
+// Close closes the fallback client and the cached domain connection (the
+// shared state is closed by its owner).
+func (c *Client) Close() {
+	c.closed = true
+	c.idle.drop()
+	c.tcp.Close()
+}
 
 // Read reads n bytes at off of block (stamp 0: any), short-circuit if it
 // can, and calls done.
@@ -579,7 +706,11 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 		c.ops--
 		done(r)
 	}
-	if c.cfg.Path == "" || c.loop.Now() < c.disabledUntil || off < 0 || n < 0 {
+	// The path's state is looked at only where the datanode would be
+	// asked (a miss): a cached replica whose slot is valid stays
+	// readable. HDFS looks before its cache lookup, in a concurrent map;
+	// here that would put a process-wide lock on every read.
+	if c.cfg.Path == "" || off < 0 || n < 0 {
 		c.viaTCP(block, stamp, off, n, finish)
 		return
 	}
@@ -592,7 +723,9 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 		c.stats.Misses++
 		c.fetch(block, stamp, func(r *Replica, err error) {
 			if err != nil {
-				c.fallback(err)
+				if !errors.Is(err, errPathDisabled) {
+					c.fallback(err)
+				}
 				c.viaTCP(block, stamp, off, n, finish)
 				return
 			}
@@ -611,12 +744,14 @@ func (c *Client) viaTCP(block, stamp uint64, off, n int64, done func(model.Resul
 
 // fallback records a failed short-circuit attempt. A rejection (missing
 // block, refused token) says nothing about the path; anything else turns
-// short-circuit off for a while, as HDFS does per domain socket path.
+// short-circuit to the path off for a while for the whole process, as
+// HDFS's DomainSocketFactory.disableShortCircuitForPath does.
 func (c *Client) fallback(err error) {
 	c.stats.Fallbacks++
 	c.p.Log("sc-fallback", "err", err.Error())
 	if !errors.Is(err, model.ErrRejected) {
-		c.disabledUntil = c.loop.Now() + c.cfg.DisableFor
+		sh, path, until := c.sh, c.cfg.Path, c.loop.Now()+c.cfg.DisableFor
+		sh.lock.Do(c.loop, func() { sh.disabled[path] = max(sh.disabled[path], until) })
 	}
 }
 
@@ -632,8 +767,15 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 		})
 		ex := &exchange{sh: c.sh, loop: c.loop, path: c.cfg.Path, req: Request{
 			Op: OpRequestFDs, BlockID: block, Stamp: stamp, ShmID: slot.shm.id, Slot: uint32(slot.idx), Token: tok,
-		}, fds: 2}
-		ex.done = func(resp Response, files []model.File, _ model.Conn, err error) {
+		}, fds: 2, keep: true, c: c.idle.take(c.cfg.Path)}
+		ex.done = func(resp Response, files []model.File, conn model.Conn, err error) {
+			if conn != nil {
+				if c.closed {
+					_ = conn.Close()
+				} else {
+					c.idle.park(c.loop, c.cfg.Path, conn)
+				}
+			}
 			c.stats.FDsReceived += len(files)
 			if err == nil && len(files) != 2 {
 				err = fmt.Errorf("%d fds passed for block %d, want 2: %w", len(files), block, ErrFallback)

@@ -323,8 +323,8 @@ func TestClientCrashFreesItsSlots(t *testing.T) {
 	}
 }
 
-// metaOpenFails: the datanode has two fds left when a client asks for
-// fds: the connection takes one, the data file the other, and the meta
+// metaOpenFails: the datanode has one fd left when a client asks for
+// fds over its cached connection: the data file takes it and the meta
 // file gets EMFILE.
 // Returns the block fds the datanode holds afterwards.
 func metaOpenFails(t *testing.T, bugs shortcircuit.ServerBugs) int {
@@ -340,7 +340,7 @@ func metaOpenFails(t *testing.T, bugs shortcircuit.ServerBugs) int {
 			},
 			func(next func()) {
 				dl.Post(func() {
-					for e.dnProc.FDs().Open < e.dnProc.FDs().Limit-2 { // one for the connection, one for the data file
+					for e.dnProc.FDs().Open < e.dnProc.FDs().Limit-1 { // the data file's
 						f, err := e.dnProc.Disk().Open(fmt.Sprintf("hog-%d", len(hog)), model.Create|model.ReadWrite, model.FDFile)
 						if err != nil {
 							w.Fail(err)
@@ -382,11 +382,12 @@ func TestMetaOpenFailureClosesData(t *testing.T) {
 	}
 }
 
-// resetDuringPass: the client has its segment; the datanode's next fd
-// pass is reset (before the send, or with the fds lost in flight), the
-// read falls back to TCP, and the cache is purged. Returns the read, the
-// slots the datanode holds after, and the state at rest.
-func resetDuringPass(t *testing.T, bugs shortcircuit.ServerBugs, after bool) (model.Result, int, rest, *env) {
+// resetDuringPass: the client has its segment (and, unless wait outlasts
+// the cache's expiry, a cached domain connection); the datanode's next fd
+// pass is reset (before the send, or with the fds lost in flight), and
+// the cache is purged. Returns the read, the slots the datanode holds
+// after, and the state at rest.
+func resetDuringPass(t *testing.T, bugs shortcircuit.ServerBugs, after bool, wait time.Duration) (model.Result, int, rest, *env) {
 	w := sim.New(sim.DefaultConfig(1))
 	var got model.Result
 	slots := -1
@@ -394,7 +395,7 @@ func resetDuringPass(t *testing.T, bugs shortcircuit.ServerBugs, after bool) (mo
 	e := startEnvCfg(t, w, bugs, func(e *env) {
 		loop := e.cp.MainLoop()
 		steps(
-			func(next func()) { e.cl.Read(3, 0, 0, 10, func(model.Result) { next() }) },
+			func(next func()) { e.cl.Read(3, 0, 0, 10, func(model.Result) { loop.AfterFunc(wait, next) }) },
 			func(next func()) {
 				w.Process("datanode").ResetNextFDPass(after)
 				e.cl.Read(1, 0, 0, 100, func(res model.Result) {
@@ -418,25 +419,147 @@ func resetDuringPass(t *testing.T, bugs shortcircuit.ServerBugs, after bool) (mo
 }
 
 // A domain connection reset in the middle of an fd pass. Fixed (HDFS-7915:
-// the slot waits for the client's receipt): the read falls back to TCP,
-// the datanode frees the slot, nothing leaks. With the bug the datanode
-// keeps the slot the client never learnt of.
+// the slot waits for the client's receipt): on a fresh connection the
+// read falls back to TCP; on a cached one the client tries once more on a
+// fresh connection (as HDFS does with a cached peer) and reads
+// short-circuit; either way the datanode frees the lost slot and nothing
+// leaks. With the bug the datanode keeps the slot the client never
+// learnt of.
 func TestResetDuringFDPass(t *testing.T) {
 	want := model.BlockContent(1, blockLen)[:100]
 	for _, after := range []bool{false, true} {
-		got, slots, r, e := resetDuringPass(t, shortcircuit.ServerBugs{}, after)
-		if got.Err != nil || !bytes.Equal(got.Data, want) {
-			t.Errorf("after=%v: read across the reset: %v", after, got.Err)
+		for _, cached := range []bool{false, true} {
+			wait := 4 * time.Second // past the idle connection's expiry
+			if cached {
+				wait = time.Millisecond
+			}
+			name := fmt.Sprintf("after=%v cached=%v", after, cached)
+			got, slots, r, e := resetDuringPass(t, shortcircuit.ServerBugs{}, after, wait)
+			if got.Err != nil || !bytes.Equal(got.Data, want) {
+				t.Errorf("%s: read across the reset: %v", name, got.Err)
+			}
+			st := e.cl.Stats()
+			if cached && (st.Fallbacks != 0 || st.LocalReads != 2) {
+				t.Errorf("%s: stats %+v, want both reads local (the second retried on a fresh connection)", name, st)
+			}
+			if !cached && (st.Fallbacks != 1 || st.TCPReads != 1) {
+				t.Errorf("%s: stats %+v, want one fallback to TCP", name, st)
+			}
+			if slots != 0 {
+				t.Errorf("%s: fixed datanode holds %d slots once the cache is empty", name, slots)
+			}
+			e.checkRest(t, r)
+			if _, slots, _, _ := resetDuringPass(t, shortcircuit.ServerBugs{KeepSlotOnLostReply: true}, after, wait); slots != 1 {
+				t.Errorf("%s: HDFS-7915 datanode holds %d slots, want the leaked 1", name, slots)
+			}
 		}
-		if st := e.cl.Stats(); st.Fallbacks != 1 || st.TCPReads != 1 {
-			t.Errorf("after=%v: stats %+v, want one fallback to TCP", after, st)
+	}
+}
+
+// After a short-circuit failure the whole process stays off the path for
+// DisableFor (HDFS's per-path state in DomainSocketFactory), not just the
+// client that failed: another reader goes straight to TCP without asking
+// the datanode; after the interval both use short-circuit again.
+func TestBackoffIsPerProcessAndPath(t *testing.T) {
+	w := sim.New(sim.DefaultConfig(1))
+	var other *shortcircuit.Client
+	var reqsBefore, reqsDuring int
+	var during, later model.Result
+	var after rest
+	e := startEnvBugs(t, w, "dn:50010", "/run/dn_socket", shortcircuit.ServerBugs{}, shortcircuit.SharedConfig{}, shortcircuit.ClientConfig{DisableFor: time.Second}, func(e *env) {
+		loop := e.cp.MainLoop()
+		l2, err := e.cp.NewLoop("reader-2")
+		if err != nil {
+			w.Fail(err)
+			return
 		}
-		if slots != 0 {
-			t.Errorf("after=%v: fixed datanode holds %d slots once the cache is empty", after, slots)
+		other, err = shortcircuit.NewClient(e.cp, l2, 7, e.sh, shortcircuit.ClientConfig{Path: "/run/dn_socket", DisableFor: time.Second, TCP: model.ClientConfig{Datanode: e.dn.Addr(), NoDelay: true}})
+		if err != nil {
+			w.Fail(err)
+			return
 		}
-		e.checkRest(t, r)
-		if _, slots, _, _ := resetDuringPass(t, shortcircuit.ServerBugs{KeepSlotOnLostReply: true}, after); slots != 1 {
-			t.Errorf("after=%v: HDFS-7915 datanode holds %d slots, want the leaked 1", after, slots)
+		requests := func(then func(int)) {
+			e.dnProc.MainLoop().Post(func() {
+				n := e.srv.Stats().FDRequests
+				loop.Post(func() { then(n) })
+			})
 		}
+		onOther := func(read func(done func())) func(next func()) {
+			return func(next func()) { l2.Post(func() { read(func() { loop.Post(next) }) }) }
+		}
+		steps(
+			func(next func()) {
+				// The segment's pass is reset: e.cl fails and backs off.
+				w.Process("datanode").ResetNextFDPass(false)
+				e.cl.Read(1, 0, 0, 100, func(model.Result) { next() })
+			},
+			func(next func()) { requests(func(n int) { reqsBefore = n; next() }) },
+			onOther(func(done func()) {
+				other.Read(2, 0, 0, 100, func(r model.Result) { during = r; done() })
+			}),
+			func(next func()) { requests(func(n int) { reqsDuring = n; loop.AfterFunc(time.Second, next) }) },
+			onOther(func(done func()) {
+				other.Read(2, 0, 0, 100, func(r model.Result) { later = r; done() })
+			}),
+			func(next func()) {
+				l2.Post(func() {
+					other.Close()
+					loop.Post(func() {
+						l2.Close()
+						next()
+					})
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	if st := e.cl.Stats(); st.Fallbacks != 1 {
+		t.Errorf("failing client: %+v, want one fallback", st)
+	}
+	want := model.BlockContent(2, blockLen)[:100]
+	if during.Err != nil || !bytes.Equal(during.Data, want) || later.Err != nil || !bytes.Equal(later.Data, want) {
+		t.Errorf("other client's reads: %v, %v", during.Err, later.Err)
+	}
+	if reqsDuring != reqsBefore {
+		t.Errorf("the other client asked the datanode for fds while the path was off (%d requests, %d before)", reqsDuring, reqsBefore)
+	}
+	if st := other.Stats(); st.Fallbacks != 0 || st.TCPReads != 1 || st.LocalReads != 1 {
+		t.Errorf("other client: %+v, want one TCP read while the path was off (no failure of its own), then one local read", st)
+	}
+	e.checkRest(t, after)
+}
+
+// Domain connections are reused: a client's fd requests go over one
+// cached connection, and the process's slot releases over another, not
+// one connection per request (HDFS's PeerCache and SlotReleaser).
+func TestDomainConnectionsReused(t *testing.T) {
+	var accepted, requests, releases int
+	var after rest
+	startEnvCfg(t, simWorld(), shortcircuit.ServerBugs{}, func(e *env) {
+		loop := e.cp.MainLoop()
+		steps(
+			func(next func()) { e.cl.Read(1, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) { e.cl.Read(2, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) { e.cl.Read(3, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) {
+				e.sh.Cache().PurgeAll(loop, func() { loop.AfterFunc(50*time.Millisecond, next) })
+			},
+			func(next func()) {
+				e.dnProc.MainLoop().Post(func() {
+					st := e.srv.Stats()
+					accepted, requests, releases = st.Accepted, st.FDRequests, st.Releases
+					loop.Post(next)
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	if requests != 3 || releases != 3 {
+		t.Fatalf("%d fd requests and %d releases, want 3 and 3", requests, releases)
+	}
+	// The segment's connection, one for the fd requests, one for the
+	// releases.
+	if accepted != 3 {
+		t.Errorf("the datanode accepted %d domain connections for 3 fd requests and 3 releases, want 3", accepted)
 	}
 }

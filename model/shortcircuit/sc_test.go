@@ -243,10 +243,11 @@ func readLifecycle(t *testing.T, w model.World, tcpAddr, path string) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("stats %q, want %q", got, want)
 	}
-	// Two passed fds plus the segment's connection; the segment's own fd
-	// was closed after mapping.
-	if fdsAfterPass != 3 || passedKind != 2 {
-		t.Errorf("client after the first read: %d fds above baseline (%d passed), want 3 (2 passed)", fdsAfterPass, passedKind)
+	// Two passed fds, the segment's connection and the fd request's,
+	// cached for the next request; the segment's own fd was closed after
+	// mapping.
+	if fdsAfterPass != 4 || passedKind != 2 {
+		t.Errorf("client after the first read: %d fds above baseline (%d passed), want 4 (2 passed)", fdsAfterPass, passedKind)
 	}
 	if dnBlockFDs != 0 {
 		t.Errorf("datanode holds %d block fds after passing them", dnBlockFDs)
