@@ -48,10 +48,14 @@ func checkCommand() *command {
 		name:    "check",
 		summary: "check properties over many drawn cases (the main job); failures are shrunk and saved as traces",
 		about: func() string {
-			return `Every seed draws a configuration and a schedule of client ops and faults,
-runs it in the simulator and checks fd bounds, pool bounds, no close in use,
-linearizability, availability, liveness and leak-freedom. A failure is
-shrunk and written as a replayable trace into --out.
+			return `Every seed draws a system, then a configuration and a schedule of client
+ops and faults for it, runs it in the simulator and checks its properties
+(fd bounds, pool bounds, linearizability, availability, liveness,
+leak-freedom and more). A failure is shrunk and written as a replayable
+trace into --out.
+
+systems (--system narrows the mix; each seed's system is drawn from the
+seed, so --seed S --seeds 1 checks it again): ` + mixDescription() + `
 
 bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ") + `
 rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ") + `
@@ -59,6 +63,7 @@ short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
 		},
 		example: []string{
 			"xceiver check --seeds 1000",
+			"xceiver check --system rpc --seeds 200",
 			"xceiver check --bug HDFS-4911 --seeds 200",
 			"xceiver check --seed 42 --json",
 		},
@@ -76,7 +81,7 @@ short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			ignore := fs.String("ignore", "", "don't enforce the comma-separated properties `P,Q` (one that breaks at every seed hides the others)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
-			fs.StringVar(&opt.system, "system", "datanode", "system checked: `datanode|rpc|sc` (rpc: the namenode's rpc server and namespace, end to end with the datanode; sc: short-circuit reads through a shared cache while blocks change)")
+			fs.StringVar(&opt.system, "system", systemAll, "system checked: `datanode|rpc|sc|all` (rpc: the namenode's rpc server and namespace, end to end with the datanode; sc: short-circuit reads through a shared cache while blocks change; all: each seed's system drawn from the seed)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
 				if len(rest) > 0 {
@@ -89,8 +94,8 @@ short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
 				}
 				if *ignore != "" {
 					for _, p := range strings.Split(*ignore, ",") {
-						if !properties.KnownProperty(p) {
-							return report(stderr, c.usagef("%s: unknown property %q (want one of %s)", c.typed("ignore"), p, strings.Join(properties.Properties, ", ")))
+						if !knownProperty(p) {
+							return report(stderr, c.usagef("%s: unknown property %q (want one of %s)", c.typed("ignore"), p, strings.Join(systemProperties(systemAll), ", ")))
 						}
 						opt.ignore = append(opt.ignore, p)
 					}
@@ -107,12 +112,6 @@ short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
 				}
 				if dryRun {
 					return exitOK
-				}
-				if opt.system == "rpc" {
-					return runCheckRPC(opt, stdout, stderr)
-				}
-				if opt.system == "sc" {
-					return runCheckSC(opt, stdout, stderr)
 				}
 				if opt.world == "real" {
 					return runCheckReal(opt, stdout, stderr)
@@ -180,9 +179,10 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s: no seeds in this shard (only %d seed%s across %d shards)", shardName, o.seeds, plural(o.seeds, "", "s"), sn)
 	}
 	o.shardI, o.shardN = si, sn
-	if o.system != "datanode" && o.system != "rpc" && o.system != "sc" {
-		return c.usagef("%s %q: want datanode, rpc or sc", c.typed("system"), o.system)
+	if o.system != systemAll && lookupSystem(o.system) == nil {
+		return c.usagef("%s %q: want %s or %s", c.typed("system"), o.system, strings.Join(systemNames(), ", "), systemAll)
 	}
+	explicit := isSet(c.fs, "system") && o.system != systemAll
 	if o.bug != "" {
 		all := append(append(bugNames(), rpcBugNames()...), scBugNames()...)
 		name, ok := matchName(o.bug, all)
@@ -190,18 +190,23 @@ func (o *checkOptions) validate(c *call) error {
 			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(all, ", "))
 		}
 		o.bug = name
-		_, isRPC := properties.LookupRPCBug(name)
-		_, isSC := properties.LookupSCBug(name)
-		switch {
-		case isRPC:
-			o.system = "rpc" // an rpc bug is checked on the rpc system
-		case isSC:
-			o.system = "sc"
-		case o.system == "rpc":
-			return c.usagef("%s %s is a datanode bug; --system rpc takes %s", c.typed("bug"), name, strings.Join(rpcBugNames(), ", "))
-		case o.system == "sc":
-			return c.usagef("%s %s is a datanode bug; --system sc takes %s", c.typed("bug"), name, strings.Join(scBugNames(), ", "))
+		// A bug is checked on its own system: every seed runs it.
+		sys := "datanode"
+		if _, ok := properties.LookupRPCBug(name); ok {
+			sys = "rpc"
+		} else if _, ok := properties.LookupSCBug(name); ok {
+			sys = "sc"
 		}
+		if explicit && o.system != sys {
+			return c.usagef("%s %s is %s; --system %s takes %s", c.typed("bug"), name, bugOf(sys), o.system, strings.Join(systemBugNames(o.system), ", "))
+		}
+		o.system = sys
+	}
+	if o.world == "real" && !explicit {
+		o.system = "datanode" // the real world checks the data path alone
+	}
+	if o.system == systemAll && o.world == "real" {
+		return c.usagef("%s all: the real world checks the datanode only (--system datanode)", c.typed("system"))
 	}
 	if o.system == "sc" && o.world == "real" {
 		return c.usagef("%s sc: checked in sim only (the real world runs short-circuit reads in xceiver run sc-read and go test ./real)", c.typed("system"))
@@ -263,6 +268,7 @@ func listBugs(w io.Writer, asJSON bool) {
 
 // checkFailure is one failing seed, as reported.
 type checkFailure struct {
+	System           string `json:"system"`
 	Seed             uint64 `json:"seed"`
 	Property         string `json:"property"`
 	Message          string `json:"message"`
@@ -324,9 +330,10 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 				if skip {
 					continue
 				}
-				f := checkOne(seed, opt)
+				sys := systemOf(seed, opt.system)
+				f := sys.check(seed, opt)
 				mu.Lock()
-				t.add(f)
+				t.add(sys.name, f)
 				if f != nil && !opt.json {
 					prog.clear()
 					printFailure(stdout, f)
@@ -381,7 +388,15 @@ type tally struct {
 	passed, failed int
 	listed         []checkFailure
 	byProp         map[string]*propSummary
+	bySystem       map[string]*systemCount
 	stoppedEarly   bool
+}
+
+// systemCount is how one system's seeds went.
+type systemCount struct {
+	System  string `json:"system"`
+	Checked int    `json:"checked"`
+	Failed  int    `json:"failed"`
 }
 
 // propSummary is one line of the closing summary: a property, how many
@@ -393,13 +408,23 @@ type propSummary struct {
 	Replay   string        `json:"replay,omitempty"`
 }
 
-func newTally() *tally { return &tally{byProp: map[string]*propSummary{}} }
+func newTally() *tally {
+	return &tally{byProp: map[string]*propSummary{}, bySystem: map[string]*systemCount{}}
+}
 
-func (t *tally) add(f *checkFailure) {
+// add counts one seed of system; f is its failure, nil when it passed.
+func (t *tally) add(system string, f *checkFailure) {
+	sc := t.bySystem[system]
+	if sc == nil {
+		sc = &systemCount{System: system}
+		t.bySystem[system] = sc
+	}
+	sc.Checked++
 	if f == nil {
 		t.passed++
 		return
 	}
+	sc.Failed++
 	t.failed++
 	if len(t.listed) < maxListed {
 		t.listed = append(t.listed, *f)
@@ -415,7 +440,7 @@ func (t *tally) add(f *checkFailure) {
 		g.Smallest = &c
 		g.Replay = ""
 		if c.Trace != "" {
-			g.Replay = replayCommandFor(c.Trace, c.Seed)
+			g.Replay = replayCommandFor(c.Trace, c.Seed, c.System)
 		}
 	}
 }
@@ -435,8 +460,22 @@ func smaller(a, b *checkFailure) bool {
 	return a.Seed < b.Seed
 }
 
-func replayCommandFor(trace string, seed uint64) string {
+func replayCommandFor(trace string, seed uint64, system string) string {
+	if s := lookupSystem(system); s != nil && !s.html {
+		return "xceiver replay " + trace
+	}
 	return fmt.Sprintf("xceiver replay %s --html seed-%d.html", trace, seed)
+}
+
+// systems are the per-system counts, in the mix's order.
+func (t *tally) systems() []systemCount {
+	out := []systemCount{}
+	for _, s := range checkSystems {
+		if c := t.bySystem[s.name]; c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
 }
 
 // groups are the property summaries, most frequent first.
@@ -452,6 +491,10 @@ func (t *tally) groups() []*propSummary {
 // checkSummary is what check --json prints and merge reads and writes.
 type checkSummary struct {
 	World string `json:"world"`
+	// System is --system: one system, or all (the mix); Systems counts
+	// each system's seeds.
+	System  string        `json:"system"`
+	Systems []systemCount `json:"systems"`
 	// Seeds are this shard's seeds; SweepSeeds all shards' (--seeds).
 	Seeds        int            `json:"seeds"`
 	SweepSeeds   int            `json:"sweep_seeds"`
@@ -479,13 +522,13 @@ type checkSummary struct {
 func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t *tally, elapsed time.Duration) int {
 	sort.Slice(t.listed, func(i, j int) bool { return t.listed[i].Seed < t.listed[j].Seed })
 	checked := t.passed + t.failed
-	codeVer, props := traces.CodeVersion, propertyNames()
+	codeVer, props := systemCodeVersion(opt.system), systemProperties(opt.system)
 	if world == "real" {
 		codeVer, props = realCodeVersion(), realPropertyNames()
 	}
 	if opt.json {
 		out, _ := json.Marshal(checkSummary{
-			World: world, Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
+			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
 			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
 			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly,
 			ElapsedS: elapsed.Seconds(), SeedsPerS: float64(checked) / elapsed.Seconds(), CodeVersion: codeVer,
@@ -498,8 +541,8 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		if t.stoppedEarly {
 			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
 		}
-		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s) in %.1fs: %.1f seeds/s\n",
-			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, elapsed.Seconds(), float64(checked)/elapsed.Seconds())
+		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s\n",
+			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), float64(checked)/elapsed.Seconds())
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
 	if t.failed > 0 {
@@ -578,8 +621,22 @@ func realCodeVersion() string {
 	return "xceiver-real-" + v.Version
 }
 
-// checkOne checks one seed; on failure it shrinks it and writes its trace.
-func checkOne(seed uint64, opt checkOptions) *checkFailure {
+// systemsLine says which systems the seeds ran: ", rpc" for one, the
+// counts of each for the mix.
+func systemsLine(system string, counts []systemCount) string {
+	if system != systemAll {
+		return ", " + system
+	}
+	var parts []string
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%s %d", c.System, c.Checked))
+	}
+	return ": " + strings.Join(parts, ", ")
+}
+
+// checkDatanodeSeed checks one seed of the datanode system; on failure it
+// shrinks it and writes its trace.
+func checkDatanodeSeed(seed uint64, opt checkOptions) *checkFailure {
 	// Every 50th seed also runs twice: the same seed must give the same
 	// trace (determinism, docs/ARCHITECTURE.md §5).
 	budget := properties.ShrinkBudget
@@ -588,7 +645,7 @@ func checkOne(seed uint64, opt checkOptions) *checkFailure {
 	}
 	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: opt.ignore}, seed%50 == 0, budget)
 	if err != nil {
-		return &checkFailure{Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+		return &checkFailure{System: "datanode", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	if !o.Failed() {
 		return nil
@@ -596,11 +653,11 @@ func checkOne(seed uint64, opt checkOptions) *checkFailure {
 	if o.Result.Failure.Property == properties.PropDeterminism {
 		// Nothing to shrink or replay: a trace is only worth keeping if
 		// runs are deterministic.
-		return &checkFailure{Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message}
+		return &checkFailure{System: "datanode", Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message}
 	}
 	sc := o.Case.Schedule
 	f := &checkFailure{
-		Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message,
+		System: "datanode", Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message,
 		OriginalProperty: o.Original.Property, OriginalOps: o.OriginalOps, OriginalFaults: o.OriginalFaults,
 		Ops: len(sc.Ops) + len(sc.Probe) + len(sc.Live), Faults: len(sc.Faults), ShrinkRuns: o.ShrinkRuns,
 	}
@@ -739,8 +796,8 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
 		}
 		if res.Failure != nil {
-			f := checkFailure{Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops}
-			t.add(&f)
+			f := checkFailure{System: "datanode", Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops}
+			t.add("datanode", &f)
 			if !opt.json {
 				fmt.Fprintf(stdout, "FAIL seed %d (real): %s (check --seed %d in sim for a trace)\n", seed, res.Failure, seed)
 			}
@@ -750,7 +807,7 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		t.add(nil)
+		t.add("datanode", nil)
 		if !opt.json {
 			fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
 		}

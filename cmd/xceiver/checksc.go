@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"xceiver/properties"
@@ -17,50 +15,6 @@ func scBugNames() []string {
 		names = append(names, b.Name)
 	}
 	return names
-}
-
-// scShrinkBudget bounds the runs spent shrinking one failing seed.
-const scShrinkBudget = 300
-
-// runCheckSC checks short-circuit seeds (model/shortcircuit with the
-// datanode), shrinking each failure and writing its trace into --out. A
-// seed runs in well under a millisecond of CPU, so seeds run one after
-// another.
-func runCheckSC(opt checkOptions, stdout, stderr io.Writer) int {
-	budget := scShrinkBudget
-	if opt.noShrink {
-		budget = 0
-	}
-	var fails []systemFailure
-	checked := 0
-	for i := 0; i < opt.seeds; i++ {
-		if i%opt.shardN != opt.shardI-1 {
-			continue
-		}
-		if opt.maxFailures > 0 && len(fails) >= opt.maxFailures {
-			break
-		}
-		seed := opt.seed + uint64(i)
-		checked++
-		c, r, err := properties.CheckSCSeed(seed, opt.bug, budget)
-		if err != nil {
-			return report(stderr, fmt.Errorf("check --system sc: seed %d: %w", seed, err))
-		}
-		if r.Property == "" {
-			continue
-		}
-		path := filepath.Join(opt.out, systemTraceName("sc", seed, opt.bug))
-		tr, _ := properties.RecordSC(c)
-		err = os.MkdirAll(opt.out, 0o755)
-		if err == nil {
-			err = properties.WriteSCTrace(path, tr)
-		}
-		if err != nil {
-			return report(stderr, fmt.Errorf("check --system sc: seed %d: writing its trace: %w", seed, err))
-		}
-		fails = append(fails, systemFailure{seed, r.Property, r.Message, path, len(c.Ops), nil})
-	}
-	return systemSummary(stdout, opt, "sc", checked, fails)
 }
 
 // replaySC re-runs a short-circuit trace (a JSON file check --system sc

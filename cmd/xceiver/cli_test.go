@@ -113,7 +113,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"check", "--out", filepath.Join(file, "sub")}, `xceiver: check: --out: cannot create ` + filepath.Join(file, "sub") + `: ` + file + ` is a file`},
 		{[]string{"check", "--bug", ""}, `xceiver: check: --bug is empty: give a value, or leave the flag out`},
 		{[]string{"check", "--bug", "HDFS-0"}, `xceiver: check: --bug "HDFS-0": unknown bug (want one of ` + strings.Join(append(append(bugNames(), rpcBugNames()...), scBugNames()...), ", ") + `, or list)`},
-		{[]string{"check", "--system", "nfs"}, `xceiver: check: --system "nfs": want datanode, rpc or sc`},
+		{[]string{"check", "--system", "nfs"}, `xceiver: check: --system "nfs": want datanode, rpc, sc or all`},
 		{[]string{"check", "--system", "rpc", "--bug", "HDFS-4911"}, `xceiver: check: --bug HDFS-4911 is a datanode bug; --system rpc takes ` + strings.Join(rpcBugNames(), ", ")},
 		{[]string{"check", "--seeds", "1", "--shard", "2/2"}, `xceiver: check: --shard 2/2: no seeds in this shard (only 1 seed across 2 shards)`},
 		{[]string{"check", "--world", "real", "--out", dir}, `xceiver: check: --out: a check in the real world runs one seed at a time and writes no traces (check a failing seed in sim for its trace)`},

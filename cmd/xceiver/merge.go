@@ -68,8 +68,8 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		fmt.Fprintln(c.stdout, string(b))
 	} else {
 		printGroups(c.stdout, s.ByProperty)
-		fmt.Fprintf(c.stdout, "merged %d shard%s of %d: checked %d of %d seed%s (from %d, %s)\n",
-			len(s.Shards), plural(len(s.Shards), "", "s"), m.n, s.Checked, s.Seeds, plural(s.Seeds, "", "s"), s.FirstSeed, s.World)
+		fmt.Fprintf(c.stdout, "merged %d shard%s of %d: checked %d of %d seed%s (from %d, %s%s)\n",
+			len(s.Shards), plural(len(s.Shards), "", "s"), m.n, s.Checked, s.Seeds, plural(s.Seeds, "", "s"), s.FirstSeed, s.World, systemsLine(s.System, s.Systems))
 		fmt.Fprintf(c.stdout, "%d passed, %d failed\n", s.Passed, s.Failed)
 	}
 	if s.Failed > 0 {
@@ -110,7 +110,7 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 				what      string
 				got, want any
 			}{
-				{"world", r.World, first.World}, {"seeds", r.SweepSeeds, first.SweepSeeds}, {"first seed", r.FirstSeed, first.FirstSeed},
+				{"world", r.World, first.World}, {"system", r.System, first.System}, {"seeds", r.SweepSeeds, first.SweepSeeds}, {"first seed", r.FirstSeed, first.FirstSeed},
 				{"bug", r.Bug, first.Bug}, {"code version", r.CodeVersion, first.CodeVersion}, {"number of shards", n, m.n},
 			} {
 				if d.got != d.want {
@@ -221,7 +221,7 @@ func copyFile(src, dst string) error {
 // failures by property regrouped (the smallest trace of all shards).
 func (m *merged) summary() *checkSummary {
 	first := m.results[0]
-	s := &checkSummary{World: first.World, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
+	s := &checkSummary{World: first.World, System: first.System, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
 		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n)}
 	t := newTally()
 	for _, r := range m.results {
@@ -233,7 +233,7 @@ func (m *merged) summary() *checkSummary {
 		s.SeedsPerS += r.SeedsPerS
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
-			t.add(&r.Failures[j])
+			t.add(r.Failures[j].System, &r.Failures[j])
 		}
 		// Failures a shard counted but did not list still count.
 		for _, g := range r.ByProperty {
@@ -258,6 +258,20 @@ func (m *merged) summary() *checkSummary {
 		return a < b
 	})
 	sort.Slice(t.listed, func(i, j int) bool { return t.listed[i].Seed < t.listed[j].Seed })
+	// Per-system counts come from the shards' own counts, not from the
+	// failures listed (a listed failure was counted there already).
+	bySys := map[string]*systemCount{}
+	for _, r := range m.results {
+		for _, c := range r.Systems {
+			if bySys[c.System] == nil {
+				bySys[c.System] = &systemCount{System: c.System}
+			}
+			bySys[c.System].Checked += c.Checked
+			bySys[c.System].Failed += c.Failed
+		}
+	}
+	t.bySystem = bySys
+	s.Systems = t.systems()
 	s.Failed = t.failed
 	s.Failures = nonNil(t.listed)
 	s.NotListed = s.Failed - len(t.listed)

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"xceiver/properties"
+	"xceiver/traces"
+)
+
+// checkSystem is one system check draws seeds for. check's one runner
+// (runCheck) streams seeds, prints progress, tallies and summarises; a
+// system only says how to check one seed.
+type checkSystem struct {
+	name string
+	// share is the system's share of plain check's seeds, per mixTotal.
+	share int
+	// check checks seed with opt's bug and ignored properties: nil when
+	// every property held; a failure comes shrunk (unless opt.noShrink),
+	// its trace written into opt.out. Every 50th seed that passes runs
+	// twice and must give the same trace hash (determinism).
+	check func(seed uint64, opt checkOptions) *checkFailure
+	// properties are what it checks, as named in failures.
+	properties func() []string
+	// codeVersion names the behaviour its traces replay against.
+	codeVersion func() string
+	// html says whether replay --html renders its traces.
+	html bool
+}
+
+// mixTotal is what the systems' shares add up to.
+const mixTotal = 100
+
+// checkSystems are the systems in the order plain check's mix lists them.
+// The datanode keeps most seeds: its cases are the richest (faults,
+// hostile peers, corruption) and cheapest per seed after sc.
+var checkSystems = []checkSystem{
+	{name: "datanode", share: 80, check: checkDatanodeSeed, properties: propertyNames,
+		codeVersion: func() string { return traces.CodeVersion }, html: true},
+	{name: "rpc", share: 10, check: checkRPCSeed, properties: rpcPropertyNames,
+		codeVersion: func() string { return properties.RPCTraceFormat }},
+	{name: "sc", share: 10, check: checkSCSeed, properties: scPropertyNames,
+		codeVersion: func() string { return properties.SCTraceFormat }},
+}
+
+// systemAll is --system's value for the mix.
+const systemAll = "all"
+
+func systemNames() []string {
+	var names []string
+	for _, s := range checkSystems {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+func lookupSystem(name string) *checkSystem {
+	for i := range checkSystems {
+		if checkSystems[i].name == name {
+			return &checkSystems[i]
+		}
+	}
+	return nil
+}
+
+// systemOf is the system seed runs under --system narrow: narrow itself,
+// or (all) drawn from the seed by a hash of its own, so the draw of the
+// seed's case is the same whichever way the seed was picked, and
+// `check --seed S --seeds 1` runs S's system again.
+func systemOf(seed uint64, narrow string) *checkSystem {
+	if narrow != systemAll {
+		return lookupSystem(narrow)
+	}
+	x := splitmix64(seed ^ 0x73797374656d) // "system"
+	k := int(x % mixTotal)
+	for i := range checkSystems {
+		if k < checkSystems[i].share {
+			return &checkSystems[i]
+		}
+		k -= checkSystems[i].share
+	}
+	return &checkSystems[0]
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// checkedSystems are the systems a check of --system narrow runs.
+func checkedSystems(narrow string) []*checkSystem {
+	if narrow != systemAll {
+		return []*checkSystem{lookupSystem(narrow)}
+	}
+	var all []*checkSystem
+	for i := range checkSystems {
+		all = append(all, &checkSystems[i])
+	}
+	return all
+}
+
+// mixDescription is the mix in words, for help and README.
+func mixDescription() string {
+	var parts []string
+	for _, s := range checkSystems {
+		parts = append(parts, fmt.Sprintf("%s %d%%", s.name, s.share*100/mixTotal))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// systemProperties are the properties checked under --system narrow, each
+// once, in the systems' order.
+func systemProperties(narrow string) []string {
+	var props []string
+	seen := map[string]bool{}
+	for _, s := range checkedSystems(narrow) {
+		for _, p := range s.properties() {
+			if !seen[p] {
+				seen[p] = true
+				props = append(props, p)
+			}
+		}
+	}
+	return props
+}
+
+// systemCodeVersion names what the checked systems' traces replay
+// against; merge refuses shards that disagree.
+func systemCodeVersion(narrow string) string {
+	var vs []string
+	for _, s := range checkedSystems(narrow) {
+		vs = append(vs, s.codeVersion())
+	}
+	return strings.Join(vs, "+")
+}
+
+func rpcPropertyNames() []string {
+	return []string{properties.PropLinearizable, properties.PropExactlyOnce, properties.PropQueueBound, properties.PropMemory,
+		properties.PropFDBounds, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree,
+		properties.PropDeterminism, properties.PropHarness}
+}
+
+func scPropertyNames() []string {
+	return []string{properties.PropLinearizable, properties.PropFDBounds, properties.PropLeakFree, properties.PropDeterminism,
+		properties.PropHarness}
+}
+
+// knownProperty reports whether some system checks p (--ignore's list).
+func knownProperty(p string) bool {
+	for _, q := range systemProperties(systemAll) {
+		if p == q {
+			return true
+		}
+	}
+	return properties.KnownProperty(p)
+}
+
+// shrinkBudget is the runs a failure's shrinking may take (0: none).
+func shrinkBudget(opt checkOptions, budget int) int {
+	if opt.noShrink {
+		return 0
+	}
+	return budget
+}
+
+// determinismFailure reports two runs of one case that differ.
+func determinismFailure(system string, seed uint64, events1 uint64, hash1 string, events2 uint64, hash2 string) *checkFailure {
+	return &checkFailure{System: system, Seed: seed, Property: properties.PropDeterminism,
+		Message: fmt.Sprintf("two runs of the case differ: %d events, hash %s, then %d events, hash %s", events1, hash1, events2, hash2)}
+}
+
+// saveTrace writes a failure's trace into opt.out under name, and points
+// f at it (or says why not).
+func saveTrace(f *checkFailure, opt checkOptions, name string, write func(path string) error) {
+	path := filepath.Join(opt.out, name)
+	err := os.MkdirAll(opt.out, 0o755)
+	if err == nil {
+		err = write(path)
+	}
+	if err != nil {
+		f.TraceError = err.Error()
+		return
+	}
+	if st, err := os.Stat(path); err == nil {
+		f.Bytes = st.Size()
+	}
+	f.Trace = path
+}
+
+// systemTraceName names the trace file of a failing seed of a system
+// whose traces are JSON (rpc, sc).
+func systemTraceName(system string, seed uint64, bug string) string {
+	if bug != "" {
+		return fmt.Sprintf("%s-seed-%d-%s.json", system, seed, bug)
+	}
+	return fmt.Sprintf("%s-seed-%d.json", system, seed)
+}
+
+// rpcLinTimeout bounds the namespace linearizability check of an rpc run.
+const rpcLinTimeout = 10 * time.Second
+
+// checkRPCSeed checks one seed of the rpc system (model/rpc and
+// model/namespace end to end with the datanode).
+func checkRPCSeed(seed uint64, opt checkOptions) *checkFailure {
+	c, err := properties.DrawRPC(properties.SeedSource(seed), seed, opt.bug)
+	if err != nil {
+		return &checkFailure{System: "rpc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+	}
+	c.Ignore = opt.ignore
+	r := properties.RunRPC(c, rpcLinTimeout)
+	if r.Failure == nil {
+		if seed%50 == 0 {
+			if again := properties.RunRPC(c, rpcLinTimeout); again.TraceHash != r.TraceHash || again.Events != r.Events {
+				return determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+			}
+		}
+		return nil
+	}
+	f := &checkFailure{System: "rpc", Seed: seed, OriginalProperty: r.Failure.Property,
+		OriginalOps: len(c.Ops) + len(c.Live), OriginalFaults: len(c.Faults)}
+	if !r.Failure.Unknown() { // a checker that gave up is reported as it is
+		c, r, f.ShrinkRuns = properties.ShrinkRPC(c, r, shrinkBudget(opt, properties.ShrinkBudget))
+	}
+	f.Property, f.Message, f.Events = r.Failure.Property, r.Failure.Message, r.Events
+	f.Ops, f.Faults = len(c.Ops)+len(c.Live), len(c.Faults)
+	t := properties.RPCTrace{Format: properties.RPCTraceFormat, Property: f.Property, Message: f.Message,
+		Events: r.Events, TraceHash: r.TraceHash, Case: c}
+	saveTrace(f, opt, systemTraceName("rpc", seed, opt.bug), func(path string) error { return properties.WriteRPCTrace(path, t) })
+	return f
+}
+
+// scShrinkBudget bounds the runs spent shrinking one failing sc seed.
+const scShrinkBudget = 300
+
+// checkSCSeed checks one seed of the short-circuit system
+// (model/shortcircuit with two datanodes on the host).
+func checkSCSeed(seed uint64, opt checkOptions) *checkFailure {
+	c, err := properties.DrawSC(properties.SeedSource(seed), seed, opt.bug)
+	if err != nil {
+		return &checkFailure{System: "sc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+	}
+	c.Ignore = opt.ignore
+	r := properties.RunSC(c)
+	if r.Property == "" {
+		if seed%50 == 0 {
+			if again := properties.RunSC(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
+				return determinismFailure("sc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+			}
+		}
+		return nil
+	}
+	ops, faults := scSize(c)
+	f := &checkFailure{System: "sc", Seed: seed, OriginalProperty: r.Property, OriginalOps: ops, OriginalFaults: faults}
+	if r.Property != properties.PropHarness {
+		c, r = properties.ShrinkSC(c, r, shrinkBudget(opt, scShrinkBudget))
+	}
+	f.Property, f.Message, f.Events = r.Property, r.Message, r.Events
+	f.Ops, f.Faults = scSize(c)
+	t := properties.SCTrace{Format: properties.SCTraceFormat, Property: r.Property, Message: r.Message,
+		Events: r.Events, TraceHash: r.TraceHash, Case: c}
+	saveTrace(f, opt, systemTraceName("sc", seed, opt.bug), func(path string) error { return properties.WriteSCTrace(path, t) })
+	return f
+}
+
+// scSize counts an sc case's ops and its faults (the ops that are not
+// reads or block changes).
+func scSize(c properties.SCCase) (ops, faults int) {
+	for _, op := range c.Ops {
+		switch op.Op {
+		case "read", "replace", "append", "delete":
+			ops++
+		default:
+			faults++
+		}
+	}
+	return ops, faults
+}
+
+// systemBugNames are the catalogued bugs of a system.
+func systemBugNames(system string) []string {
+	switch system {
+	case "rpc":
+		return rpcBugNames()
+	case "sc":
+		return scBugNames()
+	}
+	return bugNames()
+}
+
+// bugOf names the kind of a system's bug, for messages.
+func bugOf(system string) string {
+	switch system {
+	case "rpc":
+		return "an rpc bug"
+	case "sc":
+		return "a short-circuit bug"
+	}
+	return "a " + system + " bug"
+}

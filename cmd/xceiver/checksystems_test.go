@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The mix gives each system its share of seeds (within a point over
+// 20,000 seeds), whatever the first seed.
+func TestSystemMixShares(t *testing.T) {
+	for _, first := range []uint64{1, 1 << 40} {
+		n := map[string]int{}
+		const seeds = 20000
+		for s := first; s < first+seeds; s++ {
+			n[systemOf(s, systemAll).name]++
+		}
+		for _, sys := range checkSystems {
+			got := float64(n[sys.name]) / seeds * mixTotal
+			if d := got - float64(sys.share); d < -1 || d > 1 {
+				t.Errorf("from seed %d: %s got %.1f%% of seeds, want %d%%", first, sys.name, got, sys.share)
+			}
+		}
+	}
+	if systemOf(7, "rpc").name != "rpc" {
+		t.Error("--system rpc does not narrow the mix")
+	}
+}
+
+// Plain check runs every system through one runner: one JSON result
+// counting each, and the seed's system again when the seed runs alone.
+func TestCheckMixRunsEverySystem(t *testing.T) {
+	code, stdout, stderr := runCLI("check", "--seeds", "40", "--json", "--no-shrink", "--out", t.TempDir())
+	var got checkSummary
+	if code != exitOK || json.Unmarshal([]byte(stdout), &got) != nil {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	sum := 0
+	for _, c := range got.Systems {
+		sum += c.Checked
+	}
+	if got.System != systemAll || len(got.Systems) != len(checkSystems) || sum != 40 {
+		t.Fatalf("system %q, systems %+v: want all %d systems, 40 seeds", got.System, got.Systems, len(checkSystems))
+	}
+	for _, p := range []string{"exactly-once", "queue-bound", "linearizability"} {
+		if !strings.Contains(strings.Join(got.Properties, ","), p) {
+			t.Errorf("properties %v lack %s", got.Properties, p)
+		}
+	}
+	for _, sys := range checkSystems {
+		seed := uint64(1)
+		for systemOf(seed, systemAll).name != sys.name {
+			seed++
+		}
+		code, stdout, _ := runCLI("check", "--seed", strconv.FormatUint(seed, 10), "--json", "--out", t.TempDir())
+		var one checkSummary
+		if code != exitOK || json.Unmarshal([]byte(stdout), &one) != nil || len(one.Systems) != 1 || one.Systems[0].System != sys.name {
+			t.Errorf("check --seed %d (a %s seed): exit %d, %s", seed, sys.name, code, stdout)
+		}
+	}
+}
+
+// rpc failures go through the same runner: a FAIL line, the summary by
+// property with a replay command that works as printed, and shards that
+// merge into what one run gives.
+func TestCheckRPCShardsMerge(t *testing.T) {
+	work := t.TempDir()
+	var files []string
+	for _, shard := range []string{"1/2", "2/2"} {
+		out := filepath.Join(work, "out")
+		code, stdout, stderr := runCLI("check", "--bug", "call-id-reuse", "--seeds", "16", "--shard", shard, "--parallel", "1", "--json", "--out", out)
+		if code != exitFail && code != exitOK {
+			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
+		}
+		f := filepath.Join(work, "shard-"+shard[:1]+".json")
+		os.WriteFile(f, []byte(stdout), 0o644)
+		files = append(files, f)
+	}
+	code, stdout, stderr := runCLI(append([]string{"merge", "--json"}, files...)...)
+	var m checkSummary
+	if code != exitFail || json.Unmarshal([]byte(stdout), &m) != nil {
+		t.Fatalf("merge: exit %d: %s%s", code, stdout, stderr)
+	}
+	if m.System != "rpc" || m.Checked != 16 || m.Failed == 0 || len(m.Systems) != 1 || m.Systems[0].Failed != m.Failed {
+		t.Fatalf("merged %+v", m)
+	}
+	g := m.ByProperty[0]
+	if g.Smallest.System != "rpc" || g.Replay != "xceiver replay "+g.Smallest.Trace {
+		t.Fatalf("smallest %+v, replay %q", g.Smallest, g.Replay)
+	}
+	if code, out, errs := runCLI(strings.Fields(g.Replay)[1:]...); code != exitOK || !strings.HasPrefix(out, "reproduced: exactly-once") {
+		t.Errorf("%s: exit %d: %s%s", g.Replay, code, out, errs)
+	}
+	// Shards of another system are another sweep.
+	_, other, _ := runCLI("check", "--system", "sc", "--seeds", "16", "--shard", "2/2", "--json", "--out", t.TempDir())
+	os.WriteFile(files[1], []byte(other), 0o644)
+	if code, _, errs := runCLI("merge", files[0], files[1]); code != exitUsage || !strings.Contains(errs, "system sc") {
+		t.Errorf("merging rpc and sc shards: exit %d: %s", code, errs)
+	}
+}
+
+// --ignore reaches the rpc and short-circuit runs: their bug's property,
+// ignored, no longer fails the seed that shows it.
+func TestCheckIgnoreOtherSystems(t *testing.T) {
+	for _, c := range []struct{ bug, seed, prop string }{
+		{"HDFS-6750", "1", "linearizability"},
+		{"call-id-reuse", "16", "exactly-once"},
+	} {
+		if code, out, _ := runCLI("check", "--bug", c.bug, "--seed", c.seed, "--out", t.TempDir()); code != exitFail {
+			t.Errorf("--bug %s --seed %s: exit %d, want 1: %s", c.bug, c.seed, code, out)
+		}
+		if code, out, _ := runCLI("check", "--bug", c.bug, "--seed", c.seed, "--ignore", c.prop, "--out", t.TempDir()); code != exitOK {
+			t.Errorf("--bug %s --seed %s --ignore %s: exit %d, want 0: %s", c.bug, c.seed, c.prop, code, out)
+		}
+	}
+}
