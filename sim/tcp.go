@@ -162,6 +162,17 @@ type tcpConn struct {
 	rtxEv   *event
 	rtxFrom time.Duration
 	probeEv *event // flushes corked data when nothing is in flight
+	// Tail loss probe (tlp.go): segments in flight with their send
+	// times, the smoothed RTT they measure, the probe timer, and the
+	// probe of the current episode (none while tlpOn is false).
+	inflight     []sentSeg
+	inflightHead int
+	srtt         time.Duration
+	tlpEv        *event
+	onTLPF       func() // c.onTLP, bound once
+	tlpOn        bool
+	tlpHigh      uint64
+	tlpFin       bool
 
 	// Receive side.
 	rcv       []segment // received segments; rcv[rcvHead:] are unread
@@ -202,6 +213,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	}
 	c.socketEvents = socketEvents{src: c, readInterest: true}
 	c.onDelackF = c.onDelack
+	c.onTLPF = c.onTLP
 	c.sndBuf = c.cfg.SndBuf
 	c.rcvBuf = c.cfg.RcvBuf
 	if p.sockSnd > 0 {
@@ -506,7 +518,7 @@ func (c *tcpConn) push(force bool) {
 	if c.state != tcpEstablished || c.err != nil || c.peer == nil {
 		return
 	}
-	corked := false
+	corked, sent := false, false
 	for {
 		unsent := int(c.sndEnd - c.sndNxt)
 		if unsent == 0 {
@@ -545,6 +557,8 @@ func (c *tcpConn) push(force bool) {
 			flags |= flagPSH
 		}
 		c.xmit(segment{seq: seq, data: data, flags: flags})
+		c.sentSeg(seq, c.sndNxt, false)
+		sent = true
 		c.dataSent()
 		// Sending data arms the retransmission timer, which replaces a
 		// pending probe (they share icsk_retransmit_timer).
@@ -557,6 +571,11 @@ func (c *tcpConn) push(force bool) {
 	if c.finQ && !c.finSent && c.sndNxt == c.sndEnd {
 		c.finSent = true
 		c.xmit(segment{seq: c.sndNxt, flags: flagFIN | flagACK})
+		c.sentSeg(c.sndNxt, c.sndNxt, true)
+		sent = true
+	}
+	if sent {
+		c.scheduleTLP()
 	}
 	if c.vanished {
 		c.armRetransmit()
@@ -822,6 +841,8 @@ func (c *tcpConn) die(err error) {
 	c.rtxEv = nil
 	c.probeEv.cancel()
 	c.probeEv = nil
+	c.tlpEv.cancel()
+	c.tlpEv = nil
 	c.synEv.cancel()
 	c.notify()
 }
@@ -879,7 +900,12 @@ func (c *tcpConn) receive(s segment) {
 	if s.flags&flagACK != 0 {
 		c.onAck(s)
 	}
-	if len(s.data) > 0 {
+	if len(s.data) > 0 && s.seq+uint64(len(s.data)) <= c.rcvNxt {
+		// Loopback keeps order, so this is data sent again (a tail loss
+		// probe): dropped and ACKed at once, even on a closed socket.
+		s.arr.release(c.w)
+		c.onDuplicate()
+	} else if len(s.data) > 0 {
 		if c.fdClosed {
 			// Data for a closed socket: tcp_rcv_state_process aborts
 			// with a reset (LINUX_MIB_TCPABORTONDATA).
@@ -888,10 +914,14 @@ func (c *tcpConn) receive(s segment) {
 		}
 		c.onData(s)
 	}
-	if s.flags&flagFIN != 0 && !c.finRcvd {
-		c.finRcvd = true
-		c.onFin()
-		c.notify()
+	if s.flags&flagFIN != 0 {
+		if !c.finRcvd {
+			c.finRcvd = true
+			c.onFin()
+			c.notify()
+		} else if len(s.data) == 0 {
+			c.onDuplicate() // the FIN again: a tail loss probe
+		}
 	}
 	c.maybeFinish()
 }
@@ -942,6 +972,9 @@ func (c *tcpConn) onAck(s segment) {
 	if s.ackFin && c.finSent {
 		c.finAckd = true
 	}
+	if c.ackedInflight() {
+		c.scheduleTLP()
+	}
 	c.peerWnd = s.wnd
 	if s.wnd > c.maxWnd {
 		c.maxWnd = s.wnd
@@ -952,7 +985,8 @@ func (c *tcpConn) onAck(s segment) {
 
 func (c *tcpConn) onData(s segment) {
 	if s.seq != c.rcvNxt {
-		return // loopback keeps order; a duplicate is dropped
+		s.arr.release(c.w)
+		return // loopback keeps order; duplicates are handled in receive
 	}
 	n := len(s.data)
 	c.rcv = append(c.rcv, s)

@@ -447,7 +447,9 @@ func TestQuickAckCountAtFirstData(t *testing.T) {
 				h.runTo(h.now() + ms)
 			}
 			h.runTo(t0 + 100*ms)
-			for i, seg := range h.dataSegs("client", t0) {
+			// The 20 writes; a tail loss probe may send the last again
+			// once ACKs are delayed with two or more in flight.
+			for i, seg := range h.dataSegs("client", t0)[:20] {
 				ack := h.mustAck("server", seg.Seq+1, seg.T)
 				atOnce := ack.T == h.arrival(seg)
 				if want := i < tc.quick; atOnce != want {
@@ -1584,5 +1586,88 @@ func TestUnixResetConn(t *testing.T) {
 		if _, err := c.Read(make([]byte, 8)); !errors.Is(err, model.ErrReset) {
 			t.Errorf("%s reads %v, want ECONNRESET", c.p.name, err)
 		}
+	}
+}
+
+// --- tail loss probe (RFC 8985, tcp_schedule_loss_probe) ---
+
+// tlpWindow is when a probe armed at t may fire.
+func (h *harness) tlpWindow(t time.Duration) (lo, hi time.Duration) {
+	// 2·srtt + 2 ms rounds up to one 4 ms jiffy on loopback; the timer
+	// fires on the grid, never before.
+	return t + 4*ms, t + 8*ms
+}
+
+func TestTailLossProbeSendsLastSegmentAgainWithTwoInFlight(t *testing.T) {
+	h := newPair(t)
+	h.warm(10) // the server delays its ACKs
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	t0 := h.now()
+	h.cli.write(10)
+	h.cli.write(20) // two segments in flight, neither ACKed at once
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 3 || segs[2].Seq != segs[1].Seq || segs[2].Len != 20 {
+		t.Fatalf("client segments %v, want 10, 20 and the 20 again", lens(segs))
+	}
+	lo, hi := h.tlpWindow(t0)
+	if p := segs[2].T; p < lo || p > hi {
+		t.Errorf("probe at %v, want in [%v, %v]", p-t0, lo-t0, hi-t0)
+	}
+	ack := h.mustAck("server", segs[1].Seq+20, t0)
+	if ack.T != segs[2].T {
+		t.Errorf("server ACKed at %v, want at once on the duplicate (%v)", ack.T-t0, segs[2].T-t0)
+	}
+	for _, d := range h.delacks {
+		if d.Proc == "server" && d.T > t0 {
+			t.Errorf("delayed ACK fired at %v: the duplicate's ACK should have cancelled it", d.T-t0)
+		}
+	}
+	if h.srv.c.pingpong {
+		t.Errorf("server still in pingpong after a duplicate (tcp_enter_quickack_mode leaves it)")
+	}
+}
+
+func TestTailLossProbeNotArmedWithOneInFlight(t *testing.T) {
+	// Linux adds the minimum RTO (200 ms) with one segment out: the
+	// delayed ACK (40 ms) always comes first.
+	h := newPair(t)
+	h.warm(10)
+	t0 := h.now()
+	h.cli.write(10)
+	h.runTo(t0 + 300*ms)
+	if segs := h.dataSegs("client", t0); len(segs) != 1 {
+		t.Fatalf("client segments %v, want the one write only", lens(segs))
+	}
+	if ack := h.mustAck("server", int64(h.cli.c.sndNxt), t0); ack.T-t0 < 40*ms {
+		t.Errorf("ACK at %v, want the delayed ACK", ack.T-t0)
+	}
+}
+
+func TestTailLossProbeSendsNewDataFirst(t *testing.T) {
+	// Two segments in flight and a Nagle-held tail: the probe sends the
+	// tail (Nagle off) instead of repeating a segment.
+	h := newPair(t)
+	h.warm(10)
+	h.srv.setAutoRead(false) // unread data holds the window: ACKs wait
+	t0 := h.now()
+	h.cli.noDelay(true)
+	h.cli.write(10)
+	h.cli.write(10) // two small segments in flight
+	h.cli.noDelay(false)
+	h.cli.write(5) // Nagle holds it: the last small segment is unacked
+	h.runTo(t0 + ms)
+	if segs := h.dataSegs("client", t0); len(segs) != 2 {
+		t.Fatalf("client segments %v, want 10 and 10 with the 5 held", lens(segs))
+	}
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) < 3 || segs[2].Len != 5 || segs[2].Seq != segs[1].Seq+10 {
+		t.Fatalf("client segments %v, want the held 5 bytes third", lens(segs))
+	}
+	lo, hi := h.tlpWindow(t0)
+	if p := segs[2].T; p < lo || p > hi {
+		t.Errorf("tail sent at %v, want by the probe in [%v, %v]", p-t0, lo-t0, hi-t0)
 	}
 }

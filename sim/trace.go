@@ -25,6 +25,7 @@ type Event struct {
 var FieldNames = map[string][6]string{
 	"seg":     {"conn", "seq", "len", "ack", "win", "flags"},
 	"delack":  {"conn", "", "", "", "", ""},
+	"tlp":     {"conn", "seq", "len", "", "", ""},
 	"spawn":   {"", "", "", "", "", ""},
 	"crash":   {"", "fds", "", "", "", ""},
 	"fd":      {"fd", "open", "total", "", "", "fd_kind"},
