@@ -100,7 +100,10 @@ func capture(t *testing.T) (segs func() []capSeg, stop func()) {
 		}
 	}()
 	// segs is read after stop, when the capture goroutine has ended.
-	return func() []capSeg { mu.Lock(); defer mu.Unlock(); return out }, func() { close(quit); <-done; unix.Close(fd) }
+	var once sync.Once
+	return func() []capSeg { mu.Lock(); defer mu.Unlock(); return out }, func() {
+		once.Do(func() { close(quit); <-done; unix.Close(fd) })
+	}
 }
 
 func setsock(c *net.TCPConn, level, opt, v int) error {
@@ -126,11 +129,37 @@ func sendMore(c *net.TCPConn, b []byte) error {
 	return serr
 }
 
+// scriptSlack is how late a step may run and still follow the script:
+// half a jiffy. A later step changes which rules apply (a FIN 25 ms late
+// meets a delayed-ACK timer about to expire, and is ACKed at once).
+const scriptSlack = 2 * time.Millisecond
+
 func runRealScript(t *testing.T, sc sim.Script) {
 	if sc.NotReal != "" {
 		t.Skip(sc.NotReal)
 	}
+	// On a loaded machine a step can run late; the run then did not
+	// follow the script and says nothing about it. Try again, a few times.
+	var late string
+	for try := 0; try < 4; try++ {
+		var errs []string
+		late, errs = runRealScriptOnce(t, sc)
+		if late == "" {
+			for _, e := range errs {
+				t.Error(e)
+			}
+			return
+		}
+		t.Logf("try %d: %s", try+1, late)
+	}
+	t.Skipf("the machine is too loaded to keep the script's timing: %s", late)
+}
+
+// runRealScriptOnce runs sc once. It reports a step that ran late instead
+// of checking segments, else every mismatch.
+func runRealScriptOnce(t *testing.T, sc sim.Script) (late string, errs []string) {
 	segs, stop := capture(t)
+	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +212,9 @@ func runRealScript(t *testing.T, sc sim.Script) {
 	ends := map[string]*net.TCPConn{"client": cli, "server": srv}
 	for _, st := range sc.Steps {
 		time.Sleep(time.Until(t0.Add(st.At)))
+		if d := time.Since(t0) - st.At; d > scriptSlack {
+			return fmt.Sprintf("%s %s ran %v late", st.Who, st.Op, d.Round(10*time.Microsecond)), nil
+		}
 		c := ends[st.Who]
 		var err error
 		switch st.Op {
@@ -203,6 +235,9 @@ func runRealScript(t *testing.T, sc sim.Script) {
 		}
 		if err != nil && !errors.Is(err, syscall.EAGAIN) {
 			t.Fatalf("%s %s: %v", st.Who, st.Op, err)
+		}
+		if d := time.Since(t0) - st.At; d > scriptSlack {
+			return fmt.Sprintf("%s %s returned %v late", st.Who, st.Op, d.Round(10*time.Microsecond)), nil
 		}
 	}
 	time.Sleep(time.Until(t0.Add(time.Second)))
@@ -225,7 +260,7 @@ func runRealScript(t *testing.T, sc sim.Script) {
 		lines = append(lines, fmt.Sprintf("%v %s len %d %s", s.t.Sub(t0).Round(10*time.Microsecond), who, s.len, s.flags))
 	}
 	if len(got) != len(sc.Segs) {
-		t.Fatalf("%d segments, want %d:\n%s", len(got), len(sc.Segs), strings.Join(lines, "\n"))
+		return "", []string{fmt.Sprintf("%d segments, want %d:\n%s", len(got), len(sc.Segs), strings.Join(lines, "\n"))}
 	}
 	for i, want := range sc.Segs {
 		s := got[i]
@@ -238,9 +273,10 @@ func runRealScript(t *testing.T, sc sim.Script) {
 		// timer fires early, but on a loaded machine one fires late, so
 		// the upper bound is generous (the sim run checks the exact window).
 		if who != want.From || s.len != want.Len || s.flags != want.Flags || d < want.Lo-time.Millisecond || d > 2*want.Hi+100*time.Millisecond {
-			t.Errorf("segment %d: %s, want %s len %d %s in [%v, %v]", i, lines[i], want.From, want.Len, want.Flags, want.Lo, want.Hi)
+			errs = append(errs, fmt.Sprintf("segment %d: %s, want %s len %d %s in [%v, %v]", i, lines[i], want.From, want.Len, want.Flags, want.Lo, want.Hi))
 		}
 	}
+	return "", errs
 }
 
 func TestScriptsOnLoopback(t *testing.T) {
