@@ -35,6 +35,11 @@ type ReadScenario struct {
 	// The real world's reference servers (real.GoServer) plug in here, so
 	// the same clients measure them and the datanode alike.
 	Serve func(p Process, dir string) (addr string, stop func() (peakFDs int), err error)
+	// CPUTime, if set, reads the CPU every process of the world has used
+	// so far (sim: the modelled CPU; real: the OS process's user and
+	// system time). It is read when the clients start and when the last
+	// one finishes, for ReadResult.CPU.
+	CPUTime func() time.Duration
 }
 
 // DefaultReadScenario returns the defaults of `xceiver run read`.
@@ -91,6 +96,9 @@ type ReadResult struct {
 	ServerEndConns, ServerEndBufs   int
 	ServerEndHandles                int
 	FirstError                      string
+	// CPU is the CPU used from the clients' start to the last one's end
+	// (zero unless ReadScenario.CPUTime is set).
+	CPU time.Duration
 }
 
 // BlockContent is the deterministic content of block id in the read
@@ -141,6 +149,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 	var waiting []func() // their starters
 	var firstCall, lastReturn time.Duration
 	started := false
+	var cpu0 time.Duration
 
 	clientEnd := func() {
 		for i, cp := range clientProcs {
@@ -204,6 +213,9 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			finished++
 			if finished == s.Clients {
 				res.Elapsed = lastReturn - firstCall
+				if s.CPUTime != nil {
+					res.CPU = s.CPUTime() - cpu0
+				}
 				settle()
 			}
 		})
@@ -338,6 +350,9 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 				return
 			}
 			stopServe = stop
+			if s.CPUTime != nil {
+				cpu0 = s.CPUTime()
+			}
 			for i := 0; i < s.Clients; i++ {
 				startClient(i, addr)
 			}
@@ -350,6 +365,9 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			return
 		}
 		res.ServerBaselineFDs = p.FDs().Open
+		if s.CPUTime != nil {
+			cpu0 = s.CPUTime()
+		}
 		for i := 0; i < s.Clients; i++ {
 			startClient(i, dn.Addr())
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/sim"
 )
 
 func readFlags(fs *flag.FlagSet) func() (runner, error) {
@@ -49,8 +50,26 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 
 type readRunner struct{ s model.ReadScenario }
 
+// worldCPU reads the CPU all of w's processes have used: the modelled CPU
+// in sim, the OS process's user and system time in real (every process of
+// a real world is this one OS process).
+func worldCPU(w model.World) func() time.Duration {
+	if sw, ok := w.(*sim.World); ok {
+		return func() time.Duration {
+			var t time.Duration
+			for _, p := range sw.Processes() {
+				t += p.CPUTime()
+			}
+			return t
+		}
+	}
+	return processCPU
+}
+
 func (r readRunner) run(w model.World) (result, error) {
-	res, err := model.RunRead(w, r.s, 24*time.Hour)
+	s := r.s
+	s.CPUTime = worldCPU(w)
+	res, err := model.RunRead(w, s, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +84,8 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"mean_us", us(st.Mean)},
 		{"stall_share", res.Latencies.StallShare()},
 		{"throughput_mbps", res.ThroughputMBps()},
+		{"cpu_us_per_op", us(res.CPU) / float64(max(res.Ops, 1))},
+		{"cpu_cores", res.CPU.Seconds() / max(res.Elapsed.Seconds(), 1e-9)},
 		{"server_peak_fds", res.ServerPeakFDs},
 		{"server_peak_threads", res.ServerPeakThr},
 		{"server_peak_open_block_files", res.PeakBlockFiles},
