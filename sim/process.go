@@ -371,6 +371,9 @@ type thread struct {
 	p         *Process
 	name      string
 	busyUntil time.Duration
+	// woken is set when the thread was woken from sleep: its next
+	// callback pays CPUConfig.WakeupCPU.
+	woken bool
 }
 
 // wakeDelay is how long a blocked thread takes to run after being woken
@@ -392,6 +395,7 @@ func (w *World) wakeDelay(t *thread) time.Duration {
 func (w *World) charge(d time.Duration) {
 	if w.running != nil {
 		w.ctx += d
+		w.preempt()
 	}
 }
 
@@ -402,12 +406,15 @@ func (w *World) charge(d time.Duration) {
 type cpu struct {
 	w      *World
 	cores  []time.Duration // when each core is next free
+	slices *slicer         // nil: the machine is this world's alone
 	waitQ  []func()
 	wakeEv *event
 	waking bool // wake is handing a core to the head of waitQ
 }
 
-func newCPU(w *World, n int) *cpu { return &cpu{w: w, cores: make([]time.Duration, n)} }
+func newCPU(w *World, n int) *cpu {
+	return &cpu{w: w, cores: make([]time.Duration, n), slices: newSlicer(w, n)}
+}
 
 // free returns a core that is free now. Threads already waiting go first,
 // so a thread that keeps finding work cannot hog a core.
@@ -415,8 +422,9 @@ func (c *cpu) free() (int, bool) {
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
+	now := c.w.now
 	for i, t := range c.cores {
-		if t <= c.w.now {
+		if t <= now && c.slices.runnable(i, now, now) == now {
 			return i, true
 		}
 	}
@@ -441,9 +449,13 @@ func (c *cpu) armWake() {
 	if c.wakeEv != nil || len(c.waitQ) == 0 {
 		return
 	}
-	first := c.cores[0]
-	for _, t := range c.cores[1:] {
-		first = min(first, t)
+	now := c.w.now
+	first := time.Duration(-1)
+	for i, t := range c.cores {
+		t = c.slices.runnable(i, now, max(t, now))
+		if first < 0 || t < first {
+			first = t
+		}
 	}
 	c.wakeEv = c.w.at(first, c.wake)
 }
@@ -469,16 +481,30 @@ func (c *cpu) wake() {
 func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	start := w.now
 	w.running, w.core = t, core
-	w.ctx = start + w.cfg.CPU.Callback
+	w.ctx = start
+	if sl := t.p.cpu.slices; sl != nil {
+		w.sliceEnd, w.sliceWait = sl.at(core, start, start).end, 0
+	}
 	p := t.p
+	woken := t.woken
+	t.woken = false
 	p.active++
+	w.charge(w.cfg.CPU.Callback)
 	fn()
 	p.active--
 	end := w.ctx
 	w.running = nil
-	p.cpuTime += end - start
+	p.cpuTime += end - start - w.sliceWait
+	w.sliceWait = 0
 	t.busyUntil = end
 	p.cpu.cores[core] = end
+	if woken {
+		// The wake-up's CPU beyond its latency (switching out, Go's
+		// scheduler looking for work) keeps the core busy after the
+		// callback; the callback's effects do not wait for it.
+		p.cpu.cores[core] += w.cfg.CPU.WakeupCPU
+		p.cpuTime += w.cfg.CPU.WakeupCPU
+	}
 	if p.active == 0 && len(p.deferred) > 0 {
 		for i, d := range p.deferred {
 			w.post(d.at, d.fn)
@@ -521,6 +547,7 @@ func (w *World) interleave() {
 		return
 	}
 	ctx, core, now, capAt := w.ctx, w.core, w.now, w.capAt
+	sliceEnd, sliceWait := w.sliceEnd, w.sliceWait
 	// Busy past limit: nothing run below may start on this core.
 	t.p.cpu.cores[core] = ctx + 1
 	w.depth++
@@ -544,6 +571,7 @@ func (w *World) interleave() {
 	}
 	w.depth--
 	w.running, w.ctx, w.core, w.now, w.capAt = t, ctx, core, now, capAt
+	w.sliceEnd, w.sliceWait = sliceEnd, sliceWait
 }
 
 // Loop is a simulated event loop (a selector thread). It implements
@@ -601,6 +629,9 @@ func (l *Loop) wake() {
 	at := l.busyUntil
 	if now := w.Now(); at <= now {
 		at = now + w.wakeDelay(&l.thread) // blocked in epoll_wait
+		if w.running != &l.thread {
+			l.woken = true
+		}
 	}
 	w.post(at, l.dispatchF)
 }
@@ -808,6 +839,9 @@ func (wp *WorkerPool) dispatch() {
 		it := wp.queue[0]
 		wp.queue[0] = workItem{}
 		wp.queue = wp.queue[1:]
+		// A worker that finished before now went to sleep on the queue
+		// and was woken; one finishing just now takes the next item.
+		idle.woken = idle.busyUntil < w.now
 		end := w.runOn(idle, c, it.work)
 		gen := wp.gen
 		w.post(end, func() {

@@ -35,6 +35,23 @@ type Profile struct {
 	// The same with twice as many busy threads as cores: run-queue delay.
 	LoadedWakeupP50Ns float64 `json:"loaded_wakeup_p50_ns"`
 	LoadedWakeupP90Ns float64 `json:"loaded_wakeup_p90_ns"`
+	// LoopbackSendPerKBNs and LoopbackRecvPerKBNs are the CPU of the
+	// writing and of the reading thread of a loopback TCP stream in 64 KiB
+	// blocking writes and reads, per KiB. On loopback the receiver's
+	// input path runs in the sender's softirq, so it is the sender's.
+	LoopbackSendPerKBNs float64 `json:"loopback_send_per_kb_ns"`
+	LoopbackRecvPerKBNs float64 `json:"loopback_recv_per_kb_ns"`
+	// WakeupCPUNs is the CPU one wake-up costs, waker and woken together
+	// (futex or eventfd, the context switches, Go's scheduler).
+	WakeupCPUNs float64 `json:"wakeup_cpu_ns"`
+	// AvailableCores is the CPU a process with a busy thread per core got,
+	// in cores: Cores on an idle machine, less on a shared one.
+	AvailableCores float64 `json:"available_cores"`
+	// SliceOnNs and SliceOffNs are the mean time a busy thread ran before
+	// another process took its core, and the mean time it then waited
+	// (0: it never waited 50 µs or more, the machine was this process's).
+	SliceOnNs  float64 `json:"slice_on_ns"`
+	SliceOffNs float64 `json:"slice_off_ns"`
 }
 
 // ProfileVersion is the layout of Profile.
@@ -70,6 +87,8 @@ func ParseProfile(b []byte) (Profile, error) {
 		{"pread_ns", p.PreadNs}, {"sendfile_per_kb_ns", p.SendfilePerKBNs}, {"copy_per_kb_ns", p.CopyPerKBNs},
 		{"crc32c_per_kb_ns", p.CRC32CPerKBNs}, {"wakeup_p10_ns", p.WakeupP10Ns}, {"wakeup_p50_ns", p.WakeupP50Ns},
 		{"wakeup_p90_ns", p.WakeupP90Ns}, {"loaded_wakeup_p50_ns", p.LoadedWakeupP50Ns}, {"loaded_wakeup_p90_ns", p.LoadedWakeupP90Ns},
+		{"loopback_send_per_kb_ns", p.LoopbackSendPerKBNs}, {"loopback_recv_per_kb_ns", p.LoopbackRecvPerKBNs}, {"wakeup_cpu_ns", p.WakeupCPUNs}, {"available_cores", p.AvailableCores},
+		{"slice_on_ns", p.SliceOnNs}, {"slice_off_ns", p.SliceOffNs},
 	} {
 		name, v := f.name, f.v
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e9 {
@@ -98,5 +117,18 @@ func (p Profile) CPU() CPUConfig {
 	c.ChecksumPerK = ns(p.CRC32CPerKBNs)
 	c.Wakeup = ns(p.WakeupP10Ns)
 	c.WakeupSpread = ns(p.WakeupP90Ns - p.WakeupP10Ns)
+	c.WakeupCPU = ns(p.WakeupCPUNs)
+	// Each end of the stream less what the model charges it already: its
+	// copy and one syscall per 64 KiB, and for the sender the softirq of
+	// the two segments a 64 KiB write makes (the MSS is under 64 KiB).
+	if p.LoopbackSendPerKBNs > 0 {
+		c.TCPSendPerKB = ns(max(p.LoopbackSendPerKBNs-p.CopyPerKBNs-float64(c.Syscall)/64-2*float64(c.Softirq)/64, 0))
+	}
+	if p.LoopbackRecvPerKBNs > 0 {
+		c.TCPRecvPerKB = ns(max(p.LoopbackRecvPerKBNs-p.CopyPerKBNs-float64(c.Syscall)/64, 0))
+	}
+	if p.SliceOnNs > 0 && p.SliceOffNs > 0 {
+		c.SliceOn, c.SliceOff = ns(p.SliceOnNs), ns(p.SliceOffNs)
+	}
 	return c
 }

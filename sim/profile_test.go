@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,17 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	}
 	if c.Wakeup != ns(p.WakeupP10Ns) || c.Wakeup+c.WakeupSpread != ns(p.WakeupP10Ns)+ns(p.WakeupP90Ns-p.WakeupP10Ns) {
 		t.Errorf("wake-up %v + [0, %v), want the 10th to 90th percentile of %+v", c.Wakeup, c.WakeupSpread, p)
+	}
+	if c.WakeupCPU != ns(p.WakeupCPUNs) {
+		t.Errorf("wake-up CPU %v, want the measured %v ns", c.WakeupCPU, p.WakeupCPUNs)
+	}
+	// Each end of the loopback stream is its copy, a syscall per 64 KiB,
+	// the TCP stack's per-KiB cost, and for the sender two segments'
+	// softirq per 64 KiB.
+	send := float64(c.CopyPerKB) + float64(c.Syscall)/64 + 2*float64(c.Softirq)/64 + float64(c.TCPSendPerKB)
+	recv := float64(c.CopyPerKB) + float64(c.Syscall)/64 + float64(c.TCPRecvPerKB)
+	if p.LoopbackSendPerKBNs == 0 || math.Abs(send-p.LoopbackSendPerKBNs) > 2 || math.Abs(recv-p.LoopbackRecvPerKBNs) > 2 {
+		t.Errorf("loopback %v+%v ns/KiB measured, the model charges %v+%v", p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, send, recv)
 	}
 	if c.Parse != DefaultCPUConfig().Parse {
 		t.Errorf("an unmeasured cost changed: parse %v", c.Parse)
@@ -60,5 +72,84 @@ func TestWakeupDelaysOnlyABlockedLoop(t *testing.T) {
 	cb := cfg.CPU.Callback
 	if blocked != 10*us+cb || own == 0 || own >= 10*us {
 		t.Errorf("blocked loop ran %v after the post, want wake-up 10µs + callback %v; own loop %v, want no wake-up", blocked, cb, own)
+	}
+}
+
+func TestWakeupCPUKeepsTheCoreBusyAfterAWokenCallback(t *testing.T) {
+	run := func(cores int, wakeCPU time.Duration) (blocked, worker, cpu time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.HostCores = cores
+		cfg.CPU.WakeupCPU = wakeCPU
+		w := New(cfg)
+		proc, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+			other, _ := p.NewLoop("other")
+			l := p.MainLoop()
+			// The timer wakes the main loop; the callback ends when it
+			// posts.
+			l.AfterFunc(ms, func() {
+				t0 := l.Now()
+				other.Post(func() {
+					blocked = other.Now() - t0
+					// Posting to itself wakes nothing.
+					other.Post(func() {})
+				})
+			})
+			wp := p.NewWorkerPool("w", 1)
+			l.AfterFunc(2*ms, func() {
+				t0 := l.Now()
+				wp.Submit(l, func() { worker = l.Now() - t0 }, nil)
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.RunFor(10 * ms)
+		return blocked, worker, proc.(*Process).CPUTime()
+	}
+	cb := DefaultCPUConfig().Callback
+	// Two cores: the woken thread runs on the other one at once; the
+	// wake-up's CPU adds no latency.
+	b, wk, cpu := run(2, 7*us)
+	if b != cb || wk != cb {
+		t.Errorf("2 cores: woken loop after %v, worker after %v; want the callback's %v each", b, wk, cb)
+	}
+	// Five wake-ups: the main loop's first post (the process's main), its
+	// two timers, the other loop and the worker; not the other loop's
+	// post to itself.
+	if _, _, cpu0 := run(2, 0); cpu-cpu0 != 5*7*us {
+		t.Errorf("wake-ups cost %v of CPU, want 5 × 7µs", cpu-cpu0)
+	}
+	// One core: the core stays busy 7 µs after the woken main loop's
+	// callback, so the next thread starts that much later.
+	if b, wk, _ := run(1, 7*us); b != 7*us+cb || wk != 7*us+cb {
+		t.Errorf("1 core: woken loop after %v, worker after %v; want 7µs + %v each", b, wk, cb)
+	}
+}
+
+func TestTCPPerKBCostsChargeTheWriterAndTheReader(t *testing.T) {
+	cost := func(send, recv time.Duration) (w, r time.Duration) {
+		h := newPair(t, func(c *Config) { c.CPU.TCPSendPerKB, c.CPU.TCPRecvPerKB = send, recv })
+		h.srv.c.SetReadInterest(false)
+		h.cli.p.MainLoop().Post(func() {
+			t0 := h.w.Now()
+			h.cli.write(32 << 10)
+			w = h.w.Now() - t0
+		})
+		h.runTo(20 * ms)
+		h.srv.p.MainLoop().Post(func() {
+			t0 := h.w.Now()
+			buf := make([]byte, 64<<10)
+			if n, err := h.srv.c.Read(buf); n != 32<<10 || err != nil {
+				t.Errorf("read %d, %v; want all 32 KiB", n, err)
+			}
+			r = h.w.Now() - t0
+		})
+		h.runTo(30 * ms)
+		return w, r
+	}
+	w0, r0 := cost(0, 0)
+	w1, r1 := cost(2*us, 3*us)
+	if w1-w0 != 64*us || r1-r0 != 96*us {
+		t.Errorf("32 KiB cost the writer %v and the reader %v more with 2 and 3 µs per KiB, want 64µs and 96µs", w1-w0, r1-r0)
 	}
 }

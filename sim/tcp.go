@@ -284,7 +284,7 @@ func (c *tcpConn) Read(p []byte) (int, error) {
 			// Drained: reuse the queue's array instead of growing a new one.
 			c.rcv, c.rcvHead = c.rcv[:0], 0
 		}
-		c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+		c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPRecvPerKB) * int64(n) / 1024))
 		c.cleanupRbuf(n)
 		c.w.softirq()
 		return n, nil
@@ -332,7 +332,7 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 	}
 	n := min(len(p), free)
 	c.appendSnd(p[:n])
-	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPSendPerKB) * int64(n) / 1024))
 	// MSG_MORE corks only this call's push (tcp_push passes
 	// TCP_NAGLE_CORK); later pushes, on an ACK, use the socket's Nagle.
 	c.more = more

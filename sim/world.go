@@ -76,6 +76,22 @@ type CPUConfig struct {
 	// hand-set defaults; a calibrated profile sets them.
 	Wakeup       time.Duration
 	WakeupSpread time.Duration
+	// WakeupCPU is the CPU a wake-up costs (the futex or eventfd, both
+	// context switches, Go's scheduler hand-off): the core that ran the
+	// woken thread's first callback stays busy that long after it (the
+	// latency is Wakeup's). Zero in the hand-set defaults.
+	WakeupCPU time.Duration
+	// TCPSendPerKB and TCPRecvPerKB are the TCP stack's CPU per KiB a
+	// write or a read moves, beyond the copy (skb handling, the
+	// receiver's input path in the sender's softirq on loopback, cache
+	// misses); charged to the calling thread. Zero in the hand-set
+	// defaults.
+	TCPSendPerKB, TCPRecvPerKB time.Duration
+	// SliceOn and SliceOff model a machine other processes share: each
+	// core runs this world's threads for slices of about SliceOn, with
+	// gaps of about SliceOff between them (slices.go). Zero: the machine
+	// is this world's alone, as in the hand-set defaults.
+	SliceOn, SliceOff time.Duration
 }
 
 // DefaultCPUConfig returns costs of a current x86 core, set by hand, with
@@ -117,6 +133,12 @@ type World struct {
 	depth  int
 	capAt  time.Duration
 	runEnd time.Duration
+
+	// While a callback runs on a machine shared with other processes
+	// (slices.go): the end of its slice, and how long it has waited
+	// between slices.
+	sliceEnd, sliceWait time.Duration
+	slicers             int // slicers made, each with its own random stream
 
 	procs    []*Process
 	hostCPU  *cpu

@@ -71,16 +71,55 @@ func loadProfile(path string) (sim.Profile, error) {
 	return p, nil
 }
 
-// perOp times f over n calls and returns the median of 5 batches, in ns
-// per call: the median shrugs off a batch another process interrupted.
+// calibrateToTemp measures this machine into a temporary profile file;
+// cleanup removes it.
+func calibrateToTemp() (path string, cleanup func(), err error) {
+	p, err := calibrate()
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp("", "xceiver-profile-*.json")
+	if err != nil {
+		return "", nil, err
+	}
+	b, _ := json.Marshal(p)
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	cleanup = func() { os.Remove(f.Name()) }
+	if werr != nil {
+		cleanup()
+		return "", nil, werr
+	}
+	return f.Name(), cleanup, nil
+}
+
+// profileSummary is one line on what a profile file says of the machine's
+// share and costs.
+func profileSummary(path string) string {
+	p, err := loadProfile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s; %.2f cores available, slices %.2f ms with gaps of %.2f ms, wake-up %.1f µs CPU, loopback %.0f+%.0f ns/KiB (sender+reader)",
+		p.Note, p.AvailableCores, p.SliceOnNs/1e6, p.SliceOffNs/1e6, p.WakeupCPUNs/1e3, p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs)
+}
+
+// perOp runs f n times and returns the median of 5 batches, in ns of the
+// thread's CPU per call: CPU, not wall time, so a batch in which the
+// scheduler ran another process costs what it would have alone (how the
+// cores are shared is measured apart, by timeSlices).
 func perOp(n int, f func()) float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var batches []float64
 	for range 5 {
-		start := time.Now()
+		start := threadCPU()
 		for range n {
 			f()
 		}
-		batches = append(batches, float64(time.Since(start).Nanoseconds())/float64(n))
+		batches = append(batches, float64((threadCPU()-start).Nanoseconds())/float64(n))
 	}
 	slices.Sort(batches)
 	return batches[2]
@@ -90,6 +129,13 @@ func calibrate() (sim.Profile, error) {
 	p := sim.Profile{Version: sim.ProfileVersion, Cores: runtime.NumCPU()}
 	p.Machine = fmt.Sprintf("%s/%s, %d cores, %s", runtime.GOOS, runtime.GOARCH, p.Cores, cpuModel())
 	p.Note = "measured by xceiver calibrate at " + time.Now().UTC().Format(time.RFC3339)
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			// The machine's load says how much of it other processes
+			// had while this was measured.
+			p.Note += ", load average " + f[0]
+		}
+	}
 
 	var fds [2]int
 	if err := unix.Pipe(fds[:]); err != nil {
@@ -145,8 +191,18 @@ func calibrate() (sim.Profile, error) {
 	tab := crc32.MakeTable(crc32.Castagnoli)
 	p.CRC32CPerKBNs = perOp(200, func() { crc32.Checksum(src, tab) }) / 1024
 
+	if p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, err = loopbackCost(); err != nil {
+		return p, err
+	}
+
 	sys := (p.ReadNs + p.WriteNs)
+	c0 := processCPU()
 	w := wakeups(2000, 0)
+	// Both goroutines' CPU, per hop: what one wake-up costs the machine
+	// beyond the latency, the eventfd write and read included.
+	p.WakeupCPUNs = float64((processCPU() - c0).Nanoseconds()) / float64(2*2000)
+	sliceOn, sliceOff, cores := timeSlices(300 * time.Millisecond)
+	p.SliceOnNs, p.SliceOffNs, p.AvailableCores = float64(sliceOn.Nanoseconds()), float64(sliceOff.Nanoseconds()), cores
 	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)
 	lw := wakeups(400, 2*runtime.NumCPU())
 	p.LoadedWakeupP50Ns, p.LoadedWakeupP90Ns = pct(lw, 50, sys), pct(lw, 90, sys)
@@ -156,6 +212,184 @@ func calibrate() (sim.Profile, error) {
 func pct(v []float64, q int, less float64) float64 {
 	x := v[(len(v)-1)*q/100] - less
 	return max(x, 0)
+}
+
+// loopbackCost streams 64 MiB over loopback TCP in 64 KiB blocking
+// writes to a reader with a 64 KiB buffer, each end on its own locked
+// thread, and returns the CPU each thread spent per KiB (user and system:
+// its copy, the TCP stack, which on loopback runs the receiver's input in
+// the sender's softirq, and its own wake-ups); the medians of three runs.
+func loopbackCost() (send, recv float64, err error) {
+	var sends, recvs []float64
+	for range 3 {
+		s, r, err := loopbackRun(64 << 20)
+		if err != nil {
+			return 0, 0, fmt.Errorf("loopback: %w", err)
+		}
+		sends, recvs = append(sends, s), append(recvs, r)
+	}
+	slices.Sort(sends)
+	slices.Sort(recvs)
+	return sends[1], recvs[1], nil
+}
+
+func loopbackRun(total int) (send, recv float64, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ln.Close()
+	type result struct {
+		cpu time.Duration
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c, err := ln.Accept()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer c.Close()
+		var res result
+		res.err = blockingFD(c, func(fd int) error {
+			buf := make([]byte, 64<<10)
+			t0 := threadCPU()
+			for {
+				n, err := unix.Read(fd, buf)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					res.cpu = threadCPU() - t0
+					return nil
+				}
+			}
+		})
+		done <- res
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0, 0, err
+	}
+	runtime.LockOSThread()
+	var cpu time.Duration
+	werr := blockingFD(c, func(fd int) error {
+		buf := make([]byte, 64<<10)
+		t0 := threadCPU()
+		for sent := 0; sent < total; {
+			n, err := unix.Write(fd, buf)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			sent += n
+		}
+		cpu = threadCPU() - t0
+		return nil
+	})
+	runtime.UnlockOSThread()
+	c.Close()
+	r := <-done
+	if werr != nil {
+		return 0, 0, werr
+	}
+	if r.err != nil {
+		return 0, 0, r.err
+	}
+	kb := float64(total >> 10)
+	return float64(cpu.Nanoseconds()) / kb, float64(r.cpu.Nanoseconds()) / kb, nil
+}
+
+// blockingFD runs f on c's fd switched to blocking mode, so each call
+// moves what it can and sleeps in the kernel, not in Go's poller.
+func blockingFD(c net.Conn, f func(fd int) error) error {
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := raw.Control(func(fd uintptr) {
+		if ferr = unix.SetNonblock(int(fd), false); ferr == nil {
+			ferr = f(int(fd))
+		}
+	}); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// sliceGap is the shortest pause of a spinning thread counted as time
+// the scheduler gave another process; shorter ones are interrupts.
+const sliceGap = 50 * time.Microsecond
+
+// timeSlices spins one locked thread per core for d. Each watches the
+// clock: a pause of sliceGap or more is a gap in which another process
+// had the core, the time between gaps a slice this process ran. It
+// returns the mean slice and gap over every thread (gap 0 on an idle
+// machine) and the CPU the threads got, in cores: the core count on an
+// idle machine, what is left of it on a shared one.
+func timeSlices(d time.Duration) (on, off time.Duration, cores float64) {
+	n := runtime.NumCPU()
+	type tally struct {
+		cpu, on, off time.Duration
+		gaps         int
+	}
+	got := make(chan tally, n)
+	start := time.Now()
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var t tally
+			c0 := threadCPU()
+			last := time.Now()
+			from := last
+			for last.Sub(start) < d {
+				now := time.Now()
+				if gap := now.Sub(last); gap >= sliceGap {
+					t.on += last.Sub(from)
+					t.off += gap
+					t.gaps++
+					from = now
+				}
+				last = now
+			}
+			t.on += last.Sub(from)
+			t.cpu = threadCPU() - c0
+			got <- t
+		}()
+	}
+	var sum tally
+	for range n {
+		t := <-got
+		sum.cpu += t.cpu
+		sum.on += t.on
+		sum.off += t.off
+		sum.gaps += t.gaps
+	}
+	cores = sum.cpu.Seconds() / time.Since(start).Seconds()
+	if sum.gaps == 0 {
+		return sum.on / time.Duration(n), 0, cores
+	}
+	// n threads' runs end in gaps, or at the end of the measurement.
+	return sum.on / time.Duration(sum.gaps+n), sum.off / time.Duration(sum.gaps), cores
+}
+
+// threadCPU is the calling thread's CPU time so far (user and system).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 // sendfileCost sends the file over loopback TCP to a reader that

@@ -255,7 +255,20 @@ func validateCommand() *command {
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
+			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
+				if *calib && *profile != "" {
+					return report(c.stderr, c.usagef("--calibrate and --profile: give one"))
+				}
+				if *calib && !dryRun && len(rest) == 0 {
+					path, cleanup, err := calibrateToTemp()
+					if err != nil {
+						return report(c.stderr, fmt.Errorf("validate --calibrate: %w", err))
+					}
+					defer cleanup()
+					fmt.Fprintf(c.stderr, "validate: calibrated (%s)\n", profileSummary(path))
+					*profile = path
+				}
 				return validateMain(c, rest, *only, *asJSON, *seed, *profile)
 			}
 		},

@@ -1,0 +1,91 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// On a machine other processes share, the scheduler gives this machine's
+// threads a core in slices: runs of about CPUConfig.SliceOn, between
+// which other processes have the core for about CPUConfig.SliceOff. A
+// thread that becomes runnable between slices waits in the run queue; a
+// callback still running when its slice ends is preempted and resumes in
+// the next. Each core's slices are drawn independently, every length
+// uniform in [0, 2×mean), from the world's seed.
+
+// slicer holds each core's slices from now on, in order.
+type slicer struct {
+	on, off time.Duration
+	rng     *rand.Rand
+	cores   [][]window
+}
+
+type window struct{ start, end time.Duration }
+
+func newSlicer(w *World, n int) *slicer {
+	cfg := &w.cfg.CPU
+	if cfg.SliceOn <= 0 || cfg.SliceOff <= 0 {
+		return nil
+	}
+	w.slicers++
+	s := &slicer{on: cfg.SliceOn, off: cfg.SliceOff, rng: w.derivedRand(fmt.Sprintf("slices:%d", w.slicers)), cores: make([][]window, n)}
+	for i := range s.cores {
+		// Each core starts part-way into a slice, so the cores are not
+		// in step.
+		s.cores[i] = []window{{0, s.draw(s.on)}}
+	}
+	return s
+}
+
+func (s *slicer) draw(mean time.Duration) time.Duration {
+	return 1 + time.Duration(s.rng.Int64N(int64(2*mean)))
+}
+
+// at returns the slice of core i that contains t or, if t falls between
+// slices, the next one. now is the world's time: slices that ended by
+// then are dropped (t is never earlier than now).
+func (s *slicer) at(i int, now, t time.Duration) window {
+	ws := s.cores[i]
+	k := 0
+	for k < len(ws)-1 && ws[k].end <= now {
+		k++
+	}
+	ws = ws[k:]
+	for j := 0; ; j++ {
+		if j == len(ws) {
+			last := ws[len(ws)-1]
+			start := last.end + s.draw(s.off)
+			ws = append(ws, window{start, start + s.draw(s.on)})
+		}
+		if t < ws[j].end {
+			s.cores[i] = ws
+			return ws[j]
+		}
+	}
+}
+
+// runnable reports when core i, free of this machine's work from t on,
+// can next run a thread: t, or the start of its next slice.
+func (s *slicer) runnable(i int, now, t time.Duration) time.Duration {
+	if s == nil {
+		return t
+	}
+	return max(t, s.at(i, now, t).start)
+}
+
+// preempt moves the running callback's clock past the gaps between
+// slices it has run into: its work resumes when its core's next slice
+// starts.
+func (w *World) preempt() {
+	c := w.running.p.cpu
+	if c.slices == nil {
+		return
+	}
+	for w.ctx > w.sliceEnd {
+		next := c.slices.at(w.core, w.now, w.sliceEnd)
+		w.ctx += next.start - w.sliceEnd
+		w.sliceWait += next.start - w.sliceEnd
+		w.sliceEnd = next.end
+	}
+}
