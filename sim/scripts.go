@@ -64,6 +64,23 @@ func Scripts() []Script {
 			},
 		},
 		{
+			// The same FIN 36 ms after the data: the data's delayed-ACK
+			// timer is about to expire (within ato/4), so the FIN is
+			// ACKed at once (tcp_send_delayed_ack) and nothing is left
+			// in flight for a probe.
+			Name: "fin_meets_delack",
+			Warm: true,
+			Steps: []ScriptStep{
+				{0, "client", "write", 10},
+				{36 * time.Millisecond, "client", "shutdown", 0},
+			},
+			Segs: []ScriptSeg{
+				{"client", 10, "P.", 0, 0},
+				{"client", 0, "F.", 36 * time.Millisecond, 36 * time.Millisecond},
+				{"server", 0, ".", 36 * time.Millisecond, 36 * time.Millisecond},
+			},
+		},
+		{
 			// Nagle on a reused connection: the second small write waits
 			// for the delayed ACK of the first.
 			Name: "nagle_two_small_writes",

@@ -1056,10 +1056,22 @@ func (c *tcpConn) inQuickAck() bool { return c.quick > 0 && !c.pingpong }
 // is far below 40 ms, so Linux caps ato at TCP_DELACK_MIN; the timer is on
 // the jiffy grid, so it fires 40–44 ms later.
 func (c *tcpConn) scheduleDelack() {
+	ato := min(c.ato, c.cfg.AtoMin)
 	if c.delack != nil {
+		// tcp_send_delayed_ack: a timer that expires within ato/4 (in
+		// jiffies) of the current jiffy is not worth waiting for, so
+		// the ACK goes now. The timer fires a jiffy after its expiry
+		// (onTick), hence the +1.
+		if tick := c.cfg.Tick; tick > 0 {
+			now := c.w.Now()
+			jiffy := now - c.w.tickPhase
+			jiffy -= ((jiffy % tick) + tick) % tick
+			if c.delack.at <= jiffy+c.w.tickPhase+(time.Duration(int64(ato/tick)>>2)+1)*tick {
+				c.sendAck()
+			}
+		}
 		return
 	}
-	ato := min(c.ato, c.cfg.AtoMin)
 	c.delack = c.w.at(c.onTick(c.w.Now(), ato), c.onDelackF)
 }
 

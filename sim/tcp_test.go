@@ -1671,3 +1671,26 @@ func TestTailLossProbeSendsNewDataFirst(t *testing.T) {
 		t.Errorf("tail sent at %v, want by the probe in [%v, %v]", p-t0, lo-t0, hi-t0)
 	}
 }
+
+func TestDelayedAckAboutToExpireSendsAckNow(t *testing.T) {
+	// tcp_send_delayed_ack: data arriving while the delayed-ACK timer
+	// expires within ato/4 (two jiffies, plus the one the timer fires
+	// after its expiry) is ACKed at once; earlier, it waits.
+	for _, tc := range []struct {
+		at  time.Duration
+		now bool
+	}{{36 * ms, true}, {28 * ms, false}} {
+		h := newPair(t)
+		h.warm(10) // the server delays its ACKs
+		h.cli.noDelay(true)
+		t0 := h.now()
+		h.cli.write(10)
+		h.runTo(t0 + tc.at)
+		h.cli.write(10)
+		h.runTo(t0 + tc.at + ms)
+		ack, ok := h.ackOf("server", int64(h.cli.c.sndNxt), t0)
+		if atOnce := ok && ack.T == t0+tc.at; atOnce != tc.now {
+			t.Errorf("second segment at +%v: ACKed at once = %v, want %v (timer due at +%v)", tc.at, atOnce, tc.now, h.srv.c.delack.at-t0)
+		}
+	}
+}
