@@ -9,7 +9,7 @@ import (
 )
 
 // Interleaving (Config.Interleave): processes run beside each other, as on
-// separate cores. Before a socket syscall takes effect, the events due by
+// separate cores. Before a TCP read, write or close takes effect, the events due by
 // the caller's clock run first; a process is never re-entered; events from
 // outside the model are barriers.
 

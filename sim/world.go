@@ -34,7 +34,8 @@ type Config struct {
 	// is a bug, not a hang). 0 means 200 million.
 	MaxEvents uint64
 	// Interleave lets processes run beside each other, as on separate
-	// cores: before a socket syscall takes effect, the events due by the
+	// cores: before a TCP read, write or close takes effect (Unix sockets
+	// and files do not interleave yet), the events due by the
 	// calling callback's clock run first (other processes' callbacks, on
 	// their own cores, and the kernel's timers), so a peer can read and
 	// ACK between two writes of one handler. A process is never
