@@ -418,13 +418,17 @@ func newCPU(w *World, n int) *cpu {
 
 // free returns a core that is free now. Threads already waiting go first,
 // so a thread that keeps finding work cannot hog a core.
-func (c *cpu) free() (int, bool) {
+//
+// On a shared machine (slices.go) a thread that was runnable waits for its
+// core's next slice, but one just woken from sleep preempts the other
+// process, as Linux's wake-up preemption lets a sleeper do.
+func (c *cpu) free(woken bool) (int, bool) {
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
 	now := c.w.now
 	for i, t := range c.cores {
-		if t <= now && c.slices.runnable(i, now, now) == now {
+		if t <= now && (woken || c.slices.runnable(i, now, now) == now) {
 			return i, true
 		}
 	}
@@ -464,7 +468,7 @@ func (c *cpu) wake() {
 	c.wakeEv = nil
 	c.waking = true
 	for len(c.waitQ) > 0 {
-		if _, ok := c.free(); !ok {
+		if _, ok := c.free(false); !ok {
 			break
 		}
 		f := c.waitQ[0]
@@ -651,7 +655,7 @@ func (l *Loop) dispatch() {
 		w.post(l.busyUntil, l.dispatchF)
 		return
 	}
-	c, ok := l.p.cpu.free()
+	c, ok := l.p.cpu.free(l.woken)
 	if !ok {
 		l.scheduled = true
 		if l.boost {
@@ -830,7 +834,7 @@ func (wp *WorkerPool) dispatch() {
 			w.post(next, wp.dispatchF)
 			return
 		}
-		c, ok := wp.p.cpu.free()
+		c, ok := wp.p.cpu.free(idle.busyUntil < w.now)
 		if !ok {
 			wp.kicked = true
 			wp.p.cpu.wait(wp.dispatchF)

@@ -9,7 +9,8 @@ import (
 // On a machine other processes share, the scheduler gives this machine's
 // threads a core in slices: runs of about CPUConfig.SliceOn, between
 // which other processes have the core for about CPUConfig.SliceOff. A
-// thread that becomes runnable between slices waits in the run queue; a
+// thread that stays runnable between slices waits in the run queue, while
+// one just woken from sleep preempts the other process (cpu.free); a
 // callback still running when its slice ends is preempted and resumes in
 // the next. Each core's slices are drawn independently, every length
 // uniform in [0, 2×mean), from the world's seed.

@@ -71,3 +71,34 @@ func TestSlicedCoreRunsCallbacksOnlyInItsSlices(t *testing.T) {
 		t.Errorf("CPU used %v sliced, %v alone: want the same", cpuShared, cpuAlone)
 	}
 }
+
+func TestWokenThreadPreemptsARunnableOneWaitsForItsSlice(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 1
+	cfg.CPU.SliceOn, cfg.CPU.SliceOff = 100*us, 10*ms
+	w := New(cfg)
+	s := w.hostCPU.slices
+	first := s.at(0, 0, 0)
+	next := s.at(0, 0, first.end)
+	at := first.end + 10*us // inside the gap after the first slice
+	var woke, again time.Duration
+	_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.AfterFunc(at-l.Now(), func() {
+			woke = l.Now()
+			// Still runnable: its next callback waits for a slice.
+			l.Post(func() { again = l.Now() })
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(100 * ms)
+	cb := cfg.CPU.Callback
+	if woke != at+cb {
+		t.Errorf("timer due at %v (in the gap %v-%v) ran at %v, want at once (+%v)", at, first.end, next.start, woke-cb, cb)
+	}
+	if again != next.start+cb {
+		t.Errorf("the loop's next callback ran at %v, want at the next slice's start %v", again-cb, next.start)
+	}
+}

@@ -105,7 +105,7 @@ func readScale(size int) check {
 	}
 	return check{
 		name: fmt.Sprintf("read-scale-%dk", size>>10),
-		desc: fmt.Sprintf("read, %d KiB, 1, 8, 32 and 128 clients: throughput and p50", size>>10),
+		desc: fmt.Sprintf("read, %d KiB, 1, 8, 32 and 128 clients: throughput, p50 and CPU per op", size>>10),
 		runs: runs,
 		rows: func(s, r []result) []row {
 			var rows []row
@@ -113,7 +113,10 @@ func readScale(size int) check {
 				scn := fmt.Sprintf("read %dKiB clients=%d", size>>10, c)
 				rows = append(rows,
 					within(scn, "throughput_mbps", num(s[i], "throughput_mbps"), num(r[i], "throughput_mbps"), 0.25),
-					within(scn, "p50_us", num(s[i], "p50_us"), num(r[i], "p50_us"), 0.25))
+					within(scn, "p50_us", num(s[i], "p50_us"), num(r[i], "p50_us"), 0.25),
+					// The CPU per op does not depend on how much of the
+					// machine the run got: it checks the cost model alone.
+					within(scn, "cpu_us_per_op", num(s[i], "cpu_us_per_op"), num(r[i], "cpu_us_per_op"), 0.25))
 			}
 			return rows
 		},
