@@ -40,6 +40,16 @@ type ReadScenario struct {
 	// system time). It is read when the clients start and when the last
 	// one finishes, for ReadResult.CPU.
 	CPUTime func() time.Duration
+	// Bugs plants catalogued bugs in the scenario itself, so check shows
+	// it runs this code (properties/scenario.go).
+	Bugs ReadScenarioBugs
+}
+
+// ReadScenarioBugs are bugs a read scenario can be run with.
+type ReadScenarioBugs struct {
+	// NoClientClose: a client that has done its reads never closes, so
+	// its cached connections stay open until they expire.
+	NoClientClose bool
 }
 
 // DefaultReadScenario returns the defaults of `xceiver run read`.
@@ -242,7 +252,9 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			var next func()
 			next = func() {
 				if t.ops == s.Ops {
-					cl.Close()
+					if !s.Bugs.NoClientClose {
+						cl.Close()
+					}
 					clientDone(t)
 					return
 				}

@@ -59,7 +59,8 @@ seed, so --seed S --seeds 1 checks it again): ` + mixDescription() + `
 
 bugs (--bug NAME, any case): ` + strings.Join(bugNames(), ", ") + `
 rpc bugs (--system rpc implied): ` + strings.Join(rpcBugNames(), ", ") + `
-short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
+short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ") + `
+scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), ", ")
 		},
 		example: []string{
 			"xceiver check --seeds 1000",
@@ -81,7 +82,7 @@ short-circuit bugs (--system sc implied): ` + strings.Join(scBugNames(), ", ")
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			ignore := fs.String("ignore", "", "don't enforce the comma-separated properties `P,Q` (one that breaks at every seed hides the others)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
-			fs.StringVar(&opt.system, "system", systemAll, "system checked: `datanode|rpc|sc|all` (rpc: the namenode's rpc server and namespace, end to end with the datanode; sc: short-circuit reads through a shared cache while blocks change; all: each seed's system drawn from the seed)")
+			fs.StringVar(&opt.system, "system", systemAll, "system checked: `datanode|rpc|sc|scenario|all` (rpc: the namenode's rpc server and namespace, end to end with the datanode; sc: short-circuit reads through a shared cache while blocks change; scenario: small runs of the scenarios run, validate and bench drive; all: each seed's system drawn from the seed)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
 				if len(rest) > 0 {
@@ -184,7 +185,7 @@ func (o *checkOptions) validate(c *call) error {
 	}
 	explicit := isSet(c.fs, "system") && o.system != systemAll
 	if o.bug != "" {
-		all := append(append(bugNames(), rpcBugNames()...), scBugNames()...)
+		all := append(append(append(bugNames(), rpcBugNames()...), scBugNames()...), scenarioBugNames()...)
 		name, ok := matchName(o.bug, all)
 		if !ok {
 			return c.usagef("%s %q: unknown bug (want one of %s, or list)", c.typed("bug"), o.bug, strings.Join(all, ", "))
@@ -196,6 +197,8 @@ func (o *checkOptions) validate(c *call) error {
 			sys = "rpc"
 		} else if _, ok := properties.LookupSCBug(name); ok {
 			sys = "sc"
+		} else if _, ok := properties.LookupScenarioBug(name); ok {
+			sys = "scenario"
 		}
 		if explicit && o.system != sys {
 			return c.usagef("%s %s is %s; --system %s takes %s", c.typed("bug"), name, bugOf(sys), o.system, strings.Join(systemBugNames(o.system), ", "))
@@ -251,6 +254,9 @@ func listBugs(w io.Writer, asJSON bool) {
 		for _, b := range properties.SCBugs {
 			rows = append(rows, row{b.Name, b.What, b.Catches})
 		}
+		for _, b := range properties.ScenarioBugs {
+			rows = append(rows, row{b.Name, b.What, b.Catches})
+		}
 		out, _ := json.Marshal(rows)
 		fmt.Fprintln(w, string(out))
 		return
@@ -263,6 +269,9 @@ func listBugs(w io.Writer, asJSON bool) {
 	}
 	for _, b := range properties.SCBugs {
 		fmt.Fprintf(w, "%-15s %-17s %s (--system sc)\n", b.Name, b.Catches, b.What)
+	}
+	for _, b := range properties.ScenarioBugs {
+		fmt.Fprintf(w, "%-15s %-17s %s (--system scenario)\n", b.Name, b.Catches, b.What)
 	}
 }
 

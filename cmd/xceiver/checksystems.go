@@ -40,10 +40,12 @@ const mixTotal = 100
 var checkSystems = []checkSystem{
 	{name: "datanode", share: 80, check: checkDatanodeSeed, properties: propertyNames,
 		codeVersion: func() string { return traces.CodeVersion }, html: true},
-	{name: "rpc", share: 10, check: checkRPCSeed, properties: rpcPropertyNames,
+	{name: "rpc", share: 8, check: checkRPCSeed, properties: rpcPropertyNames,
 		codeVersion: func() string { return properties.RPCTraceFormat }},
-	{name: "sc", share: 10, check: checkSCSeed, properties: scPropertyNames,
+	{name: "sc", share: 8, check: checkSCSeed, properties: scPropertyNames,
 		codeVersion: func() string { return properties.SCTraceFormat }},
+	{name: "scenario", share: 4, check: checkScenarioSeed, properties: scenarioPropertyNames,
+		codeVersion: func() string { return properties.ScenarioTraceFormat }},
 }
 
 // systemAll is --system's value for the mix.
@@ -148,6 +150,11 @@ func rpcPropertyNames() []string {
 func scPropertyNames() []string {
 	return []string{properties.PropLinearizable, properties.PropFDBounds, properties.PropLeakFree, properties.PropDeterminism,
 		properties.PropHarness}
+}
+
+func scenarioPropertyNames() []string {
+	return []string{properties.PropLiveness, properties.PropAvailability, properties.PropStream, properties.PropFDBounds,
+		properties.PropPoolBound, properties.PropLeakFree, properties.PropDeterminism, properties.PropHarness}
 }
 
 // knownProperty reports whether some system checks p (--ignore's list).
@@ -288,8 +295,60 @@ func systemBugNames(system string) []string {
 		return rpcBugNames()
 	case "sc":
 		return scBugNames()
+	case "scenario":
+		return scenarioBugNames()
 	}
 	return bugNames()
+}
+
+func scenarioBugNames() []string {
+	var names []string
+	for _, b := range properties.ScenarioBugs {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+// checkScenarioSeed checks one seed of the scenario system: a small run
+// of a scenario that run, validate and bench drive (properties/scenario.go).
+func checkScenarioSeed(seed uint64, opt checkOptions) *checkFailure {
+	c, err := properties.DrawScenario(properties.SeedSource(seed), seed, opt.bug)
+	if err != nil {
+		return &checkFailure{System: "scenario", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+	}
+	c.Ignore = opt.ignore
+	r := properties.RunScenario(c)
+	if r.Property == "" {
+		if seed%50 == 0 {
+			if again := properties.RunScenario(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
+				return determinismFailure("scenario", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+			}
+		}
+		return nil
+	}
+	f := &checkFailure{System: "scenario", Seed: seed, OriginalProperty: r.Property, OriginalOps: scenarioOps(c)}
+	if r.Property != properties.PropHarness {
+		c, r, f.ShrinkRuns = properties.ShrinkScenario(c, r, shrinkBudget(opt, properties.ShrinkBudget))
+	}
+	f.Property, f.Message, f.Events, f.Ops = r.Property, r.Message, r.Events, scenarioOps(c)
+	t := properties.ScenarioTrace{Format: properties.ScenarioTraceFormat, Property: r.Property, Message: r.Message,
+		Events: r.Events, TraceHash: r.TraceHash, Case: c}
+	saveTrace(f, opt, systemTraceName("scenario", seed, opt.bug), func(path string) error { return properties.WriteScenarioTrace(path, t) })
+	return f
+}
+
+// scenarioOps is how many ops a scenario case makes (an rpc window's
+// calls are not known before it runs: its clients' threads count).
+func scenarioOps(c properties.ScenarioCase) int {
+	switch c.Scenario {
+	case properties.ScenarioParallelRead:
+		return c.Blocks * c.Clients * c.Ops
+	case properties.ScenarioTCPPattern:
+		return c.Ops
+	case properties.ScenarioRPC:
+		return c.Clients * c.Threads
+	}
+	return c.Clients * c.Ops
 }
 
 // bugOf names the kind of a system's bug, for messages.

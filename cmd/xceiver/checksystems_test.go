@@ -117,3 +117,23 @@ func TestCheckIgnoreOtherSystems(t *testing.T) {
 		}
 	}
 }
+
+// A bug planted in scenario code (run read's clients never close) is
+// found by check, and its trace replays.
+func TestCheckScenarioBug(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI("check", "--bug", "read-no-close", "--seeds", "3", "--max-failures", "1", "--parallel", "1", "--out", dir)
+	if code != exitFail || !strings.Contains(out, "FAIL seed 1: leak-freedom: client-0 finished") {
+		t.Fatalf("check --bug read-no-close: exit %d\n%s%s", code, out, errs)
+	}
+	trace := filepath.Join(dir, "scenario-seed-1-read-no-close.json")
+	if code, out, errs := runCLI("replay", trace); code != exitOK || !strings.HasPrefix(out, "reproduced: leak-freedom") {
+		t.Errorf("replay %s: exit %d\n%s%s", trace, code, out, errs)
+	}
+	if code, _, errs := runCLI("replay", trace, "--html", filepath.Join(dir, "x.html")); code != exitUsage || !strings.Contains(errs, "no HTML view") {
+		t.Errorf("replay --html of a scenario trace: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runCLI("check", "--system", "scenario", "--seeds", "10", "--out", dir); code != exitOK {
+		t.Errorf("check --system scenario: exit %d\n%s%s", code, out, errs)
+	}
+}

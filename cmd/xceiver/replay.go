@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"xceiver/properties"
 	"xceiver/traces"
@@ -55,6 +57,15 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 			return exitOK
 		}
 		return replaySC(stdout, stderr, rest[0], asJSON)
+	}
+	if strings.HasPrefix(jsonTraceFormat(rest[0]), "xceiver-scenario-trace/") {
+		if htmlPath != "" {
+			return report(stderr, c.usagef("%s: scenario traces have no HTML view", c.typed("html")))
+		}
+		if dryRun {
+			return exitOK
+		}
+		return replayScenario(stdout, stderr, rest[0], asJSON)
 	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {
@@ -116,4 +127,15 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// replayScenario re-runs a scenario trace (a JSON file check --system
+// scenario wrote).
+func replayScenario(stdout, stderr io.Writer, path string, asJSON bool) int {
+	t, err := properties.ReadScenarioTrace(path)
+	if err != nil {
+		return report(stderr, usagef("replay: %v", err))
+	}
+	r, rerr := properties.ReplayScenario(t)
+	return replayVerdict(stdout, asJSON, jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, r.Events, r.TraceHash}, rerr)
 }

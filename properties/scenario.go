@@ -1,0 +1,636 @@
+package properties
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/namespace"
+	"xceiver/model/rpc"
+	"xceiver/model/shortcircuit"
+	"xceiver/sim"
+)
+
+// The scenario system: small, drawn runs of the scenario functions that
+// `xceiver run`, `validate` and `bench` drive (model.RunRead,
+// model.RunTCPPattern, model.RunParallelRead, shortcircuit.RunRead,
+// namespace.RunScenario), in sim, fault-free, with their results checked:
+//
+//   - liveness: the scenario returns, every op done, within its limit;
+//   - availability: no op fails (nothing is injected);
+//   - stream-integrity: every byte read is the block's, every op's bytes
+//     all there;
+//   - fd-bounds: the datanode's peak fds stay within its baseline, a
+//     socket per client connection it can hold, and its pool's block fds;
+//   - leak-freedom: a client that has finished holds no connection (it
+//     closed them when done, before any timeout), and once every timeout
+//     has passed no process holds a socket or an fd beyond its baseline.
+//
+// These are the scenarios' own invariants: the runs measure, and a
+// measurement taken from a run that leaked, lost or garbled is wrong.
+
+// Scenario names (ScenarioCase.Scenario).
+const (
+	ScenarioRead         = "read"
+	ScenarioTCPPattern   = "tcp-pattern"
+	ScenarioParallelRead = "parallel-read"
+	ScenarioSCRead       = "sc-read"
+	ScenarioRPC          = "rpc"
+)
+
+// Scenarios lists them, in the order a case draws them.
+var Scenarios = []string{ScenarioRead, ScenarioTCPPattern, ScenarioParallelRead, ScenarioSCRead, ScenarioRPC}
+
+// ScenarioCase is one drawn scenario run: which scenario and its sizes.
+// Fields a scenario does not use stay zero.
+type ScenarioCase struct {
+	Seed     uint64   `json:"seed"`
+	Bug      string   `json:"bug,omitempty"`
+	Ignore   []string `json:"ignore,omitempty"`
+	Scenario string   `json:"scenario"`
+
+	// read, parallel-read (Clients readers per file), sc-read (readers).
+	Clients   int    `json:"clients,omitempty"`
+	Ops       int    `json:"ops,omitempty"` // per client (parallel-read: iterations)
+	ReadSize  int    `json:"read_size,omitempty"`
+	Blocks    int    `json:"blocks,omitempty"` // parallel-read: files
+	BlockSize int    `json:"block_size,omitempty"`
+	Pattern   string `json:"pattern,omitempty"`
+	// read: the datanode and its clients.
+	Server        string        `json:"server,omitempty"` // reactor or threaded
+	NoDelay       bool          `json:"nodelay,omitempty"`
+	Keepalive     time.Duration `json:"keepalive,omitempty"`
+	PoolMax       int           `json:"pool_max,omitempty"`
+	InlineIO      bool          `json:"inline_io,omitempty"`
+	CacheCapacity int           `json:"cache_capacity,omitempty"`
+	CacheExpiry   time.Duration `json:"cache_expiry,omitempty"`
+	StartTogether bool          `json:"start_together,omitempty"`
+	// tcp-pattern: Ops ops of Writes writes of Msg bytes, Reply back.
+	Writes int `json:"writes,omitempty"`
+	Msg    int `json:"msg,omitempty"`
+	Reply  int `json:"reply,omitempty"`
+	// sc-read: path tcp, uds or sc; cache shards.
+	Path   string `json:"path,omitempty"`
+	Shards int    `json:"shards,omitempty"`
+	// rpc: readers, handlers, lock; Clients clients of Threads ops in
+	// flight; a tree Depth × Fanout with Files files; mix Reads:Writes;
+	// a window of Duration.
+	Readers  int           `json:"readers,omitempty"`
+	Handlers int           `json:"handlers,omitempty"`
+	Lock     string        `json:"lock,omitempty"`
+	Threads  int           `json:"threads,omitempty"`
+	Depth    int           `json:"depth,omitempty"`
+	Fanout   int           `json:"fanout,omitempty"`
+	Files    int           `json:"files,omitempty"`
+	Reads    int           `json:"reads,omitempty"`
+	WriteMix int           `json:"write_mix,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// ScenarioBug is a catalogued bug planted in scenario code.
+type ScenarioBug struct {
+	Name, What, Catches string
+	Scenario            string // the scenario it is in: every seed draws it
+	apply               func(s *model.ReadScenario)
+}
+
+// ScenarioBugs is the scenario catalogue.
+var ScenarioBugs = []ScenarioBug{
+	{
+		Name: "read-no-close", Catches: PropLeakFree, Scenario: ScenarioRead,
+		What:  "run read's clients never close when done: their cached connections stay open until the cache expires, and the datanode holds them until its keep-alive (the mutant removing cl.Close() in RunRead)",
+		apply: func(s *model.ReadScenario) { s.Bugs.NoClientClose = true },
+	},
+}
+
+// LookupScenarioBug finds a catalogued scenario bug.
+func LookupScenarioBug(name string) (ScenarioBug, bool) {
+	for _, b := range ScenarioBugs {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return ScenarioBug{}, false
+}
+
+// DrawScenario draws seed's scenario case.
+func DrawScenario(src Source, seed uint64, bug string) (ScenarioCase, error) {
+	b, ok := LookupScenarioBug(bug)
+	if bug != "" && !ok {
+		return ScenarioCase{}, fmt.Errorf("unknown scenario bug %q", bug)
+	}
+	d := drawer{src}
+	c := ScenarioCase{Seed: seed, Bug: bug}
+	c.Scenario = pick(d, "scenario", Scenarios...)
+	if bug != "" {
+		c.Scenario = b.Scenario
+	}
+	switch c.Scenario {
+	case ScenarioRead:
+		// Small sizes: a seed should cost about what a datanode seed
+		// does (moving bytes is most of a read scenario's cost).
+		c.Clients = d.n(1, 4, "sn_clients")
+		c.Ops = d.n(1, 20, "sn_ops")
+		c.Blocks = d.n(1, 4, "sn_blocks")
+		c.BlockSize = pick(d, "sn_block_size", 4<<10, 16<<10, 64<<10)
+		c.ReadSize = d.n(1, min(c.BlockSize, 16<<10), "sn_read_size")
+		c.Pattern = pick(d, "sn_pattern", "random", "sequential")
+		c.Server = pick(d, "sn_server", "reactor", "threaded")
+		c.NoDelay = d.chance(80, "sn_nodelay")
+		c.Keepalive = d.dur(100*time.Millisecond, 4*time.Second, "sn_keepalive")
+		c.PoolMax = pick(d, "sn_pool_max", 2, 4, 64)
+		c.InlineIO = c.Server == "reactor" && d.chance(30, "sn_inline_io")
+		c.CacheCapacity = d.n(0, 4, "sn_cache")
+		c.CacheExpiry = d.dur(100*time.Millisecond, 4*time.Second, "sn_cache_expiry")
+		c.StartTogether = d.chance(30, "sn_together")
+	case ScenarioTCPPattern:
+		c.Ops = d.n(1, 20, "sn_ops")
+		c.Writes = d.n(1, 4, "sn_writes")
+		c.Msg = pick(d, "sn_msg", 1, 8, 100, 1000, 20000)
+		c.Reply = pick(d, "sn_reply", 1, 100, 4096, 32768, 200000)
+		c.NoDelay = d.chance(50, "sn_nodelay")
+	case ScenarioParallelRead:
+		c.Blocks = d.n(1, 2, "sn_files")
+		c.Clients = d.n(1, 4, "sn_readers")
+		c.Ops = d.n(1, 20, "sn_iterations")
+		c.BlockSize = pick(d, "sn_file_size", 128, 4<<10, 16<<10)
+		c.NoDelay = d.chance(50, "sn_nodelay")
+	case ScenarioSCRead:
+		c.Path = pick(d, "sn_path", "tcp", "uds", "sc")
+		c.Clients = d.n(1, 4, "sn_readers")
+		c.Ops = d.n(1, 20, "sn_ops")
+		c.Blocks = d.n(1, 4, "sn_blocks")
+		c.BlockSize = pick(d, "sn_block_size", 4<<10, 64<<10)
+		c.ReadSize = d.n(1, min(c.BlockSize, 16<<10), "sn_read_size")
+		c.Pattern = pick(d, "sn_pattern", "random", "sequential")
+		c.Shards = d.n(1, 3, "sn_shards")
+		c.CacheCapacity = c.Shards + d.n(0, 4, "sn_cache")
+	case ScenarioRPC:
+		c.Readers = d.n(1, 3, "sn_readers")
+		c.Handlers = d.n(1, 4, "sn_handlers")
+		c.Lock = pick(d, "sn_lock", "mutex", "rwlock")
+		c.Clients = d.n(1, 4, "sn_clients")
+		c.Threads = d.n(1, 3, "sn_threads")
+		c.Depth = d.n(0, 2, "sn_depth")
+		c.Fanout = d.n(1, 3, "sn_fanout")
+		c.Files = d.n(1, 3, "sn_files")
+		c.BlockSize = pick(d, "sn_file_size", 1, 4096)
+		mix := pick(d, "sn_mix", [2]int{1, 0}, [2]int{8, 1}, [2]int{1, 1})
+		c.Reads, c.WriteMix = mix[0], mix[1]
+		// A window of a few ms: a namespace call costs far more to
+		// simulate than a data-path event.
+		c.Duration = d.dur(2*time.Millisecond, 8*time.Millisecond, "sn_duration")
+	}
+	return c, c.Validate()
+}
+
+// Validate checks a case read from a file: the scenario's own checks,
+// and bounds that keep one run small.
+func (c *ScenarioCase) Validate() error {
+	if c.Bug != "" {
+		b, ok := LookupScenarioBug(c.Bug)
+		if !ok {
+			return fmt.Errorf("scenario case: unknown bug %q", c.Bug)
+		}
+		if b.Scenario != c.Scenario {
+			return fmt.Errorf("scenario case: bug %s is in scenario %s, not %s", c.Bug, b.Scenario, c.Scenario)
+		}
+	}
+	if !slices.Contains(Scenarios, c.Scenario) {
+		return fmt.Errorf("scenario case: scenario %q, want one of %v", c.Scenario, Scenarios)
+	}
+	switch {
+	case c.Clients < 0 || c.Clients > 64, c.Ops < 0 || c.Ops > 10000, c.Blocks < 0 || c.Blocks > 64,
+		c.BlockSize < 0 || c.BlockSize > 16<<20, c.ReadSize < 0, c.Writes < 0 || c.Writes > 1000,
+		c.Msg < 0 || c.Msg > 1<<20, c.Reply < 0 || c.Reply > 16<<20, c.Threads < 0 || c.Threads > 64,
+		c.Depth < 0 || c.Depth > 4, c.Fanout < 0 || c.Fanout > 8, c.Files < 0 || c.Files > 16,
+		c.Duration < 0 || c.Duration > time.Minute, c.Keepalive < 0 || c.Keepalive > time.Minute,
+		c.CacheExpiry < 0 || c.CacheExpiry > time.Minute, c.CacheCapacity < 0 || c.CacheCapacity > 1024:
+		return fmt.Errorf("scenario case: a size out of range: %+v", *c)
+	}
+	switch c.Scenario {
+	case ScenarioRead:
+		s := c.readScenario()
+		return wrapScenario(s.Validate())
+	case ScenarioTCPPattern:
+		return wrapScenario(c.tcpPattern().Validate())
+	case ScenarioParallelRead:
+		s := c.parallelRead()
+		if s.Files < 1 || s.Readers < 1 || s.Iterations < 1 || s.FileSize < 128 {
+			return fmt.Errorf("scenario case: parallel read: files %d, readers %d, iterations %d, file size %d", s.Files, s.Readers, s.Iterations, s.FileSize)
+		}
+	case ScenarioSCRead:
+		s := c.scRead()
+		return wrapScenario(s.Validate())
+	case ScenarioRPC:
+		return wrapScenario(c.rpcScenario().Validate())
+	}
+	return nil
+}
+
+func wrapScenario(err error) error {
+	if err != nil {
+		return fmt.Errorf("scenario case: %w", err)
+	}
+	return nil
+}
+
+func (c *ScenarioCase) readScenario() model.ReadScenario {
+	s := model.DefaultReadScenario()
+	s.Clients, s.Ops, s.ReadSize, s.Blocks, s.BlockSize, s.Pattern = c.Clients, c.Ops, c.ReadSize, c.Blocks, c.BlockSize, c.Pattern
+	s.Server.Mode = model.ServerMode(c.Server)
+	s.Server.NoDelay, s.Client.NoDelay = c.NoDelay, c.NoDelay
+	s.Server.Keepalive = c.Keepalive
+	s.Server.PoolMax = c.PoolMax
+	s.Server.InlineIO = c.InlineIO
+	s.Client.CacheCapacity = c.CacheCapacity
+	s.Client.CacheExpiry = c.CacheExpiry
+	s.StartTogether = c.StartTogether
+	if b, ok := LookupScenarioBug(c.Bug); ok && b.apply != nil {
+		b.apply(&s)
+	}
+	return s
+}
+
+func (c *ScenarioCase) tcpPattern() model.TCPPattern {
+	return model.TCPPattern{Writes: c.Writes, Msg: c.Msg, Reply: c.Reply, Ops: c.Ops, NoDelay: c.NoDelay}
+}
+
+func (c *ScenarioCase) parallelRead() model.ParallelRead {
+	s := model.DefaultParallelRead()
+	s.Files, s.Readers, s.Iterations, s.FileSize, s.NoDelay = c.Blocks, c.Clients, c.Ops, c.BlockSize, c.NoDelay
+	return s
+}
+
+func (c *ScenarioCase) scRead() shortcircuit.ReadScenario {
+	s := shortcircuit.DefaultReadScenario()
+	s.Path, s.Readers, s.Ops, s.ReadSize, s.Blocks, s.BlockSize, s.Pattern = c.Path, c.Clients, c.Ops, c.ReadSize, c.Blocks, c.BlockSize, c.Pattern
+	s.Cache.Shards, s.Cache.Capacity = c.Shards, c.CacheCapacity
+	return s
+}
+
+func (c *ScenarioCase) rpcScenario() namespace.Scenario {
+	s := namespace.DefaultScenario()
+	s.Clients, s.Threads = c.Clients, c.Threads
+	s.Depth, s.Fanout, s.Files, s.FileSize = c.Depth, c.Fanout, c.Files, c.BlockSize
+	s.Reads, s.Writes = c.Reads, c.WriteMix
+	s.Lock = namespace.LockKind(c.Lock)
+	s.RPC = rpc.ServerConfig{Readers: c.Readers, Handlers: c.Handlers}
+	s.NamenodeCores, s.DatanodeCores = 2, 2
+	s.Warmup, s.Duration = c.Duration/4, c.Duration
+	return s
+}
+
+// ScenarioResult is what a scenario run gave.
+type ScenarioResult struct {
+	Property, Message string // empty when every property held
+	Events            uint64
+	TraceHash         string
+}
+
+// scenarioLimit bounds a scenario run's virtual time: far above what the
+// drawn sizes need (a read scenario waits out keep-alives of up to 4 s).
+const scenarioLimit = 10 * time.Minute
+
+// scenarioSettle is how long a run goes on after its scenario returned,
+// past every timeout it drew, before the leak check.
+const scenarioSettle = 10 * time.Second
+
+type scenarioRun struct {
+	c         *ScenarioCase
+	w         *sim.World
+	prop, msg string
+}
+
+func (r *scenarioRun) fail(prop, format string, a ...any) {
+	if r.prop == "" && !slices.Contains(r.c.Ignore, prop) {
+		r.prop, r.msg = prop, fmt.Sprintf(format, a...)
+		r.w.Note("violation " + prop + ": " + r.msg)
+		r.w.Stop()
+	}
+}
+
+// RunScenario runs a scenario case in the simulator and checks it.
+func RunScenario(c ScenarioCase) (res *ScenarioResult) {
+	cfg := sim.DefaultConfig(c.Seed)
+	cfg.MaxEvents = 20_000_000
+	w := sim.New(cfg)
+	r := &scenarioRun{c: &c, w: w}
+	defer func() {
+		if p := recover(); p != nil {
+			r.prop, r.msg = PropHarness, fmt.Sprintf("panic at %v: %v", w.Now(), p)
+		}
+		res = &ScenarioResult{Property: r.prop, Message: r.msg, Events: w.TraceEvents(), TraceHash: w.TraceHashString()}
+	}()
+	if err := c.Validate(); err != nil {
+		r.fail(PropHarness, "invalid case: %v", err)
+		return
+	}
+	var err error
+	switch c.Scenario {
+	case ScenarioRead:
+		err = r.read()
+	case ScenarioTCPPattern:
+		err = r.tcpPattern()
+	case ScenarioParallelRead:
+		err = r.parallelRead()
+	case ScenarioSCRead:
+		err = r.scRead()
+	case ScenarioRPC:
+		err = r.rpc()
+	}
+	switch {
+	case r.prop != "":
+	case err != nil && errors.Is(err, sim.ErrLimit):
+		r.fail(PropLiveness, "%s did not finish: %v", c.Scenario, err)
+	case err != nil:
+		r.fail(PropHarness, "%s: %v", c.Scenario, err)
+	}
+	return
+}
+
+// settle runs the world on past every timeout, then checks that no
+// process holds a connection or a block file: what a process keeps at
+// rest is its listeners, loops and files, never a peer's socket (the
+// scenarios keep no pool minimum).
+func (r *scenarioRun) settle() error {
+	if err := r.w.RunFor(scenarioSettle); err != nil {
+		return err
+	}
+	for _, p := range r.w.Processes() {
+		fds := p.FDs()
+		k := &fds.ByKind
+		if n := k[model.FDSocket] + k[model.FDPassed] + k[model.FDBlockFile] + k[model.FDMetaFile]; n > 0 {
+			r.fail(PropLeakFree, "%s at rest holds %d sockets, %d passed fds, %d block and %d meta files", p.Name(),
+				k[model.FDSocket], k[model.FDPassed], k[model.FDBlockFile], k[model.FDMetaFile])
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *scenarioRun) read() error {
+	s := r.c.readScenario()
+	var dn *model.Datanode
+	var clients []*model.Client
+	var dnProc *sim.Process
+	procs := make([]*sim.Process, s.Clients)
+	s.Observe = func(d *model.Datanode, cls []*model.Client) { dn, clients = d, cls }
+	want := s.Ops
+	if s.StartTogether {
+		want++ // the warm-up read
+	}
+	// At every event: the datanode's sockets are its connections', its
+	// block files the pool's (reactor) or two per connection (threaded);
+	// a client's sockets are its reads' and its cached peers'; and a
+	// client that has done its reads has closed, holding no connection,
+	// well before any cache expiry or keep-alive could close them for it.
+	r.w.AfterEach(func() {
+		if r.prop != "" || dn == nil {
+			return
+		}
+		if dnProc == nil {
+			dnProc = r.w.Process("datanode")
+		}
+		fds := dnProc.FDs()
+		blockFDs := fds.ByKind[model.FDBlockFile] + fds.ByKind[model.FDMetaFile]
+		if sockets := fds.ByKind[model.FDSocket]; sockets > dn.Conns() {
+			r.fail(PropFDBounds, "datanode holds %d sockets for %d connections", sockets, dn.Conns())
+			return
+		}
+		if pool := dn.Pool(); pool != nil {
+			switch {
+			case pool.Open() > s.Server.PoolMax:
+				r.fail(PropPoolBound, "the handle pool holds %d block fds, bound %d", pool.Open(), s.Server.PoolMax)
+			case blockFDs != pool.Open():
+				r.fail(PropFDBounds, "datanode holds %d block and meta fds, the pool accounts for %d", blockFDs, pool.Open())
+			}
+		} else if blockFDs > 2*dn.Conns() {
+			r.fail(PropFDBounds, "threaded datanode holds %d block and meta fds for %d connections", blockFDs, dn.Conns())
+		}
+		for i, cl := range clients {
+			if cl == nil || r.prop != "" {
+				continue
+			}
+			if procs[i] == nil {
+				procs[i] = r.w.Process(fmt.Sprintf("client-%d", i))
+			}
+			n := procs[i].FDs().ByKind[model.FDSocket]
+			switch {
+			case n > cl.InFlight()+cl.Cached():
+				r.fail(PropFDBounds, "client-%d holds %d sockets but has %d reads in flight and %d cached peers", i, n, cl.InFlight(), cl.Cached())
+			case cl.Stats().Ops >= want && cl.InFlight() == 0 && (n > 0 || cl.Cached() > 0):
+				r.fail(PropLeakFree, "client-%d finished its %d reads but holds %d sockets (%d cached peers)", i, s.Ops, n, cl.Cached())
+			}
+		}
+	})
+	res, err := model.RunRead(r.w, s, scenarioLimit)
+	if r.prop != "" || err != nil {
+		return err
+	}
+	total := s.Clients * s.Ops
+	switch {
+	case res.Errors > 0:
+		r.fail(PropAvailability, "%d of %d reads failed (first: %s)", res.Errors, total, res.FirstError)
+	case res.Ops != total:
+		r.fail(PropLiveness, "%d of %d reads done", res.Ops, total)
+	case res.Mismatches > 0 || res.BytesVerified != int64(total)*int64(s.ReadSize):
+		r.fail(PropStream, "%d reads returned wrong bytes; %d of %d bytes verified", res.Mismatches, res.BytesVerified, int64(total)*int64(s.ReadSize))
+	case res.ClientEndFDs != 0 || res.ServerEndConns != 0 || res.ServerEndBufs != 0:
+		r.fail(PropLeakFree, "after every timeout: datanode %d connections, %d buffers out; clients %d fds", res.ServerEndConns, res.ServerEndBufs, res.ClientEndFDs)
+	}
+	if r.prop != "" {
+		return nil
+	}
+	return r.settle()
+}
+
+func (r *scenarioRun) tcpPattern() error {
+	s := r.c.tcpPattern()
+	res, err := model.RunTCPPattern(r.w, s, scenarioLimit)
+	if r.prop != "" || err != nil {
+		return err
+	}
+	if len(res.Latencies) != s.Ops {
+		r.fail(PropLiveness, "%d of %d ops done", len(res.Latencies), s.Ops)
+		return nil
+	}
+	// With NODELAY no write waits for an ACK: an op takes a few round
+	// trips on loopback, far from a delayed ACK's 40 ms.
+	if s.NoDelay {
+		if st := res.Latencies.Summarize(); st.Max >= model.StallThreshold {
+			r.fail(PropAvailability, "with NODELAY an op took %v (≥ %v: it waited for a delayed ACK)", st.Max, model.StallThreshold)
+			return nil
+		}
+	}
+	return r.settle()
+}
+
+func (r *scenarioRun) parallelRead() error {
+	s := r.c.parallelRead()
+	res, err := model.RunParallelRead(r.w, s, scenarioLimit)
+	if r.prop != "" || err != nil {
+		return err
+	}
+	total := s.Files * s.Readers * s.Iterations
+	switch {
+	case res.Errors > 0:
+		r.fail(PropAvailability, "%d of %d reads failed (first: %s)", res.Errors, total, res.FirstError)
+	case res.Mismatches > 0:
+		r.fail(PropStream, "%d of %d reads returned wrong bytes", res.Mismatches, total)
+	case res.Reads+res.Streams != total:
+		r.fail(PropLiveness, "%d of %d reads done", res.Reads+res.Streams, total)
+	}
+	if r.prop != "" {
+		return nil
+	}
+	return r.settle()
+}
+
+func (r *scenarioRun) scRead() error {
+	s := r.c.scRead()
+	res, err := shortcircuit.RunRead(r.w, s, scenarioLimit)
+	if r.prop != "" || err != nil {
+		return err
+	}
+	total := s.Readers * s.Ops
+	switch {
+	case res.Errors > 0:
+		r.fail(PropAvailability, "%d of %d reads failed (first: %s)", res.Errors, total, res.FirstError)
+	case res.Mismatches > 0:
+		r.fail(PropStream, "%d of %d reads returned wrong bytes", res.Mismatches, total)
+	case res.Ops != total:
+		r.fail(PropLiveness, "%d of %d reads done", res.Ops, total)
+	case res.LeakedClientFDs != 0 || res.LeakedServerFDs != 0:
+		r.fail(PropLeakFree, "after close: client %d fds, datanode %d fds beyond their baselines", res.LeakedClientFDs, res.LeakedServerFDs)
+	}
+	return nil
+}
+
+func (r *scenarioRun) rpc() error {
+	s := r.c.rpcScenario()
+	res, err := namespace.RunScenario(r.w, s)
+	if r.prop != "" || err != nil {
+		return err
+	}
+	switch {
+	case res.Errors > 0:
+		r.fail(PropAvailability, "%d of %d calls failed (first: %s)", res.Errors, res.Calls, res.FirstError)
+	case res.Calls == 0:
+		r.fail(PropLiveness, "no call completed in a window of %v", s.Duration)
+	}
+	return nil
+}
+
+// ShrinkScenario halves a failing case's sizes (ops, clients, blocks)
+// while the same property still fails, within budget runs.
+func ShrinkScenario(c ScenarioCase, r *ScenarioResult, budget int) (ScenarioCase, *ScenarioResult, int) {
+	runs := 0
+	for changed := true; changed && runs < budget; {
+		changed = false
+		for _, f := range []func(*ScenarioCase) *int{
+			func(x *ScenarioCase) *int { return &x.Ops },
+			func(x *ScenarioCase) *int { return &x.Clients },
+			func(x *ScenarioCase) *int { return &x.Blocks },
+			func(x *ScenarioCase) *int { return &x.Writes },
+			func(x *ScenarioCase) *int { return &x.Threads },
+		} {
+			for runs < budget && *f(&c) > 1 {
+				cand := c
+				*f(&cand) = *f(&c) / 2
+				if cand.Validate() != nil {
+					break
+				}
+				runs++
+				cr := RunScenario(cand)
+				if cr.Property != r.Property {
+					break
+				}
+				c, r, changed = cand, cr, true
+			}
+		}
+	}
+	return c, r, runs
+}
+
+// ScenarioTrace is a recorded scenario failure: the case, and what its
+// run gave.
+type ScenarioTrace struct {
+	Format    string       `json:"format"` // ScenarioTraceFormat
+	Property  string       `json:"property"`
+	Message   string       `json:"message"`
+	Events    uint64       `json:"events"`
+	TraceHash string       `json:"trace_hash"`
+	Case      ScenarioCase `json:"scenario_case"`
+}
+
+// ScenarioTraceFormat names the file layout (and the code version: a
+// change that alters a scenario run's events bumps it and re-records the
+// corpus).
+const ScenarioTraceFormat = "xceiver-scenario-trace/1"
+
+// CheckScenarioSeed draws and runs one scenario seed, shrinking a failure.
+func CheckScenarioSeed(seed uint64, bug string, budget int) (ScenarioCase, *ScenarioResult, error) {
+	c, err := DrawScenario(SeedSource(seed), seed, bug)
+	if err != nil {
+		return c, nil, err
+	}
+	r := RunScenario(c)
+	if r.Property == "" || r.Property == PropHarness {
+		return c, r, nil
+	}
+	c, r, _ = ShrinkScenario(c, r, budget)
+	return c, r, nil
+}
+
+// RecordScenario runs c and returns its trace.
+func RecordScenario(c ScenarioCase) (ScenarioTrace, *ScenarioResult) {
+	r := RunScenario(c)
+	return ScenarioTrace{Format: ScenarioTraceFormat, Property: r.Property, Message: r.Message, Events: r.Events, TraceHash: r.TraceHash, Case: c}, r
+}
+
+// ReadScenarioTrace reads a trace file; a file that is not one is an
+// error naming why.
+func ReadScenarioTrace(path string) (ScenarioTrace, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ScenarioTrace{}, err
+	}
+	var t ScenarioTrace
+	if err := json.Unmarshal(b, &t); err != nil {
+		return ScenarioTrace{}, fmt.Errorf("%s: not a scenario trace: %w", path, err)
+	}
+	if t.Format != ScenarioTraceFormat {
+		return ScenarioTrace{}, fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system scenario --seed %d --bug %s)", path, t.Format, ScenarioTraceFormat, t.Case.Seed, t.Case.Bug)
+	}
+	if err := t.Case.Validate(); err != nil {
+		return ScenarioTrace{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// WriteScenarioTrace writes t to path.
+func WriteScenarioTrace(path string, t ScenarioTrace) error {
+	b, err := json.MarshalIndent(t, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReplayScenario re-runs a trace: nil when it fails the same property
+// with the same event hash.
+func ReplayScenario(t ScenarioTrace) (*ScenarioResult, error) {
+	r := RunScenario(t.Case)
+	switch {
+	case r.Property != t.Property:
+		return r, fmt.Errorf("replay: property %q, trace says %q", r.Property, t.Property)
+	case r.TraceHash != t.TraceHash || r.Events != t.Events:
+		return r, fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", r.Events, r.TraceHash, t.Events, t.TraceHash)
+	}
+	return r, nil
+}

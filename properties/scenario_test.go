@@ -1,0 +1,88 @@
+package properties
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// Drawn scenario cases pass on the correct code, and every scenario is
+// drawn.
+func TestScenarioSeedsPass(t *testing.T) {
+	n := 60
+	if testing.Short() {
+		n = 20
+	}
+	drawn := map[string]int{}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		c, err := DrawScenario(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		drawn[c.Scenario]++
+		if r := RunScenario(c); r.Property != "" {
+			t.Errorf("seed %d (%s): %s: %s", seed, c.Scenario, r.Property, r.Message)
+		}
+	}
+	for _, s := range Scenarios {
+		if drawn[s] == 0 {
+			t.Errorf("%d seeds drew no %s case", n, s)
+		}
+	}
+}
+
+// Each planted scenario bug fails its property within 20 seeds; the
+// shrunk case passes with the bug off, so the check caught the bug and
+// nothing else.
+func TestScenarioBugsFound(t *testing.T) {
+	for _, b := range ScenarioBugs {
+		found := false
+		for seed := uint64(1); seed <= 20 && !found; seed++ {
+			c, r, err := CheckScenarioSeed(seed, b.Name, ShrinkBudget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Property == "" {
+				continue
+			}
+			found = true
+			if r.Property != b.Catches {
+				t.Errorf("%s: seed %d fails %s (%s), the catalogue says %s", b.Name, seed, r.Property, r.Message, b.Catches)
+			}
+			c.Bug = ""
+			if fixed := RunScenario(c); fixed.Property != "" {
+				t.Errorf("%s: the shrunk case fails without the bug: %s: %s", b.Name, fixed.Property, fixed.Message)
+			}
+		}
+		if !found {
+			t.Errorf("%s: not found in 20 seeds", b.Name)
+		}
+	}
+}
+
+// Two runs of a case give the same events.
+func TestScenarioDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		c, _ := DrawScenario(SeedSource(seed), seed, "")
+		a, b := RunScenario(c), RunScenario(c)
+		if a.TraceHash != b.TraceHash || a.Events != b.Events {
+			t.Errorf("seed %d (%s): %d events %s, then %d events %s", seed, c.Scenario, a.Events, a.TraceHash, b.Events, b.TraceHash)
+		}
+	}
+}
+
+// A scenario case read from a trace is validated; whatever passes
+// validation runs without a panic or a hang.
+func FuzzScenarioCase(f *testing.F) {
+	f.Add([]byte(`{"seed":1,"bug":"read-no-close","scenario":"read","clients":1,"ops":1,"read_size":2897,"blocks":1,"block_size":4096,"pattern":"sequential","server":"threaded","nodelay":true,"keepalive":2944293000,"pool_max":64,"cache_capacity":4,"cache_expiry":3454446000}`))
+	f.Add([]byte(`{"seed":4,"scenario":"tcp-pattern","ops":3,"writes":2,"msg":8,"reply":4096}`))
+	f.Add([]byte(`{"seed":2,"scenario":"rpc","clients":1,"threads":1,"readers":1,"handlers":1,"lock":"mutex","fanout":1,"files":1,"block_size":1,"reads":1,"duration":2000000}`))
+	f.Add([]byte(`{"seed":3,"scenario":"nfs","clients":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c ScenarioCase
+		if json.Unmarshal(b, &c) != nil || c.Validate() != nil || c.Clients > 4 || c.Ops > 20 || c.BlockSize > 64<<10 ||
+			c.Reply > 64<<10 || c.Msg > 64<<10 || c.Writes > 8 || c.Threads > 4 || c.Duration > 10e6 || c.Blocks > 4 {
+			return
+		}
+		RunScenario(c)
+	})
+}
