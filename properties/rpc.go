@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -437,6 +438,12 @@ type rpcHarness struct {
 
 // RunRPC runs an rpc case in sim and checks its properties.
 func RunRPC(c RPCCase, linTimeout time.Duration) *RPCResult {
+	return RunRPCTraced(c, linTimeout, nil)
+}
+
+// RunRPCTraced is RunRPC writing every event as a JSON line to out (nil:
+// nowhere), for replay's HTML view.
+func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult {
 	if err := c.Validate(); err != nil {
 		return &RPCResult{Failure: &Failure{PropHarness, "invalid case: " + err.Error()}}
 	}
@@ -446,6 +453,9 @@ func RunRPC(c RPCCase, linTimeout time.Duration) *RPCResult {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
 	h := &rpcHarness{c: &c, w: sim.New(cfg), phase: "work"}
+	if out != nil {
+		h.w.TraceTo(out)
+	}
 	for _, f := range c.Faults {
 		if f.Kind == RPCFaultCrash {
 			h.crashed = true

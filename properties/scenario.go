@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -315,10 +316,17 @@ func (r *scenarioRun) fail(prop, format string, a ...any) {
 }
 
 // RunScenario runs a scenario case in the simulator and checks it.
-func RunScenario(c ScenarioCase) (res *ScenarioResult) {
+func RunScenario(c ScenarioCase) *ScenarioResult { return RunScenarioTraced(c, nil) }
+
+// RunScenarioTraced is RunScenario writing every event as a JSON line to
+// out (nil: nowhere), for replay's HTML view.
+func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
 	w := sim.New(cfg)
+	if out != nil {
+		w.TraceTo(out)
+	}
 	r := &scenarioRun{c: &c, w: w}
 	defer func() {
 		if p := recover(); p != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -247,7 +248,11 @@ func (r *scRun) fail(prop, format string, a ...any) {
 }
 
 // RunSC runs a short-circuit case in the simulator and checks it.
-func RunSC(c SCCase) *SCResult {
+func RunSC(c SCCase) *SCResult { return RunSCTraced(c, nil) }
+
+// RunSCTraced is RunSC writing every event as a JSON line to out (nil:
+// nowhere), for replay's HTML view.
+func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 	var bug SCBug
 	if c.Bug != "" {
 		bug, _ = LookupSCBug(c.Bug)
@@ -255,6 +260,9 @@ func RunSC(c SCCase) *SCResult {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
 	w := sim.New(cfg)
+	if out != nil {
+		w.TraceTo(out)
+	}
 	run := &scRun{ignore: c.Ignore}
 	versions := map[uint64][]scVersion{}
 	for b := uint64(1); b <= scBlocks; b++ {

@@ -85,15 +85,7 @@ func WriteHTML(w io.Writer, t *Trace, r *properties.Result) error {
 	evs := parseEvents(t.Events)
 	var b strings.Builder
 	h := &t.Header
-	b.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>xceiver trace: ` + esc(h.Property) + `</title><style>
-body{font:13px/1.4 sans-serif;margin:0 auto;padding:8px 12px;max-width:1376px;color:#222}
-h1{font-size:22px;margin:4px 0}h1 .prop{color:#b52a1d}h2{font-size:16px;margin:18px 0 6px}
-.msg{font-size:15px;margin:4px 0 8px}.meta{color:#555}.meta code{background:#f3f3f3;padding:1px 4px}
-.note{color:#555;max-width:1100px}svg text{font-family:sans-serif}
-iframe{width:100%;height:560px;border:1px solid #ccc}
-table.rows{border-collapse:collapse;margin:4px 0}table.rows td{padding:1px 10px 1px 0}
-</style></head><body>
-`)
+	b.WriteString(pageHead(h.Property))
 	// 1. The failure.
 	fmt.Fprintf(&b, `<header id="failure"><h1>FAIL: <span class="prop">%s</span></h1><p class="msg">%s</p>`, esc(h.Property), esc(h.Message))
 	verdict := "reproduced"
@@ -131,6 +123,20 @@ table.rows{border-collapse:collapse;margin:4px 0}table.rows td{padding:1px 10px 
 	return err
 }
 
+// pageHead opens a page about a failure of property.
+func pageHead(property string) string {
+	return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>xceiver trace: ` + esc(property) + `</title><style>
+body{font:13px/1.4 sans-serif;margin:0 auto;padding:8px 12px;max-width:1376px;color:#222}
+h1{font-size:22px;margin:4px 0}h1 .prop{color:#b52a1d}h2{font-size:16px;margin:18px 0 6px}
+.msg{font-size:15px;margin:4px 0 8px}.meta{color:#555}.meta code{background:#f3f3f3;padding:1px 4px}
+.note{color:#555;max-width:1100px}svg text{font-family:sans-serif}
+iframe{width:100%;height:560px;border:1px solid #ccc}
+table.rows{border-collapse:collapse;margin:4px 0}table.rows td{padding:1px 10px 1px 0}
+pre.case{background:#f6f6f6;padding:6px 8px;max-height:320px;overflow:auto}
+</style></head><body>
+`
+}
+
 // WriteHTMLFile writes the rendering to path.
 func WriteHTMLFile(path string, t *Trace, r *properties.Result) error {
 	var b bytes.Buffer
@@ -160,6 +166,12 @@ func propertyMeaning(p string) string {
 		return "leak-freedom: at quiescence a process was not back to its baseline"
 	case properties.PropHarness:
 		return "harness: the world failed (an assertion or a panic in model code)"
+	case properties.PropExactlyOnce:
+		return "exactly-once: an rpc call got no end, or more than one"
+	case properties.PropQueueBound:
+		return "queue-bound: the rpc call queue held more calls than its bound"
+	case properties.PropMemory:
+		return "bounded-memory: buffers grew past their bound"
 	}
 	return p
 }

@@ -361,3 +361,19 @@ func bugOf(system string) string {
 	}
 	return "a " + system + " bug"
 }
+
+func rpcBugNames() []string {
+	var names []string
+	for _, b := range properties.RPCBugs {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+func scBugNames() []string {
+	var names []string
+	for _, b := range properties.SCBugs {
+		names = append(names, b.Name)
+	}
+	return names
+}

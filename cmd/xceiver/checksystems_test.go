@@ -130,10 +130,30 @@ func TestCheckScenarioBug(t *testing.T) {
 	if code, out, errs := runCLI("replay", trace); code != exitOK || !strings.HasPrefix(out, "reproduced: leak-freedom") {
 		t.Errorf("replay %s: exit %d\n%s%s", trace, code, out, errs)
 	}
-	if code, _, errs := runCLI("replay", trace, "--html", filepath.Join(dir, "x.html")); code != exitUsage || !strings.Contains(errs, "no HTML view") {
-		t.Errorf("replay --html of a scenario trace: exit %d: %s", code, errs)
-	}
 	if code, out, errs := runCLI("check", "--system", "scenario", "--seeds", "10", "--out", dir); code != exitOK {
 		t.Errorf("check --system scenario: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// replay --html renders the JSON traces of rpc, sc and scenario too: the
+// failure first, the replay's events as a sequence diagram, the case.
+func TestReplayHTMLOfJSONTraces(t *testing.T) {
+	for _, c := range []struct{ trace, prop, proc string }{
+		{"../../traces/corpus/rpc/call-id-reuse.json", "exactly-once", "namenode"},
+		{"../../traces/corpus/sc/HDFS-6750.json", "linearizability", "datanode"},
+		{"../../traces/corpus/scenario/read-no-close.json", "leak-freedom", "client-0"},
+	} {
+		html := filepath.Join(t.TempDir(), "view.html")
+		code, out, errs := runCLI("replay", c.trace, "--html", html)
+		if code != exitOK || !strings.Contains(out, "wrote "+html) {
+			t.Errorf("replay %s --html: exit %d\n%s%s", c.trace, code, out, errs)
+			continue
+		}
+		b, err := os.ReadFile(html)
+		page := string(b)
+		if err != nil || !strings.Contains(page, `FAIL: <span class="prop">`+c.prop) || !strings.Contains(page, ">"+c.proc+"</text>") ||
+			!strings.Contains(page, "replay: reproduced") || !strings.Contains(page, `<pre class="case">`) {
+			t.Errorf("%s: the page lacks the failure, the %s lifeline or the case (%v)", c.trace, c.proc, err)
+		}
 	}
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 
 	"xceiver/properties"
 	"xceiver/traces"
@@ -40,32 +38,16 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 	if len(rest) != 1 {
 		return report(stderr, c.usagef("want exactly one TRACE file (got %d arguments)", len(rest)))
 	}
-	if isRPCTrace(rest[0]) {
+	if sys := jsonTraceSystem(rest[0]); sys != "" {
 		if htmlPath != "" {
-			return report(stderr, c.usagef("%s: rpc traces have no HTML view", c.typed("html")))
+			if err := checkOutFile(htmlPath); err != nil {
+				return report(stderr, c.usagef("%s: %v", c.typed("html"), err))
+			}
 		}
 		if dryRun {
 			return exitOK
 		}
-		return replayRPC(stdout, stderr, rest[0], asJSON)
-	}
-	if isSCTrace(rest[0]) {
-		if htmlPath != "" {
-			return report(stderr, c.usagef("%s: short-circuit traces have no HTML view", c.typed("html")))
-		}
-		if dryRun {
-			return exitOK
-		}
-		return replaySC(stdout, stderr, rest[0], asJSON)
-	}
-	if strings.HasPrefix(jsonTraceFormat(rest[0]), "xceiver-scenario-trace/") {
-		if htmlPath != "" {
-			return report(stderr, c.usagef("%s: scenario traces have no HTML view", c.typed("html")))
-		}
-		if dryRun {
-			return exitOK
-		}
-		return replayScenario(stdout, stderr, rest[0], asJSON)
+		return replayJSONTrace(stdout, stderr, sys, rest[0], htmlPath, asJSON)
 	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {
@@ -127,15 +109,4 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		return exitFail
 	}
 	return exitOK
-}
-
-// replayScenario re-runs a scenario trace (a JSON file check --system
-// scenario wrote).
-func replayScenario(stdout, stderr io.Writer, path string, asJSON bool) int {
-	t, err := properties.ReadScenarioTrace(path)
-	if err != nil {
-		return report(stderr, usagef("replay: %v", err))
-	}
-	r, rerr := properties.ReplayScenario(t)
-	return replayVerdict(stdout, asJSON, jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, r.Events, r.TraceHash}, rerr)
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"xceiver/properties"
+	"xceiver/traces"
+)
+
+// jsonTraceSystem names the system whose JSON trace path holds ("" for
+// anything else, such as a data-path trace).
+func jsonTraceSystem(path string) string {
+	f := jsonTraceFormat(path)
+	for _, s := range []string{"rpc", "sc", "scenario"} {
+		if strings.HasPrefix(f, "xceiver-"+s+"-trace/") {
+			return s
+		}
+	}
+	return ""
+}
+
+// replayJSONTrace re-runs a JSON trace (rpc, sc, scenario) and reports
+// whether it fails the same way; with htmlPath it also renders the
+// replay's events.
+func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, asJSON bool) int {
+	var events *bytes.Buffer
+	var out io.Writer
+	if htmlPath != "" {
+		events = new(bytes.Buffer)
+		out = events
+	}
+	var want, got jsonReplay
+	var c any
+	var format string
+	switch system {
+	case "rpc":
+		t, err := properties.ReadRPCTrace(path)
+		if err != nil {
+			return report(stderr, usagef("replay: %v", err))
+		}
+		r := properties.RunRPCTraced(t.Case, rpcLinTimeout, out)
+		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
+		got = jsonReplay{property: "", replayEvents: r.Events, replayHash: r.TraceHash}
+		if r.Failure != nil {
+			got.property = r.Failure.Property
+		}
+		c, format = t.Case, t.Format
+	case "sc":
+		t, err := properties.ReadSCTrace(path)
+		if err != nil {
+			return report(stderr, usagef("replay: %v", err))
+		}
+		r := properties.RunSCTraced(t.Case, out)
+		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
+		got = jsonReplay{property: r.Property, replayEvents: r.Events, replayHash: r.TraceHash}
+		c, format = t.Case, t.Format
+	default:
+		t, err := properties.ReadScenarioTrace(path)
+		if err != nil {
+			return report(stderr, usagef("replay: %v", err))
+		}
+		r := properties.RunScenarioTraced(t.Case, out)
+		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
+		got = jsonReplay{property: r.Property, replayEvents: r.Events, replayHash: r.TraceHash}
+		c, format = t.Case, t.Format
+	}
+	var rerr error
+	switch {
+	case got.property != want.property:
+		rerr = fmt.Errorf("replay: property %q, trace says %q", got.property, want.property)
+	case got.replayHash != want.hash || got.replayEvents != want.events:
+		rerr = fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", got.replayEvents, got.replayHash, want.events, want.hash)
+	}
+	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
+	if htmlPath != "" {
+		var lines [][]byte
+		for _, l := range bytes.Split(events.Bytes(), []byte{'\n'}) {
+			if len(l) > 0 {
+				lines = append(lines, l)
+			}
+		}
+		var page bytes.Buffer
+		err := traces.WriteSystemHTML(&page, traces.SystemTrace{System: system, Seed: want.seed, Bug: want.bug, Property: want.property,
+			Message: want.msg, Events: want.events, TraceHash: want.hash, Format: format, Case: c, Reproduced: rerr == nil}, lines)
+		if err == nil {
+			err = os.WriteFile(htmlPath, page.Bytes(), 0o644)
+		}
+		if err != nil {
+			return report(stderr, fmt.Errorf("replay: write %s: %w", htmlPath, err))
+		}
+	}
+	code := replayVerdict(stdout, asJSON, want, rerr)
+	if htmlPath != "" && !asJSON {
+		fmt.Fprintf(stdout, "wrote %s\n", htmlPath)
+	}
+	return code
+}
+
+// jsonReplay is what a replay of a JSON trace (rpc, sc, scenario) reports.
+type jsonReplay struct {
+	path               string
+	seed               uint64
+	bug, property, msg string
+	events             uint64
+	hash               string
+	replayEvents       uint64
+	replayHash         string
+}
+
+// replayVerdict prints a JSON trace's replay, the same for every system
+// whose traces are JSON: reproduced (exit 0) or where it diverged (exit 1).
+func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int {
+	if asJSON {
+		out := map[string]any{"trace": t.path, "seed": t.seed, "bug": t.bug, "property": t.property, "message": t.msg,
+			"events": t.events, "trace_hash": t.hash, "reproduced": rerr == nil, "replay_events": t.replayEvents, "replay_hash": t.replayHash}
+		b, _ := json.Marshal(out)
+		fmt.Fprintln(stdout, string(b))
+	} else if rerr == nil {
+		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.property, t.msg, t.replayEvents, t.replayHash)
+	} else {
+		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
+	}
+	if rerr != nil {
+		return exitFail
+	}
+	return exitOK
+}
+
+// jsonTraceFormat returns the format field of a JSON trace file, or ""
+// when path is not one.
+func jsonTraceFormat(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&head) != nil {
+		return ""
+	}
+	return head.Format
+}
