@@ -652,7 +652,7 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) *checkFailure {
 	if opt.noShrink {
 		budget = 0
 	}
-	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: opt.ignore}, seed%50 == 0, budget)
+	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: ignoredOf(opt.ignore, properties.Properties)}, seed%50 == 0, budget)
 	if err != nil {
 		return &checkFailure{System: "datanode", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +158,19 @@ func scenarioPropertyNames() []string {
 		properties.PropPoolBound, properties.PropLeakFree, properties.PropDeterminism, properties.PropHarness}
 }
 
+// ignoredOf is the part of --ignore that names properties a system
+// checks: the rest means nothing to it, and a trace recording it would
+// not load (a case's properties are validated).
+func ignoredOf(ignore, checked []string) []string {
+	var out []string
+	for _, p := range ignore {
+		if slices.Contains(checked, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // knownProperty reports whether some system checks p (--ignore's list).
 func knownProperty(p string) bool {
 	for _, q := range systemProperties(systemAll) {
@@ -218,7 +232,7 @@ func checkRPCSeed(seed uint64, opt checkOptions) *checkFailure {
 	if err != nil {
 		return &checkFailure{System: "rpc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
-	c.Ignore = opt.ignore
+	c.Ignore = ignoredOf(opt.ignore, rpcPropertyNames())
 	r := properties.RunRPC(c, rpcLinTimeout)
 	if r.Failure == nil {
 		if seed%50 == 0 {
@@ -251,7 +265,7 @@ func checkSCSeed(seed uint64, opt checkOptions) *checkFailure {
 	if err != nil {
 		return &checkFailure{System: "sc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
-	c.Ignore = opt.ignore
+	c.Ignore = ignoredOf(opt.ignore, scPropertyNames())
 	r := properties.RunSC(c)
 	if r.Property == "" {
 		if seed%50 == 0 {
@@ -316,7 +330,7 @@ func checkScenarioSeed(seed uint64, opt checkOptions) *checkFailure {
 	if err != nil {
 		return &checkFailure{System: "scenario", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
-	c.Ignore = opt.ignore
+	c.Ignore = ignoredOf(opt.ignore, scenarioPropertyNames())
 	r := properties.RunScenario(c)
 	if r.Property == "" {
 		if seed%50 == 0 {

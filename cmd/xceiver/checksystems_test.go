@@ -116,6 +116,15 @@ func TestCheckIgnoreOtherSystems(t *testing.T) {
 			t.Errorf("--bug %s --seed %s --ignore %s: exit %d, want 0: %s", c.bug, c.seed, c.prop, code, out)
 		}
 	}
+	// A property of another system means nothing to a datanode seed, and
+	// its trace (whose case records what it ignores) still replays.
+	dir := t.TempDir()
+	if code, out, _ := runCLI("check", "--bug", "HDFS-3359", "--seed", "1", "--ignore", "exactly-once", "--out", dir); code != exitFail {
+		t.Fatalf("--bug HDFS-3359 --ignore exactly-once: exit %d, want 1: %s", code, out)
+	}
+	if code, out, errs := runCLI("replay", filepath.Join(dir, "seed-1-HDFS-3359.trace")); code != exitOK {
+		t.Errorf("replay: exit %d: %s%s", code, out, errs)
+	}
 }
 
 // A bug planted in scenario code (run read's clients never close) is
