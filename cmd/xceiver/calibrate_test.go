@@ -1,0 +1,37 @@
+package main
+
+import (
+	"encoding/json"
+	"runtime"
+	"testing"
+
+	"xceiver/sim"
+)
+
+// calibrate's profile must load as one (every cost finite, in range,
+// the percentiles in order), with the machine's share and the loopback
+// costs measured.
+func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the machine for about two seconds")
+	}
+	p, err := calibrate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.ParseProfile(b); err != nil {
+		t.Fatalf("calibrate's profile does not load: %v\n%s", err, b)
+	}
+	if p.LoopbackSendPerKBNs <= 0 || p.LoopbackRecvPerKBNs <= 0 || p.WakeupCPUNs <= 0 {
+		t.Errorf("loopback %v+%v ns/KiB, wake-up %v ns of CPU: want each measured", p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, p.WakeupCPUNs)
+	}
+	// A spinning thread per core cannot get more than the cores, and
+	// gets some of them however loaded the machine is.
+	if n := float64(runtime.NumCPU()); p.AvailableCores <= 0 || p.AvailableCores > n*1.1 || p.SliceOnNs <= 0 || p.SliceOffNs < 0 {
+		t.Errorf("%.2f of %v cores available, slices %v ns, gaps %v ns", p.AvailableCores, n, p.SliceOnNs, p.SliceOffNs)
+	}
+}
