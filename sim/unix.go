@@ -10,18 +10,40 @@ import (
 
 // UnixConfig shapes simulated Unix stream sockets: no Nagle, no ACKs,
 // bytes land in the peer's queue after a small delay.
+//
+// Flow control is Linux's (unix_stream_sendmsg): a send is cut into
+// skbs of at most min(sndbuf/2 - 64, unixSkbMax) bytes; each skb's
+// truesize (its bytes and its sk_buff and skb_shared_info) is charged to
+// the sender's sk_wmem_alloc until the reader has consumed the whole skb;
+// a send finds no room while wmem_alloc ≥ sndbuf, and the socket turns
+// writable again only once wmem_alloc × 4 ≤ sndbuf (unix_writable). There
+// is no autotuning, unlike TCP's buffers. Each skb costs the sender
+// CPUConfig.Softirq for its allocation, queueing and the reader's wake-up
+// (sk_data_ready), as a loopback segment does.
 type UnixConfig struct {
 	Delay   time.Duration
-	BufSize int // receive queue limit (bytes)
+	BufSize int // the sender's sk_sndbuf (net.core.wmem_default)
 }
 
-// unixChunk is one sendmsg's worth of bytes and the files it carried.
-// Files ride with the first byte of their message: a read never crosses
-// into a chunk that carries files, as in unix_stream_read_generic.
+const (
+	// unixSkbMax bounds an skb's bytes: SKB_MAX_HEAD(0) (a 4 KiB page
+	// less the skb_shared_info) plus UNIX_SKB_FRAGS_SZ (32 KiB of page
+	// fragments), x86-64 with 4 KiB pages.
+	unixSkbMax = 3776 + 32768
+	// unixSkbOverhead is what an skb's truesize adds to its bytes: the
+	// sk_buff and the skb_shared_info, each cache-aligned.
+	unixSkbOverhead = 256 + 320
+)
+
+// unixChunk is one skb: bytes and the files it carried. Files ride with
+// the first skb of their message: a read never crosses into a chunk that
+// carries files, as in unix_stream_read_generic.
 type unixChunk struct {
-	data  []byte
-	off   int
-	files []*File
+	data     []byte
+	off      int
+	files    []*File
+	from     *unixConn // the sender, whose wmem the skb holds
+	truesize int
 }
 
 type unixConn struct {
@@ -35,9 +57,11 @@ type unixConn struct {
 
 	socketEvents
 
-	rq       []unixChunk
-	rqBytes  int
-	inflight int // bytes sent to us, not yet landed in rq
+	rq      []unixChunk
+	rqBytes int
+	// wmem is this end's sk_wmem_alloc: the truesize of the skbs it sent
+	// that the peer has not consumed yet (in flight or queued).
+	wmem     int
 	eof      bool
 	wrShut   bool
 	fdClosed bool
@@ -80,11 +104,29 @@ func (c *unixConn) LocalAddr() string  { return c.local }
 func (c *unixConn) RemoteAddr() string { return c.remote }
 func (c *unixConn) Err() error         { return c.err }
 
-func (c *unixConn) space() int {
-	if c.peer == nil {
-		return 0
+// room reports whether a send may allocate an skb now.
+func (c *unixConn) room() bool {
+	return c.peer != nil && c.wmem < c.w.cfg.Unix.BufSize
+}
+
+// writable is unix_writable: a quarter of the send buffer or less in use.
+func (c *unixConn) writable() bool {
+	return c.peer != nil && c.wmem*4 <= c.w.cfg.Unix.BufSize
+}
+
+// freeSkb returns a consumed or dropped skb's truesize to its sender and
+// wakes the sender when it turns writable (unix_write_space).
+func (ch *unixChunk) freeSkb() {
+	s := ch.from
+	if s == nil {
+		return
 	}
-	return c.w.cfg.Unix.BufSize - c.peer.rqBytes - c.peer.inflight
+	ch.from = nil
+	was := s.writable()
+	s.wmem -= ch.truesize
+	if !was && s.writable() {
+		s.notify()
+	}
 }
 
 func (c *unixConn) readiness() model.Events {
@@ -94,7 +136,7 @@ func (c *unixConn) readiness() model.Events {
 	}
 	if c.err != nil {
 		ev |= model.Hangup | model.Writable
-	} else if !c.wrShut && c.peer != nil && !c.peer.fdClosed && c.space() > 0 {
+	} else if !c.wrShut && c.peer != nil && !c.peer.fdClosed && c.writable() {
 		ev |= model.Writable
 	}
 	return ev
@@ -149,15 +191,13 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 		n += k
 		ch.off += k
 		if ch.off == len(ch.data) {
+			ch.freeSkb()
 			c.rq[0] = unixChunk{}
 			c.rq = c.rq[1:]
 		}
 	}
 	c.rqBytes -= n
 	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
-	if c.peer != nil {
-		c.peer.notify() // room for the writer
-	}
 	if ferr != nil {
 		return n, files, fmt.Errorf("recvmsg: passed fds dropped: %w", ferr)
 	}
@@ -179,8 +219,8 @@ func (c *unixConn) SendFDs(p []byte, files []model.File) (int, error) {
 		}
 		held = append(held, sf)
 	}
-	if c.space() < len(p) && c.err == nil && !c.fdClosed {
-		return 0, model.ErrWouldBlock // all or nothing with control data
+	if !c.room() && c.err == nil && !c.fdClosed && !c.wrShut && c.peer != nil && !c.peer.fdClosed {
+		return 0, model.ErrWouldBlock
 	}
 	if arm := c.p.netFaults.resetFDPass; arm != 0 && c.err == nil && !c.fdClosed {
 		c.p.netFaults.resetFDPass = 0
@@ -206,12 +246,9 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 	if c.wrShut || c.peer == nil || c.peer.fdClosed {
 		return 0, model.ErrPipe
 	}
-	n := min(len(p), c.space())
-	if n <= 0 {
+	if !c.room() {
 		return 0, model.ErrWouldBlock
 	}
-	data := make([]byte, n)
-	copy(data, p)
 	// In flight, passed files hold their inodes (the kernel's in-flight
 	// SCM_RIGHTS references) but no fd in either process.
 	var inflight []*File
@@ -219,22 +256,33 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 		f.ino.refs++
 		inflight = append(inflight, &File{d: f.d, p: f.p, ino: f.ino, fd: -1, kind: model.FDPassed, gen: -1})
 	}
-	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
-	c.w.record(Event{Proc: c.p.name, Kind: "uds", Conn: c.id, A: int64(n), B: int64(len(files))})
-	peer := c.peer
-	peer.inflight += n
-	c.w.after(c.w.cfg.Unix.Delay, func() {
-		peer.inflight -= n
-		if peer.fdClosed || peer.reset || peer.p.crashed && peer.fd >= 0 {
-			for _, f := range inflight {
-				f.kill()
+	sndbuf := c.w.cfg.Unix.BufSize
+	skbMax := min(sndbuf/2-64, unixSkbMax)
+	n := 0
+	for n < len(p) && c.room() {
+		k := min(len(p)-n, skbMax)
+		data := make([]byte, k)
+		copy(data, p[n:n+k])
+		ch := unixChunk{data: data, files: inflight, from: c, truesize: k + unixSkbOverhead}
+		inflight = nil // the first skb carries the files
+		n += k
+		c.wmem += ch.truesize
+		c.w.charge(c.w.cfg.CPU.Softirq + time.Duration(int64(c.w.cfg.CPU.CopyPerKB)*int64(k)/1024))
+		c.w.record(Event{Proc: c.p.name, Kind: "uds", Conn: c.id, A: int64(k), B: int64(len(ch.files))})
+		peer := c.peer
+		c.w.after(c.w.cfg.Unix.Delay, func() {
+			if peer.fdClosed || peer.reset || peer.p.crashed && peer.fd >= 0 {
+				for _, f := range ch.files {
+					f.kill()
+				}
+				ch.freeSkb()
+				return
 			}
-			return
-		}
-		peer.rq = append(peer.rq, unixChunk{data: data, files: inflight})
-		peer.rqBytes += n
-		peer.notify()
-	})
+			peer.rq = append(peer.rq, ch)
+			peer.rqBytes += k
+			peer.notify()
+		})
+	}
 	return n, nil
 }
 
@@ -305,10 +353,12 @@ func (c *unixConn) kill() {
 }
 
 func (c *unixConn) dropQueue() {
-	for _, ch := range c.rq {
+	for i := range c.rq {
+		ch := &c.rq[i]
 		for _, f := range ch.files {
 			f.kill()
 		}
+		ch.freeSkb()
 	}
 	c.rq, c.rqBytes = nil, 0
 }

@@ -25,6 +25,9 @@ type experiment struct {
 	// none.
 	figures []figure
 	run     func(world string, seed uint64) ([]benchRow, error)
+	// explain, if set, is printed under the table: what the model says
+	// about the published figure.
+	explain string
 }
 
 type benchRow struct {
@@ -64,12 +67,14 @@ func experiments() map[string]experiment {
 			published: "HDFS-347: TCP ≈ 6.7 s, domain-socket data traffic ≈ 7.9 s for 1 GB (short-circuit fastest)",
 			figures:   []figure{{"tcp", "time for 1 GiB", 6.7}, {"uds", "time for 1 GiB", 7.9}},
 			run:       benchHDFS347,
+			explain:   explainHDFS347,
 		},
 		"hdfs-15202": {
 			desc:      "100,000 reads of 64 KiB by 64 reader threads through the short-circuit cache, 1 to 5 shards",
 			published: "HDFS-15202: 78 s with one cache lock → 17 s with 5 shards (4.5×)",
 			figures:   []figure{{"shards=1", "time", 78}, {"shards=5", "time", 17}},
 			run:       benchHDFS15202,
+			explain:   explainHDFS15202,
 		},
 		"sim-speed": {
 			desc:      "simulator speed: tcp-pattern with NODELAY and 32 KiB replies, 20000 ops",
@@ -186,6 +191,9 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.World, r.Case, r.Metric, r.Value, r.Unit)
 	}
 	tw.Flush()
+	if ex.explain != "" {
+		fmt.Fprintf(stdout, "\n%s\n", ex.explain)
+	}
 	return exitOK
 }
 

@@ -43,6 +43,9 @@ type Replica struct {
 	// purged is set once the replica left the cache; its fds close with
 	// its last reference.
 	purged bool
+	// Links in the evictable list of lruShard, while in one.
+	lruPrev, lruNext *Replica
+	lruShard         *shard
 }
 
 // valid reports whether the datanode still vouches for the replica.
@@ -108,8 +111,23 @@ type Cache struct {
 type shard struct {
 	lock    model.Lock
 	byBlock map[uint64]*Replica
-	lru     []*Replica // evictable, least recently used first
-	stats   CacheStats
+	// The evictable replicas, least recently used first: a linked list,
+	// so taking one out is one step, as in HDFS's LinkedMap.
+	lruHead, lruTail *Replica
+	lruLen           int
+	stats            CacheStats
+}
+
+// pushLRU makes r the most recently used evictable replica.
+func (s *shard) pushLRU(r *Replica) {
+	r.lruShard, r.lruPrev, r.lruNext = s, s.lruTail, nil
+	if s.lruTail != nil {
+		s.lruTail.lruNext = r
+	} else {
+		s.lruHead = r
+	}
+	s.lruTail = r
+	s.lruLen++
 }
 
 // CacheStats counts what a cache did.
@@ -228,7 +246,7 @@ func (c *Cache) Stats(loop model.Loop, done func(st CacheStats, cached, evictabl
 		s.lock.Do(loop, func() {
 			st.add(s.stats)
 			cached += len(s.byBlock)
-			evictable += len(s.lru)
+			evictable += s.lruLen
 			pending--
 			if pending == 0 {
 				loop.Post(func() { done(st, cached, evictable) })
@@ -296,7 +314,8 @@ func (s *shard) unref(c *Cache, loop model.Loop, r *Replica) {
 			return
 		}
 		r.lastUsed = loop.Now()
-		s.lru = append(s.lru, r)
+		c.work(1)
+		s.pushLRU(r)
 		s.evict(c, loop)
 	}
 }
@@ -305,17 +324,17 @@ func (s *shard) unref(c *Cache, loop model.Loop, r *Replica) {
 // capacity.
 func (s *shard) evict(c *Cache, loop model.Loop) {
 	capacity := c.cfg.Capacity / len(c.shards)
-	for len(s.lru) > capacity {
+	for s.lruLen > capacity {
 		s.stats.Evicted++
-		s.purge(c, loop, s.lru[0])
+		s.purge(c, loop, s.lruHead)
 	}
 }
 
 func (s *shard) expire(c *Cache, loop model.Loop) {
 	now := loop.Now()
-	for len(s.lru) > 0 && now-s.lru[0].lastUsed >= c.cfg.Expiry {
+	for s.lruHead != nil && now-s.lruHead.lastUsed >= c.cfg.Expiry {
 		s.stats.Expired++
-		s.purge(c, loop, s.lru[0])
+		s.purge(c, loop, s.lruHead)
 	}
 }
 
@@ -342,12 +361,24 @@ func (s *shard) purge(c *Cache, loop model.Loop, r *Replica) {
 	}
 }
 
+// unlru takes r out of the evictable list it is in (only a replica
+// filed in the wrong shard is in another shard's).
 func (s *shard) unlru(c *Cache, r *Replica) {
-	for i, o := range s.lru {
-		if o == r {
-			c.work(i + 1)
-			s.lru = append(s.lru[:i], s.lru[i+1:]...)
-			return
-		}
+	o := r.lruShard
+	if o == nil {
+		return
 	}
+	c.work(1)
+	if r.lruPrev != nil {
+		r.lruPrev.lruNext = r.lruNext
+	} else {
+		o.lruHead = r.lruNext
+	}
+	if r.lruNext != nil {
+		r.lruNext.lruPrev = r.lruPrev
+	} else {
+		o.lruTail = r.lruPrev
+	}
+	r.lruPrev, r.lruNext, r.lruShard = nil, nil, nil
+	o.lruLen--
 }

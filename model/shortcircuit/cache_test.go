@@ -234,8 +234,8 @@ func (m *cacheMachine) Check(t *rapid.T) {
 	}
 	capacity := m.c.cfg.Capacity / len(m.c.shards)
 	for i, s := range m.c.shards {
-		if len(s.lru) > capacity {
-			t.Fatalf("shard %d holds %d evictable replicas, capacity %d", i, len(s.lru), capacity)
+		if s.lruLen > capacity {
+			t.Fatalf("shard %d holds %d evictable replicas, capacity %d", i, s.lruLen, capacity)
 		}
 	}
 	// The fd bound the properties check: 2 per cached replica (at most
