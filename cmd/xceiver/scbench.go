@@ -150,8 +150,10 @@ shards until the copy and CRC32C work of 16 cores is the bound. The sim's
 lock hands over in FIFO order, as to a parked successor; Java's default
 ReentrantLock also lets a running thread barge in, so the one-shard time
 is an upper bound of this effect. On the 2 modelled cores the other
-benches use the runs are bound by CPU (5 shards: 1.07x); on 16 cores with
-no wake-up cost a handed lock starts at once (1.75x at 20,000 reads).`
+benches use, the runs are bound by CPU (this bench there gave 1.07x); with
+no wake-up cost a handed lock starts at once and the lock barely shows
+(go test ./model/shortcircuit -run TestShardingRelievesTheLockHandOff -v:
+32 readers on 8 cores, 4.5x with wake-ups, 1.05x without).`
 
 const explainHDFS347 = `What the model says about domain-socket data traffic: the sim's Unix
 sockets follow Linux's AF_UNIX stream rules (skbs of at most 36,544 bytes,
@@ -163,4 +165,6 @@ from above the socket: its datanode sends a TCP read with transferTo
 (sendfile, no user-space copy) but a DomainSocket's stream is not a
 SocketOutputStream, so domain-socket reads take BlockSender's copying path
 (read into a buffer, then write through JNI). The model's datanode copies
-on both paths, so it cannot show that difference.`
+on both paths, so it cannot show that difference; on this machine's
+real sockets, with the same copying datanode, the domain socket was
+faster too.`
