@@ -551,3 +551,23 @@ func TestStop(t *testing.T) {
 		t.Errorf("after Stop the server holds %d sockets", n)
 	}
 }
+
+// A client that vanishes with calls in the handlers: their answers are
+// dropped on the closed connection, and the server's counts still add up,
+// every call queued is answered or dropped once.
+func TestStatsCountAnswersAfterClose(t *testing.T) {
+	const calls = 6
+	e := world(t, rpc.ServerConfig{Handlers: 4}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		for k := 0; k < calls; k++ {
+			cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(rpc.Reply) {})
+		}
+		// Well inside the handlers' 1 ms: every call is queued, none
+		// answered.
+		p.MainLoop().AfterFunc(300*time.Microsecond, func() { cl.Abort(srvAddr) })
+	})
+	st := e.srv.Stats()
+	if st.Calls != calls || st.Dropped != calls || st.Responses != 0 {
+		t.Errorf("calls %d, responses %d, dropped %d; want %d calls, all dropped", st.Calls, st.Responses, st.Dropped, calls)
+	}
+	e.quiet()
+}

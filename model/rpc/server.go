@@ -284,6 +284,9 @@ func (s *Server) Stats() ServerStats {
 		st.Dropped += r.doneDropped
 		st.Deferred += r.doneDeferred
 	}
+	for _, h := range s.handlers {
+		st.Dropped += h.late
+	}
 	return st
 }
 
@@ -667,6 +670,9 @@ type handler struct {
 	s    *Server
 	loop model.Loop
 	busy bool
+	// late counts answers dropped because their connection had closed
+	// and been forgotten by its reader (whose counts it had taken).
+	late int
 }
 
 // next takes a call from the queue, or waits for one.
@@ -703,8 +709,9 @@ func (h *handler) reply(c *call, frame []byte) {
 	sc := c.sc
 	sc.lk.Do(h.loop, func() {
 		if sc.closed {
-			sc.answered++
-			sc.dropped++
+			// The reader has already summed sc's counts: this answer is
+			// the handler's to count.
+			h.late++
 			h.loop.Post(h.next)
 			return
 		}
