@@ -133,6 +133,8 @@ const (
 	CPUCopy                    // per byte copied in user space
 	CPUParse                   // per message decoded or encoded
 	CPUInode                   // per namespace inode visited (a lookup and its checks)
+	CPUFrame                   // per rpc call a reader takes off the wire: its frame decoded, copied into a call, allocated
+	CPUToken                   // per block token issued (an HMAC-SHA256)
 )
 
 // FDKind tags each fd with what it is, so resource properties can count

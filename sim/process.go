@@ -207,6 +207,10 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 		p.w.charge(time.Duration(int64(c.Parse) * int64(n)))
 	case model.CPUInode:
 		p.w.charge(time.Duration(int64(c.Inode) * int64(n)))
+	case model.CPUFrame:
+		p.w.charge(time.Duration(int64(c.Frame) * int64(n)))
+	case model.CPUToken:
+		p.w.charge(time.Duration(int64(c.Token) * int64(n)))
 	}
 }
 

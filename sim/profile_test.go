@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -29,8 +30,32 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	if p.LoopbackSendPerKBNs == 0 || math.Abs(send-p.LoopbackSendPerKBNs) > 2 || math.Abs(recv-p.LoopbackRecvPerKBNs) > 2 {
 		t.Errorf("loopback %v+%v ns/KiB measured, the model charges %v+%v", p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, send, recv)
 	}
-	if c.Parse != DefaultCPUConfig().Parse {
-		t.Errorf("an unmeasured cost changed: parse %v", c.Parse)
+	if c.Frame != ns(p.RPCFrameNs) || c.Parse != ns(p.ParseNs) || c.Inode != ns(p.InodeNs) || c.Token != ns(p.TokenNs) {
+		t.Errorf("rpc costs of %+v mapped to %+v", p, c)
+	}
+	if d := DefaultCPUConfig(); c.Softirq != d.Softirq || c.ThreadStart != d.ThreadStart {
+		t.Errorf("an unmeasured cost changed: softirq %v, thread start %v", c.Softirq, c.ThreadStart)
+	}
+}
+
+// A profile written before the rpc costs were measured still loads, and
+// keeps the hand-set ones.
+func TestProfileWithoutRPCCostsKeepsTheDefaults(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal(defaultProfile, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"rpc_frame_ns", "parse_ns", "inode_ns", "token_ns"} {
+		delete(m, k)
+	}
+	old, _ := json.Marshal(m)
+	p, err := ParseProfile(old)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, old)
+	}
+	c, d := p.CPU(), DefaultCPUConfig()
+	if c.Frame != d.Frame || c.Parse != d.Parse || c.Inode != d.Inode || c.Token != d.Token {
+		t.Errorf("rpc costs %v %v %v %v, want the defaults %v %v %v %v", c.Frame, c.Parse, c.Inode, c.Token, d.Frame, d.Parse, d.Inode, d.Token)
 	}
 }
 

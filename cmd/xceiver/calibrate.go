@@ -22,7 +22,7 @@ import (
 func calibrateCommand() *command {
 	return &command{
 		name:    "calibrate",
-		summary: "measure this machine's syscall, copy, CRC32C and wake-up costs and write a profile for the simulator's CPU model",
+		summary: "measure this machine's syscall, copy, CRC32C, wake-up and rpc per-call costs and write a profile for the simulator's CPU model",
 		about: func() string {
 			return "Writes the profile as JSON (to --out, or stdout); run, validate and bench load it with\n--profile FILE. Takes a few seconds; figures on a shared machine are noisy."
 		},
@@ -192,6 +192,9 @@ func calibrate() (sim.Profile, error) {
 	p.CRC32CPerKBNs = perOp(200, func() { crc32.Checksum(src, tab) }) / 1024
 
 	if p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, err = loopbackCost(); err != nil {
+		return p, err
+	}
+	if err := rpcCosts(&p); err != nil {
 		return p, err
 	}
 

@@ -99,16 +99,41 @@ func newDir() *inode { return &inode{dir: true, children: map[string]*inode{}} }
 
 // Serve implements rpc.Service.
 func (ns *Namespace) Serve(loop model.Loop, method uint8, payload []byte, done func(rpc.Status, []byte)) {
+	ns.ServeDecoded(loop, method, ns.Decode(method, payload), done)
+}
+
+// call is a decoded call, or why it does not decode.
+type call struct {
+	req    Request
+	status rpc.Status // StatusOK when req decoded
+}
+
+// Decode implements rpc.Decoder: it deserialises a call's request.
+func (ns *Namespace) Decode(method uint8, payload []byte) any {
 	ns.p.CPU(model.CPUParse, 1)
 	if method < MethodMkdir || method > MethodRename {
-		done(rpc.StatusUnknownMethod, nil)
-		return
+		return call{status: rpc.StatusUnknownMethod}
 	}
 	req, ok := DecodeRequest(method, payload)
+	if !ok {
+		return call{status: rpc.StatusBadRequest}
+	}
+	return call{req: req, status: rpc.StatusOK}
+}
+
+// ServeDecoded implements rpc.Decoder: it runs a decoded call under the
+// namespace lock, shared for the ops that only read.
+func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done func(rpc.Status, []byte)) {
+	c, ok := arg.(call)
 	if !ok {
 		done(rpc.StatusBadRequest, nil)
 		return
 	}
+	if c.status != rpc.StatusOK {
+		done(c.status, nil)
+		return
+	}
+	req := c.req
 	apply := func() {
 		resp, code := ns.Apply(req)
 		if code != OK {
@@ -275,6 +300,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 
 // token grants op on block (at stamp; 0: any) until the lifetime ends.
 func (ns *Namespace) token(block, stamp uint64, op model.Op) []byte {
+	ns.p.CPU(model.CPUToken, 1)
 	return model.IssueToken(ns.cfg.TokenKey, model.BlockToken{BlockID: block, GenStamp: stamp, Modes: model.ModeFor(op),
 		Expiry: ns.p.World().Now() + ns.cfg.TokenLifetime})
 }

@@ -571,3 +571,72 @@ func TestStatsCountAnswersAfterClose(t *testing.T) {
 	}
 	e.quiet()
 }
+
+// decodingService is testService as a Decoder: the reader decodes (here,
+// copies the payload and counts), the handler serves what it decoded.
+type decodingService struct {
+	testService
+	decoded, servedDecoded int
+}
+
+func (s *decodingService) Decode(m uint8, payload []byte) any {
+	s.decoded++
+	return append([]byte(nil), payload...)
+}
+
+func (s *decodingService) ServeDecoded(loop model.Loop, m uint8, arg any, done func(rpc.Status, []byte)) {
+	s.servedDecoded++
+	s.testService.Serve(loop, m, arg.([]byte), done)
+}
+
+// With HadoopReader a reader takes one call per readable event (the
+// length, then the body) and decodes it before queueing: calls sent back
+// to back and calls sent in pieces are all answered, each decoded once by
+// the reader and served from what it decoded.
+func TestHadoopReaderOneCallPerEvent(t *testing.T) {
+	for _, pieces := range []bool{false, true} {
+		const calls = 50
+		got := 0
+		svc := &decodingService{}
+		e := &env{t: t, w: sim.New(sim.DefaultConfig(1))}
+		var srv *rpc.Server
+		e.w.Spawn("server", model.ProcessConfig{Cores: 2}, func(p model.Process) {
+			var err error
+			if srv, err = rpc.StartServer(p, p.MainLoop(), svc, rpc.ServerConfig{Addr: srvAddr, Readers: 2, Handlers: 3, QueueSize: 4, HadoopReader: true}); err != nil {
+				e.w.Fail(err)
+			}
+			e.w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+				cl, _ := rpc.NewClient(cp, cp.MainLoop(), rpc.ClientConfig{})
+				if pieces {
+					cl.PieceWrites(srvAddr, 3, 50*time.Microsecond)
+				}
+				for i := 0; i < calls; i++ {
+					want := []byte(fmt.Sprintf("call-%d", i))
+					m := uint8(mEcho)
+					if i%4 == 0 {
+						m = mSlow
+					}
+					cl.Call(srvAddr, m, want, func(r rpc.Reply) {
+						if r.Err != nil || !bytes.Equal(r.Payload, want) {
+							t.Errorf("pieces %v call %d: %v %q", pieces, i, r.Err, r.Payload)
+						}
+						got++
+					})
+				}
+			})
+		})
+		if err := e.w.Run(time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		st := srv.Stats()
+		if got != calls || svc.decoded != calls || svc.servedDecoded != calls || svc.served != calls || st.Responses != calls {
+			t.Errorf("pieces %v: answered %d of %d, decoded %d, served decoded %d of %d served; stats %+v", pieces, got, calls, svc.decoded, svc.servedDecoded, svc.served, st)
+		}
+		e.srv = srv
+		e.sp = nil
+		conns, queued, pending, busy, blocked := srv.Quiet()
+		if conns+queued+pending+busy+blocked != 0 {
+			t.Errorf("pieces %v: server not quiet: %d %d %d %d %d", pieces, conns, queued, pending, busy, blocked)
+		}
+	}
+}

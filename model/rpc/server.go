@@ -1,9 +1,11 @@
 package rpc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"xceiver/model"
@@ -15,6 +17,18 @@ import (
 // thread is busy until its method returns. payload is the handler's own.
 type Service interface {
 	Serve(loop model.Loop, method uint8, payload []byte, done func(Status, []byte))
+}
+
+// Decoder is a Service that decodes a call apart from serving it, so that
+// a reader can deserialise calls before queueing them, as Hadoop 0.20's
+// did (ServerConfig.HadoopReader). Serve must equal Decode then
+// ServeDecoded.
+type Decoder interface {
+	Service
+	// Decode decodes a call's payload; it runs on a reader's loop.
+	Decode(method uint8, payload []byte) any
+	// ServeDecoded serves a call Decode decoded, as Serve does.
+	ServeDecoded(loop model.Loop, method uint8, arg any, done func(Status, []byte))
 }
 
 // ServerConfig configures a server. Zero values take the defaults
@@ -48,7 +62,14 @@ type ServerConfig struct {
 	// The first response is exempt so that an answer larger than the bound
 	// still reaches a client that reads.
 	MaxPending int
-	Bugs       ServerBugs
+	// HadoopReader reads as Hadoop 0.20's Connection.readAndProcess did:
+	// one call per readable event, its 4-byte length in one read and its
+	// body in a second, and the call's parameters deserialised by the
+	// reader (Decoder.Decode, when the service is a Decoder) before it is
+	// queued. Without it a reader takes all a connection has buffered, up
+	// to 16 KiB per read, and the handler decodes.
+	HadoopReader bool
+	Bugs         ServerBugs
 }
 
 // ServerBugs switch on catalogued bugs, for tests and `check --bug`.
@@ -152,6 +173,8 @@ type call struct {
 	id      uint32
 	method  uint8
 	payload []byte
+	arg     any // decoded by the reader (HadoopReader); nil: the handler decodes
+	decoded bool
 }
 
 // StartServer listens on cfg.Addr with loop as the acceptor and starts the
@@ -367,6 +390,8 @@ type serverConn struct {
 
 	// owned by the reader loop
 	in         []byte
+	arg        any  // the decoded first call of in (HadoopReader)
+	decoded    bool // arg is set
 	greeted    bool
 	closing    bool
 	fillQueued bool
@@ -459,6 +484,47 @@ func (sc *serverConn) onEvent(ev model.Events) {
 
 func (sc *serverConn) read() {
 	r := sc.r
+	if r.s.cfg.HadoopReader {
+		if !sc.readOne() {
+			return
+		}
+	} else if !sc.readAll() {
+		return
+	}
+	if !sc.greeted {
+		switch err := CheckPreamble(sc.in); {
+		case errors.Is(err, ErrShort):
+			return
+		case err != nil:
+			r.fatal++
+			r.close(sc, "bad preamble")
+			return
+		}
+		sc.greeted = true
+		sc.in = sc.in[:copy(sc.in, sc.in[len(Preamble):])]
+		if r.s.cfg.HadoopReader && sc.need() > 0 {
+			return
+		}
+	}
+	if r.s.cfg.HadoopReader {
+		sc.decode()
+	}
+	if len(sc.in) >= inHigh {
+		sc.c.SetReadInterest(false)
+	}
+	if !sc.fillQueued && len(sc.in) >= 4 {
+		sc.fillQueued = true
+		r.s.q.lk.Do(r.loop, func() {
+			sc.fillQueued = false
+			r.fill(sc)
+		})
+	}
+}
+
+// readAll reads what the connection has, up to inHigh; false if it closed
+// the connection.
+func (sc *serverConn) readAll() bool {
+	r := sc.r
 	var buf [16 << 10]byte
 	for n := 0; n < inHigh; {
 		k, err := sc.c.Read(buf[:])
@@ -472,31 +538,78 @@ func (sc *serverConn) read() {
 		}
 		if err != nil {
 			r.close(sc, "read: "+errString(err))
-			return
+			return false
 		}
 	}
-	if !sc.greeted {
-		switch err := CheckPreamble(sc.in); {
-		case errors.Is(err, ErrShort):
-			return
-		case err != nil:
-			r.fatal++
-			r.close(sc, "bad preamble")
-			return
+	return true
+}
+
+// need is how many bytes sc.in lacks for its next whole unit: the
+// preamble, a length prefix, or the call it announces; 0 or less when it
+// holds one, or a prefix the decoder will refuse.
+func (sc *serverConn) need() int {
+	switch {
+	case !sc.greeted:
+		return len(Preamble) - len(sc.in)
+	case len(sc.in) < 4:
+		return 4 - len(sc.in)
+	}
+	n := binary.BigEndian.Uint32(sc.in)
+	if uint64(n) > uint64(sc.s.cfg.MaxFrame) || n < 5 {
+		return 0
+	}
+	return 4 + int(n) - len(sc.in)
+}
+
+// readOne reads as Hadoop's readAndProcess: what the next unit lacks, the
+// length prefix and then the call's body, at most one call; false if it
+// closed the connection. With a whole call buffered it reads nothing
+// until the call is queued.
+func (sc *serverConn) readOne() bool {
+	r := sc.r
+	for reads := 0; reads < 3; reads++ {
+		k := sc.need()
+		if k <= 0 {
+			break
 		}
-		sc.greeted = true
-		sc.in = sc.in[:copy(sc.in, sc.in[len(Preamble):])]
+		sc.in = slices.Grow(sc.in, k)
+		got, err := sc.c.Read(sc.in[len(sc.in) : len(sc.in)+k])
+		if got > 0 {
+			sc.in = sc.in[:len(sc.in)+got]
+			sc.lastRead = r.loop.Now()
+		}
+		if errors.Is(err, model.ErrWouldBlock) {
+			break
+		}
+		if err != nil {
+			r.close(sc, "read: "+errString(err))
+			return false
+		}
+		if got < k {
+			break
+		}
 	}
-	if len(sc.in) >= inHigh {
-		sc.c.SetReadInterest(false)
+	return true
+}
+
+// decode deserialises sc's buffered call on the reader, as Hadoop's
+// processData did before queueing it, and stops reading sc until fill
+// has queued it.
+func (sc *serverConn) decode() {
+	if sc.decoded || sc.need() > 0 {
+		return
 	}
-	if !sc.fillQueued && len(sc.in) >= 4 {
-		sc.fillQueued = true
-		r.s.q.lk.Do(r.loop, func() {
-			sc.fillQueued = false
-			r.fill(sc)
-		})
+	f, _, err := DecodeFrame(sc.in, sc.s.cfg.MaxFrame)
+	if err != nil {
+		return // fill answers it
 	}
+	sc.s.p.CPU(model.CPUFrame, 1)
+	sc.s.p.CPU(model.CPUCopy, len(f.Payload))
+	sc.arg, sc.decoded = nil, true
+	if d, ok := sc.s.svc.(Decoder); ok {
+		sc.arg = d.Decode(f.Code, f.Payload)
+	}
+	sc.c.SetReadInterest(false)
 }
 
 // fill moves the whole calls buffered on sc into the queue, under the
@@ -541,9 +654,14 @@ func (r *reader) fill(sc *serverConn) {
 			}
 			return
 		}
-		r.s.p.CPU(model.CPUParse, 1)
-		r.s.p.CPU(model.CPUCopy, len(f.Payload))
 		c := &call{sc: sc, id: f.ID, method: f.Code, payload: append([]byte(nil), f.Payload...)}
+		if off == 0 && sc.decoded {
+			c.arg, c.decoded = sc.arg, true
+			sc.arg, sc.decoded = nil, false
+		} else {
+			r.s.p.CPU(model.CPUFrame, 1)
+			r.s.p.CPU(model.CPUCopy, len(f.Payload))
+		}
 		off += n
 		sc.queued++
 		r.calls++
@@ -646,7 +764,7 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 		sc.closed = true
 		sc.dropOut()
 		sc.c.Close()
-		sc.in = nil
+		sc.in, sc.arg, sc.decoded = nil, nil, false
 		for _, h := range sc.waiters {
 			h.loop.Post(h.next)
 		}
@@ -696,11 +814,16 @@ func (h *handler) next() {
 }
 
 func (h *handler) serve(c *call) {
-	h.s.svc.Serve(h.loop, c.method, c.payload, func(st Status, resp []byte) {
+	done := func(st Status, resp []byte) {
 		h.s.p.CPU(model.CPUParse, 1)
 		h.s.p.CPU(model.CPUCopy, len(resp))
 		h.reply(c, AppendFrame(make([]byte, 0, FrameLen(len(resp))), Frame{ID: c.id, Code: uint8(st), Payload: resp}))
-	})
+	}
+	if d, ok := h.s.svc.(Decoder); ok && c.decoded {
+		d.ServeDecoded(h.loop, c.method, c.arg, done)
+		return
+	}
+	h.s.svc.Serve(h.loop, c.method, c.payload, done)
 }
 
 // reply writes the response if the connection has nothing queued ahead of

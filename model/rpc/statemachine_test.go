@@ -28,6 +28,13 @@ func TestCallTableAndQueueModel(t *testing.T) {
 			Readers:   rapid.IntRange(1, 3).Draw(rt, "readers"),
 			Handlers:  rapid.IntRange(1, 3).Draw(rt, "handlers"),
 			QueueSize: rapid.IntRange(1, 4).Draw(rt, "queue"),
+			// Hadoop's reader, one call per event and decoded by the
+			// reader, or ours, everything buffered.
+			HadoopReader: rapid.Bool().Draw(rt, "hadoopReader"),
+		}
+		var svc rpc.Service = &testService{}
+		if scfg.HadoopReader {
+			svc = &decodingService{}
 		}
 		var srv *rpc.Server
 		var fail error
@@ -39,7 +46,7 @@ func TestCallTableAndQueueModel(t *testing.T) {
 		clients := make([]*client, 2)
 		w.Spawn("server", model.ProcessConfig{Cores: 2}, func(p model.Process) {
 			var err error
-			if srv, err = rpc.StartServer(p, p.MainLoop(), &testService{}, scfg); err != nil {
+			if srv, err = rpc.StartServer(p, p.MainLoop(), svc, scfg); err != nil {
 				w.Fail(err)
 			}
 		})
