@@ -407,7 +407,7 @@ func (f *File) Sync() error {
 	if err := f.d.step(true, nil); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
-	f.d.w.charge(f.d.w.cfg.Disk.Latency)
+	f.d.w.wait(f.d.w.cfg.Disk.Latency)
 	return nil
 }
 

@@ -395,6 +395,15 @@ func (w *World) wakeDelay(t *thread) time.Duration {
 	return d
 }
 
+// wait advances the running callback's clock by d spent blocked in a
+// device (fsync): its thread is busy, but uses no CPU.
+func (w *World) wait(d time.Duration) {
+	if w.running != nil {
+		w.ctx += d
+		w.waited += d
+	}
+}
+
 // charge adds modelled CPU time to the callback now running.
 func (w *World) charge(d time.Duration) {
 	if w.running != nil {
@@ -490,6 +499,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	start := w.now
 	w.running, w.core = t, core
 	w.ctx = start
+	w.waited = 0
 	if sl := t.p.cpu.slices; sl != nil {
 		w.sliceEnd, w.sliceWait = sl.at(core, start, start).end, 0
 	}
@@ -502,10 +512,12 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	p.active--
 	end := w.ctx
 	w.running = nil
-	p.cpuTime += end - start - w.sliceWait
+	// Time blocked in a device is the thread's but not its core's: the
+	// core is free for others as if the wait came at the callback's end.
+	p.cpuTime += end - start - w.sliceWait - w.waited
 	w.sliceWait = 0
 	t.busyUntil = end
-	p.cpu.cores[core] = end
+	p.cpu.cores[core] = end - w.waited
 	if woken {
 		// The wake-up's CPU beyond its latency (switching out, Go's
 		// scheduler looking for work) keeps the core busy after the
@@ -555,7 +567,7 @@ func (w *World) interleave() {
 		return
 	}
 	ctx, core, now, capAt := w.ctx, w.core, w.now, w.capAt
-	sliceEnd, sliceWait := w.sliceEnd, w.sliceWait
+	sliceEnd, sliceWait, waited := w.sliceEnd, w.sliceWait, w.waited
 	// Busy past limit: nothing run below may start on this core.
 	t.p.cpu.cores[core] = ctx + 1
 	w.depth++
@@ -579,7 +591,7 @@ func (w *World) interleave() {
 	}
 	w.depth--
 	w.running, w.ctx, w.core, w.now, w.capAt = t, ctx, core, now, capAt
-	w.sliceEnd, w.sliceWait = sliceEnd, sliceWait
+	w.sliceEnd, w.sliceWait, w.waited = sliceEnd, sliceWait, waited
 }
 
 // Loop is a simulated event loop (a selector thread). It implements

@@ -130,7 +130,8 @@ type World struct {
 	// the callback does (a send, a timer) happens when it would have.
 	ctx     time.Duration
 	running *thread
-	core    int // the core running holds
+	core    int           // the core running holds
+	waited  time.Duration // of ctx, time the callback spent blocked (wait)
 
 	// Interleaving (Config.Interleave): depth counts the drains in
 	// progress; capAt is the earliest clock among the callbacks they
