@@ -20,6 +20,18 @@ import (
 // an error answer or a clean close; the server keeps serving, closes idle
 // connections and leaks nothing (race-tested with go test -race).
 func TestRPCServerRealSockets(t *testing.T) {
+	// Hadoop's reader and the edit log too: both hand work between
+	// goroutines (reader to handler, handler to log loop to worker).
+	for _, hadoop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hadoop=%v", hadoop), func(t *testing.T) { realRPCServer(t, hadoop) })
+	}
+}
+
+func realRPCServer(t *testing.T, hadoop bool) {
+	editLog := ""
+	if hadoop {
+		editLog = "edits"
+	}
 	w, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +46,8 @@ func TestRPCServerRealSockets(t *testing.T) {
 	_, err = w.Spawn("namenode", model.ProcessConfig{}, func(p model.Process) {
 		nnProc = p
 		nn, err = namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
-			Namespace: namespace.Config{Lock: namespace.RWLock, Datanode: "dn"},
-			RPC:       rpc.ServerConfig{Addr: "127.0.0.1:0", Readers: 2, Handlers: 3, QueueSize: 8, IdleTimeout: 200 * time.Millisecond},
+			Namespace: namespace.Config{Lock: namespace.RWLock, Datanode: "dn", EditLog: editLog},
+			RPC:       rpc.ServerConfig{Addr: "127.0.0.1:0", Readers: 2, Handlers: 3, QueueSize: 8, IdleTimeout: 200 * time.Millisecond, HadoopReader: hadoop},
 		})
 		if err != nil {
 			w.Fail(err)
@@ -125,6 +137,9 @@ func TestRPCServerRealSockets(t *testing.T) {
 	}
 	if answered != clients*calls || wrong != 0 {
 		t.Errorf("%d of %d calls answered, %d wrong", answered, clients*calls, wrong)
+	}
+	if st := nn.NS.EditLogStats(); hadoop && (st.Edits != clients*calls/2 || st.Failed != 0) {
+		t.Errorf("edit log %+v, want %d edits synced", st, clients*calls/2)
 	}
 	if unknown != rpc.StatusUnknownMethod {
 		t.Errorf("unknown method answered %v", unknown)

@@ -68,9 +68,11 @@ func (nn *Namenode) invalidate(blocks []uint64) {
 	}
 }
 
-// Close closes the namenode's datanode client (its cached connections).
+// Close closes the namenode's datanode client (its cached connections)
+// and its edit log.
 func (nn *Namenode) Close() {
 	if nn.dn != nil {
 		nn.dn.Close()
 	}
+	nn.NS.Close()
 }

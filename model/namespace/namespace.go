@@ -45,6 +45,10 @@ type Config struct {
 	// the datanode's default. Tokens last TokenLifetime.
 	TokenKey      []byte
 	TokenLifetime time.Duration
+	// EditLog is the path, on the process's disk, of the log that makes
+	// every change durable before it is answered (Hadoop's edits file);
+	// "" keeps changes in memory only.
+	EditLog string
 }
 
 // Namespace is the tree and its lock. It implements rpc.Service.
@@ -55,6 +59,8 @@ type Namespace struct {
 	rw        model.RWLock
 	root      *inode
 	nextBlock uint64
+	log       *editLog
+	txid      uint64 // last change logged; under the lock held exclusively
 	// Invalidate is told the blocks of deleted files, under the lock; it
 	// must only hand them on (post to another loop), as a namenode queues
 	// invalidations for the datanode's next heartbeat.
@@ -86,6 +92,12 @@ func New(p model.Process, cfg Config) (*Namespace, error) {
 		cfg.TokenLifetime = model.DefaultTokenLifetime
 	}
 	ns := &Namespace{cfg: cfg, p: p, root: newDir(), nextBlock: cfg.FirstBlock}
+	if cfg.EditLog != "" {
+		var err error
+		if ns.log, err = openEditLog(p, cfg.EditLog); err != nil {
+			return nil, fmt.Errorf("namespace: %w", err)
+		}
+	}
 	if cfg.Lock == RWLock {
 		ns.rw = p.NewRWLock("namespace")
 		ns.mu = ns.rw
@@ -141,13 +153,58 @@ func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done f
 			return
 		}
 		ns.p.CPU(model.CPUParse, 1)
-		done(rpc.StatusOK, EncodeResponse(method, resp))
+		body := EncodeResponse(method, resp)
+		if ns.log == nil || !changes(method) {
+			done(rpc.StatusOK, body)
+			return
+		}
+		// The change is logged under the lock and answered once the log
+		// is synced, the lock released meanwhile (FSEditLog's logEdit,
+		// then logSync).
+		ns.txid++
+		ns.p.CPU(model.CPUParse, 1)
+		ns.log.log(loop, editRecord(ns.txid, req), func(err error) {
+			if err != nil {
+				done(rpc.StatusError, []byte{byte(EIO)})
+				return
+			}
+			done(rpc.StatusOK, body)
+		})
 	}
 	if ns.rw != nil && (method == MethodList || method == MethodGetBlockLocations) {
 		ns.rw.RDo(loop, apply)
 		return
 	}
 	ns.mu.Do(loop, apply)
+}
+
+// changes reports whether method changes the tree (and so is logged).
+func changes(method uint8) bool {
+	switch method {
+	case MethodMkdir, MethodCreate, MethodComplete, MethodDelete, MethodRename:
+		return true
+	}
+	return false
+}
+
+// EditLogStats is what the edit log did: group commits, the edits they
+// carried, and syncs that failed. Read it only when the world is quiet.
+type EditLogStats struct{ Syncs, Edits, Failed int }
+
+// EditLogStats reports the edit log's counts (zero without one).
+func (ns *Namespace) EditLogStats() EditLogStats {
+	if ns.log == nil {
+		return EditLogStats{}
+	}
+	return EditLogStats{ns.log.Syncs, ns.log.Edits, ns.log.Failed}
+}
+
+// Close releases the edit log's file and threads.
+func (ns *Namespace) Close() {
+	if ns.log != nil {
+		ns.log.close()
+		ns.log = nil
+	}
 }
 
 // Apply runs one op on the tree; the caller holds the lock (shared is

@@ -27,6 +27,9 @@ type Scenario struct {
 	// without it a read stops at getBlockLocations and a write creates an
 	// empty file.
 	ReadData bool
+	// EditLog makes the namenode log every change and sync the log before
+	// answering (group commit), on its own disk.
+	EditLog bool
 	// NamenodeCores and DatanodeCores are the hosts' cores (sim).
 	NamenodeCores, DatanodeCores int
 	Lock                         LockKind
@@ -42,7 +45,7 @@ func DefaultScenario() Scenario {
 	return Scenario{
 		Clients: 32, Threads: 4,
 		Depth: 3, Fanout: 4, Files: 4, FileSize: 4096,
-		Reads: 1, Writes: 0, ReadData: true,
+		Reads: 1, Writes: 0, ReadData: true, EditLog: true,
 		NamenodeCores: 8, DatanodeCores: 8,
 		Lock:   RWLock,
 		RPC:    rpc.ServerConfig{Readers: 1, Handlers: 10},
@@ -102,8 +105,10 @@ type ScenarioResult struct {
 	Reads, Writes int // client ops completed in the window
 	Latencies     model.Latencies
 	NamenodeCPU   time.Duration // over the window; 0 when not measured
+	DatanodeCPU   time.Duration // likewise
 	PeakFDs       int           // the namenode's
 	Server        rpc.ServerStats
+	EditLog       EditLogStats // over the whole run
 	FirstError    string
 }
 
@@ -130,6 +135,8 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 		nnProc   model.Process
 		clients  []*scenarioClient
 		cpuStart time.Duration
+		dnStart  time.Duration
+		dnProc   model.Process
 		startErr error
 	)
 	dnAddr, nnAddr := "datanode:50010", "namenode:8020"
@@ -147,6 +154,7 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 	nfiles := s.leaves() * s.Files
 	stamps := make([]uint64, nfiles)
 	_, err := w.Spawn("datanode", model.ProcessConfig{Cores: s.DatanodeCores}, func(p model.Process) {
+		dnProc = p
 		cfg := model.DefaultDatanodeConfig()
 		cfg.Addr = dnAddr
 		if s.ReadData {
@@ -172,8 +180,12 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 			rcfg := s.RPC
 			rcfg.Addr = nnAddr
 			var err error
+			editLog := ""
+			if s.EditLog {
+				editLog = "edits"
+			}
 			nn, err = StartNamenode(p, p.MainLoop(), NamenodeConfig{
-				Namespace: Config{Lock: s.Lock, Datanode: dnAddr, FirstBlock: firstBlock},
+				Namespace: Config{Lock: s.Lock, Datanode: dnAddr, FirstBlock: firstBlock, EditLog: editLog},
 				RPC:       rcfg,
 			})
 			if err != nil {
@@ -186,12 +198,13 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 			start := loop.Now()
 			loop.AfterFunc(s.Warmup, func() {
 				if s.CPUTime != nil {
-					cpuStart = s.CPUTime(p)
+					cpuStart, dnStart = s.CPUTime(p), s.CPUTime(dnProc)
 				}
 			})
 			loop.AfterFunc(s.Warmup+s.Duration, func() {
 				if s.CPUTime != nil {
 					res.NamenodeCPU = s.CPUTime(p) - cpuStart
+					res.DatanodeCPU = s.CPUTime(dnProc) - dnStart
 				}
 				res.PeakFDs = p.FDs().Peak
 				// In-flight calls are not waited for: the window is over.
@@ -222,6 +235,7 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 	res.Window = s.Duration
 	if nn != nil {
 		res.Server = nn.Server.Stats()
+		res.EditLog = nn.NS.EditLogStats()
 	}
 	_ = nnProc
 	for _, c := range clients {
