@@ -132,9 +132,8 @@ func cpuPerCore(cpu any, cores int, world string) any {
 // loads, then runs the sweep's ends with the 4 KB file reads and writes of
 // the seed's workload. CPU is the namenode's, from the sim's CPU model. In
 // real the figures are calls/s as ratios to readers=1 with the mutex, from
-// paired runs: every round runs every case once, each round's ratios are to
-// its own base run, and the median of the rounds is reported with their
-// range, since a shared machine's load drifts from run to run.
+// paired runs, and the median of 5 rounds is reported with their range,
+// since a shared machine's load drifts from run to run.
 func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 	type benchCase struct {
 		mix      string
@@ -178,7 +177,7 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 		s.Warmup, s.Duration = 20*time.Millisecond, 50*time.Millisecond
 		if world == "real" {
 			s.Clients, s.Threads = 16, 4
-			s.Warmup, s.Duration = 100*time.Millisecond, 400*time.Millisecond
+			s.Warmup, s.Duration = 200*time.Millisecond, 800*time.Millisecond
 		}
 		res, err := runScenario("rpc", rpcRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile})
 		if err != nil {
@@ -207,31 +206,73 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 		}
 		return rows, nil
 	}
+	// A round runs each mix's base (readers=1, mutex) before and after
+	// its other cases, and each case's ratio is to the mean of the two, so
+	// the load a round drifts through weighs on both sides; the base's
+	// second run against its first (A/A) shows how far apart two
+	// identical runs fall. A run that completed no call in its window
+	// (the machine too loaded to start it) is left out and counted.
 	const rounds = 5
 	calls := make([][]float64, len(cases))
 	ratios := make([][]float64, len(cases))
+	missed := make([]int, len(cases))
 	for range rounds {
-		base := map[string]float64{}
-		for i, c := range cases {
-			res, err := run(c)
+		for lo := 0; lo < len(cases); {
+			hi := lo + 1
+			for hi < len(cases) && cases[hi].mix == cases[lo].mix {
+				hi++
+			}
+			first, err := run(cases[lo])
 			if err != nil {
 				return nil, err
 			}
-			v := num(res, "calls_per_s")
-			if c.lock == namespace.Mutex && c.readers == 1 {
-				base[c.mix] = v
+			got := make([]float64, hi-lo)
+			for i := lo + 1; i < hi; i++ {
+				res, err := run(cases[i])
+				if err != nil {
+					return nil, err
+				}
+				got[i-lo] = num(res, "calls_per_s")
 			}
-			calls[i] = append(calls[i], v)
-			ratios[i] = append(ratios[i], v/base[c.mix])
+			second, err := run(cases[lo])
+			if err != nil {
+				return nil, err
+			}
+			a, b := num(first, "calls_per_s"), num(second, "calls_per_s")
+			got[0] = b
+			for i := lo; i < hi; i++ {
+				v, base := got[i-lo], (a+b)/2
+				if i == lo {
+					base = a
+				}
+				if v == 0 || base == 0 || a == 0 || b == 0 {
+					missed[i]++
+					continue
+				}
+				calls[i] = append(calls[i], v)
+				ratios[i] = append(ratios[i], v/base)
+			}
+			lo = hi
 		}
 	}
 	for i, c := range cases {
+		n := name(c)
+		if i == 0 || cases[i-1].mix != c.mix {
+			n += " (A/A: 2nd run vs 1st)"
+		}
+		if len(ratios[i]) == 0 {
+			rows = append(rows, benchRow{world, n, "rounds left out (no calls)", float64(missed[i]), "rounds"})
+			continue
+		}
 		r := slices.Sorted(slices.Values(ratios[i]))
 		rows = append(rows,
-			benchRow{world, name(c), "rpc calls (median)", median(calls[i]), "calls/s"},
-			benchRow{world, name(c), "vs readers=1 mutex (median)", r[len(r)/2], "×"},
-			benchRow{world, name(c), "vs readers=1 mutex (lowest)", r[0], "×"},
-			benchRow{world, name(c), "vs readers=1 mutex (highest)", r[len(r)-1], "×"})
+			benchRow{world, n, "rpc calls (median)", median(calls[i]), "calls/s"},
+			benchRow{world, n, "vs readers=1 mutex (median)", r[len(r)/2], "×"},
+			benchRow{world, n, "vs readers=1 mutex (lowest)", r[0], "×"},
+			benchRow{world, n, "vs readers=1 mutex (highest)", r[len(r)-1], "×"})
+		if missed[i] > 0 {
+			rows = append(rows, benchRow{world, n, "rounds left out (no calls)", float64(missed[i]), "rounds"})
+		}
 	}
 	return rows, nil
 }
