@@ -117,6 +117,14 @@ type Schedule struct {
 	Faults []Fault `json:"faults"`
 	Probe  []Op    `json:"probe,omitempty"`
 	Live   []Op    `json:"live"`
+	// Rogue ops run one after another during the workload, each with the
+	// bad block token its Token names (rogue.go): each must be refused
+	// with ERROR_ACCESS_TOKEN and change nothing.
+	Rogue []Op `json:"rogue,omitempty"`
+	// Close ops run at quiescence on their client around its Close:
+	// reads started just before it (in flight when it closes) and, marked
+	// AfterClose, ops started after it, which must fail cleanly.
+	Close []Op `json:"close,omitempty"`
 }
 
 // Op is one client op. Ops of one (client, worker) run one after another,
@@ -135,6 +143,10 @@ type Op struct {
 	Stream bool   `json:"stream,omitempty"`
 	Size   int    `json:"size,omitempty"` // data of a write, append or replace
 	Key    uint64 `json:"key,omitempty"`  // its content seed
+	// Token, on a rogue op, names the bad token it carries (BadTokens).
+	Token string `json:"token,omitempty"`
+	// AfterClose, on a close op, issues it once its client is closed.
+	AfterClose bool `json:"after_close,omitempty"`
 }
 
 // Fault is one injected fault: it starts At and is undone Dur later.
@@ -356,6 +368,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	}
 	drawDatanodeLimits(d, cfg)
 	drawHostile(d, cfg, b.hostile)
+	drawRogue(d, cfg, &c.Schedule)
 	if len(cfg.Hostile) > 0 {
 		// A peer that stops reading fills a small send buffer and holds
 		// the pool handle of its read until the send timeout (issue 9,
@@ -549,7 +562,10 @@ func (c *Case) Validate() error {
 		}
 		seen[b.ID] = true
 	}
-	for _, list := range [][]Op{c.Schedule.Ops, c.Schedule.Probe, c.Schedule.Live} {
+	if err := validateRogue(c); err != nil {
+		return err
+	}
+	for _, list := range [][]Op{c.Schedule.Ops, c.Schedule.Probe, c.Schedule.Live, c.Schedule.Rogue, c.Schedule.Close} {
 		for _, op := range list {
 			if op.Client < 0 || op.Client >= cfg.Clients || op.Worker < 0 || op.Worker >= cfg.ClientWorkers {
 				return fmt.Errorf("op names client %d worker %d of %d×%d", op.Client, op.Worker, cfg.Clients, cfg.ClientWorkers)

@@ -234,6 +234,12 @@ func apply(s blockState, in LinInput) blockState {
 
 // rejectedOK: may the datanode refuse in with status st in state s?
 func rejectedOK(s blockState, in LinInput, st model.Status) bool {
+	if st == model.StatusErrorAccessToken {
+		// Refused before the datanode looked at the block: whatever
+		// its state, the op changed nothing (the token property judges
+		// whether the refusal was right).
+		return true
+	}
 	switch in.Kind {
 	case kRead:
 		if st != model.StatusErrorInvalid {
@@ -422,7 +428,7 @@ func convert(o model.Operation, row int) (porcupine.Operation, bool) {
 		op.Metadata = "still in flight"
 	case r.Err == nil:
 		op.Output = LinOutput{Outcome: outOK, Stamp: r.Stamp, Length: r.Length, Data: string(r.Data)}
-	case rejected && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid):
+	case rejected && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid || r.Status == model.StatusErrorAccessToken):
 		op.Output = LinOutput{Outcome: outRejected, Status: r.Status}
 		op.Metadata = r.Err.Error()
 	case in.Kind == kRead:

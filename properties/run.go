@@ -143,6 +143,7 @@ type clientH struct {
 	ops       [][]Op            // per worker
 	probe     []Op
 	live      []Op
+	closing   []Op // at quiescence, around Close (rogue.go)
 }
 
 type harness struct {
@@ -161,6 +162,8 @@ type harness struct {
 
 	clients     []*clientH
 	admin       *clientH
+	rogue       *clientH // sends ops with bad tokens (rogue.go)
+	rogueToken  string   // the bad token kind of the rogue's op in progress
 	workersLeft int
 	liveLeft    int
 	probesLeft  int
@@ -267,7 +270,7 @@ func (h *harness) runWorld(limit time.Duration) (err error) {
 
 // Properties lists every property by name.
 var Properties = []string{PropFDBounds, PropPoolBound, PropNoCloseInUse, PropLinearizable, PropStream, PropAvailability,
-	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail}
+	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail, PropToken, PropClosed}
 
 // KnownProperty reports whether name is a property.
 func KnownProperty(name string) bool {
@@ -415,6 +418,9 @@ func (h *harness) startClients() {
 	for _, op := range h.c.Schedule.Live {
 		h.clients[op.Client].live = append(h.clients[op.Client].live, op)
 	}
+	for _, op := range h.c.Schedule.Close {
+		h.clients[op.Client].closing = append(h.clients[op.Client].closing, op)
+	}
 	for _, ch := range h.clients {
 		for _, ops := range ch.ops {
 			if len(ops) > 0 {
@@ -437,6 +443,7 @@ func (h *harness) startClients() {
 			break
 		}
 	}
+	h.startRogue()
 	if h.workersLeft == 0 {
 		h.w.At(h.w.Now(), h.workloadDone)
 	}
@@ -444,7 +451,11 @@ func (h *harness) startClients() {
 
 func (h *harness) spawnClient(ch *clientH, then func()) {
 	p, err := h.w.Spawn(ch.name, model.ProcessConfig{}, func(p model.Process) {
-		cl, err := model.NewClient(p, p.MainLoop(), ch.id, h.clientConfig(ch.name))
+		cfg := h.clientConfig(ch.name)
+		if ch == h.rogue {
+			cfg.MintToken = h.rogueMint
+		}
+		cl, err := model.NewClient(p, p.MainLoop(), ch.id, cfg)
 		if err != nil {
 			h.fail(PropHarness, "client: %v", err)
 			return
@@ -492,13 +503,16 @@ func (h *harness) issue(ch *clientH, worker int, op Op, live bool, next func()) 
 	if worker >= 0 && worker < len(ch.unsettled) {
 		unsettled = ch.unsettled[worker]
 	}
+	if op.Token != "" {
+		h.rogueToken = op.Token
+	}
 	if op.Kind != OpRead && unsettled[op.Block] {
 		// Like a careful application, a worker that lost track of a
 		// block (a mutation with an unknown outcome) reads it before
 		// changing it again. This bounds the ops of unknown outcome a
 		// block's history holds, which the linearizability checker
 		// pays for exponentially.
-		op = Op{Client: op.Client, Worker: op.Worker, Gap: op.Gap, Kind: OpRead, Block: op.Block}
+		op = Op{Client: op.Client, Worker: op.Worker, Gap: op.Gap, Kind: OpRead, Block: op.Block, Token: op.Token}
 	}
 	idx := len(ch.hist.Ops)
 	start := ch.loop.Now()
@@ -510,7 +524,8 @@ func (h *harness) issue(ch *clientH, worker int, op Op, live bool, next func()) 
 		}
 		h.opDone(ch, idx, op, r, start, live, dead0)
 		if unsettled != nil {
-			definite := r.Err == nil || (errors.Is(r.Err, model.ErrRejected) && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid))
+			definite := r.Err == nil || (errors.Is(r.Err, model.ErrRejected) &&
+				(r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid || r.Status == model.StatusErrorAccessToken))
 			switch {
 			case op.Kind == OpRead && definite:
 				delete(unsettled, op.Block)
@@ -567,6 +582,13 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 	}
 	if errors.Is(r.Err, model.ErrBadStream) {
 		h.fail(PropStream, "client %d: %s of block %d: %v", ch.id, op.Kind, op.Block, r.Err)
+		return
+	}
+	if op.AfterClose {
+		h.checkClosed(ch, op, r)
+		return
+	}
+	if h.checkToken(ch, op, r) || h.failure != nil {
 		return
 	}
 	explained := h.checkChecksumErr(ch, op, r.Err)
@@ -695,7 +717,11 @@ func (h *harness) quiesce() {
 	h.phase = phaseQuiesce
 	h.w.Note("quiesce")
 	for _, ch := range h.allClients() {
-		if ch.cl != nil {
+		switch {
+		case ch.cl == nil:
+		case len(ch.closing) > 0:
+			ch.loop.Post(func() { h.closeOps(ch) })
+		default:
 			ch.loop.Post(ch.cl.Close)
 		}
 	}
@@ -719,8 +745,10 @@ func (h *harness) quiesce() {
 
 func (h *harness) allClients() []*clientH {
 	all := h.clients
-	if h.admin != nil {
-		all = append(all[:len(all):len(all)], h.admin)
+	for _, ch := range []*clientH{h.admin, h.rogue} {
+		if ch != nil {
+			all = append(all[:len(all):len(all)], ch)
+		}
 	}
 	return all
 }
@@ -769,6 +797,9 @@ func (h *harness) afterEach() {
 	}
 	if h.admin != nil {
 		h.checkClientFDs(h.admin)
+	}
+	if h.rogue != nil {
+		h.checkClientFDs(h.rogue)
 	}
 }
 

@@ -28,6 +28,8 @@ func Shrink(c Case, failed *Result, budget int, opt Options) (Case, *Result, int
 		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Ops }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Live }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Probe }) || progress
+		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Rogue }) || progress
+		progress = dropChunks(&s, func(c *Case) *[]Op { return &c.Schedule.Close }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]InitBlock { return &c.Config.Blocks }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]HostilePeer { return &c.Config.Hostile }) || progress
 		progress = s.fewerHostile() || progress
@@ -111,6 +113,8 @@ func cloneSchedule(sc Schedule) Schedule {
 		Faults: append([]Fault(nil), sc.Faults...),
 		Probe:  append([]Op(nil), sc.Probe...),
 		Live:   append([]Op(nil), sc.Live...),
+		Rogue:  append([]Op(nil), sc.Rogue...),
+		Close:  append([]Op(nil), sc.Close...),
 	}
 }
 
