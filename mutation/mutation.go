@@ -42,16 +42,20 @@ var Operators = []string{OpBoundary, OpNegate, OpLogical, OpArith, OpOffByOne, O
 
 // Mutant is one change: the bytes [Start, End) of File become New.
 type Mutant struct {
-	ID        string `json:"id"`   // stable across unrelated edits: a hash of file, function, operator, texts and ordinal
-	File      string `json:"file"` // slash-separated, relative to the module root
-	Line      int    `json:"line"`
-	Col       int    `json:"col"`
-	Func      string `json:"func"` // enclosing function ("" at top level)
-	Operator  string `json:"operator"`
-	Start     int    `json:"-"`
-	End       int    `json:"-"`
-	Old       string `json:"old"`
-	New       string `json:"new"`
+	ID       string `json:"id"`   // stable across unrelated edits: a hash of file, function, operator, texts and ordinal
+	File     string `json:"file"` // slash-separated, relative to the module root
+	Line     int    `json:"line"`
+	Col      int    `json:"col"`
+	Func     string `json:"func"` // enclosing function ("" at top level)
+	Operator string `json:"operator"`
+	Start    int    `json:"-"`
+	End      int    `json:"-"`
+	Old      string `json:"old"`
+	New      string `json:"new"`
+	// BugOnly: the mutant is in the body of an `if …Bugs.X {` (a
+	// catalogued bug's re-creation, switched off unless `check --bug X`),
+	// so it changes only what that bug does, never the code under test.
+	BugOnly   bool `json:"bug_only,omitempty"`
 	ordinal   int
 	operIndex int
 }
@@ -175,6 +179,9 @@ type enumerator struct {
 	info  *types.Info
 	funcs []funcScope
 	out   []Mutant
+	// bugOnly holds the byte ranges of if-bodies that run only with a
+	// catalogued bug switched on.
+	bugOnly [][2]int
 }
 
 // funcScope is the function a node is in: its name (for IDs) and its
@@ -225,6 +232,9 @@ func (e *enumerator) walk(root ast.Node) {
 		case *ast.IfStmt:
 			e.condition(n.Cond)
 			e.errCheck(n)
+			if bugSwitch(n.Cond) {
+				e.bugOnly = append(e.bugOnly, [2]int{e.off(n.Body.Pos()), e.off(n.Body.End())})
+			}
 		case *ast.ForStmt:
 			e.condition(n.Cond)
 		case *ast.ExprStmt:
@@ -291,11 +301,28 @@ func (e *enumerator) add(op string, from, to token.Pos, repl string) {
 	if len(e.funcs) > 0 {
 		fn = e.funcs[len(e.funcs)-1].name
 	}
-	e.out = append(e.out, Mutant{
+	m := Mutant{
 		File: e.file.Name, Line: pos.Line, Col: pos.Column, Func: fn, Operator: op,
 		Start: e.off(from), End: e.off(to), Old: e.text(from, to), New: repl,
 		operIndex: slices.Index(Operators, op),
-	})
+	}
+	for _, r := range e.bugOnly {
+		m.BugOnly = m.BugOnly || (m.Start >= r[0] && m.End <= r[1])
+	}
+	e.out = append(e.out, m)
+}
+
+// bugSwitch reports whether cond holds only when a bug switch is on: it
+// is `x.Bugs.Name`, or a conjunction with such a term.
+func bugSwitch(cond ast.Expr) bool {
+	switch c := ast.Unparen(cond).(type) {
+	case *ast.BinaryExpr:
+		return c.Op == token.LAND && (bugSwitch(c.X) || bugSwitch(c.Y))
+	case *ast.SelectorExpr:
+		inner, ok := ast.Unparen(c.X).(*ast.SelectorExpr)
+		return ok && inner.Sel.Name == "Bugs"
+	}
+	return false
 }
 
 func (e *enumerator) typeOf(x ast.Expr) types.Type {
@@ -429,6 +456,13 @@ func (e *enumerator) assign(n *ast.AssignStmt) {
 		}
 		if blanks {
 			return
+		}
+		for _, r := range n.Rhs {
+			if tv, ok := e.info.Types[r]; ok && tv.IsNil() {
+				// `_ = nil` does not compile: drop the statement.
+				e.add(OpRemoveStmt, n.Pos(), n.End(), "")
+				return
+			}
 		}
 		e.add(OpRemoveStmt, n.Pos(), n.TokPos, strings.TrimSuffix(strings.Repeat("_, ", len(n.Lhs)), ", ")+" ")
 	case token.ADD_ASSIGN, token.SUB_ASSIGN:

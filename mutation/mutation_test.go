@@ -199,3 +199,49 @@ func TestParseEquivalents(t *testing.T) {
 		t.Errorf("the committed list: %v", err)
 	}
 }
+
+// Mutants in the body of an `if x.Bugs.Name {` change only a catalogued
+// bug's re-creation; those in its condition, or under a negated switch,
+// change the code under test.
+func TestBugOnly(t *testing.T) {
+	src := `package p
+
+type bugs struct{ Leak, Slow bool }
+type cfg struct{ Bugs bugs }
+
+func f(c cfg, n int) int {
+	if c.Bugs.Leak {
+		n++
+	}
+	if n > 2 && (c.Bugs.Slow) {
+		n--
+	}
+	if !c.Bugs.Slow {
+		n += 3
+	}
+	if c.Bugs.Leak || n > 1 {
+		n *= 2
+	}
+	return n
+}
+`
+	ms, _ := enumerateSource(t, src)
+	var bugOnly, other []string
+	for _, m := range ms {
+		s := m.Operator + " " + m.Old + "→" + m.New
+		if m.BugOnly {
+			bugOnly = append(bugOnly, s)
+		} else {
+			other = append(other, s)
+		}
+	}
+	want := []string{"remove-stmt n++→", "remove-stmt n--→"}
+	if !slices.Equal(bugOnly, want) {
+		t.Errorf("bug-only mutants %q, want %q", bugOnly, want)
+	}
+	for _, s := range []string{"negate c.Bugs.Leak→!c.Bugs.Leak", "remove-stmt n += 3→_ = 3", "remove-stmt n *= 2→_ = 2"} {
+		if !slices.Contains(other, s) {
+			t.Errorf("no mutant %q outside the bug branches (have %q)", s, other)
+		}
+	}
+}
