@@ -55,6 +55,9 @@ type Config struct {
 	CacheExpiry   time.Duration `json:"cache_expiry"`
 	Timeout       time.Duration `json:"timeout"`
 	Packet        int           `json:"packet"`
+	// ClientNameLen, if set, pads the clients' names to that many bytes
+	// (the protocol's bound: rogue.go).
+	ClientNameLen int `json:"client_name_len,omitempty"`
 
 	// Sim: the datanode's socket send buffer and the clients' receive
 	// buffers (0: the default), and whether buffers returning to a free
@@ -80,6 +83,9 @@ type Config struct {
 	HandleWait     time.Duration `json:"handle_wait,omitempty"`
 	StallTimeout   time.Duration `json:"stall_timeout,omitempty"`
 	Hostile        []HostilePeer `json:"hostile,omitempty"`
+	// BadConfig names a value the datanode or a client must refuse at
+	// start (badconfig.go), tried before the run's datanode starts.
+	BadConfig string `json:"bad_config,omitempty"`
 
 	// Bug switches: set only by the catalogue (see bugs.go).
 	KeepaliveForever    bool `json:"keepalive_forever,omitempty"`
@@ -307,15 +313,6 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 			cfg.Faults = append(cfg.Faults, pick(d, "fault_kind", FaultKinds...))
 		}
 	}
-	for _, k := range cfg.Faults {
-		if k == FaultVanish {
-			// A vanished reader leaves a small send buffer full and the
-			// datanode's send with no timeout, holding its pool handle
-			// (issue 9, items 3-4): drawn together only once that is
-			// fixed.
-			cfg.SndBuf = 0
-		}
-	}
 	b.apply(d, cfg)
 
 	// Workload: each worker a sequence of ops with think times.
@@ -369,12 +366,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawDatanodeLimits(d, cfg)
 	drawHostile(d, cfg, b.hostile)
 	drawRogue(d, cfg, &c.Schedule)
-	if len(cfg.Hostile) > 0 {
-		// A peer that stops reading fills a small send buffer and holds
-		// the pool handle of its read until the send timeout (issue 9,
-		// item 4): small send buffers meet hostile peers once fixed.
-		cfg.SndBuf = 0
-	}
+	drawBadConfig(d, cfg)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)
@@ -563,6 +555,9 @@ func (c *Case) Validate() error {
 		seen[b.ID] = true
 	}
 	if err := validateRogue(c); err != nil {
+		return err
+	}
+	if err := validateBadConfig(cfg); err != nil {
 		return err
 	}
 	for _, list := range [][]Op{c.Schedule.Ops, c.Schedule.Probe, c.Schedule.Live, c.Schedule.Rogue, c.Schedule.Close} {

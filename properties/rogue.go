@@ -43,11 +43,20 @@ const (
 	TokenWrongBlock = "wrong-block"
 	TokenWrongStamp = "wrong-stamp"
 	TokenWrongMode  = "wrong-mode" // every mode but the one the op needs
+	TokenLong       = "long"       // garbage as long as the protocol allows
+)
+
+// The wire protocol's bounds on a request's variable fields, as its
+// specification states them (not read from model's constants, so that
+// a changed bound shows): a field this long must be served.
+const (
+	specMaxClientName = 256
+	specMaxToken      = 1024
 )
 
 // BadTokens lists every bad token kind.
 var BadTokens = []string{TokenMissing, TokenGarbage, TokenForged, TokenTampered, TokenExpired,
-	TokenWrongBlock, TokenWrongStamp, TokenWrongMode}
+	TokenWrongBlock, TokenWrongStamp, TokenWrongMode, TokenLong}
 
 const rogueProcessName = "rogue"
 
@@ -60,6 +69,8 @@ func mintBad(kind string, req model.Request, now time.Duration) []byte {
 		return nil
 	case TokenGarbage:
 		return model.BlockContent(req.BlockID+uint64(now), model.TokenLen)
+	case TokenLong:
+		return model.BlockContent(req.BlockID+uint64(now), specMaxToken)
 	case TokenForged:
 		return model.IssueToken([]byte("not the datanode's key"), g)
 	case TokenTampered:
@@ -93,6 +104,9 @@ func drawRogue(d drawer, cfg *Config, sc *Schedule) {
 			sc.Rogue = append(sc.Rogue, op)
 		}
 	}
+	if d.chance(20, "long_names") {
+		cfg.ClientNameLen = specMaxClientName
+	}
 	for cl := 0; cl < cfg.Clients; cl++ {
 		if !d.chance(25, "close_ops") {
 			continue
@@ -110,6 +124,9 @@ func drawRogue(d drawer, cfg *Config, sc *Schedule) {
 }
 
 func validateRogue(c *Case) error {
+	if n := c.Config.ClientNameLen; n < 0 || n > specMaxClientName {
+		return fmt.Errorf("client name length %d outside [0, %d]", n, specMaxClientName)
+	}
 	for _, op := range c.Schedule.Rogue {
 		if !slices.Contains(BadTokens, op.Token) {
 			return fmt.Errorf("rogue op with token %q: want one of %s", op.Token, strings.Join(BadTokens, ", "))

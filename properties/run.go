@@ -158,6 +158,7 @@ type harness struct {
 	dnBase    sim.Resources
 	dnStarts  int
 	dnWritten bool
+	badTried  bool                  // the case's bad configuration was tried (badconfig.go)
 	initState map[uint64]blockState // lookups only
 
 	clients     []*clientH
@@ -270,7 +271,8 @@ func (h *harness) runWorld(limit time.Duration) (err error) {
 
 // Properties lists every property by name.
 var Properties = []string{PropFDBounds, PropPoolBound, PropNoCloseInUse, PropLinearizable, PropStream, PropAvailability,
-	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail, PropToken, PropClosed}
+	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail, PropToken, PropClosed,
+	PropConfig}
 
 // KnownProperty reports whether name is a property.
 func KnownProperty(name string) bool {
@@ -347,6 +349,10 @@ func (h *harness) dnMain(p model.Process) {
 			h.initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: string(data)}
 		}
 	}
+	if !h.badTried {
+		h.badTried = true
+		h.tryBadConfig(p, loop)
+	}
 	h.startDatanode(p, loop)
 }
 
@@ -391,6 +397,9 @@ func (h *harness) clientConfig(name string) model.ClientConfig { return h.cfg.Cl
 
 // Client is the client configuration a case draws, for a datanode at addr.
 func (c *Config) Client(name, addr string) model.ClientConfig {
+	if pad := c.ClientNameLen - len(name); pad > 0 {
+		name += strings.Repeat(".", pad)
+	}
 	return model.ClientConfig{
 		Name: name, Datanode: addr, NoDelay: c.NoDelay, CacheCapacity: c.CacheCapacity,
 		CacheExpiry: c.CacheExpiry, Timeout: c.Timeout, PacketSize: c.Packet,
