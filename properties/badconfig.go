@@ -75,7 +75,7 @@ func lookupBadConfig(name string) (badConfig, bool) {
 
 // drawBadConfig draws, now and then, one bad value to try at start.
 func drawBadConfig(d drawer, cfg *Config) {
-	if d.chance(20, "bad_config") {
+	if d.chance(50, "bad_config") {
 		cfg.BadConfig = pick(d, "bad_config_kind", BadConfigs()...)
 	}
 }

@@ -212,3 +212,22 @@ func (h *harness) checkClosed(ch *clientH, op Op, r model.Result) {
 		h.fail(PropClosed, "%s: %s of block %d after Close: want %v, got %v", ch.name, op.Kind, op.Block, model.ErrClientClosed, r.Err)
 	}
 }
+
+// checkCacheTake judges what an op just started took from its client's
+// peer cache (HDFS caches reader peers only): a read takes a cached peer
+// if one has not expired (those that have are closed on the way), any
+// other op takes none. cached and st0 are from just before the start,
+// which begins the op at once.
+func (h *harness) checkCacheTake(ch *clientH, op Op, cached int, st0 model.ClientStats) {
+	if h.failure != nil {
+		return
+	}
+	st := ch.cl.Stats()
+	reused, expired := st.Reused-st0.Reused, st.Expired-st0.Expired
+	switch {
+	case op.Kind != OpRead && reused+expired > 0:
+		h.fail(PropCache, "%s: a %s of block %d took a cached peer (%d reused, %d expired): only reads use the cache", ch.name, op.Kind, op.Block, reused, expired)
+	case op.Kind == OpRead && cached > 0 && !op.AfterClose && reused != 1 && expired != cached:
+		h.fail(PropCache, "%s: a read of block %d began with %d cached peers and took none (%d reused, %d expired)", ch.name, op.Block, cached, reused, expired)
+	}
+}

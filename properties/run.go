@@ -42,6 +42,7 @@ const (
 	PropLeakFree     = "leak-freedom"     // at quiescence every process is back to its baseline
 	PropDeterminism  = "determinism"      // the same case gives the same trace
 	PropHarness      = "harness"          // the world failed (an assertion in model code)
+	PropCache        = "peer-cache"       // reads take the newest live cached peer, other ops none; the cache within its capacity
 )
 
 // Failure is a broken property.
@@ -272,7 +273,7 @@ func (h *harness) runWorld(limit time.Duration) (err error) {
 // Properties lists every property by name.
 var Properties = []string{PropFDBounds, PropPoolBound, PropNoCloseInUse, PropLinearizable, PropStream, PropAvailability,
 	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail, PropToken, PropClosed,
-	PropConfig}
+	PropConfig, PropCache}
 
 // KnownProperty reports whether name is a property.
 func KnownProperty(name string) bool {
@@ -559,7 +560,9 @@ func (h *harness) issue(ch *clientH, worker int, op Op, live bool, next func()) 
 			ch.reading[worker] = op.Block
 		}
 	}
+	cached, st0 := cl.Cached(), cl.Stats()
 	startOp(cl, op, stamp, done)
+	h.checkCacheTake(ch, op, cached, st0)
 	for len(ch.workers) < len(ch.hist.Ops) {
 		ch.workers = append(ch.workers, wk)
 	}
@@ -822,6 +825,8 @@ func (h *harness) checkClientFDs(ch *clientH) {
 		h.fail(PropFDBounds, "%s holds %d fds over its limit %d", ch.name, fds.Open, fds.Limit)
 	case s > ch.cl.InFlight()+ch.cl.Cached():
 		h.fail(PropFDBounds, "%s holds %d sockets but has %d ops in flight and %d cached peers", ch.name, s, ch.cl.InFlight(), ch.cl.Cached())
+	case ch.cl.Cached() > h.cfg.CacheCapacity:
+		h.fail(PropCache, "%s caches %d peers, capacity %d", ch.name, ch.cl.Cached(), h.cfg.CacheCapacity)
 	}
 }
 
