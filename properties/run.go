@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -214,6 +215,12 @@ func (h *harness) run() *Result {
 	}
 	w := sim.New(scfg)
 	h.w = w
+	arena := arenas.Get().(*sim.Arena)
+	w.UseArena(arena)
+	defer func() {
+		w.ReleaseArena()
+		arenas.Put(arena)
+	}()
 	if h.opt.Trace != nil {
 		w.TraceTo(h.opt.Trace)
 	}
@@ -256,6 +263,10 @@ func (h *harness) run() *Result {
 	res.Events = w.TraceEvents()
 	return res
 }
+
+// arenas carry send buffers from one run's world to the next (one arena
+// per world at a time; check runs worlds on several goroutines).
+var arenas = sync.Pool{New: func() any { return new(sim.Arena) }}
 
 // runWorld runs the world, turning a panic in model (or sim) code into a
 // harness failure: the run ends there, with its trace so far, and check

@@ -380,6 +380,16 @@ func (c *tcpConn) setSndArray(arr *sndArray) {
 	}
 }
 
+// retireSnd gives up the send buffer of a connection that is closed and
+// will never send again: its array goes back to the pool once no unread
+// segment holds it, instead of staying with the dead connection.
+func (c *tcpConn) retireSnd() {
+	if c.sndArr != nil {
+		c.setSndArray(nil)
+	}
+	c.snd, c.sndOff = nil, 0
+}
+
 func (c *tcpConn) SetNoDelay(on bool) error {
 	if c.fdClosed {
 		return model.ErrClosed
@@ -469,6 +479,7 @@ func (c *tcpConn) release(how string) {
 	switch {
 	case c.err != nil || c.state == tcpClosed:
 		c.state = tcpClosed
+		c.retireSnd()
 	case c.state == tcpSynSent:
 		c.state = tcpClosed
 		c.synEv.cancel()
@@ -732,7 +743,16 @@ func (w *World) newSndArray(n int) *sndArray {
 			return a
 		}
 	}
-	return &sndArray{buf: make([]byte, 1<<(sndArrayMinShift+c))}
+	if c < sndArrayClasses {
+		if a := w.fromArena(c); a != nil {
+			return a
+		}
+	}
+	a := &sndArray{buf: make([]byte, 1<<(sndArrayMinShift+c))}
+	if w.arena != nil {
+		w.arrays = append(w.arrays, a)
+	}
+	return a
 }
 
 // release drops a segment's hold on a.
@@ -830,6 +850,9 @@ func (c *tcpConn) sendRST() {
 // die ends the connection: nothing more is sent or received.
 func (c *tcpConn) die(err error) {
 	c.state = tcpClosed
+	if c.fdClosed {
+		c.retireSnd()
+	}
 	if err != nil && c.err == nil {
 		c.err = err
 	}

@@ -164,6 +164,8 @@ type World struct {
 	freeEvents     []*event
 	freeDeliveries []*delivery
 	freeSndArrays  [sndArrayClasses][]*sndArray
+	arena          *Arena      // see UseArena
+	arrays         []*sndArray // every array taken while an arena is in use
 	// softq holds segments sent inline, waiting for softirq.
 	softq     []delivery
 	inSoftirq bool
