@@ -132,6 +132,7 @@ type clientH struct {
 	id      int
 	name    string
 	p       *sim.Process
+	epoch   uint64 // p's epoch when its fds were last checked
 	loop    model.Loop
 	cl      *model.Client
 	hist    model.History
@@ -161,6 +162,7 @@ type harness struct {
 	dnStarts  int
 	dnWritten bool
 	badTried  bool                  // the case's bad configuration was tried (badconfig.go)
+	dnEpoch   uint64                // dnProc's epoch when the datanode was last checked
 	initState map[uint64]blockState // lookups only
 
 	clients     []*clientH
@@ -783,7 +785,13 @@ func (h *harness) afterEach() {
 	if h.failure != nil {
 		return
 	}
-	if p := h.dnProc; p != nil && !p.Crashed() {
+	// A check that passed passes again while the process's epoch (its
+	// callbacks, fds, crashes, harness actions) has not moved.
+	dnChanged := h.dnProc != nil && h.dnProc.Epoch() != h.dnEpoch
+	if dnChanged {
+		h.dnEpoch = h.dnProc.Epoch()
+	}
+	if p := h.dnProc; dnChanged && !p.Crashed() {
 		fds := p.FDs()
 		if fds.Open > fds.Limit {
 			h.fail(PropFDBounds, "datanode holds %d fds over its limit %d", fds.Open, fds.Limit)
@@ -811,7 +819,7 @@ func (h *harness) afterEach() {
 			}
 		}
 	}
-	if !h.ignoreMemory {
+	if dnChanged && !h.ignoreMemory {
 		h.checkMemory()
 	}
 	h.scanHostile(false)
@@ -827,9 +835,10 @@ func (h *harness) afterEach() {
 }
 
 func (h *harness) checkClientFDs(ch *clientH) {
-	if ch.cl == nil || h.failure != nil {
+	if ch.cl == nil || h.failure != nil || ch.p.Epoch() == ch.epoch {
 		return
 	}
+	ch.epoch = ch.p.Epoch()
 	fds := ch.p.FDs()
 	switch s := fds.ByKind[model.FDSocket]; {
 	case fds.Open > fds.Limit:

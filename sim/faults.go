@@ -34,7 +34,15 @@ const (
 // and costing no CPU. Test harnesses use it to inject faults and to change
 // phases at exact times. A time in the past means now. It never runs
 // inside a callback (Config.Interleave): a fault strikes between them.
-func (w *World) At(t time.Duration, fn func()) { w.at(t, fn).barrier = true }
+func (w *World) At(t time.Duration, fn func()) {
+	w.at(t, func() {
+		// The harness may touch any process's state.
+		for _, p := range w.procs {
+			p.epoch++
+		}
+		fn()
+	}).barrier = true
+}
 
 // Note records a harness event (a phase change) in the trace.
 func (w *World) Note(what string) { w.record(Event{Kind: "phase", S: what}) }

@@ -32,6 +32,10 @@ type Process struct {
 	work     int // submitted work not yet completed
 	crashed  bool
 	restarts int
+	// epoch changes whenever the process's state may have: a callback
+	// ran on one of its threads, its fd table changed, it crashed or
+	// restarted, or the harness acted (World.At). See Epoch.
+	epoch uint64
 
 	netFaults procFaults    // see faults.go
 	segments  []*shmMap     // shared-memory mappings
@@ -250,6 +254,13 @@ func (p *Process) Resources() Resources {
 // summed over its cores (what getrusage would report).
 func (p *Process) CPUTime() time.Duration { return p.cpuTime }
 
+// Epoch is a counter that changes whenever the process's state may have
+// changed: a callback ran on one of its threads, its fd table changed, it
+// crashed or restarted, or a kernel event (World.At) ran. A per-event
+// invariant over the process's fds and its model state need not be
+// checked again while its epoch stays the same.
+func (p *Process) Epoch() uint64 { return p.epoch }
+
 // Crashed reports whether the process is down.
 func (p *Process) Crashed() bool { return p.crashed }
 
@@ -263,6 +274,7 @@ func (p *Process) Crash() {
 	open := p.fds.open
 	p.w.record(Event{Proc: p.name, Kind: "crash", A: int64(open)})
 	p.crashed = true
+	p.epoch++
 	p.gen++
 	for fd := range p.fds.objs {
 		if o := p.fds.objs[fd]; o != nil {
@@ -292,6 +304,7 @@ func (p *Process) Restart() {
 		return
 	}
 	p.restarts++
+	p.epoch++
 	p.reset()
 	p.start()
 }
@@ -334,6 +347,7 @@ func (p *Process) allocFD(kind model.FDKind, obj fdObject) (int, error) {
 	t.objs[fd] = obj
 	t.kinds[fd] = kind
 	t.hint = fd + 1
+	p.epoch++
 	t.open++
 	t.byKind[kind]++
 	if t.open > t.peak {
@@ -359,6 +373,7 @@ func (p *Process) freeFD(fd int) {
 		return
 	}
 	kind := t.kinds[fd]
+	p.epoch++
 	t.objs[fd] = nil
 	t.kinds[fd] = fdFree
 	t.open--
@@ -507,9 +522,13 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	woken := t.woken
 	t.woken = false
 	p.active++
+	p.epoch++
 	w.charge(w.cfg.CPU.Callback)
 	fn()
 	p.active--
+	// Again at the end: events interleaved into fn may have looked at
+	// the process half-way.
+	p.epoch++
 	end := w.ctx
 	w.running = nil
 	// Time blocked in a device is the thread's but not its core's: the
