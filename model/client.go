@@ -119,7 +119,7 @@ func (cl *Client) takeBuf() []byte {
 		cl.bufs = cl.bufs[:n-1]
 		return b[:0]
 	}
-	return make([]byte, 0, MaxPacketLen+16<<10)
+	return newBuffer(cl.p, MaxPacketLen+16<<10)
 }
 
 func (cl *Client) putBuf(b []byte) {
@@ -425,7 +425,7 @@ func (op *clientOp) readInput() {
 			op.in = op.cl.takeBuf()
 		}
 		if cap(op.in)-len(op.in) < 16<<10 {
-			grown := make([]byte, len(op.in), max(2*cap(op.in), len(op.in)+MaxPacketLen))
+			grown := newBuffer(op.cl.p, max(2*cap(op.in), len(op.in)+MaxPacketLen))[:len(op.in)]
 			copy(grown, op.in)
 			op.in = grown
 		}

@@ -273,7 +273,7 @@ func (s *selector) getBuf() []byte {
 		s.free = s.free[:n-1]
 		return b[:0]
 	}
-	return make([]byte, 0, s.size)
+	return newBuffer(s.loop.Process(), s.size)
 }
 
 func (s *selector) putBuf(b []byte) {
@@ -713,7 +713,7 @@ func (dc *dnConn) readInput() {
 			return
 		}
 		if cap(dc.in)-len(dc.in) < 4096 {
-			grown := make([]byte, len(dc.in), max(2*cap(dc.in), len(dc.in)+4096))
+			grown := newBuffer(dc.dn.p, max(2*cap(dc.in), len(dc.in)+4096))[:len(dc.in)]
 			copy(grown, dc.in)
 			dc.in = grown
 		}
@@ -970,7 +970,7 @@ func (dc *dnConn) opened(err error) {
 		// DataXceiver's BlockSender allocates its buffers per request;
 		// avoiding that (per-worker buffers) is part of what HDFS-918
 		// measured.
-		dc.buf = make([]byte, 0, PacketHeaderLen+MaxPacketLen+64)
+		dc.buf = newBuffer(dc.dn.p, PacketHeaderLen+MaxPacketLen+64)
 	}
 	dc.sendNext()
 }

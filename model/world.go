@@ -367,6 +367,25 @@ type BufferFaults interface {
 	Freed(b []byte)
 }
 
+// BufferSource is implemented by a Process whose world recycles buffers
+// from one run to the next (sim with an Arena: check runs thousands of
+// short worlds). NewBuffer returns a buffer of length 0 and capacity
+// exactly n whose bytes are unspecified: model code appends or writes
+// before it reads, as it does with a fresh buffer. The buffer stays valid
+// while the world does; model code keeps it no longer.
+type BufferSource interface {
+	NewBuffer(n int) []byte
+}
+
+// newBuffer is make([]byte, 0, n), from p's world's recycled buffers if it
+// has them.
+func newBuffer(p Process, n int) []byte {
+	if bs, ok := p.(BufferSource); ok {
+		return bs.NewBuffer(n)
+	}
+	return make([]byte, 0, n)
+}
+
 // inFlight declares b checksummed and on its way out.
 func inFlight(p Process, b []byte) {
 	if bf, ok := p.(BufferFaults); ok {

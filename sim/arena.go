@@ -13,12 +13,13 @@ package sim
 // earlier world left.
 type Arena struct {
 	free  [sndArrayClasses][]*sndArray
+	bufs  [sndArrayClasses][][]byte // model buffers (NewBuffer)
 	bytes int
 }
 
 // arenaMaxBytes bounds what an arena keeps, so a check's memory stays flat
 // however many worlds pass through it.
-const arenaMaxBytes = 16 << 20
+const arenaMaxBytes = 32 << 20
 
 // UseArena makes the world draw its send-buffer arrays from a, and keep
 // track of them for ReleaseArena.
@@ -42,7 +43,15 @@ func (w *World) ReleaseArena() {
 		a.free[c] = append(a.free[c], arr)
 		a.bytes += len(arr.buf)
 	}
-	w.arena, w.arrays = nil, nil
+	for _, b := range w.bufs {
+		c := sndArrayClass(cap(b))
+		if c >= sndArrayClasses || a.bytes+cap(b) > arenaMaxBytes {
+			continue
+		}
+		a.bufs[c] = append(a.bufs[c], b)
+		a.bytes += cap(b)
+	}
+	w.arena, w.arrays, w.bufs = nil, nil, nil
 	w.freeSndArrays = [sndArrayClasses][]*sndArray{}
 	w.stopped = true
 }
@@ -60,4 +69,27 @@ func (w *World) fromArena(c int) *sndArray {
 	a.bytes -= len(arr.buf)
 	w.arrays = append(w.arrays, arr)
 	return arr
+}
+
+// NewBuffer implements model.BufferSource: with an arena, model buffers
+// (packet and input buffers) come from the previous worlds' and go back
+// with ReleaseArena; without one it is make. The capacity is exactly n,
+// as make's, since the data path's memory bounds count capacities.
+func (p *Process) NewBuffer(n int) []byte {
+	w := p.w
+	c := sndArrayClass(n)
+	if w.arena == nil || c >= sndArrayClasses {
+		return make([]byte, 0, n)
+	}
+	var b []byte
+	if pool := w.arena.bufs[c]; len(pool) > 0 {
+		b = pool[len(pool)-1]
+		pool[len(pool)-1] = nil
+		w.arena.bufs[c] = pool[:len(pool)-1]
+		w.arena.bytes -= cap(b)
+	} else {
+		b = make([]byte, 1<<(sndArrayMinShift+c))
+	}
+	w.bufs = append(w.bufs, b[:0])
+	return b[:0:n]
 }

@@ -166,6 +166,7 @@ type World struct {
 	freeSndArrays  [sndArrayClasses][]*sndArray
 	arena          *Arena      // see UseArena
 	arrays         []*sndArray // every array taken while an arena is in use
+	bufs           [][]byte    // every model buffer handed out (NewBuffer) likewise
 	// softq holds segments sent inline, waiting for softirq.
 	softq     []delivery
 	inSoftirq bool
