@@ -192,7 +192,8 @@ type tcpConn struct {
 	ackSched  bool
 	pushed    bool
 	pushed2   bool
-	delack    *event
+	delack    *event // &delackEv while the timer is pending
+	delackEv  event  // the delayed-ACK timer's event, reused: one per conn, not per ACK
 	onDelackF func() // c.onDelack, bound once
 	finRcvd   bool
 	linkFree  time.Duration
@@ -1095,7 +1096,12 @@ func (c *tcpConn) scheduleDelack() {
 		}
 		return
 	}
-	c.delack = c.w.at(c.onTick(c.w.Now(), ato), c.onDelackF)
+	// Only c holds this handle, and it is out of the queue (fired or
+	// cancelled), so reusing it cannot cancel anything else.
+	ev := &c.delackEv
+	ev.w, ev.dead, ev.index = c.w, false, -1
+	c.w.schedule(ev, c.onTick(c.w.Now(), ato), c.onDelackF)
+	c.delack = ev
 }
 
 // onDelack: the delayed ACK is due. Missing it in pingpong leaves
