@@ -264,6 +264,29 @@ type selector struct {
 	free [][]byte
 	out  int // buffers lent out
 	size int
+	// freeIn holds the input buffers of closed connections, at their
+	// first size (inputFirst): a flood of short connections reuses a few
+	// instead of allocating one each.
+	freeIn [][]byte
+}
+
+// inputFirst is the capacity of a connection's first input buffer.
+const inputFirst = 4096
+
+func (s *selector) getIn() []byte {
+	if n := len(s.freeIn); n > 0 {
+		b := s.freeIn[n-1]
+		s.freeIn[n-1] = nil
+		s.freeIn = s.freeIn[:n-1]
+		return b[:0]
+	}
+	return newBuffer(s.loop.Process(), inputFirst)
+}
+
+func (s *selector) putIn(b []byte) {
+	if cap(b) == inputFirst && len(s.freeIn) < 64 {
+		s.freeIn = append(s.freeIn, b[:0])
+	}
 }
 
 func (s *selector) getBuf() []byte {
@@ -712,10 +735,14 @@ func (dc *dnConn) readInput() {
 			dc.fail(invalid("message larger than %d bytes", limit))
 			return
 		}
-		if cap(dc.in)-len(dc.in) < 4096 {
-			grown := newBuffer(dc.dn.p, max(2*cap(dc.in), len(dc.in)+4096))[:len(dc.in)]
-			copy(grown, dc.in)
-			dc.in = grown
+		if cap(dc.in)-len(dc.in) < inputFirst {
+			if cap(dc.in) == 0 && dc.sel != nil {
+				dc.in = dc.sel.getIn()
+			} else {
+				grown := newBuffer(dc.dn.p, max(2*cap(dc.in), len(dc.in)+inputFirst))[:len(dc.in)]
+				copy(grown, dc.in)
+				dc.in = grown
+			}
 		}
 		room := dc.in[len(dc.in):cap(dc.in)]
 		if len(room) > limit-len(dc.in) {
@@ -1434,6 +1461,9 @@ func (dc *dnConn) close(why string) {
 	if !dc.dn.cfg.Bugs.ClosedConnsReachable {
 		// A closed connection may stay reachable a while (callbacks
 		// queued for it); its buffers must not.
+		if dc.sel != nil {
+			dc.sel.putIn(dc.in)
+		}
 		dc.in, dc.wdata, dc.buf, dc.out = nil, nil, nil, nil
 	}
 	_ = dc.c.Close()

@@ -45,7 +45,7 @@ func TestJudgeOnModel(t *testing.T) {
 	killed := find(t, src, "model/client.go", "(*clientOp).process", OpNegate, "!=", "==", "if resp.Status == StatusSuccess {")
 	// One more byte of capacity in a per-request send buffer: nothing
 	// reads capacity, so nothing can tell.
-	equivalent := find(t, src, "model/datanode.go", "(*dnConn).opened", OpOffByOne, "64", "65", "dc.buf = make([]byte, 0, PacketHeaderLen+MaxPacketLen+65)")
+	equivalent := find(t, src, "model/datanode.go", "(*dnConn).opened", OpOffByOne, "64", "65", "dc.buf = newBuffer(dc.dn.p, PacketHeaderLen+MaxPacketLen+65)")
 	invalid := equivalent
 	invalid.ID, invalid.New = "invalid", "64 +"
 

@@ -217,11 +217,11 @@ func (h *harness) run() *Result {
 	}
 	w := sim.New(scfg)
 	h.w = w
-	arena := arenas.Get().(*sim.Arena)
+	arena := takeArena()
 	w.UseArena(arena)
 	defer func() {
 		w.ReleaseArena()
-		arenas.Put(arena)
+		putArena(arena)
 	}()
 	if h.opt.Trace != nil {
 		w.TraceTo(h.opt.Trace)
@@ -266,9 +266,31 @@ func (h *harness) run() *Result {
 	return res
 }
 
-// arenas carry send buffers from one run's world to the next (one arena
-// per world at a time; check runs worlds on several goroutines).
-var arenas = sync.Pool{New: func() any { return new(sim.Arena) }}
+// arenas carry buffers from one run's world to the next: one arena per
+// world at a time, and check runs worlds on several goroutines, so as many
+// arenas as runs at once. (Not a sync.Pool: it drops its items at every
+// other collection, and a new arena allocates everything again.)
+var arenas struct {
+	sync.Mutex
+	free []*sim.Arena
+}
+
+func takeArena() *sim.Arena {
+	arenas.Lock()
+	defer arenas.Unlock()
+	if n := len(arenas.free); n > 0 {
+		a := arenas.free[n-1]
+		arenas.free = arenas.free[:n-1]
+		return a
+	}
+	return new(sim.Arena)
+}
+
+func putArena(a *sim.Arena) {
+	arenas.Lock()
+	arenas.free = append(arenas.free, a)
+	arenas.Unlock()
+}
 
 // runWorld runs the world, turning a panic in model (or sim) code into a
 // harness failure: the run ends there, with its trace so far, and check
