@@ -671,6 +671,10 @@ type dnConn struct {
 	buf      []byte
 	working  bool
 	afterOut func() // what to do once out is written
+	outLast  bool   // out is a read's last packet (packetSent)
+
+	job                         packetJob // the packet being built (sendNext)
+	buildF, builtF, packetSentF func()    // method values, bound once
 
 	st        DatanodeStats // this connection's share, added to dn.stats at close
 	wdata     []byte        // a write op's data
@@ -1002,6 +1006,41 @@ func (dc *dnConn) opened(err error) {
 	dc.sendNext()
 }
 
+// packetJob is one packet to build: what sendNext decided, handed to the
+// worker that builds it, and what the worker made. While dc.working it
+// belongs to the worker; the loop reads it again only in packetBuilt.
+type packetJob struct {
+	n           int
+	off, seq    int64
+	first, last bool
+	resp        Response
+	replica     *BlockFiles
+	buf, out    []byte
+	err         error
+}
+
+// build appends the job's packet (the response first, if it is the first;
+// the empty last packet after the data, if it is the last) to buf.
+func (j *packetJob) build(p Process, buf []byte) ([]byte, error) {
+	if j.first {
+		buf = AppendResponse(buf, j.resp)
+	}
+	seq := j.seq
+	if j.n > 0 {
+		buf = AppendPacketHeader(buf, PacketHeader{Offset: j.off, Seqno: seq}, j.n, BytesPerChecksum)
+		var err error
+		if buf, err = appendChunks(p, buf, j.replica, j.off, j.n); err != nil {
+			return buf, err
+		}
+		p.CPU(CPUChecksum, j.n)
+		seq++
+	}
+	if j.last {
+		buf = AppendPacketHeader(buf, PacketHeader{Offset: j.off + int64(j.n), Seqno: seq, Last: true}, 0, BytesPerChecksum)
+	}
+	return buf, nil
+}
+
 // sendNext produces the next packet: on a worker (reactor) or inline on
 // the connection's own thread (threaded).
 func (dc *dnConn) sendNext() {
@@ -1009,60 +1048,55 @@ func (dc *dnConn) sendNext() {
 		return
 	}
 	n := int(min(int64(dc.dn.cfg.PacketSize), dc.end-dc.next))
-	off, seq, first := dc.next, dc.seq, dc.first
-	last := dc.next+int64(n) >= dc.end
-	resp := dc.resp
-	replica := dc.replica
-	p := dc.dn.p
-	build := func(buf []byte) ([]byte, error) {
-		if first {
-			buf = AppendResponse(buf, resp)
-		}
-		if n > 0 {
-			buf = AppendPacketHeader(buf, PacketHeader{Offset: off, Seqno: seq}, n, BytesPerChecksum)
-			var err error
-			if buf, err = appendChunks(p, buf, replica, off, n); err != nil {
-				return buf, err
-			}
-			p.CPU(CPUChecksum, n)
-			seq++
-		}
-		if last {
-			buf = AppendPacketHeader(buf, PacketHeader{Offset: off + int64(n), Seqno: seq, Last: true}, 0, BytesPerChecksum)
-		}
-		return buf, nil
-	}
+	j := &dc.job
+	*j = packetJob{n: n, off: dc.next, seq: dc.seq, first: dc.first, last: dc.next+int64(n) >= dc.end,
+		resp: dc.resp, replica: dc.replica}
 	dc.next += int64(n)
-	dc.seq = seq + 1
+	dc.seq = j.seq + 1
 	if n == 0 {
-		dc.seq = seq
+		dc.seq = j.seq
 	}
 	dc.first = false
+	p := dc.dn.p
 	if dc.thread {
-		out, err := build(dc.buf[:0])
+		out, err := j.build(p, dc.buf[:0])
 		dc.buf = out[:0]
-		dc.packetReady(out, false, last, err)
+		j.replica = nil
+		dc.packetReady(out, false, j.last, err)
 		return
 	}
 	if dc.dn.workers == nil {
-		out, err := build(dc.sel.getBuf())
-		dc.packetReady(out, true, last, err)
+		out, err := j.build(p, dc.sel.getBuf())
+		j.replica = nil
+		dc.packetReady(out, true, j.last, err)
 		return
 	}
-	buf := dc.sel.getBuf()
-	var out []byte
-	var err error
+	j.buf = dc.sel.getBuf()
 	dc.working = true
-	dc.dn.workers.Submit(dc.loop, func() {
-		out, err = build(buf)
-	}, func() {
-		dc.working = false
-		if dc.closed {
-			dc.sel.putBuf(out)
-			return
-		}
-		dc.packetReady(out, true, last, err)
-	})
+	if dc.buildF == nil {
+		// Bound once per connection, not per packet.
+		dc.buildF, dc.builtF = dc.buildPacket, dc.packetBuilt
+	}
+	dc.dn.workers.Submit(dc.loop, dc.buildF, dc.builtF)
+}
+
+// buildPacket runs on a worker: it touches only dc.job.
+func (dc *dnConn) buildPacket() {
+	j := &dc.job
+	j.out, j.err = j.build(dc.dn.p, j.buf)
+}
+
+// packetBuilt is the worker's completion, back on the loop.
+func (dc *dnConn) packetBuilt() {
+	dc.working = false
+	j := &dc.job
+	out, last, err := j.out, j.last, j.err
+	j.buf, j.out, j.err, j.replica = nil, nil, nil, nil
+	if dc.closed {
+		dc.sel.putBuf(out)
+		return
+	}
+	dc.packetReady(out, true, last, err)
 }
 
 // appendChunks appends n bytes at off of the replica with their stored
@@ -1091,30 +1125,38 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 		return
 	}
 	dc.st.BytesSent += int64(len(out))
-	dc.setOut(out, lent, func() {
-		if last {
-			if !dc.thread {
-				// The pool's handle goes back as soon as the data is
-				// out; a thread keeps its files until the client's
-				// status arrives, as DataXceiver does.
-				dc.releaseReplica()
-			}
-			dc.phase = phaseStatus
-			dc.c.SetReadInterest(true)
-			dc.watchInput()
-			if len(dc.in) > 0 {
-				// The status came with the request (pipelined).
-				dc.process()
-			}
-			return
+	dc.outLast = last
+	if dc.packetSentF == nil {
+		dc.packetSentF = dc.packetSent
+	}
+	dc.setOut(out, lent, dc.packetSentF)
+}
+
+// packetSent runs once a packet is all in the socket: the next packet, or
+// after the last one the wait for the client's status.
+func (dc *dnConn) packetSent() {
+	if dc.outLast {
+		if !dc.thread {
+			// The pool's handle goes back as soon as the data is
+			// out; a thread keeps its files until the client's
+			// status arrives, as DataXceiver does.
+			dc.releaseReplica()
 		}
-		if dc.thread {
-			// One packet per callback, so a thread shares its loop fairly.
-			dc.loop.Post(dc.sendNext)
-			return
+		dc.phase = phaseStatus
+		dc.c.SetReadInterest(true)
+		dc.watchInput()
+		if len(dc.in) > 0 {
+			// The status came with the request (pipelined).
+			dc.process()
 		}
-		dc.sendNext()
-	})
+		return
+	}
+	if dc.thread {
+		// One packet per callback, so a thread shares its loop fairly.
+		dc.loop.Post(dc.sendNext)
+		return
+	}
+	dc.sendNext()
 }
 
 // setOut writes out, and once all of it is in the socket runs then.
