@@ -604,9 +604,7 @@ func (w *World) interleave() {
 		w.running = nil
 		w.now = ev.at
 		w.events++
-		fn := ev.fn
-		w.freeEvent(ev)
-		fn()
+		w.fire(ev)
 	}
 	w.depth--
 	w.running, w.ctx, w.core, w.now, w.capAt = t, ctx, core, now, capAt
@@ -741,13 +739,19 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) model.Timer {
 	}
 	l.p.timers++
 	w := l.p.w
-	tm.ev = w.after(d, func() {
-		tm.ev = nil
-		if !tm.stopped {
-			l.enqueue(task{timer: tm})
-		}
-	})
+	// The timer's event lives in the timer: one allocation per
+	// AfterFunc, not three. Only the timer holds it, and it is never
+	// recycled.
+	tm.ev = event{w: w, index: -1, timer: tm}
+	w.schedule(&tm.ev, w.Now()+d, nil)
 	return tm
+}
+
+// expire is the timer's event: the callback is queued on the loop.
+func (tm *Timer) expire() {
+	if !tm.stopped {
+		tm.l.enqueue(task{timer: tm})
+	}
 }
 
 // Post implements model.Loop.
@@ -780,7 +784,7 @@ func (l *Loop) Close() {
 type Timer struct {
 	l       *Loop
 	f       func()
-	ev      *event
+	ev      event
 	stopped bool
 	fired   bool
 }

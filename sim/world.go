@@ -294,9 +294,7 @@ func (w *World) Run(limit time.Duration) error {
 		if w.events > w.cfg.MaxEvents {
 			return fmt.Errorf("%w: %d events at %v (livelock?)", ErrLimit, w.cfg.MaxEvents, w.now)
 		}
-		fn := ev.fn
-		w.freeEvent(ev)
-		fn()
+		w.fire(ev)
 		for _, f := range w.afterStep {
 			f()
 		}
@@ -317,9 +315,7 @@ func (w *World) RunFor(d time.Duration) error {
 		}
 		w.now = ev.at
 		w.events++
-		fn := ev.fn
-		w.freeEvent(ev)
-		fn()
+		w.fire(ev)
 		for _, f := range w.afterStep {
 			f()
 		}
@@ -374,7 +370,8 @@ type event struct {
 	fn     func()
 	w      *World
 	dead   bool
-	pooled bool // no handle exists: recycle after it runs
+	pooled bool   // no handle exists: recycle after it runs
+	timer  *Timer // fire calls timer.expire instead of fn
 	// barrier: an event from outside the model (a fault, a test's
 	// action) never runs inside a callback; interleaving stops at it.
 	barrier bool
@@ -390,6 +387,18 @@ func (w *World) allocEvent(pooled bool) *event {
 		}
 	}
 	return &event{w: w, pooled: pooled, index: -1}
+}
+
+// fire runs an event that has left the queue (and recycles it if it is
+// pooled, before it runs: what it schedules may reuse it).
+func (w *World) fire(ev *event) {
+	fn, tm := ev.fn, ev.timer
+	w.freeEvent(ev)
+	if tm != nil {
+		tm.expire()
+		return
+	}
+	fn()
 }
 
 // freeEvent is called once an event has left the queue.
