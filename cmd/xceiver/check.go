@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,6 +41,7 @@ type checkOptions struct {
 
 	maxFailures int
 	noShrink    bool
+	cpuProfile  string
 	ignore      []string
 }
 
@@ -82,6 +84,7 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			ignore := fs.String("ignore", "", "don't enforce the comma-separated properties `P,Q` (one that breaks at every seed hides the others)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
+			fs.StringVar(&opt.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it)")
 			fs.StringVar(&opt.system, "system", systemAll, "system checked: `datanode|rpc|sc|scenario|all` (rpc: the namenode's rpc server and namespace, end to end with the datanode; sc: short-circuit reads through a shared cache while blocks change; scenario: small runs of the scenarios run, validate and bench drive; all: each seed's system drawn from the seed)")
 			return func(rest []string) int {
 				stdout, stderr := c.stdout, c.stderr
@@ -113,6 +116,22 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 				}
 				if dryRun {
 					return exitOK
+				}
+				if opt.cpuProfile != "" {
+					f, err := os.Create(opt.cpuProfile)
+					if err != nil {
+						return report(stderr, c.usagef("%s: %v", c.typed("cpuprofile"), err))
+					}
+					if err := pprof.StartCPUProfile(f); err != nil {
+						f.Close()
+						return report(stderr, fmt.Errorf("%s: %w", c.typed("cpuprofile"), err))
+					}
+					defer func() {
+						pprof.StopCPUProfile()
+						if err := f.Close(); err != nil {
+							fmt.Fprintf(stderr, "xceiver: check: %s: %v\n", c.typed("cpuprofile"), err)
+						}
+					}()
 				}
 				if opt.world == "real" {
 					return runCheckReal(opt, stdout, stderr)
