@@ -456,6 +456,7 @@ func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult
 	if out != nil {
 		h.w.TraceTo(out)
 	}
+	defer useArena(h.w)()
 	for _, f := range c.Faults {
 		if f.Kind == RPCFaultCrash {
 			h.crashed = true

@@ -217,12 +217,7 @@ func (h *harness) run() *Result {
 	}
 	w := sim.New(scfg)
 	h.w = w
-	arena := takeArena()
-	w.UseArena(arena)
-	defer func() {
-		w.ReleaseArena()
-		putArena(arena)
-	}()
+	defer useArena(w)()
 	if h.opt.Trace != nil {
 		w.TraceTo(h.opt.Trace)
 	}
@@ -273,6 +268,17 @@ func (h *harness) run() *Result {
 var arenas struct {
 	sync.Mutex
 	free []*sim.Arena
+}
+
+// useArena gives w an arena and returns what hands it back, once the run's
+// results are computed (nothing of them may point into its buffers).
+func useArena(w *sim.World) (release func()) {
+	a := takeArena()
+	w.UseArena(a)
+	return func() {
+		w.ReleaseArena()
+		putArena(a)
+	}
 }
 
 func takeArena() *sim.Arena {

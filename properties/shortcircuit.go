@@ -263,6 +263,7 @@ func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 	if out != nil {
 		w.TraceTo(out)
 	}
+	defer useArena(w)()
 	run := &scRun{ignore: c.Ignore}
 	versions := map[uint64][]scVersion{}
 	for b := uint64(1); b <= scBlocks; b++ {
