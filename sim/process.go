@@ -436,12 +436,17 @@ type cpu struct {
 	cores  []time.Duration // when each core is next free
 	slices *slicer         // nil: the machine is this world's alone
 	waitQ  []func()
-	wakeEv *event
-	waking bool // wake is handing a core to the head of waitQ
+	// wakeArmed: a wake is queued. Nothing cancels it, so it is a
+	// pooled event and wakeF is c.wake bound once.
+	wakeArmed bool
+	wakeF     func()
+	waking    bool // wake is handing a core to the head of waitQ
 }
 
 func newCPU(w *World, n int) *cpu {
-	return &cpu{w: w, cores: make([]time.Duration, n), slices: newSlicer(w, n)}
+	c := &cpu{w: w, cores: make([]time.Duration, n), slices: newSlicer(w, n)}
+	c.wakeF = c.wake
+	return c
 }
 
 // free returns a core that is free now. Threads already waiting go first,
@@ -478,7 +483,7 @@ func (c *cpu) waitFront(dispatch func()) {
 }
 
 func (c *cpu) armWake() {
-	if c.wakeEv != nil || len(c.waitQ) == 0 {
+	if c.wakeArmed || len(c.waitQ) == 0 {
 		return
 	}
 	now := c.w.now
@@ -489,11 +494,12 @@ func (c *cpu) armWake() {
 			first = t
 		}
 	}
-	c.wakeEv = c.w.at(first, c.wake)
+	c.wakeArmed = true
+	c.w.post(first, c.wakeF)
 }
 
 func (c *cpu) wake() {
-	c.wakeEv = nil
+	c.wakeArmed = false
 	c.waking = true
 	for len(c.waitQ) > 0 {
 		if _, ok := c.free(false); !ok {
@@ -629,6 +635,7 @@ type Loop struct {
 type task struct {
 	fn     func()
 	onDrop func() // called if the loop closes before the task runs
+	lock   *Lock  // fn runs under lock (Lock.Do): no closure per Do
 	timer  *Timer
 	conn   readyConn
 }
@@ -724,6 +731,9 @@ func (l *Loop) dispatch() {
 		w.runOn(&l.thread, c, tm.f)
 	case t.conn != nil:
 		w.runOn(&l.thread, c, t.conn.dispatchReady)
+	case t.lock != nil:
+		// (runOn does not keep fn, so this closure stays on the stack.)
+		w.runOn(&l.thread, c, func() { t.lock.try(l, t.fn, false) })
 	default:
 		w.runOn(&l.thread, c, t.fn)
 	}
@@ -942,7 +952,7 @@ func (lk *Lock) Do(loop model.Loop, f func()) {
 	if !ok {
 		return
 	}
-	l.enqueue(task{fn: func() { lk.try(l, f, false) }})
+	l.enqueue(task{fn: f, lock: lk})
 }
 
 func (lk *Lock) try(l *Loop, f func(), granted bool) {
