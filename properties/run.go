@@ -281,6 +281,19 @@ func useArena(w *sim.World) (release func()) {
 	}
 }
 
+// dropArenas lets go of the idle arenas (the next runs make new ones) and
+// returns the bytes each held.
+func dropArenas() []int {
+	arenas.Lock()
+	defer arenas.Unlock()
+	var held []int
+	for _, a := range arenas.free {
+		held = append(held, a.Bytes())
+	}
+	arenas.free = nil
+	return held
+}
+
 func takeArena() *sim.Arena {
 	arenas.Lock()
 	defer arenas.Unlock()

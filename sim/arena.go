@@ -17,9 +17,12 @@ type Arena struct {
 	bytes int
 }
 
-// arenaMaxBytes bounds what an arena keeps, so a check's memory stays flat
+// ArenaMaxBytes bounds what an arena keeps, so a check's memory stays flat
 // however many worlds pass through it.
-const arenaMaxBytes = 32 << 20
+const ArenaMaxBytes = 32 << 20
+
+// Bytes is what the arena holds for the next world.
+func (a *Arena) Bytes() int { return a.bytes }
 
 // UseArena makes the world draw its send-buffer arrays from a, and keep
 // track of them for ReleaseArena.
@@ -36,7 +39,7 @@ func (w *World) ReleaseArena() {
 	}
 	for _, arr := range w.arrays {
 		c := sndArrayClass(len(arr.buf))
-		if c >= sndArrayClasses || a.bytes+len(arr.buf) > arenaMaxBytes {
+		if c >= sndArrayClasses || a.bytes+len(arr.buf) > ArenaMaxBytes {
 			continue
 		}
 		arr.refs, arr.live = 0, false
@@ -45,7 +48,7 @@ func (w *World) ReleaseArena() {
 	}
 	for _, b := range w.bufs {
 		c := sndArrayClass(cap(b))
-		if c >= sndArrayClasses || a.bytes+cap(b) > arenaMaxBytes {
+		if c >= sndArrayClasses || a.bytes+cap(b) > ArenaMaxBytes {
 			continue
 		}
 		a.bufs[c] = append(a.bufs[c], b)
