@@ -106,6 +106,12 @@ type DatanodeBugs struct {
 	// PoolWaitForever is issue 9 item 4: a read waits for a pool handle
 	// without bound, and a holder that makes no progress keeps it.
 	PoolWaitForever bool
+	// HoldWhileStalled is issue 9 item 4's first fix: a read keeps its
+	// pool handle while its client takes nothing, and holders that stall
+	// while others wait are cut off one StallTimeout after another, so a
+	// waiter queued behind several clients that stopped reading waits
+	// for all of them.
+	HoldWhileStalled bool
 	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
 	// connection reads nothing, so its client's FIN goes unseen.
 	WaiterDeaf bool
@@ -247,6 +253,7 @@ type Datanode struct {
 
 	// under lock
 	peakBlockFiles int
+	pressed        bool // a read has waited HandleWait/2: holders park (contend)
 	trimArmed      bool
 	buffered       int // write buffer capacity reserved by all connections
 }
@@ -268,6 +275,9 @@ type selector struct {
 	// first size (inputFirst): a flood of short connections reuses a few
 	// instead of allocating one each.
 	freeIn [][]byte
+	// holders are its connections that hold a pool handle, so that a
+	// read queueing for one can have them told (see contend).
+	holders []*dnConn
 }
 
 // inputFirst is the capacity of a connection's first input buffer.
@@ -692,6 +702,14 @@ type dnConn struct {
 	lastSend time.Duration // when the client last took bytes
 	waitT    Timer         // the wait for a pool handle (HandleWait)
 	waiter   *Waiter       // in the pool's queue while waiting
+	// parked is the handle a read gave back while its client took
+	// nothing and other reads waited (see park); it takes the same
+	// replica again before its next packet.
+	parked *Handle
+	// contended: a read has waited long for a handle, so this one gives
+	// its handle back whenever its client's window closes.
+	contended bool
+	pressT    Timer // a share of HandleWait into the wait: contend
 }
 
 func (dc *dnConn) onEvent(ev Events) {
@@ -890,35 +908,7 @@ func (dc *dnConn) open(woken bool) {
 			return
 		}
 		if dn.pool != nil {
-			h, w, err := dn.pool.AcquireOrWait(dc.req.BlockID, dc.req.GenStamp, dc.loop.Now(), func() {
-				dc.loop.Post(func() {
-					dc.waiter = nil
-					if !dc.closed && dc.phase == phaseOpening {
-						dc.open(true)
-						return
-					}
-					// This read is gone: pass the wake-up on, or the
-					// next waiter sleeps while a handle is free.
-					dn.lock.Do(dc.loop, dn.pool.WakeWaiter)
-				})
-			})
-			if errors.Is(err, ErrPoolFull) {
-				// Woken when a handle frees, or given up.
-				dc.waiter = w
-				if dc.waitT == nil && !dn.cfg.Bugs.PoolWaitForever {
-					dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
-				}
-				return
-			}
-			if dc.waitT != nil {
-				dc.waitT.Stop()
-				dc.waitT = nil
-			}
-			if err == nil {
-				dc.handle, dc.replica = h, h.Files
-				dn.armTrim(dc.loop)
-			}
-			dc.opened(err)
+			dc.takeHandle()
 			return
 		}
 		files, err := dn.store.OpenForRead(dc.req.BlockID, dc.req.GenStamp)
@@ -932,13 +922,182 @@ func (dc *dnConn) open(woken bool) {
 	})
 }
 
+// unpark takes back the replica a parked read was sending, under the
+// lock, before its next packet.
+func (dc *dnConn) unpark(woken bool) {
+	dn := dc.dn
+	dn.lock.Do(dc.loop, func() {
+		if dc.closed {
+			if woken {
+				dn.pool.WakeWaiter() // pass the wake-up on
+			}
+			return
+		}
+		dc.takeHandle()
+	})
+}
+
+// takeHandle gets the read a pool handle, under the lock: for a new read
+// its block's current replica, for a parked one the replica it was
+// sending. When the pool is full the read queues, for HandleWait at most.
+func (dc *dnConn) takeHandle() {
+	dn := dc.dn
+	now := dc.loop.Now()
+	wake := func() {
+		dc.loop.Post(func() {
+			dc.waiter = nil
+			switch {
+			case dc.closed:
+			case dc.phase == phaseOpening:
+				dc.open(true)
+				return
+			case dc.parked != nil:
+				dc.unpark(true)
+				return
+			}
+			// This read is gone: pass the wake-up on, or the next
+			// waiter sleeps while a handle is free.
+			dn.lock.Do(dc.loop, dn.pool.WakeWaiter)
+		})
+	}
+	parked := dc.parked
+	var h *Handle
+	var w *Waiter
+	var err error
+	if parked != nil {
+		h, w, err = dn.pool.Retake(parked, now, wake)
+	} else {
+		h, w, err = dn.pool.AcquireOrWait(dc.req.BlockID, dc.req.GenStamp, now, wake)
+	}
+	if errors.Is(err, ErrPoolFull) {
+		// Woken when a handle frees, or given up.
+		dc.waiter = w
+		if !dn.cfg.Bugs.PoolWaitForever {
+			if dc.waitT == nil {
+				dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
+			}
+			if dc.pressT == nil && !dn.cfg.Bugs.HoldWhileStalled {
+				dc.pressT = dc.loop.AfterFunc(dn.cfg.HandleWait/2, dc.press)
+			}
+		}
+		return
+	}
+	for _, t := range []*Timer{&dc.waitT, &dc.pressT} {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
+	}
+	dn.pressed = dn.pressed && dn.pool.Waiting() > 0
+	if err == nil {
+		dc.handle, dc.replica = h, h.Files
+		dc.contended = dn.pressed
+		dc.sel.holders = append(dc.sel.holders, dc)
+		dn.armTrim(dc.loop)
+	}
+	if parked == nil {
+		dc.opened(err)
+		return
+	}
+	dc.parked = nil
+	if err != nil {
+		// Its replica was replaced or deleted while it waited: the
+		// client sees a short stream, as after a disk error.
+		dc.st.Errors++
+		dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
+		dc.close("replica changed while parked")
+		return
+	}
+	dc.sendNext()
+}
+
+// press: the read has waited half its HandleWait for a handle. Holders
+// that stall are cut off one StallTimeout after another, and clients
+// that stopped reading may be queued ahead of it, each to be given a
+// handle and found stalled in turn; so from now on every holder gives
+// its handle back while its client's window is closed (contend).
+// Parking earlier would cost well-behaved readers more: a parked read's
+// handle may be evicted, and if its block then changes the read is lost.
+func (dc *dnConn) press() {
+	dc.pressT = nil
+	if dc.closed || (dc.phase != phaseOpening && dc.parked == nil) {
+		return
+	}
+	dn := dc.dn
+	dn.lock.Do(dc.loop, func() {
+		if dn.pool.Waiting() > 0 {
+			dn.pressed = true
+			dn.contend()
+		}
+	})
+}
+
+// contend tells every connection holding a handle that a read has waited
+// long for one, so each gives its handle back as soon as its client's
+// window closes (at once if it is closed now). Called under the lock.
+func (dn *Datanode) contend() {
+	for _, s := range dn.selectors {
+		s.loop.Post(func() {
+			for _, dc := range slices.Clone(s.holders) {
+				dc.contended = true
+				if dc.outOff < len(dc.out) {
+					dc.park()
+				}
+			}
+		})
+	}
+}
+
+// park gives a read's handle back while its client takes nothing and
+// other reads wait for one. A read needs its handle only to read its next
+// packet from disk; held while the client's window is closed, it would
+// let clients that stop reading hold every handle, and cutting them off
+// one stall timeout after another keeps a waiter behind all of them. The
+// read takes its replica again once the client has taken the packet.
+func (dc *dnConn) park() {
+	dn := dc.dn
+	dn.lock.Do(dc.loop, func() {
+		h := dc.handle
+		switch {
+		case dc.closed || h == nil || dc.working || dc.outOff >= len(dc.out):
+			return
+		case dn.pool.Waiting() == 0:
+			dc.contended, dn.pressed = false, false
+			return
+		case h.retired:
+			// Given back it could not be had again: it stays, under
+			// the stall cut-off (watchSend).
+			return
+		}
+		dc.dropHolder()
+		dc.handle, dc.replica, dc.parked = nil, nil, h
+		dn.pool.Park(h, dc.loop.Now())
+	})
+}
+
+// dropHolder takes the connection off its selector's list of holders.
+func (dc *dnConn) dropHolder() {
+	if s := dc.sel; s != nil {
+		if i := slices.Index(s.holders, dc); i >= 0 {
+			s.holders = slices.Delete(s.holders, i, i+1)
+		}
+	}
+}
+
 // giveUpWaiting fails a read that waited HandleWait for a pool handle.
 func (dc *dnConn) giveUpWaiting() {
 	dc.waitT = nil
-	if dc.closed || dc.phase != phaseOpening {
+	if dc.closed || (dc.phase != phaseOpening && dc.parked == nil) {
 		return
 	}
 	dc.withdraw()
+	if dc.parked != nil {
+		// Mid-stream: no status can be sent, only a short stream.
+		dc.st.Errors++
+		dc.dn.p.Log("dn-resume-timeout", "conn", dc.c.ID(), "wait", dc.dn.cfg.HandleWait.String())
+		dc.close("no handle to resume within the handle wait")
+		return
+	}
 	dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no block handle free within %v", dc.dn.cfg.HandleWait)})
 }
 
@@ -1045,6 +1204,10 @@ func (j *packetJob) build(p Process, buf []byte) ([]byte, error) {
 // the connection's own thread (threaded).
 func (dc *dnConn) sendNext() {
 	if dc.closed {
+		return
+	}
+	if dc.parked != nil {
+		dc.unpark(false)
 		return
 	}
 	n := int(min(int64(dc.dn.cfg.PacketSize), dc.end-dc.next))
@@ -1183,6 +1346,9 @@ func (dc *dnConn) flush() {
 			dc.sel.putBuf(dc.out)
 			dc.lent = false
 		}
+		if dc.contended && dc.handle != nil {
+			dc.park()
+		}
 		dc.watchSend()
 		return
 	}
@@ -1210,7 +1376,7 @@ func (dc *dnConn) watchSend() {
 		return
 	}
 	step := dn.cfg.SendTimeout
-	if dc.handle != nil && !dn.cfg.Bugs.PoolWaitForever {
+	if (dc.handle != nil || dc.parked != nil) && !dn.cfg.Bugs.PoolWaitForever {
 		step = min(step, dn.cfg.StallTimeout)
 	}
 	at := dc.lastSend + step - dc.loop.Now()
@@ -1229,11 +1395,13 @@ func (dc *dnConn) watchSend() {
 			dc.st.Errors++
 			dn.p.Log("dn-send-timeout", "conn", dc.c.ID(), "idle", idle.String())
 			dc.close("send timeout")
-		case dc.handle != nil && idle >= dn.cfg.StallTimeout && !dn.cfg.Bugs.PoolWaitForever:
-			h := dc.handle
+		case (dc.handle != nil || dc.parked != nil) && idle >= dn.cfg.StallTimeout && !dn.cfg.Bugs.PoolWaitForever:
+			h, parked := dc.handle, dc.parked
 			dn.lock.Do(dc.loop, func() {
-				waiting := dn.pool.Waiting() > 0
-				if waiting {
+				// A parked read holds room only if its block changed
+				// (its handle is pinned for it).
+				waiting := dn.pool.Waiting() > 0 && (h != nil || dn.pool.Pinned(parked))
+				if waiting && h != nil {
 					// Its other users may be stalled too, and new ones
 					// would keep it open: no one else gets it now.
 					dn.pool.Retire(h)
@@ -1258,7 +1426,13 @@ func (dc *dnConn) watchSend() {
 
 func (dc *dnConn) releaseReplica() {
 	dn := dc.dn
+	if h := dc.parked; h != nil {
+		dc.parked = nil
+		loop := dc.loop
+		dn.lock.Do(loop, func() { dn.pool.Unpark(h) })
+	}
 	if h := dc.handle; h != nil {
+		dc.dropHolder()
 		dc.handle, dc.replica = nil, nil
 		loop := dc.loop
 		dn.lock.Do(loop, func() { dn.pool.Release(h, loop.Now()) })
@@ -1487,7 +1661,7 @@ func (dc *dnConn) close(why string) {
 		dc.rt.Stop()
 		dc.rt = nil
 	}
-	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT} {
+	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT} {
 		if *t != nil {
 			(*t).Stop()
 			*t = nil

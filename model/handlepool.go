@@ -61,6 +61,7 @@ type Handle struct {
 	Files   *BlockFiles
 	key     handleKey
 	refs    int
+	parked  int // reads that gave it back mid-stream and will want it again
 	retired bool
 	closed  bool
 	lastUse time.Duration
@@ -96,7 +97,7 @@ func (hp *HandlePool) Open() int { return hp.open }
 // Handles is the number of open handles.
 func (hp *HandlePool) Handles() int { return hp.open / 2 }
 
-// InUse is the number of handles a read holds.
+// InUse is the number of handles a read holds (or parked reads pin).
 func (hp *HandlePool) InUse() int { return hp.open/2 - len(hp.idle) }
 
 // Waiting is the number of reads waiting for room.
@@ -132,6 +133,59 @@ func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake fu
 		hp.wakeOne()
 	}
 	return h, w, err
+}
+
+// Park gives back a handle a read will want again (Retake) to finish
+// what it started. Unused, it is idle like a released handle: it may be
+// evicted, or handed to other reads; but if its block changes meanwhile
+// it stays open (out of the idle list) until its parked reads have it
+// again or give up (Unpark), for they cannot finish on another replica.
+func (hp *HandlePool) Park(h *Handle, now time.Duration) {
+	h.parked++
+	hp.Release(h, now)
+}
+
+// Unpark: a parked read will not want h again.
+func (hp *HandlePool) Unpark(h *Handle) {
+	if h.parked <= 0 {
+		return
+	}
+	h.parked--
+	if h.parked == 0 && h.refs == 0 && h.retired && !h.closed {
+		hp.close(h)
+		hp.wakeOne()
+	}
+}
+
+// Pinned reports whether h is open only for reads that parked on it
+// after its block changed: it holds room no new read can use.
+func (hp *HandlePool) Pinned(h *Handle) bool {
+	return h.retired && !h.closed && h.parked > 0 && h.refs == 0
+}
+
+// Retake gives a read that parked on h the same replica again: h itself
+// while it is open (retired or not), else a new handle on that replica,
+// queueing like AcquireOrWait when the pool is full. If the block changed
+// after h was closed, the replica is gone: ErrStaleReplica.
+func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func()) (*Handle, *Waiter, error) {
+	if !h.closed {
+		if h.refs == 0 && !h.retired {
+			hp.removeIdle(h)
+		}
+		h.parked--
+		h.refs++
+		h.lastUse = now
+		hp.Reused++
+		return h, nil, nil
+	}
+	if cur, _, ok := hp.store.Info(h.Files.ID); !ok || cur != h.Files.Stamp {
+		return nil, nil, fmt.Errorf("model: read block %d: replica %d was replaced or deleted: %w", h.Files.ID, h.Files.Stamp, ErrStaleReplica)
+	}
+	got, w, err := hp.AcquireOrWait(h.Files.ID, h.Files.Stamp, now, wake)
+	if err == nil {
+		h.parked--
+	}
+	return got, w, err
 }
 
 // Withdraw takes w out of the queue (nothing if it was woken already).
@@ -195,9 +249,12 @@ func (hp *HandlePool) Release(h *Handle, now time.Duration) {
 	if h.refs > 0 {
 		return
 	}
-	if h.retired || h.closed {
+	switch {
+	case h.retired && h.parked > 0 && !h.closed:
+		return // pinned for its parked reads: no room freed
+	case h.retired || h.closed:
 		hp.close(h)
-	} else {
+	default:
 		hp.idle = append(hp.idle, h)
 	}
 	hp.wakeOne()
@@ -329,7 +386,9 @@ func (hp *HandlePool) onChange(id, newStamp uint64, deleted bool) {
 		}
 		if h.refs == 0 {
 			hp.removeIdle(h)
-			hp.close(h)
+			if h.parked == 0 {
+				hp.close(h)
+			}
 		}
 	}
 	hp.wakeOne()

@@ -21,6 +21,7 @@ import (
 type refHandle struct {
 	block, stamp uint64
 	refs         int
+	parked       int
 	retired      bool
 	lastUse      time.Duration
 }
@@ -39,6 +40,7 @@ type poolMachine struct {
 	woken   int // wake-ups the reference expects
 	got     int // wake-ups the pool delivered
 	held    []*Handle
+	parked  []*Handle // given back mid-read (Park), to be retaken
 }
 
 func (m *poolMachine) init(t *rapid.T) {
@@ -79,6 +81,12 @@ func (m *poolMachine) open() int { return 2 * len(m.ref) }
 func (m *poolMachine) acquire(t *rapid.T) {
 	id := uint64(rapid.IntRange(1, 5).Draw(t, "block"))
 	h, err := m.hp.Acquire(id, 0, m.now, func() { m.got++ })
+	m.expectAcquire(t, id, h, err)
+}
+
+// expectAcquire checks what acquiring block id gave and follows it in
+// the reference.
+func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error) {
 	cur, _, ok := m.store.Info(id)
 	// The reference: reuse the live handle of (block, current stamp),
 	// else make room by closing idle handles least recently used first,
@@ -136,16 +144,93 @@ func (m *poolMachine) release(t *rapid.T) {
 	h := m.held[i]
 	m.held = slices.Delete(m.held, i, i+1)
 	m.hp.Release(h, m.now)
+	m.releaseRef(h)
+}
+
+func (m *poolMachine) releaseRef(h *Handle) {
 	r := m.ref[h]
 	r.refs--
 	r.lastUse = m.now
 	if r.refs == 0 {
-		if r.retired {
+		switch {
+		case r.retired && r.parked > 0:
+			return // pinned for the reads parked on it
+		case r.retired:
 			m.closeRef(h)
-		} else {
+		default:
 			m.idle = append(m.idle, h)
 		}
 		m.wake()
+	}
+}
+
+// park gives a held handle back mid-read, to be retaken.
+func (m *poolMachine) park(t *rapid.T) {
+	if len(m.held) == 0 {
+		t.Skip("nothing held")
+	}
+	i := rapid.IntRange(0, len(m.held)-1).Draw(t, "which")
+	h := m.held[i]
+	m.held = slices.Delete(m.held, i, i+1)
+	m.parked = append(m.parked, h)
+	m.hp.Park(h, m.now)
+	m.ref[h].parked++
+	m.releaseRef(h)
+}
+
+// retake: a parked read wants its replica again: the same handle while
+// it is open, a new one on the same replica if it was closed, and an
+// error if the block changed.
+func (m *poolMachine) retake(t *rapid.T) {
+	if len(m.parked) == 0 {
+		t.Skip("nothing parked")
+	}
+	i := rapid.IntRange(0, len(m.parked)-1).Draw(t, "which")
+	h := m.parked[i]
+	got, _, err := m.hp.Retake(h, m.now, func() { m.got++ })
+	if r := m.ref[h]; r != nil {
+		if err != nil || got != h {
+			t.Fatalf("retake of an open handle of block %d: %v", r.block, err)
+		}
+		if r.refs == 0 && !r.retired {
+			m.closeRef(h)
+			m.ref[h] = r
+		}
+		r.refs++
+		r.parked--
+		r.lastUse = m.now
+		m.parked = slices.Delete(m.parked, i, i+1)
+		m.held = append(m.held, h)
+		return
+	}
+	if cur, _, ok := m.store.Info(h.Files.ID); !ok || cur != h.Files.Stamp {
+		if !errors.Is(err, ErrStaleReplica) {
+			t.Fatalf("retake of block %d after it changed: %v, want ErrStaleReplica", h.Files.ID, err)
+		}
+		m.parked = slices.Delete(m.parked, i, i+1)
+		return
+	}
+	if err == nil {
+		m.parked = slices.Delete(m.parked, i, i+1)
+	}
+	m.expectAcquire(t, h.Files.ID, got, err)
+}
+
+// unpark: a parked read gives up its replica.
+func (m *poolMachine) unpark(t *rapid.T) {
+	if len(m.parked) == 0 {
+		t.Skip("nothing parked")
+	}
+	i := rapid.IntRange(0, len(m.parked)-1).Draw(t, "which")
+	h := m.parked[i]
+	m.parked = slices.Delete(m.parked, i, i+1)
+	m.hp.Unpark(h)
+	if r := m.ref[h]; r != nil {
+		r.parked--
+		if r.parked == 0 && r.refs == 0 && r.retired {
+			m.closeRef(h)
+			m.wake()
+		}
 	}
 }
 
@@ -180,8 +265,10 @@ func (m *poolMachine) change(t *rapid.T) {
 	for h, r := range m.ref {
 		if r.block == id {
 			r.retired = true
-			if r.refs == 0 {
+			if r.refs == 0 && r.parked == 0 {
 				m.closeRef(h)
+			} else if i := slices.Index(m.idle, h); i >= 0 {
+				m.idle = slices.Delete(m.idle, i, i+1) // pinned
 			}
 		}
 	}
@@ -192,10 +279,10 @@ func (m *poolMachine) Check(t *rapid.T) {
 	hp := m.hp
 	inUse := 0
 	for h, r := range m.ref {
-		if r.refs > 0 {
+		if r.refs > 0 || (r.retired && r.parked > 0) { // (pinned for parked reads)
 			inUse++
 		}
-		if h.closed || h.refs != r.refs || h.retired != r.retired {
+		if h.closed || h.refs != r.refs || h.retired != r.retired || h.parked != r.parked {
 			t.Fatalf("handle of block %d: closed %v, refs %d, retired %v; want open, refs %d, retired %v", r.block, h.closed, h.refs, h.retired, r.refs, r.retired)
 		}
 	}
@@ -231,6 +318,9 @@ func TestHandlePoolStateMachine(t *testing.T) {
 			"advance": m.advance,
 			"trim":    m.trim,
 			"change":  m.change,
+			"park":    m.park,
+			"retake":  m.retake,
+			"unpark":  m.unpark,
 			"":        m.Check,
 		})
 	})

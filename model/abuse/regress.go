@@ -21,6 +21,7 @@ var Regressions = []Regression{
 	{"write-prealloc", writePrealloc},
 	{"no-send-timeout", noSendTimeout},
 	{"pool-wait-forever", poolWaitForever},
+	{"handle-held-stalled", handleHeldStalled},
 	{"waiter-deaf", waiterDeaf},
 	{"slowloris", slowloris},
 }
@@ -93,6 +94,28 @@ func poolWaitForever(w model.World, bug bool) error {
 	})
 }
 
+// Item 4 again: clients that stop reading, each of its own block, queue
+// for the only handle ahead of a well-behaved read. Cutting them off one
+// stall timeout after another (400 ms each) keeps the read waiting past
+// the handle wait (1 s); a handle given back while a client's window is
+// closed lets it through at once.
+func handleHeldStalled(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: bigBlock, 3: bigBlock, 4: bigBlock, 5: 1000}, Reads: []uint64{5}, ReadsAt: 100 * time.Millisecond}
+	for b := uint64(1); b <= 4; b++ {
+		s.Attacks = append(s.Attacks, Attack{Kind: NonReader, Count: 1, Block: b, Length: bigBlock})
+	}
+	s.Datanode.PoolMax = 2
+	s.Datanode.StallTimeout = 400 * time.Millisecond
+	s.Datanode.HandleWait = time.Second
+	s.Datanode.Bugs.HoldWhileStalled = bug
+	return checkAt(w, s, 3*time.Second, func(dn *model.Datanode, peers *Peers) error {
+		if peers.Reads != 1 {
+			return fmt.Errorf("a read queued behind 4 non-readers for the only handle did not complete (%d failed; handle wait 1 s, stall timeout 400 ms)", peers.ReadErrs)
+		}
+		return nil
+	})
+}
+
 // Item 5: a read waiting for a handle notices its client's FIN.
 func waiterDeaf(w model.World, bug bool) error {
 	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: 1000}, Attacks: []Attack{
@@ -100,7 +123,10 @@ func waiterDeaf(w model.World, bug bool) error {
 		{Kind: Quitter, Count: 1, Block: 2, Length: 1000},
 	}}
 	s.Datanode.PoolMax = 2
+	// The non-reader must keep the only handle while the quitter waits:
+	// it would give it back at once, so it holds it as before that fix.
 	s.Datanode.StallTimeout = 10 * time.Second
+	s.Datanode.Bugs.HoldWhileStalled = true
 	s.Datanode.Bugs.WaiterDeaf = bug
 	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
 		if n := dn.Conns(); n != 1 {
