@@ -125,16 +125,6 @@ var Bugs = []Bug{
 		hostile: []string{HostileNonReader},
 	},
 	{
-		Name:    "handle-held-stalled",
-		What:    "a read keeps its pool handle while its client reads nothing, so a waiter sits behind every stalled holder, one stall timeout each (issue 9 item 4's first fix)",
-		Catches: PropHostileAvail,
-		apply: func(d drawer, cfg *Config) {
-			cfg.HoldWhileStalled = true
-			cfg.PoolMax, cfg.PoolMin = 2, 0
-		},
-		hostile: []string{HostileNonReader},
-	},
-	{
 		Name:    "no-conn-cap",
 		What:    "connections are accepted until the fd table is full, idle ones lock everyone out (issue 9 item 6)",
 		Catches: PropHostileAvail,

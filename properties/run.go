@@ -378,7 +378,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
 			WriteUnverified:      c.WriteUnverified,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
-			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, HoldWhileStalled: c.HoldWhileStalled, WaiterDeaf: c.WaiterDeaf,
+			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris,
 		},
 	}

@@ -15,11 +15,11 @@ import (
 
 var update = flag.Bool("update", false, "re-record traces/corpus: one shrunk trace per catalogued bug")
 
-// recordBug finds the first of seeds 1..300 that fails with bug switched
+// recordBug finds the first of seeds 1..200 that fails with bug switched
 // on, shrinks it and records its trace.
 func recordBug(t *testing.T, bug string) (*Trace, uint64) {
 	t.Helper()
-	for s := uint64(1); s <= 300; s++ {
+	for s := uint64(1); s <= 200; s++ {
 		o, err := properties.CheckSeed(s, bug, properties.Options{}, false)
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +33,7 @@ func recordBug(t *testing.T, bug string) (*Trace, uint64) {
 		}
 		return tr, s
 	}
-	t.Fatalf("%s: no failure in 300 seeds", bug)
+	t.Fatalf("%s: no failure in 200 seeds", bug)
 	return nil, 0
 }
 
