@@ -118,6 +118,10 @@ type DatanodeBugs struct {
 	// NoConnCap is issue 9 item 6: connections are accepted until the
 	// fd table is full, with no reserve for block files.
 	NoConnCap bool
+	// ResetWhenFull is issue 9 item 6's first cap: when full with no
+	// connection idle, the newest is closed, reset if its request had
+	// arrived, though it may be a well-behaved client's.
+	ResetWhenFull bool
 	// Slowloris is issue 9 item 7: no deadline for a whole request.
 	Slowloris bool
 }
@@ -246,6 +250,7 @@ type Datanode struct {
 	// main loop only: the connection cap (accept, evictIdle)
 	accepted     uint64
 	evicting     int
+	acceptPaused bool // full: accepting again once a connection closes
 	acceptErrs   int
 	acceptLogged time.Duration
 
@@ -472,6 +477,11 @@ func (dn *Datanode) Stop() {
 // accept runs on the acceptor loop while connections wait.
 func (dn *Datanode) accept() {
 	for !dn.stopped {
+		if dn.connsFull() {
+			dn.ln.SetHandler(nil)
+			dn.acceptPaused = true
+			return
+		}
 		c, err := dn.ln.Accept()
 		if errors.Is(err, ErrWouldBlock) {
 			return
@@ -498,26 +508,32 @@ func (dn *Datanode) accept() {
 			c.Close()
 			continue
 		}
-		if dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.connCap() {
-			dn.serve(c, nil)
-			continue
-		}
-		if dn.evicting >= maxEvicting {
-			dn.p.Log("dn-full", "conns", len(dn.conns))
-			_ = c.Close()
-			continue
-		}
-		// Full: serve it, and close the oldest idle connection to make
-		// room (or this one, if none is idle).
 		dn.serve(c, nil)
-		dn.evicting++
-		dn.evictIdle(dn.conns[len(dn.conns)-1], nil)
+		if !dn.cfg.Bugs.NoConnCap && len(dn.conns) > dn.connCap() {
+			// Over the cap: close an idle connection to make room.
+			dn.evicting++
+			dn.evictIdle(dn.conns[len(dn.conns)-1], nil, false)
+		}
 	}
 }
 
-// maxEvicting bounds the connections served past the cap while idle
-// ones are being closed to make room.
-const maxEvicting = 16
+// connsFull reports whether the datanode serves as many connections as
+// it may, with the room it keeps for making room (connections served
+// over the cap while idle ones are closed) used up. It then leaves new
+// connections in the listen backlog, unread, until one closes: closing
+// them would reset those that already sent their request.
+func (dn *Datanode) connsFull() bool {
+	return !dn.cfg.Bugs.NoConnCap && !dn.cfg.Bugs.ResetWhenFull && len(dn.conns) >= dn.connCap()+dn.overCap()
+}
+
+// overCap is how many connections the datanode serves past its cap while
+// it closes idle ones: within the fds it keeps in reserve.
+func (dn *Datanode) overCap() int {
+	if dn.pool == nil {
+		return 6 // 5 fds each, of the 64 kept for writes
+	}
+	return 16
+}
 
 // connCap is the most connections the datanode serves at once: MaxConns,
 // lowered so that fds stay in reserve for the listener, the loops and
@@ -535,9 +551,12 @@ func (dn *Datanode) connCap() int {
 }
 
 // evictIdle closes the oldest idle connection other than newest, asking
-// each connection's loop in accept order; if none is idle it closes
-// newest. Runs on the acceptor loop.
-func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
+// each connection's loop in accept order: first those that never sent a
+// byte, then (kept) those waiting for their client's next op, whose
+// client retries on a fresh connection. If none is idle, nothing is
+// closed: a connection that has sent a request is never reset to make
+// room (connsFull stops accepting instead). Runs on the acceptor loop.
+func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn, kept bool) {
 	var oldest *dnConn
 	for _, dc := range dn.conns {
 		// (A connection whose thread could not start has no loop; it
@@ -546,27 +565,40 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 			oldest = dc
 		}
 	}
-	victim := oldest
-	if victim == nil {
-		victim = newest
-	}
-	if victim.loop == nil || dn.stopped {
+	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && !dn.stopped {
+		dn.p.Log("dn-full-evict", "conn", newest.c.ID(), "newest", true)
+		newest.loop.Post(func() { newest.close("datanode full") })
 		dn.evicting--
 		return
 	}
+	if oldest == nil && !kept {
+		dn.evictIdle(newest, nil, true)
+		return
+	}
+	if oldest == nil || dn.stopped || len(dn.conns) <= dn.connCap() {
+		dn.evicting--
+		return
+	}
+	victim := oldest
 	asked = append(asked, victim)
 	victim.loop.Post(func() {
-		// Idle: connected and never sent a request. (Connections
-		// kept alive between ops are left to their keep-alive
-		// timeout: a client's cached peer is worth keeping.)
-		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 && victim.opsOnConn == 0
-		if idle || victim == newest {
-			dn.p.Log("dn-full-evict", "conn", victim.c.ID(), "idle", idle)
+		// Read what has arrived first: a request in the socket makes
+		// it busy, and closing it unread would reset it.
+		open := !victim.closed
+		if open && victim.phase == phaseRequest && len(victim.in) == 0 {
+			victim.readInput()
+		}
+		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 &&
+			(victim.opsOnConn == 0 || kept)
+		if open && victim.closed {
+			idle = true // its client had gone: room made
+		} else if idle {
+			dn.p.Log("dn-full-evict", "conn", victim.c.ID(), "ops", victim.opsOnConn)
 			victim.close("datanode full")
 		}
 		dn.main.Post(func() {
-			if !idle && victim != newest && !dn.stopped {
-				dn.evictIdle(newest, asked)
+			if !idle && !dn.stopped {
+				dn.evictIdle(newest, asked, kept)
 				return
 			}
 			dn.evicting--
@@ -638,6 +670,10 @@ func (dn *Datanode) forget(dc *dnConn) {
 	}
 	dn.conns = dn.conns[:len(dn.conns)-1]
 	dc.index = -1
+	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
+		dn.acceptPaused = false
+		dn.ln.SetHandler(dn.accept)
+	}
 }
 
 type connPhase uint8

@@ -124,11 +124,13 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 		}
 		p := HostilePeer{Kind: k, Count: d.n(1, 4, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
 			Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"), Key: d.key("hostile_key")}
-		// Floods up to the capacity are drawn only for the bug that
-		// needs them: the connection cap does not yet keep every
-		// well-behaved client in (issue 9 item 6 is open).
-		if k == HostileIdle && flood {
+		// A flood of idle connections, up to past the capacity: the
+		// cap must close them to keep well-behaved clients in.
+		if k == HostileIdle && (flood || d.chance(25, "hostile_flood")) {
+			// (Coming back slower: each return costs the datanode an
+			// accept and an eviction, and the run its events.)
 			p.Count = d.n(capacity/2, capacity+capacity/4, "hostile_flood_count")
+			p.Gap = d.dur(200*time.Millisecond, time.Second, "hostile_flood_gap")
 		}
 		cfg.Hostile = append(cfg.Hostile, p)
 	}

@@ -202,6 +202,7 @@ func MemoryOf(dn *model.Datanode) Memory {
 // Scenario is a datanode with some blocks under attack.
 type Scenario struct {
 	Datanode model.DatanodeConfig
+	FDLimit  int            // the datanode process's (0: the world's default)
 	Blocks   map[uint64]int // block id → size
 	Attacks  []Attack
 	// Then runs on the datanode's loop at each step: After[i] after the
@@ -228,7 +229,7 @@ func Run(w model.World, s Scenario, limit time.Duration) error {
 			s.Datanode.Addr = "127.0.0.1:0"
 		}
 	}
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+	_, err := w.Spawn("datanode", model.ProcessConfig{FDLimit: s.FDLimit}, func(p model.Process) {
 		store := model.NewBlockStore(p.Disk(), s.Datanode.Dir)
 		for id := uint64(1); id <= uint64(len(s.Blocks))+64; id++ {
 			if size, ok := s.Blocks[id]; ok {

@@ -23,6 +23,7 @@ var Regressions = []Regression{
 	{"pool-wait-forever", poolWaitForever},
 	{"handle-held-stalled", handleHeldStalled},
 	{"waiter-deaf", waiterDeaf},
+	{"reset-when-full", resetWhenFull},
 	{"slowloris", slowloris},
 }
 
@@ -131,6 +132,29 @@ func waiterDeaf(w model.World, bug bool) error {
 	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
 		if n := dn.Conns(); n != 1 {
 			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed is still held", n)
+		}
+		return nil
+	})
+}
+
+// Item 6: when every connection the cap allows is busy (drips: each has
+// sent part of a request), a well-behaved client connecting is served
+// past the cap, not closed (which would reset it once its request had
+// arrived).
+func resetWhenFull(w model.World, bug bool) error {
+	// (The read is long enough to be under way when the cap decides.)
+	s := Scenario{Blocks: map[uint64]int{1: 1000, 2: bigBlock}, Reads: []uint64{2}, ReadsAt: 100 * time.Millisecond,
+		Attacks: []Attack{{Kind: Drip, Count: 12, Block: 1, Length: 1000, Every: 20 * time.Millisecond}}}
+	// 68 fds kept in reserve (64, the pool's 2, the selector's 2): a
+	// cap of 12 connections.
+	s.FDLimit = 80
+	s.Datanode.PoolMax = 2
+	s.Datanode.ReadTimeout = 10 * time.Second
+	s.Datanode.RequestTimeout = 10 * time.Second
+	s.Datanode.Bugs.ResetWhenFull = bug
+	return checkAt(w, s, time.Second, func(dn *model.Datanode, peers *Peers) error {
+		if peers.Reads != 1 {
+			return fmt.Errorf("a read while 12 drips filled the connection cap did not complete (%d failed)", peers.ReadErrs)
 		}
 		return nil
 	})
