@@ -512,7 +512,7 @@ func (dn *Datanode) accept() {
 		if !dn.cfg.Bugs.NoConnCap && len(dn.conns) > dn.connCap() {
 			// Over the cap: close an idle connection to make room.
 			dn.evicting++
-			dn.evictIdle(dn.conns[len(dn.conns)-1], nil, false)
+			dn.evictIdle(dn.conns[len(dn.conns)-1], nil)
 		}
 	}
 }
@@ -550,13 +550,15 @@ func (dn *Datanode) connCap() int {
 	return max(1, min(dn.cfg.MaxConns, (dn.p.FDs().Limit-reserve)/perConn))
 }
 
-// evictIdle closes the oldest idle connection other than newest, asking
-// each connection's loop in accept order: first those that never sent a
-// byte, then (kept) those waiting for their client's next op, whose
-// client retries on a fresh connection. If none is idle, nothing is
-// closed: a connection that has sent a request is never reset to make
-// room (connsFull stops accepting instead). Runs on the acceptor loop.
-func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn, kept bool) {
+// evictIdle closes the oldest idle connection other than newest — one
+// that never sent a byte — asking each connection's loop in accept order.
+// Connections kept alive between ops are left to their keep-alive
+// timeout: a client's cached peer is worth keeping, and closing it would
+// send the client to the back of a flooded listen queue. If none is
+// idle, nothing is closed: a connection that has sent a request is never
+// reset to make room (connsFull stops accepting instead). Runs on the
+// acceptor loop.
+func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 	var oldest *dnConn
 	for _, dc := range dn.conns {
 		// (A connection whose thread could not start has no loop; it
@@ -569,10 +571,6 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn, kept bool) {
 		dn.p.Log("dn-full-evict", "conn", newest.c.ID(), "newest", true)
 		newest.loop.Post(func() { newest.close("datanode full") })
 		dn.evicting--
-		return
-	}
-	if oldest == nil && !kept {
-		dn.evictIdle(newest, nil, true)
 		return
 	}
 	if oldest == nil || dn.stopped || len(dn.conns) <= dn.connCap() {
@@ -588,8 +586,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn, kept bool) {
 		if open && victim.phase == phaseRequest && len(victim.in) == 0 {
 			victim.readInput()
 		}
-		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 &&
-			(victim.opsOnConn == 0 || kept)
+		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 && victim.opsOnConn == 0
 		if open && victim.closed {
 			idle = true // its client had gone: room made
 		} else if idle {
@@ -598,7 +595,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn, kept bool) {
 		}
 		dn.main.Post(func() {
 			if !idle && !dn.stopped {
-				dn.evictIdle(newest, asked, kept)
+				dn.evictIdle(newest, asked)
 				return
 			}
 			dn.evicting--

@@ -21,13 +21,19 @@ import (
 // the baseline taken before the world started (after a GC, the whole
 // process: attackers and client live in it too).
 //
-// The datanode's cap (MaxConns 4096, fd limit 8192) is above the
-// attack, so what is measured is a datanode holding every hostile
-// connection, not the cap turning them away. Its timeouts are the
-// defaults (60 s): no hostile peer is closed during the run.
+// In "held" the datanode's cap (MaxConns 4096, fd limit 8192) is above
+// the attack, so it holds every hostile connection; in "capped" its fd
+// limit is 512, so the cap (lowered to keep fds in reserve) turns most of
+// them away and closes idle ones to make room. Its timeouts are the
+// defaults (60 s): no hostile peer is closed by a timeout during the run.
 //
 //	go test ./real -run XXX -bench Abuse -benchtime 1x
 func BenchmarkAbuse(b *testing.B) {
+	b.Run("held", func(b *testing.B) { benchAbuse(b, 8192, 4096) })
+	b.Run("capped", func(b *testing.B) { benchAbuse(b, 512, 0) })
+}
+
+func benchAbuse(b *testing.B, fdLimit, maxConns int) {
 	const goodReads, goodSize = 200, 64 << 10
 	idle, drip, nonreaders, garbage := 1000, 200, 50, 20
 	// Each hostile connection costs two fds in this process (both ends);
@@ -53,11 +59,14 @@ func BenchmarkAbuse(b *testing.B) {
 	hostile := idle + drip + nonreaders + garbage
 	var p99, errs, fds, conns, heap float64
 	for i := 0; i < b.N; i++ {
-		r, err := runAbuse(attacks, goodReads, goodSize)
+		r, err := runAbuse(attacks, goodReads, goodSize, fdLimit, maxConns)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r.conns < hostile-garbage {
+		switch {
+		case maxConns == 0 && r.peakFDs > fdLimit:
+			b.Errorf("the datanode peaked at %d fds over its limit %d", r.peakFDs, fdLimit)
+		case maxConns > 0 && r.conns < hostile-garbage:
 			b.Errorf("the datanode held %d connections while the good client read, want at least the %d hostile ones that stay", r.conns, hostile-garbage)
 		}
 		p99 += float64(r.lat.Summarize().P99.Microseconds())
@@ -89,7 +98,7 @@ type abuseResult struct {
 }
 
 // runAbuse runs one datanode, the hostile peers and the good client.
-func runAbuse(attacks []abuse.Attack, reads, size int) (abuseResult, error) {
+func runAbuse(attacks []abuse.Attack, reads, size, fdLimit, maxConns int) (abuseResult, error) {
 	var res abuseResult
 	base := heapAfterGC()
 	sample := func() {
@@ -103,7 +112,7 @@ func runAbuse(attacks []abuse.Attack, reads, size int) (abuseResult, error) {
 	}
 	content := model.BlockContent(2, size)
 	var dnProc model.Process
-	_, err = w.Spawn("datanode", model.ProcessConfig{FDLimit: 8192}, func(p model.Process) {
+	_, err = w.Spawn("datanode", model.ProcessConfig{FDLimit: fdLimit}, func(p model.Process) {
 		dnProc = p
 		store := model.NewBlockStore(p.Disk(), "data")
 		for id, n := range []int{1: 16 << 20, 2: size} {
@@ -115,7 +124,7 @@ func runAbuse(attacks []abuse.Attack, reads, size int) (abuseResult, error) {
 				return
 			}
 		}
-		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "127.0.0.1:0", MaxConns: 4096})
+		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "127.0.0.1:0", MaxConns: maxConns})
 		if err != nil {
 			w.Fail(err)
 			return
