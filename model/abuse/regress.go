@@ -152,7 +152,9 @@ func resetWhenFull(w model.World, bug bool) error {
 	s.Datanode.ReadTimeout = 10 * time.Second
 	s.Datanode.RequestTimeout = 10 * time.Second
 	s.Datanode.Bugs.ResetWhenFull = bug
-	return checkAt(w, s, time.Second, func(dn *model.Datanode, peers *Peers) error {
+	// (Looked at after 5 s: 16 MiB may take a while on a loaded machine
+	// under the race detector.)
+	return checkAt(w, s, 5*time.Second, func(dn *model.Datanode, peers *Peers) error {
 		if peers.Reads != 1 {
 			return fmt.Errorf("a read while 12 drips filled the connection cap did not complete (%d failed)", peers.ReadErrs)
 		}
