@@ -1010,7 +1010,7 @@ func (dc *dnConn) takeHandle() {
 				dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
 			}
 			if dc.pressT == nil && !dn.cfg.Bugs.HoldWhileStalled {
-				dc.pressT = dc.loop.AfterFunc(dn.cfg.HandleWait/2, dc.press)
+				dc.pressT = dc.loop.AfterFunc(min(dn.cfg.HandleWait/2, dn.cfg.StallTimeout), dc.press)
 			}
 		}
 		return
@@ -1044,13 +1044,14 @@ func (dc *dnConn) takeHandle() {
 	dc.sendNext()
 }
 
-// press: the read has waited half its HandleWait for a handle. Holders
-// that stall are cut off one StallTimeout after another, and clients
-// that stopped reading may be queued ahead of it, each to be given a
-// handle and found stalled in turn; so from now on every holder gives
-// its handle back while its client's window is closed (contend).
-// Parking earlier would cost well-behaved readers more: a parked read's
-// handle may be evicted, and if its block then changes the read is lost.
+// press: the read has waited a stall timeout (or half its HandleWait, if
+// shorter) for a handle. Holders that stall are cut off one StallTimeout
+// after another, and clients that stopped reading may be queued ahead of
+// it, each to be given a handle and found stalled in turn; so from now
+// on every holder gives its handle back while its client's window is
+// closed (contend), and the wait stays near one stall timeout. Parking
+// at once would cost well-behaved readers more: a parked read's handle
+// may be evicted, and if its block then changes the read is lost.
 func (dc *dnConn) press() {
 	dc.pressT = nil
 	if dc.closed || (dc.phase != phaseOpening && dc.parked == nil) {
