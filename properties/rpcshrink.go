@@ -1,9 +1,6 @@
 package properties
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"time"
 )
 
@@ -81,30 +78,19 @@ func RecordRPC(c RPCCase) (RPCTrace, *RPCResult) {
 // ReadRPCTrace reads a trace file; a file that is not one is an error
 // naming why.
 func ReadRPCTrace(path string) (RPCTrace, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	var t RPCTrace
+	if err := readJSONTrace(path, "an rpc", &t); err != nil {
 		return RPCTrace{}, err
 	}
-	var t RPCTrace
-	if err := json.Unmarshal(b, &t); err != nil {
-		return RPCTrace{}, fmt.Errorf("%s: not an rpc trace: %w", path, err)
-	}
-	if t.Format != RPCTraceFormat {
-		return RPCTrace{}, fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system rpc --seed %d --bug %s)", path, t.Format, RPCTraceFormat, t.Case.Seed, t.Case.Bug)
-	}
-	if err := t.Case.Validate(); err != nil {
-		return RPCTrace{}, fmt.Errorf("%s: %w", path, err)
+	if err := checkTraceHeader(path, t.Format, RPCTraceFormat, "rpc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
+		return RPCTrace{}, err
 	}
 	return t, nil
 }
 
 // WriteRPCTrace writes t to path.
 func WriteRPCTrace(path string, t RPCTrace) error {
-	b, err := json.MarshalIndent(t, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeJSONTrace(path, t)
 }
 
 // ReplayRPC re-runs a trace: nil when it fails the same property with the
@@ -115,13 +101,7 @@ func ReplayRPC(t RPCTrace) (*RPCResult, error) {
 	if r.Failure != nil {
 		got = r.Failure.Property
 	}
-	switch {
-	case got != t.Property:
-		return r, fmt.Errorf("replay: property %q, trace says %q", got, t.Property)
-	case r.TraceHash != t.TraceHash || r.Events != t.Events:
-		return r, fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", r.Events, r.TraceHash, t.Events, t.TraceHash)
-	}
-	return r, nil
+	return r, replayMismatch(got, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
 }
 
 // CheckRPCSeed draws and runs one rpc seed, shrinking a failure.

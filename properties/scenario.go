@@ -1,11 +1,9 @@
 package properties
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -604,41 +602,24 @@ func RecordScenario(c ScenarioCase) (ScenarioTrace, *ScenarioResult) {
 // ReadScenarioTrace reads a trace file; a file that is not one is an
 // error naming why.
 func ReadScenarioTrace(path string) (ScenarioTrace, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	var t ScenarioTrace
+	if err := readJSONTrace(path, "a scenario", &t); err != nil {
 		return ScenarioTrace{}, err
 	}
-	var t ScenarioTrace
-	if err := json.Unmarshal(b, &t); err != nil {
-		return ScenarioTrace{}, fmt.Errorf("%s: not a scenario trace: %w", path, err)
-	}
-	if t.Format != ScenarioTraceFormat {
-		return ScenarioTrace{}, fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system scenario --seed %d --bug %s)", path, t.Format, ScenarioTraceFormat, t.Case.Seed, t.Case.Bug)
-	}
-	if err := t.Case.Validate(); err != nil {
-		return ScenarioTrace{}, fmt.Errorf("%s: %w", path, err)
+	if err := checkTraceHeader(path, t.Format, ScenarioTraceFormat, "scenario", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
+		return ScenarioTrace{}, err
 	}
 	return t, nil
 }
 
 // WriteScenarioTrace writes t to path.
 func WriteScenarioTrace(path string, t ScenarioTrace) error {
-	b, err := json.MarshalIndent(t, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeJSONTrace(path, t)
 }
 
 // ReplayScenario re-runs a trace: nil when it fails the same property
 // with the same event hash.
 func ReplayScenario(t ScenarioTrace) (*ScenarioResult, error) {
 	r := RunScenario(t.Case)
-	switch {
-	case r.Property != t.Property:
-		return r, fmt.Errorf("replay: property %q, trace says %q", r.Property, t.Property)
-	case r.TraceHash != t.TraceHash || r.Events != t.Events:
-		return r, fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", r.Events, r.TraceHash, t.Events, t.TraceHash)
-	}
-	return r, nil
+	return r, replayMismatch(r.Property, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
 }

@@ -2,10 +2,8 @@ package properties
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -641,41 +639,24 @@ func RecordSC(c SCCase) (SCTrace, *SCResult) {
 // ReadSCTrace reads a trace file; a file that is not one is an error
 // naming why.
 func ReadSCTrace(path string) (SCTrace, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	var t SCTrace
+	if err := readJSONTrace(path, "a short-circuit", &t); err != nil {
 		return SCTrace{}, err
 	}
-	var t SCTrace
-	if err := json.Unmarshal(b, &t); err != nil {
-		return SCTrace{}, fmt.Errorf("%s: not a short-circuit trace: %w", path, err)
-	}
-	if t.Format != SCTraceFormat {
-		return SCTrace{}, fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system sc --seed %d --bug %s)", path, t.Format, SCTraceFormat, t.Case.Seed, t.Case.Bug)
-	}
-	if err := t.Case.Validate(); err != nil {
-		return SCTrace{}, fmt.Errorf("%s: %w", path, err)
+	if err := checkTraceHeader(path, t.Format, SCTraceFormat, "sc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
+		return SCTrace{}, err
 	}
 	return t, nil
 }
 
 // WriteSCTrace writes t to path.
 func WriteSCTrace(path string, t SCTrace) error {
-	b, err := json.MarshalIndent(t, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeJSONTrace(path, t)
 }
 
 // ReplaySC re-runs a trace: nil when it fails the same property with the
 // same event hash.
 func ReplaySC(t SCTrace) (*SCResult, error) {
 	r := RunSC(t.Case)
-	switch {
-	case r.Property != t.Property:
-		return r, fmt.Errorf("replay: property %q, trace says %q", r.Property, t.Property)
-	case r.TraceHash != t.TraceHash || r.Events != t.Events:
-		return r, fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", r.Events, r.TraceHash, t.Events, t.TraceHash)
-	}
-	return r, nil
+	return r, replayMismatch(r.Property, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
 }
