@@ -11,11 +11,12 @@ import (
 // Random draws still find failures. -rapid.seed=9962580066681192302 (a
 // 67 KB read through a 2 KiB send buffer, 27 delayed ACKs) was the
 // availability bound's mistake and passes now
-// (TestSmallSendBufferReadWithinBound); -rapid.seed=11 is not fixed: a
-// client whose no-progress timeout was drawn at 150 ms waits behind a
-// stalled holder of the only handle, which is cut off only after the
-// stall timeout (at least 250 ms). Explore with -rapid.seed=0 for a
-// fresh seed each run, or with `xceiver check` over many seeds.
+// (TestSmallSendBufferReadWithinBound); -rapid.seed=11 is open: a client
+// whose no-progress timeout was drawn at 150 ms times out waiting for the
+// only handle (pool_max 1) among idle, drip, announce and mute peers; who
+// holds it, and why for longer than 150 ms, is not established yet.
+// Explore with -rapid.seed=0 for a fresh seed each run, or with
+// `xceiver check` over many seeds.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	set := false
