@@ -568,7 +568,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 		}
 	}
 	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && !dn.stopped {
-		dn.p.Log("dn-full-evict", "conn", newest.c.ID(), "newest", true)
+		dn.p.Log("dn-full-evict", "conn", newest.id, "newest", true)
 		newest.loop.Post(func() { newest.close("datanode full") })
 		dn.evicting--
 		return
@@ -590,7 +590,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 		if open && victim.closed {
 			idle = true // its client had gone: room made
 		} else if idle {
-			dn.p.Log("dn-full-evict", "conn", victim.c.ID(), "ops", victim.opsOnConn)
+			dn.p.Log("dn-full-evict", "conn", victim.id, "ops", victim.opsOnConn)
 			victim.close("datanode full")
 		}
 		dn.main.Post(func() {
@@ -621,7 +621,7 @@ func (dn *Datanode) Adopt(c Conn, in []byte) {
 // acceptor loop.
 func (dn *Datanode) serve(c Conn, in []byte) {
 	dn.accepted++
-	dc := &dnConn{dn: dn, c: c, index: len(dn.conns), acceptSeq: dn.accepted}
+	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted}
 	dn.conns = append(dn.conns, dc)
 	if dn.cfg.Mode == Threaded {
 		l, err := dn.p.NewLoop("xceiver")
@@ -691,6 +691,7 @@ const (
 type dnConn struct {
 	dn     *Datanode
 	c      Conn
+	id     uint64 // c.ID(), kept here: the per-event memory and phase checks read it for every connection
 	loop   Loop
 	sel    *selector
 	thread bool
@@ -817,7 +818,7 @@ func (dc *dnConn) readInput() {
 		}
 		if errors.Is(err, io.EOF) {
 			if len(dc.in) > 0 && dc.phase != phaseStatus {
-				dc.dn.p.Log("dn-truncated", "conn", dc.c.ID(), "bytes", len(dc.in))
+				dc.dn.p.Log("dn-truncated", "conn", dc.id, "bytes", len(dc.in))
 			}
 			dc.close("eof")
 			return
@@ -1128,7 +1129,7 @@ func (dc *dnConn) giveUpWaiting() {
 	if dc.parked != nil {
 		// Mid-stream: no status can be sent, only a short stream.
 		dc.st.Errors++
-		dc.dn.p.Log("dn-resume-timeout", "conn", dc.c.ID(), "wait", dc.dn.cfg.HandleWait.String())
+		dc.dn.p.Log("dn-resume-timeout", "conn", dc.id, "wait", dc.dn.cfg.HandleWait.String())
 		dc.close("no handle to resume within the handle wait")
 		return
 	}
@@ -1427,7 +1428,7 @@ func (dc *dnConn) watchSend() {
 		switch {
 		case idle >= dn.cfg.SendTimeout:
 			dc.st.Errors++
-			dn.p.Log("dn-send-timeout", "conn", dc.c.ID(), "idle", idle.String())
+			dn.p.Log("dn-send-timeout", "conn", dc.id, "idle", idle.String())
 			dc.close("send timeout")
 		case (dc.handle != nil || dc.parked != nil) && idle >= dn.cfg.StallTimeout && !dn.cfg.Bugs.PoolWaitForever:
 			h, parked := dc.handle, dc.parked
@@ -1445,7 +1446,7 @@ func (dc *dnConn) watchSend() {
 					case dc.closed:
 					case waiting && dc.loop.Now()-dc.lastSend >= dn.cfg.StallTimeout:
 						dc.st.Errors++
-						dn.p.Log("dn-stalled", "conn", dc.c.ID(), "idle", (dc.loop.Now() - dc.lastSend).String())
+						dn.p.Log("dn-stalled", "conn", dc.id, "idle", (dc.loop.Now() - dc.lastSend).String())
 						dc.close("stalled while reads wait for a handle")
 					default:
 						dc.watchSend()
@@ -1633,7 +1634,7 @@ func (dc *dnConn) watchMessage() {
 			dc.msgT = nil
 			if !dc.closed && len(dc.in) > 0 {
 				dc.st.Errors++
-				dc.dn.p.Log("dn-request-timeout", "conn", dc.c.ID(), "phase", int(dc.phase), "bytes", len(dc.in))
+				dc.dn.p.Log("dn-request-timeout", "conn", dc.id, "phase", int(dc.phase), "bytes", len(dc.in))
 				dc.close("request timeout")
 			}
 		})
@@ -1657,7 +1658,7 @@ func (dc *dnConn) watchInput() {
 		dc.rt = nil
 		if !dc.closed {
 			dc.st.Errors++
-			dc.dn.p.Log("dn-read-timeout", "conn", dc.c.ID(), "phase", int(dc.phase))
+			dc.dn.p.Log("dn-read-timeout", "conn", dc.id, "phase", int(dc.phase))
 			dc.close("read timeout")
 		}
 	})
@@ -1666,7 +1667,7 @@ func (dc *dnConn) watchInput() {
 // fail answers an op with an error status, then closes.
 func (dc *dnConn) fail(err error) {
 	dc.st.Errors++
-	dc.dn.p.Log("dn-op-error", "conn", dc.c.ID(), "err", err.Error())
+	dc.dn.p.Log("dn-op-error", "conn", dc.id, "err", err.Error())
 	resp := Response{Status: StatusOf(err), Message: err.Error()}
 	if resp.Status == StatusSuccess {
 		resp.Status = StatusError
@@ -1765,7 +1766,7 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
 		if i >= len(dn.conns) && dc.index >= 0 && dc.index < len(dn.conns) && dn.conns[dc.index] == dc {
 			continue // also in the list: visited there
 		}
-		m := ConnMemory{Conn: dc.c.ID(), Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
+		m := ConnMemory{Conn: dc.id, Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
 			Buffered: cap(dc.in) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
 		if dc.lent {
 			m.Buffered += cap(dc.out)
@@ -1784,7 +1785,7 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
 // datanode holds none (sim only, like VisitMemory).
 func (dn *Datanode) ConnPhase(id uint64) string {
 	for _, dc := range dn.conns {
-		if dc.c.ID() == id {
+		if dc.id == id {
 			return dc.phase.String()
 		}
 	}
