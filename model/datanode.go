@@ -930,15 +930,25 @@ func (dc *dnConn) startOp(req Request) {
 	}
 }
 
+// closedWhileWaiting reports, under the lock, whether the connection
+// closed while it waited for it; a closed connection that was woken for a
+// free handle passes the wake-up on, or the next waiter would sleep.
+func (dc *dnConn) closedWhileWaiting(woken bool) bool {
+	if !dc.closed {
+		return false
+	}
+	if woken {
+		dc.dn.pool.WakeWaiter()
+	}
+	return true
+}
+
 // open acquires the replica under the lock: from the pool (reactor) or by
 // opening its files (threaded).
 func (dc *dnConn) open(woken bool) {
 	dn := dc.dn
 	dn.lock.Do(dc.loop, func() {
-		if dc.closed {
-			if woken {
-				dn.pool.WakeWaiter() // pass the wake-up on
-			}
+		if dc.closedWhileWaiting(woken) {
 			return
 		}
 		if dn.pool != nil {
@@ -959,15 +969,10 @@ func (dc *dnConn) open(woken bool) {
 // unpark takes back the replica a parked read was sending, under the
 // lock, before its next packet.
 func (dc *dnConn) unpark(woken bool) {
-	dn := dc.dn
-	dn.lock.Do(dc.loop, func() {
-		if dc.closed {
-			if woken {
-				dn.pool.WakeWaiter() // pass the wake-up on
-			}
-			return
+	dc.dn.lock.Do(dc.loop, func() {
+		if !dc.closedWhileWaiting(woken) {
+			dc.takeHandle()
 		}
-		dc.takeHandle()
 	})
 }
 
