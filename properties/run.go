@@ -699,11 +699,12 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 	if prop == PropHostileAvail {
 		defer func() { h.failPeer(h.hostileLoad()) }()
 	}
+	bound := h.liveBound(op, r)
 	switch {
 	case !definite:
 		h.fail(prop, "client %d: %s of block %d failed though %s: %v%s", ch.id, op.Kind, op.Block, why, r.Err, ctx)
-	case now-start > h.liveBound(op, r):
-		h.fail(prop, "client %d: %s of block %d took %v > %v though %s%s", ch.id, op.Kind, op.Block, now-start, h.liveBound(op, r), why, ctx)
+	case now-start > bound:
+		h.fail(prop, "client %d: %s of block %d took %v > %v though %s%s", ch.id, op.Kind, op.Block, now-start, bound, why, ctx)
 	case st.DeadPeers > dead0 && len(h.cfg.Hostile) == 0:
 		// (Under hostile peers a full datanode may close idle
 		// connections, cached ones included; the op must still succeed.)
