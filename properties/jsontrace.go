@@ -45,9 +45,9 @@ func writeJSONTrace(path string, t any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// replayMismatch says how a replay differs from its trace, or nil when it
+// ReplayMismatch says how a replay differs from its trace, or nil when it
 // failed the same property with the same events.
-func replayMismatch(property, wantProperty string, events, wantEvents uint64, hash, wantHash string) error {
+func ReplayMismatch(property, wantProperty string, events, wantEvents uint64, hash, wantHash string) error {
 	switch {
 	case property != wantProperty:
 		return fmt.Errorf("replay: property %q, trace says %q", property, wantProperty)

@@ -101,7 +101,7 @@ func ReplayRPC(t RPCTrace) (*RPCResult, error) {
 	if r.Failure != nil {
 		got = r.Failure.Property
 	}
-	return r, replayMismatch(got, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
+	return r, ReplayMismatch(got, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
 }
 
 // CheckRPCSeed draws and runs one rpc seed, shrinking a failure.

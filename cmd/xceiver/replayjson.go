@@ -69,13 +69,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		got = jsonReplay{property: r.Property, replayEvents: r.Events, replayHash: r.TraceHash}
 		c, format = t.Case, t.Format
 	}
-	var rerr error
-	switch {
-	case got.property != want.property:
-		rerr = fmt.Errorf("replay: property %q, trace says %q", got.property, want.property)
-	case got.replayHash != want.hash || got.replayEvents != want.events:
-		rerr = fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", got.replayEvents, got.replayHash, want.events, want.hash)
-	}
+	rerr := properties.ReplayMismatch(got.property, want.property, got.replayEvents, want.events, got.replayHash, want.hash)
 	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
 	if htmlPath != "" {
 		var lines [][]byte
