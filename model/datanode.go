@@ -512,7 +512,7 @@ func (dn *Datanode) accept() {
 		if !dn.cfg.Bugs.NoConnCap && len(dn.conns) > dn.connCap() {
 			// Over the cap: close an idle connection to make room.
 			dn.evicting++
-			dn.evictIdle(dn.conns[len(dn.conns)-1], nil)
+			dn.evictIdle(dn.conns[len(dn.conns)-1], 0)
 		}
 	}
 }
@@ -558,12 +558,17 @@ func (dn *Datanode) connCap() int {
 // idle, nothing is closed: a connection that has sent a request is never
 // reset to make room (connsFull stops accepting instead). Runs on the
 // acceptor loop.
-func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
+//
+// after is the accept sequence of the connection last asked (0: none).
+// Each pick is the oldest not yet asked, and connections accepted since
+// are newer than every pick, so "not yet asked" is "accepted after the
+// last one asked": one comparison, not a search of the list asked.
+func (dn *Datanode) evictIdle(newest *dnConn, after uint64) {
 	var oldest *dnConn
 	for _, dc := range dn.conns {
 		// (A connection whose thread could not start has no loop; it
 		// is closing already.)
-		if dc != newest && dc.loop != nil && !slices.Contains(asked, dc) && (oldest == nil || dc.acceptSeq < oldest.acceptSeq) {
+		if dc != newest && dc.loop != nil && dc.acceptSeq > after && (oldest == nil || dc.acceptSeq < oldest.acceptSeq) {
 			oldest = dc
 		}
 	}
@@ -578,7 +583,6 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 		return
 	}
 	victim := oldest
-	asked = append(asked, victim)
 	victim.loop.Post(func() {
 		// Read what has arrived first: a request in the socket makes
 		// it busy, and closing it unread would reset it.
@@ -595,7 +599,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, asked []*dnConn) {
 		}
 		dn.main.Post(func() {
 			if !idle && !dn.stopped {
-				dn.evictIdle(newest, asked)
+				dn.evictIdle(newest, victim.acceptSeq)
 				return
 			}
 			dn.evicting--
