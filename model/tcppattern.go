@@ -185,7 +185,7 @@ func (s *patternServer) accept() {
 func (s *patternServer) serve(pc *patternConn, ev Events) {
 	want := s.cfg.Writes * s.cfg.Msg
 	for !pc.replying {
-		n, err := pc.c.Read(s.buf[:min(len(s.buf), want-pc.got)])
+		n, err := ReadView(pc.c, s.buf[:min(len(s.buf), want-pc.got)], nil)
 		if errors.Is(err, ErrWouldBlock) {
 			return
 		}
@@ -205,15 +205,24 @@ func (s *patternServer) serve(pc *patternConn, ev Events) {
 	s.writeReply(pc)
 }
 
+// writeReply sends the reply, shared: it is built once and never changes,
+// so a world that can send it without copying it does (the modelled cost
+// is a copying write's).
 func (s *patternServer) writeReply(pc *patternConn) {
-	done, err := writeOut(pc.c, s.reply, &pc.sent)
-	if err != nil {
-		pc.c.Close()
-		return
+	for pc.sent < len(s.reply) {
+		n, err := WriteShared(pc.c, s.reply[pc.sent:])
+		if errors.Is(err, ErrWouldBlock) {
+			pc.c.SetWriteInterest(true)
+			return
+		}
+		if err != nil {
+			pc.c.Close()
+			return
+		}
+		pc.sent += n
 	}
-	if done {
-		pc.replying = false
-	}
+	pc.c.SetWriteInterest(false)
+	pc.replying = false
 }
 
 type patternClient struct {
@@ -266,7 +275,7 @@ func (cl *patternClient) handle(ev Events) {
 		return
 	}
 	for cl.got < cl.cfg.Reply {
-		n, err := cl.c.Read(cl.buf[:min(len(cl.buf), cl.cfg.Reply-cl.got)])
+		n, err := ReadView(cl.c, cl.buf[:min(len(cl.buf), cl.cfg.Reply-cl.got)], nil)
 		if errors.Is(err, ErrWouldBlock) {
 			return
 		}

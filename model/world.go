@@ -377,6 +377,47 @@ type BufferSource interface {
 	NewBuffer(n int) []byte
 }
 
+// SharedWriter is implemented by a Conn that can send bytes without
+// copying them (sim's TCP). WriteShared is Write, at Write's modelled cost,
+// except that the connection may keep p[:n] itself: the caller must never
+// change those bytes again (a reply built once, a constant). A buffer that
+// is reused or returned to a free list must go through Write.
+type SharedWriter interface {
+	WriteShared(p []byte) (int, error)
+}
+
+// ViewReader is implemented by a Conn that can hand received bytes over
+// without copying them (sim's TCP). ReadView consumes what Read into a
+// buffer of max bytes would, at Read's modelled cost, and passes the bytes
+// to f (nil: the caller only counts them) as one or more read-only slices,
+// valid only during the call.
+type ViewReader interface {
+	ReadView(max int, f func([]byte)) (int, error)
+}
+
+// WriteShared writes p to c as c.Write does, without a copy where c can
+// keep p (SharedWriter); the caller must never change p[:n] again.
+func WriteShared(c Conn, p []byte) (int, error) {
+	if sw, ok := c.(SharedWriter); ok {
+		return sw.WriteShared(p)
+	}
+	return c.Write(p)
+}
+
+// ReadView reads from c what c.Read(buf) would and hands the bytes to f
+// (nil: they are dropped); where c can (ViewReader), without copying them
+// into buf.
+func ReadView(c Conn, buf []byte, f func([]byte)) (int, error) {
+	if vr, ok := c.(ViewReader); ok {
+		return vr.ReadView(len(buf), f)
+	}
+	n, err := c.Read(buf)
+	if n > 0 && f != nil {
+		f(buf[:n])
+	}
+	return n, err
+}
+
 // newBuffer is make([]byte, 0, n), from p's world's recycled buffers if it
 // has them.
 func newBuffer(p Process, n int) []byte {

@@ -208,6 +208,7 @@ func Run(c Case, opt Options) *Result {
 func (h *harness) run() *Result {
 	scfg := sim.DefaultConfig(h.c.Seed)
 	scfg.MaxEvents = maxEvents
+	scfg.CheckShared = true
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true

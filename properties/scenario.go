@@ -321,6 +321,7 @@ func RunScenario(c ScenarioCase) *ScenarioResult { return RunScenarioTraced(c, n
 func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
+	cfg.CheckShared = true // tcp-pattern's reply is a shared write
 	w := sim.New(cfg)
 	if out != nil {
 		w.TraceTo(out)

@@ -139,12 +139,9 @@ type tcpConn struct {
 
 	socketEvents
 
-	// Send side. snd holds bytes [sndUna, sndEnd); snd[sndOff] is sndUna.
-	// It is a slice of sndArr.buf, which segments in flight or unread
-	// share.
-	snd     []byte
-	sndArr  *sndArray
-	sndOff  int
+	// Send side. sndq holds bytes [sndUna, sndEnd) (sndbuf.go), which
+	// segments in flight or unread share.
+	sndq    sendQueue
 	sndUna  uint64
 	sndNxt  uint64
 	sndEnd  uint64
@@ -259,17 +256,31 @@ func (c *tcpConn) readiness() model.Events {
 func (c *tcpConn) fdOpen() bool   { return !c.fdClosed }
 func (c *tcpConn) dispatchReady() { c.dispatch() }
 
-func (c *tcpConn) Read(p []byte) (int, error) {
+func (c *tcpConn) Read(p []byte) (int, error) { return c.read(p, len(p), nil) }
+
+// ReadView implements model.ViewReader: it consumes what Read into a
+// buffer of max bytes would, at the same modelled cost, and hands the
+// bytes to f (if not nil) where they lie, without copying them.
+func (c *tcpConn) ReadView(max int, f func([]byte)) (int, error) { return c.read(nil, max, f) }
+
+// read takes up to max bytes off the receive queue, copying them into p
+// (if not nil) or showing them to f (if not nil).
+func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	c.w.interleave()
-	if c.rcvQueued > 0 && len(p) > 0 {
+	if c.rcvQueued > 0 && max > 0 {
 		n := 0
-		for n < len(p) && c.rcvHead < len(c.rcv) {
+		for n < max && c.rcvHead < len(c.rcv) {
 			seg := c.rcv[c.rcvHead].data[c.rcvOff:]
-			k := copy(p[n:], seg)
+			k := min(len(seg), max-n)
+			if p != nil {
+				copy(p[n:], seg[:k])
+			} else if f != nil {
+				f(seg[:k])
+			}
 			n += k
 			if k == len(seg) {
 				c.rcv[c.rcvHead].arr.release(c.w)
@@ -309,10 +320,20 @@ func (c *tcpConn) takeErr() error {
 	return c.err
 }
 
-func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false) }
-func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true) }
+func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false, false) }
+func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true, false) }
 
-func (c *tcpConn) write(p []byte, more bool) (int, error) {
+// WriteShared implements model.SharedWriter: the send buffer keeps p
+// itself instead of a copy (the caller never changes it again), at the
+// modelled cost of a copying write.
+func (c *tcpConn) WriteShared(p []byte) (int, error) { return c.write(p, false, true) }
+
+// sharedMin is the least a shared write queues by reference: below it a
+// copy is cheaper than a chunk of its own, and keeps small writes in one
+// chunk for the segments Nagle coalesces.
+const sharedMin = 1024
+
+func (c *tcpConn) write(p []byte, more, shared bool) (int, error) {
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
@@ -332,7 +353,12 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 		return 0, model.ErrWouldBlock
 	}
 	n := min(len(p), free)
-	c.appendSnd(p[:n])
+	if shared && n >= sharedMin {
+		c.sndq.appendShared(c.w, p[:n], c.p)
+	} else {
+		c.sndq.appendCopy(c.w, p[:n], c.sndBuf)
+	}
+	c.sndEnd += uint64(n)
 	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPSendPerKB) * int64(n) / 1024))
 	// MSG_MORE corks only this call's push (tcp_push passes
 	// TCP_NAGLE_CORK); later pushes, on an ACK, use the socket's Nagle.
@@ -343,53 +369,9 @@ func (c *tcpConn) write(p []byte, more bool) (int, error) {
 	return n, nil
 }
 
-// appendSnd adds bytes to the send buffer. Segments share the buffer's
-// array, so bytes already sent are never written over while a segment
-// holding them is unread: appends go past them, and a buffer that would
-// slide or grow over them moves to another array instead.
-func (c *tcpConn) appendSnd(p []byte) {
-	if c.sndArr == nil || len(c.snd)+len(p) > cap(c.snd) {
-		live := c.snd[c.sndOff:]
-		need := len(live) + len(p)
-		if c.sndArr != nil && c.sndArr.refs == 0 && need <= cap(c.snd) {
-			// Nothing shares the array: slide the unacknowledged
-			// bytes to its front.
-			n := copy(c.snd, live)
-			c.snd = c.snd[:n]
-		} else {
-			arr := c.w.newSndArray(max(need, 2*cap(c.snd)))
-			n := copy(arr.buf, live)
-			c.setSndArray(arr)
-			c.snd = arr.buf[:n]
-		}
-		c.sndOff = 0
-	}
-	c.snd = append(c.snd, p...)
-	c.sndEnd += uint64(len(p))
-}
-
-// setSndArray makes arr the send buffer's array, retiring the old one
-// (recycled once no segment holds it).
-func (c *tcpConn) setSndArray(arr *sndArray) {
-	if old := c.sndArr; old != nil {
-		old.live = false
-		old.recycle(c.w)
-	}
-	c.sndArr = arr
-	if arr != nil {
-		arr.live = true
-	}
-}
-
 // retireSnd gives up the send buffer of a connection that is closed and
-// will never send again: its array goes back to the pool once no unread
-// segment holds it, instead of staying with the dead connection.
-func (c *tcpConn) retireSnd() {
-	if c.sndArr != nil {
-		c.setSndArray(nil)
-	}
-	c.snd, c.sndOff = nil, 0
-}
+// will never send again.
+func (c *tcpConn) retireSnd() { c.sndq.retire(c.w) }
 
 func (c *tcpConn) SetNoDelay(on bool) error {
 	if c.fdClosed {
@@ -557,8 +539,7 @@ func (c *tcpConn) push(force bool) {
 				break
 			}
 		}
-		start := c.sndOff + int(c.sndNxt-c.sndUna)
-		data := c.snd[start : start+n : start+n]
+		data, arr := c.sndq.slice(c.w, c.sndNxt, n)
 		seq := c.sndNxt
 		c.sndNxt += uint64(n)
 		if n < mss {
@@ -568,7 +549,7 @@ func (c *tcpConn) push(force bool) {
 		if c.sndNxt == c.sndEnd {
 			flags |= flagPSH
 		}
-		c.xmit(segment{seq: seq, data: data, flags: flags})
+		c.xmit(segment{seq: seq, data: data, arr: arr, flags: flags})
 		c.sentSeg(seq, c.sndNxt, false)
 		sent = true
 		c.dataSent()
@@ -664,17 +645,16 @@ func (c *tcpConn) xmit(s segment) {
 		tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
 		c.linkFree = start + tx
 	}
-	if c.vanished {
-		return
-	}
 	peer := c.peer
-	if peer == nil {
+	if c.vanished || peer == nil {
+		if s.arr != nil {
+			s.arr.recycle(w) // gathered for this segment alone
+		}
 		return
 	}
-	if len(s.data) > 0 {
-		// The segment shares the send buffer's array (as an skb shares
+	if s.arr != nil {
+		// The segment holds the send buffer's array (as an skb holds
 		// pages) until the receiver has read it.
-		s.arr = c.sndArr
 		s.arr.refs++
 	}
 	if inline {
@@ -704,74 +684,6 @@ func (w *World) softirq() {
 	}
 	w.softq = w.softq[:0]
 	w.inSoftirq = false
-}
-
-// sndArray is a send buffer's backing array, shared by the segments cut
-// from it: segments carry the bytes they were sent with, without a copy.
-// refs counts the segments delivered and not yet read; an array no
-// connection uses (live) and no segment holds goes back to the world's
-// pool. A segment that is dropped unread keeps its array out of the pool,
-// which costs memory, never correctness.
-type sndArray struct {
-	buf  []byte
-	refs int
-	live bool
-}
-
-// sndArrayClasses are the pooled array sizes: powers of two from 512
-// bytes (a request fits) to 128 MiB.
-const (
-	sndArrayMinShift = 9
-	sndArrayClasses  = 19
-)
-
-func sndArrayClass(n int) int {
-	c := 0
-	for n > 1<<(sndArrayMinShift+c) {
-		c++
-	}
-	return c
-}
-
-// newSndArray returns an array of at least n bytes, recycled if one is
-// free.
-func (w *World) newSndArray(n int) *sndArray {
-	c := sndArrayClass(n)
-	if c < sndArrayClasses {
-		if pool := w.freeSndArrays[c]; len(pool) > 0 {
-			a := pool[len(pool)-1]
-			w.freeSndArrays[c] = pool[:len(pool)-1]
-			return a
-		}
-	}
-	if c < sndArrayClasses {
-		if a := w.fromArena(c); a != nil {
-			return a
-		}
-	}
-	a := &sndArray{buf: make([]byte, 1<<(sndArrayMinShift+c))}
-	if w.arena != nil {
-		w.arrays = append(w.arrays, a)
-	}
-	return a
-}
-
-// release drops a segment's hold on a.
-func (a *sndArray) release(w *World) {
-	if a == nil {
-		return
-	}
-	a.refs--
-	a.recycle(w)
-}
-
-func (a *sndArray) recycle(w *World) {
-	if a.live || a.refs > 0 {
-		return
-	}
-	if c := sndArrayClass(len(a.buf)); c < sndArrayClasses && len(w.freeSndArrays[c]) < 256 {
-		w.freeSndArrays[c] = append(w.freeSndArrays[c], a)
-	}
 }
 
 // delivery carries a segment to its receiver. Carriers and their events
@@ -974,22 +886,8 @@ func (c *tcpConn) xmitRSTTo() {
 
 func (c *tcpConn) onAck(s segment) {
 	if s.ack > c.sndUna && s.ack <= c.sndNxt {
-		acked := int(s.ack - c.sndUna)
-		c.sndOff += acked
 		c.sndUna = s.ack
-		if c.sndUna == c.sndEnd {
-			// All acknowledged: start again at the array's front, or
-			// on another array (taken at the next write: many
-			// connections never write again) if unread segments still
-			// share this one.
-			if c.sndArr != nil && c.sndArr.refs > 0 {
-				c.setSndArray(nil)
-			}
-			c.snd, c.sndOff = nil, 0
-			if c.sndArr != nil {
-				c.snd = c.sndArr.buf[:0]
-			}
-		}
+		c.sndq.ackTo(c.w, c.sndUna)
 		c.rtxEv.cancel()
 		c.rtxEv = nil
 	}

@@ -124,9 +124,8 @@ func (c *tcpConn) onTLP() {
 	if e.fin {
 		c.xmit(segment{seq: e.seq, flags: flagFIN | flagACK})
 	} else {
-		start := c.sndOff + int(e.seq-c.sndUna)
-		n := int(e.end - e.seq)
-		c.xmit(segment{seq: e.seq, data: c.snd[start : start+n : start+n], flags: flagACK | flagPSH})
+		data, arr := c.sndq.slice(c.w, e.seq, int(e.end-e.seq))
+		c.xmit(segment{seq: e.seq, data: data, arr: arr, flags: flagACK | flagPSH})
 	}
 	c.w.softirq()
 }

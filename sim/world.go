@@ -42,6 +42,12 @@ type Config struct {
 	// re-entered: its threads' callbacks wait until its callback ends.
 	// Off, every callback runs to completion before anything else.
 	Interleave bool
+	// CheckShared holds bytes written with WriteShared to their promise:
+	// each shared write is copied aside, and the run fails if the bytes
+	// differ from the copy once the peer has read them and they are
+	// acknowledged (the writer changed a buffer it had handed over).
+	// It costs the copy the shared write saves; checks turn it on.
+	CheckShared bool
 }
 
 // DefaultConfig returns the defaults: Linux loopback and a datacenter SSD.
@@ -164,6 +170,7 @@ type World struct {
 	freeEvents     []*event
 	freeDeliveries []*delivery
 	freeSndArrays  [sndArrayClasses][]*sndArray
+	freeShared     []*sndArray // headers of shared arrays (WriteShared)
 	arena          *Arena      // see UseArena
 	arrays         []*sndArray // every array taken while an arena is in use
 	bufs           [][]byte    // every model buffer handed out (NewBuffer) likewise

@@ -1,0 +1,270 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"xceiver/model"
+)
+
+// sendQueueMachine drives a send queue with writes (copied and shared),
+// segment cuts, resends, reads and ACKs, next to a reference: the byte
+// stream as a plain slice. Segments are held as the receiver holds them;
+// their bytes must never change while held, whatever the queue does with
+// its arrays afterwards (a copied write's source is scribbled over at
+// once, arrays are recycled and refilled), and every array's holds must
+// be counted exactly.
+type sendQueueMachine struct {
+	w      *World
+	q      sendQueue
+	ref    []byte // every byte written, from sequence 0
+	una    uint64 // acknowledged up to
+	nxt    uint64 // cut up to
+	held   []heldSeg
+	shared [][]byte // buffers handed over by shared writes
+	fill   byte
+}
+
+type heldSeg struct {
+	seq  uint64
+	data []byte
+	arr  *sndArray
+}
+
+func (m *sendQueueMachine) bytesOf(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		m.fill++
+		b[i] = m.fill
+	}
+	return b
+}
+
+func (m *sendQueueMachine) Write(t *rapid.T) {
+	n := rapid.IntRange(1, 3000).Draw(t, "n")
+	p := m.bytesOf(n)
+	m.q.appendCopy(m.w, p, 4096)
+	m.ref = append(m.ref, p...)
+	for i := range p {
+		p[i] = 0xEE // the caller reuses its buffer at once
+	}
+}
+
+func (m *sendQueueMachine) WriteShared(t *rapid.T) {
+	n := rapid.IntRange(1, 3000).Draw(t, "n")
+	p := m.bytesOf(n)
+	m.q.appendShared(m.w, p, nil)
+	m.ref = append(m.ref, p...)
+	m.shared = append(m.shared, p)
+}
+
+func (m *sendQueueMachine) cut(seq uint64, n int) {
+	data, arr := m.q.slice(m.w, seq, n)
+	arr.refs++ // xmit's hold
+	m.held = append(m.held, heldSeg{seq: seq, data: data, arr: arr})
+}
+
+func (m *sendQueueMachine) Cut(t *rapid.T) {
+	left := int(uint64(len(m.ref)) - m.nxt)
+	if left == 0 {
+		t.Skip("nothing unsent")
+	}
+	n := rapid.IntRange(1, min(left, 5000)).Draw(t, "n")
+	m.cut(m.nxt, n)
+	m.nxt += uint64(n)
+}
+
+// Resend cuts bytes sent and not yet acknowledged again (a tail loss
+// probe).
+func (m *sendQueueMachine) Resend(t *rapid.T) {
+	if m.nxt == m.una {
+		t.Skip("nothing in flight")
+	}
+	from := rapid.Uint64Range(m.una, m.nxt-1).Draw(t, "from")
+	n := rapid.IntRange(1, int(m.nxt-from)).Draw(t, "n")
+	m.cut(from, n)
+}
+
+func (m *sendQueueMachine) Read(t *rapid.T) {
+	if len(m.held) == 0 {
+		t.Skip("nothing held")
+	}
+	i := rapid.IntRange(0, len(m.held)-1).Draw(t, "i")
+	s := m.held[i]
+	m.check(t, s)
+	s.arr.release(m.w)
+	m.held = append(m.held[:i], m.held[i+1:]...)
+}
+
+func (m *sendQueueMachine) Ack(t *rapid.T) {
+	if m.nxt == m.una {
+		t.Skip("nothing in flight")
+	}
+	m.una = rapid.Uint64Range(m.una+1, m.nxt).Draw(t, "una")
+	m.q.ackTo(m.w, m.una)
+}
+
+// AckAll acknowledges everything sent, which empties the queue when
+// nothing is unsent: its arrays and cursor start over.
+func (m *sendQueueMachine) AckAll(t *rapid.T) {
+	if m.nxt == m.una {
+		t.Skip("nothing in flight")
+	}
+	m.una = m.nxt
+	m.q.ackTo(m.w, m.una)
+}
+
+func (m *sendQueueMachine) check(t *rapid.T, s heldSeg) {
+	if want := m.ref[s.seq : s.seq+uint64(len(s.data))]; !bytes.Equal(s.data, want) {
+		t.Fatalf("segment at %d (%d bytes) changed while held", s.seq, len(s.data))
+	}
+}
+
+func (m *sendQueueMachine) Check(t *rapid.T) {
+	for _, s := range m.held {
+		m.check(t, s)
+	}
+	queued := uint64(0)
+	holds := map[*sndArray]int{}
+	for _, ch := range m.q.chunks[m.q.head:] {
+		queued += uint64(ch.end - ch.off)
+		holds[ch.arr]++
+	}
+	if m.q.seq+queued != uint64(len(m.ref)) || m.q.seq > m.una {
+		t.Fatalf("queue holds [%d, %d), want it to cover [%d, %d)", m.q.seq, m.q.seq+queued, m.una, len(m.ref))
+	}
+	for _, s := range m.held {
+		holds[s.arr]++
+	}
+	for a, n := range holds {
+		if a.refs != n || a.pooled {
+			t.Fatalf("an array has %d holds, refs says %d (pooled %v)", n, a.refs, a.pooled)
+		}
+	}
+	for _, pool := range m.w.freeSndArrays {
+		for _, a := range pool {
+			if a.refs != 0 || a.live || holds[a] != 0 {
+				t.Fatalf("a pooled array is held (refs %d, live %v)", a.refs, a.live)
+			}
+		}
+	}
+}
+
+func TestSendQueueModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &sendQueueMachine{w: New(DefaultConfig(1))}
+		t.Repeat(rapid.StateMachineActions(m))
+	})
+}
+
+// A shared write and a view read move the same bytes as a copying write
+// and read, at the same modelled cost: the wire (every segment, ACK and
+// window) and the bytes received are identical, whatever the mix of
+// write sizes, small buffers and Nagle make of them.
+func TestSharedWritesSameWire(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		copied, cbytes := sharedWireRun(t, seed, false)
+		shared, sbytes := sharedWireRun(t, seed, true)
+		if copied != shared {
+			t.Errorf("seed %d: trace hash %016x copying, %016x shared", seed, copied, shared)
+		}
+		if !bytes.Equal(cbytes, sbytes) {
+			t.Errorf("seed %d: received %d bytes copying, %d shared (or they differ)", seed, len(cbytes), len(sbytes))
+		}
+	}
+}
+
+func sharedWireRun(t *testing.T, seed uint64, shared bool) (uint64, []byte) {
+	opts := []pairOpt{withSeed(seed)}
+	if seed%2 == 0 {
+		opts = append(opts, withBufs(16<<10, 24<<10))
+	}
+	h := newPair(t, opts...)
+	h.w.cfg.CheckShared = true
+	h.srv.setAutoRead(false)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	h.cli.noDelay(seed%3 == 0)
+	var got []byte
+	buf := make([]byte, 7000)
+	for step := 0; step < 200; step++ {
+		switch rng.IntN(3) {
+		case 0, 1:
+			n := 1 + rng.IntN(20000)
+			if rng.IntN(2) == 0 {
+				n = 1 + rng.IntN(1500)
+			}
+			p := pattern(h.cli.wrote, n)
+			var k int
+			var err error
+			if shared {
+				k, err = h.cli.c.WriteShared(p)
+			} else {
+				k, err = h.cli.c.Write(p)
+			}
+			if err != nil && !errors.Is(err, model.ErrWouldBlock) {
+				t.Fatalf("write: %v", err)
+			}
+			h.cli.wrote += k
+		default:
+			max := 1 + rng.IntN(len(buf))
+			var k int
+			if shared {
+				k, _ = h.srv.c.ReadView(max, func(b []byte) { got = append(got, b...) })
+			} else {
+				k, _ = h.srv.c.Read(buf[:max])
+				got = append(got, buf[:k]...)
+			}
+			_ = k
+		}
+		h.runTo(h.now() + time.Duration(rng.IntN(300))*us)
+	}
+	for len(got) < h.cli.wrote {
+		h.runTo(h.now() + 50*ms)
+		k, _ := h.srv.c.ReadView(1<<20, func(b []byte) { got = append(got, b...) })
+		if k == 0 && h.now() > 60*1000*ms {
+			t.Fatalf("seed %d: %d of %d bytes arrived", seed, len(got), h.cli.wrote)
+		}
+	}
+	h.runTo(h.now() + 300*ms)
+	if !bytes.Equal(got, pattern(0, len(got))) {
+		t.Fatalf("seed %d shared %v: received bytes differ from those written", seed, shared)
+	}
+	return h.w.TraceHash(), got
+}
+
+// CheckShared catches a writer that changes bytes it handed over: the
+// receiver would read the new bytes, which a copying write would never
+// let happen. Without the check the change goes through unseen.
+func TestCheckSharedCatchesReuse(t *testing.T) {
+	for _, check := range []bool{false, true} {
+		h := newPair(t)
+		h.w.cfg.CheckShared = check
+		h.srv.setAutoRead(false)
+		p := pattern(0, 4096)
+		if k, err := h.cli.c.WriteShared(p); k != len(p) || err != nil {
+			t.Fatalf("WriteShared = %d, %v", k, err)
+		}
+		h.runTo(h.now() + ms)
+		p[100] ^= 0xFF // the writer reuses its buffer
+		h.srv.setAutoRead(true)
+		err := h.w.RunFor(100 * ms)
+		if !check {
+			if err != nil {
+				t.Fatalf("without the check: %v", err)
+			}
+			if len(h.srv.got) != len(p) || h.srv.got[100] == pattern(0, 4096)[100] {
+				t.Fatalf("without the check the reader should see the changed byte")
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "WriteShared") || !strings.Contains(err.Error(), "client") {
+			t.Fatalf("with the check: run error %v, want the shared write's change reported", err)
+		}
+	}
+}
