@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,16 @@ type TCPPattern struct {
 	NoDelay bool
 	// Addr is where the server listens ("" picks a default per world).
 	Addr string
+	Bugs TCPPatternBugs
+}
+
+// TCPPatternBugs are bugs the pattern can be run with.
+type TCPPatternBugs struct {
+	// ReplyReused: the server stamps the next op's number into its reply
+	// buffer as soon as a reply is written, though it handed the buffer
+	// to WriteShared and the peer may not have read it yet. A copying
+	// write hides it; a shared one sends the new bytes.
+	ReplyReused bool
 }
 
 // Validate reports a configuration that cannot run.
@@ -104,7 +115,7 @@ func RunTCPPattern(w World, cfg TCPPattern, limit time.Duration) (*TCPPatternRes
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	res := &TCPPatternResult{}
+	res := &TCPPatternResult{Latencies: make(Latencies, 0, cfg.Ops)}
 	addr := cfg.Addr
 	if addr == "" {
 		addr = DefaultAddr(w, "server", 7000)
@@ -160,6 +171,7 @@ type patternConn struct {
 	got      int // request bytes read in this op
 	sent     int // reply bytes written in this op
 	replying bool
+	ops      int // replies written
 }
 
 func (s *patternServer) accept() {
@@ -223,6 +235,10 @@ func (s *patternServer) writeReply(pc *patternConn) {
 	}
 	pc.c.SetWriteInterest(false)
 	pc.replying = false
+	pc.ops++
+	if s.cfg.Bugs.ReplyReused && len(s.reply) >= 8 {
+		binary.BigEndian.PutUint64(s.reply, uint64(pc.ops))
+	}
 }
 
 type patternClient struct {

@@ -27,7 +27,10 @@ import (
 //     socket per client connection it can hold, and its pool's block fds;
 //   - leak-freedom: a client that has finished holds no connection (it
 //     closed them when done, before any timeout), and once every timeout
-//     has passed no process holds a socket or an fd beyond its baseline.
+//     has passed no process holds a socket or an fd beyond its baseline;
+//   - shared-write: bytes a scenario hands to WriteShared (tcp-pattern's
+//     reply) stay as they were until the peer has read them
+//     (sim.Config.CheckShared).
 //
 // These are the scenarios' own invariants: the runs measure, and a
 // measurement taken from a run that leaked, lost or garbled is wrong.
@@ -95,7 +98,12 @@ type ScenarioBug struct {
 	Name, What, Catches string
 	Scenario            string // the scenario it is in: every seed draws it
 	apply               func(s *model.ReadScenario)
+	pattern             func(s *model.TCPPattern)
 }
+
+// PropShared is the scenario property that bytes handed to WriteShared
+// stay unchanged until the peer has read them.
+const PropShared = "shared-write"
 
 // ScenarioBugs is the scenario catalogue.
 var ScenarioBugs = []ScenarioBug{
@@ -103,6 +111,11 @@ var ScenarioBugs = []ScenarioBug{
 		Name: "read-no-close", Catches: PropLeakFree, Scenario: ScenarioRead,
 		What:  "run read's clients never close when done: their cached connections stay open until the cache expires, and the datanode holds them until its keep-alive (the mutant removing cl.Close() in RunRead)",
 		apply: func(s *model.ReadScenario) { s.Bugs.NoClientClose = true },
+	},
+	{
+		Name: "reply-reused", Catches: PropShared, Scenario: ScenarioTCPPattern,
+		What:    "tcp-pattern's server stamps the next op's number into its reply buffer as soon as a reply is written, though it wrote the buffer with WriteShared and the client may not have read it yet",
+		pattern: func(s *model.TCPPattern) { s.Bugs.ReplyReused = true },
 	},
 }
 
@@ -256,7 +269,11 @@ func (c *ScenarioCase) readScenario() model.ReadScenario {
 }
 
 func (c *ScenarioCase) tcpPattern() model.TCPPattern {
-	return model.TCPPattern{Writes: c.Writes, Msg: c.Msg, Reply: c.Reply, Ops: c.Ops, NoDelay: c.NoDelay}
+	s := model.TCPPattern{Writes: c.Writes, Msg: c.Msg, Reply: c.Reply, Ops: c.Ops, NoDelay: c.NoDelay}
+	if b, ok := LookupScenarioBug(c.Bug); ok && b.pattern != nil {
+		b.pattern(&s)
+	}
+	return s
 }
 
 func (c *ScenarioCase) parallelRead() model.ParallelRead {
@@ -459,6 +476,10 @@ func (r *scenarioRun) read() error {
 func (r *scenarioRun) tcpPattern() error {
 	s := r.c.tcpPattern()
 	res, err := model.RunTCPPattern(r.w, s, scenarioLimit)
+	if errors.Is(err, sim.ErrSharedWrite) {
+		r.fail(PropShared, "%v", err)
+		return nil
+	}
 	if r.prop != "" || err != nil {
 		return err
 	}
@@ -545,6 +566,7 @@ func ShrinkScenario(c ScenarioCase, r *ScenarioResult, budget int) (ScenarioCase
 			func(x *ScenarioCase) *int { return &x.Blocks },
 			func(x *ScenarioCase) *int { return &x.Writes },
 			func(x *ScenarioCase) *int { return &x.Threads },
+			func(x *ScenarioCase) *int { return &x.Reply },
 		} {
 			for runs < budget && *f(&c) > 1 {
 				cand := c

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 )
 
@@ -13,6 +14,10 @@ import (
 // copy a kernel makes); a shared write (WriteShared) queues the caller's
 // own bytes, which the caller has promised never to change, and so costs
 // the simulator no copy at all. Both cost the same modelled CPU.
+
+// ErrSharedWrite is the failure Config.CheckShared reports: bytes handed
+// to WriteShared changed before the peer had read them.
+var ErrSharedWrite = errors.New("bytes written with WriteShared changed before the peer read them (the writer reused its buffer)")
 
 // sndArray is the memory behind chunks and segments. refs counts the
 // chunks queued in a send buffer and the segments delivered and not yet
@@ -106,7 +111,7 @@ func (a *sndArray) recycle(w *World) {
 	}
 	if a.shared {
 		if w.cfg.CheckShared && !bytes.Equal(a.buf, a.orig) {
-			w.Fail(fmt.Errorf("process %s: %d bytes written with WriteShared changed before the peer read them (the writer reused its buffer)", a.owner.name, len(a.buf)))
+			w.Fail(fmt.Errorf("process %s, a shared write of %d bytes: %w", a.owner.name, len(a.buf), ErrSharedWrite))
 		}
 		a.buf, a.owner = nil, nil
 		if len(w.freeShared) < 256 {

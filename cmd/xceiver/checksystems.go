@@ -155,7 +155,7 @@ func scPropertyNames() []string {
 
 func scenarioPropertyNames() []string {
 	return []string{properties.PropLiveness, properties.PropAvailability, properties.PropStream, properties.PropFDBounds,
-		properties.PropPoolBound, properties.PropLeakFree, properties.PropDeterminism, properties.PropHarness}
+		properties.PropPoolBound, properties.PropLeakFree, properties.PropShared, properties.PropDeterminism, properties.PropHarness}
 }
 
 // ignoredOf is the part of --ignore that names properties a system
