@@ -256,6 +256,11 @@ type Datanode struct {
 
 	stats DatanodeStats // main loop only
 
+	// memory accounting for check (sim only, see VisitMemoryChanges)
+	memTrack bool
+	memDirty []*dnConn // connections whose buffers may have changed
+	memWrite int       // write data of the connections it accounts
+
 	// under lock
 	peakBlockFiles int
 	pressed        bool // a read has waited HandleWait/2: holders park (contend)
@@ -627,6 +632,7 @@ func (dn *Datanode) serve(c Conn, in []byte) {
 	dn.accepted++
 	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted}
 	dn.conns = append(dn.conns, dc)
+	dc.memChanged()
 	if dn.cfg.Mode == Threaded {
 		l, err := dn.p.NewLoop("xceiver")
 		if err != nil {
@@ -649,6 +655,7 @@ func (dn *Datanode) serve(c Conn, in []byte) {
 		c.SetReadInterest(true) // an adopted connection may have had it off
 		if len(in) > 0 {
 			dc.in = append(dc.in, in...)
+			dc.memChanged()
 			dc.process()
 		}
 		dc.watchInput()
@@ -671,6 +678,7 @@ func (dn *Datanode) forget(dc *dnConn) {
 	}
 	dn.conns = dn.conns[:len(dn.conns)-1]
 	dc.index = -1
+	dc.memChanged()
 	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
 		dn.acceptPaused = false
 		dn.ln.SetHandler(dn.accept)
@@ -734,6 +742,8 @@ type dnConn struct {
 	opsOnConn int
 	received  int64  // bytes read from the socket
 	acceptSeq uint64 // accept order (acceptor loop)
+	memDirty  bool   // in dn.memDirty
+	memWrite  int    // write data counted in dn.memWrite
 
 	msgT     Timer         // the whole-message deadline (RequestTimeout)
 	sendT    Timer         // send progress (SendTimeout, StallTimeout)
@@ -803,6 +813,7 @@ func (dc *dnConn) readInput() {
 				copy(grown, dc.in)
 				dc.in = grown
 			}
+			dc.memChanged()
 		}
 		room := dc.in[len(dc.in):cap(dc.in)]
 		if len(room) > limit-len(dc.in) {
@@ -924,6 +935,7 @@ func (dc *dnConn) startOp(req Request) {
 		dc.phase = phaseReceiving
 		if dc.dn.cfg.Bugs.WritePrealloc {
 			dc.wdata = make([]byte, 0, req.Length)
+			dc.memChanged()
 		}
 	case OpDeleteBlock:
 		dc.st.Writes++
@@ -1205,6 +1217,7 @@ func (dc *dnConn) opened(err error) {
 		// avoiding that (per-worker buffers) is part of what HDFS-918
 		// measured.
 		dc.buf = newBuffer(dc.dn.p, PacketHeaderLen+MaxPacketLen+64)
+		dc.memChanged()
 	}
 	dc.sendNext()
 }
@@ -1268,6 +1281,7 @@ func (dc *dnConn) sendNext() {
 	if dc.thread {
 		out, err := j.build(p, dc.buf[:0])
 		dc.buf = out[:0]
+		dc.memChanged()
 		j.replica = nil
 		dc.packetReady(out, false, j.last, err)
 		return
@@ -1369,6 +1383,7 @@ func (dc *dnConn) packetSent() {
 // setOut writes out, and once all of it is in the socket runs then.
 func (dc *dnConn) setOut(out []byte, lent bool, then func()) {
 	dc.out, dc.outOff, dc.lent, dc.afterOut = out, 0, lent, then
+	dc.memChanged()
 	dc.lastSend = dc.loop.Now()
 	dc.flush()
 }
@@ -1389,6 +1404,7 @@ func (dc *dnConn) flush() {
 			// while the socket has taken only part of it.
 			dc.sel.putBuf(dc.out)
 			dc.lent = false
+			dc.memChanged()
 		}
 		if dc.contended && dc.handle != nil {
 			dc.park()
@@ -1404,6 +1420,7 @@ func (dc *dnConn) flush() {
 		dc.sel.putBuf(dc.out)
 	}
 	dc.out, dc.outOff, dc.lent = nil, 0, false
+	dc.memChanged()
 	if then := dc.afterOut; then != nil {
 		dc.afterOut = nil
 		then()
@@ -1500,6 +1517,7 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 	}
 	dc.dn.p.CPU(CPUChecksum, len(pkt.Data))
 	dc.wdata = append(dc.wdata, pkt.Data...)
+	dc.memChanged()
 	if pkt.Last {
 		if int64(len(dc.wdata)) != dc.req.Length {
 			return invalid("write ended after %d of %d bytes", len(dc.wdata), dc.req.Length)
@@ -1544,6 +1562,7 @@ func (dc *dnConn) grow(need int) {
 			grown := make([]byte, len(dc.wdata), newCap)
 			copy(grown, dc.wdata)
 			dc.wdata = grown
+			dc.memChanged()
 			dc.phase = phaseReceiving
 			dc.c.SetReadInterest(true)
 			dc.process()
@@ -1567,6 +1586,7 @@ func (dc *dnConn) apply() {
 	dn := dc.dn
 	req, data := dc.req, dc.wdata
 	dc.wdata = nil
+	dc.memChanged()
 	dc.unreserve()
 	dn.lock.Do(dc.loop, func() {
 		var stamp uint64
@@ -1687,6 +1707,7 @@ func (dc *dnConn) fail(err error) {
 		return
 	}
 	dc.buf = AppendResponse(dc.buf[:0], resp)
+	dc.memChanged()
 	dc.setOut(dc.buf, false, func() { dc.close("after error") })
 }
 
@@ -1697,6 +1718,7 @@ func (dc *dnConn) close(why string) {
 		return
 	}
 	dc.closed = true
+	dc.memChanged() // and whatever close does to its buffers below
 	if dc.ka != nil {
 		dc.ka.Stop()
 		dc.ka = nil
@@ -1775,12 +1797,7 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
 		if i >= len(dn.conns) && dc.index >= 0 && dc.index < len(dn.conns) && dn.conns[dc.index] == dc {
 			continue // also in the list: visited there
 		}
-		m := ConnMemory{Conn: dc.id, Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
-			Buffered: cap(dc.in) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
-		if dc.lent {
-			m.Buffered += cap(dc.out)
-		}
-		f(m)
+		f(dc.memory())
 	}
 	for _, s := range dn.selectors {
 		for _, b := range s.free {
@@ -1788,6 +1805,74 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
 		}
 	}
 	return free
+}
+
+func (dc *dnConn) memory() ConnMemory {
+	m := ConnMemory{Conn: dc.id, Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
+		Buffered: cap(dc.in) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
+	if dc.lent {
+		m.Buffered += cap(dc.out)
+	}
+	return m
+}
+
+// memChanged notes that dc's buffers, closed state or place in the list
+// may have changed in this event, for the next VisitMemoryChanges. Every
+// such change calls it (check compares the running total with a
+// VisitMemory scan now and then). The received count needs none: it only
+// loosens a bound, and is read afresh whenever the write data changes.
+func (dc *dnConn) memChanged() {
+	dn := dc.dn
+	if dn.memTrack && !dc.memDirty {
+		dc.memDirty = true
+		dn.memDirty = append(dn.memDirty, dc)
+	}
+}
+
+// VisitMemoryChanges is VisitMemory for a check after every event, at
+// the cost of what changed rather than of every connection: it calls f for
+// each reachable connection whose buffers may have changed since the last
+// call (every one, the first time) and returns the write data all
+// reachable connections hold, a running total. Only a single-threaded
+// world (sim) may call it.
+//
+// With the ClosedConnsReachable bug a forgotten connection can stay
+// reachable through a stale slot of the list, which only a scan sees: that
+// configuration scans every time.
+func (dn *Datanode) VisitMemoryChanges(f func(ConnMemory)) (writeData int) {
+	if !dn.memTrack || dn.cfg.Bugs.ClosedConnsReachable {
+		for _, dc := range dn.memDirty {
+			dc.memDirty = false
+		}
+		dn.memDirty = dn.memDirty[:0]
+		dn.memWrite = 0
+		dn.VisitMemory(func(m ConnMemory) {
+			dn.memWrite += m.WriteData
+			f(m)
+		})
+		for _, dc := range dn.conns {
+			dc.memWrite = cap(dc.wdata)
+		}
+		dn.memTrack = true
+		return dn.memWrite
+	}
+	for i, dc := range dn.memDirty {
+		dn.memDirty[i] = nil
+		dc.memDirty = false
+		if dc.index < 0 {
+			// Forgotten: unreachable, since the list's freed slot is
+			// cleared (see forget).
+			dn.memWrite -= dc.memWrite
+			dc.memWrite = 0
+			continue
+		}
+		m := dc.memory()
+		dn.memWrite += m.WriteData - dc.memWrite
+		dc.memWrite = m.WriteData
+		f(m)
+	}
+	dn.memDirty = dn.memDirty[:0]
+	return dn.memWrite
 }
 
 // ConnPhase is the phase of the connection with socket id, or "" if the

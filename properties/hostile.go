@@ -447,23 +447,28 @@ func (h *harness) scanHostile(force bool) {
 		if !h.faultFree {
 			since = max(since, h.healedAt)
 		}
-		phase := "?"
-		if h.dn != nil {
-			phase = h.dn.ConnPhase(id)
-		}
 		switch {
 		case hc.heardAt >= 0 && now-max(hc.heardAt, since) > PeerGoneBound:
 			h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived (bound %v), in phase %s",
-				id, now-hc.heardAt, hc.peer.Kind, PeerGoneBound, phase)
+				id, now-hc.heardAt, hc.peer.Kind, PeerGoneBound, h.connPhase(id))
 			h.failPeer(hc.peer.Kind)
 			return
 		case now-since > bound:
 			h.fail(PropTimeout, "datanode connection %d to a stuck %s peer open for %v (bound %v: the sum of its timeouts), in phase %s",
-				id, hc.peer.Kind, now-hc.openAt, bound, phase)
+				id, hc.peer.Kind, now-hc.openAt, bound, h.connPhase(id))
 			h.failPeer(hc.peer.Kind)
 			return
 		}
 	}
+}
+
+// connPhase names the phase of the datanode's connection id, for a
+// failure message (a search of the list: not for every scan).
+func (h *harness) connPhase(id uint64) string {
+	if h.dn == nil {
+		return "?"
+	}
+	return h.dn.ConnPhase(id)
 }
 
 // stopHostile ends reconnects at quiescence.

@@ -1,6 +1,8 @@
 package properties
 
 import (
+	"fmt"
+
 	"xceiver/model"
 )
 
@@ -19,46 +21,83 @@ const (
 // connection holds nothing; a connection holds at most connFixed beside
 // its write data, and write data grows only with data that arrived; the
 // write data of all connections stays under MaxBuffered.
+//
+// It looks only at the connections whose buffers changed in the event
+// and keeps the total as a running sum (Datanode.VisitMemoryChanges):
+// scanning every connection after every event was a fifth of a datanode
+// seed's CPU. Every Options.MemoryScan checks it scans all of them too
+// (Datanode.VisitMemory) and fails if the scan finds what the running
+// accounting did not.
 func (h *harness) checkMemory() {
 	dn := h.dn
 	if dn == nil || h.dnProc.Crashed() {
 		return
 	}
-	var bad model.ConnMemory // a copy: taking m's address would allocate per visit
-	why := ""
-	total := 0
-	dn.VisitMemory(func(m model.ConnMemory) {
-		total += m.WriteData
-		if why != "" {
-			return
-		}
-		switch {
-		case m.Closed && m.Buffered > 0:
-			why = "closed"
-		case m.Buffered-m.WriteData > connFixed:
-			why = "fixed"
-		case int64(m.WriteData) > 2*m.Received+writeSlack:
-			why = "unreceived"
-		default:
-			return
-		}
-		bad = m
-	})
-	if why != "" {
-		defer h.failPeer("memory-" + why)
+	var mc memCheck
+	total := dn.VisitMemoryChanges(mc.visit)
+	h.memChecks++
+	every := h.opt.MemoryScan
+	if every <= 0 {
+		every = DefaultMemoryScan
 	}
+	if mc.why == "" && h.memChecks%every == 0 {
+		var scan memCheck
+		dn.VisitMemory(scan.visit)
+		if scan.why != "" || scan.total != total {
+			h.fail(PropMemory, "the running memory accounting (%d bytes of write data, no connection over a bound) disagrees with a scan of every connection (%d bytes%s): a buffer changed without Datanode.memChanged",
+				total, scan.total, scan.reason())
+			return
+		}
+	}
+	if mc.why != "" {
+		defer h.failPeer("memory-" + mc.why)
+	}
+	bad := mc.bad
 	switch {
-	case why == "closed":
+	case mc.why == "closed":
 		h.fail(PropMemory, "closed connection %d still holds %d bytes of buffers (%d of write data), reachable from the datanode",
 			bad.Conn, bad.Buffered, bad.WriteData)
-	case why == "fixed":
+	case mc.why == "fixed":
 		h.fail(PropMemory, "connection %d buffers %d bytes besides write data, bound %d (phase %s)",
 			bad.Conn, bad.Buffered-bad.WriteData, connFixed, bad.Phase)
-	case why == "unreceived":
+	case mc.why == "unreceived":
 		h.fail(PropMemory, "connection %d holds %d bytes of write data having received %d bytes (bound 2×received + %d), phase %s",
 			bad.Conn, bad.WriteData, bad.Received, writeSlack, bad.Phase)
 	case h.cfg.MaxBuffered > 0 && total > h.cfg.MaxBuffered:
 		defer h.failPeer("memory-total")
 		h.fail(PropMemory, "the datanode buffers %d bytes of write data, bound %d", total, h.cfg.MaxBuffered)
 	}
+}
+
+// memCheck judges connections one at a time and keeps the first over a
+// bound.
+type memCheck struct {
+	why   string
+	bad   model.ConnMemory // a copy: taking m's address would allocate per visit
+	total int
+}
+
+func (c *memCheck) visit(m model.ConnMemory) {
+	c.total += m.WriteData
+	if c.why != "" {
+		return
+	}
+	switch {
+	case m.Closed && m.Buffered > 0:
+		c.why = "closed"
+	case m.Buffered-m.WriteData > connFixed:
+		c.why = "fixed"
+	case int64(m.WriteData) > 2*m.Received+writeSlack:
+		c.why = "unreceived"
+	default:
+		return
+	}
+	c.bad = m
+}
+
+func (c *memCheck) reason() string {
+	if c.why == "" {
+		return ""
+	}
+	return fmt.Sprintf(", and connection %d over its %s bound in phase %s", c.bad.Conn, c.why, c.bad.Phase)
 }

@@ -78,7 +78,17 @@ type Options struct {
 	// Ignore lists properties not to enforce (CheckSeed copies it into
 	// the case, so traces replay it).
 	Ignore []string
+	// MemoryScan is how often, in datanode checks, the bounded-memory
+	// check also scans every connection and compares what it finds with
+	// the running accounting it checks after each event (0:
+	// DefaultMemoryScan; 1: after every event, as the tests do).
+	MemoryScan int
 }
+
+// DefaultMemoryScan is Options.MemoryScan's default: often enough that a
+// change the accounting missed is found within the run, rarely enough to
+// cost little.
+const DefaultMemoryScan = 64
 
 // Result is what a run found.
 type Result struct {
@@ -189,6 +199,7 @@ type harness struct {
 	healedAt    time.Duration // when faults stopped (heal)
 	// ignoreMemory skips the per-event memory check (c.Ignore).
 	ignoreMemory bool
+	memChecks    int // checkMemory calls, for Options.MemoryScan
 }
 
 // Run runs c in a fresh simulated world and checks every property.
