@@ -206,6 +206,7 @@ type hostileH struct {
 	conns    []*hostileConn
 	stopped  bool // quiescence: no more reconnects
 	nextScan time.Duration
+	sink     []byte // what mute peers read and drop (an array on the stack would escape, one per event)
 }
 
 // startHostile spawns the hostile peers' process; each peer connects at
@@ -274,9 +275,12 @@ func (h *harness) hostileEvent(hc *hostileConn, ev model.Events) {
 		}
 	}
 	if ev&model.Readable != 0 && hc.peer.Kind == HostileMute {
-		var buf [4096]byte
+		hs := h.hostile
+		if hs.sink == nil {
+			hs.sink = make([]byte, 4096)
+		}
 		for {
-			n, err := c.Read(buf[:])
+			n, err := c.Read(hs.sink)
 			if n > 0 {
 				continue
 			}

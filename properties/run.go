@@ -413,7 +413,7 @@ func (h *harness) dnMain(p model.Process) {
 				h.fail(PropHarness, "write block %d: %v", b.ID, err)
 				return
 			}
-			h.initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: string(data)}
+			h.initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: frozen(data)}
 		}
 	}
 	if !h.badTried {
