@@ -12,11 +12,12 @@ import (
 
 // Process is a simulated OS process. It implements model.Process.
 type Process struct {
-	w    *World
-	name string
-	cfg  model.ProcessConfig
-	main func(model.Process)
-	gen  int // bumped by Crash; objects of an older generation are dead
+	w        *World
+	name     string
+	nameHash strHash // of name, for the trace (recordSeg)
+	cfg      model.ProcessConfig
+	main     func(model.Process)
+	gen      int // bumped by Crash; objects of an older generation are dead
 
 	rng  *rand.Rand
 	disk *Disk
@@ -67,7 +68,7 @@ func newProcess(w *World, name string, cfg model.ProcessConfig, main func(model.
 	if cfg.Cores <= 0 {
 		cfg.Cores = 1
 	}
-	p := &Process{w: w, name: name, cfg: cfg, main: main}
+	p := &Process{w: w, name: name, nameHash: newStrHash(name), cfg: cfg, main: main}
 	p.disk = newDisk(w, p)
 	p.reset()
 	return p
@@ -423,7 +424,9 @@ func (w *World) wait(d time.Duration) {
 func (w *World) charge(d time.Duration) {
 	if w.running != nil {
 		w.ctx += d
-		w.preempt()
+		if w.ctx > w.sliceEnd {
+			w.preempt()
+		}
 	}
 }
 
@@ -521,8 +524,9 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	w.running, w.core = t, core
 	w.ctx = start
 	w.waited = 0
+	w.sliceEnd, w.sliceWait = noSliceEnd, 0
 	if sl := t.p.cpu.slices; sl != nil {
-		w.sliceEnd, w.sliceWait = sl.at(core, start, start).end, 0
+		w.sliceEnd = sl.at(core, start, start).end
 	}
 	p := t.p
 	woken := t.woken

@@ -75,6 +75,10 @@ func (s *slicer) runnable(i int, now, t time.Duration) time.Duration {
 	return max(t, s.at(i, now, t).start)
 }
 
+// noSliceEnd is the slice end of a callback on a machine that is this
+// world's alone: charges never reach it, so they never call preempt.
+const noSliceEnd = time.Duration(1<<63 - 1)
+
 // preempt moves the running callback's clock past the gaps between
 // slices it has run into: its work resumes when its core's next slice
 // starts.

@@ -97,6 +97,7 @@ var flagStrings [32]string
 func init() {
 	for i := range flagStrings {
 		flagStrings[i] = segFlags(i).String()
+		flagHashes[i] = newStrHash(flagStrings[i])
 	}
 }
 
@@ -211,6 +212,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	}
 	c.socketEvents = socketEvents{src: c, readInterest: true}
 	c.onDelackF = c.onDelack
+	c.delackEv = event{w: w, index: -1}
 	c.onTLPF = c.onTLP
 	c.sndBuf = c.cfg.SndBuf
 	c.rcvBuf = c.cfg.RcvBuf
@@ -634,7 +636,7 @@ func (c *tcpConn) xmit(s segment) {
 		s.ackFin = c.finRcvd
 		c.ackSent(s.wnd)
 	}
-	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags]})
+	w.recordSeg(c, &s)
 	now := w.Now()
 	stall := c.stallUntil()
 	// Inline only when no timed segment of this connection can still be
@@ -741,7 +743,7 @@ func (c *tcpConn) ackSent(wnd int) {
 	}
 	c.ackSched, c.pushed, c.pushed2 = false, false, false
 	if c.delack != nil {
-		c.delack.cancel()
+		c.delack.disarm()
 		c.delack = nil
 	}
 	c.rcvWup = c.rcvNxt
@@ -770,7 +772,7 @@ func (c *tcpConn) die(err error) {
 		c.err = err
 	}
 	if c.delack != nil {
-		c.delack.cancel()
+		c.delack.disarm()
 		c.delack = nil
 	}
 	c.rtxEv.cancel()
@@ -994,10 +996,10 @@ func (c *tcpConn) scheduleDelack() {
 		}
 		return
 	}
-	// Only c holds this handle, and it is out of the queue (fired or
-	// cancelled), so reusing it cannot cancel anything else.
+	// Only c holds this handle, and it has fired or is disarmed (still
+	// queued, dead, which schedule revives), so reusing it cannot cancel
+	// anything else.
 	ev := &c.delackEv
-	ev.w, ev.dead, ev.index = c.w, false, -1
 	c.w.schedule(ev, c.onTick(c.w.Now(), ato), c.onDelackF)
 	c.delack = ev
 }

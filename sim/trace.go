@@ -79,6 +79,59 @@ func fnvString(h uint64, s string) uint64 {
 	return fnvU64(fnvU64(h, tail), uint64(n))
 }
 
+// strHash is the words fnvString folds for a string, worked out once for
+// strings hashed at every segment (process names, kinds, flags).
+type strHash []uint64
+
+func newStrHash(s string) strHash {
+	var words strHash
+	n := len(s)
+	for len(s) >= 8 {
+		words = append(words, uint64(s[0])|uint64(s[1])<<8|uint64(s[2])<<16|uint64(s[3])<<24|
+			uint64(s[4])<<32|uint64(s[5])<<40|uint64(s[6])<<48|uint64(s[7])<<56)
+		s = s[8:]
+	}
+	var tail uint64
+	for i := len(s) - 1; i >= 0; i-- {
+		tail = tail<<8 | uint64(s[i])
+	}
+	return append(words, tail, uint64(n))
+}
+
+// fold is fnvString(h, s).
+func (sh strHash) fold(h uint64) uint64 {
+	for _, x := range sh {
+		h = fnvU64(h, x)
+	}
+	return h
+}
+
+var (
+	segKindHash = newStrHash("seg")
+	flagHashes  [32]strHash
+)
+
+// recordSeg is record(Event{Kind: "seg", ...}) for a segment c sends,
+// without building the event unless someone watches: it is recorded for
+// every segment.
+func (w *World) recordSeg(c *tcpConn, s *segment) {
+	if len(w.observers) > 0 || w.trace.out != nil {
+		w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags]})
+		return
+	}
+	t := &w.trace
+	h := fnvU64(t.hash, uint64(w.Now()))
+	h = c.p.nameHash.fold(h)
+	h = segKindHash.fold(h)
+	h = fnvU64(h, c.id)
+	h = fnvU64(h, s.seq)
+	h = fnvU64(h, uint64(len(s.data)))
+	h = fnvU64(h, s.ack)
+	h = fnvU64(h, uint64(s.wnd))
+	t.hash = flagHashes[s.flags].fold(h)
+	t.count++
+}
+
 // TraceTo makes the world write every event as a JSON line to out.
 func (w *World) TraceTo(out io.Writer) { w.trace.out = out }
 

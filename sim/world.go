@@ -287,15 +287,16 @@ func (w *World) Run(limit time.Duration) error {
 			break
 		}
 		ev := w.queue.peek()
+		if ev.dead {
+			w.queue.pop()
+			w.freeEvent(ev)
+			continue
+		}
 		if limit > 0 && ev.at > limit {
 			w.now = limit
 			return fmt.Errorf("%w: virtual time %v", ErrLimit, limit)
 		}
 		w.queue.pop()
-		if ev.dead {
-			w.freeEvent(ev)
-			continue
-		}
 		w.now = ev.at
 		w.events++
 		if w.events > w.cfg.MaxEvents {
@@ -365,6 +366,13 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 	}
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
 	w.seq++
+	if ev.index >= 0 {
+		// Disarmed and still queued: alive again, at its new place.
+		ev.dead = false
+		w.queue.fix(ev.index)
+		return
+	}
+	ev.dead = false
 	w.queue.push(ev)
 }
 
@@ -432,6 +440,13 @@ func (e *event) cancel() {
 	}
 }
 
+// disarm cancels an event whose owner will schedule it again soon (the
+// delayed-ACK timer, disarmed by nearly every segment and armed again by
+// the next data): it stays queued, dead, until it comes up (skipped, not
+// counted) or schedule revives it in place, which saves taking it out of
+// the heap and putting it back. The order of live events does not change.
+func (e *event) disarm() { e.dead = true }
+
 // eventQueue is a binary min-heap of events by (time, seq). It is typed
 // rather than container/heap's interface calls: the queue is touched
 // several times per event. Keys are unique, so the pop order is the same
@@ -496,6 +511,13 @@ func (q *eventQueue) pop() *event {
 	e := old.truncate()
 	*q = old[:n]
 	return e
+}
+
+// fix restores the heap after q[i]'s key changed.
+func (q eventQueue) fix(i int) {
+	if !q.down(i) {
+		q.up(i)
+	}
 }
 
 func (q *eventQueue) remove(i int) {

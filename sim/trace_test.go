@@ -1,0 +1,39 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+// A string's precomputed words hash as the string does, whatever its
+// length (the full words and the tail).
+func TestStrHashFoldsAsFnvString(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		s := strings.Repeat("client-7x", 5)[:n]
+		for _, h := range []uint64{fnvOffset, 1, 0xdeadbeefcafef00d} {
+			if got, want := newStrHash(s).fold(h), fnvString(h, s); got != want {
+				t.Fatalf("%q from %x: fold %x, fnvString %x", s, h, got, want)
+			}
+		}
+	}
+}
+
+// recordSeg folds a segment into the trace hash as record does with the
+// event it stands for: runs watched (record) and unwatched (recordSeg)
+// end with the same hash.
+func TestRecordSegHashesAsRecord(t *testing.T) {
+	run := func(watch bool) uint64 {
+		h := newPair(t)
+		if !watch {
+			h.w.observers = nil
+		}
+		h.cli.write(70000)
+		h.runTo(h.now() + ms)
+		h.srv.write(3)
+		h.runTo(h.now() + 300*ms)
+		return h.w.TraceHash()
+	}
+	if a, b := run(true), run(false); a != b {
+		t.Fatalf("trace hash %016x with an observer, %016x without", a, b)
+	}
+}
