@@ -109,6 +109,7 @@ type Client struct {
 	History *History
 	id      int
 	bufs    [][]byte // input buffers of finished ops, for the next ones
+	mac     TokenMAC
 }
 
 // takeBuf lends an input buffer; ops in flight each hold one, and finished
@@ -357,7 +358,7 @@ func (cl *Client) token(req Request) []byte {
 	if cl.cfg.MintToken != nil {
 		return cl.cfg.MintToken(req, now)
 	}
-	return IssueToken(cl.cfg.TokenKey, BlockToken{
+	return cl.mac.Issue(cl.cfg.TokenKey, BlockToken{
 		BlockID: req.BlockID, GenStamp: req.GenStamp, Modes: ModeFor(req.Op), Expiry: now + cl.cfg.TokenLifetime,
 	})
 }

@@ -288,6 +288,7 @@ type selector struct {
 	// holders are its connections that hold a pool handle, so that a
 	// read queueing for one can have them told (see contend).
 	holders []*dnConn
+	mac     TokenMAC
 }
 
 // inputFirst is the capacity of a connection's first input buffer.
@@ -757,7 +758,19 @@ type dnConn struct {
 	// contended: a read has waited long for a handle, so this one gives
 	// its handle back whenever its client's window closes.
 	contended bool
-	pressT    Timer // a share of HandleWait into the wait: contend
+	pressT    Timer     // a share of HandleWait into the wait: contend
+	mac       *TokenMAC // threaded: this thread's (a reactor's selector has one)
+}
+
+// tokenMAC is the token checker of dc's loop.
+func (dc *dnConn) tokenMAC() *TokenMAC {
+	if dc.sel != nil {
+		return &dc.sel.mac
+	}
+	if dc.mac == nil {
+		dc.mac = new(TokenMAC)
+	}
+	return dc.mac
 }
 
 func (dc *dnConn) onEvent(ev Events) {
@@ -917,7 +930,7 @@ func (dc *dnConn) startOp(req Request) {
 	dc.clean = false
 	// HDFS checks access before anything else: a refused request learns
 	// nothing about the block, and nothing is opened or changed.
-	if err := CheckToken(dc.dn.cfg.TokenKey, req.Token, req.BlockID, req.GenStamp, ModeFor(req.Op), dc.loop.Now()); err != nil {
+	if err := dc.tokenMAC().Check(dc.dn.cfg.TokenKey, req.Token, req.BlockID, req.GenStamp, ModeFor(req.Op), dc.loop.Now()); err != nil {
 		dc.fail(err)
 		return
 	}

@@ -16,11 +16,13 @@ package model
 //	mac      [32]byte HMAC-SHA256 of the fields above under the key
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 	"time"
 )
@@ -94,14 +96,41 @@ var ErrAccessToken = errors.New("block access token rejected")
 
 // IssueToken encodes t and signs it with key.
 func IssueToken(key []byte, t BlockToken) []byte {
+	var m TokenMAC
+	return m.Issue(key, t)
+}
+
+// TokenMAC issues and checks tokens, keeping the keyed HMAC from one token
+// to the next, as Hadoop's SecretManager keeps a Mac per thread: a new
+// HMAC per token hashes the key's two pads again (half the SHA-256 blocks
+// of a token) and allocates them. The zero value is ready; one per loop,
+// since it is not safe for concurrent use.
+type TokenMAC struct {
+	key []byte
+	m   hash.Hash
+	sum [sha256.Size]byte
+}
+
+// mac is the HMAC-SHA256 of msg under key.
+func (t *TokenMAC) mac(key, msg []byte) []byte {
+	if t.m == nil || !bytes.Equal(key, t.key) {
+		t.key = bytes.Clone(key)
+		t.m = hmac.New(sha256.New, t.key)
+	} else {
+		t.m.Reset()
+	}
+	t.m.Write(msg)
+	return t.m.Sum(t.sum[:0])
+}
+
+// Issue is IssueToken.
+func (t *TokenMAC) Issue(key []byte, bt BlockToken) []byte {
 	b := make([]byte, 0, TokenLen)
-	b = binary.BigEndian.AppendUint64(b, t.BlockID)
-	b = binary.BigEndian.AppendUint64(b, t.GenStamp)
-	b = append(b, byte(t.Modes))
-	b = binary.BigEndian.AppendUint64(b, uint64(t.Expiry))
-	m := hmac.New(sha256.New, key)
-	m.Write(b)
-	return m.Sum(b)
+	b = binary.BigEndian.AppendUint64(b, bt.BlockID)
+	b = binary.BigEndian.AppendUint64(b, bt.GenStamp)
+	b = append(b, byte(bt.Modes))
+	b = binary.BigEndian.AppendUint64(b, uint64(bt.Expiry))
+	return append(b, t.mac(key, b)...)
 }
 
 // DecodeToken splits an encoded token into what it grants and its MAC,
@@ -122,6 +151,12 @@ func DecodeToken(b []byte) (BlockToken, []byte, error) {
 // CheckToken verifies that tok, signed with key, grants mode on (block,
 // stamp) at world time now. Every refusal wraps ErrAccessToken.
 func CheckToken(key, tok []byte, block, stamp uint64, mode AccessMode, now time.Duration) error {
+	var m TokenMAC
+	return m.Check(key, tok, block, stamp, mode, now)
+}
+
+// Check is CheckToken.
+func (m *TokenMAC) Check(key, tok []byte, block, stamp uint64, mode AccessMode, now time.Duration) error {
 	if len(tok) == 0 {
 		return fmt.Errorf("no token for block %d: %w", block, ErrAccessToken)
 	}
@@ -129,10 +164,8 @@ func CheckToken(key, tok []byte, block, stamp uint64, mode AccessMode, now time.
 	if err != nil {
 		return err
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(tok[:TokenLen-sha256.Size])
 	switch {
-	case !hmac.Equal(mac, m.Sum(nil)):
+	case !hmac.Equal(mac, m.mac(key, tok[:TokenLen-sha256.Size])):
 		return fmt.Errorf("token for block %d has a bad signature: %w", t.BlockID, ErrAccessToken)
 	case t.Expiry <= now:
 		return fmt.Errorf("token for block %d expired at %v (now %v): %w", t.BlockID, t.Expiry, now, ErrAccessToken)
