@@ -39,10 +39,32 @@ type nsNode struct {
 type nsState struct {
 	nodes map[string]nsNode // "" is the root
 	next  uint64            // next block id
+	sum   uint64            // of nodeHash over nodes, kept by put and del
+}
+
+func newNSState(next uint64) nsState {
+	s := nsState{nodes: map[string]nsNode{}, next: next}
+	s.put("", nsNode{dir: true})
+	return s
 }
 
 func (s nsState) clone() nsState {
-	return nsState{nodes: maps.Clone(s.nodes), next: s.next}
+	return nsState{nodes: maps.Clone(s.nodes), next: s.next, sum: s.sum}
+}
+
+func (s *nsState) put(k string, n nsNode) {
+	if old, ok := s.nodes[k]; ok {
+		s.sum -= nodeHash(k, old)
+	}
+	s.nodes[k] = n
+	s.sum += nodeHash(k, n)
+}
+
+func (s *nsState) del(k string) {
+	if old, ok := s.nodes[k]; ok {
+		s.sum -= nodeHash(k, old)
+		delete(s.nodes, k)
+	}
 }
 
 func (s nsState) equal(o nsState) bool {
@@ -61,23 +83,24 @@ func (s nsState) equal(o nsState) bool {
 
 // hash sums a hash of each node, so it needs no order of the map's keys
 // (sorting them was a third of an rpc seed's CPU: porcupine hashes every
-// state it caches). It only buckets states: equal decides.
+// state it caches), and keeps the sum as nodes change (hashing every node
+// for every state was a fifth). It only buckets states: equal decides.
 func (s nsState) hash() uint64 {
-	h := mix(0, s.next)
-	for k, n := range s.nodes {
-		e := mixString(0, k)
-		if n.dir {
-			e = mix(e, 1)
-		}
-		if n.complete {
-			e = mix(e, 2)
-		}
-		for _, b := range n.blocks {
-			e = mix(mix(mix(e, b.Block), b.Stamp), uint64(b.Length))
-		}
-		h += mix(e, uint64(len(n.blocks)))
+	return mix(0, s.next) + s.sum
+}
+
+func nodeHash(k string, n nsNode) uint64 {
+	e := mixString(0, k)
+	if n.dir {
+		e = mix(e, 1)
 	}
-	return h
+	if n.complete {
+		e = mix(e, 2)
+	}
+	for _, b := range n.blocks {
+		e = mix(mix(mix(e, b.Block), b.Stamp), uint64(b.Length))
+	}
+	return mix(e, uint64(len(n.blocks)))
 }
 
 func join(parts []string) string {
@@ -112,7 +135,7 @@ func (s *nsState) mkdirs(parts []string) namespace.Code {
 		p := join(parts[:i])
 		n, ok := s.nodes[p]
 		if !ok {
-			s.nodes[p] = nsNode{dir: true}
+			s.put(p, nsNode{dir: true})
 			continue
 		}
 		if !n.dir {
@@ -138,7 +161,7 @@ func (s nsState) children(p string) []string {
 func (s *nsState) removeTree(p string) {
 	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
 		if k == p || strings.HasPrefix(k, p+"/") {
-			delete(s.nodes, k)
+			s.del(k)
 		}
 	}
 }
@@ -158,7 +181,10 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 	if !ok {
 		return s, resp, namespace.EINVAL
 	}
-	t := s.clone()
+	t := s
+	if r.Method != namespace.MethodList && r.Method != namespace.MethodGetBlockLocations {
+		t = s.clone() // (reads change nothing: no copy)
+	}
 	switch r.Method {
 	case namespace.MethodMkdir:
 		if c := t.mkdirs(parts); c != namespace.OK {
@@ -182,7 +208,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			resp.Blocks = append(resp.Blocks, t.next)
 			t.next++
 		}
-		t.nodes[p] = n
+		t.put(p, n)
 		return t, resp, namespace.OK
 	case namespace.MethodComplete:
 		n, p, c := t.lookup(parts)
@@ -201,7 +227,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			}
 			blocks[i].Stamp, blocks[i].Length = l.Stamp, l.Length
 		}
-		t.nodes[p] = nsNode{complete: true, blocks: blocks}
+		t.put(p, nsNode{complete: true, blocks: blocks})
 		return t, resp, namespace.OK
 	case namespace.MethodList:
 		n, p, c := t.lookup(parts)
@@ -283,8 +309,8 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 		for _, k := range slices.Sorted(maps.Keys(t.nodes)) {
 			if k == src || strings.HasPrefix(k, src+"/") {
 				n := t.nodes[k]
-				delete(t.nodes, k)
-				t.nodes[to+k[len(src):]] = n
+				t.del(k)
+				t.put(to+k[len(src):], n)
 			}
 		}
 		return t, resp, namespace.OK
@@ -297,7 +323,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 func NSModel(datanode string, first uint64) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any {
-			return nsState{nodes: map[string]nsNode{"": {dir: true}}, next: first}
+			return newNSState(first)
 		},
 		Step: func(state, input, output any) (bool, any) {
 			s := state.(nsState)
