@@ -106,9 +106,9 @@ func (w *World) ResetConn(id uint64) bool {
 	}
 	w.fault(c.p.name, id, "reset")
 	peer := c.peer
-	c.receive(segment{flags: flagRST})
+	c.receive(&segment{flags: flagRST})
 	if peer != nil && peer.state != tcpClosed {
-		peer.receive(segment{flags: flagRST})
+		peer.receive(&segment{flags: flagRST})
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import "xceiver/model"
 // that ignores a hangup cannot make a loop spin.
 type socketEvents struct {
 	src           eventSource
+	tcp           *tcpConn // src, when it is a TCP socket: called directly, the common case
 	loop          *Loop
 	handler       model.Handler
 	readInterest  bool
@@ -65,13 +66,23 @@ func (s *socketEvents) wanted() model.Events {
 	if s.writeInterest {
 		mask |= model.Writable
 	}
+	if s.tcp != nil {
+		return s.tcp.readiness() & mask
+	}
 	return s.src.readiness() & mask
+}
+
+func (s *socketEvents) fdOpen() bool {
+	if s.tcp != nil {
+		return !s.tcp.fdClosed
+	}
+	return s.src.fdOpen()
 }
 
 // notify queues a readiness callback on the socket's loop when the
 // handler has something to see.
 func (s *socketEvents) notify() {
-	if s.queued || s.handler == nil || s.loop == nil || !s.src.fdOpen() {
+	if s.queued || s.handler == nil || s.loop == nil || !s.fdOpen() {
 		return
 	}
 	if s.wanted() == 0 {
@@ -84,7 +95,7 @@ func (s *socketEvents) notify() {
 // dispatch runs the handler with what is ready now, then re-arms.
 func (s *socketEvents) dispatch() {
 	s.queued = false
-	if s.handler == nil || !s.src.fdOpen() {
+	if s.handler == nil || !s.fdOpen() {
 		return
 	}
 	ev := s.wanted()

@@ -210,7 +210,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 		cfg:    &w.cfg.TCP,
 		rcvMss: tcpMSSDefault,
 	}
-	c.socketEvents = socketEvents{src: c, readInterest: true}
+	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
 	c.onDelackF = c.onDelack
 	c.delackEv = event{w: w, index: -1}
 	c.onTLPF = c.onTLP
@@ -679,9 +679,11 @@ func (w *World) softirq() {
 	}
 	w.inSoftirq = true
 	for i := 0; i < len(w.softq); i++ {
-		d := w.softq[i]
+		// The element, not a copy: receiving may append to softq,
+		// which leaves it where it is (or in the old array).
+		d := &w.softq[i]
+		d.to.receive(&d.s)
 		w.softq[i] = delivery{}
-		d.to.receive(d.s)
 		w.charge(w.cfg.CPU.Softirq)
 	}
 	w.softq = w.softq[:0]
@@ -707,7 +709,7 @@ func (w *World) deliver(at time.Duration, to *tcpConn, s segment) {
 			to, s := d.to, d.s
 			d.to, d.s = nil, segment{}
 			w.freeDeliveries = append(w.freeDeliveries, d)
-			to.receive(s)
+			to.receive(&s)
 		}
 	}
 	d.to, d.s = to, s
@@ -813,7 +815,7 @@ func (c *tcpConn) onRetransmit() {
 
 // --- receiving ---
 
-func (c *tcpConn) receive(s segment) {
+func (c *tcpConn) receive(s *segment) {
 	if c.state == tcpClosed {
 		// A dead socket answers data or FIN with a reset.
 		if s.flags&flagRST == 0 && (len(s.data) > 0 || s.flags&flagFIN != 0) && c.peer != nil {
@@ -883,10 +885,10 @@ func (c *tcpConn) onFin() {
 func (c *tcpConn) xmitRSTTo() {
 	peer := c.peer
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(c.sndNxt), S: flagStrings[flagRST]})
-	c.w.at(c.w.Now()+c.cfg.Delay, func() { peer.receive(segment{flags: flagRST}) })
+	c.w.at(c.w.Now()+c.cfg.Delay, func() { peer.receive(&segment{flags: flagRST}) })
 }
 
-func (c *tcpConn) onAck(s segment) {
+func (c *tcpConn) onAck(s *segment) {
 	if s.ack > c.sndUna && s.ack <= c.sndNxt {
 		c.sndUna = s.ack
 		c.sndq.ackTo(c.w, c.sndUna)
@@ -907,13 +909,13 @@ func (c *tcpConn) onAck(s segment) {
 	c.notify()
 }
 
-func (c *tcpConn) onData(s segment) {
+func (c *tcpConn) onData(s *segment) {
 	if s.seq != c.rcvNxt {
 		s.arr.release(c.w)
 		return // loopback keeps order; duplicates are handled in receive
 	}
 	n := len(s.data)
-	c.rcv = append(c.rcv, s)
+	c.rcv = append(c.rcv, *s)
 	c.rcvQueued += n
 	c.rcvNxt += uint64(n)
 	if c.wndClamp < c.rcvBuf {
@@ -1248,7 +1250,7 @@ func (w *World) onSYN(c *tcpConn) {
 	if ln == nil || ln.closed || ln.p.crashed {
 		// Nobody listening: RST.
 		w.record(Event{Kind: "seg", Conn: c.id, S: flagStrings[flagRST]})
-		w.at(w.now+c.cfg.Delay, func() { c.receive(segment{flags: flagRST}) })
+		w.at(w.now+c.cfg.Delay, func() { c.receive(&segment{flags: flagRST}) })
 		return
 	}
 	// sk_acceptq_is_full is "queued > backlog": Linux holds backlog+1.

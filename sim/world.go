@@ -431,9 +431,13 @@ func (w *World) freeEvent(ev *event) {
 // heap. Order among the remaining events is by (time, seq) and does not
 // depend on the heap's shape.
 func (e *event) cancel() {
-	if e == nil || e.dead {
-		return
+	if e != nil && !e.dead {
+		e.remove() // not inlined, so that cancel is: most calls have nothing to cancel
 	}
+}
+
+//go:noinline
+func (e *event) remove() {
 	e.dead = true
 	if e.index >= 0 {
 		e.w.queue.remove(e.index)
