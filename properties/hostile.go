@@ -198,6 +198,11 @@ type hostileConn struct {
 	msg     []byte
 	sent    int
 	drip    model.Timer
+	// first is what it sends on connecting, the same on every reconnect:
+	// built once (a token's HMAC, a name), not per reconnect.
+	first   []byte
+	onEvent func(model.Events) // bound once: a peer reconnects often
+	dial    func()
 }
 
 type hostileH struct {
@@ -225,9 +230,11 @@ func (h *harness) startHostile() {
 		for _, peer := range h.cfg.Hostile {
 			for i := 0; i < peer.Count; i++ {
 				hc := &hostileConn{peer: peer, idx: i, openAt: -1, quitAt: -1, heardAt: -1}
+				hc.onEvent = func(ev model.Events) { h.hostileEvent(hc, ev) }
+				hc.dial = func() { h.hostileDial(hc) }
 				hs.conns = append(hs.conns, hc)
 				// Peers of a kind arrive 10 µs apart.
-				hs.loop.AfterFunc(peer.At+time.Duration(i)*10*time.Microsecond, func() { h.hostileDial(hc) })
+				hs.loop.AfterFunc(peer.At+time.Duration(i)*10*time.Microsecond, hc.dial)
 			}
 		}
 	})
@@ -245,9 +252,9 @@ func (h *harness) hostileDial(hc *hostileConn) {
 		return
 	}
 	hc.started, hc.openAt, hc.quitAt, hc.heardAt, hc.gone, hc.sent, hc.msg = false, -1, -1, -1, false, 0, nil
-	c, err := hs.p.Dial("tcp", dnAddr, hs.loop, func(ev model.Events) { h.hostileEvent(hc, ev) })
+	c, err := hs.p.Dial("tcp", dnAddr, hs.loop, hc.onEvent)
 	if err != nil {
-		hs.loop.AfterFunc(hc.peer.Gap+time.Millisecond, func() { h.hostileDial(hc) })
+		hs.loop.AfterFunc(hc.peer.Gap+time.Millisecond, hc.dial)
 		return
 	}
 	hc.c = c
@@ -294,7 +301,30 @@ func (h *harness) hostileEvent(hc *hostileConn, ev model.Events) {
 
 // hostileStart sends what the peer's kind sends once connected.
 func (h *harness) hostileStart(hc *hostileConn) {
-	hs := h.hostile
+	switch hc.peer.Kind {
+	case HostileIdle:
+		hc.c.SetWriteInterest(false)
+		return
+	}
+	if hc.first == nil {
+		hc.first = h.hostileMessage(hc)
+	}
+	hc.msg = hc.first
+	if hc.peer.Kind == HostileDrip {
+		hc.c.SetWriteInterest(false)
+		h.hostileDrip(hc)
+		return
+	}
+	h.hostileWrite(hc)
+	if hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg) {
+		_ = hc.c.Close()
+		hc.quitAt = h.hostile.loop.Now()
+	}
+}
+
+// hostileMessage is what a peer sends on connecting: it depends on the
+// peer and the case only.
+func (h *harness) hostileMessage(hc *hostileConn) []byte {
 	cfg := h.cfg
 	key := hc.peer.Key + uint64(hc.idx)
 	read := func(block uint64, length int64) []byte {
@@ -306,37 +336,31 @@ func (h *harness) hostileStart(hc *hostileConn) {
 		small = cfg.Blocks[int(key%uint64(len(cfg.Blocks)))].ID
 	}
 	switch hc.peer.Kind {
-	case HostileIdle:
-		hc.c.SetWriteInterest(false)
-		return
 	case HostileGarbage:
-		hc.msg = model.BlockContent(key, 1+int(key%300))
+		return model.BlockContent(key, 1+int(key%300))
 	case HostileOversized:
 		switch key % 3 {
 		case 0: // a body longer than any request
-			hc.msg = binary.BigEndian.AppendUint16(nil, model.ProtocolVersion)
-			hc.msg = append(hc.msg, byte(model.OpReadBlock))
-			hc.msg = binary.BigEndian.AppendUint32(hc.msg, model.MaxRequestLen+1+uint32(key%1000))
+			msg := binary.BigEndian.AppendUint16(nil, model.ProtocolVersion)
+			msg = append(msg, byte(model.OpReadBlock))
+			return binary.BigEndian.AppendUint32(msg, model.MaxRequestLen+1+uint32(key%1000))
 		case 1: // a write longer than the datanode takes
-			hc.msg = model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1 << 40, Length: int64(max(cfg.MaxWrite, 1)) + 1 + int64(key%(1<<30)), Token: abuse.Token(1 << 40)})
+			return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1 << 40, Length: int64(max(cfg.MaxWrite, 1)) + 1 + int64(key%(1<<30)), Token: abuse.Token(1 << 40)})
 		default: // a read of more than the block holds
-			hc.msg = read(small, 1<<40)
+			return read(small, 1<<40)
 		}
 	case HostileTruncated:
 		full := read(small, 100)
-		hc.msg = full[:int(key%uint64(len(full)-1))+1]
+		return full[:int(key%uint64(len(full)-1))+1]
 	case HostileDrip:
-		hc.msg = model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: small, Length: 100,
+		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: small, Length: 100,
 			ClientName: string(model.BlockContent(key, model.MaxClientNameLen)), Token: abuse.Token(small)})
-		hc.c.SetWriteInterest(false)
-		h.hostileDrip(hc)
-		return
 	case HostileAnnounce:
 		length := int64(cfg.MaxWrite)
 		if length <= 0 {
 			length = int64(model.DefaultDatanodeConfig().MaxWrite)
 		}
-		hc.msg = model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1<<40 + key, Length: length, Token: abuse.Token(1<<40 + key)})
+		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1<<40 + key, Length: length, Token: abuse.Token(1<<40 + key)})
 	case HostileNonReader:
 		b := InitBlock{ID: cfg.MaxBlock, Size: hostileBlockSize}
 		for _, x := range cfg.Blocks {
@@ -344,17 +368,11 @@ func (h *harness) hostileStart(hc *hostileConn) {
 				b = x
 			}
 		}
-		hc.msg = read(b.ID, int64(b.Size))
-	case HostileMute:
-		hc.msg = read(small, 0)
-	case HostileQuitter:
-		hc.msg = read(small, 0)
+		return read(b.ID, int64(b.Size))
+	case HostileMute, HostileQuitter:
+		return read(small, 0)
 	}
-	h.hostileWrite(hc)
-	if hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg) {
-		_ = hc.c.Close()
-		hc.quitAt = hs.loop.Now()
-	}
+	return nil
 }
 
 func (h *harness) hostileWrite(hc *hostileConn) {
@@ -400,7 +418,7 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
-	hs.loop.AfterFunc(hc.peer.Gap, func() { h.hostileDial(hc) })
+	hs.loop.AfterFunc(hc.peer.Gap, hc.dial)
 }
 
 // scanHostile runs after events, at most once per hostileScan of virtual
