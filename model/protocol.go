@@ -190,14 +190,16 @@ func (e *ChecksumError) Error() string {
 // StatusOf maps an error from decoding or from the block store to the
 // status a server answers with.
 func StatusOf(err error) Status {
-	var pe *ProtocolError
-	var ce *ChecksumError
-	switch {
-	case err == nil:
+	if err == nil {
 		return StatusSuccess
-	case errors.As(err, &pe):
+	}
+	// (errors.AsType, not errors.As: As's target escapes, two allocations
+	// for every failed op.)
+	if pe, ok := errors.AsType[*ProtocolError](err); ok {
 		return pe.Status
-	case errors.As(err, &ce):
+	}
+	switch _, checksum := errors.AsType[*ChecksumError](err); {
+	case checksum:
 		return StatusErrorChecksum
 	case errors.Is(err, ErrAccessToken):
 		return StatusErrorAccessToken
