@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"strings"
+	"strconv"
 	"time"
 
 	"xceiver/model"
@@ -221,12 +221,35 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 
 // Log implements model.Process.
 func (p *Process) Log(kind string, kv ...any) {
-	var b strings.Builder
-	b.WriteString(kind)
+	var buf [128]byte
+	b := append(buf[:0], kind...)
 	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
+		b = append(b, ' ')
+		b = appendValue(b, kv[i])
+		b = append(b, '=')
+		b = appendValue(b, kv[i+1])
 	}
-	p.w.record(Event{Proc: p.name, Kind: "log", S: b.String()})
+	p.w.record(Event{Proc: p.name, Kind: "log", S: string(b)})
+}
+
+// appendValue appends v as fmt's %v would: strconv for the plain types
+// that most log values are (a failed op logs a few; fmt's state machine
+// was most of what logging cost), fmt for the rest, which includes every
+// named type (a String method decides there).
+func appendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case string:
+		return append(b, x...)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case uint64:
+		return strconv.AppendUint(b, x, 10)
+	case bool:
+		return strconv.AppendBool(b, x)
+	}
+	return fmt.Appendf(b, "%v", v)
 }
 
 // FDs implements model.Process.
