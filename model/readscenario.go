@@ -40,6 +40,10 @@ type ReadScenario struct {
 	// system time). It is read when the clients start and when the last
 	// one finishes, for ReadResult.CPU.
 	CPUTime func() time.Duration
+	// ProcessCPU, if set, reads one process's CPU so far (sim: its
+	// modelled CPU; real: what its callbacks and work used), read at the
+	// same two points for ReadResult.ServerCPU and ClientCPU.
+	ProcessCPU func(Process) time.Duration
 	// Bugs plants catalogued bugs in the scenario itself, so check shows
 	// it runs this code (properties/scenario.go).
 	Bugs ReadScenarioBugs
@@ -107,8 +111,10 @@ type ReadResult struct {
 	ServerEndHandles                int
 	FirstError                      string
 	// CPU is the CPU used from the clients' start to the last one's end
-	// (zero unless ReadScenario.CPUTime is set).
-	CPU time.Duration
+	// (zero unless ReadScenario.CPUTime is set); ServerCPU and ClientCPU
+	// are the datanode's and the clients' share of it (zero unless
+	// ReadScenario.ProcessCPU is set).
+	CPU, ServerCPU, ClientCPU time.Duration
 }
 
 // BlockContent is the deterministic content of block id in the read
@@ -159,7 +165,13 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 	var waiting []func() // their starters
 	var firstCall, lastReturn time.Duration
 	started := false
-	var cpu0 time.Duration
+	var cpu0, serverCPU0 time.Duration
+	procCPU := func(p Process) time.Duration {
+		if s.ProcessCPU == nil || p == nil {
+			return 0
+		}
+		return s.ProcessCPU(p)
+	}
 
 	clientEnd := func() {
 		for i, cp := range clientProcs {
@@ -225,6 +237,11 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 				res.Elapsed = lastReturn - firstCall
 				if s.CPUTime != nil {
 					res.CPU = s.CPUTime() - cpu0
+				}
+				// Clients are spawned after the start, from zero.
+				res.ServerCPU = procCPU(dnProc) - serverCPU0
+				for _, cp := range clientProcs {
+					res.ClientCPU += procCPU(cp)
 				}
 				settle()
 			}
@@ -365,6 +382,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			if s.CPUTime != nil {
 				cpu0 = s.CPUTime()
 			}
+			serverCPU0 = procCPU(p)
 			for i := 0; i < s.Clients; i++ {
 				startClient(i, addr)
 			}
@@ -380,6 +398,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 		if s.CPUTime != nil {
 			cpu0 = s.CPUTime()
 		}
+		serverCPU0 = procCPU(p)
 		for i := 0; i < s.Clients; i++ {
 			startClient(i, dn.Addr())
 		}

@@ -352,7 +352,11 @@ func (l *loop) callback(f func()) bool {
 	l.inCB = true
 	l.mu.Unlock()
 
-	l.protect(f)
+	if w.cfg.AccountCPU {
+		l.p.accounted(func() { l.protect(f) })
+	} else {
+		l.protect(f)
+	}
 
 	l.mu.Lock()
 	l.inCB = false

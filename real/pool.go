@@ -91,7 +91,13 @@ func (wp *pool) worker() {
 		wp.queue[0] = task{}
 		wp.queue = wp.queue[1:]
 		wp.mu.Unlock()
-		if wp.run(t.work) && t.done != nil {
+		ok := true
+		if wp.p.w.cfg.AccountCPU {
+			wp.p.accounted(func() { ok = wp.run(t.work) })
+		} else {
+			ok = wp.run(t.work)
+		}
+		if ok && t.done != nil {
 			t.l.Post(t.done)
 		}
 	}

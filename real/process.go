@@ -3,9 +3,11 @@ package real
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,6 +25,9 @@ type process struct {
 	fds  fdTable
 	// segments counts shared-memory mappings (segment.go).
 	segments atomic.Int64
+	// cpu is the thread CPU its callbacks and work used, in ns
+	// (Config.AccountCPU).
+	cpu atomic.Int64
 
 	mu           sync.Mutex
 	loops        map[*loop]struct{}
@@ -296,4 +301,36 @@ func (p *process) Dial(network, addr string, ml model.Loop, h model.Handler) (mo
 		return nil, err
 	}
 	return dial(p, l, network, addr, h)
+}
+
+// accounted runs f on one OS thread and adds the thread CPU it used to
+// p's (Config.AccountCPU). Locking the thread keeps both clock reads on
+// the same thread, should the goroutine be preempted in between.
+func (p *process) accounted(f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU()
+	f()
+	if d := threadCPU() - t0; d > 0 {
+		p.cpu.Add(d)
+	}
+}
+
+// threadCPU is the calling thread's CPU time in ns.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// CPUTime is the CPU p's callbacks and work have used so far, with
+// Config.AccountCPU (zero without it, or for a process of another world).
+func CPUTime(p model.Process) time.Duration {
+	rp, ok := p.(*process)
+	if !ok {
+		return 0
+	}
+	return time.Duration(rp.cpu.Load())
 }

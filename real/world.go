@@ -78,6 +78,12 @@ type Config struct {
 	// Settle is how long Close waits for fds and goroutines to return to
 	// their baseline. Zero means 2s.
 	Settle time.Duration
+	// AccountCPU charges each callback and work item the CPU its thread
+	// spent on it (CLOCK_THREAD_CPUTIME_ID read before and after, the
+	// goroutine held on its thread in between), to its process: CPUTime.
+	// What runs outside them (epoll_wait, Go's scheduler, the garbage
+	// collector) is no process's. It costs two clock reads per callback.
+	AccountCPU bool
 }
 
 // DefaultFDLimit is a process's fd limit when neither ProcessConfig nor

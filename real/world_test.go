@@ -412,3 +412,42 @@ func TestLeakCheck(t *testing.T) {
 		t.Errorf("Spawn after Close: %v", err)
 	}
 }
+
+// With AccountCPU a process is charged what its own callbacks and work
+// spent, and nothing of another process's.
+func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
+	w, err := New(Config{Seed: 1, Root: t.TempDir(), AccountCPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			t.Errorf("World.Close: %v", err)
+		}
+	})
+	spin := func(d time.Duration) {
+		for t0 := threadCPU(); time.Duration(threadCPU()-t0) < d; {
+		}
+	}
+	busy := spawn(t, w, "busy", 0, func(p model.Process) {
+		spin(20 * time.Millisecond)
+		wp := p.NewWorkerPool("w", 1)
+		wp.Submit(p.MainLoop(), func() { spin(20 * time.Millisecond) }, func() {
+			wp.Close()
+			p.World().Stop()
+		})
+	})
+	idle := spawn(t, w, "idle", 0, func(model.Process) {})
+	run(t, w, 10*time.Second)
+	b, i := CPUTime(busy), CPUTime(idle)
+	if b < 40*time.Millisecond || i > 5*time.Millisecond {
+		t.Errorf("CPUTime: busy %v (spun 40ms: a callback's 20 and its work's 20), idle %v", b, i)
+	}
+	// Without it nothing is charged.
+	w2 := newWorld(t)
+	p := spawn(t, w2, "busy", 0, func(p model.Process) { spin(5 * time.Millisecond); p.World().Stop() })
+	run(t, w2, 10*time.Second)
+	if c := CPUTime(p); c != 0 {
+		t.Errorf("CPUTime without AccountCPU = %v, want 0", c)
+	}
+}

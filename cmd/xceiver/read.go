@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/real"
 	"xceiver/sim"
 )
 
@@ -66,14 +67,26 @@ func worldCPU(w model.World) func() time.Duration {
 	return processCPU
 }
 
+// procCPU reads one process's CPU: modelled in sim; in real what its
+// callbacks and work used (real.Config.AccountCPU, which runReal sets
+// for read runs).
+func procCPU(p model.Process) time.Duration {
+	if sp, ok := p.(*sim.Process); ok {
+		return sp.CPUTime()
+	}
+	return real.CPUTime(p)
+}
+
 func (r readRunner) run(w model.World) (result, error) {
 	s := r.s
 	s.CPUTime = worldCPU(w)
+	s.ProcessCPU = procCPU
 	res, err := model.RunRead(w, s, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
 	st := res.Latencies.Summarize()
+	perOp := func(d time.Duration) float64 { return us(d) / float64(max(res.Ops, 1)) }
 	return result{
 		{"ops", res.Ops},
 		{"server", string(r.s.Server.Mode)}, {"clients", r.s.Clients}, {"read_size", r.s.ReadSize},
@@ -84,8 +97,14 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"mean_us", us(st.Mean)},
 		{"stall_share", res.Latencies.StallShare()},
 		{"throughput_mbps", res.ThroughputMBps()},
-		{"cpu_us_per_op", us(res.CPU) / float64(max(res.Ops, 1))},
+		{"cpu_us_per_op", perOp(res.CPU)},
 		{"cpu_cores", res.CPU.Seconds() / max(res.Elapsed.Seconds(), 1e-9)},
+		// Where the CPU went: the datanode's and the clients' threads,
+		// and (real only) the rest of the OS process's, outside every
+		// callback and work item: epoll_wait, Go's scheduler and GC.
+		{"server_cpu_us_per_op", perOp(res.ServerCPU)},
+		{"client_cpu_us_per_op", perOp(res.ClientCPU)},
+		{"other_cpu_us_per_op", perOp(res.CPU - res.ServerCPU - res.ClientCPU)},
 		{"server_peak_fds", res.ServerPeakFDs},
 		{"server_peak_threads", res.ServerPeakThr},
 		{"server_peak_open_block_files", res.PeakBlockFiles},

@@ -21,7 +21,8 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 			return nil, usagef("the fd limit (ulimit -n %d) is too low for this run, which needs about %d fds", lim.Cur, need)
 		}
 	}
-	w, err := real.New(real.Config{Seed: opt.seed, Root: opt.tmpdir})
+	_, account := r.(readRunner)
+	w, err := real.New(real.Config{Seed: opt.seed, Root: opt.tmpdir, AccountCPU: account})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
