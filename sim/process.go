@@ -417,6 +417,9 @@ type thread struct {
 	// woken is set when the thread was woken from sleep: its next
 	// callback pays CPUConfig.WakeupCPU.
 	woken bool
+	// held is 1 + the core this loop keeps while blocked in epoll_wait
+	// (CPUConfig.SyscallHold), 0 for none.
+	held int
 }
 
 // wakeDelay is how long a blocked thread takes to run after being woken
@@ -458,9 +461,12 @@ func (w *World) charge(d time.Duration) {
 // when a core frees, the head of the line runs, so many runnable threads
 // cost one wake-up each instead of a thundering herd.
 type cpu struct {
-	w      *World
-	cores  []time.Duration // when each core is next free
-	slices *slicer         // nil: the machine is this world's alone
+	w     *World
+	cores []time.Duration // when each core is next free
+	// holder is the loop that went idle on each core and holds it until
+	// cores[i] (CPUConfig.SyscallHold), or nil.
+	holder []*thread
+	slices *slicer // nil: the machine is this world's alone
 	waitQ  []func()
 	// wakeArmed: a wake is queued. Nothing cancels it, so it is a
 	// pooled event and wakeF is c.wake bound once.
@@ -470,7 +476,7 @@ type cpu struct {
 }
 
 func newCPU(w *World, n int) *cpu {
-	c := &cpu{w: w, cores: make([]time.Duration, n), slices: newSlicer(w, n)}
+	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n)}
 	c.wakeF = c.wake
 	return c
 }
@@ -481,17 +487,60 @@ func newCPU(w *World, n int) *cpu {
 // On a shared machine (slices.go) a thread that was runnable waits for its
 // core's next slice, but one just woken from sleep preempts the other
 // process, as Linux's wake-up preemption lets a sleeper do.
-func (c *cpu) free(woken bool) (int, bool) {
+//
+// A loop that still holds the core it went idle on (SyscallHold) takes it
+// back at once, ahead of the line, as a goroutine returning from a system
+// call takes back the processor it kept.
+func (c *cpu) free(t *thread, woken bool) (int, bool) {
+	if i, ok := c.takeHeld(t); ok {
+		return i, true
+	}
+	now := c.w.now
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
-	now := c.w.now
 	for i, t := range c.cores {
 		if t <= now && (woken || c.slices.runnable(i, now, now) == now) {
+			c.holder[i] = nil
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// takeHeld ends the hold of loop t on its core (SyscallHold) and returns
+// the core, if t still holds it.
+func (c *cpu) takeHeld(t *thread) (int, bool) {
+	if t == nil || t.held == 0 {
+		return 0, false
+	}
+	i := t.held - 1
+	t.held = 0
+	if c.holder[i] != t {
+		return 0, false
+	}
+	c.holder[i] = nil
+	if c.cores[i] <= c.w.now {
+		return 0, false
+	}
+	c.cores[i] = c.w.now
+	return i, true
+}
+
+// hold keeps core i from other threads after it frees, for loop t, which
+// went idle on it (CPUConfig.SyscallHold).
+func (c *cpu) hold(t *thread, i int) {
+	cfg := &c.w.cfg.CPU
+	if cfg.SyscallHold <= 0 && cfg.SyscallHoldSpread <= 0 {
+		return
+	}
+	d := cfg.SyscallHold
+	if cfg.SyscallHoldSpread > 0 {
+		d += time.Duration(c.w.cpuRand.Int64N(int64(cfg.SyscallHoldSpread)))
+	}
+	c.cores[i] += d
+	c.holder[i] = t
+	t.held = i + 1
 }
 
 func (c *cpu) wait(dispatch func()) {
@@ -528,7 +577,7 @@ func (c *cpu) wake() {
 	c.wakeArmed = false
 	c.waking = true
 	for len(c.waitQ) > 0 {
-		if _, ok := c.free(false); !ok {
+		if _, ok := c.free(nil, false); !ok {
 			break
 		}
 		f := c.waitQ[0]
@@ -722,7 +771,7 @@ func (l *Loop) dispatch() {
 		w.post(l.busyUntil, l.dispatchF)
 		return
 	}
-	c, ok := l.p.cpu.free(l.woken)
+	c, ok := l.p.cpu.free(&l.thread, l.woken)
 	if !ok {
 		l.scheduled = true
 		if l.boost {
@@ -763,6 +812,11 @@ func (l *Loop) dispatch() {
 		w.runOn(&l.thread, c, func() { t.lock.try(l, t.fn, false) })
 	default:
 		w.runOn(&l.thread, c, t.fn)
+	}
+	if l.head >= len(l.queue) {
+		// Nothing more to do: the loop blocks in epoll_wait, and Go
+		// lets its core go only when sysmon takes it back.
+		l.p.cpu.hold(&l.thread, c)
 	}
 	l.wake()
 }
@@ -910,7 +964,13 @@ func (wp *WorkerPool) dispatch() {
 			w.post(next, wp.dispatchF)
 			return
 		}
-		c, ok := wp.p.cpu.free(idle.busyUntil < w.now)
+		// Work a loop handed over just before it went idle runs on
+		// the core the loop holds: Go readies the worker on the loop's
+		// processor, and the loop yields it after each callback.
+		c, ok := wp.p.cpu.takeHeld(&wp.queue[0].loop.thread)
+		if !ok {
+			c, ok = wp.p.cpu.free(nil, idle.busyUntil < w.now)
+		}
 		if !ok {
 			wp.kicked = true
 			wp.p.cpu.wait(wp.dispatchF)

@@ -26,12 +26,21 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	// the TCP stack's per-KiB cost, and for the sender two segments'
 	// softirq per 64 KiB.
 	send := float64(c.CopyPerKB) + float64(c.Syscall)/64 + 2*float64(c.Softirq)/64 + float64(c.TCPSendPerKB)
-	recv := float64(c.CopyPerKB) + float64(c.Syscall)/64 + float64(c.TCPRecvPerKB)
+	recv := float64(c.CopyPerKB) + float64(c.Syscall+c.TCPRead)/64 + float64(c.TCPRecvPerKB)
 	if p.LoopbackSendPerKBNs == 0 || math.Abs(send-p.LoopbackSendPerKBNs) > 2 || math.Abs(recv-p.LoopbackRecvPerKBNs) > 2 {
 		t.Errorf("loopback %v+%v ns/KiB measured, the model charges %v+%v", p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, send, recv)
 	}
 	if c.Frame != ns(p.RPCFrameNs) || c.Parse != ns(p.ParseNs) || c.Inode != ns(p.InodeNs) || c.Token != ns(p.TokenNs) {
 		t.Errorf("rpc costs of %+v mapped to %+v", p, c)
+	}
+	// The request-response hop the model charges (a write with its
+	// segment, the reader's callback, wake-up and read) is the one
+	// measured.
+	if hop := 2*c.Syscall + c.Softirq + c.Callback + c.WakeupCPU + c.TCPRead; p.TCPHopCPUNs == 0 || math.Abs(float64(hop)-p.TCPHopCPUNs) > 2 {
+		t.Errorf("tcp hop %v ns measured, the model charges %v", p.TCPHopCPUNs, hop)
+	}
+	if c.SyscallHold != ns(p.SyscallHoldP10Ns) || c.SyscallHold+c.SyscallHoldSpread != ns(p.SyscallHoldP10Ns)+ns(p.SyscallHoldP90Ns-p.SyscallHoldP10Ns) {
+		t.Errorf("syscall hold %v + [0, %v), want the 10th to 90th percentile of %+v", c.SyscallHold, c.SyscallHoldSpread, p)
 	}
 	if d := DefaultCPUConfig(); c.Softirq != d.Softirq || c.ThreadStart != d.ThreadStart {
 		t.Errorf("an unmeasured cost changed: softirq %v, thread start %v", c.Softirq, c.ThreadStart)
@@ -176,5 +185,53 @@ func TestTCPPerKBCostsChargeTheWriterAndTheReader(t *testing.T) {
 	w1, r1 := cost(2*us, 3*us)
 	if w1-w0 != 64*us || r1-r0 != 96*us {
 		t.Errorf("32 KiB cost the writer %v and the reader %v more with 2 and 3 µs per KiB, want 64µs and 96µs", w1-w0, r1-r0)
+	}
+}
+
+// A loop that goes idle keeps its core for SyscallHold (Go leaves a
+// goroutine in epoll_wait its processor until sysmon takes it back): on
+// one core another loop waits that long, the loop's own next callback
+// does not, and work it handed to a worker runs on the held core at once.
+func TestSyscallHoldKeepsAnIdleLoopsCore(t *testing.T) {
+	const hold = 50 * us
+	run := func(hold time.Duration) (other, own, worker time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.HostCores = 1
+		cfg.CPU.SyscallHold = hold
+		w := New(cfg)
+		_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+			o, _ := p.NewLoop("other")
+			wp := p.NewWorkerPool("w", 1)
+			l := p.MainLoop()
+			l.AfterFunc(ms, func() {
+				t0 := l.Now()
+				o.Post(func() { other = o.Now() - t0 })
+			})
+			l.AfterFunc(2*ms, func() {
+				t0 := l.Now()
+				l.AfterFunc(10*us, func() { own = l.Now() - t0 })
+			})
+			l.AfterFunc(3*ms, func() {
+				t0 := l.Now()
+				wp.Submit(l, func() { worker = l.Now() - t0 }, nil)
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.RunFor(10 * ms)
+		return
+	}
+	cb := DefaultCPUConfig().Callback
+	o0, own0, wk0 := run(0)
+	o, own, wk := run(hold)
+	if o != o0+hold {
+		t.Errorf("another loop ran %v after the post with the hold, %v without: want %v more", o, o0, hold)
+	}
+	if own != own0 || own != 10*us+cb {
+		t.Errorf("the loop's own timer ran after %v (%v without the hold), want 10µs + callback %v", own, own0, cb)
+	}
+	if wk != wk0 {
+		t.Errorf("work handed over ran after %v with the hold, %v without: want no wait", wk, wk0)
 	}
 }

@@ -298,7 +298,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 			// Drained: reuse the queue's array instead of growing a new one.
 			c.rcv, c.rcvHead = c.rcv[:0], 0
 		}
-		c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPRecvPerKB) * int64(n) / 1024))
+		c.w.charge(c.w.cfg.CPU.TCPRead + time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPRecvPerKB)*int64(n)/1024))
 		c.cleanupRbuf(n)
 		c.w.softirq()
 		return n, nil

@@ -96,11 +96,23 @@ type CPUConfig struct {
 	// misses); charged to the calling thread. Zero in the hand-set
 	// defaults.
 	TCPSendPerKB, TCPRecvPerKB time.Duration
+	// TCPRead is the CPU of a TCP read that returns data beyond the
+	// syscall and the per-KiB costs (the receive queue's skbs freed, the
+	// window update): what a small request-response hop costs beyond an
+	// eventfd wake-up. Zero in the hand-set defaults.
+	TCPRead time.Duration
 	// SliceOn and SliceOff model a machine other processes share: each
 	// core runs this world's threads for slices of about SliceOn, with
 	// gaps of about SliceOff between them (slices.go). Zero: the machine
 	// is this world's alone, as in the hand-set defaults.
 	SliceOn, SliceOff time.Duration
+	// SyscallHold plus a uniform draw from [0, SyscallHoldSpread) is how
+	// long a loop that goes idle (blocks in epoll_wait) keeps its core
+	// from the world's other threads: Go leaves a goroutine in a system
+	// call its processor until sysmon takes it back. Work for the loop
+	// itself within that time takes the core back at once. Zero in the
+	// hand-set defaults.
+	SyscallHold, SyscallHoldSpread time.Duration
 }
 
 // DefaultCPUConfig returns costs of a current x86 core, set by hand, with

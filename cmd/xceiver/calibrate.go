@@ -199,11 +199,31 @@ func calibrate() (sim.Profile, error) {
 	}
 
 	sys := (p.ReadNs + p.WriteNs)
-	c0 := processCPU()
-	w := wakeups(2000, 0)
 	// Both goroutines' CPU, per hop: what one wake-up costs the machine
-	// beyond the latency, the eventfd write and read included.
-	p.WakeupCPUNs = float64((processCPU() - c0).Nanoseconds()) / float64(2*2000)
+	// beyond the latency, the eventfd write and read included; and the
+	// same over TCP. They alternate, three rounds, and each keeps its
+	// median, so the difference (a segment's cost) is from the same
+	// moments of a shared machine.
+	var w, evCPU, tcpCPU []float64
+	for range 3 {
+		c0 := processCPU()
+		w = append(w, wakeups(1000, 0)...)
+		evCPU = append(evCPU, float64((processCPU()-c0).Nanoseconds())/float64(2*1000))
+		hop, err := tcpHops(1000)
+		if err != nil {
+			return p, err
+		}
+		tcpCPU = append(tcpCPU, hop)
+	}
+	slices.Sort(w)
+	slices.Sort(evCPU)
+	slices.Sort(tcpCPU)
+	p.WakeupCPUNs, p.TCPHopCPUNs = evCPU[1], tcpCPU[1]
+	hold, err := syscallHold(300)
+	if err != nil {
+		return p, err
+	}
+	p.SyscallHoldP10Ns, p.SyscallHoldP50Ns, p.SyscallHoldP90Ns = pct(hold, 10, 0), pct(hold, 50, 0), pct(hold, 90, 0)
 	sliceOn, sliceOff, cores := timeSlices(300 * time.Millisecond)
 	p.SliceOnNs, p.SliceOffNs, p.AvailableCores = float64(sliceOn.Nanoseconds()), float64(sliceOff.Nanoseconds()), cores
 	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)
@@ -540,4 +560,152 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// tcpHops measures a small request-response exchange as the real world's
+// loops make one: two goroutines, each blocked in epoll_wait on its end
+// of a loopback TCP connection (non-blocking, TCP_NODELAY), bounce a
+// 64-byte message n times. It returns the process CPU per hop: the
+// write with the segment's input path on the sender's CPU, the wake-up
+// of the blocked reader, its epoll_wait return and read, and Go's
+// scheduler in between.
+func tcpHops(n int) (float64, error) {
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(lfd)
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return 0, fmt.Errorf("bind: %w", err)
+	}
+	if err := unix.Listen(lfd, 1); err != nil {
+		return 0, fmt.Errorf("listen: %w", err)
+	}
+	sa, err := unix.Getsockname(lfd)
+	if err != nil {
+		return 0, fmt.Errorf("getsockname: %w", err)
+	}
+	cfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(cfd)
+	if err := unix.Connect(cfd, sa); err != nil {
+		return 0, fmt.Errorf("connect: %w", err)
+	}
+	afd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+	if err != nil {
+		return 0, fmt.Errorf("accept: %w", err)
+	}
+	defer unix.Close(afd)
+	type end struct{ fd, ep int }
+	var ends [2]end
+	for i, fd := range []int{cfd, afd} {
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		if err := unix.SetNonblock(fd, true); err != nil {
+			return 0, fmt.Errorf("nonblock: %w", err)
+		}
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return 0, fmt.Errorf("epoll_create: %w", err)
+		}
+		defer unix.Close(ep)
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return 0, fmt.Errorf("epoll_ctl: %w", err)
+		}
+		ends[i] = end{fd, ep}
+	}
+	msg := make([]byte, 64)
+	// bounce waits for a whole message on e and sends one back; false
+	// once the peer is gone. Like a loop, it reads once epoll_wait says
+	// the socket is readable: one read per message.
+	bounce := func(e end, evs []unix.EpollEvent, buf []byte, reply bool) bool {
+		got := 0
+		for got < len(msg) {
+			if _, err := unix.EpollWait(e.ep, evs, -1); err != nil && err != unix.EINTR {
+				return false
+			}
+			k, err := unix.Read(e.fd, buf[got:len(msg)])
+			switch {
+			case err == unix.EAGAIN || err == unix.EINTR:
+				continue
+			case err != nil || k == 0:
+				return false
+			}
+			got += k
+		}
+		if reply {
+			unix.Write(e.fd, msg)
+		}
+		return true
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		evs, buf := make([]unix.EpollEvent, 1), make([]byte, len(msg))
+		for range n {
+			if !bounce(ends[1], evs, buf, true) {
+				return
+			}
+		}
+	}()
+	evs, buf := make([]unix.EpollEvent, 1), make([]byte, len(msg))
+	c0 := processCPU()
+	for range n {
+		unix.Write(ends[0].fd, msg)
+		if !bounce(ends[0], evs, buf, false) {
+			return 0, fmt.Errorf("request-response: the peer closed")
+		}
+	}
+	cpu := processCPU() - c0
+	<-done
+	return float64(cpu.Nanoseconds()) / float64(2*n), nil
+}
+
+// syscallHold measures how long a goroutine blocked in a system call
+// keeps its processor from a runnable goroutine: with one processor, a
+// goroutine started just before another blocks in epoll_wait runs only
+// once Go's sysmon takes the processor back (after one to two of its
+// ticks, 20 µs or more). The real world's loops block in epoll_wait, so
+// each time one goes idle its core is lost to the others that long.
+// Returned sorted, in ns.
+func syscallHold(n int) ([]float64, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create: %w", err)
+	}
+	defer unix.Close(ep)
+	ev, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	defer unix.Close(ev)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, ev, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(ev)}); err != nil {
+		return nil, fmt.Errorf("epoll_ctl: %w", err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	evs := make([]unix.EpollEvent, 1)
+	var cnt [8]byte
+	var out []float64
+	for range n {
+		var ran time.Time
+		done := make(chan struct{})
+		start := time.Now()
+		go func() {
+			ran = time.Now()
+			unix.Write(ev, one)
+			close(done)
+		}()
+		for {
+			if k, err := unix.EpollWait(ep, evs, -1); k == 1 || err != nil && err != unix.EINTR {
+				break
+			}
+		}
+		unix.Read(ev, cnt[:])
+		<-done
+		out = append(out, float64(ran.Sub(start).Nanoseconds()))
+	}
+	slices.Sort(out)
+	return out, nil
 }

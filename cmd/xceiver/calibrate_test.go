@@ -29,6 +29,11 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if p.LoopbackSendPerKBNs <= 0 || p.LoopbackRecvPerKBNs <= 0 || p.WakeupCPUNs <= 0 {
 		t.Errorf("loopback %v+%v ns/KiB, wake-up %v ns of CPU: want each measured", p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, p.WakeupCPUNs)
 	}
+	// A hop over TCP is an eventfd hop's wake-up and more; sysmon's
+	// tick is 20 µs, and a processor is taken back after one at least.
+	if p.TCPHopCPUNs <= 0 || p.SyscallHoldP10Ns < 20e3 || p.SyscallHoldP90Ns > 1e9 {
+		t.Errorf("tcp hop %v ns of CPU, syscall hold %v to %v ns", p.TCPHopCPUNs, p.SyscallHoldP10Ns, p.SyscallHoldP90Ns)
+	}
 	// A spinning thread per core cannot get more than the cores, and
 	// gets some of them however loaded the machine is.
 	if n := float64(runtime.NumCPU()); p.AvailableCores <= 0 || p.AvailableCores > n*1.1 || p.SliceOnNs <= 0 || p.SliceOffNs < 0 {

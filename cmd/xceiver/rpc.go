@@ -57,9 +57,14 @@ type rpcRunner struct{ s namespace.Scenario }
 // running thread take it, so with wake-ups every contended namespace or
 // call-queue lock hand-off would cost a wake-up (the mutex rows fall to
 // about 50% CPU, 78k calls/s): a figure of the lock model, not the server.
+//
+// Nor does a handler going idle hold its core (SyscallHold): that is Go's
+// runtime under the real world's loops, where HADOOP-6713's servers are
+// Java threads the kernel schedules.
 func (r rpcRunner) simConfig(c *sim.Config) {
 	c.HostCores = 0
 	c.CPU.Wakeup, c.CPU.WakeupSpread = 0, 0
+	c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0
 }
 
 func (r rpcRunner) run(w model.World) (result, error) {
