@@ -35,7 +35,13 @@ type DiskFaults struct {
 	ReadEIO   float64       // probability that a read fails with EIO
 	WriteEIO  float64       // probability that a write fails with EIO
 	SlowIO    float64       // probability that an I/O is slow
-	SlowDelay time.Duration // extra latency of a slow I/O
+	SlowDelay time.Duration // extra latency of a slow I/O (or fsync)
+	// SyncEIO and SlowSync are the probabilities that an fsync fails with
+	// EIO (the data it was to make durable stays in the page cache: a
+	// process crash keeps it) or takes SlowDelay longer. They are separate
+	// from the read and write faults so that runs drawing only those see
+	// the same fsyncs.
+	SyncEIO, SlowSync float64
 }
 
 const pageSize = 4096
@@ -407,7 +413,16 @@ func (f *File) Sync() error {
 	if err := f.d.step(true, nil); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
-	f.d.w.wait(f.d.w.cfg.Disk.Latency)
+	d, w := f.d, f.d.w
+	if d.faults.SyncEIO > 0 && w.diskRand.Float64() < d.faults.SyncEIO {
+		w.record(Event{Proc: f.p.name, Kind: "diskErr", Conn: f.ino.ino, S: "fsync EIO"})
+		return fmt.Errorf("fsync: %w", model.ErrIO)
+	}
+	lat := w.cfg.Disk.Latency
+	if d.faults.SlowSync > 0 && w.diskRand.Float64() < d.faults.SlowSync {
+		lat += d.faults.SlowDelay
+	}
+	w.wait(lat)
 	return nil
 }
 

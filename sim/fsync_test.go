@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -44,5 +45,60 @@ func TestFsyncWaitsWithoutCPU(t *testing.T) {
 	}
 	if cpu := proc.CPUTime(); cpu >= lat {
 		t.Errorf("process used %v CPU, want far less than the %v fsync", cpu, lat)
+	}
+}
+
+// Sync faults: an fsync fails with EIO or waits SlowDelay longer, still
+// without CPU; the bytes written before a failed fsync are in the page
+// cache, so the file holds them (a process crash would keep them).
+func TestFsyncFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		faults  DiskFaults
+		wantErr bool
+		atLeast time.Duration
+	}{
+		{"eio", DiskFaults{SyncEIO: 1}, true, 0},
+		{"slow", DiskFaults{SlowSync: 1, SlowDelay: 5 * ms}, false, 5 * ms},
+		{"none", DiskFaults{SlowIO: 1, SlowDelay: 5 * ms}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig(1)
+			w := New(cfg)
+			var took time.Duration
+			var err error
+			var size int64
+			sp, _ := w.Spawn("p", model.ProcessConfig{Cores: 1}, func(p model.Process) {
+				p.(*Process).SimDisk().SetFaults(tc.faults)
+				f, oerr := p.Disk().Open("log", model.ReadWrite|model.Create, model.FDFile)
+				if oerr != nil {
+					t.Fatal(oerr)
+				}
+				l := p.MainLoop()
+				t0 := l.Now()
+				if _, werr := f.WriteAt([]byte("edit"), 0); werr != nil {
+					t.Fatal(werr)
+				}
+				err = f.Sync()
+				took = l.Now() - t0
+				size, _ = f.Size()
+			})
+			w.RunFor(20 * ms)
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, model.ErrIO)) {
+				t.Fatalf("fsync error %v, want EIO %v", err, tc.wantErr)
+			}
+			if size != 4 {
+				t.Errorf("file holds %d bytes after the fsync, want the 4 written", size)
+			}
+			if !tc.wantErr && took < cfg.Disk.Latency+tc.atLeast {
+				t.Errorf("fsync took %v, want at least %v", took, cfg.Disk.Latency+tc.atLeast)
+			}
+			if tc.atLeast == 0 && took >= 5*ms {
+				t.Errorf("fsync took %v: a read/write fault slowed it", took)
+			}
+			if cpu := sp.(*Process).CPUTime(); cpu >= cfg.Disk.Latency {
+				t.Errorf("process used %v CPU, want far less than the fsync's wait", cpu)
+			}
+		})
 	}
 }
