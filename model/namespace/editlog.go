@@ -15,24 +15,35 @@ import (
 // own loop; the write and fsync run on a worker, so the loop is never
 // blocked in the disk. (Hadoop 0.20's handler that found no sync running did
 // the sync itself while the others waited for it; the waits are the same.)
+//
+// A failed write or fsync is fatal, as in HDFS (FSEditLog exits the
+// namenode when no edits directory is left): the edits it carried are
+// never answered, nothing more is synced, and fatal is told. The changes
+// were visible in memory meanwhile — HDFS's readers see an edit as soon as
+// its writer releases the lock, before logSync — so a namenode that dies
+// loses the ones its log does not hold, and a restart replays the log.
 type editLog struct {
-	p    model.Process
-	loop model.Loop
-	pool model.WorkerPool
-	f    model.File
-	off  int64
+	p     model.Process
+	loop  model.Loop
+	pool  model.WorkerPool
+	f     model.File
+	off   int64
+	fatal func(error)
+	bugs  Bugs
 
 	buf     []byte // edits logged since the sync in flight began
-	waiting []func(error)
+	waiting []func()
 	syncing bool
+	failed  bool
 	// Syncs and Edits count group commits and the edits they carried, and
 	// Failed the syncs that failed (on loop).
 	Syncs, Edits, Failed int
 }
 
-// openEditLog opens (truncating) the log at path on p's disk.
-func openEditLog(p model.Process, path string) (*editLog, error) {
-	f, err := p.Disk().Open(path, model.ReadWrite|model.Create|model.Truncate, model.FDFile)
+// openEditLog opens (creating) the log at path on p's disk; replay reads
+// what an earlier run of the namenode left in it.
+func openEditLog(p model.Process, path string, fatal func(error), bugs Bugs) (*editLog, error) {
+	f, err := p.Disk().Open(path, model.ReadWrite|model.Create, model.FDFile)
 	if err != nil {
 		return nil, fmt.Errorf("edit log %s: %w", path, err)
 	}
@@ -41,17 +52,49 @@ func openEditLog(p model.Process, path string) (*editLog, error) {
 		f.Close()
 		return nil, fmt.Errorf("edit log: %w", err)
 	}
-	return &editLog{p: p, loop: loop, pool: p.NewWorkerPool("editlog-sync", 1), f: f}, nil
+	return &editLog{p: p, loop: loop, pool: p.NewWorkerPool("editlog-sync", 1), f: f, fatal: fatal, bugs: bugs}, nil
+}
+
+// replay calls apply with every whole record of the log in transaction
+// order, from txid 1, and returns the last txid. The log ends at the first
+// record that is cut short, does not decode or does not follow its
+// predecessor (a write torn by a crash, or bytes of an older, longer
+// tail); the next sync writes over it.
+func (el *editLog) replay(apply func(Request)) (uint64, error) {
+	size, err := el.f.Size()
+	if err != nil {
+		return 0, fmt.Errorf("edit log: %w", err)
+	}
+	b := make([]byte, size)
+	if size > 0 {
+		if _, err := el.f.ReadAt(b, 0); err != nil {
+			return 0, fmt.Errorf("edit log: read: %w", err)
+		}
+	}
+	var txid uint64
+	off := 0
+	for {
+		r, id, n, ok := decodeEditRecord(b[off:])
+		if !ok || id != txid+1 {
+			break
+		}
+		apply(r)
+		txid, off = id, off+n
+	}
+	el.off = int64(off)
+	return txid, nil
 }
 
 // log hands the edit rec to the log and calls synced, on loop, once it is
-// durable (or the sync failed). Call it under the namespace lock held
-// exclusively: the posts, and so the edits, are in the order the lock
-// ordered the changes.
-func (el *editLog) log(loop model.Loop, rec []byte, synced func(error)) {
+// durable. Call it under the namespace lock held exclusively: the posts,
+// and so the edits, are in the order the lock ordered the changes.
+func (el *editLog) log(loop model.Loop, rec []byte, synced func()) {
 	el.loop.Post(func() {
+		if el.failed {
+			return // the namenode is going down: never answered
+		}
 		el.buf = append(el.buf, rec...)
-		el.waiting = append(el.waiting, func(err error) { loop.Post(func() { synced(err) }) })
+		el.waiting = append(el.waiting, func() { loop.Post(synced) })
 		el.Edits++
 		if !el.syncing {
 			el.sync()
@@ -77,13 +120,19 @@ func (el *editLog) sync() {
 		el.syncing = false
 		if err != nil {
 			el.Failed++
+			el.failed = true
+			el.buf, el.waiting = nil, nil
 			el.p.Log("editlog-sync-failed", "err", err.Error())
-			err = fmt.Errorf("edit log: %w", err)
+			el.fatal(fmt.Errorf("edit log: sync failed, the namenode cannot go on: %w", err))
+			return
 		}
 		for _, w := range waiting {
-			w(err)
+			w()
 		}
-		if len(el.waiting) > 0 {
+		if el.bugs.LoseGroupWaiters {
+			el.waiting = nil // the bug: edits logged meanwhile go out, their handlers wait forever
+		}
+		if len(el.buf) > 0 {
 			el.sync()
 		}
 	})
@@ -106,4 +155,23 @@ func editRecord(txid uint64, r Request) []byte {
 	b = binary.BigEndian.AppendUint64(b, txid)
 	b = append(b, r.Method)
 	return append(b, body...)
+}
+
+// decodeEditRecord decodes the record b starts with and its size; ok is
+// false for one cut short or malformed.
+func decodeEditRecord(b []byte) (r Request, txid uint64, n int, ok bool) {
+	if len(b) < 4 {
+		return r, 0, 0, false
+	}
+	size := binary.BigEndian.Uint32(b)
+	if size < 9 || uint64(size) > uint64(len(b)-4) {
+		return r, 0, 0, false
+	}
+	txid = binary.BigEndian.Uint64(b[4:])
+	m := b[12]
+	if !changes(m) {
+		return r, 0, 0, false
+	}
+	r, ok = DecodeRequest(m, b[13:4+size])
+	return r, txid, 4 + int(size), ok
 }

@@ -15,6 +15,9 @@ type NamenodeConfig struct {
 	// Datanode configures the namenode's datanode client, which deletes
 	// invalidated blocks; with no address, blocks are left in place.
 	Datanode model.ClientConfig
+	// Image, if set, loads the namespace the edit log continues (HDFS's
+	// fsimage) before the log is replayed.
+	Image func(*Namespace)
 }
 
 // Namenode is a namespace behind an rpc server.
@@ -36,6 +39,13 @@ func StartNamenode(p model.Process, loop model.Loop, cfg NamenodeConfig) (*Namen
 	ns, err := New(p, cfg.Namespace)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Image != nil {
+		cfg.Image(ns)
+	}
+	if _, err := ns.Replay(); err != nil {
+		ns.Close()
+		return nil, fmt.Errorf("namenode: %w", err)
 	}
 	nn := &Namenode{NS: ns, loop: loop}
 	if cfg.Datanode.Datanode != "" {

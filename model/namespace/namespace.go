@@ -47,8 +47,29 @@ type Config struct {
 	TokenLifetime time.Duration
 	// EditLog is the path, on the process's disk, of the log that makes
 	// every change durable before it is answered (Hadoop's edits file);
-	// "" keeps changes in memory only.
+	// "" keeps changes in memory only. A log left by an earlier run is
+	// replayed by Replay.
 	EditLog string
+	// Fatal is told when the edit log cannot make changes durable; the
+	// namenode must stop (HDFS exits). nil: the world fails with it.
+	Fatal func(error)
+	Bugs  Bugs
+}
+
+// Bugs are catalogued namespace bugs (check --bug), all off by default.
+type Bugs struct {
+	// AnswerBeforeSync answers a change once it is logged, before the
+	// sync that makes it durable.
+	AnswerBeforeSync bool
+	// LoseGroupWaiters forgets the handlers whose edits were logged while
+	// a sync was in flight: their edits go out in the next group commit,
+	// their calls are never answered.
+	LoseGroupWaiters bool
+	// InvalidateBeforeSync tells the datanode to delete a deleted file's
+	// blocks before the delete is durable (under the lock), so a namenode
+	// that dies before the sync comes back with a file whose blocks are
+	// gone. HDFS removes the blocks only after logSync.
+	InvalidateBeforeSync bool
 }
 
 // Namespace is the tree and its lock. It implements rpc.Service.
@@ -61,9 +82,10 @@ type Namespace struct {
 	nextBlock uint64
 	log       *editLog
 	txid      uint64 // last change logged; under the lock held exclusively
-	// Invalidate is told the blocks of deleted files, under the lock; it
-	// must only hand them on (post to another loop), as a namenode queues
-	// invalidations for the datanode's next heartbeat.
+	gone      []uint64 // blocks of files the op under the lock deleted
+	// Invalidate is told the blocks of deleted files once the delete is
+	// durable; it must only hand them on (post to another loop), as a
+	// namenode queues invalidations for the datanode's next heartbeat.
 	Invalidate func(blocks []uint64)
 }
 
@@ -94,7 +116,11 @@ func New(p model.Process, cfg Config) (*Namespace, error) {
 	ns := &Namespace{cfg: cfg, p: p, root: newDir(), nextBlock: cfg.FirstBlock}
 	if cfg.EditLog != "" {
 		var err error
-		if ns.log, err = openEditLog(p, cfg.EditLog); err != nil {
+		fatal := cfg.Fatal
+		if fatal == nil {
+			fatal = p.World().Fail
+		}
+		if ns.log, err = openEditLog(p, cfg.EditLog, fatal, cfg.Bugs); err != nil {
 			return nil, fmt.Errorf("namespace: %w", err)
 		}
 	}
@@ -148,6 +174,10 @@ func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done f
 	req := c.req
 	apply := func() {
 		resp, code := ns.Apply(req)
+		var gone []uint64
+		if changes(method) { // held exclusively: readers must not write
+			gone, ns.gone = ns.gone, nil
+		}
 		if code != OK {
 			done(rpc.StatusError, []byte{byte(code)})
 			return
@@ -155,21 +185,30 @@ func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done f
 		ns.p.CPU(model.CPUParse, 1)
 		body := EncodeResponse(method, resp)
 		if ns.log == nil || !changes(method) {
+			ns.invalidate(gone)
 			done(rpc.StatusOK, body)
 			return
 		}
 		// The change is logged under the lock and answered once the log
 		// is synced, the lock released meanwhile (FSEditLog's logEdit,
-		// then logSync).
+		// then logSync); a deleted file's blocks go to the datanode only
+		// then, as FSNamesystem.delete removes them after logSync.
 		ns.txid++
 		ns.p.CPU(model.CPUParse, 1)
-		ns.log.log(loop, editRecord(ns.txid, req), func(err error) {
-			if err != nil {
-				done(rpc.StatusError, []byte{byte(EIO)})
-				return
+		bugs := ns.cfg.Bugs
+		if bugs.InvalidateBeforeSync {
+			ns.invalidate(gone)
+			gone = nil
+		}
+		ns.log.log(loop, editRecord(ns.txid, req), func() {
+			ns.invalidate(gone)
+			if !bugs.AnswerBeforeSync {
+				done(rpc.StatusOK, body)
 			}
-			done(rpc.StatusOK, body)
 		})
+		if bugs.AnswerBeforeSync {
+			done(rpc.StatusOK, body)
+		}
 	}
 	if ns.rw != nil && (method == MethodList || method == MethodGetBlockLocations) {
 		ns.rw.RDo(loop, apply)
@@ -177,6 +216,51 @@ func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done f
 	}
 	ns.mu.Do(loop, apply)
 }
+
+func (ns *Namespace) invalidate(blocks []uint64) {
+	if len(blocks) > 0 && ns.Invalidate != nil {
+		ns.Invalidate(blocks)
+	}
+}
+
+// Replay applies the changes the edit log holds (from an earlier run of
+// the namenode, which this one restarts) and returns how many; call it
+// once, before serving, after loading the image the log continues.
+func (ns *Namespace) Replay() (int, error) {
+	if ns.log == nil {
+		return 0, nil
+	}
+	n := 0
+	last, err := ns.log.replay(func(r Request) {
+		n++
+		if _, code := ns.Apply(r); code != OK {
+			// Logged changes were applied once; a refusal now means the
+			// image is not the one the log continues.
+			ns.p.Log("editlog-replay-refused", "method", MethodName(r.Method), "path", r.Path, "code", code.String())
+		}
+		ns.gone = nil // invalidated by the run that logged the delete
+	})
+	ns.txid = last
+	return n, err
+}
+
+// Walk calls fn for every file and directory below the root, parents
+// before children, in name order (the model-based checks compare trees).
+func (ns *Namespace) Walk(fn func(path string, dir, complete bool, blocks []Location)) {
+	var walk func(prefix string, n *inode)
+	walk = func(prefix string, n *inode) {
+		for _, name := range slices.Sorted(maps.Keys(n.children)) {
+			c := n.children[name]
+			p := prefix + "/" + name
+			fn(p, c.dir, c.complete, c.blocks)
+			walk(p, c)
+		}
+	}
+	walk("", ns.root)
+}
+
+// NextBlock is the id the next created block gets.
+func (ns *Namespace) NextBlock() uint64 { return ns.nextBlock }
 
 // changes reports whether method changes the tree (and so is logged).
 func changes(method uint8) bool {
@@ -313,11 +397,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			return Response{}, ENOENT
 		}
 		delete(parent.children, name)
-		var gone []uint64
-		n.collect(&gone)
-		if len(gone) > 0 && ns.Invalidate != nil {
-			ns.Invalidate(gone)
-		}
+		n.collect(&ns.gone)
 		return Response{}, OK
 	case MethodRename:
 		dst, ok := SplitPath(r.Dst)

@@ -51,10 +51,9 @@ const (
 	EINVAL      Code = 5 // bad path, rename into itself, complete that does not match
 	EINCOMPLETE Code = 6 // the file is still being written
 	EBADREQ     Code = 7 // the request did not decode
-	EIO         Code = 8 // the change could not be made durable (the edit log's sync failed)
 )
 
-var codeNames = [...]string{"ok", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "EINVAL", "EINCOMPLETE", "EBADREQ", "EIO"}
+var codeNames = [...]string{"ok", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "EINVAL", "EINCOMPLETE", "EBADREQ"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
