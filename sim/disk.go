@@ -53,6 +53,10 @@ type inode struct {
 	refs   int
 	cached []bool   // per page
 	words  []uint64 // a shared-memory segment's contents (segment.go)
+	// durable is the contents as of the last fsync, and dirty says the
+	// contents changed since (only on a disk that tracks durability).
+	durable []byte
+	dirty   bool
 }
 
 // Disk is a process's simulated file system. Names map to inodes; an open
@@ -67,6 +71,40 @@ type Disk struct {
 	crashAt *crashPoint
 	// Reads and Writes count operations, for experiments and tests.
 	Reads, Writes int
+	// track: writes are durable only once fsynced (PowerLoss).
+	track bool
+}
+
+// TrackDurability makes the disk remember what each file held at its
+// last fsync, so that PowerLoss can take back the writes no fsync made
+// durable. What the files hold now counts as durable.
+func (d *Disk) TrackDurability() {
+	if d.track {
+		return
+	}
+	d.track = true
+	for _, name := range d.sortedNames() {
+		ino := d.names[name]
+		ino.durable, ino.dirty = slices.Clone(ino.data), false
+	}
+}
+
+// PowerLoss takes back every write no fsync made durable, as a host that
+// loses power does (the page cache is gone); the files keep their names.
+// Crash the process first: its threads must not see the change.
+func (d *Disk) PowerLoss() {
+	if !d.track {
+		return
+	}
+	d.w.fault(d.p.name, 0, "power loss: unsynced writes lost")
+	for _, name := range d.sortedNames() {
+		ino := d.names[name]
+		if !ino.dirty {
+			continue
+		}
+		d.used += int64(len(ino.durable)) - int64(len(ino.data))
+		ino.data, ino.dirty, ino.cached = slices.Clone(ino.durable), false, nil
+	}
 }
 
 func newDisk(w *World, p *Process) *Disk {
@@ -127,6 +165,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		d.used -= int64(len(ino.data))
 		ino.data = ino.data[:0:0]
 		ino.cached = nil
+		ino.dirty = true
 	}
 	ino.refs++
 	f := &File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen}
@@ -394,6 +433,7 @@ func (f *File) apply(b []byte, off int64) {
 		f.d.used += grow
 	}
 	copy(f.ino.data[off:], b)
+	f.ino.dirty = true
 	f.d.w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
 }
 
@@ -423,6 +463,9 @@ func (f *File) Sync() error {
 		lat += d.faults.SlowDelay
 	}
 	w.wait(lat)
+	if d.track && f.ino.dirty {
+		f.ino.durable, f.ino.dirty = slices.Clone(f.ino.data), false
+	}
 	return nil
 }
 

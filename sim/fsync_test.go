@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -100,5 +101,34 @@ func TestFsyncFaults(t *testing.T) {
 				t.Errorf("process used %v CPU, want far less than the fsync's wait", cpu)
 			}
 		})
+	}
+}
+
+// A power loss takes back the writes no fsync made durable, and only
+// those; a file created and never synced comes back empty.
+func TestPowerLossKeepsOnlySyncedWrites(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var sizes []int64
+	w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		d := p.(*Process).SimDisk()
+		d.TrackDurability()
+		f, _ := p.Disk().Open("log", model.ReadWrite|model.Create, model.FDFile)
+		g, _ := p.Disk().Open("other", model.ReadWrite|model.Create, model.FDFile)
+		f.WriteAt([]byte("synced"), 0)
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte("-lost"), 6)
+		g.WriteAt([]byte("never synced"), 0)
+		p.(*Process).Crash()
+		d.PowerLoss()
+		for _, name := range []string{"log", "other"} {
+			n, _ := p.(*Process).FileSize(name)
+			sizes = append(sizes, n)
+		}
+	})
+	w.RunFor(10 * ms)
+	if fmt.Sprint(sizes) != "[6 0]" {
+		t.Errorf("after the power loss the files hold %v bytes, want [6 0]", sizes)
 	}
 }
