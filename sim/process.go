@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -160,7 +161,9 @@ func (p *Process) NewWorkerPool(name string, n int) model.WorkerPool {
 }
 
 // NewLock implements model.Process.
-func (p *Process) NewLock(name string) model.Lock { return &Lock{p: p, name: name} }
+func (p *Process) NewLock(name string) model.Lock {
+	return &Lock{p: p, name: name, barging: p.w.cfg.BargingLocks}
+}
 
 // Listen implements model.Process.
 func (p *Process) Listen(network, addr string, backlog int, loop model.Loop) (model.Listener, error) {
@@ -1017,15 +1020,20 @@ func (wp *WorkerPool) Close() {
 // spends inside. A thread that finds it held (on another core, in virtual
 // time) queues; the lock is handed to the first in line when it frees, so
 // contention costs time as it would on a fair mutex, without a thundering
-// herd of retries.
+// herd of retries. A barging lock (Config.BargingLocks) wakes the first in
+// line instead of handing it the lock: whoever runs first takes it.
 type Lock struct {
 	p         *Process
 	name      string
 	busyUntil time.Duration
-	reserved  bool // handed to the head of waiters, which has not run yet
-	waiters   []lockWaiter
-	// Acquisitions and Contended count uses, for experiments.
-	Acquisitions, Contended int
+	// reserved: handed to the head of waiters, which has not run yet; on
+	// a barging lock, the head was woken and has not run yet.
+	reserved bool
+	barging  bool
+	waiters  []lockWaiter
+	// Acquisitions and Contended count uses, for experiments; Barged
+	// counts acquisitions ahead of a woken waiter (barging only).
+	Acquisitions, Contended, Barged int
 }
 
 type lockWaiter struct {
@@ -1044,6 +1052,10 @@ func (lk *Lock) Do(loop model.Loop, f func()) {
 
 func (lk *Lock) try(l *Loop, f func(), granted bool) {
 	w := lk.p.w
+	if lk.barging {
+		lk.tryBarging(l, f, granted)
+		return
+	}
 	if !granted && (lk.reserved || w.Now() < lk.busyUntil) {
 		lk.Contended++
 		lk.waiters = append(lk.waiters, lockWaiter{l, f})
@@ -1059,8 +1071,39 @@ func (lk *Lock) try(l *Loop, f func(), granted bool) {
 	lk.handOff()
 }
 
+// tryBarging takes the lock if it is free, whoever waits; woken says f's
+// thread was woken at a release, and waits again at the head if another
+// took the lock meanwhile.
+func (lk *Lock) tryBarging(l *Loop, f func(), woken bool) {
+	w := lk.p.w
+	if woken {
+		lk.reserved = false
+	}
+	if w.Now() < lk.busyUntil {
+		if woken {
+			lk.waiters = slices.Insert(lk.waiters, 0, lockWaiter{l, f})
+		} else {
+			lk.Contended++
+			lk.waiters = append(lk.waiters, lockWaiter{l, f})
+		}
+		if !lk.reserved {
+			lk.handOff()
+		}
+		return
+	}
+	if lk.reserved {
+		lk.Barged++
+	}
+	lk.Acquisitions++
+	f()
+	lk.busyUntil = w.Now()
+	if !lk.reserved {
+		lk.handOff()
+	}
+}
+
 // handOff gives the lock, once free, to the first waiter whose thread is
-// still alive.
+// still alive (on a barging lock: wakes it to try).
 func (lk *Lock) handOff() {
 	for len(lk.waiters) > 0 {
 		next := lk.waiters[0]

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"xceiver/model"
@@ -13,6 +14,10 @@ import (
 // alone, or every reader at the head of the line gets it together. A waiter
 // handed the lock is woken like Lock's (a callback on its loop, ahead of
 // other runnable threads), so contention costs wake-ups as well as waits.
+// A barging lock (Config.BargingLocks) wakes the waiters instead of
+// handing them the lock: a thread that finds it free takes it, a reader
+// unless a writer heads the line; the woken that find it taken wait again
+// at the head. The reservations then count woken waiters not yet run.
 type RWLock struct {
 	p         *Process
 	name      string
@@ -21,8 +26,10 @@ type RWLock struct {
 	reservedW bool          // handed to a writer that has not run yet
 	reservedR int           // readers handed it that have not run yet
 	waiters   []rwWaiter
-	// Acquisitions, Contended and ReadShared count uses, for experiments.
-	Acquisitions, Contended, Shared int
+	barging   bool
+	// Acquisitions, Contended and ReadShared count uses, for experiments;
+	// Barged counts acquisitions ahead of a woken waiter (barging only).
+	Acquisitions, Contended, Shared, Barged int
 }
 
 type rwWaiter struct {
@@ -32,7 +39,9 @@ type rwWaiter struct {
 }
 
 // NewRWLock implements model.Process.
-func (p *Process) NewRWLock(name string) model.RWLock { return &RWLock{p: p, name: name} }
+func (p *Process) NewRWLock(name string) model.RWLock {
+	return &RWLock{p: p, name: name, barging: p.w.cfg.BargingLocks}
+}
 
 // Do implements model.RWLock: f runs holding the lock exclusively.
 func (lk *RWLock) Do(loop model.Loop, f func()) { lk.enter(loop, f, true) }
@@ -50,6 +59,10 @@ func (lk *RWLock) enter(loop model.Loop, f func(), write bool) {
 
 func (lk *RWLock) try(l *Loop, f func(), write, granted bool) {
 	now := lk.p.w.Now()
+	if lk.barging {
+		lk.tryBarging(l, f, write, granted)
+		return
+	}
 	if granted {
 		if write {
 			lk.reservedW = false
@@ -67,6 +80,47 @@ func (lk *RWLock) try(l *Loop, f func(), write, granted bool) {
 			lk.handOff()
 			return
 		}
+	}
+	lk.Acquisitions++
+	if !write && now < lk.rUntil {
+		lk.Shared++
+	}
+	f()
+	if end := lk.p.w.Now(); write {
+		lk.wUntil = end
+	} else {
+		lk.rUntil = max(lk.rUntil, end)
+	}
+	lk.handOff()
+}
+
+func (lk *RWLock) tryBarging(l *Loop, f func(), write, woken bool) {
+	now := lk.p.w.Now()
+	if woken {
+		if write {
+			lk.reservedW = false
+		} else {
+			lk.reservedR--
+		}
+	}
+	free := now >= lk.wUntil
+	if write {
+		free = free && now >= lk.rUntil
+	} else if !woken && (lk.reservedW || len(lk.waiters) > 0 && lk.waiters[0].write) {
+		free = false // a writer heads the line, woken or not
+	}
+	if !free {
+		if woken {
+			lk.waiters = slices.Insert(lk.waiters, 0, rwWaiter{l, f, write})
+		} else {
+			lk.Contended++
+			lk.waiters = append(lk.waiters, rwWaiter{l, f, write})
+		}
+		lk.handOff()
+		return
+	}
+	if lk.reservedW || lk.reservedR > 0 {
+		lk.Barged++
 	}
 	lk.Acquisitions++
 	if !write && now < lk.rUntil {

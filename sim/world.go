@@ -48,6 +48,16 @@ type Config struct {
 	// acknowledged (the writer changed a buffer it had handed over).
 	// It costs the copy the shared write saves; checks turn it on.
 	CheckShared bool
+	// BargingLocks makes the modelled locks (Lock, RWLock) non-fair, as
+	// Java's ReentrantLock and ReentrantReadWriteLock are by default and
+	// Go's sync.Mutex is in its normal mode: a thread that finds the lock
+	// free takes it though others wait, while the waiter woken at the
+	// release is still being scheduled; a woken waiter that finds it
+	// taken waits again at the head of the line. A reader does not barge
+	// past a writer at the head of the line (Java's non-fair read lock
+	// does not either), so writers are not starved. Off: fair locks,
+	// handed to the first waiter in arrival order, idle until it runs.
+	BargingLocks bool
 }
 
 // DefaultConfig returns the defaults: Linux loopback and a datacenter SSD.
