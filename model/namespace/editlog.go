@@ -32,7 +32,7 @@ type editLog struct {
 	bugs  Bugs
 
 	buf     []byte // edits logged since the sync in flight began
-	waiting []func()
+	waiting []func(error)
 	syncing bool
 	failed  bool
 	// Syncs and Edits count group commits and the edits they carried, and
@@ -59,7 +59,10 @@ func openEditLog(p model.Process, path string, fatal func(error), bugs Bugs) (*e
 // order, from txid 1, and returns the last txid. The log ends at the first
 // record that is cut short, does not decode or does not follow its
 // predecessor (a write torn by a crash, or bytes of an older, longer
-// tail); the next sync writes over it.
+// tail); the next sync writes over it. What it replayed is synced before
+// the namenode serves: a crash can leave edits written but never synced,
+// and once served they must not be lost (Hadoop 0.20's namenode saved a
+// new, synced image of what it loaded before serving).
 func (el *editLog) replay(apply func(Request)) (uint64, error) {
 	size, err := el.f.Size()
 	if err != nil {
@@ -82,19 +85,24 @@ func (el *editLog) replay(apply func(Request)) (uint64, error) {
 		txid, off = id, off+n
 	}
 	el.off = int64(off)
+	if off > 0 {
+		if err := el.f.Sync(); err != nil {
+			return 0, fmt.Errorf("edit log: sync after replay: %w", err)
+		}
+	}
 	return txid, nil
 }
 
 // log hands the edit rec to the log and calls synced, on loop, once it is
 // durable. Call it under the namespace lock held exclusively: the posts,
 // and so the edits, are in the order the lock ordered the changes.
-func (el *editLog) log(loop model.Loop, rec []byte, synced func()) {
+func (el *editLog) log(loop model.Loop, rec []byte, synced func(error)) {
 	el.loop.Post(func() {
 		if el.failed {
 			return // the namenode is going down: never answered
 		}
 		el.buf = append(el.buf, rec...)
-		el.waiting = append(el.waiting, func() { loop.Post(synced) })
+		el.waiting = append(el.waiting, func(err error) { loop.Post(func() { synced(err) }) })
 		el.Edits++
 		if !el.syncing {
 			el.sync()
@@ -118,6 +126,16 @@ func (el *editLog) sync() {
 		}
 	}, func() {
 		el.syncing = false
+		if err != nil && el.bugs.AnswerEIO {
+			el.Failed++
+			for _, w := range waiting {
+				w(err)
+			}
+			if len(el.buf) > 0 {
+				el.sync()
+			}
+			return
+		}
 		if err != nil {
 			el.Failed++
 			el.failed = true
@@ -127,7 +145,7 @@ func (el *editLog) sync() {
 			return
 		}
 		for _, w := range waiting {
-			w()
+			w(nil)
 		}
 		if el.bugs.LoseGroupWaiters {
 			el.waiting = nil // the bug: edits logged meanwhile go out, their handlers wait forever

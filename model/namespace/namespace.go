@@ -70,6 +70,10 @@ type Bugs struct {
 	// that dies before the sync comes back with a file whose blocks are
 	// gone. HDFS removes the blocks only after logSync.
 	InvalidateBeforeSync bool
+	// AnswerEIO answers the changes of a failed sync with EIO and goes
+	// on, though they stay applied in memory, visible to every reader
+	// (this model's namenode did so until the edit-log draws caught it).
+	AnswerEIO bool
 }
 
 // Namespace is the tree and its lock. It implements rpc.Service.
@@ -81,7 +85,7 @@ type Namespace struct {
 	root      *inode
 	nextBlock uint64
 	log       *editLog
-	txid      uint64 // last change logged; under the lock held exclusively
+	txid      uint64   // last change logged; under the lock held exclusively
 	gone      []uint64 // blocks of files the op under the lock deleted
 	// Invalidate is told the blocks of deleted files once the delete is
 	// durable; it must only hand them on (post to another loop), as a
@@ -200,7 +204,11 @@ func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done f
 			ns.invalidate(gone)
 			gone = nil
 		}
-		ns.log.log(loop, editRecord(ns.txid, req), func() {
+		ns.log.log(loop, editRecord(ns.txid, req), func(err error) {
+			if err != nil { // only with the AnswerEIO bug
+				done(rpc.StatusError, []byte{byte(EIO)})
+				return
+			}
 			ns.invalidate(gone)
 			if !bugs.AnswerBeforeSync {
 				done(rpc.StatusOK, body)

@@ -51,9 +51,13 @@ const (
 	EINVAL      Code = 5 // bad path, rename into itself, complete that does not match
 	EINCOMPLETE Code = 6 // the file is still being written
 	EBADREQ     Code = 7 // the request did not decode
+	// EIO: the change could not be made durable. This namenode never
+	// answers it (a failed sync is fatal, as in HDFS); only the catalogued
+	// bug Bugs.AnswerEIO does.
+	EIO Code = 8
 )
 
-var codeNames = [...]string{"ok", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "EINVAL", "EINCOMPLETE", "EBADREQ"}
+var codeNames = [...]string{"ok", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "EINVAL", "EINCOMPLETE", "EBADREQ", "EIO"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
