@@ -37,7 +37,19 @@ import (
 //     phase after the faults;
 //   - leak-freedom: at quiescence the server holds no connection, queued
 //     call, pending response or busy handler, the namenode is back to its
-//     fds, and clients hold no connection or call.
+//     fds, and clients hold no connection or call;
+//   - durability (with the edit log): a namenode that crashed — a drawn
+//     crash, or a failed edit-log sync, which is fatal as in HDFS —
+//     replays a tree that some order of the changes called before the
+//     crash gives, holding every change answered OK; and at quiescence
+//     every block of every complete file is on the datanode with the
+//     stamp and length the namespace holds.
+//
+// Linearizability across a namenode crash: HDFS's readers see an edit as
+// soon as its writer releases the lock, before logSync, so a read may see
+// a change the crash then loses (its writer got no answer). Namespace
+// calls are therefore linearizable within each namenode incarnation, from
+// the tree it started with; durability links one incarnation to the next.
 
 // RPCCase is one run of the rpc system.
 type RPCCase struct {
@@ -70,12 +82,20 @@ type RPCConfig struct {
 	// MaxPending bounds the response bytes a namenode connection holds
 	// beyond its first response (0: the server's default).
 	MaxPending int `json:"max_pending,omitempty"`
+	// EditLog logs every change and answers it once the log is synced;
+	// HadoopReader reads as Hadoop 0.20's Listener (one call per event).
+	EditLog      bool `json:"edit_log,omitempty"`
+	HadoopReader bool `json:"hadoop_reader,omitempty"`
 
 	HandlerWaitsForWrite bool `json:"handler_waits_for_write,omitempty"`
 	DropPartial          bool `json:"drop_partial,omitempty"`
 	ReuseIDs             bool `json:"reuse_ids,omitempty"`
 	OrphanOnBadResponse  bool `json:"orphan_on_bad_response,omitempty"`
 	UnboundedResponses   bool `json:"unbounded_responses,omitempty"`
+	AnswerBeforeSync     bool `json:"answer_before_sync,omitempty"`
+	LoseGroupWaiters     bool `json:"lose_group_waiters,omitempty"`
+	InvalidateBeforeSync bool `json:"invalidate_before_sync,omitempty"`
+	AnswerEIO            bool `json:"answer_eio,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -107,15 +127,28 @@ const (
 	RPCFaultBurst    = "burst"     // a client sends many calls at once (fills the queue)
 	RPCFaultCrash    = "dn-crash"  // the datanode crashes and restarts
 	RPCFaultGarbage  = "garbage"   // a client's connection carries an oversized length prefix
+	// The namenode's, drawn only with the edit log:
+	RPCFaultNNCrash  = "nn-crash"       // the namenode crashes and restarts Dur later, replaying its log
+	RPCFaultNNTorn   = "nn-crash-write" // likewise, at its Nth disk write or fsync from now (a write met is torn)
+	RPCFaultNNPower  = "nn-power-loss"  // likewise, and its host loses the writes no fsync made durable
+	RPCFaultSyncEIO  = "sync-eio"       // for Dur, a share N‰ of the namenode's fsyncs fail (fatal: it restarts)
+	RPCFaultSlowSync = "slow-sync"      // for Dur, a share N‰ of its fsyncs take 1-20 ms longer
 )
 
 // RPCFaultKinds lists them.
-var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage}
+var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync}
+
+// nnFault reports whether kind is a namenode fault.
+func nnFault(kind string) bool {
+	return kind == RPCFaultNNCrash || kind == RPCFaultNNTorn || kind == RPCFaultNNPower || kind == RPCFaultSyncEIO || kind == RPCFaultSlowSync
+}
 
 // Property names besides the data path's.
 const (
 	PropExactlyOnce = "exactly-once"
 	PropQueueBound  = "queue-bound"
+	PropDurable     = "durability"
 )
 
 // RPCBug is a catalogued rpc bug.
@@ -171,6 +204,64 @@ var RPCBugs = []RPCBug{
 			ensureFault(d, c, RPCFaultGarbage)
 		},
 	},
+	{
+		Name: "editlog-answer-before-sync", Catches: PropDurable,
+		What: "a change is answered once it is logged, before the sync that makes it durable: a namenode crash loses changes its clients were told were done",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.EditLog, c.Config.AnswerBeforeSync = true, true
+			ensureFault(d, c, RPCFaultSlowSync)
+			ensureFault(d, c, RPCFaultNNCrash)
+		},
+	},
+	{
+		Name: "editlog-lost-waiter", Catches: PropAvailability,
+		What: "a group commit forgets the handlers whose edits were logged while the sync before it was in flight: their edits are synced, their calls never answered",
+		config: func(d drawer, cfg *RPCConfig) {
+			cfg.Workers = max(cfg.Workers, 2)
+			cfg.Handlers = max(cfg.Handlers, 2)
+		},
+		apply: func(d drawer, c *RPCCase) { c.Config.EditLog, c.Config.LoseGroupWaiters = true, true },
+	},
+	{
+		Name: "editlog-eio-answer", Catches: PropLinearizable,
+		What: "a failed edit-log sync answers its changes EIO and the namenode goes on, though they stay applied and visible (this model's namenode did so until the edit-log draws caught it; HDFS exits instead)",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.EditLog, c.Config.AnswerEIO = true, true
+			ensureFault(d, c, RPCFaultSyncEIO)
+		},
+	},
+	{
+		Name: "invalidate-before-sync", Catches: PropDurable,
+		What: "a deleted file's blocks are deleted on the datanode before the delete is durable (this model's namenode did so until the edit-log draws caught it): a namenode crash brings the file back without its blocks",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.EditLog, c.Config.InvalidateBeforeSync = true, true
+			// Deletes of complete files, which the drawn paths seldom
+			// make: some writes are followed by deleting what they wrote.
+			var ops []RPCOp
+			for _, op := range c.Ops {
+				ops = append(ops, op)
+				if op.Kind == "write" && op.Blocks > 0 && d.chance(50, "bug_delete") {
+					ops = append(ops, RPCOp{Client: op.Client, Worker: op.Worker, Gap: d.dur(0, 500*time.Microsecond, "bug_gap"), Kind: "delete", Path: op.Path})
+				}
+			}
+			c.Ops = ops
+			// Those come anywhere in a worker's ops: so do the faults.
+			for i := 0; i < 3; i++ {
+				c.Faults = append(c.Faults, drawRPCFault(d, &c.Config, RPCFaultSlowSync, faultNearOp(d, c)),
+					drawRPCFault(d, &c.Config, RPCFaultNNPower, faultNearOp(d, c)))
+			}
+			sortRPCFaults(c.Faults)
+		},
+	},
+}
+
+// Fixed is c with every bug switched off: the same case on the fixed code.
+func (c RPCCase) Fixed() RPCCase {
+	c.Bug = ""
+	cfg := &c.Config
+	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
+	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO = false, false, false, false
+	return c
 }
 
 // LookupRPCBug finds a catalogued rpc bug; ok is false for other names.
@@ -199,6 +290,18 @@ func ensureFault(d drawer, c *RPCCase, kind string) {
 	at := d.dur(0, 2*time.Millisecond, "bug_at")
 	c.Faults = append(c.Faults, drawRPCFault(d, &c.Config, kind, at))
 	sortRPCFaults(c.Faults)
+}
+
+// faultNearOp draws a time shortly after some op of c's workload starts.
+func faultNearOp(d drawer, c *RPCCase) time.Duration {
+	spans := map[[2]int]time.Duration{}
+	var starts []time.Duration
+	for _, op := range c.Ops {
+		k := [2]int{op.Client, op.Worker}
+		spans[k] += op.Gap + 300*time.Microsecond
+		starts = append(starts, spans[k])
+	}
+	return starts[d.n(0, len(starts)-1, "bug_near")] + d.dur(0, 2*time.Millisecond, "bug_after")
 }
 
 // Names the workload uses: a small universe, so ops collide.
@@ -258,7 +361,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if !d.chance(30, "fault_free") {
 		var kinds []string
 		for _, k := range RPCFaultKinds {
-			if d.chance(40, "fault_"+k) {
+			if !nnFault(k) && d.chance(40, "fault_"+k) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -281,6 +384,16 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	// Above a few list answers of /big (some 22 KB each), so that handlers
 	// held by the responder-blocks-handler bug stay under it.
 	cfg.MaxPending = pick(d, "max_pending", 128<<10, 512<<10, 1<<20)
+	cfg.HadoopReader = d.chance(30, "hadoop_reader")
+	if cfg.EditLog = d.chance(60, "edit_log"); cfg.EditLog && !d.chance(40, "nn_fault_free") {
+		for _, k := range []string{RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync} {
+			if d.chance(45, "fault_"+k) {
+				at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+				c.Faults = append(c.Faults, drawRPCFault(d, cfg, k, at))
+			}
+		}
+		sortRPCFaults(c.Faults)
+	}
 	if b.apply != nil {
 		b.apply(d, &c)
 	}
@@ -325,8 +438,17 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 		f.N = pick(d, "slow_calls", 300, 500)
 	case RPCFaultBurst:
 		f.N = pick(d, "burst", 20, 100, 300)
-	case RPCFaultCrash:
+	case RPCFaultCrash, RPCFaultNNCrash, RPCFaultNNPower:
 		f.Dur = pick(d, "downtime", 5*time.Millisecond, 100*time.Millisecond)
+	case RPCFaultNNTorn:
+		f.Dur = pick(d, "downtime", 5*time.Millisecond, 100*time.Millisecond)
+		f.N = d.n(0, 15, "crash_write")
+	case RPCFaultSyncEIO:
+		f.Dur = pick(d, "eio_dur", time.Millisecond, 20*time.Millisecond)
+		f.N = pick(d, "eio_permille", 100, 500, 1000)
+	case RPCFaultSlowSync:
+		f.Dur = pick(d, "slow_sync_dur", 5*time.Millisecond, 50*time.Millisecond)
+		f.N = pick(d, "slow_sync_permille", 300, 1000)
 	}
 	return f
 }
@@ -367,8 +489,11 @@ func (c *RPCCase) Validate() error {
 		}
 	}
 	for _, f := range c.Faults {
-		if !slices.Contains(RPCFaultKinds, f.Kind) || f.Client < 0 || f.Client >= cfg.Clients || f.N < 0 || f.N > 10000 {
+		if !slices.Contains(RPCFaultKinds, f.Kind) || f.Client < 0 || f.Client >= cfg.Clients || f.N < 0 || f.N > 10000 || f.Dur < 0 {
 			return fmt.Errorf("rpc: bad fault %+v", f)
+		}
+		if nnFault(f.Kind) && !cfg.EditLog {
+			return fmt.Errorf("rpc: fault %s needs the edit log", f.Kind)
 		}
 	}
 	return nil
@@ -394,6 +519,9 @@ type RPCResult struct {
 	// OverBound counts namenode connections closed for holding more
 	// responses than their bound (read when the run ended quietly).
 	OverBound int
+	// NamenodeCrashes counts the namenode's crashes (drawn, or fatal
+	// edit-log syncs).
+	NamenodeCrashes int
 }
 
 type rpcCall struct {
@@ -406,6 +534,10 @@ type rpcCall struct {
 	live    bool
 	untouch bool // the client was never touched by a fault
 	load    bool // a burst's or slow client's listing: checked for its end, not in the history
+	epoch   int  // the namenode incarnation the call went to (crashes before its call)
+	// down: called while the namenode was down; unsent: it also ended
+	// before the namenode came back, so no incarnation saw it.
+	down, unsent bool
 }
 
 type rpcClient struct {
@@ -434,6 +566,14 @@ type rpcHarness struct {
 	dnDown   bool
 	crashed  bool
 	extraFDs int // connections faults open on their own
+	// The namenode's incarnations: epoch counts its crashes, images[k]
+	// is the tree incarnation k started from (replayed from the log).
+	epoch   int
+	images  []*nsState // nil: that incarnation crashed before it served
+	crashes []int64    // when each crash happened, on the history's clock
+	nnDown  bool
+	nnUps   int // restarts of the namenode
+	dn      *model.Datanode
 }
 
 // RunRPC runs an rpc case in sim and checks its properties.
@@ -458,7 +598,7 @@ func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult
 	}
 	defer useArena(h.w)()
 	for _, f := range c.Faults {
-		if f.Kind == RPCFaultCrash {
+		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
 			h.crashed = true
 		}
 	}
@@ -483,7 +623,8 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 		dcfg.Addr = rpcDN
 		dcfg.Keepalive = 300 * time.Millisecond
 		dcfg.PoolIdle = 50 * time.Millisecond
-		if _, err := model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
+		var err error
+		if h.dn, err = model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
 			w.Fail(err)
 		}
 	})
@@ -492,18 +633,54 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 	}
 	h.dnProc = dp.(*sim.Process)
 	np, _ := w.Spawn("namenode", model.ProcessConfig{Cores: 2, FDLimit: 256}, func(p model.Process) {
-		var err error
-		h.nn, err = namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
-			Namespace: namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock},
+		first := h.nn == nil
+		ncfg := namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock,
+			Bugs: namespace.Bugs{AnswerBeforeSync: cfg.AnswerBeforeSync, LoseGroupWaiters: cfg.LoseGroupWaiters, InvalidateBeforeSync: cfg.InvalidateBeforeSync, AnswerEIO: cfg.AnswerEIO}}
+		if cfg.EditLog {
+			ncfg.EditLog = "edits"
+			p.(*sim.Process).SimDisk().TrackDurability()
+			ncfg.Fatal = func(err error) {
+				// As HDFS's namenode exits; a supervisor restarts it.
+				h.w.Note("namenode fatal: " + err.Error())
+				h.w.At(h.w.Now(), func() { h.crashNN(5 * time.Millisecond) })
+			}
+		}
+		var image func(*namespace.Namespace)
+		if !first {
+			image = func(ns *namespace.Namespace) { h.buildBig(ns, nil) }
+		}
+		nn, err := namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
+			Namespace: ncfg,
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
-				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending,
+				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, HadoopReader: cfg.HadoopReader,
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
+			Image:    image,
 		})
-		if err != nil {
+		switch {
+		case err != nil && p.(*sim.Process).Crashed():
+			return // a drawn crash met its start
+		case err != nil && cfg.EditLog && errors.Is(err, model.ErrIO):
+			// Its log cannot be made durable: it exits, and is restarted.
+			h.w.At(h.w.Now(), func() { h.crashNN(5 * time.Millisecond) })
+			return
+		case err != nil:
 			w.Fail(err)
 			return
 		}
+		h.nn = nn
+		h.nnBase = p.FDs().Open
+		for len(h.images) <= h.epoch {
+			h.images = append(h.images, nil)
+		}
+		if !first {
+			img := snapshotNS(h.nn.NS)
+			h.images[h.epoch] = &img
+			h.checkBlocks(fmt.Sprintf("after namenode restart %d", h.epoch))
+			return
+		}
+		img := NSModel(rpcDN, rpcFirstBlock).Init().(nsState)
+		h.images[0] = &img
 		h.populate()
 		h.nnBase = p.FDs().Open
 		h.startClients()
@@ -529,8 +706,9 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 		res.OverBound = h.nn.Server.Stats().OverBound
 	}
 	res.History = h.history()
+	res.NamenodeCrashes = h.epoch
 	if h.failure == nil {
-		h.failure = CheckNSHistory(res.History, rpcDN, rpcFirstBlock, linTimeout)
+		h.failure = h.checkHistory(linTimeout)
 	}
 	res.Failure = h.failure
 	res.TraceHash = w.TraceHashString()
@@ -540,21 +718,57 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 // populate makes /big with BigDir empty files, recorded as calls before
 // the run so the model starts from the same tree.
 func (h *rpcHarness) populate() {
-	ns := h.nn.NS
-	rec := func(r namespace.Request) {
-		resp, code := ns.Apply(r)
+	h.buildBig(h.nn.NS, func(r namespace.Request, resp namespace.Response, code namespace.Code) {
 		t := int64(len(h.calls))
-		h.calls = append(h.calls, &rpcCall{input: NSInput{r}, client: -1, call: t, ret: t, out: NSOutput{Code: code, Resp: resp}, done: 1})
+		h.calls = append(h.calls, &rpcCall{input: NSInput{Req: r}, client: -1, call: t, ret: t, out: NSOutput{Code: code, Resp: resp}, done: 1})
+	})
+}
+
+// buildBig makes /big in ns, outside the edit log: it is the image the
+// log continues, built again by a restarted namenode before it replays.
+func (h *rpcHarness) buildBig(ns *namespace.Namespace, rec func(namespace.Request, namespace.Response, namespace.Code)) {
+	do := func(r namespace.Request) {
+		resp, code := ns.Apply(r)
+		if rec != nil {
+			rec(r, resp, code)
+		}
 	}
 	if h.c.Config.BigDir == 0 {
 		return
 	}
-	rec(namespace.Request{Method: namespace.MethodMkdir, Path: "/big"})
+	do(namespace.Request{Method: namespace.MethodMkdir, Path: "/big"})
 	for i := 0; i < h.c.Config.BigDir; i++ {
 		// Long names make a listing of /big some 20 KB.
 		p := fmt.Sprintf("/big/%04d-%s", i, strings.Repeat("n", 200))
-		rec(namespace.Request{Method: namespace.MethodCreate, Path: p})
-		rec(namespace.Request{Method: namespace.MethodComplete, Path: p})
+		do(namespace.Request{Method: namespace.MethodCreate, Path: p})
+		do(namespace.Request{Method: namespace.MethodComplete, Path: p})
+	}
+}
+
+// crashNN kills the namenode and starts it again after down (it replays
+// its edit log); the calls made from now on go to the next incarnation.
+func (h *rpcHarness) crashNN(down time.Duration) {
+	if h.nnDown {
+		return
+	}
+	h.nnProc.Crash()
+	h.nnCrashed(down)
+}
+
+// nnCrashed notes a crash of the namenode and restarts it after down.
+func (h *rpcHarness) nnCrashed(down time.Duration) {
+	h.nnProc.DisarmCrash()
+	h.nnDown = true
+	h.epoch++
+	h.crashes = append(h.crashes, int64(h.w.Now())+1<<20)
+	h.w.At(h.w.Now()+down, h.restartNN)
+}
+
+func (h *rpcHarness) restartNN() {
+	if h.nnDown {
+		h.nnDown = false
+		h.nnUps++
+		h.nnProc.Restart()
 	}
 }
 
@@ -562,7 +776,7 @@ func (h *rpcHarness) startClients() {
 	cfg := &h.c.Config
 	faulty := make([]bool, cfg.Clients)
 	for _, f := range h.c.Faults {
-		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst {
+		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst && !nnFault(f.Kind) {
 			faulty[f.Client] = true
 		}
 	}
@@ -660,10 +874,12 @@ func (h *rpcHarness) load(ch *rpcClient, r namespace.Request) {
 }
 
 func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, then func(namespace.Response, error)) {
-	c := &rpcCall{input: NSInput{r}, client: ch.i, call: int64(h.w.Now()) + 1<<20, live: live, untouch: !ch.faulty, load: load}
+	c := &rpcCall{input: NSInput{Req: r}, client: ch.i, call: int64(h.w.Now()) + 1<<20, live: live, untouch: !ch.faulty, load: load, epoch: h.epoch, down: h.nnDown}
 	h.calls = append(h.calls, c)
+	ups := h.nnUps
 	ch.nc.Do(r, func(resp namespace.Response, err error) {
 		c.done++
+		c.unsent = c.down && h.nnDown && ups == h.nnUps
 		if c.done > 1 {
 			h.fail(PropExactlyOnce, "client %d: %s %s answered twice", ch.i, namespace.MethodName(r.Method), r.Path)
 			return
@@ -846,6 +1062,28 @@ func (h *rpcHarness) inject(f RPCFault) {
 		})
 	case RPCFaultGarbage:
 		loop.Post(func() { ch.rc.SendRaw(rpcNN, []byte{0xff, 0xff, 0xff, 0xf0}) })
+	case RPCFaultNNCrash:
+		h.crashNN(f.Dur)
+	case RPCFaultNNPower:
+		if !h.nnDown {
+			h.nnProc.Crash()
+			h.nnProc.SimDisk().PowerLoss()
+			h.nnCrashed(f.Dur)
+		}
+	case RPCFaultNNTorn:
+		if !h.nnDown {
+			h.nnProc.CrashAtDiskOp(f.N, true, func() { h.nnCrashed(f.Dur) })
+		}
+	case RPCFaultSyncEIO, RPCFaultSlowSync:
+		// 1-20 ms longer: a slow fsync, from the fault's own seed.
+		slow := time.Millisecond + time.Duration(f.At%(19*time.Millisecond))
+		df := sim.DiskFaults{SyncEIO: float64(f.N) / 1000}
+		if f.Kind == RPCFaultSlowSync {
+			df = sim.DiskFaults{SlowSync: float64(f.N) / 1000, SlowDelay: slow}
+		}
+		disk := h.nnProc.SimDisk()
+		disk.SetFaults(df)
+		h.w.At(h.w.Now()+f.Dur, func() { disk.SetFaults(sim.DiskFaults{}) })
 	}
 }
 
@@ -858,6 +1096,9 @@ func (h *rpcHarness) heal() {
 		h.dnDown = false
 		h.dnProc.Restart()
 	}
+	h.nnProc.SimDisk().SetFaults(sim.DiskFaults{})
+	h.nnProc.DisarmCrash()
+	h.restartNN()
 	for _, ch := range h.clients {
 		ch.p.SlowReader(0)
 		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
@@ -900,7 +1141,13 @@ func (h *rpcHarness) quiesce() {
 	for _, ch := range h.clients {
 		ch.p.MainLoop().Post(ch.dc.Close)
 	}
-	h.nnProc.MainLoop().Post(h.nn.Close)
+	h.nnProc.MainLoop().Post(func() {
+		// The edit log's file and threads were part of the baseline.
+		open := h.nnProc.FDs().Open
+		h.nn.NS.Close()
+		h.nnBase -= open - h.nnProc.FDs().Open
+		h.nn.Close()
+	})
 }
 
 func (h *rpcHarness) afterEach() {
@@ -973,11 +1220,42 @@ func (h *rpcHarness) finalChecks() {
 	}
 	if got := h.nnProc.FDs().Open; got != h.nnBase {
 		h.fail(PropLeakFree, "namenode holds %d fds, %d after start", got, h.nnBase)
+		return
 	}
+	h.checkBlocks("at quiescence")
+}
+
+// checkBlocks checks every block of a complete file on the datanode as
+// the namespace says: a namenode that lost a change must not have lost
+// the data behind what it kept.
+func (h *rpcHarness) checkBlocks(when string) {
+	if h.dnDown || h.dn == nil {
+		return
+	}
+	store := h.dn.Store()
+	h.nn.NS.Walk(func(path string, dir, complete bool, blocks []namespace.Location) {
+		if h.failure != nil || dir || !complete {
+			return
+		}
+		for _, b := range blocks {
+			if st, n, ok := store.Info(b.Block); !ok || st != b.Stamp || n != b.Length {
+				h.fail(PropDurable, "%s: %s: block %d (stamp %d, %d bytes) is not on the datanode (held: %v, stamp %d, %d bytes)", when, path, b.Block, b.Stamp, b.Length, ok, st, n)
+				return
+			}
+		}
+	})
 }
 
 func (h *rpcHarness) history() []porcupine.Operation {
-	var ops []porcupine.Operation
+	ops, _ := h.epochHistory()
+	return slices.Concat(ops...)
+}
+
+// epochHistory splits the history by namenode incarnation; epochs[k] are
+// the calls made to incarnation k.
+func (h *rpcHarness) epochHistory() (epochs [][]porcupine.Operation, changes [][]porcupine.Operation) {
+	epochs = make([][]porcupine.Operation, h.epoch+1)
+	changes = make([][]porcupine.Operation, h.epoch+1)
 	for _, c := range h.calls {
 		if c.done == 0 {
 			c.out = NSOutput{Unknown: true}
@@ -985,10 +1263,59 @@ func (h *rpcHarness) history() []porcupine.Operation {
 		}
 		// A read whose answer never came constrains nothing; leaving it
 		// out spares the checker, as leaving out a fault's load does.
-		if m := c.input.Req.Method; c.load || c.out.Unknown && (m == namespace.MethodList || m == namespace.MethodGetBlockLocations) {
+		// Nor does one no namenode saw.
+		if m := c.input.Req.Method; c.load || c.out.Unknown && (c.unsent || m == namespace.MethodList || m == namespace.MethodGetBlockLocations) {
 			continue
 		}
-		ops = append(ops, porcupine.Operation{ClientId: c.client + 1, Input: c.input, Call: c.call, Output: c.out, Return: c.ret})
+		op := porcupine.Operation{ClientId: c.client + 1, Input: c.input, Call: c.call, Output: c.out, Return: c.ret}
+		epochs[c.epoch] = append(epochs[c.epoch], op)
+		switch c.input.Req.Method {
+		case namespace.MethodList, namespace.MethodGetBlockLocations:
+		default:
+			changes[c.epoch] = append(changes[c.epoch], op)
+		}
 	}
-	return ops
+	return epochs, changes
+}
+
+// checkHistory checks each namenode incarnation's calls linearizable from
+// the tree it started with, and each crash durable: the next incarnation's
+// tree is what the changes made before the crash give, in some order that
+// fits their answers, with any subset of the unanswered ones.
+func (h *rpcHarness) checkHistory(linTimeout time.Duration) *Failure {
+	epochs, changes := h.epochHistory()
+	img := func(k int) *nsState {
+		if k < len(h.images) {
+			return h.images[k]
+		}
+		return nil
+	}
+	for k := 0; k < len(epochs); k++ {
+		if img(k) == nil {
+			continue
+		}
+		// Incarnations that crashed before serving join the one before
+		// them: no call reached them.
+		j := k + 1
+		for j < len(epochs) && img(j) == nil {
+			j++
+		}
+		ops, ch := slices.Concat(epochs[k:j]...), slices.Concat(changes[k:j]...)
+		what := ""
+		if h.epoch > 0 {
+			what = fmt.Sprintf("namenode incarnation %d: ", k)
+		}
+		m := nsModelFrom(rpcDN, *img(k))
+		if f := checkNS(m, ops, linTimeout, PropLinearizable, what); f != nil {
+			return f
+		}
+		if next := img(j); next != nil {
+			at := h.crashes[j-1]
+			ch = append(ch, porcupine.Operation{ClientId: 1 << 20, Input: NSInput{image: next}, Call: at, Output: NSOutput{}, Return: at})
+			if f := checkNS(m, ch, linTimeout, PropDurable, fmt.Sprintf("namenode restart %d: ", j)); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
 }

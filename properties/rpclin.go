@@ -20,6 +20,9 @@ import (
 // NSInput is a namespace call.
 type NSInput struct {
 	Req namespace.Request
+	// image, if set, makes the op the tree a restarted namenode
+	// replayed: it fits only a state equal to it.
+	image *nsState
 }
 
 // NSOutput is its answer.
@@ -321,13 +324,32 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 // NSModel is the porcupine model of the namespace; datanode is the address
 // locations name, first the first block id.
 func NSModel(datanode string, first uint64) porcupine.Model {
+	return nsModelFrom(datanode, newNSState(first))
+}
+
+// snapshotNS is ns's tree as a model state.
+func snapshotNS(ns *namespace.Namespace) nsState {
+	s := newNSState(ns.NextBlock())
+	ns.Walk(func(path string, dir, complete bool, blocks []namespace.Location) {
+		n := nsNode{dir: dir, complete: complete}
+		for _, b := range blocks {
+			n.blocks = append(n.blocks, namespace.Location{Block: b.Block, Stamp: b.Stamp, Length: b.Length})
+		}
+		s.put(path, n)
+	})
+	return s
+}
+
+// nsModelFrom is the model starting from init.
+func nsModelFrom(datanode string, init nsState) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any {
-			return newNSState(first)
-		},
+		Init: func() any { return init },
 		Step: func(state, input, output any) (bool, any) {
 			s := state.(nsState)
 			in, out := input.(NSInput), output.(NSOutput)
+			if in.image != nil {
+				return s.equal(*in.image), s
+			}
 			t, resp, code := s.apply(in.Req, datanode)
 			if out.Unknown {
 				return true, t
@@ -344,6 +366,9 @@ func NSModel(datanode string, first uint64) porcupine.Model {
 		Hash:  func(s any) uint64 { return s.(nsState).hash() },
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(NSInput), output.(NSOutput)
+			if in.image != nil {
+				return fmt.Sprintf("namenode restarted: replayed %d nodes, next block %d", len(in.image.nodes), in.image.next)
+			}
 			r := in.Req
 			d := namespace.MethodName(r.Method) + " " + r.Path
 			if r.Dst != "" {
@@ -374,11 +399,18 @@ func sameLocation(x, y namespace.Location) bool {
 // CheckNSHistory checks a namespace history; Unknown (the checker gave up)
 // is a failure, never a pass.
 func CheckNSHistory(h []porcupine.Operation, datanode string, first uint64, timeout time.Duration) *Failure {
-	switch porcupine.CheckOperationsTimeout(NSModel(datanode, first), h, timeout) {
+	return checkNS(NSModel(datanode, first), h, timeout, PropLinearizable, "")
+}
+
+func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, prop, what string) *Failure {
+	switch porcupine.CheckOperationsTimeout(m, h, timeout) {
 	case porcupine.Illegal:
-		return &Failure{PropLinearizable, fmt.Sprintf("the namespace history of %d calls fits no order of the namespace model", len(h))}
+		if prop == PropDurable {
+			return &Failure{prop, fmt.Sprintf("%sthe tree the restarted namenode replayed is not what any order of the %d changes called before its crash gives, with every change answered OK applied", what, len(h)-1)}
+		}
+		return &Failure{prop, fmt.Sprintf("%sthe namespace history of %d calls fits no order of the namespace model", what, len(h))}
 	case porcupine.Unknown:
-		return &Failure{PropLinearizable, fmt.Sprintf("unknown: the checker gave up after %v on %d namespace calls (not a pass)", timeout, len(h))}
+		return &Failure{PropLinearizable, fmt.Sprintf("unknown: %sthe checker gave up after %v on %d namespace calls (not a pass)", what, timeout, len(h))}
 	}
 	return nil
 }

@@ -172,6 +172,8 @@ func propertyMeaning(p string) string {
 		return "queue-bound: the rpc call queue held more calls than its bound"
 	case properties.PropMemory:
 		return "bounded-memory: buffers grew past their bound"
+	case properties.PropDurable:
+		return "durability: a restarted namenode lost a change it had answered, or the data behind a file it kept"
 	}
 	return p
 }

@@ -55,11 +55,7 @@ func TestRPCCorpus(t *testing.T) {
 		if _, err := properties.ReplayRPC(tr); err != nil {
 			t.Errorf("%s: %v (go test ./traces -update records it again)", b.Name, err)
 		}
-		fixed := tr.Case
-		fixed.Bug = ""
-		fixed.Config.HandlerWaitsForWrite, fixed.Config.DropPartial, fixed.Config.ReuseIDs, fixed.Config.OrphanOnBadResponse = false, false, false, false
-		fixed.Config.UnboundedResponses = false
-		if r := properties.RunRPC(fixed, 0); r.Failure != nil {
+		if r := properties.RunRPC(tr.Case.Fixed(), 0); r.Failure != nil {
 			t.Errorf("%s: the shrunk case fails without the bug too: %v", b.Name, r.Failure)
 		}
 	}

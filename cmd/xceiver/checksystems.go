@@ -145,7 +145,7 @@ func systemCodeVersion(narrow string) string {
 func rpcPropertyNames() []string {
 	return []string{properties.PropLinearizable, properties.PropExactlyOnce, properties.PropQueueBound, properties.PropMemory,
 		properties.PropFDBounds, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree,
-		properties.PropDeterminism, properties.PropHarness}
+		properties.PropDurable, properties.PropDeterminism, properties.PropHarness}
 }
 
 func scPropertyNames() []string {
