@@ -58,7 +58,7 @@ func experiments() map[string]experiment {
 			run: benchHDFS918,
 		},
 		"hadoop-6713": {
-			desc:      "namenode rpc (Hadoop 0.20's reader, edit log synced per change): readers 1,2,4,8 × mutex/rwlock namespace lock, read-only and 8:1 loads, 8-core namenode; sim adds the 4 KB datanode reads at the sweep's ends; real gives medians of 5 paired rounds",
+			desc:      "namenode rpc (Hadoop 0.20's reader, edit log synced per change): readers 1,2,4,8 × mutex/rwlock namespace lock, read-only and 8:1 loads, 8-core namenode; sim runs it with barging and with fair locks, wake-ups on, and adds the 4 KB datanode reads at the sweep's ends; real gives medians of 5 paired rounds",
 			published: "HADOOP-6713: namenode CPU 175% with one reader thread → 750% read-only and 550% at 8:1 with several readers and a read-write lock",
 			run:       benchHADOOP6713,
 		},

@@ -31,8 +31,13 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.IntVar(&s.NamenodeCores, "namenode-cores", s.NamenodeCores, "cores of the namenode host (sim)")
 	fs.DurationVar(&s.Warmup, "warmup", s.Warmup, "time before measuring")
 	fs.DurationVar(&s.Duration, "duration", s.Duration, "time measured")
+	locks := fs.String("locks", "barging", "sim: modelled locks barging (non-fair: Java's and Go's default) or fair (handed over in arrival order)")
+	wakeups := fs.Bool("wakeups", true, "sim: threads woken by others pay the profile's wake-up latency (false: none, as this command ran before the barging locks)")
 	return func() (runner, error) {
 		var err error
+		if *locks != "barging" && *locks != "fair" {
+			return nil, usagef("rpc: --locks %q: want barging or fair", *locks)
+		}
 		if s.Lock, err = namespace.ParseLockKind(*lock); err != nil {
 			return nil, usagef("rpc: --lock: %v", err)
 		}
@@ -42,28 +47,35 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 		if err := s.Validate(); err != nil {
 			return nil, usagef("rpc: %v", err)
 		}
-		return rpcRunner{s}, nil
+		return rpcRunner{s: s, barging: *locks == "barging", wakeups: *wakeups}, nil
 	}
 }
 
-type rpcRunner struct{ s namespace.Scenario }
+type rpcRunner struct {
+	s namespace.Scenario
+	// barging makes the sim's locks non-fair; wakeups keeps the
+	// profile's wake-up latency.
+	barging, wakeups bool
+}
 
 // simConfig gives every process its own cores: the namenode is a host of
 // its own, as in HADOOP-6713's measurement, not sharing cores with the
 // clients that load it. Costs come from the profile (--profile, else the
-// embedded one), which times the rpc and namespace code itself, but
-// without its wake-up latency: the sim's locks hand off in arrival order
-// and stay idle while the next holder wakes, where a real mutex lets a
-// running thread take it, so with wake-ups every contended namespace or
-// call-queue lock hand-off would cost a wake-up (the mutex rows fall to
-// about 50% CPU, 78k calls/s): a figure of the lock model, not the server.
+// embedded one), which times the rpc and namespace code itself, with its
+// wake-up latency (unless --wakeups=false). The locks barge by default,
+// as Java's (synchronized, and ReentrantReadWriteLock's default) do: a
+// fair lock stays idle while its woken next holder is scheduled, so with
+// wake-ups every contended hand-off costs a wake-up of lock time.
 //
 // Nor does a handler going idle hold its core (SyscallHold): that is Go's
 // runtime under the real world's loops, where HADOOP-6713's servers are
 // Java threads the kernel schedules.
 func (r rpcRunner) simConfig(c *sim.Config) {
 	c.HostCores = 0
-	c.CPU.Wakeup, c.CPU.WakeupSpread = 0, 0
+	c.BargingLocks = r.barging
+	if !r.wakeups {
+		c.CPU.Wakeup, c.CPU.WakeupSpread = 0, 0
+	}
 	c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0
 }
 
@@ -102,6 +114,7 @@ func (r rpcRunner) run(w model.World) (result, error) {
 		{"ops_per_s", float64(res.Reads+res.Writes) / secs},
 		{"reads", res.Reads}, {"writes", res.Writes},
 		{"readers", s.RPC.Readers}, {"handlers", s.RPC.Handlers}, {"lock", string(s.Lock)}, {"hadoop_reader", s.RPC.HadoopReader},
+		{"locks", r.lockMode(w.Kind())}, {"wakeups", w.Kind() == "sim" && r.wakeups},
 		{"clients", s.Clients}, {"threads", s.Threads}, {"mix", fmt.Sprintf("%d:%d", s.Reads, s.Writes)},
 		{"p50_us", us(st.P50)},
 		{"p99_us", us(st.P99)},
@@ -117,6 +130,16 @@ func (r rpcRunner) run(w model.World) (result, error) {
 		{"errors", res.Errors},
 		{"first_error", res.FirstError},
 	}, nil
+}
+
+func (r rpcRunner) lockMode(world string) string {
+	switch {
+	case world != "sim":
+		return "sync.Mutex/RWMutex"
+	case r.barging:
+		return "barging"
+	}
+	return "fair"
 }
 
 func editsPerSync(st namespace.EditLogStats) any {
@@ -145,22 +168,39 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 		lock     namespace.LockKind
 		readers  int
 		readData bool
+		fair     bool // sim: fair locks, not barging ones
+	}
+	// In sim, the sweep runs with barging locks (Java's default) and again
+	// with fair ones, wake-up latency on: what the lock model's hand-off
+	// does to the figures.
+	fairs := []bool{false}
+	if world == "sim" {
+		fairs = []bool{false, true}
 	}
 	var cases []benchCase
-	for _, mix := range []string{"1:0", "8:1"} {
-		for _, lock := range []namespace.LockKind{namespace.Mutex, namespace.RWLock} {
-			for _, readers := range []int{1, 2, 4, 8} {
-				cases = append(cases, benchCase{mix, lock, readers, false})
+	for _, fair := range fairs {
+		for _, mix := range []string{"1:0", "8:1"} {
+			for _, lock := range []namespace.LockKind{namespace.Mutex, namespace.RWLock} {
+				for _, readers := range []int{1, 2, 4, 8} {
+					cases = append(cases, benchCase{mix, lock, readers, false, fair})
+				}
 			}
 		}
 	}
 	if world == "sim" {
 		for _, mix := range []string{"1:0", "8:1"} {
-			cases = append(cases, benchCase{mix, namespace.Mutex, 1, true}, benchCase{mix, namespace.RWLock, 8, true})
+			cases = append(cases, benchCase{mix, namespace.Mutex, 1, true, false}, benchCase{mix, namespace.RWLock, 8, true, false})
 		}
 	}
 	name := func(c benchCase) string {
 		n := fmt.Sprintf("%s readers=%d %s", mixName(c.mix), c.readers, c.lock)
+		if world == "sim" {
+			if c.fair {
+				n += " fair"
+			} else {
+				n += " barging"
+			}
+		}
 		if c.readData {
 			n += " +4KB reads"
 		}
@@ -184,7 +224,7 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 			s.Clients, s.Threads = 16, 4
 			s.Warmup, s.Duration = 200*time.Millisecond, 800*time.Millisecond
 		}
-		res, err := runScenario("rpc", rpcRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile})
+		res, err := runScenario("rpc", rpcRunner{s: s, barging: !c.fair, wakeups: true}, runOptions{world: world, seed: seed, profile: benchProfile})
 		if err != nil {
 			return nil, err
 		}
