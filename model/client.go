@@ -272,6 +272,7 @@ type clientOp struct {
 	next     int64 // expected offset of the next packet
 	result   Result
 	timer    Timer
+	timeoutF func() // op.timedOut, bound once: armTimer runs at every progress
 	finished bool
 }
 
@@ -370,15 +371,20 @@ func (op *clientOp) armTimer() {
 	if op.cl.cfg.Timeout <= 0 {
 		return
 	}
-	op.timer = op.cl.loop.AfterFunc(op.cl.cfg.Timeout, func() {
-		op.timer = nil
-		if !op.finished {
-			op.cl.p.Log("client-timeout", "client", op.cl.id, "block", op.block)
-			// The connection is stuck, not known dead: only the
-			// ReturnUnclean bug would keep it.
-			op.fail(fmt.Errorf("no progress for %v: %w", op.cl.cfg.Timeout, ErrTimedOut), false)
-		}
-	})
+	if op.timeoutF == nil {
+		op.timeoutF = op.timedOut
+	}
+	op.timer = op.cl.loop.AfterFunc(op.cl.cfg.Timeout, op.timeoutF)
+}
+
+func (op *clientOp) timedOut() {
+	op.timer = nil
+	if !op.finished {
+		op.cl.p.Log("client-timeout", "client", op.cl.id, "block", op.block)
+		// The connection is stuck, not known dead: only the
+		// ReturnUnclean bug would keep it.
+		op.fail(fmt.Errorf("no progress for %v: %w", op.cl.cfg.Timeout, ErrTimedOut), false)
+	}
 }
 
 func (op *clientOp) flush() {

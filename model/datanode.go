@@ -732,6 +732,7 @@ type dnConn struct {
 
 	job                         packetJob // the packet being built (sendNext)
 	buildF, builtF, packetSentF func()    // method values, bound once
+	readTimeoutF                func()    // dc.readTimedOut, bound once: watchInput re-arms at every read
 
 	st        DatanodeStats // this connection's share, added to dn.stats at close
 	wdata     []byte        // a write op's data
@@ -1696,14 +1697,19 @@ func (dc *dnConn) watchInput() {
 	if dc.closed || !waiting || dc.dn.cfg.ReadTimeout <= 0 {
 		return
 	}
-	dc.rt = dc.loop.AfterFunc(dc.dn.cfg.ReadTimeout, func() {
-		dc.rt = nil
-		if !dc.closed {
-			dc.st.Errors++
-			dc.dn.p.Log("dn-read-timeout", "conn", dc.id, "phase", int(dc.phase))
-			dc.close("read timeout")
-		}
-	})
+	if dc.readTimeoutF == nil {
+		dc.readTimeoutF = dc.readTimedOut
+	}
+	dc.rt = dc.loop.AfterFunc(dc.dn.cfg.ReadTimeout, dc.readTimeoutF)
+}
+
+func (dc *dnConn) readTimedOut() {
+	dc.rt = nil
+	if !dc.closed {
+		dc.st.Errors++
+		dc.dn.p.Log("dn-read-timeout", "conn", dc.id, "phase", int(dc.phase))
+		dc.close("read timeout")
+	}
 }
 
 // fail answers an op with an error status, then closes.
