@@ -428,11 +428,18 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 // apply puts b at off into the file's inode.
 func (f *File) apply(b []byte, off int64) {
 	end := off + int64(len(b))
-	if grow := end - int64(len(f.ino.data)); grow > 0 {
-		f.ino.data = append(f.ino.data, make([]byte, grow)...)
-		f.d.used += grow
+	if off == int64(len(f.ino.data)) {
+		// Appending (a block's first write, a write op's data): no gap
+		// to zero first.
+		f.ino.data = append(f.ino.data, b...)
+		f.d.used += int64(len(b))
+	} else {
+		if grow := end - int64(len(f.ino.data)); grow > 0 {
+			f.ino.data = append(f.ino.data, make([]byte, grow)...)
+			f.d.used += grow
+		}
+		copy(f.ino.data[off:], b)
 	}
-	copy(f.ino.data[off:], b)
 	f.ino.dirty = true
 	f.d.w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
 }
