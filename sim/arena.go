@@ -42,7 +42,7 @@ func (w *World) ReleaseArena() {
 		if c >= sndArrayClasses || a.bytes+len(arr.buf) > ArenaMaxBytes {
 			continue
 		}
-		arr.refs, arr.live = 0, false
+		arr.refs, arr.live, arr.pooled = 0, false, false
 		a.free[c] = append(a.free[c], arr)
 		a.bytes += len(arr.buf)
 	}

@@ -268,3 +268,26 @@ func TestCheckSharedCatchesReuse(t *testing.T) {
 		}
 	}
 }
+
+// An array that was on a world's free list when the world gave its arrays
+// to an arena is free again in the next world: it goes back to that
+// world's free list once nothing holds it, instead of being lost to it.
+func TestArenaArraysRecycleInTheNextWorld(t *testing.T) {
+	a := new(Arena)
+	w1 := New(DefaultConfig(1))
+	w1.UseArena(a)
+	arr := w1.newSndArray(4096)
+	arr.recycle(w1) // nothing holds it: onto w1's free list
+	w1.ReleaseArena()
+	w2 := New(DefaultConfig(2))
+	w2.UseArena(a)
+	got := w2.newSndArray(4096)
+	if got != arr {
+		t.Fatalf("the second world did not take the arena's array")
+	}
+	got.refs++
+	got.release(w2)
+	if pool := w2.freeSndArrays[sndArrayClass(4096)]; len(pool) != 1 || pool[0] != arr {
+		t.Fatalf("the array did not go back to the second world's free list (%d there)", len(pool))
+	}
+}
