@@ -754,6 +754,12 @@ func (l *Loop) wake() {
 		at = now + w.wakeDelay(&l.thread) // blocked in epoll_wait
 		if w.running != &l.thread {
 			l.woken = true
+			if w.inSoftirq {
+				// A segment delivered in the sender's write woke
+				// the loop: the sender pays the wake-up's share on
+				// its side (CPUConfig.TCPWake).
+				w.charge(w.cfg.CPU.TCPWake)
+			}
 		}
 	}
 	w.post(at, l.dispatchF)

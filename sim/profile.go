@@ -57,6 +57,9 @@ type Profile struct {
 	// the write and the segment's input path, the reader's wake-up,
 	// epoll_wait return and read, Go's scheduler (0: not measured).
 	TCPHopCPUNs float64 `json:"tcp_hop_cpu_ns,omitempty"`
+	// TCPWakeWriteNs is the thread CPU of the probe's write, which wakes
+	// the blocked reader: the median (0: not measured).
+	TCPWakeWriteNs float64 `json:"tcp_wake_write_ns,omitempty"`
 	// SyscallHoldP10Ns, P50 and P90 are how long a goroutine blocked in
 	// epoll_wait kept its processor from a runnable goroutine, until Go's
 	// sysmon took it back: percentiles (0: not measured).
@@ -112,7 +115,7 @@ func ParseProfile(b []byte) (Profile, error) {
 		{"loopback_send_per_kb_ns", p.LoopbackSendPerKBNs}, {"loopback_recv_per_kb_ns", p.LoopbackRecvPerKBNs}, {"wakeup_cpu_ns", p.WakeupCPUNs}, {"available_cores", p.AvailableCores},
 		{"slice_on_ns", p.SliceOnNs}, {"slice_off_ns", p.SliceOffNs},
 		{"rpc_frame_ns", p.RPCFrameNs}, {"parse_ns", p.ParseNs}, {"inode_ns", p.InodeNs}, {"token_ns", p.TokenNs},
-		{"tcp_hop_cpu_ns", p.TCPHopCPUNs}, {"syscall_hold_p10_ns", p.SyscallHoldP10Ns},
+		{"tcp_hop_cpu_ns", p.TCPHopCPUNs}, {"tcp_wake_write_ns", p.TCPWakeWriteNs}, {"syscall_hold_p10_ns", p.SyscallHoldP10Ns},
 		{"syscall_hold_p50_ns", p.SyscallHoldP50Ns}, {"syscall_hold_p90_ns", p.SyscallHoldP90Ns},
 	} {
 		name, v := f.name, f.v
@@ -148,14 +151,18 @@ func (p Profile) CPU() CPUConfig {
 	c.WakeupCPU = ns(p.WakeupCPUNs)
 	c.SyscallHold = ns(p.SyscallHoldP10Ns)
 	c.SyscallHoldSpread = ns(p.SyscallHoldP90Ns - p.SyscallHoldP10Ns)
+	if p.TCPWakeWriteNs > 0 {
+		// The write that woke the reader, less its syscall and segment.
+		c.TCPWake = ns(max(p.TCPWakeWriteNs-float64(c.Syscall)-float64(c.Softirq), 0))
+	}
 	if p.TCPHopCPUNs > 0 {
-		// The model charges the probe's hop a write with its segment,
-		// the reader's wake-up and callback, and a read: the read gets
-		// what the rest leaves of the measured hop. (Not the segment:
-		// the loopback stream, below, leaves no room for that much per
-		// segment on the sender, but does on the reader, once per 64
-		// KiB read.)
-		c.TCPRead = ns(max(p.TCPHopCPUNs-p.WakeupCPUNs-2*float64(c.Syscall)-float64(c.Callback)-float64(c.Softirq), 0))
+		// The model charges the probe's hop a write with its segment
+		// and wake-up, the reader's wake-up and callback, and a read:
+		// the read gets what the rest leaves of the measured hop. (Not
+		// the segment: the loopback stream, below, leaves no room for
+		// that much per segment on the sender, but does on the reader,
+		// once per 64 KiB read.)
+		c.TCPRead = ns(max(p.TCPHopCPUNs-p.WakeupCPUNs-2*float64(c.Syscall)-float64(c.Callback)-float64(c.Softirq)-float64(c.TCPWake), 0))
 	}
 	// Each end of the stream less what the model charges it already: its
 	// copy and one syscall per 64 KiB, and for the sender the softirq of

@@ -36,8 +36,11 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	// The request-response hop the model charges (a write with its
 	// segment, the reader's callback, wake-up and read) is the one
 	// measured.
-	if hop := 2*c.Syscall + c.Softirq + c.Callback + c.WakeupCPU + c.TCPRead; p.TCPHopCPUNs == 0 || math.Abs(float64(hop)-p.TCPHopCPUNs) > 2 {
+	if hop := 2*c.Syscall + c.Softirq + c.TCPWake + c.Callback + c.WakeupCPU + c.TCPRead; p.TCPHopCPUNs == 0 || math.Abs(float64(hop)-p.TCPHopCPUNs) > 2 {
 		t.Errorf("tcp hop %v ns measured, the model charges %v", p.TCPHopCPUNs, hop)
+	}
+	if w := c.Syscall + c.Softirq + c.TCPWake; p.TCPWakeWriteNs == 0 || math.Abs(float64(w)-p.TCPWakeWriteNs) > 2 {
+		t.Errorf("a write that wakes its reader: %v ns measured, the model charges %v", p.TCPWakeWriteNs, w)
 	}
 	if c.SyscallHold != ns(p.SyscallHoldP10Ns) || c.SyscallHold+c.SyscallHoldSpread != ns(p.SyscallHoldP10Ns)+ns(p.SyscallHoldP90Ns-p.SyscallHoldP10Ns) {
 		t.Errorf("syscall hold %v + [0, %v), want the 10th to 90th percentile of %+v", c.SyscallHold, c.SyscallHoldSpread, p)
@@ -233,5 +236,30 @@ func TestSyscallHoldKeepsAnIdleLoopsCore(t *testing.T) {
 	}
 	if wk != wk0 {
 		t.Errorf("work handed over ran after %v with the hold, %v without: want no wait", wk, wk0)
+	}
+}
+
+// A write whose segment wakes a loop blocked in epoll_wait costs the
+// writer TCPWake more (the wake-up's share on the sender's side); a
+// second write while the reader is already awake does not.
+func TestTCPWakeChargesTheWriterThatWokeTheReader(t *testing.T) {
+	run := func(wake time.Duration) (first, second time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.CPU.TCPWake = wake
+		cfg.CPU.Wakeup = 20 * us // the reader is still waking at the second write
+		newInterleavePair(t, cfg, func(ip *interleavePair, p model.Process) {
+			l := p.MainLoop()
+			t0 := l.Now()
+			ip.cli.Write([]byte("ping"))
+			t1 := l.Now()
+			ip.cli.Write([]byte("pong"))
+			first, second = t1-t0, l.Now()-t1
+		})
+		return
+	}
+	f0, s0 := run(0)
+	f, s := run(5 * us)
+	if f != f0+5*us || s != s0 {
+		t.Errorf("writes took %v and %v with TCPWake 5µs, %v and %v without: want the first 5µs more, the second the same", f, s, f0, s0)
 	}
 }

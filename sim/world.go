@@ -106,6 +106,11 @@ type CPUConfig struct {
 	// misses); charged to the calling thread. Zero in the hand-set
 	// defaults.
 	TCPSendPerKB, TCPRecvPerKB time.Duration
+	// TCPWake is what a TCP write costs its thread beyond the syscall
+	// and the segment when the segment wakes a loop blocked in
+	// epoll_wait (the wake-up's share on the sender's side, in its
+	// softirq on loopback). Zero in the hand-set defaults.
+	TCPWake time.Duration
 	// TCPRead is the CPU of a TCP read that returns data beyond the
 	// syscall and the per-KiB costs (the receive queue's skbs freed, the
 	// window update): what a small request-response hop costs beyond an

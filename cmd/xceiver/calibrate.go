@@ -204,17 +204,19 @@ func calibrate() (sim.Profile, error) {
 	// same over TCP. They alternate, three rounds, and each keeps its
 	// median, so the difference (a segment's cost) is from the same
 	// moments of a shared machine.
-	var w, evCPU, tcpCPU []float64
+	var w, evCPU, tcpCPU, wakeWrite []float64
 	for range 3 {
 		c0 := processCPU()
 		w = append(w, wakeups(1000, 0)...)
 		evCPU = append(evCPU, float64((processCPU()-c0).Nanoseconds())/float64(2*1000))
-		hop, err := tcpHops(1000)
+		hop, write, err := tcpHops(1000)
 		if err != nil {
 			return p, err
 		}
-		tcpCPU = append(tcpCPU, hop)
+		tcpCPU, wakeWrite = append(tcpCPU, hop), append(wakeWrite, write)
 	}
+	slices.Sort(wakeWrite)
+	p.TCPWakeWriteNs = wakeWrite[1]
 	slices.Sort(w)
 	slices.Sort(evCPU)
 	slices.Sort(tcpCPU)
@@ -565,37 +567,38 @@ func cpuModel() string {
 // tcpHops measures a small request-response exchange as the real world's
 // loops make one: two goroutines, each blocked in epoll_wait on its end
 // of a loopback TCP connection (non-blocking, TCP_NODELAY), bounce a
-// 64-byte message n times. It returns the process CPU per hop: the
+// 64-byte message n times. It returns the process CPU per hop (the
 // write with the segment's input path on the sender's CPU, the wake-up
 // of the blocked reader, its epoll_wait return and read, and Go's
-// scheduler in between.
-func tcpHops(n int) (float64, error) {
+// scheduler in between) and the median thread CPU of the initiator's
+// write, which wakes the other end (its thread is held for the clock).
+func tcpHops(n int) (hop, write float64, err error) {
 	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, fmt.Errorf("socket: %w", err)
+		return 0, 0, fmt.Errorf("socket: %w", err)
 	}
 	defer unix.Close(lfd)
 	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		return 0, fmt.Errorf("bind: %w", err)
+		return 0, 0, fmt.Errorf("bind: %w", err)
 	}
 	if err := unix.Listen(lfd, 1); err != nil {
-		return 0, fmt.Errorf("listen: %w", err)
+		return 0, 0, fmt.Errorf("listen: %w", err)
 	}
 	sa, err := unix.Getsockname(lfd)
 	if err != nil {
-		return 0, fmt.Errorf("getsockname: %w", err)
+		return 0, 0, fmt.Errorf("getsockname: %w", err)
 	}
 	cfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, fmt.Errorf("socket: %w", err)
+		return 0, 0, fmt.Errorf("socket: %w", err)
 	}
 	defer unix.Close(cfd)
 	if err := unix.Connect(cfd, sa); err != nil {
-		return 0, fmt.Errorf("connect: %w", err)
+		return 0, 0, fmt.Errorf("connect: %w", err)
 	}
 	afd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
 	if err != nil {
-		return 0, fmt.Errorf("accept: %w", err)
+		return 0, 0, fmt.Errorf("accept: %w", err)
 	}
 	defer unix.Close(afd)
 	type end struct{ fd, ep int }
@@ -603,15 +606,15 @@ func tcpHops(n int) (float64, error) {
 	for i, fd := range []int{cfd, afd} {
 		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		if err := unix.SetNonblock(fd, true); err != nil {
-			return 0, fmt.Errorf("nonblock: %w", err)
+			return 0, 0, fmt.Errorf("nonblock: %w", err)
 		}
 		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
-			return 0, fmt.Errorf("epoll_create: %w", err)
+			return 0, 0, fmt.Errorf("epoll_create: %w", err)
 		}
 		defer unix.Close(ep)
 		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
-			return 0, fmt.Errorf("epoll_ctl: %w", err)
+			return 0, 0, fmt.Errorf("epoll_ctl: %w", err)
 		}
 		ends[i] = end{fd, ep}
 	}
@@ -650,16 +653,22 @@ func tcpHops(n int) (float64, error) {
 		}
 	}()
 	evs, buf := make([]unix.EpollEvent, 1), make([]byte, len(msg))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	writes := make([]float64, 0, n)
 	c0 := processCPU()
 	for range n {
+		t0 := threadCPU()
 		unix.Write(ends[0].fd, msg)
+		writes = append(writes, float64((threadCPU() - t0).Nanoseconds()))
 		if !bounce(ends[0], evs, buf, false) {
-			return 0, fmt.Errorf("request-response: the peer closed")
+			return 0, 0, fmt.Errorf("request-response: the peer closed")
 		}
 	}
 	cpu := processCPU() - c0
 	<-done
-	return float64(cpu.Nanoseconds()) / float64(2*n), nil
+	slices.Sort(writes)
+	return float64(cpu.Nanoseconds()) / float64(2*n), writes[len(writes)/2], nil
 }
 
 // syscallHold measures how long a goroutine blocked in a system call
