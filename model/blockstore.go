@@ -468,10 +468,33 @@ func (b *BlockFiles) ReadChunksUnverified(dst []byte, off int64, n int) (data, s
 	return b.readChunks(dst, off, n, false)
 }
 
-func (b *BlockFiles) readChunks(dst []byte, off int64, n int, verify bool) (data, sums []byte, err error) {
+// ReadSums appends to dst the stored checksums of the n bytes of data at
+// off (the range rules of ReadChunks) and returns them: what a datanode
+// sending the data itself with sendfile (transferTo) reads.
+func (b *BlockFiles) ReadSums(dst []byte, off int64, n int) (sums []byte, err error) {
+	if err := b.checkRange(off, n); err != nil {
+		return nil, err
+	}
+	sumsLen := numChunks(n, BytesPerChecksum) * ChecksumSize
+	start := len(dst)
+	sums = slices.Grow(dst, sumsLen)[start : start+sumsLen]
+	if err := readFull(b.Meta, sums, metaHeaderLen+off/BytesPerChecksum*ChecksumSize); err != nil {
+		return nil, fmt.Errorf("model: block %d: meta file: %w", b.ID, err)
+	}
+	return sums, nil
+}
+
+func (b *BlockFiles) checkRange(off int64, n int) error {
 	if off < 0 || n < 0 || off%BytesPerChecksum != 0 || int64(n) > b.Length-off ||
 		((off+int64(n))%BytesPerChecksum != 0 && off+int64(n) != b.Length) {
-		return nil, nil, fmt.Errorf("model: block %d: read of %d bytes at %d (length %d): %w", b.ID, n, off, b.Length, ErrOutOfRange)
+		return fmt.Errorf("model: block %d: read of %d bytes at %d (length %d): %w", b.ID, n, off, b.Length, ErrOutOfRange)
+	}
+	return nil
+}
+
+func (b *BlockFiles) readChunks(dst []byte, off int64, n int, verify bool) (data, sums []byte, err error) {
+	if err := b.checkRange(off, n); err != nil {
+		return nil, nil, err
 	}
 	sumsLen := numChunks(n, BytesPerChecksum) * ChecksumSize
 	start := len(dst)

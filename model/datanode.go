@@ -73,7 +73,16 @@ type DatanodeConfig struct {
 	// oldest idle connection is closed to make room, or the new one is
 	// refused.
 	MaxConns int
-	Bugs     DatanodeBugs
+	// NoTransferTo sends a TCP read's data through a buffer, as with
+	// HDFS's dfs.datanode.transferTo.allowed=false. By default (false)
+	// the data part of each packet goes from the block file to the
+	// socket with sendfile, as BlockSender.sendPacket does with
+	// transferTo; the packet header and checksums are written from a
+	// buffer. Domain-socket data traffic (Adopt) always copies: HDFS's
+	// DomainSocket stream is not a SocketOutputStream, so BlockSender
+	// takes its copying path there.
+	NoTransferTo bool
+	Bugs         DatanodeBugs
 }
 
 // DatanodeBugs switch on historic bugs, for tests and `check --bug`.
@@ -124,6 +133,10 @@ type DatanodeBugs struct {
 	ResetWhenFull bool
 	// Slowloris is issue 9 item 7: no deadline for a whole request.
 	Slowloris bool
+	// SendfileOffsetStuck mishandles a partial sendfile: the count left
+	// shrinks but the file offset is not advanced, so the rest of the
+	// packet's data is sent again from where the packet's data began.
+	SendfileOffsetStuck bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -205,8 +218,20 @@ const StampRecord = "stamps"
 // is on, so the handler hears when room frees (and off again after, so the
 // loop never busy-waits).
 func writeOut(c Conn, out []byte, off *int) (done bool, err error) {
+	return writeOutMore(c, out, off, false)
+}
+
+// writeOutMore is writeOut, with MSG_MORE if more: more bytes follow at
+// once, so a partial segment waits for them.
+func writeOutMore(c Conn, out []byte, off *int, more bool) (done bool, err error) {
 	for *off < len(out) {
-		n, err := c.Write(out[*off:])
+		var n int
+		var err error
+		if more {
+			n, err = c.WriteMore(out[*off:])
+		} else {
+			n, err = c.Write(out[*off:])
+		}
 		if errors.Is(err, ErrWouldBlock) {
 			c.SetWriteInterest(true)
 			return false, nil
@@ -514,7 +539,7 @@ func (dn *Datanode) accept() {
 			c.Close()
 			continue
 		}
-		dn.serve(c, nil)
+		dn.serve(c, nil, true)
 		if !dn.cfg.Bugs.NoConnCap && len(dn.conns) > dn.connCap() {
 			// Over the cap: close an idle connection to make room.
 			dn.evicting++
@@ -623,15 +648,17 @@ func (dn *Datanode) Adopt(c Conn, in []byte) {
 			return
 		}
 		dn.stats.Accepted++
-		dn.serve(c, in)
+		dn.serve(c, in, false)
 	})
 }
 
 // serve starts a connection on a selector (or its own thread). Runs on the
-// acceptor loop.
-func (dn *Datanode) serve(c Conn, in []byte) {
+// acceptor loop. A TCP connection's reads use sendfile unless
+// NoTransferTo.
+func (dn *Datanode) serve(c Conn, in []byte, tcp bool) {
 	dn.accepted++
-	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted}
+	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted,
+		transferTo: tcp && !dn.cfg.NoTransferTo}
 	dn.conns = append(dn.conns, dc)
 	dc.memChanged()
 	if dn.cfg.Mode == Threaded {
@@ -724,6 +751,16 @@ type dnConn struct {
 
 	out      []byte // bytes to write; from the selector's buffers or buf
 	outOff   int
+	// With transferTo, a packet's data goes from the replica's data file
+	// (sfLeft bytes at sfOff) between out[:split] (response, header and
+	// checksums) and out[split:] (the last packet's header).
+	transferTo bool
+	split      int
+	sfOff      int64
+	sfLeft     int
+	// unparking: a parked read asked for its replica back to send the
+	// rest of a packet's data (flush).
+	unparking bool
 	lent     bool // out is a selector buffer
 	buf      []byte
 	working  bool
@@ -782,7 +819,7 @@ func (dc *dnConn) onEvent(ev Events) {
 		dc.close("peer reset")
 		return
 	}
-	if ev&Writable != 0 && dc.outOff < len(dc.out) {
+	if ev&Writable != 0 && dc.pending() {
 		dc.flush()
 		if dc.closed {
 			return
@@ -1000,6 +1037,7 @@ func (dc *dnConn) open(woken bool) {
 // lock, before its next packet.
 func (dc *dnConn) unpark(woken bool) {
 	dc.dn.lock.Do(dc.loop, func() {
+		dc.unparking = false
 		if !dc.closedWhileWaiting(woken) {
 			dc.takeHandle()
 		}
@@ -1077,6 +1115,13 @@ func (dc *dnConn) takeHandle() {
 		dc.close("replica changed while parked")
 		return
 	}
+	if dc.pending() {
+		// Parked mid-packet with its data still to send from the
+		// replica (transferTo).
+		dc.lastSend = dc.loop.Now()
+		dc.flush()
+		return
+	}
 	dc.sendNext()
 }
 
@@ -1110,7 +1155,7 @@ func (dn *Datanode) contend() {
 		s.loop.Post(func() {
 			for _, dc := range slices.Clone(s.holders) {
 				dc.contended = true
-				if dc.outOff < len(dc.out) {
+				if dc.pending() {
 					dc.park()
 				}
 			}
@@ -1129,7 +1174,7 @@ func (dc *dnConn) park() {
 	dn.lock.Do(dc.loop, func() {
 		h := dc.handle
 		switch {
-		case dc.closed || h == nil || dc.working || dc.outOff >= len(dc.out):
+		case dc.closed || h == nil || dc.working || !dc.pending():
 			return
 		case dn.pool.Waiting() == 0:
 			dc.contended, dn.pressed = false, false
@@ -1243,10 +1288,14 @@ type packetJob struct {
 	n           int
 	off, seq    int64
 	first, last bool
-	resp        Response
-	replica     *BlockFiles
-	buf, out    []byte
-	err         error
+	// transferTo: build only the header and checksums; the data goes
+	// with sendfile at out[split].
+	transferTo bool
+	split      int
+	resp       Response
+	replica    *BlockFiles
+	buf, out   []byte
+	err        error
 }
 
 // build appends the job's packet (the response first, if it is the first;
@@ -1259,7 +1308,13 @@ func (j *packetJob) build(p Process, buf []byte) ([]byte, error) {
 	if j.n > 0 {
 		buf = AppendPacketHeader(buf, PacketHeader{Offset: j.off, Seqno: seq}, j.n, BytesPerChecksum)
 		var err error
-		if buf, err = appendChunks(p, buf, j.replica, j.off, j.n); err != nil {
+		if j.transferTo {
+			buf, err = appendSums(p, buf, j.replica, j.off, j.n)
+			j.split = len(buf)
+		} else {
+			buf, err = appendChunks(p, buf, j.replica, j.off, j.n)
+		}
+		if err != nil {
 			return buf, err
 		}
 		p.CPU(CPUChecksum, j.n)
@@ -1284,7 +1339,7 @@ func (dc *dnConn) sendNext() {
 	n := int(min(int64(dc.dn.cfg.PacketSize), dc.end-dc.next))
 	j := &dc.job
 	*j = packetJob{n: n, off: dc.next, seq: dc.seq, first: dc.first, last: dc.next+int64(n) >= dc.end,
-		resp: dc.resp, replica: dc.replica}
+		transferTo: dc.transferTo && n > 0, resp: dc.resp, replica: dc.replica}
 	dc.next += int64(n)
 	dc.seq = j.seq + 1
 	if n == 0 {
@@ -1326,7 +1381,7 @@ func (dc *dnConn) packetBuilt() {
 	dc.working = false
 	j := &dc.job
 	out, last, err := j.out, j.last, j.err
-	j.buf, j.out, j.err, j.replica = nil, nil, nil, nil
+	j.buf, j.out, j.err, j.replica = nil, nil, nil, nil // the rest of j stays for packetReady
 	if dc.closed {
 		dc.sel.putBuf(out)
 		return
@@ -1347,6 +1402,21 @@ func appendChunks(p Process, buf []byte, r *BlockFiles, off int64, n int) ([]byt
 	return buf[:start+len(sums)+n], nil
 }
 
+// appendSums appends the stored checksums of n bytes at off of the
+// replica: a packet whose data goes with sendfile.
+func appendSums(p Process, buf []byte, r *BlockFiles, off int64, n int) ([]byte, error) {
+	start := len(buf)
+	sums, err := r.ReadSums(buf, off, n)
+	if err != nil {
+		return buf[:start], err
+	}
+	// A bit flipped in flight can only hit the checksums here: the data
+	// never passes through a buffer.
+	inFlight(p, sums)
+	return buf[:start+len(sums)], nil
+}
+
+// packetReady sends the packet dc.job describes, built into out.
 func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 	if err != nil {
 		// A disk or checksum error mid-stream: HDFS closes the
@@ -1359,7 +1429,11 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 		dc.close("read error")
 		return
 	}
-	dc.st.BytesSent += int64(len(out))
+	dc.sfLeft = 0
+	if j := &dc.job; j.transferTo {
+		dc.split, dc.sfOff, dc.sfLeft = j.split, j.off, j.n
+	}
+	dc.st.BytesSent += int64(len(out) + dc.sfLeft)
 	dc.outLast = last
 	if dc.packetSentF == nil {
 		dc.packetSentF = dc.packetSent
@@ -1402,14 +1476,41 @@ func (dc *dnConn) setOut(out []byte, lent bool, then func()) {
 	dc.flush()
 }
 
+// pending reports whether output is left to send.
+func (dc *dnConn) pending() bool { return dc.outOff < len(dc.out) || dc.sfLeft > 0 }
+
 func (dc *dnConn) flush() {
-	before := dc.outOff
-	done, err := writeOut(dc.c, dc.out, &dc.outOff)
+	before, beforeLeft := dc.outOff, dc.sfLeft
+	done, err := dc.writePending()
+	if errors.Is(err, errParked) {
+		// The data is in the replica a parked read gave back: take it
+		// again first. Waiting for it is not the client's stall, and
+		// the handle wait bounds it.
+		dc.c.SetWriteInterest(false)
+		if dc.sendT != nil {
+			dc.sendT.Stop()
+			dc.sendT = nil
+		}
+		if !dc.unparking && dc.waiter == nil {
+			dc.unparking = true
+			dc.unpark(false)
+		}
+		return
+	}
 	if err != nil {
+		if errors.Is(err, ErrIO) || errors.Is(err, io.EOF) {
+			// sendfile met a disk error (or a file shorter than its
+			// replica): as for a packet's read, HDFS closes the
+			// connection and the client sees a short stream.
+			dc.st.Errors++
+			dc.dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
+			dc.close("read error")
+			return
+		}
 		dc.close("write error")
 		return
 	}
-	if dc.outOff > before {
+	if dc.outOff > before || dc.sfLeft < beforeLeft {
 		dc.lastSend = dc.loop.Now()
 	}
 	if !done {
@@ -1441,6 +1542,44 @@ func (dc *dnConn) flush() {
 	}
 }
 
+// errParked: the rest of a packet's data is in a replica the read parked.
+var errParked = errors.New("model: packet data in a parked replica")
+
+// writePending writes what is left of the output: with a packet's data
+// to send from its replica, the bytes before it (MSG_MORE: the data
+// follows), the data with sendfile, then the rest.
+func (dc *dnConn) writePending() (done bool, err error) {
+	if dc.sfLeft > 0 {
+		if dc.outOff < dc.split {
+			if done, err := writeOutMore(dc.c, dc.out[:dc.split], &dc.outOff, true); !done || err != nil {
+				return false, err
+			}
+		}
+		disk := dc.dn.p.Disk()
+		for dc.sfLeft > 0 {
+			if dc.replica == nil {
+				return false, errParked
+			}
+			n, err := disk.Sendfile(dc.c, dc.replica.Data, dc.sfOff, dc.sfLeft)
+			if errors.Is(err, ErrWouldBlock) {
+				dc.c.SetWriteInterest(true)
+				return false, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("sendfile %d bytes at %d of block %d: %w", dc.sfLeft, dc.sfOff, dc.req.BlockID, err)
+			}
+			if n <= 0 || n > dc.sfLeft {
+				return false, fmt.Errorf("sendfile %d bytes at %d of block %d sent %d: %w", dc.sfLeft, dc.sfOff, dc.req.BlockID, n, io.ErrUnexpectedEOF)
+			}
+			if !dc.dn.cfg.Bugs.SendfileOffsetStuck {
+				dc.sfOff += int64(n)
+			}
+			dc.sfLeft -= n
+		}
+	}
+	return writeOut(dc.c, dc.out, &dc.outOff)
+}
+
 // watchSend arms the send-progress timer while output is pending: no
 // progress for SendTimeout closes the connection, and a read that holds
 // a pool handle closes after StallTimeout without progress if other
@@ -1461,7 +1600,7 @@ func (dc *dnConn) watchSend() {
 	}
 	dc.sendT = dc.loop.AfterFunc(at, func() {
 		dc.sendT = nil
-		if dc.closed || dc.outOff >= len(dc.out) {
+		if dc.closed || !dc.pending() {
 			return
 		}
 		idle := dc.loop.Now() - dc.lastSend
@@ -1721,7 +1860,7 @@ func (dc *dnConn) fail(err error) {
 		resp.Status = StatusError
 	}
 	dc.phase = phaseFlushing
-	if dc.out != nil && dc.outOff < len(dc.out) {
+	if dc.pending() {
 		dc.close("error mid-write")
 		return
 	}

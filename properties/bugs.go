@@ -93,6 +93,18 @@ var Bugs = []Bug{
 			}
 		},
 	},
+	{
+		Name:    "sendfile-offset-stuck",
+		What:    "after a partial sendfile the datanode sends the rest of a packet's data from the packet's first byte again (the file offset not advanced)",
+		Catches: "linearizability",
+		apply: func(d drawer, cfg *Config) {
+			cfg.SendfileOffsetStuck = true
+			// Partial sends are common under small send buffers.
+			if cfg.SndBuf == 0 {
+				cfg.SndBuf = pick(d, "bug_sndbuf", 2048, 4096)
+			}
+		},
+	},
 	// Issue 9: defects an abuse test found; the hostile peers find each.
 	{
 		Name:    "closed-conns-reachable",

@@ -46,6 +46,9 @@ type Config struct {
 	DNPacket    int           `json:"dn_packet"`
 	FDLimit     int           `json:"fd_limit"`
 	InlineIO    bool          `json:"inline_io,omitempty"`
+	// NoTransferTo: reads copy their data through a buffer instead of
+	// sendfile (model.DatanodeConfig.NoTransferTo).
+	NoTransferTo bool `json:"no_transfer_to,omitempty"`
 
 	// Clients
 	Clients       int           `json:"clients"`
@@ -97,6 +100,7 @@ type Config struct {
 	VerifyFirstChunk    bool `json:"verify_first_chunk,omitempty"`
 	ReturnBufferEarly   bool `json:"return_buffer_early,omitempty"`
 	WriteUnverified     bool `json:"write_unverified,omitempty"`
+	SendfileOffsetStuck bool `json:"sendfile_offset_stuck,omitempty"`
 	// Issue 9's defects (hostile.go draws the peers that find them).
 	ClosedConnsReachable bool `json:"closed_conns_reachable,omitempty"`
 	WritePrealloc        bool `json:"write_prealloc,omitempty"`
@@ -367,6 +371,9 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawHostile(d, cfg, b.hostile)
 	drawRogue(d, cfg, &c.Schedule)
 	drawBadConfig(d, cfg)
+	// Both send paths stay under the properties. Drawn last, so the
+	// draws before it are what they were before transferTo.
+	cfg.NoTransferTo = !cfg.SendfileOffsetStuck && d.chance(30, "no_transfer_to")
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

@@ -382,13 +382,13 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 	return model.DatanodeConfig{
 		Addr: addr, Mode: mode, Selectors: c.Selectors, Workers: c.Workers,
 		PoolMax: c.PoolMax, PoolMin: c.PoolMin, PoolIdle: c.PoolIdle, Keepalive: c.Keepalive, ReadTimeout: c.ReadTimeout,
-		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir, InlineIO: c.InlineIO,
+		NoDelay: c.DNNoDelay, PacketSize: c.DNPacket, Dir: dnDir, InlineIO: c.InlineIO, NoTransferTo: c.NoTransferTo,
 		MaxWrite: c.MaxWrite, MaxBuffered: c.MaxBuffered, RequestTimeout: c.RequestTimeout, SendTimeout: c.SendTimeout,
 		HandleWait: c.HandleWait, StallTimeout: c.StallTimeout, MaxConns: c.MaxConns,
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
 			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
-			WriteUnverified:      c.WriteUnverified,
+			WriteUnverified: c.WriteUnverified, SendfileOffsetStuck: c.SendfileOffsetStuck,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris,

@@ -68,6 +68,7 @@ type ScenarioCase struct {
 	Keepalive     time.Duration `json:"keepalive,omitempty"`
 	PoolMax       int           `json:"pool_max,omitempty"`
 	InlineIO      bool          `json:"inline_io,omitempty"`
+	NoTransferTo  bool          `json:"no_transfer_to,omitempty"`
 	CacheCapacity int           `json:"cache_capacity,omitempty"`
 	CacheExpiry   time.Duration `json:"cache_expiry,omitempty"`
 	StartTogether bool          `json:"start_together,omitempty"`
@@ -159,6 +160,7 @@ func DrawScenario(src Source, seed uint64, bug string) (ScenarioCase, error) {
 		c.CacheCapacity = d.n(0, 4, "sn_cache")
 		c.CacheExpiry = d.dur(100*time.Millisecond, 4*time.Second, "sn_cache_expiry")
 		c.StartTogether = d.chance(30, "sn_together")
+		c.NoTransferTo = d.chance(30, "sn_no_transfer_to")
 	case ScenarioTCPPattern:
 		c.Ops = d.n(1, 20, "sn_ops")
 		c.Writes = d.n(1, 4, "sn_writes")
@@ -259,6 +261,7 @@ func (c *ScenarioCase) readScenario() model.ReadScenario {
 	s.Server.Keepalive = c.Keepalive
 	s.Server.PoolMax = c.PoolMax
 	s.Server.InlineIO = c.InlineIO
+	s.Server.NoTransferTo = c.NoTransferTo
 	s.Client.CacheCapacity = c.CacheCapacity
 	s.Client.CacheExpiry = c.CacheExpiry
 	s.StartTogether = c.StartTogether

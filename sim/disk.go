@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"path"
 	"slices"
@@ -270,47 +271,81 @@ func (d *Disk) List(dir string) ([]string, error) {
 	return out, nil
 }
 
-// Sendfile implements model.Disk.
+// Sendfile implements model.Disk. To a TCP socket the bytes go from the
+// page cache into the send buffer with no user-space copy (tcpConn.sendfile
+// charges the calibrated sendfile cost), and only what the send buffer has
+// room for is read from disk. Other sockets (AF_UNIX) are charged as a
+// read and a write: the model credits no splicing there.
 func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, error) {
 	sf, ok := f.(*File)
 	if !ok || sf.closed {
-		return 0, model.ErrClosed
+		return 0, fmt.Errorf("sendfile: %w", model.ErrClosed)
+	}
+	if off < 0 || n < 0 {
+		return 0, fmt.Errorf("sendfile: offset %d, count %d: %w", off, n, fs.ErrInvalid)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := d.step(false, nil); err != nil {
+		return 0, fmt.Errorf("sendfile: %w", err)
 	}
 	size := int64(len(sf.ino.data))
 	if off >= size {
+		d.w.charge(d.w.cfg.CPU.Syscall)
 		return 0, io.EOF
 	}
-	if int64(n) > size-off {
-		n = int(size - off)
+	n = int(min(int64(n), size-off))
+	tc, isTCP := c.(*tcpConn)
+	if !isTCP {
+		if err := d.ioCost(sf.ino, off, n, false); err != nil {
+			return 0, fmt.Errorf("sendfile: %w", err)
+		}
+		return c.Write(sf.ino.data[off : off+int64(n)])
 	}
-	if err := d.ioCost(sf.ino, off, n, false); err != nil {
-		return 0, err
+	if room := tc.sendRoom(); room > 0 {
+		n = min(n, room)
+		if err := d.readCost(sf.ino, off, n, false); err != nil {
+			return 0, fmt.Errorf("sendfile: %w", err)
+		}
+		d.w.record(Event{Proc: d.p.name, Kind: "disk", Conn: sf.ino.ino, A: off, B: int64(n), S: "sendfile"})
 	}
-	// The kernel copies from the page cache straight into the socket.
-	return c.Write(sf.ino.data[off : off+int64(n)])
+	// A full (or closed) socket: the write fails as a write would,
+	// before any page is read.
+	return tc.sendfile(sf.ino.data[off : off+int64(n)])
 }
 
 // ioCost charges the time an I/O takes and draws its faults.
 func (d *Disk) ioCost(ino *inode, off int64, n int, write bool) error {
+	if !write {
+		return d.readCost(ino, off, n, true)
+	}
+	w := d.w
+	d.Writes++
+	if d.faults.WriteEIO > 0 && w.diskRand.Float64() < d.faults.WriteEIO {
+		w.record(Event{Proc: d.p.name, Kind: "diskErr", Conn: ino.ino, A: off, B: int64(n), S: "EIO"})
+		return model.ErrIO
+	}
+	w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+	d.markCached(ino, off, n)
+	return nil
+}
+
+// readCost charges a read of n bytes at off: a copy out of the page cache
+// when cached and copied (a pread; sendfile copies nothing), else the
+// disk's latency and bandwidth; and draws the read faults.
+func (d *Disk) readCost(ino *inode, off int64, n int, copied bool) error {
 	cfg := &d.w.cfg.Disk
 	w := d.w
-	if write {
-		d.Writes++
-		if d.faults.WriteEIO > 0 && w.diskRand.Float64() < d.faults.WriteEIO {
-			w.record(Event{Proc: d.p.name, Kind: "diskErr", Conn: ino.ino, A: off, B: int64(n), S: "EIO"})
-			return model.ErrIO
-		}
-		w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
-		d.markCached(ino, off, n)
-		return nil
-	}
 	d.Reads++
 	if d.faults.ReadEIO > 0 && w.diskRand.Float64() < d.faults.ReadEIO {
 		w.record(Event{Proc: d.p.name, Kind: "diskErr", Conn: ino.ino, A: off, B: int64(n), S: "EIO"})
 		return model.ErrIO
 	}
 	if cfg.PageCache && d.isCached(ino, off, n) {
-		w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+		if copied {
+			w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
+		}
 	} else {
 		w.charge(cfg.Latency + time.Duration(int64(n)*int64(time.Second)/cfg.Bandwidth))
 		d.markCached(ino, off, n)

@@ -322,20 +322,34 @@ func (c *tcpConn) takeErr() error {
 	return c.err
 }
 
-func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false, false) }
-func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true, false) }
+func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false, false, false) }
+func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true, false, false) }
 
 // WriteShared implements model.SharedWriter: the send buffer keeps p
 // itself instead of a copy (the caller never changes it again), at the
 // modelled cost of a copying write.
-func (c *tcpConn) WriteShared(p []byte) (int, error) { return c.write(p, false, true) }
+func (c *tcpConn) WriteShared(p []byte) (int, error) { return c.write(p, false, true, false) }
+
+// sendfile queues p, bytes of a file's page cache, as sendfile(2) does:
+// no user-space copy, so the call costs the calibrated sendfile CPU
+// (SendfilePerKB: the stack's work on spliced pages) instead of a copy
+// and the write path's per-KiB cost.
+func (c *tcpConn) sendfile(p []byte) (int, error) { return c.write(p, false, false, true) }
+
+// sendRoom is what a write could queue now (0 when it could not).
+func (c *tcpConn) sendRoom() int {
+	if c.fdClosed || c.err != nil || c.finQ || c.state != tcpEstablished {
+		return 0
+	}
+	return max(c.sndBuf-int(c.sndEnd-c.sndUna), 0)
+}
 
 // sharedMin is the least a shared write queues by reference: below it a
 // copy is cheaper than a chunk of its own, and keeps small writes in one
 // chunk for the segments Nagle coalesces.
 const sharedMin = 1024
 
-func (c *tcpConn) write(p []byte, more, shared bool) (int, error) {
+func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
@@ -361,7 +375,11 @@ func (c *tcpConn) write(p []byte, more, shared bool) (int, error) {
 		c.sndq.appendCopy(c.w, p[:n], c.sndBuf)
 	}
 	c.sndEnd += uint64(n)
-	c.w.charge(time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPSendPerKB) * int64(n) / 1024))
+	perKB := c.w.cfg.CPU.CopyPerKB + c.w.cfg.CPU.TCPSendPerKB
+	if zeroCopy {
+		perKB = c.w.cfg.CPU.SendfilePerKB
+	}
+	c.w.charge(time.Duration(int64(perKB) * int64(n) / 1024))
 	// MSG_MORE corks only this call's push (tcp_push passes
 	// TCP_NAGLE_CORK); later pushes, on an ACK, use the socket's Nagle.
 	c.more = more

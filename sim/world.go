@@ -116,6 +116,12 @@ type CPUConfig struct {
 	// window update): what a small request-response hop costs beyond an
 	// eventfd wake-up. Zero in the hand-set defaults.
 	TCPRead time.Duration
+	// SendfilePerKB is the sender's CPU per KiB sendfile(2) moves from
+	// the page cache to a TCP socket: the whole cost, for there is no
+	// user-space copy (the pages are spliced into the skbs), in place of
+	// a write's CopyPerKB and TCPSendPerKB. Zero in the hand-set
+	// defaults.
+	SendfilePerKB time.Duration
 	// SliceOn and SliceOff model a machine other processes share: each
 	// core runs this world's threads for slices of about SliceOn, with
 	// gaps of about SliceOff between them (slices.go). Zero: the machine

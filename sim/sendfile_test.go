@@ -1,0 +1,144 @@
+package sim
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// sendfileRead runs sequential 64 KiB reads of a 1 MiB block with the
+// datanode's send buffer at sndbuf (0: the default) and returns the result
+// and the datanode process's modelled CPU.
+func sendfileRead(t *testing.T, noTransferTo bool, sndbuf int, bugs model.DatanodeBugs) (*model.ReadResult, time.Duration) {
+	t.Helper()
+	w := New(DefaultConfig(7))
+	s := model.DefaultReadScenario()
+	s.Clients, s.Ops, s.Blocks, s.BlockSize, s.ReadSize, s.Pattern = 1, 32, 2, 1<<20, 64<<10, "sequential"
+	s.Server.NoTransferTo = noTransferTo
+	s.Server.Bugs = bugs
+	var dnp *Process
+	s.Observe = func(dn *model.Datanode, _ []*model.Client) {
+		dnp = dn.Process().(*Process)
+		if sndbuf > 0 {
+			dnp.SetSocketBuffers(sndbuf, 0)
+		}
+	}
+	res, err := model.RunRead(w, s, time.Hour)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, dnp.CPUTime()
+}
+
+// transferTo takes both of a read's data copies out of the datanode (the
+// pread into a buffer and the write out of it): with the hand-set costs
+// (no per-KiB stack cost either way) its CPU falls by two copies of the
+// bytes sent, less the socket calls a packet sent in two parts adds, and
+// the data still verifies.
+func TestTransferToSendsWithoutCopies(t *testing.T) {
+	cp, cpuCopy := sendfileRead(t, true, 0, model.DatanodeBugs{})
+	zc, cpuZC := sendfileRead(t, false, 0, model.DatanodeBugs{})
+	for _, r := range []*model.ReadResult{cp, zc} {
+		if r.Errors != 0 || r.Mismatches != 0 || r.BytesVerified != 32*64<<10 {
+			t.Fatalf("%d errors (%s), %d mismatches, %d bytes verified", r.Errors, r.FirstError, r.Mismatches, r.BytesVerified)
+		}
+	}
+	copies := 2 * time.Duration(int64(DefaultCPUConfig().CopyPerKB)*(32*64))
+	saved := cpuCopy - cpuZC
+	t.Logf("datanode CPU: copying %v, transferTo %v, saved %v (two copies: %v)", cpuCopy, cpuZC, saved, copies)
+	if saved < copies*8/10 || saved > copies {
+		t.Errorf("transferTo saved %v of datanode CPU, want about two copies of the data, %v", saved, copies)
+	}
+}
+
+// Under a small send buffer each packet's sendfile is partial; the rest
+// must go from where the last call stopped. With the offset left where
+// the packet's data began the client gets the packet's first bytes again,
+// which its checksums catch.
+func TestPartialSendfileAdvancesTheOffset(t *testing.T) {
+	res, _ := sendfileRead(t, false, 4096, model.DatanodeBugs{})
+	if res.Errors != 0 || res.Mismatches != 0 || res.BytesVerified != 32*64<<10 {
+		t.Fatalf("%d errors (%s), %d mismatches, %d bytes verified", res.Errors, res.FirstError, res.Mismatches, res.BytesVerified)
+	}
+	bug, _ := sendfileRead(t, false, 4096, model.DatanodeBugs{SendfileOffsetStuck: true})
+	t.Logf("offset stuck: %d errors (first: %s), %d mismatches", bug.Errors, bug.FirstError, bug.Mismatches)
+	if bug.Errors == 0 && bug.Mismatches == 0 {
+		t.Error("a datanode that does not advance the offset after a partial sendfile went unnoticed")
+	}
+	if bug.Errors > 0 && !strings.Contains(bug.FirstError, "checksum error") {
+		t.Errorf("first error %q is not a checksum error", bug.FirstError)
+	}
+}
+
+// Disk.Sendfile sends what the send buffer has room for, fails like a
+// write on a full socket (a peer that reads nothing, with a small receive
+// buffer), and reports the end of the file.
+func TestDiskSendfilePartialAndFull(t *testing.T) {
+	w := New(DefaultConfig(1))
+	data := make([]byte, 10000)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	var sent []int
+	var full, eof error
+	srv, _ := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+		f, err := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDBlockFile)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteAt(data, 0)
+		ln, err := p.Listen("tcp", "srv:1", 4, p.MainLoop())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ln.SetHandler(func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			off := int64(1000)
+			for {
+				n, err := p.Disk().Sendfile(c, f, off, len(data))
+				if err != nil {
+					full = err
+					break
+				}
+				sent = append(sent, n)
+				off += int64(n)
+			}
+			_, eof = p.Disk().Sendfile(c, f, int64(len(data)), 1)
+		})
+	})
+	srv.(*Process).SetSocketBuffers(4096, 0)
+	cl, _ := w.Spawn("cl", model.ProcessConfig{}, func(p model.Process) {
+		p.Dial("tcp", "srv:1", p.MainLoop(), func(model.Events) {})
+		p.MainLoop().AfterFunc(100*time.Millisecond, p.World().Stop)
+	})
+	cl.(*Process).SetSocketBuffers(0, 4096)
+	if err := w.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, n := range sent {
+		total += n
+		if n <= 0 || n > 4096 {
+			t.Errorf("a sendfile sent %d bytes through a 4096-byte send buffer", n)
+		}
+	}
+	if len(sent) == 0 || total >= len(data)-1000 {
+		t.Errorf("sends %v before the socket filled, want some, short of %d", sent, len(data)-1000)
+	}
+	if !errors.Is(full, model.ErrWouldBlock) {
+		t.Errorf("sendfile to a full socket: %v, want ErrWouldBlock", full)
+	}
+	if eof != io.EOF {
+		t.Errorf("sendfile at the end of the file: %v, want io.EOF", eof)
+	}
+}
