@@ -749,8 +749,8 @@ type dnConn struct {
 	seq     int64
 	first   bool
 
-	out      []byte // bytes to write; from the selector's buffers or buf
-	outOff   int
+	out    []byte // bytes to write; from the selector's buffers or buf
+	outOff int
 	// With transferTo, a packet's data goes from the replica's data file
 	// (sfLeft bytes at sfOff) between out[:split] (response, header and
 	// checksums) and out[split:] (the last packet's header).
@@ -761,11 +761,11 @@ type dnConn struct {
 	// unparking: a parked read asked for its replica back to send the
 	// rest of a packet's data (flush).
 	unparking bool
-	lent     bool // out is a selector buffer
-	buf      []byte
-	working  bool
-	afterOut func() // what to do once out is written
-	outLast  bool   // out is a read's last packet (packetSent)
+	lent      bool // out is a selector buffer
+	buf       []byte
+	working   bool
+	afterOut  func() // what to do once out is written
+	outLast   bool   // out is a read's last packet (packetSent)
 
 	job                         packetJob // the packet being built (sendNext)
 	buildF, builtF, packetSentF func()    // method values, bound once
