@@ -96,7 +96,7 @@ var Bugs = []Bug{
 	{
 		Name:    "sendfile-offset-stuck",
 		What:    "after a partial sendfile the datanode sends the rest of a packet's data from the packet's first byte again (the file offset not advanced)",
-		Catches: "linearizability",
+		Catches: "stream-integrity",
 		apply: func(d drawer, cfg *Config) {
 			cfg.SendfileOffsetStuck = true
 			// Partial sends are common under small send buffers.
