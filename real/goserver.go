@@ -272,12 +272,15 @@ type ReadServerVariant struct {
 }
 
 // ReadServerVariants are the servers BenchmarkReadServers and `bench
-// hdfs-918 --world real` compare: the datanode's three modes and the
-// plain-Go reference without and with the CRC32C work.
+// hdfs-918 --world real` compare: the datanode's three modes (sending
+// each packet's data with sendfile, its default), the reactor copying
+// instead (NoTransferTo), and the plain-Go reference, which copies,
+// without and with the CRC32C work.
 func ReadServerVariants() []ReadServerVariant {
 	mode := func(m model.ServerMode, inline bool) func(*model.ReadScenario) {
 		return func(s *model.ReadScenario) { s.Server.Mode, s.Server.InlineIO = m, inline }
 	}
+	copying := func(s *model.ReadScenario) { s.Server.Mode, s.Server.NoTransferTo = model.Reactor, true }
 	goServer := func(verify bool) func(*model.ReadScenario) {
 		return func(s *model.ReadScenario) {
 			s.Serve = GoServer{Verify: verify, Keepalive: s.Server.Keepalive, TokenKey: s.Server.TokenKey}.Serve
@@ -287,6 +290,7 @@ func ReadServerVariants() []ReadServerVariant {
 		{"threaded", mode(model.Threaded, false)},
 		{"reactor", mode(model.Reactor, false)},
 		{"reactor-inline-io", mode(model.Reactor, true)},
+		{"reactor-copy", copying},
 		{"go-server", goServer(false)},
 		{"go-server-crc", goServer(true)},
 	}

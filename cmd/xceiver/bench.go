@@ -259,7 +259,7 @@ func (r parallelReadRunner) run(w model.World) (result, error) {
 func benchHDFS918(world string, seed uint64) ([]benchRow, error) {
 	variants := real.ReadServerVariants()
 	if world == "sim" {
-		variants = variants[:3] // the reference servers are real code only
+		variants = variants[:4] // the reference servers are real code only
 	}
 	var rows []benchRow
 	tput := map[string]float64{}
@@ -293,7 +293,7 @@ func benchHDFS918(world string, seed uint64) ([]benchRow, error) {
 		}
 	}
 	if world == "real" {
-		for _, c := range []string{"reactor", "reactor-inline-io"} {
+		for _, c := range []string{"reactor", "reactor-inline-io", "reactor-copy"} {
 			for _, ref := range []string{"go-server", "go-server-crc"} {
 				rows = append(rows,
 					benchRow{world, c, "throughput vs " + ref, tput[c] / tput[ref], "×"},

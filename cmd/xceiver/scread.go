@@ -22,6 +22,7 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.StringVar(&s.Pattern, "pattern", s.Pattern, "random or sequential")
 	fs.IntVar(&s.Cores, "cores", s.Cores, "the client process's cores (sim)")
 	fs.BoolVar(&s.SkipChecksum, "skip-checksum", false, "short-circuit reads skip CRC32C verification")
+	fs.BoolVar(&s.NoTransferTo, "no-transfer-to", false, "the datanode copies TCP reads through a buffer instead of sendfile (dfs.datanode.transferTo.allowed=false)")
 	return func() (runner, error) {
 		if err := s.Validate(); err != nil {
 			return nil, usagef("run sc-read: %v", err)
@@ -40,7 +41,7 @@ func (r scReadRunner) run(w model.World) (result, error) {
 	st := res.Latencies.Summarize()
 	return result{
 		{"ops", res.Ops},
-		{"path", r.s.Path}, {"readers", r.s.Readers}, {"read_size", r.s.ReadSize}, {"shards", r.s.Cache.Shards},
+		{"path", r.s.Path}, {"transfer_to", r.s.Path == "tcp" && !r.s.NoTransferTo}, {"readers", r.s.Readers}, {"read_size", r.s.ReadSize}, {"shards", r.s.Cache.Shards},
 		{"first_op_us", us(st.First)},
 		{"p50_us", us(st.P50)},
 		{"p99_us", us(st.P99)},

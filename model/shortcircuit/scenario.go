@@ -24,6 +24,9 @@ type ReadScenario struct {
 	Cache     CacheConfig
 	// SkipChecksum reads short-circuit without verifying CRC32C.
 	SkipChecksum bool
+	// NoTransferTo has the datanode copy TCP reads through a buffer
+	// instead of sending their data with sendfile.
+	NoTransferTo bool
 	// CPUTime reads a process's CPU use (the world's; nil: not measured).
 	CPUTime func(model.Process) time.Duration
 }
@@ -107,7 +110,7 @@ func RunRead(w model.World, s ReadScenario, limit time.Duration) (*ReadResult, e
 			}
 		}
 		var err error
-		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: addrFor(w), Keepalive: time.Second, PoolIdle: 500 * time.Millisecond}); err != nil {
+		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: addrFor(w), Keepalive: time.Second, PoolIdle: 500 * time.Millisecond, NoTransferTo: s.NoTransferTo}); err != nil {
 			w.Fail(err)
 			return
 		}
