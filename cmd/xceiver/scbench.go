@@ -100,8 +100,8 @@ func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
 			tcpTime = t
 		case c.name == "uds" && world == "sim":
 			// How far the model is from HDFS's ratio, in copies of the
-			// GiB at the profile's copy cost: the reads are serial, so
-			// time is about the CPU of both ends.
+			// GiB at the profile's copy cost: the reads are serial, so a
+			// copy more on the path adds its time to every read.
 			perCopy := float64(prof.CPU().CopyPerKB) * float64(1<<20) / 1e9
 			rows = append(rows, benchRow{world, c.name, "copies short of 7.9/6.7", (tcpTime*7.9/6.7 - t) / perCopy, "copies of 1 GiB"})
 		}
@@ -187,10 +187,11 @@ transferTo off; domain-socket data traffic (uds) copies too, as HDFS does
 there (a DomainSocket's stream is not a SocketOutputStream). transferTo
 takes the datanode's two copies of the data away (the pread into a buffer
 and the write out of it): compare tcp's datanode CPU with tcp-copy's. But
-the reads are serial, so the time is about the CPU of both ends, and the
-calibrated loopback TCP stream costs more per KiB at both ends (sending
-and, more, receiving) than a Unix socket's copy each way, by more than
-the two copies transferTo saves: the model still puts uds ahead of tcp.
+the reads are serial, so the CPU of both ends and every wake-up add to
+each read's time, and the calibrated loopback TCP stream costs more per
+KiB at both ends (sending and, more, receiving) than a Unix socket's copy
+each way, by more than the two copies transferTo saves: the model still
+puts uds ahead of tcp.
 "copies short of 7.9/6.7" is how many more copies of the GiB, at the
 profile's copy cost, the uds path would have to make to fall behind tcp
 as HDFS's did. HDFS's path does copy more than ours (DomainSocket's JNI
