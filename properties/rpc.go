@@ -96,6 +96,7 @@ type RPCConfig struct {
 	LoseGroupWaiters     bool `json:"lose_group_waiters,omitempty"`
 	InvalidateBeforeSync bool `json:"invalidate_before_sync,omitempty"`
 	AnswerEIO            bool `json:"answer_eio,omitempty"`
+	QueuePastBound       bool `json:"queue_past_bound,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -205,6 +206,14 @@ var RPCBugs = []RPCBug{
 		},
 	},
 	{
+		Name: "queue-past-bound", Catches: PropQueueBound,
+		What: "readers queue calls whatever the call queue holds, where Hadoop's put blocks them: a burst grows the queue without bound",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.QueuePastBound = true
+			ensureFault(d, c, RPCFaultBurst)
+		},
+	},
+	{
 		Name: "editlog-answer-before-sync", Catches: PropDurable,
 		What: "a change is answered once it is logged, before the sync that makes it durable: a namenode crash loses changes its clients were told were done",
 		apply: func(d drawer, c *RPCCase) {
@@ -261,6 +270,7 @@ func (c RPCCase) Fixed() RPCCase {
 	cfg := &c.Config
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
 	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO = false, false, false, false
+	cfg.QueuePastBound = false
 	return c
 }
 
@@ -653,7 +663,8 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 			Namespace: ncfg,
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
 				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, HadoopReader: cfg.HadoopReader,
-				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses}},
+				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
+					QueuePastBound: cfg.QueuePastBound}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 			Image:    image,
 		})

@@ -85,6 +85,10 @@ type ServerBugs struct {
 	// UnboundedResponses ignores MaxPending: a connection's responses queue
 	// without limit while its client does not read.
 	UnboundedResponses bool
+	// QueuePastBound makes readers queue calls whatever the queue holds:
+	// the call queue is unbounded and a burst grows it (and the memory
+	// behind it) without limit, where Hadoop's put blocks the reader.
+	QueuePastBound bool
 }
 
 // DefaultServerConfig returns Hadoop's defaults where it has them.
@@ -645,7 +649,7 @@ func (r *reader) fill(sc *serverConn) {
 			off = len(sc.in)
 			return
 		}
-		if q.len() >= q.cap {
+		if q.len() >= q.cap && !r.s.cfg.Bugs.QueuePastBound {
 			r.blocked = sc
 			r.blocks++
 			q.blocked = append(q.blocked, r)
