@@ -168,6 +168,16 @@ func (cl *Client) Stats() ClientStats { return cl.stats }
 // Cached is the number of connections in the peer cache.
 func (cl *Client) Cached() int { return len(cl.cache) }
 
+// OldestCached is when the longest-idle connection in the peer cache was
+// put there (ok false: the cache is empty). The reaper closes it once it
+// has been idle CacheExpiry.
+func (cl *Client) OldestCached() (since time.Duration, ok bool) {
+	if len(cl.cache) == 0 {
+		return 0, false
+	}
+	return cl.cache[0].since, true
+}
+
 // InFlight is the number of ops not yet finished.
 func (cl *Client) InFlight() int { return cl.ops }
 

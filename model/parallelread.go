@@ -25,6 +25,9 @@ type ParallelRead struct {
 	// (addresses are set by the scenario).
 	Datanode DatanodeConfig
 	Client   ClientConfig
+	// OnClient, if set, is called with each client as soon as it is
+	// made, before its first op.
+	OnClient func(cl *Client)
 }
 
 // DefaultParallelRead is TestParallelRead's single-file case with four
@@ -53,13 +56,21 @@ func (r *ParallelReadResult) MBps() float64 {
 	return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds()
 }
 
-// RunParallelRead runs the benchmark in w.
-func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelReadResult, error) {
+// Validate reports a configuration that cannot run.
+func (s *ParallelRead) Validate() error {
 	switch {
 	case s.Files < 1 || s.Files > 64, s.Readers < 1 || s.Readers > 256, s.Iterations < 1:
-		return nil, fmt.Errorf("parallel read: files %d, readers %d, iterations %d out of range", s.Files, s.Readers, s.Iterations)
+		return fmt.Errorf("parallel read: files %d, readers %d, iterations %d out of range", s.Files, s.Readers, s.Iterations)
 	case s.FileSize < 128 || s.FileSize > 64<<20:
-		return nil, fmt.Errorf("parallel read: file size %d outside [128, 64 MiB]", s.FileSize)
+		return fmt.Errorf("parallel read: file size %d outside [128, 64 MiB]", s.FileSize)
+	}
+	return nil
+}
+
+// RunParallelRead runs the benchmark in w.
+func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelReadResult, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
 	s.Datanode.NoDelay, s.Client.NoDelay = s.NoDelay, s.NoDelay
 	contents := make([][]byte, s.Files)
@@ -117,6 +128,9 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 			cfg.Datanode = addrs[d]
 			if cls[d], err = NewClient(p, loop, file*s.Readers+k, cfg); err != nil {
 				return err
+			}
+			if s.OnClient != nil {
+				s.OnClient(cls[d])
 			}
 		}
 		rng := p.Rand()

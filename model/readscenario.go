@@ -23,6 +23,10 @@ type ReadScenario struct {
 	// Observe, if set, is called once the datanode and clients exist, so a
 	// test can check invariants as the run goes.
 	Observe func(dn *Datanode, clients []*Client)
+	// OnClient, if set, is called with each client as soon as it is
+	// made, before its first op (a test sets its History to check the
+	// figures the run reports against the ops themselves).
+	OnClient func(i int, cl *Client)
 	// StartTogether has every client connect (with a one-byte warm-up
 	// read, not counted) and wait until all have, then start at once, so
 	// their requests overlap: peak resource use then does not depend on
@@ -184,6 +188,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			res.ClientStats.DeadPeers += st.DeadPeers
 			res.ClientStats.Retries += st.Retries
 			res.ClientStats.Expired += st.Expired
+			res.ClientStats.ChecksumErrors += st.ChecksumErrors
 			res.ClientStats.BytesRead += st.BytesRead
 		}
 	}
@@ -261,6 +266,9 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			}
 			clients[i] = cl
 			clientProcs[i] = p
+			if s.OnClient != nil {
+				s.OnClient(i, cl)
+			}
 			clientBase[i] = p.FDs().Open
 			rng := p.Rand()
 			seqBlock := i % s.Blocks

@@ -234,9 +234,7 @@ func (c *ScenarioCase) Validate() error {
 		return wrapScenario(c.tcpPattern().Validate())
 	case ScenarioParallelRead:
 		s := c.parallelRead()
-		if s.Files < 1 || s.Readers < 1 || s.Iterations < 1 || s.FileSize < 128 {
-			return fmt.Errorf("scenario case: parallel read: files %d, readers %d, iterations %d, file size %d", s.Files, s.Readers, s.Iterations, s.FileSize)
-		}
+		return wrapScenario(s.Validate())
 	case ScenarioSCRead:
 		s := c.scRead()
 		return wrapScenario(s.Validate())
@@ -376,6 +374,9 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 		r.fail(PropLiveness, "%s did not finish: %v", c.Scenario, err)
 	case err != nil:
 		r.fail(PropHarness, "%s: %v", c.Scenario, err)
+	default:
+		r.checkConfig()
+		r.checkLimit()
 	}
 	return
 }
@@ -407,6 +408,8 @@ func (r *scenarioRun) read() error {
 	var dnProc *sim.Process
 	procs := make([]*sim.Process, s.Clients)
 	s.Observe = func(d *model.Datanode, cls []*model.Client) { dn, clients = d, cls }
+	obs := &readObserver{hists: make([]*model.History, s.Clients)}
+	s.OnClient = obs.onClient
 	want := s.Ops
 	if s.StartTogether {
 		want++ // the warm-up read
@@ -473,6 +476,10 @@ func (r *scenarioRun) read() error {
 	if r.prop != "" {
 		return nil
 	}
+	r.checkReadReport(s, res, obs, clients, dn, dnProc)
+	if r.prop != "" {
+		return nil
+	}
 	return r.settle()
 }
 
@@ -498,11 +505,19 @@ func (r *scenarioRun) tcpPattern() error {
 			return nil
 		}
 	}
+	if r.checkPatternReport(res.Latencies); r.prop != "" {
+		return nil
+	}
 	return r.settle()
 }
 
 func (r *scenarioRun) parallelRead() error {
 	s := r.c.parallelRead()
+	var hists []*model.History
+	s.OnClient = func(cl *model.Client) {
+		cl.History = &model.History{}
+		hists = append(hists, cl.History)
+	}
 	res, err := model.RunParallelRead(r.w, s, scenarioLimit)
 	if r.prop != "" || err != nil {
 		return err
@@ -517,6 +532,9 @@ func (r *scenarioRun) parallelRead() error {
 		r.fail(PropLiveness, "%d of %d reads done", res.Reads+res.Streams, total)
 	}
 	if r.prop != "" {
+		return nil
+	}
+	if r.checkParallelReport(res, hists); r.prop != "" {
 		return nil
 	}
 	return r.settle()

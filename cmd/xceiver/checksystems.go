@@ -39,13 +39,13 @@ const mixTotal = 100
 // The datanode keeps most seeds: its cases are the richest (faults,
 // hostile peers, corruption) and cheapest per seed after sc.
 var checkSystems = []checkSystem{
-	{name: "datanode", share: 80, check: checkDatanodeSeed, properties: propertyNames,
+	{name: "datanode", share: 74, check: checkDatanodeSeed, properties: propertyNames,
 		codeVersion: func() string { return traces.CodeVersion }, html: true},
-	{name: "rpc", share: 8, check: checkRPCSeed, properties: rpcPropertyNames,
+	{name: "rpc", share: 7, check: checkRPCSeed, properties: rpcPropertyNames,
 		codeVersion: func() string { return properties.RPCTraceFormat }},
-	{name: "sc", share: 8, check: checkSCSeed, properties: scPropertyNames,
+	{name: "sc", share: 7, check: checkSCSeed, properties: scPropertyNames,
 		codeVersion: func() string { return properties.SCTraceFormat }},
-	{name: "scenario", share: 4, check: checkScenarioSeed, properties: scenarioPropertyNames,
+	{name: "scenario", share: 12, check: checkScenarioSeed, properties: scenarioPropertyNames,
 		codeVersion: func() string { return properties.ScenarioTraceFormat }},
 }
 
@@ -155,7 +155,8 @@ func scPropertyNames() []string {
 
 func scenarioPropertyNames() []string {
 	return []string{properties.PropLiveness, properties.PropAvailability, properties.PropStream, properties.PropFDBounds,
-		properties.PropPoolBound, properties.PropLeakFree, properties.PropShared, properties.PropDeterminism, properties.PropHarness}
+		properties.PropPoolBound, properties.PropLeakFree, properties.PropShared, properties.PropReport, properties.PropConfig,
+		properties.PropDeterminism, properties.PropHarness}
 }
 
 // ignoredOf is the part of --ignore that names properties a system

@@ -1,0 +1,363 @@
+package properties
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"xceiver/model"
+	"xceiver/sim"
+)
+
+// What a scenario reports, checked (property "report"): `run`,
+// `validate` and `bench` print a scenario's figures, so figures that do
+// not describe the run are a bug as real as a lost byte.
+//
+//   - read and parallel-read: every client records its ops (History,
+//     set through the scenario's OnClient hook), and the ops, errors,
+//     bytes, elapsed time (first call to last return) and the multiset
+//     of latencies the result reports must be exactly those of the
+//     recorded ops; the summed client counters, the datanode's counters,
+//     peaks and what it holds at the end must be what the harness reads
+//     from the clients, the datanode and its process;
+//   - every scenario with latencies: the summary (p50 and p99 by nearest
+//     rank, mean, max) and the stall share are recomputed from them;
+//   - a run cut short by its limit must say so (an error wrapping
+//     sim.ErrLimit, which `run` turns into exit code 3), never return a
+//     result as if it had finished: each seed runs its case once more
+//     with a limit of 1 ns.
+//
+// Property "config": a scenario's validation accepts each value at its
+// documented bound and refuses it one past, so `run`'s flags mean what
+// README says. Each seed probes every bound of its scenario (a probe is
+// a call to Validate: no run).
+
+// PropReport is the scenario property that reported figures are those of
+// the run.
+const PropReport = "report"
+
+// readObserver holds what the harness records of a read scenario's
+// clients.
+type readObserver struct {
+	hists []*model.History
+}
+
+func (o *readObserver) onClient(i int, cl *model.Client) {
+	cl.History = &model.History{}
+	o.hists[i] = cl.History
+}
+
+// opFigures are figures computed from recorded ops.
+type opFigures struct {
+	ops, errors         int
+	reads, streams      int // parallel-read's positional and short reads
+	bytes               int64
+	first, last         time.Duration
+	latencies           model.Latencies
+	started, unreturned bool
+}
+
+func (f *opFigures) add(o *model.Operation, bytes int64) {
+	if !o.Done {
+		f.unreturned = true
+		return
+	}
+	f.ops++
+	f.latencies = append(f.latencies, o.Return-o.Call)
+	if !f.started || o.Call < f.first {
+		f.first, f.started = o.Call, true
+	}
+	f.last = max(f.last, o.Return)
+	if o.Result.Err != nil {
+		f.errors++
+		return
+	}
+	f.bytes += bytes
+}
+
+func (f *opFigures) elapsed() time.Duration { return f.last - f.first }
+
+// sameLatencies reports whether a and b hold the same durations, in any
+// order.
+func sameLatencies(a, b model.Latencies) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// closeTo compares two reported rates (a float formula, recomputed).
+func closeTo(got, want float64) bool {
+	return math.Abs(got-want) <= 1e-9*math.Max(1, math.Abs(want))
+}
+
+// checkSummary recomputes the statistics of l.
+func (r *scenarioRun) checkSummary(l model.Latencies) {
+	if r.prop != "" || len(l) == 0 {
+		return
+	}
+	sorted := slices.Clone(l)
+	slices.Sort(sorted)
+	rank := func(pct float64) time.Duration {
+		k := int(math.Ceil(float64(len(sorted)) * pct / 100))
+		return sorted[max(k, 1)-1]
+	}
+	var sum time.Duration
+	stalls := 0
+	for _, d := range l {
+		sum += d
+		if d >= model.StallThreshold {
+			stalls++
+		}
+	}
+	want := model.Summary{First: l[0], P50: rank(50), P99: rank(99), Mean: sum / time.Duration(len(l)), Max: sorted[len(sorted)-1]}
+	if got := l.Summarize(); got != want {
+		r.fail(PropReport, "the latency summary of %d ops is %+v, their latencies give %+v", len(l), got, want)
+		return
+	}
+	if got, want := l.StallShare(), float64(stalls)/float64(len(l)); got != want {
+		r.fail(PropReport, "stall share %v reported, %d of %d ops took %v or more", got, stalls, len(l), model.StallThreshold)
+	}
+}
+
+// checkReadReport checks RunRead's result against the clients' recorded
+// ops and the datanode as the harness sees it once the run is over.
+func (r *scenarioRun) checkReadReport(s model.ReadScenario, res *model.ReadResult, o *readObserver, clients []*model.Client, dn *model.Datanode, dnProc *sim.Process) {
+	var f opFigures
+	var stats model.ClientStats
+	for i, h := range o.hists {
+		if h == nil || clients[i] == nil {
+			r.fail(PropReport, "client-%d was never made", i)
+			return
+		}
+		ops := h.Ops
+		if s.StartTogether && len(ops) > 0 {
+			ops = ops[1:] // the warm-up read, not counted
+		}
+		for j := range ops {
+			f.add(&ops[j], ops[j].Len)
+		}
+		st := clients[i].Stats()
+		stats.Ops += st.Ops
+		stats.Errors += st.Errors
+		stats.Dials += st.Dials
+		stats.Reused += st.Reused
+		stats.DeadPeers += st.DeadPeers
+		stats.Retries += st.Retries
+		stats.Expired += st.Expired
+		stats.ChecksumErrors += st.ChecksumErrors
+		stats.BytesRead += st.BytesRead
+	}
+	fds := dnProc.FDs()
+	_, peakThr := dnProc.Threads()
+	handles := 0
+	if dn.Pool() != nil {
+		handles = dn.Pool().Handles()
+	}
+	switch {
+	case f.unreturned:
+		r.fail(PropReport, "the run reported an end with ops still in flight")
+	case res.Ops != f.ops || res.Errors != f.errors || res.BytesRead != f.bytes:
+		r.fail(PropReport, "reported %d reads, %d errors, %d bytes; the clients' ops were %d, %d errors, %d bytes",
+			res.Ops, res.Errors, res.BytesRead, f.ops, f.errors, f.bytes)
+	case res.Elapsed != f.elapsed():
+		r.fail(PropReport, "reported elapsed %v; the ops ran from %v to %v (%v)", res.Elapsed, f.first, f.last, f.elapsed())
+	case !sameLatencies(res.Latencies, f.latencies):
+		r.fail(PropReport, "the %d reported latencies are not those of the %d ops", len(res.Latencies), len(f.latencies))
+	case !closeTo(res.ThroughputMBps(), float64(f.bytes)/1e6/f.elapsed().Seconds()):
+		r.fail(PropReport, "reported %v MB/s for %d bytes in %v", res.ThroughputMBps(), f.bytes, f.elapsed())
+	case res.ClientStats != stats:
+		r.fail(PropReport, "reported client counters %+v; the clients counted %+v", res.ClientStats, stats)
+	case res.Server != dn.Stats() || res.PeakBlockFiles != dn.PeakBlockFiles() || res.ServerEndConns != dn.Conns() ||
+		res.ServerEndBufs != dn.BuffersOut() || res.ServerEndHandles != handles:
+		r.fail(PropReport, "reported datanode %+v, %d peak block files, at the end %d connections, %d buffers, %d handles; the datanode has %+v, %d, %d, %d, %d",
+			res.Server, res.PeakBlockFiles, res.ServerEndConns, res.ServerEndBufs, res.ServerEndHandles,
+			dn.Stats(), dn.PeakBlockFiles(), dn.Conns(), dn.BuffersOut(), handles)
+	case res.ServerPeakFDs != fds.Peak || res.ServerEndFDs != fds.Open || res.ServerPeakThr != peakThr:
+		r.fail(PropReport, "reported datanode peak %d fds, %d at the end, peak %d threads; its process has %d, %d, %d",
+			res.ServerPeakFDs, res.ServerEndFDs, res.ServerPeakThr, fds.Peak, fds.Open, peakThr)
+	case res.ServerEndFDs != res.ServerBaselineFDs+2*res.ServerEndHandles:
+		// What the pool still keeps idle is two fds a handle.
+		r.fail(PropLeakFree, "after every timeout the datanode holds %d fds: %d when it started serving, and %d pooled handles",
+			res.ServerEndFDs, res.ServerBaselineFDs, res.ServerEndHandles)
+	}
+	r.checkSummary(res.Latencies)
+}
+
+// checkParallelReport checks RunParallelRead's result against the
+// readers' recorded ops.
+func (r *scenarioRun) checkParallelReport(res *model.ParallelReadResult, hists []*model.History) {
+	var f opFigures
+	for _, h := range hists {
+		for j := range h.Ops {
+			op := &h.Ops[j]
+			n := int64(len(op.Result.Data))
+			f.add(op, n)
+			switch {
+			case !op.Done || op.Result.Err != nil:
+			case n < op.Len: // a short read of a stream
+				f.streams++
+			default:
+				f.reads++
+			}
+		}
+	}
+	switch {
+	case f.unreturned:
+		r.fail(PropReport, "the run reported an end with reads still in flight")
+	case res.Reads != f.reads || res.Streams != f.streams || res.Errors != f.errors || res.Bytes != f.bytes:
+		r.fail(PropReport, "reported %d reads, %d short stream reads, %d errors, %d bytes; the readers' ops were %d, %d, %d, %d",
+			res.Reads, res.Streams, res.Errors, res.Bytes, f.reads, f.streams, f.errors, f.bytes)
+	case res.Elapsed != f.elapsed():
+		r.fail(PropReport, "reported elapsed %v; the reads ran from %v to %v (%v)", res.Elapsed, f.first, f.last, f.elapsed())
+	case !sameLatencies(res.Latencies, f.latencies):
+		r.fail(PropReport, "the %d reported latencies are not those of the %d reads", len(res.Latencies), len(f.latencies))
+	case !closeTo(res.MBps(), float64(f.bytes)/1e6/f.elapsed().Seconds()):
+		r.fail(PropReport, "reported %v MB/s for %d bytes in %v", res.MBps(), f.bytes, f.elapsed())
+	}
+	r.checkSummary(res.Latencies)
+}
+
+// checkPatternReport checks tcp-pattern's latencies: one per op, each a
+// positive time, and (the ops run one after another on one connection)
+// adding up to no more than the run took.
+func (r *scenarioRun) checkPatternReport(l model.Latencies) {
+	var sum time.Duration
+	for i, d := range l {
+		if d <= 0 {
+			r.fail(PropReport, "op %d took %v", i, d)
+			return
+		}
+		sum += d
+	}
+	if now := r.w.Now(); sum > now {
+		r.fail(PropReport, "the %d ops' latencies add up to %v, more than the run's %v", len(l), sum, now)
+		return
+	}
+	r.checkSummary(l)
+}
+
+// checkLimit runs the case again with a limit of 1 ns: the scenario must
+// return an error wrapping sim.ErrLimit.
+func (r *scenarioRun) checkLimit() {
+	if r.prop != "" {
+		return
+	}
+	w := sim.New(sim.DefaultConfig(r.c.Seed))
+	const limit = time.Nanosecond
+	var err error
+	switch r.c.Scenario {
+	case ScenarioRead:
+		_, err = model.RunRead(w, r.c.readScenario(), limit)
+	case ScenarioTCPPattern:
+		_, err = model.RunTCPPattern(w, r.c.tcpPattern(), limit)
+	case ScenarioParallelRead:
+		_, err = model.RunParallelRead(w, r.c.parallelRead(), limit)
+	default:
+		return
+	}
+	if !errors.Is(err, sim.ErrLimit) {
+		r.fail(PropReport, "%s run with a limit of %v returned %v, want an error wrapping %q", r.c.Scenario, limit, err, sim.ErrLimit)
+	}
+}
+
+// A configProbe sets one value of a scenario at or just past its bound.
+type configProbe struct {
+	name string
+	ok   bool // the value is at its bound: accepted
+	read func(*model.ReadScenario)
+	pat  func(*model.TCPPattern)
+	par  func(*model.ParallelRead)
+}
+
+var scenarioConfigProbes = []configProbe{
+	{name: "clients 4096", ok: true, read: func(s *model.ReadScenario) { s.Clients = 4096 }},
+	{name: "clients 4097", read: func(s *model.ReadScenario) { s.Clients = 4097 }},
+	{name: "clients 0", read: func(s *model.ReadScenario) { s.Clients = 0 }},
+	{name: "ops 1", ok: true, read: func(s *model.ReadScenario) { s.Ops = 1 }},
+	{name: "ops 0", read: func(s *model.ReadScenario) { s.Ops = 0 }},
+	{name: "blocks 65536", ok: true, read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1<<16, 1 }},
+	{name: "blocks 65537", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16+1, 1, 1 }},
+	{name: "blocks 0", read: func(s *model.ReadScenario) { s.Blocks = 0 }},
+	{name: "block size 256 MiB", ok: true, read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20 }},
+	{name: "block size 256 MiB + 1", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20+1 }},
+	{name: "block size 1", ok: true, read: func(s *model.ReadScenario) { s.BlockSize, s.ReadSize = 1, 1 }},
+	{name: "block size 0", read: func(s *model.ReadScenario) { s.BlockSize, s.ReadSize = 0, 0 }},
+	{name: "read size = block size", ok: true, read: func(s *model.ReadScenario) { s.ReadSize = s.BlockSize }},
+	{name: "read size > block size", read: func(s *model.ReadScenario) { s.ReadSize = s.BlockSize + 1 }},
+	{name: "read size 0", read: func(s *model.ReadScenario) { s.ReadSize = 0 }},
+	{name: "pattern", read: func(s *model.ReadScenario) { s.Pattern = "strided" }},
+	{name: "blocks × size 4 GiB", ok: true, read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 16, 256<<20 }},
+	{name: "blocks × size 4.25 GiB", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 17, 256<<20 }},
+	{name: "blocks × size 4 GiB + 64 KiB", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1<<16+1, 1 }},
+	{name: "pool max 0", ok: true, read: func(s *model.ReadScenario) { s.Server.PoolMax = 0 }},
+	{name: "pool max 2", ok: true, read: func(s *model.ReadScenario) { s.Server.PoolMax = 2 }},
+	{name: "pool max 1", read: func(s *model.ReadScenario) { s.Server.PoolMax = 1 }},
+	{name: "keepalive 0", ok: true, read: func(s *model.ReadScenario) { s.Server.Keepalive = 0 }},
+	{name: "keepalive -1ns", read: func(s *model.ReadScenario) { s.Server.Keepalive = -time.Nanosecond }},
+	{name: "server mode", read: func(s *model.ReadScenario) { s.Server.Mode = "forked" }},
+
+	{name: "writes 1", ok: true, pat: func(s *model.TCPPattern) { s.Writes = 1 }},
+	{name: "writes 0", pat: func(s *model.TCPPattern) { s.Writes = 0 }},
+	{name: "msg 1", ok: true, pat: func(s *model.TCPPattern) { s.Msg = 1 }},
+	{name: "msg 0", pat: func(s *model.TCPPattern) { s.Msg = 0 }},
+	{name: "reply 1", ok: true, pat: func(s *model.TCPPattern) { s.Reply = 1 }},
+	{name: "reply 0", pat: func(s *model.TCPPattern) { s.Reply = 0 }},
+	{name: "ops 1", ok: true, pat: func(s *model.TCPPattern) { s.Ops = 1 }},
+	{name: "ops 0", pat: func(s *model.TCPPattern) { s.Ops = 0 }},
+	{name: "request 1 GiB", ok: true, pat: func(s *model.TCPPattern) { s.Writes, s.Msg = 2, 1<<29 }},
+	{name: "request 1 GiB + 2", pat: func(s *model.TCPPattern) { s.Writes, s.Msg = 2, 1<<29+1 }},
+	{name: "reply 1 GiB", ok: true, pat: func(s *model.TCPPattern) { s.Reply = 1 << 30 }},
+	{name: "reply 1 GiB + 1", pat: func(s *model.TCPPattern) { s.Writes, s.Msg, s.Reply = 1, 1, 1<<30+1 }},
+
+	{name: "files 1", ok: true, par: func(s *model.ParallelRead) { s.Files = 1 }},
+	{name: "files 64", ok: true, par: func(s *model.ParallelRead) { s.Files = 64 }},
+	{name: "files 65", par: func(s *model.ParallelRead) { s.Files = 65 }},
+	{name: "files 0", par: func(s *model.ParallelRead) { s.Files = 0 }},
+	{name: "readers 256", ok: true, par: func(s *model.ParallelRead) { s.Readers = 256 }},
+	{name: "readers 257", par: func(s *model.ParallelRead) { s.Readers = 257 }},
+	{name: "readers 0", par: func(s *model.ParallelRead) { s.Readers = 0 }},
+	{name: "iterations 1", ok: true, par: func(s *model.ParallelRead) { s.Iterations = 1 }},
+	{name: "iterations 0", par: func(s *model.ParallelRead) { s.Iterations = 0 }},
+	{name: "file size 128", ok: true, par: func(s *model.ParallelRead) { s.FileSize = 128 }},
+	{name: "file size 127", par: func(s *model.ParallelRead) { s.FileSize = 127 }},
+	{name: "file size 64 MiB", ok: true, par: func(s *model.ParallelRead) { s.FileSize = 64 << 20 }},
+	{name: "file size 64 MiB + 1", par: func(s *model.ParallelRead) { s.FileSize = 64<<20 + 1 }},
+}
+
+// checkConfig probes every bound of the case's scenario, starting from
+// the drawn (valid) case.
+func (r *scenarioRun) checkConfig() {
+	for _, p := range scenarioConfigProbes {
+		if r.prop != "" {
+			return
+		}
+		var err error
+		switch {
+		case p.read != nil && r.c.Scenario == ScenarioRead:
+			s := r.c.readScenario()
+			p.read(&s)
+			err = s.Validate()
+		case p.pat != nil && r.c.Scenario == ScenarioTCPPattern:
+			s := r.c.tcpPattern()
+			p.pat(&s)
+			err = s.Validate()
+		case p.par != nil && r.c.Scenario == ScenarioParallelRead:
+			s := r.c.parallelRead()
+			p.par(&s)
+			err = s.Validate()
+		default:
+			continue
+		}
+		switch {
+		case p.ok && err != nil:
+			r.fail(PropConfig, "%s: %s refused at its bound: %v", r.c.Scenario, p.name, err)
+		case !p.ok && err == nil:
+			r.fail(PropConfig, "%s: %s accepted", r.c.Scenario, p.name)
+		}
+	}
+}
