@@ -137,6 +137,10 @@ type DatanodeBugs struct {
 	// shrinks but the file offset is not advanced, so the rest of the
 	// packet's data is sent again from where the packet's data began.
 	SendfileOffsetStuck bool
+	// RequestInOneRead assumes a request arrives whole, as a small write
+	// does on loopback: one left incomplete by a read is refused as
+	// truncated, though the rest of it is still on its way.
+	RequestInOneRead bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -900,6 +904,9 @@ func (dc *dnConn) process() {
 		switch dc.phase {
 		case phaseRequest:
 			req, n, err := DecodeRequest(dc.in)
+			if errors.Is(err, ErrNeedMore) && dc.dn.cfg.Bugs.RequestInOneRead {
+				err = invalid("truncated request of %d bytes", len(dc.in))
+			}
 			if errors.Is(err, ErrNeedMore) {
 				return
 			}

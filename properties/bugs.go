@@ -17,6 +17,8 @@ type Bug struct {
 	apply   func(d drawer, cfg *Config)
 	// hostile lists the hostile peer kinds the bug needs drawn.
 	hostile []string
+	// fragment: the bug needs requests that arrive in pieces.
+	fragment bool
 }
 
 // Bugs is the catalogue, in a fixed order.
@@ -149,6 +151,13 @@ var Bugs = []Bug{
 		Catches: PropTimeout,
 		apply:   func(d drawer, cfg *Config) { cfg.Slowloris = true },
 		hostile: []string{HostileDrip},
+	},
+	{
+		Name:     "request-in-one-read",
+		What:     "the datanode assumes a request arrives whole and refuses one a read left incomplete, though its rest is on the way",
+		Catches:  PropToken,
+		apply:    func(d drawer, cfg *Config) { cfg.RequestInOneRead = true },
+		fragment: true,
 	},
 }
 

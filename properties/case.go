@@ -68,6 +68,12 @@ type Config struct {
 	SndBuf int  `json:"dn_sndbuf,omitempty"`
 	RcvBuf int  `json:"client_rcvbuf,omitempty"`
 	Poison bool `json:"poison,omitempty"`
+	// FragPiece, if set, has the clients' messages reach the datanode in
+	// pieces (sim's Process.Fragment): the first fragSpan bytes of every
+	// write cut into pieces of 1 to FragPiece bytes, each up to FragGap
+	// after the one before, so its partial-request paths run.
+	FragPiece int           `json:"frag_piece,omitempty"`
+	FragGap   time.Duration `json:"frag_gap,omitempty"`
 
 	// Blocks written before the datanode serves.
 	Blocks []InitBlock `json:"blocks"`
@@ -109,6 +115,7 @@ type Config struct {
 	WaiterDeaf           bool `json:"waiter_deaf,omitempty"`
 	NoConnCap            bool `json:"no_conn_cap,omitempty"`
 	Slowloris            bool `json:"slowloris,omitempty"`
+	RequestInOneRead     bool `json:"request_in_one_read,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.
@@ -374,11 +381,26 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	// Both send paths stay under the properties. Drawn last, so the
 	// draws before it are what they were before transferTo.
 	cfg.NoTransferTo = !cfg.SendfileOffsetStuck && d.chance(30, "no_transfer_to")
+	drawFragment(d, cfg, b.fragment)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)
 	}
 	return c, nil
+}
+
+// fragSpan is how much of each write a fragmenting path splits: a
+// request, a write's first packet header, a status, whole.
+const fragSpan = 512
+
+// drawFragment draws whether the clients' messages arrive in pieces. It
+// runs last, so earlier seeds keep the rest of their cases.
+func drawFragment(d drawer, cfg *Config, force bool) {
+	if !d.chance(25, "fragment") && !force {
+		return
+	}
+	cfg.FragPiece = pick(d, "frag_piece", 1, 2, 5, 16, 64)
+	cfg.FragGap = pick(d, "frag_gap", 0, 5*time.Microsecond, 100*time.Microsecond)
 }
 
 func drawSize(d drawer, label string) int {
@@ -512,6 +534,8 @@ func (c *Case) Validate() error {
 		return fmt.Errorf("fd limit %d below 16", cfg.FDLimit)
 	case cfg.SndBuf < 0 || cfg.RcvBuf < 0 || (cfg.SndBuf > 0 && cfg.SndBuf < 1024) || (cfg.RcvBuf > 0 && cfg.RcvBuf < 1024):
 		return fmt.Errorf("socket buffers %d/%d: want 0 (default) or at least 1024", cfg.SndBuf, cfg.RcvBuf)
+	case cfg.FragPiece < 0 || cfg.FragPiece > 1<<16 || cfg.FragGap < 0 || cfg.FragGap > 10*time.Millisecond:
+		return fmt.Errorf("fragment piece %d, gap %v: want [0, 65536] bytes, [0, 10ms]", cfg.FragPiece, cfg.FragGap)
 	case cfg.Timeout <= 0 || cfg.Keepalive <= 0 || cfg.CacheExpiry <= 0 || cfg.PoolIdle <= 0 || cfg.ReadTimeout <= 0:
 		return fmt.Errorf("timeouts must be positive")
 	}

@@ -120,6 +120,38 @@ func TestFaultSpikeDelaysInOrder(t *testing.T) {
 	}
 }
 
+// A fragmenting path delivers a write's first span bytes in pieces of at
+// most piece bytes, at distinct times and in order, and the rest whole.
+func TestFaultFragmentSplitsWrites(t *testing.T) {
+	fp := newFaultPair(t)
+	fp.cli.Fragment(3, 40, 20*time.Microsecond)
+	msg := model.BlockContent(7, 100)
+	fp.cc.Write(msg)
+	fp.w.RunFor(10 * time.Millisecond)
+	fp.cc.Write(msg[:10])
+	fp.w.RunFor(10 * time.Millisecond)
+	if want := append(append([]byte(nil), msg...), msg[:10]...); string(fp.got) != string(want) {
+		t.Fatalf("got %d bytes %x, want %x", len(fp.got), fp.got, want)
+	}
+	// 40 bytes in pieces of 1–3 bytes: at least 14 reads, then the 60
+	// bytes past the span in one; then the second write's 10 in pieces.
+	if len(fp.arrivals) < 14+1+4 {
+		t.Fatalf("%d reads, want the first 40 bytes of each write in pieces of ≤ 3", len(fp.arrivals))
+	}
+	for i := 1; i < len(fp.arrivals); i++ {
+		if fp.arrivals[i] < fp.arrivals[i-1] {
+			t.Fatalf("read %d at %v before read %d at %v", i, fp.arrivals[i], i-1, fp.arrivals[i-1])
+		}
+	}
+	fp.cli.Fragment(0, 0, 0)
+	n := len(fp.arrivals)
+	fp.cc.Write(msg)
+	fp.w.RunFor(10 * time.Millisecond)
+	if len(fp.arrivals) != n+1 {
+		t.Fatalf("after Fragment(0): %d reads of one write, want 1", len(fp.arrivals)-n)
+	}
+}
+
 func TestFaultSlowReaderAndFDPressure(t *testing.T) {
 	fp := newFaultPair(t)
 	fp.srv.SlowReader(2048)

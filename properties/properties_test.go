@@ -209,6 +209,32 @@ func TestBugsAreCaught(t *testing.T) {
 	}
 }
 
+// request-in-one-read is found only because requests are drawn arriving
+// in pieces: with the same cases delivered whole, nothing fails.
+func TestRequestInPiecesFindsRequestInOneRead(t *testing.T) {
+	found := 0
+	for s := uint64(1); s <= 20; s++ {
+		c, err := Draw(SeedSource(s), s, "request-in-one-read")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Config.FragPiece == 0 {
+			t.Fatalf("seed %d: the bug's cases must arrive in pieces", s)
+		}
+		if Run(c, Options{}).Failure != nil {
+			found++
+		}
+		c.Config.FragPiece, c.Config.FragGap = 0, 0
+		if r := Run(c, Options{}); r.Failure != nil {
+			t.Errorf("seed %d, requests whole: %s: %s", s, r.Failure.Property, r.Failure.Message)
+		}
+	}
+	if found == 0 {
+		t.Fatal("requests in pieces found nothing in 20 seeds")
+	}
+	t.Logf("requests in pieces: %d of 20 seeds fail", found)
+}
+
 // Without a bug a failure-free seed stays unchanged by Shrink.
 func TestShrinkLeavesPassingCase(t *testing.T) {
 	c, _ := Draw(SeedSource(3), 3, "")

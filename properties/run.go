@@ -391,7 +391,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			WriteUnverified: c.WriteUnverified, SendfileOffsetStuck: c.SendfileOffsetStuck,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
-			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris,
+			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 		},
 	}
 }
@@ -541,6 +541,9 @@ func (h *harness) spawnClient(ch *clientH, then func()) {
 		ch.base = ch.p.Resources()
 		ch.p.SetBufferFaults(0, h.cfg.Poison)
 		ch.p.SetSocketBuffers(0, h.cfg.RcvBuf)
+		if h.cfg.FragPiece > 0 {
+			ch.p.Fragment(h.cfg.FragPiece, fragSpan, h.cfg.FragGap)
+		}
 		then()
 	})
 	if err != nil {

@@ -23,6 +23,10 @@ type procFaults struct {
 	// resetFDPass, if set, resets the Unix connection of the process's
 	// next SCM_RIGHTS send (ResetNextFDPass).
 	resetFDPass int
+	// frag*: the path splits the first fragSpan bytes of every write on
+	// the process's TCP connections into pieces (Fragment).
+	fragPiece, fragSpan int
+	fragGap             time.Duration
 }
 
 const (
@@ -157,6 +161,25 @@ func (p *Process) SlowReader(n int) {
 			c.rcvBuf = n
 			c.wndClamp = min(c.wndClamp, n)
 		}
+	}
+}
+
+// Fragment makes the path of p's TCP connections split the first span
+// bytes of every write into pieces of 1 to piece bytes, cut at random,
+// each leaving up to gap (at random) after the one before: as a path with
+// a small MTU, a re-segmenting middlebox or a busy sender's TCP would, so
+// that the peer reads a message in arbitrary pieces with gaps between
+// them. Loopback never splits a small write; a datanode must not depend
+// on that. Only the delivery is split: the sender's TCP (Nagle, windows,
+// probes) sees the segment it sent. piece <= 0 turns it off.
+func (p *Process) Fragment(piece, span int, gap time.Duration) {
+	p.w.fault(p.name, 0, fmt.Sprintf("fragment %d/%d/%v", piece, span, gap))
+	if piece <= 0 || span <= 0 {
+		piece, span, gap = 0, 0, 0
+	}
+	p.netFaults.fragPiece, p.netFaults.fragSpan, p.netFaults.fragGap = piece, span, max(gap, 0)
+	if piece > 0 && p.w.fragRand == nil {
+		p.w.fragRand = p.w.derivedRand("fragment")
 	}
 }
 

@@ -195,7 +195,8 @@ type tcpConn struct {
 	onDelackF func() // c.onDelack, bound once
 	finRcvd   bool
 	linkFree  time.Duration
-	vanished  bool // the peer host vanished: our segments go nowhere
+	fragUntil uint64 // sequence numbers below it leave in pieces (Fragment)
+	vanished  bool   // the peer host vanished: our segments go nowhere
 	synTries  int
 	synEv     *event
 	fdClosed  bool
@@ -373,6 +374,9 @@ func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
 		c.sndq.appendShared(c.w, p[:n], c.p)
 	} else {
 		c.sndq.appendCopy(c.w, p[:n], c.sndBuf)
+	}
+	if span := c.p.netFaults.fragSpan; span > 0 {
+		c.fragUntil = max(c.fragUntil, c.sndEnd+uint64(min(n, span)))
 	}
 	c.sndEnd += uint64(n)
 	perKB := c.w.cfg.CPU.CopyPerKB + c.w.cfg.CPU.TCPSendPerKB
@@ -654,6 +658,10 @@ func (c *tcpConn) xmit(s segment) {
 		s.ackFin = c.finRcvd
 		c.ackSent(s.wnd)
 	}
+	if len(s.data) > 0 && s.seq < c.fragUntil && c.p.netFaults.fragPiece > 0 && !c.vanished && c.peer != nil {
+		c.xmitPieces(s)
+		return
+	}
 	w.recordSeg(c, &s)
 	now := w.Now()
 	stall := c.stallUntil()
@@ -682,6 +690,38 @@ func (c *tcpConn) xmit(s segment) {
 		return
 	}
 	w.deliver(c.linkFree+c.cfg.Delay, peer, s)
+}
+
+// xmitPieces sends s as the path of a fragmenting process delivers it
+// (Process.Fragment): its bytes below fragUntil in pieces of random size,
+// each a random gap after the one before, the rest in one piece after
+// them; every piece takes the timed path, so pieces keep their order and
+// what the connection sends next comes after them.
+func (c *tcpConn) xmitPieces(s segment) {
+	w := c.w
+	f := &c.p.netFaults
+	at := max(w.Now(), c.linkFree, c.stallUntil())
+	for len(s.data) > 0 {
+		n := len(s.data)
+		if s.seq < c.fragUntil {
+			n = min(n, int(c.fragUntil-s.seq), 1+w.fragRand.IntN(f.fragPiece))
+			at += time.Duration(w.fragRand.Int64N(int64(f.fragGap) + 1))
+		}
+		piece := s
+		piece.data = s.data[:n]
+		if n < len(s.data) {
+			piece.flags &^= flagPSH
+		}
+		s.seq += uint64(n)
+		s.data = s.data[n:]
+		w.recordSeg(c, &piece)
+		at += time.Duration(int64(n+40) * int64(time.Second) / c.cfg.Bandwidth)
+		if piece.arr != nil {
+			piece.arr.refs++ // each piece holds the array until read
+		}
+		w.deliver(at+c.cfg.Delay, c.peer, piece)
+	}
+	c.linkFree = at
 }
 
 // softirq runs the input path for the segments sent inline, in order,

@@ -197,6 +197,7 @@ type World struct {
 	diskRand  *rand.Rand
 	faultRand *rand.Rand
 	cpuRand   *rand.Rand
+	fragRand  *rand.Rand // made by the first Fragment
 
 	trace traceState
 	// Recycled fire-and-forget events and segment carriers (see post).
