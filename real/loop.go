@@ -3,11 +3,14 @@ package real
 import (
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,9 +18,20 @@ import (
 	"xceiver/model"
 )
 
-// loop is an event loop: a goroutine blocked in epoll_wait on its own
-// epoll fd, woken through its own eventfd when a callback is posted or an
-// earlier timer is set. It implements model.Loop.
+// loop is an event loop: a goroutine waiting for its own epoll fd, woken
+// through its own eventfd when a callback is posted or an earlier timer is
+// set. It implements model.Loop.
+//
+// The goroutine does not block in epoll_wait. The epoll fd is itself
+// registered with Go's runtime poller (an *os.File, waited on through
+// syscall.RawConn), and the loop only ever calls epoll_wait with a zero
+// timeout: when nothing is ready it parks in the Go scheduler, and the
+// runtime resumes it on whatever thread is running when the fd becomes
+// readable or the deadline (the first timer) passes. Blocking in
+// epoll_wait instead cost a thread hand-off per wake-up: the woken thread
+// had lost its P while asleep and had to get one back (futex,
+// nanosleep), which made the reactor pay several context switches per
+// read that plain Go's netpoller does not.
 //
 // Each iteration waits for readiness (or the first timer, or a wake-up),
 // then runs, one at a time: the handlers of ready fds, the callbacks
@@ -27,7 +41,13 @@ type loop struct {
 	name string
 	epfd int
 	evfd int
-	done chan struct{} // closed when the goroutine has exited
+	epf  *os.File        // epfd, registered with the runtime poller
+	rc   syscall.RawConn // epf's
+	done chan struct{}   // closed when the goroutine has exited
+
+	// deadline is the read deadline last set on epf, zero for none; used
+	// only by the loop goroutine.
+	deadline time.Time
 
 	// closing mirrors closed for the world's gate, which must not take mu.
 	closing atomic.Bool
@@ -91,11 +111,30 @@ func (p *process) newLoop(name string) (*loop, error) {
 		release()
 		return nil, wrapErr("epoll_ctl", obj, err)
 	}
+	// Non-blocking, so os.NewFile registers the fd with the runtime
+	// poller; epoll_wait itself ignores the flag.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		release()
+		return nil, wrapErr("fcntl", obj, err)
+	}
+	epf := os.NewFile(uintptr(epfd), obj)
+	rc, err := epf.SyscallConn()
+	if err != nil {
+		p.fds.close(evfd)
+		p.fds.closeWith(epfd, epf.Close)
+		return nil, wrapErr("epoll fd", obj, err)
+	}
+	release = func() {
+		p.fds.close(evfd)
+		p.fds.closeWith(epfd, epf.Close)
+	}
 	l := &loop{
 		p:      p,
 		name:   name,
 		epfd:   epfd,
 		evfd:   evfd,
+		epf:    epf,
+		rc:     rc,
 		done:   make(chan struct{}),
 		events: make([]unix.EpollEvent, 128),
 		regs:   make(map[uint64]pollable),
@@ -217,7 +256,7 @@ func (l *loop) releaseLocked() {
 	}
 	l.released = true
 	l.p.fds.close(l.evfd)
-	l.p.fds.close(l.epfd)
+	l.p.fds.closeWith(l.epfd, l.epf.Close)
 	l.posted, l.spare = nil, nil
 	l.timers = nil // their Stop still reports true: f never ran
 	clear(l.regs)
@@ -227,14 +266,11 @@ func (l *loop) releaseLocked() {
 func (l *loop) run() {
 	defer l.exited()
 	for {
-		timeout, ok := l.prepare()
+		deadline, now, ok := l.prepare()
 		if !ok {
 			return
 		}
-		n, err := unix.EpollWait(l.epfd, l.events, timeout)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := l.wait(deadline, now)
 		if err != nil {
 			l.world().Fail(wrapErr("epoll_wait", l.String(), err))
 			return
@@ -262,28 +298,64 @@ func (l *loop) run() {
 	}
 }
 
-// prepare computes how long epoll_wait may sleep: not at all if callbacks
-// were posted, until the first timer, or indefinitely. It reports false
-// once the loop is closed.
-func (l *loop) prepare() (timeoutMs int, ok bool) {
+// prepare computes how long the loop may sleep: not at all if callbacks
+// were posted or a timer is due (now), until the first timer (its
+// deadline), or indefinitely (a zero deadline). It reports false once the
+// loop is closed.
+func (l *loop) prepare() (deadline time.Time, now bool, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, false
+		return time.Time{}, false, false
 	}
 	switch {
 	case len(l.posted) > 0:
-		return 0, true
+		return time.Time{}, true, true
 	case len(l.timers) > 0:
-		d := l.timers[0].when - l.Now()
-		if d <= 0 {
-			return 0, true
+		when := l.timers[0].when
+		if when <= l.Now() {
+			return time.Time{}, true, true
 		}
-		// Round up so the loop never wakes just before a timer and spins.
-		return int((d + time.Millisecond - 1) / time.Millisecond), true
+		return l.p.w.start.Add(when), false, true
 	default:
-		return -1, true
+		return time.Time{}, false, true
 	}
+}
+
+// wait collects ready events into l.events: at once if now, else parking
+// in the runtime poller until the epoll fd is readable (an event, or the
+// eventfd written by a wake-up) or deadline (unless zero) passes.
+func (l *loop) wait(deadline time.Time, now bool) (int, error) {
+	var n int
+	var werr error
+	poll := func(uintptr) bool {
+		for {
+			n, werr = unix.EpollWait(l.epfd, l.events, 0)
+			if werr != unix.EINTR {
+				return n > 0 || werr != nil
+			}
+		}
+	}
+	if now {
+		poll(0)
+		return n, werr
+	}
+	// The deadline is the first timer's, which seldom changes between
+	// iterations; setting it costs a runtime timer update.
+	if !deadline.Equal(l.deadline) {
+		if err := l.epf.SetReadDeadline(deadline); err != nil {
+			return 0, err
+		}
+		l.deadline = deadline
+	}
+	err := l.rc.Read(poll)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, nil // the first timer is due
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, werr
 }
 
 func (l *loop) drainWake() {

@@ -241,6 +241,24 @@ func (t *fdTable) closeLocked(fd int) error {
 	return nil
 }
 
+// closeWith forgets fd, which an *os.File owns, and closes it with
+// closeFile; the table's lock is held throughout, so the number cannot be
+// reused and recorded before the table forgets it.
+func (t *fdTable) closeWith(fd int, closeFile func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.fds[fd]
+	if !ok {
+		return fmt.Errorf("real: close fd %d: not in the fd table", fd)
+	}
+	delete(t.fds, fd)
+	t.byKind[e.kind]--
+	if err := closeFile(); err != nil {
+		return wrapErr("close", fmt.Sprintf("fd %d", fd), err)
+	}
+	return nil
+}
+
 // closeAll force-closes every fd still in the table.
 func (t *fdTable) closeAll() {
 	t.mu.Lock()
