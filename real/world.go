@@ -19,7 +19,8 @@
 //
 // # Threading
 //
-// Every loop is a goroutine blocked in epoll_wait. Callbacks of one loop
+// Every loop is a goroutine waiting for its epoll fd through Go's runtime
+// poller (see loop). Callbacks of one loop
 // run one at a time on its goroutine; different loops run in parallel.
 // Objects belong to the loop that drives them: a Conn may be used from
 // callbacks of the loop it is registered on (and, for Sendfile and the
