@@ -93,6 +93,9 @@ type DatanodeBugs struct {
 	PoolKeyIgnoresStamp bool
 	// PoolClosesInUse lets eviction close handles a read still uses.
 	PoolClosesInUse bool
+	// PoolSharersSleep leaves reads queued for a block asleep when a
+	// handle of it is opened for another read (HandlePoolConfig).
+	PoolSharersSleep bool
 	// ReturnBufferEarly returns a packet buffer to its selector's free
 	// list after a partial write, while the rest of it is still to send.
 	ReturnBufferEarly bool
@@ -371,6 +374,7 @@ func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) 
 		pool, err := NewHandlePool(dn.store, HandlePoolConfig{
 			Max: cfg.PoolMax, Min: cfg.PoolMin, IdleTimeout: cfg.PoolIdle,
 			KeyIgnoresStamp: cfg.Bugs.PoolKeyIgnoresStamp, CloseInUse: cfg.Bugs.PoolClosesInUse,
+			SharersSleep: cfg.Bugs.PoolSharersSleep,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("datanode: %w", err)

@@ -49,6 +49,10 @@ type HandlePoolConfig struct {
 	KeyIgnoresStamp bool
 	// CloseInUse is the use-after-close bug: eviction ignores refcounts.
 	CloseInUse bool
+	// SharersSleep: reads queued for a block are not woken when a handle
+	// of it is opened for another read; they wait for a handle to be
+	// freed though they could share the open one.
+	SharersSleep bool
 }
 
 type handleKey struct {
@@ -119,13 +123,20 @@ func (hp *HandlePool) Acquire(id, stamp uint64, now time.Duration, wake func()) 
 	return h, err
 }
 
-// Waiter is a read waiting for room in the pool.
-type Waiter struct{ wake func() }
+// Waiter is a read waiting for room in the pool, to open a handle of
+// block id.
+type Waiter struct {
+	wake func()
+	id   uint64
+}
 
 // AcquireOrWait is Acquire that also returns, with ErrPoolFull, the
 // waiter it queued, so that a read that stops waiting can Withdraw.
 func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake func()) (*Handle, *Waiter, error) {
 	h, w, err := hp.acquire(id, stamp, now, wake)
+	if err == nil {
+		hp.wakeSharers(h)
+	}
 	if !errors.Is(err, ErrPoolFull) && len(hp.waiters) > 0 && (hp.open+2 <= hp.cfg.Max || len(hp.idle) > 0) {
 		// A woken read may need no room (its block is gone, or its
 		// handle is open already): room is left, so wake the next one
@@ -133,6 +144,35 @@ func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake fu
 		hp.wakeOne()
 	}
 	return h, w, err
+}
+
+// wakeSharers wakes the reads queued for h's block while h is the handle
+// new reads of that block share: they need no room. Left queued, a read
+// that waited longest for the block would watch later arrivals share the
+// handle it waits for (their reads in flight, not in the queue) and sleep
+// until a handle is freed again, which may take longer than its client
+// waits.
+func (hp *HandlePool) wakeSharers(h *Handle) {
+	if hp.cfg.SharersSleep || h.retired || h.closed || hp.byKey[h.key] != h {
+		return
+	}
+	kept := hp.waiters[:0]
+	var woken []*Waiter
+	for _, w := range hp.waiters {
+		if w.id == h.key.block {
+			woken = append(woken, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	if len(woken) == 0 {
+		return
+	}
+	clear(hp.waiters[len(kept):])
+	hp.waiters = kept
+	for _, w := range woken {
+		w.wake()
+	}
 }
 
 // Park gives back a handle a read will want again (Retake) to finish
@@ -219,7 +259,7 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 	for hp.open+2 > hp.cfg.Max {
 		if !hp.evictOne() {
 			hp.Waited++
-			w := &Waiter{wake: wake}
+			w := &Waiter{wake: wake, id: id}
 			hp.waiters = append(hp.waiters, w)
 			return nil, w, ErrPoolFull
 		}

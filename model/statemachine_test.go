@@ -36,9 +36,9 @@ type poolMachine struct {
 	// least-recently-used order, waiters, wake-ups delivered.
 	ref     map[*Handle]*refHandle
 	idle    []*Handle
-	waiting int
-	woken   int // wake-ups the reference expects
-	got     int // wake-ups the pool delivered
+	waiting []uint64 // the block each queued read waits for, first come first
+	woken   []uint64 // wake-ups the reference expects (the woken reads' blocks)
+	got     []uint64 // wake-ups the pool delivered
 	held    []*Handle
 	parked  []*Handle // given back mid-read (Park), to be retaken
 }
@@ -63,10 +63,25 @@ func (m *poolMachine) init(t *rapid.T) {
 }
 
 func (m *poolMachine) wake() {
-	if m.waiting > 0 {
-		m.waiting--
-		m.woken++
+	if len(m.waiting) > 0 {
+		m.woken = append(m.woken, m.waiting[0])
+		m.waiting = m.waiting[1:]
 	}
+}
+
+// wakeSharers: reads queued for block id are woken once a handle of its
+// current replica is handed out; they can share it, needing no room.
+func (m *poolMachine) wakeSharers(id uint64) {
+	m.waiting = slices.DeleteFunc(m.waiting, func(b uint64) bool {
+		if b == id {
+			m.woken = append(m.woken, b)
+		}
+		return b == id
+	})
+}
+
+func (m *poolMachine) waker(id uint64) func() {
+	return func() { m.got = append(m.got, id) }
 }
 
 func (m *poolMachine) closeRef(h *Handle) {
@@ -80,7 +95,7 @@ func (m *poolMachine) open() int { return 2 * len(m.ref) }
 
 func (m *poolMachine) acquire(t *rapid.T) {
 	id := uint64(rapid.IntRange(1, 5).Draw(t, "block"))
-	h, err := m.hp.Acquire(id, 0, m.now, func() { m.got++ })
+	h, err := m.hp.Acquire(id, 0, m.now, m.waker(id))
 	m.expectAcquire(t, id, h, err)
 }
 
@@ -114,6 +129,7 @@ func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error)
 		r.refs++
 		r.lastUse = m.now
 		m.held = append(m.held, h)
+		m.wakeSharers(id)
 	default:
 		for m.open()+2 > m.cfg.Max && len(m.idle) > 0 {
 			m.closeRef(m.idle[0])
@@ -122,7 +138,7 @@ func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error)
 			if !errors.Is(err, ErrPoolFull) {
 				t.Fatalf("acquire of block %d with every handle in use: %v, want ErrPoolFull", id, err)
 			}
-			m.waiting++
+			m.waiting = append(m.waiting, id)
 			return
 		}
 		if err != nil || h == nil || m.ref[h] != nil {
@@ -130,8 +146,9 @@ func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error)
 		}
 		m.ref[h] = &refHandle{block: id, stamp: cur, refs: 1, lastUse: m.now}
 		m.held = append(m.held, h)
+		m.wakeSharers(id)
 	}
-	if !errors.Is(err, ErrPoolFull) && m.waiting > 0 && (m.open()+2 <= m.cfg.Max || len(m.idle) > 0) {
+	if !errors.Is(err, ErrPoolFull) && len(m.waiting) > 0 && (m.open()+2 <= m.cfg.Max || len(m.idle) > 0) {
 		m.wake()
 	}
 }
@@ -187,7 +204,7 @@ func (m *poolMachine) retake(t *rapid.T) {
 	}
 	i := rapid.IntRange(0, len(m.parked)-1).Draw(t, "which")
 	h := m.parked[i]
-	got, _, err := m.hp.Retake(h, m.now, func() { m.got++ })
+	got, _, err := m.hp.Retake(h, m.now, m.waker(h.Files.ID))
 	if r := m.ref[h]; r != nil {
 		if err != nil || got != h {
 			t.Fatalf("retake of an open handle of block %d: %v", r.block, err)
@@ -293,8 +310,8 @@ func (m *poolMachine) Check(t *rapid.T) {
 		t.Fatalf("pool holds %d fds over its bound %d", hp.Open(), m.cfg.Max)
 	case !slices.Equal(hp.idle, m.idle):
 		t.Fatalf("idle handles %v, want %v (least recently used first)", m.blocks(hp.idle), m.blocks(m.idle))
-	case hp.Waiting() != m.waiting || m.got != m.woken:
-		t.Fatalf("%d waiting, %d woken; want %d, %d", hp.Waiting(), m.got, m.waiting, m.woken)
+	case hp.Waiting() != len(m.waiting) || !slices.Equal(m.got, m.woken):
+		t.Fatalf("%d waiting, woken for blocks %v; want %d, %v", hp.Waiting(), m.got, len(m.waiting), m.woken)
 	case hp.ClosedInUse != 0:
 		t.Fatalf("%d handles closed in use", hp.ClosedInUse)
 	}

@@ -112,6 +112,8 @@ type Config struct {
 	WritePrealloc        bool `json:"write_prealloc,omitempty"`
 	NoSendTimeout        bool `json:"no_send_timeout,omitempty"`
 	PoolWaitForever      bool `json:"pool_wait_forever,omitempty"`
+	HoldWhileStalled     bool `json:"hold_while_stalled,omitempty"`
+	PoolSharersSleep     bool `json:"pool_sharers_sleep,omitempty"`
 	WaiterDeaf           bool `json:"waiter_deaf,omitempty"`
 	NoConnCap            bool `json:"no_conn_cap,omitempty"`
 	Slowloris            bool `json:"slowloris,omitempty"`

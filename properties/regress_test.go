@@ -142,6 +142,33 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 	}
 }
 
+// Rapid's seed 11 failed hostile-availability: a client whose timeout was
+// drawn at 150 ms gave up waiting for a read of block 1 (shrunk: pool of
+// one handle, a 2 KiB send buffer, so a 5 KB read takes two delayed ACKs,
+// 88 ms). Its read queued first for block 1; another read of block 2 came
+// in between while it was being woken and took the handle; then a later
+// read of block 1 was woken first, opened block 1 and was served for 88 ms
+// while the first read slept in the queue beside the handle it wanted. The
+// pool now wakes the reads queued for a block when its handle is handed
+// out; with that switched off, the case fails again.
+func TestQueuedReadSharesOpenedHandle(t *testing.T) {
+	b, err := os.ReadFile("testdata/sharers-case.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Case
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+	c.Config.PoolSharersSleep = true
+	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
+		t.Fatalf("with the reads left asleep: %v, want a %s failure", r.Failure, PropHostileAvail)
+	}
+}
+
 // A random rapid draw (seed 9962580066681192302) failed availability with
 // no fault and no hostile peer: a 67 KB read through a datanode send
 // buffer drawn at 2 KiB took 27 delayed ACKs of 44 ms (1.19 s > 1 s). The

@@ -391,6 +391,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			WriteUnverified: c.WriteUnverified, SendfileOffsetStuck: c.SendfileOffsetStuck,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
+			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 		},
 	}

@@ -32,6 +32,7 @@ type Attack struct {
 	Block  uint64
 	Length int64
 	Every  time.Duration // Drip's period
+	At     time.Duration // when the peers connect, after the attack starts
 }
 
 // Peers are one process's hostile connections.
@@ -61,20 +62,28 @@ type peer struct {
 func Start(p model.Process, addr string, attacks ...Attack) *Peers {
 	ps := &Peers{p: p, loop: p.MainLoop(), addr: addr}
 	for _, a := range attacks {
-		for i := 0; i < a.Count; i++ {
-			pr := &peer{a: a, msg: message(a, i)}
-			c, err := p.Dial("tcp", addr, ps.loop, func(ev model.Events) { ps.event(pr, ev) })
-			if err != nil {
-				ps.Failed++
-				continue
-			}
-			pr.c = c
-			c.SetWriteInterest(true)
-			c.SetReadInterest(false) // hostile peers never read
-			ps.conns = append(ps.conns, pr)
+		if a.At > 0 {
+			ps.loop.AfterFunc(a.At, func() { ps.dial(a) })
+			continue
 		}
+		ps.dial(a)
 	}
 	return ps
+}
+
+func (ps *Peers) dial(a Attack) {
+	for i := 0; i < a.Count; i++ {
+		pr := &peer{a: a, msg: message(a, i)}
+		c, err := ps.p.Dial("tcp", ps.addr, ps.loop, func(ev model.Events) { ps.event(pr, ev) })
+		if err != nil {
+			ps.Failed++
+			continue
+		}
+		pr.c = c
+		c.SetWriteInterest(true)
+		c.SetReadInterest(false) // hostile peers never read
+		ps.conns = append(ps.conns, pr)
+	}
 }
 
 // Token is a valid token for every op on block: hostile peers here are

@@ -23,6 +23,7 @@ var Regressions = []Regression{
 	{"pool-wait-forever", poolWaitForever},
 	{"handle-held-stalled", handleHeldStalled},
 	{"waiter-deaf", waiterDeaf},
+	{"pool-sharers-sleep", sharersSleep},
 	{"reset-when-full", resetWhenFull},
 	{"slowloris", slowloris},
 }
@@ -135,6 +136,43 @@ func waiterDeaf(w model.World, bug bool) error {
 		}
 		return nil
 	})
+}
+
+// Item 4 again: reads queued for a block are woken when a handle of it
+// opens, to share it. Two reads of block 2 queue behind a client that
+// stopped reading block 1 and holds the only handle; once it is cut off
+// (stall timeout 1 s) the first opens block 2 and stalls too. Left asleep,
+// the second would wait another stall timeout beside the open handle it
+// wants (a client with a shorter timeout gives up: rapid's seed 11).
+func sharersSleep(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: bigBlock}, Attacks: []Attack{
+		{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock},
+		{Kind: NonReader, Count: 2, Block: 2, Length: bigBlock, At: 200 * time.Millisecond},
+	}}
+	s.Datanode.PoolMax = 2
+	// Holders keep the handle until cut off, so the queue moves only
+	// then (giving it back while stalled is item 4's other fix).
+	s.Datanode.Bugs.HoldWhileStalled = true
+	s.Datanode.StallTimeout = time.Second
+	s.Datanode.HandleWait = 10 * time.Second
+	s.Datanode.Bugs.PoolSharersSleep = bug
+	// Looked at (under the pool's lock, which may be taken later)
+	// half a stall timeout after the first cut-off, half before the
+	// second could be.
+	waiting, inUse := -1, -1
+	s.After = []time.Duration{1500 * time.Millisecond, 100 * time.Millisecond}
+	s.Then = func(step int, dn *model.Datanode, _ *Peers) {
+		if step == 0 {
+			dn.Lock().Do(dn.Main(), func() { waiting, inUse = dn.Pool().Waiting(), dn.Pool().InUse() })
+		}
+	}
+	if err := Run(w, s, 30*time.Second); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if waiting != 0 || inUse != 1 {
+		return fmt.Errorf("%d reads of block 2 waiting, %d handles in use: a read waits beside the open handle of its block", waiting, inUse)
+	}
+	return nil
 }
 
 // Item 6: when every connection the cap allows is busy (drips: each has
