@@ -2044,6 +2044,17 @@ func (dn *Datanode) VisitMemoryChanges(f func(ConnMemory)) (writeData int) {
 	return dn.memWrite
 }
 
+// ConnWaiting reports whether the connection with socket id has a read
+// queued for a pool handle (sim only, like VisitMemory).
+func (dn *Datanode) ConnWaiting(id uint64) bool {
+	for _, dc := range dn.conns {
+		if dc.id == id {
+			return dc.waiter != nil
+		}
+	}
+	return false
+}
+
 // ConnPhase is the phase of the connection with socket id, or "" if the
 // datanode holds none (sim only, like VisitMemory).
 func (dn *Datanode) ConnPhase(id uint64) string {

@@ -139,6 +139,23 @@ var Bugs = []Bug{
 		hostile: []string{HostileNonReader},
 	},
 	{
+		Name:    "waiter-deaf",
+		What:    "a read waiting for a pool handle reads nothing, so its client's FIN goes unseen until a handle frees (issue 9 item 5)",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.WaiterDeaf = true },
+		hostile: []string{HostileQuitter},
+	},
+	{
+		Name:    "handle-held-stalled",
+		What:    "a read keeps its pool handle while its client takes nothing; stalled holders are cut off one stall timeout after another, so a read queued behind several waits for all (issue 9 item 4's first fix)",
+		Catches: PropHostileAvail,
+		apply: func(d drawer, cfg *Config) {
+			cfg.HoldWhileStalled = true
+			cfg.PoolMax, cfg.PoolMin = 2, 0
+		},
+		hostile: []string{HostileNonReader + ":spread"},
+	},
+	{
 		Name:    "no-conn-cap",
 		What:    "connections are accepted until the fd table is full, idle ones lock everyone out (issue 9 item 6)",
 		Catches: PropHostileAvail,
