@@ -150,7 +150,9 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 // read of block 1 was woken first, opened block 1 and was served for 88 ms
 // while the first read slept in the queue beside the handle it wanted. The
 // pool now wakes the reads queued for a block when its handle is handed
-// out; with that switched off, the case fails again.
+// out. testdata/sharers-case.json is seed 11's case shrunk with that
+// switched off (PoolSharersSleep): it must pass with the wake-ups and
+// fail without them.
 func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 	b, err := os.ReadFile("testdata/sharers-case.json")
 	if err != nil {
