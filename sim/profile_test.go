@@ -36,11 +36,14 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	// The request-response hop the model charges (a write with its
 	// segment, the reader's callback, wake-up and read) is the one
 	// measured.
-	if hop := 2*c.Syscall + c.Softirq + c.TCPWake + c.Callback + c.WakeupCPU + c.TCPRead; p.TCPHopCPUNs == 0 || math.Abs(float64(hop)-p.TCPHopCPUNs) > 2 {
+	if hop := 2*c.Syscall + c.Softirq + c.TCPWake + ns(p.EpollWaitNs) + c.WakeupCPU + c.TCPRead; p.TCPHopCPUNs == 0 || math.Abs(float64(hop)-p.TCPHopCPUNs) > 2 {
 		t.Errorf("tcp hop %v ns measured, the model charges %v", p.TCPHopCPUNs, hop)
 	}
 	if w := c.Syscall + c.Softirq + c.TCPWake; p.TCPWakeWriteNs == 0 || math.Abs(float64(w)-p.TCPWakeWriteNs) > 2 {
 		t.Errorf("a write that wakes its reader: %v ns measured, the model charges %v", p.TCPWakeWriteNs, w)
+	}
+	if c.Callback != ns(p.LoopCallbackNs) {
+		t.Errorf("callback %v, want the real loop's measured %v ns", c.Callback, p.LoopCallbackNs)
 	}
 	if c.SyscallHold != ns(p.SyscallHoldP10Ns) || c.SyscallHold+c.SyscallHoldSpread != ns(p.SyscallHoldP10Ns)+ns(p.SyscallHoldP90Ns-p.SyscallHoldP10Ns) {
 		t.Errorf("syscall hold %v + [0, %v), want the 10th to 90th percentile of %+v", c.SyscallHold, c.SyscallHoldSpread, p)

@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"xceiver/model"
+	"xceiver/real"
 	"xceiver/sim"
 )
 
@@ -192,6 +194,9 @@ func calibrate() (sim.Profile, error) {
 	p.CRC32CPerKBNs = perOp(200, func() { crc32.Checksum(src, tab) }) / 1024
 
 	if p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, p.LoopbackSendfilePerKBNs, err = loopbackCost(f); err != nil {
+		return p, err
+	}
+	if p.LoopCallbackNs, err = loopCallbackCost(20000); err != nil {
 		return p, err
 	}
 	if err := rpcCosts(&p); err != nil {
@@ -745,4 +750,47 @@ func syscallHold(n int) ([]float64, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// loopCallbackCost is the process CPU per callback of a real-world loop
+// that keeps posting to itself: what the real world pays to dispatch one
+// callback (an epoll_wait that returns at once, its locks, the world's
+// gate, the yield after each callback), the callback itself empty. The
+// median of three runs of n.
+func loopCallbackCost(n int) (float64, error) {
+	var runs []float64
+	for range 3 {
+		w, err := real.New(real.Config{Seed: 1})
+		if err != nil {
+			return 0, err
+		}
+		var c0, c1 time.Duration
+		_, err = w.Spawn("calibrate", model.ProcessConfig{}, func(p model.Process) {
+			l := p.MainLoop()
+			left := n
+			var next func()
+			next = func() {
+				if left--; left > 0 {
+					l.Post(next)
+					return
+				}
+				c1 = processCPU()
+				p.World().Stop()
+			}
+			c0 = processCPU()
+			l.Post(next)
+		})
+		if err == nil {
+			err = w.Run(time.Minute)
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("loop callbacks: %w", err)
+		}
+		runs = append(runs, float64((c1-c0).Nanoseconds())/float64(n))
+	}
+	slices.Sort(runs)
+	return runs[1], nil
 }

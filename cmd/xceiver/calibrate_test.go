@@ -31,7 +31,7 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	}
 	// A hop over TCP is an eventfd hop's wake-up and more; sysmon's
 	// tick is 20 µs, and a processor is taken back after one at least.
-	if p.TCPHopCPUNs <= 0 || p.SyscallHoldP10Ns < 20e3 || p.SyscallHoldP90Ns > 1e9 {
+	if p.TCPHopCPUNs <= 0 || p.LoopCallbackNs <= 0 || p.SyscallHoldP10Ns < 20e3 || p.SyscallHoldP90Ns > 1e9 {
 		t.Errorf("tcp hop %v ns of CPU, syscall hold %v to %v ns", p.TCPHopCPUNs, p.SyscallHoldP10Ns, p.SyscallHoldP90Ns)
 	}
 	// A spinning thread per core cannot get more than the cores, and
