@@ -393,15 +393,15 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 
 // fragSpan is how much of each write a fragmenting path splits: a
 // request, a write's first packet header, a status, whole.
-const fragSpan = 512
+const fragSpan = 256
 
 // drawFragment draws whether the clients' messages arrive in pieces. It
 // runs last, so earlier seeds keep the rest of their cases.
 func drawFragment(d drawer, cfg *Config, force bool) {
-	if !d.chance(25, "fragment") && !force {
+	if !d.chance(15, "fragment") && !force {
 		return
 	}
-	cfg.FragPiece = pick(d, "frag_piece", 1, 2, 5, 16, 64)
+	cfg.FragPiece = pick(d, "frag_piece", 1, 3, 8, 24, 64)
 	cfg.FragGap = pick(d, "frag_gap", 0, 5*time.Microsecond, 100*time.Microsecond)
 }
 
