@@ -275,6 +275,7 @@ type configProbe struct {
 }
 
 var scenarioConfigProbes = []configProbe{
+	{name: "clients 1", ok: true, read: func(s *model.ReadScenario) { s.Clients = 1 }},
 	{name: "clients 4096", ok: true, read: func(s *model.ReadScenario) { s.Clients = 4096 }},
 	{name: "clients 4097", read: func(s *model.ReadScenario) { s.Clients = 4097 }},
 	{name: "clients 0", read: func(s *model.ReadScenario) { s.Clients = 0 }},
