@@ -332,8 +332,8 @@ func (d *Disk) ioCost(ino *inode, off int64, n int, write bool) error {
 }
 
 // readCost charges a read of n bytes at off: a copy out of the page cache
-// when cached and copied (a pread; sendfile copies nothing), else the
-// disk's latency and bandwidth; and draws the read faults.
+// when cached and copied (a pread; sendfile copies nothing), else a wait
+// for the disk's latency and bandwidth; and draws the read faults.
 func (d *Disk) readCost(ino *inode, off int64, n int, copied bool) error {
 	cfg := &d.w.cfg.Disk
 	w := d.w
@@ -347,11 +347,14 @@ func (d *Disk) readCost(ino *inode, off int64, n int, copied bool) error {
 			w.charge(time.Duration(int64(w.cfg.CPU.CopyPerKB) * int64(n) / 1024))
 		}
 	} else {
-		w.charge(cfg.Latency + time.Duration(int64(n)*int64(time.Second)/cfg.Bandwidth))
+		// The thread sleeps on the device (D state): its loop is
+		// blocked, but its core is free for other threads, as with an
+		// fsync.
+		w.wait(cfg.Latency + time.Duration(int64(n)*int64(time.Second)/cfg.Bandwidth))
 		d.markCached(ino, off, n)
 	}
 	if d.faults.SlowIO > 0 && w.diskRand.Float64() < d.faults.SlowIO {
-		w.charge(d.faults.SlowDelay)
+		w.wait(d.faults.SlowDelay)
 	}
 	return nil
 }
