@@ -154,14 +154,7 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 // switched off (PoolSharersSleep): it must pass with the wake-ups and
 // fail without them.
 func TestQueuedReadSharesOpenedHandle(t *testing.T) {
-	b, err := os.ReadFile("testdata/sharers-case.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c Case
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := loadCase(t, "testdata/sharers-case.json")
 	if r := Run(c, Options{}); r.Failure != nil {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
 	}
@@ -177,7 +170,16 @@ func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 // bound now allows one delayed ACK per buffer's worth of a read when the
 // buffer is drawn small; the case must pass.
 func TestSmallSendBufferReadWithinBound(t *testing.T) {
-	b, err := os.ReadFile("testdata/small-sndbuf-case.json")
+	c := loadCase(t, "testdata/small-sndbuf-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
+
+// loadCase reads a drawn case saved as JSON.
+func loadCase(t *testing.T, path string) Case {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,5 @@ func TestSmallSendBufferReadWithinBound(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	return c
 }

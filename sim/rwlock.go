@@ -81,17 +81,7 @@ func (lk *RWLock) try(l *Loop, f func(), write, granted bool) {
 			return
 		}
 	}
-	lk.Acquisitions++
-	if !write && now < lk.rUntil {
-		lk.Shared++
-	}
-	f()
-	if end := lk.p.w.Now(); write {
-		lk.wUntil = end
-	} else {
-		lk.rUntil = max(lk.rUntil, end)
-	}
-	lk.handOff()
+	lk.hold(f, write, now)
 }
 
 func (lk *RWLock) tryBarging(l *Loop, f func(), write, woken bool) {
@@ -122,6 +112,11 @@ func (lk *RWLock) tryBarging(l *Loop, f func(), write, woken bool) {
 	if lk.reservedW || lk.reservedR > 0 {
 		lk.Barged++
 	}
+	lk.hold(f, write, now)
+}
+
+// hold runs f holding the lock (taken at now), then hands it on.
+func (lk *RWLock) hold(f func(), write bool, now time.Duration) {
 	lk.Acquisitions++
 	if !write && now < lk.rUntil {
 		lk.Shared++
