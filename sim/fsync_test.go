@@ -9,43 +9,79 @@ import (
 	"xceiver/model"
 )
 
-// An fsync takes the disk's latency of the thread's time but none of its
-// CPU: on a one-core process, another loop runs while the first waits.
-func TestFsyncWaitsWithoutCPU(t *testing.T) {
-	cfg := DefaultConfig(1)
+// waitOnDevice runs op on a file of a one-core process and reports how
+// long op took, how soon after it began another loop of the process ran,
+// and the process's CPU. A device wait (fsync, a read that misses the page
+// cache) blocks the calling loop but frees the core: the other loop runs
+// meanwhile and the wait is not CPU.
+func waitOnDevice(t *testing.T, cfg Config, faults DiskFaults, op func(model.File) error) (took, other, cpu time.Duration) {
+	t.Helper()
 	cfg.HostCores = 0
 	w := New(cfg)
-	lat := cfg.Disk.Latency
-	var synced, other time.Duration
 	sp, err := w.Spawn("p", model.ProcessConfig{Cores: 1}, func(p model.Process) {
-		f, err := p.Disk().Open("log", model.ReadWrite|model.Create, model.FDFile)
+		f, err := p.Disk().Open("blk", model.ReadWrite|model.Create, model.FDFile)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := f.WriteAt(make([]byte, 4096), 0); err != nil {
+			t.Fatal(err)
+		}
+		p.(*Process).SimDisk().SetFaults(faults)
 		second, _ := p.NewLoop("second")
 		l := p.MainLoop()
 		l.AfterFunc(ms, func() {
 			t0 := l.Now()
 			second.Post(func() { other = second.Now() - t0 })
-			if err := f.Sync(); err != nil {
+			if err := op(f); err != nil {
 				t.Error(err)
 			}
-			synced = l.Now() - t0
+			took = l.Now() - t0
 		})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := sp.(*Process)
-	w.RunFor(10 * ms)
-	if synced < lat {
-		t.Errorf("fsync returned after %v, want at least the disk's %v", synced, lat)
+	w.RunFor(20 * ms)
+	return took, other, sp.(*Process).CPUTime()
+}
+
+// An fsync, a pread that misses the page cache and a slow-I/O fault on a
+// cached pread each take their device time of the thread's time but none
+// of its CPU.
+func TestDeviceWaitsWithoutCPU(t *testing.T) {
+	pread := func(f model.File) error {
+		_, err := f.ReadAt(make([]byte, 4096), 0)
+		return err
 	}
-	if other >= lat {
-		t.Errorf("the other loop ran %v after the fsync began, want it to run during the %v wait", other, lat)
-	}
-	if cpu := proc.CPUTime(); cpu >= lat {
-		t.Errorf("process used %v CPU, want far less than the %v fsync", cpu, lat)
+	for _, tc := range []struct {
+		name   string
+		cache  bool
+		faults DiskFaults
+		op     func(model.File) error
+	}{
+		{"fsync", true, DiskFaults{}, model.File.Sync},
+		{"uncached-pread", false, DiskFaults{}, pread},
+		{"slow-pread", true, DiskFaults{SlowIO: 1, SlowDelay: 5 * ms}, pread},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig(1)
+			cfg.Disk.PageCache = tc.cache
+			cfg.Disk.Latency = 5 * ms
+			lat := cfg.Disk.Latency
+			if tc.faults.SlowIO > 0 {
+				lat = tc.faults.SlowDelay
+			}
+			took, other, cpu := waitOnDevice(t, cfg, tc.faults, tc.op)
+			if took < lat {
+				t.Errorf("returned after %v, want at least the device's %v", took, lat)
+			}
+			if other >= lat {
+				t.Errorf("the other loop ran %v after the wait began, want it to run during the %v wait", other, lat)
+			}
+			if cpu >= lat {
+				t.Errorf("process used %v CPU, want far less than the %v device wait", cpu, lat)
+			}
+		})
 	}
 }
 
