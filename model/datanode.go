@@ -144,6 +144,11 @@ type DatanodeBugs struct {
 	// does on loopback: one left incomplete by a read is refused as
 	// truncated, though the rest of it is still on its way.
 	RequestInOneRead bool
+	// ReleaseOnThread gives a write's buffer reservation back through
+	// its own thread's loop, which closes with the connection: a release
+	// still waiting for the lock then never runs, and MaxBuffered shrinks
+	// for good (threaded mode).
+	ReleaseOnThread bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -281,7 +286,6 @@ type Datanode struct {
 
 	// main loop only: the connection cap (accept, evictIdle)
 	accepted     uint64
-	evicting     int
 	acceptPaused bool // full: accepting again once a connection closes
 	acceptErrs   int
 	acceptLogged time.Duration
@@ -480,6 +484,11 @@ func (dn *Datanode) BuffersOut() int {
 // Conns is the number of open connections.
 func (dn *Datanode) Conns() int { return len(dn.conns) }
 
+// ReservedWriteBytes is the write buffer capacity reserved against
+// MaxBuffered (sim only, like VisitMemory: it reads a field under the
+// lock).
+func (dn *Datanode) ReservedWriteBytes() int { return dn.buffered }
+
 // Stop closes the listener and every connection, and releases the loops,
 // workers and idle handles: the datanode is gone, its process remains.
 func (dn *Datanode) Stop() {
@@ -550,7 +559,6 @@ func (dn *Datanode) accept() {
 		dn.serve(c, nil, true)
 		if !dn.cfg.Bugs.NoConnCap && len(dn.conns) > dn.connCap() {
 			// Over the cap: close an idle connection to make room.
-			dn.evicting++
 			dn.evictIdle(dn.conns[len(dn.conns)-1], 0)
 		}
 	}
@@ -614,11 +622,9 @@ func (dn *Datanode) evictIdle(newest *dnConn, after uint64) {
 	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && !dn.stopped {
 		dn.p.Log("dn-full-evict", "conn", newest.id, "newest", true)
 		newest.loop.Post(func() { newest.close("datanode full") })
-		dn.evicting--
 		return
 	}
 	if oldest == nil || dn.stopped || len(dn.conns) <= dn.connCap() {
-		dn.evicting--
 		return
 	}
 	victim := oldest
@@ -639,9 +645,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, after uint64) {
 		dn.main.Post(func() {
 			if !idle && !dn.stopped {
 				dn.evictIdle(newest, victim.acceptSeq)
-				return
 			}
-			dn.evicting--
 		})
 	})
 }
@@ -1714,7 +1718,7 @@ func (dc *dnConn) grow(need int) {
 		dc.loop.Post(func() {
 			if dc.closed {
 				if ok {
-					dn.lock.Do(dc.loop, func() { dn.buffered -= more })
+					dn.lock.Do(dc.releaseLoop(), func() { dn.buffered -= more })
 				}
 				return
 			}
@@ -1740,8 +1744,20 @@ func (dc *dnConn) unreserve() {
 	if r := dc.reserved; r > 0 {
 		dc.reserved = 0
 		dn := dc.dn
-		dn.lock.Do(dc.loop, func() { dn.buffered -= r })
+		dn.lock.Do(dc.releaseLoop(), func() { dn.buffered -= r })
 	}
+}
+
+// releaseLoop is the loop that gives back dc's reservation under the
+// lock. A thread's loop closes with its connection, and a lock callback
+// still waiting for the lock then would never run (the reservation
+// lost for good: ReleaseOnThread); the acceptor loop
+// lives as long as the datanode.
+func (dc *dnConn) releaseLoop() Loop {
+	if dc.thread && !dc.dn.cfg.Bugs.ReleaseOnThread {
+		return dc.dn.main
+	}
+	return dc.loop
 }
 
 // apply performs a write, append, replace or delete under the lock and

@@ -2,6 +2,7 @@ package properties
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -175,6 +176,23 @@ var Bugs = []Bug{
 		Catches:  PropToken,
 		apply:    func(d drawer, cfg *Config) { cfg.RequestInOneRead = true },
 		fragment: true,
+	},
+	{
+		Name:    "thread-release-lost",
+		What:    "a closing thread-per-connection gives its write buffer reservation back through its own loop, which closes first: MaxBuffered shrinks for good",
+		Catches: PropLeakFree,
+		apply: func(d drawer, cfg *Config) {
+			cfg.ReleaseOnThread = true
+			cfg.Mode, cfg.InlineIO = "threaded", false
+			// The release is lost when it waits for the lock as its
+			// thread closes: a slow disk holds the lock (a write's
+			// apply) for long, and resets close writes midway.
+			for _, k := range []string{FaultSlowDisk, FaultReset} {
+				if !slices.Contains(cfg.Faults, k) {
+					cfg.Faults = append(cfg.Faults, k)
+				}
+			}
+		},
 	},
 }
 

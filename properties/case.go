@@ -118,6 +118,7 @@ type Config struct {
 	NoConnCap            bool `json:"no_conn_cap,omitempty"`
 	Slowloris            bool `json:"slowloris,omitempty"`
 	RequestInOneRead     bool `json:"request_in_one_read,omitempty"`
+	ReleaseOnThread      bool `json:"release_on_thread,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.

@@ -189,3 +189,25 @@ func loadCase(t *testing.T, path string) Case {
 	}
 	return c
 }
+
+// check's seed 424 failed leak-freedom once the harness compared the
+// datanode's write reservations with zero at quiescence: a threaded
+// connection closed mid-write gave its reservation back through its own
+// thread's loop, and the lock callback, still waiting behind a write's
+// apply on a slow disk, was dropped when the thread closed: MaxBuffered
+// shrank for good. testdata/release-case.json is the shrunk case of the
+// catalogued bug that re-creates it (thread-release-lost): it must fail
+// with the bug and pass without it.
+func TestThreadCloseGivesBackReservation(t *testing.T) {
+	c := loadCase(t, "testdata/release-case.json")
+	if !c.Config.ReleaseOnThread {
+		t.Fatal("the case does not switch the bug on")
+	}
+	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropLeakFree {
+		t.Fatalf("with the bug: %v, want %s", r.Failure, PropLeakFree)
+	}
+	c.Config.ReleaseOnThread = false
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}

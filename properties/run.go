@@ -170,6 +170,8 @@ type harness struct {
 	dn        *model.Datanode
 	dnBase    sim.Resources
 	dnStarts  int
+	dnSockets int        // sockets the datanode's process had made when it started
+	dnSeen    dnObserved // what the clients saw it do (dnstats.go)
 	dnWritten bool
 	badTried  bool                  // the case's bad configuration was tried (badconfig.go)
 	dnEpoch   uint64                // dnProc's epoch when the datanode was last checked
@@ -393,6 +395,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
+			ReleaseOnThread: c.ReleaseOnThread,
 		},
 	}
 }
@@ -447,6 +450,7 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 	h.dn = dn
 	h.dnStarts++
 	h.dnBase = h.dnProc.Resources()
+	h.dnSockets = h.dnProc.FDsMade(model.FDSocket)
 	if h.healPending {
 		h.healPending = false
 		h.w.At(h.w.Now(), h.tryHeal)
@@ -669,6 +673,7 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 	}
 	ch.p.Log("ret", "i", idx, "st", status)
 	st := ch.cl.Stats()
+	h.dnSeen.add(op, r)
 	switch {
 	case r.Err == nil:
 		if op.Kind != OpDelete {
@@ -895,6 +900,8 @@ func (h *harness) afterEach() {
 				case fds.ByKind[model.FDEpoll] != 1+h.cfg.Selectors:
 					h.fail(PropFDBounds, "reactor datanode holds %d epoll fds, want %d (main + selectors, none per connection)", fds.ByKind[model.FDEpoll], 1+h.cfg.Selectors)
 				}
+			} else if h.cfg.Mode == "reactor" {
+				h.fail(PropPoolBound, "reactor datanode has no handle pool: its block fds are unbounded")
 			} else if blockFDs > 2*dn.Conns() {
 				h.fail(PropFDBounds, "threaded datanode holds %d block and meta fds for %d connections", blockFDs, dn.Conns())
 			}
@@ -984,7 +991,13 @@ func (h *harness) checkLeaks() {
 		h.fail(PropLeakFree, "datanode: %d timers pending", res.Timers)
 	case res.Work != 0:
 		h.fail(PropLeakFree, "datanode: %d work items pending", res.Work)
+	case dn.ReservedWriteBytes() != 0:
+		h.fail(PropLeakFree, "datanode: %d bytes of write buffer still reserved against MaxBuffered with no write in progress", dn.ReservedWriteBytes())
 	}
+	if h.failure != nil {
+		return
+	}
+	h.checkStats()
 	if h.failure != nil {
 		return
 	}

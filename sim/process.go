@@ -277,6 +277,11 @@ func (p *Process) Resources() Resources {
 	return Resources{FDs: p.fds.open, ByKind: p.fds.byKind, Threads: p.threads, Timers: p.timers, Work: p.work}
 }
 
+// FDsMade is how many fds of kind the process has allocated since it
+// (re)started: what a model's own counter (connections accepted) must
+// agree with.
+func (p *Process) FDsMade(kind model.FDKind) int { return p.fds.made[kind] }
+
 // CPUTime is the modelled CPU the process's threads have used so far,
 // summed over its cores (what getrusage would report).
 func (p *Process) CPUTime() time.Duration { return p.cpuTime }
@@ -346,6 +351,7 @@ type fdTable struct {
 	peak   int
 	limit  int
 	byKind [model.NumFDKinds]int
+	made   [model.NumFDKinds]int // fds ever allocated, by kind
 	hint   int
 }
 
@@ -377,6 +383,7 @@ func (p *Process) allocFD(kind model.FDKind, obj fdObject) (int, error) {
 	p.epoch++
 	t.open++
 	t.byKind[kind]++
+	t.made[kind]++
 	if t.open > t.peak {
 		t.peak = t.open
 	}

@@ -625,7 +625,7 @@ func nonNil(f []checkFailure) []checkFailure {
 func propertyNames() []string {
 	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
 		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree, properties.PropDeterminism,
-		properties.PropMemory, properties.PropTimeout, properties.PropHostileAvail}
+		properties.PropMemory, properties.PropTimeout, properties.PropHostileAvail, properties.PropStats}
 }
 
 // realPropertyNames are what a check in the real world checks: no

@@ -1,0 +1,67 @@
+package properties
+
+import (
+	"errors"
+
+	"xceiver/model"
+)
+
+// PropStats: the datanode's counters (DatanodeStats, which `run read`
+// reports as the server's figures) agree with what the harness saw.
+const PropStats = "dn-stats"
+
+// dnObserved is what the clients saw the datanode do: each op that got an
+// answer was started by it, and a successful read carried its data.
+type dnObserved struct {
+	answered, rejected, reads, writes int
+	bytesRead                         int64
+}
+
+func (o *dnObserved) add(op Op, r model.Result) {
+	switch {
+	case r.Err == nil:
+		o.answered++
+		if op.Kind == OpRead {
+			o.reads++
+			o.bytesRead += int64(len(r.Data))
+		} else {
+			o.writes++
+		}
+	case errors.Is(r.Err, model.ErrRejected):
+		// An error status: the datanode started the op and failed it.
+		o.answered++
+		o.rejected++
+	}
+}
+
+// checkStats runs at quiescence, once every connection has closed and
+// added its counters: the datanode accepted exactly the sockets its
+// process made since it started, each counter is consistent with the
+// others, and (when one datanode served the whole run) none counts less
+// than the clients saw it do.
+func (h *harness) checkStats() {
+	st := h.dn.Stats()
+	made := h.dnProc.FDsMade(model.FDSocket) - h.dnSockets
+	switch {
+	case st.Accepted < 0 || st.Ops < 0 || st.Reads < 0 || st.Writes < 0 || st.Errors < 0 ||
+		st.KeepaliveReuses < 0 || st.KeepaliveTimeouts < 0 || st.BytesSent < 0:
+		h.fail(PropStats, "datanode counts a negative figure: %+v", st)
+	case st.Accepted != made:
+		h.fail(PropStats, "datanode counts %d connections accepted; its process made %d sockets since it started", st.Accepted, made)
+	case st.Reads+st.Writes > st.Ops:
+		h.fail(PropStats, "datanode counts %d reads and %d writes in %d ops", st.Reads, st.Writes, st.Ops)
+	case st.Ops-st.KeepaliveReuses > st.Accepted:
+		// Every op but a connection's first reuses it.
+		h.fail(PropStats, "datanode counts %d ops, %d of them on a kept-alive connection, over %d connections", st.Ops, st.KeepaliveReuses, st.Accepted)
+	case st.KeepaliveTimeouts > st.Ops-st.KeepaliveReuses:
+		// Only a connection that carried an op waits kept alive.
+		h.fail(PropStats, "datanode counts %d keep-alive timeouts, but only %d connections carried an op", st.KeepaliveTimeouts, st.Ops-st.KeepaliveReuses)
+	case h.dnStarts != 1:
+		// A crashed datanode's counters went with it.
+	case st.Ops < h.dnSeen.answered || st.Reads < h.dnSeen.reads || st.Writes < h.dnSeen.writes ||
+		st.Errors < h.dnSeen.rejected || st.BytesSent < h.dnSeen.bytesRead:
+		o := h.dnSeen
+		h.fail(PropStats, "datanode counts %d ops (%d reads, %d writes), %d errors, %d bytes sent; the clients had %d ops answered (%d reads, %d writes succeeded), %d rejected, %d bytes read",
+			st.Ops, st.Reads, st.Writes, st.Errors, st.BytesSent, o.answered, o.reads, o.writes, o.rejected, o.bytesRead)
+	}
+}
