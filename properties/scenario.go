@@ -344,6 +344,9 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 	if out != nil {
 		w.TraceTo(out)
 	}
+	// Deferred first, so it runs last: the result below reads only the
+	// trace's counters, never the buffers handed back.
+	defer useArena(w)()
 	r := &scenarioRun{c: &c, w: w}
 	defer func() {
 		if p := recover(); p != nil {
