@@ -325,6 +325,7 @@ type selector struct {
 	// read queueing for one can have them told (see contend).
 	holders []*dnConn
 	mac     TokenMAC
+	served  int // connections given to it (main loop only)
 }
 
 // inputFirst is the capacity of a connection's first input buffer.
@@ -483,6 +484,16 @@ func (dn *Datanode) BuffersOut() int {
 
 // Conns is the number of open connections.
 func (dn *Datanode) Conns() int { return len(dn.conns) }
+
+// SelectorConns is how many connections each selector has been given
+// (none in threaded mode): round robin, so they differ by at most one.
+func (dn *Datanode) SelectorConns() []int {
+	n := make([]int, len(dn.selectors))
+	for i, s := range dn.selectors {
+		n[i] = s.served
+	}
+	return n
+}
 
 // ReservedWriteBytes is the write buffer capacity reserved against
 // MaxBuffered (sim only, like VisitMemory: it reads a field under the
@@ -684,6 +695,7 @@ func (dn *Datanode) serve(c Conn, in []byte, tcp bool) {
 	} else {
 		dc.sel = dn.selectors[dn.next%len(dn.selectors)]
 		dn.next++
+		dc.sel.served++
 		dc.loop = dc.sel.loop
 	}
 	loop := dc.loop
@@ -1970,10 +1982,9 @@ func (p connPhase) String() string {
 
 // VisitMemory calls f for every connection the datanode can still reach,
 // closed ones it has not let go of included (a freed slot past the end of
-// its list keeps its connection reachable), and returns the bytes of the
-// selectors' free packet buffers. It reads every loop's state, so only a
-// single-threaded world (sim) may call it.
-func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
+// its list keeps its connection reachable). It reads every loop's state,
+// so only a single-threaded world (sim) may call it.
+func (dn *Datanode) VisitMemory(f func(ConnMemory)) {
 	all := dn.conns[:cap(dn.conns)]
 	for i, dc := range all {
 		if dc == nil {
@@ -1984,12 +1995,6 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) (free int) {
 		}
 		f(dc.memory())
 	}
-	for _, s := range dn.selectors {
-		for _, b := range s.free {
-			free += cap(b)
-		}
-	}
-	return free
 }
 
 func (dc *dnConn) memory() ConnMemory {

@@ -245,3 +245,38 @@ func f(c cfg, n int) int {
 		}
 	}
 }
+
+// A Process.Log call is not dropped (a trace line only), but its
+// arguments are still swapped; another type's Log is dropped as any call.
+func TestTraceLogNotDropped(t *testing.T) {
+	src := `package p
+
+type Process interface{ Log(kind string, kv ...any) }
+type other struct{}
+
+func (other) Log(kind string, kv ...any) {}
+
+func f(p Process, o other, err string) {
+	p.Log("kind", "err", err)
+	o.Log("kind", "err", err)
+}
+`
+	ms, _ := enumerateSource(t, src)
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Operator+" "+m.Old)
+	}
+	want := []string{
+		`swap-args "err", err`,
+		`remove-call o.Log("kind", "err", err)`,
+		`swap-args "err", err`,
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("no mutant %q (have %q)", w, got)
+		}
+	}
+	if slices.Contains(got, `remove-call p.Log("kind", "err", err)`) {
+		t.Errorf("Process.Log dropped: %q", got)
+	}
+}

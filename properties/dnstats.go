@@ -2,6 +2,7 @@ package properties
 
 import (
 	"errors"
+	"slices"
 
 	"xceiver/model"
 )
@@ -56,6 +57,8 @@ func (h *harness) checkStats() {
 	case st.KeepaliveTimeouts > st.Ops-st.KeepaliveReuses:
 		// Only a connection that carried an op waits kept alive.
 		h.fail(PropStats, "datanode counts %d keep-alive timeouts, but only %d connections carried an op", st.KeepaliveTimeouts, st.Ops-st.KeepaliveReuses)
+	case !roundRobin(h.dn.SelectorConns(), st.Accepted):
+		h.fail(PropStats, "datanode's selectors were given %v connections of %d accepted: not round robin", h.dn.SelectorConns(), st.Accepted)
 	case h.dnStarts != 1:
 		// A crashed datanode's counters went with it.
 	case st.Ops < h.dnSeen.answered || st.Reads < h.dnSeen.reads || st.Writes < h.dnSeen.writes ||
@@ -64,4 +67,39 @@ func (h *harness) checkStats() {
 		h.fail(PropStats, "datanode counts %d ops (%d reads, %d writes), %d errors, %d bytes sent; the clients had %d ops answered (%d reads, %d writes succeeded), %d rejected, %d bytes read",
 			st.Ops, st.Reads, st.Writes, st.Errors, st.BytesSent, o.answered, o.reads, o.writes, o.rejected, o.bytesRead)
 	}
+}
+
+// roundRobin reports whether counts (connections per selector; none in
+// threaded mode) add up to accepted and differ by at most one.
+func roundRobin(counts []int, accepted int) bool {
+	if len(counts) == 0 {
+		return true
+	}
+	sum := 0
+	for _, n := range counts {
+		sum += n
+	}
+	return sum == accepted && slices.Max(counts)-slices.Min(counts) <= 1
+}
+
+// logKeys is the trace log schema of a check's runs: the model's events
+// and the harness's own (sim.Config.LogKeys).
+var logKeys = func() map[string][]string {
+	keys := map[string][]string{
+		"restart-failed": {"err"},
+		"op":             {"i", "w", "op", "b"},
+		"ret":            {"i", "st"},
+	}
+	for k, v := range model.LogKeys {
+		keys[k] = v
+	}
+	return keys
+}()
+
+// reachableConns counts the connections the datanode can still reach,
+// closed ones included (Datanode.VisitMemory).
+func (h *harness) reachableConns() int {
+	n := 0
+	h.dn.VisitMemory(func(model.ConnMemory) { n++ })
+	return n
 }

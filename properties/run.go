@@ -222,6 +222,7 @@ func (h *harness) run() *Result {
 	scfg := sim.DefaultConfig(h.c.Seed)
 	scfg.MaxEvents = maxEvents
 	scfg.CheckShared = true
+	scfg.LogKeys = logKeys
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true
@@ -979,6 +980,8 @@ func (h *harness) checkLeaks() {
 		h.fail(PropLeakFree, "datanode: %d connections still open", dn.Conns())
 	case dn.BuffersOut() > 0:
 		h.fail(PropLeakFree, "datanode: %d packet buffers still lent", dn.BuffersOut())
+	case h.reachableConns() > 0:
+		h.fail(PropLeakFree, "datanode: %d closed connections still reachable (through a freed slot of its list)", h.reachableConns())
 	case res.ByKind[model.FDFile] != 0:
 		h.fail(PropLeakFree, "datanode: %d plain files open (%v)", res.ByKind[model.FDFile], kinds(res.ByKind))
 	case res.FDs != base.FDs-base.ByKind[model.FDFile]+2*handles:

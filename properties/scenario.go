@@ -340,6 +340,7 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
 	cfg.CheckShared = true // tcp-pattern's reply is a shared write
+	cfg.LogKeys = logKeys
 	w := sim.New(cfg)
 	if out != nil {
 		w.TraceTo(out)

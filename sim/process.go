@@ -224,6 +224,9 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 
 // Log implements model.Process.
 func (p *Process) Log(kind string, kv ...any) {
+	if keys := p.w.cfg.LogKeys; keys != nil && !logFits(keys, kind, kv) {
+		p.w.Fail(fmt.Errorf("process %s logged %q with fields %v, which its schema (model.LogKeys) does not allow", p.name, kind, kv))
+	}
 	var buf [128]byte
 	b := append(buf[:0], kind...)
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -233,6 +236,21 @@ func (p *Process) Log(kind string, kv ...any) {
 		b = appendValue(b, kv[i+1])
 	}
 	p.w.record(Event{Proc: p.name, Kind: "log", S: string(b)})
+}
+
+// logFits reports whether a Log call fits keys: a known kind, and
+// key-value pairs whose keys are among its keys.
+func logFits(keys map[string][]string, kind string, kv []any) bool {
+	allowed, ok := keys[kind]
+	if !ok || len(kv)%2 != 0 {
+		return false
+	}
+	for i := 0; i < len(kv); i += 2 {
+		if k, ok := kv[i].(string); !ok || !slices.Contains(allowed, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendValue appends v as fmt's %v would: strconv for the plain types

@@ -48,6 +48,12 @@ type Config struct {
 	// acknowledged (the writer changed a buffer it had handed over).
 	// It costs the copy the shared write saves; checks turn it on.
 	CheckShared bool
+	// LogKeys, if set, holds every Process.Log call to a schema: its
+	// kind must be listed and each field's key be among the kind's keys
+	// (model.LogKeys, with what a harness logs itself). A call that does
+	// not fit fails the world: a swapped key and value misleads whoever
+	// reads the trace. Checks set it.
+	LogKeys map[string][]string
 	// BargingLocks makes the modelled locks (Lock, RWLock) non-fair, as
 	// Java's ReentrantLock and ReentrantReadWriteLock are by default and
 	// Go's sync.Mutex is in its normal mode: a thread that finds the lock
