@@ -20,6 +20,8 @@ type Bug struct {
 	hostile []string
 	// fragment: the bug needs requests that arrive in pieces.
 	fragment bool
+	// liar: the bug needs a hostile datanode telling this lie.
+	liar string
 }
 
 // Bugs is the catalogue, in a fixed order.
@@ -193,6 +195,13 @@ var Bugs = []Bug{
 				}
 			}
 		},
+	},
+	{
+		Name:    "short-stream",
+		What:    "the client takes the last packet as the end of a read without checking it got the whole range: a datanode that ends early returns a short read as a success",
+		Catches: PropLiar,
+		apply:   func(d drawer, cfg *Config) { cfg.AcceptShortStream = true },
+		liar:    LieShort,
 	},
 }
 

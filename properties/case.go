@@ -92,6 +92,9 @@ type Config struct {
 	HandleWait     time.Duration `json:"handle_wait,omitempty"`
 	StallTimeout   time.Duration `json:"stall_timeout,omitempty"`
 	Hostile        []HostilePeer `json:"hostile,omitempty"`
+	// Liar, if set, is a hostile datanode with a client of its own
+	// (liar.go).
+	Liar *Liar `json:"liar,omitempty"`
 	// BadConfig names a value the datanode or a client must refuse at
 	// start (badconfig.go), tried before the run's datanode starts.
 	BadConfig string `json:"bad_config,omitempty"`
@@ -119,6 +122,7 @@ type Config struct {
 	Slowloris            bool `json:"slowloris,omitempty"`
 	RequestInOneRead     bool `json:"request_in_one_read,omitempty"`
 	ReleaseOnThread      bool `json:"release_on_thread,omitempty"`
+	AcceptShortStream    bool `json:"accept_short_stream,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.
@@ -385,6 +389,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	// draws before it are what they were before transferTo.
 	cfg.NoTransferTo = !cfg.SendfileOffsetStuck && d.chance(30, "no_transfer_to")
 	drawFragment(d, cfg, b.fragment)
+	drawLiar(d, cfg, b.liar)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)
@@ -411,7 +416,13 @@ func drawSize(d drawer, label string) int {
 	case 0:
 		return 0
 	case 1, 2, 3:
-		return d.n(1, 1100, label+"_small")
+		n := d.n(1, 1100, label+"_small")
+		if n > 1070 {
+			// Writes of a byte or three, which a loop over partial
+			// writes must not stop short of (no draw consumed).
+			n = 1 + n%3
+		}
+		return n
 	case 4, 5, 6, 7, 8:
 		return d.n(1100, 20000, label+"_mid")
 	}
@@ -458,6 +469,9 @@ func drawOp(d drawer, cfg *Config, idle time.Duration) Op {
 		op.Key = d.key("key")
 	case OpAppend:
 		op.Size = d.n(0, 3000, "size")
+		if op.Size > 2930 {
+			op.Size = 1 + op.Size%3 // (as drawSize's tiny writes)
+		}
 		op.Key = d.key("key")
 	}
 	return op
@@ -571,6 +585,9 @@ func (c *Case) Validate() error {
 		if !KnownProperty(p) {
 			return fmt.Errorf("ignore: unknown property %q", p)
 		}
+	}
+	if err := validateLiar(cfg); err != nil {
+		return err
 	}
 	if err := validateHostile(cfg); err != nil {
 		return err

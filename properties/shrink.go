@@ -33,6 +33,7 @@ func Shrink(c Case, failed *Result, budget int, opt Options) (Case, *Result, int
 		progress = dropChunks(&s, func(c *Case) *[]InitBlock { return &c.Config.Blocks }) || progress
 		progress = dropChunks(&s, func(c *Case) *[]HostilePeer { return &c.Config.Hostile }) || progress
 		progress = s.fewerHostile() || progress
+		progress = s.fewerLies() || progress
 		progress = s.halve() || progress
 	}
 	return s.best, s.bestRes, s.runs
