@@ -22,6 +22,7 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 		}
 	}
 	_, account := r.(readRunner)
+	account = account && !opt.wholeProcessCPU
 	w, err := real.New(real.Config{Seed: opt.seed, Root: opt.tmpdir, AccountCPU: account})
 	if err != nil {
 		return nil, usagef("%v", err)
