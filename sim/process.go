@@ -501,11 +501,101 @@ type cpu struct {
 	wakeArmed bool
 	wakeF     func()
 	waking    bool // wake is handing a core to the head of waitQ
+
+	// The runtime poller (CPUConfig.Poller): polling is when a core's
+	// thread waits in it, from then on (noPoller: none does); missed
+	// are parked loops with work that no processor has found yet, and
+	// sysmon is set while sysmon's poll for them is due.
+	polling  time.Duration
+	missed   []*Loop
+	sysmon   bool
+	sysmonAt time.Duration
+	sysmonF  func()
+}
+
+// noPoller is cpu.polling when no core waits in the poller.
+const noPoller = time.Duration(-1)
+
+// sysmonPoll is how often Go's sysmon polls the network when no thread
+// waits in the poller (runtime.sysmon: lastpoll older than 10 ms).
+const sysmonPoll = 10 * time.Millisecond
+
+// pollerWake is when parked loop l, given work now, starts (CPUConfig.Poller),
+// or false when it was missed and waits for a core to go idle.
+func (c *cpu) pollerWake(l *Loop) (time.Duration, bool) {
+	w, cfg := c.w, &c.w.cfg.CPU
+	now := w.Now()
+	switch {
+	case c.polling != noPoller && c.polling <= now:
+		c.polling = noPoller
+		d := cfg.PollerWake
+		if cfg.PollerWakeSpread > 0 {
+			d += time.Duration(w.cpuRand.Int64N(int64(cfg.PollerWakeSpread)))
+		}
+		return now + d, true
+	case c.polling != noPoller:
+		// A core is on its way to idle: it finds l as it polls.
+		t := c.polling
+		c.polling = noPoller
+		return t + cfg.PollerMissed, true
+	}
+	c.missed = append(c.missed, l)
+	if !c.sysmon {
+		// (Go's sysmon polls once the poller has not been polled for
+		// 10 ms; this counts from the first loop missed.)
+		c.sysmon, c.sysmonAt = true, now+sysmonPoll
+		w.post(c.sysmonAt, c.sysmonF)
+	}
+	return 0, false
+}
+
+// idle is core i's thread parking at t with nothing of its own to run:
+// if no other thread waits for a core, it polls, finding the loops
+// missed so far, or else waits in the poller itself (CPUConfig.Poller).
+func (c *cpu) idle(i int, t time.Duration) {
+	if !c.w.cfg.CPU.Poller || len(c.waitQ) > 0 {
+		return
+	}
+	if len(c.missed) > 0 {
+		c.found(t + c.w.cfg.CPU.PollerMissed)
+		return
+	}
+	if c.polling == noPoller || t < c.polling {
+		c.polling = t
+	}
+}
+
+// found dispatches the missed loops at t, or at sysmon's poll if that
+// comes first.
+func (c *cpu) found(t time.Duration) {
+	if c.sysmon {
+		t = min(t, c.sysmonAt)
+	}
+	for i, l := range c.missed {
+		c.missed[i] = nil
+		if !l.dead() {
+			c.w.post(max(t, c.w.now), l.dispatchF)
+		} else {
+			l.scheduled = false
+		}
+	}
+	c.missed = c.missed[:0]
+	c.sysmon = false
+}
+
+// sysmonPoll is sysmon's network poll: it finds the missed loops.
+func (c *cpu) sysmonPollNow() {
+	if !c.sysmon || c.w.now != c.sysmonAt {
+		return // the loops were found before; a later poll is due
+	}
+	c.sysmon = false
+	c.found(c.w.now)
 }
 
 func newCPU(w *World, n int) *cpu {
-	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n)}
+	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n), polling: 0}
 	c.wakeF = c.wake
+	c.sysmonF = c.sysmonPollNow
 	return c
 }
 
@@ -776,7 +866,20 @@ func (l *Loop) wake() {
 	w := l.p.w
 	at := l.busyUntil
 	if now := w.Now(); at <= now {
-		at = now + w.wakeDelay(&l.thread) // blocked in epoll_wait
+		if w.cfg.CPU.Poller && w.running != &l.thread {
+			var ok bool
+			if at, ok = l.p.cpu.pollerWake(l); !ok {
+				// Missed: cpu.found posts the dispatch. (A hop
+				// through this path costs about the CPU of one
+				// through a waiting poller: calibrate's two
+				// probes.)
+				l.scheduled = true
+				l.woken = true
+				return
+			}
+		} else {
+			at = now + w.wakeDelay(&l.thread) // blocked in epoll_wait
+		}
 		if w.running != &l.thread {
 			l.woken = true
 			if w.inSoftirq {
@@ -849,8 +952,10 @@ func (l *Loop) dispatch() {
 	}
 	if l.head >= len(l.queue) {
 		// Nothing more to do: the loop blocks in epoll_wait, and Go
-		// lets its core go only when sysmon takes it back.
+		// lets its core go only when sysmon takes it back; or it parks
+		// in Go's poller, and its core looks for other work.
 		l.p.cpu.hold(&l.thread, c)
+		l.p.cpu.idle(c, l.busyUntil)
 	}
 	l.wake()
 }
@@ -1017,6 +1122,9 @@ func (wp *WorkerPool) dispatch() {
 		// and was woken; one finishing just now takes the next item.
 		idle.woken = idle.busyUntil < w.now
 		end := w.runOn(idle, c, it.work)
+		if len(wp.queue) == 0 {
+			wp.p.cpu.idle(c, end)
+		}
 		gen := wp.gen
 		w.post(end, func() {
 			if gen != wp.p.gen {

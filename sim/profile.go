@@ -75,6 +75,17 @@ type Profile struct {
 	SyscallHoldP10Ns float64 `json:"syscall_hold_p10_ns,omitempty"`
 	SyscallHoldP50Ns float64 `json:"syscall_hold_p50_ns,omitempty"`
 	SyscallHoldP90Ns float64 `json:"syscall_hold_p90_ns,omitempty"`
+	// PollerWakeP10Ns, P50 and P90 are the latency from a write to the
+	// callback of a real-world loop parked in Go's poller, while the
+	// writer's loop goes idle after it: percentiles. PollerMissedNs is
+	// the median of the same latency less the time the writer stays
+	// busy after its write: how long after a processor goes idle it
+	// runs a loop it finds ready (0: not measured; the loops are then
+	// modelled as blocking in epoll_wait, with the hold).
+	PollerWakeP10Ns float64 `json:"poller_wake_p10_ns,omitempty"`
+	PollerWakeP50Ns float64 `json:"poller_wake_p50_ns,omitempty"`
+	PollerWakeP90Ns float64 `json:"poller_wake_p90_ns,omitempty"`
+	PollerMissedNs  float64 `json:"poller_missed_ns,omitempty"`
 
 	// The rpc server's and namespace's own code, timed on their real
 	// messages (0: not measured, the hand-set cost stays): an rpc reader
@@ -126,6 +137,8 @@ func ParseProfile(b []byte) (Profile, error) {
 		{"rpc_frame_ns", p.RPCFrameNs}, {"parse_ns", p.ParseNs}, {"inode_ns", p.InodeNs}, {"token_ns", p.TokenNs},
 		{"tcp_hop_cpu_ns", p.TCPHopCPUNs}, {"tcp_wake_write_ns", p.TCPWakeWriteNs}, {"loop_callback_ns", p.LoopCallbackNs}, {"syscall_hold_p10_ns", p.SyscallHoldP10Ns},
 		{"syscall_hold_p50_ns", p.SyscallHoldP50Ns}, {"syscall_hold_p90_ns", p.SyscallHoldP90Ns},
+		{"poller_wake_p10_ns", p.PollerWakeP10Ns}, {"poller_wake_p50_ns", p.PollerWakeP50Ns},
+		{"poller_wake_p90_ns", p.PollerWakeP90Ns}, {"poller_missed_ns", p.PollerMissedNs},
 	} {
 		name, v := f.name, f.v
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e9 {
@@ -137,6 +150,9 @@ func ParseProfile(b []byte) (Profile, error) {
 	}
 	if p.SyscallHoldP10Ns > p.SyscallHoldP50Ns || p.SyscallHoldP50Ns > p.SyscallHoldP90Ns {
 		return Profile{}, fmt.Errorf("profile: syscall hold percentiles out of order (%v, %v, %v)", p.SyscallHoldP10Ns, p.SyscallHoldP50Ns, p.SyscallHoldP90Ns)
+	}
+	if p.PollerWakeP10Ns > p.PollerWakeP50Ns || p.PollerWakeP50Ns > p.PollerWakeP90Ns {
+		return Profile{}, fmt.Errorf("profile: poller wake-up percentiles out of order (%v, %v, %v)", p.PollerWakeP10Ns, p.PollerWakeP50Ns, p.PollerWakeP90Ns)
 	}
 	if p.WakeupP10Ns > p.WakeupP50Ns || p.WakeupP50Ns > p.WakeupP90Ns {
 		return Profile{}, fmt.Errorf("profile: wake-up percentiles out of order (%v, %v, %v)", p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns)
@@ -163,6 +179,14 @@ func (p Profile) CPU() CPUConfig {
 	c.WakeupCPU = ns(p.WakeupCPUNs)
 	c.SyscallHold = ns(p.SyscallHoldP10Ns)
 	c.SyscallHoldSpread = ns(p.SyscallHoldP90Ns - p.SyscallHoldP10Ns)
+	if p.PollerWakeP90Ns > 0 || p.PollerMissedNs > 0 {
+		// The loops park in Go's poller: no processor is held.
+		c.SyscallHold, c.SyscallHoldSpread = 0, 0
+		c.Poller = true
+		c.PollerWake = ns(p.PollerWakeP10Ns)
+		c.PollerWakeSpread = ns(p.PollerWakeP90Ns - p.PollerWakeP10Ns)
+		c.PollerMissed = ns(p.PollerMissedNs)
+	}
 	if p.TCPWakeWriteNs > 0 {
 		// The write that woke the reader, less its syscall and segment.
 		c.TCPWake = ns(max(p.TCPWakeWriteNs-float64(c.Syscall)-float64(c.Softirq), 0))

@@ -45,8 +45,19 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	if c.Callback != ns(p.LoopCallbackNs) {
 		t.Errorf("callback %v, want the real loop's measured %v ns", c.Callback, p.LoopCallbackNs)
 	}
-	if c.SyscallHold != ns(p.SyscallHoldP10Ns) || c.SyscallHold+c.SyscallHoldSpread != ns(p.SyscallHoldP10Ns)+ns(p.SyscallHoldP90Ns-p.SyscallHoldP10Ns) {
-		t.Errorf("syscall hold %v + [0, %v), want the 10th to 90th percentile of %+v", c.SyscallHold, c.SyscallHoldSpread, p)
+	// The real loops park in Go's poller: no processor held, and the
+	// poller's measured latencies.
+	if p.PollerWakeP90Ns == 0 || c.SyscallHold != 0 || c.SyscallHoldSpread != 0 || !c.Poller {
+		t.Errorf("poller wake-up p90 %v ns: hold %v + [0, %v), poller %v; want a measured poller and no hold", p.PollerWakeP90Ns, c.SyscallHold, c.SyscallHoldSpread, c.Poller)
+	}
+	if c.PollerWake != ns(p.PollerWakeP10Ns) || c.PollerWake+c.PollerWakeSpread != ns(p.PollerWakeP10Ns)+ns(p.PollerWakeP90Ns-p.PollerWakeP10Ns) || c.PollerMissed != ns(p.PollerMissedNs) {
+		t.Errorf("poller wake-up %v + [0, %v), missed %v, want the 10th to 90th percentile and the missed wake-up of %+v", c.PollerWake, c.PollerWakeSpread, c.PollerMissed, p)
+	}
+	// A profile without the poller probes keeps the hold.
+	old := p
+	old.PollerWakeP10Ns, old.PollerWakeP50Ns, old.PollerWakeP90Ns, old.PollerMissedNs = 0, 0, 0, 0
+	if c := old.CPU(); c.Poller || c.SyscallHold != ns(p.SyscallHoldP10Ns) || c.SyscallHold+c.SyscallHoldSpread != ns(p.SyscallHoldP10Ns)+ns(p.SyscallHoldP90Ns-p.SyscallHoldP10Ns) {
+		t.Errorf("without the poller probes: syscall hold %v + [0, %v), poller %v, want the 10th to 90th percentile of %+v", c.SyscallHold, c.SyscallHoldSpread, c.Poller, p)
 	}
 	if d := DefaultCPUConfig(); c.Softirq != d.Softirq || c.ThreadStart != d.ThreadStart {
 		t.Errorf("an unmeasured cost changed: softirq %v, thread start %v", c.Softirq, c.ThreadStart)
@@ -264,5 +275,60 @@ func TestTCPWakeChargesTheWriterThatWokeTheReader(t *testing.T) {
 	f, s := run(5 * us)
 	if f != f0+5*us || s != s0 {
 		t.Errorf("writes took %v and %v with TCPWake 5µs, %v and %v without: want the first 5µs more, the second the same", f, s, f0, s0)
+	}
+}
+
+// With the poller model, a parked loop given work runs PollerWake after
+// it when a core waits in the poller (all idle), but while another
+// loop's callback runs (no core waits in the poller: the one that did
+// runs that callback) it is found only as that callback's core goes
+// idle, PollerMissed later; or by sysmon, 10 ms on, if the callback
+// lasts longer.
+func TestPollerFindsAParkedLoopWhenACoreGoesIdle(t *testing.T) {
+	const wake, missed = 5 * us, 7 * us
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, wake, missed
+	parse := cfg.CPU.Parse
+	cb := cfg.CPU.Callback
+	w := New(cfg)
+	var bl model.Loop
+	var timerLate, idleWake, busyWake, sysmonWake time.Duration
+	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+	_, err := w.Spawn("b", model.ProcessConfig{}, func(p model.Process) {
+		bl = p.MainLoop()
+		t0 := bl.Now()
+		bl.AfterFunc(3*ms, func() { idleWake = bl.Now() - t0 - 3*ms })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		set := l.Now()
+		l.AfterFunc(ms, func() {
+			timerLate = l.Now() - set - ms
+			t0 := l.Now()
+			bl.Post(func() { busyWake = bl.Now() - t0 })
+			burn(p, 100*us)
+		})
+		l.AfterFunc(5*ms, func() {
+			t0 := l.Now()
+			bl.Post(func() { sysmonWake = bl.Now() - t0 })
+			burn(p, 20*ms)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(40 * ms)
+	if timerLate != wake+cb || idleWake != wake+cb {
+		t.Errorf("timers on idle cores ran %v and %v late, want the poller's wake-up and a callback, %v", timerLate, idleWake, wake+cb)
+	}
+	if want := 100*us + missed + cb; busyWake != want {
+		t.Errorf("a loop posted to during a 100µs callback ran %v after the post, want %v (after that callback, found as its core went idle)", busyWake, want)
+	}
+	if want := 10*ms + cb; sysmonWake != want {
+		t.Errorf("a loop posted to during a 20ms callback ran %v after the post, want %v (sysmon's poll)", sysmonWake, want)
 	}
 }

@@ -140,6 +140,19 @@ type CPUConfig struct {
 	// itself within that time takes the core back at once. Zero in the
 	// hand-set defaults.
 	SyscallHold, SyscallHoldSpread time.Duration
+	// Poller models loops that park in Go's runtime poller (the real
+	// world's, since they stopped blocking in epoll_wait): a parked loop
+	// given work runs only once a processor looks for it. At most one
+	// idle core waits in the poller (armed when a core goes idle and no
+	// other does): it runs the loop PollerWake plus a uniform draw from
+	// [0, PollerWakeSpread) later, and is then busy. Otherwise the loop is
+	// missed until a core goes idle (its thread parks with nothing else
+	// runnable), PollerMissed after that, or until Go's sysmon polls,
+	// every 10 ms: a loop woken by a callback's write does not run while
+	// that callback does. Off in the hand-set defaults; a profile with
+	// the poller probes sets it, and then the hold does not apply.
+	Poller                                     bool
+	PollerWake, PollerWakeSpread, PollerMissed time.Duration
 }
 
 // DefaultCPUConfig returns costs of a current x86 core, set by hand, with

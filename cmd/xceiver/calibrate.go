@@ -231,6 +231,9 @@ func calibrate() (sim.Profile, error) {
 		return p, err
 	}
 	p.SyscallHoldP10Ns, p.SyscallHoldP50Ns, p.SyscallHoldP90Ns = pct(hold, 10, 0), pct(hold, 50, 0), pct(hold, 90, 0)
+	if err := pollerWakes(&p); err != nil {
+		return p, err
+	}
 	sliceOn, sliceOff, cores := timeSlices(300 * time.Millisecond)
 	p.SliceOnNs, p.SliceOffNs, p.AvailableCores = float64(sliceOn.Nanoseconds()), float64(sliceOff.Nanoseconds()), cores
 	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)

@@ -77,6 +77,7 @@ func (r rpcRunner) simConfig(c *sim.Config) {
 		c.CPU.Wakeup, c.CPU.WakeupSpread = 0, 0
 	}
 	c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0
+	c.CPU.Poller = false
 }
 
 func (r rpcRunner) run(w model.World) (result, error) {

@@ -132,6 +132,7 @@ func benchHDFS15202(world string, seed uint64) ([]benchRow, error) {
 		// HDFS's readers are Java threads: no Go processor held by a
 		// loop gone idle.
 		c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0
+		c.CPU.Poller = false
 	}
 	// HDFS's cache lock is a default (non-fair) ReentrantLock: a running
 	// thread may take a free lock ahead of the parked waiters. In sim the
