@@ -99,11 +99,13 @@ func loopWakes(n int, busy time.Duration) (lat []float64, cpu float64, err error
 		}
 		sent.Store(since())
 		if spin && busy > 0 {
-			t := time.Now()
+			// (The spin makes no system call, so it stays on one
+			// thread, whose CPU clock times it.)
+			t, c := time.Now(), threadCPU()
 			for time.Since(t) < busy {
 			}
 			mu.Lock()
-			spun += time.Since(t)
+			spun += threadCPU() - c
 			mu.Unlock()
 		}
 		return nil

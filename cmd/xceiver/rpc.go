@@ -67,9 +67,10 @@ type rpcRunner struct {
 // fair lock stays idle while its woken next holder is scheduled, so with
 // wake-ups every contended hand-off costs a wake-up of lock time.
 //
-// Nor does a handler going idle hold its core (SyscallHold): that is Go's
-// runtime under the real world's loops, where HADOOP-6713's servers are
-// Java threads the kernel schedules.
+// Nor does a handler going idle hold its core (SyscallHold), nor wait to
+// be found by Go's poller (Poller): that is Go's runtime under the real
+// world's loops, where HADOOP-6713's servers are Java threads the kernel
+// schedules.
 func (r rpcRunner) simConfig(c *sim.Config) {
 	c.HostCores = 0
 	c.BargingLocks = r.barging

@@ -130,7 +130,7 @@ func benchHDFS15202(world string, seed uint64) ([]benchRow, error) {
 		c.HostCores = 0
 		c.CPU = prof.CPU()
 		// HDFS's readers are Java threads: no Go processor held by a
-		// loop gone idle.
+		// loop gone idle, and none parked in Go's poller.
 		c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0
 		c.CPU.Poller = false
 	}

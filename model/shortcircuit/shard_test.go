@@ -21,6 +21,9 @@ func shardedReads(t *testing.T, shards int, wakeups bool) time.Duration {
 	cfg := sim.DefaultConfig(1)
 	cfg.HostCores = 0
 	cfg.CPU = sim.DefaultProfile().CPU()
+	// HDFS's readers are Java threads the kernel wakes, not loops parked
+	// in Go's poller.
+	cfg.CPU.Poller = false
 	if !wakeups {
 		cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = 0, 0
 	}
