@@ -88,6 +88,7 @@ const (
 	PropMemory         = "bounded-memory"       // buffers per connection and per process under their bounds
 	PropTimeout        = "state-timeout"        // no connection waits forever on a peer that will not act
 	PropHostileAvail   = "hostile-availability" // availability while hostile peers hold their share
+	PropRefusal        = "refusal"              // a request declaring a body past the bound is answered ERROR_INVALID
 	hostileProcessName = "hostile"
 )
 
@@ -249,6 +250,7 @@ type hostileConn struct {
 	// first is what it sends on connecting, the same on every reconnect:
 	// built once (a token's HMAC, a name), not per reconnect.
 	first   []byte
+	answer  []byte             // the start of the datanode's answer, for a peer that reads it
 	onEvent func(model.Events) // bound once: a peer reconnects often
 	dial    func()
 }
@@ -311,7 +313,8 @@ func (h *harness) hostileDial(hc *hostileConn) {
 	}
 	hc.c = c
 	c.SetWriteInterest(true)
-	if hc.peer.Kind != HostileMute {
+	hc.answer = hc.answer[:0]
+	if hc.peer.Kind != HostileMute && !hc.readsAnswer() {
 		// Peers that never read would otherwise be told of unread data
 		// forever (level-triggered).
 		c.SetReadInterest(false)
@@ -332,6 +335,10 @@ func (h *harness) hostileEvent(hc *hostileConn, ev model.Events) {
 		} else {
 			h.hostileWrite(hc)
 		}
+	}
+	if ev&model.Readable != 0 && hc.readsAnswer() {
+		h.hostileAnswer(hc)
+		return
 	}
 	if ev&model.Readable != 0 && hc.peer.Kind == HostileMute {
 		hs := h.hostile
@@ -463,6 +470,42 @@ func (h *harness) hostileDrip(hc *hostileConn) {
 			h.hostileDrip(hc)
 		}
 	})
+}
+
+// readsAnswer: the peer reads the datanode's answer (an oversized peer
+// whose request declares a body past the protocol's bound).
+func (hc *hostileConn) readsAnswer() bool {
+	return hc.peer.Kind == HostileOversized && (hc.peer.Key+uint64(hc.idx))%3 == 0
+}
+
+// hostileAnswer reads the answer to a request whose declared body is past
+// the bound: the datanode must refuse it as invalid (the request was
+// malformed), not take it for some other request.
+func (h *harness) hostileAnswer(hc *hostileConn) {
+	hs := h.hostile
+	if hs.sink == nil {
+		hs.sink = make([]byte, 4096)
+	}
+	for {
+		n, err := hc.c.Read(hs.sink)
+		if n > 0 {
+			if len(hc.answer) < 2 {
+				hc.answer = append(hc.answer, hs.sink[:min(n, 2-len(hc.answer))]...)
+			}
+			if len(hc.answer) == 2 {
+				if st := model.Status(binary.BigEndian.Uint16(hc.answer)); st != model.StatusErrorInvalid {
+					h.fail(PropRefusal, "a request declaring a body of more than %d bytes was answered %v, want %v", model.MaxRequestLen, st, model.StatusErrorInvalid)
+					h.failPeer(hc.peer.Kind)
+					return
+				}
+			}
+			continue
+		}
+		if err != nil && err != model.ErrWouldBlock {
+			h.hostileGone(hc)
+		}
+		return
+	}
 }
 
 // hostileGone: the peer's connection ended; it comes back after its gap.

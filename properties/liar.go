@@ -22,8 +22,8 @@ import (
 // never returns a successful read with wrong bytes, reports each lie as
 // the error its kind calls for, at once when the lie is on the wire (a
 // malformed response or packet header, not a timeout), times out a silent
-// datanode on time, closes what it does not cache, sends the name and
-// token it was configured with, and ends with no fd left once closed. The
+// datanode on time, closes what it does not cache, sends the name, token
+// and TCP_NODELAY it was configured with, and ends with no fd left once closed. The
 // same client also checks the peer cache's expiry: no connection stays
 // cached longer than CacheExpiry.
 
@@ -465,6 +465,10 @@ func (lc *liarConn) process() {
 			return
 		case req.ClientName != lh.name:
 			h.fail(PropLiar, "read %d carries client name %q, want %q", i, req.ClientName, lh.name)
+			return
+		}
+		if on, ok := sim.PeerNoDelay(lc.c); ok && on != h.cfg.NoDelay {
+			h.fail(PropLiar, "read %d came over a connection with TCP_NODELAY %v; the client was configured with %v", i, on, h.cfg.NoDelay)
 			return
 		}
 		if err := model.CheckToken(model.DefaultTokenKey, req.Token, req.BlockID, 0, model.ModeRead, h.w.Now()); err != nil {

@@ -343,7 +343,7 @@ func (h *harness) runWorld(limit time.Duration) (err error) {
 // Properties lists every property by name.
 var Properties = []string{PropFDBounds, PropPoolBound, PropNoCloseInUse, PropLinearizable, PropStream, PropAvailability,
 	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail, PropToken, PropClosed,
-	PropConfig, PropCache, PropLiar}
+	PropConfig, PropCache, PropLiar, PropRefusal}
 
 // KnownProperty reports whether name is a property.
 func KnownProperty(name string) bool {

@@ -1366,3 +1366,14 @@ func (s *tcpConn) onHandshakeAck() {
 	ln.pending = append(ln.pending, s)
 	ln.notify()
 }
+
+// PeerNoDelay reports the TCP_NODELAY option the other end of c has set
+// (ok false if c is not a simulated TCP connection with a peer): what
+// `ss -i` would show a test about the process at the far end.
+func PeerNoDelay(c model.Conn) (on, ok bool) {
+	tc, isTCP := c.(*tcpConn)
+	if !isTCP || tc.peer == nil {
+		return false, false
+	}
+	return tc.peer.nodelay, true
+}
