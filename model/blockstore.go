@@ -87,6 +87,17 @@ func (s *BlockStore) KeepStampRecord(name string) {
 type replicaInfo struct {
 	stamp  uint64
 	length int64
+	// base is the stamp of the Write or Replace whose contents this
+	// replica extends by appends alone (its own stamp if none since):
+	// every replica of the block with a stamp in [base, stamp] is a
+	// prefix of this one, except for its last partial chunk's checksum.
+	base uint64
+	// lastSum is the stored checksum of the last partial chunk (0 when
+	// the length is a whole number of chunks), kept in memory as HDFS
+	// keeps a replica being written's last chunk checksum: a read of an
+	// older, shorter view of the replica after an append serves it, since
+	// the meta file on disk now holds the extended chunk's checksum.
+	lastSum uint32
 }
 
 // NewBlockStore returns an empty store over dir of disk. Call Load to pick
@@ -156,13 +167,14 @@ func (s *BlockStore) Write(id uint64, data []byte) (uint64, error) {
 		return 0, fmt.Errorf("model: write block %d: %w", id, ErrExist)
 	}
 	stamp, err := s.newStamp()
+	var last uint32
 	if err == nil {
-		err = s.install(id, stamp, data)
+		last, err = s.install(id, stamp, data)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: write block %d: %w", id, err)
 	}
-	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data))}
+	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data)), base: stamp, lastSum: last}
 	return stamp, nil
 }
 
@@ -175,13 +187,14 @@ func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
 		return 0, fmt.Errorf("model: replace block %d: %w", id, ErrNotExist)
 	}
 	stamp, err := s.newStamp()
+	var last uint32
 	if err == nil {
-		err = s.install(id, stamp, data)
+		last, err = s.install(id, stamp, data)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: replace block %d: %w", id, err)
 	}
-	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data))}
+	s.replicas[id] = replicaInfo{stamp: stamp, length: int64(len(data)), base: stamp, lastSum: last}
 	// The new meta file supersedes the old one; a leftover is harmless.
 	_ = s.disk.Unlink(s.metaPath(id, old.stamp))
 	s.changed(id, stamp, false)
@@ -191,31 +204,41 @@ func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
 // install writes data and its meta file under temporary names, syncs them,
 // then renames the meta file into place before the data file. A crash
 // between the renames leaves the old data with two meta files; Load keeps
-// the newest one that matches the data, which is the old one.
-func (s *BlockStore) install(id, stamp uint64, data []byte) error {
+// the newest one that matches the data, which is the old one. It returns
+// the last partial chunk's checksum (see replicaInfo.lastSum).
+func (s *BlockStore) install(id, stamp uint64, data []byte) (uint32, error) {
 	dataTmp := s.dataPath(id) + tmpSuffix
 	meta := s.metaPath(id, stamp)
 	metaTmp := meta + tmpSuffix
 	if err := s.writeFile(dataTmp, FDBlockFile, data); err != nil {
-		return err
+		return 0, err
 	}
 	sums := make([]byte, 0, metaHeaderLen+numChunks(len(data), BytesPerChecksum)*ChecksumSize)
 	sums = ChecksumChunks(append(sums, metaHeader...), data, BytesPerChecksum)
 	if err := s.writeFile(metaTmp, FDMetaFile, sums); err != nil {
 		_ = s.disk.Unlink(dataTmp)
-		return err
+		return 0, err
 	}
 	if err := s.disk.Rename(metaTmp, meta); err != nil {
 		_ = s.disk.Unlink(metaTmp)
 		_ = s.disk.Unlink(dataTmp)
-		return err
+		return 0, err
 	}
 	if err := s.disk.Rename(dataTmp, s.dataPath(id)); err != nil {
 		_ = s.disk.Unlink(meta)
 		_ = s.disk.Unlink(dataTmp)
-		return err
+		return 0, err
 	}
-	return nil
+	return lastPartialSum(int64(len(data)), sums), nil
+}
+
+// lastPartialSum is the last checksum of a meta file's contents (or of
+// its checksums alone) when length ends in a partial chunk, else 0.
+func lastPartialSum(length int64, sums []byte) uint32 {
+	if length%BytesPerChecksum == 0 || len(sums) < ChecksumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint32(sums[len(sums)-ChecksumSize:])
 }
 
 // writeFile creates (or truncates) name, writes data, syncs and closes it.
@@ -289,19 +312,20 @@ func (s *BlockStore) Append(id uint64, data []byte) (uint64, error) {
 	}
 	stamp, err := s.newStamp()
 	var length int64
+	var last uint32
 	if err == nil {
-		length, err = s.appendFiles(id, old, stamp, data)
+		length, last, err = s.appendFiles(id, old, stamp, data)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: append to block %d: %w", id, err)
 	}
-	s.replicas[id] = replicaInfo{stamp: stamp, length: length}
+	s.replicas[id] = replicaInfo{stamp: stamp, length: length, base: old.base, lastSum: last}
 	_ = s.disk.Unlink(s.metaPath(id, old.stamp))
 	s.changed(id, stamp, false)
 	return stamp, nil
 }
 
-func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data []byte) (int64, error) {
+func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data []byte) (int64, uint32, error) {
 	full := old.length / BytesPerChecksum // whole chunks, whose checksums stay
 	tailOff := full * BytesPerChecksum
 	tail := make([]byte, old.length-tailOff)
@@ -310,7 +334,7 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 	// checksum, which is verified before new checksums extend it.
 	mf, err := s.disk.Open(s.metaPath(id, old.stamp), ReadOnly, FDMetaFile)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	keep := metaHeaderLen + int(full)*ChecksumSize
 	meta := make([]byte, keep+ChecksumSize, keep+(numChunks(len(tail)+len(data), BytesPerChecksum)+1)*ChecksumSize)
@@ -322,15 +346,15 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 		err = cerr
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !slices.Equal(meta[:metaHeaderLen], metaHeader) {
-		return 0, fmt.Errorf("meta file of block %d has header %x, want %x", id, meta[:metaHeaderLen], metaHeader)
+		return 0, 0, fmt.Errorf("meta file of block %d has header %x, want %x", id, meta[:metaHeaderLen], metaHeader)
 	}
 
 	df, err := s.disk.Open(s.dataPath(id), ReadWrite, FDBlockFile)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	err = readFull(df, tail, tailOff)
 	if err == nil {
@@ -346,7 +370,7 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 		err = cerr
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 
 	// New checksums from the start of the old partial chunk: its bytes
@@ -363,13 +387,14 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 
 	newMeta := s.metaPath(id, stamp)
 	if err := s.writeFile(newMeta+tmpSuffix, FDMetaFile, meta); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := s.disk.Rename(newMeta+tmpSuffix, newMeta); err != nil {
 		_ = s.disk.Unlink(newMeta + tmpSuffix)
-		return 0, err
+		return 0, 0, err
 	}
-	return old.length + int64(len(data)), nil
+	length := old.length + int64(len(data))
+	return length, lastPartialSum(length, meta), nil
 }
 
 // Delete removes block id. The data file goes first: meta files without a
@@ -409,13 +434,40 @@ func (s *BlockStore) OpenForRead(id, stamp uint64) (*BlockFiles, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: read block %d: %w", id, err)
 	}
-	r := replicaInfo{stamp: loc.Stamp, length: loc.Length}
 	meta, err := s.disk.Open(loc.MetaPath, ReadOnly, FDMetaFile)
 	if err != nil {
 		_ = data.Close()
 		return nil, fmt.Errorf("model: read block %d: %w", id, err)
 	}
-	return &BlockFiles{ID: id, Stamp: r.stamp, Length: r.length, Data: data, Meta: meta}, nil
+	return &BlockFiles{ID: id, Stamp: loc.Stamp, Length: loc.Length, Data: data, Meta: meta, lastSum: s.replicas[id].lastSum}, nil
+}
+
+// ReopenForRead opens again, for a read that started on it and must
+// finish on it, the replica that b (now closed) was: a read that gave its
+// files back mid-stream (a handle pool's parked read). If the block has
+// only been appended to since, that replica's bytes are still the prefix
+// of the data file, and the files opened are the current ones, read as
+// that replica: b's length, and b's checksum of its last partial chunk in
+// place of the meta file's, which now covers the appended bytes too. No
+// checksum is recomputed from what is on disk, so a byte that rotted
+// cannot gain a valid one. If the block was replaced or deleted, that
+// replica is gone: ErrStaleReplica.
+func (s *BlockStore) ReopenForRead(b *BlockFiles) (*BlockFiles, error) {
+	if err := s.reopenable(b); err != nil {
+		return nil, err
+	}
+	r := s.replicas[b.ID]
+	data, err := s.disk.Open(s.dataPath(b.ID), ReadOnly, FDBlockFile)
+	if err != nil {
+		return nil, fmt.Errorf("model: read block %d: %w", b.ID, err)
+	}
+	meta, err := s.disk.Open(s.metaPath(b.ID, r.stamp), ReadOnly, FDMetaFile)
+	if err != nil {
+		_ = data.Close()
+		return nil, fmt.Errorf("model: read block %d: %w", b.ID, err)
+	}
+	return &BlockFiles{ID: b.ID, Stamp: b.Stamp, Length: b.Length, Data: data, Meta: meta, lastSum: b.lastSum,
+		prefix: b.Stamp != r.stamp && b.Length%BytesPerChecksum != 0}, nil
 }
 
 // Location names a replica's files, for a server that opens them itself
@@ -439,6 +491,16 @@ func (s *BlockStore) Locate(id, stamp uint64) (Location, error) {
 	return Location{DataPath: s.dataPath(id), MetaPath: s.metaPath(id, r.stamp), Stamp: r.stamp, Length: r.length}, nil
 }
 
+// reopenable reports (ErrStaleReplica) whether b's replica was replaced
+// or deleted, as opposed to kept or appended to.
+func (s *BlockStore) reopenable(b *BlockFiles) error {
+	r, ok := s.replicas[b.ID]
+	if !ok || b.Stamp < r.base || b.Stamp > r.stamp || b.Length > r.length {
+		return fmt.Errorf("model: read block %d: replica %d was replaced or deleted: %w", b.ID, b.Stamp, ErrStaleReplica)
+	}
+	return nil
+}
+
 // BlockFiles is an open replica: its data and meta files as of the moment
 // they were opened. Later updates of the block do not change what it reads.
 type BlockFiles struct {
@@ -447,6 +509,25 @@ type BlockFiles struct {
 	Length int64 // bytes of data
 	Data   File  // kind FDBlockFile
 	Meta   File  // kind FDMetaFile
+
+	lastSum uint32 // the replica's replicaInfo.lastSum when opened
+	// prefix: the files have grown past this replica by appends
+	// (ReopenForRead), so lastSum stands in for the meta file's checksum
+	// of the chunk at Length.
+	prefix bool
+}
+
+// patchLast puts the replica's own checksum of its last partial chunk
+// into sums (the checksums of the chunks from off) when the files have
+// grown past it.
+func (b *BlockFiles) patchLast(sums []byte, off int64) {
+	if !b.prefix {
+		return
+	}
+	i := int(b.Length/BytesPerChecksum-off/BytesPerChecksum) * ChecksumSize
+	if i >= 0 && i+ChecksumSize <= len(sums) {
+		binary.BigEndian.PutUint32(sums[i:], b.lastSum)
+	}
 }
 
 // ReadChunks reads the n bytes of data at off and their checksums, and
@@ -481,6 +562,7 @@ func (b *BlockFiles) ReadSums(dst []byte, off int64, n int) (sums []byte, err er
 	if err := readFull(b.Meta, sums, metaHeaderLen+off/BytesPerChecksum*ChecksumSize); err != nil {
 		return nil, fmt.Errorf("model: block %d: meta file: %w", b.ID, err)
 	}
+	b.patchLast(sums, off)
 	return sums, nil
 }
 
@@ -504,6 +586,7 @@ func (b *BlockFiles) readChunks(dst []byte, off int64, n int, verify bool) (data
 	if err := readFull(b.Meta, sums, metaHeaderLen+off/BytesPerChecksum*ChecksumSize); err != nil {
 		return nil, nil, fmt.Errorf("model: block %d: meta file: %w", b.ID, err)
 	}
+	b.patchLast(sums, off)
 	if err := readFull(b.Data, data, off); err != nil {
 		return nil, nil, fmt.Errorf("model: block %d: data file: %w", b.ID, err)
 	}
@@ -577,12 +660,15 @@ func (s *BlockStore) Load() error {
 		}
 		slices.Sort(f.stamps)
 		slices.Reverse(f.stamps)
-		length, stamp, err := s.recover(id, f.stamps)
+		r, err := s.recover(id, f.stamps)
 		if err != nil {
 			return fmt.Errorf("model: load block %d: %w", id, err)
 		}
-		if stamp != 0 {
-			replicas[id] = replicaInfo{stamp: stamp, length: length}
+		if r.stamp != 0 {
+			// What it was appended from is forgotten: reads of
+			// older replicas ended with the process.
+			r.base = r.stamp
+			replicas[id] = r
 		}
 	}
 	s.replicas = replicas
@@ -655,35 +741,36 @@ func parseCanonical(s string) (uint64, bool) {
 
 // recover picks the replica of block id among the meta files with the
 // given stamps (highest first). It returns stamp 0 if none matches.
-func (s *BlockStore) recover(id uint64, stamps []uint64) (length int64, stamp uint64, err error) {
+func (s *BlockStore) recover(id uint64, stamps []uint64) (replicaInfo, error) {
 	df, err := s.disk.Open(s.dataPath(id), ReadOnly, FDBlockFile)
 	if errors.Is(err, ErrNotExist) {
-		return 0, 0, nil
+		return replicaInfo{}, nil
 	}
 	if err != nil {
-		return 0, 0, err
+		return replicaInfo{}, err
 	}
 	defer df.Close()
 	size, err := df.Size()
 	if err != nil {
-		return 0, 0, err
+		return replicaInfo{}, err
 	}
 	// Of the meta files that fit, the one describing the longest prefix
 	// wins, the newest on a tie. Newest alone is wrong: a replace that
 	// crashed between its two renames leaves the old data file beside the
 	// new meta file, and when the new contents are a prefix of the old
 	// (empty, say) that meta file fits too, as a shorter prefix.
+	var best replicaInfo
 	for _, st := range stamps {
-		l, ok, err := s.fit(id, st, df, size, len(stamps) > 1)
+		r, ok, err := s.fit(id, st, df, size, len(stamps) > 1)
 		if err != nil {
-			return 0, 0, err
+			return replicaInfo{}, err
 		}
-		if ok && (stamp == 0 || l > length) {
-			length, stamp = l, st
+		if ok && (best.stamp == 0 || r.length > best.length) {
+			best = r
 		}
 	}
-	if stamp != 0 {
-		return length, stamp, nil
+	if best.stamp != 0 {
+		return best, nil
 	}
 	if len(stamps) > 1 {
 		// No meta file matches every chunk: a chunk they share rotted.
@@ -691,16 +778,16 @@ func (s *BlockStore) recover(id uint64, stamps []uint64) (length int64, stamp ui
 		// (its reads fail their checksum at the client), rather than
 		// lose the block.
 		for _, st := range stamps {
-			length, ok, err := s.fit(id, st, df, size, false)
+			r, ok, err := s.fit(id, st, df, size, false)
 			if err != nil {
-				return 0, 0, err
+				return replicaInfo{}, err
 			}
 			if ok {
-				return length, st, nil
+				return r, nil
 			}
 		}
 	}
-	return 0, 0, nil
+	return replicaInfo{}, nil
 }
 
 // fit reports whether meta file (id, stamp) describes a prefix of the data
@@ -708,48 +795,48 @@ func (s *BlockStore) recover(id uint64, stamps []uint64) (length int64, stamp ui
 // covers the replica's last, possibly short, chunk: the length is the
 // longest end of that chunk whose CRC matches. With verifyAll it also
 // checks every other chunk, to tell which of several meta files is right.
-func (s *BlockStore) fit(id, stamp uint64, df File, size int64, verifyAll bool) (int64, bool, error) {
+func (s *BlockStore) fit(id, stamp uint64, df File, size int64, verifyAll bool) (replicaInfo, bool, error) {
 	mf, err := s.disk.Open(s.metaPath(id, stamp), ReadOnly, FDMetaFile)
 	if errors.Is(err, ErrNotExist) {
-		return 0, false, nil
+		return replicaInfo{}, false, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return replicaInfo{}, false, err
 	}
 	defer mf.Close()
 	msize, err := mf.Size()
 	if err != nil {
-		return 0, false, err
+		return replicaInfo{}, false, err
 	}
 	if msize < metaHeaderLen || (msize-metaHeaderLen)%ChecksumSize != 0 {
-		return 0, false, nil
+		return replicaInfo{}, false, nil
 	}
 	chunks := (msize - metaHeaderLen) / ChecksumSize
 	if chunks > (size+BytesPerChecksum-1)/BytesPerChecksum {
-		return 0, false, nil // more checksums than data
+		return replicaInfo{}, false, nil // more checksums than data
 	}
 	var hdr [metaHeaderLen]byte
 	if err := readFull(mf, hdr[:], 0); err != nil {
-		return 0, false, err
+		return replicaInfo{}, false, err
 	}
 	if !slices.Equal(hdr[:], metaHeader) {
-		return 0, false, nil
+		return replicaInfo{}, false, nil
 	}
 	if chunks == 0 {
-		return 0, true, nil
+		return replicaInfo{stamp: stamp}, true, nil
 	}
 
 	// Find the end of the last chunk: the longest prefix of the chunk's
 	// bytes on disk whose CRC equals the stored one.
 	var last [ChecksumSize]byte
 	if err := readFull(mf, last[:], msize-ChecksumSize); err != nil {
-		return 0, false, err
+		return replicaInfo{}, false, err
 	}
 	want := binary.BigEndian.Uint32(last[:])
 	lastOff := (chunks - 1) * BytesPerChecksum
 	tail := make([]byte, min(size-lastOff, BytesPerChecksum))
 	if err := readFull(df, tail, lastOff); err != nil {
-		return 0, false, err
+		return replicaInfo{}, false, err
 	}
 	end, crc := 0, uint32(0)
 	for i := range tail {
@@ -759,7 +846,7 @@ func (s *BlockStore) fit(id, stamp uint64, df File, size int64, verifyAll bool) 
 		}
 	}
 	if end == 0 {
-		return 0, false, nil
+		return replicaInfo{}, false, nil
 	}
 	length := lastOff + int64(end)
 	if verifyAll {
@@ -770,12 +857,16 @@ func (s *BlockStore) fit(id, stamp uint64, df File, size int64, verifyAll bool) 
 			if _, _, err := bf.ReadChunks(buf, off, n); err != nil {
 				var ce *ChecksumError
 				if errors.As(err, &ce) || errors.Is(err, io.ErrUnexpectedEOF) {
-					return 0, false, nil
+					return replicaInfo{}, false, nil
 				}
-				return 0, false, err
+				return replicaInfo{}, false, err
 			}
 			off += int64(n)
 		}
 	}
-	return length, true, nil
+	r := replicaInfo{stamp: stamp, length: length}
+	if end < BytesPerChecksum {
+		r.lastSum = want
+	}
+	return r, true, nil
 }

@@ -794,3 +794,80 @@ func TestBlockStoreLoadDiskError(t *testing.T) {
 		t.Fatalf("leaked fds: %v", d.open)
 	}
 }
+
+// A read that gave its files back mid-stream reopens its replica after
+// appends, served as it was (its length, the checksum its partial last
+// chunk had, from memory or, after a restart, from its meta file), and
+// not after a replace or delete.
+func TestBlockStoreReopenForRead(t *testing.T) {
+	for _, sizes := range [][2]int{{700, 1000}, {512, 100}, {100, 0}, {1000, 24}, {0, 600}} {
+		for _, restart := range []bool{false, true} {
+			t.Run(fmt.Sprint(sizes, restart), func(t *testing.T) {
+				d, s := bsNewStore(t)
+				first := protoData(sizes[0])
+				s1, err := s.Write(7, first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if restart {
+					s = NewBlockStore(d, "/data/current")
+					if err := s.Load(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				old, err := s.OpenForRead(7, s1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				old.Close()
+				for i := range 2 { // two appends: the view stays the first replica
+					if _, err := s.Append(7, bytes.Repeat([]byte{byte(0x5a + i)}, sizes[1])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				bf, err := s.ReopenForRead(old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bf.Stamp != s1 || bf.Length != int64(len(first)) {
+					t.Fatalf("reopened as stamp %d, length %d; want %d, %d", bf.Stamp, bf.Length, s1, len(first))
+				}
+				if got := bsReadFiles(t, bf, 512); !bytes.Equal(got, first) {
+					t.Fatal("reopened replica reads wrong bytes")
+				}
+				sums, err := bf.ReadSums(nil, 0, len(first))
+				if want := ChecksumChunks(nil, first, BytesPerChecksum); err != nil || !bytes.Equal(sums, want) {
+					t.Fatalf("reopened replica's checksums %x, %v; want %x", sums, err, want)
+				}
+				// Reopened again from the view: the same replica.
+				bf.Close()
+				again, err := s.ReopenForRead(bf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := bsReadFiles(t, again, 512); !bytes.Equal(got, first) {
+					t.Fatal("replica reopened twice reads wrong bytes")
+				}
+				again.Close()
+				if _, err := s.Replace(7, first); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.ReopenForRead(old); !errors.Is(err, ErrStaleReplica) {
+					t.Fatalf("reopen after a replace: %v, want ErrStaleReplica", err)
+				}
+				if err := s.Delete(7); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Write(7, first); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.ReopenForRead(old); !errors.Is(err, ErrStaleReplica) {
+					t.Fatalf("reopen after delete and write: %v, want ErrStaleReplica", err)
+				}
+				if d.openFDs() != 0 {
+					t.Fatalf("leaked fds: %v", d.open)
+				}
+			})
+		}
+	}
+}

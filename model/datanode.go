@@ -96,6 +96,9 @@ type DatanodeBugs struct {
 	// PoolSharersSleep leaves reads queued for a block asleep when a
 	// handle of it is opened for another read (HandlePoolConfig).
 	PoolSharersSleep bool
+	// PoolRetakeAppendedFails fails a parked read whose handle was
+	// evicted once its block is appended to (HandlePoolConfig).
+	PoolRetakeAppendedFails bool
 	// ReturnBufferEarly returns a packet buffer to its selector's free
 	// list after a partial write, while the rest of it is still to send.
 	ReturnBufferEarly bool
@@ -300,6 +303,7 @@ type Datanode struct {
 	// under lock
 	peakBlockFiles int
 	pressed        bool // a read has waited HandleWait/2: holders park (contend)
+	parkedLost     int  // see ParkedLost
 	trimArmed      bool
 	buffered       int // write buffer capacity reserved by all connections
 }
@@ -379,7 +383,7 @@ func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) 
 		pool, err := NewHandlePool(dn.store, HandlePoolConfig{
 			Max: cfg.PoolMax, Min: cfg.PoolMin, IdleTimeout: cfg.PoolIdle,
 			KeyIgnoresStamp: cfg.Bugs.PoolKeyIgnoresStamp, CloseInUse: cfg.Bugs.PoolClosesInUse,
-			SharersSleep: cfg.Bugs.PoolSharersSleep,
+			SharersSleep: cfg.Bugs.PoolSharersSleep, RetakeAppendedFails: cfg.Bugs.PoolRetakeAppendedFails,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("datanode: %w", err)
@@ -464,6 +468,16 @@ func (dn *Datanode) OpenBlockFiles() int {
 	byKind := dn.p.FDs().ByKind
 	return byKind[FDBlockFile] + byKind[FDMetaFile]
 }
+
+// ParkedLost is how many reads parked under handle contention were lost
+// because their handle was closed and then their block replaced or
+// deleted: their replica's bytes were gone, so their clients got a short
+// stream. (A block only appended to keeps them: see Retake.) It is the
+// price of bounding fds while clients stall; check accepts such a loss
+// only where a replace or delete of the block overlapped the read.
+// Like PeakBlockFiles it is read without the lock: for sim, or a
+// datanode at rest.
+func (dn *Datanode) ParkedLost() int { return dn.parkedLost }
 
 // PeakBlockFiles is the most block and meta fds ever open for reads.
 func (dn *Datanode) PeakBlockFiles() int {
@@ -1137,6 +1151,9 @@ func (dc *dnConn) takeHandle() {
 	if err != nil {
 		// Its replica was replaced or deleted while it waited: the
 		// client sees a short stream, as after a disk error.
+		if errors.Is(err, ErrStaleReplica) {
+			dn.parkedLost++
+		}
 		dc.st.Errors++
 		dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
 		dc.close("replica changed while parked")
@@ -1159,7 +1176,8 @@ func (dc *dnConn) takeHandle() {
 // on every holder gives its handle back while its client's window is
 // closed (contend), and the wait stays near one stall timeout. Parking
 // at once would cost well-behaved readers more: a parked read's handle
-// may be evicted, and if its block then changes the read is lost.
+// may be evicted, and if its block is then replaced or deleted the read
+// is lost (after an append it reopens its replica: Retake).
 func (dc *dnConn) press() {
 	dc.pressT = nil
 	if dc.closed || (dc.phase != phaseOpening && dc.parked == nil) {

@@ -33,8 +33,9 @@ type HandlePool struct {
 	Opened, Reused, Evicted, Waited int
 	// PeakOpen is the most block-file fds ever open at once.
 	PeakOpen int
-	// ClosedInUse counts handles closed while a read held them: always 0
-	// unless a bug is switched on. Properties check it at every event.
+	// ClosedInUse counts handles closed while a read held them, or while
+	// pinned for parked reads after their block changed: always 0 unless
+	// a bug is switched on. Properties check it at every event.
 	ClosedInUse int
 }
 
@@ -53,6 +54,11 @@ type HandlePoolConfig struct {
 	// of it is opened for another read; they wait for a handle to be
 	// freed though they could share the open one.
 	SharersSleep bool
+	// RetakeAppendedFails: a parked read whose handle was closed cannot
+	// take its replica back once the block has been appended to, though
+	// its bytes are still the prefix of the files: the client gets a
+	// short stream.
+	RetakeAppendedFails bool
 }
 
 type handleKey struct {
@@ -137,13 +143,19 @@ func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake fu
 	if err == nil {
 		hp.wakeSharers(h)
 	}
-	if !errors.Is(err, ErrPoolFull) && len(hp.waiters) > 0 && (hp.open+2 <= hp.cfg.Max || len(hp.idle) > 0) {
-		// A woken read may need no room (its block is gone, or its
-		// handle is open already): room is left, so wake the next one
-		// rather than let it sleep beside a free handle.
-		hp.wakeOne()
+	if !errors.Is(err, ErrPoolFull) {
+		hp.wakeIfRoom()
 	}
 	return h, w, err
+}
+
+// wakeIfRoom: a woken read may need no room (its block is gone, or its
+// handle is open already): if room is left, wake the next one rather than
+// let it sleep beside a free handle.
+func (hp *HandlePool) wakeIfRoom() {
+	if len(hp.waiters) > 0 && (hp.open+2 <= hp.cfg.Max || len(hp.idle) > 0) {
+		hp.wakeOne()
+	}
 }
 
 // wakeSharers wakes the reads queued for h's block while h is the handle
@@ -205,8 +217,12 @@ func (hp *HandlePool) Pinned(h *Handle) bool {
 
 // Retake gives a read that parked on h the same replica again: h itself
 // while it is open (retired or not), else a new handle on that replica,
-// queueing like AcquireOrWait when the pool is full. If the block changed
-// after h was closed, the replica is gone: ErrStaleReplica.
+// queueing like AcquireOrWait when the pool is full. If h was closed and
+// the block then appended to, the replica is still the prefix of the
+// files: the read gets a handle of its own on them, read as h's replica
+// (BlockStore.ReopenForRead), which no other read shares. If the block
+// was replaced or deleted after h was closed, the replica is gone:
+// ErrStaleReplica.
 func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func()) (*Handle, *Waiter, error) {
 	if !h.closed {
 		if h.refs == 0 && !h.retired {
@@ -218,14 +234,34 @@ func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func()) (*Handle
 		hp.Reused++
 		return h, nil, nil
 	}
-	if cur, _, ok := hp.store.Info(h.Files.ID); !ok || cur != h.Files.Stamp {
-		return nil, nil, fmt.Errorf("model: read block %d: replica %d was replaced or deleted: %w", h.Files.ID, h.Files.Stamp, ErrStaleReplica)
+	id := h.Files.ID
+	if cur, _, ok := hp.store.Info(id); ok && cur == h.Files.Stamp {
+		got, w, err := hp.AcquireOrWait(id, h.Files.Stamp, now, wake)
+		if err == nil {
+			h.parked--
+		}
+		return got, w, err
 	}
-	got, w, err := hp.AcquireOrWait(h.Files.ID, h.Files.Stamp, now, wake)
+	if err := hp.store.reopenable(h.Files); err != nil {
+		return nil, nil, err
+	}
+	if hp.cfg.RetakeAppendedFails {
+		return nil, nil, fmt.Errorf("model: read block %d: replica %d was appended to: %w", id, h.Files.Stamp, ErrStaleReplica)
+	}
+	if w := hp.makeRoom(id, wake); w != nil {
+		return nil, w, ErrPoolFull
+	}
+	files, err := hp.store.ReopenForRead(h.Files)
 	if err == nil {
 		h.parked--
+		got := &Handle{Files: files, key: h.key, refs: 1, retired: true, lastUse: now}
+		hp.opened(got)
+		hp.Reused++
+		hp.wakeIfRoom()
+		return got, nil, nil
 	}
-	return got, w, err
+	hp.wakeIfRoom()
+	return nil, nil, err
 }
 
 // Withdraw takes w out of the queue (nothing if it was woken already).
@@ -256,13 +292,8 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 		hp.Reused++
 		return h, nil, nil
 	}
-	for hp.open+2 > hp.cfg.Max {
-		if !hp.evictOne() {
-			hp.Waited++
-			w := &Waiter{wake: wake, id: id}
-			hp.waiters = append(hp.waiters, w)
-			return nil, w, ErrPoolFull
-		}
+	if w := hp.makeRoom(id, wake); w != nil {
+		return nil, w, ErrPoolFull
 	}
 	files, err := hp.store.OpenForRead(id, cur)
 	if err != nil {
@@ -270,13 +301,33 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 	}
 	h := &Handle{Files: files, key: k, refs: 1, lastUse: now}
 	hp.byKey[k] = h
+	hp.opened(h)
+	return h, nil, nil
+}
+
+// makeRoom closes idle handles until a new one fits; if it cannot, it
+// queues a waiter for block id and returns it.
+func (hp *HandlePool) makeRoom(id uint64, wake func()) *Waiter {
+	for hp.open+2 > hp.cfg.Max {
+		if !hp.evictOne() {
+			hp.Waited++
+			w := &Waiter{wake: wake, id: id}
+			hp.waiters = append(hp.waiters, w)
+			return w
+		}
+	}
+	return nil
+}
+
+// opened counts a new open handle h.
+func (hp *HandlePool) opened(h *Handle) {
+	id := h.key.block
 	hp.byBlock[id] = append(hp.byBlock[id], h)
 	hp.open += 2
 	hp.Opened++
 	if hp.open > hp.PeakOpen {
 		hp.PeakOpen = hp.open
 	}
-	return h, nil, nil
 }
 
 // Release gives back a handle; the last user of a retired handle closes it.
@@ -378,7 +429,10 @@ func (hp *HandlePool) close(h *Handle) {
 		return
 	}
 	h.closed = true
-	if h.refs > 0 {
+	if h.refs > 0 || (h.retired && h.parked > 0) {
+		// In use, or pinned: parked reads would lose a replica they
+		// cannot open again (the datanode's ParkedLost is only for
+		// handles closed before their block changed).
 		hp.ClosedInUse++
 	}
 	_ = h.Files.Close()

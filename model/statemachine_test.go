@@ -41,6 +41,18 @@ type poolMachine struct {
 	got     []uint64 // wake-ups the pool delivered
 	held    []*Handle
 	parked  []*Handle // given back mid-read (Park), to be retaken
+
+	// What each handle's reads see: the block's contents when it was
+	// opened, and its lineage then (bumped by a replace or delete, not
+	// by an append, which keeps the old contents as a prefix).
+	content map[uint64][]byte
+	lineage map[uint64]int
+	view    map[*Handle]handleView
+}
+
+type handleView struct {
+	lineage int
+	data    []byte
 }
 
 func (m *poolMachine) init(t *rapid.T) {
@@ -50,8 +62,12 @@ func (m *poolMachine) init(t *rapid.T) {
 	}
 	m.cfg.Min = rapid.IntRange(0, m.cfg.Max/2).Draw(t, "min")
 	m.store = NewBlockStore(newBSDisk(), "data")
+	m.content = make(map[uint64][]byte)
+	m.lineage = make(map[uint64]int)
+	m.view = make(map[*Handle]handleView)
 	for id := uint64(1); id <= 4; id++ {
-		if _, err := m.store.Write(id, BlockContent(id, 600)); err != nil {
+		m.content[id] = BlockContent(id, 600)
+		if _, err := m.store.Write(id, m.content[id]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,6 +161,7 @@ func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error)
 			t.Fatalf("acquire of block %d: %v; want a new handle", id, err)
 		}
 		m.ref[h] = &refHandle{block: id, stamp: cur, refs: 1, lastUse: m.now}
+		m.view[h] = handleView{lineage: m.lineage[id], data: slices.Clone(m.content[id])}
 		m.held = append(m.held, h)
 		m.wakeSharers(id)
 	}
@@ -220,17 +237,51 @@ func (m *poolMachine) retake(t *rapid.T) {
 		m.held = append(m.held, h)
 		return
 	}
-	if cur, _, ok := m.store.Info(h.Files.ID); !ok || cur != h.Files.Stamp {
+	id, v := h.Files.ID, m.view[h]
+	cur, _, ok := m.store.Info(id)
+	switch {
+	case ok && cur == h.Files.Stamp:
+		if err == nil {
+			m.parked = slices.Delete(m.parked, i, i+1)
+		}
+		m.expectAcquire(t, id, got, err)
+	case !ok || m.lineage[id] != v.lineage:
+		// Replaced or deleted after h was closed: its bytes are gone.
 		if !errors.Is(err, ErrStaleReplica) {
-			t.Fatalf("retake of block %d after it changed: %v, want ErrStaleReplica", h.Files.ID, err)
+			t.Fatalf("retake of block %d after it was replaced or deleted: %v, want ErrStaleReplica", id, err)
 		}
 		m.parked = slices.Delete(m.parked, i, i+1)
-		return
-	}
-	if err == nil {
+	default:
+		// Only appended to: the read gets a handle of its own on the
+		// files, read as its replica, once there is room.
+		for m.open()+2 > m.cfg.Max && len(m.idle) > 0 {
+			m.closeRef(m.idle[0])
+		}
+		if m.open()+2 > m.cfg.Max {
+			if !errors.Is(err, ErrPoolFull) {
+				t.Fatalf("retake of appended block %d with every handle in use: %v, want ErrPoolFull", id, err)
+			}
+			m.waiting = append(m.waiting, id)
+			return
+		}
+		if err != nil || got == nil || got == h || m.ref[got] != nil {
+			t.Fatalf("retake of block %d after an append: %v; want a new handle of its own", id, err)
+		}
 		m.parked = slices.Delete(m.parked, i, i+1)
+		m.ref[got] = &refHandle{block: id, stamp: h.Files.Stamp, refs: 1, retired: true, lastUse: m.now}
+		m.view[got] = v
+		m.held = append(m.held, got)
+		// The replica it serves is the one the read started on, with
+		// the checksums it had: every chunk verifies.
+		data, _, rerr := got.Files.ReadChunks(nil, 0, len(v.data))
+		if rerr != nil || !bytes.Equal(data, v.data) || got.Files.Length != int64(len(v.data)) {
+			t.Fatalf("retaken replica of block %d after an append: length %d, read %v, equal %v; want the %d bytes it had",
+				id, got.Files.Length, rerr, bytes.Equal(data, v.data), len(v.data))
+		}
+		if len(m.waiting) > 0 && (m.open()+2 <= m.cfg.Max || len(m.idle) > 0) {
+			m.wake()
+		}
 	}
-	m.expectAcquire(t, h.Files.ID, got, err)
 }
 
 // unpark: a parked read gives up its replica.
@@ -266,15 +317,38 @@ func (m *poolMachine) trim(t *rapid.T) {
 }
 
 func (m *poolMachine) change(t *rapid.T) {
-	id := uint64(rapid.IntRange(1, 5).Draw(t, "block"))
+	m.changeBlock(uint64(rapid.IntRange(1, 5).Draw(t, "block")), rapid.IntRange(0, 2).Draw(t, "how"))
+}
+
+// appendParked appends to the block of a parked read: the change a read
+// parked under contention meets when its own client appends (check's
+// seed 5945), drawn more often than change alone would.
+func (m *poolMachine) appendParked(t *rapid.T) {
+	if len(m.parked) == 0 {
+		t.Skip("nothing parked")
+	}
+	m.changeBlock(m.parked[rapid.IntRange(0, len(m.parked)-1).Draw(t, "which")].Files.ID, 1)
+}
+
+// changeBlock replaces (how 0), appends to (1) or deletes (2) block id.
+func (m *poolMachine) changeBlock(id uint64, how int) {
 	var err error
-	switch rapid.IntRange(0, 2).Draw(t, "how") {
+	switch how {
 	case 0:
-		_, err = m.store.Replace(id, BlockContent(id+7, 700))
+		data := BlockContent(id+7, 700)
+		if _, err = m.store.Replace(id, data); err == nil {
+			m.content[id] = data
+			m.lineage[id]++
+		}
 	case 1:
-		_, err = m.store.Append(id, []byte("more"))
+		if _, err = m.store.Append(id, []byte("more")); err == nil {
+			m.content[id] = append(slices.Clone(m.content[id]), "more"...)
+		}
 	default:
-		err = m.store.Delete(id)
+		if err = m.store.Delete(id); err == nil {
+			delete(m.content, id)
+			m.lineage[id]++
+		}
 	}
 	if err != nil {
 		return // a missing block: nothing changed
@@ -335,6 +409,7 @@ func TestHandlePoolStateMachine(t *testing.T) {
 			"advance": m.advance,
 			"trim":    m.trim,
 			"change":  m.change,
+			"append":  m.appendParked,
 			"park":    m.park,
 			"retake":  m.retake,
 			"unpark":  m.unpark,

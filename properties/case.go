@@ -111,18 +111,19 @@ type Config struct {
 	WriteUnverified     bool `json:"write_unverified,omitempty"`
 	SendfileOffsetStuck bool `json:"sendfile_offset_stuck,omitempty"`
 	// Issue 9's defects (hostile.go draws the peers that find them).
-	ClosedConnsReachable bool `json:"closed_conns_reachable,omitempty"`
-	WritePrealloc        bool `json:"write_prealloc,omitempty"`
-	NoSendTimeout        bool `json:"no_send_timeout,omitempty"`
-	PoolWaitForever      bool `json:"pool_wait_forever,omitempty"`
-	HoldWhileStalled     bool `json:"hold_while_stalled,omitempty"`
-	PoolSharersSleep     bool `json:"pool_sharers_sleep,omitempty"`
-	WaiterDeaf           bool `json:"waiter_deaf,omitempty"`
-	NoConnCap            bool `json:"no_conn_cap,omitempty"`
-	Slowloris            bool `json:"slowloris,omitempty"`
-	RequestInOneRead     bool `json:"request_in_one_read,omitempty"`
-	ReleaseOnThread      bool `json:"release_on_thread,omitempty"`
-	AcceptShortStream    bool `json:"accept_short_stream,omitempty"`
+	ClosedConnsReachable    bool `json:"closed_conns_reachable,omitempty"`
+	WritePrealloc           bool `json:"write_prealloc,omitempty"`
+	NoSendTimeout           bool `json:"no_send_timeout,omitempty"`
+	PoolWaitForever         bool `json:"pool_wait_forever,omitempty"`
+	HoldWhileStalled        bool `json:"hold_while_stalled,omitempty"`
+	PoolSharersSleep        bool `json:"pool_sharers_sleep,omitempty"`
+	PoolRetakeAppendedFails bool `json:"pool_retake_appended_fails,omitempty"`
+	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
+	NoConnCap               bool `json:"no_conn_cap,omitempty"`
+	Slowloris               bool `json:"slowloris,omitempty"`
+	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`
+	ReleaseOnThread         bool `json:"release_on_thread,omitempty"`
+	AcceptShortStream       bool `json:"accept_short_stream,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.

@@ -164,6 +164,40 @@ func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 	}
 }
 
+// check's seed 5945 failed hostile-availability (shrunk to 10 ops): with
+// a pool of one handle, a read of block 2 waited behind a client that
+// stopped reading, got the handle, and parked it when its own client's
+// window closed while others waited; its idle handle was evicted for a
+// read of block 3, then the same client appended to block 2, and the
+// parked read could not take its replica back: a short stream. An append
+// keeps the bytes the read was sending, so the pool now reopens the
+// replica as it was (BlockStore.ReopenForRead, with its last partial
+// chunk's checksum from memory). testdata/retake-appended-case.json is
+// the shrunk case: it must pass, and fail with the old behaviour
+// (PoolRetakeAppendedFails).
+func TestParkedReadSurvivesAppend(t *testing.T) {
+	c := loadCase(t, "testdata/retake-appended-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+	c.Config.PoolRetakeAppendedFails = true
+	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
+		t.Fatalf("with a retake after an append failing: %v, want a %s failure", r.Failure, PropHostileAvail)
+	}
+}
+
+// Rapid's seed 202 failed hostile-availability: a parked read's handle was
+// evicted and its block then replaced by another client, so the bytes it
+// was sending were gone. The datanode counts that loss (ParkedLost) and
+// availability excuses exactly it: a short stream, counted, with a
+// replace or delete of the block overlapping the read. The case must pass.
+func TestParkedReadLostToReplaceIsExcused(t *testing.T) {
+	c := loadCase(t, "testdata/parked-replaced-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
+
 // A random rapid draw (seed 9962580066681192302) failed availability with
 // no fault and no hostile peer: a 67 KB read through a datanode send
 // buffer drawn at 2 KiB took 27 delayed ACKs of 44 ms (1.19 s > 1 s). The

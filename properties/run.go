@@ -166,16 +166,19 @@ type harness struct {
 	w     *sim.World
 	start time.Duration
 
-	dnProc    *sim.Process
-	dn        *model.Datanode
-	dnBase    sim.Resources
-	dnStarts  int
-	dnSockets int        // sockets the datanode's process had made when it started
-	dnSeen    dnObserved // what the clients saw it do (dnstats.go)
-	dnWritten bool
-	badTried  bool                  // the case's bad configuration was tried (badconfig.go)
-	dnEpoch   uint64                // dnProc's epoch when the datanode was last checked
-	initState map[uint64]blockState // lookups only
+	dnProc   *sim.Process
+	dn       *model.Datanode
+	dnBase   sim.Resources
+	dnStarts int
+	// parkedExcused: reads failed by the datanode's ParkedLost that
+	// availability excused, of the datanode started last.
+	parkedExcused int
+	dnSockets     int        // sockets the datanode's process had made when it started
+	dnSeen        dnObserved // what the clients saw it do (dnstats.go)
+	dnWritten     bool
+	badTried      bool                  // the case's bad configuration was tried (badconfig.go)
+	dnEpoch       uint64                // dnProc's epoch when the datanode was last checked
+	initState     map[uint64]blockState // lookups only
 
 	clients     []*clientH
 	admin       *clientH
@@ -395,7 +398,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			WriteUnverified: c.WriteUnverified, SendfileOffsetStuck: c.SendfileOffsetStuck,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
-			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep,
+			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread,
 		},
@@ -451,6 +454,7 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 	}
 	h.dn = dn
 	h.dnStarts++
+	h.parkedExcused = 0
 	h.dnBase = h.dnProc.Resources()
 	h.dnSockets = h.dnProc.FDsMade(model.FDSocket)
 	if h.healPending {
@@ -726,6 +730,10 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 	}
 	bound := h.liveBound(op, r)
 	switch {
+	case !definite && h.parkedLoss(op, r, start, now):
+		// The datanode bounds its fds by letting stalled reads give
+		// their handles back; one whose block was replaced or deleted
+		// meanwhile has nothing left to finish from.
 	case !definite:
 		h.fail(prop, "client %d: %s of block %d failed though %s: %v%s", ch.id, op.Kind, op.Block, why, r.Err, ctx)
 	case now-start > bound:
@@ -735,6 +743,30 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 		// connections, cached ones included; the op must still succeed.)
 		h.fail(prop, "client %d: %s of block %d reused a cached peer the datanode had already closed, though %s", ch.id, op.Kind, op.Block, why)
 	}
+}
+
+// parkedLoss reports whether a read's short stream is the loss the
+// datanode counts in ParkedLost: a read that parked its handle, had it
+// closed and could not take its replica back because the block was
+// replaced or deleted. Only that is excused: the datanode must have
+// counted a loss not yet excused, and a replace or delete of the read's
+// block must have overlapped the read (a change before it started, or an
+// append, never loses it).
+func (h *harness) parkedLoss(op Op, r model.Result, start, now time.Duration) bool {
+	if op.Kind != OpRead || h.dn == nil || !errors.Is(r.Err, io.ErrUnexpectedEOF) || errors.Is(r.Err, model.ErrRejected) ||
+		h.dn.ParkedLost() <= h.parkedExcused {
+		return false
+	}
+	for _, c := range h.clients {
+		for _, o := range c.hist.Ops {
+			if o.Block == op.Block && (o.Kind == model.OpReplaceBlock || o.Kind == model.OpDeleteBlock) &&
+				o.Call < now && (!o.Done || o.Return > start) {
+				h.parkedExcused++
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (h *harness) workerDone() {
