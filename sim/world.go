@@ -146,8 +146,8 @@ type CPUConfig struct {
 	// idle core waits in the poller (armed when a core goes idle and no
 	// other does): it runs the loop PollerWake plus a uniform draw from
 	// [0, PollerWakeSpread) later, and is then busy. Otherwise the loop is
-	// missed until a core goes idle (its thread parks with nothing else
-	// runnable), PollerMissed after that, or until Go's sysmon polls,
+	// missed until a thread parks (cpu.idle), PollerMissed after that,
+	// or until Go's sysmon polls,
 	// every 10 ms: a loop woken by a callback's write does not run while
 	// that callback does. Off in the hand-set defaults; a profile with
 	// the poller probes sets it, and then the hold does not apply.
