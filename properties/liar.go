@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"xceiver/model"
@@ -342,8 +343,8 @@ func (lh *liarH) check(i int, lie Lie, r model.Result, start time.Duration, cach
 			bad("failed after %v with %v, want %v after %v to %v", took, r.Err, model.ErrTimedOut, to, to+liarTimeoutSlack)
 		}
 	case LieReject:
-		if !errors.Is(r.Err, model.ErrRejected) || r.Status != model.Status(lie.Arg) {
-			bad("failed with status %v and %v, want %v and %v", r.Status, r.Err, model.Status(lie.Arg), model.ErrRejected)
+		if !errors.Is(r.Err, model.ErrRejected) || r.Status != model.Status(lie.Arg) || !strings.Contains(r.Err.Error(), rejection(lie)) {
+			bad("failed with status %v and %q, want %v and %v with the datanode's message", r.Status, r.Err, model.Status(lie.Arg), model.ErrRejected)
 		}
 	}
 	if h.failure != nil {
@@ -494,7 +495,7 @@ func (lc *liarConn) answer(lie Lie, id uint64) {
 		FirstChunkOffset: first, GenStamp: liarStamp, BlockLength: size}
 	switch lie.Kind {
 	case LieReject:
-		resp = model.Response{Status: model.Status(lie.Arg), Message: "liar says no"}
+		resp = model.Response{Status: model.Status(lie.Arg), Message: rejection(lie)}
 		lc.out, lc.outOff, lc.end = model.AppendResponse(out, resp), 0, true
 		lc.flush()
 		return
@@ -540,6 +541,13 @@ func (lc *liarConn) answer(lie Lie, id uint64) {
 	}
 	lc.out, lc.outOff = out, 0
 	lc.flush()
+}
+
+// rejection is the message of a reject lie: empty, short, or as long as
+// the protocol allows.
+func rejection(lie Lie) string {
+	n := []int{0, 12, model.MaxMessageLen - 1, model.MaxMessageLen}[lie.Cut%4]
+	return strings.Repeat("no ", n)[:n]
 }
 
 // badResponse appends a response to a read at off with one field out of

@@ -27,7 +27,9 @@ func TestLiarEveryLie(t *testing.T) {
 			variants = badPackets
 		case LieReject:
 			variants = 0
-			lies = append(lies, Lie{Kind: k, Len: 700, Packet: 512, Arg: 1}, Lie{Kind: k, Len: 700, Packet: 512, Arg: 5})
+			for cut := range 4 { // each message length
+				lies = append(lies, Lie{Kind: k, Len: 700, Packet: 512, Arg: 1 + 4*(cut%2), Cut: cut})
+			}
 		}
 		for v := 0; v < variants; v++ {
 			for _, cut := range []int{0, 3, 900, 5000} {
