@@ -26,7 +26,8 @@ import (
 // datanode on time, closes what it does not cache, sends the name, token
 // and TCP_NODELAY it was configured with, and ends with no fd left once closed. The
 // same client also checks the peer cache's expiry: no connection stays
-// cached longer than CacheExpiry.
+// cached longer than CacheExpiry, and a read within it after a clean one
+// goes out on the connection the clean one left.
 
 // PropLiar is the hostile datanode's property.
 const PropLiar = "hostile-datanode"
@@ -62,8 +63,9 @@ const (
 type Liar struct {
 	Size int    `json:"size"` // the one block it serves (id: the lie's index + 1)
 	Key  uint64 `json:"key"`
-	// DefaultName leaves the client's name unset: requests must carry
-	// the default one.
+	// DefaultName leaves the client's name and cache expiry unset:
+	// requests must carry the default name, and the cache must keep the
+	// default expiry.
 	DefaultName bool  `json:"default_name,omitempty"`
 	Lies        []Lie `json:"lies"`
 }
@@ -102,7 +104,7 @@ func drawLiar(d drawer, cfg *Config, force string) {
 			lie.Gap = d.dur(time.Millisecond, 50*time.Millisecond, "lie_gap_mid")
 		default:
 			// Just past the cache's expiry: a cached peer must be gone.
-			lie.Gap = cfg.CacheExpiry + d.dur(time.Millisecond, 5*time.Millisecond, "lie_gap_expiry")
+			lie.Gap = l.expiry(cfg) + d.dur(time.Millisecond, 5*time.Millisecond, "lie_gap_expiry")
 		}
 		if !d.chance(30, "lie_off_zero") {
 			lie.Off = int64(d.n(0, l.Size-1, "lie_off"))
@@ -131,6 +133,14 @@ func drawLiar(d drawer, cfg *Config, force string) {
 		l.Lies = append(l.Lies, lie)
 	}
 	cfg.Liar = l
+}
+
+// expiry is the liar client's cache expiry.
+func (l *Liar) expiry(cfg *Config) time.Duration {
+	if l.DefaultName {
+		return model.DefaultClientConfig().CacheExpiry
+	}
+	return cfg.CacheExpiry
 }
 
 func validateLiar(cfg *Config) error {
@@ -192,6 +202,10 @@ type liarH struct {
 	status []model.Status // per lie: the final status the liar got (0xffff: none)
 	done   bool
 	then   func() // checkLeaks, if it came before the liar was done
+	// clean is the connection the last read left in the cache (a
+	// truthful one), and cleanIdx that read's index (-1: none).
+	clean    *liarConn
+	cleanIdx int
 }
 
 type liarConn struct {
@@ -211,7 +225,7 @@ func (h *harness) startLiar() {
 	if l == nil {
 		return
 	}
-	lh := &liarH{h: h, l: l, data: model.BlockContent(l.Key, l.Size), status: make([]model.Status, len(l.Lies)), name: liarName}
+	lh := &liarH{h: h, l: l, data: model.BlockContent(l.Key, l.Size), status: make([]model.Status, len(l.Lies)), name: liarName, cleanIdx: -1}
 	for i := range lh.status {
 		lh.status[i] = math.MaxUint16
 	}
@@ -247,7 +261,7 @@ func (h *harness) startLiar() {
 			// clients' to show, under the properties they name.)
 			Bugs: model.ClientBugs{AcceptShortStream: h.cfg.AcceptShortStream}}
 		if l.DefaultName {
-			cfg.Name = ""
+			cfg.Name, cfg.CacheExpiry = "", 0
 		}
 		cl, err := model.NewClient(p, p.MainLoop(), 1000, cfg)
 		if err != nil {
@@ -279,8 +293,8 @@ func (lh *liarH) next(i int) {
 		}
 		cl := lh.cl
 		now := lh.loop.Now()
-		if since, ok := cl.OldestCached(); ok && now-since > h.cfg.CacheExpiry {
-			h.fail(PropCache, "liar-client: a peer cached at %v is still cached at %v, past the expiry of %v", since, now, h.cfg.CacheExpiry)
+		if since, ok := cl.OldestCached(); ok && now-since > lh.l.expiry(h.cfg) {
+			h.fail(PropCache, "liar-client: a peer cached at %v is still cached at %v, past the expiry of %v", since, now, lh.l.expiry(h.cfg))
 			return
 		}
 		cached := cl.Cached()
@@ -475,6 +489,19 @@ func (lc *liarConn) process() {
 		if err := model.CheckToken(model.DefaultTokenKey, req.Token, req.BlockID, 0, model.ModeRead, h.w.Now()); err != nil {
 			h.fail(PropLiar, "read %d carries a token the datanode refuses: %v", i, err)
 			return
+		}
+		if lh.cleanIdx == i-1 && i > 0 {
+			// The read before was clean: within the expiry this one
+			// takes its connection from the cache, after it a new one.
+			reuse, want := lc == lh.clean, lie.Gap < lh.l.expiry(h.cfg)
+			if reuse != want {
+				h.fail(PropCache, "liar-client: read %d, %v after a clean read, went out on the cached connection: %v, want %v (expiry %v)", i, lie.Gap, reuse, want, lh.l.expiry(h.cfg))
+				return
+			}
+		}
+		lh.clean, lh.cleanIdx = nil, -1
+		if lie.Kind == LieHonest {
+			lh.clean, lh.cleanIdx = lc, i
 		}
 		lc.lie = i
 		lc.answer(lie, req.BlockID)
