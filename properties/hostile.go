@@ -33,7 +33,7 @@ const (
 	HostileGarbage   = "garbage"   // sends random bytes
 	HostileOversized = "oversized" // a request with fields past the protocol's bounds
 	HostileTruncated = "truncated" // the first part of a request, then nothing
-	HostileDrip      = "drip"      // a request one byte at a time, each just before the read timeout (slowloris)
+	HostileDrip      = "drip"      // a request (or a write's packet) one byte at a time, each just before the read timeout (slowloris)
 	HostileAnnounce  = "announce"  // announces the largest write allowed and sends no data
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
@@ -246,6 +246,7 @@ type hostileConn struct {
 	gone         bool // the datanode closed it: a reconnect is due
 	msg          []byte
 	sent         int
+	whole        int // a drip peer sends msg[:whole] at once (a write's request), then drips the rest
 	drip         model.Timer
 	// first is what it sends on connecting, the same on every reconnect:
 	// built once (a token's HMAC, a name), not per reconnect.
@@ -371,6 +372,11 @@ func (h *harness) hostileStart(hc *hostileConn) {
 	hc.msg = hc.first
 	if hc.peer.Kind == HostileDrip {
 		hc.c.SetWriteInterest(false)
+		if hc.whole > 0 {
+			if n, err := hc.c.Write(hc.msg[:hc.whole]); err == nil {
+				hc.sent = n
+			}
+		}
 		h.hostileDrip(hc)
 		return
 	}
@@ -412,6 +418,15 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		full := read(small, 100)
 		return full[:int(key%uint64(len(full)-1))+1]
 	case HostileDrip:
+		if key%2 == 1 {
+			// A whole write request, then its packet a byte at a time:
+			// the datanode receives a message with no end in sight.
+			id := 1<<40 + key
+			data := model.BlockContent(key, 100)
+			req := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: id, Length: int64(len(data)), Token: abuse.Token(id)})
+			hc.whole = len(req)
+			return model.AppendPacket(req, model.PacketHeader{Last: true}, data, model.BytesPerChecksum)
+		}
 		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: small, Length: 100,
 			ClientName: string(model.BlockContent(key, model.MaxClientNameLen)), Token: abuse.Token(small)})
 	case HostileAnnounce:

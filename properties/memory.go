@@ -43,12 +43,6 @@ func (h *harness) checkMemory() {
 	if mc.why == "" && h.memChecks%every == 0 {
 		var scan memCheck
 		dn.VisitMemory(scan.visit)
-		if reserved := dn.ReservedWriteBytes(); scan.why == "" && scan.total == total && reserved < total {
-			// A write's buffer grows only after its growth is reserved,
-			// and its reservation goes only once the buffer has.
-			h.fail(PropMemory, "the datanode has reserved %d bytes against MaxBuffered, but its connections hold %d bytes of write data", reserved, total)
-			return
-		}
 		if scan.why != "" || scan.total != total {
 			h.fail(PropMemory, "the running memory accounting (%d bytes of write data, no connection over a bound) disagrees with a scan of every connection (%d bytes%s): a buffer changed without Datanode.memChanged",
 				total, scan.total, scan.reason())
@@ -69,6 +63,10 @@ func (h *harness) checkMemory() {
 	case mc.why == "unreceived":
 		h.fail(PropMemory, "connection %d holds %d bytes of write data having received %d bytes (bound 2×received + %d), phase %s",
 			bad.Conn, bad.WriteData, bad.Received, writeSlack, bad.Phase)
+	case dn.ReservedWriteBytes() < total:
+		// A write's buffer grows only after its growth is reserved, and
+		// its reservation goes only once the buffer has.
+		h.fail(PropMemory, "the datanode has reserved %d bytes against MaxBuffered, but its connections hold %d bytes of write data", dn.ReservedWriteBytes(), total)
 	case h.cfg.MaxBuffered > 0 && total > h.cfg.MaxBuffered:
 		defer h.failPeer("memory-total")
 		h.fail(PropMemory, "the datanode buffers %d bytes of write data, bound %d", total, h.cfg.MaxBuffered)

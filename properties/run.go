@@ -173,8 +173,9 @@ type harness struct {
 	// parkedExcused: reads failed by the datanode's ParkedLost that
 	// availability excused, of the datanode started last.
 	parkedExcused int
-	dnSockets     int        // sockets the datanode's process had made when it started
-	dnSeen        dnObserved // what the clients saw it do (dnstats.go)
+	dnPre         sim.Resources // its process's before the datanode last started
+	dnSockets     int           // sockets the datanode's process had made when it started
+	dnSeen        dnObserved    // what the clients saw it do (dnstats.go)
 	dnWritten     bool
 	badTried      bool                  // the case's bad configuration was tried (badconfig.go)
 	dnEpoch       uint64                // dnProc's epoch when the datanode was last checked
@@ -436,6 +437,7 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 	if h.dnProc.Crashed() {
 		return
 	}
+	pre := h.dnProc.Resources()
 	dn, err := model.StartDatanode(p, loop, h.dnConfig())
 	if h.dnProc.Crashed() {
 		// A crash point struck during its recovery.
@@ -455,6 +457,7 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 	h.dn = dn
 	h.dnStarts++
 	h.parkedExcused = 0
+	h.dnPre = pre
 	h.dnBase = h.dnProc.Resources()
 	h.dnSockets = h.dnProc.FDsMade(model.FDSocket)
 	if h.healPending {
@@ -982,13 +985,23 @@ func (h *harness) checkLeaks() {
 		lh.then = h.checkLeaks
 		return
 	}
-	defer func() {
-		if h.failure == nil {
-			h.phase = phaseDone
-			h.w.Note("done")
-		}
+	h.leaks()
+	if h.failure != nil {
 		h.w.Stop()
-	}()
+		return
+	}
+	h.checkStop(h.done)
+}
+
+func (h *harness) done() {
+	if h.failure == nil {
+		h.phase = phaseDone
+		h.w.Note("done")
+	}
+	h.w.Stop()
+}
+
+func (h *harness) leaks() {
 	h.scanHostile(true)
 	if h.failure != nil {
 		return
