@@ -332,3 +332,28 @@ func TestPollerFindsAParkedLoopWhenACoreGoesIdle(t *testing.T) {
 		t.Errorf("a loop posted to during a 20ms callback ran %v after the post, want %v (sysmon's poll)", sysmonWake, want)
 	}
 }
+
+// Loops Go's poller missed are found whenever a thread parks, not only
+// once no thread waits for a core: long thread-per-connection transfers
+// started together all run at once, as on real sockets (validate's
+// read-fds-threaded), rather than a few at a time while the parked
+// connections' requests wait.
+func TestPollerLetsEveryLongTransferRunAtOnce(t *testing.T) {
+	s := model.DefaultReadScenario()
+	s.Clients, s.Ops, s.StartTogether = 32, 1, true
+	s.Blocks, s.BlockSize, s.ReadSize = 2, 2<<20, 2<<20
+	s.Server.Mode = model.Threaded
+	cfg := DefaultConfig(1)
+	cfg.CPU = DefaultProfile().CPU()
+	if !cfg.CPU.Poller {
+		t.Fatal("the embedded profile does not model Go's poller")
+	}
+	res, err := model.RunRead(New(cfg), s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each transfer holds its block and its meta file.
+	if res.PeakBlockFiles != 2*s.Clients {
+		t.Errorf("peak open block files %d, want %d: every transfer at once", res.PeakBlockFiles, 2*s.Clients)
+	}
+}
