@@ -28,6 +28,9 @@ type ParallelRead struct {
 	// OnClient, if set, is called with each client as soon as it is
 	// made, before its first op.
 	OnClient func(cl *Client)
+	// Stored, as ReadScenario.Stored: what both datanodes store for block
+	// id where the readers expect want.
+	Stored func(id uint64, want []byte) []byte
 }
 
 // DefaultParallelRead is TestParallelRead's single-file case with four
@@ -86,14 +89,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 
 	// Each reader tallies on its own loop and reports to the reader
 	// process's main loop.
-	type tally struct {
-		reads, streams, errors, mismatches int
-		bytes                              int64
-		first, last                        time.Duration
-		firstError                         string
-		latencies                          Latencies
-	}
-	report := func(t *tally) {
+	report := func(t *parallelTally) {
 		readers.MainLoop().Post(func() {
 			res.Reads += t.reads
 			res.Streams += t.streams
@@ -136,10 +132,10 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 		rng := p.Rand()
 		block := uint64(file + 1)
 		want := contents[file]
-		t := &tally{}
+		t := &parallelTally{}
 		var next func()
 		next = func() {
-			if t.reads+t.streams+t.errors == s.Iterations {
+			if t.ops() == s.Iterations {
 				for _, cl := range cls {
 					cl.Close()
 				}
@@ -148,7 +144,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 			}
 			cl := cls[rng.IntN(2)]
 			start := loop.Now()
-			if t.reads+t.streams+t.errors == 0 {
+			if t.ops() == 0 {
 				t.first = start
 			}
 			check := func(r Result, off int64, n int, stream bool) {
@@ -223,7 +219,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 				return
 			}
 			for i := range contents {
-				if _, err := store.Write(uint64(i+1), contents[i]); err != nil {
+				if _, err := store.Write(uint64(i+1), storedContent(s.Stored, uint64(i+1), contents[i])); err != nil {
 					w.Fail(fmt.Errorf("parallel read: write block %d: %w", i+1, err))
 					return
 				}
@@ -255,3 +251,16 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 	}
 	return res, nil
 }
+
+// parallelTally is one reader's share of a ParallelReadResult.
+type parallelTally struct {
+	reads, streams, errors, mismatches int
+	bytes                              int64
+	first, last                        time.Duration
+	firstError                         string
+	latencies                          Latencies
+}
+
+// ops is the reads done, whatever their outcome: a read that returned
+// wrong bytes counts too, or a reader of a bad replica would read forever.
+func (t *parallelTally) ops() int { return t.reads + t.streams + t.errors + t.mismatches }

@@ -48,6 +48,11 @@ type ReadScenario struct {
 	// modelled CPU; real: what its callbacks and work used), read at the
 	// same two points for ReadResult.ServerCPU and ClientCPU.
 	ProcessCPU func(Process) time.Duration
+	// Stored, if set, gives what the datanode stores for block id where
+	// the clients expect want (a test plants a wrong replica, checksummed
+	// as stored, to check that the clients' verification counts every
+	// read of it as a mismatch).
+	Stored func(id uint64, want []byte) []byte
 	// Bugs plants catalogued bugs in the scenario itself, so check shows
 	// it runs this code (properties/scenario.go).
 	Bugs ReadScenarioBugs
@@ -144,6 +149,15 @@ func BlockContent(id uint64, size int) []byte {
 		}
 	}
 	return b
+}
+
+// storedContent is what a scenario's datanode stores for block id whose
+// clients expect want.
+func storedContent(stored func(uint64, []byte) []byte, id uint64, want []byte) []byte {
+	if stored == nil {
+		return want
+	}
+	return stored(id, want)
 }
 
 // RunRead runs the scenario in w.
@@ -371,7 +385,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			return
 		}
 		for i := range contents {
-			if _, err := store.Write(uint64(i+1), contents[i]); err != nil {
+			if _, err := store.Write(uint64(i+1), storedContent(s.Stored, uint64(i+1), contents[i])); err != nil {
 				w.Fail(fmt.Errorf("read scenario: write block %d: %w", i+1, err))
 				return
 			}

@@ -296,7 +296,7 @@ func (cl *patternClient) handle(ev Events) {
 			return
 		}
 		if err != nil {
-			cl.p.World().Fail(fmt.Errorf("tcp-pattern op %d: read reply: %w", cl.op, err))
+			cl.fail(fmt.Errorf("tcp-pattern op %d: read reply: %w", cl.op, err))
 			return
 		}
 		cl.got += n
@@ -328,7 +328,7 @@ func (cl *patternClient) writeRequest() {
 			return
 		}
 		if err != nil {
-			cl.p.World().Fail(fmt.Errorf("tcp-pattern op %d: write: %w", cl.op, err))
+			cl.fail(fmt.Errorf("tcp-pattern op %d: write: %w", cl.op, err))
 			return
 		}
 		cl.woff += n
@@ -337,4 +337,11 @@ func (cl *patternClient) writeRequest() {
 		}
 	}
 	cl.c.SetWriteInterest(false)
+}
+
+// fail ends the run with err, closing the connection first: a failed run
+// leaves no socket behind.
+func (cl *patternClient) fail(err error) {
+	cl.c.Close()
+	cl.p.World().Fail(err)
 }

@@ -76,6 +76,13 @@ type ScenarioCase struct {
 	Writes int `json:"writes,omitempty"`
 	Msg    int `json:"msg,omitempty"`
 	Reply  int `json:"reply,omitempty"`
+	// tcp-pattern: the connection is reset (a RST to both ends) right
+	// after the server's ResetAt-th data segment (0: never).
+	ResetAt int `json:"reset_at,omitempty"`
+	// read, parallel-read: the datanodes hold a wrong replica of block
+	// Stale (every byte differs, checksums valid; 0: none), so every read
+	// of it must count as a mismatch.
+	Stale int `json:"stale,omitempty"`
 	// sc-read: path tcp, uds or sc; cache shards.
 	Path   string `json:"path,omitempty"`
 	Shards int    `json:"shards,omitempty"`
@@ -161,18 +168,33 @@ func DrawScenario(src Source, seed uint64, bug string) (ScenarioCase, error) {
 		c.CacheExpiry = d.dur(100*time.Millisecond, 4*time.Second, "sn_cache_expiry")
 		c.StartTogether = d.chance(30, "sn_together")
 		c.NoTransferTo = d.chance(30, "sn_no_transfer_to")
+		// A keep-alive or a cache expiry shorter than a round trip: the
+		// datanode closes every connection a client caches (the next
+		// read on it meets a dead peer and retries), or the client finds
+		// every cached peer expired.
+		if d.chance(15, "sn_short_keepalive") {
+			c.Keepalive = d.dur(time.Microsecond, 200*time.Microsecond, "sn_keepalive_us")
+		}
+		if d.chance(15, "sn_short_expiry") {
+			c.CacheExpiry = d.dur(time.Microsecond, 200*time.Microsecond, "sn_cache_expiry_us")
+		}
+		c.Stale = drawStale(d, c.Blocks)
 	case ScenarioTCPPattern:
 		c.Ops = d.n(1, 20, "sn_ops")
 		c.Writes = d.n(1, 4, "sn_writes")
 		c.Msg = pick(d, "sn_msg", 1, 8, 100, 1000, 20000)
 		c.Reply = pick(d, "sn_reply", 1, 100, 4096, 32768, 200000)
 		c.NoDelay = d.chance(50, "sn_nodelay")
+		if d.chance(30, "sn_reset") {
+			c.ResetAt = d.n(1, 8, "sn_reset_at")
+		}
 	case ScenarioParallelRead:
 		c.Blocks = d.n(1, 2, "sn_files")
 		c.Clients = d.n(1, 4, "sn_readers")
 		c.Ops = d.n(1, 20, "sn_iterations")
 		c.BlockSize = pick(d, "sn_file_size", 128, 4<<10, 16<<10)
 		c.NoDelay = d.chance(50, "sn_nodelay")
+		c.Stale = drawStale(d, c.Blocks)
 	case ScenarioSCRead:
 		c.Path = pick(d, "sn_path", "tcp", "uds", "sc")
 		c.Clients = d.n(1, 4, "sn_readers")
@@ -202,6 +224,31 @@ func DrawScenario(src Source, seed uint64, bug string) (ScenarioCase, error) {
 	return c, c.Validate()
 }
 
+// drawStale draws which of blocks blocks (if any) the datanodes hold a
+// wrong replica of.
+func drawStale(d drawer, blocks int) int {
+	if !d.chance(25, "sn_stale") {
+		return 0
+	}
+	return d.n(1, blocks, "sn_stale_block")
+}
+
+// staleReplica is what a datanode stores for block stale: every byte of
+// the expected contents flipped, so any read of it differs in every byte
+// (stored through the store as any block, so its checksums hold).
+func staleReplica(stale int) func(id uint64, want []byte) []byte {
+	return func(id uint64, want []byte) []byte {
+		if id != uint64(stale) {
+			return want
+		}
+		b := make([]byte, len(want))
+		for i, x := range want {
+			b[i] = ^x
+		}
+		return b
+	}
+}
+
 // Validate checks a case read from a file: the scenario's own checks,
 // and bounds that keep one run small.
 func (c *ScenarioCase) Validate() error {
@@ -223,7 +270,8 @@ func (c *ScenarioCase) Validate() error {
 		c.Msg < 0 || c.Msg > 1<<20, c.Reply < 0 || c.Reply > 16<<20, c.Threads < 0 || c.Threads > 64,
 		c.Depth < 0 || c.Depth > 4, c.Fanout < 0 || c.Fanout > 8, c.Files < 0 || c.Files > 16,
 		c.Duration < 0 || c.Duration > time.Minute, c.Keepalive < 0 || c.Keepalive > time.Minute,
-		c.CacheExpiry < 0 || c.CacheExpiry > time.Minute, c.CacheCapacity < 0 || c.CacheCapacity > 1024:
+		c.CacheExpiry < 0 || c.CacheExpiry > time.Minute, c.CacheCapacity < 0 || c.CacheCapacity > 1024,
+		c.Stale < 0 || c.Stale > c.Blocks, c.ResetAt < 0 || c.ResetAt > 1000:
 		return fmt.Errorf("scenario case: a size out of range: %+v", *c)
 	}
 	switch c.Scenario {
@@ -263,6 +311,9 @@ func (c *ScenarioCase) readScenario() model.ReadScenario {
 	s.Client.CacheCapacity = c.CacheCapacity
 	s.Client.CacheExpiry = c.CacheExpiry
 	s.StartTogether = c.StartTogether
+	if c.Stale > 0 {
+		s.Stored = staleReplica(c.Stale)
+	}
 	if b, ok := LookupScenarioBug(c.Bug); ok && b.apply != nil {
 		b.apply(&s)
 	}
@@ -280,6 +331,9 @@ func (c *ScenarioCase) tcpPattern() model.TCPPattern {
 func (c *ScenarioCase) parallelRead() model.ParallelRead {
 	s := model.DefaultParallelRead()
 	s.Files, s.Readers, s.Iterations, s.FileSize, s.NoDelay = c.Blocks, c.Clients, c.Ops, c.BlockSize, c.NoDelay
+	if c.Stale > 0 {
+		s.Stored = staleReplica(c.Stale)
+	}
 	return s
 }
 
@@ -381,6 +435,7 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 	default:
 		r.checkConfig()
 		r.checkLimit()
+		r.checkSetup()
 	}
 	return
 }
@@ -389,8 +444,12 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 // process holds a connection or a block file: what a process keeps at
 // rest is its listeners, loops and files, never a peer's socket (the
 // scenarios keep no pool minimum).
-func (r *scenarioRun) settle() error {
-	if err := r.w.RunFor(scenarioSettle); err != nil {
+func (r *scenarioRun) settle() error { return r.settleAfter(nil) }
+
+// settleAfter is settle for a run that ended with failure, the world's
+// recorded failure (nil: none), which settling reports again.
+func (r *scenarioRun) settleAfter(failure error) error {
+	if err := r.w.RunFor(scenarioSettle); err != nil && err != failure {
 		return err
 	}
 	for _, p := range r.w.Processes() {
@@ -467,13 +526,15 @@ func (r *scenarioRun) read() error {
 		return err
 	}
 	total := s.Clients * s.Ops
+	staleOps, staleBytes := obs.staleReads(s.StartTogether, r.c.Stale)
 	switch {
 	case res.Errors > 0:
 		r.fail(PropAvailability, "%d of %d reads failed (first: %s)", res.Errors, total, res.FirstError)
 	case res.Ops != total:
 		r.fail(PropLiveness, "%d of %d reads done", res.Ops, total)
-	case res.Mismatches > 0 || res.BytesVerified != int64(total)*int64(s.ReadSize):
-		r.fail(PropStream, "%d reads returned wrong bytes; %d of %d bytes verified", res.Mismatches, res.BytesVerified, int64(total)*int64(s.ReadSize))
+	case res.Mismatches != staleOps || res.BytesVerified != int64(total)*int64(s.ReadSize)-staleBytes:
+		r.fail(PropStream, "%d reads counted as wrong bytes, %d read the wrong replica of block %d; %d of %d bytes verified",
+			res.Mismatches, staleOps, r.c.Stale, res.BytesVerified, int64(total)*int64(s.ReadSize)-staleBytes)
 	case res.ClientEndFDs != 0 || res.ServerEndConns != 0 || res.ServerEndBufs != 0:
 		r.fail(PropLeakFree, "after every timeout: datanode %d connections, %d buffers out; clients %d fds", res.ServerEndConns, res.ServerEndBufs, res.ClientEndFDs)
 	}
@@ -489,10 +550,21 @@ func (r *scenarioRun) read() error {
 
 func (r *scenarioRun) tcpPattern() error {
 	s := r.c.tcpPattern()
+	reset := r.armReset()
 	res, err := model.RunTCPPattern(r.w, s, scenarioLimit)
 	if errors.Is(err, sim.ErrSharedWrite) {
 		r.fail(PropShared, "%v", err)
 		return nil
+	}
+	if reset.hit && err != nil {
+		// The op the client was in fails with the reset (unless all its
+		// reply had arrived: a reset socket still gives what it holds),
+		// and both ends close.
+		if !errors.Is(err, model.ErrReset) {
+			r.fail(PropReport, "tcp-pattern whose connection was reset returned %v, want an error wrapping %q", err, model.ErrReset)
+			return nil
+		}
+		return r.settleAfter(err)
 	}
 	if r.prop != "" || err != nil {
 		return err
@@ -515,6 +587,39 @@ func (r *scenarioRun) tcpPattern() error {
 	return r.settle()
 }
 
+// tcpReset is a drawn reset of tcp-pattern's connection.
+type tcpReset struct {
+	armed, hit bool
+}
+
+// armReset resets every connection of the server right after its
+// ResetAt-th data segment, wherever the server then is: writing a reply
+// that the send buffer could not take, or waiting for the next request.
+func (r *scenarioRun) armReset() *tcpReset {
+	st := &tcpReset{}
+	if r.c.ResetAt == 0 {
+		return st
+	}
+	segs := 0
+	r.w.Observe(func(e *sim.Event) {
+		if st.armed || e.Kind != "seg" || e.Proc != "server" || e.B == 0 {
+			return
+		}
+		if segs++; segs < r.c.ResetAt {
+			return
+		}
+		st.armed = true
+		r.w.At(r.w.Now(), func() {
+			if p := r.w.Process("server"); p != nil {
+				for _, id := range p.TCPConns() {
+					st.hit = r.w.ResetConn(id) || st.hit
+				}
+			}
+		})
+	})
+	return st
+}
+
 func (r *scenarioRun) parallelRead() error {
 	s := r.c.parallelRead()
 	var hists []*model.History
@@ -527,18 +632,26 @@ func (r *scenarioRun) parallelRead() error {
 		return err
 	}
 	total := s.Files * s.Readers * s.Iterations
+	stale := 0 // reads of the wrong replica: each a mismatch
+	for _, h := range hists {
+		for i := range h.Ops {
+			if op := &h.Ops[i]; r.c.Stale > 0 && op.Block == uint64(r.c.Stale) && op.Done && op.Result.Err == nil {
+				stale++
+			}
+		}
+	}
 	switch {
 	case res.Errors > 0:
 		r.fail(PropAvailability, "%d of %d reads failed (first: %s)", res.Errors, total, res.FirstError)
-	case res.Mismatches > 0:
-		r.fail(PropStream, "%d of %d reads returned wrong bytes", res.Mismatches, total)
-	case res.Reads+res.Streams != total:
-		r.fail(PropLiveness, "%d of %d reads done", res.Reads+res.Streams, total)
+	case res.Mismatches != stale:
+		r.fail(PropStream, "%d of %d reads counted as wrong bytes, %d read the wrong replica of block %d", res.Mismatches, total, stale, r.c.Stale)
+	case res.Reads+res.Streams+res.Mismatches != total:
+		r.fail(PropLiveness, "%d of %d reads done", res.Reads+res.Streams+res.Mismatches, total)
 	}
 	if r.prop != "" {
 		return nil
 	}
-	if r.checkParallelReport(res, hists); r.prop != "" {
+	if r.checkParallelReport(res, hists, uint64(r.c.Stale)); r.prop != "" {
 		return nil
 	}
 	return r.settle()

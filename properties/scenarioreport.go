@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"xceiver/model"
@@ -29,8 +30,9 @@ import (
 //     with a limit of 1 ns.
 //
 // Property "config": a scenario's validation accepts each value at its
-// documented bound and refuses it one past, so `run`'s flags mean what
-// README says. Each seed probes every bound of its scenario (a probe is
+// documented bound and refuses it one past, with an error that names the
+// flag and the refused value, so `run`'s flags mean what README says and
+// a user sees which one was wrong. Each seed probes every bound of its scenario (a probe is
 // a call to Validate: no run).
 
 // PropReport is the scenario property that reported figures are those of
@@ -46,6 +48,28 @@ type readObserver struct {
 func (o *readObserver) onClient(i int, cl *model.Client) {
 	cl.History = &model.History{}
 	o.hists[i] = cl.History
+}
+
+// staleReads counts the reads of block stale (0: none) that returned,
+// which the wrong replica makes mismatches, and their bytes; warmUp skips
+// each client's first op.
+func (o *readObserver) staleReads(warmUp bool, stale int) (n int, bytes int64) {
+	for _, h := range o.hists {
+		if h == nil || stale == 0 {
+			continue
+		}
+		ops := h.Ops
+		if warmUp && len(ops) > 0 {
+			ops = ops[1:]
+		}
+		for i := range ops {
+			if op := &ops[i]; op.Block == uint64(stale) && op.Done && op.Result.Err == nil {
+				n++
+				bytes += op.Len
+			}
+		}
+	}
+	return n, bytes
 }
 
 // opFigures are figures computed from recorded ops.
@@ -135,8 +159,19 @@ func (r *scenarioRun) checkReadReport(s model.ReadScenario, res *model.ReadResul
 			return
 		}
 		ops := h.Ops
-		if s.StartTogether && len(ops) > 0 {
-			ops = ops[1:] // the warm-up read, not counted
+		if s.StartTogether {
+			// The warm-up read, not counted: byte 0 of block 1, the one
+			// block every scenario has.
+			if len(ops) == 0 {
+				r.fail(PropReport, "client-%d started together without a warm-up read", i)
+				return
+			}
+			if wu := &ops[0]; wu.Block != 1 || wu.Off != 0 || wu.Len != 1 || !wu.Done || wu.Result.Err != nil || len(wu.Result.Data) != 1 {
+				r.fail(PropReport, "client-%d's warm-up read was %d bytes of block %d at %d (done %v, %d bytes back, error %v), want byte 0 of block 1",
+					i, wu.Len, wu.Block, wu.Off, wu.Done, len(wu.Result.Data), wu.Result.Err)
+				return
+			}
+			ops = ops[1:]
 		}
 		for j := range ops {
 			f.add(&ops[j], ops[j].Len)
@@ -190,15 +225,18 @@ func (r *scenarioRun) checkReadReport(s model.ReadScenario, res *model.ReadResul
 
 // checkParallelReport checks RunParallelRead's result against the
 // readers' recorded ops.
-func (r *scenarioRun) checkParallelReport(res *model.ParallelReadResult, hists []*model.History) {
+func (r *scenarioRun) checkParallelReport(res *model.ParallelReadResult, hists []*model.History, stale uint64) {
 	var f opFigures
 	for _, h := range hists {
 		for j := range h.Ops {
 			op := &h.Ops[j]
 			n := int64(len(op.Result.Data))
+			if op.Block == stale {
+				n = 0 // a mismatch: no bytes counted as read
+			}
 			f.add(op, n)
 			switch {
-			case !op.Done || op.Result.Err != nil:
+			case !op.Done || op.Result.Err != nil, op.Block == stale:
 			case n < op.Len: // a short read of a stream
 				f.streams++
 			default:
@@ -268,7 +306,8 @@ func (r *scenarioRun) checkLimit() {
 // A configProbe sets one value of a scenario at or just past its bound.
 type configProbe struct {
 	name string
-	ok   bool // the value is at its bound: accepted
+	ok   bool   // the value is at its bound: accepted
+	says string // a refused value: what the error must say (the flag and the value)
 	read func(*model.ReadScenario)
 	pat  func(*model.TCPPattern)
 	par  func(*model.ParallelRead)
@@ -277,57 +316,57 @@ type configProbe struct {
 var scenarioConfigProbes = []configProbe{
 	{name: "clients 1", ok: true, read: func(s *model.ReadScenario) { s.Clients = 1 }},
 	{name: "clients 4096", ok: true, read: func(s *model.ReadScenario) { s.Clients = 4096 }},
-	{name: "clients 4097", read: func(s *model.ReadScenario) { s.Clients = 4097 }},
-	{name: "clients 0", read: func(s *model.ReadScenario) { s.Clients = 0 }},
+	{name: "clients 4097", says: "--clients 4097 outside", read: func(s *model.ReadScenario) { s.Clients = 4097 }},
+	{name: "clients 0", says: "--clients 0 outside", read: func(s *model.ReadScenario) { s.Clients = 0 }},
 	{name: "ops 1", ok: true, read: func(s *model.ReadScenario) { s.Ops = 1 }},
-	{name: "ops 0", read: func(s *model.ReadScenario) { s.Ops = 0 }},
+	{name: "ops 0", says: "--ops must be at least 1 (got 0)", read: func(s *model.ReadScenario) { s.Ops = 0 }},
 	{name: "blocks 65536", ok: true, read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1<<16, 1 }},
-	{name: "blocks 65537", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16+1, 1, 1 }},
-	{name: "blocks 0", read: func(s *model.ReadScenario) { s.Blocks = 0 }},
+	{name: "blocks 65537", says: "--blocks 65537 outside", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16+1, 1, 1 }},
+	{name: "blocks 0", says: "--blocks 0 outside", read: func(s *model.ReadScenario) { s.Blocks = 0 }},
 	{name: "block size 256 MiB", ok: true, read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20 }},
-	{name: "block size 256 MiB + 1", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20+1 }},
+	{name: "block size 256 MiB + 1", says: "--block-size 268435457 outside", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20+1 }},
 	{name: "block size 1", ok: true, read: func(s *model.ReadScenario) { s.BlockSize, s.ReadSize = 1, 1 }},
-	{name: "block size 0", read: func(s *model.ReadScenario) { s.BlockSize, s.ReadSize = 0, 0 }},
+	{name: "block size 0", says: "--block-size 0 outside", read: func(s *model.ReadScenario) { s.BlockSize, s.ReadSize = 0, 0 }},
 	{name: "read size = block size", ok: true, read: func(s *model.ReadScenario) { s.ReadSize = s.BlockSize }},
-	{name: "read size > block size", read: func(s *model.ReadScenario) { s.ReadSize = s.BlockSize + 1 }},
-	{name: "read size 0", read: func(s *model.ReadScenario) { s.ReadSize = 0 }},
-	{name: "pattern", read: func(s *model.ReadScenario) { s.Pattern = "strided" }},
+	{name: "read size > block size", says: "--read-size 4097 outside [1, block size 4096]", read: func(s *model.ReadScenario) { s.BlockSize, s.ReadSize = 4096, 4097 }},
+	{name: "read size 0", says: "--read-size 0 outside", read: func(s *model.ReadScenario) { s.ReadSize = 0 }},
+	{name: "pattern", says: "--pattern \"strided\"", read: func(s *model.ReadScenario) { s.Pattern = "strided" }},
 	{name: "blocks × size 4 GiB", ok: true, read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 16, 256<<20 }},
-	{name: "blocks × size 4.25 GiB", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 17, 256<<20 }},
-	{name: "blocks × size 4 GiB + 64 KiB", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1<<16+1, 1 }},
+	{name: "blocks × size 4.25 GiB", says: "exceeds 4 GiB", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize = 17, 256<<20 }},
+	{name: "blocks × size 4 GiB + 64 KiB", says: "exceeds 4 GiB", read: func(s *model.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1<<16+1, 1 }},
 	{name: "pool max 0", ok: true, read: func(s *model.ReadScenario) { s.Server.PoolMax = 0 }},
 	{name: "pool max 2", ok: true, read: func(s *model.ReadScenario) { s.Server.PoolMax = 2 }},
-	{name: "pool max 1", read: func(s *model.ReadScenario) { s.Server.PoolMax = 1 }},
+	{name: "pool max 1", says: "--pool-max 1:", read: func(s *model.ReadScenario) { s.Server.PoolMax = 1 }},
 	{name: "keepalive 0", ok: true, read: func(s *model.ReadScenario) { s.Server.Keepalive = 0 }},
-	{name: "keepalive -1ns", read: func(s *model.ReadScenario) { s.Server.Keepalive = -time.Nanosecond }},
-	{name: "server mode", read: func(s *model.ReadScenario) { s.Server.Mode = "forked" }},
+	{name: "keepalive -1ns", says: "--keepalive must not be negative", read: func(s *model.ReadScenario) { s.Server.Keepalive = -time.Nanosecond }},
+	{name: "server mode", says: "server mode \"forked\"", read: func(s *model.ReadScenario) { s.Server.Mode = "forked" }},
 
 	{name: "writes 1", ok: true, pat: func(s *model.TCPPattern) { s.Writes = 1 }},
-	{name: "writes 0", pat: func(s *model.TCPPattern) { s.Writes = 0 }},
+	{name: "writes 0", says: "--writes must be at least 1 (got 0)", pat: func(s *model.TCPPattern) { s.Writes = 0 }},
 	{name: "msg 1", ok: true, pat: func(s *model.TCPPattern) { s.Msg = 1 }},
-	{name: "msg 0", pat: func(s *model.TCPPattern) { s.Msg = 0 }},
+	{name: "msg 0", says: "--msg must be at least 1 byte (got 0)", pat: func(s *model.TCPPattern) { s.Msg = 0 }},
 	{name: "reply 1", ok: true, pat: func(s *model.TCPPattern) { s.Reply = 1 }},
-	{name: "reply 0", pat: func(s *model.TCPPattern) { s.Reply = 0 }},
+	{name: "reply 0", says: "--reply must be at least 1 byte (got 0)", pat: func(s *model.TCPPattern) { s.Reply = 0 }},
 	{name: "ops 1", ok: true, pat: func(s *model.TCPPattern) { s.Ops = 1 }},
-	{name: "ops 0", pat: func(s *model.TCPPattern) { s.Ops = 0 }},
+	{name: "ops 0", says: "--ops must be at least 1 (got 0)", pat: func(s *model.TCPPattern) { s.Ops = 0 }},
 	{name: "request 1 GiB", ok: true, pat: func(s *model.TCPPattern) { s.Writes, s.Msg = 2, 1<<29 }},
-	{name: "request 1 GiB + 2", pat: func(s *model.TCPPattern) { s.Writes, s.Msg = 2, 1<<29+1 }},
+	{name: "request 1 GiB + 2", says: "larger than 1 GiB", pat: func(s *model.TCPPattern) { s.Writes, s.Msg = 2, 1<<29+1 }},
 	{name: "reply 1 GiB", ok: true, pat: func(s *model.TCPPattern) { s.Reply = 1 << 30 }},
-	{name: "reply 1 GiB + 1", pat: func(s *model.TCPPattern) { s.Writes, s.Msg, s.Reply = 1, 1, 1<<30+1 }},
+	{name: "reply 1 GiB + 1", says: "larger than 1 GiB", pat: func(s *model.TCPPattern) { s.Writes, s.Msg, s.Reply = 1, 1, 1<<30+1 }},
 
 	{name: "files 1", ok: true, par: func(s *model.ParallelRead) { s.Files = 1 }},
 	{name: "files 64", ok: true, par: func(s *model.ParallelRead) { s.Files = 64 }},
-	{name: "files 65", par: func(s *model.ParallelRead) { s.Files = 65 }},
-	{name: "files 0", par: func(s *model.ParallelRead) { s.Files = 0 }},
+	{name: "files 65", says: "files 65,", par: func(s *model.ParallelRead) { s.Files = 65 }},
+	{name: "files 0", says: "files 0,", par: func(s *model.ParallelRead) { s.Files = 0 }},
 	{name: "readers 256", ok: true, par: func(s *model.ParallelRead) { s.Readers = 256 }},
-	{name: "readers 257", par: func(s *model.ParallelRead) { s.Readers = 257 }},
-	{name: "readers 0", par: func(s *model.ParallelRead) { s.Readers = 0 }},
+	{name: "readers 257", says: "readers 257,", par: func(s *model.ParallelRead) { s.Readers = 257 }},
+	{name: "readers 0", says: "readers 0,", par: func(s *model.ParallelRead) { s.Readers = 0 }},
 	{name: "iterations 1", ok: true, par: func(s *model.ParallelRead) { s.Iterations = 1 }},
-	{name: "iterations 0", par: func(s *model.ParallelRead) { s.Iterations = 0 }},
+	{name: "iterations 0", says: "iterations 0 out of range", par: func(s *model.ParallelRead) { s.Iterations = 0 }},
 	{name: "file size 128", ok: true, par: func(s *model.ParallelRead) { s.FileSize = 128 }},
-	{name: "file size 127", par: func(s *model.ParallelRead) { s.FileSize = 127 }},
+	{name: "file size 127", says: "file size 127 outside", par: func(s *model.ParallelRead) { s.FileSize = 127 }},
 	{name: "file size 64 MiB", ok: true, par: func(s *model.ParallelRead) { s.FileSize = 64 << 20 }},
-	{name: "file size 64 MiB + 1", par: func(s *model.ParallelRead) { s.FileSize = 64<<20 + 1 }},
+	{name: "file size 64 MiB + 1", says: "file size 67108865 outside", par: func(s *model.ParallelRead) { s.FileSize = 64<<20 + 1 }},
 }
 
 // checkConfig probes every bound of the case's scenario, starting from
@@ -359,6 +398,8 @@ func (r *scenarioRun) checkConfig() {
 			r.fail(PropConfig, "%s: %s refused at its bound: %v", r.c.Scenario, p.name, err)
 		case !p.ok && err == nil:
 			r.fail(PropConfig, "%s: %s accepted", r.c.Scenario, p.name)
+		case !p.ok && !strings.Contains(err.Error(), p.says):
+			r.fail(PropConfig, "%s: %s refused with %q, which does not say %q", r.c.Scenario, p.name, err, p.says)
 		}
 	}
 }
