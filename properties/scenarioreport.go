@@ -32,7 +32,8 @@ import (
 // Property "config": a scenario's validation accepts each value at its
 // documented bound and refuses it one past, with an error that names the
 // flag and the refused value, so `run`'s flags mean what README says and
-// a user sees which one was wrong. Each seed probes every bound of its scenario (a probe is
+// a user sees which one was wrong; and its defaults are the documented
+// ones (ReadDefaults, ParallelReadDefaults). Each seed probes every bound of its scenario (a probe is
 // a call to Validate: no run).
 
 // PropReport is the scenario property that reported figures are those of
@@ -369,9 +370,38 @@ var scenarioConfigProbes = []configProbe{
 	{name: "file size 64 MiB + 1", says: "file size 67108865 outside", par: func(s *model.ParallelRead) { s.FileSize = 64<<20 + 1 }},
 }
 
+// ReadDefaults is `run read`'s workload by default, as README's `run`
+// section says it (cmd/xceiver's README test holds README to it).
+var ReadDefaults = model.ReadScenario{Clients: 1, Ops: 200, ReadSize: 32 << 10, Blocks: 8, BlockSize: 1 << 20, Pattern: "random"}
+
+// ParallelReadDefaults is TestParallelRead's single-file case with four
+// readers, as README's hdfs-941 describes it: a 256 KiB file, 1024 reads
+// per reader.
+var ParallelReadDefaults = model.ParallelRead{Files: 1, Readers: 4, Iterations: 1024, FileSize: 256 << 10}
+
+// checkDefaults compares the scenario's defaults (what `run` and `bench`
+// start from) with the documented ones.
+func (r *scenarioRun) checkDefaults() {
+	switch r.c.Scenario {
+	case ScenarioRead:
+		d, want := model.DefaultReadScenario(), ReadDefaults
+		if got := [...]any{d.Clients, d.Ops, d.ReadSize, d.Blocks, d.BlockSize, d.Pattern}; got != [...]any{want.Clients, want.Ops, want.ReadSize, want.Blocks, want.BlockSize, want.Pattern} {
+			r.fail(PropConfig, "read: the defaults are clients, ops, read size, blocks, block size, pattern %v, documented %v", got,
+				[...]any{want.Clients, want.Ops, want.ReadSize, want.Blocks, want.BlockSize, want.Pattern})
+		}
+	case ScenarioParallelRead:
+		d, want := model.DefaultParallelRead(), ParallelReadDefaults
+		if got := [...]int{d.Files, d.Readers, d.Iterations, d.FileSize}; got != [...]int{want.Files, want.Readers, want.Iterations, want.FileSize} {
+			r.fail(PropConfig, "parallel-read: the defaults are files, readers, iterations, file size %v, documented %v", got,
+				[...]int{want.Files, want.Readers, want.Iterations, want.FileSize})
+		}
+	}
+}
+
 // checkConfig probes every bound of the case's scenario, starting from
-// the drawn (valid) case.
+// the drawn (valid) case, and its defaults.
 func (r *scenarioRun) checkConfig() {
+	r.checkDefaults()
 	for _, p := range scenarioConfigProbes {
 		if r.prop != "" {
 			return

@@ -24,58 +24,64 @@ import (
 //     tcp-pattern's server); the run fails with ErrAddrInUse;
 //   - stopped: the world is stopped at its first event, before any op
 //     could finish; the scenario returns an error that says none did
-//     ("0 of N").
+//     ("0 of N"), and whose partial result reports 0 MB/s.
 
 // setupRun is how to run the case's scenario in a given world.
 type setupRun struct {
 	first, addr string // the first process's name, its server's address
-	invalid     func(w *sim.World) (bool, error)
-	run         func(w *sim.World) (bool, error) // reports whether a result came back
-	stopped     string                           // what a stopped run's error says ("" when it gives no count)
+	// run runs the case (invalid: with one value out of range), and
+	// reports whether a result came back and the rate it reports (MB/s;
+	// 0 for tcp-pattern, which reports none).
+	run     func(w *sim.World, invalid bool) (got bool, rate float64, err error)
+	stopped string // what a stopped run's error says
 }
 
 func (r *scenarioRun) setupRun() (setupRun, bool) {
 	const limit = time.Minute
 	switch r.c.Scenario {
 	case ScenarioRead:
-		s := r.c.readScenario()
-		bad := s
-		bad.Ops = 0
-		return setupRun{first: "datanode", addr: "datanode:50010",
-			invalid: func(w *sim.World) (bool, error) { res, err := model.RunRead(w, bad, limit); return res != nil, err },
-			run:     func(w *sim.World) (bool, error) { res, err := model.RunRead(w, s, limit); return res != nil, err },
+		return setupRun{first: "datanode", addr: "datanode:50010", stopped: "before every client finished",
+			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+				s := r.c.readScenario()
+				if invalid {
+					s.Ops = 0
+				}
+				res, err := model.RunRead(w, s, limit)
+				if res == nil {
+					return false, 0, err
+				}
+				return true, res.ThroughputMBps(), err
+			},
 		}, true
 	case ScenarioTCPPattern:
-		s := r.c.tcpPattern()
-		bad := s
-		bad.Writes = 0
-		return setupRun{first: "server", addr: "server:7000",
-			invalid: func(w *sim.World) (bool, error) {
-				res, err := model.RunTCPPattern(w, bad, limit)
-				return res != nil, err
+		return setupRun{first: "server", addr: "server:7000", stopped: fmt.Sprintf("0 of %d ops finished", r.c.Ops),
+			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+				s := r.c.tcpPattern()
+				if invalid {
+					s.Writes = 0
+				}
+				res, err := model.RunTCPPattern(w, s, limit)
+				return res != nil, 0, err
 			},
-			run:     func(w *sim.World) (bool, error) { res, err := model.RunTCPPattern(w, s, limit); return res != nil, err },
-			stopped: fmt.Sprintf("0 of %d ops finished", s.Ops),
 		}, true
 	case ScenarioParallelRead:
-		s := r.c.parallelRead()
-		bad := s
-		// Readers and files have separate bounds: go past one of them.
-		if r.c.Seed%2 == 0 {
-			bad.Readers = 257
-		} else {
-			bad.Files = 65
-		}
-		return setupRun{first: "datanode-0", addr: "datanode-0:50010",
-			invalid: func(w *sim.World) (bool, error) {
-				res, err := model.RunParallelRead(w, bad, limit)
-				return res != nil, err
-			},
-			run: func(w *sim.World) (bool, error) {
+		return setupRun{first: "datanode-0", addr: "datanode-0:50010", stopped: fmt.Sprintf("0 of %d readers finished", r.c.Blocks*r.c.Clients),
+			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+				s := r.c.parallelRead()
+				// Readers and files have separate bounds: go past one of
+				// them.
+				switch {
+				case invalid && r.c.Seed%2 == 0:
+					s.Readers = 257
+				case invalid:
+					s.Files = 65
+				}
 				res, err := model.RunParallelRead(w, s, limit)
-				return res != nil, err
+				if res == nil {
+					return false, 0, err
+				}
+				return true, res.MBps(), err
 			},
-			stopped: fmt.Sprintf("0 of %d readers finished", s.Files*s.Readers),
 		}, true
 	}
 	return setupRun{}, false
@@ -94,7 +100,7 @@ func (r *scenarioRun) checkSetup() {
 	newWorld := func() *sim.World { return sim.New(sim.DefaultConfig(r.c.Seed)) }
 
 	w := newWorld()
-	got, err := sr.invalid(w)
+	got, _, err := sr.run(w, true)
 	switch {
 	case err == nil || got:
 		r.fail(PropReport, "%s with an invalid configuration returned a result (%v), error %v", name, got, err)
@@ -109,7 +115,7 @@ func (r *scenarioRun) checkSetup() {
 		r.fail(PropHarness, "spawn %s: %v", sr.first, err)
 		return
 	}
-	if got, err := sr.run(w); err == nil || got {
+	if got, _, err := sr.run(w, false); err == nil || got {
 		r.fail(PropReport, "%s whose process %s could not be spawned returned a result (%v), error %v", name, sr.first, got, err)
 		return
 	}
@@ -123,15 +129,19 @@ func (r *scenarioRun) checkSetup() {
 		r.fail(PropHarness, "spawn squatter: %v", err)
 		return
 	}
-	if _, err := sr.run(w); !errors.Is(err, model.ErrAddrInUse) {
+	if _, _, err := sr.run(w, false); !errors.Is(err, model.ErrAddrInUse) {
 		r.fail(PropReport, "%s whose address %s is taken returned %v, want an error wrapping %q", name, sr.addr, err, model.ErrAddrInUse)
 		return
 	}
 
 	w = newWorld()
 	w.At(0, w.Stop)
-	_, err = sr.run(w)
+	_, rate, err := sr.run(w, false)
 	switch {
+	case rate != 0:
+		// What was done so far is nothing in no time: 0, never NaN
+		// (which `run --json` could not even print).
+		r.fail(PropReport, "%s stopped at its first event reports %v MB/s", name, rate)
 	case err == nil || errors.Is(err, sim.ErrLimit):
 		r.fail(PropReport, "%s stopped at its first event returned %v, want an error saying it did not finish", name, err)
 	case !strings.Contains(err.Error(), sr.stopped):

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"xceiver/properties"
 )
 
 func TestHelpGoesToStdoutWithUsageFlagsAndExample(t *testing.T) {
@@ -274,6 +277,17 @@ func TestREADMEAgreesWithHelp(t *testing.T) {
 		if !strings.Contains(run, "`"+n+"`") {
 			t.Errorf("README.md, ### run: scenario `%s` is not described", n)
 		}
+	}
+	// The scenario defaults check's config property holds the code to.
+	rd, pd := properties.ReadDefaults, properties.ParallelReadDefaults
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if want := fmt.Sprintf("(by default %d client, %d reads of %d KiB, %d blocks of %d MiB), `--pattern random|sequential` (%s)",
+		rd.Clients, rd.Ops, rd.ReadSize>>10, rd.Blocks, rd.BlockSize>>20, rd.Pattern); !strings.Contains(flat(run), want) {
+		t.Errorf("README.md, ### run: read's defaults are not documented as %q", want)
+	}
+	if want := fmt.Sprintf("a %d KiB file on two datanodes; %d readers,", pd.FileSize>>10, pd.Readers); pd.Files != 1 || !strings.Contains(flat(readmeSection(readme, "### bench")), want) ||
+		!strings.Contains(flat(readmeSection(readme, "### bench")), fmt.Sprintf("%d reads per reader", pd.Iterations)) {
+		t.Errorf("README.md, ### bench: hdfs-941's defaults are not documented as %q and %d reads per reader", want, pd.Iterations)
 	}
 	for _, code := range []string{"0 success", "1 a check", "2 bad usage", "3 a run hit a resource limit"} {
 		if !strings.Contains(strings.Join(strings.Fields(block), " "), code) {
