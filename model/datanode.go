@@ -827,6 +827,7 @@ type dnConn struct {
 	lastSend time.Duration // when the client last took bytes
 	waitT    Timer         // the wait for a pool handle (HandleWait)
 	waiter   *Waiter       // in the pool's queue while waiting
+	ticket   *Waiter       // woken from the queue: its place, should it wait again
 	// parked is the handle a read gave back while its client took
 	// nothing and other reads waited (see park); it takes the same
 	// replica again before its next packet.
@@ -1093,7 +1094,7 @@ func (dc *dnConn) takeHandle() {
 	now := dc.loop.Now()
 	wake := func() {
 		dc.loop.Post(func() {
-			dc.waiter = nil
+			dc.ticket, dc.waiter = dc.waiter, nil
 			switch {
 			case dc.closed:
 			case dc.phase == phaseOpening:
@@ -1108,14 +1109,15 @@ func (dc *dnConn) takeHandle() {
 			dn.lock.Do(dc.loop, dn.pool.WakeWaiter)
 		})
 	}
-	parked := dc.parked
+	parked, prev := dc.parked, dc.ticket
+	dc.ticket = nil
 	var h *Handle
 	var w *Waiter
 	var err error
 	if parked != nil {
-		h, w, err = dn.pool.Retake(parked, now, wake)
+		h, w, err = dn.pool.Retake(parked, now, wake, prev)
 	} else {
-		h, w, err = dn.pool.AcquireOrWait(dc.req.BlockID, dc.req.GenStamp, now, wake)
+		h, w, err = dn.pool.AcquireOrWait(dc.req.BlockID, dc.req.GenStamp, now, wake, prev)
 	}
 	if errors.Is(err, ErrPoolFull) {
 		// Woken when a handle frees, or given up.

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,7 +28,8 @@ type HandlePool struct {
 	byBlock map[uint64][]*Handle // every live handle of a block, in open order
 	idle    []*Handle            // refs == 0, least recently used first
 	open    int                  // block-file fds held (2 per handle)
-	waiters []*Waiter
+	waiters []*Waiter            // in arrival order (seq)
+	seq     uint64               // of the last new waiter
 
 	// Opened, Reused, Evicted and Waited count events, for experiments.
 	Opened, Reused, Evicted, Waited int
@@ -59,6 +61,9 @@ type HandlePoolConfig struct {
 	// its bytes are still the prefix of the files: the client gets a
 	// short stream.
 	RetakeAppendedFails bool
+	// RetryToBack: a read woken from the queue that must wait again
+	// (another read took the room first) queues at the back.
+	RetryToBack bool
 }
 
 type handleKey struct {
@@ -125,7 +130,7 @@ func (hp *HandlePool) key(id, stamp uint64) handleKey {
 // handle in use it returns ErrPoolFull and calls wake once room may have
 // been made; the caller then tries again.
 func (hp *HandlePool) Acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, error) {
-	h, _, err := hp.AcquireOrWait(id, stamp, now, wake)
+	h, _, err := hp.AcquireOrWait(id, stamp, now, wake, nil)
 	return h, err
 }
 
@@ -134,12 +139,17 @@ func (hp *HandlePool) Acquire(id, stamp uint64, now time.Duration, wake func()) 
 type Waiter struct {
 	wake func()
 	id   uint64
+	seq  uint64 // its place in the queue
 }
 
 // AcquireOrWait is Acquire that also returns, with ErrPoolFull, the
-// waiter it queued, so that a read that stops waiting can Withdraw.
-func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake func()) (*Handle, *Waiter, error) {
-	h, w, err := hp.acquire(id, stamp, now, wake)
+// waiter it queued, so that a read that stops waiting can Withdraw. A
+// read woken from the queue passes its old waiter as prev: if it must
+// wait again (another read took the room between its wake-up and its
+// try), it keeps its place instead of going to the back, where every
+// read that came after it would be served first.
+func (hp *HandlePool) AcquireOrWait(id, stamp uint64, now time.Duration, wake func(), prev *Waiter) (*Handle, *Waiter, error) {
+	h, w, err := hp.acquire(id, stamp, now, wake, prev)
 	if err == nil {
 		hp.wakeSharers(h)
 	}
@@ -223,7 +233,7 @@ func (hp *HandlePool) Pinned(h *Handle) bool {
 // (BlockStore.ReopenForRead), which no other read shares. If the block
 // was replaced or deleted after h was closed, the replica is gone:
 // ErrStaleReplica.
-func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func()) (*Handle, *Waiter, error) {
+func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func(), prev *Waiter) (*Handle, *Waiter, error) {
 	if !h.closed {
 		if h.refs == 0 && !h.retired {
 			hp.removeIdle(h)
@@ -236,7 +246,7 @@ func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func()) (*Handle
 	}
 	id := h.Files.ID
 	if cur, _, ok := hp.store.Info(id); ok && cur == h.Files.Stamp {
-		got, w, err := hp.AcquireOrWait(id, h.Files.Stamp, now, wake)
+		got, w, err := hp.AcquireOrWait(id, h.Files.Stamp, now, wake, prev)
 		if err == nil {
 			h.parked--
 		}
@@ -248,7 +258,7 @@ func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func()) (*Handle
 	if hp.cfg.RetakeAppendedFails {
 		return nil, nil, fmt.Errorf("model: read block %d: replica %d was appended to: %w", id, h.Files.Stamp, ErrStaleReplica)
 	}
-	if w := hp.makeRoom(id, wake); w != nil {
+	if w := hp.makeRoom(id, wake, prev); w != nil {
 		return nil, w, ErrPoolFull
 	}
 	files, err := hp.store.ReopenForRead(h.Files)
@@ -274,7 +284,7 @@ func (hp *HandlePool) Withdraw(w *Waiter) {
 	}
 }
 
-func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) (*Handle, *Waiter, error) {
+func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func(), prev *Waiter) (*Handle, *Waiter, error) {
 	cur, _, ok := hp.store.Info(id)
 	if !ok {
 		return nil, nil, fmt.Errorf("model: read block %d: %w", id, ErrNotExist)
@@ -292,7 +302,7 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 		hp.Reused++
 		return h, nil, nil
 	}
-	if w := hp.makeRoom(id, wake); w != nil {
+	if w := hp.makeRoom(id, wake, prev); w != nil {
 		return nil, w, ErrPoolFull
 	}
 	files, err := hp.store.OpenForRead(id, cur)
@@ -306,15 +316,25 @@ func (hp *HandlePool) acquire(id, stamp uint64, now time.Duration, wake func()) 
 }
 
 // makeRoom closes idle handles until a new one fits; if it cannot, it
-// queues a waiter for block id and returns it.
-func (hp *HandlePool) makeRoom(id uint64, wake func()) *Waiter {
+// queues a waiter for block id and returns it: at the back, or at prev's
+// place (see AcquireOrWait).
+func (hp *HandlePool) makeRoom(id uint64, wake func(), prev *Waiter) *Waiter {
 	for hp.open+2 > hp.cfg.Max {
-		if !hp.evictOne() {
-			hp.Waited++
-			w := &Waiter{wake: wake, id: id}
+		if hp.evictOne() {
+			continue
+		}
+		hp.Waited++
+		w := &Waiter{wake: wake, id: id}
+		if prev == nil || hp.cfg.RetryToBack {
+			hp.seq++
+			w.seq = hp.seq
 			hp.waiters = append(hp.waiters, w)
 			return w
 		}
+		w.seq = prev.seq
+		i, _ := slices.BinarySearchFunc(hp.waiters, w.seq, func(x *Waiter, seq uint64) int { return cmp.Compare(x.seq, seq) })
+		hp.waiters = slices.Insert(hp.waiters, i, w)
+		return w
 	}
 	return nil
 }

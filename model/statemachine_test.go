@@ -36,9 +36,12 @@ type poolMachine struct {
 	// least-recently-used order, waiters, wake-ups delivered.
 	ref     map[*Handle]*refHandle
 	idle    []*Handle
-	waiting []uint64 // the block each queued read waits for, first come first
-	woken   []uint64 // wake-ups the reference expects (the woken reads' blocks)
-	got     []uint64 // wake-ups the pool delivered
+	waiting []refWait // queued reads, first come first
+	woken   []refWait // wake-ups the reference expects
+	nextSeq int
+	got     []uint64  // wake-ups the pool delivered: the woken reads' blocks,
+	gotW    []*Waiter // their waiters (their places, to retry with),
+	retried []bool    // and whether they tried again
 	held    []*Handle
 	parked  []*Handle // given back mid-read (Park), to be retaken
 
@@ -48,6 +51,12 @@ type poolMachine struct {
 	content map[uint64][]byte
 	lineage map[uint64]int
 	view    map[*Handle]handleView
+}
+
+// refWait is a queued read in the reference: its block and its place.
+type refWait struct {
+	block uint64
+	seq   int
 }
 
 type handleView struct {
@@ -85,19 +94,40 @@ func (m *poolMachine) wake() {
 	}
 }
 
+// queue puts a read for block id in the reference's queue: a new one
+// (seq 0) at the back, a woken one that must wait again at its place.
+func (m *poolMachine) queue(id uint64, seq int) {
+	if seq == 0 {
+		m.nextSeq++
+		m.waiting = append(m.waiting, refWait{id, m.nextSeq})
+		return
+	}
+	i := 0
+	for i < len(m.waiting) && m.waiting[i].seq < seq {
+		i++
+	}
+	m.waiting = slices.Insert(m.waiting, i, refWait{id, seq})
+}
+
 // wakeSharers: reads queued for block id are woken once a handle of its
 // current replica is handed out; they can share it, needing no room.
 func (m *poolMachine) wakeSharers(id uint64) {
-	m.waiting = slices.DeleteFunc(m.waiting, func(b uint64) bool {
-		if b == id {
-			m.woken = append(m.woken, b)
+	m.waiting = slices.DeleteFunc(m.waiting, func(w refWait) bool {
+		if w.block == id {
+			m.woken = append(m.woken, w)
 		}
-		return b == id
+		return w.block == id
 	})
 }
 
-func (m *poolMachine) waker(id uint64) func() {
-	return func() { m.got = append(m.got, id) }
+// waker records a wake-up of a read of block id, whose waiter the caller
+// puts in *slot once the pool has returned it.
+func (m *poolMachine) waker(id uint64, slot **Waiter) func() {
+	return func() {
+		m.got = append(m.got, id)
+		m.gotW = append(m.gotW, *slot)
+		m.retried = append(m.retried, false)
+	}
 }
 
 func (m *poolMachine) closeRef(h *Handle) {
@@ -111,13 +141,37 @@ func (m *poolMachine) open() int { return 2 * len(m.ref) }
 
 func (m *poolMachine) acquire(t *rapid.T) {
 	id := uint64(rapid.IntRange(1, 5).Draw(t, "block"))
-	h, err := m.hp.Acquire(id, 0, m.now, m.waker(id))
-	m.expectAcquire(t, id, h, err)
+	slot := new(*Waiter)
+	h, w, err := m.hp.AcquireOrWait(id, 0, m.now, m.waker(id, slot), nil)
+	*slot = w
+	m.expectAcquire(t, id, h, err, 0)
+}
+
+// retry: a woken read tries again, with its old waiter: if there is no
+// room (another read took it since), it waits at its old place, ahead of
+// the reads that queued after it.
+func (m *poolMachine) retry(t *rapid.T) {
+	var can []int
+	for k, done := range m.retried {
+		if !done {
+			can = append(can, k)
+		}
+	}
+	if len(can) == 0 {
+		t.Skip("no woken read")
+	}
+	k := can[rapid.IntRange(0, len(can)-1).Draw(t, "which")]
+	m.retried[k] = true
+	id := m.got[k]
+	slot := new(*Waiter)
+	h, w, err := m.hp.AcquireOrWait(id, 0, m.now, m.waker(id, slot), m.gotW[k])
+	*slot = w
+	m.expectAcquire(t, id, h, err, m.woken[k].seq)
 }
 
 // expectAcquire checks what acquiring block id gave and follows it in
 // the reference.
-func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error) {
+func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error, seq int) {
 	cur, _, ok := m.store.Info(id)
 	// The reference: reuse the live handle of (block, current stamp),
 	// else make room by closing idle handles least recently used first,
@@ -154,7 +208,7 @@ func (m *poolMachine) expectAcquire(t *rapid.T, id uint64, h *Handle, err error)
 			if !errors.Is(err, ErrPoolFull) {
 				t.Fatalf("acquire of block %d with every handle in use: %v, want ErrPoolFull", id, err)
 			}
-			m.waiting = append(m.waiting, id)
+			m.queue(id, seq)
 			return
 		}
 		if err != nil || h == nil || m.ref[h] != nil {
@@ -221,7 +275,9 @@ func (m *poolMachine) retake(t *rapid.T) {
 	}
 	i := rapid.IntRange(0, len(m.parked)-1).Draw(t, "which")
 	h := m.parked[i]
-	got, _, err := m.hp.Retake(h, m.now, m.waker(h.Files.ID))
+	slot := new(*Waiter)
+	got, w, err := m.hp.Retake(h, m.now, m.waker(h.Files.ID, slot), nil)
+	*slot = w
 	if r := m.ref[h]; r != nil {
 		if err != nil || got != h {
 			t.Fatalf("retake of an open handle of block %d: %v", r.block, err)
@@ -244,7 +300,7 @@ func (m *poolMachine) retake(t *rapid.T) {
 		if err == nil {
 			m.parked = slices.Delete(m.parked, i, i+1)
 		}
-		m.expectAcquire(t, id, got, err)
+		m.expectAcquire(t, id, got, err, 0)
 	case !ok || m.lineage[id] != v.lineage:
 		// Replaced or deleted after h was closed: its bytes are gone.
 		if !errors.Is(err, ErrStaleReplica) {
@@ -261,7 +317,7 @@ func (m *poolMachine) retake(t *rapid.T) {
 			if !errors.Is(err, ErrPoolFull) {
 				t.Fatalf("retake of appended block %d with every handle in use: %v, want ErrPoolFull", id, err)
 			}
-			m.waiting = append(m.waiting, id)
+			m.queue(id, 0)
 			return
 		}
 		if err != nil || got == nil || got == h || m.ref[got] != nil {
@@ -384,11 +440,19 @@ func (m *poolMachine) Check(t *rapid.T) {
 		t.Fatalf("pool holds %d fds over its bound %d", hp.Open(), m.cfg.Max)
 	case !slices.Equal(hp.idle, m.idle):
 		t.Fatalf("idle handles %v, want %v (least recently used first)", m.blocks(hp.idle), m.blocks(m.idle))
-	case hp.Waiting() != len(m.waiting) || !slices.Equal(m.got, m.woken):
+	case hp.Waiting() != len(m.waiting) || !slices.Equal(m.got, m.wokenBlocks()):
 		t.Fatalf("%d waiting, woken for blocks %v; want %d, %v", hp.Waiting(), m.got, len(m.waiting), m.woken)
 	case hp.ClosedInUse != 0:
 		t.Fatalf("%d handles closed in use", hp.ClosedInUse)
 	}
+}
+
+func (m *poolMachine) wokenBlocks() []uint64 {
+	var out []uint64
+	for _, w := range m.woken {
+		out = append(out, w.block)
+	}
+	return out
 }
 
 func (m *poolMachine) blocks(hs []*Handle) []string {
@@ -412,6 +476,7 @@ func TestHandlePoolStateMachine(t *testing.T) {
 			"append":  m.appendParked,
 			"park":    m.park,
 			"retake":  m.retake,
+			"retry":   m.retry,
 			"unpark":  m.unpark,
 			"":        m.Check,
 		})
