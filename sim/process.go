@@ -448,6 +448,9 @@ type thread struct {
 	// held is 1 + the core this loop keeps while blocked in epoll_wait
 	// (CPUConfig.SyscallHold), 0 for none.
 	held int
+	// inCB is set while a callback of the thread runs, events run
+	// inside it (interleave) included.
+	inCB bool
 }
 
 // wakeDelay is how long a blocked thread takes to run after being woken
@@ -735,7 +738,9 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	p.active++
 	p.epoch++
 	w.charge(w.cfg.CPU.Callback)
+	t.inCB = true
 	fn()
+	t.inCB = false
 	p.active--
 	// Again at the end: events interleaved into fn may have looked at
 	// the process half-way.
@@ -876,7 +881,12 @@ func (l *Loop) wake() {
 	l.scheduled = true
 	w := l.p.w
 	at := l.busyUntil
-	if now := w.Now(); at <= now {
+	if now := w.Now(); at <= now && w.cfg.CPU.Poller && l.inCB {
+		// Woken by an event run inside its own callback (interleave):
+		// the loop is running, not parked in the poller, and looks at
+		// its epoll again when the callback ends.
+		at = now
+	} else if at <= now {
 		if w.cfg.CPU.Poller && w.running != &l.thread {
 			var ok bool
 			if at, ok = l.p.cpu.pollerWake(l); !ok {

@@ -357,3 +357,22 @@ func TestPollerLetsEveryLongTransferRunAtOnce(t *testing.T) {
 		t.Errorf("peak open block files %d, want %d: every transfer at once", res.PeakBlockFiles, 2*s.Clients)
 	}
 }
+
+// A loop woken by an event run inside its own callback (interleave) is
+// running, not parked in Go's poller: treated as parked it waited for a
+// thread to park or for sysmon's 10 ms poll, and a quarter of 32 clients'
+// reads took 10 ms or more.
+func TestPollerNeverMissesARunningLoop(t *testing.T) {
+	s := model.DefaultReadScenario()
+	s.Clients, s.Ops, s.ReadSize = 32, 12, 32<<10
+	s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 50*ms, 50*ms, 50*ms
+	cfg := DefaultConfig(1)
+	cfg.CPU = DefaultProfile().CPU()
+	res, err := model.RunRead(New(cfg), s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh := res.Latencies.StallShare(); sh > 0 {
+		t.Errorf("%.2f of the reads took 10 ms or more (p99 %v), want none", sh, res.Latencies.Summarize().P99)
+	}
+}
