@@ -152,6 +152,10 @@ type DatanodeBugs struct {
 	// still waiting for the lock then never runs, and MaxBuffered shrinks
 	// for good (threaded mode).
 	ReleaseOnThread bool
+	// AcceptSpin retries an accept that failed for want of an fd at
+	// once (the queued connection keeps the listener readable) instead
+	// of pausing: the acceptor spins while the fd table is full.
+	AcceptSpin bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -567,6 +571,9 @@ func (dn *Datanode) accept() {
 			if now := dn.main.Now(); dn.cfg.Bugs.NoConnCap || dn.acceptLogged == 0 || now-dn.acceptLogged >= time.Second {
 				dn.p.Log("accept-error", "err", err.Error(), "failures", dn.acceptErrs)
 				dn.acceptLogged, dn.acceptErrs = now, 0
+			}
+			if dn.cfg.Bugs.AcceptSpin {
+				return // the listener stays readable: accept runs again at once
 			}
 			dn.ln.SetHandler(nil)
 			dn.main.AfterFunc(10*time.Millisecond, func() {

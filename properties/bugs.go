@@ -197,6 +197,17 @@ var Bugs = []Bug{
 		},
 	},
 	{
+		Name:    "accept-spin",
+		What:    "an accept refused for want of an fd is retried at once, not after a pause: the acceptor spins while the fd table is full",
+		Catches: PropFDBounds,
+		apply: func(d drawer, cfg *Config) {
+			cfg.AcceptSpin = true
+			if !slices.Contains(cfg.Faults, FaultFDPressure) {
+				cfg.Faults = append(cfg.Faults, FaultFDPressure)
+			}
+		},
+	},
+	{
 		Name:    "short-stream",
 		What:    "the client takes the last packet as the end of a read without checking it got the whole range: a datanode that ends early returns a short read as a success",
 		Catches: PropLiar,

@@ -123,6 +123,7 @@ type Config struct {
 	Slowloris               bool `json:"slowloris,omitempty"`
 	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`
 	ReleaseOnThread         bool `json:"release_on_thread,omitempty"`
+	AcceptSpin              bool `json:"accept_spin,omitempty"`
 	AcceptShortStream       bool `json:"accept_short_stream,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package properties
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"xceiver/model"
 )
@@ -57,6 +58,8 @@ func (h *harness) checkStats() {
 	case st.KeepaliveTimeouts > st.Ops-st.KeepaliveReuses:
 		// Only a connection that carried an op waits kept alive.
 		h.fail(PropStats, "datanode counts %d keep-alive timeouts, but only %d connections carried an op", st.KeepaliveTimeouts, st.Ops-st.KeepaliveReuses)
+	case h.acceptSpun():
+		// (Reported as fd-bounds: what the datanode does at its fd limit.)
 	case !roundRobin(h.dn.SelectorConns(), st.Accepted):
 		h.fail(PropStats, "datanode's selectors were given %v connections of %d accepted: not round robin", h.dn.SelectorConns(), st.Accepted)
 	case h.dnStarts != 1:
@@ -102,4 +105,21 @@ func (h *harness) reachableConns() int {
 	n := 0
 	h.dn.VisitMemory(func(model.ConnMemory) { n++ })
 	return n
+}
+
+// acceptPause is how long the datanode stops accepting after an accept
+// failed for want of an fd (EMFILE leaves the connection queued).
+const acceptPause = 10 * time.Millisecond
+
+// acceptSpun fails fd-bounds if the datanode retried refused accepts
+// faster than once per acceptPause: a listener that stays readable while
+// the fd table is full would otherwise be retried in a busy loop.
+func (h *harness) acceptSpun() bool {
+	fails := h.dnProc.AcceptFailures() - h.dnAcceptFails
+	up := h.w.Now() - h.dnStartedAt
+	if bound := int(up/acceptPause) + 1; fails > bound {
+		h.fail(PropFDBounds, "datanode's accepts failed for want of an fd %d times in %v: more than once per %v (bound %d), it does not pause", fails, up, acceptPause, bound)
+		return true
+	}
+	return false
 }

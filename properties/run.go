@@ -174,6 +174,8 @@ type harness struct {
 	// availability excused, of the datanode started last.
 	parkedExcused int
 	dnPre         sim.Resources // its process's before the datanode last started
+	dnStartedAt   time.Duration // when the datanode last started
+	dnAcceptFails int           // accepts its process had refused (EMFILE) then
 	dnSockets     int           // sockets the datanode's process had made when it started
 	dnSeen        dnObserved    // what the clients saw it do (dnstats.go)
 	dnWritten     bool
@@ -401,7 +403,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
-			ReleaseOnThread: c.ReleaseOnThread,
+			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin,
 		},
 	}
 }
@@ -458,6 +460,7 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 	h.dnStarts++
 	h.parkedExcused = 0
 	h.dnPre = pre
+	h.dnStartedAt, h.dnAcceptFails = h.w.Now(), h.dnProc.AcceptFailures()
 	h.dnBase = h.dnProc.Resources()
 	h.dnSockets = h.dnProc.FDsMade(model.FDSocket)
 	if h.healPending {

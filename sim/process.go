@@ -300,6 +300,11 @@ func (p *Process) Resources() Resources {
 // agree with.
 func (p *Process) FDsMade(kind model.FDKind) int { return p.fds.made[kind] }
 
+// AcceptFailures is how many accepts the process's listeners refused
+// for want of an fd since it (re)started: a server that retries at once
+// spins.
+func (p *Process) AcceptFailures() int { return p.fds.acceptFails }
+
 // CPUTime is the modelled CPU the process's threads have used so far,
 // summed over its cores (what getrusage would report).
 func (p *Process) CPUTime() time.Duration { return p.cpuTime }
@@ -370,7 +375,9 @@ type fdTable struct {
 	limit  int
 	byKind [model.NumFDKinds]int
 	made   [model.NumFDKinds]int // fds ever allocated, by kind
-	hint   int
+	// acceptFails counts accepts refused for want of an fd (EMFILE).
+	acceptFails int
+	hint        int
 }
 
 // firstFD leaves 0, 1 and 2 to stdio, which the accounting does not count.

@@ -1194,6 +1194,7 @@ func (ln *listener) Accept() (model.Conn, error) {
 	kind := model.FDSocket
 	fd, err := ln.p.allocFD(kind, nil)
 	if err != nil {
+		ln.p.fds.acceptFails++
 		return nil, err // the connection stays queued, as in Linux
 	}
 	ln.pending[0] = nil
