@@ -805,6 +805,9 @@ func (w *World) interleave() {
 	if w.runEnd > 0 && limit > w.runEnd {
 		limit = w.runEnd
 	}
+	if w.queue[0].hat > limit {
+		return // queued by a key no later than its own: nothing is due
+	}
 	if ev := w.queue.peek(); ev.at > limit || ev.barrier {
 		return
 	}

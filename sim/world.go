@@ -419,13 +419,22 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 	}
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
 	w.seq++
+	ev.dead = false
 	if ev.index >= 0 {
-		// Disarmed and still queued: alive again, at its new place.
-		ev.dead = false
-		w.queue.fix(ev.index)
+		// Disarmed and still queued: alive again. Its new key is later
+		// than the one it is queued by unless t is earlier, so it stays
+		// where it is until it comes up (peek moves it then); the
+		// delayed-ACK timer, re-armed by nearly every segment at the
+		// same jiffy, costs no heap work that way.
+		if t < ev.hat {
+			ev.hat, ev.hseq, ev.stale = t, ev.seq, false
+			w.queue.up(ev.index)
+		} else {
+			ev.stale = true
+		}
 		return
 	}
-	ev.dead = false
+	ev.hat, ev.hseq, ev.stale = t, ev.seq, false
 	w.queue.push(ev)
 }
 
@@ -433,6 +442,12 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 func (w *World) after(d time.Duration, fn func()) *event { return w.at(w.Now()+d, fn) }
 
 type event struct {
+	// hat and hseq are the key the event is queued by: (at, seq), or
+	// earlier while it waits in the queue after a later re-arm
+	// (schedule); the queue corrects it when the event reaches the top.
+	hat    time.Duration
+	hseq   uint64
+	stale  bool // (hat, hseq) is earlier than (at, seq)
 	at     time.Duration
 	seq    uint64
 	fn     func()
@@ -514,7 +529,7 @@ func (q eventQueue) Len() int { return len(q) }
 
 func (q eventQueue) less(i, j int) bool {
 	a, b := q[i], q[j]
-	return a.at < b.at || a.at == b.at && a.seq < b.seq
+	return a.hat < b.hat || a.hat == b.hat && a.hseq < b.hseq
 }
 
 func (q eventQueue) swap(i, j int) {
@@ -560,6 +575,7 @@ func (q *eventQueue) push(e *event) {
 	q.up(e.index)
 }
 
+// pop removes the first event; the caller has looked at it with peek.
 func (q *eventQueue) pop() *event {
 	old := *q
 	n := len(old) - 1
@@ -568,13 +584,6 @@ func (q *eventQueue) pop() *event {
 	e := old.truncate()
 	*q = old[:n]
 	return e
-}
-
-// fix restores the heap after q[i]'s key changed.
-func (q eventQueue) fix(i int) {
-	if !q.down(i) {
-		q.up(i)
-	}
 }
 
 func (q *eventQueue) remove(i int) {
@@ -599,7 +608,29 @@ func (q eventQueue) truncate() *event {
 	return e
 }
 
-func (q eventQueue) peek() *event { return q[0] }
+// peek returns the first event by (at, seq). An event queued by an
+// earlier key than its own (schedule) is moved to its place when it comes
+// to the top, so no event runs before one with a smaller key: the order
+// is exactly that of the keys, as if every re-arm had moved its event.
+func (q eventQueue) peek() *event {
+	if e := q[0]; !e.stale {
+		return e
+	}
+	return q.settle()
+}
+
+// settle moves events queued by an earlier key to their places until the
+// first is where it belongs (outside peek, so that peek is inlined).
+func (q eventQueue) settle() *event {
+	for {
+		e := q[0]
+		if !e.stale {
+			return e
+		}
+		e.hat, e.hseq, e.stale = e.at, e.seq, false
+		q.down(0)
+	}
+}
 
 // Spawn implements model.World.
 func (w *World) Spawn(name string, cfg model.ProcessConfig, main func(p model.Process)) (model.Process, error) {
