@@ -92,6 +92,21 @@ func (s *socketEvents) notify() {
 	s.loop.enqueue(task{conn: s.src})
 }
 
+// notifyReadable is notify for a TCP socket that has just queued data:
+// with read interest on, what it wants is Readable, so it need not be
+// worked out.
+func (c *tcpConn) notifyReadable() {
+	if !c.readInterest || c.hupDone {
+		c.notify()
+		return
+	}
+	if c.queued || c.handler == nil || c.loop == nil || c.fdClosed {
+		return
+	}
+	c.queued = true
+	c.loop.enqueue(task{conn: c})
+}
+
 // dispatch runs the handler with what is ready now, then re-arms.
 func (s *socketEvents) dispatch() {
 	s.queued = false

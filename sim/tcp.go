@@ -964,7 +964,12 @@ func (c *tcpConn) onAck(s *segment) {
 		c.maxWnd = s.wnd
 	}
 	c.push(false)
-	c.notify()
+	// An ACK changes only writability: with no write interest, notify
+	// can find something only if the socket is readable (or dead), which
+	// it is not in the common case of a drained receive queue.
+	if c.writeInterest || c.rcvQueued > 0 || c.finRcvd || c.err != nil {
+		c.notify()
+	}
 }
 
 func (c *tcpConn) onData(s *segment) {
@@ -1002,7 +1007,7 @@ func (c *tcpConn) onData(s *segment) {
 	} else {
 		c.scheduleDelack()
 	}
-	c.notify()
+	c.notifyReadable()
 }
 
 // dataRecv is tcp_event_data_recv: the first data starts quick-ACK mode;
