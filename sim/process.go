@@ -794,8 +794,18 @@ func (p *Process) deferDispatch(fn func()) {
 // event later than the earliest clock among the callbacks in progress
 // runs, so nested interleaving never gets ahead of an interrupted caller.
 func (w *World) interleave() {
+	// Every syscall comes here, and mostly nothing is due: the first
+	// event's queued key is no later than its own, and the limit below
+	// is at most the callback's clock, so this test is exact and keeps
+	// the call inlined.
+	if len(w.queue) > 0 && w.running != nil && w.queue[0].hat <= w.ctx {
+		w.interleaveDue()
+	}
+}
+
+func (w *World) interleaveDue() {
 	t := w.running
-	if t == nil || !w.cfg.Interleave || w.queue.Len() == 0 || w.inSoftirq {
+	if !w.cfg.Interleave || w.inSoftirq {
 		return
 	}
 	limit := w.ctx
@@ -804,9 +814,6 @@ func (w *World) interleave() {
 	}
 	if w.runEnd > 0 && limit > w.runEnd {
 		limit = w.runEnd
-	}
-	if w.queue[0].hat > limit {
-		return // queued by a key no later than its own: nothing is due
 	}
 	if ev := w.queue.peek(); ev.at > limit || ev.barrier {
 		return

@@ -97,7 +97,7 @@ var flagStrings [32]string
 func init() {
 	for i := range flagStrings {
 		flagStrings[i] = segFlags(i).String()
-		flagHashes[i] = newStrHash(flagStrings[i])
+		flagHashes[i] = [2]uint64(newStrHash(flagStrings[i]))
 	}
 }
 

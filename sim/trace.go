@@ -106,9 +106,12 @@ func (sh strHash) fold(h uint64) uint64 {
 	return h
 }
 
+// segKindHash and flagHashes are the words of "seg" and of the flag
+// strings: shorter than a word, each is its tail and its length, so
+// recordSeg folds them without a loop.
 var (
-	segKindHash = newStrHash("seg")
-	flagHashes  [32]strHash
+	segKindHash = [2]uint64(newStrHash("seg"))
+	flagHashes  [32][2]uint64
 )
 
 // recordSeg is record(Event{Kind: "seg", ...}) for a segment c sends,
@@ -122,13 +125,14 @@ func (w *World) recordSeg(c *tcpConn, s *segment) {
 	t := &w.trace
 	h := fnvU64(t.hash, uint64(w.Now()))
 	h = c.p.nameHash.fold(h)
-	h = segKindHash.fold(h)
+	h = fnvU64(fnvU64(h, segKindHash[0]), segKindHash[1])
 	h = fnvU64(h, c.id)
 	h = fnvU64(h, s.seq)
 	h = fnvU64(h, uint64(len(s.data)))
 	h = fnvU64(h, s.ack)
 	h = fnvU64(h, uint64(s.wnd))
-	t.hash = flagHashes[s.flags].fold(h)
+	f := &flagHashes[s.flags&31]
+	t.hash = fnvU64(fnvU64(h, f[0]), f[1])
 	t.count++
 }
 
