@@ -638,6 +638,15 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
+	if c.slices == nil {
+		for i, t := range c.cores {
+			if t <= now {
+				c.holder[i] = nil
+				return i, true
+			}
+		}
+		return 0, false
+	}
 	for i, t := range c.cores {
 		if t <= now && (woken || c.slices.runnable(i, now, now) == now) {
 			c.holder[i] = nil

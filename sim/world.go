@@ -410,7 +410,21 @@ func (w *World) at(t time.Duration, fn func()) *event {
 // post is at without a handle: nobody can cancel the event, so it is
 // recycled once it has run. Hot paths (segments, loop wake-ups) use it.
 func (w *World) post(t time.Duration, fn func()) {
-	w.schedule(w.allocEvent(true), t, fn)
+	// schedule for a fresh event, written out: two posts per busy event.
+	var ev *event
+	if n := len(w.freeEvents); n > 0 {
+		ev = w.freeEvents[n-1]
+		w.freeEvents = w.freeEvents[:n-1]
+	} else {
+		ev = &event{w: w, pooled: true, index: -1}
+	}
+	if t < w.now {
+		t = w.now
+	}
+	ev.at, ev.seq, ev.fn = t, w.seq, fn
+	ev.hat, ev.hseq, ev.stale, ev.dead = t, w.seq, false, false
+	w.seq++
+	w.queue.push(ev)
 }
 
 func (w *World) schedule(ev *event, t time.Duration, fn func()) {
