@@ -464,10 +464,14 @@ type thread struct {
 // (CPUConfig.Wakeup); zero when t is the thread running now, which needs
 // no wake-up.
 func (w *World) wakeDelay(t *thread) time.Duration {
-	cfg := &w.cfg.CPU
-	if w.running == t || cfg.Wakeup == 0 && cfg.WakeupSpread == 0 {
+	if w.running == t || w.cfg.CPU.Wakeup|w.cfg.CPU.WakeupSpread == 0 {
 		return 0
 	}
+	return w.drawWakeDelay()
+}
+
+func (w *World) drawWakeDelay() time.Duration {
+	cfg := &w.cfg.CPU
 	d := cfg.Wakeup
 	if cfg.WakeupSpread > 0 {
 		d += time.Duration(w.cpuRand.Int64N(int64(cfg.WakeupSpread)))

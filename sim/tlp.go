@@ -81,6 +81,14 @@ func (c *tcpConn) rttSample(m time.Duration) {
 // episode: while one is unacknowledged no other is armed (Linux's timer
 // then acts as the RTO, which loopback never needs).
 func (c *tcpConn) scheduleTLP() {
+	// The common case, inlined: one segment in flight and no probe.
+	if c.tlpEv == nil && c.packetsOut() < 2 {
+		return
+	}
+	c.rescheduleTLP()
+}
+
+func (c *tcpConn) rescheduleTLP() {
 	if c.packetsOut() < 2 || c.tlpOn || c.vanished || c.state != tcpEstablished || c.err != nil {
 		c.tlpEv.cancel()
 		c.tlpEv = nil
