@@ -963,7 +963,9 @@ func (c *tcpConn) onAck(s *segment) {
 	if s.wnd > c.maxWnd {
 		c.maxWnd = s.wnd
 	}
-	c.push(false)
+	if c.sndNxt != c.sndEnd || c.finQ || c.vanished {
+		c.push(false) // else it would find nothing to send and no timer to arm
+	}
 	// An ACK changes only writability: with no write interest, notify
 	// can find something only if the socket is readable (or dead), which
 	// it is not in the common case of a drained receive queue.
