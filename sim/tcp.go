@@ -732,9 +732,13 @@ func (c *tcpConn) xmitPieces(s segment) {
 // then costs the running thread CPU.Softirq: the receiver's work is done
 // on the sender's CPU.
 func (w *World) softirq() {
-	if w.inSoftirq || len(w.softq) == 0 {
-		return
+	// Inlined: most calls (every read, every event) find nothing.
+	if len(w.softq) > 0 && !w.inSoftirq {
+		w.runSoftirq()
 	}
+}
+
+func (w *World) runSoftirq() {
 	w.inSoftirq = true
 	for i := 0; i < len(w.softq); i++ {
 		// The element, not a copy: receiving may append to softq,
