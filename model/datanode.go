@@ -500,6 +500,16 @@ func (dn *Datanode) BuffersOut() int {
 	return n
 }
 
+// Holders is the number of connections the selectors list as holding a
+// pool handle (those contend tells to give it back).
+func (dn *Datanode) Holders() int {
+	n := 0
+	for _, s := range dn.selectors {
+		n += len(s.holders)
+	}
+	return n
+}
+
 // Conns is the number of open connections.
 func (dn *Datanode) Conns() int { return len(dn.conns) }
 

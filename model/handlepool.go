@@ -118,6 +118,10 @@ func (hp *HandlePool) InUse() int { return hp.open/2 - len(hp.idle) }
 // Waiting is the number of reads waiting for room.
 func (hp *HandlePool) Waiting() int { return len(hp.waiters) }
 
+// Blocks is the number of blocks the pool tracks handles of: never more
+// than its open handles, or it keeps an entry per block ever read.
+func (hp *HandlePool) Blocks() int { return len(hp.byBlock) }
+
 func (hp *HandlePool) key(id, stamp uint64) handleKey {
 	if hp.cfg.KeyIgnoresStamp {
 		return handleKey{block: id}

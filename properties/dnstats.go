@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/sim"
 )
 
 // PropStats: the datanode's counters (DatanodeStats, which `run read`
@@ -17,6 +18,20 @@ const PropStats = "dn-stats"
 type dnObserved struct {
 	answered, rejected, reads, writes int
 	bytesRead                         int64
+	// waiting is the most reads seen queued for a pool handle at once,
+	// sampled as ops end and as hostile peers are scanned: the pool's
+	// count of waits (HandlePool.Waited) is at least that.
+	waiting int
+}
+
+// sampleWaits notes how many reads wait for a pool handle now.
+func (h *harness) sampleWaits() {
+	if h.dn == nil {
+		return
+	}
+	if pool := h.dn.Pool(); pool != nil {
+		h.dnSeen.waiting = max(h.dnSeen.waiting, pool.Waiting())
+	}
 }
 
 func (o *dnObserved) add(op Op, r model.Result) {
@@ -43,6 +58,8 @@ func (o *dnObserved) add(op Op, r model.Result) {
 // than the clients saw it do.
 func (h *harness) checkStats() {
 	st := h.dn.Stats()
+	pool := h.dn.Pool()
+	sendfiles := h.dnProc.Disk().(*sim.Disk).Sendfiles
 	made := h.dnProc.FDsMade(model.FDSocket) - h.dnSockets
 	switch {
 	case st.Accepted < 0 || st.Ops < 0 || st.Reads < 0 || st.Writes < 0 || st.Errors < 0 ||
@@ -64,6 +81,12 @@ func (h *harness) checkStats() {
 		h.fail(PropStats, "datanode's selectors were given %v connections of %d accepted: not round robin", h.dn.SelectorConns(), st.Accepted)
 	case h.dnStarts != 1:
 		// A crashed datanode's counters went with it.
+	case h.cfg.NoTransferTo && sendfiles > 0:
+		h.fail(PropStats, "datanode configured to send reads through a buffer (no transferTo) made %d sendfile calls", sendfiles)
+	case !h.cfg.NoTransferTo && sendfiles == 0 && h.dnSeen.bytesRead > 0:
+		h.fail(PropStats, "datanode configured for transferTo made no sendfile call, yet the clients read %d bytes", h.dnSeen.bytesRead)
+	case pool != nil && pool.Waited < h.dnSeen.waiting:
+		h.fail(PropStats, "handle pool counts %d waits for a handle; %d reads were seen waiting at once", pool.Waited, h.dnSeen.waiting)
 	case st.Ops < h.dnSeen.answered || st.Reads < h.dnSeen.reads || st.Writes < h.dnSeen.writes ||
 		st.Errors < h.dnSeen.rejected || st.BytesSent < h.dnSeen.bytesRead:
 		o := h.dnSeen

@@ -550,6 +550,7 @@ func (h *harness) scanHostile(force bool) {
 		return
 	}
 	hs.nextScan = now + hostileScan
+	h.sampleWaits()
 	bound := h.cfg.stuckBound()
 	// Timeouts are judged once no fault is in force: a slow disk or a
 	// stalled network may rightly delay them. (In a run with faults,

@@ -688,6 +688,7 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 	ch.p.Log("ret", "i", idx, "st", status)
 	st := ch.cl.Stats()
 	h.dnSeen.add(op, r)
+	h.sampleWaits()
 	switch {
 	case r.Err == nil:
 		if op.Kind != OpDelete {
@@ -1029,6 +1030,9 @@ func (h *harness) leaks() {
 		case handles > h.cfg.PoolMin:
 			h.fail(PropLeakFree, "datanode: %d idle handles, more than PoolMin %d after the idle timeout", handles, h.cfg.PoolMin)
 			return
+		case pool.Blocks() > handles:
+			h.fail(PropLeakFree, "datanode: the handle pool tracks %d blocks with %d handles open", pool.Blocks(), handles)
+			return
 		}
 	}
 	switch {
@@ -1038,6 +1042,8 @@ func (h *harness) leaks() {
 		h.fail(PropLeakFree, "datanode: %d packet buffers still lent", dn.BuffersOut())
 	case h.reachableConns() > 0:
 		h.fail(PropLeakFree, "datanode: %d closed connections still reachable (through a freed slot of its list)", h.reachableConns())
+	case dn.Holders() > 0:
+		h.fail(PropLeakFree, "datanode: %d connections still listed as holding a pool handle", dn.Holders())
 	case res.ByKind[model.FDFile] != 0:
 		h.fail(PropLeakFree, "datanode: %d plain files open (%v)", res.ByKind[model.FDFile], kinds(res.ByKind))
 	case res.FDs != base.FDs-base.ByKind[model.FDFile]+2*handles:

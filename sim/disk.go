@@ -70,8 +70,10 @@ type Disk struct {
 	faults DiskFaults
 	// crashAt, if set, crashes the process at a coming operation.
 	crashAt *crashPoint
-	// Reads and Writes count operations, for experiments and tests.
-	Reads, Writes int
+	// Reads and Writes count operations, for experiments and tests;
+	// Sendfiles counts sendfile calls with bytes to send (whether the
+	// data path honours its configured send method).
+	Reads, Writes, Sendfiles int
 	// track: writes are durable only once fsynced (PowerLoss).
 	track bool
 }
@@ -287,6 +289,7 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 	if n == 0 {
 		return 0, nil
 	}
+	d.Sendfiles++
 	if err := d.step(false, nil); err != nil {
 		return 0, fmt.Errorf("sendfile: %w", err)
 	}
