@@ -156,6 +156,11 @@ type DatanodeBugs struct {
 	// once (the queued connection keeps the listener readable) instead
 	// of pausing: the acceptor spins while the fd table is full.
 	AcceptSpin bool
+	// EvictFresh lets a full datanode close a connection accepted
+	// moments ago as idle because none of its request has arrived yet,
+	// though the request may be on its way: it then meets a closed
+	// socket and the client an EOF (no IdleGrace).
+	EvictFresh bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -293,7 +298,8 @@ type Datanode struct {
 
 	// main loop only: the connection cap (accept, evictIdle)
 	accepted     uint64
-	acceptPaused bool // full: accepting again once a connection closes
+	acceptPaused bool  // full: accepting again once a connection closes
+	evictT       Timer // full, with the idle connections too young to close yet
 	acceptErrs   int
 	acceptLogged time.Duration
 
@@ -536,6 +542,10 @@ func (dn *Datanode) Stop() {
 	}
 	dn.stopped = true
 	dn.ln.Close()
+	if dn.evictT != nil {
+		dn.evictT.Stop()
+		dn.evictT = nil
+	}
 	// Each connection is closed on its own loop; the loops and the pool go
 	// once every connection has closed and given back its handle (the
 	// lock keeps that order: a connection's release is queued first).
@@ -639,14 +649,24 @@ func (dn *Datanode) connCap() int {
 	return max(1, min(dn.cfg.MaxConns, (dn.p.FDs().Limit-reserve)/perConn))
 }
 
+// IdleGrace is how long a connection must have been open, with nothing
+// received, before a full datanode counts it idle and may close it. A
+// client sends its request as soon as it connects, but the request can
+// arrive well after the accept (the handshake's last ACK completes it
+// first, and a busy host works through its input queue in order): a
+// connection accepted a moment ago that has not yet sent a byte is not
+// known to be idle, and closing it would drop a request on its way.
+const IdleGrace = 10 * time.Millisecond
+
 // evictIdle closes the oldest idle connection other than newest — one
-// that never sent a byte — asking each connection's loop in accept order.
-// Connections kept alive between ops are left to their keep-alive
-// timeout: a client's cached peer is worth keeping, and closing it would
-// send the client to the back of a flooded listen queue. If none is
-// idle, nothing is closed: a connection that has sent a request is never
-// reset to make room (connsFull stops accepting instead). Runs on the
-// acceptor loop.
+// that never sent a byte in the IdleGrace since it was accepted — asking
+// each connection's loop in accept order. Connections kept alive between
+// ops are left to their keep-alive timeout: a client's cached peer is
+// worth keeping, and closing it would send the client to the back of a
+// flooded listen queue. If none is idle, nothing is closed: a connection
+// that has sent a request is never reset to make room (connsFull stops
+// accepting instead); if some are only too young to tell, evictIdle runs
+// again once the oldest of them is old enough. Runs on the acceptor loop.
 //
 // after is the accept sequence of the connection last asked (0: none).
 // Each pick is the oldest not yet asked, and connections accepted since
@@ -667,6 +687,17 @@ func (dn *Datanode) evictIdle(newest *dnConn, after uint64) {
 		return
 	}
 	if oldest == nil || dn.stopped || len(dn.conns) <= dn.connCap() {
+		return
+	}
+	if ripe := oldest.acceptAt + IdleGrace; !dn.cfg.Bugs.EvictFresh && dn.main.Now() < ripe {
+		// Accepted in order, so every other candidate is younger
+		// still: look again when this one is old enough.
+		if dn.evictT == nil {
+			dn.evictT = dn.main.AfterFunc(ripe-dn.main.Now(), func() {
+				dn.evictT = nil
+				dn.evictIdle(nil, 0)
+			})
+		}
 		return
 	}
 	victim := oldest
@@ -711,7 +742,7 @@ func (dn *Datanode) Adopt(c Conn, in []byte) {
 // NoTransferTo.
 func (dn *Datanode) serve(c Conn, in []byte, tcp bool) {
 	dn.accepted++
-	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted,
+	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted, acceptAt: dn.main.Now(),
 		transferTo: tcp && !dn.cfg.NoTransferTo}
 	dn.conns = append(dn.conns, dc)
 	dc.memChanged()
@@ -834,10 +865,11 @@ type dnConn struct {
 	closed    bool
 	clean     bool // the last op ended cleanly
 	opsOnConn int
-	received  int64  // bytes read from the socket
-	acceptSeq uint64 // accept order (acceptor loop)
-	memDirty  bool   // in dn.memDirty
-	memWrite  int    // write data counted in dn.memWrite
+	received  int64         // bytes read from the socket
+	acceptSeq uint64        // accept order (acceptor loop)
+	acceptAt  time.Duration // when it was accepted (acceptor loop)
+	memDirty  bool          // in dn.memDirty
+	memWrite  int           // write data counted in dn.memWrite
 
 	msgT     Timer         // the whole-message deadline (RequestTimeout)
 	sendT    Timer         // send progress (SendTimeout, StallTimeout)

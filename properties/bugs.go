@@ -208,6 +208,25 @@ var Bugs = []Bug{
 		},
 	},
 	{
+		Name:    "evict-fresh",
+		What:    "a full datanode closes a connection accepted moments ago as idle, though its request is on the way: the client's read fails with an EOF",
+		Catches: PropHostileAvail,
+		apply: func(d drawer, cfg *Config) {
+			cfg.EvictFresh = true
+			// A thread per connection, in the smallest fd table:
+			// few connections fill it, so once the flood's idle
+			// peers are closed the oldest connection not yet heard
+			// from is a client's, many of whose ops are in flight.
+			cfg.Mode, cfg.InlineIO, cfg.FDLimit = "threaded", false, 160
+			cfg.Clients, cfg.ClientWorkers = max(cfg.Clients, 2), d.n(4, 7, "bug_workers")
+			cfg.Faults = nil
+		},
+		hostile: []string{HostileIdle + ":flood"},
+		// Requests in pieces keep the datanode's input queue long, so
+		// one may still be on its way when its connection is accepted.
+		fragment: true,
+	},
+	{
 		Name:    "short-stream",
 		What:    "the client takes the last packet as the end of a read without checking it got the whole range: a datanode that ends early returns a short read as a success",
 		Catches: PropLiar,

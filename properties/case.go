@@ -124,6 +124,7 @@ type Config struct {
 	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`
 	ReleaseOnThread         bool `json:"release_on_thread,omitempty"`
 	AcceptSpin              bool `json:"accept_spin,omitempty"`
+	EvictFresh              bool `json:"evict_fresh,omitempty"`
 	AcceptShortStream       bool `json:"accept_short_stream,omitempty"`
 }
 

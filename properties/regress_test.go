@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,5 +244,30 @@ func TestThreadCloseGivesBackReservation(t *testing.T) {
 	c.Config.ReleaseOnThread = false
 	if r := Run(c, Options{}); r.Failure != nil {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
+
+// Rapid's seed 9245888382777016345 failed hostile-availability (threaded,
+// an fd limit of 160: 19 connections; an idle flood, other hostile peers,
+// requests sent a byte a segment): the flood's idle peers had been closed
+// and the other slots were busy, so when the datanode went over its cap
+// the oldest connection it had heard nothing from was a client's, accepted
+// 50 µs earlier, whose request was still in the datanode's input queue
+// behind hundreds of one-byte segments. It closed it as idle; the client's
+// fresh connection ended in an EOF. The datanode now counts a connection
+// idle only once it has been open IdleGrace with nothing received, and
+// looks again when the oldest is old enough. testdata/evict-fresh-case.json
+// is the shrunk case: it must pass, and fail with the old eviction
+// (EvictFresh, the catalogued bug evict-fresh).
+func TestFreshConnectionIsNotEvicted(t *testing.T) {
+	c := loadCase(t, "testdata/evict-fresh-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+	c.Config.EvictFresh = true
+	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
+		t.Fatalf("with fresh connections evicted: %v, want a %s failure", r.Failure, PropHostileAvail)
+	} else if !strings.Contains(r.Failure.Message, "datanode closed the connection") {
+		t.Fatalf("with fresh connections evicted: %s, want the client to see the datanode close", r.Failure.Message)
 	}
 }

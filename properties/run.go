@@ -403,7 +403,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
-			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin,
+			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,
 		},
 	}
 }
