@@ -15,7 +15,7 @@ import (
 type Process struct {
 	w        *World
 	name     string
-	nameHash strHash // of name, for the trace (recordSeg)
+	nameHash strHash // of name, for the trace (segTag)
 	cfg      model.ProcessConfig
 	main     func(model.Process)
 	gen      int // bumped by Crash; objects of an older generation are dead

@@ -97,7 +97,6 @@ var flagStrings [32]string
 func init() {
 	for i := range flagStrings {
 		flagStrings[i] = segFlags(i).String()
-		flagHashes[i] = [2]uint64(newStrHash(flagStrings[i]))
 	}
 }
 
@@ -197,6 +196,7 @@ type tcpConn struct {
 	linkFree  time.Duration
 	fragUntil uint64 // sequence numbers below it leave in pieces (Fragment)
 	vanished  bool   // the peer host vanished: our segments go nowhere
+	segTag    uint64 // the trace's word for this end's segments (segTag)
 	synTries  int
 	synEv     *event
 	fdClosed  bool
@@ -212,6 +212,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 		rcvMss: tcpMSSDefault,
 	}
 	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
+	c.segTag = segTag(p, c.id)
 	c.onDelackF = c.onDelack
 	c.delackEv = event{w: w, index: -1}
 	c.onTLPF = c.onTLP

@@ -18,9 +18,9 @@ func TestStrHashFoldsAsFnvString(t *testing.T) {
 	}
 }
 
-// recordSeg folds a segment into the trace hash as record does with the
-// event it stands for: runs watched (record) and unwatched (recordSeg)
-// end with the same hash.
+// recordSeg folds a segment into the trace hash the same way whether the
+// run is watched (observers, a JSON trace) or not: both end with the same
+// hash.
 func TestRecordSegHashesAsRecord(t *testing.T) {
 	run := func(watch bool) uint64 {
 		h := newPair(t)
