@@ -808,17 +808,18 @@ func (p *Process) deferDispatch(fn func()) {
 // runs, so nested interleaving never gets ahead of an interrupted caller.
 func (w *World) interleave() {
 	// Every syscall comes here, and mostly nothing is due: the first
-	// event's queued key is no later than its own, and the limit below
-	// is at most the callback's clock, so this test is exact and keeps
-	// the call inlined.
-	if len(w.queue) > 0 && w.running != nil && w.queue[0].hat <= w.ctx {
+	// event is the fifo's or the heap's (whose queued key is no later
+	// than its own), and the limit below is at most the callback's
+	// clock, so this test is exact and keeps the call inlined. Outside
+	// a callback ctx is stale, and interleaveDue returns at once.
+	if w.fifoAt <= w.ctx || len(w.queue) > 0 && w.queue[0].hat <= w.ctx {
 		w.interleaveDue()
 	}
 }
 
 func (w *World) interleaveDue() {
 	t := w.running
-	if !w.cfg.Interleave || w.inSoftirq {
+	if t == nil || !w.cfg.Interleave || w.inSoftirq {
 		return
 	}
 	limit := w.ctx
@@ -828,7 +829,7 @@ func (w *World) interleaveDue() {
 	if w.runEnd > 0 && limit > w.runEnd {
 		limit = w.runEnd
 	}
-	if ev := w.queue.peek(); ev.at > limit || ev.barrier {
+	if ev := w.first(); ev == nil || ev.at > limit || ev.barrier {
 		return
 	}
 	ctx, core, now, capAt := w.ctx, w.core, w.now, w.capAt
@@ -837,12 +838,12 @@ func (w *World) interleaveDue() {
 	t.p.cpu.cores[core] = ctx + 1
 	w.depth++
 	w.capAt = limit
-	for !w.stopped && w.queue.Len() > 0 && w.events < w.cfg.MaxEvents {
-		ev := w.queue.peek()
-		if ev.at > limit || ev.barrier {
+	for !w.stopped && w.events < w.cfg.MaxEvents {
+		ev := w.first()
+		if ev == nil || ev.at > limit || ev.barrier {
 			break
 		}
-		w.queue.pop()
+		w.take(ev)
 		if ev.dead {
 			w.freeEvent(ev)
 			continue

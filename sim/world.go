@@ -181,7 +181,15 @@ type World struct {
 	now          time.Duration
 	seq          uint64
 	queue        eventQueue
-	events       uint64
+	// fifo[fifoHead:] are posted events queued in the order of their
+	// keys (post appends one whose time is no earlier than the last's),
+	// beside the heap: most posts are a loop's wake-up at the clock of
+	// the callback that woke it, and a queue costs them no heap work.
+	// The first event is the earlier of the two heads (first).
+	fifo     []*event
+	fifoHead int
+	fifoAt   time.Duration // fifo[fifoHead].at, or noEvent if it is empty
+	events   uint64
 
 	// ctx is the clock of the callback now running: it starts at the
 	// event's time and advances with the CPU the callback spends, so what
@@ -257,6 +265,7 @@ func New(cfg Config) *World {
 		cfg.CPU = DefaultCPUConfig()
 	}
 	w := &World{
+		fifoAt:   noEvent,
 		cfg:      cfg,
 		listen:   make(map[string]*listener),
 		nextPort: 40000,
@@ -336,12 +345,12 @@ func (w *World) Run(limit time.Duration) error {
 	w.runEnd = limit
 	for !w.stopped {
 		w.softirq() // segments sent outside a syscall: a timer, a test
-		if w.queue.Len() == 0 {
+		ev := w.first()
+		if ev == nil {
 			break
 		}
-		ev := w.queue.peek()
 		if ev.dead {
-			w.queue.pop()
+			w.take(ev)
 			w.freeEvent(ev)
 			continue
 		}
@@ -349,7 +358,7 @@ func (w *World) Run(limit time.Duration) error {
 			w.now = limit
 			return fmt.Errorf("%w: virtual time %v", ErrLimit, limit)
 		}
-		w.queue.pop()
+		w.take(ev)
 		w.now = ev.at
 		w.events++
 		if w.events > w.cfg.MaxEvents {
@@ -368,8 +377,12 @@ func (w *World) RunFor(d time.Duration) error {
 	end := w.now + d
 	w.stopped = false
 	w.runEnd = end
-	for w.softirq(); !w.stopped && w.queue.Len() > 0 && w.queue.peek().at <= end; w.softirq() {
-		ev := w.queue.pop()
+	for w.softirq(); !w.stopped; w.softirq() {
+		ev := w.first()
+		if ev == nil || ev.at > end {
+			break
+		}
+		w.take(ev)
 		if ev.dead {
 			w.freeEvent(ev)
 			continue
@@ -389,7 +402,7 @@ func (w *World) RunFor(d time.Duration) error {
 
 // Pending is the number of live events queued.
 func (w *World) Pending() int {
-	n := 0
+	n := len(w.fifo) - w.fifoHead // posted: never dead
 	for _, ev := range w.queue {
 		if !ev.dead {
 			n++
@@ -397,6 +410,56 @@ func (w *World) Pending() int {
 	}
 	return n
 }
+
+// first returns the first queued event by (at, seq), nil if none: the
+// earlier of the heap's and the fifo's.
+func (w *World) first() *event {
+	if w.fifoHead == len(w.fifo) {
+		if len(w.queue) == 0 {
+			return nil
+		}
+		return w.queue.peek()
+	}
+	f := w.fifo[w.fifoHead]
+	if len(w.queue) == 0 {
+		return f
+	}
+	// The heap's top is queued by a key no later than its own: if even
+	// that is later than the fifo's head, the head is first, and the top
+	// need not be settled (a re-armed delayed-ACK timer stays put).
+	if h := w.queue[0]; f.at < h.hat || f.at == h.hat && f.seq < h.hseq {
+		return f
+	}
+	if h := w.queue.peek(); h.at < f.at || h.at == f.at && h.seq < f.seq {
+		return h
+	}
+	return f
+}
+
+// take removes ev, which first has just returned, from its queue.
+func (w *World) take(ev *event) {
+	if ev.index >= 0 {
+		w.queue.pop() // in the heap: first gave its top
+		return
+	}
+	w.fifo[w.fifoHead] = nil
+	w.fifoHead++
+	switch {
+	case w.fifoHead == len(w.fifo):
+		w.fifo, w.fifoHead, w.fifoAt = w.fifo[:0], 0, noEvent
+		return
+	case w.fifoHead >= 64 && w.fifoHead >= len(w.fifo)/2:
+		// Never drained: slide the rest down, so the array grows
+		// with what is queued, not with every event posted.
+		n := copy(w.fifo, w.fifo[w.fifoHead:])
+		clear(w.fifo[n:])
+		w.fifo, w.fifoHead = w.fifo[:n], 0
+	}
+	w.fifoAt = w.fifo[w.fifoHead].at
+}
+
+// noEvent is World.fifoAt when the fifo is empty: later than any time.
+const noEvent = time.Duration(1<<63 - 1)
 
 // at schedules fn at virtual time t (never earlier than now) and returns
 // a handle that can cancel it. Handles are never recycled, so a stale one
@@ -424,6 +487,15 @@ func (w *World) post(t time.Duration, fn func()) {
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
 	ev.hat, ev.hseq, ev.stale, ev.dead = t, w.seq, false, false
 	w.seq++
+	// Its seq is the largest yet, so after an event no later than it,
+	// it keeps the fifo in key order; else the heap places it.
+	if n := len(w.fifo); n == w.fifoHead {
+		w.fifo, w.fifoAt = append(w.fifo, ev), t
+		return
+	} else if w.fifo[n-1].at <= t {
+		w.fifo = append(w.fifo, ev)
+		return
+	}
 	w.queue.push(ev)
 }
 
@@ -472,7 +544,7 @@ type event struct {
 	// barrier: an event from outside the model (a fault, a test's
 	// action) never runs inside a callback; interleaving stops at it.
 	barrier bool
-	index   int // position in the queue; -1 once popped or removed
+	index   int // position in the heap; -1 once popped or removed, and in the fifo
 }
 
 func (w *World) allocEvent(pooled bool) *event {
