@@ -317,9 +317,12 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 				want := contents[block]
 				var got int64
 				same := true
-				sink := func(at int64, p []byte) {
-					got += int64(len(p))
-					same = same && bytes.Equal(p, want[at:at+int64(len(p))])
+				sink := func(at int64, b []byte) {
+					got += int64(len(b))
+					same = same && bytes.Equal(b, want[at:at+int64(len(b))])
+					// The check is the client's CPU in real: the
+					// sim charges it too.
+					p.CPU(CPUCompare, len(b))
 				}
 				cl.ReadStream(uint64(block+1), 0, int64(off), int64(s.ReadSize), sink, func(r Result) {
 					end := p.MainLoop().Now()

@@ -135,6 +135,7 @@ const (
 	CPUInode                   // per namespace inode visited (a lookup and its checks)
 	CPUFrame                   // per rpc call a reader takes off the wire: its frame decoded, copied into a call, allocated
 	CPUToken                   // per block token issued (an HMAC-SHA256)
+	CPUCompare                 // per byte compared with what it should be (the read scenario's check of what a client read)
 )
 
 // FDKind tags each fd with what it is, so resource properties can count

@@ -91,6 +91,9 @@ func (p *Process) reset() {
 
 func (p *Process) start() {
 	p.w.record(Event{Proc: p.name, Kind: "spawn", A: int64(p.restarts)})
+	if c := p.w.cfg.CPU.Spawn; c > 0 {
+		p.w.charge(c)
+	}
 	l, err := p.newLoop("main")
 	if err != nil {
 		p.w.Fail(fmt.Errorf("process %s: main loop: %w", p.name, err))
@@ -219,6 +222,10 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 		p.w.charge(time.Duration(int64(c.Frame) * int64(n)))
 	case model.CPUToken:
 		p.w.charge(time.Duration(int64(c.Token) * int64(n)))
+	case model.CPUCompare:
+		if c.ComparePerKB > 0 {
+			p.w.charge(time.Duration(int64(c.ComparePerKB) * int64(n) / 1024))
+		}
 	}
 }
 
@@ -758,6 +765,9 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	p.active++
 	p.epoch++
 	w.charge(w.cfg.CPU.Callback)
+	if w.cfg.CPU.Account > 0 {
+		w.charge(w.cfg.CPU.Account)
+	}
 	t.inCB = true
 	fn()
 	t.inCB = false

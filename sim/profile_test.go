@@ -39,8 +39,18 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	if hop := 2*c.Syscall + c.Softirq + c.TCPWake + ns(p.EpollWaitNs) + c.WakeupCPU + c.TCPRead; p.TCPHopCPUNs == 0 || math.Abs(float64(hop)-p.TCPHopCPUNs) > 2 {
 		t.Errorf("tcp hop %v ns measured, the model charges %v", p.TCPHopCPUNs, hop)
 	}
-	if w := c.Syscall + c.Softirq + c.TCPWake; p.TCPWakeWriteNs == 0 || math.Abs(float64(w)-p.TCPWakeWriteNs) > 2 {
-		t.Errorf("a write that wakes its reader: %v ns measured, the model charges %v", p.TCPWakeWriteNs, w)
+	// The write that woke the reader, unless the hop leaves it less (the
+	// wake-up's CPU counts the waker's share too): then all of the hop
+	// but the rest, and the read nothing beyond its syscall.
+	rest := 2*c.Syscall + c.Softirq + ns(p.EpollWaitNs) + c.WakeupCPU
+	if w := c.Syscall + c.Softirq + c.TCPWake; p.TCPWakeWriteNs == 0 || math.Abs(float64(w)-p.TCPWakeWriteNs) > 2 && (c.TCPRead != 0 || math.Abs(float64(rest+c.TCPWake)-p.TCPHopCPUNs) > 2) {
+		t.Errorf("a write that wakes its reader: %v ns measured, the model charges %v (read %v)", p.TCPWakeWriteNs, w, c.TCPRead)
+	}
+	// A profile whose write fits in its hop keeps the write whole.
+	fit := p
+	fit.TCPHopCPUNs = p.TCPWakeWriteNs + p.WakeupCPUNs + 2*float64(c.Syscall) + p.EpollWaitNs + 1000
+	if c := fit.CPU(); c.Syscall+c.Softirq+c.TCPWake != ns(fit.TCPWakeWriteNs) || c.TCPRead == 0 {
+		t.Errorf("write %v ns in a %v ns hop: the model charges the write %v and the read %v", fit.TCPWakeWriteNs, fit.TCPHopCPUNs, c.Syscall+c.Softirq+c.TCPWake, c.TCPRead)
 	}
 	if c.Callback != ns(p.LoopCallbackNs) {
 		t.Errorf("callback %v, want the real loop's measured %v ns", c.Callback, p.LoopCallbackNs)
@@ -59,8 +69,26 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	if c := old.CPU(); c.Poller || c.SyscallHold != ns(p.SyscallHoldP10Ns) || c.SyscallHold+c.SyscallHoldSpread != ns(p.SyscallHoldP10Ns)+ns(p.SyscallHoldP90Ns-p.SyscallHoldP10Ns) {
 		t.Errorf("without the poller probes: syscall hold %v + [0, %v), poller %v, want the 10th to 90th percentile of %+v", c.SyscallHold, c.SyscallHoldSpread, c.Poller, p)
 	}
-	if d := DefaultCPUConfig(); c.Softirq != d.Softirq || c.ThreadStart != d.ThreadStart {
-		t.Errorf("an unmeasured cost changed: softirq %v, thread start %v", c.Softirq, c.ThreadStart)
+	if d := DefaultCPUConfig(); c.Softirq != d.Softirq {
+		t.Errorf("an unmeasured cost changed: softirq %v", c.Softirq)
+	}
+	// The newer probes: a spawn is its main loop's start and the rest
+	// of what it measured; the content check is measured per KiB;
+	// spliced bytes cost their reader the sendfile stream's extra; the
+	// accounting is left to the runs whose real counterpart accounts
+	// (cmd's run).
+	q := p
+	q.SpawnNs, q.LoopStartNs, q.ComparePerKBNs, q.AccountCPUNs = 200e3, 12e3, 80, 600
+	q.LoopbackSendfileRecvPerKBNs = q.LoopbackRecvPerKBNs + 83
+	if c := q.CPU(); c.ThreadStart != 12*us || c.Spawn != 188*us || c.ComparePerKB != 80 || c.TCPRecvSplicedPerKB != 83 || c.Account != 0 || q.Account() != 600 {
+		t.Errorf("spawn 200 µs, loop start 12 µs, compare 80 ns/KiB, sendfile reader +83 ns/KiB, accounting 600 ns mapped to %+v (Account %v)", c, q.Account())
+	}
+	// A profile from before these probes keeps the hand-set thread
+	// start and charges none of them.
+	pre := p
+	pre.SpawnNs, pre.LoopStartNs, pre.ComparePerKBNs, pre.LoopbackSendfileRecvPerKBNs, pre.AccountCPUNs = 0, 0, 0, 0, 0
+	if c, d := pre.CPU(), DefaultCPUConfig(); c.ThreadStart != d.ThreadStart || c.Spawn != 0 || c.ComparePerKB != 0 || c.TCPRecvSplicedPerKB != 0 || pre.Account() != 0 {
+		t.Errorf("without the probes: thread start %v, spawn %v, compare %v, spliced %v; want the hand-set %v and none", c.ThreadStart, c.Spawn, c.ComparePerKB, c.TCPRecvSplicedPerKB, d.ThreadStart)
 	}
 }
 
@@ -374,5 +402,54 @@ func TestPollerNeverMissesARunningLoop(t *testing.T) {
 	}
 	if sh := res.Latencies.StallShare(); sh > 0 {
 		t.Errorf("%.2f of the reads took 10 ms or more (p99 %v), want none", sh, res.Latencies.Summarize().P99)
+	}
+}
+
+// What the real world pays that the sim used to leave out: the read
+// scenario's check of what a client read (CPUCompare, per KiB), the CPU
+// accounting of each callback and work item (Account), and a spawn's
+// disk directory (Spawn, beyond its main loop's ThreadStart), each
+// charged to the thread that pays it in real.
+func TestCompareAccountAndSpawnCharges(t *testing.T) {
+	run := func(cmp, account, spawn time.Duration) (parent, child time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.CPU.ComparePerKB, cfg.CPU.Account, cfg.CPU.Spawn = cmp, account, spawn
+		w := New(cfg)
+		var kid model.Process
+		proc, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+			// One callback on the main loop and one work item.
+			wp := p.NewWorkerPool("w", 1)
+			p.MainLoop().Post(func() {
+				wp.Submit(p.MainLoop(), func() {}, nil)
+			})
+			var err error
+			if kid, err = w.Spawn("c", model.ProcessConfig{}, func(c model.Process) {
+				c.CPU(model.CPUCompare, 8<<10)
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.RunFor(10 * ms)
+		return proc.(*Process).CPUTime(), kid.(*Process).CPUTime()
+	}
+	p0, c0 := run(0, 0, 0)
+	p1, c1 := run(3*us, 0, 0)
+	if p1 != p0 || c1-c0 != 24*us {
+		t.Errorf("comparing 8 KiB at 3µs per KiB cost the parent %v and the child %v more, want 0 and 24µs", p1-p0, c1-c0)
+	}
+	// The parent's callbacks: its main, the post and the work item (it
+	// has no completion); the child's: its main.
+	p2, c2 := run(0, 5*us, 0)
+	if p2-p0 != 3*5*us || c2-c0 != 5*us {
+		t.Errorf("accounting at 5µs a callback cost the parent %v and the child %v more, want 15µs and 5µs", p2-p0, c2-c0)
+	}
+	// The spawning thread pays for the spawn, as the real world's
+	// Spawn makes the directory on the caller's thread.
+	p3, c3 := run(0, 0, 40*us)
+	if p3-p0 != 40*us || c3 != c0 {
+		t.Errorf("a 40µs spawn cost the parent %v and the child %v more, want 40µs and 0", p3-p0, c3-c0)
 	}
 }

@@ -142,3 +142,35 @@ func TestDiskSendfilePartialAndFull(t *testing.T) {
 		t.Errorf("sendfile at the end of the file: %v, want io.EOF", eof)
 	}
 }
+
+// Bytes the datanode sent with sendfile cost the client's reads
+// TCPRecvSplicedPerKB more per KiB (the first touch of the file's pages
+// since they were cached); the headers and checksums it writes, and
+// data it copies out of a buffer (--no-transfer-to), do not.
+func TestSplicedBytesCostTheirReader(t *testing.T) {
+	client := func(noTransferTo bool, perKB time.Duration) time.Duration {
+		cfg := DefaultConfig(7)
+		cfg.CPU.TCPRecvSplicedPerKB = perKB
+		w := New(cfg)
+		s := model.DefaultReadScenario()
+		s.Clients, s.Ops, s.Blocks, s.BlockSize, s.ReadSize, s.Pattern = 1, 32, 2, 1<<20, 64<<10, "sequential"
+		s.Server.NoTransferTo = noTransferTo
+		s.ProcessCPU = func(p model.Process) time.Duration { return p.(*Process).CPUTime() }
+		res, err := model.RunRead(w, s, time.Hour)
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if res.Errors != 0 || res.Mismatches != 0 {
+			t.Fatalf("%d errors (%s), %d mismatches", res.Errors, res.FirstError, res.Mismatches)
+		}
+		return res.ClientCPU
+	}
+	// 32 reads of 64 KiB: 2048 KiB spliced, at 1 µs a KiB (less the
+	// rounding of each read's share).
+	if d := client(false, us) - client(false, 0); d < 2048*us-100*time.Nanosecond || d > 2048*us {
+		t.Errorf("2 MiB sent with sendfile cost its reader %v more at 1µs per KiB, want 2.048ms", d)
+	}
+	if d := client(true, us) - client(true, 0); d != 0 {
+		t.Errorf("2 MiB copied and written cost its reader %v more, want nothing", d)
+	}
+}

@@ -202,6 +202,36 @@ type tcpConn struct {
 	fdClosed  bool
 	err       error
 	errReturn bool // the error was returned once (later writes get EPIPE)
+	// spliced are the ranges of this end's stream it sent with
+	// sendfile that the peer has not read yet, in order (kept only
+	// while CPUConfig.TCPRecvSplicedPerKB is set).
+	spliced []seqRange
+}
+
+// seqRange is the bytes [from, to) of a stream.
+type seqRange struct{ from, to uint64 }
+
+// splicedIn is how many of the n bytes from sequence number from, which
+// c reads now, its peer sent with sendfile; it forgets the ranges read.
+func (c *tcpConn) splicedIn(from uint64, n int) int {
+	p := c.peer
+	if p == nil {
+		return 0
+	}
+	to := from + uint64(n)
+	k := 0
+	for len(p.spliced) > 0 {
+		r := p.spliced[0]
+		if r.from >= to {
+			break
+		}
+		k += int(min(r.to, to) - max(r.from, from))
+		if r.to > to {
+			break
+		}
+		p.spliced = append(p.spliced[:0], p.spliced[1:]...)
+	}
+	return k
 }
 
 func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
@@ -276,6 +306,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	c.w.interleave()
 	if c.rcvQueued > 0 && max > 0 {
+		from := c.rcvNxt - uint64(c.rcvQueued)
 		n := 0
 		for n < max && c.rcvHead < len(c.rcv) {
 			seg := c.rcv[c.rcvHead].data[c.rcvOff:]
@@ -301,6 +332,9 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 			c.rcv, c.rcvHead = c.rcv[:0], 0
 		}
 		c.w.charge(c.w.cfg.CPU.TCPRead + time.Duration(int64(c.w.cfg.CPU.CopyPerKB+c.w.cfg.CPU.TCPRecvPerKB)*int64(n)/1024))
+		if perKB := c.w.cfg.CPU.TCPRecvSplicedPerKB; perKB > 0 {
+			c.w.charge(time.Duration(int64(perKB) * int64(c.splicedIn(from, n)) / 1024))
+		}
 		c.cleanupRbuf(n)
 		c.w.softirq()
 		return n, nil
@@ -383,6 +417,14 @@ func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
 	perKB := c.w.cfg.CPU.CopyPerKB + c.w.cfg.CPU.TCPSendPerKB
 	if zeroCopy {
 		perKB = c.w.cfg.CPU.SendfilePerKB
+		if c.w.cfg.CPU.TCPRecvSplicedPerKB > 0 {
+			from := c.sndEnd - uint64(n)
+			if k := len(c.spliced); k > 0 && c.spliced[k-1].to == from {
+				c.spliced[k-1].to = c.sndEnd
+			} else {
+				c.spliced = append(c.spliced, seqRange{from, c.sndEnd})
+			}
+		}
 	}
 	c.w.charge(time.Duration(int64(perKB) * int64(n) / 1024))
 	// MSG_MORE corks only this call's push (tcp_push passes

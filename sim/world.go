@@ -94,6 +94,10 @@ type CPUConfig struct {
 	Token        time.Duration // issuing one block token (HMAC-SHA256)
 	Softirq      time.Duration // the receiver's input path for one segment, on the sender's CPU (loopback)
 	ThreadStart  time.Duration // creating a thread (a loop)
+	// Spawn is what spawning a process costs beyond its main loop's
+	// ThreadStart (in real, making its disk directory), charged to the
+	// thread that spawns it. Zero in the hand-set defaults.
+	Spawn time.Duration
 	// Wake-up of a blocked thread (a loop in epoll_wait, an idle worker)
 	// by another: it starts Wakeup plus a uniform draw from
 	// [0, WakeupSpread) after the event that woke it. A busy thread
@@ -128,6 +132,12 @@ type CPUConfig struct {
 	// a write's CopyPerKB and TCPSendPerKB. Zero in the hand-set
 	// defaults.
 	SendfilePerKB time.Duration
+	// TCPRecvSplicedPerKB is what a TCP read costs per KiB beyond
+	// TCPRecvPerKB for bytes the peer sent with sendfile: the reader's
+	// copy is the first touch of the file's pages since they were
+	// cached, where a written stream's reader copies bytes the writer's
+	// copy left in the cache. Zero in the hand-set defaults.
+	TCPRecvSplicedPerKB time.Duration
 	// SliceOn and SliceOff model a machine other processes share: each
 	// core runs this world's threads for slices of about SliceOn, with
 	// gaps of about SliceOff between them (slices.go). Zero: the machine
@@ -153,6 +163,17 @@ type CPUConfig struct {
 	// the poller probes sets it, and then the hold does not apply.
 	Poller                                     bool
 	PollerWake, PollerWakeSpread, PollerMissed time.Duration
+	// ComparePerKB is the CPU per KiB of checking data against what it
+	// should be (model.CPUCompare: the read scenario's client compares
+	// every byte it read with the block's content, out of cache). Zero in
+	// the hand-set defaults.
+	ComparePerKB time.Duration
+	// Account is what the real world's CPU accounting adds to each
+	// callback and work item (real.Config.AccountCPU: two reads of the
+	// thread's CPU clock, the thread locked in between), charged only
+	// where the real run it is compared with accounts: run read (cmd).
+	// Zero in the hand-set defaults and in Profile.CPU.
+	Account time.Duration
 }
 
 // DefaultCPUConfig returns costs of a current x86 core, set by hand, with

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -193,10 +195,26 @@ func calibrate() (sim.Profile, error) {
 	tab := crc32.MakeTable(crc32.Castagnoli)
 	p.CRC32CPerKBNs = perOp(200, func() { crc32.Checksum(src, tab) }) / 1024
 
-	if p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, p.LoopbackSendfilePerKBNs, err = loopbackCost(f); err != nil {
+	// The loopback stream's sendfile runs send a file the size of run
+	// read's blocks together (8 × 1 MiB), which the caches do not hold
+	// whole either.
+	blocks := filepath.Join(dir, "blocks")
+	if err := os.WriteFile(blocks, slices.Concat(data, data), 0o600); err != nil {
 		return p, err
 	}
-	if p.LoopCallbackNs, err = loopCallbackCost(20000); err != nil {
+	bf, err := os.Open(blocks)
+	if err != nil {
+		return p, err
+	}
+	defer bf.Close()
+	if p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs, p.LoopbackSendfilePerKBNs, p.LoopbackSendfileRecvPerKBNs, err = loopbackCost(bf); err != nil {
+		return p, err
+	}
+	if p.LoopCallbackNs, p.AccountCPUNs, err = loopCallbackCost(20000); err != nil {
+		return p, err
+	}
+	p.ComparePerKBNs = compareCost()
+	if p.SpawnNs, p.LoopStartNs, err = spawnCost(64); err != nil {
 		return p, err
 	}
 	if err := rpcCosts(&p); err != nil {
@@ -251,27 +269,30 @@ func pct(v []float64, q int, less float64) float64 {
 // writes to a reader with a 64 KiB buffer, each end on its own locked
 // thread, and returns the CPU each thread spent per KiB (user and system:
 // its copy, the TCP stack, which on loopback runs the receiver's input in
-// the sender's softirq, and its own wake-ups); then the sender's CPU per
-// KiB of the same stream sent from src, a cached file, with 64 KiB
-// sendfile calls; the medians of three runs, write and sendfile runs
+// the sender's softirq, and its own wake-ups); then the sender's and the
+// reader's CPU per KiB of the same stream sent from src, a cached file,
+// with 64 KiB sendfile calls (the reader copies from the file's pages,
+// which no one has touched since they were cached, where the written
+// stream's reader copies what the writer just copied); the medians of three runs, write and sendfile runs
 // alternating so both see the same machine.
-func loopbackCost(src *os.File) (send, recv, sendfile float64, err error) {
-	var sends, recvs, sendfiles []float64
+func loopbackCost(src *os.File) (send, recv, sendfile, sendfileRecv float64, err error) {
+	var sends, recvs, sendfiles, sfRecvs []float64
 	for range 3 {
 		s, r, err := loopbackRun(64<<20, nil)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("loopback: %w", err)
+			return 0, 0, 0, 0, fmt.Errorf("loopback: %w", err)
 		}
-		sf, _, err := loopbackRun(64<<20, src)
+		sf, sfr, err := loopbackRun(64<<20, src)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("loopback sendfile: %w", err)
+			return 0, 0, 0, 0, fmt.Errorf("loopback sendfile: %w", err)
 		}
-		sends, recvs, sendfiles = append(sends, s), append(recvs, r), append(sendfiles, sf)
+		sends, recvs, sendfiles, sfRecvs = append(sends, s), append(recvs, r), append(sendfiles, sf), append(sfRecvs, sfr)
 	}
 	slices.Sort(sends)
 	slices.Sort(recvs)
 	slices.Sort(sendfiles)
-	return sends[1], recvs[1], sendfiles[1], nil
+	slices.Sort(sfRecvs)
+	return sends[1], recvs[1], sendfiles[1], sfRecvs[1], nil
 }
 
 // loopbackRun sends total bytes: written from a buffer, or with sendfile
@@ -758,42 +779,138 @@ func syscallHold(n int) ([]float64, error) {
 // loopCallbackCost is the process CPU per callback of a real-world loop
 // that keeps posting to itself: what the real world pays to dispatch one
 // callback (an epoll_wait that returns at once, its locks, the world's
-// gate, the yield after each callback), the callback itself empty. The
-// median of three runs of n.
-func loopCallbackCost(n int) (float64, error) {
-	var runs []float64
+// gate, the yield after each callback), the callback itself empty; and
+// what accounting each callback's CPU (real.Config.AccountCPU, as run
+// read's real runs do) adds to that. Runs of n without and with
+// accounting alternate, three of each: the medians, the second less the
+// first.
+func loopCallbackCost(n int) (callback, account float64, err error) {
+	var plain, accounted []float64
+	for range 3 {
+		for _, acc := range []bool{false, true} {
+			c, err := loopCallbackRun(n, acc)
+			if err != nil {
+				return 0, 0, err
+			}
+			if acc {
+				accounted = append(accounted, c)
+			} else {
+				plain = append(plain, c)
+			}
+		}
+	}
+	slices.Sort(plain)
+	slices.Sort(accounted)
+	return plain[1], max(accounted[1]-plain[1], 0), nil
+}
+
+func loopCallbackRun(n int, account bool) (float64, error) {
+	w, err := real.New(real.Config{Seed: 1, AccountCPU: account})
+	if err != nil {
+		return 0, err
+	}
+	var c0, c1 time.Duration
+	_, err = w.Spawn("calibrate", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		left := n
+		var next func()
+		next = func() {
+			if left--; left > 0 {
+				l.Post(next)
+				return
+			}
+			c1 = processCPU()
+			p.World().Stop()
+		}
+		c0 = processCPU()
+		l.Post(next)
+	})
+	if err == nil {
+		err = w.Run(time.Minute)
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("loop callbacks: %w", err)
+	}
+	return float64((c1 - c0).Nanoseconds()) / float64(n), nil
+}
+
+// compareCost is the thread CPU per KiB of the read scenario's check of
+// what a client read (model.CPUCompare): a 32 KiB buffer, just written
+// as a socket read leaves it, compared with bytes.Equal against the same
+// bytes at a random place in the scenario's eight 1 MiB blocks. The
+// buffer is filled from a second copy of the blocks, so the compared
+// content is no warmer than the scenario's; the fill alone is timed the
+// same way and taken off.
+func compareCost() float64 {
+	const blocks, blockSize, size = 8, 1 << 20, 32 << 10
+	want, src := make([][]byte, blocks), make([][]byte, blocks)
+	for i := range want {
+		want[i] = model.BlockContent(uint64(i+1), blockSize)
+		src[i] = slices.Clone(want[i])
+	}
+	buf := make([]byte, size)
+	run := func(compare bool) float64 {
+		rng := rand.New(rand.NewPCG(1, 2))
+		equal := true
+		c := perOp(500, func() {
+			b, off := rng.IntN(blocks), rng.IntN(blockSize-size+1)
+			copy(buf, src[b][off:off+size])
+			if compare {
+				equal = equal && bytes.Equal(buf, want[b][off:off+size])
+			}
+		})
+		if !equal {
+			panic("calibrate: compare probe: the copies differ")
+		}
+		return c
+	}
+	var with, without []float64
+	for range 3 {
+		without = append(without, run(false))
+		with = append(with, run(true))
+	}
+	slices.Sort(with)
+	slices.Sort(without)
+	return max(with[1]-without[1], 0) / (size / 1024)
+}
+
+// spawnCost is the process CPU of spawning a real-world process (its
+// disk directory, its main loop) and of starting one more loop in it,
+// per spawn and per loop: n of each in a fresh world made as run's real
+// runs make theirs, the medians of three runs. (run read spawns its
+// clients while it measures.)
+func spawnCost(n int) (spawn, loop float64, err error) {
+	var spawns, loops []float64
 	for range 3 {
 		w, err := real.New(real.Config{Seed: 1})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		var c0, c1 time.Duration
-		_, err = w.Spawn("calibrate", model.ProcessConfig{}, func(p model.Process) {
-			l := p.MainLoop()
-			left := n
-			var next func()
-			next = func() {
-				if left--; left > 0 {
-					l.Post(next)
-					return
-				}
-				c1 = processCPU()
-				p.World().Stop()
+		procs := make([]model.Process, n)
+		c0 := processCPU()
+		for i := range procs {
+			if procs[i], err = w.Spawn(fmt.Sprintf("p%d", i), model.ProcessConfig{}, nil); err != nil {
+				break
 			}
-			c0 = processCPU()
-			l.Post(next)
-		})
-		if err == nil {
-			err = w.Run(time.Minute)
 		}
+		c1 := processCPU()
+		for i := 0; err == nil && i < n; i++ {
+			_, err = procs[i].NewLoop("extra")
+		}
+		c2 := processCPU()
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return 0, fmt.Errorf("loop callbacks: %w", err)
+			return 0, 0, fmt.Errorf("spawn probe: %w", err)
 		}
-		runs = append(runs, float64((c1-c0).Nanoseconds())/float64(n))
+		spawns = append(spawns, float64((c1-c0).Nanoseconds())/float64(n))
+		loops = append(loops, float64((c2-c1).Nanoseconds())/float64(n))
 	}
-	slices.Sort(runs)
-	return runs[1], nil
+	slices.Sort(spawns)
+	slices.Sort(loops)
+	return spawns[1], loops[1], nil
 }

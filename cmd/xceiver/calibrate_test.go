@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"runtime"
 	"testing"
 	"time"
 
+	"xceiver/model"
 	"xceiver/sim"
 )
 
@@ -40,6 +42,12 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if p.TCPHopCPUNs <= 0 || p.LoopCallbackNs <= 0 || p.SyscallHoldP10Ns < 20e3 || p.SyscallHoldP90Ns > 1e9 {
 		t.Errorf("tcp hop %v ns of CPU, syscall hold %v to %v ns", p.TCPHopCPUNs, p.SyscallHoldP10Ns, p.SyscallHoldP90Ns)
 	}
+	// A spawn starts a loop and makes a directory besides; comparing
+	// bytes costs something. (The accounting may measure 0 on a noisy
+	// machine: it is a difference.)
+	if p.ComparePerKBNs <= 0 || p.LoopStartNs <= 0 || p.SpawnNs <= p.LoopStartNs || p.AccountCPUNs < 0 {
+		t.Errorf("compare %v ns/KiB, spawn %v ns, loop start %v ns, accounting %v ns", p.ComparePerKBNs, p.SpawnNs, p.LoopStartNs, p.AccountCPUNs)
+	}
 	// A spinning thread per core cannot get more than the cores, and
 	// gets some of them however loaded the machine is.
 	if n := float64(runtime.NumCPU()); p.AvailableCores <= 0 || p.AvailableCores > n*1.1 || p.SliceOnNs <= 0 || p.SliceOffNs < 0 {
@@ -69,5 +77,41 @@ func TestLoopWakesProbe(t *testing.T) {
 		if p10 < 0 || p50 <= 0 || p10 > p50 || p50 > p90 {
 			t.Errorf("busy %v: wake-up percentiles %.0f, %.0f, %.0f ns: want measured and in order", b, p10, p50, p90)
 		}
+	}
+}
+
+// run read's real runs account each callback's CPU, which costs the real
+// world CPU: its simulated runs charge the profile's measured cost for
+// it, and runs whose real counterpart does not account (bench's, which
+// measure the whole process) do not.
+func TestSimulatedReadChargesTheAccounting(t *testing.T) {
+	dir := t.TempDir()
+	cpu := func(account float64, whole bool) float64 {
+		p := sim.DefaultProfile()
+		p.AccountCPUNs = account
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := dir + "/p.json"
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := model.DefaultReadScenario()
+		s.Ops = 20
+		res, err := runScenario("read", readRunner{s}, runOptions{world: "sim", seed: 1, profile: path, wholeProcessCPU: whole})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return num(res, "cpu_us_per_op")
+	}
+	base := cpu(0, false)
+	// Several callbacks per op (the client's request and response, the
+	// datanode's selector and worker), 5 µs each.
+	if d := cpu(5000, false) - base; d < 2*5 || d > 20*5 {
+		t.Errorf("accounting at 5 µs a callback added %.1f µs an op, want a few callbacks' worth", d)
+	}
+	if d := cpu(5000, true) - cpu(0, true); d != 0 {
+		t.Errorf("a run measured as a whole process charged %.1f µs an op for accounting, want none", d)
 	}
 }

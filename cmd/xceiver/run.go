@@ -310,6 +310,11 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			return nil, err
 		}
 		cfg.CPU = prof.CPU()
+		if _, ok := r.(readRunner); ok && !opt.wholeProcessCPU {
+			// Its real run accounts each callback's CPU (runReal),
+			// which costs the real world CPU: the sim charges it too.
+			cfg.CPU.Account = prof.Account()
+		}
 		if c, ok := r.(interface{ simConfig(*sim.Config) }); ok {
 			c.simConfig(&cfg)
 		}
