@@ -243,6 +243,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	}
 	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
 	c.segTag = segTag(p, c.id)
+	c.readyF = c.socketEvents.dispatch
 	c.onDelackF = c.onDelack
 	c.delackEv = event{w: w, index: -1}
 	c.onTLPF = c.onTLP
@@ -729,7 +730,7 @@ func (c *tcpConn) xmit(s segment) {
 		s.arr.refs++
 	}
 	if inline {
-		w.softq = append(w.softq, delivery{to: peer, s: s})
+		w.softq = append(w.softq, softSeg{to: peer, s: s})
 		return
 	}
 	w.deliver(c.linkFree+c.cfg.Delay, peer, s)
@@ -788,11 +789,17 @@ func (w *World) runSoftirq() {
 		// which leaves it where it is (or in the old array).
 		d := &w.softq[i]
 		d.to.receive(&d.s)
-		w.softq[i] = delivery{}
+		w.softq[i] = softSeg{}
 		w.charge(w.cfg.CPU.Softirq)
 	}
 	w.softq = w.softq[:0]
 	w.inSoftirq = false
+}
+
+// softSeg is a segment sent inline, for softirq to deliver.
+type softSeg struct {
+	to *tcpConn
+	s  segment
 }
 
 // delivery carries a segment to its receiver. Carriers and their events

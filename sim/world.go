@@ -257,7 +257,7 @@ type World struct {
 	arrays         []*sndArray // every array taken while an arena is in use
 	bufs           [][]byte    // every model buffer handed out (NewBuffer) likewise
 	// softq holds segments sent inline, waiting for softirq.
-	softq     []delivery
+	softq     []softSeg
 	inSoftirq bool
 	stopped   bool
 	failure   error
