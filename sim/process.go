@@ -1012,14 +1012,20 @@ func (l *Loop) dispatch() {
 	default:
 		w.runOn(&l.thread, c, t.fn)
 	}
-	if l.head >= len(l.queue) {
-		// Nothing more to do: the loop blocks in epoll_wait, and Go
-		// lets its core go only when sysmon takes it back; or it parks
-		// in Go's poller, and its core looks for other work.
+	if l.head < len(l.queue) {
+		l.wake()
+		return
+	}
+	// Nothing more to do: the loop blocks in epoll_wait, and Go lets its
+	// core go only when sysmon takes it back; or it parks in Go's
+	// poller, and its core looks for other work. (Neither applies
+	// with the hand-set costs: tested here, not in a call.)
+	if cfg := &w.cfg.CPU; cfg.SyscallHold > 0 || cfg.SyscallHoldSpread > 0 {
 		l.p.cpu.hold(&l.thread, c)
+	}
+	if w.cfg.CPU.Poller {
 		l.p.cpu.idle(c, l.busyUntil)
 	}
-	l.wake()
 }
 
 // AfterFunc implements model.Loop.
