@@ -271,3 +271,21 @@ func TestFreshConnectionIsNotEvicted(t *testing.T) {
 		t.Fatalf("with fresh connections evicted: %s, want the client to see the datanode close", r.Failure.Message)
 	}
 }
+
+// Rapid's seed 899080127305464025 failed token: a rogue's read with an
+// expired token was answered "no such file", not ERROR_ACCESS_TOKEN. The
+// datanode had checked the token at 1.246 ms, before the rogue minted it
+// at 1.252 ms: a connection thread's read blocked 1 s in a slow disk, and
+// interleaving inside that callback ran the world to 1.46 ms, while the
+// core the wait left free was counted free from the wait's start, so the
+// acceptor and the new connection's thread then ran at their earlier
+// times on what had happened since. The sim now interleaves a callback
+// only up to where its device wait began (sim
+// TestInterleaveStopsWhereADeviceWaitBegins fails on the old code). The
+// shrunk case, testdata/device-wait-case.json, must pass.
+func TestTokenCheckedAfterItIsMinted(t *testing.T) {
+	c := loadCase(t, "testdata/device-wait-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}

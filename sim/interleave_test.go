@@ -261,3 +261,82 @@ func TestInterleaveIsDeterministic(t *testing.T) {
 		t.Errorf("seeds 3 and 4 give the same trace %x: the wake-up draws do not reach it", a)
 	}
 }
+
+// A callback blocked in a device (an fsync) holds no core: once it ends,
+// its core counts as free from where the wait began, and the process's
+// other threads run from then. So interleaving inside the callback stops
+// there: had it run the world past the wait's start, a thread of the
+// process due during the wait would run at its time after events later
+// than it (rapid's seed 899080127305464025: a datanode's acceptor ran at
+// 1.157 ms after a rogue client's events up to 1.46 ms, behind a
+// connection thread's 1 s slow read, and took a token minted at 1.252 ms
+// for unexpired at 1.246 ms).
+func TestInterleaveStopsWhereADeviceWaitBegins(t *testing.T) {
+	w := New(DefaultConfig(1))
+	type rec struct {
+		what string
+		at   time.Duration
+	}
+	var order []rec
+	_, err := w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		ln, err := p.Listen("tcp", "server:1", 16, p.MainLoop())
+		if err != nil {
+			t.Errorf("listen: %v", err)
+			return
+		}
+		ln.SetHandler(func() {
+			if c, err := ln.Accept(); err == nil {
+				c.SetHandler(p.MainLoop(), func(model.Events) {})
+			}
+		})
+		p.MainLoop().AfterFunc(6*time.Millisecond, func() { order = append(order, rec{"server-timer", p.World().Now()}) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		c, err := p.Dial("tcp", "server:1", p.MainLoop(), func(model.Events) {})
+		if err != nil {
+			t.Errorf("dial: %v", err)
+			return
+		}
+		other, err := p.NewLoop("other")
+		if err != nil {
+			t.Errorf("loop: %v", err)
+			return
+		}
+		other.AfterFunc(3*time.Millisecond, func() { order = append(order, rec{"client-other", p.World().Now()}) })
+		p.MainLoop().AfterFunc(time.Millisecond, func() {
+			f, err := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDFile)
+			if err != nil {
+				t.Errorf("open: %v", err)
+				return
+			}
+			f.WriteAt([]byte("x"), 0)
+			if err := f.Sync(); err != nil { // 10 ms: 1 ms to 11 ms
+				t.Errorf("sync: %v", err)
+			}
+			write(t, c, 100) // a syscall: interleaves what is due
+			order = append(order, rec{"client-end", p.World().Now()})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.(*Process).SetDiskFaults(DiskFaults{SlowSync: 1, SlowDelay: 10 * time.Millisecond})
+	if err := w.Run(time.Second); err != nil && !errors.Is(err, ErrLimit) {
+		t.Fatal(err)
+	}
+	want := []string{"client-end", "client-other", "server-timer"}
+	if len(order) != len(want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	for i := range want {
+		if order[i].what != want[i] {
+			t.Fatalf("order %v, want %v: the client's other loop, due at 3 ms, must run before the server's 6 ms timer", order, want)
+		}
+	}
+	if order[0].at < 11*time.Millisecond || order[1].at < 3*time.Millisecond || order[1].at > 4*time.Millisecond {
+		t.Errorf("times %v: want the callback to end after its 10 ms fsync and the other loop to keep its 3 ms", order)
+	}
+}

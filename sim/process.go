@@ -839,6 +839,14 @@ func (w *World) interleaveDue() {
 	if w.runEnd > 0 && limit > w.runEnd {
 		limit = w.runEnd
 	}
+	if w.waited > 0 {
+		// Time blocked in a device is not its core's: once the
+		// callback ends its core is free from end − waited (runOn),
+		// and threads waiting for a core run from then. The world
+		// must not have run past that, or they would act, at their
+		// time, on what happened after it.
+		limit = min(limit, w.ctx-w.waited)
+	}
 	if ev := w.first(); ev == nil || ev.at > limit || ev.barrier {
 		return
 	}
