@@ -656,7 +656,16 @@ func (dn *Datanode) connCap() int {
 // first, and a busy host works through its input queue in order): a
 // connection accepted a moment ago that has not yet sent a byte is not
 // known to be idle, and closing it would drop a request on its way.
-const IdleGrace = 10 * time.Millisecond
+//
+// It is short because while nothing is old enough a full datanode stops
+// accepting: a flood of idle connections (check's arrive 50 µs apart)
+// then fills the listen backlog at 20 a millisecond, and a client's SYN
+// dropped from a full backlog is sent again only after TCP's 1 s initial
+// RTO. With 10 ms rapid's seed 2054220441202865832 overflowed the backlog
+// of 128 so (a read took 1.006 s); 2 ms queues about 40. The longest gap
+// from accept to a client's first byte seen in check's cases is about
+// 100 µs (a datanode working through requests sent a byte a segment).
+const IdleGrace = 2 * time.Millisecond
 
 // evictIdle closes the oldest idle connection other than newest — one
 // that never sent a byte in the IdleGrace since it was accepted — asking

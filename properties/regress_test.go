@@ -289,3 +289,19 @@ func TestTokenCheckedAfterItIsMinted(t *testing.T) {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// Rapid's seed 2054220441202865832 failed hostile-availability once a
+// full datanode waited 10 ms before counting a connection idle: "client
+// 2: read of block 2 took 1.005629307s > 1s" (threaded, a cap of 38
+// connections, 153 idle peers arriving 50 µs apart). While none of the
+// flood was old enough to close, the datanode stopped accepting, the
+// listen backlog of 128 filled, the client's SYN was dropped and sent
+// again after TCP's 1 s initial RTO. IdleGrace is now 2 ms (about 40
+// queued at the flood's rate). testdata/flood-backlog-case.json, the
+// shrunk case, must pass.
+func TestFloodDoesNotOverflowBacklogDuringIdleGrace(t *testing.T) {
+	c := loadCase(t, "testdata/flood-backlog-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
