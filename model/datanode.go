@@ -2143,6 +2143,21 @@ func (dn *Datanode) VisitMemoryChanges(f func(ConnMemory)) (writeData int) {
 	return dn.memWrite
 }
 
+// ReadsWaiting is the number of connections whose read was queued for a
+// pool handle and has not yet tried again or withdrawn: those in the
+// pool's queue, and those woken from it whose retry is still to run. So
+// it is never below the pool's Waiting (sim only, like VisitMemory: a
+// walk of every connection).
+func (dn *Datanode) ReadsWaiting() int {
+	n := 0
+	for _, dc := range dn.conns {
+		if dc.waiter != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // ConnWaiting reports whether the connection with socket id has a read
 // queued for a pool handle (sim only, like VisitMemory).
 func (dn *Datanode) ConnWaiting(id uint64) bool {
