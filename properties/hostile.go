@@ -37,7 +37,7 @@ const (
 	HostileAnnounce  = "announce"  // announces the largest write allowed and sends no data
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
-	HostileQuitter   = "quitter"   // asks for a block and closes at once
+	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
 )
 
 // HostileKinds lists every hostile peer kind.
@@ -65,6 +65,11 @@ const (
 	// (waiter-deaf) through, since a handle comes within a stall
 	// timeout or so.
 	WaiterGoneBound = 50 * time.Millisecond
+	// quitterTail is what a quitter with an odd key pipelines after its
+	// request: a little under MaxRequestLen+64, the most a read waiting
+	// for a pool handle buffers, so the datanode reads all of it and
+	// then its FIN.
+	quitterTail = model.MaxRequestLen + 32
 	// hostileScan is how often the harness looks at the hostile peers'
 	// connections (reconnects, timeouts).
 	hostileScan = time.Millisecond
@@ -449,8 +454,19 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 			b = large[hc.idx%len(large)]
 		}
 		return read(b.ID, int64(b.Size))
-	case HostileMute, HostileQuitter:
+	case HostileMute:
 		return read(small, 0)
+	case HostileQuitter:
+		msg := read(small, 0)
+		if key%2 == 1 {
+			// Before closing, it pipelines the read's status and a tail
+			// of junk, up to just under what a read waiting for a pool
+			// handle buffers (MaxRequestLen+64 bytes): the datanode must
+			// read that far to hear its FIN (WaiterGoneBound).
+			msg = model.AppendStatus(msg, model.StatusSuccess)
+			msg = append(msg, model.BlockContent(key, quitterTail-2)...)
+		}
+		return msg
 	}
 	return nil
 }
