@@ -92,7 +92,10 @@ func (o *dnObserved) add(op Op, r model.Result) {
 func (h *harness) checkStats() {
 	st := h.dn.Stats()
 	pool := h.dn.Pool()
-	sendfiles := h.dnProc.Disk().(*sim.Disk).Sendfiles
+	disk := h.dnProc.Disk().(*sim.Disk)
+	sendfiles := disk.Sendfiles
+	errLogs := dnErrorLogs(h.dnProc) - h.dnErrLogs
+	sendfileErrs := disk.SendfileErrs - h.dnSendfileErr
 	made := h.dnProc.FDsMade(model.FDSocket) - h.dnSockets
 	switch {
 	case st.Accepted < 0 || st.Ops < 0 || st.Reads < 0 || st.Writes < 0 || st.Errors < 0 ||
@@ -114,6 +117,14 @@ func (h *harness) checkStats() {
 		h.fail(PropStats, "datanode's selectors were given %v connections of %d accepted: not round robin", h.dn.SelectorConns(), st.Accepted)
 	case h.dnStarts != 1:
 		// A crashed datanode's counters went with it.
+	case st.Errors != errLogs:
+		// Each error the datanode counts is one it logs as it closes the
+		// connection (a read timeout, a failed op, a disk error...).
+		h.fail(PropStats, "datanode counts %d errors; it logged %d (%v)", st.Errors, errLogs, dnErrorKinds)
+	case h.dnProc.Logged("dn-read-error")-h.dnReadErrLogs < sendfileErrs:
+		// A read whose sendfile the disk failed closes as a read error
+		// (as HDFS does), not as a socket's write error.
+		h.fail(PropStats, "datanode's sendfile failed reading the file %d times; it logged %d read errors", sendfileErrs, h.dnProc.Logged("dn-read-error")-h.dnReadErrLogs)
 	case h.cfg.NoTransferTo && sendfiles > 0:
 		h.fail(PropStats, "datanode configured to send reads through a buffer (no transferTo) made %d sendfile calls", sendfiles)
 	case !h.cfg.NoTransferTo && sendfiles == 0 && h.dnSeen.bytesRead > 0:
@@ -126,6 +137,20 @@ func (h *harness) checkStats() {
 		h.fail(PropStats, "datanode counts %d ops (%d reads, %d writes), %d errors, %d bytes sent; the clients had %d ops answered (%d reads, %d writes succeeded), %d rejected, %d bytes read",
 			st.Ops, st.Reads, st.Writes, st.Errors, st.BytesSent, o.answered, o.reads, o.writes, o.rejected, o.bytesRead)
 	}
+}
+
+// dnErrorKinds are the events a datanode logs as it counts an error
+// (DatanodeStats.Errors), one each.
+var dnErrorKinds = []string{"dn-read-error", "dn-resume-timeout", "dn-send-timeout", "dn-stalled",
+	"dn-request-timeout", "dn-read-timeout", "dn-op-error"}
+
+// dnErrorLogs is how many error events p has logged.
+func dnErrorLogs(p *sim.Process) int {
+	n := 0
+	for _, k := range dnErrorKinds {
+		n += p.Logged(k)
+	}
+	return n
 }
 
 // roundRobin reports whether counts (connections per selector; none in

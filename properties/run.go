@@ -177,6 +177,9 @@ type harness struct {
 	dnStartedAt   time.Duration // when the datanode last started
 	dnAcceptFails int           // accepts its process had refused (EMFILE) then
 	dnSockets     int           // sockets the datanode's process had made when it started
+	dnErrLogs     int           // its error events (dnErrorLogs) when it started
+	dnReadErrLogs int           // its dn-read-error events when it started
+	dnSendfileErr int           // its disk's failed sendfile reads when it started
 	dnSeen        dnObserved    // what the clients saw it do (dnstats.go)
 	dnWritten     bool
 	badTried      bool                  // the case's bad configuration was tried (badconfig.go)
@@ -464,6 +467,8 @@ func (h *harness) startDatanode(p model.Process, loop model.Loop) {
 	h.dnStartedAt, h.dnAcceptFails = h.w.Now(), h.dnProc.AcceptFailures()
 	h.dnBase = h.dnProc.Resources()
 	h.dnSockets = h.dnProc.FDsMade(model.FDSocket)
+	h.dnErrLogs, h.dnReadErrLogs = dnErrorLogs(h.dnProc), h.dnProc.Logged("dn-read-error")
+	h.dnSendfileErr = h.dnProc.Disk().(*sim.Disk).SendfileErrs
 	if h.healPending {
 		h.healPending = false
 		h.w.At(h.w.Now(), h.tryHeal)

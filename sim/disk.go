@@ -74,6 +74,9 @@ type Disk struct {
 	// Sendfiles counts sendfile calls with bytes to send (whether the
 	// data path honours its configured send method).
 	Reads, Writes, Sendfiles int
+	// SendfileErrs counts sendfile calls that failed reading the file:
+	// an injected EIO, or an offset at or past its end.
+	SendfileErrs int
 	// track: writes are durable only once fsynced (PowerLoss).
 	track bool
 }
@@ -295,6 +298,7 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 	}
 	size := int64(len(sf.ino.data))
 	if off >= size {
+		d.SendfileErrs++
 		d.w.charge(d.w.cfg.CPU.Syscall)
 		return 0, io.EOF
 	}
@@ -302,6 +306,7 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 	tc, isTCP := c.(*tcpConn)
 	if !isTCP {
 		if err := d.ioCost(sf.ino, off, n, false); err != nil {
+			d.SendfileErrs++
 			return 0, fmt.Errorf("sendfile: %w", err)
 		}
 		return c.Write(sf.ino.data[off : off+int64(n)])
@@ -309,6 +314,7 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 	if room := tc.sendRoom(); room > 0 {
 		n = min(n, room)
 		if err := d.readCost(sf.ino, off, n, false); err != nil {
+			d.SendfileErrs++
 			return 0, fmt.Errorf("sendfile: %w", err)
 		}
 		d.w.record(Event{Proc: d.p.name, Kind: "disk", Conn: sf.ino.ino, A: off, B: int64(n), S: "sendfile"})

@@ -22,3 +22,21 @@ func TestLogValuesAsFmt(t *testing.T) {
 		}
 	}
 }
+
+// Logged counts a process's Log calls by kind, for a harness to hold a
+// model's counters to the events it logged beside them.
+func TestLoggedCountsByKind(t *testing.T) {
+	w := New(DefaultConfig(1))
+	p, _ := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		p.Log("a", "k", 1)
+		p.Log("b")
+		p.Log("a", "k", 2)
+	})
+	if err := w.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sp := p.(*Process)
+	if a, b, c := sp.Logged("a"), sp.Logged("b"), sp.Logged("c"); a != 2 || b != 1 || c != 0 {
+		t.Errorf("Logged a, b, c = %d, %d, %d; want 2, 1, 0", a, b, c)
+	}
+}

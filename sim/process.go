@@ -47,6 +47,8 @@ type Process struct {
 	flipPermille int
 	poison       bool
 	Flips        int
+	// logged counts p's Log calls by kind (Logged).
+	logged map[string]int
 	// Socket buffer sizes of p's new TCP connections (0: the world's).
 	sockSnd, sockRcv int
 	// active counts p's callbacks in progress (more than one only when a
@@ -234,6 +236,10 @@ func (p *Process) Log(kind string, kv ...any) {
 	if keys := p.w.cfg.LogKeys; keys != nil && !logFits(keys, kind, kv) {
 		p.w.Fail(fmt.Errorf("process %s logged %q with fields %v, which its schema (model.LogKeys) does not allow", p.name, kind, kv))
 	}
+	if p.logged == nil {
+		p.logged = make(map[string]int)
+	}
+	p.logged[kind]++
 	var buf [128]byte
 	b := append(buf[:0], kind...)
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -244,6 +250,11 @@ func (p *Process) Log(kind string, kv ...any) {
 	}
 	p.w.record(Event{Proc: p.name, Kind: "log", S: string(b)})
 }
+
+// Logged is how many times p has logged kind (Log), over its whole life,
+// restarts included: a harness holds a model's counters to the events it
+// logged beside them.
+func (p *Process) Logged(kind string) int { return p.logged[kind] }
 
 // logFits reports whether a Log call fits keys: a known kind, and
 // key-value pairs whose keys are among its keys.

@@ -76,7 +76,8 @@ func TestPartialSendfileAdvancesTheOffset(t *testing.T) {
 
 // Disk.Sendfile sends what the send buffer has room for, fails like a
 // write on a full socket (a peer that reads nothing, with a small receive
-// buffer), and reports the end of the file.
+// buffer), and reports the end of the file, which alone counts as failing
+// to read it (SendfileErrs).
 func TestDiskSendfilePartialAndFull(t *testing.T) {
 	w := New(DefaultConfig(1))
 	data := make([]byte, 10000)
@@ -140,6 +141,9 @@ func TestDiskSendfilePartialAndFull(t *testing.T) {
 	}
 	if eof != io.EOF {
 		t.Errorf("sendfile at the end of the file: %v, want io.EOF", eof)
+	}
+	if d := srv.(*Process).Disk().(*Disk); d.SendfileErrs != 1 {
+		t.Errorf("%d sendfiles counted as failing to read the file, want 1 (the one at its end)", d.SendfileErrs)
 	}
 }
 
