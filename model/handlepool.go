@@ -482,9 +482,13 @@ func (hp *HandlePool) close(h *Handle) {
 // on the old inode; new reads open the new replica.
 // Retire stops handing h out: it closes when its last user leaves, so
 // reads that share it cannot keep it open forever while others wait for
-// room (a datanode retires the handle of a holder that stalled).
+// room (a datanode retires the handle of a holder that stalled). A handle
+// no read holds is left as it is: the holder gave it back (parked it, say)
+// before the datanode's lock let it retire it, and it is idle, evictable
+// like any other. Retired, it would stay in the idle list while parked
+// reads pin it, and an eviction would close what they will want again.
 func (hp *HandlePool) Retire(h *Handle) {
-	if h.retired || h.closed || hp.cfg.KeyIgnoresStamp {
+	if h.retired || h.closed || h.refs == 0 || hp.cfg.KeyIgnoresStamp {
 		return
 	}
 	h.retired = true

@@ -229,3 +229,38 @@ func TestHandlePoolKeepsTrackOfEveryHandleOfABlock(t *testing.T) {
 		t.Fatalf("after a second replace: idle handle closed %v, %d pool fds, %d disk fds; want it closed and none open", fresh.Closed(), hp.Open(), d.openFDs())
 	}
 }
+
+// Rapid's seed 13661035114163955932 failed no-close-in-use: a datanode
+// retired the handle of a read that had stalled, but by the time its lock
+// ran the read had parked the handle (no refs, one parked read, in the
+// idle list). Retired there, it was pinned and still idle: the next
+// eviction closed it under its parked read. Retire leaves a handle no
+// read holds as it is.
+func TestHandlePoolRetireLeavesAnIdleParkedHandle(t *testing.T) {
+	hp, _, _ := newTestPool(t, HandlePoolConfig{Max: 2, IdleTimeout: time.Second}, 2)
+	h, err := hp.Acquire(1, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp.Park(h, 0)
+	hp.Retire(h)
+	if hp.Pinned(h) {
+		t.Fatal("an idle handle was pinned by Retire")
+	}
+	g, err := hp.Acquire(2, 0, 0, nil) // evicts the only handle
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hp.ClosedInUse != 0 {
+		t.Fatalf("eviction closed %d handle(s) in use or pinned", hp.ClosedInUse)
+	}
+	hp.Release(g, 0)
+	back, _, err := hp.Retake(h, 0, nil, nil) // the parked read reopens its replica
+	if err != nil || back == nil {
+		t.Fatalf("retake: %v", err)
+	}
+	hp.Release(back, 0)
+	if hp.ClosedInUse != 0 || hp.InUse() != 0 {
+		t.Fatalf("closed in use %d, in use %d", hp.ClosedInUse, hp.InUse())
+	}
+}

@@ -305,3 +305,17 @@ func TestFloodDoesNotOverflowBacklogDuringIdleGrace(t *testing.T) {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// Rapid's seed 13661035114163955932 failed no-close-in-use: "the handle
+// pool closed 1 handle(s) a read was using". A read's stall timer asked,
+// under the lock, to retire its handle; by then the read had parked it, so
+// Retire marked an idle handle with a parked read: pinned, yet still in
+// the idle list, and the next eviction closed it (model
+// TestHandlePoolRetireLeavesAnIdleParkedHandle fails on the old Retire).
+// testdata/retire-parked-case.json, the shrunk case, must pass.
+func TestRetireLeavesParkedHandle(t *testing.T) {
+	c := loadCase(t, "testdata/retire-parked-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
