@@ -308,7 +308,11 @@ type Datanode struct {
 	// memory accounting for check (sim only, see VisitMemoryChanges)
 	memTrack bool
 	memDirty []*dnConn // connections whose buffers may have changed
-	memWrite int       // write data of the connections it accounts
+	// withdrawing counts reads their connection has forgotten whose
+	// Withdraw still waits for the lock: until it runs they stay in the
+	// pool's queue (ReadsWaiting counts them).
+	withdrawing int
+	memWrite    int // write data of the connections it accounts
 
 	// under lock
 	peakBlockFiles int
@@ -1326,7 +1330,11 @@ func (dc *dnConn) withdraw() {
 	if w := dc.waiter; w != nil {
 		dc.waiter = nil
 		dn := dc.dn
-		dn.lock.Do(dc.loop, func() { dn.pool.Withdraw(w) })
+		dn.withdrawing++
+		dn.lock.Do(dc.loop, func() {
+			dn.withdrawing--
+			dn.pool.Withdraw(w)
+		})
 	}
 }
 
@@ -2143,11 +2151,12 @@ func (dn *Datanode) VisitMemoryChanges(f func(ConnMemory)) (writeData int) {
 	return dn.memWrite
 }
 
-// ReadsWaiting is the number of connections whose read was queued for a
-// pool handle and has not yet tried again or withdrawn: those in the
-// pool's queue, and those woken from it whose retry is still to run. So
-// it is never below the pool's Waiting (sim only, like VisitMemory: a
-// walk of every connection).
+// ReadsWaiting is the number of reads queued for a pool handle that are
+// still some connection's: those whose connection waits (in the pool's
+// queue, or woken from it with the retry still to run) and those whose
+// connection gave up while the Withdraw waits for the lock. So it is
+// never below the pool's Waiting (sim only, like VisitMemory: a walk of
+// every connection).
 func (dn *Datanode) ReadsWaiting() int {
 	n := 0
 	for _, dc := range dn.conns {
@@ -2155,7 +2164,7 @@ func (dn *Datanode) ReadsWaiting() int {
 			n++
 		}
 	}
-	return n
+	return n + dn.withdrawing
 }
 
 // ConnWaiting reports whether the connection with socket id has a read

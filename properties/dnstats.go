@@ -22,9 +22,6 @@ type dnObserved struct {
 	// sampled as ops end and as hostile peers are scanned: the pool's
 	// count of waits (HandlePool.Waited) is at least that.
 	waiting int
-	// orphanSince: since when the pool has queued more reads than the
-	// datanode's connections have waiting (-1: it has not).
-	orphanSince time.Duration
 }
 
 // sampleWaits notes how many reads wait for a pool handle now.
@@ -39,31 +36,17 @@ func (h *harness) sampleWaits() {
 	}
 }
 
-// queuedOrphanBound is how long the handle pool may queue more reads than
-// the datanode's connections have waiting. A connection that stops
-// waiting (it closed, or gave up) forgets its read at once and takes it
-// out of the pool's queue under the datanode's lock, a callback later:
-// a window of a lock hand-off, not of a wait.
-const queuedOrphanBound = 100 * time.Millisecond
-
-// checkQueued: every read in the pool's queue is some connection's. One
-// the datanode forgot would not be withdrawn when its connection closes
-// or gives up, and a retry after a wake-up would lose its place in the
-// queue. (A walk of the connections, only while reads wait, which is
-// rare.)
+// checkQueued: every read in the pool's queue is some connection's,
+// waiting or being withdrawn (Datanode.ReadsWaiting). One the datanode
+// forgot would never be withdrawn when its connection closes or gives
+// up, and a retry after a wake-up would lose its place in the queue.
+// (A walk of the connections, only while reads wait, which is rare.)
 func (h *harness) checkQueued(queued int) {
-	now := h.w.Now()
-	if queued == 0 || h.dn.ReadsWaiting() >= queued {
-		h.dnSeen.orphanSince = -1
+	if queued == 0 {
 		return
 	}
-	if h.dnSeen.orphanSince < 0 {
-		h.dnSeen.orphanSince = now
-		return
-	}
-	if now-h.dnSeen.orphanSince > queuedOrphanBound {
-		h.fail(PropStats, "for %v the handle pool has queued %d reads, but only %d datanode connections have a read waiting (bound %v)",
-			now-h.dnSeen.orphanSince, queued, h.dn.ReadsWaiting(), queuedOrphanBound)
+	if n := h.dn.ReadsWaiting(); n < queued {
+		h.fail(PropStats, "the handle pool has queued %d reads, but only %d are a datanode connection's", queued, n)
 	}
 }
 

@@ -224,7 +224,6 @@ func Run(c Case, opt Options) *Result {
 	}
 	h := &harness{c: &c, cfg: &c.Config, opt: opt, faultFree: len(c.Schedule.Faults) == 0,
 		initState: make(map[uint64]blockState), slowActive: make(map[int]int)}
-	h.dnSeen.orphanSince = -1
 	h.ignoreMemory = h.ignored(PropMemory)
 	return h.run()
 }
