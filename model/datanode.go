@@ -317,9 +317,12 @@ type Datanode struct {
 	// under lock
 	peakBlockFiles int
 	pressed        bool // a read has waited HandleWait/2: holders park (contend)
-	parkedLost     int  // see ParkedLost
-	trimArmed      bool
-	buffered       int // write buffer capacity reserved by all connections
+	// maxHandleWait is the longest a new read waited for a pool handle
+	// it then got (under the lock).
+	maxHandleWait time.Duration
+	parkedLost    int // see ParkedLost
+	trimArmed     bool
+	buffered      int // write buffer capacity reserved by all connections
 }
 
 // DatanodeStats counts what a datanode did.
@@ -492,6 +495,11 @@ func (dn *Datanode) OpenBlockFiles() int {
 // Like PeakBlockFiles it is read without the lock: for sim, or a
 // datanode at rest.
 func (dn *Datanode) ParkedLost() int { return dn.parkedLost }
+
+// MaxHandleWait is the longest a new read (not one resuming after it
+// parked) waited for a pool handle it then got. Read without the lock,
+// like ParkedLost.
+func (dn *Datanode) MaxHandleWait() time.Duration { return dn.maxHandleWait }
 
 // PeakBlockFiles is the most block and meta fds ever open for reads.
 func (dn *Datanode) PeakBlockFiles() int {
@@ -897,8 +905,12 @@ type dnConn struct {
 	// contended: a read has waited long for a handle, so this one gives
 	// its handle back whenever its client's window closes.
 	contended bool
-	pressT    Timer     // a share of HandleWait into the wait: contend
-	mac       *TokenMAC // threaded: this thread's (a reactor's selector has one)
+	pressT    Timer // a share of HandleWait into the wait: contend
+	// queuedAt: when a new read first queued for a pool handle, while
+	// queued says it waits (for Datanode.MaxHandleWait).
+	queuedAt time.Duration
+	queued   bool
+	mac      *TokenMAC // threaded: this thread's (a reactor's selector has one)
 }
 
 // tokenMAC is the token checker of dc's loop.
@@ -1184,6 +1196,9 @@ func (dc *dnConn) takeHandle() {
 	if errors.Is(err, ErrPoolFull) {
 		// Woken when a handle frees, or given up.
 		dc.waiter = w
+		if parked == nil && !dc.queued {
+			dc.queued, dc.queuedAt = true, now
+		}
 		if !dn.cfg.Bugs.PoolWaitForever {
 			if dc.waitT == nil {
 				dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
@@ -1201,6 +1216,12 @@ func (dc *dnConn) takeHandle() {
 		}
 	}
 	dn.pressed = dn.pressed && dn.pool.Waiting() > 0
+	if dc.queued {
+		dc.queued = false
+		if err == nil {
+			dn.maxHandleWait = max(dn.maxHandleWait, now-dc.queuedAt)
+		}
+	}
 	if err == nil {
 		dc.handle, dc.replica = h, h.Files
 		dc.contended = dn.pressed

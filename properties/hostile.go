@@ -204,6 +204,18 @@ func (c *Config) hostileKind(kind string) bool {
 	return false
 }
 
+// handleWaitBound is the longest a new read may wait for a pool handle in
+// a run with hostile peers and no faults (part of hostile-availability). Once it has waited the press delay
+// (min(HandleWait/2, StallTimeout)) every holder gives its handle back as
+// soon as its client's window closes, and one whose client takes nothing
+// for a stall timeout while reads wait is cut off; so the wait stays
+// within a stall timeout more, however many clients that stopped reading
+// hold handles ahead of it (handle-held-stalled is that bug). A slow disk
+// may keep a holder busy longer: not judged with faults.
+func (c *Config) handleWaitBound() time.Duration {
+	return min(c.HandleWait/2, c.StallTimeout) + c.StallTimeout
+}
+
 // stuckBound is the longest a datanode may keep a connection to a stuck
 // peer: the sum of every timeout that could apply to one exchange.
 func (c *Config) stuckBound() time.Duration {

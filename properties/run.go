@@ -1038,6 +1038,10 @@ func (h *harness) leaks() {
 		case pool.Blocks() > handles:
 			h.fail(PropLeakFree, "datanode: the handle pool tracks %d blocks with %d handles open", pool.Blocks(), handles)
 			return
+		case h.faultFree && len(h.cfg.Hostile) > 0 && dn.MaxHandleWait() > h.cfg.handleWaitBound():
+			h.fail(PropHostileAvail, "datanode: a read waited %v for a pool handle, more than %v (the press delay, min(HandleWait/2, StallTimeout), then a stall timeout)",
+				dn.MaxHandleWait(), h.cfg.handleWaitBound())
+			return
 		}
 	}
 	switch {
