@@ -308,11 +308,7 @@ type Datanode struct {
 	// memory accounting for check (sim only, see VisitMemoryChanges)
 	memTrack bool
 	memDirty []*dnConn // connections whose buffers may have changed
-	// withdrawing counts reads their connection has forgotten whose
-	// Withdraw still waits for the lock: until it runs they stay in the
-	// pool's queue (ReadsWaiting counts them).
-	withdrawing int
-	memWrite    int // write data of the connections it accounts
+	memWrite int       // write data of the connections it accounts
 
 	// under lock
 	peakBlockFiles int
@@ -1351,11 +1347,11 @@ func (dc *dnConn) withdraw() {
 	if w := dc.waiter; w != nil {
 		dc.waiter = nil
 		dn := dc.dn
-		dn.withdrawing++
-		dn.lock.Do(dc.loop, func() {
-			dn.withdrawing--
-			dn.pool.Withdraw(w)
-		})
+		// Until the Withdraw gets the lock the read stays queued; gone
+		// tells the checks whose it is (a shared counter here would race
+		// between the real world's selectors).
+		w.gone = true
+		dn.lock.Do(dc.loop, func() { dn.pool.Withdraw(w) })
 	}
 }
 
@@ -2185,7 +2181,10 @@ func (dn *Datanode) ReadsWaiting() int {
 			n++
 		}
 	}
-	return n + dn.withdrawing
+	if dn.pool != nil {
+		n += dn.pool.Abandoned()
+	}
+	return n
 }
 
 // ConnWaiting reports whether the connection with socket id has a read

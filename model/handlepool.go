@@ -144,6 +144,22 @@ type Waiter struct {
 	wake func()
 	id   uint64
 	seq  uint64 // its place in the queue
+	// gone: its reader gave up and a Withdraw is on its way (set by the
+	// reader's loop without the lock; read only by the sim's checks,
+	// through Abandoned, never by the pool).
+	gone bool
+}
+
+// Abandoned is how many queued waiters' readers gave up with their
+// Withdraw still to run (sim only: gone is written without the lock).
+func (hp *HandlePool) Abandoned() int {
+	n := 0
+	for _, w := range hp.waiters {
+		if w.gone {
+			n++
+		}
+	}
+	return n
 }
 
 // AcquireOrWait is Acquire that also returns, with ErrPoolFull, the
