@@ -78,6 +78,16 @@ const (
 	hostileBlockSize = 1<<20 + 256<<10
 	// hostileRcvBuf is the hostile process's receive buffer.
 	hostileRcvBuf = 4096
+	// nonReaderSndBuf is the datanode's send buffer in a run with
+	// non-readers, unless small ones were drawn: HDFS's
+	// dfs.datanode.transfer.socket.send.buffer.size before autotuning
+	// became its default (128 KiB), doubled to hold two loopback
+	// segments. Each non-reader's connection fills the send buffer before
+	// it is stuck, and comes back after every send timeout; at the
+	// default 1 MiB in packets down to 512 bytes that was 4,000 disk
+	// events a return, 38% of check's time over 2,000 seeds, to test
+	// nothing a quarter of it does not.
+	nonReaderSndBuf = 256 << 10
 	// floodApart is how far apart the peers of a flood arrive. A flood
 	// tests the connection cap, not the listener: at 10 µs apart (100,000 SYNs/s) it outran a
 	// threaded datanode's acceptor (about 15 µs an accept, eviction
@@ -186,6 +196,9 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 			if p.Kind == HostileNonReader && p.Key%2 == 1 {
 				n = max(n, min(p.Count, 4))
 			}
+		}
+		if cfg.SndBuf == 0 {
+			cfg.SndBuf = nonReaderSndBuf // (no draw)
 		}
 		key := d.key("hostile_block")
 		for i := 0; i < n; i++ {

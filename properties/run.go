@@ -663,14 +663,14 @@ func (h *harness) issue(ch *clientH, worker int, op Op, live bool, next func()) 
 
 // liveBound is how long op may take once faults are over: LiveBound,
 // plus, for a read from a datanode whose send buffer was drawn small
-// (small_buffers), one TCP_DELACK_MAX per buffer's worth of the reply and
+// (small_buffers, not the larger one of runs with non-readers), one TCP_DELACK_MAX per buffer's worth of the reply and
 // per packet. With a buffer smaller than two segments only one segment is
 // in flight, and its receiver holds the ACK for a delayed-ACK timeout, as
 // Linux does when less than two full frames have arrived; so a 67 KB read
 // through a 2 KiB buffer takes 27 delayed ACKs (about 1.2 s), which is TCP
 // doing what it should, not the datanode starving a reader.
 func (h *harness) liveBound(op Op, r model.Result) time.Duration {
-	if h.cfg.SndBuf == 0 || op.Kind != "read" {
+	if h.cfg.SndBuf == 0 || h.cfg.SndBuf >= nonReaderSndBuf || op.Kind != "read" {
 		return LiveBound
 	}
 	n := op.Len
