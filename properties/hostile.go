@@ -49,7 +49,7 @@ type HostilePeer struct {
 	Kind  string        `json:"kind"`
 	Count int           `json:"n"`
 	At    time.Duration `json:"at"`  // first connection, after the datanode serves
-	Gap   time.Duration `json:"gap"` // before reconnecting once the datanode closed it
+	Gap   time.Duration `json:"gap"` // before reconnecting once the datanode closed it (the first time: returnGap)
 	Key   uint64        `json:"key"` // content of garbage, where a truncation stops
 }
 
@@ -76,6 +76,8 @@ const (
 	// hostileBlockSize is the block a non-reader asks for: more than the
 	// datanode's send buffer and the peer's receive window hold.
 	hostileBlockSize = 1<<20 + 256<<10
+	// returnGapMax bounds a returning peer's backoff (returnGap).
+	returnGapMax = 100 * time.Millisecond
 	// hostileRcvBuf is the hostile process's receive buffer.
 	hostileRcvBuf = 4096
 	// nonReaderSndBuf is the datanode's send buffer in a run with
@@ -274,6 +276,7 @@ type hostileConn struct {
 	// heardWaiting: the datanode's read waited for a pool handle then.
 	heardWaiting bool
 	gone         bool // the datanode closed it: a reconnect is due
+	returns      int  // how many times it came back (returnGap)
 	msg          []byte
 	sent         int
 	whole        int // a drip peer sends msg[:whole] at once (a write's request), then drips the rest
@@ -575,7 +578,20 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
-	hs.loop.AfterFunc(hc.peer.Gap, hc.dial)
+	hs.loop.AfterFunc(hc.returnGap(), hc.dial)
+}
+
+// returnGap is how long a peer stays away once the datanode closed it:
+// its drawn gap the first time, doubling with each return up to
+// returnGapMax (or the drawn gap, if longer). A peer the datanode closes
+// at once (garbage, oversized) came back every millisecond or so for the
+// whole run, tens of thousands of times over a long one: repetition that
+// was a third of the events of the costliest seeds, and tests nothing
+// ten returns a second do not.
+func (hc *hostileConn) returnGap() time.Duration {
+	g := hc.peer.Gap << min(hc.returns, 16)
+	hc.returns++
+	return min(g, max(hc.peer.Gap, returnGapMax))
 }
 
 // scanHostile runs after events, at most once per hostileScan of virtual
