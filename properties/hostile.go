@@ -74,8 +74,9 @@ const (
 	// connections (reconnects, timeouts).
 	hostileScan = time.Millisecond
 	// hostileBlockSize is the block a non-reader asks for: more than the
-	// datanode's send buffer and the peer's receive window hold.
-	hostileBlockSize = 1<<20 + 256<<10
+	// datanode's send buffer (at most nonReaderSndBuf in its runs) and
+	// the peer's receive window hold, and larger than any drawn block.
+	hostileBlockSize = 2 * nonReaderSndBuf
 	// returnGapMax bounds a returning peer's backoff (returnGap).
 	returnGapMax = 100 * time.Millisecond
 	// hostileRcvBuf is the hostile process's receive buffer.
