@@ -1199,8 +1199,18 @@ func (dc *dnConn) takeHandle() {
 			if dc.waitT == nil {
 				dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
 			}
-			if dc.pressT == nil && !dn.cfg.Bugs.HoldWhileStalled {
-				dc.pressT = dc.loop.AfterFunc(min(dn.cfg.HandleWait/2, dn.cfg.StallTimeout), dc.press)
+			if delay := min(dn.cfg.HandleWait/2, dn.cfg.StallTimeout); dc.pressT == nil && !dn.cfg.Bugs.HoldWhileStalled {
+				if dc.queued && now-dc.queuedAt >= delay {
+					// Woken, and beaten to the handle by a new read
+					// (barging) that found the queue empty, so took it
+					// uncontended: this read has waited the press delay
+					// already. Press again now, or it waits a second
+					// delay behind a holder only the stall cut-off ends.
+					dn.pressed = true
+					dn.contend()
+				} else {
+					dc.pressT = dc.loop.AfterFunc(delay, dc.press)
+				}
 			}
 		}
 		return

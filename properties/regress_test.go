@@ -319,3 +319,18 @@ func TestRetireLeavesParkedHandle(t *testing.T) {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// A read that waited the press delay was woken when a holder parked, and
+// a new read took the handle first (barging): the queue looked empty, so
+// the datanode dropped the press and the new holder was not contended,
+// and the woken read queued again behind a fresh press delay: 500.27 ms
+// against a bound of 500 (hostile-availability, check seed 24768 once the
+// non-readers' runs had a 256 KiB send buffer; seed 49461 likewise). A
+// read that queues again after the press delay presses at once.
+// testdata/press-requeue-case.json, the shrunk case, must pass.
+func TestRequeuedReadPressesAgain(t *testing.T) {
+	c := loadCase(t, "testdata/press-requeue-case.json")
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
