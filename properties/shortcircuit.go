@@ -231,6 +231,13 @@ type SCResult struct {
 type scVersion struct {
 	start, end time.Duration
 	data       []byte // nil: deleted
+	// also holds the other contents the change may have left. An append
+	// grows whatever the block holds when it applies, and after a change
+	// whose effect is unknown (sent, then the datanode crashed) that is
+	// either the contents before that change or after it: data is the
+	// append to the last change's contents (the base the next op is
+	// chosen by), also the append to each other possible base.
+	also [][]byte
 }
 
 type scRun struct {
@@ -355,6 +362,11 @@ func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 			// One change at a time per block, so each change's result is
 			// known from the one before.
 			writing := map[uint64]bool{}
+			// The reads of a block that ended while a change to it was
+			// in flight: that change may be concurrent with them, and
+			// what it left is known only once it returns, so they are
+			// checked then.
+			waiting := map[uint64][]func(){}
 			checkFDs := func() {
 				if passed := cp.FDs().ByKind[model.FDPassed]; passed > 2*c.Capacity+2*inflight {
 					run.fail(PropFDBounds, "client holds %d passed fds, bound 2×%d + 2×%d in flight", passed, c.Capacity, inflight)
@@ -443,18 +455,25 @@ func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 								main.Post(func() {
 									inflight--
 									checkFDs()
-									if r.Err == nil {
-										ok := false
-										for _, v := range scAllowed(versions[block], start, end) {
-											if v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data) {
-												ok = true
+									check := func() {
+										if r.Err == nil {
+											ok := false
+											for _, v := range scAllowed(versions[block], start, end) {
+												if v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data) {
+													ok = true
+												}
+											}
+											if !ok {
+												run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
 											}
 										}
-										if !ok {
-											run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
-										}
+										done()
 									}
-									done()
+									if writing[block] {
+										waiting[block] = append(waiting[block], check)
+										return
+									}
+									check()
 								})
 							})
 						})
@@ -462,28 +481,33 @@ func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 					}
 					data := model.BlockContent(op.Data, 4096)
 					writing[block] = true
-					record := func(r model.Result, newData []byte) {
+					record := func(r model.Result, newData []byte, also [][]byte) {
 						writing[block] = false
 						if r.Err == nil || r.Unknown {
-							v := scVersion{start: start, end: main.Now(), data: newData}
+							v := scVersion{start: start, end: main.Now(), data: newData, also: also}
 							if r.Unknown {
 								v.end = 1 << 62 // may or may not have happened
 							}
 							versions[block] = append(versions[block], v)
+						}
+						checks := waiting[block]
+						delete(waiting, block)
+						for _, check := range checks {
+							check()
 						}
 						done()
 					}
 					last := versions[block][len(versions[block])-1].data
 					switch {
 					case kind == "replace":
-						writer.Replace(block, data, func(r model.Result) { record(r, data) })
+						writer.Replace(block, data, func(r model.Result) { record(r, data, nil) })
 					case kind == "append" && last != nil:
-						grown := append(append([]byte(nil), last...), data[:100]...)
-						writer.Append(block, data[:100], func(r model.Result) { record(r, grown) })
+						grown, also := scAppended(versions[block], start, data[:100])
+						writer.Append(block, data[:100], func(r model.Result) { record(r, grown, also) })
 					case last == nil:
-						writer.Write(block, data, func(r model.Result) { record(r, data) })
+						writer.Write(block, data, func(r model.Result) { record(r, data, nil) })
 					default:
-						writer.Delete(block, func(r model.Result) { record(r, nil) })
+						writer.Delete(block, func(r model.Result) { record(r, nil, nil) })
 					}
 				})
 			}
@@ -518,9 +542,32 @@ func scAllowed(vs []scVersion, start, end time.Duration) [][]byte {
 	for i, v := range vs {
 		if i == lastBefore || (v.start <= end && v.end >= start) {
 			out = append(out, v.data)
+			out = append(out, v.also...)
 		}
 	}
 	return out
+}
+
+// scAppended is what an append of tail starting at start may leave, given
+// the block's versions vs (the last one non-nil): tail after the last
+// version's contents, and also tail after every other contents the block
+// may hold at start (scAllowed's, which counts each change whose effect
+// is unknown as possibly applied or not). The datanode appends to what it
+// holds, not to what the writer last asked for, so after a replace lost
+// in a crash an append grows the old contents.
+func scAppended(vs []scVersion, start time.Duration, tail []byte) (grown []byte, also [][]byte) {
+	grow := func(base []byte) []byte { return append(append([]byte(nil), base...), tail...) }
+	last := vs[len(vs)-1].data
+	bases := [][]byte{last}
+	for _, b := range scAllowed(vs, start, start) {
+		// A deleted block takes no append (the datanode rejects it),
+		// and a base seen already adds no contents.
+		if b != nil && !slices.ContainsFunc(bases, func(o []byte) bool { return bytes.Equal(o, b) }) {
+			bases = append(bases, b)
+			also = append(also, grow(b))
+		}
+	}
+	return grow(last), also
 }
 
 func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int, dn2Proc model.Process, dn2 *model.Datanode, srv2 *shortcircuit.Server) {
