@@ -340,3 +340,53 @@ func TestInterleaveStopsWhereADeviceWaitBegins(t *testing.T) {
 		t.Errorf("times %v: want the callback to end after its 10 ms fsync and the other loop to keep its 3 ms", order)
 	}
 }
+
+// A segment never overtakes one of its connection's on the timed path:
+// the receiver drops data out of order (loopback never reorders, so
+// nothing would send it again) and the stream stalls for good. The
+// sender's clock may be past timed segments the world has not delivered
+// yet: a callback blocked in a device interleaves only up to where its
+// wait began, one that does not interleave never runs them, and inside
+// softirq (check's seed 72953: an ACK delivered there released a
+// Nagle-held tail) nothing interleaves. xmit used to go inline whenever
+// the link was free by the sender's clock, and the second write below
+// reached the server ahead of the first's fragments.
+func TestSegmentNeverOvertakesATimedOne(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		interleave bool
+	}{{"device wait", true}, {"no interleaving", false}} {
+		cfg := DefaultConfig(1)
+		cfg.Interleave = tc.interleave
+		ip := newInterleavePair(t, cfg, func(ip *interleavePair, p model.Process) {
+			sp := p.(*Process)
+			sp.SetDiskFaults(DiskFaults{SlowSync: 1, SlowDelay: 10 * time.Millisecond})
+			f, err := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDFile)
+			if err != nil {
+				t.Errorf("open: %v", err)
+				return
+			}
+			f.WriteAt([]byte("x"), 0)
+			sp.Fragment(8, 64, 0)
+			write(t, ip.cli, 64) // in pieces, all on the timed path
+			sp.Fragment(0, 0, 0)
+			if tc.interleave {
+				// 10 ms, from before the pieces arrive: the world
+				// runs nothing of it until the callback ends.
+				if err := f.Sync(); err != nil {
+					t.Errorf("sync: %v", err)
+				}
+			} else {
+				spend(p, time.Millisecond)
+			}
+			write(t, ip.cli, 1000) // the link is free by the client's clock
+		})
+		got := 0
+		for _, r := range ip.reads {
+			got += r.n
+		}
+		if got != 1064 {
+			t.Errorf("%s: the server read %d bytes (%v), want 1064: the second write overtook the first's fragments and was dropped", tc.name, got, ip.reads)
+		}
+	}
+}

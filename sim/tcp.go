@@ -194,6 +194,10 @@ type tcpConn struct {
 	onDelackF func() // c.onDelack, bound once
 	finRcvd   bool
 	linkFree  time.Duration
+	// timedIn counts the segments on the timed path (deliver) to this
+	// end that it has not received yet; the peer sends inline only
+	// when there are none (xmit).
+	timedIn   int
 	fragUntil uint64 // sequence numbers below it leave in pieces (Fragment)
 	vanished  bool   // the peer host vanished: our segments go nowhere
 	segTag    uint64 // the trace's word for this end's segments (segTag)
@@ -710,8 +714,17 @@ func (c *tcpConn) xmit(s segment) {
 	now := w.Now()
 	stall := c.stallUntil()
 	// Inline only when no timed segment of this connection can still be
-	// on its way: order on the wire is kept.
-	inline := c.cfg.Inline && stall <= now && (c.linkFree == 0 || c.linkFree+c.cfg.Delay < now)
+	// on its way: order on the wire is kept, and the receiver drops data
+	// out of order (onData: loopback never reorders, so nothing would
+	// retransmit it). The link's time alone cannot tell: now is the
+	// running thread's clock, which may be past events the world has not
+	// run, since softirq does not interleave and an ACK it delivers
+	// makes the peer send on this thread's clock (check's seed 72953: a
+	// write's tail went inline ahead of its two timed segments, was
+	// dropped, and the write stalled). So the peer's count of timed
+	// segments still to arrive decides too.
+	inline := c.cfg.Inline && stall <= now && (c.linkFree == 0 || c.linkFree+c.cfg.Delay < now) &&
+		(c.peer == nil || c.peer.timedIn == 0)
 	if !inline {
 		start := max(now, c.linkFree, stall)
 		tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
@@ -821,10 +834,12 @@ func (w *World) deliver(at time.Duration, to *tcpConn, s segment) {
 			to, s := d.to, d.s
 			d.to, d.s = nil, segment{}
 			w.freeDeliveries = append(w.freeDeliveries, d)
+			to.timedIn--
 			to.receive(&s)
 		}
 	}
 	d.to, d.s = to, s
+	to.timedIn++
 	w.post(at, d.run)
 }
 
@@ -1031,6 +1046,13 @@ func (c *tcpConn) onAck(s *segment) {
 func (c *tcpConn) onData(s *segment) {
 	if s.seq != c.rcvNxt {
 		s.arr.release(c.w)
+		if s.seq > c.rcvNxt {
+			// A gap: loopback keeps order and loses nothing, so
+			// the simulator reordered a stream (see xmit), and the
+			// bytes dropped here would never come again. Fail
+			// here rather than as a peer's stall seconds later.
+			c.w.Fail(fmt.Errorf("process %s, connection %d: data at sequence %d arrived while %d was expected: the simulator reordered a stream", c.p.name, c.id, s.seq, c.rcvNxt))
+		}
 		return // loopback keeps order; duplicates are handled in receive
 	}
 	n := len(s.data)
