@@ -26,27 +26,6 @@ import (
 // datanode's status), or unknown — a mutation whose effect is unknown after
 // a fault, which gets return time +∞ and may apply or not: placed last it
 // has no effect.
-//
-// Unknown outcomes make porcupine's search blow up unless the model keeps
-// it to one linearization per way the block can change. Porcupine memoizes
-// on (the set of ops linearized, state), so an unknown op placed where it
-// changes nothing, or whose effect a later unknown op wipes before any op
-// with a known outcome sees it, gives a new entry with the same state:
-// each such op doubled the entries (check seed 92263: 16 unknown ops on one
-// block, some 750 distinct states, over 2 million steps in 5 s without an
-// answer). Both placements are equivalent to placing the op at the end,
-// after every op with a known outcome, where nothing observes it, so the
-// model refuses them and keeps only that one: each block's history ends
-// with a synthetic "end" op (kEnd, added by partition), called after every
-// other op's call and return; after it, an unknown op is accepted and
-// changes nothing. Before it, an unknown op must change the state, and a
-// reset (write, replace, delete) that would leave the same state had the
-// unknown ops since the last known op not been applied is refused (see
-// step). Any linearization of the history can be rewritten into one that
-// obeys both rules by moving such ops to the end, and every linearization
-// the rules allow is one of the history: the verdict is the same
-// (TestCanonicalUnknownsKeepVerdict compares it with the unrestricted
-// model).
 
 type opKind uint8
 
@@ -57,10 +36,9 @@ const (
 	kAppend
 	kReplace
 	kDelete
-	kEnd // synthetic: after every op with a known outcome
 )
 
-var kindNames = [...]string{"init", "read", "write", "append", "replace", "delete", "end"}
+var kindNames = [...]string{"init", "read", "write", "append", "replace", "delete"}
 
 // LinInput is an op's input.
 type LinInput struct {
@@ -100,44 +78,11 @@ type blockState struct {
 	stamp  uint64 // when known
 	floor  uint64 // highest stamp the block is known to have had
 	data   string
-	// ended: past the end op; the rest of the state is dropped (nothing
-	// observes it), so every such state is equal and memoizes.
-	ended bool
-	// dirty: unknown ops have changed the state since the last op with a
-	// known outcome (or init), which left the block as base* say (the
-	// window's start; baseData shares the string, no copy).
-	dirty      bool
-	baseExists bool
-	baseKnown  bool
-	baseStamp  uint64
-	baseFloor  uint64
-	baseData   string
-}
-
-// core is s without the bookkeeping for unknown ops: the block itself.
-func (s blockState) core() blockState {
-	return blockState{set: s.set, exists: s.exists, known: s.known, stamp: s.stamp, floor: s.floor, data: s.data}
-}
-
-// settled is s, reached by an op with a known outcome: a new window for
-// unknown ops starts from it.
-func settled(s blockState) blockState {
-	s = s.core()
-	s.baseExists, s.baseKnown, s.baseStamp, s.baseFloor, s.baseData = s.exists, s.known, s.stamp, s.floor, s.data
-	return s
-}
-
-// start is the block at the start of s's window of unknown ops.
-func (s blockState) start() blockState {
-	return blockState{set: true, exists: s.baseExists, known: s.baseKnown, stamp: s.baseStamp, floor: s.baseFloor, data: s.baseData}
 }
 
 func (s blockState) describe() string {
 	if !s.set {
 		return "unset"
-	}
-	if s.ended {
-		return "end"
 	}
 	if !s.exists {
 		return fmt.Sprintf("absent (stamps so far ≤ %d)", s.floor)
@@ -169,15 +114,6 @@ func (s blockState) hash() uint64 {
 	}
 	if s.known {
 		h |= 4
-	}
-	if s.ended {
-		h |= 8
-	}
-	if s.dirty {
-		h |= 16
-	}
-	if s.baseExists {
-		h |= 32
 	}
 	h = mix(h, s.stamp)
 	h = mix(h, s.floor)
@@ -221,95 +157,21 @@ func step(state, input, output any) (bool, any) {
 		if s.set {
 			return false, s
 		}
-		// An absent block's stamp is not known: only its floor matters
-		// (as after a delete), so the states compare equal.
-		n := blockState{set: true, exists: in.Exists, known: in.Exists, data: in.Data}
+		n := blockState{set: true, exists: in.Exists, known: true, data: in.Data}
 		if in.Exists {
 			n.stamp, n.floor = in.Stamp, in.Stamp
 		}
-		return true, settled(n)
+		return true, n
 	}
 	if !s.set {
 		return false, s
 	}
-	if s.ended {
-		// Only unknown ops remain (the end op's call follows every other
-		// op's return): placed here they change nothing anyone sees.
-		return out.Outcome == outUnknown && in.Kind != kEnd, s
-	}
-	if in.Kind == kEnd {
-		return true, blockState{set: true, ended: true}
-	}
 	switch out.Outcome {
 	case outUnknown:
-		return unknownOK(s, in)
+		return true, apply(s, in)
 	case outRejected:
-		if !rejectedOK(s, in, out.Status) {
-			return false, s
-		}
-		if s.dirty && rejectedOK(s.start(), in, out.Status) {
-			// It would have been refused alike at the window's start:
-			// the window goes on (see windowOn).
-			return true, s
-		}
-		return true, settled(s)
+		return rejectedOK(s, in, out.Status), s
 	}
-	ok, n := stepKnown(s, in, out)
-	if !ok {
-		return false, s
-	}
-	if s.dirty {
-		if ok, m := stepKnown(s.start(), in, out); ok && m == s.start() {
-			return true, windowOn(s, n)
-		}
-	}
-	return true, settled(n)
-}
-
-// windowOn is n, the state after an op with a known outcome that would
-// also have stepped from s's window start and left it as it was (a read
-// seeing the same bytes and stamp, a refusal the start would have earned
-// too): the window of unknown ops goes on across it. Dropping the
-// window's unknown ops would not change what this op saw, so unknownOK
-// may still judge a later unknown op against the window's start, and the
-// unknown ops before and after such an op do not multiply the states
-// (seed 92263: a read refused for reading past the end, which every short
-// block earns, between two runs of unknown ops).
-func windowOn(s, n blockState) blockState {
-	n.dirty, n.baseExists, n.baseKnown, n.baseStamp, n.baseFloor, n.baseData = true, s.baseExists, s.baseKnown, s.baseStamp, s.baseFloor, s.baseData
-	return n
-}
-
-// unknownOK steps a mutation with an unknown outcome before the end op:
-// it takes effect here, and must change what a later op could see.
-func unknownOK(s blockState, in LinInput) (bool, any) {
-	n := apply(s.core(), in)
-	if n == s.core() {
-		// No effect here: the same as placing it after the end op.
-		return false, s
-	}
-	if s.dirty {
-		// Other unknown ops changed the block in this window (since the
-		// last op with a known outcome). If this one leaves the block as
-		// it was at the window's start, or as it alone would have left
-		// it from there, those ops and perhaps this one had no effect
-		// anyone saw: the same as placing them after the end op. (Say a
-		// replace after appends, a delete after a write, or anything
-		// after an append of nothing, which only hid the stamp.)
-		w := s.start()
-		if n == w {
-			return false, s
-		}
-		if a := apply(w, in); a != w && a == n {
-			return false, s
-		}
-	}
-	return true, windowOn(s, n)
-}
-
-// stepKnown steps an op with a known, successful outcome.
-func stepKnown(s blockState, in LinInput, out LinOutput) (bool, blockState) {
-	s = s.core()
 	switch in.Kind {
 	case kRead:
 		if !s.exists || in.Off+in.Len > int64(len(s.data)) || out.Length != int64(len(s.data)) ||
@@ -421,7 +283,7 @@ func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose 
 	switch res {
 	case porcupine.Illegal:
 		// Name the first block whose history fails, to start from.
-		for _, part := range byBlock(history) {
+		for _, part := range partition(history) {
 			if porcupine.CheckOperationsTimeout(Model(), part, timeout) == porcupine.Illegal {
 				b := part[0].Input.(LinInput).Block
 				return res, info, &Failure{PropLinearizable, fmt.Sprintf(
@@ -454,47 +316,20 @@ func Model() porcupine.Model {
 	}
 }
 
-// partition splits a history by block and ends each block's history with
-// the end op, called after every other op's call and return (finite ones:
-// an unknown op returns at +∞, after it).
 func partition(history []porcupine.Operation) [][]porcupine.Operation {
-	parts := byBlock(history)
-	for i, part := range parts {
-		last := int64(0)
-		for _, op := range part {
-			last = max(last, op.Call)
-			if op.Return != math.MaxInt64 {
-				last = max(last, op.Return)
-			}
-		}
-		b := part[0].Input.(LinInput).Block
-		parts[i] = append(part, porcupine.Operation{
-			ClientId: 0, Call: last + 1, Return: last + 2, Output: LinOutput{},
-			Input: LinInput{Kind: kEnd, Block: b},
-		})
-	}
-	return parts
-}
-
-// byBlock splits a history by block, in block order, leaving out end ops
-// (partition adds them again).
-func byBlock(history []porcupine.Operation) [][]porcupine.Operation {
-	ops := make(map[uint64][]porcupine.Operation)
+	byBlock := make(map[uint64][]porcupine.Operation)
 	var blocks []uint64
 	for _, op := range history {
-		in := op.Input.(LinInput)
-		if in.Kind == kEnd {
-			continue
+		b := op.Input.(LinInput).Block
+		if _, ok := byBlock[b]; !ok {
+			blocks = append(blocks, b)
 		}
-		if _, ok := ops[in.Block]; !ok {
-			blocks = append(blocks, in.Block)
-		}
-		ops[in.Block] = append(ops[in.Block], op)
+		byBlock[b] = append(byBlock[b], op)
 	}
 	slices.Sort(blocks)
 	parts := make([][]porcupine.Operation, 0, len(blocks))
 	for _, b := range blocks {
-		parts = append(parts, ops[b])
+		parts = append(parts, byBlock[b])
 	}
 	return parts
 }
@@ -509,8 +344,6 @@ func describeOp(input, output any) string {
 			return fmt.Sprintf("init(b%d) absent", in.Block)
 		}
 		return fmt.Sprintf("init(b%d) stamp %d, %d bytes %s", in.Block, in.Stamp, len(in.Data), digest(in.Data))
-	case kEnd:
-		return fmt.Sprintf("end(b%d): later unknown ops change nothing seen", in.Block)
 	case kRead:
 		call = fmt.Sprintf("read(b%d, %d+%d", in.Block, in.Off, in.Len)
 		if in.Stamp != 0 {

@@ -354,20 +354,6 @@ func TestQuiescenceGivesUpHostileConnects(t *testing.T) {
 	}
 }
 
-// check's seed 92263 failed linearizability with "unknown: the checker
-// gave up after 5s on 89 ops": one block's 34 ops held 16 mutations whose
-// outcome was unknown (timed out), and porcupine searched every subset
-// and order of them placed where they changed nothing or where a later one
-// wiped them unseen (over 2 million steps in 5 s). The model now keeps one
-// placement of each (linearizability.go). testdata/lin-unknowns-case.json,
-// the unshrunk case, must be decided, and pass, within the default limit.
-func TestUnknownMutationsDecidedInTime(t *testing.T) {
-	c := loadCase(t, "testdata/lin-unknowns-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
-}
-
 // check's seed 72953 failed hostile-availability: "client 3: write of
 // block 2 failed though no fault was injected in this run: no progress
 // for 2s". The datanode was not at fault: the simulator lost the write's
