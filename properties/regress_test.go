@@ -155,10 +155,7 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 // switched off (PoolSharersSleep): it must pass with the wake-ups and
 // fail without them.
 func TestQueuedReadSharesOpenedHandle(t *testing.T) {
-	c := loadCase(t, "testdata/sharers-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	c := mustPass(t, "testdata/sharers-case.json")
 	c.Config.PoolSharersSleep = true
 	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
 		t.Fatalf("with the reads left asleep: %v, want a %s failure", r.Failure, PropHostileAvail)
@@ -177,10 +174,7 @@ func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 // the shrunk case: it must pass, and fail with the old behaviour
 // (PoolRetakeAppendedFails).
 func TestParkedReadSurvivesAppend(t *testing.T) {
-	c := loadCase(t, "testdata/retake-appended-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	c := mustPass(t, "testdata/retake-appended-case.json")
 	c.Config.PoolRetakeAppendedFails = true
 	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
 		t.Fatalf("with a retake after an append failing: %v, want a %s failure", r.Failure, PropHostileAvail)
@@ -193,10 +187,7 @@ func TestParkedReadSurvivesAppend(t *testing.T) {
 // availability excuses exactly it: a short stream, counted, with a
 // replace or delete of the block overlapping the read. The case must pass.
 func TestParkedReadLostToReplaceIsExcused(t *testing.T) {
-	c := loadCase(t, "testdata/parked-replaced-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/parked-replaced-case.json")
 }
 
 // A random rapid draw (seed 9962580066681192302) failed availability with
@@ -205,10 +196,19 @@ func TestParkedReadLostToReplaceIsExcused(t *testing.T) {
 // bound now allows one delayed ACK per buffer's worth of a read when the
 // buffer is drawn small; the case must pass.
 func TestSmallSendBufferReadWithinBound(t *testing.T) {
-	c := loadCase(t, "testdata/small-sndbuf-case.json")
+	mustPass(t, "testdata/small-sndbuf-case.json")
+}
+
+// mustPass loads the case saved at path and fails the test unless every
+// property holds on it; it returns the case, for a test that then switches
+// a bug on.
+func mustPass(t *testing.T, path string) Case {
+	t.Helper()
+	c := loadCase(t, path)
 	if r := Run(c, Options{}); r.Failure != nil {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
 	}
+	return c
 }
 
 // loadCase reads a drawn case saved as JSON.
@@ -260,10 +260,7 @@ func TestThreadCloseGivesBackReservation(t *testing.T) {
 // is the shrunk case: it must pass, and fail with the old eviction
 // (EvictFresh, the catalogued bug evict-fresh).
 func TestFreshConnectionIsNotEvicted(t *testing.T) {
-	c := loadCase(t, "testdata/evict-fresh-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	c := mustPass(t, "testdata/evict-fresh-case.json")
 	c.Config.EvictFresh = true
 	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
 		t.Fatalf("with fresh connections evicted: %v, want a %s failure", r.Failure, PropHostileAvail)
@@ -284,10 +281,7 @@ func TestFreshConnectionIsNotEvicted(t *testing.T) {
 // TestInterleaveStopsWhereADeviceWaitBegins fails on the old code). The
 // shrunk case, testdata/device-wait-case.json, must pass.
 func TestTokenCheckedAfterItIsMinted(t *testing.T) {
-	c := loadCase(t, "testdata/device-wait-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/device-wait-case.json")
 }
 
 // Rapid's seed 2054220441202865832 failed hostile-availability once a
@@ -300,10 +294,7 @@ func TestTokenCheckedAfterItIsMinted(t *testing.T) {
 // queued at the flood's rate). testdata/flood-backlog-case.json, the
 // shrunk case, must pass.
 func TestFloodDoesNotOverflowBacklogDuringIdleGrace(t *testing.T) {
-	c := loadCase(t, "testdata/flood-backlog-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/flood-backlog-case.json")
 }
 
 // Rapid's seed 13661035114163955932 failed no-close-in-use: "the handle
@@ -314,10 +305,7 @@ func TestFloodDoesNotOverflowBacklogDuringIdleGrace(t *testing.T) {
 // TestHandlePoolRetireLeavesAnIdleParkedHandle fails on the old Retire).
 // testdata/retire-parked-case.json, the shrunk case, must pass.
 func TestRetireLeavesParkedHandle(t *testing.T) {
-	c := loadCase(t, "testdata/retire-parked-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/retire-parked-case.json")
 }
 
 // A read that waited the press delay was woken when a holder parked, and
@@ -329,10 +317,7 @@ func TestRetireLeavesParkedHandle(t *testing.T) {
 // read that queues again after the press delay presses at once.
 // testdata/press-requeue-case.json, the shrunk case, must pass.
 func TestRequeuedReadPressesAgain(t *testing.T) {
-	c := loadCase(t, "testdata/press-requeue-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/press-requeue-case.json")
 }
 
 // check's seeds 36609 and 46409 failed leak-freedom: "datanode: 61
@@ -369,8 +354,5 @@ func TestQuiescenceGivesUpHostileConnects(t *testing.T) {
 // TestSegmentNeverOvertakesATimedOne). testdata/inline-overtake-case.json,
 // the shrunk case, must pass.
 func TestWriteTailNotLostBehindFragments(t *testing.T) {
-	c := loadCase(t, "testdata/inline-overtake-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/inline-overtake-case.json")
 }
