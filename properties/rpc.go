@@ -47,7 +47,8 @@ import (
 //
 // Linearizability across a namenode crash: HDFS's readers see an edit as
 // soon as its writer releases the lock, before logSync, so a read may see
-// a change the crash then loses (its writer got no answer). Namespace
+// a change the crash then loses (its writer got no answer); so may a
+// change that fails, answered without a sync, as a read. Namespace
 // calls are therefore linearizable within each namenode incarnation, from
 // the tree it started with; durability links one incarnation to the next.
 
@@ -1282,9 +1283,24 @@ func (h *rpcHarness) epochHistory() (epochs [][]porcupine.Operation, changes [][
 		epochs[c.epoch] = append(epochs[c.epoch], op)
 		switch c.input.Req.Method {
 		case namespace.MethodList, namespace.MethodGetBlockLocations:
-		default:
-			changes[c.epoch] = append(changes[c.epoch], op)
+			continue
 		}
+		switch {
+		case c.out.Unknown || c.out.Code == namespace.OK:
+		case c.out.Code == namespace.EIO:
+			// Answered EIO (only with the AnswerEIO bug), the change
+			// stays applied and logged: durable or not, as unanswered.
+			op.Output, op.Return = NSOutput{Unknown: true}, math.MaxInt64
+		default:
+			// A change that failed logged nothing and is answered at
+			// once, without waiting for a sync (as HDFS's handlers skip
+			// logSync on an exception): like a read, it may have seen a
+			// change not yet durable, which the crash then loses (its
+			// writer got no answer). So it constrains the replayed
+			// tree no more than a read does.
+			continue
+		}
+		changes[c.epoch] = append(changes[c.epoch], op)
 	}
 	return epochs, changes
 }
@@ -1292,7 +1308,8 @@ func (h *rpcHarness) epochHistory() (epochs [][]porcupine.Operation, changes [][
 // checkHistory checks each namenode incarnation's calls linearizable from
 // the tree it started with, and each crash durable: the next incarnation's
 // tree is what the changes made before the crash give, in some order that
-// fits their answers, with any subset of the unanswered ones.
+// fits their answers, with any subset of the unanswered ones (a change
+// that failed is left out, as a read is: see epochHistory).
 func (h *rpcHarness) checkHistory(linTimeout time.Duration) *Failure {
 	epochs, changes := h.epochHistory()
 	img := func(k int) *nsState {
