@@ -864,11 +864,14 @@ type dnConn struct {
 	// unparking: a parked read asked for its replica back to send the
 	// rest of a packet's data (flush).
 	unparking bool
-	lent      bool // out is a selector buffer
-	buf       []byte
-	working   bool
-	afterOut  func() // what to do once out is written
-	outLast   bool   // out is a read's last packet (packetSent)
+	// lost: contended while its handle's block was replaced or deleted,
+	// the read is being closed (park), counted once in ParkedLost.
+	lost     bool
+	lent     bool // out is a selector buffer
+	buf      []byte
+	working  bool
+	afterOut func() // what to do once out is written
+	outLast  bool   // out is a read's last packet (packetSent)
 
 	job                         packetJob // the packet being built (sendNext)
 	buildF, builtF, packetSentF func()    // method values, bound once
@@ -1315,9 +1318,31 @@ func (dc *dnConn) park() {
 		case dn.pool.Waiting() == 0:
 			dc.contended, dn.pressed = false, false
 			return
-		case h.retired:
-			// Given back it could not be had again: it stays, under
-			// the stall cut-off (watchSend).
+		case !dn.pool.Parkable(h):
+			// Its block was replaced or deleted during the read: given
+			// back, the handle closes and the read cannot have its
+			// replica again. Kept, it holds its room for as long as
+			// its client takes data, however slowly (a client with a
+			// small window that acks late takes 2 KB per delayed ack),
+			// and the waiters that pressed wait out their HandleWait.
+			// The read is lost instead, as a parked read is whose
+			// block is replaced or deleted after its handle was
+			// evicted (ParkedLost): the price of bounding the wait.
+			// (A retired handle whose replica can be opened again
+			// parks: see HandlePool.Park.)
+			if dc.lost {
+				return
+			}
+			dc.lost = true
+			dn.parkedLost++
+			dc.loop.Post(func() {
+				if dc.closed {
+					return
+				}
+				dc.st.Errors++
+				dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", "replica replaced or deleted while reads wait for a handle")
+				dc.close("replica changed while reads wait for a handle")
+			})
 			return
 		}
 		dc.dropHolder()

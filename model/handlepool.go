@@ -222,9 +222,32 @@ func (hp *HandlePool) wakeSharers(h *Handle) {
 // evicted, or handed to other reads; but if its block changes meanwhile
 // it stays open (out of the idle list) until its parked reads have it
 // again or give up (Unpark), for they cannot finish on another replica.
+//
+// A retired handle whose replica its reads can open again (Parkable: its
+// block was only appended to, or only retired by the datanode) is not
+// pinned: pinned, it would hold its room while the reads that wait for
+// one wait, and its holder would keep it for as long as its client takes
+// data, however slowly, though it gave it back each time the client's
+// window closed. Its last user closes it, and each parked read retakes
+// its replica (Retake: a new handle, or its files opened again).
 func (hp *HandlePool) Park(h *Handle, now time.Duration) {
 	h.parked++
+	if h.retired && !h.closed && h.refs == 1 && hp.store.reopenable(h.Files) == nil {
+		h.refs, h.lastUse = 0, now
+		hp.shut(h)
+		hp.wakeOne()
+		return
+	}
 	hp.Release(h, now)
+}
+
+// Parkable reports whether a read holding h may park it: a handle not
+// retired, or retired with a replica its reads can open again. A read
+// whose handle's block was replaced or deleted could not finish once it
+// gave the handle back: the datanode ends such a read rather than park
+// it (see dnConn.park).
+func (hp *HandlePool) Parkable(h *Handle) bool {
+	return !h.retired || hp.store.reopenable(h.Files) == nil
 }
 
 // Unpark: a parked read will not want h again.
@@ -468,13 +491,23 @@ func (hp *HandlePool) close(h *Handle) {
 	if h.closed {
 		return
 	}
-	h.closed = true
 	if h.refs > 0 || (h.retired && h.parked > 0) {
 		// In use, or pinned: parked reads would lose a replica they
 		// cannot open again (the datanode's ParkedLost is only for
 		// handles closed before their block changed).
 		hp.ClosedInUse++
 	}
+	hp.shut(h)
+}
+
+// shut closes the handle's files and forgets it: close without the
+// in-use count, for Park's unpinned close, whose parked reads can open
+// their replica again.
+func (hp *HandlePool) shut(h *Handle) {
+	if h.closed {
+		return
+	}
+	h.closed = true
 	_ = h.Files.Close()
 	hp.open -= 2
 	if hp.byKey[h.key] == h {

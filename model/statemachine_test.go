@@ -262,7 +262,17 @@ func (m *poolMachine) park(t *rapid.T) {
 	m.held = slices.Delete(m.held, i, i+1)
 	m.parked = append(m.parked, h)
 	m.hp.Park(h, m.now)
-	m.ref[h].parked++
+	r := m.ref[h]
+	r.parked++
+	if _, _, ok := m.store.Info(r.block); r.retired && r.refs == 1 && ok && m.lineage[r.block] == m.view[h].lineage {
+		// Retired, but its replica can be opened again (only appended
+		// to since): not pinned, its last user closes it, and its
+		// parked reads retake the replica.
+		r.refs = 0
+		m.closeRef(h)
+		m.wake()
+		return
+	}
 	m.releaseRef(h)
 }
 

@@ -394,3 +394,25 @@ func TestPlainModelDecidesWithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// check's seed 188129 failed hostile-availability: "read of block 2
+// failed ... busy: no block handle free within 1s" (one pool handle). A
+// client read 77000 bytes of block 1 through a 2 KiB datanode send buffer
+// and acked each 2 KiB segment late (delayed ack): 2 KiB every 44 ms, the
+// read taking some 1.7 s. An append to block 1 retired its handle just
+// after the read opened it, and a contended holder of a retired handle
+// kept it (parked, it would have stayed pinned, holding its room), so
+// the read of block 2 that pressed at 250 ms waited out its HandleWait
+// behind a holder that never stalled. A retired handle whose replica can
+// be opened again now parks unpinned: its last user closes it and the
+// read retakes its replica (testdata/retired-append-park-case.json, the
+// shrunk case). Where the block was deleted instead (or replaced), the
+// replica cannot be had again, and the contended holder's read is lost,
+// counted in ParkedLost and excused like a parked read's
+// (testdata/retired-delete-park-case.json, the case shrunk once appends
+// parked). Both fail hostile-availability on the old code.
+func TestRetiredHandleHolderGivesWay(t *testing.T) {
+	for _, name := range []string{"append", "delete"} {
+		t.Run(name, func(t *testing.T) { mustPass(t, "testdata/retired-"+name+"-park-case.json") })
+	}
+}
