@@ -161,25 +161,7 @@ func digest(s string) string {
 // separate the states a history reaches; hashing whole blocks cost more
 // than the rest of the check.
 func (s blockState) hash() uint64 {
-	h := uint64(0)
-	if s.set {
-		h |= 1
-	}
-	if s.exists {
-		h |= 2
-	}
-	if s.known {
-		h |= 4
-	}
-	if s.ended {
-		h |= 8
-	}
-	if s.dirty {
-		h |= 16
-	}
-	if s.baseExists {
-		h |= 32
-	}
+	h := bit(s.set, 0) | bit(s.exists, 1) | bit(s.known, 2) | bit(s.ended, 3) | bit(s.dirty, 4) | bit(s.baseExists, 5)
 	h = mix(h, s.stamp)
 	h = mix(h, s.floor)
 	h = mix(h, uint64(len(s.data)))
@@ -187,6 +169,14 @@ func (s blockState) hash() uint64 {
 		return mixString(h, s.data)
 	}
 	return mixString(mixString(h, s.data[:32]), s.data[len(s.data)-32:])
+}
+
+// bit is b as bit i of a hash.
+func bit(b bool, i uint) uint64 {
+	if b {
+		return 1 << i
+	}
+	return 0
 }
 
 func mixString(h uint64, d string) uint64 {
@@ -222,13 +212,7 @@ func step(state, input, output any) (bool, any) {
 		if s.set {
 			return false, s
 		}
-		// An absent block's stamp is not known: only its floor matters
-		// (as after a delete), so the states compare equal.
-		n := blockState{set: true, exists: in.Exists, known: in.Exists, data: in.Data}
-		if in.Exists {
-			n.stamp, n.floor = in.Stamp, in.Stamp
-		}
-		return true, settled(n)
+		return true, settled(initState(in))
 	}
 	if !s.set {
 		return false, s
@@ -306,6 +290,17 @@ func unknownOK(s blockState, in LinInput) (bool, any) {
 		}
 	}
 	return true, windowOn(s, n)
+}
+
+// initState is the block as the history's init op gives it. An absent
+// block's stamp is not known: only its floor matters (as after a delete),
+// so the two states compare equal and memoize as one.
+func initState(in LinInput) blockState {
+	n := blockState{set: true, exists: in.Exists, known: in.Exists, data: in.Data}
+	if in.Exists {
+		n.stamp, n.floor = in.Stamp, in.Stamp
+	}
+	return n
 }
 
 // stepKnown steps an op with a known, successful outcome.
@@ -469,6 +464,7 @@ const plainSteps = 100_000
 // the plain model decided it.
 func checkBlock(part []porcupine.Operation, deadline time.Time) (res porcupine.CheckResult, plain bool) {
 	m := PlainModel()
+	m.Partition = nil // part is one block's history already
 	// Atomic: on a timeout porcupine returns without waiting for its
 	// search goroutine, which may still be stepping.
 	var steps atomic.Int64
@@ -508,11 +504,7 @@ func plainStep(state, input, output any) (bool, any) {
 		if s.set {
 			return false, s
 		}
-		n := blockState{set: true, exists: in.Exists, known: true, data: in.Data}
-		if in.Exists {
-			n.stamp, n.floor = in.Stamp, in.Stamp
-		}
-		return true, n
+		return true, initState(in)
 	}
 	if !s.set {
 		return false, s
