@@ -334,10 +334,7 @@ func TestRequeuedReadPressesAgain(t *testing.T) {
 // cases, testdata/hostile-syn-retry*-case.json, must pass.
 func TestQuiescenceGivesUpHostileConnects(t *testing.T) {
 	for _, path := range []string{"testdata/hostile-syn-retry-case.json", "testdata/hostile-syn-retry-2-case.json"} {
-		c := loadCase(t, path)
-		if r := Run(c, Options{}); r.Failure != nil {
-			t.Errorf("%s (seed %d): %s: %s", path, c.Seed, r.Failure.Property, r.Failure.Message)
-		}
+		t.Run(path, func(t *testing.T) { mustPass(t, path) })
 	}
 }
 
@@ -368,10 +365,7 @@ func TestWriteTailNotLostBehindFragments(t *testing.T) {
 // (Draw(SeedSource(92263), 92263, "")), must be decided, and pass, within
 // the default limit.
 func TestUnknownMutationsDecidedInTime(t *testing.T) {
-	c := loadCase(t, "testdata/lin-unknowns-case.json")
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	mustPass(t, "testdata/lin-unknowns-case.json")
 }
 
 // Model alone took check's seed 6026 from 0.03 s to 1.4 s and 1.6 GB
