@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +21,10 @@ type check struct {
 	// runs once in sim and once in real.
 	runs []runner
 	rows func(sim, real []result) []row
+	// noisy checks have their real runs repeated (validate --repeat):
+	// single real runs of the same point vary by about as much as the
+	// tolerance on a shared machine, so their rows compare the median.
+	noisy bool
 }
 
 // row is one line of the validation table.
@@ -31,6 +36,11 @@ type row struct {
 	Compare   string  `json:"compare"`
 	Tolerance string  `json:"tolerance"`
 	Pass      bool    `json:"pass"`
+	// RealRuns, RealMin and RealMax: how many real runs the median Real
+	// is of, and the lowest and highest of them (noisy checks only).
+	RealRuns int     `json:"real_runs,omitempty"`
+	RealMin  float64 `json:"real_min,omitempty"`
+	RealMax  float64 `json:"real_max,omitempty"`
 }
 
 func num(r result, key string) float64 {
@@ -50,17 +60,17 @@ func num(r result, key string) float64 {
 // within compares real to sim as a ratio with a symmetric tolerance.
 func within(scn, metric string, s, r, tol float64) row {
 	ratio := r / s
-	return row{scn, metric, s, r, fmt.Sprintf("real/sim %.3f", ratio), fmt.Sprintf("±%.0f%%", tol*100),
-		math.Abs(ratio-1) <= tol}
+	return row{Scenario: scn, Metric: metric, Sim: s, Real: r, Compare: fmt.Sprintf("real/sim %.3f", ratio),
+		Tolerance: fmt.Sprintf("±%.0f%%", tol*100), Pass: math.Abs(ratio-1) <= tol}
 }
 
 // bothBelow passes when both worlds are under limit.
 func bothBelow(scn, metric string, s, r, limit float64) row {
-	return row{scn, metric, s, r, "both below", fmt.Sprintf("< %g", limit), s < limit && r < limit}
+	return row{Scenario: scn, Metric: metric, Sim: s, Real: r, Compare: "both below", Tolerance: fmt.Sprintf("< %g", limit), Pass: s < limit && r < limit}
 }
 
 func bothAtLeast(scn, metric string, s, r, limit float64) row {
-	return row{scn, metric, s, r, "both at least", fmt.Sprintf("≥ %g", limit), s >= limit && r >= limit}
+	return row{Scenario: scn, Metric: metric, Sim: s, Real: r, Compare: "both at least", Tolerance: fmt.Sprintf("≥ %g", limit), Pass: s >= limit && r >= limit}
 }
 
 // cell prints a figure with one decimal, or two below 10 (shares of ops).
@@ -72,7 +82,7 @@ func cell(v float64) string {
 }
 
 func diffWithin(scn, metric string, s, r, tol float64) row {
-	return row{scn, metric, s, r, fmt.Sprintf("real−sim %+.3g", r-s), fmt.Sprintf("±%g", tol), math.Abs(r-s) <= tol}
+	return row{Scenario: scn, Metric: metric, Sim: s, Real: r, Compare: fmt.Sprintf("real−sim %+.3g", r-s), Tolerance: fmt.Sprintf("±%g", tol), Pass: math.Abs(r-s) <= tol}
 }
 
 func tcp(writes int, nodelay bool, ops int) runner {
@@ -120,6 +130,7 @@ func readScale(size int) check {
 			}
 			return rows
 		},
+		noisy: true,
 	}
 }
 
@@ -258,6 +269,7 @@ func validateCommand() *command {
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
+			repeat := c.fs.Int("repeat", 3, "run each real point of read-scale-32k and read-scale-64k `N` times and compare the median (single real runs vary by about the tolerance)")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -272,13 +284,16 @@ func validateCommand() *command {
 					fmt.Fprintf(c.stderr, "validate: calibrated (%s)\n", profileSummary(path))
 					*profile = path
 				}
-				return validateMain(c, rest, *only, *asJSON, *seed, *profile)
+				if *repeat < 1 || *repeat > 20 {
+					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))
+				}
+				return validateMain(c, rest, *only, *asJSON, *seed, *profile, *repeat)
 			}
 		},
 	}
 }
 
-func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string) int {
+func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string, repeat int) int {
 	stdout, stderr := c.stdout, c.stderr
 	if len(rest) > 0 {
 		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
@@ -308,24 +323,41 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 	}
 	var rows []row
 	for _, c := range todo {
-		var sims, reals []result
+		reps := 1
+		if c.noisy {
+			reps = repeat
+		}
+		var sims []result
+		reals := make([][]result, reps) // reals[k][i]: the k-th real run of c.runs[i]
 		for _, world := range []string{"sim", "real"} {
-			fmt.Fprintf(stderr, "validate: %s in %s…\n", c.desc, world)
+			n := 1
+			if world == "real" {
+				n = reps
+			}
+			times := ""
+			if n > 1 {
+				times = fmt.Sprintf(" (%d times)", n)
+			}
+			fmt.Fprintf(stderr, "validate: %s in %s%s…\n", c.desc, world, times)
 			start := time.Now()
-			for _, r := range c.runs {
-				res, err := runScenario(c.name, r, runOptions{world: world, seed: seed, profile: profile})
-				if err != nil {
-					return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
-				}
-				if world == "sim" {
-					sims = append(sims, res)
-				} else {
-					reals = append(reals, res)
+			// Repeats go round all the runs, so a slow moment of a
+			// shared machine falls on different points.
+			for k := 0; k < n; k++ {
+				for _, r := range c.runs {
+					res, err := runScenario(c.name, r, runOptions{world: world, seed: seed, profile: profile})
+					if err != nil {
+						return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
+					}
+					if world == "sim" {
+						sims = append(sims, res)
+					} else {
+						reals[k] = append(reals[k], res)
+					}
 				}
 			}
 			fmt.Fprintf(stderr, "validate: %s in %s took %v\n", c.name, world, time.Since(start).Round(time.Millisecond))
 		}
-		rows = append(rows, c.rows(sims, reals)...)
+		rows = append(rows, compareRepeats(c, sims, reals)...)
 	}
 	failed := 0
 	for _, r := range rows {
@@ -347,7 +379,11 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 			if !r.Pass {
 				verdict = "OUT"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Metric, cell(r.Sim), cell(r.Real), r.Compare, r.Tolerance, verdict)
+			real := cell(r.Real)
+			if r.RealRuns > 1 {
+				real += " [" + cell(r.RealMin) + "–" + cell(r.RealMax) + "]"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Metric, cell(r.Sim), real, r.Compare, r.Tolerance, verdict)
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
@@ -356,6 +392,63 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 		return exitFail
 	}
 	return exitOK
+}
+
+// compareRepeats builds c's rows from one sim run of each of its runs and
+// one or more real runs (reals[k][i] is the k-th of run i). With several,
+// each real figure is the median of its runs, metric by metric, and the
+// row carries their lowest and highest.
+func compareRepeats(c check, sims []result, reals [][]result) []row {
+	if len(reals) == 1 {
+		return c.rows(sims, reals[0])
+	}
+	med := make([]result, len(c.runs))
+	for i := range c.runs {
+		runs := make([]result, len(reals))
+		for k := range reals {
+			runs[k] = reals[k][i]
+		}
+		med[i] = medianResult(runs)
+	}
+	out := c.rows(sims, med)
+	for k := range reals {
+		for j, r := range c.rows(sims, reals[k]) {
+			if k == 0 || r.Real < out[j].RealMin {
+				out[j].RealMin = r.Real
+			}
+			if k == 0 || r.Real > out[j].RealMax {
+				out[j].RealMax = r.Real
+			}
+		}
+	}
+	for j := range out {
+		out[j].RealRuns = len(reals)
+	}
+	return out
+}
+
+// medianResult is runs' first result with each numeric field replaced by
+// the median of that field over runs (the mean of the middle two for an
+// even count).
+func medianResult(runs []result) result {
+	out := make(result, len(runs[0]))
+	for i, f := range runs[0] {
+		out[i] = f
+		if math.IsNaN(num(runs[0], f.key)) {
+			continue // not a number: a name, a hash, a nil
+		}
+		vals := make([]float64, len(runs))
+		for k, r := range runs {
+			vals[k] = num(r, f.key)
+		}
+		slices.Sort(vals)
+		m := vals[len(vals)/2]
+		if len(vals)%2 == 0 {
+			m = (vals[len(vals)/2-1] + m) / 2
+		}
+		out[i].val = m
+	}
+	return out
 }
 
 func checkNames() string {

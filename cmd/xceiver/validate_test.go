@@ -1,0 +1,53 @@
+package main
+
+import "testing"
+
+func TestMedianResultIsPerNumericField(t *testing.T) {
+	runs := []result{
+		{{"world", "real"}, {"p50_us", 90.0}, {"ops", 400}, {"trace_hash", nil}},
+		{{"world", "real"}, {"p50_us", 70.0}, {"ops", 400}, {"trace_hash", nil}},
+		{{"world", "real"}, {"p50_us", 200.0}, {"ops", 401}, {"trace_hash", nil}},
+	}
+	m := medianResult(runs)
+	if got := num(m, "p50_us"); got != 90 {
+		t.Errorf("p50_us median of 90, 70, 200 = %v, want 90", got)
+	}
+	if got := num(m, "ops"); got != 400 {
+		t.Errorf("ops median = %v, want 400", got)
+	}
+	if m.get("world") != "real" || m.get("trace_hash") != nil {
+		t.Errorf("non-numeric fields changed: %v", m)
+	}
+	if got := num(medianResult(runs[:2]), "p50_us"); got != 80 {
+		t.Errorf("median of two (90, 70) = %v, want their mean 80", got)
+	}
+}
+
+func TestCompareRepeatsJudgesTheMedianAndShowsTheSpread(t *testing.T) {
+	c := check{
+		runs: []runner{nil},
+		rows: func(s, r []result) []row {
+			return []row{within("x", "throughput_mbps", num(s[0], "throughput_mbps"), num(r[0], "throughput_mbps"), 0.25)}
+		},
+		noisy: true,
+	}
+	sims := []result{{{"throughput_mbps", 100.0}}}
+	// One slow run of three: alone it is out of tolerance, the median is not.
+	reals := [][]result{
+		{{{"throughput_mbps", 95.0}}},
+		{{{"throughput_mbps", 50.0}}},
+		{{{"throughput_mbps", 110.0}}},
+	}
+	rows := compareRepeats(c, sims, reals)
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(rows))
+	}
+	r := rows[0]
+	if r.Real != 95 || r.RealMin != 50 || r.RealMax != 110 || r.RealRuns != 3 || !r.Pass {
+		t.Errorf("row = %+v, want real 95 [50–110] of 3 runs, passing", r)
+	}
+	one := compareRepeats(c, sims, reals[1:2])[0]
+	if one.Pass || one.RealRuns != 0 {
+		t.Errorf("a single slow run: %+v, want out of tolerance and no spread", one)
+	}
+}
