@@ -376,6 +376,13 @@ func TestPollerLetsEveryLongTransferRunAtOnce(t *testing.T) {
 	if !cfg.CPU.Poller {
 		t.Fatal("the embedded profile does not model Go's poller")
 	}
+	// Without the clients' check of what they read: with it (86 ns a
+	// KiB) the sim starts these transfers over 8 ms and its first
+	// streams run ahead (the first 2 MiB ends at 17 ms), so 30 or 31 run
+	// at once where real sockets run all 32 — the CPU model is not fair
+	// between threads as Linux's scheduler is. That is a gap of the CPU
+	// model, not of the poller, which this test pins.
+	cfg.CPU.ComparePerKB = 0
 	res, err := model.RunRead(New(cfg), s, time.Hour)
 	if err != nil {
 		t.Fatal(err)
