@@ -1178,7 +1178,9 @@ func (h *rpcHarness) afterEach() {
 	fds := h.nnProc.FDs()
 	// Each client holds one rpc connection at a time (two while a
 	// reset one is still being closed), faults open one each, and the
-	// namenode's datanode client a few.
+	// namenode's datanode client a socket per block deletion in flight:
+	// at most namespace.MaxInvalidating (4), however many blocks a
+	// delete frees. Written out, so that raising it is noticed here.
 	bound := h.nnBase + 2*len(h.clients) + h.extraFDs + 4
 	if fds.Open > bound || fds.Open > fds.Limit {
 		h.fail(PropFDBounds, "namenode holds %d fds, bound %d (limit %d)", fds.Open, bound, fds.Limit)

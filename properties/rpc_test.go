@@ -2,6 +2,7 @@ package properties
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,5 +115,28 @@ func TestRPCDurabilityFailedChangeIsARead(t *testing.T) {
 		if r.Failure != nil {
 			t.Errorf("%s: %v", f, r.Failure)
 		}
+	}
+}
+
+// Seeds 175137, 181776 and 242627 failed fd-bounds ("namenode holds 21
+// fds, bound 20", 22/21, 25/24): each deleted a tree of 6, 8 or 7 blocks,
+// and the namenode dialled the datanode for every block at once, a socket
+// each, past the few its datanode client is allowed. A tree of 256 blocks
+// (32 files of 8) took it to its fd limit of 256. The namenode now has at
+// most namespace.MaxInvalidating deletions in flight.
+func TestRPCInvalidationFDs(t *testing.T) {
+	for _, seed := range []uint64{175137, 181776, 242627} {
+		if _, r := rpcSeed(t, seed, ""); r.Failure != nil {
+			t.Errorf("seed %d: %v", seed, r.Failure)
+		}
+	}
+	c := RPCCase{Seed: 1, Config: RPCConfig{Readers: 1, Handlers: 1, QueueSize: 4, Lock: "rwlock", Clients: 1, Workers: 1,
+		CallTimeout: time.Second, ServerIdle: 2 * time.Second, ClientIdle: time.Second, Pieces: []int{0}, MaxPending: 1 << 20}}
+	for i := range 32 {
+		c.Ops = append(c.Ops, RPCOp{Gap: 10 * time.Microsecond, Kind: "write", Path: fmt.Sprintf("/a/f%d", i), Blocks: 8, Size: 8})
+	}
+	c.Ops = append(c.Ops, RPCOp{Gap: 10 * time.Microsecond, Kind: "delete", Path: "/a"})
+	if r := RunRPC(c, 10*time.Second); r.Failure != nil {
+		t.Errorf("a delete of 256 blocks: %v", r.Failure)
 	}
 }

@@ -29,7 +29,22 @@ type Namenode struct {
 	// Invalidated and InvalidateErrors count block deletions sent to the
 	// datanode (on loop).
 	Invalidated, InvalidateErrors int
+	// The blocks waiting to be deleted on the datanode, oldest first, and
+	// how many deletions are in flight (at most MaxInvalidating).
+	invQueue  []uint64
+	invFlight int
+	invPump   bool
+	closed    bool
 }
+
+// MaxInvalidating bounds the block deletions the namenode has in flight
+// to the datanode; the rest wait their turn. Each deletion holds a socket
+// of its own (the datanode client dials one per delete), so without a
+// bound a delete of a tree opened one socket per block at once — its fds
+// grew with the tree, not with its clients, up to the process's limit.
+// HDFS bounds the same work (dfs.block.invalidate.limit blocks a
+// datanode is handed per heartbeat).
+const MaxInvalidating = 4
 
 // StartNamenode starts a namenode on p with loop as its acceptor.
 func StartNamenode(p model.Process, loop model.Loop, cfg NamenodeConfig) (*Namenode, error) {
@@ -64,23 +79,55 @@ func StartNamenode(p model.Process, loop model.Loop, cfg NamenodeConfig) (*Namen
 }
 
 func (nn *Namenode) invalidate(blocks []uint64) {
-	for _, b := range blocks {
-		nn.dn.Delete(b, func(r model.Result) {
-			if r.Err != nil {
-				// Never written (a create that did not complete), or the
-				// datanode is down: either way nothing stale is served by
-				// id, since ids are never reused.
-				nn.InvalidateErrors++
-				return
-			}
-			nn.Invalidated++
-		})
+	if nn.closed {
+		nn.InvalidateErrors += len(blocks)
+		return
 	}
+	nn.invQueue = append(nn.invQueue, blocks...)
+	nn.pumpInvalidate()
+}
+
+// pumpInvalidate starts queued deletions while fewer than MaxInvalidating
+// are in flight. A deletion that ends at once (its dial fails) comes back
+// here while the loop below runs; the flag keeps that from nesting.
+func (nn *Namenode) pumpInvalidate() {
+	if nn.invPump {
+		return
+	}
+	nn.invPump = true
+	for nn.invFlight < MaxInvalidating && len(nn.invQueue) > 0 {
+		b := nn.invQueue[0]
+		nn.invQueue = nn.invQueue[1:]
+		nn.invFlight++
+		nn.dn.Delete(b, nn.invalidated)
+	}
+	if len(nn.invQueue) == 0 {
+		nn.invQueue = nil
+	}
+	nn.invPump = false
+}
+
+func (nn *Namenode) invalidated(r model.Result) {
+	nn.invFlight--
+	if r.Err != nil {
+		// Never written (a create that did not complete), or the
+		// datanode is down: either way nothing stale is served by id,
+		// since ids are never reused.
+		nn.InvalidateErrors++
+	} else {
+		nn.Invalidated++
+	}
+	nn.pumpInvalidate()
 }
 
 // Close closes the namenode's datanode client (its cached connections)
-// and its edit log.
+// and its edit log. Deletions in flight finish; those still queued are
+// dropped (counted in InvalidateErrors), their blocks left in place as a
+// stopped HDFS namenode's pending invalidations are.
 func (nn *Namenode) Close() {
+	nn.closed = true
+	nn.InvalidateErrors += len(nn.invQueue)
+	nn.invQueue = nil
 	if nn.dn != nil {
 		nn.dn.Close()
 	}

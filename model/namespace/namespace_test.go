@@ -223,3 +223,54 @@ func TestNamespaceEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// A delete of a tree hands the datanode client every block of the tree.
+// It dials a socket per block deletion, and the namenode started them
+// all at once: check --system rpc seeds 175137, 181776 and 242627 deleted
+// trees of 6 to 8 blocks and held that many sockets together, over the
+// fd-bounds property's few; a tree of 256 blocks took the namenode to its
+// fd limit. The deletions now wait their turn, MaxInvalidating at a time,
+// and all of them still reach the datanode.
+func TestInvalidationBounded(t *testing.T) {
+	const files, blocksPerFile = 10, 4
+	data := bytes.Repeat([]byte("x"), blocksPerFile*1024)
+	var base, peak int
+	done := false
+	e := start(t, namespace.RWLock, func(w *sim.World, p model.Process, c *namespace.Client) {
+		var steps []func(func())
+		for i := range files {
+			path := "/t/f" + string(rune('a'+i))
+			steps = append(steps, func(next func()) {
+				c.WriteFile(path, data, 1024, dnAddr, func(err error) {
+					if err != nil {
+						t.Errorf("write %s: %v", path, err)
+					}
+					next()
+				})
+			})
+		}
+		steps = append(steps,
+			func(next func()) {
+				// The namenode's fds now: its baseline and this client's
+				// rpc connection.
+				nnp := w.Process("namenode")
+				base = nnp.FDs().Open
+				w.AfterEach(func() { peak = max(peak, nnp.FDs().Open-base) })
+				next()
+			},
+			expect(t, c, namespace.Request{Method: namespace.MethodDelete, Path: "/t"}, namespace.OK, nil),
+			func(next func()) { p.MainLoop().AfterFunc(100*time.Millisecond, next) },
+			func(func()) { done = true },
+		)
+		seq(t, steps...)
+	})
+	if !done {
+		t.Fatal("the script did not finish")
+	}
+	if peak == 0 || peak > namespace.MaxInvalidating {
+		t.Errorf("the namenode held %d fds over its baseline while deleting %d blocks, want 1 to %d", peak, files*blocksPerFile, namespace.MaxInvalidating)
+	}
+	if e.nn.Invalidated != files*blocksPerFile || e.nn.InvalidateErrors != 0 {
+		t.Errorf("%d blocks invalidated, %d errors, want %d and 0", e.nn.Invalidated, e.nn.InvalidateErrors, files*blocksPerFile)
+	}
+}
