@@ -140,3 +140,21 @@ func TestRPCInvalidationFDs(t *testing.T) {
 		t.Errorf("a delete of 256 blocks: %v", r.Failure)
 	}
 }
+
+// Seeds 196921, 251785 and 252328 failed availability: a handler woke a
+// reader blocked on the full call queue just as that reader's blocked
+// connection was closed (responses over the bound, or a client that
+// vanished), so the reader's refill put nothing in the queue, and the
+// other reader blocked on it was never woken: a client with no fault timed
+// out on calls its connection had buffered (in 252328 a garbage fault
+// queued behind them met client 0's liveness call). The reader now passes
+// the wake-up on while the queue has room (TestWakeOfClosedReaderPassesOn
+// in model/rpc).
+func TestRPCLostReaderWakeSeeds(t *testing.T) {
+	for _, seed := range []uint64{196921, 251785, 252328} {
+		c, r := rpcSeed(t, seed, "")
+		if r.Failure != nil {
+			t.Errorf("seed %d (%d ops, %d faults): %v", seed, len(c.Ops), len(c.Faults), r.Failure)
+		}
+	}
+}

@@ -57,6 +57,17 @@ func world(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int, sc
 // worldEach is world with each run after every event once the server is up.
 func worldEach(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int, each func(e *env), script func(e *env, i int, p model.Process, cl *rpc.Client)) *env {
 	t.Helper()
+	e, err := worldRun(t, scfg, ccfg, n, each, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// worldRun is worldEach returning the world's error (a run that never
+// quiesces reaches the hour's limit) rather than failing the test.
+func worldRun(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int, each func(e *env), script func(e *env, i int, p model.Process, cl *rpc.Client)) (*env, error) {
+	t.Helper()
 	e := &env{t: t, w: sim.New(sim.DefaultConfig(1)), svc: &testService{}}
 	if each != nil {
 		e.w.AfterEach(func() {
@@ -87,10 +98,7 @@ func worldEach(t *testing.T, scfg rpc.ServerConfig, ccfg rpc.ClientConfig, n int
 		t.Fatal(err)
 	}
 	e.sp = sp.(*sim.Process)
-	if err := e.w.Run(time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return e, e.w.Run(time.Hour)
 }
 
 // quiet checks the server holds nothing at the end but its listener and
@@ -364,6 +372,71 @@ func TestOverBoundCloseOfBlockedConnection(t *testing.T) {
 	}
 	if blocks == 0 || overBound == 0 {
 		t.Errorf("reader blocks %d, closes over the bound %d: the test did not exercise the close of a blocked connection", blocks, overBound)
+	}
+}
+
+// A reader a handler has woken to make room in the queue must pass the
+// wake-up on when it does not use it: if the connection it blocked on is
+// closed before its resume runs, its refill puts nothing in the queue, and
+// another reader blocked on the full queue waits for a handler to take a
+// call from a queue that is now empty, for ever (a lost wake-up; Java's
+// LinkedBlockingQueue.put signals the next putter while room remains).
+// Found by check (rpc seeds 196921, 251785, 252328): a client with no
+// fault timed out on calls that sat in its connection's input while the
+// queue stayed empty. Client 0 asks for large answers and does not read,
+// so a handler closes its connection over MaxPending and then takes the
+// next call, waking client 0's reader, whose close had not yet reached
+// the queue; client 1, on the other reader, sends a burst that fills the
+// queue, at a range of moments.
+func TestWakeOfClosedReaderPassesOn(t *testing.T) {
+	blocks, overBound, runs := 0, 0, 0
+	for handlers := 1; handlers <= 2; handlers++ {
+		for at := time.Duration(0); at <= 400*time.Microsecond; at += 20 * time.Microsecond {
+			const calls = 40
+			answered, failed := 0, 0
+			e, err := worldRun(t, rpc.ServerConfig{Readers: 2, Handlers: handlers, QueueSize: 1, MaxPending: 32 << 10}, rpc.ClientConfig{CallTimeout: time.Second}, 2, nil,
+				func(e *env, i int, p model.Process, cl *rpc.Client) {
+					if i == 1 {
+						p.MainLoop().AfterFunc(at, func() {
+							for k := 0; k < calls; k++ {
+								cl.Call(srvAddr, mEcho, []byte{byte(k)}, func(r rpc.Reply) {
+									if r.Err != nil {
+										failed++
+									} else {
+										answered++
+									}
+								})
+							}
+						})
+						return
+					}
+					var n [4]byte
+					binary.BigEndian.PutUint32(n[:], 16<<10)
+					p.(*sim.Process).SlowReader(4096)
+					for k := 0; k < 100; k++ {
+						cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
+					}
+					cl.PauseReading(srvAddr)
+					p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
+				})
+			runs++
+			if err != nil {
+				// The blocked reader's connection is never read again,
+				// so the server never goes quiet.
+				t.Errorf("handlers %d, client 1's burst sent at %v: %d of %d calls answered, %d failed; %v", handlers, at, answered, calls, failed, err)
+				continue
+			}
+			st := e.srv.Stats()
+			blocks += st.ReaderBlocks
+			overBound += st.OverBound
+			if answered != calls {
+				t.Errorf("handlers %d, client 1's burst sent at %v: %d of %d calls answered, %d failed", handlers, at, answered, calls, failed)
+			}
+			e.quiet()
+		}
+	}
+	if blocks == 0 || overBound == 0 {
+		t.Errorf("%d runs: reader blocks %d, closes over the bound %d: the test did not exercise the close of a blocked connection", runs, blocks, overBound)
 	}
 }
 

@@ -710,6 +710,18 @@ func (r *reader) refill(first *serverConn) {
 				o.c.SetReadInterest(true)
 			}
 		}
+		// Room left: the next blocked reader is woken, as Java's
+		// LinkedBlockingQueue.put signals the next putter while the
+		// queue has room. A handler wakes one reader per call it
+		// takes; one that does not use the room (the connection it
+		// blocked on closed before its resume ran) would otherwise
+		// leave the others blocked on a queue that may stay empty.
+		q := r.s.q
+		if q.len() < q.cap && len(q.blocked) > 0 {
+			next := q.blocked[0]
+			q.blocked = q.blocked[1:]
+			next.loop.Post(next.resume)
+		}
 	}
 }
 
