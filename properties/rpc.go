@@ -518,6 +518,9 @@ const (
 	rpcFirstBlock  = 1 << 30
 	rpcRunLimit    = 5 * time.Minute
 	rpcLiveTimeout = 10 * time.Second
+	// rpcIdleSlack covers the trip of a client's last bytes to the
+	// server, whose idle clock starts when it reads them.
+	rpcIdleSlack = time.Millisecond
 )
 
 // RPCResult is a run's outcome.
@@ -549,6 +552,11 @@ type rpcCall struct {
 	// down: called while the namenode was down; unsent: it also ended
 	// before the namenode came back, so no incarnation saw it.
 	down, unsent bool
+	// idleSrv, when set: the call went on a connection silent for the
+	// server's idle timeout, and that server had closed idleCloses
+	// connections as idle when the client last called (see idleRace).
+	idleSrv    *rpc.Server
+	idleCloses int
 }
 
 type rpcClient struct {
@@ -560,6 +568,10 @@ type rpcClient struct {
 	base   int // fds after start
 	faulty bool
 	raw    []model.Conn
+	// The namenode's rpc server and its count of idle closes when the
+	// client last made a call.
+	idleSrv    *rpc.Server
+	idleCloses int
 }
 
 type rpcHarness struct {
@@ -889,6 +901,13 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 	c := &rpcCall{input: NSInput{Req: r}, client: ch.i, call: int64(h.w.Now()) + 1<<20, live: live, untouch: !ch.faulty, load: load, epoch: h.epoch, down: h.nnDown}
 	h.calls = append(h.calls, c)
 	ups := h.nnUps
+	if h.nn != nil {
+		srv := h.nn.Server
+		if d, ok := ch.rc.Silent(rpcNN); ok && d+rpcIdleSlack >= h.c.Config.ServerIdle && ch.idleSrv == srv {
+			c.idleSrv, c.idleCloses = srv, ch.idleCloses
+		}
+		ch.idleSrv, ch.idleCloses = srv, srv.Stats().IdleClosed
+	}
 	ch.nc.Do(r, func(resp namespace.Response, err error) {
 		c.done++
 		c.unsent = c.down && h.nnDown && ups == h.nnUps
@@ -906,13 +925,29 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 		default:
 			c.out = NSOutput{Unknown: true}
 			c.ret = math.MaxInt64
-			if c.live || (c.untouch && !h.crashed) {
+			if (c.live || (c.untouch && !h.crashed)) && !h.idleRace(c, err) {
 				h.fail(PropAvailability, "client %d (%s): %s %s: %v", ch.i, h.why(live), namespace.MethodName(r.Method), r.Path, err)
 				return
 			}
 		}
 		then(resp, err)
 	})
+}
+
+// idleRace reports whether c's connection error may be the server's idle
+// close crossing the call: c went on a connection that had sent nothing
+// for the server's idle timeout (ServerIdle is drawn apart from the
+// client's, often shorter), and the server has closed a connection as
+// idle since the client's call before c. The client cannot see that coming: its call is on the
+// wire before the server's FIN reaches it, and the server, which read
+// nothing of it, resets it. Hadoop avoids the race by configuration (the
+// server's idle timeout is twice the client's, so the client closes
+// first), and its client does not retry a call whose connection failed:
+// no call can be promised an answer on such a connection. A call on a
+// connection that sent something within the server's idle timeout, or
+// one that times out, is still held to it.
+func (h *rpcHarness) idleRace(c *rpcCall, err error) bool {
+	return c.idleSrv != nil && errors.Is(err, rpc.ErrConnection) && c.idleSrv.Stats().IdleClosed > c.idleCloses
 }
 
 // why says why an error of this client was not excused.

@@ -158,3 +158,26 @@ func TestRPCLostReaderWakeSeeds(t *testing.T) {
 		}
 	}
 }
+
+// Seeds 206962 and 222798 (no faults) failed availability in the liveness
+// phase with a connection error (broken pipe, connection reset): they
+// draw a server idle timeout of 500 ms under a client one of 4 s, and
+// client 0's first liveness call went on a connection silent for some
+// 750 ms just as the server's idle scan closed it; the call was on the
+// wire before the server's FIN reached the client, and the server, which
+// had read nothing of it, reset it. Neither side can see that race
+// coming (Hadoop's server waits twice the client's idle timeout so the
+// client closes first); the harness excuses a connection error of a call
+// sent on a connection silent for the server's idle timeout once the
+// server has closed a connection as idle.
+func TestRPCIdleCloseRaceSeeds(t *testing.T) {
+	for _, seed := range []uint64{206962, 222798} {
+		c, r := rpcSeed(t, seed, "")
+		if r.Failure != nil {
+			t.Errorf("seed %d (%d ops, %d faults): %v", seed, len(c.Ops), len(c.Faults), r.Failure)
+		}
+		if c.Config.ServerIdle >= c.Config.ClientIdle {
+			t.Errorf("seed %d: server idle %v, client idle %v: not the race this test is for", seed, c.Config.ServerIdle, c.Config.ClientIdle)
+		}
+	}
+}

@@ -92,6 +92,8 @@ type clientConn struct {
 	calls  map[uint32]*pending
 	late   map[uint32]bool // ids of calls that timed out, whose answer may still come
 	idle   model.Timer
+	// lastSend is when the connection last wrote bytes (or was dialled).
+	lastSend time.Duration
 	// Fault knobs: write at most piece bytes per write, pieceGap apart;
 	// paused stops reading responses.
 	piece     int
@@ -122,6 +124,20 @@ func (cl *Client) Stats() ClientStats { return cl.stats }
 
 // Conns is the number of connections the client holds open.
 func (cl *Client) Conns() int { return len(cl.conns) }
+
+// Silent reports how long the connection to addr has sent nothing; ok is
+// false when the client holds none (a call would dial a new one). A call
+// sent on a connection silent for the server's idle timeout may cross the
+// server's idle close: neither side can see that race coming, which is why
+// Hadoop's server waits twice the client's idle timeout, so that the
+// client closes first.
+func (cl *Client) Silent(addr string) (d time.Duration, ok bool) {
+	cc := cl.conns[addr]
+	if cc == nil || cc.dead {
+		return 0, false
+	}
+	return cl.loop.Now() - cc.lastSend, true
+}
 
 // Outstanding is the number of calls waiting for an answer.
 func (cl *Client) Outstanding() int {
@@ -217,6 +233,7 @@ func (cl *Client) dial(addr string) (*clientConn, error) {
 	}
 	cl.stats.Dials++
 	cc.c = c
+	cc.lastSend = cl.loop.Now()
 	c.SetNoDelay(true)
 	c.SetWriteInterest(true) // to hear when the connect completes
 	cc.out = append(cc.out, Preamble[:]...)
@@ -267,6 +284,9 @@ func (cc *clientConn) flush() {
 			cc.c.Close()
 			cc.fail(err)
 			return
+		}
+		if n > 0 {
+			cc.lastSend = cc.cl.loop.Now()
 		}
 		cc.out = cc.out[:copy(cc.out, cc.out[n:])]
 		if cc.piece > 0 && len(cc.out) > 0 {

@@ -462,6 +462,26 @@ func TestIdleTimeouts(t *testing.T) {
 	e.quiet()
 }
 
+// Silent says how long the connection has sent nothing (the harness
+// excuses a call sent on one silent for the server's idle timeout, which
+// may cross the server's idle close); no connection, no answer.
+func TestClientSilent(t *testing.T) {
+	var before, after, gone bool
+	var silent time.Duration
+	world(t, rpc.ServerConfig{IdleTimeout: 500 * time.Millisecond}, rpc.ClientConfig{IdleTimeout: 4 * time.Second}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		_, before = cl.Silent(srvAddr)
+		cl.Call(srvAddr, mEcho, nil, func(rpc.Reply) {
+			p.MainLoop().AfterFunc(300*time.Millisecond, func() {
+				silent, after = cl.Silent(srvAddr)
+				p.MainLoop().AfterFunc(time.Second, func() { _, gone = cl.Silent(srvAddr) })
+			})
+		})
+	})
+	if before || !after || silent < 300*time.Millisecond || silent > 301*time.Millisecond || gone {
+		t.Errorf("before the call %v; 300 ms after its answer %v, silent %v; after the server's idle close %v", before, after, silent, gone)
+	}
+}
+
 // A call that arrives a few bytes at a time is answered; with the
 // DropPartial bug it is lost.
 func TestCallInPieces(t *testing.T) {
