@@ -66,6 +66,118 @@ func TestModelHashSeparatesData(t *testing.T) {
 func TestCanonicalUnknownsKeepVerdict(t *testing.T) {
 	var legal, illegal int
 	rapid.Check(t, func(t *rapid.T) {
+		h := drawUnknownsHistory(t, 0)
+		want := porcupine.CheckOperations(PlainModel(), h)
+		got := porcupine.CheckOperations(Model(), h)
+		if got != want {
+			logHistory(t, h)
+			t.Fatalf("verdict %v, the plain model's %v", got, want)
+		}
+		if got {
+			legal++
+		} else {
+			illegal++
+		}
+	})
+	t.Logf("%d legal, %d illegal histories", legal, illegal)
+}
+
+// Moving unknown ops' calls past the reads that pin them (pinUnknowns)
+// must not change a verdict either: the histories of
+// TestCanonicalUnknownsKeepVerdict, pinned, get the plain model's verdict
+// on the history as it was from both models.
+func TestPinnedUnknownsKeepVerdict(t *testing.T) {
+	var legal, illegal, pinned int
+	// Some one history in twelve has an op to pin: twenty rounds.
+	for range 20 {
+		rapid.Check(t, pinnedKeepsVerdict(&legal, &illegal, &pinned))
+	}
+	t.Logf("%d legal, %d illegal histories, %d pinned", legal, illegal, pinned)
+	if pinned < 50 {
+		t.Errorf("only %d histories had an unknown op pinned: the test does not exercise the rule", pinned)
+	}
+}
+
+func pinnedKeepsVerdict(legal, illegal, pinned *int) func(*rapid.T) {
+	return func(t *rapid.T) {
+		h := drawUnknownsHistory(t, 3)
+		p := pinUnknowns(h)
+		want := porcupine.CheckOperations(PlainModel(), h)
+		plain := porcupine.CheckOperations(PlainModel(), p)
+		canonical := porcupine.CheckOperations(Model(), p)
+		if plain != want || canonical != want {
+			logHistory(t, h)
+			for i := range p {
+				if p[i].Call != h[i].Call {
+					t.Logf("pinned: %s called at %d", describeOp(p[i].Input, p[i].Output), p[i].Call)
+				}
+			}
+			t.Fatalf("pinned: verdict %v (plain), %v (canonical), unpinned %v", plain, canonical, want)
+		}
+		if &p[0] != &h[0] {
+			*pinned++
+		}
+		if want {
+			*legal++
+		} else {
+			*illegal++
+		}
+	}
+}
+
+// An unknown op called after the append that gave stamp 11 comes after
+// the read that saw 11: its call moves just past the read's. One called
+// before the append returned stays.
+func TestPinUnknownsMovesCalls(t *testing.T) {
+	h := hist(initOp(1, true, 10, "ab"),
+		mut(1, 2, kAppend, 1, "c", 11, 3),
+		unknown(mut(3, 4, kAppend, 1, "d", 0, 0)),
+		unknown(mut(0, 1, kAppend, 1, "e", 0, 0)), // called before the append returned
+		readOp(5, 6, 1, 0, 3, 11, "abc", 3))
+	p := pinUnknowns(h)
+	if p[2].Call != 6 || p[3].Call != 0 || h[2].Call != 3 {
+		t.Errorf("calls %d, %d (history's %d), want 6, 0 (3)", p[2].Call, p[3].Call, h[2].Call)
+	}
+}
+
+// Where an op returns at the pinning read's call, the unknown op's call
+// goes to the read's call, not past it: that op may come after the read,
+// and after the unknown op too. Here the only order is read, unknown
+// append, append: the append returns at the read's call and its length
+// counts the unknown append's byte; called just past the read's call,
+// the unknown op would have to follow the append.
+func TestPinUnknownsKeepsTies(t *testing.T) {
+	h := initReturns(hist(initOp(1, true, 10, "ab"),
+		readOp(5, 9, 1, 0, 2, 10, "ab", 2),
+		mut(2, 5, kAppend, 1, "c", 12, 4),
+		unknown(mut(3, 4, kAppend, 1, "d", 0, 0))))
+	if !porcupine.CheckOperations(PlainModel(), h) {
+		t.Fatal("the history is not linearizable")
+	}
+	p := pinUnknowns(h)
+	if p[3].Call != 5 {
+		t.Errorf("call %d, want 5", p[3].Call)
+	}
+	if !porcupine.CheckOperations(PlainModel(), p) || !porcupine.CheckOperations(Model(), p) {
+		t.Error("pinned, the history is not linearizable")
+	}
+}
+
+// logHistory logs h, one op a line.
+func logHistory(t *rapid.T, h []porcupine.Operation) {
+	for _, op := range h {
+		t.Logf("[%d, %d] %s", op.Call, op.Return, describeOp(op.Input, op.Output))
+	}
+}
+
+// drawUnknownsHistory draws a small history of one block by running the
+// mutations in a random order (unknown ones applied or not) and sometimes
+// garbling an answer, or giving it another op's stamp; with up to
+// extraReads more reads of the whole block, called late, which see the
+// stamps that pin unknown ops, and then coarser times, so that ops call
+// and return at the same time.
+func drawUnknownsHistory(t *rapid.T, extraReads int) []porcupine.Operation {
+	{
 		words := []string{"", "a", "b", "ab", "ba", "abc"}
 		exists := rapid.Bool().Draw(t, "exists")
 		s := blockState{set: true, exists: exists, known: true}
@@ -103,6 +215,12 @@ func TestCanonicalUnknownsKeepVerdict(t *testing.T) {
 				}
 			}
 			ps = append(ps, pending{at, h})
+		}
+		for i := rapid.IntRange(min(1, extraReads), extraReads).Draw(t, "reads"); i > 0; i-- {
+			call := int64(rapid.IntRange(15, 40).Draw(t, "readCall"))
+			ret := call + int64(rapid.IntRange(0, 3).Draw(t, "readDur"))
+			at := call + int64(rapid.IntRange(0, int(ret-call)).Draw(t, "readAt"))
+			ps = append(ps, pending{at, hop{call: call, ret: ret, in: LinInput{Kind: kRead, Block: 1}}})
 		}
 		slices.SortStableFunc(ps, func(a, b pending) int { return int(a.at - b.at) })
 		stamp := uint64(10)
@@ -142,27 +260,45 @@ func TestCanonicalUnknownsKeepVerdict(t *testing.T) {
 			}
 			ops = append(ops, h)
 		}
-		if rapid.IntRange(0, 2).Draw(t, "garble") == 0 {
+		switch rapid.IntRange(0, 5).Draw(t, "garble") {
+		case 0, 1:
 			i := rapid.IntRange(1, len(ops)-1).Draw(t, "which")
 			if ops[i].out.Outcome == outOK {
 				ops[i].out.Stamp += uint64(rapid.IntRange(0, 2).Draw(t, "stampBy"))
 				ops[i].out.Length += int64(rapid.IntRange(-1, 1).Draw(t, "lengthBy"))
 			}
-		}
-		h := hist(ops...)
-		want := porcupine.CheckOperations(PlainModel(), h)
-		got := porcupine.CheckOperations(Model(), h)
-		if got != want {
-			for _, op := range h {
-				t.Logf("[%d, %d] %s", op.Call, op.Return, describeOp(op.Input, op.Output))
+		case 2:
+			// A stale or early stamp: two ops claiming one stamp, a
+			// read seeing a stamp the block no longer (or not yet) has.
+			i := rapid.IntRange(1, len(ops)-1).Draw(t, "which")
+			j := rapid.IntRange(0, len(ops)-1).Draw(t, "from")
+			st := ops[j].out.Stamp
+			if j == 0 {
+				st = ops[0].in.Stamp
 			}
-			t.Fatalf("verdict %v, the plain model's %v", got, want)
+			if ops[i].out.Outcome == outOK && st != 0 {
+				ops[i].out.Stamp = st
+			}
 		}
-		if got {
-			legal++
-		} else {
-			illegal++
+		if extraReads > 0 {
+			// Coarser times, for ties: t → t/q keeps every order the
+			// history's ops were applied in (a < b where a/q < b/q).
+			q := int64(rapid.IntRange(1, 4).Draw(t, "coarsen"))
+			for i := range ops[1:] {
+				o := &ops[i+1]
+				o.call /= q
+				if o.ret >= 0 {
+					o.ret /= q
+				}
+			}
 		}
-	})
-	t.Logf("%d legal, %d illegal histories", legal, illegal)
+		return initReturns(hist(ops...))
+	}
+}
+
+// initReturns is h with its init op returning at -1, as in a run's
+// history (hist makes a return below 0 +∞).
+func initReturns(h []porcupine.Operation) []porcupine.Operation {
+	h[0].Return = -1
+	return h
 }
