@@ -100,7 +100,7 @@ type blockState struct {
 	known  bool   // the stamp is known (else it is above floor, unseen)
 	stamp  uint64 // when known
 	floor  uint64 // highest stamp the block is known to have had
-	data   string
+	data   content
 	// ended: past the end op; the rest of the state is dropped (nothing
 	// observes it), so every such state is equal and memoizes.
 	ended bool
@@ -112,7 +112,15 @@ type blockState struct {
 	baseKnown  bool
 	baseStamp  uint64
 	baseFloor  uint64
-	baseData   string
+	baseData   content
+}
+
+// equal reports whether a and b are the same state: their contents
+// compared by bytes, not by how they were pieced together.
+func (a blockState) equal(b blockState) bool {
+	ad, abd, bd, bbd := a.data, a.baseData, b.data, b.baseData
+	a.data, a.baseData, b.data, b.baseData = content{}, content{}, content{}, content{}
+	return a == b && ad.equal(bd) && abd.equal(bbd)
 }
 
 // core is s without the bookkeeping for unknown ops: the block itself.
@@ -147,7 +155,7 @@ func (s blockState) describe() string {
 	if !s.known {
 		st = fmt.Sprintf(">%d", s.floor)
 	}
-	return fmt.Sprintf("stamp %s, %d bytes %s", st, len(s.data), digest(s.data))
+	return fmt.Sprintf("stamp %s, %d bytes %s", st, s.data.len(), digest(s.data.String()))
 }
 
 func digest(s string) string {
@@ -164,11 +172,9 @@ func (s blockState) hash() uint64 {
 	h := bit(s.set, 0) | bit(s.exists, 1) | bit(s.known, 2) | bit(s.ended, 3) | bit(s.dirty, 4) | bit(s.baseExists, 5)
 	h = mix(h, s.stamp)
 	h = mix(h, s.floor)
-	h = mix(h, uint64(len(s.data)))
-	if len(s.data) <= 64 {
-		return mixString(h, s.data)
-	}
-	return mixString(mixString(h, s.data[:32]), s.data[len(s.data)-32:])
+	h = mix(h, uint64(s.data.len()))
+	head, tail := s.data.headTail()
+	return mixString(mixString(h, head), tail)
 }
 
 // bit is b as bit i of a hash.
@@ -296,7 +302,7 @@ func unknownOK(s blockState, in LinInput) (bool, any) {
 // block's stamp is not known: only its floor matters (as after a delete),
 // so the two states compare equal and memoize as one.
 func initState(in LinInput) blockState {
-	n := blockState{set: true, exists: in.Exists, known: in.Exists, data: in.Data}
+	n := blockState{set: true, exists: in.Exists, known: in.Exists, data: text(in.Data)}
 	if in.Exists {
 		n.stamp, n.floor = in.Stamp, in.Stamp
 	}
@@ -308,8 +314,8 @@ func stepKnown(s blockState, in LinInput, out LinOutput) (bool, blockState) {
 	s = s.core()
 	switch in.Kind {
 	case kRead:
-		if !s.exists || in.Off+in.Len > int64(len(s.data)) || out.Length != int64(len(s.data)) ||
-			out.Data != s.data[in.Off:in.Off+in.Len] || out.Stamp < in.Stamp {
+		if !s.exists || in.Off+in.Len > int64(s.data.len()) || out.Length != int64(s.data.len()) ||
+			int64(len(out.Data)) != in.Len || !s.data.rangeIs(in.Off, out.Data) || out.Stamp < in.Stamp {
 			return false, s
 		}
 		if s.known {
@@ -324,13 +330,16 @@ func stepKnown(s blockState, in LinInput, out LinOutput) (bool, blockState) {
 		if s.exists || !s.newStampOK(out.Stamp) || out.Length != int64(len(in.Data)) {
 			return false, s
 		}
-		return true, blockState{set: true, exists: true, known: true, stamp: out.Stamp, floor: out.Stamp, data: in.Data}
+		return true, blockState{set: true, exists: true, known: true, stamp: out.Stamp, floor: out.Stamp, data: text(in.Data)}
 	case kAppend, kReplace:
-		data := in.Data
-		if in.Kind == kAppend {
-			data = s.data + in.Data
+		if !s.exists || !s.newStampOK(out.Stamp) {
+			return false, s
 		}
-		if !s.exists || !s.newStampOK(out.Stamp) || out.Length != int64(len(data)) {
+		data := text(in.Data)
+		if in.Kind == kAppend {
+			data = s.data.plus(in.Data)
+		}
+		if out.Length != int64(data.len()) {
 			return false, s
 		}
 		return true, blockState{set: true, exists: true, known: true, stamp: out.Stamp, floor: out.Stamp, data: data}
@@ -349,13 +358,13 @@ func apply(s blockState, in LinInput) blockState {
 	switch in.Kind {
 	case kWrite:
 		if !s.exists {
-			return blockState{set: true, exists: true, floor: s.floor, data: in.Data}
+			return blockState{set: true, exists: true, floor: s.floor, data: text(in.Data)}
 		}
 	case kAppend, kReplace:
 		if s.exists {
-			data := in.Data
+			data := text(in.Data)
 			if in.Kind == kAppend {
-				data = s.data + in.Data
+				data = s.data.plus(in.Data)
 			}
 			return blockState{set: true, exists: true, floor: max(s.floor, s.stamp), data: data}
 		}
@@ -381,7 +390,7 @@ func rejectedOK(s blockState, in LinInput, st model.Status) bool {
 			return false
 		}
 		switch {
-		case !s.exists, in.Off+in.Len > int64(len(s.data)):
+		case !s.exists, in.Off+in.Len > int64(s.data.len()):
 			return true
 		case s.known:
 			return in.Stamp > s.stamp
@@ -662,7 +671,7 @@ func Model() porcupine.Model {
 		Partition:         partition,
 		Init:              func() any { return blockState{} },
 		Step:              step,
-		Equal:             func(a, b any) bool { return a.(blockState) == b.(blockState) },
+		Equal:             func(a, b any) bool { return a.(blockState).equal(b.(blockState)) },
 		Hash:              func(state any) uint64 { return state.(blockState).hash() },
 		DescribeOperation: describeOp,
 		DescribeState:     func(state any) string { return state.(blockState).describe() },
@@ -771,7 +780,7 @@ func (h *harness) history() []porcupine.Operation {
 		}
 		ops = append(ops, porcupine.Operation{
 			ClientId: 0, Call: -2, Return: -1, Output: LinOutput{},
-			Input: LinInput{Kind: kInit, Block: id, Exists: s.exists, Stamp: s.stamp, Data: s.data},
+			Input: LinInput{Kind: kInit, Block: id, Exists: s.exists, Stamp: s.stamp, Data: s.data.String()},
 		})
 	}
 	rows := h.cfg.ClientWorkers

@@ -26,7 +26,7 @@ func TestModelHashAgreesWithEqual(t *testing.T) {
 		return blockState{
 			set: rapid.Bool().Draw(t, "set"), exists: rapid.Bool().Draw(t, "exists"), known: rapid.Bool().Draw(t, "known"),
 			stamp: rapid.Uint64Range(0, 2).Draw(t, "stamp"), floor: rapid.Uint64Range(0, 2).Draw(t, "floor"),
-			data: string(data),
+			data: pieced(t, string(data)),
 		}
 	})
 	rapid.Check(t, func(t *rapid.T) {
@@ -35,7 +35,7 @@ func TestModelHashAgreesWithEqual(t *testing.T) {
 			t.Fatalf("equal states hash differently: %+v, %+v", a, b)
 		}
 		c := a
-		c.data = string([]byte(a.data)) // equal contents, another backing array
+		c.data = text(a.data.String()) // equal contents, pieced another way
 		if m.Hash(a) != m.Hash(c) {
 			t.Fatalf("hash depends on more than the state's value: %+v", a)
 		}
@@ -45,14 +45,15 @@ func TestModelHashAgreesWithEqual(t *testing.T) {
 // The hash must still tell apart states that differ only in their data's
 // ends or length, or every block's states would share a bucket.
 func TestModelHashSeparatesData(t *testing.T) {
-	base := blockState{set: true, exists: true, known: true, stamp: 1, floor: 1, data: strings.Repeat("x", 1000)}
+	x := strings.Repeat("x", 1000)
+	base := blockState{set: true, exists: true, known: true, stamp: 1, floor: 1, data: text(x)}
 	for name, other := range map[string]string{
-		"first byte": "y" + base.data[1:],
-		"last byte":  base.data[:999] + "y",
-		"length":     base.data + "x",
+		"first byte": "y" + x[1:],
+		"last byte":  x[:999] + "y",
+		"length":     x + "x",
 	} {
 		o := base
-		o.data = other
+		o.data = text(other)
 		if base.hash() == o.hash() {
 			t.Errorf("%s: states hash alike", name)
 		}
@@ -182,9 +183,9 @@ func drawUnknownsHistory(t *rapid.T, extraReads int) []porcupine.Operation {
 		exists := rapid.Bool().Draw(t, "exists")
 		s := blockState{set: true, exists: exists, known: true}
 		if exists {
-			s.stamp, s.floor, s.data = 10, 10, rapid.SampledFrom(words).Draw(t, "init")
+			s.stamp, s.floor, s.data = 10, 10, text(rapid.SampledFrom(words).Draw(t, "init"))
 		}
-		ops := []hop{initOp(1, exists, s.stamp, s.data)}
+		ops := []hop{initOp(1, exists, s.stamp, s.data.String())}
 		n := rapid.IntRange(1, 7).Draw(t, "n")
 		type pending struct {
 			at int64 // when it takes effect (its place in the order)
@@ -235,12 +236,12 @@ func drawUnknownsHistory(t *rapid.T, extraReads int) []porcupine.Operation {
 			}
 			in := h.in
 			switch {
-			case in.Kind == kRead && s.exists && in.Off+in.Len <= int64(len(s.data)):
+			case in.Kind == kRead && s.exists && in.Off+in.Len <= int64(s.data.len()):
 				if !s.known {
 					stamp++
 					s.known, s.stamp, s.floor = true, stamp, stamp
 				}
-				h.out = LinOutput{Stamp: s.stamp, Length: int64(len(s.data)), Data: s.data[in.Off : in.Off+in.Len]}
+				h.out = LinOutput{Stamp: s.stamp, Length: int64(s.data.len()), Data: s.data.String()[in.Off : in.Off+in.Len]}
 			case in.Kind == kRead:
 				h.out = LinOutput{Outcome: outRejected, Status: model.StatusErrorInvalid}
 			case in.Kind == kWrite && s.exists:
@@ -251,12 +252,12 @@ func drawUnknownsHistory(t *rapid.T, extraReads int) []porcupine.Operation {
 				s = blockState{set: true, floor: max(s.floor, s.stamp)}
 			default:
 				stamp += uint64(rapid.IntRange(1, 2).Draw(t, "gap"))
-				data := in.Data
+				data := text(in.Data)
 				if in.Kind == kAppend {
-					data = s.data + in.Data
+					data = s.data.plus(in.Data)
 				}
 				s = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: data}
-				h.out = LinOutput{Stamp: stamp, Length: int64(len(data))}
+				h.out = LinOutput{Stamp: stamp, Length: int64(data.len())}
 			}
 			ops = append(ops, h)
 		}

@@ -180,7 +180,7 @@ func RunReal(c Case, root string) (*Result, error) {
 				w.Fail(fmt.Errorf("write block %d: %w", b.ID, err))
 				return
 			}
-			initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: string(data)}
+			initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: text(string(data))}
 		}
 		var err error
 		if dn, err = model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
@@ -230,7 +230,7 @@ func RunReal(c Case, root string) (*Result, error) {
 		for id := uint64(1); id <= cfg.MaxBlock; id++ {
 			s := initState[id]
 			history = append(history, porcupine.Operation{ClientId: 0, Call: -2, Return: -1, Output: LinOutput{},
-				Input: LinInput{Kind: kInit, Block: id, Exists: s.exists, Stamp: s.stamp, Data: s.data}})
+				Input: LinInput{Kind: kInit, Block: id, Exists: s.exists, Stamp: s.stamp, Data: s.data.String()}})
 		}
 		for _, rc := range clients {
 			if len(rc.errs) > 0 {

@@ -428,7 +428,7 @@ func (h *harness) dnMain(p model.Process) {
 				h.fail(PropHarness, "write block %d: %v", b.ID, err)
 				return
 			}
-			h.initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: frozen(data)}
+			h.initState[b.ID] = blockState{set: true, exists: true, known: true, stamp: stamp, floor: stamp, data: text(frozen(data))}
 		}
 	}
 	if !h.badTried {
