@@ -353,14 +353,7 @@ func TestOverBoundCloseOfBlockedConnection(t *testing.T) {
 					})
 					return
 				}
-				var n [4]byte
-				binary.BigEndian.PutUint32(n[:], 16<<10)
-				p.(*sim.Process).SlowReader(4096)
-				for k := 0; k < 100; k++ {
-					cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
-				}
-				cl.PauseReading(srvAddr)
-				p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
+				floodUnread(p, cl)
 			})
 		st := e.srv.Stats()
 		blocks += st.ReaderBlocks
@@ -410,14 +403,7 @@ func TestWakeOfClosedReaderPassesOn(t *testing.T) {
 						})
 						return
 					}
-					var n [4]byte
-					binary.BigEndian.PutUint32(n[:], 16<<10)
-					p.(*sim.Process).SlowReader(4096)
-					for k := 0; k < 100; k++ {
-						cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
-					}
-					cl.PauseReading(srvAddr)
-					p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
+					floodUnread(p, cl)
 				})
 			runs++
 			if err != nil {
@@ -732,4 +718,18 @@ func TestHadoopReaderOneCallPerEvent(t *testing.T) {
 			t.Errorf("pieces %v: server not quiet: %d %d %d %d %d", pieces, conns, queued, pending, busy, blocked)
 		}
 	}
+}
+
+// floodUnread has cl ask for 100 answers of 16 KiB, reading 4 KiB at a
+// time, then stop reading: the server's responses to it pile up while its
+// calls fill the queue. cl closes after 2 s.
+func floodUnread(p model.Process, cl *rpc.Client) {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], 16<<10)
+	p.(*sim.Process).SlowReader(4096)
+	for k := 0; k < 100; k++ {
+		cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
+	}
+	cl.PauseReading(srvAddr)
+	p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
 }
