@@ -6,8 +6,12 @@ package properties
 // appends, and a string per state copied the whole block at every append
 // step: seed 286171 allocated 824 MB in one check, mostly such copies.
 // Now an append costs one piece, whatever the block's size. The zero
-// content is empty.
-type content struct{ last *piece }
+// content is empty. It is not comparable (==, which would compare the
+// chains, not the bytes, does not compile): compare with equal.
+type content struct {
+	last *piece
+	_    [0]func()
+}
 
 // piece is the bytes s at the end of a content of n bytes, after prev's.
 // head and tail are the content's first and last min(n, ends) bytes, kept
@@ -28,7 +32,7 @@ func text(s string) content {
 	if s == "" {
 		return content{}
 	}
-	return content{&piece{s: s, n: len(s), head: s[:min(ends, len(s))], tail: s[len(s)-min(ends, len(s)):]}}
+	return content{last: &piece{s: s, n: len(s), head: s[:min(ends, len(s))], tail: s[len(s)-min(ends, len(s)):]}}
 }
 
 func (c content) len() int {
@@ -57,7 +61,7 @@ func (c content) plus(s string) content {
 		t := c.last.tail + s
 		p.tail = t[len(t)-min(ends, len(t)):]
 	}
-	return content{p}
+	return content{last: p}
 }
 
 // headTail is c's first and last min(len, ends) bytes.

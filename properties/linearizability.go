@@ -115,12 +115,13 @@ type blockState struct {
 	baseData   content
 }
 
-// equal reports whether a and b are the same state: their contents
-// compared by bytes, not by how they were pieced together.
+// equal reports whether a and b are the same state, field by field (a
+// field added to blockState belongs here too): their contents compared
+// by bytes, not by how they were pieced together.
 func (a blockState) equal(b blockState) bool {
-	ad, abd, bd, bbd := a.data, a.baseData, b.data, b.baseData
-	a.data, a.baseData, b.data, b.baseData = content{}, content{}, content{}, content{}
-	return a == b && ad.equal(bd) && abd.equal(bbd)
+	return a.set == b.set && a.exists == b.exists && a.known == b.known && a.stamp == b.stamp && a.floor == b.floor &&
+		a.ended == b.ended && a.dirty == b.dirty && a.baseExists == b.baseExists && a.baseKnown == b.baseKnown &&
+		a.baseStamp == b.baseStamp && a.baseFloor == b.baseFloor && a.data.equal(b.data) && a.baseData.equal(b.baseData)
 }
 
 // core is s without the bookkeeping for unknown ops: the block itself.
@@ -250,7 +251,7 @@ func step(state, input, output any) (bool, any) {
 		return false, s
 	}
 	if s.dirty {
-		if ok, m := stepKnown(s.start(), in, out); ok && m == s.start() {
+		if ok, m := stepKnown(s.start(), in, out); ok && m.equal(s.start()) {
 			return true, windowOn(s, n)
 		}
 	}
@@ -275,7 +276,7 @@ func windowOn(s, n blockState) blockState {
 // it takes effect here, and must change what a later op could see.
 func unknownOK(s blockState, in LinInput) (bool, any) {
 	n := apply(s.core(), in)
-	if n == s.core() {
+	if n.equal(s.core()) {
 		// No effect here: the same as placing it after the end op.
 		return false, s
 	}
@@ -288,10 +289,10 @@ func unknownOK(s blockState, in LinInput) (bool, any) {
 		// replace after appends, a delete after a write, or anything
 		// after an append of nothing, which only hid the stamp.)
 		w := s.start()
-		if n == w {
+		if n.equal(w) {
 			return false, s
 		}
-		if a := apply(w, in); a != w && a == n {
+		if a := apply(w, in); !a.equal(w) && a.equal(n) {
 			return false, s
 		}
 	}
@@ -550,6 +551,7 @@ func pinUnknowns(part []porcupine.Operation) []porcupine.Operation {
 		ret       int64 // the producer's return
 		lastRead  int64 // the latest call of a read returning the stamp
 		read      bool
+		listed    bool // in order
 	}
 	stamps := make(map[uint64]*stampInfo)
 	get := func(st uint64) *stampInfo {
@@ -594,7 +596,8 @@ func pinUnknowns(part []porcupine.Operation) []porcupine.Operation {
 		if in.Kind == kInit {
 			st = in.Stamp
 		}
-		if si, ok := stamps[st]; ok && si.producers == 1 && si.read && !slices.Contains(order, st) {
+		if si, ok := stamps[st]; ok && si.producers == 1 && si.read && !si.listed {
+			si.listed = true
 			order = append(order, st)
 		}
 	}
