@@ -154,6 +154,17 @@ type callQueue struct {
 
 func (q *callQueue) len() int { return len(q.calls) - q.head }
 
+// wakeReader resumes the first reader blocked for room, if any. Under the
+// queue's lock.
+func (q *callQueue) wakeReader() {
+	if len(q.blocked) == 0 {
+		return
+	}
+	r := q.blocked[0]
+	q.blocked = q.blocked[1:]
+	r.loop.Post(r.resume)
+}
+
 func (q *callQueue) push(c *call) {
 	q.calls = append(q.calls, c)
 	q.peak = max(q.peak, q.len())
@@ -716,11 +727,8 @@ func (r *reader) refill(first *serverConn) {
 		// takes; one that does not use the room (the connection it
 		// blocked on closed before its resume ran) would otherwise
 		// leave the others blocked on a queue that may stay empty.
-		q := r.s.q
-		if q.len() < q.cap && len(q.blocked) > 0 {
-			next := q.blocked[0]
-			q.blocked = q.blocked[1:]
-			next.loop.Post(next.resume)
+		if q := r.s.q; q.len() < q.cap {
+			q.wakeReader()
 		}
 	}
 }
@@ -820,11 +828,7 @@ func (h *handler) next() {
 			return
 		}
 		h.busy = true
-		if len(q.blocked) > 0 {
-			r := q.blocked[0]
-			q.blocked = q.blocked[1:]
-			r.loop.Post(r.resume)
-		}
+		q.wakeReader()
 		h.loop.Post(func() { h.serve(c) })
 	})
 }
