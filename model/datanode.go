@@ -1248,9 +1248,7 @@ func (dc *dnConn) takeHandle() {
 		if errors.Is(err, ErrStaleReplica) {
 			dn.parkedLost++
 		}
-		dc.st.Errors++
-		dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
-		dc.close("replica changed while parked")
+		dc.readFailed(err.Error(), "replica changed while parked")
 		return
 	}
 	if dc.pending() {
@@ -1339,9 +1337,7 @@ func (dc *dnConn) park() {
 				if dc.closed {
 					return
 				}
-				dc.st.Errors++
-				dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", "replica replaced or deleted while reads wait for a handle")
-				dc.close("replica changed while reads wait for a handle")
+				dc.readFailed("replica replaced or deleted while reads wait for a handle", "replica changed while reads wait for a handle")
 			})
 			return
 		}
@@ -1582,6 +1578,15 @@ func appendSums(p Process, buf []byte, r *BlockFiles, off int64, n int) ([]byte,
 }
 
 // packetReady sends the packet dc.job describes, built into out.
+// readFailed ends a read the datanode cannot finish (a disk error, a
+// replica gone): HDFS closes the connection, the client sees a short
+// stream, and the error is counted and logged.
+func (dc *dnConn) readFailed(err, why string) {
+	dc.st.Errors++
+	dc.dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err)
+	dc.close(why)
+}
+
 func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 	if err != nil {
 		// A disk or checksum error mid-stream: HDFS closes the
@@ -1589,9 +1594,7 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 		if lent {
 			dc.sel.putBuf(out)
 		}
-		dc.st.Errors++
-		dc.dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
-		dc.close("read error")
+		dc.readFailed(err.Error(), "read error")
 		return
 	}
 	dc.sfLeft = 0
@@ -1667,9 +1670,7 @@ func (dc *dnConn) flush() {
 			// sendfile met a disk error (or a file shorter than its
 			// replica): as for a packet's read, HDFS closes the
 			// connection and the client sees a short stream.
-			dc.st.Errors++
-			dc.dn.p.Log("dn-read-error", "block", dc.req.BlockID, "err", err.Error())
-			dc.close("read error")
+			dc.readFailed(err.Error(), "read error")
 			return
 		}
 		dc.close("write error")

@@ -232,7 +232,7 @@ func (hp *HandlePool) wakeSharers(h *Handle) {
 // its replica (Retake: a new handle, or its files opened again).
 func (hp *HandlePool) Park(h *Handle, now time.Duration) {
 	h.parked++
-	if h.retired && !h.closed && h.refs == 1 && hp.store.reopenable(h.Files) == nil {
+	if h.retired && !h.closed && h.refs == 1 && hp.Parkable(h) {
 		h.refs, h.lastUse = 0, now
 		hp.shut(h)
 		hp.wakeOne()
