@@ -938,9 +938,9 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 // close crossing the call: c went on a connection that had sent nothing
 // for the server's idle timeout (ServerIdle is drawn apart from the
 // client's, often shorter), and the server has closed a connection as
-// idle since the client's call before c. The client cannot see that coming: its call is on the
-// wire before the server's FIN reaches it, and the server, which read
-// nothing of it, resets it. Hadoop avoids the race by configuration (the
+// idle since the client's call before c. The client cannot see that
+// coming: its call is on the wire before the server's FIN reaches it, and
+// the server, which read nothing of it, resets it. Hadoop avoids the race by configuration (the
 // server's idle timeout is twice the client's, so the client closes
 // first), and its client does not retry a call whose connection failed:
 // no call can be promised an answer on such a connection. A call on a

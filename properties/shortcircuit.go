@@ -457,13 +457,9 @@ func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 									checkFDs()
 									check := func() {
 										if r.Err == nil {
-											ok := false
-											for _, v := range scAllowed(versions[block], start, end) {
-												if v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data) {
-													ok = true
-												}
-											}
-											if !ok {
+											if !slices.ContainsFunc(scAllowed(versions[block], start, end), func(v []byte) bool {
+												return v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data)
+											}) {
 												run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
 											}
 										}
