@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -297,7 +298,12 @@ type Datanode struct {
 	stopped   bool
 
 	// main loop only: the connection cap (accept, evictIdle)
-	accepted     uint64
+	accepted uint64
+	// byAccept is conns in accept order (acceptSeq ascending), so that
+	// evictIdle finds the oldest candidate by a binary search: a flood of
+	// busy connections made each of its steps a scan of every connection,
+	// quadratic in the cap (check's seed 309 spent 30% of its time there).
+	byAccept     []*dnConn
 	acceptPaused bool  // full: accepting again once a connection closes
 	evictT       Timer // full, with the idle connections too young to close yet
 	acceptErrs   int
@@ -691,11 +697,16 @@ const IdleGrace = 2 * time.Millisecond
 // last one asked": one comparison, not a search of the list asked.
 func (dn *Datanode) evictIdle(newest *dnConn, after uint64) {
 	var oldest *dnConn
-	for _, dc := range dn.conns {
+	j, ok := dn.acceptIndex(after)
+	if ok {
+		j++
+	}
+	for _, dc := range dn.byAccept[j:] {
 		// (A connection whose thread could not start has no loop; it
 		// is closing already.)
-		if dc != newest && dc.loop != nil && dc.acceptSeq > after && (oldest == nil || dc.acceptSeq < oldest.acceptSeq) {
+		if dc != newest && dc.loop != nil {
 			oldest = dc
+			break
 		}
 	}
 	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && !dn.stopped {
@@ -740,6 +751,14 @@ func (dn *Datanode) evictIdle(newest *dnConn, after uint64) {
 	})
 }
 
+// acceptIndex is where the connection accepted as seq is, or would be, in
+// byAccept.
+func (dn *Datanode) acceptIndex(seq uint64) (int, bool) {
+	return slices.BinarySearchFunc(dn.byAccept, seq, func(dc *dnConn, seq uint64) int {
+		return cmp.Compare(dc.acceptSeq, seq)
+	})
+}
+
 // Adopt serves c, a connection accepted elsewhere (the short-circuit
 // domain socket's data traffic), as if the datanode had accepted it; in
 // holds the bytes already read from it.
@@ -762,6 +781,7 @@ func (dn *Datanode) serve(c Conn, in []byte, tcp bool) {
 	dc := &dnConn{dn: dn, c: c, id: c.ID(), index: len(dn.conns), acceptSeq: dn.accepted, acceptAt: dn.main.Now(),
 		transferTo: tcp && !dn.cfg.NoTransferTo}
 	dn.conns = append(dn.conns, dc)
+	dn.byAccept = append(dn.byAccept, dc)
 	dc.memChanged()
 	if dn.cfg.Mode == Threaded {
 		l, err := dn.p.NewLoop("xceiver")
@@ -808,6 +828,11 @@ func (dn *Datanode) forget(dc *dnConn) {
 		dn.conns[len(dn.conns)-1] = nil
 	}
 	dn.conns = dn.conns[:len(dn.conns)-1]
+	if j, ok := dn.acceptIndex(dc.acceptSeq); ok {
+		// (Delete clears the freed slot: a forgotten connection stays
+		// reachable from neither list.)
+		dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
+	}
 	dc.index = -1
 	dc.memChanged()
 	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
