@@ -72,8 +72,16 @@ func (c content) headTail() (string, string) {
 	return c.last.head, c.last.tail
 }
 
-// String is c's bytes in one string (for reports: it copies the block).
+// String is c's bytes in one string. A content of one piece (a block's
+// first contents, every init op of a history) is that piece, shared; a
+// chain is copied into one string.
 func (c content) String() string {
+	if c.last == nil {
+		return ""
+	}
+	if c.last.prev == nil {
+		return c.last.s
+	}
 	b := make([]byte, c.len())
 	for p := c.last; p != nil; p = p.prev {
 		copy(b[p.n-len(p.s):], p.s)
