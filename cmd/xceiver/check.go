@@ -337,7 +337,7 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 		progOut = nil // one JSON object, nothing else
 	}
 	prog := newProgress(progOut, total, !opt.json && isTerminal(stdout))
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 
 	var mu sync.Mutex
 	t := newTally()
@@ -403,7 +403,7 @@ feed:
 	close(tickDone)
 	prog.finish()
 	t.stoppedEarly = stopped
-	return printSummary(stdout, opt, "sim", total, t, time.Since(start))
+	return printSummary(stdout, opt, "sim", total, t, time.Since(start), processCPU()-cpu0)
 }
 
 // maxListed bounds the failures a check keeps in detail, so a sweep with
@@ -524,18 +524,24 @@ type checkSummary struct {
 	System  string        `json:"system"`
 	Systems []systemCount `json:"systems"`
 	// Seeds are this shard's seeds; SweepSeeds all shards' (--seeds).
-	Seeds        int            `json:"seeds"`
-	SweepSeeds   int            `json:"sweep_seeds"`
-	Checked      int            `json:"checked"`
-	FirstSeed    uint64         `json:"first_seed"`
-	Shard        string         `json:"shard"`
-	Out          string         `json:"out,omitempty"`
-	Bug          string         `json:"bug,omitempty"`
-	Passed       int            `json:"passed"`
-	Failed       int            `json:"failed"`
-	StoppedEarly bool           `json:"stopped_early,omitempty"`
-	ElapsedS     float64        `json:"elapsed_s"`
-	SeedsPerS    float64        `json:"seeds_per_s"`
+	Seeds        int     `json:"seeds"`
+	SweepSeeds   int     `json:"sweep_seeds"`
+	Checked      int     `json:"checked"`
+	FirstSeed    uint64  `json:"first_seed"`
+	Shard        string  `json:"shard"`
+	Out          string  `json:"out,omitempty"`
+	Bug          string  `json:"bug,omitempty"`
+	Passed       int     `json:"passed"`
+	Failed       int     `json:"failed"`
+	StoppedEarly bool    `json:"stopped_early,omitempty"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	SeedsPerS    float64 `json:"seeds_per_s"`
+	// CPUS is the CPU the check used (this process's, every thread, user
+	// and system), and SeedsPerCPUS the seeds per CPU-second: on a shared
+	// machine, whose speed moves by a third from one hour to the next,
+	// the CPU is steadier than the wall clock for comparing two runs.
+	CPUS         float64        `json:"cpu_s"`
+	SeedsPerCPUS float64        `json:"seeds_per_cpu_s"`
 	CodeVersion  string         `json:"code_version"`
 	ByProperty   []*propSummary `json:"by_property"`
 	Failures     []checkFailure `json:"failures"`
@@ -547,7 +553,7 @@ type checkSummary struct {
 
 // printSummary ends a check, in either world, with the same JSON object
 // or the same closing lines, and returns the exit code.
-func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t *tally, elapsed time.Duration) int {
+func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t *tally, elapsed, cpu time.Duration) int {
 	sort.Slice(t.listed, func(i, j int) bool { return t.listed[i].Seed < t.listed[j].Seed })
 	checked := t.passed + t.failed
 	codeVer, props := systemCodeVersion(opt.system), systemProperties(opt.system)
@@ -559,7 +565,8 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
 			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
 			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly,
-			ElapsedS: elapsed.Seconds(), SeedsPerS: float64(checked) / elapsed.Seconds(), CodeVersion: codeVer,
+			ElapsedS: elapsed.Seconds(), SeedsPerS: float64(checked) / elapsed.Seconds(),
+			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu), CodeVersion: codeVer,
 			ByProperty: nonNilGroups(t.groups()), Failures: nonNil(t.listed), NotListed: t.failed - len(t.listed),
 			Properties: props,
 		})
@@ -569,14 +576,23 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		if t.stoppedEarly {
 			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
 		}
-		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s\n",
-			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), float64(checked)/elapsed.Seconds())
+		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second)\n",
+			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), float64(checked)/elapsed.Seconds(),
+			cpu.Seconds(), perSecond(checked, cpu))
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
 	if t.failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// perSecond is n per second of d (0 for no time).
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
 }
 
 // printGroups prints the failures by property: count, smallest trace
@@ -811,7 +827,7 @@ func (p *progress) finish() { p.clear() }
 // A failure names its seed; re-run it with `check --seed S` to get a
 // replayable trace from the simulator, or here to see it again.
 func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	t := newTally()
 	for k := opt.shardI - 1; k < opt.seeds; k += opt.shardN {
 		seed := opt.seed + uint64(k)
@@ -840,5 +856,5 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
 		}
 	}
-	return printSummary(stdout, opt, "real", opt.shardSeeds(), t, time.Since(start))
+	return printSummary(stdout, opt, "real", opt.shardSeeds(), t, time.Since(start), processCPU()-cpu0)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,6 +42,8 @@ func TestCheckJSONAndShards(t *testing.T) {
 			Seeds, Passed, Failed int
 			Shard                 string
 			Failures              []any
+			CPU                   float64 `json:"cpu_s"`
+			PerCPU                float64 `json:"seeds_per_cpu_s"`
 		}
 		if strings.Count(strings.TrimSpace(stdout), "\n") != 0 {
 			t.Fatalf("--json printed more than one line: %q", stdout)
@@ -50,6 +53,10 @@ func TestCheckJSONAndShards(t *testing.T) {
 		}
 		if got.Passed != got.Seeds || got.Failed != 0 || got.Shard != shard || got.Failures == nil {
 			t.Fatalf("shard %s: %+v", shard, got)
+		}
+		// The CPU a shard used, and its seeds per CPU-second, agree.
+		if got.CPU <= 0 || math.Abs(got.PerCPU*got.CPU-float64(got.Seeds)) > 1e-6*float64(got.Seeds) {
+			t.Fatalf("shard %s: %d seeds in %v CPU-s but %v seeds per CPU-second", shard, got.Seeds, got.CPU, got.PerCPU)
 		}
 		total += got.Seeds
 	}

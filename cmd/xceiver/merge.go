@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func mergeCommand() *command {
@@ -231,6 +232,7 @@ func (m *merged) summary() *checkSummary {
 		s.Passed += r.Passed
 		s.ElapsedS = max(s.ElapsedS, r.ElapsedS)
 		s.SeedsPerS += r.SeedsPerS
+		s.CPUS += r.CPUS
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
 			t.add(r.Failures[j].System, &r.Failures[j])
@@ -276,5 +278,6 @@ func (m *merged) summary() *checkSummary {
 	s.Failures = nonNil(t.listed)
 	s.NotListed = s.Failed - len(t.listed)
 	s.ByProperty = nonNilGroups(t.groups())
+	s.SeedsPerCPUS = perSecond(s.Checked, time.Duration(s.CPUS*float64(time.Second)))
 	return s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,17 @@ func TestMergeShards(t *testing.T) {
 	}
 	if got.Checked != 15 || got.Seeds != 15 || got.SweepSeeds != 15 || got.Passed != want.Passed || got.Failed != want.Failed || len(got.Shards) != 3 {
 		t.Errorf("merged %d checked, %d passed, %d failed over %v; one check: %d, %d, %d", got.Checked, got.Passed, got.Failed, got.Shards, want.Checked, want.Passed, want.Failed)
+	}
+	// The sweep's CPU is the shards' CPU added up.
+	var shardCPU float64
+	for _, f := range files {
+		var r checkSummary
+		b, _ := os.ReadFile(f)
+		json.Unmarshal(b, &r)
+		shardCPU += r.CPUS
+	}
+	if got.CPUS <= 0 || math.Abs(got.CPUS-shardCPU) > 1e-9 || math.Abs(got.SeedsPerCPUS*got.CPUS-15) > 1e-6 {
+		t.Errorf("merged %v CPU-s and %v seeds per CPU-second; the shards used %v CPU-s", got.CPUS, got.SeedsPerCPUS, shardCPU)
 	}
 	if len(got.ByProperty) != len(want.ByProperty) || got.ByProperty[0].Count != want.ByProperty[0].Count ||
 		got.ByProperty[0].Smallest.Seed != want.ByProperty[0].Smallest.Seed {
