@@ -543,6 +543,15 @@ type cpu struct {
 	sysmon   bool
 	sysmonAt time.Duration
 	sysmonF  func()
+
+	// Stacked wake-ups (CPUConfig.StackBalance): parked marks the cores
+	// whose thread went to sleep with nothing to run; a parked core that
+	// a thread woken while another core is busy takes is stacked behind
+	// that core, unusable until stackedUntil. viaPoller is set while a
+	// loop woken through the poller asks for a core.
+	parked       []bool
+	stackedUntil []time.Duration
+	viaPoller    bool
 }
 
 // noPoller is cpu.polling when no core waits in the poller.
@@ -596,6 +605,16 @@ func (c *cpu) idle(i int, t time.Duration) {
 	if !c.w.cfg.CPU.Poller {
 		return
 	}
+	if c.w.cfg.CPU.StackBalance > 0 && len(c.waitQ) == 0 && len(c.missed) == 0 {
+		// Core i's thread runs out of work and sleeps: a thread
+		// stacked behind it gets its CPU.
+		for k, until := range c.stackedUntil {
+			if k != i && until > t {
+				c.stackedUntil[k] = t
+			}
+		}
+		c.parked[i] = true
+	}
 	if len(c.missed) > 0 {
 		c.found(t + c.w.cfg.CPU.PollerMissed)
 		return
@@ -636,7 +655,11 @@ func (c *cpu) sysmonPollNow() {
 }
 
 func newCPU(w *World, n int) *cpu {
-	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n), polling: 0}
+	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
+		parked: make([]bool, n), stackedUntil: make([]time.Duration, n)}
+	for i := range c.parked {
+		c.parked[i] = true // nothing runs yet
+	}
 	c.wakeF = c.wake
 	c.sysmonF = c.sysmonPollNow
 	return c
@@ -662,7 +685,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	}
 	if c.slices == nil {
 		for i, t := range c.cores {
-			if t <= now {
+			if t <= now && c.stackedUntil[i] <= now && !c.stacks(i, now) {
 				c.holder[i] = nil
 				return i, true
 			}
@@ -670,12 +693,43 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 		return 0, false
 	}
 	for i, t := range c.cores {
-		if t <= now && (woken || c.slices.runnable(i, now, now) == now) {
+		if t <= now && c.stackedUntil[i] <= now && (woken || c.slices.runnable(i, now, now) == now) && !c.stacks(i, now) {
 			c.holder[i] = nil
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// stacks decides whether parked core i, free now, is taken by a thread
+// woken while another core is busy, the way Go wakes a sleeping thread
+// for an idle processor (CPUConfig.StackBalance): that thread is queued
+// behind the busy core and the core stays unusable until it is released
+// (idle) or StackBalance passes. A core taken once is no longer parked.
+func (c *cpu) stacks(i int, now time.Duration) bool {
+	bal := c.w.cfg.CPU.StackBalance
+	if bal <= 0 || !c.parked[i] {
+		return false
+	}
+	c.parked[i] = false
+	if c.viaPoller || !c.otherBusy(i, now) {
+		return false
+	}
+	c.stackedUntil[i] = now + bal
+	c.w.post(c.stackedUntil[i], c.wakeF)
+	return true
+}
+
+// otherBusy reports whether a core other than i is busy now: past now,
+// or running the callback in progress.
+func (c *cpu) otherBusy(i int, now time.Duration) bool {
+	w := c.w
+	for j, t := range c.cores {
+		if j != i && (t > now || w.running != nil && w.core == j && w.running.p.cpu == c) {
+			return true
+		}
+	}
+	return false
 }
 
 // takeHeld ends the hold of loop t on its core (SyscallHold) and returns
@@ -734,7 +788,7 @@ func (c *cpu) armWake() {
 	now := c.w.now
 	first := time.Duration(-1)
 	for i, t := range c.cores {
-		t = c.slices.runnable(i, now, max(t, now))
+		t = max(c.slices.runnable(i, now, max(t, now)), c.stackedUntil[i])
 		if first < 0 || t < first {
 			first = t
 		}
@@ -899,6 +953,7 @@ type Loop struct {
 	scheduled bool
 	closed    bool
 	boost     bool   // next wait for a core goes to the front (woken by a lock)
+	viaPoller bool   // woken through Go's poller (CPUConfig.StackBalance)
 	dispatchF func() // l.dispatch, bound once: a wake-up allocates nothing
 }
 
@@ -949,6 +1004,7 @@ func (l *Loop) wake() {
 	} else if at <= now {
 		if w.cfg.CPU.Poller && w.running != &l.thread {
 			var ok bool
+			l.viaPoller = true
 			if at, ok = l.p.cpu.pollerWake(l); !ok {
 				// Missed: cpu.found posts the dispatch. (A hop
 				// through this path costs about the CPU of one
@@ -989,7 +1045,10 @@ func (l *Loop) dispatch() {
 		w.post(l.busyUntil, l.dispatchF)
 		return
 	}
-	c, ok := l.p.cpu.free(&l.thread, l.woken)
+	cpu := l.p.cpu
+	cpu.viaPoller, l.viaPoller = l.viaPoller, false
+	c, ok := cpu.free(&l.thread, l.woken)
+	cpu.viaPoller = false
 	if !ok {
 		l.scheduled = true
 		if l.boost {

@@ -89,6 +89,14 @@ type Profile struct {
 	PollerWakeP50Ns float64 `json:"poller_wake_p50_ns,omitempty"`
 	PollerWakeP90Ns float64 `json:"poller_wake_p90_ns,omitempty"`
 	PollerMissedNs  float64 `json:"poller_missed_ns,omitempty"`
+	// StackWaitNs is the mean time a thread of a Go program of eight
+	// goroutine pairs ping-ponging 32 KiB over loopback waited in a run
+	// queue per time it ran (the threads' schedstat run delay over
+	// their run slices), and StackCores the cores that program got:
+	// calibrate's stack probe. The CPU model's StackBalance (0: not
+	// measured, off).
+	StackWaitNs float64 `json:"stack_wait_ns,omitempty"`
+	StackCores  float64 `json:"stack_cores,omitempty"`
 
 	// The rpc server's and namespace's own code, timed on their real
 	// messages (0: not measured, the hand-set cost stays): an rpc reader
@@ -157,6 +165,7 @@ func ParseProfile(b []byte) (Profile, error) {
 		{"syscall_hold_p50_ns", p.SyscallHoldP50Ns}, {"syscall_hold_p90_ns", p.SyscallHoldP90Ns},
 		{"poller_wake_p10_ns", p.PollerWakeP10Ns}, {"poller_wake_p50_ns", p.PollerWakeP50Ns},
 		{"poller_wake_p90_ns", p.PollerWakeP90Ns}, {"poller_missed_ns", p.PollerMissedNs},
+		{"stack_wait_ns", p.StackWaitNs}, {"stack_cores", p.StackCores},
 		{"compare_per_kb_ns", p.ComparePerKBNs}, {"account_cpu_ns", p.AccountCPUNs},
 		{"spawn_ns", p.SpawnNs}, {"loop_start_ns", p.LoopStartNs},
 	} {
@@ -207,6 +216,7 @@ func (p Profile) CPU() CPUConfig {
 		c.PollerWake = ns(p.PollerWakeP10Ns)
 		c.PollerWakeSpread = ns(p.PollerWakeP90Ns - p.PollerWakeP10Ns)
 		c.PollerMissed = ns(p.PollerMissedNs)
+		c.StackBalance = ns(p.StackWaitNs)
 	}
 	if p.TCPWakeWriteNs > 0 {
 		// The write that woke the reader, less its syscall and segment.

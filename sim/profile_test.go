@@ -460,3 +460,73 @@ func TestCompareAccountAndSpawnCharges(t *testing.T) {
 		t.Errorf("a 40µs spawn cost the parent %v and the child %v more, want 40µs and 0", p3-p0, c3-c0)
 	}
 }
+
+// StackBalance: work handed to an idle worker while the handing core is
+// busy waits behind that core — until its thread runs out of work, or
+// StackBalance passes — instead of starting on the idle core at once, as
+// a Go thread woken for an idle processor waits on a small VM (the
+// kernel queues it behind the busy CPU). Off (0), it starts at once.
+func TestStackedWakeWaitsBehindTheBusyCore(t *testing.T) {
+	const busy = 100 * us
+	run := func(balance time.Duration) (start time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.HostCores = 2
+		cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, 5*us, 7*us
+		cfg.CPU.StackBalance = balance
+		parse := cfg.CPU.Parse
+		w := New(cfg)
+		_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+			l := p.MainLoop()
+			wp := p.NewWorkerPool("w", 1)
+			l.AfterFunc(ms, func() {
+				t0 := l.Now()
+				wp.Submit(l, func() { start = l.Now() - t0 }, nil)
+				p.CPU(model.CPUParse, int(busy/parse))
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.RunFor(10 * ms)
+		return start
+	}
+	off, held, moved := run(0), run(ms), run(30*us)
+	if off >= busy {
+		t.Errorf("off: the work started %v after it was handed over, want before the %v callback ends (the idle core)", off, busy)
+	}
+	if held < busy || held >= ms {
+		t.Errorf("StackBalance 1ms: the work started after %v, want once the %v callback has ended and before 1ms", held, busy)
+	}
+	if moved < 30*us || moved >= busy {
+		t.Errorf("StackBalance 30µs: the work started after %v, want at 30µs, while the callback still runs", moved)
+	}
+}
+
+// A loop woken through Go's poller is not stacked: the kernel wakes the
+// thread waiting in the poller on its own CPU. Only a thread handed work
+// by a busy core (a worker, a queued thread) waits behind it.
+func TestStackedWakeSparesPollerWakes(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.StackBalance = true, ms
+	w := New(cfg)
+	c := newCPU(w, 2)
+	c.cores[0] = w.now + 50*us // core 0 busy, core 1 parked and free
+	c.viaPoller = true
+	if i, ok := c.free(nil, true); !ok || i != 1 {
+		t.Fatalf("a poller wake got core %d (ok %v), want the idle core 1", i, ok)
+	}
+	c.viaPoller = false
+	c.parked[1], c.cores[1] = true, w.now
+	if _, ok := c.free(nil, true); ok {
+		t.Fatal("a worker woken while core 0 is busy got the parked core at once, want it stacked")
+	}
+	if c.stackedUntil[1] != w.now+ms {
+		t.Errorf("stacked until %v, want now + StackBalance (%v)", c.stackedUntil[1], w.now+ms)
+	}
+	// Core 0's thread runs out of work: the stacked core is free again.
+	c.idle(0, w.now+50*us)
+	if c.stackedUntil[1] != w.now+50*us {
+		t.Errorf("after core 0 went idle, stacked until %v, want %v", c.stackedUntil[1], w.now+50*us)
+	}
+}

@@ -163,6 +163,19 @@ type CPUConfig struct {
 	// the poller probes sets it, and then the hold does not apply.
 	Poller                                     bool
 	PollerWake, PollerWakeSpread, PollerMissed time.Duration
+	// StackBalance is how long, at most, a thread woken onto an idle
+	// core while another core is busy waits behind the busy one. Go hands
+	// a goroutine that a running one readies (a worker's condition, a
+	// queued thread) to an idle processor by waking a sleeping thread,
+	// and the kernel of a small VM often queues that thread on the
+	// waker's busy CPU: it waits until the busy thread runs out of work
+	// and sleeps, or the balancer moves it, while the other CPU idles
+	// (calibrate's stack probe: a Go thread woken so waited about a
+	// millisecond, and 8 goroutine pairs ping-ponging got 1.1 of 2
+	// cores). A loop woken through the poller is not delayed so: the
+	// kernel wakes the thread waiting in the poller on its own CPU. Zero
+	// (the hand-set defaults): off. Applies only with Poller.
+	StackBalance time.Duration
 	// ComparePerKB is the CPU per KiB of checking data against what it
 	// should be (model.CPUCompare: the read scenario's client compares
 	// every byte it read with the block's content, out of cache). Zero in
