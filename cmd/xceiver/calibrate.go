@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -106,8 +107,12 @@ func profileSummary(path string) string {
 	if err != nil {
 		return err.Error()
 	}
-	return fmt.Sprintf("%s; %.2f cores available, slices %.2f ms with gaps of %.2f ms, wake-up %.1f µs CPU, loopback %.0f+%.0f ns/KiB (sender+reader)",
+	s := fmt.Sprintf("%s; %.2f cores available, slices %.2f ms with gaps of %.2f ms, wake-up %.1f µs CPU, loopback %.0f+%.0f ns/KiB (sender+reader)",
 		p.Note, p.AvailableCores, p.SliceOnNs/1e6, p.SliceOffNs/1e6, p.WakeupCPUNs/1e3, p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs)
+	if p.StackWaitNs > 0 {
+		s += fmt.Sprintf(", %d goroutine pairs got %.2f cores, their threads waiting %.2f ms a run", stackPairs, p.StackCores, p.StackWaitNs/1e6)
+	}
+	return s
 }
 
 // perOp runs f n times and returns the median of 5 batches, in ns of the
@@ -251,6 +256,16 @@ func calibrate() (sim.Profile, error) {
 	p.SyscallHoldP10Ns, p.SyscallHoldP50Ns, p.SyscallHoldP90Ns = pct(hold, 10, 0), pct(hold, 50, 0), pct(hold, 90, 0)
 	if err := pollerWakes(&p); err != nil {
 		return p, err
+	}
+	switch wait, cores, err := stackProbes(); {
+	case errors.Is(err, errNoSchedstat):
+		// Not measured: the sim runs threads handed work on an idle
+		// core at once.
+		p.Note += "; no schedstat, stack probe not run"
+	case err != nil:
+		return p, err
+	default:
+		p.StackWaitNs, p.StackCores = wait, cores
 	}
 	sliceOn, sliceOff, cores := timeSlices(300 * time.Millisecond)
 	p.SliceOnNs, p.SliceOffNs, p.AvailableCores = float64(sliceOn.Nanoseconds()), float64(sliceOff.Nanoseconds()), cores

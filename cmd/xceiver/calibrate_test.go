@@ -48,6 +48,12 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if p.ComparePerKBNs <= 0 || p.LoopStartNs <= 0 || p.SpawnNs <= p.LoopStartNs || p.AccountCPUNs < 0 {
 		t.Errorf("compare %v ns/KiB, spawn %v ns, loop start %v ns, accounting %v ns", p.ComparePerKBNs, p.SpawnNs, p.LoopStartNs, p.AccountCPUNs)
 	}
+	// Goroutine pairs handing 32 KiB back and forth get some of the
+	// cores, no more than there are, and their threads wait in a run
+	// queue now and then (Linux keeps schedstat for every thread).
+	if n := float64(runtime.NumCPU()); p.StackWaitNs <= 0 || p.StackCores <= 0 || p.StackCores > n*1.1 {
+		t.Errorf("stack probe: %v ns waited per run slice on %.2f of %v cores", p.StackWaitNs, p.StackCores, n)
+	}
 	// A spinning thread per core cannot get more than the cores, and
 	// gets some of them however loaded the machine is.
 	if n := float64(runtime.NumCPU()); p.AvailableCores <= 0 || p.AvailableCores > n*1.1 || p.SliceOnNs <= 0 || p.SliceOffNs < 0 {
