@@ -66,6 +66,24 @@ func stackProbe() (waitNs, cores float64, err error) {
 		conns = append(conns, c)
 		mu.Unlock()
 	}
+	// bounce reads a whole in from c and answers out, until c fails or
+	// stop is closed (nil: never).
+	bounce := func(c net.Conn, in, out []byte, stop <-chan struct{}) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := io.ReadFull(c, in); err != nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -76,18 +94,7 @@ func stackProbe() (waitNs, cores float64, err error) {
 			}
 			track(c)
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				req, reply := make([]byte, 16), make([]byte, stackMsg)
-				for {
-					if _, err := io.ReadFull(c, req); err != nil {
-						return
-					}
-					if _, err := c.Write(reply); err != nil {
-						return
-					}
-				}
-			}()
+			go bounce(c, make([]byte, 16), make([]byte, stackMsg), nil)
 		}
 	}()
 	stop := make(chan struct{})
@@ -100,24 +107,13 @@ func stackProbe() (waitNs, cores float64, err error) {
 		}
 		c.(*net.TCPConn).SetNoDelay(true)
 		track(c)
+		req := make([]byte, 16)
+		if _, err := c.Write(req); err != nil {
+			dialErr = err
+			break
+		}
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, reply := make([]byte, 16), make([]byte, stackMsg)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := c.Write(req); err != nil {
-					return
-				}
-				if _, err := io.ReadFull(c, reply); err != nil {
-					return
-				}
-			}
-		}()
+		go bounce(c, make([]byte, stackMsg), req, stop)
 	}
 	if dialErr == nil {
 		time.Sleep(stackWindow / 3) // past the start
