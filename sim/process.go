@@ -549,6 +549,7 @@ type cpu struct {
 	// a thread woken while another core is busy takes is stacked behind
 	// that core, unusable until stackedUntil. viaPoller is set while a
 	// loop woken through the poller asks for a core.
+	stacking     bool // StackBalance > 0
 	parked       []bool
 	stackedUntil []time.Duration
 	viaPoller    bool
@@ -605,7 +606,7 @@ func (c *cpu) idle(i int, t time.Duration) {
 	if !c.w.cfg.CPU.Poller {
 		return
 	}
-	if c.w.cfg.CPU.StackBalance > 0 && len(c.waitQ) == 0 && len(c.missed) == 0 {
+	if c.stacking && len(c.waitQ) == 0 && len(c.missed) == 0 {
 		// Core i's thread runs out of work and sleeps: a thread
 		// stacked behind it gets its CPU.
 		for k, until := range c.stackedUntil {
@@ -656,7 +657,7 @@ func (c *cpu) sysmonPollNow() {
 
 func newCPU(w *World, n int) *cpu {
 	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
-		parked: make([]bool, n), stackedUntil: make([]time.Duration, n)}
+		stacking: w.cfg.CPU.StackBalance > 0, parked: make([]bool, n), stackedUntil: make([]time.Duration, n)}
 	for i := range c.parked {
 		c.parked[i] = true // nothing runs yet
 	}
@@ -685,7 +686,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	}
 	if c.slices == nil {
 		for i, t := range c.cores {
-			if t <= now && c.stackedUntil[i] <= now && !c.stacks(i, now) {
+			if t <= now && c.stackedUntil[i] <= now && (!c.stacking || !c.stacks(i, now)) {
 				c.holder[i] = nil
 				return i, true
 			}
@@ -693,7 +694,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 		return 0, false
 	}
 	for i, t := range c.cores {
-		if t <= now && c.stackedUntil[i] <= now && (woken || c.slices.runnable(i, now, now) == now) && !c.stacks(i, now) {
+		if t <= now && c.stackedUntil[i] <= now && (woken || c.slices.runnable(i, now, now) == now) && (!c.stacking || !c.stacks(i, now)) {
 			c.holder[i] = nil
 			return i, true
 		}
@@ -707,15 +708,14 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 // behind the busy core and the core stays unusable until it is released
 // (idle) or StackBalance passes. A core taken once is no longer parked.
 func (c *cpu) stacks(i int, now time.Duration) bool {
-	bal := c.w.cfg.CPU.StackBalance
-	if bal <= 0 || !c.parked[i] {
+	if !c.parked[i] {
 		return false
 	}
 	c.parked[i] = false
 	if c.viaPoller || !c.otherBusy(i, now) {
 		return false
 	}
-	c.stackedUntil[i] = now + bal
+	c.stackedUntil[i] = now + c.w.cfg.CPU.StackBalance
 	c.w.post(c.stackedUntil[i], c.wakeF)
 	return true
 }
