@@ -97,6 +97,13 @@ type Profile struct {
 	// measured, off).
 	StackWaitNs float64 `json:"stack_wait_ns,omitempty"`
 	StackCores  float64 `json:"stack_cores,omitempty"`
+	// TCPDialNs and TCPAcceptNs are what a loopback TCP connection (a
+	// dial, a byte, both ends' close) cost the real world's dialing and
+	// accepting processes beyond what the sim charged the same probe
+	// with this profile's other costs: calibrate's connect probe, the
+	// medians of three real runs (0: not measured).
+	TCPDialNs   float64 `json:"tcp_dial_ns,omitempty"`
+	TCPAcceptNs float64 `json:"tcp_accept_ns,omitempty"`
 
 	// The rpc server's and namespace's own code, timed on their real
 	// messages (0: not measured, the hand-set cost stays): an rpc reader
@@ -166,6 +173,7 @@ func ParseProfile(b []byte) (Profile, error) {
 		{"poller_wake_p10_ns", p.PollerWakeP10Ns}, {"poller_wake_p50_ns", p.PollerWakeP50Ns},
 		{"poller_wake_p90_ns", p.PollerWakeP90Ns}, {"poller_missed_ns", p.PollerMissedNs},
 		{"stack_wait_ns", p.StackWaitNs}, {"stack_cores", p.StackCores},
+		{"tcp_dial_ns", p.TCPDialNs}, {"tcp_accept_ns", p.TCPAcceptNs},
 		{"compare_per_kb_ns", p.ComparePerKBNs}, {"account_cpu_ns", p.AccountCPUNs},
 		{"spawn_ns", p.SpawnNs}, {"loop_start_ns", p.LoopStartNs},
 	} {
@@ -276,6 +284,7 @@ func (p Profile) CPU() CPUConfig {
 	if p.SliceOnNs > 0 && p.SliceOffNs > 0 {
 		c.SliceOn, c.SliceOff = ns(p.SliceOnNs), ns(p.SliceOffNs)
 	}
+	c.TCPDial, c.TCPAccept = ns(p.TCPDialNs), ns(p.TCPAcceptNs)
 	for _, f := range []struct {
 		to *time.Duration
 		v  float64

@@ -530,3 +530,29 @@ func TestStackedWakeSparesPollerWakes(t *testing.T) {
 		t.Errorf("after core 0 went idle, stacked until %v, want %v", c.stackedUntil[1], w.now+50*us)
 	}
 }
+
+// A connection's set-up and teardown beyond its system calls and
+// segments (calibrate's connect probe) is charged to the process that
+// dials, TCPDial, and to the one that accepts, TCPAccept: one connection
+// costs each exactly that much more CPU.
+func TestTCPDialAndAcceptChargeEachEnd(t *testing.T) {
+	run := func(dial, accept time.Duration) (client, server time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.CPU.TCPDial, cfg.CPU.TCPAccept = dial, accept
+		ip := newInterleavePair(t, cfg, func(*interleavePair, model.Process) {})
+		for _, p := range ip.w.Processes() {
+			switch p.Name() {
+			case "client":
+				client = p.CPUTime()
+			case "server":
+				server = p.CPUTime()
+			}
+		}
+		return client, server
+	}
+	c0, s0 := run(0, 0)
+	c, s := run(20*us, 8*us)
+	if c-c0 != 20*us || s-s0 != 8*us {
+		t.Errorf("one connection with TCPDial 20µs and TCPAccept 8µs cost the client %v and the server %v more, want 20µs and 8µs", c-c0, s-s0)
+	}
+}

@@ -1288,6 +1288,7 @@ func (ln *listener) Accept() (model.Conn, error) {
 		c.fd = fd
 		c.ln = nil
 		ln.p.setFDObject(fd, c)
+		ln.w.charge(ln.w.cfg.CPU.TCPAccept)
 		ln.w.record(Event{Proc: ln.p.name, Kind: "accept", Conn: c.id, S: c.remote})
 	case *unixConn:
 		c.fd = fd
@@ -1334,7 +1335,7 @@ func (w *World) dialTCP(p *Process, addr string, l *Loop, h model.Handler) (mode
 	c.state = tcpSynSent
 	p.setFDObject(fd, c)
 	c.loop, c.handler = l, h
-	w.charge(w.cfg.CPU.Syscall)
+	w.charge(w.cfg.CPU.Syscall + w.cfg.CPU.TCPDial)
 	w.record(Event{Proc: p.name, Kind: "connect", Conn: c.id, S: addr})
 	c.sendSYN()
 	return c, nil

@@ -176,6 +176,13 @@ type CPUConfig struct {
 	// kernel wakes the thread waiting in the poller on its own CPU. Zero
 	// (the hand-set defaults): off. Applies only with Poller.
 	StackBalance time.Duration
+	// TCPDial and TCPAccept are what setting up and tearing down a
+	// loopback TCP connection costs its dialer and its acceptor beyond
+	// the system calls and segments charged one by one (the kernel's
+	// handshake, socket set-up and teardown): charged at the connect and
+	// at a successful accept. Calibrate's connect probe, the real run's
+	// less the sim's; zero in the hand-set defaults.
+	TCPDial, TCPAccept time.Duration
 	// ComparePerKB is the CPU per KiB of checking data against what it
 	// should be (model.CPUCompare: the read scenario's client compares
 	// every byte it read with the block's content, out of cache). Zero in
