@@ -109,6 +109,9 @@ func profileSummary(path string) string {
 	}
 	s := fmt.Sprintf("%s; %.2f cores available, slices %.2f ms with gaps of %.2f ms, wake-up %.1f µs CPU, loopback %.0f+%.0f ns/KiB (sender+reader)",
 		p.Note, p.AvailableCores, p.SliceOnNs/1e6, p.SliceOffNs/1e6, p.WakeupCPUNs/1e3, p.LoopbackSendPerKBNs, p.LoopbackRecvPerKBNs)
+	if p.TCPDialNs > 0 || p.TCPAcceptNs > 0 {
+		s += fmt.Sprintf(", a connection %.1f+%.1f µs (dialer+acceptor) beyond its calls", p.TCPDialNs/1e3, p.TCPAcceptNs/1e3)
+	}
 	if p.StackWaitNs > 0 {
 		s += fmt.Sprintf(", %d goroutine pairs got %.2f cores, their threads waiting %.2f ms a run", stackPairs, p.StackCores, p.StackWaitNs/1e6)
 	}
@@ -272,6 +275,10 @@ func calibrate() (sim.Profile, error) {
 	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)
 	lw := wakeups(400, 2*runtime.NumCPU())
 	p.LoadedWakeupP50Ns, p.LoadedWakeupP90Ns = pct(lw, 50, sys), pct(lw, 90, sys)
+	// Last: it subtracts what the sim charges with every cost above.
+	if p.TCPDialNs, p.TCPAcceptNs, err = connectCosts(&p); err != nil {
+		return p, err
+	}
 	return p, nil
 }
 

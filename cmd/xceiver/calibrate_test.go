@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"runtime"
 	"testing"
@@ -53,6 +54,11 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	// queue now and then (Linux keeps schedstat for every thread).
 	if n := float64(runtime.NumCPU()); p.StackWaitNs <= 0 || p.StackCores <= 0 || p.StackCores > n*1.1 {
 		t.Errorf("stack probe: %v ns waited per run slice on %.2f of %v cores", p.StackWaitNs, p.StackCores, n)
+	}
+	// The connect probe's differences are finite and not negative (a
+	// difference can be 0 where the sim already charges as much).
+	if p.TCPDialNs < 0 || p.TCPAcceptNs < 0 || p.TCPDialNs+p.TCPAcceptNs > 1e6 {
+		t.Errorf("connect probe: dial %v ns, accept %v ns beyond the sim's charges", p.TCPDialNs, p.TCPAcceptNs)
 	}
 	// A spinning thread per core cannot get more than the cores, and
 	// gets some of them however loaded the machine is.
@@ -119,5 +125,25 @@ func TestSimulatedReadChargesTheAccounting(t *testing.T) {
 	}
 	if d := cpu(5000, true) - cpu(0, true); d != 0 {
 		t.Errorf("a run measured as a whole process charged %.1f µs an op for accounting, want none", d)
+	}
+}
+
+// The connect probe makes its connections in either world, and each end
+// spends CPU on every one: in sim exactly TCPDial and TCPAccept more per
+// connection when they are set.
+func TestConnectProbeCountsEachEnd(t *testing.T) {
+	probe := func(dial, accept time.Duration) (d, a float64) {
+		cfg := sim.DefaultConfig(1)
+		cfg.CPU.TCPDial, cfg.CPU.TCPAccept = dial, accept
+		d, a, err := connectProbe(sim.New(cfg), func(p model.Process) time.Duration { return p.(*sim.Process).CPUTime() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, a
+	}
+	d0, a0 := probe(0, 0)
+	d, a := probe(10*time.Microsecond, 4*time.Microsecond)
+	if d0 <= 0 || a0 <= 0 || math.Abs(d-d0-10e3) > 1 || math.Abs(a-a0-4e3) > 1 {
+		t.Errorf("per connection: dialer %v → %v ns, acceptor %v → %v ns; want both positive and 10 µs and 4 µs more", d0, d, a0, a)
 	}
 }

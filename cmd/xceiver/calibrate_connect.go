@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"xceiver/model"
+	"xceiver/real"
+	"xceiver/sim"
+)
+
+// connectProbeConns is how many connections connectCosts' probe makes.
+const connectProbeConns = 300
+
+// connectCosts measures what a loopback TCP connection costs the real
+// world's two ends beyond what the sim charges them already: a client
+// process dials the server's listener connectProbeConns times, one
+// after the other, writes a byte and closes; the server accepts, reads
+// to the end and closes. The same probe runs in real (each process's
+// callbacks timed, real.Config.AccountCPU) and in sim with the costs
+// measured so far (p, without these two); the differences per connection
+// are the dialer's and the acceptor's extra (the kernel's handshake and
+// socket set-up and teardown, which the sim charged as bare system calls
+// and segments). Medians of three real runs.
+func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
+	var dials, accepts []float64
+	for range 3 {
+		w, err := real.New(real.Config{Seed: 1, AccountCPU: true})
+		if err != nil {
+			return 0, 0, err
+		}
+		d, a, err := connectProbe(w, real.CPUTime)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("connect probe: %w", err)
+		}
+		dials, accepts = append(dials, d), append(accepts, a)
+	}
+	q := *p
+	q.TCPDialNs, q.TCPAcceptNs = 0, 0
+	cfg := sim.DefaultConfig(1)
+	cfg.CPU = q.CPU()
+	simDial, simAccept, err := connectProbe(sim.New(cfg), func(p model.Process) time.Duration { return p.(*sim.Process).CPUTime() })
+	if err != nil {
+		return 0, 0, fmt.Errorf("connect probe in sim: %w", err)
+	}
+	slices.Sort(dials)
+	slices.Sort(accepts)
+	return max(dials[1]-simDial, 0), max(accepts[1]-simAccept, 0), nil
+}
+
+// connectProbe runs the probe in w and returns the dialer's and the
+// acceptor's CPU per connection, in ns, as cpuOf reads each process's.
+func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialNs, acceptNs float64, err error) {
+	var runErr error
+	fail := func(err error) {
+		if runErr == nil {
+			runErr = err
+		}
+		w.Stop()
+	}
+	var server, client model.Process
+	_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		server = p
+		addr := "127.0.0.1:0"
+		if w.Kind() != "real" {
+			addr = "server:9000"
+		}
+		loop := p.MainLoop()
+		ln, err := p.Listen("tcp", addr, 128, loop)
+		if err != nil {
+			fail(err)
+			return
+		}
+		ln.SetHandler(func() {
+			for {
+				c, err := ln.Accept()
+				if errors.Is(err, model.ErrWouldBlock) {
+					return
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+				buf := make([]byte, 16)
+				c.SetHandler(loop, func(model.Events) {
+					for {
+						_, err := c.Read(buf)
+						if errors.Is(err, model.ErrWouldBlock) {
+							return
+						}
+						if err != nil { // EOF: the client closed
+							c.Close()
+							return
+						}
+					}
+				})
+			}
+		})
+		_, err = w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+			client = cp
+			left := connectProbeConns
+			var dial func()
+			dial = func() {
+				var c model.Conn
+				c, err := cp.Dial("tcp", ln.Addr(), cp.MainLoop(), func(ev model.Events) {
+					if ev&model.Hangup != 0 {
+						fail(fmt.Errorf("connect: %v", c.Err()))
+						return
+					}
+					if ev&model.Writable == 0 {
+						return
+					}
+					if _, err := c.Write([]byte{1}); err != nil {
+						fail(err)
+						return
+					}
+					c.Close()
+					if left--; left == 0 {
+						// Time for the last connection's server side.
+						cp.MainLoop().AfterFunc(50*time.Millisecond, w.Stop)
+						return
+					}
+					dial()
+				})
+				if err != nil {
+					fail(err)
+					return
+				}
+				c.SetWriteInterest(true)
+			}
+			dial()
+		})
+		if err != nil {
+			fail(err)
+		}
+	})
+	if err == nil {
+		err = w.Run(time.Minute)
+	}
+	if err == nil {
+		err = runErr
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if server == nil || client == nil {
+		return 0, 0, errors.New("the probe's processes did not start")
+	}
+	n := float64(connectProbeConns)
+	return float64(cpuOf(client).Nanoseconds()) / n, float64(cpuOf(server).Nanoseconds()) / n, nil
+}
