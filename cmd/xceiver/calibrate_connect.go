@@ -76,16 +76,9 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 			fail(err)
 			return
 		}
+		never := func() bool { return false }
 		ln.SetHandler(func() {
-			for {
-				c, err := ln.Accept()
-				if errors.Is(err, model.ErrWouldBlock) {
-					return
-				}
-				if err != nil {
-					fail(err)
-					return
-				}
+			model.AcceptAll(p, loop, ln, "probe-accept-error", never, func(c model.Conn) {
 				buf := make([]byte, 16)
 				c.SetHandler(loop, func(model.Events) {
 					for {
@@ -99,7 +92,7 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 						}
 					}
 				})
-			}
+			})
 		})
 		_, err = w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
 			client = cp
