@@ -27,7 +27,7 @@ import (
 func calibrateCommand() *command {
 	return &command{
 		name:    "calibrate",
-		summary: "measure this machine's syscall, copy, CRC32C, wake-up and rpc per-call costs and write a profile for the simulator's CPU model",
+		summary: "measure this machine's syscall, copy, CRC32C, wake-up, connection and rpc per-call costs, and how long a Go thread waits for a CPU, and write a profile for the simulator's CPU model",
 		about: func() string {
 			return "Writes the profile as JSON (to --out, or stdout); run, validate and bench load it with\n--profile FILE. Takes a few seconds; figures on a shared machine are noisy."
 		},
