@@ -549,7 +549,7 @@ type cpu struct {
 	// a thread woken while another core is busy takes is stacked behind
 	// that core, unusable until stackedUntil. viaPoller is set while a
 	// loop woken through the poller asks for a core.
-	stacking     bool // StackBalance > 0
+	stacking     bool // StackBalance > 0, with Poller (idle parks the cores)
 	parked       []bool
 	stackedUntil []time.Duration
 	viaPoller    bool
@@ -657,7 +657,7 @@ func (c *cpu) sysmonPollNow() {
 
 func newCPU(w *World, n int) *cpu {
 	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
-		stacking: w.cfg.CPU.StackBalance > 0, parked: make([]bool, n), stackedUntil: make([]time.Duration, n)}
+		stacking: w.cfg.CPU.StackBalance > 0 && w.cfg.CPU.Poller, parked: make([]bool, n), stackedUntil: make([]time.Duration, n)}
 	for i := range c.parked {
 		c.parked[i] = true // nothing runs yet
 	}
