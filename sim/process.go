@@ -544,13 +544,20 @@ type cpu struct {
 	sysmonAt time.Duration
 	sysmonF  func()
 
-	// Stacked wake-ups (CPUConfig.StackBalance): parked marks the cores
-	// whose thread went to sleep with nothing to run; a parked core that
-	// a thread woken while another core is busy takes is stacked behind
-	// that core, unusable until stackedUntil. viaPoller is set while a
-	// loop woken through the poller asks for a core.
+	// Stacked wake-ups (CPUConfig.StackBalance). A core is parked when
+	// its thread went to sleep: idleAt is when its last thread ran out of
+	// work (-1 while a thread runs on it), and it slept then if no thread
+	// was waiting for a core (waitSince: since when one has been). A
+	// thread handed work while another core is busy that would take a
+	// parked core is stacked behind the busy one instead: it waits for a
+	// core, and the parked core is unusable until stackedUntil (then the
+	// balancer has moved the thread there). Only one core is stacked at a
+	// time, as Go wakes one thread at a time. A stack ends once no thread
+	// waits for a core. viaPoller is set while a loop woken through the
+	// poller asks for a core.
 	stacking     bool // StackBalance > 0, with Poller (idle parks the cores)
-	parked       []bool
+	idleAt       []time.Duration
+	waitSince    time.Duration
 	stackedUntil []time.Duration
 	viaPoller    bool
 }
@@ -607,14 +614,11 @@ func (c *cpu) idle(i int, t time.Duration) {
 		return
 	}
 	if c.stacking && len(c.waitQ) == 0 && len(c.missed) == 0 {
-		// Core i's thread runs out of work and sleeps: a thread
-		// stacked behind it gets its CPU.
-		for k, until := range c.stackedUntil {
-			if k != i && until > t {
-				c.stackedUntil[k] = t
-			}
-		}
-		c.parked[i] = true
+		// No thread waits for a core: no stack is left.
+		clear(c.stackedUntil)
+	}
+	if c.stacking {
+		c.idleAt[i] = t
 	}
 	if len(c.missed) > 0 {
 		c.found(t + c.w.cfg.CPU.PollerMissed)
@@ -657,10 +661,7 @@ func (c *cpu) sysmonPollNow() {
 
 func newCPU(w *World, n int) *cpu {
 	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
-		stacking: w.cfg.CPU.StackBalance > 0 && w.cfg.CPU.Poller, parked: make([]bool, n), stackedUntil: make([]time.Duration, n)}
-	for i := range c.parked {
-		c.parked[i] = true // nothing runs yet
-	}
+		stacking: w.cfg.CPU.StackBalance > 0 && w.cfg.CPU.Poller, idleAt: make([]time.Duration, n), stackedUntil: make([]time.Duration, n)}
 	c.wakeF = c.wake
 	c.sysmonF = c.sysmonPollNow
 	return c
@@ -684,39 +685,73 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
-	if c.slices == nil {
-		for i, t := range c.cores {
-			if t <= now && c.stackedUntil[i] <= now && (!c.stacking || !c.stacks(i, now)) {
-				c.holder[i] = nil
-				return i, true
+	parked := -1
+	for i, at := range c.cores {
+		if at > now || c.slices != nil && !woken && c.slices.runnable(i, now, now) != now {
+			continue
+		}
+		if c.stacking {
+			switch until := c.stackedUntil[i]; {
+			case until > now:
+				continue // a thread is stacked for it
+			case until > 0:
+				// The stack expired: the balancer has moved the
+				// stacked thread here.
+				c.stackedUntil[i] = 0
+			case c.parkedAt(i, now):
+				if parked < 0 {
+					parked = i
+				}
+				continue
 			}
 		}
+		c.take(i)
+		return i, true
+	}
+	if parked < 0 || c.stacks(parked, now) {
 		return 0, false
 	}
-	for i, t := range c.cores {
-		if t <= now && c.stackedUntil[i] <= now && (woken || c.slices.runnable(i, now, now) == now) && (!c.stacking || !c.stacks(i, now)) {
-			c.holder[i] = nil
-			return i, true
-		}
-	}
-	return 0, false
+	c.take(parked)
+	return parked, true
 }
 
-// stacks decides whether parked core i, free now, is taken by a thread
-// woken while another core is busy, the way Go wakes a sleeping thread
-// for an idle processor (CPUConfig.StackBalance): that thread is queued
-// behind the busy core and the core stays unusable until it is released
-// (idle) or StackBalance passes. A core taken once is no longer parked.
+// take gives core i to the thread asking for it.
+func (c *cpu) take(i int) {
+	c.holder[i] = nil
+	if c.stacking {
+		c.idleAt[i] = -1
+	}
+}
+
+// parkedAt reports whether core i, free by t, is parked then: its thread
+// ran out of work and no thread was waiting for a core.
+func (c *cpu) parkedAt(i int, t time.Duration) bool {
+	at := c.idleAt[i]
+	return at >= 0 && at <= t && (len(c.waitQ) == 0 || at < c.waitSince)
+}
+
+// stacks decides whether the thread asking for a core now, with only
+// parked core i free, is stacked (CPUConfig.StackBalance): it was handed
+// work while another core is busy, and Go's wake-up of a sleeping thread
+// for it queues that thread behind the busy CPU. Then core i stays
+// unusable until the stack ends. While one core is stacked every other
+// such thread waits too: Go wakes one thread at a time, and the stacked
+// one counts as on its way. A loop woken through the poller is never
+// stacked: the kernel wakes the thread waiting in the poller on its own
+// CPU.
 func (c *cpu) stacks(i int, now time.Duration) bool {
-	if !c.parked[i] {
+	if c.viaPoller {
 		return false
 	}
-	c.parked[i] = false
-	if c.viaPoller || !c.otherBusy(i, now) {
+	for _, until := range c.stackedUntil {
+		if until > now {
+			return true
+		}
+	}
+	if !c.otherBusy(i, now) {
 		return false
 	}
 	c.stackedUntil[i] = now + c.w.cfg.CPU.StackBalance
-	c.w.post(c.stackedUntil[i], c.wakeF)
 	return true
 }
 
@@ -768,6 +803,9 @@ func (c *cpu) hold(t *thread, i int) {
 }
 
 func (c *cpu) wait(dispatch func()) {
+	if len(c.waitQ) == 0 {
+		c.waitSince = c.w.now
+	}
 	c.waitQ = append(c.waitQ, dispatch)
 	c.armWake()
 }
@@ -775,6 +813,9 @@ func (c *cpu) wait(dispatch func()) {
 // waitFront queues a thread ahead of the others: a thread woken by a lock
 // it waited for preempts, as Linux's wake-up preemption lets it.
 func (c *cpu) waitFront(dispatch func()) {
+	if len(c.waitQ) == 0 {
+		c.waitSince = c.w.now
+	}
 	c.waitQ = append(c.waitQ, nil)
 	copy(c.waitQ[1:], c.waitQ)
 	c.waitQ[0] = dispatch
@@ -786,9 +827,20 @@ func (c *cpu) armWake() {
 		return
 	}
 	now := c.w.now
+	// While a core is stacked, a parked one is no use either (stacks).
+	var stackEnd time.Duration
+	if c.stacking {
+		stackEnd = slices.Max(c.stackedUntil)
+	}
 	first := time.Duration(-1)
 	for i, t := range c.cores {
-		t = max(c.slices.runnable(i, now, max(t, now)), c.stackedUntil[i])
+		t = c.slices.runnable(i, now, max(t, now))
+		if c.stacking {
+			t = max(t, c.stackedUntil[i])
+			if c.parkedAt(i, t) {
+				t = max(t, stackEnd)
+			}
+		}
 		if first < 0 || t < first {
 			first = t
 		}
@@ -810,6 +862,9 @@ func (c *cpu) wake() {
 		f()
 	}
 	c.waking = false
+	if c.stacking && len(c.waitQ) == 0 {
+		clear(c.stackedUntil) // the stacked thread has run
+	}
 	c.armWake()
 }
 

@@ -502,32 +502,84 @@ func TestStackedWakeWaitsBehindTheBusyCore(t *testing.T) {
 	}
 }
 
-// A loop woken through Go's poller is not stacked: the kernel wakes the
-// thread waiting in the poller on its own CPU. Only a thread handed work
-// by a busy core (a worker, a queued thread) waits behind it.
-func TestStackedWakeSparesPollerWakes(t *testing.T) {
+// The rule, core by core: a poller wake takes a parked core; a thread
+// handed work takes a core that is free but not parked (its thread still
+// running: no wake-up) before a parked one; a parked one, with another
+// core busy, is stacked (the thread waits), and while it is, no other
+// parked core is woken; an expired stack hands the core over; once no
+// thread waits, no stack is left.
+func TestStackedWakeCoreByCore(t *testing.T) {
 	cfg := DefaultConfig(1)
-	cfg.HostCores = 2
 	cfg.CPU.Poller, cfg.CPU.StackBalance = true, ms
 	w := New(cfg)
-	c := newCPU(w, 2)
-	c.cores[0] = w.now + 50*us // core 0 busy, core 1 parked and free
+	c := newCPU(w, 3)
+	now := w.now
+	c.cores[0], c.idleAt[0] = now+50*us, -1 // core 0 busy
 	c.viaPoller = true
 	if i, ok := c.free(nil, true); !ok || i != 1 {
-		t.Fatalf("a poller wake got core %d (ok %v), want the idle core 1", i, ok)
+		t.Fatalf("a poller wake got core %d (ok %v), want parked core 1", i, ok)
 	}
 	c.viaPoller = false
-	c.parked[1], c.cores[1] = true, w.now
+	c.cores[1], c.idleAt[1] = now, -1 // core 1 free, its thread not asleep
+	if i, ok := c.free(nil, true); !ok || i != 1 {
+		t.Fatalf("a worker got core %d (ok %v), want core 1, free and not parked, before parked core 2", i, ok)
+	}
+	if c.stackedUntil[2] != 0 {
+		t.Fatalf("core 2 stacked until %v though the thread ran on core 1", c.stackedUntil[2])
+	}
+	c.cores[1], c.idleAt[1] = now+50*us, -1 // core 1 busy too
+	c.idleAt[0] = now                       // (core 0 will be parked when free)
 	if _, ok := c.free(nil, true); ok {
-		t.Fatal("a worker woken while core 0 is busy got the parked core at once, want it stacked")
+		t.Fatal("a worker woken while cores 0 and 1 are busy got parked core 2, want it stacked")
 	}
-	if c.stackedUntil[1] != w.now+ms {
-		t.Errorf("stacked until %v, want now + StackBalance (%v)", c.stackedUntil[1], w.now+ms)
+	if c.stackedUntil[2] != now+ms {
+		t.Fatalf("core 2 stacked until %v, want now + StackBalance", c.stackedUntil[2])
 	}
-	// Core 0's thread runs out of work: the stacked core is free again.
-	c.idle(0, w.now+50*us)
-	if c.stackedUntil[1] != w.now+50*us {
-		t.Errorf("after core 0 went idle, stacked until %v, want %v", c.stackedUntil[1], w.now+50*us)
+	c.wait(func() {})
+	c.cores[0] = now // core 0 free and parked (it went idle before the waiter)
+	c.waitSince = now + 1
+	c.waking = true
+	if _, ok := c.free(nil, true); ok {
+		t.Fatal("while core 2 is stacked a parked core 0 was woken, want the thread to wait")
+	}
+	c.cores[1] = now + 2*ms // still busy
+	w.now = now + ms
+	if i, ok := c.free(nil, true); !ok || i != 2 || c.stackedUntil[2] != 0 {
+		t.Fatalf("after StackBalance got core %d (ok %v), stacked until %v: want core 2, handed over", i, ok, c.stackedUntil[2])
+	}
+	c.waking = false
+	c.stackedUntil[0] = w.now + ms
+	c.waitQ = c.waitQ[:0]
+	c.idle(1, w.now)
+	if c.stackedUntil[0] != 0 {
+		t.Errorf("no thread waits for a core, yet core 0 is stacked until %v", c.stackedUntil[0])
+	}
+}
+
+// A loop woken through Go's poller is not stacked (Loop.wake marks it,
+// Loop.dispatch tells free): it runs on the idle core the poller's
+// latency after the post, though another core is busy.
+func TestStackedWakeSparesPollerWakes(t *testing.T) {
+	const wake = 5 * us
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.StackBalance = true, wake, ms
+	w := New(cfg)
+	var bl model.Loop
+	if _, err := w.Spawn("b", model.ProcessConfig{}, func(p model.Process) { bl = p.MainLoop() }); err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(ms)
+	c := w.hostCPU
+	c.cores[0], c.idleAt[0] = w.now+200*us, -1 // busy
+	c.cores[1], c.idleAt[1] = w.now, 0         // parked
+	c.polling = w.now
+	t0 := w.now
+	var ran time.Duration
+	bl.Post(func() { ran = bl.Now() - t0 })
+	w.RunFor(ms)
+	if want := wake + cfg.CPU.Callback; ran != want {
+		t.Errorf("the posted loop ran %v after the post, want %v (the poller's wake-up and a callback, on the parked core)", ran, want)
 	}
 }
 
