@@ -29,7 +29,7 @@ func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
 	for range 3 {
 		w, err := real.New(real.Config{Seed: 1, AccountCPU: true})
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, fmt.Errorf("connect probe: %w", err)
 		}
 		d, a, err := connectProbe(w, real.CPUTime)
 		if cerr := w.Close(); err == nil {
@@ -56,13 +56,8 @@ func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
 // connectProbe runs the probe in w and returns the dialer's and the
 // acceptor's CPU per connection, in ns, as cpuOf reads each process's.
 func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialNs, acceptNs float64, err error) {
-	var runErr error
-	fail := func(err error) {
-		if runErr == nil {
-			runErr = err
-		}
-		w.Stop()
-	}
+	// (World.Fail: the processes' loops may fail at once, in real.)
+	fail := w.Fail
 	var server, client model.Process
 	_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
 		server = p
@@ -94,13 +89,14 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 				})
 			})
 		})
-		_, err = w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+		_, serr := w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
 			client = cp
 			left := connectProbeConns
 			var dial func()
 			dial = func() {
-				var c model.Conn
-				c, err := cp.Dial("tcp", ln.Addr(), cp.MainLoop(), func(ev model.Events) {
+				var c model.Conn // set by Dial, before its handler can run
+				var err error
+				c, err = cp.Dial("tcp", ln.Addr(), cp.MainLoop(), func(ev model.Events) {
 					if ev&model.Hangup != 0 {
 						fail(fmt.Errorf("connect: %v", c.Err()))
 						return
@@ -128,15 +124,12 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 			}
 			dial()
 		})
-		if err != nil {
-			fail(err)
+		if serr != nil {
+			fail(serr)
 		}
 	})
 	if err == nil {
 		err = w.Run(time.Minute)
-	}
-	if err == nil {
-		err = runErr
 	}
 	if err != nil {
 		return 0, 0, err

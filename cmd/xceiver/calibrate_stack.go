@@ -61,9 +61,14 @@ func stackProbe() (waitNs, cores float64, err error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
+	closed := false // set once the probe closes its connections
 	track := func(c net.Conn) {
 		mu.Lock()
-		conns = append(conns, c)
+		if closed {
+			c.Close() // accepted after the probe ended
+		} else {
+			conns = append(conns, c)
+		}
 		mu.Unlock()
 	}
 	// bounce reads a whole in from c and answers out, until c fails or
@@ -130,6 +135,7 @@ func stackProbe() (waitNs, cores float64, err error) {
 	close(stop)
 	ln.Close()
 	mu.Lock()
+	closed = true
 	for _, c := range conns {
 		c.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // costs measured.
 func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if testing.Short() {
-		t.Skip("measures the machine for about two seconds")
+		t.Skip("measures the machine for about four seconds")
 	}
 	p, err := calibrate()
 	if err != nil {
@@ -52,7 +53,8 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	// Goroutine pairs handing 32 KiB back and forth get some of the
 	// cores, no more than there are, and their threads wait in a run
 	// queue now and then (Linux keeps schedstat for every thread).
-	if n := float64(runtime.NumCPU()); p.StackWaitNs <= 0 || p.StackCores <= 0 || p.StackCores > n*1.1 {
+	noSchedstat := strings.Contains(p.Note, "no schedstat")
+	if n := float64(runtime.NumCPU()); !noSchedstat && (p.StackWaitNs <= 0 || p.StackCores <= 0 || p.StackCores > n*1.1) {
 		t.Errorf("stack probe: %v ns waited per run slice on %.2f of %v cores", p.StackWaitNs, p.StackCores, n)
 	}
 	// The connect probe's differences are finite and not negative (a

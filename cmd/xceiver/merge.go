@@ -225,6 +225,7 @@ func (m *merged) summary() *checkSummary {
 	s := &checkSummary{World: first.World, System: first.System, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
 		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n)}
 	t := newTally()
+	cpuKnown := true // every shard reported its CPU (older results did not)
 	for _, r := range m.results {
 		s.Shards = append(s.Shards, r.Shard)
 		s.Seeds += r.Seeds
@@ -233,6 +234,7 @@ func (m *merged) summary() *checkSummary {
 		s.ElapsedS = max(s.ElapsedS, r.ElapsedS)
 		s.SeedsPerS += r.SeedsPerS
 		s.CPUS += r.CPUS
+		cpuKnown = cpuKnown && r.CPUS > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
 			t.add(r.Failures[j].System, &r.Failures[j])
@@ -278,6 +280,10 @@ func (m *merged) summary() *checkSummary {
 	s.Failures = nonNil(t.listed)
 	s.NotListed = s.Failed - len(t.listed)
 	s.ByProperty = nonNilGroups(t.groups())
-	s.SeedsPerCPUS = perSecond(s.Checked, time.Duration(s.CPUS*float64(time.Second)))
+	if cpuKnown {
+		s.SeedsPerCPUS = perSecond(s.Checked, time.Duration(s.CPUS*float64(time.Second)))
+	} else {
+		s.CPUS = 0 // part of the sweep's CPU is unknown: no figure rather than a wrong one
+	}
 	return s
 }

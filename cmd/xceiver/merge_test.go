@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -97,6 +98,16 @@ func TestMergeShards(t *testing.T) {
 	}
 	if got.CPUS <= 0 || math.Abs(got.CPUS-shardCPU) > 1e-9 || math.Abs(got.SeedsPerCPUS*got.CPUS-15) > 1e-6 {
 		t.Errorf("merged %v CPU-s and %v seeds per CPU-second; the shards used %v CPU-s", got.CPUS, got.SeedsPerCPUS, shardCPU)
+	}
+	// A shard result from before check reported its CPU: the sweep's CPU
+	// is unknown, and merge gives no figure rather than a wrong one.
+	old := filepath.Join(work, "no-cpu.json")
+	b0, _ := os.ReadFile(files[0])
+	os.WriteFile(old, []byte(regexp.MustCompile(`"cpu_s":[0-9.e+-]+,"seeds_per_cpu_s":[0-9.e+-]+,`).ReplaceAllString(string(b0), "")), 0o644)
+	code, stdout, stderr = runCLI(append([]string{"merge", "--json", "--traces", filepath.Join(work, "f2"), old}, files[1:]...)...)
+	var partial checkSummary
+	if json.Unmarshal([]byte(stdout), &partial) != nil || partial.CPUS != 0 || partial.SeedsPerCPUS != 0 {
+		t.Errorf("merge with a shard without cpu_s: exit %d, %v CPU-s, %v seeds per CPU-second, want 0 and 0: %s%s", code, partial.CPUS, partial.SeedsPerCPUS, stdout, stderr)
 	}
 	if len(got.ByProperty) != len(want.ByProperty) || got.ByProperty[0].Count != want.ByProperty[0].Count ||
 		got.ByProperty[0].Smallest.Seed != want.ByProperty[0].Smallest.Seed {
