@@ -476,6 +476,9 @@ type thread struct {
 	// inCB is set while a callback of the thread runs, events run
 	// inside it (interleave) included.
 	inCB bool
+	// viaPoller: the loop was woken through Go's poller, so its next
+	// dispatch is not stacked (CPUConfig.StackBalance).
+	viaPoller bool
 }
 
 // wakeDelay is how long a blocked thread takes to run after being woken
@@ -553,13 +556,11 @@ type cpu struct {
 	// core, and the parked core is unusable until stackedUntil (then the
 	// balancer has moved the thread there). Only one core is stacked at a
 	// time, as Go wakes one thread at a time. A stack ends once no thread
-	// waits for a core. viaPoller is set while a loop woken through the
-	// poller asks for a core.
+	// waits for a core.
 	stacking     bool // StackBalance > 0, with Poller (idle parks the cores)
 	idleAt       []time.Duration
 	waitSince    time.Duration
 	stackedUntil []time.Duration
-	viaPoller    bool
 }
 
 // noPoller is cpu.polling when no core waits in the poller.
@@ -708,7 +709,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 		c.take(i)
 		return i, true
 	}
-	if parked < 0 || c.stacks(parked, now) {
+	if parked < 0 || c.stacks(parked, now, t != nil && t.viaPoller) {
 		return 0, false
 	}
 	c.take(parked)
@@ -739,8 +740,8 @@ func (c *cpu) parkedAt(i int, t time.Duration) bool {
 // one counts as on its way. A loop woken through the poller is never
 // stacked: the kernel wakes the thread waiting in the poller on its own
 // CPU.
-func (c *cpu) stacks(i int, now time.Duration) bool {
-	if c.viaPoller {
+func (c *cpu) stacks(i int, now time.Duration, viaPoller bool) bool {
+	if viaPoller {
 		return false
 	}
 	for _, until := range c.stackedUntil {
@@ -755,12 +756,12 @@ func (c *cpu) stacks(i int, now time.Duration) bool {
 	return true
 }
 
-// otherBusy reports whether a core other than i is busy now: past now,
-// or running the callback in progress.
+// otherBusy reports whether a core other than i is busy past now. (A
+// callback in progress counts: interleave marks its core busy past its
+// clock while other events run, and free runs only from events.)
 func (c *cpu) otherBusy(i int, now time.Duration) bool {
-	w := c.w
 	for j, t := range c.cores {
-		if j != i && (t > now || w.running != nil && w.core == j && w.running.p.cpu == c) {
+		if j != i && t > now {
 			return true
 		}
 	}
@@ -1008,7 +1009,6 @@ type Loop struct {
 	scheduled bool
 	closed    bool
 	boost     bool   // next wait for a core goes to the front (woken by a lock)
-	viaPoller bool   // woken through Go's poller (CPUConfig.StackBalance)
 	dispatchF func() // l.dispatch, bound once: a wake-up allocates nothing
 }
 
@@ -1059,7 +1059,7 @@ func (l *Loop) wake() {
 	} else if at <= now {
 		if w.cfg.CPU.Poller && w.running != &l.thread {
 			var ok bool
-			l.viaPoller = true
+			l.thread.viaPoller = true
 			if at, ok = l.p.cpu.pollerWake(l); !ok {
 				// Missed: cpu.found posts the dispatch. (A hop
 				// through this path costs about the CPU of one
@@ -1100,10 +1100,8 @@ func (l *Loop) dispatch() {
 		w.post(l.busyUntil, l.dispatchF)
 		return
 	}
-	cpu := l.p.cpu
-	cpu.viaPoller, l.viaPoller = l.viaPoller, false
-	c, ok := cpu.free(&l.thread, l.woken)
-	cpu.viaPoller = false
+	c, ok := l.p.cpu.free(&l.thread, l.woken)
+	l.thread.viaPoller = false
 	if !ok {
 		l.scheduled = true
 		if l.boost {

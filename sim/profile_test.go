@@ -515,11 +515,9 @@ func TestStackedWakeCoreByCore(t *testing.T) {
 	c := newCPU(w, 3)
 	now := w.now
 	c.cores[0], c.idleAt[0] = now+50*us, -1 // core 0 busy
-	c.viaPoller = true
-	if i, ok := c.free(nil, true); !ok || i != 1 {
+	if i, ok := c.free(&thread{viaPoller: true}, true); !ok || i != 1 {
 		t.Fatalf("a poller wake got core %d (ok %v), want parked core 1", i, ok)
 	}
-	c.viaPoller = false
 	c.cores[1], c.idleAt[1] = now, -1 // core 1 free, its thread not asleep
 	if i, ok := c.free(nil, true); !ok || i != 1 {
 		t.Fatalf("a worker got core %d (ok %v), want core 1, free and not parked, before parked core 2", i, ok)
