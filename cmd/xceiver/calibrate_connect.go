@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"xceiver/model"
@@ -31,7 +30,7 @@ func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
 		if err != nil {
 			return 0, 0, fmt.Errorf("connect probe: %w", err)
 		}
-		d, a, err := connectProbe(w, real.CPUTime)
+		d, a, err := connectProbe(w)
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
@@ -44,20 +43,16 @@ func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
 	q.TCPDialNs, q.TCPAcceptNs = 0, 0
 	cfg := sim.DefaultConfig(1)
 	cfg.CPU = q.CPU()
-	simDial, simAccept, err := connectProbe(sim.New(cfg), func(p model.Process) time.Duration { return p.(*sim.Process).CPUTime() })
+	simDial, simAccept, err := connectProbe(sim.New(cfg))
 	if err != nil {
 		return 0, 0, fmt.Errorf("connect probe in sim: %w", err)
 	}
-	slices.Sort(dials)
-	slices.Sort(accepts)
-	return max(dials[1]-simDial, 0), max(accepts[1]-simAccept, 0), nil
+	return max(median(dials)-simDial, 0), max(median(accepts)-simAccept, 0), nil
 }
 
 // connectProbe runs the probe in w and returns the dialer's and the
-// acceptor's CPU per connection, in ns, as cpuOf reads each process's.
-func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialNs, acceptNs float64, err error) {
-	// (World.Fail: the processes' loops may fail at once, in real.)
-	fail := w.Fail
+// acceptor's CPU per connection, in ns (procCPU: their callbacks').
+func connectProbe(w model.World) (dialNs, acceptNs float64, err error) {
 	var server, client model.Process
 	_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
 		server = p
@@ -68,7 +63,7 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 		loop := p.MainLoop()
 		ln, err := p.Listen("tcp", addr, 128, loop)
 		if err != nil {
-			fail(err)
+			w.Fail(err)
 			return
 		}
 		never := func() bool { return false }
@@ -98,14 +93,14 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 				var err error
 				c, err = cp.Dial("tcp", ln.Addr(), cp.MainLoop(), func(ev model.Events) {
 					if ev&model.Hangup != 0 {
-						fail(fmt.Errorf("connect: %v", c.Err()))
+						w.Fail(fmt.Errorf("connect: %v", c.Err()))
 						return
 					}
 					if ev&model.Writable == 0 {
 						return
 					}
 					if _, err := c.Write([]byte{1}); err != nil {
-						fail(err)
+						w.Fail(err)
 						return
 					}
 					c.Close()
@@ -117,7 +112,7 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 					dial()
 				})
 				if err != nil {
-					fail(err)
+					w.Fail(err)
 					return
 				}
 				c.SetWriteInterest(true)
@@ -125,7 +120,7 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 			dial()
 		})
 		if serr != nil {
-			fail(serr)
+			w.Fail(serr)
 		}
 	})
 	if err == nil {
@@ -138,5 +133,5 @@ func connectProbe(w model.World, cpuOf func(model.Process) time.Duration) (dialN
 		return 0, 0, errors.New("the probe's processes did not start")
 	}
 	n := float64(connectProbeConns)
-	return float64(cpuOf(client).Nanoseconds()) / n, float64(cpuOf(server).Nanoseconds()) / n, nil
+	return float64(procCPU(client).Nanoseconds()) / n, float64(procCPU(server).Nanoseconds()) / n, nil
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,9 +41,7 @@ func stackProbes() (waitNs, cores float64, err error) {
 		}
 		waits, cs = append(waits, w), append(cs, c)
 	}
-	slices.Sort(waits)
-	slices.Sort(cs)
-	return waits[1], cs[1], nil
+	return median(waits), median(cs), nil
 }
 
 // stackProbe returns the mean run-queue wait of this process's threads per

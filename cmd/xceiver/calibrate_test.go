@@ -137,7 +137,7 @@ func TestConnectProbeCountsEachEnd(t *testing.T) {
 	probe := func(dial, accept time.Duration) (d, a float64) {
 		cfg := sim.DefaultConfig(1)
 		cfg.CPU.TCPDial, cfg.CPU.TCPAccept = dial, accept
-		d, a, err := connectProbe(sim.New(cfg), func(p model.Process) time.Duration { return p.(*sim.Process).CPUTime() })
+		d, a, err := connectProbe(sim.New(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
