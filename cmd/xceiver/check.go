@@ -565,7 +565,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
 			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
 			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly,
-			ElapsedS: elapsed.Seconds(), SeedsPerS: float64(checked) / elapsed.Seconds(),
+			ElapsedS: elapsed.Seconds(), SeedsPerS: perSecond(checked, elapsed),
 			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu), CodeVersion: codeVer,
 			ByProperty: nonNilGroups(t.groups()), Failures: nonNil(t.listed), NotListed: t.failed - len(t.listed),
 			Properties: props,
@@ -577,7 +577,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
 		}
 		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second)\n",
-			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), float64(checked)/elapsed.Seconds(),
+			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), perSecond(checked, elapsed),
 			cpu.Seconds(), perSecond(checked, cpu))
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
