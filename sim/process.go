@@ -589,6 +589,7 @@ func (c *cpu) pollerWake(l *Loop) (time.Duration, bool) {
 		c.polling = noPoller
 		return t + cfg.PollerMissed, true
 	}
+	l.missedAt = now
 	c.missed = append(c.missed, l)
 	if !c.sysmon {
 		// (Go's sysmon polls once the poller has not been polled for
@@ -622,7 +623,7 @@ func (c *cpu) idle(i int, t time.Duration) {
 		c.idleAt[i] = t
 	}
 	if len(c.missed) > 0 {
-		c.found(t + c.w.cfg.CPU.PollerMissed)
+		c.found(t+c.w.cfg.CPU.PollerMissed, true)
 		return
 	}
 	if len(c.waitQ) > 0 {
@@ -633,22 +634,45 @@ func (c *cpu) idle(i int, t time.Duration) {
 	}
 }
 
-// found dispatches the missed loops at t, or at sysmon's poll if that
-// comes first.
-func (c *cpu) found(t time.Duration) {
+// found dispatches the loops missed by t at t, or at sysmon's poll if
+// that comes first.
+//
+// A loop can be missed later than t: a long callback's clock runs ahead
+// of the events, so a loop it posts to at its 15th millisecond is missed
+// before sysmon's poll at its 12th, or the idle of another core at its
+// 5th, is run. No core finds that loop before it was missed. A core
+// going idle (idling) polls from t on and wakes as the loop is handed
+// its work; sysmon's poll leaves it for its next poll.
+func (c *cpu) found(t time.Duration, idling bool) {
+	polled := t
 	if c.sysmon {
 		t = min(t, c.sysmonAt)
 	}
-	for i, l := range c.missed {
-		c.missed[i] = nil
-		if !l.dead() {
-			c.w.post(max(t, c.w.now), l.dispatchF)
-		} else {
+	kept := c.missed[:0]
+	for _, l := range c.missed {
+		switch {
+		case l.dead():
 			l.scheduled = false
+		case l.missedAt <= t:
+			c.w.post(max(t, c.w.now), l.dispatchF)
+		case idling && l.missedAt <= polled:
+			c.w.post(polled, l.dispatchF)
+		case idling:
+			c.w.post(l.missedAt+c.w.cfg.CPU.PollerWake, l.dispatchF)
+		default:
+			kept = append(kept, l)
 		}
 	}
-	c.missed = c.missed[:0]
-	c.sysmon = false
+	clear(c.missed[len(kept):])
+	c.missed = kept
+	if len(kept) == 0 {
+		c.sysmon = false
+		return
+	}
+	if !c.sysmon {
+		c.sysmon, c.sysmonAt = true, max(t, c.w.now)+sysmonPoll
+		c.w.post(c.sysmonAt, c.sysmonF)
+	}
 }
 
 // sysmonPoll is sysmon's network poll: it finds the missed loops.
@@ -657,7 +681,7 @@ func (c *cpu) sysmonPollNow() {
 		return // the loops were found before; a later poll is due
 	}
 	c.sysmon = false
-	c.found(c.w.now)
+	c.found(c.w.now, false)
 }
 
 func newCPU(w *World, n int) *cpu {
@@ -1010,6 +1034,9 @@ type Loop struct {
 	closed    bool
 	boost     bool   // next wait for a core goes to the front (woken by a lock)
 	dispatchF func() // l.dispatch, bound once: a wake-up allocates nothing
+	// missedAt is when the loop was handed work that no core's poller
+	// saw (cpu.pollerWake); no core finds it before then.
+	missedAt time.Duration
 }
 
 type task struct {

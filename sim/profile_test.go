@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -604,5 +605,58 @@ func TestTCPDialAndAcceptChargeEachEnd(t *testing.T) {
 	c, s := run(20*us, 8*us)
 	if c-c0 != 20*us || s-s0 != 8*us {
 		t.Errorf("one connection with TCPDial 20µs and TCPAccept 8µs cost the client %v and the server %v more, want 20µs and 8µs", c-c0, s-s0)
+	}
+}
+
+// A callback's clock runs ahead of the events: the loops a 20 ms
+// callback posts to at its 2nd and 15th milliseconds are both missed
+// (no core waits in the poller) before sysmon's poll, due 10 ms after the
+// first miss, is run. That poll must not find the second loop, and run it
+// on the free core, 3 ms before it was posted to. It did, and 128 clients
+// spawned over 23 ms by one callback of run read's datanode all started
+// in its first 1.4 ms; the run used 2.1 of the machine's 2 cores.
+func TestPollerFindsNoLoopBeforeItWasPosted(t *testing.T) {
+	const wake, missed = 5 * us, 7 * us
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, wake, missed
+	parse, cb := cfg.CPU.Parse, cfg.CPU.Callback
+	w := New(cfg)
+	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+	var loops [2]model.Loop
+	var posted, ran [2]time.Duration
+	var end time.Duration
+	for i := range loops {
+		if _, err := w.Spawn(fmt.Sprintf("b%d", i), model.ProcessConfig{}, func(p model.Process) { loops[i] = p.MainLoop() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.AfterFunc(20*ms, func() {
+			for i, d := range []time.Duration{2 * ms, 13 * ms} {
+				burn(p, d)
+				posted[i] = l.Now()
+				loops[i].Post(func() { ran[i] = loops[i].Now() })
+			}
+			burn(p, 5*ms)
+			end = l.Now()
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(80 * ms)
+	if end == 0 || ran[0] == 0 || ran[1] == 0 {
+		t.Fatalf("callback ended at %v, posted loops ran at %v: a callback did not run", end, ran)
+	}
+	if want := posted[0] + 10*ms + cb; ran[0] != want {
+		t.Errorf("the loop posted to at %v ran at %v, want %v (sysmon's poll)", posted[0], ran[0], want)
+	}
+	if ran[1] < posted[1] {
+		t.Errorf("the loop posted to at %v ran at %v, before it was posted to", posted[1], ran[1])
+	}
+	if want := end + missed + cb; ran[1] != want {
+		t.Errorf("the loop posted to at %v ran at %v, want %v (found as the core went idle after the callback)", posted[1], ran[1], want)
 	}
 }
