@@ -32,6 +32,12 @@ type ReadScenario struct {
 	// their requests overlap: peak resource use then does not depend on
 	// how fast processes happen to start.
 	StartTogether bool
+	// Settle is how long, past the longest idle timeout, the run waits
+	// once every op is done before it reads what is left (open fds,
+	// connections, handles); 0 means 500 ms. A real run spends most of
+	// its wall time here when the timeouts are short: validate, which
+	// compares figures taken while the ops run, waits 100 ms.
+	Settle time.Duration
 	// Serve, if set, stands in for the datanode: the scenario lays the
 	// blocks out on the datanode process's disk under Server.Dir, then
 	// calls Serve, which serves them to the clients at the address it
@@ -215,7 +221,11 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			return
 		}
 		// Every op is done: wait past every timeout, then see what is left.
-		wait := max(dn.cfg.Keepalive, clients[0].cfg.CacheExpiry, dn.cfg.PoolIdle) + 500*time.Millisecond
+		settleFor := s.Settle
+		if settleFor == 0 {
+			settleFor = 500 * time.Millisecond
+		}
+		wait := max(dn.cfg.Keepalive, clients[0].cfg.CacheExpiry, dn.cfg.PoolIdle) + settleFor
 		dnProc.MainLoop().AfterFunc(wait, func() {
 			fds := dnProc.FDs()
 			res.ServerPeakFDs = fds.Peak
