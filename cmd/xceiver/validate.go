@@ -295,7 +295,7 @@ func validateCommand() *command {
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
-			repeat := c.fs.Int("repeat", 3, "run each real point of read-scale-32k and read-scale-64k `N` times and compare the median (single real runs vary by about the tolerance)")
+			repeat := c.fs.Int("repeat", 7, "run each real point of read-scale-32k and read-scale-64k `N` times and compare the median (single real runs vary by about the tolerance)")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
