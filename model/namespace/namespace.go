@@ -7,7 +7,6 @@ package namespace
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -96,6 +95,10 @@ type Namespace struct {
 type inode struct {
 	dir      bool
 	children map[string]*inode
+	// names are the children's names in order, kept as they come and go
+	// (as HDFS's INodeDirectory keeps its children sorted): a listing
+	// reads them instead of sorting the map's keys on every call.
+	names    []string
 	blocks   []Location
 	complete bool
 }
@@ -138,6 +141,21 @@ func New(p model.Process, cfg Config) (*Namespace, error) {
 }
 
 func newDir() *inode { return &inode{dir: true, children: map[string]*inode{}} }
+
+// add makes c the child name of directory n (which has none by that name).
+func (n *inode) add(name string, c *inode) {
+	i, _ := slices.BinarySearch(n.names, name)
+	n.names = slices.Insert(n.names, i, name)
+	n.children[name] = c
+}
+
+// remove drops directory n's child name.
+func (n *inode) remove(name string) {
+	if i, ok := slices.BinarySearch(n.names, name); ok {
+		n.names = slices.Delete(n.names, i, i+1)
+	}
+	delete(n.children, name)
+}
 
 // Serve implements rpc.Service.
 func (ns *Namespace) Serve(loop model.Loop, method uint8, payload []byte, done func(rpc.Status, []byte)) {
@@ -257,7 +275,7 @@ func (ns *Namespace) Replay() (int, error) {
 func (ns *Namespace) Walk(fn func(path string, dir, complete bool, blocks []Location)) {
 	var walk func(prefix string, n *inode)
 	walk = func(prefix string, n *inode) {
-		for _, name := range slices.Sorted(maps.Keys(n.children)) {
+		for _, name := range n.names {
 			c := n.children[name]
 			p := prefix + "/" + name
 			fn(p, c.dir, c.complete, c.blocks)
@@ -334,7 +352,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			resp.Tokens = append(resp.Tokens, ns.token(ns.nextBlock, 0, model.OpWriteBlock))
 			ns.nextBlock++
 		}
-		parent.children[name] = f
+		parent.add(name, f)
 		return resp, OK
 	case MethodComplete:
 		n, code := ns.lookup(parts)
@@ -365,7 +383,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			return Response{Entries: []Entry{{Name: parts[len(parts)-1], Length: n.length()}}}, OK
 		}
 		var resp Response
-		for _, name := range slices.Sorted(maps.Keys(n.children)) {
+		for _, name := range n.names {
 			c := n.children[name]
 			ns.p.CPU(model.CPUInode, 1)
 			resp.Entries = append(resp.Entries, Entry{Name: name, Dir: c.dir, Length: c.length()})
@@ -404,7 +422,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 		if n == nil {
 			return Response{}, ENOENT
 		}
-		delete(parent.children, name)
+		parent.remove(name)
 		n.collect(&ns.gone)
 		return Response{}, OK
 	case MethodRename:
@@ -436,8 +454,8 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 		if dp.children[dst[len(dst)-1]] != nil {
 			return Response{}, EEXIST
 		}
-		delete(sp.children, parts[len(parts)-1])
-		dp.children[dst[len(dst)-1]] = n
+		sp.remove(parts[len(parts)-1])
+		dp.add(dst[len(dst)-1], n)
 		return Response{}, OK
 	}
 	return Response{}, EINVAL
@@ -479,7 +497,7 @@ func (ns *Namespace) walk(parts []string, mk bool) (*inode, Code) {
 				return nil, ENOENT
 			}
 			next = newDir()
-			n.children[c] = next
+			n.add(c, next)
 		}
 		if !next.dir {
 			if i == len(parts)-1 {
@@ -505,7 +523,7 @@ func (n *inode) collect(out *[]uint64) {
 	for _, b := range n.blocks {
 		*out = append(*out, b.Block)
 	}
-	for _, name := range slices.Sorted(maps.Keys(n.children)) {
+	for _, name := range n.names {
 		n.children[name].collect(out)
 	}
 }
