@@ -578,11 +578,7 @@ func (c *cpu) pollerWake(l *Loop) (time.Duration, bool) {
 	switch {
 	case c.polling != noPoller && c.polling <= now:
 		c.polling = noPoller
-		d := cfg.PollerWake
-		if cfg.PollerWakeSpread > 0 {
-			d += time.Duration(w.cpuRand.Int64N(int64(cfg.PollerWakeSpread)))
-		}
-		return now + d, true
+		return now + c.pollerDelay(), true
 	case c.polling != noPoller:
 		// A core is on its way to idle: it finds l as it polls.
 		t := c.polling
@@ -598,6 +594,17 @@ func (c *cpu) pollerWake(l *Loop) (time.Duration, bool) {
 		w.post(c.sysmonAt, c.sysmonF)
 	}
 	return 0, false
+}
+
+// pollerDelay is how long a loop given work waits for the thread in the
+// poller to run it: PollerWake plus a draw from [0, PollerWakeSpread).
+func (c *cpu) pollerDelay() time.Duration {
+	cfg := &c.w.cfg.CPU
+	d := cfg.PollerWake
+	if cfg.PollerWakeSpread > 0 {
+		d += time.Duration(c.w.cpuRand.Int64N(int64(cfg.PollerWakeSpread)))
+	}
+	return d
 }
 
 // idle is core i's thread parking at t with nothing of its own to run:
