@@ -100,6 +100,8 @@ func (s *ReadScenario) Validate() error {
 		return fmt.Errorf("--pool-max %d: a handle needs 2 fds (data and meta)", s.Server.PoolMax)
 	case s.Server.Keepalive < 0:
 		return fmt.Errorf("--keepalive must not be negative")
+	case s.Settle < 0:
+		return fmt.Errorf("read scenario: negative settle %v", s.Settle)
 	}
 	c := s.Server
 	return c.fill()
@@ -435,9 +437,11 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 		}
 		serverCPU0 = procCPU(p)
 		// One callback per spawn: a spawn costs a directory and a
-		// thread (about 0.2 ms here), and one callback spawning 128
-		// clients would hold the datanode's process for 25 ms, where
-		// in real its other threads serve the clients spawned so far.
+		// thread (about 0.2 ms here), and 128 of them in one callback
+		// ran for 25 ms, a callback the sim runs whole before any
+		// event it posted: every client then started at once after
+		// it, where real starts each as it is spawned. (The datanode
+		// still accepts on this loop after the spawns, in both worlds.)
 		for i := 0; i < s.Clients; i++ {
 			p.MainLoop().Post(func() { startClient(i, dn.Addr()) })
 		}
