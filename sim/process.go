@@ -627,7 +627,10 @@ func (c *cpu) idle(i int, t time.Duration) {
 		clear(c.stackedUntil)
 	}
 	if c.stacking {
-		c.idleAt[i] = t
+		// The thread sleeps once the core frees: after the wake-up's
+		// CPU (WakeupCPU) when it was woken, as Go's scheduler looks
+		// for work first, and finds what is queued meanwhile.
+		c.idleAt[i] = max(t, c.cores[i])
 	}
 	if len(c.missed) > 0 {
 		c.found(t+c.w.cfg.CPU.PollerMissed, true)
