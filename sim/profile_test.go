@@ -64,6 +64,11 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	if c.PollerWake != ns(p.PollerWakeP10Ns) || c.PollerWake+c.PollerWakeSpread != ns(p.PollerWakeP10Ns)+ns(p.PollerWakeP90Ns-p.PollerWakeP10Ns) || c.PollerMissed != ns(p.PollerMissedNs) {
 		t.Errorf("poller wake-up %v + [0, %v), missed %v, want the 10th to 90th percentile and the missed wake-up of %+v", c.PollerWake, c.PollerWakeSpread, c.PollerMissed, p)
 	}
+	// It stacks wake-ups for the stack probe's wait (a Go thread woken
+	// for an idle processor queued behind the busy CPU).
+	if p.StackWaitNs == 0 || c.StackBalance != ns(p.StackWaitNs) {
+		t.Errorf("stack wait %v ns, StackBalance %v: want the probe's wait", p.StackWaitNs, c.StackBalance)
+	}
 	// A profile without the poller probes keeps the hold.
 	old := p
 	old.PollerWakeP10Ns, old.PollerWakeP50Ns, old.PollerWakeP90Ns, old.PollerMissedNs = 0, 0, 0, 0
