@@ -641,25 +641,21 @@ func TestTCPDialAndAcceptChargeEachEnd(t *testing.T) {
 	}
 }
 
-// A callback's clock runs ahead of the events: the loops a 20 ms
-// callback posts to at its 2nd and 15th milliseconds are both missed
-// (no core waits in the poller) before the callback's end is run. Its
-// core, going idle, finds the loops missed by sysmon's poll (due 10 ms
-// after the first miss) at that poll, and must not find the second loop
-// there, and run it on the free core, 3 ms before it was posted to. It
-// did, and 128 clients spawned over 23 ms by one callback of run read's
-// datanode all started in its first 1.4 ms.
-func TestPollerFindsNoLoopBeforeItWasPosted(t *testing.T) {
-	const wake, missed = 5 * us, 7 * us
+// lateMisses runs the case of the two tests below on cores cores: at
+// 20 ms a callback of process a burns 2 ms, posts to parked loop b0,
+// burns 13 ms more, posts to parked loop b1, then burns 5 ms (busy:
+// a's loop then has 30 more 1 ms callbacks queued, and each posted loop
+// burns 20 ms once it runs). It returns when each post was made and
+// when each posted loop ran, the end of the callback, and a's CPU.
+func lateMisses(t *testing.T, cores int, busy bool) (posted, ran [2]time.Duration, end time.Duration, a *cpu) {
+	t.Helper()
 	cfg := DefaultConfig(1)
-	cfg.HostCores = 2
-	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, wake, missed
-	parse, cb := cfg.CPU.Parse, cfg.CPU.Callback
+	cfg.HostCores = cores
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
+	parse := cfg.CPU.Parse
 	w := New(cfg)
 	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
 	var loops [2]model.Loop
-	var posted, ran [2]time.Duration
-	var end time.Duration
 	for i := range loops {
 		if _, err := w.Spawn(fmt.Sprintf("b%d", i), model.ProcessConfig{}, func(p model.Process) { loops[i] = p.MainLoop() }); err != nil {
 			t.Fatal(err)
@@ -671,7 +667,18 @@ func TestPollerFindsNoLoopBeforeItWasPosted(t *testing.T) {
 			for i, d := range []time.Duration{2 * ms, 13 * ms} {
 				burn(p, d)
 				posted[i] = l.Now()
-				loops[i].Post(func() { ran[i] = loops[i].Now() })
+				loops[i].Post(func() {
+					ran[i] = loops[i].Now()
+					if busy {
+						burn(loops[i].Process(), 20*ms)
+					}
+				})
+			}
+			if busy {
+				for range 30 {
+					l.Post(func() { burn(p, ms) })
+				}
+				return
 			}
 			burn(p, 5*ms)
 			end = l.Now()
@@ -680,17 +687,33 @@ func TestPollerFindsNoLoopBeforeItWasPosted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.RunFor(80 * ms)
-	if end == 0 || ran[0] == 0 || ran[1] == 0 {
-		t.Fatalf("callback ended at %v, posted loops ran at %v: a callback did not run", end, ran)
+	w.RunFor(100 * ms)
+	if ran[0] == 0 || ran[1] == 0 {
+		t.Fatalf("posted loops ran at %v: one did not run", ran)
 	}
+	return posted, ran, end, w.Process("a").cpu
+}
+
+const lateWake, lateMissed = 5 * us, 7 * us
+
+// A callback's clock runs ahead of the events: the loops a 20 ms
+// callback posts to at its 2nd and 15th milliseconds are both missed
+// (no core waits in the poller) before the callback's end is run. Its
+// core, going idle, finds the loops missed by sysmon's poll (due 10 ms
+// after the first miss) at that poll, and must not find the second loop
+// there, and run it on the free core, 3 ms before it was posted to. It
+// did, and 128 clients spawned over 23 ms by one callback of run read's
+// datanode all started in its first 1.4 ms.
+func TestPollerFindsNoLoopBeforeItWasPosted(t *testing.T) {
+	posted, ran, end, _ := lateMisses(t, 2, false)
+	cb := DefaultConfig(1).CPU.Callback
 	if want := posted[0] + 10*ms + cb; ran[0] != want {
 		t.Errorf("the loop posted to at %v ran at %v, want %v (sysmon's poll)", posted[0], ran[0], want)
 	}
 	if ran[1] < posted[1] {
 		t.Errorf("the loop posted to at %v ran at %v, before it was posted to", posted[1], ran[1])
 	}
-	if want := end + missed + cb; ran[1] != want {
+	if want := end + lateMissed + cb; ran[1] != want {
 		t.Errorf("the loop posted to at %v ran at %v, want %v (found as the core went idle after the callback)", posted[1], ran[1], want)
 	}
 }
@@ -701,54 +724,15 @@ func TestPollerFindsNoLoopBeforeItWasPosted(t *testing.T) {
 // for its next poll 10 ms later, which runs it on the third core, and
 // then has nothing left to poll for.
 func TestSysmonLeavesALaterMissForItsNextPoll(t *testing.T) {
-	const wake, missed = 5 * us, 7 * us
-	cfg := DefaultConfig(1)
-	cfg.HostCores = 3
-	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, wake, missed
-	parse, cb := cfg.CPU.Parse, cfg.CPU.Callback
-	w := New(cfg)
-	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
-	var loops [2]model.Loop
-	var posted, ran [2]time.Duration
-	for i := range loops {
-		if _, err := w.Spawn(fmt.Sprintf("b%d", i), model.ProcessConfig{}, func(p model.Process) { loops[i] = p.MainLoop() }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var a *Process
-	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
-		l := p.MainLoop()
-		l.AfterFunc(20*ms, func() {
-			for i, d := range []time.Duration{2 * ms, 13 * ms} {
-				burn(p, d)
-				posted[i] = l.Now()
-				loops[i].Post(func() {
-					ran[i] = loops[i].Now()
-					burn(loops[i].Process(), 20*ms)
-				})
-			}
-			// Work for after this callback: the loop runs on, its
-			// core never idle, for 30 ms more.
-			for range 30 {
-				l.Post(func() { burn(p, ms) })
-			}
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a = w.Process("a")
-	w.RunFor(100 * ms)
-	if ran[0] == 0 || ran[1] == 0 {
-		t.Fatalf("posted loops ran at %v: one did not run", ran)
-	}
+	posted, ran, _, c := lateMisses(t, 3, true)
+	cb := DefaultConfig(1).CPU.Callback
 	if want := posted[0] + 10*ms + cb; ran[0] != want {
 		t.Errorf("the loop posted to at %v ran at %v, want %v (sysmon's poll)", posted[0], ran[0], want)
 	}
 	if want := posted[0] + 20*ms + cb; ran[1] != want {
 		t.Errorf("the loop posted to at %v ran at %v, want %v (sysmon's next poll)", posted[1], ran[1], want)
 	}
-	if c := a.cpu; len(c.missed) != 0 || c.sysmon {
+	if len(c.missed) != 0 || c.sysmon {
 		t.Errorf("after both ran: %d loops still missed, sysmon armed %v; want none and not armed", len(c.missed), c.sysmon)
 	}
 }
