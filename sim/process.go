@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -919,7 +920,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	t.woken = false
 	p.active++
 	p.epoch++
-	w.charge(w.cfg.CPU.Callback)
+	w.charge(w.cfg.CPU.Callback + w.callbackByConns())
 	if w.cfg.CPU.Account > 0 {
 		w.charge(w.cfg.CPU.Account)
 	}
@@ -953,6 +954,42 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 		p.deferred = p.deferred[:0]
 	}
 	return end
+}
+
+// callbackByConns is the callback's cost for the connections open now
+// (CPUConfig.CallbackByConns).
+func (w *World) callbackByConns() time.Duration {
+	by := &w.cfg.CPU.CallbackByConns
+	if *by == ([3]time.Duration{}) {
+		return 0
+	}
+	sockets := 0
+	for _, p := range w.procs {
+		sockets += p.fds.byKind[model.FDSocket]
+	}
+	return connScale(*by, float64(sockets)/2)
+}
+
+// connScale interpolates by, the costs at 8, 32 and 128 connections, at
+// conns, in log2 of the connections: 0 at one or fewer, flat past 128.
+func connScale(by [3]time.Duration, conns float64) time.Duration {
+	if conns <= 1 {
+		return 0
+	}
+	x := math.Log2(conns)
+	lo, hi := 0.0, 0.0 // log2 of the connections at the ends of x's span
+	var from, to time.Duration
+	switch {
+	case x <= 3:
+		lo, hi, from, to = 0, 3, 0, by[0]
+	case x <= 5:
+		lo, hi, from, to = 3, 5, by[0], by[1]
+	case x <= 7:
+		lo, hi, from, to = 5, 7, by[1], by[2]
+	default:
+		return by[2]
+	}
+	return from + time.Duration(float64(to-from)*(x-lo)/(hi-lo))
 }
 
 // deferDispatch holds back a dispatch of one of p's threads that came due

@@ -104,6 +104,15 @@ type Profile struct {
 	// medians of three real runs (0: not measured).
 	TCPDialNs   float64 `json:"tcp_dial_ns,omitempty"`
 	TCPAcceptNs float64 `json:"tcp_accept_ns,omitempty"`
+	// Callback8ConnsNs, Callback32ConnsNs and Callback128ConnsNs are what
+	// each callback costs beyond one with a single connection open, when
+	// 8, 32 and 128 are: calibrate's pairs probe (goroutine pairs each
+	// trading a 64-byte request for a 32 KiB reply over loopback), the
+	// process CPU per exchange with N pairs less with one, over its two
+	// callbacks; medians of three runs (0: not measured).
+	Callback8ConnsNs   float64 `json:"callback_8_conns_ns,omitempty"`
+	Callback32ConnsNs  float64 `json:"callback_32_conns_ns,omitempty"`
+	Callback128ConnsNs float64 `json:"callback_128_conns_ns,omitempty"`
 
 	// The rpc server's and namespace's own code, timed on their real
 	// messages (0: not measured, the hand-set cost stays): an rpc reader
@@ -174,6 +183,7 @@ func ParseProfile(b []byte) (Profile, error) {
 		{"poller_wake_p90_ns", p.PollerWakeP90Ns}, {"poller_missed_ns", p.PollerMissedNs},
 		{"stack_wait_ns", p.StackWaitNs}, {"stack_cores", p.StackCores},
 		{"tcp_dial_ns", p.TCPDialNs}, {"tcp_accept_ns", p.TCPAcceptNs},
+		{"callback_8_conns_ns", p.Callback8ConnsNs}, {"callback_32_conns_ns", p.Callback32ConnsNs}, {"callback_128_conns_ns", p.Callback128ConnsNs},
 		{"compare_per_kb_ns", p.ComparePerKBNs}, {"account_cpu_ns", p.AccountCPUNs},
 		{"spawn_ns", p.SpawnNs}, {"loop_start_ns", p.LoopStartNs},
 	} {
@@ -285,6 +295,7 @@ func (p Profile) CPU() CPUConfig {
 		c.SliceOn, c.SliceOff = ns(p.SliceOnNs), ns(p.SliceOffNs)
 	}
 	c.TCPDial, c.TCPAccept = ns(p.TCPDialNs), ns(p.TCPAcceptNs)
+	c.CallbackByConns = [3]time.Duration{ns(p.Callback8ConnsNs), ns(p.Callback32ConnsNs), ns(p.Callback128ConnsNs)}
 	for _, f := range []struct {
 		to *time.Duration
 		v  float64

@@ -84,6 +84,10 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	// accounting is left to the runs whose real counterpart accounts
 	// (cmd's run).
 	q := p
+	q.Callback8ConnsNs, q.Callback32ConnsNs, q.Callback128ConnsNs = 1e3, 5e3, 9e3
+	if c := q.CPU(); c.CallbackByConns != [3]time.Duration{us, 5 * us, 9 * us} {
+		t.Errorf("pairs probe 1, 5 and 9 µs: CallbackByConns %v", c.CallbackByConns)
+	}
 	q.SpawnNs, q.LoopStartNs, q.ComparePerKBNs, q.AccountCPUNs = 200e3, 12e3, 80, 600
 	q.LoopbackSendfileRecvPerKBNs = q.LoopbackRecvPerKBNs + 83
 	if c := q.CPU(); c.ThreadStart != 12*us || c.Spawn != 188*us || c.ComparePerKB != 80 || c.TCPRecvSplicedPerKB != 83 || c.Account != 0 || q.Account() != 600 {
@@ -585,6 +589,52 @@ func TestStackedWakeTakesTheCoreItWaitedBehind(t *testing.T) {
 	c.waking = true
 	if i, ok := c.free(nil, true); !ok || i != 1 {
 		t.Errorf("once core 1 is free the waiting thread got core %d (ok %v), want core 1, whose thread was still looking for work when it was queued", i, ok)
+	}
+}
+
+// A callback costs CallbackByConns more the more connections are open in
+// the world: nothing with one, the figure at 8, 32 and 128 (interpolated
+// in log2 of the connections), no more past 128; sockets count in every
+// process, two to a connection.
+func TestCallbackCostGrowsWithOpenConnections(t *testing.T) {
+	by := [3]time.Duration{1 * us, 5 * us, 9 * us}
+	for _, c := range []struct {
+		conns float64
+		want  time.Duration
+	}{{0, 0}, {1, 0}, {2, 333}, {8, 1 * us}, {16, 3 * us}, {32, 5 * us}, {64, 7 * us}, {128, 9 * us}, {1000, 9 * us}} {
+		if got := connScale(by, c.conns); got != c.want {
+			t.Errorf("%v connections: %v more a callback, want %v", c.conns, got, c.want)
+		}
+	}
+	// One callback's CPU with 32 sockets open over two processes (16
+	// connections), with the costs and without.
+	callback := func(by [3]time.Duration) (extra, cpu time.Duration) {
+		cfg := DefaultConfig(1)
+		cfg.CPU.CallbackByConns = by
+		w := New(cfg)
+		var ps [2]*Process
+		for i := range ps {
+			p, err := w.Spawn(fmt.Sprintf("p%d", i), model.ProcessConfig{}, func(model.Process) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps[i] = p.(*Process)
+		}
+		w.RunFor(ms)
+		for i := range 32 {
+			if _, err := ps[i%2].allocFD(model.FDSocket, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := ps[0].CPUTime()
+		ps[0].MainLoop().Post(func() {})
+		w.RunFor(ms)
+		return w.callbackByConns(), ps[0].CPUTime() - before
+	}
+	extra, on := callback(by)
+	_, off := callback([3]time.Duration{})
+	if extra != 3*us || on-off != 3*us {
+		t.Errorf("with 16 connections open a callback cost %v more (%v against %v), want 3µs", extra, on, off)
 	}
 }
 

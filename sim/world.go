@@ -183,6 +183,14 @@ type CPUConfig struct {
 	// at a successful accept. Calibrate's connect probe, the real run's
 	// less the sim's; zero in the hand-set defaults.
 	TCPDial, TCPAccept time.Duration
+	// CallbackByConns is what each callback costs beyond Callback when
+	// 8, 32 and 128 connections (sockets in use, over two) are open in
+	// the world: the same work costs Go's scheduler and the caches more
+	// as more goroutines and connections share the cores (calibrate's
+	// pairs probe: one 32 KiB exchange took 16 µs of CPU with one pair,
+	// 31 µs with 128). Interpolated in log2 of the connections from 0 at
+	// one, flat past 128; zero (off) in the hand-set defaults.
+	CallbackByConns [3]time.Duration
 	// ComparePerKB is the CPU per KiB of checking data against what it
 	// should be (model.CPUCompare: the read scenario's client compares
 	// every byte it read with the block's content, out of cache). Zero in
