@@ -115,6 +115,9 @@ func profileSummary(path string) string {
 	if p.StackWaitNs > 0 {
 		s += fmt.Sprintf(", %d goroutine pairs got %.2f cores, their threads waiting %.2f ms a run", stackPairs, p.StackCores, p.StackWaitNs/1e6)
 	}
+	if p.Callback128ConnsNs > 0 {
+		s += fmt.Sprintf(", a callback %.1f/%.1f/%.1f µs more with 8/32/128 connections", p.Callback8ConnsNs/1e3, p.Callback32ConnsNs/1e3, p.Callback128ConnsNs/1e3)
+	}
 	return s
 }
 
@@ -275,6 +278,9 @@ func calibrate() (sim.Profile, error) {
 	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)
 	lw := wakeups(400, 2*runtime.NumCPU())
 	p.LoadedWakeupP50Ns, p.LoadedWakeupP90Ns = pct(lw, 50, sys), pct(lw, 90, sys)
+	if err := pairsCosts(&p); err != nil {
+		return p, err
+	}
 	// Last: it subtracts what the sim charges with every cost above.
 	if p.TCPDialNs, p.TCPAcceptNs, err = connectCosts(&p); err != nil {
 		return p, err

@@ -62,6 +62,11 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if p.TCPDialNs < 0 || p.TCPAcceptNs < 0 || p.TCPDialNs+p.TCPAcceptNs > 1e6 {
 		t.Errorf("connect probe: dial %v ns, accept %v ns beyond the sim's charges", p.TCPDialNs, p.TCPAcceptNs)
 	}
+	// The pairs probe's differences are finite and not negative (with
+	// 8 pairs the work can cost no more than with one).
+	if p.Callback8ConnsNs < 0 || p.Callback32ConnsNs < 0 || p.Callback128ConnsNs < 0 || p.Callback128ConnsNs > 1e6 {
+		t.Errorf("pairs probe: a callback %v, %v and %v ns more with 8, 32 and 128 connections", p.Callback8ConnsNs, p.Callback32ConnsNs, p.Callback128ConnsNs)
+	}
 	// A spinning thread per core cannot get more than the cores, and
 	// gets some of them however loaded the machine is.
 	if n := float64(runtime.NumCPU()); p.AvailableCores <= 0 || p.AvailableCores > n*1.1 || p.SliceOnNs <= 0 || p.SliceOffNs < 0 {
