@@ -22,8 +22,11 @@ func shardedReads(t *testing.T, shards int, wakeups bool) time.Duration {
 	cfg.HostCores = 0
 	cfg.CPU = sim.DefaultProfile().CPU()
 	// HDFS's readers are Java threads the kernel wakes, not loops parked
-	// in Go's poller.
+	// in Go's poller, on cores of their own: neither Go's poller nor
+	// the cost of many goroutines sharing this machine's two cores
+	// (CallbackByConns, from Go goroutine pairs) applies.
 	cfg.CPU.Poller = false
+	cfg.CPU.CallbackByConns = [3]time.Duration{}
 	if !wakeups {
 		cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = 0, 0
 	}
