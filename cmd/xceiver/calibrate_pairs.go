@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"xceiver/sim"
 )
@@ -25,6 +26,11 @@ const (
 	pairsReply   = 32 << 10
 	pairsOps     = 8192
 )
+
+// pairsDeadline bounds a pairs run: an exchange takes microseconds, and a
+// connection left without its server (an accept that failed) must end the
+// run with an error rather than hang calibrate.
+const pairsDeadline = 30 * time.Second
 
 // pairsCounts are the numbers of pairs the probe measures beyond one.
 var pairsCounts = [3]int{8, 32, 128}
@@ -73,6 +79,7 @@ func pairsRun(n int) (float64, error) {
 				servers.Done()
 				continue
 			}
+			c.SetDeadline(time.Now().Add(pairsDeadline))
 			go func() {
 				defer servers.Done()
 				defer c.Close()
@@ -103,6 +110,7 @@ func pairsRun(n int) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
+		c.SetDeadline(time.Now().Add(pairsDeadline))
 		conns = append(conns, c)
 	}
 	each := max(pairsOps/n, 1)
