@@ -86,7 +86,7 @@ func (p *Process) reset() {
 	if p.cpu == nil {
 		p.cpu = newCPU(p.w, p.cfg.Cores)
 	}
-	p.fds = fdTable{limit: p.cfg.FDLimit}
+	p.clearFDs()
 	p.loops, p.pools = nil, nil
 	p.threads, p.timers, p.work = 0, 0, 0
 	p.crashed = false
@@ -368,7 +368,7 @@ func (p *Process) Crash() {
 		wp.queue = nil
 	}
 	p.threads, p.timers, p.work = 0, 0, 0
-	p.fds = fdTable{limit: p.cfg.FDLimit}
+	p.clearFDs()
 }
 
 // Restart starts a crashed process again: main runs on fresh state over
@@ -399,6 +399,13 @@ type fdTable struct {
 	hint        int
 }
 
+// clearFDs gives p an empty fd table (a fresh process, or a crashed one's
+// fds all gone at once), keeping the world's count of sockets.
+func (p *Process) clearFDs() {
+	p.w.sockets -= p.fds.byKind[model.FDSocket]
+	p.fds = fdTable{limit: p.cfg.FDLimit}
+}
+
 // firstFD leaves 0, 1 and 2 to stdio, which the accounting does not count.
 const firstFD = 3
 
@@ -427,6 +434,9 @@ func (p *Process) allocFD(kind model.FDKind, obj fdObject) (int, error) {
 	p.epoch++
 	t.open++
 	t.byKind[kind]++
+	if kind == model.FDSocket {
+		p.w.sockets++
+	}
 	t.made[kind]++
 	if t.open > t.peak {
 		t.peak = t.open
@@ -456,6 +466,9 @@ func (p *Process) freeFD(fd int) {
 	t.kinds[fd] = fdFree
 	t.open--
 	t.byKind[kind]--
+	if kind == model.FDSocket {
+		p.w.sockets--
+	}
 	if fd < t.hint {
 		t.hint = fd
 	}
@@ -963,11 +976,7 @@ func (w *World) callbackByConns() time.Duration {
 	if *by == ([3]time.Duration{}) {
 		return 0
 	}
-	sockets := 0
-	for _, p := range w.procs {
-		sockets += p.fds.byKind[model.FDSocket]
-	}
-	return connScale(*by, float64(sockets)/2)
+	return connScale(*by, float64(w.sockets)/2)
 }
 
 // connScale interpolates by, the costs at 8, 32 and 128 connections, at

@@ -269,8 +269,11 @@ type World struct {
 	sliceEnd, sliceWait time.Duration
 	slicers             int // slicers made, each with its own random stream
 
-	procs    []*Process
-	hostCPU  *cpu
+	procs   []*Process
+	hostCPU *cpu
+	// sockets counts the sockets open in every process (allocFD, freeFD,
+	// clearFDs): CPUConfig.CallbackByConns reads it on every callback.
+	sockets  int
 	listen   map[string]*listener // address → listener; lookups only
 	nextPort int
 	nextID   uint64
