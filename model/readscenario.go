@@ -387,6 +387,23 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 		}
 	}
 
+	// startClients starts the measurement and the clients, from the
+	// server's main loop. One callback per spawn: a spawn costs a
+	// directory and a thread (about 0.2 ms here), and 128 of them in one
+	// callback ran for 25 ms, a callback the sim runs whole before any
+	// event it posted: every client then started at once after it, where
+	// real starts each as it is spawned. (The datanode still accepts on
+	// this loop after the spawns, in both worlds.)
+	startClients := func(p Process, addr string) {
+		if s.CPUTime != nil {
+			cpu0 = s.CPUTime()
+		}
+		serverCPU0 = procCPU(p)
+		for i := 0; i < s.Clients; i++ {
+			p.MainLoop().Post(func() { startClient(i, addr) })
+		}
+	}
+
 	_, err := w.Spawn("datanode", ProcessConfig{FDLimit: 65536, Cores: 2}, func(p Process) {
 		dnProc = p
 		// Lay out the blocks before serving: the store is private to
@@ -416,13 +433,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 				return
 			}
 			stopServe = stop
-			if s.CPUTime != nil {
-				cpu0 = s.CPUTime()
-			}
-			serverCPU0 = procCPU(p)
-			for i := 0; i < s.Clients; i++ {
-				p.MainLoop().Post(func() { startClient(i, addr) })
-			}
+			startClients(p, addr)
 			return
 		}
 		var err error
@@ -432,19 +443,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			return
 		}
 		res.ServerBaselineFDs = p.FDs().Open
-		if s.CPUTime != nil {
-			cpu0 = s.CPUTime()
-		}
-		serverCPU0 = procCPU(p)
-		// One callback per spawn: a spawn costs a directory and a
-		// thread (about 0.2 ms here), and 128 of them in one callback
-		// ran for 25 ms, a callback the sim runs whole before any
-		// event it posted: every client then started at once after
-		// it, where real starts each as it is spawned. (The datanode
-		// still accepts on this loop after the spawns, in both worlds.)
-		for i := 0; i < s.Clients; i++ {
-			p.MainLoop().Post(func() { startClient(i, dn.Addr()) })
-		}
+		startClients(p, dn.Addr())
 		if s.Observe != nil {
 			p.MainLoop().Post(func() { s.Observe(dn, clients) })
 		}
