@@ -1,36 +1,136 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"xceiver/sim"
 )
 
+// goPairs is what calibrate's stack and pairs probes run: n goroutine
+// pairs over loopback TCP, each a client trading a request for a reply
+// with a server goroutine of its own, over and over until stop. It is
+// plain Go (net.Conn, a goroutine a side), no xceiver code: the probes
+// measure what Go's scheduler does with such a program on this machine.
+type goPairs struct {
+	ln        net.Listener
+	wg        sync.WaitGroup
+	stopping  chan struct{}
+	exchanges atomic.Int64 // replies the clients have read
+
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool // set once stop closes the connections
+}
+
+// startPairs starts n pairs trading request-byte requests for reply-byte
+// replies.
+func startPairs(n, request, reply int) (*goPairs, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	g := &goPairs{ln: ln, stopping: make(chan struct{})}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // stop closed the listener
+			}
+			g.track(c)
+			g.wg.Add(1)
+			go g.bounce(c, make([]byte, request), make([]byte, reply), nil)
+		}
+	}()
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			g.stop()
+			return nil, err
+		}
+		c.(*net.TCPConn).SetNoDelay(true)
+		g.track(c)
+		req := make([]byte, request)
+		if _, err := c.Write(req); err != nil {
+			g.stop()
+			return nil, err
+		}
+		g.wg.Add(1)
+		go g.bounce(c, make([]byte, reply), req, &g.exchanges)
+	}
+	return g, nil
+}
+
+// track keeps c for stop to close (or closes it, if stop has run: an
+// accept that came after).
+func (g *goPairs) track(c net.Conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		c.Close()
+		return
+	}
+	g.conns = append(g.conns, c)
+}
+
+// bounce reads a whole in from c and answers out, counting each in read
+// (if count is set), until c fails or the pairs stop.
+func (g *goPairs) bounce(c net.Conn, in, out []byte, count *atomic.Int64) {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.stopping:
+			return
+		default:
+		}
+		if _, err := io.ReadFull(c, in); err != nil {
+			return
+		}
+		if count != nil {
+			count.Add(1)
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// stop ends every pair and waits for their goroutines: closing the
+// connections ends the reads that wait.
+func (g *goPairs) stop() {
+	close(g.stopping)
+	g.ln.Close()
+	g.mu.Lock()
+	g.closed = true
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
 // Calibrate's pairs probe (sim.Profile.Callback8ConnsNs to
-// Callback128ConnsNs, CPUConfig.CallbackByConns): N goroutine pairs, each
-// a client trading a pairsRequest-byte request for a pairsReply-byte
-// reply with its own server goroutine over loopback TCP, pairsOps
-// exchanges in all. The same work costs more CPU the more pairs share the
-// cores (Go's scheduler, the caches): on the 2-core development VM one
-// exchange took 12–16 µs of process CPU with one pair and 30–31 µs with
-// 128. The sim's costs are each measured with one thread at a time, so
-// it charges every callback the difference, over the exchange's two
-// callbacks (the server's and the client's), for the connections open.
+// Callback128ConnsNs, CPUConfig.CallbackByConns): 1, 8, 32 and 128 pairs
+// (goPairs) trading pairsRequest-byte requests for pairsReply-byte
+// replies; the process CPU per exchange over pairsWindow. The same work
+// costs more CPU the more pairs share the cores (Go's scheduler, the
+// caches): on the 2-core development VM one exchange took 12–16 µs of
+// process CPU with one pair and 30–31 µs with 128. The sim's costs are
+// each measured with one thread at a time, so it charges every callback
+// the difference, over the exchange's two callbacks (the server's and the
+// client's), for the connections open.
 const (
 	pairsRequest = 64
 	pairsReply   = 32 << 10
-	pairsOps     = 8192
+	pairsWarmUp  = 50 * time.Millisecond
+	pairsWindow  = 150 * time.Millisecond
 )
-
-// pairsDeadline bounds a pairs run: an exchange takes microseconds, and a
-// connection left without its server (an accept that failed) must end the
-// run with an error rather than hang calibrate.
-const pairsDeadline = 30 * time.Second
 
 // pairsCounts are the numbers of pairs the probe measures beyond one.
 var pairsCounts = [3]int{8, 32, 128}
@@ -60,93 +160,20 @@ func pairsCosts(p *sim.Profile) error {
 	return nil
 }
 
-// pairsRun runs n pairs through pairsOps exchanges in all and returns the
-// process CPU per exchange, in ns.
+// pairsRun runs n pairs and returns the process CPU per exchange, in ns,
+// over pairsWindow once they have run pairsWarmUp.
 func pairsRun(n int) (float64, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g, err := startPairs(n, pairsRequest, pairsReply)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	var servers sync.WaitGroup
-	servers.Add(n)
-	serverErr := make(chan error, n)
-	go func() {
-		for range n {
-			c, err := ln.Accept()
-			if err != nil {
-				serverErr <- err
-				servers.Done()
-				continue
-			}
-			c.SetDeadline(time.Now().Add(pairsDeadline))
-			go func() {
-				defer servers.Done()
-				defer c.Close()
-				req, reply := make([]byte, pairsRequest), make([]byte, pairsReply)
-				for {
-					if _, err := io.ReadFull(c, req); err != nil {
-						if !errors.Is(err, io.EOF) {
-							serverErr <- err
-						}
-						return
-					}
-					if _, err := c.Write(reply); err != nil {
-						serverErr <- err
-						return
-					}
-				}
-			}()
-		}
-	}()
-	conns := make([]net.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range n {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			return 0, err
-		}
-		c.SetDeadline(time.Now().Add(pairsDeadline))
-		conns = append(conns, c)
+	time.Sleep(pairsWarmUp)
+	c0, x0 := processCPU(), g.exchanges.Load()
+	time.Sleep(pairsWindow)
+	cpu, x := processCPU()-c0, g.exchanges.Load()-x0
+	g.stop()
+	if x <= 0 {
+		return 0, fmt.Errorf("%d pairs made no exchange in %v", n, pairsWindow)
 	}
-	each := max(pairsOps/n, 1)
-	errs := make([]error, n)
-	var clients sync.WaitGroup
-	c0 := processCPU()
-	for i, c := range conns {
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			req, reply := make([]byte, pairsRequest), make([]byte, pairsReply)
-			for range each {
-				if _, err := c.Write(req); err != nil {
-					errs[i] = err
-					return
-				}
-				if _, err := io.ReadFull(c, reply); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		}()
-	}
-	clients.Wait()
-	cpu := processCPU() - c0
-	for _, c := range conns {
-		c.Close()
-	}
-	conns = nil
-	servers.Wait()
-	close(serverErr)
-	for e := range serverErr {
-		errs = append(errs, e)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
-	}
-	return float64(cpu.Nanoseconds()) / float64(each*n), nil
+	return float64(cpu.Nanoseconds()) / float64(x), nil
 }

@@ -18,7 +18,7 @@ import (
 // costs measured.
 func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if testing.Short() {
-		t.Skip("measures the machine for about four seconds")
+		t.Skip("measures the machine for about seven seconds")
 	}
 	p, err := calibrate()
 	if err != nil {
