@@ -138,11 +138,11 @@ func readScale(size int) check {
 	}
 }
 
-// fdsTimeouts shortens the idle timeouts of a run whose row is a peak of
-// fds: the peak is reached while every client is mid-read, and 500 ms is
-// well past any op there, where the defaults (4 s) only made the run wait
-// for them at its end.
-func fdsTimeouts(s *model.ReadScenario) {
+// shortTimeouts sets 500 ms idle timeouts for a run whose row is counted
+// while its ops run (a peak of fds, keep-alive reuses): 500 ms is well
+// past any op's gap there, where the defaults (3 to 4 s) only made the
+// run wait for them at its end.
+func shortTimeouts(s *model.ReadScenario) {
 	s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 }
 
@@ -219,11 +219,10 @@ func checks() []check {
 			// the next request beats the server's idle timer.
 			name: "read-keepalive-reuse", desc: "read, 1 client, 100 ops, --keepalive 1µs: connections reused",
 			runs: []runner{readRun(func(s *model.ReadScenario) {
-				s.Clients, s.Ops, s.Server.Keepalive = 1, 100, time.Microsecond
 				// (The client's ops follow each other at once: a
-				// cached connection never idles 500 ms, and the run
-				// need not wait out the default 3 s at its end.)
-				s.Client.CacheExpiry, s.Server.PoolIdle = 500*time.Millisecond, 500*time.Millisecond
+				// cached connection never idles 500 ms.)
+				shortTimeouts(s)
+				s.Clients, s.Ops, s.Server.Keepalive = 1, 100, time.Microsecond
 			})},
 			rows: func(s, r []result) []row {
 				return []row{diffWithin("read keepalive=1µs", "keepalive_reuses", num(s[0], "keepalive_reuses"), num(r[0], "keepalive_reuses"), 10)}
@@ -257,7 +256,7 @@ func checks() []check {
 			name: "read-fds-reactor", desc: "read, 128 clients, reactor",
 			runs: []runner{readRun(func(s *model.ReadScenario) {
 				s.Clients, s.Ops, s.StartTogether, s.Server.PoolMax = 128, 2, true, 64
-				fdsTimeouts(s)
+				shortTimeouts(s)
 			})},
 			rows: func(s, r []result) []row {
 				return []row{diffWithin("read 128 clients reactor", "server_peak_fds", num(s[0], "server_peak_fds"), num(r[0], "server_peak_fds"), 2)}
@@ -275,7 +274,7 @@ func checks() []check {
 				s.Clients, s.Ops, s.StartTogether = 128, 1, true
 				s.Blocks, s.BlockSize, s.ReadSize = 2, 16<<20, 16<<20
 				s.Server.Mode = model.Threaded
-				fdsTimeouts(s)
+				shortTimeouts(s)
 			})},
 			rows: func(s, r []result) []row {
 				return []row{diffWithin("read 128 clients threaded", "server_peak_fds", num(s[0], "server_peak_fds"), num(r[0], "server_peak_fds"), 2)}
