@@ -971,12 +971,12 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 
 // callbackByConns is the callback's cost for the connections open now
 // (CPUConfig.CallbackByConns).
+// (Small enough to inline: off, as in check, it costs runOn a compare.)
 func (w *World) callbackByConns() time.Duration {
-	by := &w.cfg.CPU.CallbackByConns
-	if *by == ([3]time.Duration{}) {
+	if w.cfg.CPU.CallbackByConns == ([3]time.Duration{}) {
 		return 0
 	}
-	return connScale(*by, float64(w.sockets)/2)
+	return connScale(w.cfg.CPU.CallbackByConns, float64(w.sockets)/2)
 }
 
 // connScale interpolates by, the costs at 8, 32 and 128 connections, at
