@@ -1093,6 +1093,11 @@ type Loop struct {
 	// missedAt is when the loop was handed work that no core's poller
 	// saw (cpu.pollerWake); no core finds it before then.
 	missedAt time.Duration
+	// parked: the loop has run a callback, so it waits for work in the
+	// poller. Until then it is a goroutine just started, which Go makes
+	// runnable at once and wakes an idle core for (newproc's wakep);
+	// the poller plays no part.
+	parked bool
 }
 
 type task struct {
@@ -1140,7 +1145,7 @@ func (l *Loop) wake() {
 		// its epoll again when the callback ends.
 		at = now
 	} else if at <= now {
-		if w.cfg.CPU.Poller && w.running != &l.thread {
+		if w.cfg.CPU.Poller && w.running != &l.thread && l.parked {
 			var ok bool
 			l.thread.viaPoller = true
 			if at, ok = l.p.cpu.pollerWake(l); !ok {
@@ -1195,6 +1200,7 @@ func (l *Loop) dispatch() {
 		return
 	}
 	l.boost = false
+	l.parked = true
 	t := l.queue[l.head]
 	l.queue[l.head] = task{}
 	l.head++

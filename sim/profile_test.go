@@ -804,3 +804,38 @@ func TestSysmonLeavesALaterMissForItsNextPoll(t *testing.T) {
 		t.Errorf("after both ran: %d loops still missed, sysmon armed %v; want none and not armed", len(c.missed), c.sysmon)
 	}
 }
+
+// A process spawned from a callback starts on an idle core after a
+// thread's wake-up, as a goroutine Go has just made runnable does (its
+// start wakes an idle core), not when the spawning callback ends: a new
+// loop is not yet parked in the poller, so it cannot be missed there.
+// It was: run read's datanode spawned its clients one callback each,
+// 0.18 ms apart, and every client started only when the last spawn was
+// done, where real's start one by one.
+func TestSpawnedProcessStartsOnAnIdleCore(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
+	cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = 30*us, 0
+	parse := cfg.CPU.Parse
+	w := New(cfg)
+	var spawned, ran, end time.Duration
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.AfterFunc(20*ms, func() {
+			if _, err := w.Spawn("b", model.ProcessConfig{}, func(b model.Process) { ran = b.MainLoop().Now() }); err != nil {
+				t.Error(err)
+			}
+			spawned = l.Now()
+			p.CPU(model.CPUParse, int(5*ms/parse))
+			end = l.Now()
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(100 * ms)
+	if want := spawned + 30*us + cfg.CPU.Callback; ran != want {
+		t.Errorf("spawned at %v, b's main ran at %v (the spawning callback ended at %v), want %v: a wake-up later, on the idle core", spawned, ran, end, want)
+	}
+}
