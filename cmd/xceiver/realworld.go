@@ -59,6 +59,9 @@ func fdsNeeded(r runner) int {
 		return clientSide + server + 64
 	case tcpPatternRunner:
 		return 64
+	case pairsRunner:
+		// A client's loop and socket, the server's loop and socket.
+		return r.s.Pairs*2*(perLoop+1) + 64
 	}
 	return 0
 }

@@ -76,6 +76,7 @@ func scenarioList() []scenario {
 		{name: "read", desc: "the datanode workload: clients reading blocks over keep-alive connections", flags: readFlags},
 		{name: "rpc", desc: "HADOOP-6713's namenode load: clients list, descend and read files, or create them, over rpc", flags: rpcFlags},
 		{name: "sc-read", desc: "local reads over TCP, domain-socket data traffic or short-circuit through the sharded cache", flags: scReadFlags},
+		{name: "pairs", desc: "the CPU model alone: loop pairs on each end of a connection trading requests for replies", flags: pairsFlags},
 	}
 }
 

@@ -146,10 +146,39 @@ func shortTimeouts(s *model.ReadScenario) {
 	s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 }
 
+// loopPairs is a check of the CPU model alone (run pairs): the cores
+// busy and the exchanges a second with 1, 8, 32 and 128 loop pairs.
+func loopPairs() check {
+	counts := []int{1, 8, 32, 128}
+	var runs []runner
+	for _, n := range counts {
+		s := model.DefaultPairs()
+		s.Pairs = n
+		runs = append(runs, pairsRunner{s})
+	}
+	return check{
+		name: "loop-pairs",
+		desc: "pairs, 1, 8, 32 and 128 loop pairs: cores busy, exchanges per second",
+		runs: runs,
+		rows: func(s, r []result) []row {
+			var rows []row
+			for i, n := range counts {
+				scn := fmt.Sprintf("pairs %d", n)
+				rows = append(rows,
+					within(scn, "cpu_cores", num(s[i], "cpu_cores"), num(r[i], "cpu_cores"), 0.25),
+					within(scn, "exchanges_per_s", num(s[i], "exchanges_per_s"), num(r[i], "exchanges_per_s"), 0.25))
+			}
+			return rows
+		},
+		noisy: true,
+	}
+}
+
 func checks() []check {
 	return []check{
 		readScale(32 << 10),
 		readScale(64 << 10),
+		loopPairs(),
 		{
 			// One reader, four blocks, a cache that holds them all: every
 			// fetch passes the data and meta fds, and once the cache is
@@ -298,7 +327,7 @@ func validateCommand() *command {
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
-			repeat := c.fs.Int("repeat", 7, "run each real point of read-scale-32k and read-scale-64k `N` times and compare the median (single real runs vary by about the tolerance)")
+			repeat := c.fs.Int("repeat", 7, "run each real point of read-scale-32k, read-scale-64k and loop-pairs `N` times and compare the median (single real runs vary by about the tolerance)")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {

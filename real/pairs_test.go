@@ -1,0 +1,34 @@
+package real
+
+import (
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// run pairs in real: every client's count reaches the server's loop
+// (each counts on its own goroutine), the window closes whatever order
+// the loops' timers fire in, and the world tears down clean.
+func TestPairsRunsInReal(t *testing.T) {
+	for _, n := range []int{1, 8} {
+		w, err := New(Config{Seed: 1, Root: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := model.DefaultPairs()
+		s.Pairs, s.WarmUp, s.Window = n, 20*time.Millisecond, 50*time.Millisecond
+		res, err := model.RunPairs(w, s, time.Minute)
+		if cerr := w.Close(); cerr != nil {
+			t.Errorf("%d pairs: close: %v", n, cerr)
+		}
+		if err != nil {
+			t.Fatalf("%d pairs: %v", n, err)
+		}
+		// (The window is what the server's loop saw between its two
+		// timers, each run a little late on a loaded machine.)
+		if res.Exchanges <= 0 || res.Elapsed < s.Window/2 {
+			t.Errorf("%d pairs: %d exchanges in %v, want some in about %v", n, res.Exchanges, res.Elapsed, s.Window)
+		}
+	}
+}

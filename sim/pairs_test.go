@@ -1,0 +1,71 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// run pairs measures over its window what every pair did, the same for
+// the same seed, and cannot keep more cores busy than the host has.
+func TestPairsMeasuresItsWindow(t *testing.T) {
+	run := func(pairs int) *model.PairsResult {
+		t.Helper()
+		w := New(DefaultConfig(3))
+		s := model.DefaultPairs()
+		s.Pairs = pairs
+		s.CPUTime = func() time.Duration {
+			var c time.Duration
+			for _, p := range w.Processes() {
+				c += p.CPUTime()
+			}
+			return c
+		}
+		res, err := model.RunPairs(w, s, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// (The server's loop runs its timers between callbacks, so a
+		// busy one runs them a little late.)
+		if d := res.Elapsed - s.Window; d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("%d pairs: window %v, want %v within 1 ms", pairs, res.Elapsed, s.Window)
+		}
+		if res.Exchanges <= 0 || res.CPU <= 0 {
+			t.Errorf("%d pairs: %d exchanges, %v CPU in the window", pairs, res.Exchanges, res.CPU)
+		}
+		if cores := res.CPU.Seconds() / res.Elapsed.Seconds(); cores > float64(DefaultConfig(3).HostCores)+0.01 {
+			t.Errorf("%d pairs kept %.2f cores busy, more than the host's %d", pairs, cores, DefaultConfig(3).HostCores)
+		}
+		return res
+	}
+	one, eight := run(1), run(8)
+	if again := run(8); *again != *eight {
+		t.Errorf("the same seed measured %+v, then %+v", eight, again)
+	}
+	// One pair is a strict ping-pong: eight pairs get more done.
+	if eight.Exchanges <= one.Exchanges {
+		t.Errorf("8 pairs made %d exchanges, 1 pair %d: want more", eight.Exchanges, one.Exchanges)
+	}
+}
+
+func TestPairsRefusesWhatCannotRun(t *testing.T) {
+	for _, c := range []struct {
+		mut  func(*model.Pairs)
+		want string
+	}{
+		{func(s *model.Pairs) { s.Pairs = 0 }, "--pairs"},
+		{func(s *model.Pairs) { s.Request = 0 }, "--request"},
+		{func(s *model.Pairs) { s.Reply = 1 << 30 }, "--reply"},
+		{func(s *model.Pairs) { s.WarmUp = -time.Second }, "--warm-up"},
+		{func(s *model.Pairs) { s.Window = 0 }, "--window"},
+	} {
+		s := model.DefaultPairs()
+		c.mut(&s)
+		_, err := model.RunPairs(New(DefaultConfig(1)), s, time.Minute)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error naming %s", s, err, c.want)
+		}
+	}
+}
