@@ -380,11 +380,14 @@ func TestPollerFindsAParkedLoopWhenACoreGoesIdle(t *testing.T) {
 // once no thread waits for a core: long thread-per-connection transfers
 // started together all run at once, as on real sockets (validate's
 // read-fds-threaded), rather than a few at a time while the parked
-// connections' requests wait.
+// connections' requests wait. (4 MiB each: since a busy loop keeps its
+// core, Loop.keep, the first of 2 MiB transfers could end before the
+// last began, 31 of 32 at once; real runs 32 of 32 at both sizes. With
+// found only once no thread waits, 12 of 32 ran at once.)
 func TestPollerLetsEveryLongTransferRunAtOnce(t *testing.T) {
 	s := model.DefaultReadScenario()
 	s.Clients, s.Ops, s.StartTogether = 32, 1, true
-	s.Blocks, s.BlockSize, s.ReadSize = 2, 2<<20, 2<<20
+	s.Blocks, s.BlockSize, s.ReadSize = 2, 4<<20, 4<<20
 	s.Server.Mode = model.Threaded
 	cfg := DefaultConfig(1)
 	cfg.CPU = DefaultProfile().CPU()
@@ -837,5 +840,113 @@ func TestSpawnedProcessStartsOnAnIdleCore(t *testing.T) {
 	w.RunFor(100 * ms)
 	if want := spawned + 30*us + cfg.CPU.Callback; ran != want {
 		t.Errorf("spawned at %v, b's main ran at %v (the spawning callback ended at %v), want %v: a wake-up later, on the idle core", spawned, ran, end, want)
+	}
+}
+
+// keepCase runs, on two cores with the poller model, loop a, whose
+// callback at 20 ms first hands a worker of process hog 15 ms of work,
+// which takes the other core, then two work items of each to process
+// b's workers, which wait for a core, and posts n tasks of each to a
+// itself. It returns when each of a's tasks started and ended, and when
+// b's first work item ran. With closeA, a's loop closes as its first
+// task ends.
+func keepCase(t *testing.T, n int, each time.Duration, closeA bool) (aStart, aEnd []time.Duration, workFirst time.Duration) {
+	t.Helper()
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
+	cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = us, 0
+	parse := cfg.CPU.Parse
+	w := New(cfg)
+	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+	pools := map[string]model.WorkerPool{}
+	loops := map[string]model.Loop{}
+	for _, name := range []string{"hog", "b"} {
+		if _, err := w.Spawn(name, model.ProcessConfig{}, func(p model.Process) {
+			loops[name], pools[name] = p.MainLoop(), p.NewWorkerPool("workers", 2)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.AfterFunc(20*ms, func() {
+			pools["hog"].Submit(loops["hog"], func() { burn(loops["hog"].Process(), 15*ms) }, nil)
+			for range 2 {
+				pools["b"].Submit(loops["b"], func() {
+					if workFirst == 0 {
+						workFirst = w.Now()
+					}
+					burn(loops["b"].Process(), each)
+				}, nil)
+			}
+			for i := range n {
+				l.Post(func() {
+					aStart = append(aStart, l.Now())
+					burn(p, each)
+					aEnd = append(aEnd, l.Now())
+					if closeA && i == 0 {
+						// Closed by an event as the callback ends,
+						// after a kept its core for the next task.
+						w.post(l.Now(), func() { l.Close() })
+					}
+				})
+			}
+			burn(p, 5*us)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(200 * ms)
+	return aStart, aEnd, workFirst
+}
+
+// A loop with work queued after a callback runs the next one on the
+// same core at once, ahead of threads waiting for one (Loop.keep), as a
+// real-world loop runs every ready event before it parks: a's ten 10 µs
+// tasks run back to back while b's workers, with no core free, wait for
+// them to end. Sent to the back of the line after each callback, a
+// waited behind the workers.
+func TestBusyLoopKeepsItsCore(t *testing.T) {
+	start, end, work := keepCase(t, 10, 10*us, false)
+	if len(start) != 10 {
+		t.Fatalf("a ran %d of its 10 tasks", len(start))
+	}
+	cb := DefaultConfig(1).CPU.Callback
+	for i := 1; i < len(start); i++ {
+		if start[i] != end[i-1]+cb {
+			t.Errorf("a's task %d started %v after the one before ended, want %v (on its core at once)", i, start[i]-end[i-1], cb)
+		}
+	}
+	if work < end[len(end)-1] {
+		t.Errorf("a work item ran at %v, before a's tasks were done at %v: no core was free for it", work, end[len(end)-1])
+	}
+}
+
+// Go preempts a goroutine after 10 ms (goPreempt): a loop that keeps
+// finding work keeps its core that long, then queues behind the threads
+// waiting (the hog keeps the other core 15 ms).
+func TestBusyLoopIsPreemptedAfterTenMilliseconds(t *testing.T) {
+	start, _, work := keepCase(t, 3000, 10*us, false)
+	if len(start) == 0 {
+		t.Fatal("a ran none of its tasks")
+	}
+	// (a's run began with the callback that posted the tasks, just
+	// before its first task.)
+	if d := work - start[0]; d < goPreempt-50*us || d > goPreempt+100*us {
+		t.Errorf("b's first work item ran %v after a's first task, want about %v (a preempted)", d, goPreempt)
+	}
+}
+
+// A loop closed while it keeps a core hands the core back: b's worker
+// runs on it at once.
+func TestClosedLoopHandsBackItsKeptCore(t *testing.T) {
+	_, end, work := keepCase(t, 10, 10*us, true)
+	if len(end) != 1 {
+		t.Fatalf("a ran %d tasks after closing its loop in the first, want 1", len(end))
+	}
+	if work == 0 || work > end[0]+100*us {
+		t.Errorf("b's work item ran at %v, a's loop closed at %v: want it on the core a kept, at once", work, end[0])
 	}
 }
