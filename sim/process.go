@@ -137,7 +137,7 @@ func (p *Process) newLoop(name string) (*Loop, error) {
 		return nil, fmt.Errorf("new loop %s: %w", name, err)
 	}
 	p.w.charge(p.w.cfg.CPU.ThreadStart)
-	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd, evfd: evfd}
+	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd, evfd: evfd, bornAt: p.w.Now()}
 	l.dispatchF = l.dispatch
 	p.loops = append(p.loops, l)
 	p.addThreads(1)
@@ -362,6 +362,7 @@ func (p *Process) Crash() {
 	for _, l := range p.loops {
 		l.closed = true
 		l.queue = nil
+		l.unkeep()
 	}
 	for _, wp := range p.pools {
 		wp.closed = true
@@ -681,6 +682,7 @@ func (c *cpu) found(t time.Duration, idling bool) {
 		switch {
 		case l.dead():
 			l.scheduled = false
+			l.unkeep()
 		case l.missedAt <= t:
 			c.w.post(max(t, c.w.now), l.dispatchF)
 		case idling && l.missedAt <= polled:
@@ -1104,10 +1106,13 @@ type Loop struct {
 	// saw (cpu.pollerWake); no core finds it before then.
 	missedAt time.Duration
 	// parked: the loop has run a callback, so it waits for work in the
-	// poller. Until then it is a goroutine just started, which Go makes
-	// runnable at once and wakes an idle core for (newproc's wakep);
-	// the poller plays no part.
+	// poller. Handed work in the callback that made it (bornAt), it is
+	// a goroutine just started, which Go makes runnable at once and
+	// wakes an idle core for (newproc's wakep): the poller plays no
+	// part. Later its goroutine has parked in the poller, callback or
+	// not.
 	parked bool
+	bornAt time.Duration
 	// keptCore is 1 + the core the loop kept after a callback to run its
 	// next one there (0: none); runSince is when it took a core from the
 	// line, so how long it has run without parking.
@@ -1203,13 +1208,14 @@ func (l *Loop) wake() {
 	l.scheduled = true
 	w := l.p.w
 	at := l.busyUntil
-	if now := w.Now(); at <= now && w.cfg.CPU.Poller && l.inCB {
-		// Woken by an event run inside its own callback (interleave):
-		// the loop is running, not parked in the poller, and looks at
-		// its epoll again when the callback ends.
+	if now := w.Now(); at <= now && w.cfg.CPU.Poller && (l.inCB || l.keptCore > 0) {
+		// Woken by an event run inside its own callback (interleave),
+		// or keeping its core for its next callback (keep): the loop
+		// is running, not parked in the poller, and looks at its epoll
+		// again when the callback ends.
 		at = now
 	} else if at <= now {
-		if w.cfg.CPU.Poller && w.running != &l.thread && l.parked {
+		if w.cfg.CPU.Poller && w.running != &l.thread && (l.parked || now != l.bornAt) {
 			var ok bool
 			l.thread.viaPoller = true
 			if at, ok = l.p.cpu.pollerWake(l); !ok {
@@ -1255,6 +1261,7 @@ func (l *Loop) dispatch() {
 	}
 	var c int
 	var ok, wasKept bool
+	ran := true // a callback ran (not a timer stopped after it fired)
 	if k := l.keptCore - 1; k >= 0 {
 		if at := l.p.cpu.cores[k]; at > w.now {
 			// The wake-up's CPU still runs on it (WakeupCPU).
@@ -1299,6 +1306,7 @@ func (l *Loop) dispatch() {
 	case t.timer != nil:
 		tm := t.timer
 		if tm.stopped {
+			ran = false
 			break
 		}
 		tm.fired = true
@@ -1312,9 +1320,8 @@ func (l *Loop) dispatch() {
 	default:
 		w.runOn(&l.thread, c, t.fn)
 	}
-	ran := l.busyUntil - w.now
 	more := l.head < len(l.queue)
-	if !(more && l.keep(c, l.busyUntil, ran)) && wasKept && len(l.p.cpu.waitQ) > 0 {
+	if !(more && ran && l.keep(c, l.busyUntil, l.busyUntil-w.now)) && wasKept && len(l.p.cpu.waitQ) > 0 {
 		// The line passed over the core while the loop kept it: it is
 		// the line's again.
 		w.post(max(l.p.cpu.cores[c], w.now), l.p.cpu.wakeF)
@@ -1368,6 +1375,7 @@ func (l *Loop) Close() {
 		return
 	}
 	l.closed = true
+	l.unkeep()
 	for i := l.head; i < len(l.queue); i++ {
 		if tm := l.queue[i].timer; tm != nil && !tm.stopped {
 			tm.stopped = true

@@ -950,3 +950,48 @@ func TestClosedLoopHandsBackItsKeptCore(t *testing.T) {
 		t.Errorf("b's work item ran at %v, a's loop closed at %v: want it on the core a kept, at once", work, end[0])
 	}
 }
+
+// A task that runs nothing (a timer stopped after it fired) keeps no
+// core, and a loop closed while it keeps one hands it back wherever it
+// waits: on one core, loop a keeps the core after a callback, then
+// dequeues its stopped timer, and is closed 2 µs later while it waits
+// in the poller's missed list. b's work at 50 ms must still run. (Both
+// held the core for good: b never ran.)
+func TestStoppedTimerKeepsNoCore(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 1
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
+	cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = us, 0
+	parse := cfg.CPU.Parse
+	w := New(cfg)
+	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+	var bl model.Loop
+	var bp model.WorkerPool
+	if _, err := w.Spawn("b", model.ProcessConfig{}, func(p model.Process) { bl, bp = p.MainLoop(), p.NewWorkerPool("w", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.AfterFunc(20*ms, func() {
+			var tm model.Timer
+			l.Post(func() {
+				burn(p, 10*us)
+				bl.Post(func() {}) // takes the poller's thread
+				tm.Stop()
+				l.Post(func() {})
+				w.post(l.Now()+2*us, func() { l.Close() })
+			})
+			tm = l.AfterFunc(us, func() {})
+			burn(p, 5*us)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.post(50*ms, func() { bl.Post(func() { bp.Submit(bl, func() { ran = true }, nil) }) })
+	w.RunFor(time.Second)
+	if !ran {
+		t.Errorf("b's work never ran: kept %v, %d threads waiting for a core", w.Process("a").cpu.kept, len(w.Process("a").cpu.waitQ))
+	}
+}
