@@ -34,15 +34,17 @@ func DefaultPairs() Pairs {
 
 // Validate reports a configuration that cannot run.
 func (s Pairs) Validate() error {
+	// (Each side keeps a read buffer of up to 64 KiB: 1024 pairs hold
+	// at most 128 MiB.)
 	switch {
-	case s.Pairs < 1 || s.Pairs > 4096:
-		return fmt.Errorf("--pairs %d: want 1 to 4096", s.Pairs)
+	case s.Pairs < 1 || s.Pairs > 1024:
+		return fmt.Errorf("--pairs %d: want 1 to 1024", s.Pairs)
 	case s.Request < 1 || s.Request > 1<<20:
 		return fmt.Errorf("--request %d: want 1 byte to 1 MiB", s.Request)
 	case s.Reply < 1 || s.Reply > 1<<24:
 		return fmt.Errorf("--reply %d: want 1 byte to 16 MiB", s.Reply)
-	case s.WarmUp < 0:
-		return fmt.Errorf("--warm-up %v: want 0 or more", s.WarmUp)
+	case s.WarmUp < 0 || s.WarmUp > time.Minute:
+		return fmt.Errorf("--warm-up %v: want 0 to a minute", s.WarmUp)
 	case s.Window <= 0 || s.Window > time.Minute:
 		return fmt.Errorf("--window %v: want more than 0 and at most a minute", s.Window)
 	}
@@ -70,6 +72,9 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 			return
 		}
 		main := p.MainLoop()
+		// Every server connection writes the same reply, which nothing
+		// writes to: one buffer for all.
+		reply := make([]byte, s.Reply)
 		ln.SetHandler(func() {
 			for {
 				c, err := ln.Accept()
@@ -86,16 +91,18 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 					w.Fail(fmt.Errorf("pairs: %w", err))
 					return
 				}
-				b := &bouncer{c: c, in: s.Request, out: make([]byte, s.Reply), buf: make([]byte, min(s.Request, 64<<10))}
+				b := &bouncer{c: c, in: s.Request, out: reply, buf: make([]byte, min(s.Request, 64<<10))}
 				c.SetHandler(l, func(Events) { b.handle(w) })
 			}
 		})
 		// Each client counts its own exchanges on its own loop and
 		// reports the window's count to the server's loop: no count is
 		// shared between loops (real runs them on goroutines of their
-		// own).
+		// own). Every loop opens and closes the window at the same
+		// times on the world's clock, whenever it was made.
 		reported := 0
 		var cpu0, start time.Duration
+		open := main.Now() + s.WarmUp
 		main.AfterFunc(s.WarmUp, func() {
 			start = main.Now()
 			if s.CPUTime != nil {
@@ -124,7 +131,7 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 		}
 		for i := range s.Pairs {
 			if _, err := w.Spawn(fmt.Sprintf("client-%d", i), ProcessConfig{}, func(cp Process) {
-				startClientPair(w, cp, ln.Addr(), s, report)
+				startClientPair(w, cp, ln.Addr(), s, open, report)
 			}); err != nil {
 				w.Fail(fmt.Errorf("pairs: %w", err))
 				return
@@ -144,8 +151,9 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 }
 
 // startClientPair dials the server and starts trading; at the window's
-// ends it notes its count, and reports the difference.
-func startClientPair(w World, cp Process, addr string, s Pairs, report func(int)) {
+// ends (open, open+Window on the world's clock) it notes its count, and
+// reports the difference.
+func startClientPair(w World, cp Process, addr string, s Pairs, open time.Duration, report func(int)) {
 	l := cp.MainLoop()
 	b := &bouncer{in: s.Reply, out: make([]byte, s.Request), buf: make([]byte, min(s.Reply, 64<<10))}
 	c, err := cp.Dial("tcp", addr, l, func(Events) { b.handle(w) })
@@ -159,8 +167,9 @@ func startClientPair(w World, cp Process, addr string, s Pairs, report func(int)
 	b.pending = b.out
 	c.SetWriteInterest(true)
 	var at0 int
-	l.AfterFunc(s.WarmUp, func() { at0 = b.count })
-	l.AfterFunc(s.WarmUp+s.Window, func() { report(b.count - at0) })
+	now := l.Now()
+	l.AfterFunc(max(open-now, 0), func() { at0 = b.count })
+	l.AfterFunc(max(open+s.Window-now, 0), func() { report(b.count - at0) })
 }
 
 // bouncer reads in bytes, then writes out, over and over.

@@ -56,6 +56,8 @@ func TestPairsRefusesWhatCannotRun(t *testing.T) {
 		want string
 	}{
 		{func(s *model.Pairs) { s.Pairs = 0 }, "--pairs"},
+		{func(s *model.Pairs) { s.Pairs = 1025 }, "--pairs"},
+		{func(s *model.Pairs) { s.WarmUp = time.Hour }, "--warm-up"},
 		{func(s *model.Pairs) { s.Request = 0 }, "--request"},
 		{func(s *model.Pairs) { s.Reply = 1 << 30 }, "--reply"},
 		{func(s *model.Pairs) { s.WarmUp = -time.Second }, "--warm-up"},
