@@ -553,6 +553,7 @@ type cpu struct {
 	// wakeArmed: a wake is queued. Nothing cancels it, so it is a
 	// pooled event and wakeF is c.wake bound once.
 	wakeArmed bool
+	wakeAt    time.Duration // when the queued wake is due
 	wakeF     func()
 	waking    bool // wake is handing a core to the head of waitQ
 
@@ -906,11 +907,26 @@ func (c *cpu) armWake() {
 	if first < 0 {
 		return // every core is kept
 	}
-	c.wakeArmed = true
+	c.wakeArmed, c.wakeAt = true, first
 	c.w.post(first, c.wakeF)
 }
 
+// wakeSooner has the waiting threads look for a core by t (a core the
+// line passed over while a loop kept it is theirs again then). The wake
+// it replaces, if later, finds itself superseded and does nothing: one
+// wake is ever live, not a chain per post.
+func (c *cpu) wakeSooner(t time.Duration) {
+	if len(c.waitQ) == 0 || c.wakeArmed && c.wakeAt <= t {
+		return
+	}
+	c.wakeArmed, c.wakeAt = true, t
+	c.w.post(t, c.wakeF)
+}
+
 func (c *cpu) wake() {
+	if !c.wakeArmed || c.w.now != c.wakeAt {
+		return // superseded by a sooner wake (wakeSooner)
+	}
 	c.wakeArmed = false
 	c.waking = true
 	for len(c.waitQ) > 0 {
@@ -1165,7 +1181,7 @@ func (l *Loop) unkeep() {
 	cpu.kept[k] = nil
 	if len(cpu.waitQ) > 0 {
 		// (The line passed over it while it was kept.)
-		cpu.w.post(max(cpu.cores[k], cpu.w.now), cpu.wakeF)
+		cpu.wakeSooner(max(cpu.cores[k], cpu.w.now))
 	}
 }
 
@@ -1324,7 +1340,7 @@ func (l *Loop) dispatch() {
 	if !(more && ran && l.keep(c, l.busyUntil, l.busyUntil-w.now)) && wasKept && len(l.p.cpu.waitQ) > 0 {
 		// The line passed over the core while the loop kept it: it is
 		// the line's again.
-		w.post(max(l.p.cpu.cores[c], w.now), l.p.cpu.wakeF)
+		l.p.cpu.wakeSooner(max(l.p.cpu.cores[c], w.now))
 	}
 	if more {
 		l.wake()

@@ -995,3 +995,24 @@ func TestStoppedTimerKeepsNoCore(t *testing.T) {
 		t.Errorf("b's work never ran: kept %v, %d threads waiting for a core", w.Process("a").cpu.kept, len(w.Process("a").cpu.waitQ))
 	}
 }
+
+// One wake of the line for a core is ever live. A loop handing back a
+// core it kept posted a wake of its own each time, and each became a
+// chain that went on as long as threads waited: with 256 pairs most of
+// the run's events were wakes that found nothing to do.
+func TestOneWakeOfTheLineIsLive(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.CPU = DefaultProfile().CPU()
+	w := New(cfg)
+	s := model.DefaultPairs()
+	s.Pairs, s.Window = 256, 50*time.Millisecond
+	res, err := model.RunPairs(w, s, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The whole run's events, the 256 spawns and the warm-up included:
+	// 34 an exchange with one wake live, 83 with the chains.)
+	if per := float64(w.Events()) / float64(max(res.Exchanges, 1)); per > 50 {
+		t.Errorf("%d events for %d exchanges, %.1f each: want under 50", w.Events(), res.Exchanges, per)
+	}
+}
