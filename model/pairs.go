@@ -18,8 +18,9 @@ type Pairs struct {
 	Pairs   int
 	Request int
 	Reply   int
-	// WarmUp is how long the pairs run before the window opens (the
-	// connections set up); Window how long it stays open.
+	// WarmUp is how long the pairs run, once every pair has made its
+	// first exchange, before the window opens; Window how long it
+	// stays open.
 	WarmUp, Window time.Duration
 	// CPUTime, if set, reads the CPU every process of the world has used
 	// so far, at the window's two ends.
@@ -27,7 +28,8 @@ type Pairs struct {
 }
 
 // DefaultPairs is run pairs' default: 8 pairs trading 64-byte requests
-// for 32 KiB replies, measured over 150 ms after 50 ms.
+// for 32 KiB replies, measured over 150 ms from 50 ms after every pair
+// has made its first exchange.
 func DefaultPairs() Pairs {
 	return Pairs{Pairs: 8, Request: 64, Reply: 32 << 10, WarmUp: 50 * time.Millisecond, Window: 150 * time.Millisecond}
 }
@@ -51,11 +53,21 @@ func (s Pairs) Validate() error {
 	return nil
 }
 
-// PairsResult is what a pairs run measured over its window.
+// PairsResult is what a pairs run measured over its window. Each loop
+// reads its figures when its own timer fires, which a loaded machine
+// (or the sim's line for a core) delays by different amounts: rates,
+// each over the interval its loop saw, not counts over one interval.
 type PairsResult struct {
-	Exchanges int           // replies the clients read in full
-	CPU       time.Duration // CPUTime's difference (0 without it)
-	Elapsed   time.Duration // the window, as the server's loop saw it
+	Exchanges int // replies the clients read in full in their windows
+	// Rate is the exchanges a second: each client's count over its own
+	// window, summed.
+	Rate    float64
+	CPU     time.Duration // CPUTime's difference over Elapsed (0 without it)
+	Elapsed time.Duration // the window, as the server's clock loop saw it
+	// Opened is when the window opened on the world's clock; Starved
+	// counts the clients that completed no exchange in their window.
+	Opened  time.Duration
+	Starved int
 }
 
 // RunPairs runs s in w until the window closes.
@@ -98,40 +110,78 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 		// Each client counts its own exchanges on its own loop and
 		// reports the window's count to the server's loop: no count is
 		// shared between loops (real runs them on goroutines of their
-		// own). Every loop opens and closes the window at the same
-		// times on the world's clock, whenever it was made.
+		// own). The window opens WarmUp after every pair has made its
+		// first exchange (spawning 128 clients took real over 50 ms),
+		// at the same time on the world's clock for every loop. The
+		// CPU is read by a loop that does nothing else, so its timers
+		// are not held up behind the main loop's accepts.
+		clock, err := p.NewLoop("clock")
+		if err != nil {
+			w.Fail(fmt.Errorf("pairs: %w", err))
+			return
+		}
+		var clients []Loop
+		var windows []func(open time.Duration)
 		reported := 0
-		var cpu0, start time.Duration
-		open := main.Now() + s.WarmUp
-		main.AfterFunc(s.WarmUp, func() {
-			start = main.Now()
-			if s.CPUTime != nil {
-				cpu0 = s.CPUTime()
-			}
-		})
-		// The run ends once the window has closed here and every client
-		// has reported (in real, the loops' timers fire in any order).
 		closed := false
-		main.AfterFunc(s.WarmUp+s.Window, func() {
-			res.Elapsed = main.Now() - start
-			if s.CPUTime != nil {
-				res.CPU = s.CPUTime() - cpu0
-			}
-			if closed = true; reported == s.Pairs {
-				w.Stop()
-			}
-		})
-		report := func(n int) {
+		report := func(n int, over time.Duration) {
 			main.Post(func() {
 				res.Exchanges += n
+				if n == 0 {
+					res.Starved++
+				}
+				if over > 0 {
+					res.Rate += float64(n) / over.Seconds()
+				}
 				if reported++; reported == s.Pairs && closed {
 					w.Stop()
 				}
 			})
 		}
+		// openAt times the window on the clock loop: the CPU at its two
+		// ends; the run ends once it has closed and every client has
+		// reported (in real, the loops' timers fire in any order).
+		openAt := func(open time.Duration) {
+			var cpu0, start time.Duration
+			now := clock.Now()
+			clock.AfterFunc(open-now, func() {
+				start = clock.Now()
+				if s.CPUTime != nil {
+					cpu0 = s.CPUTime()
+				}
+			})
+			clock.AfterFunc(open+s.Window-now, func() {
+				elapsed := clock.Now() - start
+				var cpu time.Duration
+				if s.CPUTime != nil {
+					cpu = s.CPUTime() - cpu0
+				}
+				main.Post(func() {
+					res.Elapsed, res.CPU = elapsed, cpu
+					if closed = true; reported == s.Pairs {
+						w.Stop()
+					}
+				})
+			})
+		}
+		ready := func(l Loop, window func(open time.Duration)) {
+			main.Post(func() {
+				clients = append(clients, l)
+				windows = append(windows, window)
+				if len(clients) < s.Pairs {
+					return
+				}
+				open := main.Now() + s.WarmUp
+				res.Opened = open
+				clock.Post(func() { openAt(open) })
+				for i, cl := range clients {
+					cl.Post(func() { windows[i](open) })
+				}
+			})
+		}
 		for i := range s.Pairs {
 			if _, err := w.Spawn(fmt.Sprintf("client-%d", i), ProcessConfig{}, func(cp Process) {
-				startClientPair(w, cp, ln.Addr(), s, open, report)
+				startClientPair(w, cp, ln.Addr(), s, ready, report)
 			}); err != nil {
 				w.Fail(fmt.Errorf("pairs: %w", err))
 				return
@@ -150,12 +200,23 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 	return res, nil
 }
 
-// startClientPair dials the server and starts trading; at the window's
-// ends (open, open+Window on the world's clock) it notes its count, and
-// reports the difference.
-func startClientPair(w World, cp Process, addr string, s Pairs, open time.Duration, report func(int)) {
+// startClientPair dials the server and starts trading. After its first
+// exchange it tells the server it is ready; once every client is, the
+// server hands each the window's opening time, and at the window's ends
+// (open, open+Window on the world's clock) the client notes its count,
+// and reports the difference over the time its loop saw.
+func startClientPair(w World, cp Process, addr string, s Pairs, ready func(Loop, func(time.Duration)), report func(int, time.Duration)) {
 	l := cp.MainLoop()
 	b := &bouncer{in: s.Reply, out: make([]byte, s.Request), buf: make([]byte, min(s.Reply, 64<<10))}
+	b.first = func() {
+		ready(l, func(open time.Duration) {
+			var at0 int
+			var t0 time.Duration
+			now := l.Now()
+			l.AfterFunc(open-now, func() { at0, t0 = b.count, l.Now() })
+			l.AfterFunc(open+s.Window-now, func() { report(b.count-at0, l.Now()-t0) })
+		})
+	}
 	c, err := cp.Dial("tcp", addr, l, func(Events) { b.handle(w) })
 	if err != nil {
 		w.Fail(fmt.Errorf("pairs: dial: %w", err))
@@ -166,10 +227,6 @@ func startClientPair(w World, cp Process, addr string, s Pairs, open time.Durati
 	// The first request: written once the connection is up.
 	b.pending = b.out
 	c.SetWriteInterest(true)
-	var at0 int
-	now := l.Now()
-	l.AfterFunc(max(open-now, 0), func() { at0 = b.count })
-	l.AfterFunc(max(open+s.Window-now, 0), func() { report(b.count - at0) })
 }
 
 // bouncer reads in bytes, then writes out, over and over.
@@ -180,7 +237,8 @@ type bouncer struct {
 	out     []byte
 	pending []byte
 	buf     []byte
-	count   int // messages read in full
+	count   int    // messages read in full
+	first   func() // called after the first (nil: nothing)
 	done    bool
 }
 
@@ -212,7 +270,9 @@ func (b *bouncer) handle(w World) {
 		}
 		if b.got += k; b.got == b.in {
 			b.got = 0
-			b.count++
+			if b.count++; b.count == 1 && b.first != nil {
+				b.first()
+			}
 			b.pending = b.out
 		}
 	}

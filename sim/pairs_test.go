@@ -71,3 +71,25 @@ func TestPairsRefusesWhatCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// The window opens only once every pair runs: spawning 300 clients at
+// the profile's 0.17 ms each takes 50 ms, five times the warm-up, so
+// the window opens past 50 ms, and the clients count in it. (Opened at
+// a fixed time, 10 ms, it was over before the last clients began.)
+func TestPairsWindowOpensOnceEveryPairRuns(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.CPU = DefaultProfile().CPU()
+	w := New(cfg)
+	s := model.DefaultPairs()
+	s.Pairs, s.WarmUp, s.Window = 300, 10*time.Millisecond, 20*time.Millisecond
+	res, err := model.RunPairs(w, s, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Opened < 50*time.Millisecond+s.WarmUp {
+		t.Errorf("the window opened at %v, before the 300 clients' spawns (50 ms) and the warm-up were over", res.Opened)
+	}
+	if res.Exchanges == 0 || res.Rate <= 0 || res.Starved == s.Pairs {
+		t.Errorf("%d exchanges, %.0f a second, %d of %d clients with none", res.Exchanges, res.Rate, res.Starved, s.Pairs)
+	}
+}

@@ -31,13 +31,20 @@ func (r pairsRunner) run(w model.World) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sec := res.Elapsed.Seconds()
+	// Rates, each over the interval its own loop saw (PairsResult).
+	cores := res.CPU.Seconds() / res.Elapsed.Seconds()
+	perExchange := 0.0
+	if res.Rate > 0 {
+		perExchange = cores / res.Rate * 1e6
+	}
 	return result{
 		{"pairs", s.Pairs}, {"request", s.Request}, {"reply", s.Reply},
+		{"window_open_ms", float64(res.Opened.Microseconds()) / 1e3},
 		{"window_ms", float64(res.Elapsed.Microseconds()) / 1e3},
 		{"exchanges", res.Exchanges},
-		{"exchanges_per_s", float64(res.Exchanges) / sec},
-		{"cpu_us_per_exchange", us(res.CPU) / float64(max(res.Exchanges, 1))},
-		{"cpu_cores", res.CPU.Seconds() / sec},
+		{"exchanges_per_s", res.Rate},
+		{"starved_clients", res.Starved},
+		{"cpu_us_per_exchange", perExchange},
+		{"cpu_cores", cores},
 	}, nil
 }
