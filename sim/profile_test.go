@@ -843,6 +843,18 @@ func TestSpawnedProcessStartsOnAnIdleCore(t *testing.T) {
 	}
 }
 
+// pollerWorld is a world of cores host cores with the poller model
+// (lateWake, lateMissed) and a fixed 1 µs wake-up, and a burn of d of a
+// process's CPU.
+func pollerWorld(cores int) (*World, func(model.Process, time.Duration)) {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = cores
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
+	cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = us, 0
+	parse := cfg.CPU.Parse
+	return New(cfg), func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+}
+
 // keepCase runs, on two cores with the poller model, loop a, whose
 // callback at 20 ms first hands a worker of process hog 15 ms of work,
 // which takes the other core, then two work items of each to process
@@ -852,13 +864,7 @@ func TestSpawnedProcessStartsOnAnIdleCore(t *testing.T) {
 // task ends.
 func keepCase(t *testing.T, n int, each time.Duration, closeA bool) (aStart, aEnd []time.Duration, workFirst time.Duration) {
 	t.Helper()
-	cfg := DefaultConfig(1)
-	cfg.HostCores = 2
-	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
-	cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = us, 0
-	parse := cfg.CPU.Parse
-	w := New(cfg)
-	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+	w, burn := pollerWorld(2)
 	pools := map[string]model.WorkerPool{}
 	loops := map[string]model.Loop{}
 	for _, name := range []string{"hog", "b"} {
@@ -958,13 +964,7 @@ func TestClosedLoopHandsBackItsKeptCore(t *testing.T) {
 // in the poller's missed list. b's work at 50 ms must still run. (Both
 // held the core for good: b never ran.)
 func TestStoppedTimerKeepsNoCore(t *testing.T) {
-	cfg := DefaultConfig(1)
-	cfg.HostCores = 1
-	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, lateWake, lateMissed
-	cfg.CPU.Wakeup, cfg.CPU.WakeupSpread = us, 0
-	parse := cfg.CPU.Parse
-	w := New(cfg)
-	burn := func(p model.Process, d time.Duration) { p.CPU(model.CPUParse, int(d/parse)) }
+	w, burn := pollerWorld(1)
 	var bl model.Loop
 	var bp model.WorkerPool
 	if _, err := w.Spawn("b", model.ProcessConfig{}, func(p model.Process) { bl, bp = p.MainLoop(), p.NewWorkerPool("w", 1) }); err != nil {
