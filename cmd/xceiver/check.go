@@ -331,6 +331,7 @@ func (o *checkOptions) shardSeeds() int {
 // however many seeds there are.
 func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	defer properties.TuneGC()()
+	defer properties.LimitMemory(opt.parallel)()
 	total := opt.shardSeeds()
 	var progOut io.Writer = stdout
 	if opt.json {
