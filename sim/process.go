@@ -1179,10 +1179,8 @@ func (l *Loop) unkeep() {
 	k := l.keptCore - 1
 	l.keptCore = 0
 	cpu.kept[k] = nil
-	if len(cpu.waitQ) > 0 {
-		// (The line passed over it while it was kept.)
-		cpu.wakeSooner(max(cpu.cores[k], cpu.w.now))
-	}
+	// The line passed over it while it was kept.
+	cpu.wakeSooner(max(cpu.cores[k], cpu.w.now))
 }
 
 type task struct {
@@ -1276,7 +1274,7 @@ func (l *Loop) dispatch() {
 		return
 	}
 	var c int
-	var ok, wasKept bool
+	var ok bool
 	ran := true // a callback ran (not a timer stopped after it fired)
 	if k := l.keptCore - 1; k >= 0 {
 		if at := l.p.cpu.cores[k]; at > w.now {
@@ -1285,10 +1283,9 @@ func (l *Loop) dispatch() {
 			w.post(at, l.dispatchF)
 			return
 		}
-		l.keptCore = 0
-		l.p.cpu.kept[k] = nil
+		// Still kept while the callback runs; keep or unkeep below.
 		l.p.cpu.take(k)
-		c, ok, wasKept = k, true, true
+		c, ok = k, true
 	} else if c, ok = l.p.cpu.free(&l.thread, l.woken); ok {
 		l.runSince = w.now
 	}
@@ -1337,10 +1334,8 @@ func (l *Loop) dispatch() {
 		w.runOn(&l.thread, c, t.fn)
 	}
 	more := l.head < len(l.queue)
-	if !(more && ran && l.keep(c, l.busyUntil, l.busyUntil-w.now)) && wasKept && len(l.p.cpu.waitQ) > 0 {
-		// The line passed over the core while the loop kept it: it is
-		// the line's again.
-		l.p.cpu.wakeSooner(max(l.p.cpu.cores[c], w.now))
+	if !more || !ran || !l.keep(c, l.busyUntil, l.busyUntil-w.now) {
+		l.unkeep()
 	}
 	if more {
 		l.wake()
