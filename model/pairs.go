@@ -120,7 +120,7 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 			w.Fail(fmt.Errorf("pairs: %w", err))
 			return
 		}
-		var clients []Loop
+		// windows[i] opens client i's window, on its own loop.
 		var windows []func(open time.Duration)
 		reported := 0
 		closed := false
@@ -164,18 +164,16 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 				})
 			})
 		}
-		ready := func(l Loop, window func(open time.Duration)) {
+		ready := func(window func(open time.Duration)) {
 			main.Post(func() {
-				clients = append(clients, l)
-				windows = append(windows, window)
-				if len(clients) < s.Pairs {
+				if windows = append(windows, window); len(windows) < s.Pairs {
 					return
 				}
 				open := main.Now() + s.WarmUp
 				res.Opened = open
 				clock.Post(func() { openAt(open) })
-				for i, cl := range clients {
-					cl.Post(func() { windows[i](open) })
+				for _, window := range windows {
+					window(open)
 				}
 			})
 		}
@@ -205,16 +203,18 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 // server hands each the window's opening time, and at the window's ends
 // (open, open+Window on the world's clock) the client notes its count,
 // and reports the difference over the time its loop saw.
-func startClientPair(w World, cp Process, addr string, s Pairs, ready func(Loop, func(time.Duration)), report func(int, time.Duration)) {
+func startClientPair(w World, cp Process, addr string, s Pairs, ready func(func(time.Duration)), report func(int, time.Duration)) {
 	l := cp.MainLoop()
 	b := &bouncer{in: s.Reply, out: make([]byte, s.Request), buf: make([]byte, min(s.Reply, 64<<10))}
 	b.first = func() {
-		ready(l, func(open time.Duration) {
-			var at0 int
-			var t0 time.Duration
-			now := l.Now()
-			l.AfterFunc(open-now, func() { at0, t0 = b.count, l.Now() })
-			l.AfterFunc(open+s.Window-now, func() { report(b.count-at0, l.Now()-t0) })
+		ready(func(open time.Duration) {
+			l.Post(func() {
+				var at0 int
+				var t0 time.Duration
+				now := l.Now()
+				l.AfterFunc(open-now, func() { at0, t0 = b.count, l.Now() })
+				l.AfterFunc(open+s.Window-now, func() { report(b.count-at0, l.Now()-t0) })
+			})
 		})
 	}
 	c, err := cp.Dial("tcp", addr, l, func(Events) { b.handle(w) })
