@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"xceiver/model"
 	"xceiver/sim"
 )
 
@@ -117,21 +118,15 @@ func (g *goPairs) stop() {
 
 // Calibrate's pairs probe (sim.Profile.Callback8ConnsNs to
 // Callback128ConnsNs, CPUConfig.CallbackByConns): 1, 8, 32 and 128 pairs
-// (goPairs) trading pairsRequest-byte requests for pairsReply-byte
-// replies; the process CPU per exchange over pairsWindow. The same work
+// (goPairs) doing run pairs' default work (model.DefaultPairs: 64-byte
+// requests for 32 KiB replies, a 150 ms window after 50 ms); the process
+// CPU per exchange over the window. The same work
 // costs more CPU the more pairs share the cores (Go's scheduler, the
 // caches): on the 2-core development VM one exchange took 12–16 µs of
 // process CPU with one pair and 30–31 µs with 128. The sim's costs are
 // each measured with one thread at a time, so it charges every callback
 // the difference, over the exchange's two callbacks (the server's and the
 // client's), for the connections open.
-const (
-	pairsRequest = 64
-	pairsReply   = 32 << 10
-	pairsWarmUp  = 50 * time.Millisecond
-	pairsWindow  = 150 * time.Millisecond
-)
-
 // pairsCounts are the numbers of pairs the probe measures beyond one.
 var pairsCounts = [3]int{8, 32, 128}
 
@@ -161,19 +156,20 @@ func pairsCosts(p *sim.Profile) error {
 }
 
 // pairsRun runs n pairs and returns the process CPU per exchange, in ns,
-// over pairsWindow once they have run pairsWarmUp.
+// over run pairs' window once they have run its warm-up.
 func pairsRun(n int) (float64, error) {
-	g, err := startPairs(n, pairsRequest, pairsReply)
+	d := model.DefaultPairs()
+	g, err := startPairs(n, d.Request, d.Reply)
 	if err != nil {
 		return 0, err
 	}
-	time.Sleep(pairsWarmUp)
+	time.Sleep(d.WarmUp)
 	c0, x0 := processCPU(), g.exchanges.Load()
-	time.Sleep(pairsWindow)
+	time.Sleep(d.Window)
 	cpu, x := processCPU()-c0, g.exchanges.Load()-x0
 	g.stop()
 	if x <= 0 {
-		return 0, fmt.Errorf("%d pairs made no exchange in %v", n, pairsWindow)
+		return 0, fmt.Errorf("%d pairs made no exchange in %v", n, d.Window)
 	}
 	return float64(cpu.Nanoseconds()) / float64(x), nil
 }
