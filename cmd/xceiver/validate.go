@@ -114,7 +114,7 @@ func readScale(size int) check {
 	for _, c := range counts {
 		runs = append(runs, readRun(func(s *model.ReadScenario) {
 			s.Clients, s.Ops, s.ReadSize = c, max(400/c, 3), size
-			s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+			shortTimeouts(s, 50*time.Millisecond)
 		}))
 	}
 	return check{
@@ -138,12 +138,13 @@ func readScale(size int) check {
 	}
 }
 
-// shortTimeouts sets 500 ms idle timeouts for a run whose row is counted
-// while its ops run (a peak of fds, keep-alive reuses): 500 ms is well
-// past any op's gap there, where the defaults (3 to 4 s) only made the
-// run wait for them at its end.
-func shortTimeouts(s *model.ReadScenario) {
-	s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+// shortTimeouts sets every idle timeout of a run to d: the runs whose
+// rows are counted while their ops run (a peak of fds, keep-alive
+// reuses) take 500 ms, well past any op's gap there, where the defaults
+// (3 to 4 s) only made the run wait for them at its end; read-scale's
+// many short runs take 50 ms.
+func shortTimeouts(s *model.ReadScenario, d time.Duration) {
+	s.Server.Keepalive, s.Server.PoolIdle, s.Client.CacheExpiry = d, d, d
 }
 
 // loopPairs is a check of the CPU model alone (run pairs): the cores
@@ -250,7 +251,7 @@ func checks() []check {
 			runs: []runner{readRun(func(s *model.ReadScenario) {
 				// (The client's ops follow each other at once: a
 				// cached connection never idles 500 ms.)
-				shortTimeouts(s)
+				shortTimeouts(s, 500*time.Millisecond)
 				s.Clients, s.Ops, s.Server.Keepalive = 1, 100, time.Microsecond
 			})},
 			rows: func(s, r []result) []row {
@@ -285,7 +286,7 @@ func checks() []check {
 			name: "read-fds-reactor", desc: "read, 128 clients, reactor",
 			runs: []runner{readRun(func(s *model.ReadScenario) {
 				s.Clients, s.Ops, s.StartTogether, s.Server.PoolMax = 128, 2, true, 64
-				shortTimeouts(s)
+				shortTimeouts(s, 500*time.Millisecond)
 			})},
 			rows: func(s, r []result) []row {
 				return []row{diffWithin("read 128 clients reactor", "server_peak_fds", num(s[0], "server_peak_fds"), num(r[0], "server_peak_fds"), 2)}
@@ -303,7 +304,7 @@ func checks() []check {
 				s.Clients, s.Ops, s.StartTogether = 128, 1, true
 				s.Blocks, s.BlockSize, s.ReadSize = 2, 16<<20, 16<<20
 				s.Server.Mode = model.Threaded
-				shortTimeouts(s)
+				shortTimeouts(s, 500*time.Millisecond)
 			})},
 			rows: func(s, r []result) []row {
 				return []row{diffWithin("read 128 clients threaded", "server_peak_fds", num(s[0], "server_peak_fds"), num(r[0], "server_peak_fds"), 2)}
