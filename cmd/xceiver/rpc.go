@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"syscall"
 	"time"
 
 	"xceiver/model"
@@ -83,11 +82,11 @@ func (r rpcRunner) simConfig(c *sim.Config) {
 
 func (r rpcRunner) run(w model.World) (result, error) {
 	s := r.s
-	var ru0 syscall.Rusage
+	var cpu0 time.Duration
 	if w.Kind() == "sim" {
 		s.CPUTime = func(p model.Process) time.Duration { return p.(*sim.Process).CPUTime() }
 	} else {
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		cpu0 = processCPU()
 	}
 	res, err := namespace.RunScenario(w, s)
 	if err != nil {
@@ -104,9 +103,7 @@ func (r rpcRunner) run(w model.World) (result, error) {
 	} else {
 		// Real: one OS process holds every simulated process, so this is
 		// all of them (clients too), over the whole run.
-		var ru1 syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		used := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+		used := processCPU() - cpu0
 		cpu = 100 * used.Seconds() / (s.Warmup + s.Duration).Seconds()
 		cpuScope = "whole process (all clients and servers)"
 	}
