@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -68,15 +69,24 @@ type PairsResult struct {
 	// counts the clients that completed no exchange in their window.
 	Opened  time.Duration
 	Starved int
+	// Requests the server connections read in full, and Replies the
+	// clients read in full, over the whole run: at its orderly end
+	// every request was answered, so the two are equal.
+	Requests, Replies int
 }
 
-// RunPairs runs s in w until the window closes.
+// RunPairs runs s in w until the window closes, then ends in order:
+// each client closes its connection after its next whole reply, and
+// each server connection, reading the end of its stream between
+// requests, closes with its loop. A run leaves no connection behind,
+// and every request the server read in full was answered in full.
 func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	res := &PairsResult{}
 	addr := DefaultAddr(w, "server", 7100)
+	var serverEnded func(requests int) // on the server's main loop
 	_, err := w.Spawn("server", ProcessConfig{FDLimit: 4*s.Pairs + 64, Cores: 2}, func(p Process) {
 		ln, err := p.Listen("tcp", addr, max(s.Pairs, 128), p.MainLoop())
 		if err != nil {
@@ -104,6 +114,14 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 					return
 				}
 				b := &bouncer{c: c, in: s.Request, out: reply, buf: make([]byte, min(s.Request, 64<<10))}
+				b.ended = func() {
+					// Its client closed between requests: the pair is
+					// done with this connection and its loop.
+					c.Close()
+					l.Close()
+					n := b.count
+					main.Post(func() { serverEnded(n) })
+				}
 				c.SetHandler(l, func(Events) { b.handle(w) })
 			}
 		})
@@ -120,10 +138,27 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 			w.Fail(fmt.Errorf("pairs: %w", err))
 			return
 		}
-		// windows[i] opens client i's window, on its own loop.
-		var windows []func(open time.Duration)
-		reported := 0
+		// clients[i] opens client i's window and ends it, on its own
+		// loop.
+		var clients []pairHooks
+		reported, ended := 0, 0
 		closed := false
+		// end starts the orderly end once the window has closed and
+		// every client has reported.
+		end := func() {
+			if reported == s.Pairs && closed {
+				for _, c := range clients {
+					c.end()
+				}
+			}
+		}
+		serverEnded = func(requests int) {
+			res.Requests += requests
+			if ended++; ended == s.Pairs {
+				clock.Close()
+				w.Stop()
+			}
+		}
 		report := func(n int, over time.Duration) {
 			main.Post(func() {
 				res.Exchanges += n
@@ -133,11 +168,11 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 				if over > 0 {
 					res.Rate += float64(n) / over.Seconds()
 				}
-				if reported++; reported == s.Pairs && closed {
-					w.Stop()
-				}
+				reported++
+				end()
 			})
 		}
+		clientEnded := func(replies int) { main.Post(func() { res.Replies += replies }) }
 		// openAt times the window on the clock loop: the CPU at its two
 		// ends; the run ends once it has closed and every client has
 		// reported (in real, the loops' timers fire in any order).
@@ -158,28 +193,27 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 				}
 				main.Post(func() {
 					res.Elapsed, res.CPU = elapsed, cpu
-					if closed = true; reported == s.Pairs {
-						w.Stop()
-					}
+					closed = true
+					end()
 				})
 			})
 		}
-		ready := func(window func(open time.Duration)) {
+		ready := func(h pairHooks) {
 			main.Post(func() {
-				if windows = append(windows, window); len(windows) < s.Pairs {
+				if clients = append(clients, h); len(clients) < s.Pairs {
 					return
 				}
 				open := main.Now() + s.WarmUp
 				res.Opened = open
 				clock.Post(func() { openAt(open) })
-				for _, window := range windows {
-					window(open)
+				for _, c := range clients {
+					c.window(open)
 				}
 			})
 		}
 		for i := range s.Pairs {
 			if _, err := w.Spawn(fmt.Sprintf("client-%d", i), ProcessConfig{}, func(cp Process) {
-				startClientPair(w, cp, ln.Addr(), s, ready, report)
+				startClientPair(w, cp, ln.Addr(), s, ready, report, clientEnded)
 			}); err != nil {
 				w.Fail(fmt.Errorf("pairs: %w", err))
 				return
@@ -198,24 +232,41 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 	return res, nil
 }
 
+// pairHooks are what the server calls, on its main loop, of a client
+// that is ready: window hands it the window's opening time, end asks it
+// to stop. Each posts to the client's own loop.
+type pairHooks struct {
+	window func(open time.Duration)
+	end    func()
+}
+
 // startClientPair dials the server and starts trading. After its first
 // exchange it tells the server it is ready; once every client is, the
 // server hands each the window's opening time, and at the window's ends
 // (open, open+Window on the world's clock) the client notes its count,
-// and reports the difference over the time its loop saw.
-func startClientPair(w World, cp Process, addr string, s Pairs, ready func(func(time.Duration)), report func(int, time.Duration)) {
+// and reports the difference over the time its loop saw. Asked to end,
+// it closes its connection after its next whole reply, and tells the
+// server (ended) how many it read.
+func startClientPair(w World, cp Process, addr string, s Pairs, ready func(pairHooks), report func(int, time.Duration), ended func(int)) {
 	l := cp.MainLoop()
 	b := &bouncer{in: s.Reply, out: make([]byte, s.Request), buf: make([]byte, min(s.Reply, 64<<10))}
 	b.first = func() {
-		ready(func(open time.Duration) {
-			l.Post(func() {
-				var at0 int
-				var t0 time.Duration
-				now := l.Now()
-				l.AfterFunc(open-now, func() { at0, t0 = b.count, l.Now() })
-				l.AfterFunc(open+s.Window-now, func() { report(b.count-at0, l.Now()-t0) })
-			})
+		ready(pairHooks{
+			window: func(open time.Duration) {
+				l.Post(func() {
+					var at0 int
+					var t0 time.Duration
+					now := l.Now()
+					l.AfterFunc(open-now, func() { at0, t0 = b.count, l.Now() })
+					l.AfterFunc(open+s.Window-now, func() { report(b.count-at0, l.Now()-t0) })
+				})
+			},
+			end: func() { l.Post(func() { b.ending = true }) },
 		})
+	}
+	b.closing = func() {
+		b.c.Close()
+		ended(b.count)
 	}
 	c, err := cp.Dial("tcp", addr, l, func(Events) { b.handle(w) })
 	if err != nil {
@@ -239,6 +290,12 @@ type bouncer struct {
 	buf     []byte
 	count   int    // messages read in full
 	first   func() // called after the first (nil: nothing)
+	// A client asked to end (ending) calls closing instead of writing
+	// its next request; a server side calls ended when its peer's
+	// stream ends between requests. Either is then done.
+	ending  bool
+	closing func()
+	ended   func()
 	done    bool
 }
 
@@ -246,6 +303,7 @@ func (b *bouncer) handle(w World) {
 	if b.done {
 		return
 	}
+	answered := false
 	for {
 		if len(b.pending) > 0 {
 			// (Neither side ever changes what it sends: no copy.)
@@ -260,10 +318,24 @@ func (b *bouncer) handle(w World) {
 				return
 			}
 			b.c.SetWriteInterest(false)
+			if answered {
+				// One message a callback: readiness is level-triggered,
+				// so the next comes back as an event of its own. Read
+				// in the same callback, a peer that answered fast
+				// enough kept the handler in one callback for good (in
+				// sim, where a process's callbacks do not overlap, its
+				// other loops never ran).
+				return
+			}
 		}
 		// Only counted, never looked at: no copy where the world can.
 		k, err := ReadView(b.c, b.buf[:min(len(b.buf), b.in-b.got)], nil)
 		if errors.Is(err, ErrWouldBlock) {
+			return
+		}
+		if errors.Is(err, io.EOF) && b.got == 0 && b.ended != nil {
+			b.done = true
+			b.ended()
 			return
 		}
 		if err != nil {
@@ -275,14 +347,21 @@ func (b *bouncer) handle(w World) {
 			if b.count++; b.count == 1 && b.first != nil {
 				b.first()
 			}
+			if b.ending {
+				b.done = true
+				b.closing()
+				return
+			}
 			b.pending = b.out
+			answered = true
 		}
 	}
 }
 
-// stop ends this side: no connection closes while the pairs run, so an
-// error is a failure. (Once Run has returned, the world is torn down and
-// a failure then is not reported.)
+// stop ends this side: no connection closes while the pairs run but
+// in the orderly end, so an error (an end of stream mid-request
+// included) is a failure. (Once Run has returned, the world is torn
+// down and a failure then is not reported.)
 func (b *bouncer) stop(w World, err error) {
 	b.done = true
 	b.c.Close()
