@@ -155,7 +155,9 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 // pool now wakes the reads queued for a block when its handle is handed
 // out. testdata/sharers-case.json is seed 11's case shrunk with that
 // switched off (PoolSharersSleep): it must pass with the wake-ups and
-// fail without them.
+// fail without them. (Re-found once more when the sim stopped letting a
+// callback's interleaved events jump the line for a core: the case with
+// its ops' gaps redrawn, then shrunk.)
 func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 	c := mustPass(t, "testdata/sharers-case.json")
 	c.Config.PoolSharersSleep = true

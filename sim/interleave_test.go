@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -388,5 +389,127 @@ func TestSegmentNeverOvertakesATimedOne(t *testing.T) {
 		if got != 1064 {
 			t.Errorf("%s: the server read %d bytes (%v), want 1064: the second write overtook the first's fragments and was dropped", tc.name, got, ip.reads)
 		}
+	}
+}
+
+// lineWorld spawns one process per name on a two-core host without a
+// profile, and returns their main loops, a func that burns d of CPU in a
+// callback of p (with a syscall's interleave every 100 µs if syscalls),
+// and the order in which recorded callbacks started.
+func lineWorld(t *testing.T, names ...string) (*World, map[string]model.Loop, func(p model.Process, d time.Duration, syscalls bool), *[]string) {
+	t.Helper()
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	w := New(cfg)
+	loops := map[string]model.Loop{}
+	for _, n := range names {
+		if _, err := w.Spawn(n, model.ProcessConfig{}, func(p model.Process) { loops[n] = p.MainLoop() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parse := cfg.CPU.Parse
+	burn := func(p model.Process, d time.Duration, syscalls bool) {
+		for step := 100 * us; d > 0; d -= step {
+			p.CPU(model.CPUParse, int(min(d, step)/parse))
+			if syscalls {
+				w.interleave() // as a syscall does
+			}
+		}
+	}
+	return w, loops, burn, &[]string{}
+}
+
+// The line for a core is in the order threads became runnable. A thread
+// handed work while its process was inside a callback waits out that
+// callback (a process's callbacks do not overlap in the sim), and then
+// queued behind every thread that became runnable after it: a2, c and d
+// became runnable at 1.01 ms, in that order, while a ran until 4 ms and
+// b until 2 ms. c took b's core at 2 ms, as a2 could not start inside
+// a's callback; a's core at 4 ms went to d, not a2.
+func TestLineIsInTheOrderThreadsBecameRunnable(t *testing.T) {
+	w, loops, burn, order := lineWorld(t, "a", "b", "c", "d")
+	var a2 model.Loop
+	w.post(ms, func() {
+		a := w.Process("a")
+		a2, _ = a.NewLoop("a2")
+		loops["b"].Post(func() { burn(w.Process("b"), ms, false) })
+		loops["a"].Post(func() { burn(a, 3*ms, true) })
+	})
+	w.post(ms+10*us, func() {
+		for _, n := range []string{"a2", "c", "d"} {
+			l, n := loops[n], n
+			if n == "a2" {
+				l = a2
+			}
+			l.Post(func() {
+				*order = append(*order, n)
+				if n != "d" {
+					burn(w.Process(n[:1]), 5*ms, false)
+				}
+			})
+		}
+	})
+	w.RunFor(20 * ms)
+	if want := []string{"c", "a2", "d"}; !slices.Equal(*order, want) {
+		t.Errorf("callbacks started in the order %v, want %v", *order, want)
+	}
+}
+
+// A wake's pass to the head of the line is the head's alone: a thread
+// made runnable by an event that the head's callback runs (interleave)
+// waits behind the threads already queued. It took a core that freed
+// during the callback, ahead of them: z, runnable at 3.5 ms, ran before
+// y, waiting since 1.01 ms.
+func TestWokenInACallbackWaitsItsTurn(t *testing.T) {
+	w, loops, burn, order := lineWorld(t, "x", "y", "z", "h", "q")
+	w.post(ms, func() {
+		loops["h"].Post(func() { burn(w.Process("h"), 2*ms, false) }) // one core until 3 ms
+		loops["q"].Post(func() { burn(w.Process("q"), ms, false) })   // the other until 2 ms
+	})
+	w.post(ms+10*us, func() {
+		loops["x"].Post(func() {
+			*order = append(*order, "x")
+			burn(w.Process("x"), 2*ms, true) // on q's core from 2 ms to 4 ms
+		})
+		loops["y"].Post(func() { *order = append(*order, "y") })
+	})
+	w.post(3*ms+500*us, func() { loops["z"].Post(func() { *order = append(*order, "z") }) })
+	w.RunFor(20 * ms)
+	if want := []string{"x", "y", "z"}; !slices.Equal(*order, want) {
+		t.Errorf("callbacks started in the order %v, want %v", *order, want)
+	}
+}
+
+// A thread waiting in line keeps its place when the wake that reaches it
+// runs inside a callback of its process (interleave), which it cannot
+// enter: the core goes to the next in line, and the thread runs as soon
+// as the callback ends, before those behind it. Handed the core anyway,
+// it waited out the callback and queued again at the back.
+func TestWaiterOfABusyProcessKeepsItsPlace(t *testing.T) {
+	w, loops, burn, order := lineWorld(t, "a", "b", "c", "d", "h")
+	var a2 model.Loop
+	w.post(ms, func() {
+		a2, _ = w.Process("a").NewLoop("a2")
+		loops["b"].Post(func() { burn(w.Process("b"), ms, false) })   // one core until 2 ms
+		loops["h"].Post(func() { burn(w.Process("h"), 2*ms, false) }) // the other until 3 ms
+	})
+	record := func(l model.Loop, name string, d time.Duration, syscalls bool) {
+		l.Post(func() {
+			*order = append(*order, name)
+			burn(l.Process(), d, syscalls)
+		})
+	}
+	// In line: a (on b's core from 2 ms to 5 ms), a2, c (on h's core
+	// from 3 ms, past a's end); d joins at 2.5 ms, inside a's callback,
+	// and its wait arms the wake at 3 ms that runs there too.
+	w.post(ms+5*us, func() {
+		record(loops["a"], "a", 3*ms, true)
+		record(a2, "a2", 0, false)
+		record(loops["c"], "c", 5*ms, false)
+	})
+	w.post(2*ms+500*us, func() { record(loops["d"], "d", 0, false) })
+	w.RunFor(20 * ms)
+	if want := []string{"a", "c", "a2", "d"}; !slices.Equal(*order, want) {
+		t.Errorf("callbacks started in the order %v, want %v", *order, want)
 	}
 }

@@ -100,9 +100,10 @@ func TestPairsWindowOpensOnceEveryPairRuns(t *testing.T) {
 // the callback's clock (interleave) stayed in that one callback for
 // good: in sim a process's callbacks do not overlap, so the server's
 // main loop never accepted the second pair (20 million events at 77 µs,
-// check's scenario seed 56; and with seven pairs the six other server
-// connections never replied once). Each run ends in order: every request
-// the server read was answered and read.
+// check's scenario seed 56; and, while the line for a core still let a
+// callback's interleaved events jump it, with seven pairs the six other
+// server connections never replied once). Each run ends in order: every
+// request the server read was answered and read.
 func TestPairsHandlerAnswersOneMessageACallback(t *testing.T) {
 	for _, c := range []struct {
 		seed  uint64

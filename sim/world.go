@@ -271,6 +271,8 @@ type World struct {
 
 	procs   []*Process
 	hostCPU *cpu
+	// arrivals counts threads that became runnable (arrive).
+	arrivals uint64
 	// sockets counts the sockets open in every process (allocFD, freeFD,
 	// clearFDs): CPUConfig.CallbackByConns reads it on every callback.
 	sockets  int
