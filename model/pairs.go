@@ -26,6 +26,16 @@ type Pairs struct {
 	// CPUTime, if set, reads the CPU every process of the world has used
 	// so far, at the window's two ends.
 	CPUTime func() time.Duration
+	// Bugs are catalogued bugs, for check's scenario system.
+	Bugs PairsBugs
+}
+
+// PairsBugs are bugs that can be switched on in RunPairs.
+type PairsBugs struct {
+	// ServerKeepsConn: a server connection whose client closed is
+	// counted as ended and no longer read, but never closed, nor its
+	// loop (CLOSE_WAIT).
+	ServerKeepsConn bool
 }
 
 // DefaultPairs is run pairs' default: 8 pairs trading 64-byte requests
@@ -117,8 +127,12 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 				b.ended = func() {
 					// Its client closed between requests: the pair is
 					// done with this connection and its loop.
-					c.Close()
-					l.Close()
+					if s.Bugs.ServerKeepsConn {
+						c.SetReadInterest(false)
+					} else {
+						c.Close()
+						l.Close()
+					}
 					n := b.count
 					main.Post(func() { serverEnded(n) })
 				}

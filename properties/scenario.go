@@ -17,7 +17,8 @@ import (
 // The scenario system: small, drawn runs of the scenario functions that
 // `xceiver run`, `validate` and `bench` drive (model.RunRead,
 // model.RunTCPPattern, model.RunParallelRead, shortcircuit.RunRead,
-// namespace.RunScenario), in sim, fault-free, with their results checked:
+// namespace.RunScenario, model.RunPairs), in sim, fault-free, with their
+// results checked:
 //
 //   - liveness: the scenario returns, every op done, within its limit;
 //   - availability: no op fails (nothing is injected);
@@ -29,8 +30,8 @@ import (
 //     closed them when done, before any timeout), and once every timeout
 //     has passed no process holds a socket or an fd beyond its baseline;
 //   - shared-write: bytes a scenario hands to WriteShared (tcp-pattern's
-//     reply) stay as they were until the peer has read them
-//     (sim.Config.CheckShared).
+//     reply, pairs' requests and replies) stay as they were until the
+//     peer has read them (sim.Config.CheckShared).
 //
 // These are the scenarios' own invariants: the runs measure, and a
 // measurement taken from a run that leaked, lost or garbled is wrong.
@@ -42,10 +43,11 @@ const (
 	ScenarioParallelRead = "parallel-read"
 	ScenarioSCRead       = "sc-read"
 	ScenarioRPC          = "rpc"
+	ScenarioPairs        = "pairs"
 )
 
 // Scenarios lists them, in the order a case draws them.
-var Scenarios = []string{ScenarioRead, ScenarioTCPPattern, ScenarioParallelRead, ScenarioSCRead, ScenarioRPC}
+var Scenarios = []string{ScenarioRead, ScenarioTCPPattern, ScenarioParallelRead, ScenarioSCRead, ScenarioRPC, ScenarioPairs}
 
 // ScenarioCase is one drawn scenario run: which scenario and its sizes.
 // Fields a scenario does not use stay zero.
@@ -55,7 +57,8 @@ type ScenarioCase struct {
 	Ignore   []string `json:"ignore,omitempty"`
 	Scenario string   `json:"scenario"`
 
-	// read, parallel-read (Clients readers per file), sc-read (readers).
+	// read, parallel-read (Clients readers per file), sc-read (readers),
+	// pairs (pairs).
 	Clients   int    `json:"clients,omitempty"`
 	Ops       int    `json:"ops,omitempty"` // per client (parallel-read: iterations)
 	ReadSize  int    `json:"read_size,omitempty"`
@@ -72,7 +75,8 @@ type ScenarioCase struct {
 	CacheCapacity int           `json:"cache_capacity,omitempty"`
 	CacheExpiry   time.Duration `json:"cache_expiry,omitempty"`
 	StartTogether bool          `json:"start_together,omitempty"`
-	// tcp-pattern: Ops ops of Writes writes of Msg bytes, Reply back.
+	// tcp-pattern: Ops ops of Writes writes of Msg bytes, Reply back;
+	// pairs: Msg-byte requests, Reply-byte replies.
 	Writes int `json:"writes,omitempty"`
 	Msg    int `json:"msg,omitempty"`
 	Reply  int `json:"reply,omitempty"`
@@ -88,7 +92,9 @@ type ScenarioCase struct {
 	Shards int    `json:"shards,omitempty"`
 	// rpc: readers, handlers, lock; Clients clients of Threads ops in
 	// flight; a tree Depth × Fanout with Files files; mix Reads:Writes;
-	// a window of Duration.
+	// a window of Duration (also pairs', which opens WarmUp after every
+	// pair's first exchange).
+	WarmUp   time.Duration `json:"warm_up,omitempty"`
 	Readers  int           `json:"readers,omitempty"`
 	Handlers int           `json:"handlers,omitempty"`
 	Lock     string        `json:"lock,omitempty"`
@@ -107,6 +113,7 @@ type ScenarioBug struct {
 	Scenario            string // the scenario it is in: every seed draws it
 	apply               func(s *model.ReadScenario)
 	pattern             func(s *model.TCPPattern)
+	pairs               func(s *model.Pairs)
 }
 
 // PropShared is the scenario property that bytes handed to WriteShared
@@ -124,6 +131,11 @@ var ScenarioBugs = []ScenarioBug{
 		Name: "reply-reused", Catches: PropShared, Scenario: ScenarioTCPPattern,
 		What:    "tcp-pattern's server stamps the next op's number into its reply buffer as soon as a reply is written, though it wrote the buffer with WriteShared and the client may not have read it yet",
 		pattern: func(s *model.TCPPattern) { s.Bugs.ReplyReused = true },
+	},
+	{
+		Name: "pairs-close-wait", Catches: PropLeakFree, Scenario: ScenarioPairs,
+		What:  "run pairs' server counts a connection whose client closed as ended but never closes it, nor its loop: the socket sits in CLOSE_WAIT for the rest of the process's life",
+		pairs: func(s *model.Pairs) { s.Bugs.ServerKeepsConn = true },
 	},
 }
 
@@ -220,6 +232,16 @@ func DrawScenario(src Source, seed uint64, bug string) (ScenarioCase, error) {
 		// A window of a few ms: a namespace call costs far more to
 		// simulate than a data-path event.
 		c.Duration = d.dur(2*time.Millisecond, 8*time.Millisecond, "sn_duration")
+	case ScenarioPairs:
+		c.Clients = d.n(1, 8, "sn_pairs")
+		// A request past the 64 KiB read buffer arrives over several
+		// reads; the largest reply over several segments and windows.
+		c.Msg = pick(d, "sn_request", 1, 64, 1000, 70000)
+		c.Reply = pick(d, "sn_reply", 1, 4096, 32768, 200000)
+		// A window of a few exchanges: with every loop busy, a pairs
+		// run costs more to simulate per ms than any other scenario.
+		c.WarmUp = d.dur(0, time.Millisecond, "sn_warm_up")
+		c.Duration = d.dur(200*time.Microsecond, 2*time.Millisecond, "sn_window")
 	}
 	return c, c.Validate()
 }
@@ -269,7 +291,7 @@ func (c *ScenarioCase) Validate() error {
 		c.BlockSize < 0 || c.BlockSize > 16<<20, c.ReadSize < 0, c.Writes < 0 || c.Writes > 1000,
 		c.Msg < 0 || c.Msg > 1<<20, c.Reply < 0 || c.Reply > 16<<20, c.Threads < 0 || c.Threads > 64,
 		c.Depth < 0 || c.Depth > 4, c.Fanout < 0 || c.Fanout > 8, c.Files < 0 || c.Files > 16,
-		c.Duration < 0 || c.Duration > time.Minute, c.Keepalive < 0 || c.Keepalive > time.Minute,
+		c.Duration < 0 || c.Duration > time.Minute, c.WarmUp < 0 || c.WarmUp > time.Minute, c.Keepalive < 0 || c.Keepalive > time.Minute,
 		c.CacheExpiry < 0 || c.CacheExpiry > time.Minute, c.CacheCapacity < 0 || c.CacheCapacity > 1024,
 		c.Stale < 0 || c.Stale > c.Blocks, c.ResetAt < 0 || c.ResetAt > 1000:
 		return fmt.Errorf("scenario case: a size out of range: %+v", *c)
@@ -288,6 +310,8 @@ func (c *ScenarioCase) Validate() error {
 		return wrapScenario(s.Validate())
 	case ScenarioRPC:
 		return wrapScenario(c.rpcScenario().Validate())
+	case ScenarioPairs:
+		return wrapScenario(c.pairsScenario().Validate())
 	}
 	return nil
 }
@@ -341,6 +365,14 @@ func (c *ScenarioCase) scRead() shortcircuit.ReadScenario {
 	s := shortcircuit.DefaultReadScenario()
 	s.Path, s.Readers, s.Ops, s.ReadSize, s.Blocks, s.BlockSize, s.Pattern = c.Path, c.Clients, c.Ops, c.ReadSize, c.Blocks, c.BlockSize, c.Pattern
 	s.Cache.Shards, s.Cache.Capacity = c.Shards, c.CacheCapacity
+	return s
+}
+
+func (c *ScenarioCase) pairsScenario() model.Pairs {
+	s := model.Pairs{Pairs: c.Clients, Request: c.Msg, Reply: c.Reply, WarmUp: c.WarmUp, Window: c.Duration}
+	if b, ok := LookupScenarioBug(c.Bug); ok && b.pairs != nil {
+		b.pairs(&s)
+	}
 	return s
 }
 
@@ -425,6 +457,8 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 		err = r.scRead()
 	case ScenarioRPC:
 		err = r.rpc()
+	case ScenarioPairs:
+		err = r.pairs()
 	}
 	switch {
 	case r.prop != "":
@@ -695,6 +729,69 @@ func (r *scenarioRun) rpc() error {
 		r.fail(PropLiveness, "no call completed in a window of %v", s.Duration)
 	}
 	return nil
+}
+
+// pairs runs the case's pairs. At every event each client holds at most
+// its one socket, the server one per pair; once it has returned, every
+// request the server read was answered and read (the orderly end), and
+// the window's counts add up.
+func (r *scenarioRun) pairs() error {
+	s := r.c.pairsScenario()
+	var w model.World = r.w
+	if r.c.Seed%2 == 1 {
+		// Half the runs read and write as on a Conn that is not sim's.
+		w = plainWorld{r.w}
+	}
+	procs := make(map[string]*sim.Process, s.Pairs+1)
+	names := []string{"server"}
+	for i := range s.Pairs {
+		names = append(names, fmt.Sprintf("client-%d", i))
+	}
+	r.w.AfterEach(func() {
+		if r.prop != "" {
+			return
+		}
+		for i, name := range names {
+			p := procs[name]
+			if p == nil {
+				if p = r.w.Process(name); p == nil {
+					continue
+				}
+				procs[name] = p
+			}
+			bound := 1
+			if i == 0 {
+				bound = s.Pairs
+			}
+			if n := p.FDs().ByKind[model.FDSocket]; n > bound {
+				r.fail(PropFDBounds, "%s holds %d sockets, bound %d", name, n, bound)
+				return
+			}
+		}
+	})
+	res, err := model.RunPairs(w, s, scenarioLimit)
+	switch {
+	case r.prop != "":
+		return nil
+	case errors.Is(err, sim.ErrSharedWrite):
+		r.fail(PropShared, "%v", err)
+		return nil
+	case err != nil && !errors.Is(err, sim.ErrLimit):
+		r.fail(PropAvailability, "%v", err)
+		return nil
+	case err != nil:
+		return err
+	case res.Requests != res.Replies:
+		r.fail(PropStream, "the server read %d requests in full, the clients %d replies", res.Requests, res.Replies)
+	case res.Replies < s.Pairs:
+		r.fail(PropLiveness, "%d pairs made %d exchanges in all: some made none", s.Pairs, res.Replies)
+	case res.Exchanges > res.Replies || res.Starved < 0 || res.Starved > s.Pairs || (res.Exchanges > 0) != (res.Rate > 0):
+		r.fail(PropReport, "%d exchanges in the window (%d in all), %.0f a second, %d of %d pairs starved", res.Exchanges, res.Replies, res.Rate, res.Starved, s.Pairs)
+	}
+	if r.prop != "" {
+		return nil
+	}
+	return r.settle()
 }
 
 // ShrinkScenario halves a failing case's sizes (ops, clients, blocks)

@@ -296,6 +296,8 @@ func (r *scenarioRun) checkLimit() {
 		_, err = model.RunTCPPattern(w, r.c.tcpPattern(), limit)
 	case ScenarioParallelRead:
 		_, err = model.RunParallelRead(w, r.c.parallelRead(), limit)
+	case ScenarioPairs:
+		_, err = model.RunPairs(w, r.c.pairsScenario(), limit)
 	default:
 		return
 	}
@@ -306,15 +308,30 @@ func (r *scenarioRun) checkLimit() {
 
 // A configProbe sets one value of a scenario at or just past its bound.
 type configProbe struct {
-	name string
-	ok   bool   // the value is at its bound: accepted
-	says string // a refused value: what the error must say (the flag and the value)
-	read func(*model.ReadScenario)
-	pat  func(*model.TCPPattern)
-	par  func(*model.ParallelRead)
+	name  string
+	ok    bool   // the value is at its bound: accepted
+	says  string // a refused value: what the error must say (the flag and the value)
+	read  func(*model.ReadScenario)
+	pat   func(*model.TCPPattern)
+	par   func(*model.ParallelRead)
+	pairs func(*model.Pairs)
 }
 
 var scenarioConfigProbes = []configProbe{
+	{name: "pairs 1", ok: true, pairs: func(s *model.Pairs) { s.Pairs = 1 }},
+	{name: "pairs 1024", ok: true, pairs: func(s *model.Pairs) { s.Pairs = 1024 }},
+	{name: "pairs 1025", says: "--pairs 1025:", pairs: func(s *model.Pairs) { s.Pairs = 1025 }},
+	{name: "pairs 0", says: "--pairs 0:", pairs: func(s *model.Pairs) { s.Pairs = 0 }},
+	{name: "request 1 MiB", ok: true, pairs: func(s *model.Pairs) { s.Request = 1 << 20 }},
+	{name: "request 1 MiB + 1", says: "--request 1048577:", pairs: func(s *model.Pairs) { s.Request = 1<<20 + 1 }},
+	{name: "request 0", says: "--request 0:", pairs: func(s *model.Pairs) { s.Request = 0 }},
+	{name: "reply 16 MiB", ok: true, pairs: func(s *model.Pairs) { s.Reply = 16 << 20 }},
+	{name: "reply 16 MiB + 1", says: "--reply 16777217:", pairs: func(s *model.Pairs) { s.Reply = 16<<20 + 1 }},
+	{name: "warm-up a minute", ok: true, pairs: func(s *model.Pairs) { s.WarmUp = time.Minute }},
+	{name: "warm-up a minute + 1 ns", says: "--warm-up 1m0.000000001s:", pairs: func(s *model.Pairs) { s.WarmUp = time.Minute + 1 }},
+	{name: "warm-up -1 ns", says: "--warm-up -1ns:", pairs: func(s *model.Pairs) { s.WarmUp = -1 }},
+	{name: "window a minute", ok: true, pairs: func(s *model.Pairs) { s.Window = time.Minute }},
+	{name: "window 0", says: "--window 0s:", pairs: func(s *model.Pairs) { s.Window = 0 }},
 	{name: "clients 1", ok: true, read: func(s *model.ReadScenario) { s.Clients = 1 }},
 	{name: "clients 4096", ok: true, read: func(s *model.ReadScenario) { s.Clients = 4096 }},
 	{name: "clients 4097", says: "--clients 4097 outside", read: func(s *model.ReadScenario) { s.Clients = 4097 }},
@@ -419,6 +436,10 @@ func (r *scenarioRun) checkConfig() {
 		case p.par != nil && r.c.Scenario == ScenarioParallelRead:
 			s := r.c.parallelRead()
 			p.par(&s)
+			err = s.Validate()
+		case p.pairs != nil && r.c.Scenario == ScenarioPairs:
+			s := r.c.pairsScenario()
+			p.pairs(&s)
 			err = s.Validate()
 		default:
 			continue

@@ -12,7 +12,7 @@ import (
 
 // Setup that goes wrong (property "report"): `run` must say why a
 // scenario could not run or did not finish, never print figures as if it
-// had. Each read, tcp-pattern and parallel-read seed also runs its case in
+// had. Each read, tcp-pattern, parallel-read and pairs seed also runs its case in
 // four small worlds, none of which gets past its first events:
 //
 //   - invalid: one value out of range; the scenario returns Validate's
@@ -21,7 +21,8 @@ import (
 //     process; the scenario returns the spawn error;
 //   - address taken: another process listens where the scenario's server
 //     listens in sim (its name, port 50010 for a datanode, 7000 for
-//     tcp-pattern's server); the run fails with ErrAddrInUse;
+//     tcp-pattern's server, 7100 for pairs'); the run fails with
+//     ErrAddrInUse;
 //   - stopped: the world is stopped at its first event, before any op
 //     could finish; the scenario returns an error that says none did
 //     ("0 of N"), and whose partial result reports 0 MB/s.
@@ -81,6 +82,20 @@ func (r *scenarioRun) setupRun() (setupRun, bool) {
 					return false, 0, err
 				}
 				return true, res.MBps(), err
+			},
+		}, true
+	case ScenarioPairs:
+		return setupRun{first: "server", addr: "server:7100", stopped: "the window never closed",
+			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+				s := r.c.pairsScenario()
+				if invalid {
+					s.Pairs = 0
+				}
+				res, err := model.RunPairs(w, s, limit)
+				if res == nil {
+					return false, 0, err
+				}
+				return true, res.Rate, err
 			},
 		}, true
 	}
