@@ -977,7 +977,13 @@ func (c *cpu) wake() {
 		if _, ok := c.free(nil, false); !ok {
 			break
 		}
-		c.waitQ = slices.Delete(c.waitQ, skipped, skipped+1)
+		if skipped == 0 {
+			// The head, nearly always: no copy of a long line.
+			c.waitQ[0] = waiter{}
+			c.waitQ = c.waitQ[1:]
+		} else {
+			c.waitQ = slices.Delete(c.waitQ, skipped, skipped+1)
+		}
 		if skipped < c.front {
 			c.front--
 		}
