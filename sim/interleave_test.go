@@ -513,3 +513,30 @@ func TestWaiterOfABusyProcessKeepsItsPlace(t *testing.T) {
 		t.Errorf("callbacks started in the order %v, want %v", *order, want)
 	}
 }
+
+// A worker pool handed a core by the line starts what it can on every
+// core free then, not only on the first: its workers became runnable
+// when the work was submitted. The second item went to the back of the
+// line once the first had started: x, runnable 40 µs after both items,
+// started before w2.
+func TestPoolHandedACoreStartsWhatItCan(t *testing.T) {
+	w, loops, burn, order := lineWorld(t, "a", "b", "h", "x")
+	w.post(ms, func() {
+		loops["b"].Post(func() { burn(w.Process("b"), ms, false) }) // both cores until 2 ms
+		loops["h"].Post(func() { burn(w.Process("h"), ms, false) })
+	})
+	w.post(ms+10*us, func() {
+		a := w.Process("a")
+		wp := a.NewWorkerPool("wp", 2)
+		for _, n := range []string{"w1", "w2"} {
+			wp.Submit(loops["a"], func() { *order = append(*order, n); burn(a, ms, false) }, nil)
+		}
+	})
+	w.post(ms+50*us, func() {
+		loops["x"].Post(func() { *order = append(*order, "x"); burn(w.Process("x"), ms, false) })
+	})
+	w.RunFor(20 * ms)
+	if want := []string{"w1", "w2", "x"}; !slices.Equal(*order, want) {
+		t.Errorf("started in the order %v, want %v", *order, want)
+	}
+}

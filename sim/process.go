@@ -1555,7 +1555,16 @@ func (wp *WorkerPool) dispatch() {
 		return
 	}
 	w := wp.p.w
+	// Handed a core by the line, the pool starts each item it can on
+	// the cores free now: its workers were made runnable together, when
+	// the work was submitted (the pass ends as each item's work starts,
+	// runOn). Items left without a core queue again with a new turn,
+	// behind the threads waiting: that exception fits run read's figures
+	// (keeping the pool's turn, 64 KiB reads with 128 clients went from a
+	// p50 of 14.2 ms to 18.7 ms; real 14.5).
+	pass := wp.p.cpu.waking
 	for len(wp.queue) > 0 {
+		wp.p.cpu.waking = pass
 		var idle *thread
 		next := time.Duration(-1)
 		for _, t := range wp.workers {
@@ -1568,6 +1577,7 @@ func (wp *WorkerPool) dispatch() {
 			}
 		}
 		if idle == nil {
+			wp.p.cpu.waking = false
 			wp.kicked = true
 			w.post(next, wp.dispatchF)
 			return
@@ -1580,6 +1590,7 @@ func (wp *WorkerPool) dispatch() {
 			c, ok = wp.p.cpu.free(nil, idle.busyUntil < w.now)
 		}
 		if !ok {
+			wp.p.cpu.waking = false
 			wp.kicked = true
 			if wp.arrival == 0 {
 				wp.arrival = w.arrive()
