@@ -279,8 +279,11 @@ func startClientPair(w World, cp Process, addr string, s Pairs, ready func(pairH
 		})
 	}
 	b.closing = func() {
-		b.c.Close()
+		// The count first: posted before the FIN, it reaches the
+		// server's main loop before the end its connection reads (in
+		// real, the last server connection's end stops the world).
 		ended(b.count)
+		b.c.Close()
 	}
 	c, err := cp.Dial("tcp", addr, l, func(Events) { b.handle(w) })
 	if err != nil {

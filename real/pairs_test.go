@@ -9,7 +9,8 @@ import (
 
 // run pairs in real: every client's count reaches the server's loop
 // (each counts on its own goroutine), the window closes whatever order
-// the loops' timers fire in, and the world tears down clean.
+// the loops' timers fire in, the run ends in order, and the world tears
+// down clean.
 func TestPairsRunsInReal(t *testing.T) {
 	for _, n := range []int{1, 8} {
 		w, err := New(Config{Seed: 1, Root: t.TempDir()})
@@ -29,6 +30,11 @@ func TestPairsRunsInReal(t *testing.T) {
 		// timers, each run a little late on a loaded machine.)
 		if res.Exchanges <= 0 || res.Elapsed < s.Window/2 {
 			t.Errorf("%d pairs: %d exchanges in %v, want some in about %v", n, res.Exchanges, res.Elapsed, s.Window)
+		}
+		// The orderly end: every client's count reached the server's
+		// loop before the last connection's end stopped the world.
+		if res.Requests != res.Replies {
+			t.Errorf("%d pairs: the server read %d requests in full, the clients report %d replies", n, res.Requests, res.Replies)
 		}
 	}
 }
