@@ -385,6 +385,21 @@ func TestPollerFindsAParkedLoopWhenACoreGoesIdle(t *testing.T) {
 // last began, 31 of 32 at once; real runs 32 of 32 at both sizes. With
 // found only once no thread waits, 12 of 32 ran at once.)
 func TestPollerLetsEveryLongTransferRunAtOnce(t *testing.T) {
+	s, cfg := longTransfers(t)
+	res, err := model.RunRead(New(cfg), s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each transfer holds its block and its meta file.
+	if res.PeakBlockFiles != 2*s.Clients {
+		t.Errorf("peak open block files %d, want %d: every transfer at once", res.PeakBlockFiles, 2*s.Clients)
+	}
+}
+
+// longTransfers is 32 threaded 4 MiB transfers started together, with the
+// embedded profile (the poller model).
+func longTransfers(t *testing.T) (model.ReadScenario, Config) {
+	t.Helper()
 	s := model.DefaultReadScenario()
 	s.Clients, s.Ops, s.StartTogether = 32, 1, true
 	s.Blocks, s.BlockSize, s.ReadSize = 2, 4<<20, 4<<20
@@ -406,14 +421,7 @@ func TestPollerLetsEveryLongTransferRunAtOnce(t *testing.T) {
 	// validate row of 128 clients with 16 MiB reads keeps every
 	// transfer at once, with the profile whole: 643 fds at the peak.)
 	cfg.CPU.CallbackByConns = [3]time.Duration{}
-	res, err := model.RunRead(New(cfg), s, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each transfer holds its block and its meta file.
-	if res.PeakBlockFiles != 2*s.Clients {
-		t.Errorf("peak open block files %d, want %d: every transfer at once", res.PeakBlockFiles, 2*s.Clients)
-	}
+	return s, cfg
 }
 
 // A loop woken by an event run inside its own callback (interleave) is
@@ -1024,13 +1032,7 @@ func TestOneWakeOfTheLineIsLive(t *testing.T) {
 // threaded datanode's threads waited at 7.93 ms with no wake armed, and
 // ran only when something else happened to wake the line.
 func TestLineIsNeverLeftWithoutAWake(t *testing.T) {
-	s := model.DefaultReadScenario()
-	s.Clients, s.Ops, s.StartTogether = 32, 1, true
-	s.Blocks, s.BlockSize, s.ReadSize = 2, 4<<20, 4<<20
-	s.Server.Mode = model.Threaded
-	cfg := DefaultConfig(1)
-	cfg.CPU = DefaultProfile().CPU()
-	cfg.CPU.ComparePerKB, cfg.CPU.CallbackByConns = 0, [3]time.Duration{} // as in TestPollerLetsEveryLongTransferRunAtOnce
+	s, cfg := longTransfers(t)
 	w := New(cfg)
 	w.AfterEach(func() {
 		c := w.hostCPU
