@@ -566,9 +566,10 @@ type cpu struct {
 	wakeAt    time.Duration // when the queued wake is due
 	wakeF     func()
 	// waking: wake is handing a core to the head of waitQ, whose
-	// dispatch may take it past the others. The pass ends when that
-	// thread's callback starts (runOn): the events its callback runs
-	// (interleave) wait in line as any other.
+	// dispatch may take it past the others (a pool: for each item it
+	// can start). The events that callbacks of the dispatch run
+	// (interleave) do not have the pass: they wait in line as any
+	// other.
 	waking bool
 
 	// The runtime poller (CPUConfig.Poller): polling is when a core's
@@ -880,20 +881,25 @@ type waiter struct {
 	arrival  uint64
 }
 
-// wait queues a thread that became runnable as the arrival-th
+// wait queues a thread in the order threads became runnable
 // (World.arrive): behind every thread that became runnable before it.
 // That is the back of the line, except for a thread whose dispatch
-// waited out a callback of its process (deferDispatch) while others
-// queued: it keeps the turn it had when it became runnable.
-func (c *cpu) wait(p *Process, dispatch func(), arrival uint64) {
+// waited out a callback of its process (deferDispatch stamped its
+// *arrival) while others queued: it keeps the turn it had. The turn is
+// used up (*arrival is 0 again).
+func (c *cpu) wait(p *Process, dispatch func(), arrival *uint64) {
+	if *arrival == 0 {
+		*arrival = c.w.arrive()
+	}
 	if len(c.waitQ) == 0 {
 		c.waitSince = c.w.now
 	}
 	i := len(c.waitQ)
-	for i > c.front && c.waitQ[i-1].arrival > arrival {
+	for i > c.front && c.waitQ[i-1].arrival > *arrival {
 		i--
 	}
-	c.waitQ = slices.Insert(c.waitQ, i, waiter{p, dispatch, arrival})
+	c.waitQ = slices.Insert(c.waitQ, i, waiter{p, dispatch, *arrival})
+	*arrival = 0
 	c.armWake()
 }
 
@@ -1002,9 +1008,6 @@ func (c *cpu) wake() {
 // returns when the callback's virtual time ends.
 func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	start := w.now
-	// The thread has its core: a wake's pass to the head of the line
-	// (cpu.waking) is used up, and what the callback runs waits its turn.
-	t.p.cpu.waking = false
 	w.running, w.core = t, core
 	w.ctx = start
 	w.waited = 0
@@ -1092,8 +1095,13 @@ func connScale(by [3]time.Duration, conns float64) time.Duration {
 
 // deferDispatch holds back a dispatch of one of p's threads that came due
 // while p is inside a callback (interleave); runOn queues it again at
-// its time when the callback ends.
-func (p *Process) deferDispatch(fn func()) {
+// its time when the callback ends. The thread became runnable now: its
+// *arrival, unless already stamped, records its turn in the line for a
+// core (cpu.wait).
+func (p *Process) deferDispatch(fn func(), arrival *uint64) {
+	if *arrival == 0 {
+		*arrival = p.w.arrive()
+	}
 	p.deferred = append(p.deferred, deferredDispatch{at: p.w.now, fn: fn})
 }
 
@@ -1144,6 +1152,10 @@ func (w *World) interleaveDue() {
 	sliceEnd, sliceWait, waited := w.sliceEnd, w.sliceWait, w.waited
 	// Busy past limit: nothing run below may start on this core.
 	t.p.cpu.cores[core] = ctx + 1
+	// A wake's pass to the head of the line (cpu.waking) is not for the
+	// threads the events below make runnable.
+	pass := t.p.cpu.waking
+	t.p.cpu.waking = false
 	w.depth++
 	w.capAt = limit
 	for !w.stopped && w.events < w.cfg.MaxEvents {
@@ -1161,6 +1173,7 @@ func (w *World) interleaveDue() {
 		w.events++
 		w.fire(ev)
 	}
+	t.p.cpu.waking = pass
 	w.depth--
 	w.running, w.ctx, w.core, w.now, w.capAt = t, ctx, core, now, capAt
 	w.sliceEnd, w.sliceWait, w.waited = sliceEnd, sliceWait, waited
@@ -1323,10 +1336,7 @@ func (l *Loop) wake() {
 
 func (l *Loop) dispatch() {
 	if l.p.active > 0 {
-		if l.arrival == 0 {
-			l.arrival = l.p.w.arrive()
-		}
-		l.p.deferDispatch(l.dispatchF)
+		l.p.deferDispatch(l.dispatchF, &l.arrival)
 		return
 	}
 	l.scheduled = false
@@ -1362,12 +1372,8 @@ func (l *Loop) dispatch() {
 		if l.boost {
 			l.p.cpu.waitFront(l.p, l.dispatchF)
 		} else {
-			if l.arrival == 0 {
-				l.arrival = w.arrive()
-			}
-			l.p.cpu.wait(l.p, l.dispatchF, l.arrival)
+			l.p.cpu.wait(l.p, l.dispatchF, &l.arrival)
 		}
-		l.arrival = 0
 		return
 	}
 	l.boost, l.arrival = false, 0
@@ -1544,10 +1550,7 @@ func (wp *WorkerPool) kick() {
 // the submitting loop when the worker's modelled time ends.
 func (wp *WorkerPool) dispatch() {
 	if wp.p.active > 0 {
-		if wp.arrival == 0 {
-			wp.arrival = wp.p.w.arrive()
-		}
-		wp.p.deferDispatch(wp.dispatchF)
+		wp.p.deferDispatch(wp.dispatchF, &wp.arrival)
 		return
 	}
 	wp.kicked = false
@@ -1555,16 +1558,14 @@ func (wp *WorkerPool) dispatch() {
 		return
 	}
 	w := wp.p.w
-	// Handed a core by the line, the pool starts each item it can on
-	// the cores free now: its workers were made runnable together, when
-	// the work was submitted (the pass ends as each item's work starts,
-	// runOn). Items left without a core queue again with a new turn,
-	// behind the threads waiting: that exception fits run read's figures
-	// (keeping the pool's turn, 64 KiB reads with 128 clients went from a
-	// p50 of 14.2 ms to 18.7 ms; real 14.5).
-	pass := wp.p.cpu.waking
+	// Handed a core by the line (cpu.waking), the pool starts each item
+	// it can on the cores free now: its workers were made runnable
+	// together, when the work was submitted. Items left without a core
+	// queue again with a new turn, behind the threads waiting: that
+	// exception fits run read's figures (keeping the pool's turn, 64 KiB
+	// reads with 128 clients went from a p50 of 14.2 ms to 18.7 ms; real
+	// 14.5).
 	for len(wp.queue) > 0 {
-		wp.p.cpu.waking = pass
 		var idle *thread
 		next := time.Duration(-1)
 		for _, t := range wp.workers {
@@ -1577,7 +1578,6 @@ func (wp *WorkerPool) dispatch() {
 			}
 		}
 		if idle == nil {
-			wp.p.cpu.waking = false
 			wp.kicked = true
 			w.post(next, wp.dispatchF)
 			return
@@ -1590,13 +1590,8 @@ func (wp *WorkerPool) dispatch() {
 			c, ok = wp.p.cpu.free(nil, idle.busyUntil < w.now)
 		}
 		if !ok {
-			wp.p.cpu.waking = false
 			wp.kicked = true
-			if wp.arrival == 0 {
-				wp.arrival = w.arrive()
-			}
-			wp.p.cpu.wait(wp.p, wp.dispatchF, wp.arrival)
-			wp.arrival = 0
+			wp.p.cpu.wait(wp.p, wp.dispatchF, &wp.arrival)
 			return
 		}
 		wp.arrival = 0

@@ -564,7 +564,7 @@ func TestStackedWakeCoreByCore(t *testing.T) {
 	if c.stackedUntil[2] != now+ms {
 		t.Fatalf("core 2 stacked until %v, want now + StackBalance", c.stackedUntil[2])
 	}
-	c.wait(nil, func() {}, 0)
+	c.wait(nil, func() {}, new(uint64))
 	c.cores[0] = now // core 0 free and parked (it went idle before the waiter)
 	c.waitSince = now + 1
 	c.waking = true
@@ -605,7 +605,7 @@ func TestStackedWakeTakesTheCoreItWaitedBehind(t *testing.T) {
 	if _, ok := c.free(nil, true); ok {
 		t.Fatal("a worker woken while core 1 is busy got parked core 0, want it stacked")
 	}
-	c.wait(nil, func() {}, 0)
+	c.wait(nil, func() {}, new(uint64))
 	w.now = now + 4*us
 	c.waking = true
 	if i, ok := c.free(nil, true); !ok || i != 1 {
