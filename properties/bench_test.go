@@ -25,9 +25,10 @@ func cpuTime() time.Duration {
 // run in the simulator, check every property (and shrink on failure,
 // which the correct code never needs). It reports seeds per second on one
 // core (and per CPU second, steadier on a shared machine); the parallel
-// variant uses every core, as check does. Both set check's GC percent.
+// variant uses every core, as check does. Both set the collector as check
+// does (TuneGC).
 func BenchmarkCheckSeeds(b *testing.B) {
-	defer TuneGC()()
+	defer TuneGC(1)()
 	seed := uint64(0)
 	start, cpu0 := time.Now(), cpuTime()
 	for b.Loop() {
@@ -45,7 +46,7 @@ func BenchmarkCheckSeeds(b *testing.B) {
 }
 
 func BenchmarkCheckSeedsParallel(b *testing.B) {
-	defer TuneGC()()
+	defer TuneGC(runtime.GOMAXPROCS(0))()
 	var next, done atomic.Uint64
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {

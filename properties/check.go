@@ -16,16 +16,6 @@ import (
 // the live data (at most 3× it), however many seeds run.
 const CheckGCPercent = 200
 
-// TuneGC sets CheckGCPercent unless the user chose a GOGC, and returns
-// what puts the previous setting back; check and its benchmark call it.
-func TuneGC() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	old := debug.SetGCPercent(CheckGCPercent)
-	return func() { debug.SetGCPercent(old) }
-}
-
 // CheckMemoryPerWorker is the soft memory limit check sets per seed
 // checked at once, above CheckMemoryBase. The live heap is about 35 MB a
 // worker, but one heavy seed (a hostile flood) can hold 100 MB live, and
@@ -38,15 +28,25 @@ const (
 	CheckMemoryPerWorker = 96 << 20
 )
 
-// LimitMemory sets check's soft memory limit for workers seeds at once,
-// unless the user chose a GOMEMLIMIT, and returns what puts the previous
-// limit back.
-func LimitMemory(workers int) (restore func()) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
+// TuneGC sets the collector as check runs it, for workers seeds at once:
+// CheckGCPercent unless the user chose a GOGC, and the soft memory limit
+// unless the user chose a GOMEMLIMIT. It returns what puts the previous
+// settings back; check and its benchmarks call it.
+func TuneGC(workers int) (restore func()) {
+	var undo []func()
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(CheckGCPercent)
+		undo = append(undo, func() { debug.SetGCPercent(old) })
 	}
-	old := debug.SetMemoryLimit(CheckMemoryBase + CheckMemoryPerWorker*int64(max(workers, 1)))
-	return func() { debug.SetMemoryLimit(old) }
+	if os.Getenv("GOMEMLIMIT") == "" {
+		old := debug.SetMemoryLimit(CheckMemoryBase + CheckMemoryPerWorker*int64(max(workers, 1)))
+		undo = append(undo, func() { debug.SetMemoryLimit(old) })
+	}
+	return func() {
+		for _, f := range undo {
+			f()
+		}
+	}
 }
 
 // ShrinkBudget is how many re-runs Check spends shrinking a failure.

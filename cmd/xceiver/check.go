@@ -330,8 +330,7 @@ func (o *checkOptions) shardSeeds() int {
 // runCheck streams the shard's seeds to P workers: memory stays constant
 // however many seeds there are.
 func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
-	defer properties.TuneGC()()
-	defer properties.LimitMemory(opt.parallel)()
+	defer properties.TuneGC(opt.parallel)()
 	total := opt.shardSeeds()
 	var progOut io.Writer = stdout
 	if opt.json {
