@@ -96,7 +96,6 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 	}
 	res := &PairsResult{}
 	addr := DefaultAddr(w, "server", 7100)
-	var serverEnded func(requests int) // on the server's main loop
 	_, err := w.Spawn("server", ProcessConfig{FDLimit: 4*s.Pairs + 64, Cores: 2}, func(p Process) {
 		ln, err := p.Listen("tcp", addr, max(s.Pairs, 128), p.MainLoop())
 		if err != nil {
@@ -107,6 +106,7 @@ func RunPairs(w World, s Pairs, limit time.Duration) (*PairsResult, error) {
 		// Every server connection writes the same reply, which nothing
 		// writes to: one buffer for all.
 		reply := make([]byte, s.Reply)
+		var serverEnded func(requests int) // on main; set below
 		ln.SetHandler(func() {
 			for {
 				c, err := ln.Accept()
