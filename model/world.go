@@ -441,3 +441,32 @@ func freed(p Process, b []byte) {
 		bf.Freed(b)
 	}
 }
+
+// ThreadCPU is the CPU one kind of thread spent in callbacks (a loop's) or
+// work items (a worker pool's) over a run: every process and thread of the
+// kind together, named "process/thread" with numbered suffixes dropped
+// ("client-7" and "client-12" are "client", "worker-3" is "worker"), so
+// the two worlds' figures line up. What a world spends outside them (a
+// thread's wake-up, the scheduler, the poller) is not in any kind.
+type ThreadCPU struct {
+	Thread    string
+	Callbacks int64
+	CPU       time.Duration
+}
+
+// ThreadKind is the kind a thread of a process belongs to (ThreadCPU).
+func ThreadKind(process, thread string) string {
+	return dropNumber(process) + "/" + dropNumber(thread)
+}
+
+// dropNumber drops a trailing "-N" from name.
+func dropNumber(name string) string {
+	i := len(name)
+	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+		i--
+	}
+	if i < len(name) && i > 1 && name[i-1] == '-' {
+		return name[:i-1]
+	}
+	return name
+}

@@ -20,3 +20,19 @@ func TestFDKindNames(t *testing.T) {
 		}
 	}
 }
+
+func TestThreadKindDropsNumbers(t *testing.T) {
+	for _, c := range []struct{ process, thread, want string }{
+		{"client-7", "main", "client/main"},
+		{"client-12", "main", "client/main"},
+		{"datanode", "selector-0", "datanode/selector"},
+		{"datanode", "worker-3", "datanode/worker"},
+		{"dn2", "worker", "dn2/worker"}, // a number not after a dash is the name's
+		{"-1", "a-b", "-1/a-b"},         // nothing before the dash: kept
+		{"client-", "main-x1", "client-/main-x1"},
+	} {
+		if got := ThreadKind(c.process, c.thread); got != c.want {
+			t.Errorf("ThreadKind(%q, %q) = %q, want %q", c.process, c.thread, got, c.want)
+		}
+	}
+}

@@ -39,6 +39,7 @@ import (
 type loop struct {
 	p    *process
 	name string
+	kind *threadKind // its kind's CPU (World.ThreadCPU)
 	epfd int
 	evfd int
 	epf  *os.File        // epfd, registered with the runtime poller
@@ -131,6 +132,7 @@ func (p *process) newLoop(name string) (*loop, error) {
 	l := &loop{
 		p:      p,
 		name:   name,
+		kind:   p.w.threadKind(p.name, name),
 		epfd:   epfd,
 		evfd:   evfd,
 		epf:    epf,
@@ -425,7 +427,7 @@ func (l *loop) callback(f func()) bool {
 	l.mu.Unlock()
 
 	if w.cfg.AccountCPU {
-		l.p.accounted(func() { l.protect(f) })
+		l.p.accounted(l.kind, func() { l.protect(f) })
 	} else {
 		l.protect(f)
 	}

@@ -15,6 +15,7 @@ import (
 type pool struct {
 	p    *process
 	name string
+	kind *threadKind // its kind's CPU (World.ThreadCPU)
 	n    int
 	wg   sync.WaitGroup
 
@@ -35,7 +36,7 @@ var _ model.WorkerPool = (*pool)(nil)
 // newPool starts n workers (at least one).
 func (p *process) newPool(name string, n int) *pool {
 	n = max(n, 1)
-	wp := &pool{p: p, name: name, n: n}
+	wp := &pool{p: p, name: name, n: n, kind: p.w.threadKind(p.name, name)}
 	wp.cond = sync.NewCond(&wp.mu)
 	p.mu.Lock()
 	if p.shuttingDown {
@@ -93,7 +94,7 @@ func (wp *pool) worker() {
 		wp.mu.Unlock()
 		ok := true
 		if wp.p.w.cfg.AccountCPU {
-			wp.p.accounted(func() { ok = wp.run(t.work) })
+			wp.p.accounted(wp.kind, func() { ok = wp.run(t.work) })
 		} else {
 			ok = wp.run(t.work)
 		}

@@ -322,16 +322,18 @@ func (p *process) Dial(network, addr string, ml model.Loop, h model.Handler) (mo
 }
 
 // accounted runs f on one OS thread and adds the thread CPU it used to
-// p's (Config.AccountCPU). Locking the thread keeps both clock reads on
-// the same thread, should the goroutine be preempted in between.
-func (p *process) accounted(f func()) {
+// p's and to its thread's kind (Config.AccountCPU). Locking the thread
+// keeps both clock reads on the same thread, should the goroutine be
+// preempted in between.
+func (p *process) accounted(kind *threadKind, f func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	t0 := threadCPU()
 	f()
-	if d := threadCPU() - t0; d > 0 {
-		p.cpu.Add(d)
-	}
+	d := max(threadCPU()-t0, 0)
+	p.cpu.Add(d)
+	kind.callbacks.Add(1)
+	kind.cpu.Add(d)
 }
 
 // threadCPU is the calling thread's CPU time in ns.

@@ -126,6 +126,51 @@ type World struct {
 
 	baseFDs map[int]bool // /proc/self/fd at New
 	baseG   int          // runtime.NumGoroutine at New
+
+	// kinds is each kind of thread's CPU (ThreadCPU, with AccountCPU).
+	kindsMu sync.Mutex
+	kinds   map[string]*threadKind
+}
+
+// threadKind is the CPU one kind of thread spent in callbacks or work
+// (model.ThreadCPU); its loops and workers add to it as they run.
+type threadKind struct {
+	callbacks atomic.Int64
+	cpu       atomic.Int64 // ns
+}
+
+// threadKind is the record of thread name's kind in process.
+func (w *World) threadKind(process, name string) *threadKind {
+	k := model.ThreadKind(process, name)
+	w.kindsMu.Lock()
+	defer w.kindsMu.Unlock()
+	if w.kinds == nil {
+		w.kinds = make(map[string]*threadKind)
+	}
+	tk := w.kinds[k]
+	if tk == nil {
+		tk = &threadKind{}
+		w.kinds[k] = tk
+	}
+	return tk
+}
+
+// ThreadCPU is the thread CPU each kind of thread has spent in callbacks
+// and work items so far, sorted by kind (model.ThreadCPU): measured only
+// with Config.AccountCPU, nil without. What Go spends between them (the
+// scheduler, the poller, a thread's wake-up) is in no kind.
+func (w *World) ThreadCPU() []model.ThreadCPU {
+	if !w.cfg.AccountCPU {
+		return nil
+	}
+	w.kindsMu.Lock()
+	defer w.kindsMu.Unlock()
+	out := make([]model.ThreadCPU, 0, len(w.kinds))
+	for k, tk := range w.kinds {
+		out = append(out, model.ThreadCPU{Thread: k, Callbacks: tk.callbacks.Load(), CPU: time.Duration(tk.cpu.Load())})
+	}
+	slices.SortFunc(out, func(a, b model.ThreadCPU) int { return strings.Compare(a.Thread, b.Thread) })
+	return out
 }
 
 var _ model.World = (*World)(nil)

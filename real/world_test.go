@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -449,5 +450,73 @@ func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
 	run(t, w2, 10*time.Second)
 	if c := CPUTime(p); c != 0 {
 		t.Errorf("CPUTime without AccountCPU = %v, want 0", c)
+	}
+}
+
+// ThreadCPU splits the accounted CPU by kind of thread, across processes
+// and numbered threads alike, and counts each callback and work item.
+func TestThreadCPUByKind(t *testing.T) {
+	w, err := New(Config{Seed: 1, Root: t.TempDir(), AccountCPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			t.Errorf("World.Close: %v", err)
+		}
+	})
+	spin := func(d time.Duration) {
+		for t0 := threadCPU(); time.Duration(threadCPU()-t0) < d; {
+		}
+	}
+	var procs []model.Process
+	left := 2
+	for _, name := range []string{"srv-1", "srv-2"} {
+		procs = append(procs, spawn(t, w, name, 0, func(p model.Process) {
+			sel, err := p.NewLoop("selector-0")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			wp := p.NewWorkerPool("worker", 2)
+			sel.Post(func() {
+				spin(2 * time.Millisecond)
+				wp.Submit(sel, func() { spin(3 * time.Millisecond) }, func() {
+					wp.Close()
+					sel.Close()
+					p.MainLoop().Post(func() {
+						if left--; left == 0 {
+							p.World().Stop()
+						}
+					})
+				})
+			})
+		}))
+	}
+	run(t, w, 10*time.Second)
+	got := w.ThreadCPU()
+	var names []string
+	var sum time.Duration
+	for _, k := range got {
+		names = append(names, k.Thread)
+		sum += k.CPU
+	}
+	if want := []string{"srv/main", "srv/selector", "srv/worker"}; !slices.Equal(names, want) {
+		t.Fatalf("kinds %v, want %v", names, want)
+	}
+	// main: each process's main and its stop post; selector: the post and
+	// the completion; worker: the items.
+	if got[0].Callbacks != 4 || got[1].Callbacks != 4 || got[2].Callbacks != 2 {
+		t.Errorf("callbacks %d, %d, %d; want 4, 4 and 2", got[0].Callbacks, got[1].Callbacks, got[2].Callbacks)
+	}
+	if got[1].CPU < 4*time.Millisecond || got[2].CPU < 6*time.Millisecond {
+		t.Errorf("selector CPU %v (spun 2 × 2 ms), worker %v (2 × 3 ms)", got[1].CPU, got[2].CPU)
+	}
+	if all := CPUTime(procs[0]) + CPUTime(procs[1]); sum != all {
+		t.Errorf("kinds' CPU %v, the processes' %v: want equal", sum, all)
+	}
+	// Without AccountCPU nothing is measured.
+	if k := newWorld(t).ThreadCPU(); k != nil {
+		t.Errorf("ThreadCPU without AccountCPU = %v, want nil", k)
 	}
 }

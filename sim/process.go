@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"xceiver/model"
@@ -144,7 +145,7 @@ func (p *Process) newLoop(name string) (*Loop, error) {
 		return nil, fmt.Errorf("new loop %s: %w", name, err)
 	}
 	p.w.charge(p.w.cfg.CPU.ThreadStart)
-	l := &Loop{thread: thread{p: p, name: name}, gen: p.gen, epfd: fd, evfd: evfd, bornAt: p.w.Now()}
+	l := &Loop{thread: thread{p: p, name: name, kind: p.w.threadKind(p, name)}, gen: p.gen, epfd: fd, evfd: evfd, bornAt: p.w.Now()}
 	l.dispatchF = l.dispatch
 	p.loops = append(p.loops, l)
 	p.addThreads(1)
@@ -165,8 +166,9 @@ func (p *Process) NewWorkerPool(name string, n int) model.WorkerPool {
 	}
 	wp := &WorkerPool{p: p, name: name, gen: p.gen}
 	wp.dispatchF = wp.dispatch
+	kind := p.w.threadKind(p, name)
 	for i := 0; i < n; i++ {
-		wp.workers = append(wp.workers, &thread{p: p, name: fmt.Sprintf("%s-%d", name, i)})
+		wp.workers = append(wp.workers, &thread{p: p, name: fmt.Sprintf("%s-%d", name, i), kind: kind})
 	}
 	p.pools = append(p.pools, wp)
 	p.addThreads(n)
@@ -488,6 +490,7 @@ func (p *Process) freeFD(fd int) {
 type thread struct {
 	p         *Process
 	name      string
+	kind      *model.ThreadCPU // its kind's CPU (World.ThreadCPU)
 	busyUntil time.Duration
 	// woken is set when the thread was woken from sleep: its next
 	// callback pays CPUConfig.WakeupCPU.
@@ -501,6 +504,34 @@ type thread struct {
 	// viaPoller: the loop was woken through Go's poller, so its next
 	// dispatch is not stacked (CPUConfig.StackBalance).
 	viaPoller bool
+}
+
+// threadKind is the CPU record of thread name's kind in p (ThreadCPU).
+func (w *World) threadKind(p *Process, name string) *model.ThreadCPU {
+	k := model.ThreadKind(p.name, name)
+	if tc := w.kindOf[k]; tc != nil {
+		return tc
+	}
+	if w.kindOf == nil {
+		w.kindOf = make(map[string]*model.ThreadCPU)
+	}
+	tc := &model.ThreadCPU{Thread: k}
+	w.kindOf[k] = tc
+	w.threadKinds = append(w.threadKinds, tc)
+	return tc
+}
+
+// ThreadCPU is the modelled CPU each kind of thread has spent in
+// callbacks so far, sorted by kind (model.ThreadCPU). A woken thread's
+// wake-up (CPUConfig.WakeupCPU), a spawn and a thread's start are outside
+// every callback, as in the real world.
+func (w *World) ThreadCPU() []model.ThreadCPU {
+	out := make([]model.ThreadCPU, 0, len(w.threadKinds))
+	for _, tc := range w.threadKinds {
+		out = append(out, *tc)
+	}
+	slices.SortFunc(out, func(a, b model.ThreadCPU) int { return strings.Compare(a.Thread, b.Thread) })
+	return out
 }
 
 // wakeDelay is how long a blocked thread takes to run after being woken
@@ -1035,7 +1066,10 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	w.running = nil
 	// Time blocked in a device is the thread's but not its core's: the
 	// core is free for others as if the wait came at the callback's end.
-	p.cpuTime += end - start - w.sliceWait - w.waited
+	used := end - start - w.sliceWait - w.waited
+	p.cpuTime += used
+	t.kind.Callbacks++
+	t.kind.CPU += used
 	w.sliceWait = 0
 	t.busyUntil = end
 	p.cpu.cores[core] = end - w.waited

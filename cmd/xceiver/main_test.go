@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"xceiver/model"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -104,5 +107,55 @@ func TestRunReadJSON(t *testing.T) {
 	}
 	if got["errors"].(float64) != 0 || got["bytes_verified"].(float64) != 4*10*32768 {
 		t.Errorf("errors %v, bytes verified %v", got["errors"], got["bytes_verified"])
+	}
+}
+
+// run read splits its CPU by kind of thread in both worlds, and the two
+// worlds' threads run the same callbacks for an op.
+func TestRunReadSplitsCPUByThread(t *testing.T) {
+	perOp := map[string]map[string]float64{}
+	for _, world := range []string{"sim", "real"} {
+		// As validate runs it: short timeouts, so the real run ends soon.
+		r := readRun(func(s *model.ReadScenario) {
+			s.Clients, s.Ops = 2, 50
+			shortTimeouts(s, 20*time.Millisecond)
+		})
+		res, err := runScenario("read", r, runOptions{world: world, seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", world, err)
+		}
+		stdout, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			CPU     float64 `json:"cpu_us_per_op"`
+			Outside float64 `json:"outside_callbacks_cpu_us_per_op"`
+			Threads []threadRow
+		}
+		if err := json.Unmarshal(stdout, &got); err != nil {
+			t.Fatal(err)
+		}
+		perOp[world] = map[string]float64{}
+		sum := got.Outside
+		for _, r := range got.Threads {
+			perOp[world][r.Thread] = r.CallbacksPerOp
+			sum += r.USPerOp
+			if r.CallbacksPerOp <= 0 || r.USPerCallback <= 0 {
+				t.Errorf("%s: %+v", world, r)
+			}
+		}
+		if math.Abs(sum-got.CPU) > 1e-6*got.CPU {
+			t.Errorf("%s: threads and outside add up to %.3f µs an op, the run's CPU is %.3f", world, sum, got.CPU)
+		}
+		if got.Outside <= 0 {
+			t.Errorf("%s: %.1f µs an op outside callbacks: the wake-ups cost something", world, got.Outside)
+		}
+	}
+	for _, kind := range []string{"client/main", "datanode/selector", "datanode/worker"} {
+		s, r := perOp["sim"][kind], perOp["real"][kind]
+		if s <= 0 || r < 0.75*s || r > 1.33*s {
+			t.Errorf("%s: %.2f callbacks an op in sim, %.2f in real", kind, s, r)
+		}
 	}
 }

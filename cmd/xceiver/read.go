@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"time"
 
 	"xceiver/model"
@@ -79,8 +80,9 @@ func procCPU(p model.Process) time.Duration {
 }
 
 func (r readRunner) run(w model.World) (result, error) {
+	var threads func(ops int) ([]threadRow, time.Duration)
 	s := r.s
-	s.CPUTime = worldCPU(w)
+	s.CPUTime, threads = windowThreads(w, worldCPU(w))
 	s.ProcessCPU = procCPU
 	res, err := model.RunRead(w, s, 24*time.Hour)
 	if err != nil {
@@ -88,6 +90,7 @@ func (r readRunner) run(w model.World) (result, error) {
 	}
 	st := res.Latencies.Summarize()
 	perOp := func(d time.Duration) float64 { return us(d) / float64(max(res.Ops, 1)) }
+	kinds, inKinds := threads(res.Ops)
 	return result{
 		{"ops", res.Ops},
 		{"server", string(r.s.Server.Mode)}, {"clients", r.s.Clients}, {"read_size", r.s.ReadSize},
@@ -106,6 +109,11 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"server_cpu_us_per_op", perOp(res.ServerCPU)},
 		{"client_cpu_us_per_op", perOp(res.ClientCPU)},
 		{"other_cpu_us_per_op", perOp(res.CPU - res.ServerCPU - res.ClientCPU)},
+		// The same CPU by kind of thread, callbacks and work items only
+		// in both worlds, and what was spent outside them (wake-ups,
+		// the scheduler, the poller; real: with GC).
+		{"threads", kinds},
+		{"outside_callbacks_cpu_us_per_op", perOp(res.CPU - inKinds)},
 		{"server_peak_fds", res.ServerPeakFDs},
 		{"server_peak_threads", res.ServerPeakThr},
 		{"server_peak_open_block_files", res.PeakBlockFiles},
@@ -118,4 +126,57 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"leaked_server_fds", res.ServerEndFDs - res.ServerBaselineFDs},
 		{"leaked_client_fds", res.ClientEndFDs},
 	}, nil
+}
+
+// threadRow is one kind of thread's share of a run's CPU (model.ThreadCPU)
+// per op.
+type threadRow struct {
+	Thread         string  `json:"thread"`
+	CallbacksPerOp float64 `json:"callbacks_per_op"`
+	USPerCallback  float64 `json:"cpu_us_per_callback"`
+	USPerOp        float64 `json:"cpu_us_per_op"`
+}
+
+// String is the row as run prints it.
+func (t threadRow) String() string {
+	return fmt.Sprintf("%.2f callbacks/op × %.1f µs = %.1f µs/op", t.CallbacksPerOp, t.USPerCallback, t.USPerOp)
+}
+
+// windowThreads wraps cpu, a scenario's CPUTime, which the scenario reads
+// as its measurement window opens and as it closes: each read also takes
+// the world's CPU by kind of thread (sim.World.ThreadCPU,
+// real.World.ThreadCPU). rows then gives each kind that ran a callback in
+// the window, per op, and their CPU together. A world that does not
+// count them (real without AccountCPU) gives none.
+func windowThreads(w model.World, cpu func() time.Duration) (wrapped func() time.Duration, rows func(ops int) ([]threadRow, time.Duration)) {
+	tw, _ := w.(interface{ ThreadCPU() []model.ThreadCPU })
+	var snaps [][]model.ThreadCPU
+	wrapped = func() time.Duration {
+		if tw != nil {
+			snaps = append(snaps, tw.ThreadCPU())
+		}
+		return cpu()
+	}
+	rows = func(ops int) ([]threadRow, time.Duration) {
+		if len(snaps) < 2 {
+			return nil, 0
+		}
+		before := map[string]model.ThreadCPU{}
+		for _, t := range snaps[0] {
+			before[t.Thread] = t
+		}
+		var out []threadRow
+		var total time.Duration
+		n := float64(max(ops, 1))
+		for _, t := range snaps[len(snaps)-1] {
+			cbs, d := t.Callbacks-before[t.Thread].Callbacks, t.CPU-before[t.Thread].CPU
+			if cbs <= 0 {
+				continue
+			}
+			total += d
+			out = append(out, threadRow{Thread: t.Thread, CallbacksPerOp: float64(cbs) / n, USPerCallback: us(d) / float64(cbs), USPerOp: us(d) / n})
+		}
+		return out, total
+	}
+	return wrapped, rows
 }

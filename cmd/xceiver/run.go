@@ -374,6 +374,12 @@ func printResult(w io.Writer, res result, asJSON bool) {
 		if f.val == nil {
 			continue // a field this world has no value for (a real run's events)
 		}
+		if rows, ok := f.val.([]threadRow); ok {
+			for _, t := range rows {
+				fmt.Fprintf(tw, "thread %s\t%s\n", t.Thread, t)
+			}
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\n", f.key, formatValue(f.val))
 	}
 	tw.Flush()
