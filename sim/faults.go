@@ -223,9 +223,12 @@ func (f *filler) kill() { f.dead = true }
 // are skipped). It reports how many it opened.
 func (p *Process) FDPressure(leave int) (release func(), n int) {
 	p.w.fault(p.name, 0, fmt.Sprintf("fd-pressure leave %d", leave))
+	// The fillers in one array: a pressure fault opens hundreds.
+	fills := make([]filler, max(p.fds.limit-leave-p.fds.open, 0))
 	var fs []*filler
-	for p.fds.open < p.fds.limit-leave {
-		f := &filler{p: p, gen: p.gen}
+	for i := range fills {
+		f := &fills[i]
+		*f = filler{p: p, gen: p.gen}
 		fd, err := p.allocFD(model.FDFile, f)
 		if err != nil {
 			break

@@ -1639,8 +1639,34 @@ func (wp *WorkerPool) dispatch() {
 		if len(wp.queue) == 0 {
 			wp.p.cpu.idle(c, end)
 		}
-		gen := wp.gen
-		w.post(end, func() {
+		w.post(end, w.workDone(wp, it))
+	}
+}
+
+// workDone is a pooled completion of a work item (as delivery is of a
+// segment): checking a case hands workers hundreds of thousands of
+// items, and a closure each was a tenth of its allocations.
+type workDone struct {
+	wp  *WorkerPool
+	gen int
+	it  workItem
+	run func()
+}
+
+// workDone is the event that completes item it of wp: the item's done
+// callback queues on the loop that submitted it, unless the process
+// restarted meanwhile.
+func (w *World) workDone(wp *WorkerPool, it workItem) func() {
+	var d *workDone
+	if n := len(w.freeWorkDone); n > 0 {
+		d = w.freeWorkDone[n-1]
+		w.freeWorkDone = w.freeWorkDone[:n-1]
+	} else {
+		d = &workDone{}
+		d.run = func() {
+			wp, gen, it := d.wp, d.gen, d.it
+			*d = workDone{run: d.run}
+			w.freeWorkDone = append(w.freeWorkDone, d)
 			if gen != wp.p.gen {
 				return
 			}
@@ -1648,8 +1674,10 @@ func (wp *WorkerPool) dispatch() {
 			if it.done != nil {
 				it.loop.enqueue(task{fn: it.done})
 			}
-		})
+		}
 	}
+	d.wp, d.gen, d.it = wp, wp.gen, it
+	return d.run
 }
 
 // Size implements model.WorkerPool.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"xceiver/model"
@@ -1330,7 +1331,7 @@ func (w *World) dialTCP(p *Process, addr string, l *Loop, h model.Handler) (mode
 		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
 	}
 	w.nextPort++
-	c := w.newTCPConn(p, fmt.Sprintf("%s:%d", p.name, w.nextPort), addr)
+	c := w.newTCPConn(p, p.name+":"+strconv.Itoa(w.nextPort), addr)
 	c.fd = fd
 	c.state = tcpSynSent
 	p.setFDObject(fd, c)

@@ -296,6 +296,7 @@ type World struct {
 	// Recycled fire-and-forget events and segment carriers (see post).
 	freeEvents     []*event
 	freeDeliveries []*delivery
+	freeWorkDone   []*workDone
 	freeSndArrays  [sndArrayClasses][]*sndArray
 	freeShared     []*sndArray // headers of shared arrays (WriteShared)
 	arena          *Arena      // see UseArena
