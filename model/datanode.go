@@ -1503,7 +1503,6 @@ func (j *packetJob) build(p Process, buf []byte) ([]byte, error) {
 		if err != nil {
 			return buf, err
 		}
-		p.CPU(CPUChecksum, j.n)
 		seq++
 	}
 	if j.last {

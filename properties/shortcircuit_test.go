@@ -78,7 +78,7 @@ func TestSCAppendAfterLostReplace(t *testing.T) {
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
-	want := map[uint64]string{24470: "dc479d514ce2f9c4", 43776: "0df324b232754009"}
+	want := map[uint64]string{24470: "20f0d2131e25c373", 43776: "89349466cd08af7f"}
 	for _, c := range cases {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
@@ -128,7 +128,10 @@ func TestSCAppendedBases(t *testing.T) {
 // still in flight (it applied, then its answer came 8µs after the read
 // ended), and the harness checked the read at once, against the changes
 // that had returned. testdata/sc-read-during-change-case.json is the
-// shrunk case; it must pass, with the same events.
+// shrunk case; it must pass, with the same events. (Shrunk again when the
+// datanode stopped charging a checksum it does not compute on reads: the
+// old case no longer raced. The harness without the wait for changes in
+// flight fails this one: read 12 of block 1, stale.)
 func TestSCReadDuringChange(t *testing.T) {
 	b, err := os.ReadFile("testdata/sc-read-during-change-case.json")
 	if err != nil {
@@ -145,7 +148,7 @@ func TestSCReadDuringChange(t *testing.T) {
 	if r.Property != "" {
 		t.Errorf("%s: %s", r.Property, r.Message)
 	}
-	if r.Events != 2443 || r.TraceHash != "c22d5432105d86b8" {
-		t.Errorf("%d events, hash %s; want 2443, c22d5432105d86b8 (the run itself must not change)", r.Events, r.TraceHash)
+	if r.Events != 2443 || r.TraceHash != "38c016c0e7efb619" {
+		t.Errorf("%d events, hash %s; want 2443, 38c016c0e7efb619 (the run itself must not change)", r.Events, r.TraceHash)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"xceiver/properties"
 )
 
 // check --bug HDFS-6750 finds the bug at seed 1 and writes a trace that
@@ -27,10 +28,10 @@ func TestCheckSC(t *testing.T) {
 // A malformed short-circuit trace is refused with one line and exit 2.
 func TestReplayBadSCTrace(t *testing.T) {
 	for name, body := range map[string]string{
-		"garbage":  `{"format":"xceiver-sc-trace/6","sc_case":`,
-		"invalid":  `{"format":"xceiver-sc-trace/6","sc_case":{"seed":1,"shards":0,"capacity":1,"readers":1}}`,
+		"garbage":  `{"format":"` + properties.SCTraceFormat + `","sc_case":`,
+		"invalid":  `{"format":"` + properties.SCTraceFormat + `","sc_case":{"seed":1,"shards":0,"capacity":1,"readers":1}}`,
 		"old":      `{"format":"xceiver-sc-trace/2","sc_case":{"seed":1,"shards":1,"capacity":1,"readers":1}}`,
-		"wrong op": `{"format":"xceiver-sc-trace/6","sc_case":{"seed":1,"shards":1,"capacity":1,"readers":1,"ops":[{"op":"x","block":1}]}}`,
+		"wrong op": `{"format":"` + properties.SCTraceFormat + `","sc_case":{"seed":1,"shards":1,"capacity":1,"readers":1,"ops":[{"op":"x","block":1}]}}`,
 	} {
 		path := filepath.Join(t.TempDir(), "t.json")
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
