@@ -459,14 +459,17 @@ func ThreadKind(process, thread string) string {
 	return dropNumber(process) + "/" + dropNumber(thread)
 }
 
-// dropNumber drops a trailing "-N" from name.
+// dropNumber drops the trailing "-N" parts of name ("reader-3-7" is
+// "reader").
 func dropNumber(name string) string {
-	i := len(name)
-	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
-		i--
+	for {
+		i := len(name)
+		for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+			i--
+		}
+		if i == len(name) || i < 2 || name[i-1] != '-' {
+			return name
+		}
+		name = name[:i-1]
 	}
-	if i < len(name) && i > 1 && name[i-1] == '-' {
-		return name[:i-1]
-	}
-	return name
 }

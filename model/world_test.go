@@ -30,6 +30,7 @@ func TestThreadKindDropsNumbers(t *testing.T) {
 		{"dn2", "worker", "dn2/worker"}, // a number not after a dash is the name's
 		{"-1", "a-b", "-1/a-b"},         // nothing before the dash: kept
 		{"client-", "main-x1", "client-/main-x1"},
+		{"client-3", "reader-3-7", "client/reader"},
 	} {
 		if got := ThreadKind(c.process, c.thread); got != c.want {
 			t.Errorf("ThreadKind(%q, %q) = %q, want %q", c.process, c.thread, got, c.want)

@@ -522,9 +522,12 @@ func (w *World) threadKind(p *Process, name string) *model.ThreadCPU {
 }
 
 // ThreadCPU is the modelled CPU each kind of thread has spent in
-// callbacks so far, sorted by kind (model.ThreadCPU). A woken thread's
-// wake-up (CPUConfig.WakeupCPU), a spawn and a thread's start are outside
-// every callback, as in the real world.
+// callbacks so far, sorted by kind (model.ThreadCPU): what the callbacks
+// themselves did (a spawn or a thread's start included, in the callback
+// that made it). What the real world's accounting of a callback leaves
+// out is left out here too: the thread's dispatch (CPUConfig.Callback,
+// CallbackByConns), the accounting itself (Account) and a woken thread's
+// wake-up (WakeupCPU).
 func (w *World) ThreadCPU() []model.ThreadCPU {
 	out := make([]model.ThreadCPU, 0, len(w.threadKinds))
 	for _, tc := range w.threadKinds {
@@ -1051,10 +1054,11 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	t.woken = false
 	p.active++
 	p.epoch++
-	w.charge(w.cfg.CPU.Callback + w.callbackByConns())
-	if w.cfg.CPU.Account > 0 {
-		w.charge(w.cfg.CPU.Account)
-	}
+	// The dispatch and the accounting: the thread's, but outside the
+	// callback proper (in the real world they run around what its
+	// accounting measures), so not its kind's (ThreadCPU).
+	dispatch := w.cfg.CPU.Callback + w.callbackByConns() + w.cfg.CPU.Account
+	w.charge(dispatch)
 	t.inCB = true
 	fn()
 	t.inCB = false
@@ -1069,7 +1073,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	used := end - start - w.sliceWait - w.waited
 	p.cpuTime += used
 	t.kind.Callbacks++
-	t.kind.CPU += used
+	t.kind.CPU += used - dispatch
 	w.sliceWait = 0
 	t.busyUntil = end
 	p.cpu.cores[core] = end - w.waited

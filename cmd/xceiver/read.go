@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"time"
 
 	"xceiver/model"
@@ -91,7 +92,7 @@ func (r readRunner) run(w model.World) (result, error) {
 	st := res.Latencies.Summarize()
 	perOp := func(d time.Duration) float64 { return us(d) / float64(max(res.Ops, 1)) }
 	kinds, inKinds := threads(res.Ops)
-	return result{
+	out := result{
 		{"ops", res.Ops},
 		{"server", string(r.s.Server.Mode)}, {"clients", r.s.Clients}, {"read_size", r.s.ReadSize},
 		{"nodelay", r.s.Server.NoDelay}, {"keepalive", r.s.Server.Keepalive.String()},
@@ -110,8 +111,10 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"client_cpu_us_per_op", perOp(res.ClientCPU)},
 		{"other_cpu_us_per_op", perOp(res.CPU - res.ServerCPU - res.ClientCPU)},
 		// The same CPU by kind of thread, callbacks and work items only
-		// in both worlds, and what was spent outside them (wake-ups,
-		// the scheduler, the poller; real: with GC).
+		// in both worlds, and what was spent outside them: each
+		// thread's dispatch and accounting, wake-ups; in real Go's
+		// scheduler, poller and GC too. (Left out where the world
+		// counts no kinds: real without AccountCPU.)
 		{"threads", kinds},
 		{"outside_callbacks_cpu_us_per_op", perOp(res.CPU - inKinds)},
 		{"server_peak_fds", res.ServerPeakFDs},
@@ -125,7 +128,13 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"dead_peer_retries", res.ClientStats.Retries},
 		{"leaked_server_fds", res.ServerEndFDs - res.ServerBaselineFDs},
 		{"leaked_client_fds", res.ClientEndFDs},
-	}, nil
+	}
+	if kinds == nil {
+		out = slices.DeleteFunc(out, func(f field) bool {
+			return f.key == "threads" || f.key == "outside_callbacks_cpu_us_per_op"
+		})
+	}
+	return out, nil
 }
 
 // threadRow is one kind of thread's share of a run's CPU (model.ThreadCPU)
