@@ -1,5 +1,7 @@
 package sim
 
+import "time"
+
 // Arena carries a finished world's send-buffer arrays to the next world.
 // check runs thousands of short worlds one after another; without an
 // arena each starts with empty free lists and allocates (and zeroes) the
@@ -80,6 +82,9 @@ func (w *World) fromArena(c int) *sndArray {
 // as make's, since the data path's memory bounds count capacities.
 func (p *Process) NewBuffer(n int) []byte {
 	w := p.w
+	// What the real world pays for the allocation (an arena's reuse is
+	// the simulator's own saving, not the data path's).
+	w.charge(time.Duration(int64(n) * int64(w.cfg.CPU.AllocPerKB) / 1024))
 	c := sndArrayClass(n)
 	if w.arena == nil || c >= sndArrayClasses {
 		return make([]byte, 0, n)

@@ -492,6 +492,35 @@ func TestCompareAccountAndSpawnCharges(t *testing.T) {
 	}
 }
 
+// A buffer the data path allocates costs its callback AllocPerKB a KiB,
+// arena or not (reuse across worlds is the simulator's saving only).
+func TestAllocPerKBChargesTheAllocatingCallback(t *testing.T) {
+	for _, arena := range []bool{false, true} {
+		run := func(alloc time.Duration) time.Duration {
+			cfg := DefaultConfig(1)
+			cfg.CPU.AllocPerKB = alloc
+			w := New(cfg)
+			if arena {
+				w.UseArena(&Arena{})
+			}
+			proc, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+				p.MainLoop().Post(func() { p.(*Process).NewBuffer(66 << 10) })
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.RunFor(10 * ms)
+			return proc.(*Process).CPUTime()
+		}
+		if d := run(2*us) - run(0); d != 132*us {
+			t.Errorf("arena %v: a 66 KiB buffer at 2µs a KiB cost %v more, want 132µs", arena, d)
+		}
+	}
+	if c := DefaultProfile().CPU(); c.AllocPerKB != ns(DefaultProfile().AllocPerKBNs) || c.AllocPerKB <= 0 {
+		t.Errorf("alloc_per_kb_ns %v mapped to %v", DefaultProfile().AllocPerKBNs, c.AllocPerKB)
+	}
+}
+
 // StackBalance: work handed to an idle worker while the handing core is
 // busy waits behind that core — until its thread runs out of work, or
 // StackBalance passes — instead of starting on the idle core at once, as

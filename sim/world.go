@@ -203,6 +203,13 @@ type CPUConfig struct {
 	// every byte it read with the block's content, out of cache). Zero in
 	// the hand-set defaults.
 	ComparePerKB time.Duration
+	// AllocPerKB is the CPU per KiB of a buffer the data path allocates
+	// (model.BufferSource: a threaded connection's packet buffer for
+	// each request, a pool's buffer the first time): Go's large
+	// allocation, its pages faulted in and the collector's share,
+	// charged to the allocating callback. Zero in the hand-set
+	// defaults.
+	AllocPerKB time.Duration
 	// Account is what the real world's CPU accounting adds to each
 	// callback and work item (real.Config.AccountCPU: two reads of the
 	// thread's CPU clock, the thread locked in between), charged only

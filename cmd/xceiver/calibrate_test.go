@@ -50,6 +50,10 @@ func TestCalibrateWritesAProfileTheSimLoads(t *testing.T) {
 	if p.ComparePerKBNs <= 0 || p.LoopStartNs <= 0 || p.SpawnNs <= p.LoopStartNs || p.AccountCPUNs < 0 {
 		t.Errorf("compare %v ns/KiB, spawn %v ns, loop start %v ns, accounting %v ns", p.ComparePerKBNs, p.SpawnNs, p.LoopStartNs, p.AccountCPUNs)
 	}
+	// A large buffer allocated and dropped costs something.
+	if p.AllocPerKBNs <= 0 {
+		t.Errorf("allocation %v ns/KiB, want a cost", p.AllocPerKBNs)
+	}
 	// Goroutine pairs handing 32 KiB back and forth get some of the
 	// cores, no more than there are, and their threads wait in a run
 	// queue now and then (Linux keeps schedstat for every thread).
