@@ -21,9 +21,12 @@ type check struct {
 	// runs once in sim and once in real.
 	runs []runner
 	rows func(sim, real []result) []row
-	// noisy checks have their real runs repeated (validate --repeat):
-	// single real runs of the same point vary by about as much as the
-	// tolerance on a shared machine, so their rows compare the median.
+	// noisy checks have their runs repeated (validate --repeat): single
+	// real runs of the same point vary by about as much as the tolerance
+	// on a shared machine, and sim runs of it with other seeds by up to
+	// half that (run read, 8 clients, 32 KiB: p50 372 to 495 µs over
+	// seeds 1 to 6), so their rows compare the medians: of the real
+	// runs, and of sim runs with seeds S, S+1, ….
 	noisy bool
 }
 
@@ -37,10 +40,14 @@ type row struct {
 	Tolerance string  `json:"tolerance"`
 	Pass      bool    `json:"pass"`
 	// RealRuns, RealMin and RealMax: how many real runs the median Real
-	// is of, and the lowest and highest of them (noisy checks only).
+	// is of, and the lowest and highest of them; SimRuns, SimMin and
+	// SimMax the same of the sim runs, one a seed (noisy checks only).
 	RealRuns int     `json:"real_runs,omitempty"`
 	RealMin  float64 `json:"real_min,omitempty"`
 	RealMax  float64 `json:"real_max,omitempty"`
+	SimRuns  int     `json:"sim_runs,omitempty"`
+	SimMin   float64 `json:"sim_min,omitempty"`
+	SimMax   float64 `json:"sim_max,omitempty"`
 }
 
 func num(r result, key string) float64 {
@@ -328,7 +335,7 @@ func validateCommand() *command {
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
-			repeat := c.fs.Int("repeat", 7, "run each real point of read-scale-32k, read-scale-64k and loop-pairs `N` times and compare the median (single real runs vary by about the tolerance)")
+			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, in sim with seeds S to S+N-1, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -386,29 +393,28 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 		if c.noisy {
 			reps = repeat
 		}
-		var sims []result
-		reals := make([][]result, reps) // reals[k][i]: the k-th real run of c.runs[i]
+		// sims[k][i], reals[k][i]: the k-th run of c.runs[i] in each
+		// world (in sim, with seed+k).
+		sims, reals := make([][]result, reps), make([][]result, reps)
 		for _, world := range []string{"sim", "real"} {
-			n := 1
-			if world == "real" {
-				n = reps
-			}
 			times := ""
-			if n > 1 {
-				times = fmt.Sprintf(" (%d times)", n)
+			if reps > 1 && world == "sim" {
+				times = fmt.Sprintf(" (seeds %d to %d)", seed, seed+uint64(reps)-1)
+			} else if reps > 1 {
+				times = fmt.Sprintf(" (%d times)", reps)
 			}
 			fmt.Fprintf(stderr, "validate: %s in %s%s…\n", c.desc, world, times)
 			start := time.Now()
 			// Repeats go round all the runs, so a slow moment of a
 			// shared machine falls on different points.
-			for k := 0; k < n; k++ {
+			for k := 0; k < reps; k++ {
 				for _, r := range c.runs {
-					res, err := runScenario(c.name, r, runOptions{world: world, seed: seed, profile: profile})
+					res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile})
 					if err != nil {
 						return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
 					}
 					if world == "sim" {
-						sims = append(sims, res)
+						sims[k] = append(sims[k], res)
 					} else {
 						reals[k] = append(reals[k], res)
 					}
@@ -438,11 +444,14 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 			if !r.Pass {
 				verdict = "OUT"
 			}
-			real := cell(r.Real)
+			sim, real := cell(r.Sim), cell(r.Real)
+			if r.SimRuns > 1 {
+				sim += " [" + cell(r.SimMin) + "–" + cell(r.SimMax) + "]"
+			}
 			if r.RealRuns > 1 {
 				real += " [" + cell(r.RealMin) + "–" + cell(r.RealMax) + "]"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Metric, cell(r.Sim), real, r.Compare, r.Tolerance, verdict)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Metric, sim, real, r.Compare, r.Tolerance, verdict)
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
@@ -453,25 +462,29 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 	return exitOK
 }
 
-// compareRepeats builds c's rows from one sim run of each of its runs and
-// one or more real runs (reals[k][i] is the k-th of run i). With several,
-// each real figure is the median of its runs, metric by metric, and the
-// row carries their lowest and highest.
-func compareRepeats(c check, sims []result, reals [][]result) []row {
+// compareRepeats builds c's rows from one or more runs of each of its
+// runs in each world (sims[k][i] and reals[k][i] are the k-th of run i).
+// With several, each figure is the median of its runs, metric by metric,
+// and the row carries their lowest and highest on each side.
+func compareRepeats(c check, sims, reals [][]result) []row {
 	if len(reals) == 1 {
-		return c.rows(sims, reals[0])
+		return c.rows(sims[0], reals[0])
 	}
-	med := make([]result, len(c.runs))
-	for i := range c.runs {
-		runs := make([]result, len(reals))
-		for k := range reals {
-			runs[k] = reals[k][i]
+	median := func(all [][]result) []result {
+		med := make([]result, len(c.runs))
+		for i := range c.runs {
+			runs := make([]result, len(all))
+			for k := range all {
+				runs[k] = all[k][i]
+			}
+			med[i] = medianResult(runs)
 		}
-		med[i] = medianResult(runs)
+		return med
 	}
-	out := c.rows(sims, med)
+	simMed, realMed := median(sims), median(reals)
+	out := c.rows(simMed, realMed)
 	for k := range reals {
-		for j, r := range c.rows(sims, reals[k]) {
+		for j, r := range c.rows(simMed, reals[k]) {
 			if k == 0 || r.Real < out[j].RealMin {
 				out[j].RealMin = r.Real
 			}
@@ -480,8 +493,18 @@ func compareRepeats(c check, sims []result, reals [][]result) []row {
 			}
 		}
 	}
+	for k := range sims {
+		for j, r := range c.rows(sims[k], realMed) {
+			if k == 0 || r.Sim < out[j].SimMin {
+				out[j].SimMin = r.Sim
+			}
+			if k == 0 || r.Sim > out[j].SimMax {
+				out[j].SimMax = r.Sim
+			}
+		}
+	}
 	for j := range out {
-		out[j].RealRuns = len(reals)
+		out[j].RealRuns, out[j].SimRuns = len(reals), len(sims)
 	}
 	return out
 }

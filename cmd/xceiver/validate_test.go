@@ -31,7 +31,12 @@ func TestCompareRepeatsJudgesTheMedianAndShowsTheSpread(t *testing.T) {
 		},
 		noisy: true,
 	}
-	sims := []result{{{"throughput_mbps", 100.0}}}
+	// Three seeds: one lucky, the median is the sim's figure.
+	sims := [][]result{
+		{{{"throughput_mbps", 100.0}}},
+		{{{"throughput_mbps", 130.0}}},
+		{{{"throughput_mbps", 90.0}}},
+	}
 	// One slow run of three: alone it is out of tolerance, the median is not.
 	reals := [][]result{
 		{{{"throughput_mbps", 95.0}}},
@@ -46,8 +51,12 @@ func TestCompareRepeatsJudgesTheMedianAndShowsTheSpread(t *testing.T) {
 	if r.Real != 95 || r.RealMin != 50 || r.RealMax != 110 || r.RealRuns != 3 || !r.Pass {
 		t.Errorf("row = %+v, want real 95 [50–110] of 3 runs, passing", r)
 	}
-	one := compareRepeats(c, sims, reals[1:2])[0]
-	if one.Pass || one.RealRuns != 0 {
+	if r.Sim != 100 || r.SimMin != 90 || r.SimMax != 130 || r.SimRuns != 3 {
+		t.Errorf("row = %+v, want sim 100 [90–130] of 3 seeds", r)
+	}
+	// The lucky seed alone against the slow run: out, and no spread.
+	one := compareRepeats(c, sims[1:2], reals[1:2])[0]
+	if one.Pass || one.RealRuns != 0 || one.SimRuns != 0 || one.Sim != 130 {
 		t.Errorf("a single slow run: %+v, want out of tolerance and no spread", one)
 	}
 }
