@@ -29,8 +29,8 @@ type DatanodeConfig struct {
 	Mode      ServerMode
 	Selectors int // reactor selector loops
 	Workers   int // reactor worker threads
-	// InlineIO has each selector read and checksum packets itself, with no
-	// worker pool: HDFS-918's later design, one selector per worker
+	// InlineIO has each selector build packets itself (read their data or
+	// stored checksums), with no worker pool: HDFS-918's later design, one selector per worker
 	// thread handling writable connections inline.
 	InlineIO  bool
 	PoolMax   int           // open block-file fds in the handle pool

@@ -20,9 +20,10 @@ import (
 // read protocol (token checked, response, packets, the client's status,
 // keep-alive), so the same clients measure both.
 type GoServer struct {
-	// Verify checks each chunk's CRC32C before sending it, as the datanode
-	// does; without it the stored checksums go out unchecked (the client
-	// verifies either way).
+	// Verify checks each chunk's CRC32C before sending it, work the
+	// datanode does not do (it sends the stored checksums unchecked, as
+	// HDFS's BlockSender does, so the server without Verify is its like
+	// for like); the client verifies either way.
 	Verify bool
 	// Keepalive closes a connection idle this long between requests
 	// (0: the datanode's default).

@@ -135,8 +135,8 @@ type Profile struct {
 	SpawnNs     float64 `json:"spawn_ns,omitempty"`
 	LoopStartNs float64 `json:"loop_start_ns,omitempty"`
 	// AllocPerKBNs is the process CPU per KiB of a buffer the size of a
-	// threaded connection's per-request packet buffer, allocated, a 32
-	// KiB packet written into it and dropped, with 16 MiB live: Go's
+	// threaded connection's per-request packet buffer, allocated, the
+	// pages of its first 32 KiB written and dropped, with 16 MiB live: Go's
 	// large allocation, its pages faulted in again and the collector's
 	// share (0: not measured).
 	AllocPerKBNs float64 `json:"alloc_per_kb_ns,omitempty"`

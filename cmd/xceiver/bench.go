@@ -260,7 +260,9 @@ func (r parallelReadRunner) run(w model.World) (result, error) {
 
 // benchHDFS918 runs the read servers side by side. In the real world
 // that includes real.GoServer, plain Go (a goroutine per net.Conn, ReadAt
-// from shared files) without and with the CRC32C work, which the reactor
+// from shared files) without and with CRC32C work the datanode does not
+// do (it sends stored checksums unchecked: go-server is the like for
+// like, go-server-crc shows what checking would cost), which the reactor
 // is measured against: its throughput and CPU per MB (the whole process,
 // the same clients every time) as ratios to the reference's.
 //

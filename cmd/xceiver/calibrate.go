@@ -908,8 +908,9 @@ func compareCost() float64 {
 
 // allocCost is the process CPU per KiB of the buffer a threaded
 // connection allocates for each request (model.PacketHeaderLen +
-// model.MaxPacketLen + 64 bytes, as HDFS's BlockSender does), a 32 KiB
-// packet written into it, then dropped, with 16 MiB live as run read's
+// model.MaxPacketLen + 64 bytes, as HDFS's BlockSender does), a byte
+// written in each page of its first 32 KiB (which a 32 KiB packet
+// written into it faults in), then dropped, with 16 MiB live as run read's
 // block contents are: Go's large allocation, the pages its scavenger
 // gave back faulted in again, the collector's share. Process CPU, for the
 // collector runs on other threads; the median of three rounds of 5000.

@@ -26,7 +26,7 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.IntVar(&s.Server.PoolMax, "pool-max", s.Server.PoolMax, "open block-file fds in the handle pool")
 	fs.IntVar(&s.Server.Selectors, "selectors", s.Server.Selectors, "reactor selector loops")
 	fs.IntVar(&s.Server.Workers, "workers", s.Server.Workers, "reactor workers")
-	fs.BoolVar(&s.Server.InlineIO, "inline-io", false, "reactor selectors read and checksum packets themselves (no worker pool)")
+	fs.BoolVar(&s.Server.InlineIO, "inline-io", false, "reactor selectors build packets themselves (no worker pool)")
 	fs.BoolVar(&s.Server.NoTransferTo, "no-transfer-to", false, "the datanode copies reads through a buffer instead of sending their data with sendfile")
 	fs.IntVar(&s.Client.CacheCapacity, "cache-capacity", s.Client.CacheCapacity, "client peer cache capacity")
 	fs.DurationVar(&s.Client.CacheExpiry, "cache-expiry", s.Client.CacheExpiry, "client peer cache expiry")

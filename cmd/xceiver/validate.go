@@ -333,9 +333,9 @@ func validateCommand() *command {
 		setup: func(c *call) func([]string) int {
 			only := c.fs.String("scenario", "", "run only the check `NAME` ("+checkNames()+")")
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
-			seed := c.fs.Uint64("seed", 1, "seed `S` of the simulated runs")
+			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
-			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, in sim with seeds S to S+N-1, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
+			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
