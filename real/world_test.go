@@ -414,9 +414,10 @@ func TestLeakCheck(t *testing.T) {
 	}
 }
 
-// With AccountCPU a process is charged what its own callbacks and work
-// spent, and nothing of another process's.
-func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
+// accountingWorld is a world that accounts each callback's CPU
+// (Config.AccountCPU), closed when the test ends.
+func accountingWorld(t *testing.T) *World {
+	t.Helper()
 	w, err := New(Config{Seed: 1, Root: t.TempDir(), AccountCPU: true})
 	if err != nil {
 		t.Fatal(err)
@@ -426,10 +427,19 @@ func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
 			t.Errorf("World.Close: %v", err)
 		}
 	})
-	spin := func(d time.Duration) {
-		for t0 := threadCPU(); time.Duration(threadCPU()-t0) < d; {
-		}
+	return w
+}
+
+// spin burns d of the calling thread's CPU.
+func spin(d time.Duration) {
+	for t0 := threadCPU(); time.Duration(threadCPU()-t0) < d; {
 	}
+}
+
+// With AccountCPU a process is charged what its own callbacks and work
+// spent, and nothing of another process's.
+func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
+	w := accountingWorld(t)
 	busy := spawn(t, w, "busy", 0, func(p model.Process) {
 		spin(20 * time.Millisecond)
 		wp := p.NewWorkerPool("w", 1)
@@ -456,19 +466,7 @@ func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
 // ThreadCPU splits the accounted CPU by kind of thread, across processes
 // and numbered threads alike, and counts each callback and work item.
 func TestThreadCPUByKind(t *testing.T) {
-	w, err := New(Config{Seed: 1, Root: t.TempDir(), AccountCPU: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := w.Close(); err != nil {
-			t.Errorf("World.Close: %v", err)
-		}
-	})
-	spin := func(d time.Duration) {
-		for t0 := threadCPU(); time.Duration(threadCPU()-t0) < d; {
-		}
-	}
+	w := accountingWorld(t)
 	var procs []model.Process
 	left := 2
 	for _, name := range []string{"srv-1", "srv-2"} {
