@@ -463,9 +463,10 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 }
 
 // compareRepeats builds c's rows from one or more runs of each of its
-// runs in each world (sims[k][i] and reals[k][i] are the k-th of run i).
-// With several, each figure is the median of its runs, metric by metric,
-// and the row carries their lowest and highest on each side.
+// runs in each world (sims[k][i] and reals[k][i] are the k-th of run i;
+// as many of each). With several, each figure is the median of its runs,
+// metric by metric, and the row carries their lowest and highest on each
+// side.
 func compareRepeats(c check, sims, reals [][]result) []row {
 	if len(reals) == 1 {
 		return c.rows(sims[0], reals[0])
@@ -481,30 +482,19 @@ func compareRepeats(c check, sims, reals [][]result) []row {
 		}
 		return med
 	}
-	simMed, realMed := median(sims), median(reals)
-	out := c.rows(simMed, realMed)
+	out := c.rows(median(sims), median(reals))
+	// A row's sim figure is from the sim runs alone, its real figure
+	// from the real ones: the k-th runs of both give both spreads at once.
 	for k := range reals {
-		for j, r := range c.rows(simMed, reals[k]) {
-			if k == 0 || r.Real < out[j].RealMin {
-				out[j].RealMin = r.Real
+		for j, r := range c.rows(sims[k], reals[k]) {
+			o := &out[j]
+			if k == 0 {
+				o.SimMin, o.SimMax, o.RealMin, o.RealMax = r.Sim, r.Sim, r.Real, r.Real
 			}
-			if k == 0 || r.Real > out[j].RealMax {
-				out[j].RealMax = r.Real
-			}
+			o.SimMin, o.SimMax = min(o.SimMin, r.Sim), max(o.SimMax, r.Sim)
+			o.RealMin, o.RealMax = min(o.RealMin, r.Real), max(o.RealMax, r.Real)
+			o.SimRuns, o.RealRuns = len(sims), len(reals)
 		}
-	}
-	for k := range sims {
-		for j, r := range c.rows(sims[k], realMed) {
-			if k == 0 || r.Sim < out[j].SimMin {
-				out[j].SimMin = r.Sim
-			}
-			if k == 0 || r.Sim > out[j].SimMax {
-				out[j].SimMax = r.Sim
-			}
-		}
-	}
-	for j := range out {
-		out[j].RealRuns, out[j].SimRuns = len(reals), len(sims)
 	}
 	return out
 }
