@@ -742,22 +742,23 @@ func (r *scenarioRun) pairs() error {
 		// Half the runs read and write as on a Conn that is not sim's.
 		w = plainWorld{r.w}
 	}
-	procs := make(map[string]*sim.Process, s.Pairs+1)
+	// procs[i] is names[i]'s process, once it exists (the server first).
 	names := []string{"server"}
 	for i := range s.Pairs {
 		names = append(names, fmt.Sprintf("client-%d", i))
 	}
+	procs := make([]*sim.Process, len(names))
 	r.w.AfterEach(func() {
 		if r.prop != "" {
 			return
 		}
 		for i, name := range names {
-			p := procs[name]
+			p := procs[i]
 			if p == nil {
 				if p = r.w.Process(name); p == nil {
 					continue
 				}
-				procs[name] = p
+				procs[i] = p
 			}
 			bound := 1
 			if i == 0 {
