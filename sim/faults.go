@@ -223,18 +223,18 @@ func (f *filler) kill() { f.dead = true }
 // are skipped). It reports how many it opened.
 func (p *Process) FDPressure(leave int) (release func(), n int) {
 	p.w.fault(p.name, 0, fmt.Sprintf("fd-pressure leave %d", leave))
-	// The fillers in one array: a pressure fault opens hundreds.
+	// The fillers in one array: a pressure fault opens hundreds. fills
+	// ends as the ones opened.
 	fills := make([]filler, max(p.fds.limit-leave-p.fds.open, 0))
-	var fs []*filler
 	for i := range fills {
 		f := &fills[i]
 		*f = filler{p: p, gen: p.gen}
 		fd, err := p.allocFD(model.FDFile, f)
 		if err != nil {
+			fills = fills[:i]
 			break
 		}
 		f.fd = fd
-		fs = append(fs, f)
 	}
 	released := false
 	return func() {
@@ -242,14 +242,14 @@ func (p *Process) FDPressure(leave int) (release func(), n int) {
 			return
 		}
 		released = true
-		p.w.fault(p.name, 0, fmt.Sprintf("fd-pressure release %d", len(fs)))
-		for _, f := range fs {
-			if !f.dead && f.gen == p.gen {
+		p.w.fault(p.name, 0, fmt.Sprintf("fd-pressure release %d", len(fills)))
+		for i := range fills {
+			if f := &fills[i]; !f.dead && f.gen == p.gen {
 				f.dead = true
 				p.freeFD(f.fd)
 			}
 		}
-	}, len(fs)
+	}, len(fills)
 }
 
 // BusyUntil is when p's threads finish the callbacks and work items they
