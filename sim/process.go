@@ -1643,45 +1643,65 @@ func (wp *WorkerPool) dispatch() {
 		if len(wp.queue) == 0 {
 			wp.p.cpu.idle(c, end)
 		}
-		w.post(end, w.workDone(wp, it))
+		// (A pooled carrier: checking a case hands workers hundreds of
+		// thousands of items, and a closure each was a tenth of its
+		// allocations.)
+		w.post(end, w.workDone.bind(workDone{wp: wp, gen: wp.gen, it: it}))
 	}
 }
 
-// workDone is a pooled completion of a work item (as delivery is of a
-// segment): checking a case hands workers hundreds of thousands of
-// items, and a closure each was a tenth of its allocations.
+// workDone is the completion of a work item, due when the worker's
+// modelled time ends (World.workDone recycles it).
 type workDone struct {
 	wp  *WorkerPool
 	gen int
 	it  workItem
+}
+
+// complete is a completion's event: the item's done callback queues on
+// the loop that submitted it, unless the process restarted meanwhile.
+func (d workDone) complete() {
+	if d.gen != d.wp.p.gen {
+		return
+	}
+	d.wp.p.work--
+	if d.it.done != nil {
+		d.it.loop.enqueue(task{fn: d.it.done})
+	}
+}
+
+// carriers recycles the payloads of posted events: bind returns a func
+// bound once per carrier that runs fn on its payload, so posting one
+// allocates nothing once the pool has warmed up. The carrier is back in
+// the pool before fn runs, so fn may bind again; fn gets a copy (a
+// pointer to one would escape through fn, a heap copy per event).
+type carriers[T any] struct {
+	free []*carrier[T]
+	fn   func(T)
+}
+
+type carrier[T any] struct {
+	v   T
 	run func()
 }
 
-// workDone is the event that completes item it of wp: the item's done
-// callback queues on the loop that submitted it, unless the process
-// restarted meanwhile.
-func (w *World) workDone(wp *WorkerPool, it workItem) func() {
-	var d *workDone
-	if n := len(w.freeWorkDone); n > 0 {
-		d = w.freeWorkDone[n-1]
-		w.freeWorkDone = w.freeWorkDone[:n-1]
+func (cs *carriers[T]) bind(v T) func() {
+	var c *carrier[T]
+	if n := len(cs.free); n > 0 {
+		c = cs.free[n-1]
+		cs.free = cs.free[:n-1]
 	} else {
-		d = &workDone{}
-		d.run = func() {
-			wp, gen, it := d.wp, d.gen, d.it
-			*d = workDone{run: d.run}
-			w.freeWorkDone = append(w.freeWorkDone, d)
-			if gen != wp.p.gen {
-				return
-			}
-			wp.p.work--
-			if it.done != nil {
-				it.loop.enqueue(task{fn: it.done})
-			}
+		c = &carrier[T]{}
+		c.run = func() {
+			v := c.v
+			var zero T
+			c.v = zero
+			cs.free = append(cs.free, c)
+			cs.fn(v)
 		}
 	}
-	d.wp, d.gen, d.it = wp, wp.gen, it
-	return d.run
+	c.v = v
+	return c.run
 }
 
 // Size implements model.WorkerPool.

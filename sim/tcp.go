@@ -816,32 +816,23 @@ type softSeg struct {
 	s  segment
 }
 
-// delivery carries a segment to its receiver. Carriers and their events
-// are recycled, so a segment in flight costs no allocation.
+// delivery is a segment on its way to its receiver. Its carrier and
+// event are recycled (World.deliveries), so a segment in flight costs no
+// allocation.
 type delivery struct {
-	to  *tcpConn
-	s   segment
-	run func()
+	to *tcpConn
+	s  segment
 }
 
 func (w *World) deliver(at time.Duration, to *tcpConn, s segment) {
-	var d *delivery
-	if n := len(w.freeDeliveries); n > 0 {
-		d = w.freeDeliveries[n-1]
-		w.freeDeliveries = w.freeDeliveries[:n-1]
-	} else {
-		d = &delivery{}
-		d.run = func() {
-			to, s := d.to, d.s
-			d.to, d.s = nil, segment{}
-			w.freeDeliveries = append(w.freeDeliveries, d)
-			to.timedIn--
-			to.receive(&s)
-		}
-	}
-	d.to, d.s = to, s
 	to.timedIn++
-	w.post(at, d.run)
+	w.post(at, w.deliveries.bind(delivery{to: to, s: s}))
+}
+
+// arrive is a delivery's event.
+func (d delivery) arrive() {
+	d.to.timedIn--
+	d.to.receive(&d.s)
 }
 
 // freshWindow is __tcp_select_window before the no-shrink rule: free

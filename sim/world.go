@@ -302,15 +302,16 @@ type World struct {
 	fragRand  *rand.Rand // made by the first Fragment
 
 	trace traceState
-	// Recycled fire-and-forget events and segment carriers (see post).
-	freeEvents     []*event
-	freeDeliveries []*delivery
-	freeWorkDone   []*workDone
-	freeSndArrays  [sndArrayClasses][]*sndArray
-	freeShared     []*sndArray // headers of shared arrays (WriteShared)
-	arena          *Arena      // see UseArena
-	arrays         []*sndArray // every array taken while an arena is in use
-	bufs           [][]byte    // every model buffer handed out (NewBuffer) likewise
+	// Recycled fire-and-forget events (see post), and the carriers of
+	// segments and work items' completions (carriers).
+	freeEvents    []*event
+	deliveries    carriers[delivery]
+	workDone      carriers[workDone]
+	freeSndArrays [sndArrayClasses][]*sndArray
+	freeShared    []*sndArray // headers of shared arrays (WriteShared)
+	arena         *Arena      // see UseArena
+	arrays        []*sndArray // every array taken while an arena is in use
+	bufs          [][]byte    // every model buffer handed out (NewBuffer) likewise
 	// softq holds segments sent inline, waiting for softirq.
 	softq     []softSeg
 	inSoftirq bool
@@ -341,10 +342,12 @@ func New(cfg Config) *World {
 		cfg.CPU = DefaultCPUConfig()
 	}
 	w := &World{
-		fifoAt:   noEvent,
-		cfg:      cfg,
-		listen:   make(map[string]*listener),
-		nextPort: 40000,
+		fifoAt:     noEvent,
+		cfg:        cfg,
+		listen:     make(map[string]*listener),
+		nextPort:   40000,
+		deliveries: carriers[delivery]{fn: delivery.arrive},
+		workDone:   carriers[workDone]{fn: workDone.complete},
 	}
 	w.netRand = w.derivedRand("net")
 	w.diskRand = w.derivedRand("disk")
