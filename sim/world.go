@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -218,6 +219,31 @@ type CPUConfig struct {
 	// where the real run it is compared with accounts: run read (cmd).
 	// Zero in the hand-set defaults and in Profile.CPU.
 	Account time.Duration
+}
+
+// Scaled is c with every CPU cost multiplied by f and every latency
+// (how long a thread waits to be woken or to get a core back) kept: the
+// same machine running f times slower, as a shared virtual machine does
+// while its neighbours load the memory and caches it shares with them
+// (validate --cpu-scale). f of 1, or not above 0, changes nothing.
+func (c CPUConfig) Scaled(f float64) CPUConfig {
+	if f <= 0 || f == 1 {
+		return c
+	}
+	s := func(d *time.Duration) { *d = time.Duration(math.Round(float64(*d) * f)) }
+	for _, d := range []*time.Duration{
+		&c.Callback, &c.Syscall, &c.CopyPerKB, &c.ChecksumPerK, &c.Parse, &c.Inode, &c.Frame, &c.Token,
+		&c.Softirq, &c.ThreadStart, &c.Spawn, &c.WakeupCPU, &c.TCPSendPerKB, &c.TCPRecvPerKB, &c.TCPWake,
+		&c.TCPRead, &c.SendfilePerKB, &c.TCPRecvSplicedPerKB, &c.TCPDial, &c.TCPAccept,
+		&c.CallbackByConns[0], &c.CallbackByConns[1], &c.CallbackByConns[2],
+		&c.ComparePerKB, &c.AllocPerKB, &c.Account,
+	} {
+		s(d)
+	}
+	// Not scaled, for they are waits, not work: Wakeup, WakeupSpread,
+	// SliceOn, SliceOff, SyscallHold, SyscallHoldSpread, PollerWake,
+	// PollerWakeSpread, PollerMissed, StackBalance.
+	return c
 }
 
 // DefaultCPUConfig returns costs of a current x86 core, set by hand, with

@@ -114,7 +114,11 @@ func benchCommand() *command {
 			plot := c.fs.String("plot", "", "also draw the results as a self-contained SVG into `FILE`")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of simulated runs")
 			c.fs.StringVar(&benchProfile, "profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
+			c.fs.Float64Var(&benchCPUScale, "cpu-scale", 1, "multiply the simulated runs' CPU costs by `F`, their waits kept: the profile's machine F times slower (or faster, below 1)")
 			return func(rest []string) int {
+				if err := checkCPUScale(c, benchCPUScale, *world); err != nil {
+					return report(c.stderr, c.usagef("%v", err))
+				}
 				return benchMain(c, rest, *world, *asJSON, *seed, *plot)
 			}
 		},
@@ -130,8 +134,12 @@ func sortedExperimentNames() []string {
 	return names
 }
 
-// benchProfile is bench's --profile, for the simulated runs.
-var benchProfile string
+// benchProfile and benchCPUScale are bench's --profile and --cpu-scale,
+// for the simulated runs.
+var (
+	benchProfile  string
+	benchCPUScale = 1.0
+)
 
 func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, plot string) int {
 	stdout, stderr := c.stdout, c.stderr
@@ -205,7 +213,7 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 // its thread's CPU: the model's loops paid two system calls and a thread
 // lock per callback for it, and the reference Go servers none.
 func benchRead(world string, seed uint64, s model.ReadScenario) (result, error) {
-	return runScenario("read", readRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile, wholeProcessCPU: true})
+	return runScenario("read", readRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile, cpuScale: benchCPUScale, wholeProcessCPU: true})
 }
 
 // benchHDFS941 runs TestParallelRead, the benchmark HDFS-941 reported:
@@ -223,7 +231,7 @@ func benchHDFS941(world string, seed uint64) ([]benchRow, error) {
 		for i, nd := range []bool{false, true} {
 			s := model.DefaultParallelRead()
 			s.Files, s.Readers, s.NoDelay = c.files, c.readers, nd
-			res, err := runScenario("parallel-read", parallelReadRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile})
+			res, err := runScenario("parallel-read", parallelReadRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile, cpuScale: benchCPUScale})
 			if err != nil {
 				return nil, err
 			}

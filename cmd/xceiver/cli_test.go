@@ -135,6 +135,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--cache-capacity", "-1"}, `xceiver: run read: --cache-capacity -1: want 0 or more`},
 		{[]string{"run", "tcp-pattern", "--ops", "0"}, `xceiver: run tcp-pattern: --ops must be at least 1 (got 0)`},
 		{[]string{"run"}, `xceiver: run: want a SCENARIO (` + strings.Join(scenarioNames(), ", ") + `)`},
+		{[]string{"run", "read", "--cpu-scale", "0"}, `xceiver: run read: --cpu-scale 0: want a factor above 0, at most 100`},
+		{[]string{"run", "read", "--cpu-scale", "NaN"}, `xceiver: run read: --cpu-scale NaN: want a factor above 0, at most 100`},
+		{[]string{"run", "read", "--cpu-scale", "2", "--world", "real"}, `xceiver: run read: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},
+		{[]string{"bench", "hdfs-918", "--cpu-scale", "2", "--world", "real"}, `xceiver: bench: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},
+		{[]string{"validate", "--cpu-scale", "-1"}, `xceiver: validate: --cpu-scale -1: want a factor above 0, at most 100`},
 		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
 	} {
 		code, stdout, stderr := runCLI(c.args...)

@@ -110,6 +110,65 @@ func TestRunReadJSON(t *testing.T) {
 	}
 }
 
+// --cpu-scale runs the same model on a slower machine: the same work
+// (bytes, callbacks) at the factor's CPU, and the JSON says which
+// machine it was.
+func TestRunReadCPUScale(t *testing.T) {
+	get := func(args ...string) map[string]any {
+		t.Helper()
+		code, stdout, stderr := runCLI(append([]string{"run", "read", "--clients", "4", "--ops", "10", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		var got map[string]any
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	one, two := get(), get("--cpu-scale", "2")
+	if _, ok := one["cpu_scale"]; ok {
+		t.Errorf("the profile as measured reports cpu_scale %v", one["cpu_scale"])
+	}
+	if two["cpu_scale"] != 2.0 {
+		t.Errorf("cpu_scale %v, want 2", two["cpu_scale"])
+	}
+	if r := two["cpu_us_per_op"].(float64) / one["cpu_us_per_op"].(float64); r < 1.8 || r > 2.2 {
+		t.Errorf("CPU an op at twice the costs: %.2f× the profile's, want about 2×", r)
+	}
+	if two["throughput_mbps"].(float64) >= one["throughput_mbps"].(float64) {
+		t.Errorf("throughput at twice the costs %v, not below %v", two["throughput_mbps"], one["throughput_mbps"])
+	}
+	if two["bytes_verified"] != one["bytes_verified"] {
+		t.Errorf("bytes verified %v and %v: the same reads should run", two["bytes_verified"], one["bytes_verified"])
+	}
+}
+
+// validate --cpu-scale compares the scaled sim with real and says so.
+func TestValidateCPUScaleIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real world")
+	}
+	code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5", "--json")
+	if code != exitOK && code != exitFail {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		CPUScale float64 `json:"cpu_scale"`
+		Rows     []row   `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.CPUScale != 1.5 || len(got.Rows) == 0 {
+		t.Errorf("cpu_scale %v, %d rows: want 1.5 and the check's rows", got.CPUScale, len(got.Rows))
+	}
+	code, stdout, _ = runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5")
+	if !strings.Contains(stdout, "the sim's CPU costs were the profile's × 1.5 (--cpu-scale)") {
+		t.Errorf("exit %d; the table does not say the costs were scaled:\n%s", code, stdout)
+	}
+}
+
 // run read splits its CPU by kind of thread in both worlds, and the two
 // worlds' threads run the same callbacks for an op.
 func TestRunReadSplitsCPUByThread(t *testing.T) {

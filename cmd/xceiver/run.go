@@ -157,6 +157,10 @@ type runOptions struct {
 	// profile is the CPU profile file for sim runs ("" is the embedded
 	// default, measured on the development machine).
 	profile string
+	// cpuScale multiplies the sim's CPU costs (sim.CPUConfig.Scaled): the
+	// profile's machine running that many times slower; 0 or 1 is the
+	// profile as measured.
+	cpuScale float64
 	// wholeProcessCPU: the caller measures the process's CPU itself, so a
 	// real read run does not charge each callback its thread's CPU
 	// (two clock_gettime system calls and a thread lock per callback,
@@ -198,6 +202,7 @@ func runSetup(c *call) func([]string) int {
 	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
 	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default: the embedded one)")
 	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
+	fs.Float64Var(&opt.cpuScale, "cpu-scale", 1, "multiply the simulated run's CPU costs by `F`, its waits kept: the profile's machine F times slower (or faster, below 1)")
 
 	name, found := findScenario(c.raw, fs)
 	if !found {
@@ -233,6 +238,9 @@ func runSetup(c *call) func([]string) int {
 		if opt.world != "sim" && opt.world != "real" {
 			return report(stderr, usagef("run %s: %s %q: want sim or real", sc.name, c.typed("world"), opt.world))
 		}
+		if err := checkCPUScale(c, opt.cpuScale, opt.world); err != nil {
+			return report(stderr, usagef("run %s: %v", sc.name, err))
+		}
 		if opt.trace != "" {
 			if opt.world == "real" {
 				return report(stderr, usagef("run %s: %s: traces are recorded in the simulated world only", sc.name, c.typed("trace")))
@@ -255,6 +263,18 @@ func runSetup(c *call) func([]string) int {
 		printResult(stdout, res, opt.json)
 		return exitOK
 	}
+}
+
+// checkCPUScale refuses a --cpu-scale that is not a positive, finite
+// factor, or one given for the real world, which runs at the speed it has.
+func checkCPUScale(c *call, f float64, world string) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > 100 {
+		return fmt.Errorf("%s %v: want a factor above 0, at most 100", c.typed("cpu-scale"), f)
+	}
+	if world == "real" && f != 1 {
+		return fmt.Errorf("%s: the real world runs at the machine's own speed; the factor scales the simulated world's costs", c.typed("cpu-scale"))
+	}
+	return nil
 }
 
 // findScenario finds the SCENARIO among args, wherever it stands: the
@@ -316,6 +336,7 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			// which costs the real world CPU: the sim charges it too.
 			cfg.CPU.Account = prof.Account()
 		}
+		cfg.CPU = cfg.CPU.Scaled(opt.cpuScale)
 		if c, ok := r.(interface{ simConfig(*sim.Config) }); ok {
 			c.simConfig(&cfg)
 		}
@@ -351,6 +372,10 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			return nil, err
 		}
 		out := append(head, res...)
+		if opt.cpuScale > 0 && opt.cpuScale != 1 {
+			// A run made on a what-if machine says so.
+			out = append(out, field{"cpu_scale", opt.cpuScale})
+		}
 		out = append(out,
 			field{"events", w.Events()},
 			field{"virtual_ms", float64(w.Now().Microseconds()) / 1e3},

@@ -80,7 +80,7 @@ func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
 		s.Blocks, s.BlockSize = 8, 8<<20
 		s.Ops = (1 << 30) / s.ReadSize
 		s.NoTransferTo = c.copying
-		res, user, sys, err := runSCRead(world, seed, s, func(c *sim.Config) { c.CPU = prof.CPU() })
+		res, user, sys, err := runSCRead(world, seed, s, func(c *sim.Config) { c.CPU = prof.CPU().Scaled(benchCPUScale) })
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
 			// How far the model is from HDFS's ratio, in copies of the
 			// GiB at the profile's copy cost: the reads are serial, so a
 			// copy more on the path adds its time to every read.
-			perCopy := float64(prof.CPU().CopyPerKB) * float64(1<<20) / 1e9
+			perCopy := float64(prof.CPU().Scaled(benchCPUScale).CopyPerKB) * float64(1<<20) / 1e9
 			rows = append(rows, benchRow{world, c.name, "copies short of 7.9/6.7", (tcpTime*7.9/6.7 - t) / perCopy, "copies of 1 GiB"})
 		}
 	}
@@ -128,7 +128,7 @@ func benchHDFS15202(world string, seed uint64) ([]benchRow, error) {
 	}
 	simCfg := func(c *sim.Config) {
 		c.HostCores = 0
-		c.CPU = prof.CPU()
+		c.CPU = prof.CPU().Scaled(benchCPUScale)
 		// HDFS's readers are Java threads: no Go processor held by a
 		// loop gone idle, and none parked in Go's poller.
 		c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0

@@ -336,6 +336,7 @@ func validateCommand() *command {
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
+			cpuScale := c.fs.Float64("cpu-scale", 1, "multiply the simulated runs' CPU costs by `F`, their waits kept: to compare the model's shape with a machine running slower (or faster) than its profile; the table says which factor it used")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -353,13 +354,16 @@ func validateCommand() *command {
 				if *repeat < 1 || *repeat > 20 {
 					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))
 				}
-				return validateMain(c, rest, *only, *asJSON, *seed, *profile, *repeat)
+				if err := checkCPUScale(c, *cpuScale, "sim"); err != nil {
+					return report(c.stderr, c.usagef("%v", err))
+				}
+				return validateMain(c, rest, *only, *asJSON, *seed, *profile, *repeat, *cpuScale)
 			}
 		},
 	}
 }
 
-func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string, repeat int) int {
+func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string, repeat int, cpuScale float64) int {
 	stdout, stderr := c.stdout, c.stderr
 	if len(rest) > 0 {
 		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
@@ -409,7 +413,7 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 			// shared machine falls on different points.
 			for k := 0; k < reps; k++ {
 				for _, r := range c.runs {
-					res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile})
+					res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale})
 					if err != nil {
 						return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
 					}
@@ -432,9 +436,10 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 	}
 	if asJSON {
 		b, _ := json.Marshal(struct {
-			Rows   []row `json:"rows"`
-			Failed int   `json:"failed"`
-		}{rows, failed})
+			Rows     []row   `json:"rows"`
+			Failed   int     `json:"failed"`
+			CPUScale float64 `json:"cpu_scale,omitempty"`
+		}{rows, failed, scaleOrNone(cpuScale)})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -455,11 +460,23 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
+		if f := scaleOrNone(cpuScale); f != 0 {
+			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale)\n", f)
+		}
 	}
 	if failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// scaleOrNone is a --cpu-scale worth reporting: 0 for the profile as
+// measured.
+func scaleOrNone(f float64) float64 {
+	if f == 1 {
+		return 0
+	}
+	return f
 }
 
 // compareRepeats builds c's rows from one or more runs of each of its
