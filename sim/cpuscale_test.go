@@ -1,7 +1,11 @@
 package sim
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +92,101 @@ func TestCPUScaleSlowsTheWork(t *testing.T) {
 	}
 	if p2 <= p1 {
 		t.Errorf("p50 at twice the costs %v, not above %v", p2, p1)
+	}
+}
+
+// Every figure a profile has is in Profile.fields, so ParseProfile checks
+// it and SpeedRatio can weigh it.
+func TestProfileFieldsListEveryFigure(t *testing.T) {
+	var p Profile
+	listed := map[string]bool{}
+	for _, f := range p.fields() {
+		if listed[f.name] {
+			t.Errorf("%s listed twice", f.name)
+		}
+		listed[f.name] = true
+	}
+	typ := reflect.TypeOf(p)
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if f.Type.Kind() != reflect.Float64 {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !listed[name] {
+			t.Errorf("Profile.%s (%s) is not in Profile.fields", f.Name, name)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("fields lists %s, which Profile has not", name)
+	}
+}
+
+func TestSpeedRatio(t *testing.T) {
+	p := DefaultProfile()
+	if r, n := p.SpeedRatio(p); n != 0 && (r < 0.2 || r > 5) {
+		t.Errorf("the embedded profile against itself: %.2f over %d probes", r, n)
+	}
+	// A machine whose every probe costs twice the reference's.
+	var now Profile
+	twice := Profile{Reference: map[string]float64{}}
+	nowJSON := map[string]float64{}
+	for _, f := range p.fields() {
+		if f.cost {
+			twice.Reference[f.name] = 100
+			nowJSON[f.name] = 200
+		}
+	}
+	b, _ := json.Marshal(nowJSON)
+	if err := json.Unmarshal(b, &now); err != nil {
+		t.Fatal(err)
+	}
+	if r, n := twice.SpeedRatio(now); math.Abs(r-2) > 1e-9 || n == 0 {
+		t.Errorf("every probe twice the reference: ratio %v over %d, want 2", r, n)
+	}
+	// Waits do not count: a machine whose wake-ups alone got slower
+	// is as fast.
+	slowWake := now
+	slowWake.WakeupP50Ns, slowWake.PollerWakeP90Ns = 1e6, 1e6
+	if r, _ := twice.SpeedRatio(slowWake); math.Abs(r-2) > 1e-9 {
+		t.Errorf("slower waits moved the ratio to %v", r)
+	}
+	// Without a reference a profile is its own: a calibration against
+	// itself is 1, and against one whose probes cost 1.5× as much, 1.5.
+	var own Profile
+	if err := json.Unmarshal(b, &own); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := own.SpeedRatio(own); math.Abs(r-1) > 1e-9 {
+		t.Errorf("a profile against itself: %v, want 1", r)
+	}
+	slower := map[string]float64{}
+	for k, v := range nowJSON {
+		slower[k] = 1.5 * v
+	}
+	b2, _ := json.Marshal(slower)
+	var then Profile
+	json.Unmarshal(b2, &then)
+	if r, _ := own.SpeedRatio(then); math.Abs(r-1.5) > 1e-9 {
+		t.Errorf("1.5× the probes: %v, want 1.5", r)
+	}
+	// Nothing in common: no evidence, no change.
+	if r, n := (Profile{Reference: map[string]float64{"read_ns": 1}}).SpeedRatio(Profile{WriteNs: 5}); r != 1 || n != 0 {
+		t.Errorf("no probe in common: %v over %d, want 1 over 0", r, n)
+	}
+}
+
+func TestParseProfileChecksTheReference(t *testing.T) {
+	base := `{"version": 1, "read_ns": 400, "write_ns": 400, "copy_per_kb_ns": 30, "crc32c_per_kb_ns": 60`
+	for _, c := range []struct{ ref, want string }{
+		{`{"read_ns": 350}`, ""},
+		{`{"nope_ns": 350}`, "profile: reference.nope_ns: not a figure a profile has"},
+		{`{"read_ns": -1}`, "profile: reference.read_ns = -1, want a cost from 0 to 1 s"},
+	} {
+		_, err := ParseProfile([]byte(base + `, "reference": ` + c.ref + `}`))
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("reference %s: error %v, want %q", c.ref, err, c.want)
+		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -145,6 +147,79 @@ type Profile struct {
 	ParseNs    float64 `json:"parse_ns,omitempty"`
 	InodeNs    float64 `json:"inode_ns,omitempty"`
 	TokenNs    float64 `json:"token_ns,omitempty"`
+
+	// Reference is what calibrate's probes measured on the profile's
+	// machine while its costs predicted the real runs (by JSON name):
+	// SpeedRatio compares a fresh calibration with it. Absent, the
+	// profile's own figures are its reference, as in one calibrate
+	// wrote; the embedded profile, whose costs were fitted over many
+	// days and machines, needs one.
+	Reference map[string]float64 `json:"reference,omitempty"`
+}
+
+// profileField is one figure of a profile: its JSON name, its value, and
+// whether it is work, which a slower machine does slower (a cost), or a
+// wait or a count, which SpeedRatio leaves out.
+type profileField struct {
+	name string
+	v    float64
+	cost bool
+}
+
+// fields lists every figure of p (TestProfileFieldsListEveryFigure keeps
+// it whole).
+func (p *Profile) fields() []profileField {
+	return []profileField{
+		{"read_ns", p.ReadNs, true}, {"write_ns", p.WriteNs, true}, {"epoll_wait_ns", p.EpollWaitNs, true},
+		// sendfile_per_kb_ns is the wall time of a stream, a reader beside it.
+		{"pread_ns", p.PreadNs, true}, {"sendfile_per_kb_ns", p.SendfilePerKBNs, false}, {"copy_per_kb_ns", p.CopyPerKBNs, true},
+		{"crc32c_per_kb_ns", p.CRC32CPerKBNs, true}, {"wakeup_p10_ns", p.WakeupP10Ns, false}, {"wakeup_p50_ns", p.WakeupP50Ns, false},
+		{"wakeup_p90_ns", p.WakeupP90Ns, false}, {"loaded_wakeup_p50_ns", p.LoadedWakeupP50Ns, false}, {"loaded_wakeup_p90_ns", p.LoadedWakeupP90Ns, false},
+		{"loopback_send_per_kb_ns", p.LoopbackSendPerKBNs, true}, {"loopback_recv_per_kb_ns", p.LoopbackRecvPerKBNs, true},
+		{"loopback_sendfile_per_kb_ns", p.LoopbackSendfilePerKBNs, true}, {"loopback_sendfile_recv_per_kb_ns", p.LoopbackSendfileRecvPerKBNs, true},
+		{"wakeup_cpu_ns", p.WakeupCPUNs, true}, {"available_cores", p.AvailableCores, false},
+		{"slice_on_ns", p.SliceOnNs, false}, {"slice_off_ns", p.SliceOffNs, false},
+		{"rpc_frame_ns", p.RPCFrameNs, true}, {"parse_ns", p.ParseNs, true}, {"inode_ns", p.InodeNs, true}, {"token_ns", p.TokenNs, true},
+		{"tcp_hop_cpu_ns", p.TCPHopCPUNs, true}, {"tcp_wake_write_ns", p.TCPWakeWriteNs, true}, {"loop_callback_ns", p.LoopCallbackNs, true},
+		{"syscall_hold_p10_ns", p.SyscallHoldP10Ns, false}, {"syscall_hold_p50_ns", p.SyscallHoldP50Ns, false}, {"syscall_hold_p90_ns", p.SyscallHoldP90Ns, false},
+		{"poller_wake_p10_ns", p.PollerWakeP10Ns, false}, {"poller_wake_p50_ns", p.PollerWakeP50Ns, false},
+		{"poller_wake_p90_ns", p.PollerWakeP90Ns, false}, {"poller_missed_ns", p.PollerMissedNs, false},
+		{"stack_wait_ns", p.StackWaitNs, false}, {"stack_cores", p.StackCores, false},
+		{"tcp_dial_ns", p.TCPDialNs, true}, {"tcp_accept_ns", p.TCPAcceptNs, true},
+		{"callback_8_conns_ns", p.Callback8ConnsNs, true}, {"callback_32_conns_ns", p.Callback32ConnsNs, true}, {"callback_128_conns_ns", p.Callback128ConnsNs, true},
+		// A spawn's time is mostly the file system's (a directory made).
+		{"compare_per_kb_ns", p.ComparePerKBNs, true}, {"account_cpu_ns", p.AccountCPUNs, true},
+		{"spawn_ns", p.SpawnNs, false}, {"loop_start_ns", p.LoopStartNs, true}, {"alloc_per_kb_ns", p.AllocPerKBNs, true},
+	}
+}
+
+// SpeedRatio is how much dearer this machine's work is now, as the
+// profile now (a fresh calibration) measured it, than when p's costs
+// were fitted: the geometric mean, over the cost probes both measured,
+// of now's figure over p's reference (p's own figures if it has none).
+// n is how many probes it is over; with none the ratio is 1. It is
+// CPUConfig.Scaled's factor for validate --cpu-scale auto: a shared VM
+// slows as its neighbours load the memory and caches, and the same
+// costs then no longer predict its real runs.
+func (p Profile) SpeedRatio(now Profile) (ratio float64, n int) {
+	ref := p.Reference
+	if ref == nil {
+		ref = map[string]float64{}
+		for _, f := range p.fields() {
+			ref[f.name] = f.v
+		}
+	}
+	logSum := 0.0
+	for _, f := range now.fields() {
+		if r := ref[f.name]; f.cost && f.v > 0 && r > 0 {
+			logSum += math.Log(f.v / r)
+			n++
+		}
+	}
+	if n == 0 {
+		return 1, 0
+	}
+	return math.Exp(logSum / float64(n)), n
 }
 
 // ProfileVersion is the layout of Profile.
@@ -172,30 +247,20 @@ func ParseProfile(b []byte) (Profile, error) {
 	if p.Version != ProfileVersion {
 		return Profile{}, fmt.Errorf("profile: version %d, want %d", p.Version, ProfileVersion)
 	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{
-		{"read_ns", p.ReadNs}, {"write_ns", p.WriteNs}, {"epoll_wait_ns", p.EpollWaitNs},
-		{"pread_ns", p.PreadNs}, {"sendfile_per_kb_ns", p.SendfilePerKBNs}, {"copy_per_kb_ns", p.CopyPerKBNs},
-		{"crc32c_per_kb_ns", p.CRC32CPerKBNs}, {"wakeup_p10_ns", p.WakeupP10Ns}, {"wakeup_p50_ns", p.WakeupP50Ns},
-		{"wakeup_p90_ns", p.WakeupP90Ns}, {"loaded_wakeup_p50_ns", p.LoadedWakeupP50Ns}, {"loaded_wakeup_p90_ns", p.LoadedWakeupP90Ns},
-		{"loopback_send_per_kb_ns", p.LoopbackSendPerKBNs}, {"loopback_recv_per_kb_ns", p.LoopbackRecvPerKBNs}, {"loopback_sendfile_per_kb_ns", p.LoopbackSendfilePerKBNs}, {"loopback_sendfile_recv_per_kb_ns", p.LoopbackSendfileRecvPerKBNs}, {"wakeup_cpu_ns", p.WakeupCPUNs}, {"available_cores", p.AvailableCores},
-		{"slice_on_ns", p.SliceOnNs}, {"slice_off_ns", p.SliceOffNs},
-		{"rpc_frame_ns", p.RPCFrameNs}, {"parse_ns", p.ParseNs}, {"inode_ns", p.InodeNs}, {"token_ns", p.TokenNs},
-		{"tcp_hop_cpu_ns", p.TCPHopCPUNs}, {"tcp_wake_write_ns", p.TCPWakeWriteNs}, {"loop_callback_ns", p.LoopCallbackNs}, {"syscall_hold_p10_ns", p.SyscallHoldP10Ns},
-		{"syscall_hold_p50_ns", p.SyscallHoldP50Ns}, {"syscall_hold_p90_ns", p.SyscallHoldP90Ns},
-		{"poller_wake_p10_ns", p.PollerWakeP10Ns}, {"poller_wake_p50_ns", p.PollerWakeP50Ns},
-		{"poller_wake_p90_ns", p.PollerWakeP90Ns}, {"poller_missed_ns", p.PollerMissedNs},
-		{"stack_wait_ns", p.StackWaitNs}, {"stack_cores", p.StackCores},
-		{"tcp_dial_ns", p.TCPDialNs}, {"tcp_accept_ns", p.TCPAcceptNs},
-		{"callback_8_conns_ns", p.Callback8ConnsNs}, {"callback_32_conns_ns", p.Callback32ConnsNs}, {"callback_128_conns_ns", p.Callback128ConnsNs},
-		{"compare_per_kb_ns", p.ComparePerKBNs}, {"account_cpu_ns", p.AccountCPUNs},
-		{"spawn_ns", p.SpawnNs}, {"loop_start_ns", p.LoopStartNs}, {"alloc_per_kb_ns", p.AllocPerKBNs},
-	} {
-		name, v := f.name, f.v
+	known := map[string]bool{}
+	for _, f := range p.fields() {
+		known[f.name] = true
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 || f.v > 1e9 {
+			return Profile{}, fmt.Errorf("profile: %s = %v, want a cost from 0 to 1 s", f.name, f.v)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Reference)) {
+		v := p.Reference[name]
+		if !known[name] {
+			return Profile{}, fmt.Errorf("profile: reference.%s: not a figure a profile has", name)
+		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e9 {
-			return Profile{}, fmt.Errorf("profile: %s = %v, want a cost from 0 to 1 s", name, v)
+			return Profile{}, fmt.Errorf("profile: reference.%s = %v, want a cost from 0 to 1 s", name, v)
 		}
 	}
 	if p.ReadNs == 0 || p.WriteNs == 0 || p.CopyPerKBNs == 0 || p.CRC32CPerKBNs == 0 {

@@ -169,6 +169,31 @@ func TestValidateCPUScaleIsReported(t *testing.T) {
 	}
 }
 
+// By default validate measures the machine and scales the sim's costs by
+// how much dearer its work is than the profile's reference.
+func TestValidateScalesByTheMachineByDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("calibrates (about 8 s)")
+	}
+	code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--json")
+	if code != exitOK && code != exitFail {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		CPUScale     float64 `json:"cpu_scale"`
+		CPUScaleAuto bool    `json:"cpu_scale_auto"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.CPUScaleAuto || got.CPUScale != 0 && (got.CPUScale < 0.25 || got.CPUScale > 4) {
+		t.Errorf("cpu_scale %v, auto %v: want a measured factor in [0.25, 4]", got.CPUScale, got.CPUScaleAuto)
+	}
+	if !strings.Contains(stderr, "validate: this machine's work costs") {
+		t.Errorf("stderr does not say what the machine measured:\n%s", stderr)
+	}
+}
+
 // run read splits its CPU by kind of thread in both worlds, and the two
 // worlds' threads run the same callbacks for an op.
 func TestRunReadSplitsCPUByThread(t *testing.T) {

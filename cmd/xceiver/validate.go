@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -336,7 +338,7 @@ func validateCommand() *command {
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
-			cpuScale := c.fs.Float64("cpu-scale", 1, "multiply the simulated runs' CPU costs by `F`, their waits kept: to compare the model's shape with a machine running slower (or faster) than its profile; the table says which factor it used")
+			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `F`, their waits kept; auto measures this machine first, as calibrate does (about 8 s), and takes how much dearer its work is now than the profile's reference (the geometric mean over the cost probes): a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -354,16 +356,26 @@ func validateCommand() *command {
 				if *repeat < 1 || *repeat > 20 {
 					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))
 				}
-				if err := checkCPUScale(c, *cpuScale, "sim"); err != nil {
-					return report(c.stderr, c.usagef("%v", err))
+				scale, auto := 1.0, *cpuScale == "auto"
+				if !auto {
+					f, err := strconv.ParseFloat(*cpuScale, 64)
+					if err != nil {
+						return report(c.stderr, c.usagef("%s %q: want auto or a number", c.typed("cpu-scale"), *cpuScale))
+					}
+					if err := checkCPUScale(c, f, "sim"); err != nil {
+						return report(c.stderr, c.usagef("%v", err))
+					}
+					scale = f
 				}
-				return validateMain(c, rest, *only, *asJSON, *seed, *profile, *repeat, *cpuScale)
+				// A profile calibrate just wrote is this machine now:
+				// nothing to scale.
+				return validateMain(c, rest, *only, *asJSON, *seed, *profile, *repeat, scale, auto && !*calib)
 			}
 		},
 	}
 }
 
-func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string, repeat int, cpuScale float64) int {
+func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string, repeat int, cpuScale float64, autoScale bool) int {
 	stdout, stderr := c.stdout, c.stderr
 	if len(rest) > 0 {
 		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
@@ -384,6 +396,13 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 	}
 	if dryRun {
 		return exitOK
+	}
+	if autoScale {
+		f, err := autoCPUScale(stderr, profile)
+		if err != nil {
+			return report(stderr, fmt.Errorf("validate --cpu-scale auto: %w", err))
+		}
+		cpuScale = f
 	}
 	var todo []check
 	for _, c := range checks() {
@@ -439,7 +458,10 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 			Rows     []row   `json:"rows"`
 			Failed   int     `json:"failed"`
 			CPUScale float64 `json:"cpu_scale,omitempty"`
-		}{rows, failed, scaleOrNone(cpuScale)})
+			// CPUScaleAuto: the factor is this machine's speed against
+			// the profile's reference (autoCPUScale), not the user's.
+			CPUScaleAuto bool `json:"cpu_scale_auto,omitempty"`
+		}{rows, failed, scaleOrNone(cpuScale), autoScale})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -461,13 +483,38 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
 		if f := scaleOrNone(cpuScale); f != 0 {
-			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale)\n", f)
+			how := "--cpu-scale"
+			if autoScale {
+				how = "--cpu-scale auto: this machine's probes now against the profile's reference"
+			}
+			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (%s)\n", f, how)
 		}
 	}
 	if failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// autoCPUScale measures this machine as calibrate does and returns how
+// much dearer its work is than the profile's reference
+// (sim.Profile.SpeedRatio), kept within [0.25, 4]: past that the
+// profile is of another machine, and a factor would hide it.
+func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
+	p, err := loadProfile(profile)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	now, err := calibrate()
+	if err != nil {
+		return 0, err
+	}
+	r, n := p.SpeedRatio(now)
+	f := math.Round(min(max(r, 0.25), 4)*100) / 100
+	fmt.Fprintf(stderr, "validate: this machine's work costs %.2f× the profile's reference (geometric mean of %d probes, measured in %v): the sim's CPU costs × %.2f\n",
+		r, n, time.Since(start).Round(time.Millisecond), f)
+	return f, nil
 }
 
 // scaleOrNone is a --cpu-scale worth reporting: 0 for the profile as
