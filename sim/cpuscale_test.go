@@ -62,8 +62,10 @@ func TestCPUConfigScaledScalesCostsNotWaits(t *testing.T) {
 			}
 		}
 	}
-	if c.Scaled(1) != c || c.Scaled(0) != c || c.Scaled(-2) != c {
-		t.Error("a scale of 1, 0 or below changed the costs")
+	for _, f := range []float64{1, 0, -2, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if c.Scaled(f) != c {
+			t.Errorf("a scale of %v changed the costs", f)
+		}
 	}
 }
 
@@ -95,31 +97,48 @@ func TestCPUScaleSlowsTheWork(t *testing.T) {
 	}
 }
 
-// Every figure a profile has is in Profile.fields, so ParseProfile checks
-// it and SpeedRatio can weigh it.
+// Every figure a profile has is in Profile.fields under its JSON name,
+// with its own value, and a cost unless it is one of the waits, wall
+// times and counts below: so ParseProfile checks it and SpeedRatio
+// weighs it.
 func TestProfileFieldsListEveryFigure(t *testing.T) {
+	notCosts := map[string]bool{
+		"sendfile_per_kb_ns": true, "wakeup_p10_ns": true, "wakeup_p50_ns": true, "wakeup_p90_ns": true,
+		"loaded_wakeup_p50_ns": true, "loaded_wakeup_p90_ns": true, "available_cores": true,
+		"slice_on_ns": true, "slice_off_ns": true, "syscall_hold_p10_ns": true, "syscall_hold_p50_ns": true,
+		"syscall_hold_p90_ns": true, "poller_wake_p10_ns": true, "poller_wake_p50_ns": true,
+		"poller_wake_p90_ns": true, "poller_missed_ns": true, "stack_wait_ns": true, "stack_cores": true,
+	}
 	var p Profile
-	listed := map[string]bool{}
+	v := reflect.ValueOf(&p).Elem()
+	want := map[string]float64{}
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Type().Field(i); f.Type.Kind() == reflect.Float64 {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			v.Field(i).SetFloat(float64(i + 1)) // each its own value
+			want[name] = float64(i + 1)
+		}
+	}
+	seen := map[string]bool{}
 	for _, f := range p.fields() {
-		if listed[f.name] {
+		if seen[f.name] {
 			t.Errorf("%s listed twice", f.name)
 		}
-		listed[f.name] = true
-	}
-	typ := reflect.TypeOf(p)
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
-		if f.Type.Kind() != reflect.Float64 {
-			continue
+		seen[f.name] = true
+		w, ok := want[f.name]
+		switch {
+		case !ok:
+			t.Errorf("fields lists %s, which Profile has not", f.name)
+		case f.v != w:
+			t.Errorf("fields gives %s the value of another figure", f.name)
+		case f.cost == notCosts[f.name]:
+			t.Errorf("%s: cost %v, want %v", f.name, f.cost, !notCosts[f.name])
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !listed[name] {
-			t.Errorf("Profile.%s (%s) is not in Profile.fields", f.Name, name)
-		}
-		delete(listed, name)
 	}
-	for name := range listed {
-		t.Errorf("fields lists %s, which Profile has not", name)
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("Profile's %s is not in Profile.fields", name)
+		}
 	}
 }
 
@@ -171,6 +190,13 @@ func TestSpeedRatio(t *testing.T) {
 	if r, _ := own.SpeedRatio(then); math.Abs(r-1.5) > 1e-9 {
 		t.Errorf("1.5× the probes: %v, want 1.5", r)
 	}
+	// A probe that came out near zero (a difference of two runs) is
+	// trimmed away: the ratio stays 2.
+	zeroish := now
+	zeroish.Callback8ConnsNs = 1e-3
+	if r, _ := twice.SpeedRatio(zeroish); math.Abs(r-2) > 1e-9 {
+		t.Errorf("one probe near zero moved the ratio to %v, want 2", r)
+	}
 	// Nothing in common: no evidence, no change.
 	if r, n := (Profile{Reference: map[string]float64{"read_ns": 1}}).SpeedRatio(Profile{WriteNs: 5}); r != 1 || n != 0 {
 		t.Errorf("no probe in common: %v over %d, want 1 over 0", r, n)
@@ -183,6 +209,7 @@ func TestParseProfileChecksTheReference(t *testing.T) {
 		{`{"read_ns": 350}`, ""},
 		{`{"nope_ns": 350}`, "profile: reference.nope_ns: not a figure a profile has"},
 		{`{"read_ns": -1}`, "profile: reference.read_ns = -1, want a cost from 0 to 1 s"},
+		{`{"wakeup_p50_ns": 3000}`, "profile: reference.wakeup_p50_ns: a wait or a count, not a cost (SpeedRatio compares costs only)"},
 	} {
 		_, err := ParseProfile([]byte(base + `, "reference": ` + c.ref + `}`))
 		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {

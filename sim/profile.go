@@ -148,8 +148,9 @@ type Profile struct {
 	InodeNs    float64 `json:"inode_ns,omitempty"`
 	TokenNs    float64 `json:"token_ns,omitempty"`
 
-	// Reference is what calibrate's probes measured on the profile's
-	// machine while its costs predicted the real runs (by JSON name):
+	// Reference is what calibrate's cost probes measured on the
+	// profile's machine while its costs predicted the real runs (by
+	// JSON name, costs only):
 	// SpeedRatio compares a fresh calibration with it. Absent, the
 	// profile's own figures are its reference, as in one calibrate
 	// wrote; the embedded profile, whose costs were fitted over many
@@ -159,7 +160,7 @@ type Profile struct {
 
 // profileField is one figure of a profile: its JSON name, its value, and
 // whether it is work, which a slower machine does slower (a cost), or a
-// wait or a count, which SpeedRatio leaves out.
+// wait, a wall time or a count, which SpeedRatio leaves out.
 type profileField struct {
 	name string
 	v    float64
@@ -187,17 +188,18 @@ func (p *Profile) fields() []profileField {
 		{"stack_wait_ns", p.StackWaitNs, false}, {"stack_cores", p.StackCores, false},
 		{"tcp_dial_ns", p.TCPDialNs, true}, {"tcp_accept_ns", p.TCPAcceptNs, true},
 		{"callback_8_conns_ns", p.Callback8ConnsNs, true}, {"callback_32_conns_ns", p.Callback32ConnsNs, true}, {"callback_128_conns_ns", p.Callback128ConnsNs, true},
-		// A spawn's time is mostly the file system's (a directory made).
 		{"compare_per_kb_ns", p.ComparePerKBNs, true}, {"account_cpu_ns", p.AccountCPUNs, true},
-		{"spawn_ns", p.SpawnNs, false}, {"loop_start_ns", p.LoopStartNs, true}, {"alloc_per_kb_ns", p.AllocPerKBNs, true},
+		{"spawn_ns", p.SpawnNs, true}, {"loop_start_ns", p.LoopStartNs, true}, {"alloc_per_kb_ns", p.AllocPerKBNs, true},
 	}
 }
 
 // SpeedRatio is how much dearer this machine's work is now, as the
 // profile now (a fresh calibration) measured it, than when p's costs
-// were fitted: the geometric mean, over the cost probes both measured,
-// of now's figure over p's reference (p's own figures if it has none).
-// n is how many probes it is over; with none the ratio is 1. It is
+// were fitted: a geometric mean, over the cost probes both measured, of
+// now's figure over p's reference (p's own figures if it has none),
+// leaving out the tenth of the ratios at each end (several probes are
+// differences of two runs and can come out near zero). n is how many
+// probes both measured; with none the ratio is 1. It is
 // CPUConfig.Scaled's factor for validate --cpu-scale auto: a shared VM
 // slows as its neighbours load the memory and caches, and the same
 // costs then no longer predict its real runs.
@@ -209,17 +211,23 @@ func (p Profile) SpeedRatio(now Profile) (ratio float64, n int) {
 			ref[f.name] = f.v
 		}
 	}
-	logSum := 0.0
+	var logs []float64
 	for _, f := range now.fields() {
 		if r := ref[f.name]; f.cost && f.v > 0 && r > 0 {
-			logSum += math.Log(f.v / r)
-			n++
+			logs = append(logs, math.Log(f.v/r))
 		}
 	}
+	n = len(logs)
 	if n == 0 {
 		return 1, 0
 	}
-	return math.Exp(logSum / float64(n)), n
+	slices.Sort(logs)
+	trim := n / 10
+	sum := 0.0
+	for _, l := range logs[trim : n-trim] {
+		sum += l
+	}
+	return math.Exp(sum / float64(n-2*trim)), n
 }
 
 // ProfileVersion is the layout of Profile.
@@ -247,17 +255,19 @@ func ParseProfile(b []byte) (Profile, error) {
 	if p.Version != ProfileVersion {
 		return Profile{}, fmt.Errorf("profile: version %d, want %d", p.Version, ProfileVersion)
 	}
-	known := map[string]bool{}
+	costs := map[string]bool{}
 	for _, f := range p.fields() {
-		known[f.name] = true
+		costs[f.name] = f.cost
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 || f.v > 1e9 {
 			return Profile{}, fmt.Errorf("profile: %s = %v, want a cost from 0 to 1 s", f.name, f.v)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.Reference)) {
 		v := p.Reference[name]
-		if !known[name] {
+		if cost, ok := costs[name]; !ok {
 			return Profile{}, fmt.Errorf("profile: reference.%s: not a figure a profile has", name)
+		} else if !cost {
+			return Profile{}, fmt.Errorf("profile: reference.%s: a wait or a count, not a cost (SpeedRatio compares costs only)", name)
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e9 {
 			return Profile{}, fmt.Errorf("profile: reference.%s = %v, want a cost from 0 to 1 s", name, v)

@@ -225,9 +225,10 @@ type CPUConfig struct {
 // (how long a thread waits to be woken or to get a core back) kept: the
 // same machine running f times slower, as a shared virtual machine does
 // while its neighbours load the memory and caches it shares with them
-// (validate --cpu-scale). f of 1, or not above 0, changes nothing.
+// (validate --cpu-scale). f of 1, not above 0, NaN or infinite changes
+// nothing.
 func (c CPUConfig) Scaled(f float64) CPUConfig {
-	if f <= 0 || f == 1 {
+	if !(f > 0) || math.IsInf(f, 1) || f == 1 {
 		return c
 	}
 	s := func(d *time.Duration) { *d = time.Duration(math.Round(float64(*d) * f)) }

@@ -140,6 +140,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--cpu-scale", "2", "--world", "real"}, `xceiver: run read: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},
 		{[]string{"bench", "hdfs-918", "--cpu-scale", "2", "--world", "real"}, `xceiver: bench: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},
 		{[]string{"validate", "--cpu-scale", "-1"}, `xceiver: validate: --cpu-scale -1: want a factor above 0, at most 100`},
+		{[]string{"validate", "--cpu-scale", "fast"}, `xceiver: validate: --cpu-scale "fast": want auto or a number`},
+		{[]string{"validate", "--calibrate", "--cpu-scale", "fast"}, `xceiver: validate: --cpu-scale "fast": want auto or a number`},
+		{[]string{"bench", "sim-speed", "--cpu-scale", "2"}, `xceiver: bench: --cpu-scale: sim-speed runs the simulator with its hand-set costs, which the factor does not scale`},
 		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
 	} {
 		code, stdout, stderr := runCLI(c.args...)

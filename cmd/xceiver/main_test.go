@@ -144,28 +144,96 @@ func TestRunReadCPUScale(t *testing.T) {
 	}
 }
 
-// validate --cpu-scale compares the scaled sim with real and says so.
-func TestValidateCPUScaleIsReported(t *testing.T) {
+// validate --cpu-scale runs the sim side at the factor and says so.
+func TestValidateCPUScaleIsApplied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real world")
 	}
-	code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5", "--json")
-	if code != exitOK && code != exitFail {
-		t.Fatalf("exit %d: %s", code, stderr)
+	simP50 := func(scale string) (float64, float64) {
+		t.Helper()
+		code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", scale, "--json")
+		if code != exitOK && code != exitFail {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var got struct {
+			CPUScale *float64 `json:"cpu_scale"`
+			Rows     []row    `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Rows) != 1 {
+			t.Fatalf("%d rows, want tcp-nodelay's one", len(got.Rows))
+		}
+		f := 1.0
+		if got.CPUScale != nil {
+			f = *got.CPUScale
+		} else if scale != "1" {
+			t.Errorf("--cpu-scale %s: no cpu_scale in the JSON", scale)
+		}
+		return f, got.Rows[0].Sim
 	}
-	var got struct {
-		CPUScale float64 `json:"cpu_scale"`
-		Rows     []row   `json:"rows"`
+	f1, p1 := simP50("1")
+	f3, p3 := simP50("3")
+	if f1 != 1 || f3 != 3 {
+		t.Errorf("cpu_scale %v and %v, want 1 and 3", f1, f3)
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatal(err)
+	// The exchange is CPU and no wait (NODELAY, hand-off at once): at
+	// three times the costs, about three times the p50.
+	if r := p3 / p1; r < 2 || r > 3.5 {
+		t.Errorf("sim p50 %v µs at ×3 against %v at ×1 (%.2f×): the factor did not reach the sim", p3, p1, r)
 	}
-	if got.CPUScale != 1.5 || len(got.Rows) == 0 {
-		t.Errorf("cpu_scale %v, %d rows: want 1.5 and the check's rows", got.CPUScale, len(got.Rows))
-	}
-	code, stdout, _ = runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5")
+	code, stdout, _ := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5")
 	if !strings.Contains(stdout, "the sim's CPU costs were the profile's × 1.5 (--cpu-scale)") {
 		t.Errorf("exit %d; the table does not say the costs were scaled:\n%s", code, stdout)
+	}
+}
+
+func TestAutoFactor(t *testing.T) {
+	for _, c := range []struct {
+		r, want float64
+		ok      bool
+	}{{1.2749, 1.27, true}, {0.25, 0.25, true}, {4, 4, true}, {0.2, 0, false}, {4.5, 0, false}, {math.NaN(), 0, false}, {math.Inf(1), 0, false}} {
+		f, err := autoFactor(c.r)
+		if (err == nil) != c.ok || f != c.want {
+			t.Errorf("autoFactor(%v) = %v, %v; want %v, ok %v", c.r, f, err, c.want, c.ok)
+		}
+	}
+}
+
+// bench --cpu-scale runs the sim side slower and records the factor.
+func TestBenchCPUScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two hdfs-918 benches")
+	}
+	reactor := func(args ...string) (tp float64, scale *float64) {
+		t.Helper()
+		code, stdout, stderr := runCLI(append([]string{"bench", "hdfs-918", "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var got struct {
+			CPUScale *float64   `json:"cpu_scale"`
+			Rows     []benchRow `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got.Rows {
+			if r.World == "sim" && r.Case == "reactor" && r.Metric == "throughput" {
+				return r.Value, got.CPUScale
+			}
+		}
+		t.Fatal("no sim reactor throughput row")
+		return 0, nil
+	}
+	tp1, s1 := reactor()
+	tp2, s2 := reactor("--cpu-scale", "2")
+	if s1 != nil || s2 == nil || *s2 != 2 {
+		t.Errorf("cpu_scale %v at the default, %v at 2: want absent, then 2", s1, s2)
+	}
+	if tp2 >= tp1*0.8 {
+		t.Errorf("sim reactor %.0f MB/s at twice the costs, %.0f at the profile's: want well below", tp2, tp1)
 	}
 }
 
@@ -173,7 +241,7 @@ func TestValidateCPUScaleIsReported(t *testing.T) {
 // how much dearer its work is than the profile's reference.
 func TestValidateScalesByTheMachineByDefault(t *testing.T) {
 	if testing.Short() {
-		t.Skip("calibrates (about 8 s)")
+		t.Skip("measures the machine (about 7 s)")
 	}
 	code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--json")
 	if code != exitOK && code != exitFail {
@@ -186,7 +254,7 @@ func TestValidateScalesByTheMachineByDefault(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !got.CPUScaleAuto || got.CPUScale != 0 && (got.CPUScale < 0.25 || got.CPUScale > 4) {
+	if !got.CPUScaleAuto || got.CPUScale < 0.25 || got.CPUScale > 4 {
 		t.Errorf("cpu_scale %v, auto %v: want a measured factor in [0.25, 4]", got.CPUScale, got.CPUScaleAuto)
 	}
 	if !strings.Contains(stderr, "validate: this machine's work costs") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -338,26 +339,22 @@ func validateCommand() *command {
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
-			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `F`, their waits kept; auto measures this machine first, as calibrate does (about 8 s), and takes how much dearer its work is now than the profile's reference (the geometric mean over the cost probes): a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
-			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does, and simulate with that profile: on a shared machine, what the real runs will get")
+			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: auto (unless --calibrate) measures this machine first with calibrate's cost probes (about 7 s) and takes how much dearer its work is now than the profile's reference (a trimmed geometric mean over the cost probes), for a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
+			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does (about 9 s), and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
 					return report(c.stderr, c.usagef("--calibrate and --profile: give one"))
 				}
-				if *calib && !dryRun && len(rest) == 0 {
-					path, cleanup, err := calibrateToTemp()
-					if err != nil {
-						return report(c.stderr, fmt.Errorf("validate --calibrate: %w", err))
-					}
-					defer cleanup()
-					fmt.Fprintf(c.stderr, "validate: calibrated (%s)\n", profileSummary(path))
-					*profile = path
-				}
 				if *repeat < 1 || *repeat > 20 {
 					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))
 				}
-				scale, auto := 1.0, *cpuScale == "auto"
-				if !auto {
+				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, profile: *profile, repeat: *repeat,
+					cpuScale: 1, calibrate: *calib}
+				if *cpuScale == "auto" {
+					// A profile calibrate has just written is this
+					// machine now: nothing to scale.
+					opt.autoScale = !*calib
+				} else {
 					f, err := strconv.ParseFloat(*cpuScale, 64)
 					if err != nil {
 						return report(c.stderr, c.usagef("%s %q: want auto or a number", c.typed("cpu-scale"), *cpuScale))
@@ -365,18 +362,30 @@ func validateCommand() *command {
 					if err := checkCPUScale(c, f, "sim"); err != nil {
 						return report(c.stderr, c.usagef("%v", err))
 					}
-					scale = f
+					opt.cpuScale = f
 				}
-				// A profile calibrate just wrote is this machine now:
-				// nothing to scale.
-				return validateMain(c, rest, *only, *asJSON, *seed, *profile, *repeat, scale, auto && !*calib)
+				return validateMain(c, rest, opt)
 			}
 		},
 	}
 }
 
-func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64, profile string, repeat int, cpuScale float64, autoScale bool) int {
+// validateOptions are validate's flags, checked.
+type validateOptions struct {
+	only      string // --scenario
+	asJSON    bool
+	seed      uint64
+	profile   string
+	repeat    int
+	cpuScale  float64 // the factor given, 1 unless --cpu-scale F
+	autoScale bool    // --cpu-scale auto without --calibrate: measure it
+	calibrate bool
+}
+
+func validateMain(c *call, rest []string, opt validateOptions) int {
 	stdout, stderr := c.stdout, c.stderr
+	only, asJSON, seed, profile, repeat := opt.only, opt.asJSON, opt.seed, opt.profile, opt.repeat
+	cpuScale, autoScale := opt.cpuScale, opt.autoScale
 	if len(rest) > 0 {
 		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
 	}
@@ -396,6 +405,16 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 	}
 	if dryRun {
 		return exitOK
+	}
+	// Measured only once every argument has been checked.
+	if opt.calibrate {
+		path, cleanup, err := calibrateToTemp()
+		if err != nil {
+			return report(stderr, fmt.Errorf("validate --calibrate: %w", err))
+		}
+		defer cleanup()
+		fmt.Fprintf(stderr, "validate: calibrated (%s)\n", profileSummary(path))
+		profile = path
 	}
 	if autoScale {
 		f, err := autoCPUScale(stderr, profile)
@@ -454,14 +473,20 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 		}
 	}
 	if asJSON {
+		// cpu_scale: the factor the sim's costs were scaled by, absent
+		// for the profile as it is (but present, if 1, when measured);
+		// cpu_scale_auto: it is this machine's speed against the
+		// profile's reference (autoCPUScale), not the user's.
+		var scale *float64
+		if autoScale || cpuScale != 1 {
+			scale = &cpuScale
+		}
 		b, _ := json.Marshal(struct {
-			Rows     []row   `json:"rows"`
-			Failed   int     `json:"failed"`
-			CPUScale float64 `json:"cpu_scale,omitempty"`
-			// CPUScaleAuto: the factor is this machine's speed against
-			// the profile's reference (autoCPUScale), not the user's.
-			CPUScaleAuto bool `json:"cpu_scale_auto,omitempty"`
-		}{rows, failed, scaleOrNone(cpuScale), autoScale})
+			Rows         []row    `json:"rows"`
+			Failed       int      `json:"failed"`
+			CPUScale     *float64 `json:"cpu_scale,omitempty"`
+			CPUScaleAuto bool     `json:"cpu_scale_auto,omitempty"`
+		}{rows, failed, scale, autoScale})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -482,12 +507,11 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
-		if f := scaleOrNone(cpuScale); f != 0 {
-			how := "--cpu-scale"
-			if autoScale {
-				how = "--cpu-scale auto: this machine's probes now against the profile's reference"
-			}
-			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (%s)\n", f, how)
+		switch {
+		case autoScale:
+			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale auto: this machine's probes now against the profile's reference)\n", cpuScale)
+		case cpuScale != 1:
+			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale)\n", cpuScale)
 		}
 	}
 	if failed > 0 {
@@ -496,34 +520,40 @@ func validateMain(c *call, rest []string, only string, asJSON bool, seed uint64,
 	return exitOK
 }
 
-// autoCPUScale measures this machine as calibrate does and returns how
-// much dearer its work is than the profile's reference
-// (sim.Profile.SpeedRatio), kept within [0.25, 4]: past that the
-// profile is of another machine, and a factor would hide it.
+// autoCPUScale measures this machine's costs as calibrate does and
+// returns how much dearer its work is than the profile's reference
+// (sim.Profile.SpeedRatio), rounded to hundredths.
 func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
 	p, err := loadProfile(profile)
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	now, err := calibrate()
+	now, err := calibrateCosts()
+	if err != nil {
+		return 0, fmt.Errorf("measuring this machine: %w (--cpu-scale 1 skips it)", err)
+	}
+	r, n := p.SpeedRatio(now)
+	if n == 0 {
+		return 0, errors.New("the profile's reference shares no cost probe with this machine's measurement: give the factor (--cpu-scale F, 1 for the profile as it is)")
+	}
+	f, err := autoFactor(r)
 	if err != nil {
 		return 0, err
 	}
-	r, n := p.SpeedRatio(now)
-	f := math.Round(min(max(r, 0.25), 4)*100) / 100
-	fmt.Fprintf(stderr, "validate: this machine's work costs %.2f× the profile's reference (geometric mean of %d probes, measured in %v): the sim's CPU costs × %.2f\n",
+	fmt.Fprintf(stderr, "validate: this machine's work costs %.2f× the profile's reference (a trimmed geometric mean over %d probes, measured in %v): the sim's CPU costs × %.2f\n",
 		r, n, time.Since(start).Round(time.Millisecond), f)
 	return f, nil
 }
 
-// scaleOrNone is a --cpu-scale worth reporting: 0 for the profile as
-// measured.
-func scaleOrNone(f float64) float64 {
-	if f == 1 {
-		return 0
+// autoFactor is the speed ratio as validate applies it, rounded to
+// hundredths. Past 4× either way the profile is of another machine, and
+// a factor would hide that: an error says so.
+func autoFactor(r float64) (float64, error) {
+	if !(r >= 0.25 && r <= 4) {
+		return 0, fmt.Errorf("this machine's work costs %.2f× the profile's reference, past 4× either way: calibrate a profile here (xceiver calibrate, then --profile), or give the factor (--cpu-scale F)", r)
 	}
-	return f
+	return math.Round(r*100) / 100, nil
 }
 
 // compareRepeats builds c's rows from one or more runs of each of its
