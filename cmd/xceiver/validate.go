@@ -429,42 +429,97 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			todo = append(todo, c)
 		}
 	}
-	var rows []row
-	for _, c := range todo {
-		reps := 1
+	// sims[ci][k][i], reals[ci][k][i]: the k-th run of todo[ci].runs[i]
+	// in each world (seed+k). The noisy checks' real repeats run
+	// interleaved, round k of every one before round k+1 of any, so a
+	// slow stretch of a shared machine (its speed moves within tens of
+	// seconds) falls on a few repeats of each check, which the medians
+	// absorb, rather than on every repeat of one.
+	sims, reals := make([][][]result, len(todo)), make([][][]result, len(todo))
+	reps := func(c check) int {
 		if c.noisy {
-			reps = repeat
+			return repeat
 		}
-		// sims[k][i], reals[k][i]: the k-th run of c.runs[i] in each
-		// world (in sim, with seed+k).
-		sims, reals := make([][]result, reps), make([][]result, reps)
-		for _, world := range []string{"sim", "real"} {
-			times := ""
-			if reps > 1 && world == "sim" {
-				times = fmt.Sprintf(" (seeds %d to %d)", seed, seed+uint64(reps)-1)
-			} else if reps > 1 {
-				times = fmt.Sprintf(" (%d times)", reps)
+		return 1
+	}
+	run := func(ci int, world string, k int) error {
+		c := todo[ci]
+		for _, r := range c.runs {
+			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale})
+			if err != nil {
+				return fmt.Errorf("validate %s (%s): %w", c.name, world, err)
 			}
-			fmt.Fprintf(stderr, "validate: %s in %s%s…\n", c.desc, world, times)
-			start := time.Now()
-			// Repeats go round all the runs, so a slow moment of a
-			// shared machine falls on different points.
-			for k := 0; k < reps; k++ {
-				for _, r := range c.runs {
-					res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale})
-					if err != nil {
-						return report(stderr, fmt.Errorf("validate %s (%s): %w", c.name, world, err))
-					}
-					if world == "sim" {
-						sims[k] = append(sims[k], res)
-					} else {
-						reals[k] = append(reals[k], res)
-					}
+			if world == "sim" {
+				sims[ci][k] = append(sims[ci][k], res)
+			} else {
+				reals[ci][k] = append(reals[ci][k], res)
+			}
+		}
+		return nil
+	}
+	// world runs todo[ci] in one world, every repeat.
+	world := func(ci int, w string) error {
+		c, n := todo[ci], reps(todo[ci])
+		times := ""
+		if n > 1 && w == "sim" {
+			times = fmt.Sprintf(" (seeds %d to %d)", seed, seed+uint64(n)-1)
+		} else if n > 1 {
+			times = fmt.Sprintf(" (%d times)", n)
+		}
+		fmt.Fprintf(stderr, "validate: %s in %s%s…\n", c.desc, w, times)
+		start := time.Now()
+		// Repeats go round all the runs, so a slow moment of a shared
+		// machine falls on different points.
+		for k := 0; k < n; k++ {
+			if err := run(ci, w, k); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "validate: %s in %s took %v\n", c.name, w, time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	var noisy []int
+	for ci, c := range todo {
+		sims[ci], reals[ci] = make([][]result, reps(c)), make([][]result, reps(c))
+		if c.noisy {
+			noisy = append(noisy, ci)
+		}
+	}
+	for _, ci := range noisy {
+		if err := world(ci, "sim"); err != nil {
+			return report(stderr, err)
+		}
+	}
+	if len(noisy) == 1 {
+		if err := world(noisy[0], "real"); err != nil {
+			return report(stderr, err)
+		}
+	} else if len(noisy) > 1 {
+		var names []string
+		for _, ci := range noisy {
+			names = append(names, todo[ci].name)
+		}
+		fmt.Fprintf(stderr, "validate: %s in real, interleaved (%d rounds)…\n", strings.Join(names, ", "), repeat)
+		start := time.Now()
+		for k := 0; k < repeat; k++ {
+			for _, ci := range noisy {
+				if err := run(ci, "real", k); err != nil {
+					return report(stderr, err)
 				}
 			}
-			fmt.Fprintf(stderr, "validate: %s in %s took %v\n", c.name, world, time.Since(start).Round(time.Millisecond))
 		}
-		rows = append(rows, compareRepeats(c, sims, reals)...)
+		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
+	}
+	var rows []row
+	for ci, c := range todo {
+		if !c.noisy {
+			for _, w := range []string{"sim", "real"} {
+				if err := world(ci, w); err != nil {
+					return report(stderr, err)
+				}
+			}
+		}
+		rows = append(rows, compareRepeats(c, sims[ci], reals[ci])...)
 	}
 	failed := 0
 	for _, r := range rows {
