@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"xceiver/model"
+)
 
 func TestMedianResultIsPerNumericField(t *testing.T) {
 	runs := []result{
@@ -58,5 +64,48 @@ func TestCompareRepeatsJudgesTheMedianAndShowsTheSpread(t *testing.T) {
 	one := compareRepeats(c, sims[1:2], reals[1:2])[0]
 	if one.Pass || one.RealRuns != 0 || one.SimRuns != 0 || one.Sim != 130 {
 		t.Errorf("a single slow run: %+v, want out of tolerance and no spread", one)
+	}
+}
+
+// orderRunner records, in order, which check's run ran in which world.
+type orderRunner struct {
+	name string
+	log  *[]string
+}
+
+func (r orderRunner) run(w model.World) (result, error) {
+	*r.log = append(*r.log, r.name+"/"+w.Kind())
+	return result{{"x", 1.0}}, nil
+}
+
+// The repeated checks' real runs go round by round across the checks, so
+// a slow stretch of the machine falls on a few repeats of each; their
+// sims run first, and a check run once keeps its place.
+func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
+	var log []string
+	mk := func(name string, noisy bool) check {
+		return check{name: name, desc: name, noisy: noisy, runs: []runner{orderRunner{name, &log}},
+			rows: func(s, r []result) []row { return []row{within(name, "x", num(s[0], "x"), num(r[0], "x"), 0.25)} }}
+	}
+	defer func(old func() []check) { validateChecks = old }(validateChecks)
+	validateChecks = func() []check { return []check{mk("a", true), mk("once", false), mk("b", true)} }
+	code, stdout, stderr := runCLI("validate", "--cpu-scale", "1", "--repeat", "2", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	want := []string{"a/sim", "a/sim", "b/sim", "b/sim", "a/real", "b/real", "a/real", "b/real", "once/sim", "once/real"}
+	if fmt.Sprint(log) != fmt.Sprint(want) {
+		t.Errorf("runs in the order\n%v\nwant\n%v", log, want)
+	}
+	var got struct{ Rows []row }
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range got.Rows {
+		order = append(order, r.Scenario)
+	}
+	if fmt.Sprint(order) != "[a once b]" {
+		t.Errorf("rows in the order %v, want the checks' [a once b]", order)
 	}
 }
