@@ -197,6 +197,28 @@ func TestSpeedRatio(t *testing.T) {
 	if r, _ := twice.SpeedRatio(zeroish); math.Abs(r-2) > 1e-9 {
 		t.Errorf("one probe near zero moved the ratio to %v, want 2", r)
 	}
+	// Distinct ratios: a quarter at each end left out, the geometric
+	// mean of the middle. Eight probes at 1, 2, ..., 8× the reference:
+	// the two lowest and two highest go, and the ratio is the
+	// geometric mean of 3, 4, 5 and 6.
+	names := []string{"read_ns", "write_ns", "epoll_wait_ns", "pread_ns", "copy_per_kb_ns", "crc32c_per_kb_ns", "parse_ns", "inode_ns"}
+	spread := Profile{Reference: map[string]float64{}}
+	spreadNow := map[string]float64{}
+	for i, n := range names {
+		spread.Reference[n] = 10
+		spreadNow[n] = 10 * float64(i+1)
+	}
+	b3, _ := json.Marshal(spreadNow)
+	var sp Profile
+	json.Unmarshal(b3, &sp)
+	if r, n := spread.SpeedRatio(sp); n != 8 || math.Abs(r-math.Pow(3*4*5*6, 0.25)) > 1e-9 {
+		t.Errorf("ratios 1 to 8: %v over %d, want the geometric mean of 3 to 6, %v, over 8", r, n, math.Pow(3*4*5*6, 0.25))
+	}
+	// Three probes: none left out.
+	few := Profile{Reference: map[string]float64{"read_ns": 10, "write_ns": 10, "parse_ns": 10}}
+	if r, _ := few.SpeedRatio(Profile{ReadNs: 10, WriteNs: 20, ParseNs: 40}); math.Abs(r-2) > 1e-9 {
+		t.Errorf("ratios 1, 2, 4: %v, want their geometric mean 2", r)
+	}
 	// Nothing in common: no evidence, no change.
 	if r, n := (Profile{Reference: map[string]float64{"read_ns": 1}}).SpeedRatio(Profile{WriteNs: 5}); r != 1 || n != 0 {
 		t.Errorf("no probe in common: %v over %d, want 1 over 0", r, n)

@@ -197,8 +197,9 @@ func (p *Profile) fields() []profileField {
 // profile now (a fresh calibration) measured it, than when p's costs
 // were fitted: a geometric mean, over the cost probes both measured, of
 // now's figure over p's reference (p's own figures if it has none),
-// leaving out the tenth of the ratios at each end (several probes are
-// differences of two runs and can come out near zero). n is how many
+// leaving out a quarter of the ratios at each end: about seven probes
+// are differences of two runs (the callbacks by connections, the
+// connect, the accounting) and come out far off now and then. n is how many
 // probes both measured; with none the ratio is 1. It is
 // CPUConfig.Scaled's factor for validate --cpu-scale auto: a shared VM
 // slows as its neighbours load the memory and caches, and the same
@@ -222,7 +223,7 @@ func (p Profile) SpeedRatio(now Profile) (ratio float64, n int) {
 		return 1, 0
 	}
 	slices.Sort(logs)
-	trim := n / 10
+	trim := n / 4
 	sum := 0.0
 	for _, l := range logs[trim : n-trim] {
 		sum += l

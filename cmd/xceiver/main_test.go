@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -257,8 +258,12 @@ func TestValidateScalesByTheMachineByDefault(t *testing.T) {
 	if !got.CPUScaleAuto || got.CPUScale < 0.25 || got.CPUScale > 4 {
 		t.Errorf("cpu_scale %v, auto %v: want a measured factor in [0.25, 4]", got.CPUScale, got.CPUScaleAuto)
 	}
-	if !strings.Contains(stderr, "validate: this machine's work costs") {
+	// The factor applied is the one measured, not a default.
+	var measured float64
+	if _, rest, ok := strings.Cut(stderr, "the sim's CPU costs × "); !ok {
 		t.Errorf("stderr does not say what the machine measured:\n%s", stderr)
+	} else if _, err := fmt.Sscanf(rest, "%g", &measured); err != nil || measured != got.CPUScale {
+		t.Errorf("measured × %v (%v), the JSON says %v", measured, err, got.CPUScale)
 	}
 }
 

@@ -343,7 +343,7 @@ func validateCommand() *command {
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
-			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: auto (unless --calibrate) measures this machine first with calibrate's cost probes (about 7 s) and takes how much dearer its work is now than the profile's reference (a trimmed geometric mean over the cost probes), for a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
+			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: auto (unless --calibrate) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes), for a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does (about 9 s), and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -446,7 +446,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		}
 		return 1
 	}
-	run := func(ci int, world string, k int) error {
+	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
 		for _, r := range c.runs {
 			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale})
@@ -475,7 +475,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		// Repeats go round all the runs, so a slow moment of a shared
 		// machine falls on different points.
 		for k := 0; k < n; k++ {
-			if err := run(ci, w, k); err != nil {
+			if err := runCheck(ci, w, k); err != nil {
 				return err
 			}
 		}
@@ -503,13 +503,17 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		for _, ci := range noisy {
 			names = append(names, todo[ci].name)
 		}
-		fmt.Fprintf(stderr, "validate: %s in real, interleaved (%d rounds)…\n", strings.Join(names, ", "), repeat)
+		fmt.Fprintf(stderr, "validate: %s in real, interleaved (%s)…\n", strings.Join(names, ", "), plural(repeat, "1 round", fmt.Sprintf("%d rounds", repeat)))
 		start := time.Now()
 		for k := 0; k < repeat; k++ {
+			round := time.Now()
 			for _, ci := range noisy {
-				if err := run(ci, "real", k); err != nil {
+				if err := runCheck(ci, "real", k); err != nil {
 					return report(stderr, err)
 				}
+			}
+			if repeat > 1 {
+				fmt.Fprintf(stderr, "validate: round %d of %d took %v\n", k+1, repeat, time.Since(round).Round(time.Millisecond))
 			}
 		}
 		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
@@ -588,7 +592,7 @@ func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
 		return 0, err
 	}
 	start := time.Now()
-	now, err := calibrateCosts()
+	now, err := calibrateCosts(p)
 	if err != nil {
 		return 0, fmt.Errorf("measuring this machine: %w (--cpu-scale 1 skips it)", err)
 	}
@@ -600,7 +604,7 @@ func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stderr, "validate: this machine's work costs %.2f× the profile's reference (a trimmed geometric mean over %d probes, measured in %v): the sim's CPU costs × %.2f\n",
+	fmt.Fprintf(stderr, "validate: this machine's work costs %.3f× the profile's reference (the interquartile geometric mean over %d probes, measured in %v): the sim's CPU costs × %.2f\n",
 		r, n, time.Since(start).Round(time.Millisecond), f)
 	return f, nil
 }
@@ -610,7 +614,7 @@ func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
 // a factor would hide that: an error says so.
 func autoFactor(r float64) (float64, error) {
 	if !(r >= 0.25 && r <= 4) {
-		return 0, fmt.Errorf("this machine's work costs %.2f× the profile's reference, past 4× either way: calibrate a profile here (xceiver calibrate, then --profile), or give the factor (--cpu-scale F)", r)
+		return 0, fmt.Errorf("this machine's work costs %.3f× the profile's reference, past 4× either way: calibrate a profile here (xceiver calibrate, then --profile), or give the factor (--cpu-scale F)", r)
 	}
 	return math.Round(r*100) / 100, nil
 }
@@ -678,7 +682,7 @@ func medianResult(runs []result) result {
 
 func checkNames() string {
 	var names []string
-	for _, c := range checks() {
+	for _, c := range validateChecks() {
 		names = append(names, c.name)
 	}
 	return strings.Join(names, ", ")

@@ -67,9 +67,11 @@ func TestCompareRepeatsJudgesTheMedianAndShowsTheSpread(t *testing.T) {
 	}
 }
 
-// orderRunner records, in order, which check's run ran in which world.
+// orderRunner records, in order, which check's run ran in which world,
+// and answers with a value of its own: its check's number and the seed.
 type orderRunner struct {
 	name string
+	id   int
 	log  *[]string
 }
 
@@ -78,34 +80,60 @@ func (r orderRunner) run(w model.World) (result, error) {
 	return result{{"x", 1.0}}, nil
 }
 
+// checkOf builds a check of one orderRunner whose row compares, in both
+// worlds, id*100 + the seed of the run (runScenario's "seed" field).
+func checkOf(name string, id int, noisy bool, log *[]string) check {
+	v := func(r result) float64 { return float64(id*100) + num(r, "seed") }
+	return check{name: name, desc: name, noisy: noisy, runs: []runner{orderRunner{name, id, log}},
+		rows: func(s, r []result) []row { return []row{within(name, "v", v(s[0]), v(r[0]), 0.25)} }}
+}
+
 // The repeated checks' real runs go round by round across the checks, so
 // a slow stretch of the machine falls on a few repeats of each; their
-// sims run first, and a check run once keeps its place.
+// sims run first, a check run once keeps its place, and each check's
+// rows are its own runs' with the seeds of its repeats.
 func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 	var log []string
-	mk := func(name string, noisy bool) check {
-		return check{name: name, desc: name, noisy: noisy, runs: []runner{orderRunner{name, &log}},
-			rows: func(s, r []result) []row { return []row{within(name, "x", num(s[0], "x"), num(r[0], "x"), 0.25)} }}
-	}
 	defer func(old func() []check) { validateChecks = old }(validateChecks)
-	validateChecks = func() []check { return []check{mk("a", true), mk("once", false), mk("b", true)} }
-	code, stdout, stderr := runCLI("validate", "--cpu-scale", "1", "--repeat", "2", "--json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	validateChecks = func() []check {
+		return []check{checkOf("a", 1, true, &log), checkOf("once", 2, false, &log), checkOf("b", 3, true, &log)}
 	}
+	rowsOf := func(args ...string) []row {
+		t.Helper()
+		log = nil
+		code, stdout, stderr := runCLI(append([]string{"validate", "--cpu-scale", "1", "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d: %s%s", args, code, stdout, stderr)
+		}
+		var got struct{ Rows []row }
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Rows
+	}
+	rows := rowsOf("--repeat", "2", "--seed", "5")
 	want := []string{"a/sim", "a/sim", "b/sim", "b/sim", "a/real", "b/real", "a/real", "b/real", "once/sim", "once/real"}
 	if fmt.Sprint(log) != fmt.Sprint(want) {
 		t.Errorf("runs in the order\n%v\nwant\n%v", log, want)
 	}
-	var got struct{ Rows []row }
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatal(err)
+	// Seeds 5 and 6: the median 5.5, from 5 to 6; run once, seed 5.
+	for i, w := range []struct {
+		name          string
+		med, min, max float64
+	}{{"a", 105.5, 105, 106}, {"once", 205, 0, 0}, {"b", 305.5, 305, 306}} {
+		if i >= len(rows) {
+			t.Fatalf("%d rows, want 3", len(rows))
+		}
+		r := rows[i]
+		if r.Scenario != w.name || r.Sim != w.med || r.Real != w.med || r.RealMin != w.min || r.RealMax != w.max || r.SimMin != w.min || r.SimMax != w.max {
+			t.Errorf("row %d: %+v, want %s with %v [%v–%v] in both worlds", i, r, w.name, w.med, w.min, w.max)
+		}
 	}
-	var order []string
-	for _, r := range got.Rows {
-		order = append(order, r.Scenario)
+	// One repeated check alone, and every check once.
+	if rows := rowsOf("--scenario", "b", "--repeat", "3", "--seed", "1"); len(rows) != 1 || rows[0].Real != 302 || fmt.Sprint(log) != "[b/sim b/sim b/sim b/real b/real b/real]" {
+		t.Errorf("--scenario b --repeat 3: rows %+v, runs %v", rows, log)
 	}
-	if fmt.Sprint(order) != "[a once b]" {
-		t.Errorf("rows in the order %v, want the checks' [a once b]", order)
+	if rows := rowsOf("--repeat", "1", "--seed", "1"); len(rows) != 3 || rows[2].Real != 301 || fmt.Sprint(log) != "[a/sim b/sim a/real b/real once/sim once/real]" {
+		t.Errorf("--repeat 1: rows %+v, runs %v", rows, log)
 	}
 }
