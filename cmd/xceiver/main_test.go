@@ -199,6 +199,9 @@ func TestAutoFactor(t *testing.T) {
 		if (err == nil) != c.ok || f != c.want {
 			t.Errorf("autoFactor(%v) = %v, %v; want %v, ok %v", c.r, f, err, c.want, c.ok)
 		}
+		if err != nil && exitCode(fmt.Errorf("validate --cpu-scale auto: %w", err)) != exitUsage {
+			t.Errorf("autoFactor(%v): %v is not a usage error (exit 2)", c.r, err)
+		}
 	}
 }
 
@@ -245,6 +248,11 @@ func TestValidateScalesByTheMachineByDefault(t *testing.T) {
 		t.Skip("measures the machine (about 7 s)")
 	}
 	code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--json")
+	if code == exitUsage && strings.Contains(stderr, "past 4× either way") {
+		// A machine four times faster or slower than the profile's:
+		// validate says so rather than scale; nothing to check here.
+		t.Skip(strings.TrimSpace(stderr))
+	}
 	if code != exitOK && code != exitFail {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

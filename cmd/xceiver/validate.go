@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -598,7 +597,7 @@ func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
 	}
 	r, n := p.SpeedRatio(now)
 	if n == 0 {
-		return 0, errors.New("the profile's reference shares no cost probe with this machine's measurement: give the factor (--cpu-scale F, 1 for the profile as it is)")
+		return 0, usagef("the profile's reference shares no cost probe with this machine's measurement: give the factor (--cpu-scale F, 1 for the profile as it is)")
 	}
 	f, err := autoFactor(r)
 	if err != nil {
@@ -611,10 +610,10 @@ func autoCPUScale(stderr io.Writer, profile string) (float64, error) {
 
 // autoFactor is the speed ratio as validate applies it, rounded to
 // hundredths. Past 4× either way the profile is of another machine, and
-// a factor would hide that: an error says so.
+// a factor would hide that: a usage error (exit 2) says what to give.
 func autoFactor(r float64) (float64, error) {
 	if !(r >= 0.25 && r <= 4) {
-		return 0, fmt.Errorf("this machine's work costs %.3f× the profile's reference, past 4× either way: calibrate a profile here (xceiver calibrate, then --profile), or give the factor (--cpu-scale F)", r)
+		return 0, usagef("this machine's work costs %.3f× the profile's reference, past 4× either way: calibrate a profile here (xceiver calibrate, then --profile), or give the factor (--cpu-scale F)", r)
 	}
 	return math.Round(r*100) / 100, nil
 }
