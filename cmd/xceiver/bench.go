@@ -139,11 +139,22 @@ func sortedExperimentNames() []string {
 }
 
 // benchProfile and benchCPUScale are bench's --profile and --cpu-scale,
-// for the simulated runs.
+// for the simulated runs: benchOptions and benchCPU carry them to every
+// experiment.
 var (
 	benchProfile  string
 	benchCPUScale = 1.0
 )
+
+// benchOptions are a bench run's options in world: the sim side gets
+// bench's profile and CPU scale.
+func benchOptions(world string, seed uint64) runOptions {
+	return runOptions{world: world, seed: seed, profile: benchProfile, cpuScale: benchCPUScale}
+}
+
+// benchCPU is the sim's CPU costs for the experiments that build their
+// worlds themselves (runSCRead): bench's profile, scaled.
+func benchCPU() (sim.CPUConfig, error) { return simCPU(benchOptions("sim", 0), false) }
 
 func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, plot string) int {
 	stdout, stderr := c.stdout, c.stderr
@@ -229,7 +240,9 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 // its thread's CPU: the model's loops paid two system calls and a thread
 // lock per callback for it, and the reference Go servers none.
 func benchRead(world string, seed uint64, s model.ReadScenario) (result, error) {
-	return runScenario("read", readRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile, cpuScale: benchCPUScale, wholeProcessCPU: true})
+	opt := benchOptions(world, seed)
+	opt.wholeProcessCPU = true
+	return runScenario("read", readRunner{s}, opt)
 }
 
 // benchHDFS941 runs TestParallelRead, the benchmark HDFS-941 reported:
@@ -247,7 +260,7 @@ func benchHDFS941(world string, seed uint64) ([]benchRow, error) {
 		for i, nd := range []bool{false, true} {
 			s := model.DefaultParallelRead()
 			s.Files, s.Readers, s.NoDelay = c.files, c.readers, nd
-			res, err := runScenario("parallel-read", parallelReadRunner{s}, runOptions{world: world, seed: seed, profile: benchProfile, cpuScale: benchCPUScale})
+			res, err := runScenario("parallel-read", parallelReadRunner{s}, benchOptions(world, seed))
 			if err != nil {
 				return nil, err
 			}

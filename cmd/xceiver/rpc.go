@@ -223,7 +223,7 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 			s.Clients, s.Threads = 16, 4
 			s.Warmup, s.Duration = 200*time.Millisecond, 800*time.Millisecond
 		}
-		res, err := runScenario("rpc", rpcRunner{s: s, barging: !c.fair, wakeups: true}, runOptions{world: world, seed: seed, profile: benchProfile, cpuScale: benchCPUScale})
+		res, err := runScenario("rpc", rpcRunner{s: s, barging: !c.fair, wakeups: true}, benchOptions(world, seed))
 		if err != nil {
 			return nil, err
 		}

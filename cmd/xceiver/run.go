@@ -277,6 +277,22 @@ func checkCPUScale(c *call, f float64, world string) error {
 	return nil
 }
 
+// simCPU is the CPU costs of a simulated run with opt: its profile's
+// (with the real world's per-callback accounting if account), times its
+// CPU scale. Every sim run of run, validate and bench gets its costs
+// here.
+func simCPU(opt runOptions, account bool) (sim.CPUConfig, error) {
+	prof, err := loadProfile(opt.profile)
+	if err != nil {
+		return sim.CPUConfig{}, err
+	}
+	cpu := prof.CPU()
+	if account {
+		cpu.Account = prof.Account()
+	}
+	return cpu.Scaled(opt.cpuScale), nil
+}
+
 // findScenario finds the SCENARIO among args, wherever it stands: the
 // first argument that is neither a flag nor a flag's value. found
 // reports whether it names a scenario; name is what was typed ("" if
@@ -326,17 +342,13 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 	switch opt.world {
 	case "sim":
 		cfg := sim.DefaultConfig(opt.seed)
-		prof, err := loadProfile(opt.profile)
-		if err != nil {
+		// Its real run accounts each callback's CPU (runReal), which
+		// costs the real world CPU: the sim charges it too.
+		_, account := r.(readRunner)
+		var err error
+		if cfg.CPU, err = simCPU(opt, account && !opt.wholeProcessCPU); err != nil {
 			return nil, err
 		}
-		cfg.CPU = prof.CPU()
-		if _, ok := r.(readRunner); ok && !opt.wholeProcessCPU {
-			// Its real run accounts each callback's CPU (runReal),
-			// which costs the real world CPU: the sim charges it too.
-			cfg.CPU.Account = prof.Account()
-		}
-		cfg.CPU = cfg.CPU.Scaled(opt.cpuScale)
 		if c, ok := r.(interface{ simConfig(*sim.Config) }); ok {
 			c.simConfig(&cfg)
 		}

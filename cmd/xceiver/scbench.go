@@ -65,7 +65,7 @@ func runSCRead(world string, seed uint64, s shortcircuit.ReadScenario, simCfg fu
 // (which copies, as HDFS's BlockSender does on a DomainSocket) and
 // short-circuit.
 func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
-	prof, err := loadProfile(benchProfile)
+	cpu, err := benchCPU()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
 		s.Blocks, s.BlockSize = 8, 8<<20
 		s.Ops = (1 << 30) / s.ReadSize
 		s.NoTransferTo = c.copying
-		res, user, sys, err := runSCRead(world, seed, s, func(c *sim.Config) { c.CPU = prof.CPU().Scaled(benchCPUScale) })
+		res, user, sys, err := runSCRead(world, seed, s, func(c *sim.Config) { c.CPU = cpu })
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
 			// How far the model is from HDFS's ratio, in copies of the
 			// GiB at the profile's copy cost: the reads are serial, so a
 			// copy more on the path adds its time to every read.
-			perCopy := float64(prof.CPU().Scaled(benchCPUScale).CopyPerKB) * float64(1<<20) / 1e9
+			perCopy := float64(cpu.CopyPerKB) * float64(1<<20) / 1e9
 			rows = append(rows, benchRow{world, c.name, "copies short of 7.9/6.7", (tcpTime*7.9/6.7 - t) / perCopy, "copies of 1 GiB"})
 		}
 	}
@@ -122,13 +122,13 @@ func benchHDFS347(world string, seed uint64) ([]benchRow, error) {
 // copy and CRC32C work of 64 readers, and with no wake-up cost a handed
 // lock started at once, so the lock barely showed.
 func benchHDFS15202(world string, seed uint64) ([]benchRow, error) {
-	prof, err := loadProfile(benchProfile)
+	cpu, err := benchCPU()
 	if err != nil {
 		return nil, err
 	}
 	simCfg := func(c *sim.Config) {
 		c.HostCores = 0
-		c.CPU = prof.CPU().Scaled(benchCPUScale)
+		c.CPU = cpu
 		// HDFS's readers are Java threads: no Go processor held by a
 		// loop gone idle, and none parked in Go's poller.
 		c.CPU.SyscallHold, c.CPU.SyscallHoldSpread = 0, 0
