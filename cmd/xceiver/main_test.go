@@ -19,6 +19,20 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
+// cliJSON runs the CLI with args and decodes its JSON output into into.
+// Output that is not JSON fails the test; none (a run that stopped with
+// an error) is left to the caller, which checks the code.
+func cliJSON(t *testing.T, into any, args ...string) (code int, stderr string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(args...)
+	if stdout != "" {
+		if err := json.Unmarshal([]byte(stdout), into); err != nil {
+			t.Fatalf("%q: exit %d, output not JSON: %v\n%s%s", args, code, err, stdout, stderr)
+		}
+	}
+	return code, stderr
+}
+
 func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 	cases := [][]string{
 		{},
@@ -117,13 +131,9 @@ func TestRunReadJSON(t *testing.T) {
 func TestRunReadCPUScale(t *testing.T) {
 	get := func(args ...string) map[string]any {
 		t.Helper()
-		code, stdout, stderr := runCLI(append([]string{"run", "read", "--clients", "4", "--ops", "10", "--json"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%q: exit %d: %s", args, code, stderr)
-		}
 		var got map[string]any
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-			t.Fatal(err)
+		if code, stderr := cliJSON(t, &got, append([]string{"run", "read", "--clients", "4", "--ops", "10", "--json"}, args...)...); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
 		}
 		return got
 	}
@@ -152,16 +162,12 @@ func TestValidateCPUScaleIsApplied(t *testing.T) {
 	}
 	simP50 := func(scale string) (float64, float64) {
 		t.Helper()
-		code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", scale, "--json")
-		if code != exitOK && code != exitFail {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
 		var got struct {
 			CPUScale *float64 `json:"cpu_scale"`
 			Rows     []row    `json:"rows"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-			t.Fatal(err)
+		if code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--cpu-scale", scale, "--json"); code != exitOK && code != exitFail {
+			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		if len(got.Rows) != 1 {
 			t.Fatalf("%d rows, want tcp-nodelay's one", len(got.Rows))
@@ -212,16 +218,12 @@ func TestBenchCPUScale(t *testing.T) {
 	}
 	reactor := func(args ...string) (tp float64, scale *float64) {
 		t.Helper()
-		code, stdout, stderr := runCLI(append([]string{"bench", "hdfs-918", "--json"}, args...)...)
-		if code != exitOK {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
 		var got struct {
 			CPUScale *float64   `json:"cpu_scale"`
 			Rows     []benchRow `json:"rows"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-			t.Fatal(err)
+		if code, stderr := cliJSON(t, &got, append([]string{"bench", "hdfs-918", "--json"}, args...)...); code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		for _, r := range got.Rows {
 			if r.World == "sim" && r.Case == "reactor" && r.Metric == "throughput" {
@@ -247,7 +249,11 @@ func TestValidateScalesByTheMachineByDefault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures the machine (about 7 s)")
 	}
-	code, stdout, stderr := runCLI("validate", "--scenario", "tcp-nodelay", "--json")
+	var got struct {
+		CPUScale     float64 `json:"cpu_scale"`
+		CPUScaleAuto bool    `json:"cpu_scale_auto"`
+	}
+	code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--json")
 	if code == exitUsage && strings.Contains(stderr, "past 4× either way") {
 		// A machine four times faster or slower than the profile's:
 		// validate says so rather than scale; nothing to check here.
@@ -255,13 +261,6 @@ func TestValidateScalesByTheMachineByDefault(t *testing.T) {
 	}
 	if code != exitOK && code != exitFail {
 		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var got struct {
-		CPUScale     float64 `json:"cpu_scale"`
-		CPUScaleAuto bool    `json:"cpu_scale_auto"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatal(err)
 	}
 	if !got.CPUScaleAuto || got.CPUScale < 0.25 || got.CPUScale > 4 {
 		t.Errorf("cpu_scale %v, auto %v: want a measured factor in [0.25, 4]", got.CPUScale, got.CPUScaleAuto)

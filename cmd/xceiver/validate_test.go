@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -101,13 +100,9 @@ func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 	rowsOf := func(args ...string) []row {
 		t.Helper()
 		log = nil
-		code, stdout, stderr := runCLI(append([]string{"validate", "--cpu-scale", "1", "--json"}, args...)...)
-		if code != exitOK {
-			t.Fatalf("%q: exit %d: %s%s", args, code, stdout, stderr)
-		}
 		var got struct{ Rows []row }
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-			t.Fatal(err)
+		if code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--json"}, args...)...); code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
 		}
 		return got.Rows
 	}
