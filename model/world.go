@@ -459,6 +459,14 @@ func ThreadKind(process, thread string) string {
 	return dropNumber(process) + "/" + dropNumber(thread)
 }
 
+// IsThreadKind reports whether kind is ThreadKind(process, thread),
+// without building that string: a world looks its kind records up this
+// way whenever it starts a thread.
+func IsThreadKind(kind, process, thread string) bool {
+	p, t := dropNumber(process), dropNumber(thread)
+	return len(kind) == len(p)+1+len(t) && kind[:len(p)] == p && kind[len(p)] == '/' && kind[len(p)+1:] == t
+}
+
 // dropNumber drops the trailing "-N" parts of name ("reader-3-7" is
 // "reader").
 func dropNumber(name string) string {

@@ -35,5 +35,14 @@ func TestThreadKindDropsNumbers(t *testing.T) {
 		if got := ThreadKind(c.process, c.thread); got != c.want {
 			t.Errorf("ThreadKind(%q, %q) = %q, want %q", c.process, c.thread, got, c.want)
 		}
+		if !IsThreadKind(c.want, c.process, c.thread) {
+			t.Errorf("IsThreadKind(%q, %q, %q) = false", c.want, c.process, c.thread)
+		}
+		// Kinds that share a prefix or a suffix are not the same.
+		for _, other := range []string{c.want + "x", "x" + c.want, c.want[:len(c.want)-1], "dn2/main"} {
+			if other != c.want && IsThreadKind(other, c.process, c.thread) {
+				t.Errorf("IsThreadKind(%q, %q, %q) = true", other, c.process, c.thread)
+			}
+		}
 	}
 }

@@ -507,16 +507,15 @@ type thread struct {
 }
 
 // threadKind is the CPU record of thread name's kind in p (ThreadCPU).
+// A world has a handful of kinds (client/main, datanode/worker, …): a
+// scan finds one, and the kind's name is built only for a new one.
 func (w *World) threadKind(p *Process, name string) *model.ThreadCPU {
-	k := model.ThreadKind(p.name, name)
-	if tc := w.kindOf[k]; tc != nil {
-		return tc
+	for _, tc := range w.threadKinds {
+		if model.IsThreadKind(tc.Thread, p.name, name) {
+			return tc
+		}
 	}
-	if w.kindOf == nil {
-		w.kindOf = make(map[string]*model.ThreadCPU)
-	}
-	tc := &model.ThreadCPU{Thread: k}
-	w.kindOf[k] = tc
+	tc := &model.ThreadCPU{Thread: model.ThreadKind(p.name, name)}
 	w.threadKinds = append(w.threadKinds, tc)
 	return tc
 }

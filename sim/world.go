@@ -309,11 +309,9 @@ type World struct {
 	hostCPU *cpu
 	// arrivals counts threads that became runnable (arrive).
 	arrivals uint64
-	// threadKinds is the CPU of each kind of thread (ThreadCPU), in the
-	// order the kinds first ran; kindOf finds one by name when a thread
-	// is made (lookups only).
+	// threadKinds is the CPU of each kind of thread (ThreadCPU), one
+	// record a kind (threadKind).
 	threadKinds []*model.ThreadCPU
-	kindOf      map[string]*model.ThreadCPU
 	// sockets counts the sockets open in every process (allocFD, freeFD,
 	// clearFDs): CPUConfig.CallbackByConns reads it on every callback.
 	sockets  int
