@@ -139,8 +139,12 @@ type threadKind struct {
 	cpu       atomic.Int64 // ns
 }
 
-// threadKind is the record of thread name's kind in process.
+// threadKind is the record of thread name's kind in process; nil
+// without Config.AccountCPU, which nothing then adds to or reads.
 func (w *World) threadKind(process, name string) *threadKind {
+	if !w.cfg.AccountCPU {
+		return nil
+	}
 	k := model.ThreadKind(process, name)
 	w.kindsMu.Lock()
 	defer w.kindsMu.Unlock()
