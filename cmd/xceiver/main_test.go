@@ -338,3 +338,27 @@ func TestRunReadSplitsCPUByThread(t *testing.T) {
 		}
 	}
 }
+
+// A real run says how much of the CPU time the machine wanted the host
+// withheld (null where the run wanted too little to say); a simulated
+// run has the key, null: it has no host.
+func TestRunReportsHostSteal(t *testing.T) {
+	for _, world := range []string{"sim", "real"} {
+		var got map[string]any
+		code, stderr := cliJSON(t, &got, "run", "tcp-pattern", "--ops", "20", "--writes", "1", "--world", world, "--json")
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", world, code, stderr)
+		}
+		v, ok := got["host_steal_share"]
+		switch {
+		case !ok:
+			t.Errorf("%s: no host_steal_share in %v", world, got)
+		case world == "sim" && v != nil:
+			t.Errorf("sim: host_steal_share %v, want null", v)
+		case world == "real" && v != nil:
+			if s, isNum := v.(float64); !isNum || s < 0 || s > 1 {
+				t.Errorf("real: host_steal_share %v, want a share in [0, 1] or null", v)
+			}
+		}
+	}
+}

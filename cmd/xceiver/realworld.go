@@ -27,9 +27,11 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
+	host0, hostErr := real.ReadHostCPU()
 	start := time.Now()
 	res, runErr := r.run(w)
 	wall := time.Since(start)
+	host1, hostErr1 := real.ReadHostCPU()
 	closeErr := w.Close()
 	if runErr != nil {
 		return nil, runErr
@@ -40,6 +42,16 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	out := append(head, res...)
 	// The same keys as in sim; a real run has no event count or trace.
 	out = append(out, field{"events", nil}, field{"wall_ms", float64(wall.Microseconds()) / 1e3}, field{"trace_hash", nil})
+	// What the host withheld from this machine during the run (null
+	// where /proc/stat does not say): the real figures mean the model
+	// only as far as the machine got to run.
+	var steal any
+	if hostErr == nil && hostErr1 == nil {
+		if s, ok := host1.Since(host0).StealShare(); ok {
+			steal = s
+		}
+	}
+	out = append(out, field{"host_steal_share", steal})
 	return out, nil
 }
 

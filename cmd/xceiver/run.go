@@ -392,7 +392,9 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			field{"events", w.Events()},
 			field{"virtual_ms", float64(w.Now().Microseconds()) / 1e3},
 			field{"wall_ms", float64(wall.Microseconds()) / 1e3},
-			field{"trace_hash", w.TraceHashString()})
+			field{"trace_hash", w.TraceHashString()},
+			// The same keys as in real: a simulated machine has no host.
+			field{"host_steal_share", nil})
 		return out, nil
 	case "real":
 		return runReal(head, r, opt)
