@@ -13,6 +13,7 @@ import (
 
 	"xceiver/model"
 	"xceiver/model/shortcircuit"
+	"xceiver/real"
 )
 
 // A check compares what both worlds measured for one scenario.
@@ -343,6 +344,7 @@ func validateCommand() *command {
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
 			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: auto (unless --calibrate) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes), for a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
+			maxSteal := c.fs.Float64("max-steal", 0.2, "run a round of the repeated checks' real runs again when the host withheld more than `F` of the CPU time the machine wanted (steal in /proc/stat: on a shared VM the real latencies are then the host's as much as the model's), at most "+strconv.Itoa(maxStealReruns)+" times; 1: never")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does (about 9 s), and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -351,8 +353,11 @@ func validateCommand() *command {
 				if *repeat < 1 || *repeat > 20 {
 					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))
 				}
+				if !(*maxSteal >= 0 && *maxSteal <= 1) {
+					return report(c.stderr, c.usagef("%s %v: want a share from 0 to 1", c.typed("max-steal"), *maxSteal))
+				}
 				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, profile: *profile, repeat: *repeat,
-					cpuScale: 1, calibrate: *calib}
+					cpuScale: 1, calibrate: *calib, maxSteal: *maxSteal}
 				if *cpuScale == "auto" {
 					// A profile calibrate has just written is this
 					// machine now: nothing to scale.
@@ -383,7 +388,18 @@ type validateOptions struct {
 	cpuScale  float64 // the factor given, 1 unless --cpu-scale F
 	autoScale bool    // --cpu-scale auto without --calibrate: measure it
 	calibrate bool
+	maxSteal  float64 // --max-steal
 }
+
+// readHostCPU reads the host's CPU times around each real run (a
+// variable, so tests can play a busy host).
+var readHostCPU = real.ReadHostCPU
+
+// maxStealReruns is how many rounds of the repeated checks' real runs
+// validate runs again, at most, for the host's steal: a few, so a burst
+// of a neighbour's load passes, and validate still ends within a minute
+// or so when the host stays busy (then the rows say so).
+const maxStealReruns = 3
 
 func validateMain(c *call, rest []string, opt validateOptions) int {
 	stdout, stderr := c.stdout, c.stderr
@@ -445,8 +461,25 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		}
 		return 1
 	}
+	// host is what the host gave this machine while the real runs in the
+	// table ran (hostKnown: /proc/stat said so for each), round what it
+	// gave while the latest ones did (a round of the repeated checks, or
+	// one check's).
+	var host, round real.HostCPU
+	hostKnown := true
 	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
+		if world == "real" {
+			h0, err := readHostCPU()
+			defer func() {
+				h1, err1 := readHostCPU()
+				if err != nil || err1 != nil {
+					hostKnown = false
+					return
+				}
+				round = round.Add(h1.Since(h0))
+			}()
+		}
 		for _, r := range c.runs {
 			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale})
 			if err != nil {
@@ -480,6 +513,9 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		fmt.Fprintf(stderr, "validate: %s in %s took %v\n", c.name, w, time.Since(start).Round(time.Millisecond))
 		return nil
 	}
+	// reruns: rounds run again for the host's steal; overSteal: rounds
+	// kept with more than --max-steal, the reruns spent.
+	reruns, overSteal := 0, 0
 	var noisy []int
 	for ci, c := range todo {
 		sims[ci], reals[ci] = make([][]result, reps(c)), make([][]result, reps(c))
@@ -500,26 +536,47 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		fmt.Fprintf(stderr, "validate: %s in real, interleaved (%s)…\n", strings.Join(names, ", "), plural(repeat, "1 round", fmt.Sprintf("%d rounds", repeat)))
 		start := time.Now()
 		for k := 0; k < repeat; k++ {
-			round := time.Now()
+			began := time.Now()
+			round = real.HostCPU{}
 			for _, ci := range noisy {
 				if err := runCheck(ci, "real", k); err != nil {
 					return report(stderr, err)
 				}
 			}
-			if repeat > 1 {
-				fmt.Fprintf(stderr, "validate: round %d of %d took %v\n", k+1, repeat, time.Since(round).Round(time.Millisecond))
+			share, ok := round.StealShare()
+			stolen := ok && hostKnown && share > opt.maxSteal
+			again := ""
+			switch {
+			case stolen && reruns < maxStealReruns:
+				reruns++
+				again = fmt.Sprintf(", over --max-steal %v: running it again", opt.maxSteal)
+			case stolen:
+				overSteal++
 			}
+			if repeat > 1 || again != "" {
+				fmt.Fprintf(stderr, "validate: round %d of %d took %v%s%s\n", k+1, repeat, time.Since(began).Round(time.Millisecond), stealNote(round, hostKnown), again)
+			}
+			if again != "" {
+				for _, ci := range noisy {
+					reals[ci][k] = nil
+				}
+				k--
+				continue
+			}
+			host = host.Add(round)
 		}
 		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
 	}
 	var rows []row
 	for ci, c := range todo {
 		if !c.noisy {
+			round = real.HostCPU{}
 			for _, w := range []string{"sim", "real"} {
 				if err := world(ci, w); err != nil {
 					return report(stderr, err)
 				}
 			}
+			host = host.Add(round)
 		}
 		rows = append(rows, compareRepeats(c, sims[ci], reals[ci])...)
 	}
@@ -538,12 +595,22 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if autoScale || cpuScale != 1 {
 			scale = &cpuScale
 		}
+		// host_steal_share: absent where /proc/stat did not say.
+		var steal *float64
+		if s, ok := host.StealShare(); ok && hostKnown {
+			steal = &s
+		}
 		b, _ := json.Marshal(struct {
-			Rows         []row    `json:"rows"`
-			Failed       int      `json:"failed"`
-			CPUScale     *float64 `json:"cpu_scale,omitempty"`
-			CPUScaleAuto bool     `json:"cpu_scale_auto,omitempty"`
-		}{rows, failed, scale, autoScale})
+			Rows           []row    `json:"rows"`
+			Failed         int      `json:"failed"`
+			CPUScale       *float64 `json:"cpu_scale,omitempty"`
+			CPUScaleAuto   bool     `json:"cpu_scale_auto,omitempty"`
+			HostStealShare *float64 `json:"host_steal_share,omitempty"`
+			// Rounds of the repeated checks' real runs run again for
+			// the host's steal, and kept over --max-steal.
+			StealReruns int `json:"steal_reruns"`
+			OverSteal   int `json:"rounds_over_max_steal"`
+		}{rows, failed, scale, autoScale, steal, reruns, overSteal})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -570,11 +637,38 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		case cpuScale != 1:
 			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale)\n", cpuScale)
 		}
+		if s, ok := host.StealShare(); ok && hostKnown {
+			fmt.Fprintf(stdout, "the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)%s\n", 100*s, stealSummary(reruns, overSteal, repeat, opt.maxSteal))
+		}
 	}
 	if failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// stealNote says how much of the CPU time the machine wanted the host
+// withheld during h, for a progress line; nothing where that is unknown.
+func stealNote(h real.HostCPU, known bool) string {
+	s, ok := h.StealShare()
+	if !ok || !known {
+		return ""
+	}
+	return fmt.Sprintf(" (the host withheld %.0f%% of the CPU time wanted)", 100*s)
+}
+
+// stealSummary says which rounds were run again for the host's steal, and
+// how many were kept over the bound: their real figures are the host's
+// as much as the model's.
+func stealSummary(reruns, over, repeat int, maxSteal float64) string {
+	if reruns == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("; %s run again for more than %v", plural(reruns, "1 round", fmt.Sprintf("%d rounds", reruns)), maxSteal)
+	if over > 0 {
+		s += fmt.Sprintf(", and %d of the %d kept had more still: the real figures are the host's as much as the model's", over, repeat)
+	}
+	return s
 }
 
 // autoCPUScale measures this machine's costs as calibrate does and

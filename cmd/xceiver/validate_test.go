@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"xceiver/model"
+	"xceiver/real"
 )
 
 func TestMedianResultIsPerNumericField(t *testing.T) {
@@ -130,5 +133,97 @@ func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 	}
 	if rows := rowsOf("--repeat", "1", "--seed", "1"); len(rows) != 3 || rows[2].Real != 301 || fmt.Sprint(log) != "[a/sim b/sim a/real b/real once/sim once/real]" {
 		t.Errorf("--repeat 1: rows %+v, runs %v", rows, log)
+	}
+}
+
+// A round of the repeated checks' real runs in which the host withheld
+// more than --max-steal of the CPU time wanted runs again, with the same
+// seeds, at most maxStealReruns times; rounds kept over the bound once
+// those are spent are counted and said.
+func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
+	var log []string
+	defer func(old func() []check) { validateChecks = old }(validateChecks)
+	validateChecks = func() []check {
+		return []check{checkOf("a", 1, true, &log), checkOf("once", 2, false, &log), checkOf("b", 3, true, &log)}
+	}
+	// The host steals while the first stolenRuns real runs end: each
+	// read adds 100 ms busy, and as much stolen while it steals.
+	var stolenRuns int
+	var host real.HostCPU
+	defer func(old func() (real.HostCPU, error)) { readHostCPU = old }(readHostCPU)
+	readHostCPU = func() (real.HostCPU, error) {
+		reals := 0
+		for _, l := range log {
+			if strings.HasSuffix(l, "/real") {
+				reals++
+			}
+		}
+		host.Busy += 100 * time.Millisecond
+		if reals <= stolenRuns {
+			host.Steal += 100 * time.Millisecond
+		}
+		return host, nil
+	}
+	type out struct {
+		Rows        []row
+		Steal       *float64 `json:"host_steal_share"`
+		Reruns      int      `json:"steal_reruns"`
+		OverSteal   int      `json:"rounds_over_max_steal"`
+		realRounds  int
+		stderrLines string
+	}
+	run := func(stolen int, args ...string) out {
+		t.Helper()
+		log, stolenRuns = nil, stolen
+		var got out
+		code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--json", "--repeat", "2", "--seed", "5"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		for _, l := range log {
+			if l == "a/real" {
+				got.realRounds++
+			}
+		}
+		got.stderrLines = stderr
+		// The reruns keep each round's seed: the rows are as if none
+		// had run again.
+		if len(got.Rows) != 3 || got.Rows[0].Real != 105.5 || got.Rows[0].RealMin != 105 || got.Rows[2].Real != 305.5 {
+			t.Errorf("stolen %d %q: rows %+v", stolen, args, got.Rows)
+		}
+		return got
+	}
+	// Round 1 stolen (its two runs), the rerun and round 2 not.
+	if got := run(2); got.Reruns != 1 || got.OverSteal != 0 || got.realRounds != 3 || got.Steal == nil || *got.Steal != 0 ||
+		!strings.Contains(got.stderrLines, "round 1 of 2 took") || !strings.Contains(got.stderrLines, "(the host withheld 50% of the CPU time wanted), over --max-steal 0.2: running it again") {
+		t.Errorf("one stolen round: %d reruns, %d over, %d rounds, steal %v; stderr:\n%s", got.Reruns, got.OverSteal, got.realRounds, got.Steal, got.stderrLines)
+	}
+	// A host that steals throughout: three reruns, then both rounds kept
+	// over the bound, and the table's share is the host's.
+	if got := run(1000); got.Reruns != maxStealReruns || got.OverSteal != 2 || got.realRounds != 2+maxStealReruns || got.Steal == nil || *got.Steal != 0.5 {
+		t.Errorf("a busy host: %d reruns, %d over, %d rounds, steal %v", got.Reruns, got.OverSteal, got.realRounds, got.Steal)
+	}
+	// --max-steal 1: never.
+	if got := run(1000, "--max-steal", "1"); got.Reruns != 0 || got.OverSteal != 0 || got.realRounds != 2 {
+		t.Errorf("--max-steal 1: %d reruns, %d over, %d rounds", got.Reruns, got.OverSteal, got.realRounds)
+	}
+	// The text says it under the table.
+	log, stolenRuns = nil, 1000
+	code, stdout, _ := runCLI("validate", "--cpu-scale", "1", "--repeat", "2")
+	if want := "the host withheld 50% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat); 3 rounds run again for more than 0.2, and 2 of the 2 kept had more still: the real figures are the host's as much as the model's"; code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d; the table does not say %q:\n%s", code, want, stdout)
+	}
+}
+
+func TestStealNote(t *testing.T) {
+	h := real.HostCPU{Busy: 300 * time.Millisecond, Steal: 100 * time.Millisecond}
+	if got, want := stealNote(h, true), " (the host withheld 25% of the CPU time wanted)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := stealNote(h, false); got != "" {
+		t.Errorf("unknown for some run: got %q, want nothing", got)
+	}
+	if got := stealNote(real.HostCPU{Busy: 50 * time.Millisecond}, true); got != "" {
+		t.Errorf("too little wanted to say: got %q, want nothing", got)
 	}
 }
