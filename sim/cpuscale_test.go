@@ -239,3 +239,49 @@ func TestParseProfileChecksTheReference(t *testing.T) {
 		}
 	}
 }
+
+// WithHostSteal gives the cores slices between gaps of HostStealGap that
+// are the share's part of the time, keeps every cost, and does nothing
+// for no share.
+func TestWithHostSteal(t *testing.T) {
+	c := DefaultCPUConfig()
+	for _, s := range []float64{0, -1, math.NaN()} {
+		if got := c.WithHostSteal(s); got != c {
+			t.Errorf("share %v changed the config: %+v", s, got)
+		}
+	}
+	for _, tc := range []struct{ share, want float64 }{{0.5, 0.5}, {0.2, 0.2}, {0.9, 0.9}, {0.99, MaxHostSteal}} {
+		got := c.WithHostSteal(tc.share)
+		if got.SliceOff != HostStealGap {
+			t.Errorf("share %v: gaps of %v, want %v", tc.share, got.SliceOff, HostStealGap)
+		}
+		if off := float64(got.SliceOff) / float64(got.SliceOn+got.SliceOff); math.Abs(off-tc.want) > 1e-6 {
+			t.Errorf("share %v: the gaps are %.4f of the time, want %v", tc.share, off, tc.want)
+		}
+		got.SliceOn, got.SliceOff = c.SliceOn, c.SliceOff
+		if got != c {
+			t.Errorf("share %v changed more than the slices", tc.share)
+		}
+	}
+}
+
+// A host that withholds half the machine halves what a CPU-bound run
+// gets done: request-response pairs keeping both cores busy.
+func TestHostStealSlowsABusyRun(t *testing.T) {
+	rate := func(share float64) float64 {
+		cfg := DefaultConfig(1)
+		cfg.CPU = cfg.CPU.WithHostSteal(share)
+		// Dear callbacks, so the cores are the bottleneck.
+		cfg.CPU.Callback = 50 * time.Microsecond
+		w := New(cfg)
+		res, err := model.RunPairs(w, model.DefaultPairs(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Rate
+	}
+	alone, half := rate(0), rate(0.5)
+	if r := half / alone; r < 0.4 || r > 0.6 {
+		t.Errorf("8 busy pairs did %.0f exchanges with the host withholding half, %.0f alone: %.2f×, want about 0.5×", half, alone, r)
+	}
+}
