@@ -166,6 +166,10 @@ type runOptions struct {
 	// (two clock_gettime system calls and a thread lock per callback,
 	// which the reference Go servers, running no loops, never pay).
 	wholeProcessCPU bool
+	// hostSteal is the share of the CPU time the simulated machine
+	// wants that its host withholds (sim.CPUConfig.WithHostSteal); 0:
+	// none, the machine alone.
+	hostSteal float64
 }
 
 func runCommand() *command {
@@ -203,6 +207,7 @@ func runSetup(c *call) func([]string) int {
 	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default: the embedded one)")
 	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
 	fs.Float64Var(&opt.cpuScale, "cpu-scale", 1, "multiply the simulated run's CPU costs by `F`, its waits kept: the profile's machine F times slower (or faster, below 1)")
+	fs.Float64Var(&opt.hostSteal, "host-steal", 0, "simulate a virtual machine whose host withholds the share `S` of the CPU time it wants (0 to 0.9; what validate measures as the host's steal): its cores run in slices between gaps of about 0.75 ms")
 
 	name, found := findScenario(c.raw, fs)
 	if !found {
@@ -241,6 +246,9 @@ func runSetup(c *call) func([]string) int {
 		if err := checkCPUScale(c, opt.cpuScale, opt.world); err != nil {
 			return report(stderr, usagef("run %s: %v", sc.name, err))
 		}
+		if err := checkHostSteal(c, opt.hostSteal, opt.world); err != nil {
+			return report(stderr, usagef("run %s: %v", sc.name, err))
+		}
 		if opt.trace != "" {
 			if opt.world == "real" {
 				return report(stderr, usagef("run %s: %s: traces are recorded in the simulated world only", sc.name, c.typed("trace")))
@@ -277,6 +285,26 @@ func checkCPUScale(c *call, f float64, world string) error {
 	return nil
 }
 
+func hostStealField(s float64) any {
+	if s > 0 {
+		return min(s, sim.MaxHostSteal)
+	}
+	return nil
+}
+
+// checkHostSteal refuses a --host-steal that is not a share from 0 to
+// sim.MaxHostSteal, or one given for the real world, whose host withholds
+// what it does.
+func checkHostSteal(c *call, s float64, world string) error {
+	if !(s >= 0 && s <= sim.MaxHostSteal) {
+		return fmt.Errorf("%s %v: want a share from 0 to %v", c.typed("host-steal"), s, sim.MaxHostSteal)
+	}
+	if world == "real" && s != 0 {
+		return fmt.Errorf("%s: the real world's host withholds what it does (a real run reports it: host_steal_share); the share is the simulated host's", c.typed("host-steal"))
+	}
+	return nil
+}
+
 // simCPU is the CPU costs of a simulated run with opt: its profile's
 // (with the real world's per-callback accounting if account), times its
 // CPU scale. Every sim run of run, validate and bench gets its costs
@@ -290,7 +318,7 @@ func simCPU(opt runOptions, account bool) (sim.CPUConfig, error) {
 	if account {
 		cpu.Account = prof.Account()
 	}
-	return cpu.Scaled(opt.cpuScale), nil
+	return cpu.Scaled(opt.cpuScale).WithHostSteal(opt.hostSteal), nil
 }
 
 // findScenario finds the SCENARIO among args, wherever it stands: the
@@ -393,8 +421,9 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			field{"virtual_ms", float64(w.Now().Microseconds()) / 1e3},
 			field{"wall_ms", float64(wall.Microseconds()) / 1e3},
 			field{"trace_hash", w.TraceHashString()},
-			// The same keys as in real: a simulated machine has no host.
-			field{"host_steal_share", nil})
+			// The same keys as in real: the simulated host's share, null
+			// for the machine alone.
+			field{"host_steal_share", hostStealField(opt.hostSteal)})
 		return out, nil
 	case "real":
 		return runReal(head, r, opt)

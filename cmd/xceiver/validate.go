@@ -345,6 +345,7 @@ func validateCommand() *command {
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
 			cpuScale := c.fs.String("cpu-scale", "auto", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: auto (unless --calibrate) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes), for a shared VM slows by up to 1.6× for an hour at a time; 1 is the profile as it is")
 			maxSteal := c.fs.Float64("max-steal", 0.2, "run a round of the repeated checks' real runs again when the host withheld more than `F` of the CPU time the machine wanted (steal in /proc/stat: on a shared VM the real latencies are then the host's as much as the model's), at most "+strconv.Itoa(maxStealReruns)+" times; 1: never")
+			hostSteal := c.fs.String("host-steal", "measured", "the share of the CPU time the simulated machine wants that its host withholds, `measured|S`: measured gives each sim run what the host withheld from its real counterpart (a round of the repeated checks, or the check's run; steal in /proc/stat), so the real runs go first; S from 0 (the machine alone) to 0.9 gives every sim run S")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does (about 9 s), and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -358,6 +359,18 @@ func validateCommand() *command {
 				}
 				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, profile: *profile, repeat: *repeat,
 					cpuScale: 1, calibrate: *calib, maxSteal: *maxSteal}
+				if *hostSteal == "measured" {
+					opt.stealMeasured = true
+				} else {
+					f, err := strconv.ParseFloat(*hostSteal, 64)
+					if err != nil {
+						return report(c.stderr, c.usagef("%s %q: want measured or a share", c.typed("host-steal"), *hostSteal))
+					}
+					if err := checkHostSteal(c, f, "sim"); err != nil {
+						return report(c.stderr, c.usagef("%v", err))
+					}
+					opt.hostSteal = f
+				}
 				if *cpuScale == "auto" {
 					// A profile calibrate has just written is this
 					// machine now: nothing to scale.
@@ -389,6 +402,11 @@ type validateOptions struct {
 	autoScale bool    // --cpu-scale auto without --calibrate: measure it
 	calibrate bool
 	maxSteal  float64 // --max-steal
+	// hostSteal is --host-steal S: every sim run's host withholds S;
+	// stealMeasured, --host-steal measured: each withholds what the
+	// host withheld from its real counterpart.
+	hostSteal     float64
+	stealMeasured bool
 }
 
 // readHostCPU reads the host's CPU times around each real run (a
@@ -466,7 +484,12 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	// gave while the latest ones did (a round of the repeated checks, or
 	// one check's).
 	var host, round real.HostCPU
-	hostKnown := true
+	hostKnown, roundKnown := true, true
+	// simSteal[ci][k] is the share the host of sim run k of todo[ci]
+	// withholds: with --host-steal measured, what the host withheld from
+	// its real counterpart (a round of the repeated checks, or the
+	// check's run), so the real runs go first.
+	simSteal := make([][]float64, len(todo))
 	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
 		if world == "real" {
@@ -474,14 +497,14 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			defer func() {
 				h1, err1 := readHostCPU()
 				if err != nil || err1 != nil {
-					hostKnown = false
+					roundKnown = false
 					return
 				}
 				round = round.Add(h1.Since(h0))
 			}()
 		}
 		for _, r := range c.runs {
-			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale})
+			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: simSteal[ci][k]})
 			if err != nil {
 				return fmt.Errorf("validate %s (%s): %w", c.name, world, err)
 			}
@@ -492,6 +515,22 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			}
 		}
 		return nil
+	}
+	// startRound and endRound bracket the real runs of a round (or of a
+	// check run once): endRound keeps what the host withheld from them
+	// for the table, and, measured, for their sims.
+	startRound := func() { round, roundKnown = real.HostCPU{}, true }
+	roundShare := func() (float64, bool) {
+		share, ok := round.StealShare()
+		return share, ok && roundKnown
+	}
+	endRound := func(cis []int, k int) {
+		host, hostKnown = host.Add(round), hostKnown && roundKnown
+		if share, ok := roundShare(); ok && opt.stealMeasured {
+			for _, ci := range cis {
+				simSteal[ci][k] = share
+			}
+		}
 	}
 	// world runs todo[ci] in one world, every repeat (the repeated
 	// checks' real runs go round by round below instead).
@@ -519,13 +558,12 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	var noisy []int
 	for ci, c := range todo {
 		sims[ci], reals[ci] = make([][]result, reps(c)), make([][]result, reps(c))
+		simSteal[ci] = make([]float64, reps(c))
+		for k := range simSteal[ci] {
+			simSteal[ci][k] = opt.hostSteal
+		}
 		if c.noisy {
 			noisy = append(noisy, ci)
-		}
-	}
-	for _, ci := range noisy {
-		if err := world(ci, "sim"); err != nil {
-			return report(stderr, err)
 		}
 	}
 	if len(noisy) > 0 {
@@ -537,14 +575,14 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		start := time.Now()
 		for k := 0; k < repeat; k++ {
 			began := time.Now()
-			round = real.HostCPU{}
+			startRound()
 			for _, ci := range noisy {
 				if err := runCheck(ci, "real", k); err != nil {
 					return report(stderr, err)
 				}
 			}
-			share, ok := round.StealShare()
-			stolen := ok && hostKnown && share > opt.maxSteal
+			share, ok := roundShare()
+			stolen := ok && share > opt.maxSteal
 			again := ""
 			switch {
 			case stolen && reruns < maxStealReruns:
@@ -554,7 +592,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 				overSteal++
 			}
 			if repeat > 1 || again != "" {
-				fmt.Fprintf(stderr, "validate: round %d of %d took %v%s%s\n", k+1, repeat, time.Since(began).Round(time.Millisecond), stealNote(round, hostKnown), again)
+				fmt.Fprintf(stderr, "validate: round %d of %d took %v%s%s\n", k+1, repeat, time.Since(began).Round(time.Millisecond), stealNote(round, roundKnown), again)
 			}
 			if again != "" {
 				for _, ci := range noisy {
@@ -563,20 +601,26 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 				k--
 				continue
 			}
-			host = host.Add(round)
+			endRound(noisy, k)
 		}
 		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
+		for _, ci := range noisy {
+			if err := world(ci, "sim"); err != nil {
+				return report(stderr, err)
+			}
+		}
 	}
 	var rows []row
 	for ci, c := range todo {
 		if !c.noisy {
-			round = real.HostCPU{}
-			for _, w := range []string{"sim", "real"} {
-				if err := world(ci, w); err != nil {
-					return report(stderr, err)
-				}
+			startRound()
+			if err := world(ci, "real"); err != nil {
+				return report(stderr, err)
 			}
-			host = host.Add(round)
+			endRound([]int{ci}, 0)
+			if err := world(ci, "sim"); err != nil {
+				return report(stderr, err)
+			}
 		}
 		rows = append(rows, compareRepeats(c, sims[ci], reals[ci])...)
 	}
@@ -610,7 +654,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			// the host's steal, and kept over --max-steal.
 			StealReruns int `json:"steal_reruns"`
 			OverSteal   int `json:"rounds_over_max_steal"`
-		}{rows, failed, scale, autoScale, steal, reruns, overSteal})
+			// What the sim runs' host withheld: "measured" (each its
+			// real counterpart's share) or the share given.
+			SimHostSteal any `json:"sim_host_steal"`
+		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt)})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -640,6 +687,12 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if s, ok := host.StealShare(); ok && hostKnown {
 			fmt.Fprintf(stdout, "the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)%s\n", 100*s, stealSummary(reruns, overSteal, repeat, opt.maxSteal))
 		}
+		switch {
+		case opt.stealMeasured:
+			fmt.Fprintln(stdout, "each sim run's host withheld what the host withheld from its real counterpart (--host-steal measured)")
+		case opt.hostSteal > 0:
+			fmt.Fprintf(stdout, "every sim run's host withheld %v of the CPU time wanted (--host-steal)\n", opt.hostSteal)
+		}
 	}
 	if failed > 0 {
 		return exitFail
@@ -655,6 +708,13 @@ func stealNote(h real.HostCPU, known bool) string {
 		return ""
 	}
 	return fmt.Sprintf(" (the host withheld %.0f%% of the CPU time wanted)", 100*s)
+}
+
+func simHostSteal(opt validateOptions) any {
+	if opt.stealMeasured {
+		return "measured"
+	}
+	return opt.hostSteal
 }
 
 // stealSummary says which rounds were run again for the host's steal, and

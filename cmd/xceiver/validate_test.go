@@ -8,6 +8,7 @@ import (
 
 	"xceiver/model"
 	"xceiver/real"
+	"xceiver/sim"
 )
 
 func TestMedianResultIsPerNumericField(t *testing.T) {
@@ -78,7 +79,15 @@ type orderRunner struct {
 }
 
 func (r orderRunner) run(w model.World) (result, error) {
-	*r.log = append(*r.log, r.name+"/"+w.Kind())
+	entry := r.name + "/" + w.Kind()
+	// A sim run on a host that withholds part of the machine says how
+	// much.
+	if sw, ok := w.(*sim.World); ok {
+		if c := sw.Config().CPU; c.SliceOff > 0 {
+			entry += fmt.Sprintf("@%.2f", float64(c.SliceOff)/float64(c.SliceOn+c.SliceOff))
+		}
+	}
+	*r.log = append(*r.log, entry)
 	return result{{"x", 1.0}}, nil
 }
 
@@ -92,8 +101,9 @@ func checkOf(name string, id int, noisy bool, log *[]string) check {
 
 // The repeated checks' real runs go round by round across the checks, so
 // a slow stretch of the machine falls on a few repeats of each; their
-// sims run first, a check run once keeps its place, and each check's
-// rows are its own runs' with the seeds of its repeats.
+// sims run after them (--host-steal measured gives each what its round
+// got), a check run once keeps its place, real then sim, and each
+// check's rows are its own runs' with the seeds of its repeats.
 func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 	var log []string
 	defer func(old func() []check) { validateChecks = old }(validateChecks)
@@ -104,13 +114,13 @@ func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 		t.Helper()
 		log = nil
 		var got struct{ Rows []row }
-		if code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--json"}, args...)...); code != exitOK {
+		if code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--host-steal", "0", "--json"}, args...)...); code != exitOK {
 			t.Fatalf("%q: exit %d: %s", args, code, stderr)
 		}
 		return got.Rows
 	}
 	rows := rowsOf("--repeat", "2", "--seed", "5")
-	want := []string{"a/sim", "a/sim", "b/sim", "b/sim", "a/real", "b/real", "a/real", "b/real", "once/sim", "once/real"}
+	want := []string{"a/real", "b/real", "a/real", "b/real", "a/sim", "a/sim", "b/sim", "b/sim", "once/real", "once/sim"}
 	if fmt.Sprint(log) != fmt.Sprint(want) {
 		t.Errorf("runs in the order\n%v\nwant\n%v", log, want)
 	}
@@ -128,10 +138,10 @@ func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 		}
 	}
 	// One repeated check alone, and every check once.
-	if rows := rowsOf("--scenario", "b", "--repeat", "3", "--seed", "1"); len(rows) != 1 || rows[0].Real != 302 || fmt.Sprint(log) != "[b/sim b/sim b/sim b/real b/real b/real]" {
+	if rows := rowsOf("--scenario", "b", "--repeat", "3", "--seed", "1"); len(rows) != 1 || rows[0].Real != 302 || fmt.Sprint(log) != "[b/real b/real b/real b/sim b/sim b/sim]" {
 		t.Errorf("--scenario b --repeat 3: rows %+v, runs %v", rows, log)
 	}
-	if rows := rowsOf("--repeat", "1", "--seed", "1"); len(rows) != 3 || rows[2].Real != 301 || fmt.Sprint(log) != "[a/sim b/sim a/real b/real once/sim once/real]" {
+	if rows := rowsOf("--repeat", "1", "--seed", "1"); len(rows) != 3 || rows[2].Real != 301 || fmt.Sprint(log) != "[a/real b/real a/sim b/sim once/real once/sim]" {
 		t.Errorf("--repeat 1: rows %+v, runs %v", rows, log)
 	}
 }
@@ -193,19 +203,29 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 		}
 		return got
 	}
-	// Round 1 stolen (its two runs), the rerun and round 2 not.
-	if got := run(2); got.Reruns != 1 || got.OverSteal != 0 || got.realRounds != 3 || got.Steal == nil || *got.Steal != 0 ||
+	// Round 1 stolen (its two runs), the rerun and round 2 not: the sims
+	// of the kept rounds get the quiet host they had.
+	if got := run(2); fmt.Sprint(log) != "[a/real b/real a/real b/real a/real b/real a/sim a/sim b/sim b/sim once/real once/sim]" {
+		t.Errorf("one stolen round: runs %v", log)
+	} else if got.Reruns != 1 || got.OverSteal != 0 || got.realRounds != 3 || got.Steal == nil || *got.Steal != 0 ||
 		!strings.Contains(got.stderrLines, "round 1 of 2 took") || !strings.Contains(got.stderrLines, "(the host withheld 50% of the CPU time wanted), over --max-steal 0.2: running it again") {
 		t.Errorf("one stolen round: %d reruns, %d over, %d rounds, steal %v; stderr:\n%s", got.Reruns, got.OverSteal, got.realRounds, got.Steal, got.stderrLines)
 	}
 	// A host that steals throughout: three reruns, then both rounds kept
 	// over the bound, and the table's share is the host's.
-	if got := run(1000); got.Reruns != maxStealReruns || got.OverSteal != 2 || got.realRounds != 2+maxStealReruns || got.Steal == nil || *got.Steal != 0.5 {
+	if got := run(1000); !strings.HasSuffix(fmt.Sprint(log), "a/sim@0.50 a/sim@0.50 b/sim@0.50 b/sim@0.50 once/real once/sim@0.50]") {
+		t.Errorf("a busy host: the sims did not get its share: %v", log)
+	} else if got.Reruns != maxStealReruns || got.OverSteal != 2 || got.realRounds != 2+maxStealReruns || got.Steal == nil || *got.Steal != 0.5 {
 		t.Errorf("a busy host: %d reruns, %d over, %d rounds, steal %v", got.Reruns, got.OverSteal, got.realRounds, got.Steal)
 	}
 	// --max-steal 1: never.
 	if got := run(1000, "--max-steal", "1"); got.Reruns != 0 || got.OverSteal != 0 || got.realRounds != 2 {
 		t.Errorf("--max-steal 1: %d reruns, %d over, %d rounds", got.Reruns, got.OverSteal, got.realRounds)
+	}
+	// --host-steal S: every sim run's host withholds S, whatever the
+	// real host did.
+	if run(1000, "--max-steal", "1", "--host-steal", "0.3"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.30 a/sim@0.30 b/sim@0.30 b/sim@0.30 once/real once/sim@0.30]" {
+		t.Errorf("--host-steal 0.3: runs %v", log)
 	}
 	// The text says it under the table.
 	log, stolenRuns = nil, 1000
