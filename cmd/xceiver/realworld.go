@@ -27,11 +27,11 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	host0, hostErr := real.ReadHostCPU()
+	host0, hostErr := readHostCPU()
 	start := time.Now()
 	res, runErr := r.run(w)
 	wall := time.Since(start)
-	host1, hostErr1 := real.ReadHostCPU()
+	host1, hostErr1 := readHostCPU()
 	closeErr := w.Close()
 	if runErr != nil {
 		return nil, runErr

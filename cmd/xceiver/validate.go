@@ -485,10 +485,11 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	// one check's).
 	var host, round real.HostCPU
 	hostKnown, roundKnown := true, true
-	// simSteal[ci][k] is the share the host of sim run k of todo[ci]
+	// simSteal[ci][k] is the share the host of sim repeat k of todo[ci]
 	// withholds: with --host-steal measured, what the host withheld from
-	// its real counterpart (a round of the repeated checks, or the
-	// check's run), so the real runs go first.
+	// the real runs of its round of the repeated checks (or of the
+	// check), where a run did not measure its own; so the real runs go
+	// first.
 	simSteal := make([][]float64, len(todo))
 	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
@@ -503,8 +504,16 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 				round = round.Add(h1.Since(h0))
 			}()
 		}
-		for _, r := range c.runs {
-			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: simSteal[ci][k]})
+		for i, r := range c.runs {
+			steal := simSteal[ci][k]
+			if opt.stealMeasured && world == "sim" && i < len(reals[ci][k]) {
+				// The real run's own share, where it wanted enough
+				// to say: a burst can fall on one run of a round.
+				if s, ok := reals[ci][k][i].get("host_steal_share").(float64); ok {
+					steal = s
+				}
+			}
+			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: steal})
 			if err != nil {
 				return fmt.Errorf("validate %s (%s): %w", c.name, world, err)
 			}

@@ -156,9 +156,13 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	validateChecks = func() []check {
 		return []check{checkOf("a", 1, true, &log), checkOf("once", 2, false, &log), checkOf("b", 3, true, &log)}
 	}
-	// The host steals while the first stolenRuns real runs end: each
-	// read adds 100 ms busy, and as much stolen while it steals.
+	// The host steals until stolenRuns real runs have run: each read
+	// (around each run and each check's runs) adds 100 ms busy, and as
+	// much stolen while it steals.
 	var stolenRuns int
+	// stealOnA: the host steals instead while check a's run is the
+	// latest (so from a's real runs, not b's, in the same rounds).
+	var stealOnA bool
 	var host real.HostCPU
 	defer func(old func() (real.HostCPU, error)) { readHostCPU = old }(readHostCPU)
 	readHostCPU = func() (real.HostCPU, error) {
@@ -169,7 +173,7 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 			}
 		}
 		host.Busy += 100 * time.Millisecond
-		if reals <= stolenRuns {
+		if stealOnA && len(log) > 0 && strings.HasPrefix(log[len(log)-1], "a/") || !stealOnA && reals < stolenRuns {
 			host.Steal += 100 * time.Millisecond
 		}
 		return host, nil
@@ -208,7 +212,7 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	if got := run(2); fmt.Sprint(log) != "[a/real b/real a/real b/real a/real b/real a/sim a/sim b/sim b/sim once/real once/sim]" {
 		t.Errorf("one stolen round: runs %v", log)
 	} else if got.Reruns != 1 || got.OverSteal != 0 || got.realRounds != 3 || got.Steal == nil || *got.Steal != 0 ||
-		!strings.Contains(got.stderrLines, "round 1 of 2 took") || !strings.Contains(got.stderrLines, "(the host withheld 50% of the CPU time wanted), over --max-steal 0.2: running it again") {
+		!strings.Contains(got.stderrLines, "round 1 of 2 took") || !strings.Contains(got.stderrLines, "(the host withheld 40% of the CPU time wanted), over --max-steal 0.2: running it again") {
 		t.Errorf("one stolen round: %d reruns, %d over, %d rounds, steal %v; stderr:\n%s", got.Reruns, got.OverSteal, got.realRounds, got.Steal, got.stderrLines)
 	}
 	// A host that steals throughout: three reruns, then both rounds kept
@@ -227,6 +231,13 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	if run(1000, "--max-steal", "1", "--host-steal", "0.3"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.30 a/sim@0.30 b/sim@0.30 b/sim@0.30 once/real once/sim@0.30]" {
 		t.Errorf("--host-steal 0.3: runs %v", log)
 	}
+	// Each sim run gets its own real run's share, where that run said:
+	// a's runs had the host's burst, b's in the same rounds did not.
+	stealOnA = true
+	if run(0, "--max-steal", "1"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.50 a/sim@0.50 b/sim b/sim once/real once/sim]" {
+		t.Errorf("a burst on a's runs: runs %v", log)
+	}
+	stealOnA = false
 	// The text says it under the table.
 	log, stolenRuns = nil, 1000
 	code, stdout, _ := runCLI("validate", "--cpu-scale", "1", "--repeat", "2")
