@@ -149,7 +149,8 @@ func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 // A round of the repeated checks' real runs in which the host withheld
 // more than --max-steal of the CPU time wanted runs again, with the same
 // seeds, at most maxStealReruns times; rounds kept over the bound once
-// those are spent are counted and said.
+// those are spent are counted and said. (By default no round runs
+// again: the sim runs get the host's share instead.)
 func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	var log []string
 	defer func(old func() []check) { validateChecks = old }(validateChecks)
@@ -190,7 +191,7 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 		t.Helper()
 		log, stolenRuns = nil, stolen
 		var got out
-		code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--json", "--repeat", "2", "--seed", "5"}, args...)...)
+		code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--json", "--repeat", "2", "--seed", "5", "--max-steal", "0.2", "--host-steal", "measured"}, args...)...)
 		if code != exitOK {
 			t.Fatalf("%q: exit %d: %s", args, code, stderr)
 		}
@@ -240,9 +241,24 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	stealOnA = false
 	// The text says it under the table.
 	log, stolenRuns = nil, 1000
-	code, stdout, _ := runCLI("validate", "--cpu-scale", "1", "--repeat", "2")
+	code, stdout, _ := runCLI("validate", "--repeat", "2", "--max-steal", "0.2", "--host-steal", "measured")
 	if want := "the host withheld 50% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat); 3 rounds run again for more than 0.2, and 2 of the 2 kept had more still: the real figures are the host's as much as the model's"; code != exitOK || !strings.Contains(stdout, want) {
 		t.Errorf("exit %d; the table does not say %q:\n%s", code, want, stdout)
+	}
+	// By default the sim is the machine alone, and under a busy host
+	// the table warns that the rows compare it with a shared one; not
+	// with a quiet host, nor when the sim got the host's share.
+	const warning = "a busy host: the throughput, p50 and cores rows compare the machine alone with one the host shared"
+	for _, c := range []struct {
+		stolen int
+		args   []string
+		warn   bool
+	}{{1000, nil, true}, {0, nil, false}, {1000, []string{"--host-steal", "measured"}, false}} {
+		log, stolenRuns = nil, c.stolen
+		code, stdout, _ := runCLI(append([]string{"validate", "--repeat", "2"}, c.args...)...)
+		if code != exitOK || strings.Contains(stdout, warning) != c.warn {
+			t.Errorf("stolen %d %q: exit %d, warned %v, want %v:\n%s", c.stolen, c.args, code, !c.warn, c.warn, stdout)
+		}
 	}
 }
 
