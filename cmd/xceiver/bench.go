@@ -191,9 +191,20 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 		return exitOK
 	}
 	var rows []benchRow
+	var steal *float64 // what the host withheld from the real runs
 	for _, w := range worlds {
 		fmt.Fprintf(stderr, "bench %s: %s in %s…\n", rest[0], ex.desc, w)
-		r, err := ex.run(w, seed)
+		var r []benchRow
+		run := func() (err error) {
+			r, err = ex.run(w, seed)
+			return err
+		}
+		var err error
+		if w == "real" {
+			steal, err = hostStealDuring(run)
+		} else {
+			err = run()
+		}
 		if err != nil {
 			return report(stderr, fmt.Errorf("bench %s (%s): %w", rest[0], w, err))
 		}
@@ -214,7 +225,9 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 			Published  string     `json:"published"`
 			CPUScale   *float64   `json:"cpu_scale,omitempty"`
 			Rows       []benchRow `json:"rows"`
-		}{rest[0], ex.published, scale, rows})
+			// Absent without real runs, or where /proc/stat did not say.
+			HostStealShare *float64 `json:"host_steal_share,omitempty"`
+		}{rest[0], ex.published, scale, rows, steal})
 		fmt.Fprintln(stdout, string(b))
 		return exitOK
 	}
@@ -229,10 +242,32 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.World, r.Case, r.Metric, r.Value, r.Unit)
 	}
 	tw.Flush()
+	if steal != nil {
+		fmt.Fprintf(stdout, "real: the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)\n", 100**steal)
+	}
 	if ex.explain != "" {
 		fmt.Fprintf(stdout, "\n%s\n", ex.explain)
 	}
 	return exitOK
+}
+
+// hostStealDuring runs run and returns the share of the CPU time the
+// machine wanted that the host withheld meanwhile (real.HostCPU), nil
+// where /proc/stat did not say: a real bench's figures are the machine's
+// only as far as the host let it run.
+func hostStealDuring(run func() error) (*float64, error) {
+	h0, err0 := readHostCPU()
+	if err := run(); err != nil {
+		return nil, err
+	}
+	h1, err1 := readHostCPU()
+	if err0 != nil || err1 != nil {
+		return nil, nil
+	}
+	if s, ok := h1.Since(h0).StealShare(); ok {
+		return &s, nil
+	}
+	return nil, nil
 }
 
 // benchRead runs a read scenario for bench. Bench measures the whole

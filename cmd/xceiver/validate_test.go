@@ -274,3 +274,29 @@ func TestStealNote(t *testing.T) {
 		t.Errorf("too little wanted to say: got %q, want nothing", got)
 	}
 }
+
+// bench's real runs say what the host withheld while they ran.
+func TestHostStealDuring(t *testing.T) {
+	var host real.HostCPU
+	defer func(old func() (real.HostCPU, error)) { readHostCPU = old }(readHostCPU)
+	readHostCPU = func() (real.HostCPU, error) { return host, nil }
+	got, err := hostStealDuring(func() error {
+		host = host.Add(real.HostCPU{Busy: 3 * time.Second, Steal: time.Second})
+		return nil
+	})
+	if err != nil || got == nil || *got != 0.25 {
+		t.Errorf("got %v, %v; want 0.25", got, err)
+	}
+	// Too little wanted to say, and a failed run's error.
+	if got, err := hostStealDuring(func() error { return nil }); got != nil || err != nil {
+		t.Errorf("nothing wanted: got %v, %v; want nil", got, err)
+	}
+	boom := fmt.Errorf("boom")
+	if _, err := hostStealDuring(func() error { return boom }); err != boom {
+		t.Errorf("got %v, want the run's error", err)
+	}
+	readHostCPU = func() (real.HostCPU, error) { return real.HostCPU{}, fmt.Errorf("no /proc") }
+	if got, err := hostStealDuring(func() error { return nil }); got != nil || err != nil {
+		t.Errorf("no /proc/stat: got %v, %v; want nil", got, err)
+	}
+}
