@@ -245,12 +245,12 @@ func TestParseProfileChecksTheReference(t *testing.T) {
 // for no share.
 func TestWithHostSteal(t *testing.T) {
 	c := DefaultCPUConfig()
-	for _, s := range []float64{0, -1, math.NaN()} {
+	for _, s := range []float64{0, -1, math.NaN(), 1e-13, 1e-300, MinHostSteal / 2} {
 		if got := c.WithHostSteal(s); got != c {
 			t.Errorf("share %v changed the config: %+v", s, got)
 		}
 	}
-	for _, tc := range []struct{ share, want float64 }{{0.5, 0.5}, {0.2, 0.2}, {0.9, 0.9}, {0.99, MaxHostSteal}} {
+	for _, tc := range []struct{ share, want float64 }{{0.5, 0.5}, {0.2, 0.2}, {0.9, 0.9}, {0.99, MaxHostSteal}, {MinHostSteal, MinHostSteal}} {
 		got := c.WithHostSteal(tc.share)
 		if got.SliceOff != HostStealGap {
 			t.Errorf("share %v: gaps of %v, want %v", tc.share, got.SliceOff, HostStealGap)

@@ -253,9 +253,14 @@ func (c CPUConfig) Scaled(f float64) CPUConfig {
 // 19:39 on 1 December; 0.14-0.27 ms gaps at 0-7% in quiet spells).
 const HostStealGap = 750 * time.Microsecond
 
-// MaxHostSteal is the most WithHostSteal withholds: past it the slices
-// would be shorter than a callback.
-const MaxHostSteal = 0.9
+// MinHostSteal and MaxHostSteal bound the share WithHostSteal withholds:
+// below the least there is no host to speak of (and the slices would
+// outgrow a time.Duration), past the most the slices would be shorter
+// than a callback.
+const (
+	MinHostSteal = 0.001
+	MaxHostSteal = 0.9
+)
 
 // WithHostSteal is c on a virtual machine whose host withholds share of
 // the CPU time the machine wants, running other guests on its cores (the
@@ -263,11 +268,11 @@ const MaxHostSteal = 0.9
 // in slices between gaps of about HostStealGap, so that the gaps are
 // share of its time (SliceOn, SliceOff; slices.go). A thread just woken
 // still runs at once, as the host wakes an idle virtual core promptly;
-// one that stays runnable waits out the gap. share not above 0 (or NaN)
-// changes nothing; above MaxHostSteal it is MaxHostSteal. It replaces
-// the slices a profile measured.
+// one that stays runnable waits out the gap. A share below MinHostSteal
+// (or NaN) changes nothing; above MaxHostSteal it is MaxHostSteal. It
+// replaces the slices a profile measured.
 func (c CPUConfig) WithHostSteal(share float64) CPUConfig {
-	if !(share > 0) {
+	if !(share >= MinHostSteal) {
 		return c
 	}
 	share = min(share, MaxHostSteal)

@@ -341,8 +341,28 @@ func TestRunReadSplitsCPUByThread(t *testing.T) {
 
 // A real run says how much of the CPU time the machine wanted the host
 // withheld (null where the run wanted too little to say); a simulated
-// run has the key, null: it has no host.
+// run has the key, null for the machine alone, the share --host-steal
+// gave its host otherwise, at the cost of fewer ops a second.
 func TestRunReportsHostSteal(t *testing.T) {
+	rate := map[string]float64{}
+	for _, args := range [][]string{nil, {"--host-steal", "0.5"}} {
+		var got map[string]any
+		code, stderr := cliJSON(t, &got, append([]string{"run", "pairs", "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		want := any(nil)
+		if args != nil {
+			want = 0.5
+		}
+		if v, ok := got["host_steal_share"]; !ok || v != want {
+			t.Errorf("sim %q: host_steal_share %v (%v), want %v", args, v, ok, want)
+		}
+		rate[fmt.Sprint(args)], _ = got["exchanges_per_s"].(float64)
+	}
+	if alone, shared := rate["[]"], rate["[--host-steal 0.5]"]; !(shared < 0.8*alone) {
+		t.Errorf("sim pairs: %.0f exchanges a second alone, %.0f with the host withholding half: want well below", alone, shared)
+	}
 	for _, world := range []string{"sim", "real"} {
 		var got map[string]any
 		code, stderr := cliJSON(t, &got, "run", "tcp-pattern", "--ops", "20", "--writes", "1", "--world", world, "--json")

@@ -207,7 +207,7 @@ func runSetup(c *call) func([]string) int {
 	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default: the embedded one)")
 	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
 	fs.Float64Var(&opt.cpuScale, "cpu-scale", 1, "multiply the simulated run's CPU costs by `F`, its waits kept: the profile's machine F times slower (or faster, below 1)")
-	fs.Float64Var(&opt.hostSteal, "host-steal", 0, "simulate a virtual machine whose host withholds the share `S` of the CPU time it wants (0 to 0.9; what validate measures as the host's steal): its cores run in slices between gaps of about 0.75 ms")
+	fs.Float64Var(&opt.hostSteal, "host-steal", 0, "simulate a virtual machine whose host withholds the share `S` of the CPU time it wants (0.001 to 0.9; what a real run measures as the host's steal): its cores run in slices between gaps of about 0.75 ms (default 0: the machine alone)")
 
 	name, found := findScenario(c.raw, fs)
 	if !found {
@@ -286,7 +286,7 @@ func checkCPUScale(c *call, f float64, world string) error {
 }
 
 func hostStealField(s float64) any {
-	if s > 0 {
+	if s >= sim.MinHostSteal {
 		return min(s, sim.MaxHostSteal)
 	}
 	return nil
@@ -296,8 +296,8 @@ func hostStealField(s float64) any {
 // sim.MaxHostSteal, or one given for the real world, whose host withholds
 // what it does.
 func checkHostSteal(c *call, s float64, world string) error {
-	if !(s >= 0 && s <= sim.MaxHostSteal) {
-		return fmt.Errorf("%s %v: want a share from 0 to %v", c.typed("host-steal"), s, sim.MaxHostSteal)
+	if !(s == 0 || s >= sim.MinHostSteal && s <= sim.MaxHostSteal) {
+		return fmt.Errorf("%s %v: want 0, or a share from %v to %v", c.typed("host-steal"), s, sim.MinHostSteal, sim.MaxHostSteal)
 	}
 	if world == "real" && s != 0 {
 		return fmt.Errorf("%s: the real world's host withholds what it does (a real run reports it: host_steal_share); the share is the simulated host's", c.typed("host-steal"))

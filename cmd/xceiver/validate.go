@@ -344,8 +344,8 @@ func validateCommand() *command {
 			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
 			cpuScale := c.fs.String("cpu-scale", "1", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: 1 is the profile as it is; auto (unless --calibrate) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes)")
-			maxSteal := c.fs.Float64("max-steal", 1, "run a round of the repeated checks' real runs again when the host withheld more than `F` of the CPU time the machine wanted (steal in /proc/stat: on a shared VM the real latencies are then the host's as much as the model's), at most "+strconv.Itoa(maxStealReruns)+" times; 1: never")
-			hostSteal := c.fs.String("host-steal", "0", "the share of the CPU time the simulated machine wants that its host withholds, `measured|S`: S from 0 (the machine alone) to 0.9 gives every sim run S; measured gives each sim run what the host withheld from its real counterpart (steal in /proc/stat: the run's own share, or its round's)")
+			maxSteal := c.fs.Float64("max-steal", 1, "run a round of the repeated checks' real runs again when the host withheld more than `F` of the CPU time the machine wanted (steal in /proc/stat: on a shared VM the real latencies are then the host's as much as the model's), at most "+strconv.Itoa(maxStealReruns)+" reruns in all; 1: never")
+			hostSteal := c.fs.String("host-steal", "0", "the share of the CPU time the simulated machine wants that its host withholds, `measured|S`: S of 0.001 to 0.9 gives every sim run S; measured gives each sim run what the host withheld from its real counterpart (steal in /proc/stat: the run's own share, or its round's) (default 0: the machine alone)")
 			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does (about 9 s), and simulate with that profile: on a shared machine, what the real runs will get")
 			return func(rest []string) int {
 				if *calib && *profile != "" {
@@ -458,6 +458,13 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		defer cleanup()
 		fmt.Fprintf(stderr, "validate: calibrated (%s)\n", profileSummary(path))
 		profile = path
+	}
+	// A profile with measured time slices (calibrate's, as --calibrate
+	// writes) already shares the sim's cores: it is not the machine
+	// alone.
+	sharedProfile := false
+	if p, err := loadProfile(profile); err == nil {
+		sharedProfile = p.SliceOnNs > 0 && p.SliceOffNs > 0
 	}
 	if autoScale {
 		f, err := autoCPUScale(stderr, profile)
@@ -701,7 +708,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		}
 		if s, ok := host.StealShare(); ok && hostKnown {
 			fmt.Fprintf(stdout, "the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)%s\n", 100*s, stealSummary(reruns, overSteal, repeat, opt.maxSteal))
-			if s >= busyHost && !opt.stealMeasured && opt.hostSteal == 0 {
+			if s >= busyHost && !opt.stealMeasured && opt.hostSteal == 0 && !sharedProfile {
 				fmt.Fprintf(stdout, "a busy host: the throughput, p50 and cores rows compare the machine alone with one the host shared (--host-steal measured gives the sim the host's share)\n")
 			}
 		}

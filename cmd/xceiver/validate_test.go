@@ -101,9 +101,10 @@ func checkOf(name string, id int, noisy bool, log *[]string) check {
 
 // The repeated checks' real runs go round by round across the checks, so
 // a slow stretch of the machine falls on a few repeats of each; their
-// sims run after them (--host-steal measured gives each what its round
-// got), a check run once keeps its place, real then sim, and each
-// check's rows are its own runs' with the seeds of its repeats.
+// sims run after them (so that --host-steal measured can give each what
+// its real counterpart got), a check run once keeps its place, real then
+// sim, and each check's rows are its own runs' with the seeds of its
+// repeats.
 func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 	var log []string
 	defer func(old func() []check) { validateChecks = old }(validateChecks)
@@ -149,8 +150,8 @@ func TestValidateInterleavesTheRepeatedChecksRealRuns(t *testing.T) {
 // A round of the repeated checks' real runs in which the host withheld
 // more than --max-steal of the CPU time wanted runs again, with the same
 // seeds, at most maxStealReruns times; rounds kept over the bound once
-// those are spent are counted and said. (By default no round runs
-// again: the sim runs get the host's share instead.)
+// those are spent are counted and said. (By default, --max-steal 1, no
+// round runs again: a busy host's spells outlast a few rounds.)
 func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	var log []string
 	defer func(old func() []check) { validateChecks = old }(validateChecks)
