@@ -359,36 +359,38 @@ func validateCommand() *command {
 				}
 				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, profile: *profile, repeat: *repeat,
 					cpuScale: 1, calibrate: *calib, maxSteal: *maxSteal}
-				if *hostSteal == "measured" {
-					opt.stealMeasured = true
-				} else {
-					f, err := strconv.ParseFloat(*hostSteal, 64)
-					if err != nil {
-						return report(c.stderr, c.usagef("%s %q: want measured or a share", c.typed("host-steal"), *hostSteal))
-					}
-					if err := checkHostSteal(c, f, "sim"); err != nil {
-						return report(c.stderr, c.usagef("%v", err))
-					}
-					opt.hostSteal = f
+				var err error
+				if opt.stealMeasured, opt.hostSteal, err = wordOrNumber(c, "host-steal", *hostSteal, "measured", "a share", checkHostSteal); err != nil {
+					return report(c.stderr, err)
 				}
-				if *cpuScale == "auto" {
+				var auto bool
+				if auto, opt.cpuScale, err = wordOrNumber(c, "cpu-scale", *cpuScale, "auto", "a number", checkCPUScale); err != nil {
+					return report(c.stderr, err)
+				}
+				if auto {
 					// A profile calibrate has just written is this
 					// machine now: nothing to scale.
-					opt.autoScale = !*calib
-				} else {
-					f, err := strconv.ParseFloat(*cpuScale, 64)
-					if err != nil {
-						return report(c.stderr, c.usagef("%s %q: want auto or a number", c.typed("cpu-scale"), *cpuScale))
-					}
-					if err := checkCPUScale(c, f, "sim"); err != nil {
-						return report(c.stderr, c.usagef("%v", err))
-					}
-					opt.cpuScale = f
+					opt.autoScale, opt.cpuScale = !*calib, 1
 				}
 				return validateMain(c, rest, opt)
 			}
 		},
 	}
+}
+
+// wordOrNumber reads a flag that takes a word or a number: isWord when
+// it is the word, else the number, checked as for the simulated world.
+func wordOrNumber(c *call, name, v, word, number string, check func(*call, float64, string) error) (isWord bool, f float64, err error) {
+	if v == word {
+		return true, 0, nil
+	}
+	if f, err = strconv.ParseFloat(v, 64); err != nil {
+		return false, 0, c.usagef("%s %q: want %s or %s", c.typed(name), v, word, number)
+	}
+	if err := check(c, f, "sim"); err != nil {
+		return false, 0, c.usagef("%v", err)
+	}
+	return false, f, nil
 }
 
 // validateOptions are validate's flags, checked.
