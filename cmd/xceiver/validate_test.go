@@ -233,13 +233,19 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	if run(1000, "--max-steal", "1", "--host-steal", "0.3"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.30 a/sim@0.30 b/sim@0.30 b/sim@0.30 once/real once/sim@0.30]" {
 		t.Errorf("--host-steal 0.3: runs %v", log)
 	}
-	// Each sim run gets its own real run's share, where that run said:
-	// a's runs had the host's burst, b's in the same rounds did not.
+	// Every sim run gets the share over all the repeated checks' real
+	// runs, not its own run's: a's runs had the host's burst, b's in the
+	// same rounds did not, and the check run once had none.
 	stealOnA = true
-	if run(0, "--max-steal", "1"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.50 a/sim@0.50 b/sim b/sim once/real once/sim]" {
+	if run(0, "--max-steal", "1"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.33 a/sim@0.33 b/sim@0.33 b/sim@0.33 once/real once/sim@0.33]" {
 		t.Errorf("a burst on a's runs: runs %v", log)
 	}
 	stealOnA = false
+	// Without repeated checks, a check's sim gets its own real run's.
+	log, stolenRuns = nil, 1000
+	if code, stderr := cliJSON(t, &struct{}{}, "validate", "--scenario", "once", "--host-steal", "measured", "--json"); code != exitOK || fmt.Sprint(log) != "[once/real once/sim@0.50]" {
+		t.Errorf("--scenario once: exit %d, runs %v: %s", code, log, stderr)
+	}
 	// The text says it under the table.
 	log, stolenRuns = nil, 1000
 	code, stdout, _ := runCLI("validate", "--repeat", "2", "--max-steal", "0.2", "--host-steal", "measured")
