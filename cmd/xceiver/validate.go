@@ -724,8 +724,14 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			}
 		}
 		switch {
+		case opt.stealMeasured && len(noisy) > 0:
+			if share, ok := noisyHost.StealShare(); ok && noisyKnown {
+				fmt.Fprintf(stdout, "the sim runs' host withheld %.0f%% of the CPU time wanted, what the host withheld from the repeated checks' real runs (--host-steal measured)\n", 100*share)
+			} else {
+				fmt.Fprintln(stdout, "the sim runs had no host: the repeated checks' real runs did not say what the host withheld (--host-steal measured)")
+			}
 		case opt.stealMeasured:
-			fmt.Fprintln(stdout, "each sim run's host withheld what the host withheld from its real counterpart (--host-steal measured)")
+			fmt.Fprintln(stdout, "each check's sim runs' host withheld what the host withheld from its real runs (--host-steal measured)")
 		case opt.hostSteal > 0:
 			fmt.Fprintf(stdout, "every sim run's host withheld %v of the CPU time wanted (--host-steal)\n", opt.hostSteal)
 		}

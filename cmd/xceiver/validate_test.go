@@ -252,6 +252,9 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	if want := "the host withheld 50% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat); 3 rounds run again for more than 0.2, and 2 of the 2 kept had more still: the real figures are the host's as much as the model's"; code != exitOK || !strings.Contains(stdout, want) {
 		t.Errorf("exit %d; the table does not say %q:\n%s", code, want, stdout)
 	}
+	if want := "the sim runs' host withheld 50% of the CPU time wanted, what the host withheld from the repeated checks' real runs (--host-steal measured)"; !strings.Contains(stdout, want) {
+		t.Errorf("the table does not say %q:\n%s", want, stdout)
+	}
 	// By default the sim is the machine alone, and under a busy host
 	// the table warns that the rows compare it with a shared one; not
 	// with a quiet host, nor when the sim got the host's share.
