@@ -246,12 +246,12 @@ func TestParseProfileChecksTheReference(t *testing.T) {
 func TestWithHostSteal(t *testing.T) {
 	c := DefaultCPUConfig()
 	for _, s := range []float64{0, -1, math.NaN(), 1e-13, 1e-300, MinHostSteal / 2} {
-		if got := c.WithHostSteal(s); got != c {
+		if got := c.WithHostSteal(s, 0); got != c {
 			t.Errorf("share %v changed the config: %+v", s, got)
 		}
 	}
 	for _, tc := range []struct{ share, want float64 }{{0.5, 0.5}, {0.2, 0.2}, {0.9, 0.9}, {0.99, MaxHostSteal}, {MinHostSteal, MinHostSteal}} {
-		got := c.WithHostSteal(tc.share)
+		got := c.WithHostSteal(tc.share, 0)
 		if got.SliceOff != HostStealGap {
 			t.Errorf("share %v: gaps of %v, want %v", tc.share, got.SliceOff, HostStealGap)
 		}
@@ -270,7 +270,7 @@ func TestWithHostSteal(t *testing.T) {
 func TestHostStealSlowsABusyRun(t *testing.T) {
 	rate := func(share float64) float64 {
 		cfg := DefaultConfig(1)
-		cfg.CPU = cfg.CPU.WithHostSteal(share)
+		cfg.CPU = cfg.CPU.WithHostSteal(share, 0)
 		// Dear callbacks, so the cores are the bottleneck.
 		cfg.CPU.Callback = 50 * time.Microsecond
 		w := New(cfg)
@@ -283,5 +283,19 @@ func TestHostStealSlowsABusyRun(t *testing.T) {
 	alone, half := rate(0), rate(0.5)
 	if r := half / alone; r < 0.4 || r > 0.6 {
 		t.Errorf("8 busy pairs did %.0f exchanges with the host withholding half, %.0f alone: %.2f×, want about 0.5×", half, alone, r)
+	}
+}
+
+// The gaps WithHostSteal leaves are the ones it is given, within bounds.
+func TestWithHostStealGap(t *testing.T) {
+	c := DefaultCPUConfig()
+	for _, tc := range []struct{ gap, want time.Duration }{
+		{0, HostStealGap}, {-time.Second, HostStealGap}, {2 * time.Millisecond, 2 * time.Millisecond},
+		{time.Microsecond, MinHostStealGap}, {time.Hour, MaxHostStealGap},
+	} {
+		got := c.WithHostSteal(0.25, tc.gap)
+		if got.SliceOff != tc.want || got.SliceOn != 3*tc.want {
+			t.Errorf("gap %v: slices of %v between gaps of %v, want %v and %v", tc.gap, got.SliceOn, got.SliceOff, 3*tc.want, tc.want)
+		}
 	}
 }

@@ -248,10 +248,19 @@ func (c CPUConfig) Scaled(f float64) CPUConfig {
 }
 
 // HostStealGap is the mean gap WithHostSteal leaves between a core's
-// slices: what calibrate's slice probe measured on the development VM
-// while its host withheld about half the CPU time wanted (0.77 ms at
-// 19:39 on 1 December; 0.14-0.27 ms gaps at 0-7% in quiet spells).
+// slices unless told: what calibrate's slice probe measured on the
+// development VM while its host withheld about half the CPU time wanted
+// (0.77 ms at 19:39 on 1 December). The host's gaps vary: 0.14-0.27 ms
+// in quiet spells, 1.5-3.3 ms at 20:22 with 28-56% withheld.
 const HostStealGap = 750 * time.Microsecond
+
+// MinHostStealGap and MaxHostStealGap bound the gaps WithHostSteal
+// takes: shorter ones are interrupts, not a host's turns, and longer
+// ones than a run's slices would make its figures a lottery.
+const (
+	MinHostStealGap = 50 * time.Microsecond
+	MaxHostStealGap = 100 * time.Millisecond
+)
 
 // MinHostSteal and MaxHostSteal bound the share WithHostSteal withholds:
 // below the least there is no host to speak of (and the slices would
@@ -265,19 +274,24 @@ const (
 // WithHostSteal is c on a virtual machine whose host withholds share of
 // the CPU time the machine wants, running other guests on its cores (the
 // steal in /proc/stat; real.HostCPU): each core runs this world's threads
-// in slices between gaps of about HostStealGap, so that the gaps are
-// share of its time (SliceOn, SliceOff; slices.go). A thread just woken
+// in slices between gaps of about gap (HostStealGap if 0; held within
+// MinHostStealGap and MaxHostStealGap), so that the gaps are share of
+// its time (SliceOn, SliceOff; slices.go). A thread just woken
 // still runs at once, as the host wakes an idle virtual core promptly;
 // one that stays runnable waits out the gap. A share below MinHostSteal
 // (or NaN) changes nothing; above MaxHostSteal it is MaxHostSteal. It
 // replaces the slices a profile measured.
-func (c CPUConfig) WithHostSteal(share float64) CPUConfig {
+func (c CPUConfig) WithHostSteal(share float64, gap time.Duration) CPUConfig {
 	if !(share >= MinHostSteal) {
 		return c
 	}
 	share = min(share, MaxHostSteal)
-	c.SliceOff = HostStealGap
-	c.SliceOn = time.Duration(math.Round(float64(HostStealGap) * (1 - share) / share))
+	if gap <= 0 {
+		gap = HostStealGap
+	}
+	gap = min(max(gap, MinHostStealGap), MaxHostStealGap)
+	c.SliceOff = gap
+	c.SliceOn = time.Duration(math.Round(float64(gap) * (1 - share) / share))
 	return c
 }
 

@@ -51,7 +51,7 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 			steal = s
 		}
 	}
-	out = append(out, field{"host_steal_share", steal})
+	out = append(out, field{"host_steal_share", steal}, field{"host_steal_gap_us", nil})
 	return out, nil
 }
 

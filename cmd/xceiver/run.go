@@ -170,6 +170,9 @@ type runOptions struct {
 	// wants that its host withholds (sim.CPUConfig.WithHostSteal); 0:
 	// none, the machine alone.
 	hostSteal float64
+	// hostStealGap is the mean gap between the slices of the host's
+	// cores (0: sim.HostStealGap).
+	hostStealGap time.Duration
 }
 
 func runCommand() *command {
@@ -207,7 +210,8 @@ func runSetup(c *call) func([]string) int {
 	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default: the embedded one)")
 	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
 	fs.Float64Var(&opt.cpuScale, "cpu-scale", 1, "multiply the simulated run's CPU costs by `F`, its waits kept: the profile's machine F times slower (or faster, below 1)")
-	fs.Float64Var(&opt.hostSteal, "host-steal", 0, "simulate a virtual machine whose host withholds the share `S` of the CPU time it wants (0.001 to 0.9; what a real run measures as the host's steal): its cores run in slices between gaps of about 0.75 ms (default 0: the machine alone)")
+	fs.Float64Var(&opt.hostSteal, "host-steal", 0, "simulate a virtual machine whose host withholds the share `S` of the CPU time it wants (0.001 to 0.9; what a real run measures as the host's steal): its cores run in slices between gaps of about --host-steal-gap (default 0: the machine alone)")
+	fs.DurationVar(&opt.hostStealGap, "host-steal-gap", sim.HostStealGap, "with --host-steal, the mean `D` of the gaps the host leaves in its cores' time (50µs to 100ms; validate --host-steal measured measures it)")
 
 	name, found := findScenario(c.raw, fs)
 	if !found {
@@ -248,6 +252,9 @@ func runSetup(c *call) func([]string) int {
 		}
 		if err := checkHostSteal(c, opt.hostSteal, opt.world); err != nil {
 			return report(stderr, usagef("run %s: %v", sc.name, err))
+		}
+		if opt.hostStealGap < sim.MinHostStealGap || opt.hostStealGap > sim.MaxHostStealGap {
+			return report(stderr, usagef("run %s: %s %v: want %v to %v", sc.name, c.typed("host-steal-gap"), opt.hostStealGap, sim.MinHostStealGap, sim.MaxHostStealGap))
 		}
 		if opt.trace != "" {
 			if opt.world == "real" {
@@ -292,6 +299,13 @@ func hostStealField(s float64) any {
 	return nil
 }
 
+func hostStealGapField(opt runOptions) any {
+	if hostStealField(opt.hostSteal) == nil {
+		return nil
+	}
+	return us(gapOf(opt.hostStealGap))
+}
+
 // checkHostSteal refuses a --host-steal that is not a share from 0 to
 // sim.MaxHostSteal, or one given for the real world, whose host withholds
 // what it does.
@@ -318,7 +332,7 @@ func simCPU(opt runOptions, account bool) (sim.CPUConfig, error) {
 	if account {
 		cpu.Account = prof.Account()
 	}
-	return cpu.Scaled(opt.cpuScale).WithHostSteal(opt.hostSteal), nil
+	return cpu.Scaled(opt.cpuScale).WithHostSteal(opt.hostSteal, opt.hostStealGap), nil
 }
 
 // findScenario finds the SCENARIO among args, wherever it stands: the
@@ -423,7 +437,8 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			field{"trace_hash", w.TraceHashString()},
 			// The same keys as in real: the simulated host's share, null
 			// for the machine alone.
-			field{"host_steal_share", hostStealField(opt.hostSteal)})
+			field{"host_steal_share", hostStealField(opt.hostSteal)},
+			field{"host_steal_gap_us", hostStealGapField(opt)})
 		return out, nil
 	case "real":
 		return runReal(head, r, opt)

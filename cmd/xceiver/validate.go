@@ -14,6 +14,7 @@ import (
 	"xceiver/model"
 	"xceiver/model/shortcircuit"
 	"xceiver/real"
+	"xceiver/sim"
 )
 
 // A check compares what both worlds measured for one scenario.
@@ -417,6 +418,14 @@ type validateOptions struct {
 // fitted half as well or worse.
 const busyHost = 0.2
 
+// probeGaps measures the mean gap the host leaves in the cores' time now
+// (calibrate's slice probe, for 150 ms: every core spun, and the pauses
+// counted); false when it saw none. A variable, so tests need not spin.
+var probeGaps = func() (time.Duration, bool) {
+	_, off, _ := timeSlices(150 * time.Millisecond)
+	return off, off > 0
+}
+
 // readHostCPU reads the host's CPU times around each real run (a
 // variable, so tests can play a busy host).
 var readHostCPU = real.ReadHostCPU
@@ -510,6 +519,9 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	// read-scale rows with a host withholding 0.26-0.34 over the table,
 	// sims at 0.30 throughout 28 of 48).
 	simSteal := make([][]float64, len(todo))
+	// simGap is the mean gap of the sims' host (0: sim.HostStealGap):
+	// measured, what probe saw.
+	var simGap time.Duration
 	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
 		if world == "real" {
@@ -524,7 +536,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			}()
 		}
 		for _, r := range c.runs {
-			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: simSteal[ci][k]})
+			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: simSteal[ci][k], hostStealGap: simGap})
 			if err != nil {
 				return fmt.Errorf("validate %s (%s): %w", c.name, world, err)
 			}
@@ -551,6 +563,20 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if share, ok := h.StealShare(); ok && known && opt.stealMeasured {
 			for k := range simSteal[ci] {
 				simSteal[ci][k] = share
+			}
+		}
+	}
+	// probe measures, with --host-steal measured, the gaps the host
+	// leaves in the cores' time just before a round (or a check run
+	// alone): how the host steals, long turns or short, moves the real
+	// runs as much as how much it steals.
+	var gapSum time.Duration
+	gapN := 0
+	probe := func() {
+		if opt.stealMeasured {
+			if g, ok := probeGaps(); ok {
+				gapSum += g
+				gapN++
 			}
 		}
 	}
@@ -600,6 +626,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		fmt.Fprintf(stderr, "validate: %s in real, interleaved (%s)…\n", strings.Join(names, ", "), plural(repeat, "1 round", fmt.Sprintf("%d rounds", repeat)))
 		start := time.Now()
 		for k := 0; k < repeat; k++ {
+			probe()
 			began := time.Now()
 			startRound()
 			for _, ci := range noisy {
@@ -631,6 +658,9 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		}
 		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
 		noisyHost, noisyKnown = host, hostKnown
+		if gapN > 0 {
+			simGap = gapSum / time.Duration(gapN)
+		}
 		for _, ci := range noisy {
 			measure(ci, noisyHost, noisyKnown)
 			if err := world(ci, "sim"); err != nil {
@@ -641,6 +671,12 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	var rows []row
 	for ci, c := range todo {
 		if !c.noisy {
+			if len(noisy) == 0 {
+				probe()
+				if gapN > 0 {
+					simGap = gapSum / time.Duration(gapN)
+				}
+			}
 			startRound()
 			if err := world(ci, "real"); err != nil {
 				return report(stderr, err)
@@ -687,10 +723,12 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			// the host's steal, and kept over --max-steal.
 			StealReruns int `json:"steal_reruns"`
 			OverSteal   int `json:"rounds_over_max_steal"`
-			// What the sim runs' host withheld: "measured" (each its
-			// real counterpart's share) or the share given.
-			SimHostSteal any `json:"sim_host_steal"`
-		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt)})
+			// What the sim runs' host withheld: "measured" (the share
+			// over the real runs) or the share given, and the mean gap
+			// it left (the slice probe's, measured).
+			SimHostSteal    any     `json:"sim_host_steal"`
+			SimHostStealGap float64 `json:"sim_host_steal_gap_us"`
+		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), us(gapOf(simGap))})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -726,7 +764,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		switch {
 		case opt.stealMeasured && len(noisy) > 0:
 			if share, ok := noisyHost.StealShare(); ok && noisyKnown {
-				fmt.Fprintf(stdout, "the sim runs' host withheld %.0f%% of the CPU time wanted, what the host withheld from the repeated checks' real runs (--host-steal measured)\n", 100*share)
+				fmt.Fprintf(stdout, "the sim runs' host withheld %.0f%% of the CPU time wanted, what the host withheld from the repeated checks' real runs, in gaps of %v (--host-steal measured)\n", 100*share, gapOf(simGap).Round(time.Microsecond))
 			} else {
 				fmt.Fprintln(stdout, "the sim runs had no host: the repeated checks' real runs did not say what the host withheld (--host-steal measured)")
 			}
@@ -750,6 +788,14 @@ func stealNote(h real.HostCPU, known bool) string {
 		return ""
 	}
 	return fmt.Sprintf(" (the host withheld %.0f%% of the CPU time wanted)", 100*s)
+}
+
+// gapOf is the gap a sim's host leaves for gap as runOptions holds it.
+func gapOf(gap time.Duration) time.Duration {
+	if gap <= 0 {
+		return sim.HostStealGap
+	}
+	return min(max(gap, sim.MinHostStealGap), sim.MaxHostStealGap)
 }
 
 func simHostSteal(opt validateOptions) any {

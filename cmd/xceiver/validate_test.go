@@ -85,6 +85,9 @@ func (r orderRunner) run(w model.World) (result, error) {
 	if sw, ok := w.(*sim.World); ok {
 		if c := sw.Config().CPU; c.SliceOff > 0 {
 			entry += fmt.Sprintf("@%.2f", float64(c.SliceOff)/float64(c.SliceOn+c.SliceOff))
+			if c.SliceOff != sim.HostStealGap {
+				entry += "/" + c.SliceOff.String()
+			}
 		}
 	}
 	*r.log = append(*r.log, entry)
@@ -166,6 +169,14 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	// latest (so from a's real runs, not b's, in the same rounds).
 	var stealOnA bool
 	var host real.HostCPU
+	// The slice probe before each round sees gaps of 2 ms, then 4 ms,
+	// and so on: the sims get their mean.
+	probes := 0
+	defer func(old func() (time.Duration, bool)) { probeGaps = old }(probeGaps)
+	probeGaps = func() (time.Duration, bool) {
+		probes++
+		return time.Duration(2*probes) * time.Millisecond, true
+	}
 	defer func(old func() (real.HostCPU, error)) { readHostCPU = old }(readHostCPU)
 	readHostCPU = func() (real.HostCPU, error) {
 		reals := 0
@@ -190,7 +201,7 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	}
 	run := func(stolen int, args ...string) out {
 		t.Helper()
-		log, stolenRuns = nil, stolen
+		log, stolenRuns, probes = nil, stolen, 0
 		var got out
 		code, stderr := cliJSON(t, &got, append([]string{"validate", "--cpu-scale", "1", "--json", "--repeat", "2", "--seed", "5", "--max-steal", "0.2", "--host-steal", "measured"}, args...)...)
 		if code != exitOK {
@@ -219,7 +230,9 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	}
 	// A host that steals throughout: three reruns, then both rounds kept
 	// over the bound, and the table's share is the host's.
-	if got := run(1000); !strings.HasSuffix(fmt.Sprint(log), "a/sim@0.50 a/sim@0.50 b/sim@0.50 b/sim@0.50 once/real once/sim@0.50]") {
+	// Five rounds probed (three reruns): gaps of 2 to 10 ms, 6 ms on
+	// average.
+	if got := run(1000); !strings.HasSuffix(fmt.Sprint(log), "a/sim@0.50/6ms a/sim@0.50/6ms b/sim@0.50/6ms b/sim@0.50/6ms once/real once/sim@0.50/6ms]") {
 		t.Errorf("a busy host: the sims did not get its share: %v", log)
 	} else if got.Reruns != maxStealReruns || got.OverSteal != 2 || got.realRounds != 2+maxStealReruns || got.Steal == nil || *got.Steal != 0.5 {
 		t.Errorf("a busy host: %d reruns, %d over, %d rounds, steal %v", got.Reruns, got.OverSteal, got.realRounds, got.Steal)
@@ -237,22 +250,23 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	// runs, not its own run's: a's runs had the host's burst, b's in the
 	// same rounds did not, and the check run once had none.
 	stealOnA = true
-	if run(0, "--max-steal", "1"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.33 a/sim@0.33 b/sim@0.33 b/sim@0.33 once/real once/sim@0.33]" {
+	if run(0, "--max-steal", "1"); fmt.Sprint(log) != "[a/real b/real a/real b/real a/sim@0.33/3ms a/sim@0.33/3ms b/sim@0.33/3ms b/sim@0.33/3ms once/real once/sim@0.33/3ms]" {
 		t.Errorf("a burst on a's runs: runs %v", log)
 	}
 	stealOnA = false
 	// Without repeated checks, a check's sim gets its own real run's.
-	log, stolenRuns = nil, 1000
-	if code, stderr := cliJSON(t, &struct{}{}, "validate", "--scenario", "once", "--host-steal", "measured", "--json"); code != exitOK || fmt.Sprint(log) != "[once/real once/sim@0.50]" {
+	log, stolenRuns, probes = nil, 1000, 0
+	if code, stderr := cliJSON(t, &struct{}{}, "validate", "--scenario", "once", "--host-steal", "measured", "--json"); code != exitOK || fmt.Sprint(log) != "[once/real once/sim@0.50/2ms]" {
 		t.Errorf("--scenario once: exit %d, runs %v: %s", code, log, stderr)
 	}
 	// The text says it under the table.
 	log, stolenRuns = nil, 1000
+	log, stolenRuns, probes = nil, 1000, 0
 	code, stdout, _ := runCLI("validate", "--repeat", "2", "--max-steal", "0.2", "--host-steal", "measured")
 	if want := "the host withheld 50% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat); 3 rounds run again for more than 0.2, and 2 of the 2 kept had more still: the real figures are the host's as much as the model's"; code != exitOK || !strings.Contains(stdout, want) {
 		t.Errorf("exit %d; the table does not say %q:\n%s", code, want, stdout)
 	}
-	if want := "the sim runs' host withheld 50% of the CPU time wanted, what the host withheld from the repeated checks' real runs (--host-steal measured)"; !strings.Contains(stdout, want) {
+	if want := "the sim runs' host withheld 50% of the CPU time wanted, what the host withheld from the repeated checks' real runs, in gaps of 6ms (--host-steal measured)"; !strings.Contains(stdout, want) {
 		t.Errorf("the table does not say %q:\n%s", want, stdout)
 	}
 	// By default the sim is the machine alone, and under a busy host
