@@ -269,15 +269,16 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	if want := "the sim runs' host withheld 50% of the CPU time wanted, what the host withheld from the repeated checks' real runs, in gaps of 6ms (--host-steal measured)"; !strings.Contains(stdout, want) {
 		t.Errorf("the table does not say %q:\n%s", want, stdout)
 	}
-	// By default the sim is the machine alone, and under a busy host
+	// With the sim the machine alone (--host-steal 0), under a busy host
 	// the table warns that the rows compare it with a shared one; not
-	// with a quiet host, nor when the sim got the host's share.
+	// with a quiet host, nor when the sim got the host's share (the
+	// default).
 	const warning = "a busy host: the throughput, p50 and cores rows compare the machine alone with one the host shared"
 	for _, c := range []struct {
 		stolen int
 		args   []string
 		warn   bool
-	}{{1000, nil, true}, {0, nil, false}, {1000, []string{"--host-steal", "measured"}, false}} {
+	}{{1000, []string{"--host-steal", "0"}, true}, {0, []string{"--host-steal", "0"}, false}, {1000, nil, false}} {
 		log, stolenRuns = nil, c.stolen
 		code, stdout, _ := runCLI(append([]string{"validate", "--repeat", "2"}, c.args...)...)
 		if code != exitOK || strings.Contains(stdout, warning) != c.warn {
