@@ -708,6 +708,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if autoScale || cpuScale != 1 {
 			scale = &cpuScale
 		}
+		var measuredShare *float64
+		if share, ok := noisyHost.StealShare(); ok && noisyKnown && opt.stealMeasured && len(noisy) > 0 {
+			measuredShare = &share
+		}
 		// host_steal_share: absent where /proc/stat did not say.
 		var steal *float64
 		if s, ok := host.StealShare(); ok && hostKnown {
@@ -728,7 +732,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			// it left (the slice probe's, measured).
 			SimHostSteal    any     `json:"sim_host_steal"`
 			SimHostStealGap float64 `json:"sim_host_steal_gap_us"`
-		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), us(gapOf(simGap))})
+			// Measured, the share the repeated checks' sims got
+			// (absent where the real runs did not say).
+			SimHostStealShare *float64 `json:"sim_host_steal_share,omitempty"`
+		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), us(gapOf(simGap)), measuredShare})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

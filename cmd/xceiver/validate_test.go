@@ -194,6 +194,7 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	type out struct {
 		Rows        []row
 		Steal       *float64 `json:"host_steal_share"`
+		SimShare    *float64 `json:"sim_host_steal_share"`
 		Reruns      int      `json:"steal_reruns"`
 		OverSteal   int      `json:"rounds_over_max_steal"`
 		realRounds  int
@@ -232,8 +233,8 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	// over the bound, and the table's share is the host's.
 	// Five rounds probed (three reruns): gaps of 2 to 10 ms, 6 ms on
 	// average.
-	if got := run(1000); !strings.HasSuffix(fmt.Sprint(log), "a/sim@0.50/6ms a/sim@0.50/6ms b/sim@0.50/6ms b/sim@0.50/6ms once/real once/sim@0.50/6ms]") {
-		t.Errorf("a busy host: the sims did not get its share: %v", log)
+	if got := run(1000); !strings.HasSuffix(fmt.Sprint(log), "a/sim@0.50/6ms a/sim@0.50/6ms b/sim@0.50/6ms b/sim@0.50/6ms once/real once/sim@0.50/6ms]") || got.SimShare == nil || *got.SimShare != 0.5 {
+		t.Errorf("a busy host: the sims did not get its share (sim_host_steal_share %v): %v", got.SimShare, log)
 	} else if got.Reruns != maxStealReruns || got.OverSteal != 2 || got.realRounds != 2+maxStealReruns || got.Steal == nil || *got.Steal != 0.5 {
 		t.Errorf("a busy host: %d reruns, %d over, %d rounds, steal %v", got.Reruns, got.OverSteal, got.realRounds, got.Steal)
 	}
