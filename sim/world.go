@@ -282,17 +282,25 @@ const (
 // (or NaN) changes nothing; above MaxHostSteal it is MaxHostSteal. It
 // replaces the slices a profile measured.
 func (c CPUConfig) WithHostSteal(share float64, gap time.Duration) CPUConfig {
-	if !(share >= MinHostSteal) {
+	share, gap, ok := HostSteal(share, gap)
+	if !ok {
 		return c
 	}
-	share = min(share, MaxHostSteal)
-	if gap <= 0 {
-		gap = HostStealGap
-	}
-	gap = min(max(gap, MinHostStealGap), MaxHostStealGap)
 	c.SliceOff = gap
 	c.SliceOn = time.Duration(math.Round(float64(gap) * (1 - share) / share))
 	return c
+}
+
+// HostSteal is the share and the gap WithHostSteal gives a host asked
+// for share and gap; false when it gives none.
+func HostSteal(share float64, gap time.Duration) (float64, time.Duration, bool) {
+	if !(share >= MinHostSteal) {
+		return 0, 0, false
+	}
+	if gap <= 0 {
+		gap = HostStealGap
+	}
+	return min(share, MaxHostSteal), min(max(gap, MinHostStealGap), MaxHostStealGap), true
 }
 
 // DefaultCPUConfig returns costs of a current x86 core, set by hand, with

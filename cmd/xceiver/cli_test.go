@@ -148,6 +148,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--host-steal", "NaN"}, `xceiver: run read: --host-steal NaN: want 0, or a share from 0.001 to 0.9`},
 		{[]string{"run", "read", "--host-steal", "1e-13"}, `xceiver: run read: --host-steal 1e-13: want 0, or a share from 0.001 to 0.9`},
 		{[]string{"run", "read", "--host-steal", "0.2", "--host-steal-gap", "1µs"}, `xceiver: run read: --host-steal-gap 1µs: want 50µs to 100ms`},
+		{[]string{"run", "read", "--host-steal-gap", "2ms"}, `xceiver: run read: --host-steal-gap: the gaps of a host that withholds nothing; give --host-steal S too`},
+		{[]string{"run", "read", "--host-steal-gap", "2ms", "--world", "real"}, `xceiver: run read: --host-steal-gap: the real world's host leaves the gaps it does; the gap is the simulated host's`},
 		{[]string{"run", "read", "--host-steal", "0.3", "--world", "real"}, `xceiver: run read: --host-steal: the real world's host withholds what it does (a real run reports it: host_steal_share); the share is the simulated host's`},
 		{[]string{"validate", "--max-steal", "NaN"}, `xceiver: validate: --max-steal NaN: want a share from 0 to 1`},
 		{[]string{"validate", "--max-steal", "-0.1"}, `xceiver: validate: --max-steal -0.1: want a share from 0 to 1`},

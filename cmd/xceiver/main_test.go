@@ -166,7 +166,7 @@ func TestValidateCPUScaleIsApplied(t *testing.T) {
 			CPUScale *float64 `json:"cpu_scale"`
 			Rows     []row    `json:"rows"`
 		}
-		if code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--cpu-scale", scale, "--json"); code != exitOK && code != exitFail {
+		if code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--cpu-scale", scale, "--host-steal", "0", "--json"); code != exitOK && code != exitFail {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		if len(got.Rows) != 1 {
@@ -190,7 +190,7 @@ func TestValidateCPUScaleIsApplied(t *testing.T) {
 	if r := p3 / p1; r < 2 || r > 3.5 {
 		t.Errorf("sim p50 %v µs at ×3 against %v at ×1 (%.2f×): the factor did not reach the sim", p3, p1, r)
 	}
-	code, stdout, _ := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5")
+	code, stdout, _ := runCLI("validate", "--scenario", "tcp-nodelay", "--cpu-scale", "1.5", "--host-steal", "0")
 	if !strings.Contains(stdout, "the sim's CPU costs were the profile's × 1.5 (--cpu-scale)") {
 		t.Errorf("exit %d; the table does not say the costs were scaled:\n%s", code, stdout)
 	}
@@ -253,7 +253,7 @@ func TestValidateScalesByTheMachineWithAuto(t *testing.T) {
 		CPUScale     float64 `json:"cpu_scale"`
 		CPUScaleAuto bool    `json:"cpu_scale_auto"`
 	}
-	code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--cpu-scale", "auto", "--json")
+	code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--cpu-scale", "auto", "--host-steal", "0", "--json")
 	if code == exitUsage && strings.Contains(stderr, "past 4× either way") {
 		// A machine four times faster or slower than the profile's:
 		// validate says so rather than scale; nothing to check here.
@@ -358,10 +358,33 @@ func TestRunReportsHostSteal(t *testing.T) {
 		if v, ok := got["host_steal_share"]; !ok || v != want {
 			t.Errorf("sim %q: host_steal_share %v (%v), want %v", args, v, ok, want)
 		}
+		wantGap := any(nil)
+		if args != nil {
+			wantGap = 750.0
+		}
+		if v, ok := got["host_steal_gap_us"]; !ok || v != wantGap {
+			t.Errorf("sim %q: host_steal_gap_us %v (%v), want %v", args, v, ok, wantGap)
+		}
 		rate[fmt.Sprint(args)], _ = got["exchanges_per_s"].(float64)
 	}
 	if alone, shared := rate["[]"], rate["[--host-steal 0.5]"]; !(shared < 0.8*alone) {
 		t.Errorf("sim pairs: %.0f exchanges a second alone, %.0f with the host withholding half: want well below", alone, shared)
+	}
+	// --host-steal-gap reaches the simulated host: other gaps, another
+	// run.
+	hash := map[string]any{}
+	for _, gap := range []string{"750µs", "5ms"} {
+		var got map[string]any
+		if code, stderr := cliJSON(t, &got, "run", "pairs", "--json", "--host-steal", "0.5", "--host-steal-gap", gap); code != exitOK {
+			t.Fatalf("--host-steal-gap %s: exit %d: %s", gap, code, stderr)
+		}
+		hash[gap] = got["trace_hash"]
+		if gap == "5ms" && got["host_steal_gap_us"] != 5000.0 {
+			t.Errorf("--host-steal-gap 5ms: host_steal_gap_us %v, want 5000", got["host_steal_gap_us"])
+		}
+	}
+	if hash["750µs"] == hash["5ms"] {
+		t.Errorf("gaps of 750µs and 5ms gave the same run (%v)", hash["5ms"])
 	}
 	for _, world := range []string{"sim", "real"} {
 		var got map[string]any

@@ -253,7 +253,14 @@ func runSetup(c *call) func([]string) int {
 		if err := checkHostSteal(c, opt.hostSteal, opt.world); err != nil {
 			return report(stderr, usagef("run %s: %v", sc.name, err))
 		}
-		if opt.hostStealGap < sim.MinHostStealGap || opt.hostStealGap > sim.MaxHostStealGap {
+		gapSet := false
+		fs.Visit(func(f *flag.Flag) { gapSet = gapSet || f.Name == "host-steal-gap" })
+		switch {
+		case gapSet && opt.world == "real":
+			return report(stderr, usagef("run %s: %s: the real world's host leaves the gaps it does; the gap is the simulated host's", sc.name, c.typed("host-steal-gap")))
+		case gapSet && opt.hostSteal == 0:
+			return report(stderr, usagef("run %s: %s: the gaps of a host that withholds nothing; give --host-steal S too", sc.name, c.typed("host-steal-gap")))
+		case opt.hostStealGap < sim.MinHostStealGap || opt.hostStealGap > sim.MaxHostStealGap:
 			return report(stderr, usagef("run %s: %s %v: want %v to %v", sc.name, c.typed("host-steal-gap"), opt.hostStealGap, sim.MinHostStealGap, sim.MaxHostStealGap))
 		}
 		if opt.trace != "" {
@@ -293,17 +300,17 @@ func checkCPUScale(c *call, f float64, world string) error {
 }
 
 func hostStealField(s float64) any {
-	if s >= sim.MinHostSteal {
-		return min(s, sim.MaxHostSteal)
+	if share, _, ok := sim.HostSteal(s, 0); ok {
+		return share
 	}
 	return nil
 }
 
 func hostStealGapField(opt runOptions) any {
-	if hostStealField(opt.hostSteal) == nil {
-		return nil
+	if _, gap, ok := sim.HostSteal(opt.hostSteal, opt.hostStealGap); ok {
+		return us(gap)
 	}
-	return us(gapOf(opt.hostStealGap))
+	return nil
 }
 
 // checkHostSteal refuses a --host-steal that is not a share from 0 to

@@ -406,8 +406,8 @@ type validateOptions struct {
 	calibrate bool
 	maxSteal  float64 // --max-steal
 	// hostSteal is --host-steal S: every sim run's host withholds S;
-	// stealMeasured, --host-steal measured: each withholds what the
-	// host withheld from its real counterpart.
+	// stealMeasured, --host-steal measured: they withhold what the host
+	// withheld from the real runs (validateMain's simSteal).
 	hostSteal     float64
 	stealMeasured bool
 }
@@ -557,27 +557,47 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		return share, ok && roundKnown
 	}
 	endRound := func() { host, hostKnown = host.Add(round), hostKnown && roundKnown }
+	// measured is the host the sims got with --host-steal measured, as
+	// sim.HostSteal gives it (measuredOK: they got one), for the table.
+	var measured struct {
+		share float64
+		gap   time.Duration
+		ok    bool
+	}
 	// measure gives the sims of todo[ci] the share the host withheld
-	// from h, with --host-steal measured.
+	// from h, with --host-steal measured, in simGap's gaps.
 	measure := func(ci int, h real.HostCPU, known bool) {
-		if share, ok := h.StealShare(); ok && known && opt.stealMeasured {
-			for k := range simSteal[ci] {
-				simSteal[ci][k] = share
-			}
+		share, ok := h.StealShare()
+		if !ok || !known || !opt.stealMeasured {
+			return
 		}
+		for k := range simSteal[ci] {
+			simSteal[ci][k] = share
+		}
+		measured.share, measured.gap, measured.ok = sim.HostSteal(share, simGap)
 	}
 	// probe measures, with --host-steal measured, the gaps the host
 	// leaves in the cores' time just before a round (or a check run
 	// alone): how the host steals, long turns or short, moves the real
-	// runs as much as how much it steals.
-	var gapSum time.Duration
+	// runs as much as how much it steals. A kept round's probe counts
+	// (keepProbe), not one of a round run again.
+	var gapSum, tried time.Duration
 	gapN := 0
 	probe := func() {
+		tried = 0
 		if opt.stealMeasured {
 			if g, ok := probeGaps(); ok {
-				gapSum += g
-				gapN++
+				tried = g
 			}
+		}
+	}
+	keepProbe := func() {
+		if tried > 0 {
+			gapSum += tried
+			gapN++
+		}
+		if gapN > 0 {
+			simGap = gapSum / time.Duration(gapN)
 		}
 	}
 	// noisyHost is what the host withheld from the repeated checks'
@@ -655,12 +675,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 				continue
 			}
 			endRound()
+			keepProbe()
 		}
 		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
 		noisyHost, noisyKnown = host, hostKnown
-		if gapN > 0 {
-			simGap = gapSum / time.Duration(gapN)
-		}
 		for _, ci := range noisy {
 			measure(ci, noisyHost, noisyKnown)
 			if err := world(ci, "sim"); err != nil {
@@ -672,16 +690,18 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	for ci, c := range todo {
 		if !c.noisy {
 			if len(noisy) == 0 {
+				// Its own gaps, as its own share.
+				gapSum, gapN, simGap = 0, 0, 0
 				probe()
-				if gapN > 0 {
-					simGap = gapSum / time.Duration(gapN)
-				}
 			}
 			startRound()
 			if err := world(ci, "real"); err != nil {
 				return report(stderr, err)
 			}
 			endRound()
+			if len(noisy) == 0 {
+				keepProbe()
+			}
 			if len(noisy) > 0 {
 				measure(ci, noisyHost, noisyKnown)
 			} else {
@@ -708,9 +728,15 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if autoScale || cpuScale != 1 {
 			scale = &cpuScale
 		}
-		var measuredShare *float64
-		if share, ok := noisyHost.StealShare(); ok && noisyKnown && opt.stealMeasured && len(noisy) > 0 {
-			measuredShare = &share
+		// The host the sims got: measured, or --host-steal S's; null
+		// for the machine alone.
+		var simShare, simGapUS *float64
+		if measured.ok {
+			g := us(measured.gap)
+			simShare, simGapUS = &measured.share, &g
+		} else if share, gap, ok := sim.HostSteal(opt.hostSteal, 0); ok && !opt.stealMeasured {
+			g := us(gap)
+			simShare, simGapUS = &share, &g
 		}
 		// host_steal_share: absent where /proc/stat did not say.
 		var steal *float64
@@ -727,15 +753,13 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			// the host's steal, and kept over --max-steal.
 			StealReruns int `json:"steal_reruns"`
 			OverSteal   int `json:"rounds_over_max_steal"`
-			// What the sim runs' host withheld: "measured" (the share
-			// over the real runs) or the share given, and the mean gap
-			// it left (the slice probe's, measured).
-			SimHostSteal    any     `json:"sim_host_steal"`
-			SimHostStealGap float64 `json:"sim_host_steal_gap_us"`
-			// Measured, the share the repeated checks' sims got
-			// (absent where the real runs did not say).
-			SimHostStealShare *float64 `json:"sim_host_steal_share,omitempty"`
-		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), us(gapOf(simGap)), measuredShare})
+			// The flag ("measured" or the share given), and the host
+			// the sims got: its share and mean gap (measured, the slice
+			// probe's), null for the machine alone.
+			SimHostSteal      any      `json:"sim_host_steal"`
+			SimHostStealShare *float64 `json:"sim_host_steal_share"`
+			SimHostStealGap   *float64 `json:"sim_host_steal_gap_us"`
+		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), simShare, simGapUS})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -768,15 +792,15 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 				fmt.Fprintf(stdout, "a busy host: the throughput, p50 and cores rows compare the machine alone with one the host shared (--host-steal measured gives the sim the host's share)\n")
 			}
 		}
+		from := "the check's real runs"
+		if len(noisy) > 0 {
+			from = "the repeated checks' real runs"
+		}
 		switch {
-		case opt.stealMeasured && len(noisy) > 0:
-			if share, ok := noisyHost.StealShare(); ok && noisyKnown {
-				fmt.Fprintf(stdout, "the sim runs' host withheld %.0f%% of the CPU time wanted, what the host withheld from the repeated checks' real runs, in gaps of %v (--host-steal measured)\n", 100*share, gapOf(simGap).Round(time.Microsecond))
-			} else {
-				fmt.Fprintln(stdout, "the sim runs had no host: the repeated checks' real runs did not say what the host withheld (--host-steal measured)")
-			}
+		case opt.stealMeasured && measured.ok:
+			fmt.Fprintf(stdout, "the sim runs' host withheld %.1f%% of the CPU time wanted, what the host withheld from %s, in gaps of %v (--host-steal measured)\n", 100*measured.share, from, measured.gap.Round(time.Microsecond))
 		case opt.stealMeasured:
-			fmt.Fprintln(stdout, "each check's sim runs' host withheld what the host withheld from its real runs (--host-steal measured)")
+			fmt.Fprintf(stdout, "the sim runs had no host: the host withheld less than %v%% from %s, or /proc/stat did not say (--host-steal measured)\n", 100*sim.MinHostSteal, from)
 		case opt.hostSteal > 0:
 			fmt.Fprintf(stdout, "every sim run's host withheld %v of the CPU time wanted (--host-steal)\n", opt.hostSteal)
 		}
@@ -795,14 +819,6 @@ func stealNote(h real.HostCPU, known bool) string {
 		return ""
 	}
 	return fmt.Sprintf(" (the host withheld %.0f%% of the CPU time wanted)", 100*s)
-}
-
-// gapOf is the gap a sim's host leaves for gap as runOptions holds it.
-func gapOf(gap time.Duration) time.Duration {
-	if gap <= 0 {
-		return sim.HostStealGap
-	}
-	return min(max(gap, sim.MinHostStealGap), sim.MaxHostStealGap)
 }
 
 func simHostSteal(opt validateOptions) any {
