@@ -312,10 +312,12 @@ func TestRunReadSplitsCPUByThread(t *testing.T) {
 			}
 		}
 		// Against the processes' CPU, counted apart: in real the same
-		// accounting, so the same sum; in sim the processes' also
-		// holds the dispatches and wake-ups.
+		// accounting, so the same sum, but read a moment later than
+		// the kinds, while other loops may end a callback (one CI run
+		// on 1 December: 103.452 against 103.834 µs an op); in sim the
+		// processes' also holds the dispatches and wake-ups.
 		procs := got.Server + got.Client
-		if world == "real" && math.Abs(sum-procs) > 1e-6*procs || world == "sim" && (sum >= procs || sum < procs/2) {
+		if world == "real" && (sum > procs*(1+1e-6) || sum < procs*0.98) || world == "sim" && (sum >= procs || sum < procs/2) {
 			t.Errorf("%s: the kinds add up to %.3f µs an op, the processes' CPU is %.3f", world, sum, procs)
 		}
 		if got.Outside <= 0 {
