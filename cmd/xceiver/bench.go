@@ -252,19 +252,15 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 }
 
 // hostStealDuring runs run and returns the share of the CPU time the
-// machine wanted that the host withheld meanwhile (real.HostCPU), nil
-// where /proc/stat did not say: a real bench's figures are the machine's
-// only as far as the host let it run.
+// machine wanted that the host withheld meanwhile, nil where /proc/stat
+// did not say: a real bench's figures are the machine's only as far as
+// the host let it run.
 func hostStealDuring(run func() error) (*float64, error) {
-	h0, err0 := readHostCPU()
+	hw := watchHost()
 	if err := run(); err != nil {
 		return nil, err
 	}
-	h1, err1 := readHostCPU()
-	if err0 != nil || err1 != nil {
-		return nil, nil
-	}
-	if s, ok := h1.Since(h0).StealShare(); ok {
+	if s, ok := hw.stealShare(); ok {
 		return &s, nil
 	}
 	return nil, nil

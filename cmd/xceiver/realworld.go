@@ -27,11 +27,11 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	host0, hostErr := readHostCPU()
+	hw := watchHost()
 	start := time.Now()
 	res, runErr := r.run(w)
 	wall := time.Since(start)
-	host1, hostErr1 := readHostCPU()
+	steal, stealKnown := hw.stealShare()
 	closeErr := w.Close()
 	if runErr != nil {
 		return nil, runErr
@@ -45,14 +45,48 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	// What the host withheld from this machine during the run (null
 	// where /proc/stat does not say): the real figures mean the model
 	// only as far as the machine got to run.
-	var steal any
-	if hostErr == nil && hostErr1 == nil {
-		if s, ok := host1.Since(host0).StealShare(); ok {
-			steal = s
-		}
+	shareField := any(nil)
+	if stealKnown {
+		shareField = steal
 	}
-	out = append(out, field{"host_steal_share", steal}, field{"host_steal_gap_us", nil})
+	out = append(out, field{"host_steal_share", shareField}, field{"host_steal_gap_us", nil})
 	return out, nil
+}
+
+// readHostCPU reads the host's CPU times (a variable, so tests can play a
+// busy host).
+var readHostCPU = real.ReadHostCPU
+
+// hostWatch is the host's CPU times when a stretch of real runs began:
+// run, bench and validate measure what the host withheld from them.
+type hostWatch struct {
+	start real.HostCPU
+	err   error
+}
+
+func watchHost() hostWatch {
+	h, err := readHostCPU()
+	return hostWatch{h, err}
+}
+
+// since is the host's CPU time from the watch's start to now; false
+// where /proc/stat did not say.
+func (w hostWatch) since() (real.HostCPU, bool) {
+	h, err := readHostCPU()
+	if w.err != nil || err != nil {
+		return real.HostCPU{}, false
+	}
+	return h.Since(w.start), true
+}
+
+// stealShare is the share of the CPU time wanted since the start that
+// the host withheld (real.HostCPU.StealShare); false where it cannot say.
+func (w hostWatch) stealShare() (float64, bool) {
+	d, ok := w.since()
+	if !ok {
+		return 0, false
+	}
+	return d.StealShare()
 }
 
 // fdsNeeded estimates the fds a real run holds at its peak, all processes

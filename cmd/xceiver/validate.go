@@ -426,10 +426,6 @@ var probeGaps = func() (time.Duration, bool) {
 	return off, off > 0
 }
 
-// readHostCPU reads the host's CPU times around each real run (a
-// variable, so tests can play a busy host).
-var readHostCPU = real.ReadHostCPU
-
 // maxStealReruns is how many rounds of the repeated checks' real runs
 // validate runs again, at most, for the host's steal: a few, so a burst
 // of a neighbour's load passes, and validate still ends within a minute
@@ -525,14 +521,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
 		if world == "real" {
-			h0, err := readHostCPU()
+			hw := watchHost()
 			defer func() {
-				h1, err1 := readHostCPU()
-				if err != nil || err1 != nil {
-					roundKnown = false
-					return
-				}
-				round = round.Add(h1.Since(h0))
+				d, ok := hw.since()
+				round, roundKnown = round.Add(d), roundKnown && ok
 			}()
 		}
 		for _, r := range c.runs {
