@@ -407,7 +407,7 @@ type validateOptions struct {
 	maxSteal  float64 // --max-steal
 	// hostSteal is --host-steal S: every sim run's host withholds S;
 	// stealMeasured, --host-steal measured: they withhold what the host
-	// withheld from the real runs (validateMain's simSteal).
+	// withheld from the real runs (validateMain's simShare).
 	hostSteal     float64
 	stealMeasured bool
 }
@@ -505,18 +505,17 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	// one check's).
 	var host, round real.HostCPU
 	hostKnown, roundKnown := true, true
-	// simSteal[ci][k] is the share the host of sim repeat k of todo[ci]
-	// withholds: with --host-steal measured, what the host withheld from
-	// all the repeated checks' real runs together (or, without those,
-	// from the check's own), so the real runs go first. Not each run's
-	// own share: a light run (one client) wants little CPU and waits on
-	// the host at each wake-up, so its share overstates what the host
-	// cost it (on 1 December sims at the runs' own shares fitted 25 of 64
+	// simShare and simGap are the host every sim run gets (0, 0: the
+	// machine alone): --host-steal S's, or, measured, what the host
+	// withheld from all the repeated checks' real runs together (a check
+	// run alone: its own) in the mean gap the slice probe saw before
+	// their kept rounds; so the real runs go first. Not each run's own
+	// share: a light run (one client) wants little CPU and waits on the
+	// host at each wake-up, so its share overstates what the host cost it
+	// (on 1 December sims at the runs' own shares fitted 25 of 64
 	// read-scale rows with a host withholding 0.26-0.34 over the table,
 	// sims at 0.30 throughout 28 of 48).
-	simSteal := make([][]float64, len(todo))
-	// simGap is the mean gap of the sims' host (0: sim.HostStealGap):
-	// measured, what probe saw.
+	simShare := opt.hostSteal
 	var simGap time.Duration
 	runCheck := func(ci int, world string, k int) error {
 		c := todo[ci]
@@ -528,7 +527,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			}()
 		}
 		for _, r := range c.runs {
-			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: simSteal[ci][k], hostStealGap: simGap})
+			res, err := runScenario(c.name, r, runOptions{world: world, seed: seed + uint64(k), profile: profile, cpuScale: cpuScale, hostSteal: simShare, hostStealGap: simGap})
 			if err != nil {
 				return fmt.Errorf("validate %s (%s): %w", c.name, world, err)
 			}
@@ -549,53 +548,36 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		return share, ok && roundKnown
 	}
 	endRound := func() { host, hostKnown = host.Add(round), hostKnown && roundKnown }
-	// measured is the host the sims got with --host-steal measured, as
-	// sim.HostSteal gives it (measuredOK: they got one), for the table.
-	var measured struct {
-		share float64
-		gap   time.Duration
-		ok    bool
+	// probe runs the slice probe, with --host-steal measured, before a
+	// round (or a check run alone): how the host steals, long turns or
+	// short, moves the real runs as much as how much it steals. gaps
+	// keeps the kept rounds' (not those of a round run again).
+	var gaps []time.Duration
+	probe := func() time.Duration {
+		if !opt.stealMeasured {
+			return 0
+		}
+		if g, ok := probeGaps(); ok {
+			return g
+		}
+		return 0
 	}
-	// measure gives the sims of todo[ci] the share the host withheld
-	// from h, with --host-steal measured, in simGap's gaps.
-	measure := func(ci int, h real.HostCPU, known bool) {
+	// measure gives every sim run the share the host withheld in h and
+	// the mean of the gaps, with --host-steal measured.
+	measure := func(h real.HostCPU, known bool) {
 		share, ok := h.StealShare()
 		if !ok || !known || !opt.stealMeasured {
 			return
 		}
-		for k := range simSteal[ci] {
-			simSteal[ci][k] = share
-		}
-		measured.share, measured.gap, measured.ok = sim.HostSteal(share, simGap)
-	}
-	// probe measures, with --host-steal measured, the gaps the host
-	// leaves in the cores' time just before a round (or a check run
-	// alone): how the host steals, long turns or short, moves the real
-	// runs as much as how much it steals. A kept round's probe counts
-	// (keepProbe), not one of a round run again.
-	var gapSum, tried time.Duration
-	gapN := 0
-	probe := func() {
-		tried = 0
-		if opt.stealMeasured {
-			if g, ok := probeGaps(); ok {
-				tried = g
+		simShare, simGap = share, 0
+		if len(gaps) > 0 {
+			var sum time.Duration
+			for _, g := range gaps {
+				sum += g
 			}
+			simGap = sum / time.Duration(len(gaps))
 		}
 	}
-	keepProbe := func() {
-		if tried > 0 {
-			gapSum += tried
-			gapN++
-		}
-		if gapN > 0 {
-			simGap = gapSum / time.Duration(gapN)
-		}
-	}
-	// noisyHost is what the host withheld from the repeated checks'
-	// real runs, the share their sims and, measured, the others' get.
-	var noisyHost real.HostCPU
-	noisyKnown := true
 	// world runs todo[ci] in one world, every repeat (the repeated
 	// checks' real runs go round by round below instead).
 	world := func(ci int, w string) error {
@@ -622,10 +604,6 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	var noisy []int
 	for ci, c := range todo {
 		sims[ci], reals[ci] = make([][]result, reps(c)), make([][]result, reps(c))
-		simSteal[ci] = make([]float64, reps(c))
-		for k := range simSteal[ci] {
-			simSteal[ci][k] = opt.hostSteal
-		}
 		if c.noisy {
 			noisy = append(noisy, ci)
 		}
@@ -638,7 +616,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		fmt.Fprintf(stderr, "validate: %s in real, interleaved (%s)…\n", strings.Join(names, ", "), plural(repeat, "1 round", fmt.Sprintf("%d rounds", repeat)))
 		start := time.Now()
 		for k := 0; k < repeat; k++ {
-			probe()
+			gap := probe()
 			began := time.Now()
 			startRound()
 			for _, ci := range noisy {
@@ -667,12 +645,14 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 				continue
 			}
 			endRound()
-			keepProbe()
+			if gap > 0 {
+				gaps = append(gaps, gap)
+			}
 		}
 		fmt.Fprintf(stderr, "validate: %s in real took %v\n", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
-		noisyHost, noisyKnown = host, hostKnown
+		// Every sim run, the checks run once too, gets this host.
+		measure(host, hostKnown)
 		for _, ci := range noisy {
-			measure(ci, noisyHost, noisyKnown)
 			if err := world(ci, "sim"); err != nil {
 				return report(stderr, err)
 			}
@@ -681,10 +661,9 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	var rows []row
 	for ci, c := range todo {
 		if !c.noisy {
+			var gap time.Duration
 			if len(noisy) == 0 {
-				// Its own gaps, as its own share.
-				gapSum, gapN, simGap = 0, 0, 0
-				probe()
+				gap = probe()
 			}
 			startRound()
 			if err := world(ci, "real"); err != nil {
@@ -692,12 +671,12 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			}
 			endRound()
 			if len(noisy) == 0 {
-				keepProbe()
-			}
-			if len(noisy) > 0 {
-				measure(ci, noisyHost, noisyKnown)
-			} else {
-				measure(ci, round, roundKnown)
+				// No repeated checks: its own share, in its own gaps.
+				gaps = gaps[:0]
+				if gap > 0 {
+					gaps = append(gaps, gap)
+				}
+				measure(round, roundKnown)
 			}
 			if err := world(ci, "sim"); err != nil {
 				return report(stderr, err)
@@ -720,15 +699,11 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if autoScale || cpuScale != 1 {
 			scale = &cpuScale
 		}
-		// The host the sims got: measured, or --host-steal S's; null
-		// for the machine alone.
-		var simShare, simGapUS *float64
-		if measured.ok {
-			g := us(measured.gap)
-			simShare, simGapUS = &measured.share, &g
-		} else if share, gap, ok := sim.HostSteal(opt.hostSteal, 0); ok && !opt.stealMeasured {
+		// The host the sims got, null for the machine alone.
+		var gotShare, gotGapUS *float64
+		if share, gap, ok := sim.HostSteal(simShare, simGap); ok {
 			g := us(gap)
-			simShare, simGapUS = &share, &g
+			gotShare, gotGapUS = &share, &g
 		}
 		// host_steal_share: absent where /proc/stat did not say.
 		var steal *float64
@@ -751,7 +726,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			SimHostSteal      any      `json:"sim_host_steal"`
 			SimHostStealShare *float64 `json:"sim_host_steal_share"`
 			SimHostStealGap   *float64 `json:"sim_host_steal_gap_us"`
-		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), simShare, simGapUS})
+		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -788,9 +763,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if len(noisy) > 0 {
 			from = "the repeated checks' real runs"
 		}
+		got, gotGap, gotHost := sim.HostSteal(simShare, simGap)
 		switch {
-		case opt.stealMeasured && measured.ok:
-			fmt.Fprintf(stdout, "the sim runs' host withheld %.1f%% of the CPU time wanted, what the host withheld from %s, in gaps of %v (--host-steal measured)\n", 100*measured.share, from, measured.gap.Round(time.Microsecond))
+		case opt.stealMeasured && gotHost:
+			fmt.Fprintf(stdout, "the sim runs' host withheld %.1f%% of the CPU time wanted, what the host withheld from %s, in gaps of %v (--host-steal measured)\n", 100*got, from, gotGap.Round(time.Microsecond))
 		case opt.stealMeasured:
 			fmt.Fprintf(stdout, "the sim runs had no host: the host withheld less than %v%% from %s, or /proc/stat did not say (--host-steal measured)\n", 100*sim.MinHostSteal, from)
 		case opt.hostSteal > 0:
