@@ -253,8 +253,7 @@ func runSetup(c *call) func([]string) int {
 		if err := checkHostSteal(c, opt.hostSteal, opt.world); err != nil {
 			return report(stderr, usagef("run %s: %v", sc.name, err))
 		}
-		gapSet := false
-		fs.Visit(func(f *flag.Flag) { gapSet = gapSet || f.Name == "host-steal-gap" })
+		gapSet := isSet(fs, "host-steal-gap")
 		switch {
 		case gapSet && opt.world == "real":
 			return report(stderr, usagef("run %s: %s: the real world's host leaves the gaps it does; the gap is the simulated host's", sc.name, c.typed("host-steal-gap")))
