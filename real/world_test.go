@@ -468,7 +468,9 @@ func TestAccountCPUChargesTheProcessThatSpent(t *testing.T) {
 func TestThreadCPUByKind(t *testing.T) {
 	w := accountingWorld(t)
 	var procs []model.Process
-	left := 2
+	// The two processes' main loops are two goroutines.
+	var left atomic.Int32
+	left.Store(2)
 	for _, name := range []string{"srv-1", "srv-2"} {
 		procs = append(procs, spawn(t, w, name, 0, func(p model.Process) {
 			sel, err := p.NewLoop("selector-0")
@@ -483,7 +485,7 @@ func TestThreadCPUByKind(t *testing.T) {
 					wp.Close()
 					sel.Close()
 					p.MainLoop().Post(func() {
-						if left--; left == 0 {
+						if left.Add(-1) == 0 {
 							p.World().Stop()
 						}
 					})
