@@ -520,3 +520,16 @@ func TestThreadCPUByKind(t *testing.T) {
 		t.Errorf("ThreadCPU without AccountCPU = %v, want nil", k)
 	}
 }
+
+// AccountingCost times the accounting wrapper alone: two reads of the
+// thread's CPU clock at least, which cost something on any machine, and
+// nothing like a scheduler's time slice.
+func TestAccountingCost(t *testing.T) {
+	if c := AccountingCost(0); c != 0 {
+		t.Errorf("AccountingCost(0) = %v, want 0", c)
+	}
+	c := AccountingCost(2000)
+	if c <= 0 || c > 200*time.Microsecond {
+		t.Errorf("AccountingCost(2000) = %v a call: want above 0 and far below a time slice", c)
+	}
+}

@@ -126,8 +126,8 @@ type Profile struct {
 	// check of what a client read (bytes.Equal of a just-written buffer
 	// against the blocks' content), and AccountCPUNs what the real
 	// world's CPU accounting (real.Config.AccountCPU, on in run read)
-	// adds to a loop's callback: the same loop probe as
-	// loop_callback_ns, with accounting less without (0: not measured).
+	// adds to a loop's callback: its wrapper timed on one thread
+	// (real.AccountingCost; 0: not measured).
 	ComparePerKBNs float64 `json:"compare_per_kb_ns,omitempty"`
 	AccountCPUNs   float64 `json:"account_cpu_ns,omitempty"`
 	// SpawnNs is the process CPU of spawning a real-world process (its

@@ -846,31 +846,25 @@ func syscallHold(n int) ([]float64, error) {
 // callback (an epoll_wait that returns at once, its locks, the world's
 // gate, the yield after each callback), the callback itself empty; and
 // what accounting each callback's CPU (real.Config.AccountCPU, as run
-// read's real runs do) adds to that. Runs of n without and with
-// accounting alternate, three of each: the medians, the second less the
-// first.
+// read's real runs do) adds to it, measured on its own
+// (real.AccountingCost). Three runs of each: the medians.
 func loopCallbackCost(n int) (callback, account float64, err error) {
 	var plain, accounted []float64
 	for range 3 {
-		for _, acc := range []bool{false, true} {
-			c, err := loopCallbackRun(n, acc)
-			if err != nil {
-				return 0, 0, err
-			}
-			if acc {
-				accounted = append(accounted, c)
-			} else {
-				plain = append(plain, c)
-			}
+		c, err := loopCallbackRun(n)
+		if err != nil {
+			return 0, 0, err
 		}
+		plain = append(plain, c)
+		accounted = append(accounted, float64(real.AccountingCost(n).Nanoseconds()))
 	}
 	slices.Sort(plain)
 	slices.Sort(accounted)
-	return plain[1], max(accounted[1]-plain[1], 0), nil
+	return plain[1], accounted[1], nil
 }
 
-func loopCallbackRun(n int, account bool) (float64, error) {
-	w, err := real.New(real.Config{Seed: 1, AccountCPU: account})
+func loopCallbackRun(n int) (float64, error) {
+	w, err := real.New(real.Config{Seed: 1})
 	if err != nil {
 		return 0, err
 	}
