@@ -154,6 +154,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"validate", "--max-steal", "NaN"}, `xceiver: validate: --max-steal NaN: want a share from 0 to 1`},
 		{[]string{"validate", "--max-steal", "-0.1"}, `xceiver: validate: --max-steal -0.1: want a share from 0 to 1`},
 		{[]string{"validate", "--calibrate", "--cpu-scale", "fast"}, `xceiver: validate: --cpu-scale "fast": want auto or a number`},
+		{[]string{"validate", "--cpu-scale", "auto"}, `xceiver: validate: --cpu-scale auto scales a profile of another day to this machine: give it one (--profile embedded or FILE); the measured profile is this machine already`},
+		{[]string{"validate", "--calibrate", "--profile", "embedded"}, `xceiver: validate: --calibrate and --profile embedded: give one`},
+		{[]string{"validate", "--profile", "/no/such/profile.json"}, `xceiver: --profile: open /no/such/profile.json: no such file or directory`},
 		{[]string{"bench", "sim-speed", "--cpu-scale", "2"}, `xceiver: bench: --cpu-scale: sim-speed runs the simulator with its hand-set costs, which the factor does not scale`},
 		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
 	} {

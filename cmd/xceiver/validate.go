@@ -342,15 +342,15 @@ func validateCommand() *command {
 			only := c.fs.String("scenario", "", "run only the check `NAME` ("+checkNames()+")")
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
-			profile := c.fs.String("profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default: the embedded one)")
+			profile := c.fs.String("profile", profileMeasured, "the simulated runs' CPU profile, `measured|embedded|FILE`: measured runs calibrate's probes first (about 9 s) and simulates this machine as it is now; embedded is the profile built in (a machine of an earlier day); FILE one calibrate wrote")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
-			cpuScale := c.fs.String("cpu-scale", "1", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: 1 is the profile as it is; auto (unless --calibrate) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes)")
+			cpuScale := c.fs.String("cpu-scale", "1", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: 1 is the profile as it is; auto (with --profile embedded or FILE) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes)")
 			maxSteal := c.fs.Float64("max-steal", 1, "run a round of the repeated checks' real runs again when the host withheld more than `F` of the CPU time the machine wanted (steal in /proc/stat: on a shared VM the real latencies are then the host's as much as the model's), at most "+strconv.Itoa(maxStealReruns)+" reruns in all; 1: never")
 			hostSteal := c.fs.String("host-steal", "measured", "the share of the CPU time the simulated machine wants that its host withholds, `measured|S`: measured gives every sim run what the host withheld from the real runs (steal in /proc/stat: over the repeated checks' real runs, or a check's own run alone), in the gaps calibrate's slice probe sees before each round; S of 0.001 to 0.9 gives every sim run S, 0 the machine alone")
-			calib := c.fs.Bool("calibrate", false, "measure this machine first, as xceiver calibrate does (about 9 s), and simulate with that profile: on a shared machine, what the real runs will get")
+			calib := c.fs.Bool("calibrate", false, "the same as --profile measured (the default)")
 			return func(rest []string) int {
-				if *calib && *profile != "" {
-					return report(c.stderr, c.usagef("--calibrate and --profile: give one"))
+				if *calib && *profile != profileMeasured {
+					return report(c.stderr, c.usagef("--calibrate and --profile %s: give one", *profile))
 				}
 				if *repeat < 1 || *repeat > 20 {
 					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))
@@ -358,8 +358,15 @@ func validateCommand() *command {
 				if !(*maxSteal >= 0 && *maxSteal <= 1) {
 					return report(c.stderr, c.usagef("%s %v: want a share from 0 to 1", c.typed("max-steal"), *maxSteal))
 				}
-				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, profile: *profile, repeat: *repeat,
-					cpuScale: 1, calibrate: *calib, maxSteal: *maxSteal}
+				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, repeat: *repeat,
+					cpuScale: 1, maxSteal: *maxSteal, profileFlag: *profile}
+				switch *profile {
+				case profileMeasured:
+					opt.calibrate = true
+				case profileEmbedded:
+				default:
+					opt.profile = *profile
+				}
 				var err error
 				if opt.stealMeasured, opt.hostSteal, err = wordOrNumber(c, "host-steal", *hostSteal, "measured", "a share", checkHostSteal); err != nil {
 					return report(c.stderr, err)
@@ -369,9 +376,12 @@ func validateCommand() *command {
 					return report(c.stderr, err)
 				}
 				if auto {
-					// A profile calibrate has just written is this
-					// machine now: nothing to scale.
-					opt.autoScale, opt.cpuScale = !*calib, 1
+					if opt.calibrate {
+						// A profile calibrate has just written is this
+						// machine now: there is nothing to scale.
+						return report(c.stderr, c.usagef("--cpu-scale auto scales a profile of another day to this machine: give it one (--profile embedded or FILE); the measured profile is this machine already"))
+					}
+					opt.autoScale, opt.cpuScale = true, 1
 				}
 				return validateMain(c, rest, opt)
 			}
@@ -396,21 +406,34 @@ func wordOrNumber(c *call, name, v, word, number string, check func(*call, float
 
 // validateOptions are validate's flags, checked.
 type validateOptions struct {
-	only      string // --scenario
-	asJSON    bool
-	seed      uint64
-	profile   string
-	repeat    int
-	cpuScale  float64 // the factor given, 1 unless --cpu-scale F
-	autoScale bool    // --cpu-scale auto without --calibrate: measure it
-	calibrate bool
-	maxSteal  float64 // --max-steal
+	only    string // --scenario
+	asJSON  bool
+	seed    uint64
+	profile string // a profile file, or "" for the embedded or measured one
+	// profileFlag is --profile as given: measured, embedded or the file.
+	profileFlag string
+	repeat      int
+	cpuScale    float64 // the factor given, 1 unless --cpu-scale F
+	autoScale   bool    // --cpu-scale auto: measure it
+	calibrate   bool    // --profile measured: calibrate first
+	maxSteal    float64 // --max-steal
 	// hostSteal is --host-steal S: every sim run's host withholds S;
 	// stealMeasured, --host-steal measured: they withhold what the host
 	// withheld from the real runs (validateMain's simShare).
 	hostSteal     float64
 	stealMeasured bool
 }
+
+// validate's --profile words; any other value is a profile file.
+const (
+	profileMeasured = "measured"
+	profileEmbedded = "embedded"
+)
+
+// measureProfile measures this machine into a temporary profile file for
+// --profile measured (calibrateToTemp); a variable, so tests need not
+// spend calibrate's seconds.
+var measureProfile = calibrateToTemp
 
 // busyHost is the share of the CPU time wanted that the host withheld
 // from which validate warns that the real runs were not the machine
@@ -458,7 +481,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	}
 	// Measured only once every argument has been checked.
 	if opt.calibrate {
-		path, cleanup, err := calibrateToTemp()
+		path, cleanup, err := measureProfile()
 		if err != nil {
 			return report(stderr, fmt.Errorf("validate --calibrate: %w", err))
 		}
@@ -711,8 +734,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			steal = &s
 		}
 		b, _ := json.Marshal(struct {
-			Rows           []row    `json:"rows"`
-			Failed         int      `json:"failed"`
+			Rows   []row `json:"rows"`
+			Failed int   `json:"failed"`
+			// Profile is --profile: measured, embedded or the file.
+			Profile        string   `json:"profile"`
 			CPUScale       *float64 `json:"cpu_scale,omitempty"`
 			CPUScaleAuto   bool     `json:"cpu_scale_auto,omitempty"`
 			HostStealShare *float64 `json:"host_steal_share,omitempty"`
@@ -726,7 +751,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			SimHostSteal      any      `json:"sim_host_steal"`
 			SimHostStealShare *float64 `json:"sim_host_steal_share"`
 			SimHostStealGap   *float64 `json:"sim_host_steal_gap_us"`
-		}{rows, failed, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
+		}{rows, failed, opt.profileFlag, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

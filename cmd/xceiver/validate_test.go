@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,66 @@ import (
 	"xceiver/real"
 	"xceiver/sim"
 )
+
+// validate measures the machine first by default (--profile measured),
+// which takes calibrate's seconds; this package's tests of validate get
+// the embedded profile from that step instead, written to a file as
+// calibrate's would be. TestValidateMeasuresTheMachineByDefault checks
+// the step itself is taken, and taken only then.
+func init() {
+	measureProfile = embeddedProfileFile
+}
+
+func embeddedProfileFile() (string, func(), error) {
+	f, err := os.CreateTemp("", "xceiver-test-profile-*.json")
+	if err != nil {
+		return "", nil, err
+	}
+	b, _ := json.Marshal(sim.DefaultProfile())
+	_, err = f.Write(b)
+	f.Close()
+	return f.Name(), func() { os.Remove(f.Name()) }, err
+}
+
+// By default validate simulates this machine as calibrate measures it
+// now; --profile embedded and --profile FILE measure nothing, and the
+// JSON says which profile the sims had.
+func TestValidateMeasuresTheMachineByDefault(t *testing.T) {
+	measured := 0
+	measureProfile = func() (string, func(), error) {
+		measured++
+		return embeddedProfileFile()
+	}
+	defer func() { measureProfile = embeddedProfileFile }()
+	file, cleanup, err := embeddedProfileFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	for _, c := range []struct {
+		args    []string
+		profile string
+		times   int
+	}{
+		{nil, "measured", 1},
+		{[]string{"--calibrate"}, "measured", 1},
+		{[]string{"--profile", "measured"}, "measured", 1},
+		{[]string{"--profile", "embedded"}, "embedded", 0},
+		{[]string{"--profile", file}, file, 0},
+	} {
+		measured = 0
+		var got struct {
+			Profile string `json:"profile"`
+		}
+		args := append([]string{"validate", "--scenario", "tcp-nodelay", "--host-steal", "0", "--json"}, c.args...)
+		if code, stderr := cliJSON(t, &got, args...); code != exitOK && code != exitFail {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		if measured != c.times || got.Profile != c.profile {
+			t.Errorf("%v: measured %d times, profile %q; want %d and %q", c.args, measured, got.Profile, c.times, c.profile)
+		}
+	}
+}
 
 func TestMedianResultIsPerNumericField(t *testing.T) {
 	runs := []result{
