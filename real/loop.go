@@ -297,6 +297,11 @@ func (l *loop) run() {
 		if !l.runPosted() || !l.runTimers() {
 			return
 		}
+		// A loop stands for an OS thread, and the kernel time-slices
+		// threads; without a yield, a goroutine with a queue of
+		// callbacks would keep its P for up to 10 ms and starve the
+		// other "threads".
+		runtime.Gosched()
 	}
 }
 
@@ -437,10 +442,6 @@ func (l *loop) callback(f func()) bool {
 	closed := l.closed
 	l.mu.Unlock()
 	w.exit()
-	// A loop stands for an OS thread, and the kernel time-slices threads;
-	// without a yield, a goroutine with a queue of callbacks would keep
-	// its P for up to 10 ms and starve the other "threads".
-	runtime.Gosched()
 	return !closed
 }
 

@@ -844,8 +844,8 @@ func syscallHold(n int) ([]float64, error) {
 // loopCallbackCost is the process CPU per callback of a real-world loop
 // that keeps posting to itself: what the real world pays to dispatch one
 // callback (an epoll_wait that returns at once, its locks, the world's
-// gate, the yield after each callback), the callback itself empty; and
-// what accounting each callback's CPU (real.Config.AccountCPU, as run
+// gate, the yield after each batch, here of one callback), the callback
+// itself empty; and what accounting each callback's CPU (real.Config.AccountCPU, as run
 // read's real runs do) adds to it, measured on its own
 // (real.AccountingCost). Three runs of each: the medians.
 func loopCallbackCost(n int) (callback, account float64, err error) {
