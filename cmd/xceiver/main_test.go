@@ -253,7 +253,7 @@ func TestValidateScalesByTheMachineWithAuto(t *testing.T) {
 		CPUScale     float64 `json:"cpu_scale"`
 		CPUScaleAuto bool    `json:"cpu_scale_auto"`
 	}
-	code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--profile", "embedded", "--cpu-scale", "auto", "--host-steal", "0", "--json")
+	code, stderr := cliJSON(t, &got, "validate", "--scenario", "tcp-nodelay", "--cpu-scale", "auto", "--host-steal", "0", "--json")
 	if code == exitUsage && strings.Contains(stderr, "past 4× either way") {
 		// A machine four times faster or slower than the profile's:
 		// validate says so rather than scale; nothing to check here.

@@ -342,15 +342,18 @@ func validateCommand() *command {
 			only := c.fs.String("scenario", "", "run only the check `NAME` ("+checkNames()+")")
 			asJSON := c.fs.Bool("json", false, "print the table as JSON")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of the runs: the simulated world's, and the real world's processes' random sources (which blocks and offsets a read scenario reads); repeat k of a noisy check runs with S+k in both worlds")
-			profile := c.fs.String("profile", profileMeasured, "the simulated runs' CPU profile, `measured|embedded|FILE`: measured runs calibrate's probes first (about 9 s) and simulates this machine as it is now; embedded is the profile built in (a machine of an earlier day); FILE one calibrate wrote")
+			profile := c.fs.String("profile", profileEmbedded, "the simulated runs' CPU profile, `embedded|measured|FILE`: embedded is the profile built in; measured runs calibrate's probes first (about 9 s) and simulates this machine's costs as they are now; FILE one calibrate wrote")
 			repeat := c.fs.Int("repeat", 7, "run each point of read-scale-32k, read-scale-64k and loop-pairs `N` times, with seeds S to S+N-1 in both worlds, and compare the medians (single real runs vary by about the tolerance, sim runs of other seeds by up to half that)")
 			cpuScale := c.fs.String("cpu-scale", "1", "multiply the simulated runs' CPU costs by `auto|F`, their waits kept: 1 is the profile as it is; auto (with --profile embedded or FILE) measures this machine first with calibrate's cost probes (4 to 7 s) and takes how much dearer its work is now than the profile's reference (the interquartile geometric mean over the cost probes)")
 			maxSteal := c.fs.Float64("max-steal", 1, "run a round of the repeated checks' real runs again when the host withheld more than `F` of the CPU time the machine wanted (steal in /proc/stat: on a shared VM the real latencies are then the host's as much as the model's), at most "+strconv.Itoa(maxStealReruns)+" reruns in all; 1: never")
 			hostSteal := c.fs.String("host-steal", "measured", "the share of the CPU time the simulated machine wants that its host withholds, `measured|S`: measured gives every sim run what the host withheld from the real runs (steal in /proc/stat: over the repeated checks' real runs, or a check's own run alone), in the gaps calibrate's slice probe sees before each round; S of 0.001 to 0.9 gives every sim run S, 0 the machine alone")
-			calib := c.fs.Bool("calibrate", false, "the same as --profile measured (the default)")
+			calib := c.fs.Bool("calibrate", false, "the same as --profile measured")
 			return func(rest []string) int {
-				if *calib && *profile != profileMeasured {
-					return report(c.stderr, c.usagef("--calibrate and --profile %s: give one", *profile))
+				if *calib {
+					if isSet(c.fs, "profile") && *profile != profileMeasured {
+						return report(c.stderr, c.usagef("--calibrate and --profile %s: give one", *profile))
+					}
+					*profile = profileMeasured
 				}
 				if *repeat < 1 || *repeat > 20 {
 					return report(c.stderr, c.usagef("%s %d: want 1 to 20 runs", c.typed("repeat"), *repeat))

@@ -13,11 +13,11 @@ import (
 	"xceiver/sim"
 )
 
-// validate measures the machine first by default (--profile measured),
-// which takes calibrate's seconds; this package's tests of validate get
-// the embedded profile from that step instead, written to a file as
-// calibrate's would be. TestValidateMeasuresTheMachineByDefault checks
-// the step itself is taken, and taken only then.
+// validate --profile measured (or --calibrate) measures the machine
+// first, which takes calibrate's seconds; this package's tests of
+// validate get the embedded profile from that step instead, written to a
+// file as calibrate's would be. TestValidateProfileFlag checks the step
+// is taken, and taken only then.
 func init() {
 	measureProfile = embeddedProfileFile
 }
@@ -33,10 +33,10 @@ func embeddedProfileFile() (string, func(), error) {
 	return f.Name(), func() { os.Remove(f.Name()) }, err
 }
 
-// By default validate simulates this machine as calibrate measures it
-// now; --profile embedded and --profile FILE measure nothing, and the
-// JSON says which profile the sims had.
-func TestValidateMeasuresTheMachineByDefault(t *testing.T) {
+// By default validate simulates the embedded profile; --profile measured
+// and --calibrate measure the machine first, --profile FILE loads the
+// file, and the JSON says which profile the sims had.
+func TestValidateProfileFlag(t *testing.T) {
 	measured := 0
 	measureProfile = func() (string, func(), error) {
 		measured++
@@ -53,8 +53,9 @@ func TestValidateMeasuresTheMachineByDefault(t *testing.T) {
 		profile string
 		times   int
 	}{
-		{nil, "measured", 1},
+		{nil, "embedded", 0},
 		{[]string{"--calibrate"}, "measured", 1},
+		{[]string{"--calibrate", "--profile", "measured"}, "measured", 1},
 		{[]string{"--profile", "measured"}, "measured", 1},
 		{[]string{"--profile", "embedded"}, "embedded", 0},
 		{[]string{"--profile", file}, file, 0},
