@@ -845,9 +845,10 @@ func syscallHold(n int) ([]float64, error) {
 // that keeps posting to itself: what the real world pays to dispatch one
 // callback (an epoll_wait that returns at once, its locks, the world's
 // gate, the yield after each batch, here of one callback), the callback
-// itself empty; and what accounting each callback's CPU (real.Config.AccountCPU, as run
-// read's real runs do) adds to it, measured on its own
-// (real.AccountingCost). Three runs of each: the medians.
+// itself empty; and what accounting each callback's CPU
+// (real.Config.AccountCPU, as run read's real runs do) adds to it,
+// measured on its own (real.AccountingCost). Three runs of each: the
+// medians.
 func loopCallbackCost(n int) (callback, account float64, err error) {
 	var plain, accounted []float64
 	for range 3 {

@@ -298,18 +298,14 @@ func checkCPUScale(c *call, f float64, world string) error {
 	return nil
 }
 
-func hostStealField(s float64) any {
-	if share, _, ok := sim.HostSteal(s, 0); ok {
-		return share
+// simHostFields is what a simulated host asked for share and gap gives
+// (sim.HostSteal) as JSON values: its share and mean gap in µs, both nil
+// for the machine alone. run's results and validate's table both say it.
+func simHostFields(share float64, gap time.Duration) (shareV, gapUS any) {
+	if got, g, ok := sim.HostSteal(share, gap); ok {
+		return got, us(g)
 	}
-	return nil
-}
-
-func hostStealGapField(opt runOptions) any {
-	if _, gap, ok := sim.HostSteal(opt.hostSteal, opt.hostStealGap); ok {
-		return us(gap)
-	}
-	return nil
+	return nil, nil
 }
 
 // checkHostSteal refuses a --host-steal that is not a share from 0 to
@@ -436,6 +432,7 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			// A run made on a what-if machine says so.
 			out = append(out, field{"cpu_scale", opt.cpuScale})
 		}
+		share, gapUS := simHostFields(opt.hostSteal, opt.hostStealGap)
 		out = append(out,
 			field{"events", w.Events()},
 			field{"virtual_ms", float64(w.Now().Microseconds()) / 1e3},
@@ -443,8 +440,8 @@ func runScenario(name string, r runner, opt runOptions) (result, error) {
 			field{"trace_hash", w.TraceHashString()},
 			// The same keys as in real: the simulated host's share, null
 			// for the machine alone.
-			field{"host_steal_share", hostStealField(opt.hostSteal)},
-			field{"host_steal_gap_us", hostStealGapField(opt)})
+			field{"host_steal_share", share},
+			field{"host_steal_gap_us", gapUS})
 		return out, nil
 	case "real":
 		return runReal(head, r, opt)

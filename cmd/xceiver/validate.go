@@ -446,10 +446,10 @@ const busyHost = 0.2
 
 // probeGaps measures the mean gap the host leaves in the cores' time now
 // (calibrate's slice probe, for 150 ms: every core spun, and the pauses
-// counted); false when it saw none. A variable, so tests need not spin.
-var probeGaps = func() (time.Duration, bool) {
+// counted); 0 when it saw none. A variable, so tests need not spin.
+var probeGaps = func() time.Duration {
 	_, off, _ := timeSlices(150 * time.Millisecond)
-	return off, off > 0
+	return max(off, 0)
 }
 
 // maxStealReruns is how many rounds of the repeated checks' real runs
@@ -583,10 +583,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if !opt.stealMeasured {
 			return 0
 		}
-		if g, ok := probeGaps(); ok {
-			return g
-		}
-		return 0
+		return probeGaps()
 	}
 	// measure gives every sim run the share the host withheld in h and
 	// the mean of the gaps, with --host-steal measured.
@@ -716,6 +713,11 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			failed++
 		}
 	}
+	// What the host withheld from the real runs in the table, and the
+	// host the sims got: the JSON and the text both say them.
+	steal, stealKnown := host.StealShare()
+	stealKnown = stealKnown && hostKnown
+	got, gotGap, gotHost := sim.HostSteal(simShare, simGap)
 	if asJSON {
 		// cpu_scale: the factor the sim's costs were scaled by, absent
 		// for the profile as it is (but present, if 1, when measured);
@@ -726,15 +728,11 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			scale = &cpuScale
 		}
 		// The host the sims got, null for the machine alone.
-		var gotShare, gotGapUS *float64
-		if share, gap, ok := sim.HostSteal(simShare, simGap); ok {
-			g := us(gap)
-			gotShare, gotGapUS = &share, &g
-		}
+		gotShare, gotGapUS := simHostFields(simShare, simGap)
 		// host_steal_share: absent where /proc/stat did not say.
-		var steal *float64
-		if s, ok := host.StealShare(); ok && hostKnown {
-			steal = &s
+		var hostShare *float64
+		if stealKnown {
+			hostShare = &steal
 		}
 		b, _ := json.Marshal(struct {
 			Rows   []row `json:"rows"`
@@ -751,10 +749,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			// The flag ("measured" or the share given), and the host
 			// the sims got: its share and mean gap (measured, the slice
 			// probe's), null for the machine alone.
-			SimHostSteal      any      `json:"sim_host_steal"`
-			SimHostStealShare *float64 `json:"sim_host_steal_share"`
-			SimHostStealGap   *float64 `json:"sim_host_steal_gap_us"`
-		}{rows, failed, opt.profileFlag, scale, autoScale, steal, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
+			SimHostSteal      any `json:"sim_host_steal"`
+			SimHostStealShare any `json:"sim_host_steal_share"`
+			SimHostStealGap   any `json:"sim_host_steal_gap_us"`
+		}{rows, failed, opt.profileFlag, scale, autoScale, hostShare, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -781,9 +779,9 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		case cpuScale != 1:
 			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale)\n", cpuScale)
 		}
-		if s, ok := host.StealShare(); ok && hostKnown {
-			fmt.Fprintf(stdout, "the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)%s\n", 100*s, stealSummary(reruns, overSteal, repeat, opt.maxSteal))
-			if s >= busyHost && !opt.stealMeasured && opt.hostSteal == 0 && !sharedProfile {
+		if stealKnown {
+			fmt.Fprintf(stdout, "the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)%s\n", 100*steal, stealSummary(reruns, overSteal, repeat, opt.maxSteal))
+			if steal >= busyHost && !opt.stealMeasured && opt.hostSteal == 0 && !sharedProfile {
 				fmt.Fprintf(stdout, "a busy host: the throughput, p50 and cores rows compare the machine alone with one the host shared (--host-steal measured gives the sim the host's share)\n")
 			}
 		}
@@ -791,7 +789,6 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		if len(noisy) > 0 {
 			from = "the repeated checks' real runs"
 		}
-		got, gotGap, gotHost := sim.HostSteal(simShare, simGap)
 		switch {
 		case opt.stealMeasured && gotHost:
 			fmt.Fprintf(stdout, "the sim runs' host withheld %.1f%% of the CPU time wanted, what the host withheld from %s, in gaps of %v (--host-steal measured)\n", 100*got, from, gotGap.Round(time.Microsecond))

@@ -235,10 +235,10 @@ func TestValidateRerunsRoundsTheHostStole(t *testing.T) {
 	// The slice probe before each round sees gaps of 2 ms, then 4 ms,
 	// and so on: the sims get their mean.
 	probes := 0
-	defer func(old func() (time.Duration, bool)) { probeGaps = old }(probeGaps)
-	probeGaps = func() (time.Duration, bool) {
+	defer func(old func() time.Duration) { probeGaps = old }(probeGaps)
+	probeGaps = func() time.Duration {
 		probes++
-		return time.Duration(2*probes) * time.Millisecond, true
+		return time.Duration(2*probes) * time.Millisecond
 	}
 	defer func(old func() (real.HostCPU, error)) { readHostCPU = old }(readHostCPU)
 	readHostCPU = func() (real.HostCPU, error) {
