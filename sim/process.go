@@ -623,8 +623,12 @@ type cpu struct {
 	// parked core is stacked behind the busy one instead: it waits for a
 	// core, and the parked core is unusable until stackedUntil (then the
 	// balancer has moved the thread there). Only one core is stacked at a
-	// time, as Go wakes one thread at a time. A stack ends once no thread
-	// waits for a core.
+	// time, as Go wakes one thread at a time. A stack ends when a thread
+	// runs out of work with none waiting for a core (idle: the busy
+	// core's thread sleeps and the stacked one runs there), or at
+	// stackedUntil. A waiter that takes the busy core as it frees does
+	// not end it: the busy core's thread ran that work without sleeping,
+	// and the thread woken for the parked core still waits behind it.
 	stacking     bool // StackBalance > 0, with Poller (idle parks the cores)
 	idleAt       []time.Duration
 	waitSince    time.Duration
@@ -691,18 +695,21 @@ func (c *cpu) idle(i int, t time.Duration) {
 		return
 	}
 	if c.stacking && len(c.waitQ) == 0 && len(c.missed) == 0 {
-		// No thread waits for a core: no stack is left.
+		// No thread waits for a core: this thread sleeps, the stacked
+		// one runs on its CPU, and no stack is left.
 		clear(c.stackedUntil)
+	}
+	if len(c.missed) > 0 {
+		// The thread finds the missed loops as it polls and runs them:
+		// it does not sleep, so its core is not parked.
+		c.found(t+c.w.cfg.CPU.PollerMissed, true)
+		return
 	}
 	if c.stacking {
 		// The thread sleeps once the core frees: after the wake-up's
 		// CPU (WakeupCPU) when it was woken, as Go's scheduler looks
 		// for work first, and finds what is queued meanwhile.
 		c.idleAt[i] = max(t, c.cores[i])
-	}
-	if len(c.missed) > 0 {
-		c.found(t+c.w.cfg.CPU.PollerMissed, true)
-		return
 	}
 	if len(c.waitQ) > 0 {
 		return
@@ -1029,9 +1036,6 @@ func (c *cpu) wake() {
 		wt.dispatch()
 	}
 	c.waking = false
-	if c.stacking && len(c.waitQ) == 0 {
-		clear(c.stackedUntil) // the stacked thread has run
-	}
 	if skipped < len(c.waitQ) {
 		c.armWake()
 	}

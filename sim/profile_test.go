@@ -562,6 +562,103 @@ func TestStackedWakeWaitsBehindTheBusyCore(t *testing.T) {
 	}
 }
 
+// A stack lasts StackBalance even when the work waiting behind the busy
+// core gets that core as it frees: the busy core's thread ran it without
+// sleeping, and the thread woken for the parked core still waits behind
+// it until the balancer moves it. Ending the stack there re-stacked the
+// parked core for each item handed over next, so a stream of short items
+// never reached it: the selector and workers of run read with 128 clients
+// ran on one core, the other idle.
+func TestStackedWakeOutlastsTheWorkThatTookTheBusyCore(t *testing.T) {
+	const item, n = 100 * us, 30
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, 5*us, 7*us
+	cfg.CPU.StackBalance = ms
+	parse := cfg.CPU.Parse
+	w := New(cfg)
+	var t0, last time.Duration
+	var starts []time.Duration
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		wp := p.NewWorkerPool("w", 2)
+		// Each callback hands one item over and queues the next
+		// callback, as a selector does for each request it reads.
+		var hand func()
+		left := n
+		hand = func() {
+			wp.Submit(l, func() {
+				starts = append(starts, l.Now()-t0)
+				p.CPU(model.CPUParse, int(item/parse))
+			}, func() { last = l.Now() - t0 })
+			p.CPU(model.CPUParse, int(40*us/parse))
+			if left--; left > 0 {
+				l.Post(hand)
+			}
+		}
+		l.AfterFunc(ms, func() {
+			t0 = l.Now()
+			hand()
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(20 * ms)
+	if len(starts) != n {
+		t.Fatalf("%d items ran, want %d", len(starts), n)
+	}
+	before := 0
+	for _, s := range starts {
+		if s < ms {
+			before++
+		}
+	}
+	// Stacked: one core until StackBalance (callback and item in turn,
+	// 140 µs: 8 items), then the items on the other core; all on one
+	// core would take n × 140 µs.
+	if before > 8 {
+		t.Errorf("%d items started within StackBalance of the hand-over, want at most 8: the parked core was used before the stack ended", before)
+	}
+	if serial := n * (item + 40*us); last >= serial*3/4 {
+		t.Errorf("the items were done %v after the hand-over, want well under %v (one core): the parked core stayed stacked past StackBalance", last, serial)
+	}
+}
+
+// A core whose thread, out of work, finds loops the poller missed runs
+// them: it does not sleep, so it is not parked, and a stack elsewhere does
+// not hold those loops back. Counted as parked, the loops waited for the
+// stack to end: run read with 4 clients spent most of a millisecond in
+// each of many reads, both cores idle (102-209 MB/s, against 353-459).
+func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.CPU.Poller, cfg.CPU.StackBalance, cfg.CPU.PollerMissed = true, ms, 7*us
+	w := New(cfg)
+	c := newCPU(w, 2)
+	w.now = ms
+	now := w.now
+	c.cores[0], c.idleAt[0] = now+50*us, -1 // busy
+	c.cores[1], c.idleAt[1] = now-5*us, now-10*us
+	if _, ok := c.free(nil, true); ok || c.stackedUntil[1] != now+ms {
+		t.Fatalf("a worker woken while core 0 is busy was not stacked behind it (stacked until %v)", c.stackedUntil[1])
+	}
+	l, err := newProcess(w, "a", model.ProcessConfig{}, nil).newLoop("l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.missedAt = now
+	c.missed = append(c.missed, l)
+	// Core 0's thread runs out of work: it polls, finding l.
+	c.idle(0, now+50*us)
+	w.now = now + 50*us + cfg.CPU.PollerMissed
+	if c.parkedAt(0, w.now) {
+		t.Fatal("core 0 is parked though its thread went on to run the loop it found")
+	}
+	if i, ok := c.free(&l.thread, false); !ok || i != 0 {
+		t.Errorf("the found loop got core %d (ok %v), want core 0, whose thread found it", i, ok)
+	}
+}
+
 // The rule, core by core: a poller wake takes a parked core; a thread
 // handed work takes a core that is free but not parked (its thread still
 // running: no wake-up) before a parked one; a parked one, with another
