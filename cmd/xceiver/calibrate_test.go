@@ -158,3 +158,39 @@ func TestConnectProbeCountsEachEnd(t *testing.T) {
 		t.Errorf("per connection: dialer %v → %v ns, acceptor %v → %v ns; want both positive and 10 µs and 4 µs more", d0, d, a0, a)
 	}
 }
+
+// calibrate --rounds keeps each measured figure's median over the rounds
+// (the upper middle one of an even count), and says so in the note.
+func TestMedianProfileTakesEachFiguresMedian(t *testing.T) {
+	ps := []sim.Profile{
+		{Version: 1, Machine: "m", Cores: 2, Note: "measured by xceiver calibrate at T1", ReadNs: 300, WriteNs: 5, StackWaitNs: 9e5},
+		{Version: 1, Machine: "other", Cores: 2, Note: "measured by xceiver calibrate at T2", ReadNs: 100, WriteNs: 7, StackWaitNs: 1e5},
+		{Version: 1, Machine: "other", Cores: 2, Note: "measured by xceiver calibrate at T3", ReadNs: 200, WriteNs: 6, StackWaitNs: 5e5},
+	}
+	got := medianProfile(ps)
+	if got.ReadNs != 200 || got.WriteNs != 6 || got.StackWaitNs != 5e5 {
+		t.Errorf("medians: read %v, write %v, stack wait %v; want 200, 6, 5e5", got.ReadNs, got.WriteNs, got.StackWaitNs)
+	}
+	if got.Machine != "m" || got.Version != 1 || got.Cores != 2 {
+		t.Errorf("machine %q version %d cores %d: want the first round's", got.Machine, got.Version, got.Cores)
+	}
+	if !strings.Contains(got.Note, "median of 3 rounds") || !strings.Contains(got.Note, "T1") || !strings.Contains(got.Note, "T3") {
+		t.Errorf("note %q: want the rounds it summarises", got.Note)
+	}
+	if ps[0].ReadNs != 300 {
+		t.Error("medianProfile changed its input")
+	}
+	if even := medianProfile(ps[:2]); even.ReadNs != 300 {
+		t.Errorf("two rounds: read %v, want the upper middle (300)", even.ReadNs)
+	}
+}
+
+// calibrate --rounds takes 1 to 20.
+func TestCalibrateRoundsFlag(t *testing.T) {
+	for _, bad := range []string{"0", "-1", "21"} {
+		var out, errb strings.Builder
+		if code := run([]string{"calibrate", "--rounds", bad}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--rounds "+bad+": want 1 to 20") {
+			t.Errorf("--rounds %s: exit %d, stderr %q", bad, code, errb.String())
+		}
+	}
+}
