@@ -699,10 +699,13 @@ func (c *cpu) idle(i int, t time.Duration) {
 		// one runs on its CPU, and no stack is left.
 		clear(c.stackedUntil)
 	}
-	if len(c.missed) > 0 {
-		// The thread finds the missed loops as it polls and runs them:
-		// it does not sleep, so its core is not parked.
-		c.found(t+c.w.cfg.CPU.PollerMissed, true)
+	if len(c.missed) > 0 && c.found(t+c.w.cfg.CPU.PollerMissed, true) {
+		// The thread found missed loops as it polled and runs them: it
+		// does not sleep, so its core is not parked (until a thread
+		// runs out of work on it again).
+		if c.stacking {
+			c.idleAt[i] = -1
+		}
 		return
 	}
 	if c.stacking {
@@ -720,7 +723,9 @@ func (c *cpu) idle(i int, t time.Duration) {
 }
 
 // found dispatches the loops missed by t at t, or at sysmon's poll if
-// that comes first.
+// that comes first. It reports whether the thread going idle (idling)
+// found one to run then, rather than sleeping in the poller until one
+// is handed work.
 //
 // A loop can be missed later than t: a long callback's clock runs ahead
 // of the events, so a loop it posts to at its 15th millisecond is missed
@@ -728,7 +733,7 @@ func (c *cpu) idle(i int, t time.Duration) {
 // 5th, is run. No core finds that loop before it was missed. A core
 // going idle (idling) polls from t on and wakes as the loop is handed
 // its work; sysmon's poll leaves it for its next poll.
-func (c *cpu) found(t time.Duration, idling bool) {
+func (c *cpu) found(t time.Duration, idling bool) (runs bool) {
 	polled := t
 	if c.sysmon {
 		t = min(t, c.sysmonAt)
@@ -741,8 +746,10 @@ func (c *cpu) found(t time.Duration, idling bool) {
 			l.unkeep()
 		case l.missedAt <= t:
 			c.w.post(max(t, c.w.now), l.dispatchF)
+			runs = idling
 		case idling && l.missedAt <= polled:
 			c.w.post(polled, l.dispatchF)
+			runs = true
 		case idling:
 			c.w.post(l.missedAt+c.w.cfg.CPU.PollerWake, l.dispatchF)
 		default:
@@ -759,6 +766,7 @@ func (c *cpu) found(t time.Duration, idling bool) {
 		c.sysmon, c.sysmonAt = true, max(t, c.w.now)+sysmonPoll
 		c.w.post(c.sysmonAt, c.sysmonF)
 	}
+	return runs
 }
 
 // sysmonPoll is sysmon's network poll: it finds the missed loops.

@@ -621,7 +621,7 @@ func TestStackedWakeOutlastsTheWorkThatTookTheBusyCore(t *testing.T) {
 		t.Errorf("%d items started within StackBalance of the hand-over, want at most 8: the parked core was used before the stack ended", before)
 	}
 	if serial := n * (item + 40*us); last >= serial*3/4 {
-		t.Errorf("the items were done %v after the hand-over, want well under %v (one core): the parked core stayed stacked past StackBalance", last, serial)
+		t.Errorf("the items were done %v after the hand-over, want well under %v (one core): the parked core was stacked afresh for each item handed over and never used", last, serial)
 	}
 }
 
@@ -654,8 +654,21 @@ func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
 	if c.parkedAt(0, w.now) {
 		t.Fatal("core 0 is parked though its thread went on to run the loop it found")
 	}
+	// (A found loop asks with viaPoller set, which spares it a stack;
+	// this one asks as it does once it has queued for a core, and the
+	// line's wake asks for it: the path the 4-client reads took.)
 	if i, ok := c.free(&l.thread, false); !ok || i != 0 {
 		t.Errorf("the found loop got core %d (ok %v), want core 0, whose thread found it", i, ok)
+	}
+	// A thread whose missed loops are all dead finds nothing: it sleeps,
+	// its core parked, and waits in the poller.
+	c.cores[0], c.idleAt[0] = w.now+10*us, -1
+	l.Close()
+	c.missed = append(c.missed[:0], l)
+	c.polling = noPoller
+	c.idle(0, w.now+10*us)
+	if !c.parkedAt(0, w.now+10*us) || c.polling != w.now+10*us {
+		t.Errorf("a thread that found only a closed loop: core parked %v, polling at %v; want parked and polling from %v", c.parkedAt(0, w.now+10*us), c.polling, w.now+10*us)
 	}
 }
 
