@@ -30,12 +30,12 @@ func calibrateCommand() *command {
 		name:    "calibrate",
 		summary: "measure this machine's syscall, copy, CRC32C, wake-up, connection and rpc per-call costs, and how long a Go thread waits for a CPU, and write a profile for the simulator's CPU model",
 		about: func() string {
-			return "Writes the profile as JSON (to --out, or stdout); run, validate and bench load it with\n--profile FILE. Takes a few seconds; figures on a shared machine are noisy."
+			return "Writes the profile as JSON (to --out, or stdout); run, validate and bench load it with\n--profile FILE. Takes about 8 s a round. Figures on a shared machine are noisy: single rounds\ndiffer by up to 2× and more in some figures, so --rounds 5 (each figure the median) is steadier."
 		},
 		example: []string{"xceiver calibrate --out profile.json", "xceiver calibrate --rounds 5 --out profile.json"},
 		setup: func(c *call) func([]string) int {
 			out := c.fs.String("out", "", "write the profile to `FILE` instead of stdout")
-			rounds := c.fs.Int("rounds", 1, "measure `N` times (1 to 20, about 8 s each) and keep each figure's median: single rounds on a shared machine differ by up to 2× and more in some figures")
+			rounds := c.fs.Int("rounds", 1, "measure `N` times (1 to 20, about 8 s each) and keep each figure's median (of an even N, the mean of the middle two)")
 			return func(rest []string) int {
 				if len(rest) > 0 {
 					return report(c.stderr, c.usagef("unexpected argument %q", rest[0]))
@@ -162,21 +162,33 @@ func calibrateRounds(n int, progress io.Writer) (sim.Profile, error) {
 		return calibrate()
 	}
 	ps := make([]sim.Profile, 0, n)
+	var dials, accepts []float64
 	for i := range n {
-		p, err := calibrate()
+		p, realConnect, err := measureRound(nil)
 		if err != nil {
 			return sim.Profile{}, fmt.Errorf("round %d of %d: %w", i+1, n, err)
 		}
 		ps = append(ps, p)
+		dials, accepts = append(dials, realConnect[0]), append(accepts, realConnect[1])
 		fmt.Fprintf(progress, "calibrate: round %d of %d done\n", i+1, n)
 	}
-	return medianProfile(ps), nil
+	m := medianProfile(ps)
+	// A dial's and an accept's extra are real less sim, the sim with the
+	// round's other costs: the medians of those differences would pair
+	// figures no round measured together. Set the real sides' medians
+	// against the sim with the median costs instead.
+	var err error
+	if m.TCPDialNs, m.TCPAcceptNs, err = connectExtra(m, median(dials), median(accepts)); err != nil {
+		return sim.Profile{}, err
+	}
+	return m, nil
 }
 
 // medianProfile is the profile whose every measured figure (each float64
-// field) is the median of ps's, the upper of the middle two for an even
-// count; the machine and version are the first's, and the note says
-// which rounds it summarises.
+// field) is the median of ps's, the mean of the middle two for an even
+// count (a median per figure keeps percentiles in order: p10 ≤ p50 ≤ p90
+// in every round stays so); the machine and version are the first's,
+// and the note says which rounds it summarises.
 func medianProfile(ps []sim.Profile) sim.Profile {
 	out := ps[0]
 	v := reflect.ValueOf(&out).Elem()
@@ -188,11 +200,16 @@ func medianProfile(ps []sim.Profile) sim.Profile {
 		for i := range ps {
 			vals[i] = reflect.ValueOf(ps[i]).Field(f).Float()
 		}
-		v.Field(f).SetFloat(median(vals))
+		slices.Sort(vals)
+		m := vals[len(vals)/2]
+		if len(vals)%2 == 0 {
+			m = (m + vals[len(vals)/2-1]) / 2
+		}
+		v.Field(f).SetFloat(m)
 	}
-	first, last := ps[0].Note, ps[len(ps)-1].Note
-	out.Note = fmt.Sprintf("each figure the median of %d rounds (the first %s; the last %s)", len(ps),
-		strings.TrimPrefix(first, "measured by xceiver calibrate "), strings.TrimPrefix(last, "measured by xceiver calibrate "))
+	const measured = "measured by xceiver calibrate "
+	out.Note = fmt.Sprintf("measured by xceiver calibrate, each figure the median of %d rounds (the first %s; the last %s)", len(ps),
+		strings.TrimPrefix(ps[0].Note, measured), strings.TrimPrefix(ps[len(ps)-1].Note, measured))
 	return out
 }
 
@@ -208,6 +225,33 @@ func calibrateCosts(waits sim.Profile) (sim.Profile, error) { return measure(&wa
 // measure measures this machine: everything, or with waitsFrom the costs
 // only, the waits copied from it.
 func measure(waitsFrom *sim.Profile) (sim.Profile, error) {
+	p, _, err := measureRound(waitsFrom)
+	return p, err
+}
+
+// measureRound is measure, with the connect probe's real-side figures
+// (the dialer's and the acceptor's CPU per connection, connectReal),
+// which calibrateRounds sets against the sim with the median profile.
+func measureRound(waitsFrom *sim.Profile) (p sim.Profile, realConnect [2]float64, err error) {
+	p, err = measureCosts(waitsFrom)
+	if err != nil {
+		return p, realConnect, err
+	}
+	// Last: it subtracts what the sim charges with every cost above.
+	if realConnect[0], realConnect[1], err = connectReal(); err != nil {
+		return p, realConnect, err
+	}
+	if p.TCPDialNs, p.TCPAcceptNs, err = connectExtra(p, realConnect[0], realConnect[1]); err != nil {
+		return p, realConnect, err
+	}
+	if waitsFrom != nil {
+		p.Note += "; the costs only, the waits copied (calibrateCosts)"
+	}
+	return p, realConnect, nil
+}
+
+// measureCosts measures everything but the connect probe.
+func measureCosts(waitsFrom *sim.Profile) (sim.Profile, error) {
 	p := sim.Profile{Version: sim.ProfileVersion, Cores: runtime.NumCPU()}
 	p.Machine = fmt.Sprintf("%s/%s, %d cores, %s", runtime.GOOS, runtime.GOARCH, p.Cores, cpuModel())
 	p.Note = "measured by xceiver calibrate at " + time.Now().UTC().Format(time.RFC3339)
@@ -342,13 +386,6 @@ func measure(waitsFrom *sim.Profile) (sim.Profile, error) {
 	}
 	if err := pairsCosts(&p); err != nil {
 		return p, err
-	}
-	// Last: it subtracts what the sim charges with every cost above.
-	if p.TCPDialNs, p.TCPAcceptNs, err = connectCosts(&p); err != nil {
-		return p, err
-	}
-	if waitsFrom != nil {
-		p.Note += "; the costs only, the waits copied (calibrateCosts)"
 	}
 	return p, nil
 }

@@ -10,20 +10,23 @@ import (
 	"xceiver/sim"
 )
 
-// connectProbeConns is how many connections connectCosts' probe makes.
+// connectProbeConns is how many connections the connect probe makes.
 const connectProbeConns = 300
 
-// connectCosts measures what a loopback TCP connection costs the real
-// world's two ends beyond what the sim charges them already: a client
-// process dials the server's listener connectProbeConns times, one
-// after the other, writes a byte and closes; the server accepts, reads
-// to the end and closes. The same probe runs in real (each process's
-// callbacks timed, real.Config.AccountCPU) and in sim with the costs
-// measured so far (p, without these two); the differences per connection
-// are the dialer's and the acceptor's extra (the kernel's handshake and
-// socket set-up and teardown, which the sim charged as bare system calls
-// and segments). Medians of three real runs.
-func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
+// The connect probe measures what a loopback TCP connection costs the
+// real world's two ends beyond what the sim charges them already: a
+// client process dials the server's listener connectProbeConns times,
+// one after the other, writes a byte and closes; the server accepts,
+// reads to the end and closes. The same probe runs in real (each
+// process's callbacks timed, real.Config.AccountCPU; connectReal) and in
+// sim with the costs measured so far (connectExtra); the differences per
+// connection are the dialer's and the acceptor's extra (the kernel's
+// handshake and socket set-up and teardown, which the sim charged as
+// bare system calls and segments).
+
+// connectReal is the real side of the connect probe: the dialer's and
+// the acceptor's CPU per connection, medians of three runs.
+func connectReal() (dialNs, acceptNs float64, err error) {
 	var dials, accepts []float64
 	for range 3 {
 		w, err := real.New(real.Config{Seed: 1, AccountCPU: true})
@@ -39,15 +42,21 @@ func connectCosts(p *sim.Profile) (dialNs, acceptNs float64, err error) {
 		}
 		dials, accepts = append(dials, d), append(accepts, a)
 	}
-	q := *p
-	q.TCPDialNs, q.TCPAcceptNs = 0, 0
+	return median(dials), median(accepts), nil
+}
+
+// connectExtra is what the real side's figures cost beyond what the sim
+// charges the probe with p's other costs (p's own dial and accept
+// figures left out).
+func connectExtra(p sim.Profile, realDial, realAccept float64) (dialNs, acceptNs float64, err error) {
+	p.TCPDialNs, p.TCPAcceptNs = 0, 0
 	cfg := sim.DefaultConfig(1)
-	cfg.CPU = q.CPU()
+	cfg.CPU = p.CPU()
 	simDial, simAccept, err := connectProbe(sim.New(cfg))
 	if err != nil {
 		return 0, 0, fmt.Errorf("connect probe in sim: %w", err)
 	}
-	return max(median(dials)-simDial, 0), max(median(accepts)-simAccept, 0), nil
+	return max(realDial-simDial, 0), max(realAccept-simAccept, 0), nil
 }
 
 // connectProbe runs the probe in w and returns the dialer's and the

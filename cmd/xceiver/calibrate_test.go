@@ -160,7 +160,7 @@ func TestConnectProbeCountsEachEnd(t *testing.T) {
 }
 
 // calibrate --rounds keeps each measured figure's median over the rounds
-// (the upper middle one of an even count), and says so in the note.
+// (the mean of the middle two of an even count), and says so in the note.
 func TestMedianProfileTakesEachFiguresMedian(t *testing.T) {
 	ps := []sim.Profile{
 		{Version: 1, Machine: "m", Cores: 2, Note: "measured by xceiver calibrate at T1", ReadNs: 300, WriteNs: 5, StackWaitNs: 9e5},
@@ -174,14 +174,14 @@ func TestMedianProfileTakesEachFiguresMedian(t *testing.T) {
 	if got.Machine != "m" || got.Version != 1 || got.Cores != 2 {
 		t.Errorf("machine %q version %d cores %d: want the first round's", got.Machine, got.Version, got.Cores)
 	}
-	if !strings.Contains(got.Note, "median of 3 rounds") || !strings.Contains(got.Note, "T1") || !strings.Contains(got.Note, "T3") {
+	if !strings.HasPrefix(got.Note, "measured by xceiver calibrate, each figure the median of 3 rounds") || !strings.Contains(got.Note, "T1") || !strings.Contains(got.Note, "T3") {
 		t.Errorf("note %q: want the rounds it summarises", got.Note)
 	}
 	if ps[0].ReadNs != 300 {
 		t.Error("medianProfile changed its input")
 	}
-	if even := medianProfile(ps[:2]); even.ReadNs != 300 {
-		t.Errorf("two rounds: read %v, want the upper middle (300)", even.ReadNs)
+	if even := medianProfile(ps[:2]); even.ReadNs != 200 || even.WriteNs != 6 {
+		t.Errorf("two rounds: read %v, write %v, want the means of the two (200, 6)", even.ReadNs, even.WriteNs)
 	}
 }
 
