@@ -521,6 +521,16 @@ func TestAllocPerKBChargesTheAllocatingCallback(t *testing.T) {
 	}
 }
 
+// stackingConfig is a 2-core world whose loops park in the poller and
+// whose wake-ups stack for balance.
+func stackingConfig(balance time.Duration) Config {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 2
+	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, 5*us, 7*us
+	cfg.CPU.StackBalance = balance
+	return cfg
+}
+
 // StackBalance: work handed to an idle worker while the handing core is
 // busy waits behind that core — until its thread runs out of work, or
 // StackBalance passes — instead of starting on the idle core at once, as
@@ -529,10 +539,7 @@ func TestAllocPerKBChargesTheAllocatingCallback(t *testing.T) {
 func TestStackedWakeWaitsBehindTheBusyCore(t *testing.T) {
 	const busy = 100 * us
 	run := func(balance time.Duration) (start time.Duration) {
-		cfg := DefaultConfig(1)
-		cfg.HostCores = 2
-		cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, 5*us, 7*us
-		cfg.CPU.StackBalance = balance
+		cfg := stackingConfig(balance)
 		parse := cfg.CPU.Parse
 		w := New(cfg)
 		_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
@@ -571,10 +578,7 @@ func TestStackedWakeWaitsBehindTheBusyCore(t *testing.T) {
 // ran on one core, the other idle.
 func TestStackedWakeOutlastsTheWorkThatTookTheBusyCore(t *testing.T) {
 	const item, n = 100 * us, 30
-	cfg := DefaultConfig(1)
-	cfg.HostCores = 2
-	cfg.CPU.Poller, cfg.CPU.PollerWake, cfg.CPU.PollerMissed = true, 5*us, 7*us
-	cfg.CPU.StackBalance = ms
+	cfg := stackingConfig(ms)
 	parse := cfg.CPU.Parse
 	w := New(cfg)
 	var t0, last time.Duration
