@@ -185,10 +185,11 @@ func calibrateRounds(n int, progress io.Writer) (sim.Profile, error) {
 }
 
 // medianProfile is the profile whose every measured figure (each float64
-// field) is the median of ps's, the mean of the middle two for an even
-// count (a median per figure keeps percentiles in order: p10 ≤ p50 ≤ p90
-// in every round stays so); the machine and version are the first's,
-// and the note says which rounds it summarises.
+// field) is the median of ps's (median: of an even count, the mean of
+// the middle two, as for the connect probe's real sides). A median per
+// figure keeps percentiles in order: p10 ≤ p50 ≤ p90 in every round
+// stays so. The machine and version are the first's, and the note says
+// which rounds it summarises.
 func medianProfile(ps []sim.Profile) sim.Profile {
 	out := ps[0]
 	v := reflect.ValueOf(&out).Elem()
@@ -200,12 +201,7 @@ func medianProfile(ps []sim.Profile) sim.Profile {
 		for i := range ps {
 			vals[i] = reflect.ValueOf(ps[i]).Field(f).Float()
 		}
-		slices.Sort(vals)
-		m := vals[len(vals)/2]
-		if len(vals)%2 == 0 {
-			m = (m + vals[len(vals)/2-1]) / 2
-		}
-		v.Field(f).SetFloat(m)
+		v.Field(f).SetFloat(median(vals))
 	}
 	const measured = "measured by xceiver calibrate "
 	out.Note = fmt.Sprintf("measured by xceiver calibrate, each figure the median of %d rounds (the first %s; the last %s)", len(ps),

@@ -321,9 +321,16 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 	return rows, nil
 }
 
+// median is the median of v (left as it is): the mean of the middle two
+// for an even count. Every median the command reports (validate's
+// repeats, calibrate's rounds and probes, bench's rounds) is this one.
 func median(v []float64) float64 {
 	s := slices.Sorted(slices.Values(v))
-	return s[len(s)/2]
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
+	return m
 }
 
 func mixName(m string) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -922,12 +921,7 @@ func medianResult(runs []result) result {
 		for k, r := range runs {
 			vals[k] = num(r, f.key)
 		}
-		slices.Sort(vals)
-		m := vals[len(vals)/2]
-		if len(vals)%2 == 0 {
-			m = (vals[len(vals)/2-1] + m) / 2
-		}
-		out[i].val = m
+		out[i].val = median(vals)
 	}
 	return out
 }
