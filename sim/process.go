@@ -746,7 +746,8 @@ func (c *cpu) found(t time.Duration, idling bool) (runs bool) {
 			l.unkeep()
 		case l.missedAt <= t:
 			c.w.post(max(t, c.w.now), l.dispatchF)
-			runs = idling
+			// (Unless sysmon's poll, due first, takes it.)
+			runs = runs || idling && t == polled
 		case idling && l.missedAt <= polled:
 			c.w.post(polled, l.dispatchF)
 			runs = true

@@ -674,6 +674,21 @@ func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
 	if !c.parkedAt(0, w.now+10*us) || c.polling != w.now+10*us {
 		t.Errorf("a thread that found only a closed loop: core parked %v, polling at %v; want parked and polling from %v", c.parkedAt(0, w.now+10*us), c.polling, w.now+10*us)
 	}
+	// A loop sysmon's poll, due before this thread polls, finds first is
+	// not this thread's: it sleeps.
+	m, err := newProcess(w, "b", model.ProcessConfig{}, nil).newLoop("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := w.now + 20*us
+	c.cores[0], c.idleAt[0] = end, -1
+	m.missedAt = w.now
+	c.missed = append(c.missed[:0], m)
+	c.sysmon, c.sysmonAt = true, end+cfg.CPU.PollerMissed/2
+	c.idle(0, end)
+	if !c.parkedAt(0, end) {
+		t.Error("core 0 is not parked though sysmon's poll, due first, took the missed loop")
+	}
 }
 
 // The rule, core by core: a poller wake takes a parked core; a thread
