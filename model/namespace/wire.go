@@ -253,7 +253,13 @@ type Response struct {
 
 // EncodeResponse is the payload of a successful answer to method.
 func EncodeResponse(method uint8, r Response) []byte {
+	// Sized first: a listing of a big directory is tens of KB, and
+	// growing it by appends copied it a dozen times (a tenth of an rpc
+	// seed's CPU in check).
 	var e enc
+	if n := responseSize(method, r); n > 0 {
+		e.b = make([]byte, 0, n)
+	}
 	switch method {
 	case MethodCreate:
 		e.u32(uint32(len(r.Blocks)))
@@ -287,6 +293,31 @@ func EncodeResponse(method uint8, r Response) []byte {
 		}
 	}
 	return e.b
+}
+
+// responseSize is the length of EncodeResponse(method, r).
+func responseSize(method uint8, r Response) int {
+	n := 4 // the count
+	switch method {
+	default:
+		return 0 // (no payload)
+	case MethodCreate:
+		for i := range r.Blocks {
+			n += 8 + 2
+			if i < len(r.Tokens) {
+				n += len(r.Tokens[i])
+			}
+		}
+	case MethodList:
+		for _, en := range r.Entries {
+			n += 2 + len(en.Name) + 1 + 8
+		}
+	case MethodGetBlockLocations:
+		for _, l := range r.Locations {
+			n += 3*8 + 2 + len(l.Datanode) + 2 + len(l.Token)
+		}
+	}
+	return n
 }
 
 // DecodeResponse decodes a successful answer to method.

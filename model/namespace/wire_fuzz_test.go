@@ -30,12 +30,17 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add(MethodList, EncodeResponse(MethodList, Response{Entries: []Entry{{Name: "x", Dir: true}, {Name: "f", Length: 9}}}))
 	f.Add(MethodGetBlockLocations, EncodeResponse(MethodGetBlockLocations, Response{Locations: []Location{{Block: 1, Stamp: 2, Length: 3, Datanode: "dn:1"}}}))
 	f.Add(MethodCreate, []byte{0xff, 0xff, 0xff, 0xff})
+	f.Add(MethodCreate, EncodeResponse(MethodCreate, Response{Blocks: []uint64{4, 5}, Tokens: [][]byte{[]byte("tok")}}))
 	f.Fuzz(func(t *testing.T, m uint8, b []byte) {
 		r, err := DecodeResponse(m, b)
 		if err != nil {
 			return
 		}
-		again, err := DecodeResponse(m, EncodeResponse(m, r))
+		enc := EncodeResponse(m, r)
+		if len(enc) != responseSize(m, r) {
+			t.Fatalf("%d bytes encoded, %d sized for them", len(enc), responseSize(m, r))
+		}
+		again, err := DecodeResponse(m, enc)
 		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("round trip of %x: %+v vs %+v (%v)", b, again, r, err)
 		}
