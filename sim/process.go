@@ -1170,7 +1170,7 @@ func (w *World) interleave() {
 	// than its own), and the limit below is at most the callback's
 	// clock, so this test is exact and keeps the call inlined. Outside
 	// a callback ctx is stale, and interleaveDue returns at once.
-	if w.fifoAt <= w.ctx || len(w.queue) > 0 && w.queue[0].hat <= w.ctx {
+	if w.fifoAt <= w.ctx || len(w.queue) > 0 && w.queue[0].at <= w.ctx {
 		w.interleaveDue()
 	}
 }

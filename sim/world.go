@@ -563,8 +563,8 @@ func (w *World) RunFor(d time.Duration) error {
 // Pending is the number of live events queued.
 func (w *World) Pending() int {
 	n := len(w.fifo) - w.fifoHead // posted: never dead
-	for _, ev := range w.queue {
-		if !ev.dead {
+	for _, e := range w.queue {
+		if !e.ev.dead {
 			n++
 		}
 	}
@@ -587,7 +587,7 @@ func (w *World) first() *event {
 	// The heap's top is queued by a key no later than its own: if even
 	// that is later than the fifo's head, the head is first, and the top
 	// need not be settled (a re-armed delayed-ACK timer stays put).
-	if h := w.queue[0]; f.at < h.hat || f.at == h.hat && f.seq < h.hseq {
+	if h := &w.queue[0]; f.at < h.at || f.at == h.at && f.seq < h.seq {
 		return f
 	}
 	if h := w.queue.peek(); h.at < f.at || h.at == f.at && h.seq < f.seq {
@@ -645,7 +645,7 @@ func (w *World) post(t time.Duration, fn func()) {
 		t = w.now
 	}
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
-	ev.hat, ev.hseq, ev.stale, ev.dead = t, w.seq, false, false
+	ev.stale, ev.dead = false, false
 	w.seq++
 	// Its seq is the largest yet, so after an event no later than it,
 	// it keeps the fifo in key order; else the heap places it.
@@ -672,15 +672,15 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 		// where it is until it comes up (peek moves it then); the
 		// delayed-ACK timer, re-armed by nearly every segment at the
 		// same jiffy, costs no heap work that way.
-		if t < ev.hat {
-			ev.hat, ev.hseq, ev.stale = t, ev.seq, false
+		if h := &w.queue[ev.index]; t < h.at {
+			h.at, h.seq, ev.stale = t, ev.seq, false
 			w.queue.up(ev.index)
 		} else {
 			ev.stale = true
 		}
 		return
 	}
-	ev.hat, ev.hseq, ev.stale = t, ev.seq, false
+	ev.stale = false
 	w.queue.push(ev)
 }
 
@@ -688,12 +688,10 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 func (w *World) after(d time.Duration, fn func()) *event { return w.at(w.Now()+d, fn) }
 
 type event struct {
-	// hat and hseq are the key the event is queued by: (at, seq), or
-	// earlier while it waits in the queue after a later re-arm
-	// (schedule); the queue corrects it when the event reaches the top.
-	hat    time.Duration
-	hseq   uint64
-	stale  bool // (hat, hseq) is earlier than (at, seq)
+	// stale: the key the event is queued by (its heapEntry's) is
+	// earlier than (at, seq), after a later re-arm (schedule); the
+	// queue corrects it when the event reaches the top.
+	stale  bool
 	at     time.Duration
 	seq    uint64
 	fn     func()
@@ -765,93 +763,107 @@ func (e *event) remove() {
 // the heap and putting it back. The order of live events does not change.
 func (e *event) disarm() { e.dead = true }
 
-// eventQueue is a binary min-heap of events by (time, seq). It is typed
-// rather than container/heap's interface calls: the queue is touched
-// several times per event. Keys are unique, so the pop order is the same
-// whatever the heap's shape.
-type eventQueue []*event
+// eventQueue is a 4-ary min-heap of events by the key they are queued by
+// (time, seq), each entry holding its key beside the event, so that
+// sifting compares without reading an event (a cache miss each) and a
+// pop climbs half the levels a binary heap has. It is typed rather than
+// container/heap's interface calls: the queue is touched several times
+// per event. Keys are unique, so the pop order is the same whatever the
+// heap's shape.
+type eventQueue []heapEntry
+
+// heapEntry is an event and the key it is queued by: its (at, seq), or
+// earlier while it waits after a later re-arm (event.stale).
+type heapEntry struct {
+	at  time.Duration
+	seq uint64
+	ev  *event
+}
+
+func (e *heapEntry) before(o *heapEntry) bool {
+	return e.at < o.at || e.at == o.at && e.seq < o.seq
+}
 
 func (q eventQueue) Len() int { return len(q) }
 
-func (q eventQueue) less(i, j int) bool {
-	a, b := q[i], q[j]
-	return a.hat < b.hat || a.hat == b.hat && a.hseq < b.hseq
-}
-
-func (q eventQueue) swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index = i
-	q[j].index = j
-}
-
 func (q eventQueue) up(j int) {
+	e := q[j]
 	for j > 0 {
-		i := (j - 1) / 2
-		if !q.less(j, i) {
+		i := (j - 1) / 4
+		if !e.before(&q[i]) {
 			break
 		}
-		q.swap(i, j)
+		q[j] = q[i]
+		q[j].ev.index = j
 		j = i
 	}
+	q[j] = e
+	e.ev.index = j
 }
 
 // down sifts i down and reports whether it moved.
 func (q eventQueue) down(i0 int) bool {
-	i, n := i0, len(q)
+	n := len(q)
+	i, e := i0, q[i0]
 	for {
-		j := 2*i + 1
-		if j >= n || j < 0 {
+		c := 4*i + 1
+		if c >= n || c < 0 {
 			break
 		}
-		if j2 := j + 1; j2 < n && q.less(j2, j) {
-			j = j2
+		m := c
+		for k, end := c+1, min(c+4, n); k < end; k++ {
+			if q[k].before(&q[m]) {
+				m = k
+			}
 		}
-		if !q.less(j, i) {
+		if !q[m].before(&e) {
 			break
 		}
-		q.swap(i, j)
-		i = j
+		q[i] = q[m]
+		q[i].ev.index = i
+		i = m
 	}
+	q[i] = e
+	e.ev.index = i
 	return i > i0
 }
 
-func (q *eventQueue) push(e *event) {
-	e.index = len(*q)
-	*q = append(*q, e)
-	q.up(e.index)
+func (q *eventQueue) push(ev *event) {
+	*q = append(*q, heapEntry{ev.at, ev.seq, ev})
+	q.up(len(*q) - 1)
 }
 
 // pop removes the first event; the caller has looked at it with peek.
 func (q *eventQueue) pop() *event {
 	old := *q
 	n := len(old) - 1
-	old.swap(0, n)
-	old[:n].down(0)
-	e := old.truncate()
+	top := old[0].ev
+	old[0] = old[n]
+	old[n] = heapEntry{}
 	*q = old[:n]
-	return e
+	if n > 0 {
+		old[:n].down(0)
+	}
+	top.index = -1
+	return top
 }
 
 func (q *eventQueue) remove(i int) {
 	old := *q
 	n := len(old) - 1
+	ev := old[i].ev
 	if n != i {
-		old.swap(i, n)
+		old[i] = old[n]
+		old[n] = heapEntry{}
+		*q = old[:n]
 		if !old[:n].down(i) {
 			old[:n].up(i)
 		}
+	} else {
+		old[n] = heapEntry{}
+		*q = old[:n]
 	}
-	old.truncate()
-	*q = old[:n]
-}
-
-// truncate drops the last event and returns it.
-func (q eventQueue) truncate() *event {
-	n := len(q) - 1
-	e := q[n]
-	q[n] = nil
-	e.index = -1
-	return e
+	ev.index = -1
 }
 
 // peek returns the first event by (at, seq). An event queued by an
@@ -859,7 +871,7 @@ func (q eventQueue) truncate() *event {
 // to the top, so no event runs before one with a smaller key: the order
 // is exactly that of the keys, as if every re-arm had moved its event.
 func (q eventQueue) peek() *event {
-	if e := q[0]; !e.stale {
+	if e := q[0].ev; !e.stale {
 		return e
 	}
 	return q.settle()
@@ -869,11 +881,12 @@ func (q eventQueue) peek() *event {
 // first is where it belongs (outside peek, so that peek is inlined).
 func (q eventQueue) settle() *event {
 	for {
-		e := q[0]
+		h := &q[0]
+		e := h.ev
 		if !e.stale {
 			return e
 		}
-		e.hat, e.hseq, e.stale = e.at, e.seq, false
+		h.at, h.seq, e.stale = e.at, e.seq, false
 		q.down(0)
 	}
 }
