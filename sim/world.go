@@ -765,8 +765,9 @@ func (e *event) disarm() { e.dead = true }
 
 // eventQueue is a 4-ary min-heap of events by the key they are queued by
 // (time, seq), each entry holding its key beside the event, so that
-// sifting compares without reading an event (a cache miss each) and a
-// pop climbs half the levels a binary heap has. It is typed rather than
+// sifting compares without reading an event (a cache miss each), and a
+// pop sifts through half the levels a binary heap has (comparing up to
+// four children at each). It is typed rather than
 // container/heap's interface calls: the queue is touched several times
 // per event. Keys are unique, so the pop order is the same whatever the
 // heap's shape.

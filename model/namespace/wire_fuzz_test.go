@@ -24,6 +24,32 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
+// EncodeResponse's buffer is sized exactly, whatever the response holds:
+// a create answered with fewer tokens than blocks (a decoded answer always
+// has one a block, so the fuzzer never builds this one), fields of another
+// method, a method with no payload.
+func TestResponseSizeIsExact(t *testing.T) {
+	cases := []struct {
+		method uint8
+		r      Response
+	}{
+		{MethodCreate, Response{Blocks: []uint64{4, 5, 6}, Tokens: [][]byte{[]byte("tok")}}},
+		{MethodCreate, Response{Blocks: []uint64{4}, Tokens: [][]byte{[]byte("a"), []byte("b")}}},
+		{MethodList, Response{Entries: []Entry{{Name: "x", Dir: true}, {Name: "long-name", Length: 9}}, Blocks: []uint64{1}}},
+		{MethodGetBlockLocations, Response{Locations: []Location{{Block: 1, Datanode: "dn:1", Token: []byte("t")}, {Block: 2}}}},
+		{MethodMkdir, Response{Blocks: []uint64{1}}},
+	}
+	for _, c := range cases {
+		enc := EncodeResponse(c.method, c.r)
+		if len(enc) != responseSize(c.method, c.r) || cap(enc) != len(enc) {
+			t.Errorf("method %d: %d bytes (capacity %d), sized %d", c.method, len(enc), cap(enc), responseSize(c.method, c.r))
+		}
+	}
+	if enc := EncodeResponse(MethodMkdir, Response{}); enc != nil {
+		t.Errorf("a method with no payload encodes %v, want nil", enc)
+	}
+}
+
 // FuzzDecodeResponse: the same for answers; counts that cannot fit in the
 // payload are refused before anything is allocated for them.
 func FuzzDecodeResponse(f *testing.F) {
