@@ -107,6 +107,10 @@ func percentileIndex(n, pct int) int {
 // TCPPatternResult is what one run measured.
 type TCPPatternResult struct {
 	Latencies Latencies
+	// ServerRcvBuf is the server's receive buffer after the last op, in
+	// bytes (0: the world cannot tell): autotuned in real, the sim's
+	// configured one in sim.
+	ServerRcvBuf int
 }
 
 // RunTCPPattern sets up a server and a client process in w and runs the
@@ -305,6 +309,9 @@ func (cl *patternClient) handle(ev Events) {
 	cl.inOp = false
 	cl.op++
 	if cl.op == cl.cfg.Ops {
+		if len(cl.srv.conns) > 0 {
+			cl.res.ServerRcvBuf, _ = ReceiveBuffer(cl.srv.conns[0].c)
+		}
 		cl.c.Close()
 		cl.p.World().Stop()
 		return

@@ -387,6 +387,27 @@ type SharedWriter interface {
 	WriteShared(p []byte) (int, error)
 }
 
+// ReceiveBufferer is implemented by a Conn whose receive buffer can be
+// read (TCP in both worlds). Linux grows a TCP receive buffer as the
+// application reads (autotuning, from tcp_rmem[1]); the sim's stays at its
+// configured size. How far it grows decides how long a request of several
+// writes under Nagle keeps stalling: every op stalls while the window
+// climbs to it.
+type ReceiveBufferer interface {
+	ReceiveBuffer() (int, error)
+}
+
+// ReceiveBuffer is c's receive buffer in bytes now (SO_RCVBUF), or false
+// if c cannot tell.
+func ReceiveBuffer(c Conn) (int, bool) {
+	rb, ok := c.(ReceiveBufferer)
+	if !ok {
+		return 0, false
+	}
+	n, err := rb.ReceiveBuffer()
+	return n, err == nil
+}
+
 // ViewReader is implemented by a Conn that can hand received bytes over
 // without copying them (sim's TCP). ReadView consumes what Read into a
 // buffer of max bytes would, at Read's modelled cost, and passes the bytes

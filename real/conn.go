@@ -359,6 +359,21 @@ func boolInt(on bool) int {
 	return 0
 }
 
+// ReceiveBuffer implements model.ReceiveBufferer: SO_RCVBUF, which the
+// kernel's autotuning grows on a socket nobody sized.
+func (c *conn) ReceiveBuffer() (int, error) {
+	var n int
+	err := c.use("get SO_RCVBUF", func(fd int) error {
+		v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		if err != nil {
+			return wrapErr("get SO_RCVBUF", c.desc, err)
+		}
+		n = v
+		return nil
+	})
+	return n, err
+}
+
 // SetNoDelay sets TCP_NODELAY (off on a new socket, as in the kernel).
 func (c *conn) SetNoDelay(on bool) error {
 	return c.setTCP("set TCP_NODELAY", unix.TCP_NODELAY, boolInt(on))

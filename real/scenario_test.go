@@ -17,7 +17,10 @@ func TestModelScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("nodelay=%v: %+v", nodelay, res.Latencies.Summarize())
+			t.Logf("nodelay=%v: %+v, server receive buffer %d", nodelay, res.Latencies.Summarize(), res.ServerRcvBuf)
+			if res.ServerRcvBuf < 4096 {
+				t.Errorf("server receive buffer %d: SO_RCVBUF not read", res.ServerRcvBuf)
+			}
 			if err := w.CheckFDs(); err != nil {
 				t.Error(err)
 			}

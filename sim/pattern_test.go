@@ -30,6 +30,25 @@ func TestPatternNagleStall(t *testing.T) {
 	}
 }
 
+// The sim reports the receive buffer the server's window may grow to: the
+// configured one, unchanged by the run (it does not autotune).
+func TestPatternReportsServerReceiveBuffer(t *testing.T) {
+	cfg := model.TCPPattern{Writes: 4, Msg: 40000, Reply: 1024, Ops: 5}
+	res, w := runPattern(t, 1, cfg)
+	if want := w.Config().TCP.RcvBuf; res.ServerRcvBuf != want {
+		t.Errorf("server receive buffer %d, want the configured %d", res.ServerRcvBuf, want)
+	}
+	c := DefaultConfig(1)
+	c.TCP.RcvBuf = 65536
+	res, err := model.RunTCPPattern(New(c), cfg, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ServerRcvBuf != 65536 {
+		t.Errorf("server receive buffer %d with a configured 65536", res.ServerRcvBuf)
+	}
+}
+
 func TestPatternTraceShowsStall(t *testing.T) {
 	var buf bytes.Buffer
 	w := New(DefaultConfig(7))

@@ -275,6 +275,11 @@ func (c *tcpConn) LocalAddr() string  { return c.local }
 func (c *tcpConn) RemoteAddr() string { return c.remote }
 func (c *tcpConn) Err() error         { return c.err }
 
+// ReceiveBuffer implements model.ReceiveBufferer: the receive buffer the
+// window may grow to. It does not grow as Linux's does (autotuning): the
+// sim keeps the configured size, or the one an application or a fault set.
+func (c *tcpConn) ReceiveBuffer() (int, error) { return c.rcvBuf, nil }
+
 func (c *tcpConn) readiness() model.Events {
 	var ev model.Events
 	if c.rcvQueued > 0 || c.finRcvd || c.err != nil {

@@ -84,7 +84,7 @@ func TestRunTCPPatternJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, stdout)
 	}
-	for _, k := range []string{"scenario", "world", "seed", "ops", "first_op_us", "p50_us", "p99_us", "mean_us", "events", "trace_hash"} {
+	for _, k := range []string{"scenario", "world", "seed", "ops", "first_op_us", "p50_us", "p99_us", "mean_us", "stall_share", "server_rcvbuf", "events", "trace_hash"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}

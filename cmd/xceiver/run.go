@@ -144,7 +144,19 @@ func (r tcpPatternRunner) run(w model.World) (result, error) {
 		{"mean_us", us(s.Mean)},
 		{"max_us", us(s.Max)},
 		{"stall_share", res.Latencies.StallShare()},
+		// The server's receive buffer at the end: Linux's autotuning
+		// grows it (and ops stall while the window climbs to it); the
+		// sim's stays put.
+		{"server_rcvbuf", nilIfZero(res.ServerRcvBuf)},
 	}, nil
+}
+
+// nilIfZero is n, or null in JSON when it is 0 (not known).
+func nilIfZero(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
 }
 
 // runOptions are the flags every scenario shares.
