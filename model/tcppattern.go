@@ -310,6 +310,9 @@ func (cl *patternClient) handle(ev Events) {
 	cl.op++
 	if cl.op == cl.cfg.Ops {
 		if len(cl.srv.conns) > 0 {
+			// A measurement, read across processes as the scenario's
+			// result is written: the last reply is in, so the server's
+			// window has done its growing.
 			cl.res.ServerRcvBuf, _ = ReceiveBuffer(cl.srv.conns[0].c)
 		}
 		cl.c.Close()
