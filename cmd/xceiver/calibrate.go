@@ -164,19 +164,23 @@ func calibrateRounds(n int, progress io.Writer) (sim.Profile, error) {
 	ps := make([]sim.Profile, 0, n)
 	var dials, accepts []float64
 	for i := range n {
-		p, realConnect, err := measureRound(nil)
+		p, err := measureCosts(nil)
+		if err == nil {
+			var d, a float64
+			d, a, err = connectReal()
+			dials, accepts = append(dials, d), append(accepts, a)
+		}
 		if err != nil {
 			return sim.Profile{}, fmt.Errorf("round %d of %d: %w", i+1, n, err)
 		}
 		ps = append(ps, p)
-		dials, accepts = append(dials, realConnect[0]), append(accepts, realConnect[1])
 		fmt.Fprintf(progress, "calibrate: round %d of %d done\n", i+1, n)
 	}
 	m := medianProfile(ps)
 	// A dial's and an accept's extra are real less sim, the sim with the
-	// round's other costs: the medians of those differences would pair
-	// figures no round measured together. Set the real sides' medians
-	// against the sim with the median costs instead.
+	// other costs: a round's would pair figures of that round only, and
+	// their medians figures no round measured together. The real sides'
+	// medians are set once against the sim with the median costs.
 	var err error
 	if m.TCPDialNs, m.TCPAcceptNs, err = connectExtra(m, median(dials), median(accepts)); err != nil {
 		return sim.Profile{}, err
@@ -221,32 +225,26 @@ func calibrateCosts(waits sim.Profile) (sim.Profile, error) { return measure(&wa
 // measure measures this machine: everything, or with waitsFrom the costs
 // only, the waits copied from it.
 func measure(waitsFrom *sim.Profile) (sim.Profile, error) {
-	p, _, err := measureRound(waitsFrom)
-	return p, err
-}
-
-// measureRound is measure, with the connect probe's real-side figures
-// (the dialer's and the acceptor's CPU per connection, connectReal),
-// which calibrateRounds sets against the sim with the median profile.
-func measureRound(waitsFrom *sim.Profile) (p sim.Profile, realConnect [2]float64, err error) {
-	p, err = measureCosts(waitsFrom)
+	p, err := measureCosts(waitsFrom)
 	if err != nil {
-		return p, realConnect, err
+		return p, err
 	}
 	// Last: it subtracts what the sim charges with every cost above.
-	if realConnect[0], realConnect[1], err = connectReal(); err != nil {
-		return p, realConnect, err
+	realDial, realAccept, err := connectReal()
+	if err != nil {
+		return p, err
 	}
-	if p.TCPDialNs, p.TCPAcceptNs, err = connectExtra(p, realConnect[0], realConnect[1]); err != nil {
-		return p, realConnect, err
+	if p.TCPDialNs, p.TCPAcceptNs, err = connectExtra(p, realDial, realAccept); err != nil {
+		return p, err
 	}
 	if waitsFrom != nil {
 		p.Note += "; the costs only, the waits copied (calibrateCosts)"
 	}
-	return p, realConnect, nil
+	return p, nil
 }
 
-// measureCosts measures everything but the connect probe.
+// measureCosts measures everything but the connect probe (connectReal,
+// connectExtra), which subtracts what the sim charges with these costs.
 func measureCosts(waitsFrom *sim.Profile) (sim.Profile, error) {
 	p := sim.Profile{Version: sim.ProfileVersion, Cores: runtime.NumCPU()}
 	p.Machine = fmt.Sprintf("%s/%s, %d cores, %s", runtime.GOOS, runtime.GOARCH, p.Cores, cpuModel())
