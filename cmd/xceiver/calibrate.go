@@ -944,9 +944,7 @@ func loopCallbackCost(n int) (callback, account float64, err error) {
 		plain = append(plain, c)
 		accounted = append(accounted, float64(real.AccountingCost(n).Nanoseconds()))
 	}
-	slices.Sort(plain)
-	slices.Sort(accounted)
-	return plain[1], accounted[1], nil
+	return median(plain), median(accounted), nil
 }
 
 func loopCallbackRun(n int) (float64, error) {
