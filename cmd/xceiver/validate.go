@@ -368,14 +368,7 @@ func validateCommand() *command {
 					return report(c.stderr, c.usagef("%s %v: want a share from 0 to 1", c.typed("max-steal"), *maxSteal))
 				}
 				opt := validateOptions{only: *only, asJSON: *asJSON, seed: *seed, repeat: *repeat,
-					cpuScale: 1, maxSteal: *maxSteal, profileFlag: *profile}
-				switch *profile {
-				case profileMeasured:
-					opt.calibrate = true
-				case profileEmbedded:
-				default:
-					opt.profile = *profile
-				}
+					cpuScale: 1, maxSteal: *maxSteal, profile: *profile}
 				var err error
 				if opt.stealMeasured, opt.hostSteal, err = wordOrNumber(c, "host-steal", *hostSteal, "measured", "a share", checkHostSteal); err != nil {
 					return report(c.stderr, err)
@@ -385,7 +378,7 @@ func validateCommand() *command {
 					return report(c.stderr, err)
 				}
 				if auto {
-					if opt.calibrate {
+					if opt.profile == profileMeasured {
 						// A profile calibrate has just written is this
 						// machine now: there is nothing to scale.
 						return report(c.stderr, c.usagef("--cpu-scale auto scales a profile of another day to this machine: give it one (--profile embedded or FILE); the measured profile is this machine already"))
@@ -415,17 +408,16 @@ func wordOrNumber(c *call, name, v, word, number string, check func(*call, float
 
 // validateOptions are validate's flags, checked.
 type validateOptions struct {
-	only    string // --scenario
-	asJSON  bool
-	seed    uint64
-	profile string // a profile file, or "" for the embedded or measured one
-	// profileFlag is --profile as given: measured, embedded or the file.
-	profileFlag string
-	repeat      int
-	cpuScale    float64 // the factor given, 1 unless --cpu-scale F
-	autoScale   bool    // --cpu-scale auto: measure it
-	calibrate   bool    // --profile measured: calibrate first
-	maxSteal    float64 // --max-steal
+	only   string // --scenario
+	asJSON bool
+	seed   uint64
+	// profile is --profile: embedded, measured (calibrate first) or a
+	// profile file.
+	profile   string
+	repeat    int
+	cpuScale  float64 // the factor given, 1 unless --cpu-scale F
+	autoScale bool    // --cpu-scale auto: measure it
+	maxSteal  float64 // --max-steal
 	// hostSteal is --host-steal S: every sim run's host withholds S;
 	// stealMeasured, --host-steal measured: they withhold what the host
 	// withheld from the real runs (validateMain's simShare).
@@ -466,7 +458,13 @@ const maxStealReruns = 3
 
 func validateMain(c *call, rest []string, opt validateOptions) int {
 	stdout, stderr := c.stdout, c.stderr
-	only, asJSON, seed, profile, repeat := opt.only, opt.asJSON, opt.seed, opt.profile, opt.repeat
+	only, asJSON, seed, repeat := opt.only, opt.asJSON, opt.seed, opt.repeat
+	// The file the sims load: "" is the embedded profile, which
+	// --profile measured replaces once it has measured.
+	profile := opt.profile
+	if profile == profileEmbedded || profile == profileMeasured {
+		profile = ""
+	}
 	cpuScale, autoScale := opt.cpuScale, opt.autoScale
 	if len(rest) > 0 {
 		return report(stderr, c.usagef("unexpected argument %q", rest[0]))
@@ -489,7 +487,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		return exitOK
 	}
 	// Measured only once every argument has been checked.
-	if opt.calibrate {
+	if opt.profile == profileMeasured {
 		path, cleanup, err := measureProfile()
 		if err != nil {
 			return report(stderr, fmt.Errorf("validate --calibrate: %w", err))
@@ -758,7 +756,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			SimHostSteal      any `json:"sim_host_steal"`
 			SimHostStealShare any `json:"sim_host_steal_share"`
 			SimHostStealGap   any `json:"sim_host_steal_gap_us"`
-		}{rows, failed, opt.profileFlag, scale, autoScale, hostShare, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
+		}{rows, failed, opt.profile, scale, autoScale, hostShare, reruns, overSteal, simHostSteal(opt), gotShare, gotGapUS})
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
