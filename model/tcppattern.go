@@ -108,8 +108,7 @@ func percentileIndex(n, pct int) int {
 type TCPPatternResult struct {
 	Latencies Latencies
 	// ServerRcvBuf is the server's receive buffer after the last op, in
-	// bytes (0: the world cannot tell): autotuned in real, the sim's
-	// configured one in sim.
+	// bytes (0: the world cannot tell), as autotuning left it.
 	ServerRcvBuf int
 }
 
@@ -168,6 +167,9 @@ type patternServer struct {
 	buf   []byte
 	reply []byte
 	conns []*patternConn
+	// How much of buf and reply the process has used (their first use
+	// maps their pages).
+	bufUsed, replyUsed Touched
 }
 
 type patternConn struct {
@@ -201,7 +203,9 @@ func (s *patternServer) accept() {
 func (s *patternServer) serve(pc *patternConn, ev Events) {
 	want := s.cfg.Writes * s.cfg.Msg
 	for !pc.replying {
-		n, err := ReadView(pc.c, s.buf[:min(len(s.buf), want-pc.got)], nil)
+		b := s.buf[:min(len(s.buf), want-pc.got)]
+		s.bufUsed.Use(s.p, len(b))
+		n, err := ReadView(pc.c, b, nil)
 		if errors.Is(err, ErrWouldBlock) {
 			return
 		}
@@ -226,6 +230,7 @@ func (s *patternServer) serve(pc *patternConn, ev Events) {
 // is a copying write's).
 func (s *patternServer) writeReply(pc *patternConn) {
 	for pc.sent < len(s.reply) {
+		s.replyUsed.Use(s.p, len(s.reply))
 		n, err := WriteShared(pc.c, s.reply[pc.sent:])
 		if errors.Is(err, ErrWouldBlock) {
 			pc.c.SetWriteInterest(true)
@@ -246,18 +251,20 @@ func (s *patternServer) writeReply(pc *patternConn) {
 }
 
 type patternClient struct {
-	cfg   TCPPattern
-	p     Process
-	srv   *patternServer
-	res   *TCPPatternResult
-	c     Conn
-	buf   []byte
-	msg   []byte
-	start time.Duration
-	got   int
-	op    int
-	inOp  bool
-	ready bool
+	cfg TCPPattern
+	p   Process
+	srv *patternServer
+	res *TCPPatternResult
+	c   Conn
+	buf []byte
+	msg []byte
+	// How much of buf and msg the process has used.
+	bufUsed, msgUsed Touched
+	start            time.Duration
+	got              int
+	op               int
+	inOp             bool
+	ready            bool
 	// Writing position within the op: write index and offset in it.
 	wi, woff int
 }
@@ -295,7 +302,9 @@ func (cl *patternClient) handle(ev Events) {
 		return
 	}
 	for cl.got < cl.cfg.Reply {
-		n, err := ReadView(cl.c, cl.buf[:min(len(cl.buf), cl.cfg.Reply-cl.got)], nil)
+		b := cl.buf[:min(len(cl.buf), cl.cfg.Reply-cl.got)]
+		cl.bufUsed.Use(cl.p, len(b))
+		n, err := ReadView(cl.c, b, nil)
 		if errors.Is(err, ErrWouldBlock) {
 			return
 		}
@@ -332,6 +341,7 @@ func (cl *patternClient) beginOp() {
 // waits for writability when the send buffer is full.
 func (cl *patternClient) writeRequest() {
 	for cl.wi < cl.cfg.Writes {
+		cl.msgUsed.Use(cl.p, len(cl.msg))
 		n, err := cl.c.Write(cl.msg[cl.woff:])
 		if errors.Is(err, ErrWouldBlock) {
 			cl.c.SetWriteInterest(true)

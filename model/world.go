@@ -136,6 +136,11 @@ const (
 	CPUFrame                   // per rpc call a reader takes off the wire: its frame decoded, copied into a call, allocated
 	CPUToken                   // per block token issued (an HMAC-SHA256)
 	CPUCompare                 // per byte compared with what it should be (the read scenario's check of what a client read)
+	// CPUFirstTouch is per byte of a buffer a process uses for the
+	// first time (see Touched): Go's large allocations come from the
+	// OS untouched, so the kernel maps each page at its first use, a
+	// page fault that on a virtual machine costs microseconds.
+	CPUFirstTouch
 )
 
 // FDKind tags each fd with what it is, so resource properties can count

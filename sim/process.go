@@ -238,6 +238,10 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 		if c.ComparePerKB > 0 {
 			p.w.charge(time.Duration(int64(c.ComparePerKB) * int64(n) / 1024))
 		}
+	case model.CPUFirstTouch:
+		if c.PageFault > 0 && n > 0 {
+			p.w.charge(c.PageFault * time.Duration((n+pageSize-1)/pageSize))
+		}
 	}
 }
 

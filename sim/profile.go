@@ -142,6 +142,10 @@ type Profile struct {
 	// large allocation, its pages faulted in again and the collector's
 	// share (0: not measured).
 	AllocPerKBNs float64 `json:"alloc_per_kb_ns,omitempty"`
+	// PageFaultNs is the process CPU per 4 KiB page of touching a fresh
+	// Go buffer the first time (64 KiB buffers, each page written once):
+	// the page fault that maps it (0: not measured).
+	PageFaultNs float64 `json:"page_fault_ns,omitempty"`
 
 	RPCFrameNs float64 `json:"rpc_frame_ns,omitempty"`
 	ParseNs    float64 `json:"parse_ns,omitempty"`
@@ -190,6 +194,7 @@ func (p *Profile) fields() []profileField {
 		{"callback_8_conns_ns", p.Callback8ConnsNs, true}, {"callback_32_conns_ns", p.Callback32ConnsNs, true}, {"callback_128_conns_ns", p.Callback128ConnsNs, true},
 		{"compare_per_kb_ns", p.ComparePerKBNs, true}, {"account_cpu_ns", p.AccountCPUNs, true},
 		{"spawn_ns", p.SpawnNs, true}, {"loop_start_ns", p.LoopStartNs, true}, {"alloc_per_kb_ns", p.AllocPerKBNs, true},
+		{"page_fault_ns", p.PageFaultNs, true},
 	}
 }
 
@@ -362,6 +367,7 @@ func (p Profile) CPU() CPUConfig {
 	}
 	c.ComparePerKB = ns(p.ComparePerKBNs)
 	c.AllocPerKB = ns(p.AllocPerKBNs)
+	c.PageFault = ns(p.PageFaultNs)
 	if p.LoopStartNs > 0 {
 		c.ThreadStart = ns(p.LoopStartNs)
 	}

@@ -98,6 +98,10 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	if c := q.CPU(); c.ThreadStart != 12*us || c.Spawn != 188*us || c.ComparePerKB != 80 || c.TCPRecvSplicedPerKB != 83 || c.Account != 0 || q.Account() != 600 {
 		t.Errorf("spawn 200 µs, loop start 12 µs, compare 80 ns/KiB, sendfile reader +83 ns/KiB, accounting 600 ns mapped to %+v (Account %v)", c, q.Account())
 	}
+	q.PageFaultNs = 9500
+	if c := q.CPU(); c.PageFault != 9500 {
+		t.Errorf("page fault 9.5 µs mapped to %v", c.PageFault)
+	}
 	// A profile from before these probes keeps the hand-set thread
 	// start and charges none of them.
 	pre := p

@@ -213,6 +213,10 @@ type CPUConfig struct {
 	// connection's 4 KiB input) pay the same rate, too much, but they
 	// are allocated once and pooled. Zero in the hand-set defaults.
 	AllocPerKB time.Duration
+	// PageFault is the CPU of mapping one page of fresh memory at its
+	// first use (model.CPUFirstTouch), charged per 4 KiB page touched.
+	// Zero in the hand-set defaults.
+	PageFault time.Duration
 	// Account is what the real world's CPU accounting adds to each
 	// callback and work item (real.Config.AccountCPU: two reads of the
 	// thread's CPU clock, the thread locked in between), charged only
@@ -237,7 +241,7 @@ func (c CPUConfig) Scaled(f float64) CPUConfig {
 		&c.Softirq, &c.ThreadStart, &c.Spawn, &c.WakeupCPU, &c.TCPSendPerKB, &c.TCPRecvPerKB, &c.TCPWake,
 		&c.TCPRead, &c.SendfilePerKB, &c.TCPRecvSplicedPerKB, &c.TCPDial, &c.TCPAccept,
 		&c.CallbackByConns[0], &c.CallbackByConns[1], &c.CallbackByConns[2],
-		&c.ComparePerKB, &c.AllocPerKB, &c.Account,
+		&c.ComparePerKB, &c.AllocPerKB, &c.PageFault, &c.Account,
 	} {
 		s(d)
 	}
