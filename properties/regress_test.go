@@ -157,7 +157,9 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 // switched off (PoolSharersSleep): it must pass with the wake-ups and
 // fail without them. (Re-found once more when the sim stopped letting a
 // callback's interleaved events jump the line for a core: the case with
-// its ops' gaps redrawn, then shrunk.)
+// its ops' gaps redrawn, then shrunk; and again when the sim's receive
+// window took Linux's sizing, which moved every read's timing: the
+// timeout drawn at 120 ms, the gaps redrawn.)
 func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 	c := mustPass(t, "testdata/sharers-case.json")
 	c.Config.PoolSharersSleep = true

@@ -136,5 +136,6 @@ func (p *Process) DisarmCrash() {
 
 // SetSocketBuffers sets the send and receive buffer sizes of p's TCP
 // connections made from now on (SO_SNDBUF, SO_RCVBUF; 0 keeps the
-// world's). Small ones make partial writes common.
+// world's); a receive buffer set so is never autotuned. Small ones make
+// partial writes common.
 func (p *Process) SetSocketBuffers(snd, rcv int) { p.sockSnd, p.sockRcv = snd, rcv }

@@ -158,8 +158,7 @@ func (p *Process) SlowReader(n int) {
 	}
 	for _, o := range p.fds.objs {
 		if c, ok := o.(*tcpConn); ok && !c.fdClosed {
-			c.rcvBuf = n
-			c.wndClamp = min(c.wndClamp, n)
+			c.lockRcvBuf(n)
 		}
 	}
 }
@@ -186,8 +185,7 @@ func (p *Process) Fragment(piece, span int, gap time.Duration) {
 // applyNetFaults sets up a new TCP connection of p under p's faults.
 func (p *Process) applyNetFaults(c *tcpConn) {
 	if n := p.netFaults.rcvBuf; n > 0 {
-		c.rcvBuf = n
-		c.wndClamp = min(c.wndClamp, n)
+		c.lockRcvBuf(n)
 	}
 }
 

@@ -70,7 +70,8 @@ func withBufs(snd, rcv int) pairOpt {
 			c.TCP.SndBuf = snd
 		}
 		if rcv > 0 {
-			c.TCP.RcvBuf = rcv
+			// A buffer of this size, not one autotuning grows from it.
+			c.TCP.RcvBuf, c.TCP.RcvBufMax = rcv, 0
 		}
 	}
 }

@@ -12,19 +12,35 @@ import (
 // TCPConfig holds the parameters of simulated TCP. The defaults are Linux
 // 6.x on loopback (HZ=250).
 type TCPConfig struct {
-	MSS        int           // loopback: 65483
-	Delay      time.Duration // one-way propagation
-	Bandwidth  int64         // bytes per second per direction
-	SndBuf     int           // send buffer (bytes)
-	RcvBuf     int           // receive buffer (bytes)
-	InitWindow int           // window in the SYN (unscaled)
-	Tick       time.Duration // jiffy: timers fire on this grid
-	AtoMin     time.Duration // TCP_ATO_MIN = TCP_DELACK_MIN = 40 ms
-	DelackMax  time.Duration // TCP_DELACK_MAX = 200 ms
-	MaxQuick   int           // TCP_MAX_QUICKACKS = 16
-	RTOMin     time.Duration // 200 ms
-	SynRTO     time.Duration // first SYN retransmission: 1 s
-	SynRetries int           // tcp_syn_retries
+	MSS       int           // loopback: 65483
+	Delay     time.Duration // one-way propagation
+	Bandwidth int64         // bytes per second per direction
+	SndBuf    int           // send buffer (bytes)
+	// RcvBuf is a new connection's receive buffer (tcp_rmem[1]),
+	// counted as Linux counts it: each queued segment costs its payload
+	// plus SkbOverhead, and the window offered is the buffer's free
+	// space times the payload's share of that cost (scaling_ratio).
+	RcvBuf int
+	// RcvBufMax is how far receive-buffer autotuning may grow the buffer
+	// (tcp_rmem[2]: Linux's default 6 MiB; some hosts raise it, the
+	// development machine's is 32 MiB); at or below RcvBuf nothing grows
+	// it. A buffer an application or a fault set is never autotuned
+	// (SOCK_RCVBUF_LOCK).
+	RcvBufMax int
+	// SkbOverhead is what a received segment costs the receive buffer
+	// beyond its payload (skb->truesize − len): on loopback the linear
+	// head of an skb whose payload lies in page fragments. 1280 gives
+	// the scaling ratio Linux 6.18 measured on loopback, 251/256 for a
+	// 65483-byte segment (a window of 128512 from a 131072 buffer).
+	SkbOverhead int
+	InitWindow  int           // window in the SYN (unscaled)
+	Tick        time.Duration // jiffy: timers fire on this grid
+	AtoMin      time.Duration // TCP_ATO_MIN = TCP_DELACK_MIN = 40 ms
+	DelackMax   time.Duration // TCP_DELACK_MAX = 200 ms
+	MaxQuick    int           // TCP_MAX_QUICKACKS = 16
+	RTOMin      time.Duration // 200 ms
+	SynRTO      time.Duration // first SYN retransmission: 1 s
+	SynRetries  int           // tcp_syn_retries
 	// RetryLimit is how long unacknowledged data is retransmitted before
 	// the connection fails with ETIMEDOUT (tcp_retries2; shortened from
 	// Linux's ≈15 minutes so runs stay short).
@@ -43,21 +59,23 @@ type TCPConfig struct {
 // DefaultTCPConfig returns Linux loopback defaults.
 func DefaultTCPConfig() TCPConfig {
 	return TCPConfig{
-		MSS:        65483,
-		Delay:      10 * time.Microsecond,
-		Bandwidth:  4 << 30,
-		SndBuf:     1 << 20,
-		RcvBuf:     1 << 20,
-		InitWindow: 65535,
-		Tick:       4 * time.Millisecond,
-		AtoMin:     40 * time.Millisecond,
-		DelackMax:  200 * time.Millisecond,
-		MaxQuick:   16,
-		RTOMin:     200 * time.Millisecond,
-		SynRTO:     time.Second,
-		SynRetries: 6,
-		RetryLimit: 10 * time.Second,
-		Inline:     true,
+		MSS:         65483,
+		Delay:       10 * time.Microsecond,
+		Bandwidth:   4 << 30,
+		SndBuf:      1 << 20,
+		RcvBuf:      131072,
+		RcvBufMax:   6 << 20,
+		SkbOverhead: 1280,
+		InitWindow:  65535,
+		Tick:        4 * time.Millisecond,
+		AtoMin:      40 * time.Millisecond,
+		DelackMax:   200 * time.Millisecond,
+		MaxQuick:    16,
+		RTOMin:      200 * time.Millisecond,
+		SynRTO:      time.Second,
+		SynRetries:  6,
+		RetryLimit:  10 * time.Second,
+		Inline:      true,
 	}
 }
 
@@ -179,22 +197,30 @@ type tcpConn struct {
 	rcvQueued int
 	rcvNxt    uint64
 	rcvWup    uint64 // rcv_nxt when we last sent a window
-	advWnd    int    // window we last advertised
-	wndClamp  int    // grows with data received (rcv_ssthresh)
-	rcvBuf    int
+	advWnd    int    // window we last advertised (rcv_wnd)
 	rcvMss    int
-	quick     int
-	pingpong  bool
-	ato       time.Duration
-	lrcvtm    time.Duration
-	ackSched  bool
-	pushed    bool
-	pushed2   bool
-	delack    *event // &delackEv while the timer is pending
-	delackEv  event  // the delayed-ACK timer's event, reused: one per conn, not per ACK
-	onDelackF func() // c.onDelack, bound once
-	finRcvd   bool
-	linkFree  time.Duration
+	// The receive buffer and the window it allows (see rcvwin.go).
+	rcvBuf       int  // sk_rcvbuf
+	rcvBufLocked bool // set by the application or a fault: not autotuned
+	rmem         int  // sk_rmem_alloc: what the queued segments cost
+	ratio        int  // scaling_ratio: window bytes per 256 of buffer
+	windowClamp  int  // window_clamp: the most the window may be
+	rcvSsthresh  int  // rcv_ssthresh: the window grows to it as data arrives
+	mstamp       time.Duration
+	rcvq         rcvqSpace
+	rcvRTT       rcvRTTEst
+	quick        int
+	pingpong     bool
+	ato          time.Duration
+	lrcvtm       time.Duration
+	ackSched     bool
+	pushed       bool
+	pushed2      bool
+	delack       *event // &delackEv while the timer is pending
+	delackEv     event  // the delayed-ACK timer's event, reused: one per conn, not per ACK
+	onDelackF    func() // c.onDelack, bound once
+	finRcvd      bool
+	linkFree     time.Duration
 	// timedIn counts the segments on the timed path (deliver) to this
 	// end that it has not received yet; the peer sends inline only
 	// when there are none (xmit).
@@ -253,17 +279,14 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	c.delackEv = event{w: w, index: -1}
 	c.onTLPF = c.onTLP
 	c.sndBuf = c.cfg.SndBuf
-	c.rcvBuf = c.cfg.RcvBuf
 	if p.sockSnd > 0 {
 		c.sndBuf = p.sockSnd
 	}
+	c.rcvBuf, c.rcvBufLocked = c.cfg.RcvBuf, c.cfg.RcvBufMax <= c.cfg.RcvBuf
 	if p.sockRcv > 0 {
-		c.rcvBuf = p.sockRcv
+		c.rcvBuf, c.rcvBufLocked = p.sockRcv, true
 	}
-	c.wndClamp = c.cfg.InitWindow
-	if c.wndClamp > c.rcvBuf {
-		c.wndClamp = c.rcvBuf
-	}
+	c.initRcvWindow()
 	p.applyNetFaults(c)
 	return c
 }
@@ -275,9 +298,9 @@ func (c *tcpConn) LocalAddr() string  { return c.local }
 func (c *tcpConn) RemoteAddr() string { return c.remote }
 func (c *tcpConn) Err() error         { return c.err }
 
-// ReceiveBuffer implements model.ReceiveBufferer: the receive buffer the
-// window may grow to. It does not grow as Linux's does (autotuning): the
-// sim keeps the configured size, or the one an application or a fault set.
+// ReceiveBuffer implements model.ReceiveBufferer: the receive buffer
+// (SO_RCVBUF), as autotuning has grown it or as an application or a fault
+// set it.
 func (c *tcpConn) ReceiveBuffer() (int, error) { return c.rcvBuf, nil }
 
 func (c *tcpConn) readiness() model.Events {
@@ -329,6 +352,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 			}
 			n += k
 			if k == len(seg) {
+				c.rmem -= len(c.rcv[c.rcvHead].data) + c.cfg.SkbOverhead
 				c.rcv[c.rcvHead].arr.release(c.w)
 				c.rcv[c.rcvHead] = segment{}
 				c.rcvHead++
@@ -346,6 +370,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 		if perKB := c.w.cfg.CPU.TCPRecvSplicedPerKB; perKB > 0 {
 			c.w.charge(time.Duration(int64(perKB) * int64(c.splicedIn(from, n)) / 1024))
 		}
+		c.rcvSpaceAdjust()
 		c.cleanupRbuf(n)
 		c.w.softirq()
 		return n, nil
@@ -601,8 +626,13 @@ func (c *tcpConn) push(force bool) {
 		avail := int64(c.sndUna) + int64(c.peerWnd) - int64(c.sndNxt)
 		n := min(unsent, mss)
 		if int64(n) > avail {
-			// Window-limited: sender-side silly window avoidance.
-			if avail <= 0 || (inflight > 0 && avail < int64(mss/2)) {
+			// Window-limited (tcp_snd_wnd_test): the next segment,
+			// a full MSS or the tail, must fit the window whole;
+			// Linux sends no part of it while data is in flight,
+			// whose ACK will open the window. With nothing in flight
+			// it would wait for the zero-window probe to send what
+			// fits; loopback reopens windows by itself, so send it.
+			if avail <= 0 || inflight > 0 {
 				break
 			}
 			n = int(avail)
@@ -696,6 +726,7 @@ func (c *tcpConn) onTick(now, d time.Duration) time.Duration {
 // makes this side interactive (pingpong, threshold 1).
 func (c *tcpConn) dataSent() {
 	now := c.w.Now()
+	c.mstamp = now // tcp_write_xmit refreshes tcp_mstamp
 	c.lsndtm = now
 	if now-c.lrcvtm < c.ato {
 		c.pingpong = true
@@ -841,9 +872,9 @@ func (d delivery) arrive() {
 }
 
 // freshWindow is __tcp_select_window before the no-shrink rule: free
-// receive space, bounded by a clamp that grows as data arrives.
+// receive space, bounded by rcv_ssthresh, which grows as data arrives.
 func (c *tcpConn) freshWindow() int {
-	return max(min(c.rcvBuf-c.rcvQueued, c.wndClamp), 0)
+	return max(min(c.tcpSpace(), c.rcvSsthresh), 0)
 }
 
 // selectWindow is the window we offer: the fresh window, but never
@@ -940,6 +971,7 @@ func (c *tcpConn) onRetransmit() {
 // --- receiving ---
 
 func (c *tcpConn) receive(s *segment) {
+	c.mstamp = c.w.Now() // tcp_mstamp_refresh
 	if c.state == tcpClosed {
 		// A dead socket answers data or FIN with a reset.
 		if s.flags&flagRST == 0 && (len(s.data) > 0 || s.flags&flagFIN != 0) && c.peer != nil {
@@ -1055,13 +1087,17 @@ func (c *tcpConn) onData(s *segment) {
 	n := len(s.data)
 	c.rcv = append(c.rcv, *s)
 	c.rcvQueued += n
+	c.rmem += n + c.cfg.SkbOverhead
 	c.rcvNxt += uint64(n)
-	if c.wndClamp < c.rcvBuf {
-		c.wndClamp = min(c.rcvBuf, c.wndClamp+2*n)
-	}
-	// tcp_measure_rcv_mss: full-sized segments teach rcv_mss; small ones
-	// mark the ACK as pushed (twice: pushed2).
+	// tcp_event_data_recv.
+	c.ackSched = true
+	// tcp_measure_rcv_mss: full-sized segments teach rcv_mss (and a new
+	// size the scaling ratio); small ones mark the ACK as pushed (twice:
+	// pushed2).
 	if n >= c.rcvMss {
+		if n != c.rcvMss {
+			c.measureRatio(n)
+		}
 		c.rcvMss = min(n, c.cfg.MSS)
 	} else {
 		if c.pushed {
@@ -1069,8 +1105,11 @@ func (c *tcpConn) onData(s *segment) {
 		}
 		c.pushed = true
 	}
+	c.measureRcvRTT()
 	c.dataRecv()
-	c.ackSched = true
+	if n >= 128 {
+		c.growWindow(n)
+	}
 	// __tcp_ack_snd_check: more than one full frame received and the
 	// right edge of the window advancing at least as far (the fresh
 	// window, from rcv_nxt, no smaller than the last one, from rcv_wup),
@@ -1106,9 +1145,15 @@ func (c *tcpConn) dataRecv() {
 	c.lrcvtm = now
 }
 
+// incrQuickAck is tcp_incr_quickack: as many quick ACKs as half-windows
+// of rcv_mss fit in the window last offered (rcv_wnd), two if none does.
+// A first segment of half the SYN window or more gets one.
 func (c *tcpConn) incrQuickAck(maxQuick int) {
-	q := c.selectWindow() / (2 * c.rcvMss)
-	q = min(max(q, 2), maxQuick)
+	q := c.advWnd / (2 * c.rcvMss)
+	if q == 0 {
+		q = 2
+	}
+	q = min(q, maxQuick)
 	if q > c.quick {
 		c.quick = q
 	}
@@ -1178,8 +1223,8 @@ func (c *tcpConn) cleanupRbuf(copied int) {
 	}
 	if !timeToAck && copied > 0 && !c.finRcvd {
 		now := int(int64(c.rcvWup) + int64(c.advWnd) - int64(c.rcvNxt))
-		if 2*now <= c.wndClamp {
-			if nw := min(c.rcvBuf-c.rcvQueued, c.wndClamp); nw != 0 && nw >= 2*now {
+		if 2*now <= c.windowClamp {
+			if nw := c.freshWindow(); nw != 0 && nw >= 2*now {
 				timeToAck = true
 			}
 		}
@@ -1353,7 +1398,7 @@ func (c *tcpConn) synWindow() int {
 	if !c.passive {
 		mss += tcpTimestampLen
 	}
-	win := min(c.cfg.InitWindow, c.rcvBuf)
+	win := min(c.cfg.InitWindow, c.windowClamp)
 	if win > mss {
 		win -= win % mss
 	}
@@ -1407,6 +1452,10 @@ func (w *World) onSYN(c *tcpConn) {
 	ln.synRcvd++
 	w.record(Event{Proc: ln.p.name, Kind: "seg", Conn: s.id, D: int64(s.synWindow()), S: flagStrings[flagSYN|flagACK]})
 	s.advWnd = s.synWindow()
+	// Linux sets the child's buffer space up when the handshake's ACK
+	// makes it; here the client's first data can arrive before that
+	// ACK's event runs, so set it up now.
+	s.initBufferSpace()
 	w.at(w.now+c.cfg.Delay, func() { c.onSynAck(s) })
 }
 
@@ -1425,6 +1474,7 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	c.state = tcpEstablished
 	c.peerWnd, c.maxWnd = s.synWindow(), s.synWindow()
 	c.advWnd = c.synWindow()
+	c.initBufferSpace()
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
 	c.w.at(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })

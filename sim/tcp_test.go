@@ -16,7 +16,9 @@ import (
 // --- segment size ---
 
 func TestMSSBoundedByHalfPeerWindow(t *testing.T) {
-	h := newPair(t)
+	// A 1 MiB receive buffer: the window grows past two MSS within the
+	// transfer (from the default 131072 autotuning takes longer).
+	h := newPair(t, withBufs(0, 1<<20))
 	const n = 200_000
 	t0 := h.now()
 	h.cli.write(n)
@@ -407,7 +409,9 @@ func TestDelayedAckNeverExceeds200ms(t *testing.T) {
 }
 
 func TestAckAtOnceWhenMoreThanOneRcvMssUnacked(t *testing.T) {
-	h := newPair(t)
+	// A 1 MiB buffer: its free space is far above rcv_ssthresh, so the
+	// window would not shrink (the rule's second half).
+	h := newPair(t, withBufs(0, 1<<20))
 	h.warm(10) // server: pingpong, rcv_mss 536
 	h.srv.setAutoRead(false)
 	h.cli.noDelay(true)
@@ -430,9 +434,9 @@ func TestQuickAckCountAtFirstData(t *testing.T) {
 	for _, tc := range []struct {
 		rcvBuf, quick int
 	}{
-		{0, 16},   // 65535 / (2·536) = 61 → 16
-		{8192, 7}, // 8191 / 1072 = 7
-		{1000, 2}, // 999 / 1072 = 0 → 2
+		{0, 16},   // 65483 / (2·536) = 61 → 16
+		{8192, 3}, // the SYN offers half the buffer (the default scaling ratio): 4096 / 1072 = 3
+		{1000, 2}, // 500 / 1072 = 0 → 2
 	} {
 		t.Run(fmt.Sprint(tc.rcvBuf), func(t *testing.T) {
 			h := newPair(t, withBufs(0, tc.rcvBuf))
@@ -460,8 +464,36 @@ func TestQuickAckCountAtFirstData(t *testing.T) {
 	}
 }
 
-func TestRcvMssStartsAt536AndGrows(t *testing.T) {
+// tcp_incr_quickack: quick ACKs are rcv_wnd / (2·rcv_mss), two only when
+// that is zero. An op's first write on a fresh connection leaves in a
+// segment of half the SYN window (tcp_bound_to_half_wnd), which earns
+// one: it is ACKed at once, the write's tail after it waits. Captured on
+// Linux 6.18 loopback (AF_PACKET on lo, tcp-pattern --writes 4 --msg
+// 40000): the server ACKs the 32741-byte segment, not the 7259 after it.
+func TestQuickAckOneForHalfWindowSegment(t *testing.T) {
 	h := newPair(t)
+	h.srv.setAutoRead(false)
+	t0 := h.now()
+	h.cli.write(40000)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) < 2 || segs[0].Len != 32741 || segs[1].Len != 7259 {
+		t.Fatalf("segments %v, want 32741 and 7259", lens(segs))
+	}
+	if ack := h.mustAck("server", 32741, t0); ack.T != h.arrival(segs[0]) {
+		t.Errorf("first segment ACKed at %v, want at once (%v)", ack.T, h.arrival(segs[0]))
+	}
+	if ack := h.mustAck("server", 40000, t0); ack.T < h.arrival(segs[1])+40*ms {
+		t.Errorf("tail ACKed at %v, want by the delayed-ACK timer (≥ %v)", ack.T, h.arrival(segs[1])+40*ms)
+	}
+}
+
+func TestRcvMssStartsAt536AndGrows(t *testing.T) {
+	// A 1 MiB receive buffer, so that the window lets full segments go
+	// within the 200000 bytes and two small segments do not shrink it
+	// (with the default buffer they do: see
+	// TestSmallSegmentsOnFreshConnectionWaitForDelayedAck).
+	h := newPair(t, withBufs(0, 1<<20))
 	c := h.srv.c
 	if c.rcvMss != 536 {
 		t.Fatalf("rcv_mss %d before data, want 536", c.rcvMss)
@@ -486,7 +518,7 @@ func TestRcvMssStartsAt536AndGrows(t *testing.T) {
 		warmLen int
 		atOnce  bool
 	}{{10, true}, {1000, false}} {
-		h := newPair(t)
+		h := newPair(t, withBufs(0, 1<<20))
 		h.warm(tc.warmLen)
 		h.srv.setAutoRead(false)
 		h.cli.noDelay(true)
@@ -703,9 +735,9 @@ func TestWritePartialWhenSendBufferNearlyFull(t *testing.T) {
 		t.Fatalf("first write = %d, %v; want all 16384", n, err)
 	}
 	h.runTo(h.now() + 10*ms)
-	acked := h.srv.c.rcvNxt // everything received was acked
+	acked := h.cli.c.sndUna // what the send buffer was freed of
 	if acked == 0 || acked >= 16384 {
-		t.Fatalf("server holds %d bytes", acked)
+		t.Fatalf("server acknowledged %d bytes", acked)
 	}
 	free := 16384 - (16384 - int(acked))
 	n, err := h.cli.tryWrite(10000, false)
@@ -753,8 +785,10 @@ func TestReceiveWindowLimitsSender(t *testing.T) {
 			t.Errorf("segment [%d, %d) beyond the offered window edge %d", s.Seq, s.Seq+int64(s.Len), right)
 		}
 	}
-	if c := h.srv.c; c.rcvQueued != 4096 || c.rcvNxt != 4096 {
-		t.Errorf("server queued %d bytes, want exactly its 4096-byte buffer", c.rcvQueued)
+	// The sender fills the window it was offered, to the byte: what the
+	// 4096-byte buffer holds at the measured scaling ratio.
+	if c := h.srv.c; int64(c.rcvQueued) != right || c.rcvNxt != uint64(right) {
+		t.Errorf("server queued %d bytes, want exactly the window's edge %d", c.rcvQueued, right)
 	}
 	last := h.segs[len(h.segs)-1]
 	if last.From != "server" || last.Win != 0 {
@@ -1270,9 +1304,10 @@ func TestAckedButUnreadDataSurvivesSenderReuse(t *testing.T) {
 // --- window-gated immediate ACK, probe timer, FIN ACK, SYN windows ---
 
 func TestImmediateAckOnlyWhenWindowWouldNotShrink(t *testing.T) {
-	// The clamp still growing: the fresh window is no smaller than the
-	// last one, so the second frame is ACKed when it arrives.
-	h := newPair(t)
+	// rcv_ssthresh still growing (a 1 MiB buffer has room above it): the
+	// fresh window is no smaller than the last one, so the second frame
+	// is ACKed when it arrives.
+	h := newPair(t, withBufs(0, 1<<20))
 	h.warm(10)
 	h.srv.setAutoRead(false)
 	h.cli.noDelay(true)
@@ -1286,15 +1321,16 @@ func TestImmediateAckOnlyWhenWindowWouldNotShrink(t *testing.T) {
 		t.Errorf("growing window: ACK at %v, want at once (%v)", ack.T, h.arrival(segs[1]))
 	}
 
-	// The clamp at the buffer size: unread data makes the fresh window
-	// smaller than the one offered, so the ACK waits for the read.
+	// rcv_ssthresh grown as far as the buffer lets it: unread data makes
+	// the fresh window smaller than the one offered, so the ACK waits
+	// for the read.
 	const rcvBuf = 200_000
 	h = newPair(t, withBufs(0, rcvBuf))
-	h.cli.write(600_000) // the clamp grows to the buffer
+	h.cli.write(600_000) // rcv_ssthresh grows with the segments
 	h.runTo(h.now() + 20*ms)
 	h.warm(10)
-	if c := h.srv.c; c.wndClamp != rcvBuf || c.rcvMss != c.cfg.MSS {
-		t.Fatalf("clamp %d rcv_mss %d after the transfer, want %d and the MSS", c.wndClamp, c.rcvMss, rcvBuf)
+	if c := h.srv.c; c.rcvSsthresh <= c.winFromSpace(rcvBuf-100_000) || c.rcvMss != c.cfg.MSS {
+		t.Fatalf("rcv_ssthresh %d rcv_mss %d after the transfer, want above what 100000 unread bytes leave (%d) and the MSS", c.rcvSsthresh, c.rcvMss, c.winFromSpace(rcvBuf-100_000))
 	}
 	h.srv.setAutoRead(false)
 	h.cli.noDelay(true)
@@ -1450,8 +1486,11 @@ func TestLoopbackAckBetweenWritesReleasesNagleTail(t *testing.T) {
 	// segments are received inside the write, and the server's ACK of
 	// more than one full frame reaches the client before its next write:
 	// the Nagle-held tail of the op leaves at once, in the last write.
+	// A 1 MiB buffer, so the window never holds a segment back (from
+	// the default buffer the first op after a warm-up waits for the
+	// server's read: TestFreshConnectionFirstOpMatchesCapture).
 	run := func(inline bool) (*harness, time.Duration) {
-		h := newPair(t, func(c *Config) { c.TCP.Inline = inline })
+		h := newPair(t, withBufs(0, 1<<20), func(c *Config) { c.TCP.Inline = inline })
 		h.warm(10)
 		t0 := h.now()
 		for range 4 {
@@ -1468,11 +1507,11 @@ func TestLoopbackAckBetweenWritesReleasesNagleTail(t *testing.T) {
 			order = append(order, fmt.Sprintf("%s:%d", s.From[:3], s.Len))
 		}
 	}
-	// The first write's tail (7223) leaves because nothing small is in
+	// The first write's tail (7259) leaves because nothing small is in
 	// flight; its ACK comes back inside the write. The second write goes
 	// whole; the third is held behind it (Minshall); the fourth makes a
 	// full frame, whose ACK — inside that write — releases the tail.
-	want := "cli:32777 cli:7223 ser:0 cli:40000 cli:65483 ser:0 cli:14517"
+	want := "cli:32741 cli:7259 ser:0 cli:40000 cli:65483 ser:0 cli:14517"
 	if got := fmt.Sprint(order[:7]); got != "["+want+"]" {
 		t.Fatalf("segments %v, want %s", order, want)
 	}

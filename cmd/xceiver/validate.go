@@ -257,8 +257,8 @@ func checks() []check {
 			rows: func(s, r []result) []row {
 				stall := diffWithin("tcp-pattern writes=4 msg=40000 nagle", "stall_share", num(s[0], "stall_share"), num(r[0], "stall_share"), 0.10)
 				// Ops stall while the window climbs to the receive
-				// buffer, which Linux's autotuning grows (and the sim's
-				// does not): how far it grew says how long they did.
+				// buffer, which autotuning grows in both worlds: how
+				// far it grew says how long they did.
 				if sb, rb := num(s[0], "server_rcvbuf"), num(r[0], "server_rcvbuf"); !math.IsNaN(sb) && !math.IsNaN(rb) {
 					stall.Compare += fmt.Sprintf("; receive buffer real %.1f MB, sim %.1f MB", rb/1e6, sb/1e6)
 				}

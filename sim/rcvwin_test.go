@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// The receive window's rules (rcvwin.go), each against what Linux 6.18
+// showed on loopback: tcp_rcvbuf_grow tracepoints (perf record -e
+// tcp:tcp_rcvbuf_grow) and segments captured on lo, from real run
+// tcp-pattern --writes 4 --msg 40000.
+
+// Before any data the window is half the buffer (the default scaling
+// ratio); a segment of a new full size sets the ratio from its cost, and
+// the clamp follows the buffer at that ratio. Linux's tracepoints showed
+// ratios of 249 to 252 on loopback, and window_clamp 128512 for a
+// 131072-byte buffer at 251.
+func TestScalingRatioFromFullSegment(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	if c.ratio != 128 || c.windowClamp != 65536 {
+		t.Fatalf("before data: ratio %d clamp %d, want 128 and 65536", c.ratio, c.windowClamp)
+	}
+	h.cli.write(1_000_000)
+	h.runTo(h.now() + 10*ms)
+	h.srv.checkGot(1_000_000)
+	if c.rcvMss != 65483 || c.ratio != 251 || c.windowClamp != c.rcvBuf*251>>8 {
+		t.Errorf("after the transfer: rcv_mss %d ratio %d clamp %d (buffer %d), want 65483, 251 and the buffer's 251/256", c.rcvMss, c.ratio, c.windowClamp, c.rcvBuf)
+	}
+	// Small segments (below rcv_mss) leave the ratio alone.
+	h.cli.noDelay(true)
+	h.cli.write(300)
+	h.runTo(h.now() + ms)
+	if c.ratio != 251 {
+		t.Errorf("a 300-byte segment moved the ratio to %d", c.ratio)
+	}
+	c.rcvBuf = 131072
+	c.setWindowClamp(c.winFromSpace(c.rcvBuf))
+	if c.windowClamp != 128512 {
+		t.Errorf("clamp %d for a 131072-byte buffer at 251, want Linux's 128512", c.windowClamp)
+	}
+}
+
+// rcv_ssthresh grows by two segments for each segment received, but only
+// up to the free buffer's window: the first segment of a fresh connection
+// (32741 bytes, half the SYN window) raises it from 65483 to what the
+// buffer holds beside that segment (Linux offered 95232, that figure
+// rounded up to its window scale), and the write's 7259-byte tail, arriving
+// with the first still unread, finds no room and leaves it.
+func TestRcvSsthreshGrowsOnlyWithRoom(t *testing.T) {
+	h := newPair(t)
+	h.srv.setAutoRead(false)
+	c := h.srv.c
+	if c.rcvSsthresh != 65483 {
+		t.Fatalf("rcv_ssthresh %d before data, want the SYN-ACK's window 65483", c.rcvSsthresh)
+	}
+	t0 := h.now()
+	h.cli.write(32741)
+	h.runTo(t0 + ms)
+	space := c.tcpSpace()
+	if c.rcvSsthresh != space || space != 93259 {
+		t.Fatalf("after 32741 bytes: rcv_ssthresh %d, free window %d; want both 93259", c.rcvSsthresh, space)
+	}
+	if ack := h.mustAck("server", 32741, t0); ack.Win != 93259 {
+		t.Errorf("ACK offered %d, want 93259", ack.Win)
+	}
+	h.cli.write(7259)
+	h.runTo(t0 + 2*ms)
+	if c.rcvSsthresh != 93259 {
+		t.Errorf("the tail moved rcv_ssthresh to %d with no room above it", c.rcvSsthresh)
+	}
+}
+
+// The receive RTT is the least window-based sample: from a segment to the
+// first one a window (as last offered) beyond it.
+func TestRcvRTTIsLeastWindowSample(t *testing.T) {
+	c := &tcpConn{advWnd: 1000}
+	at := func(now time.Duration, rcvNxt uint64) {
+		c.mstamp, c.rcvNxt = now, rcvNxt
+		c.measureRcvRTT()
+	}
+	at(10*us, 100) // starts a sample to 1100
+	at(20*us, 900)
+	if c.rcvRTT.rtt != 0 {
+		t.Fatalf("rtt %v before the sample ended", c.rcvRTT.rtt)
+	}
+	at(50*us, 1200) // 40 µs; next to 2200
+	at(150*us, 2300)
+	if c.rcvRTT.rtt != 40*us {
+		t.Errorf("rtt %v after samples of 40 and 100 µs, want the least", c.rcvRTT.rtt)
+	}
+	at(160*us, 3400) // 10 µs
+	if c.rcvRTT.rtt != 10*us {
+		t.Errorf("rtt %v after a 10 µs sample", c.rcvRTT.rtt)
+	}
+}
+
+// tcp_rcvbuf_grow: Linux's first grow on the tcp-pattern server read
+// 102144 bytes in a receive RTT against the 65483 it started from, at
+// scaling ratio 251, and set the buffer to 441656 and the clamp to 433029.
+func TestRcvbufGrowMatchesLinux(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	c.ratio, c.rcvq.space = 251, 65483
+	c.rcvbufGrow(102144)
+	if c.rcvBuf != 441656 || c.windowClamp != 433029 || c.rcvq.space != 102144 {
+		t.Errorf("buffer %d clamp %d space %d, want 441656, 433029 and 102144", c.rcvBuf, c.windowClamp, c.rcvq.space)
+	}
+	// Growth stops at RcvBufMax, and a buffer set by the application
+	// (or a fault) is never grown.
+	c.rcvbufGrow(10 << 20)
+	if c.rcvBuf != c.cfg.RcvBufMax {
+		t.Errorf("buffer %d after a huge measure, want RcvBufMax %d", c.rcvBuf, c.cfg.RcvBufMax)
+	}
+	c.lockRcvBuf(65536)
+	c.rcvbufGrow(20 << 20)
+	if c.rcvBuf != 65536 {
+		t.Errorf("locked buffer grew to %d", c.rcvBuf)
+	}
+}
+
+// Autotuning end to end: a default connection's buffer grows from
+// RcvBuf while the reader keeps up, and one whose buffer was fixed
+// (autotuning off) keeps it.
+func TestReceiveBufferAutotunes(t *testing.T) {
+	run := func(opts ...pairOpt) *tcpConn {
+		h := newPair(t, opts...)
+		for range 20 {
+			h.cli.write(160_000)
+			h.runTo(h.now() + 200*us)
+		}
+		h.runTo(h.now() + 100*ms)
+		h.srv.checkGot(20 * 160_000)
+		return h.srv.c
+	}
+	if c := run(); c.rcvBuf <= c.cfg.RcvBuf || c.rcvBuf > c.cfg.RcvBufMax || c.rcvRTT.rtt == 0 {
+		t.Errorf("default: buffer %d (from %d, at most %d), rtt %v; want it grown", c.rcvBuf, c.cfg.RcvBuf, c.cfg.RcvBufMax, c.rcvRTT.rtt)
+	}
+	if c := run(withBufs(0, 131072)); c.rcvBuf != 131072 {
+		t.Errorf("fixed buffer grew to %d", c.rcvBuf)
+	}
+}
+
+// A fresh connection's first op of four 40000-byte writes with Nagle, the
+// server reading late (its first read maps a fresh buffer), as captured on
+// lo: the client sends 32741 (half the SYN window), the server ACKs it at
+// once (one quick ACK: rcv_wnd / (2·rcv_mss) = 1), the write's 7259-byte
+// tail goes unacknowledged, and one more full segment fills the window
+// (Linux: 47616, half of 95232; here 46629, half of 93259); the rest waits
+// for the server's read, since the next full segment does not fit the
+// window (tcp_snd_wnd_test), and leaves after it as a segment and a tail
+// (Linux: 47616 and 24768).
+func TestFreshConnectionFirstOpMatchesCapture(t *testing.T) {
+	h := newPair(t)
+	h.srv.setAutoRead(false)
+	t0 := h.now()
+	for range 4 {
+		h.cli.write(40000)
+	}
+	h.runTo(t0 + ms)
+	if got := lens(h.dataSegs("client", t0)); len(got) != 3 || got[0] != 32741 || got[1] != 7259 || got[2] != 46629 {
+		t.Fatalf("segments before the server reads %v, want [32741 7259 46629]", got)
+	}
+	acks := 0
+	for _, s := range h.segs {
+		if s.From == "server" && s.T >= t0 {
+			acks++
+		}
+	}
+	if acks != 1 {
+		t.Errorf("%d server segments before its read, want one ACK (of the first segment)", acks)
+	}
+	h.srv.drain()
+	h.runTo(t0 + 2*ms)
+	h.srv.drain()
+	if got := lens(h.dataSegs("client", t0)); len(got) != 5 || got[3] != 46629 || got[4] != 26742 {
+		t.Errorf("segments %v, want the rest as 46629 and 26742 after the read", got)
+	}
+	h.srv.checkGot(160000)
+}
