@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // The receive window and its buffer, as Linux 6.18 sizes them on loopback.
 //
@@ -65,6 +68,23 @@ func (c *tcpConn) initRcvWindow() {
 	c.ratio = 1 << (tcpRmemToWinScale - 1) // TCP_DEFAULT_SCALING_RATIO
 	c.windowClamp = c.winFromSpace(c.rcvBuf)
 	c.rcvSsthresh = min(c.cfg.InitWindow, c.windowClamp)
+}
+
+// rmemMax is net.core.rmem_max's default: the window scale covers at
+// least it.
+const rmemMax = 212992
+
+// windowScale is the scale the SYN announces (tcp_select_initial_window):
+// enough for the largest buffer the window may come from, tcp_rmem[2] (or
+// rmem_max), or only the buffer itself when it is fixed
+// (tcp_connect_init limits the clamp to a locked buffer's space).
+func (c *tcpConn) windowScale() int {
+	space := max(c.cfg.RcvBufMax, rmemMax)
+	if c.rcvBufLocked {
+		space = min(space, c.windowClamp)
+	}
+	ws := bits.Len(uint(max(space, 1))) - 1 - 15 // ilog2(space) - 15
+	return min(max(ws, 0), 14)
 }
 
 // initBufferSpace is tcp_init_buffer_space, run as the connection is
@@ -142,12 +162,42 @@ func (c *tcpConn) measureRcvRTT() {
 		if c.rcvNxt < e.seq {
 			return
 		}
-		d := max(c.mstamp-e.time, time.Microsecond)
-		if e.rtt == 0 || d < e.rtt {
-			e.rtt = d
-		}
+		c.updateRcvRTT(max(c.mstamp-e.time, time.Microsecond), true)
 	}
 	e.on, e.seq, e.time = true, c.rcvNxt+uint64(c.advWnd), c.mstamp
+}
+
+// measureRcvRTTTs is tcp_rcv_rtt_measure_ts, before the segment is
+// queued: a full-sized segment with a new echo gives a sample of the
+// milliseconds since the echoed timestamp. On loopback that is 0 (no
+// sample, since Linux 6.16) unless a millisecond boundary passed since
+// this end's segment the peer echoes, and then a whole millisecond, which
+// the estimate takes in by an eighth when the receive queue is empty.
+func (c *tcpConn) measureRcvRTTTs(s *segment) {
+	if s.tsecr == c.lastTsecr {
+		return
+	}
+	c.lastTsecr = s.tsecr
+	if len(s.data) < c.rcvMss {
+		return
+	}
+	if delta := int32(c.w.tsNow() - s.tsecr); delta > 0 {
+		c.updateRcvRTT(time.Duration(delta)*time.Millisecond, false)
+	}
+}
+
+// updateRcvRTT is tcp_rcv_rtt_update: a smaller sample replaces the
+// estimate; a larger one is ignored if it is window-based (winDep) or the
+// receive queue holds data, else averaged in with a weight of 1/8.
+func (c *tcpConn) updateRcvRTT(sample time.Duration, winDep bool) {
+	e := &c.rcvRTT
+	switch {
+	case e.rtt == 0 || sample < e.rtt:
+		e.rtt = sample
+	case winDep || c.rcvQueued > 0:
+	default:
+		e.rtt += (sample - e.rtt) / 8
+	}
 }
 
 // rcvSpaceAdjust is tcp_rcv_space_adjust, after each read: once a receive

@@ -44,29 +44,30 @@ func TestScalingRatioFromFullSegment(t *testing.T) {
 // rcv_ssthresh grows by two segments for each segment received, but only
 // up to the free buffer's window: the first segment of a fresh connection
 // (32741 bytes, half the SYN window) raises it from 65483 to what the
-// buffer holds beside that segment (Linux offered 95232, that figure
-// rounded up to its window scale), and the write's 7259-byte tail, arriving
-// with the first still unread, finds no room and leaves it.
+// buffer holds beside that segment, 94242, offered rounded up to the
+// window scale's unit as 95232, the window Linux offered; and the write's
+// 7259-byte tail, arriving with the first still unread, finds no room and
+// leaves it.
 func TestRcvSsthreshGrowsOnlyWithRoom(t *testing.T) {
 	h := newPair(t)
 	h.srv.setAutoRead(false)
 	c := h.srv.c
-	if c.rcvSsthresh != 65483 {
-		t.Fatalf("rcv_ssthresh %d before data, want the SYN-ACK's window 65483", c.rcvSsthresh)
+	if c.rcvSsthresh != 65483 || c.wscale != 10 {
+		t.Fatalf("rcv_ssthresh %d, window scale %d before data; want the SYN-ACK's window 65483 and 10 (32 MiB)", c.rcvSsthresh, c.wscale)
 	}
 	t0 := h.now()
 	h.cli.write(32741)
 	h.runTo(t0 + ms)
 	space := c.tcpSpace()
-	if c.rcvSsthresh != space || space != 93259 {
-		t.Fatalf("after 32741 bytes: rcv_ssthresh %d, free window %d; want both 93259", c.rcvSsthresh, space)
+	if c.rcvSsthresh != space || space != 94242 {
+		t.Fatalf("after 32741 bytes: rcv_ssthresh %d, free window %d; want both 94242", c.rcvSsthresh, space)
 	}
-	if ack := h.mustAck("server", 32741, t0); ack.Win != 93259 {
-		t.Errorf("ACK offered %d, want 93259", ack.Win)
+	if ack := h.mustAck("server", 32741, t0); ack.Win != 95232 {
+		t.Errorf("ACK offered %d, want 95232", ack.Win)
 	}
 	h.cli.write(7259)
 	h.runTo(t0 + 2*ms)
-	if c.rcvSsthresh != 93259 {
+	if c.rcvSsthresh != 94242 {
 		t.Errorf("the tail moved rcv_ssthresh to %d with no room above it", c.rcvSsthresh)
 	}
 }
@@ -146,10 +147,10 @@ func TestReceiveBufferAutotunes(t *testing.T) {
 // lo: the client sends 32741 (half the SYN window), the server ACKs it at
 // once (one quick ACK: rcv_wnd / (2·rcv_mss) = 1), the write's 7259-byte
 // tail goes unacknowledged, and one more full segment fills the window
-// (Linux: 47616, half of 95232; here 46629, half of 93259); the rest waits
-// for the server's read, since the next full segment does not fit the
-// window (tcp_snd_wnd_test), and leaves after it as a segment and a tail
-// (Linux: 47616 and 24768).
+// (47616, half of the 95232 offered); the rest waits for the server's
+// read, since the next full segment does not fit the window
+// (tcp_snd_wnd_test), and leaves after it as a segment and a tail, 47616
+// and 24768, as on Linux.
 func TestFreshConnectionFirstOpMatchesCapture(t *testing.T) {
 	h := newPair(t)
 	h.srv.setAutoRead(false)
@@ -158,8 +159,8 @@ func TestFreshConnectionFirstOpMatchesCapture(t *testing.T) {
 		h.cli.write(40000)
 	}
 	h.runTo(t0 + ms)
-	if got := lens(h.dataSegs("client", t0)); len(got) != 3 || got[0] != 32741 || got[1] != 7259 || got[2] != 46629 {
-		t.Fatalf("segments before the server reads %v, want [32741 7259 46629]", got)
+	if got := lens(h.dataSegs("client", t0)); len(got) != 3 || got[0] != 32741 || got[1] != 7259 || got[2] != 47616 {
+		t.Fatalf("segments before the server reads %v, want [32741 7259 47616]", got)
 	}
 	acks := 0
 	for _, s := range h.segs {
@@ -173,8 +174,36 @@ func TestFreshConnectionFirstOpMatchesCapture(t *testing.T) {
 	h.srv.drain()
 	h.runTo(t0 + 2*ms)
 	h.srv.drain()
-	if got := lens(h.dataSegs("client", t0)); len(got) != 5 || got[3] != 46629 || got[4] != 26742 {
-		t.Errorf("segments %v, want the rest as 46629 and 26742 after the read", got)
+	if got := lens(h.dataSegs("client", t0)); len(got) != 5 || got[3] != 47616 || got[4] != 24768 {
+		t.Errorf("segments %v, want the rest as 47616 and 24768 after the read", got)
 	}
 	h.srv.checkGot(160000)
+}
+
+// __tcp_select_window: once the free buffer's window is under half the
+// buffer's, quick ACKs stop (icsk_ack.quick = 0), so a receiver filling
+// up no longer ACKs each segment at once, even in quick-ACK mode.
+func TestQuickAckStopsWhenBufferHalfFull(t *testing.T) {
+	h := newPair(t)
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	t0 := h.now()
+	h.cli.write(1)
+	h.runTo(t0 + ms)
+	if ack := h.mustAck("server", 1, t0); ack.T != t0 {
+		t.Fatalf("first byte ACKed at %v, want at once (quick-ACK mode)", ack.T)
+	}
+	h.cli.write(70000) // 70001 unread: under half of the buffer's window is free
+	h.runTo(t0 + 2*ms)
+	if c := h.srv.c; c.quick != 0 || c.tcpSpace() >= min(c.windowClamp, c.winFromSpace(c.rcvBuf))/2 {
+		t.Fatalf("quick %d, free window %d of %d with 70001 bytes unread", c.quick, c.tcpSpace(), c.windowClamp)
+	}
+	t1 := h.now()
+	h.cli.write(1)
+	h.runTo(t1 + 100*ms)
+	seg := h.dataSegs("client", t1)[0]
+	// (Here the tail loss probe's copy, 5.5 ms later, is ACKed first.)
+	if ack := h.mustAck("server", int64(h.cli.wrote), t1); ack.T == h.arrival(seg) {
+		t.Errorf("byte after the half-full buffer ACKed at once (%v)", ack.T)
+	}
 }

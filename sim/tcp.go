@@ -22,16 +22,18 @@ type TCPConfig struct {
 	// space times the payload's share of that cost (scaling_ratio).
 	RcvBuf int
 	// RcvBufMax is how far receive-buffer autotuning may grow the buffer
-	// (tcp_rmem[2]: Linux's default 6 MiB; some hosts raise it, the
-	// development machine's is 32 MiB); at or below RcvBuf nothing grows
-	// it. A buffer an application or a fault set is never autotuned
-	// (SOCK_RCVBUF_LOCK).
+	// (tcp_rmem[2]: 32 MiB since Linux 6.16); at or below RcvBuf nothing
+	// grows it. A buffer an application or a fault set is never
+	// autotuned (SOCK_RCVBUF_LOCK). It also sets the window scale the
+	// SYN announces (10 for 32 MiB), the unit every later window is
+	// rounded up to.
 	RcvBufMax int
 	// SkbOverhead is what a received segment costs the receive buffer
 	// beyond its payload (skb->truesize − len): on loopback the linear
-	// head of an skb whose payload lies in page fragments. 1280 gives
-	// the scaling ratio Linux 6.18 measured on loopback, 251/256 for a
-	// 65483-byte segment (a window of 128512 from a 131072 buffer).
+	// head of an skb whose payload lies in page fragments. Linux 6.18 on
+	// loopback showed a scaling ratio of 251/256 for 65483-byte segments
+	// and offered 95232 after a fresh connection's first 32741-byte
+	// segment; 1040 to 1056 give both.
 	SkbOverhead int
 	InitWindow  int           // window in the SYN (unscaled)
 	Tick        time.Duration // jiffy: timers fire on this grid
@@ -64,8 +66,8 @@ func DefaultTCPConfig() TCPConfig {
 		Bandwidth:   4 << 30,
 		SndBuf:      1 << 20,
 		RcvBuf:      131072,
-		RcvBufMax:   6 << 20,
-		SkbOverhead: 1280,
+		RcvBufMax:   32 << 20,
+		SkbOverhead: 1048,
 		InitWindow:  65535,
 		Tick:        4 * time.Millisecond,
 		AtoMin:      40 * time.Millisecond,
@@ -131,6 +133,9 @@ type segment struct {
 	// ackFin says the ACK covers the peer's FIN (FIN is outside the byte
 	// sequence here).
 	ackFin bool
+	// The timestamp option (RFC 7323, on every loopback segment): the
+	// sender's millisecond clock, and the peer's it echoes.
+	tsval, tsecr uint32
 }
 
 type tcpState uint8
@@ -206,9 +211,12 @@ type tcpConn struct {
 	ratio        int  // scaling_ratio: window bytes per 256 of buffer
 	windowClamp  int  // window_clamp: the most the window may be
 	rcvSsthresh  int  // rcv_ssthresh: the window grows to it as data arrives
+	wscale       int  // rcv_wscale: our windows go out in units of 1<<wscale
 	mstamp       time.Duration
 	rcvq         rcvqSpace
 	rcvRTT       rcvRTTEst
+	tsRecent     uint32 // the peer's timestamp we echo (ts_recent)
+	lastTsecr    uint32 // the echo last sampled (rcv_rtt_last_tsecr)
 	quick        int
 	pingpong     bool
 	ato          time.Duration
@@ -288,6 +296,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	}
 	c.initRcvWindow()
 	p.applyNetFaults(c)
+	c.wscale = c.windowScale()
 	return c
 }
 
@@ -733,6 +742,14 @@ func (c *tcpConn) dataSent() {
 	}
 }
 
+// tsNow is the TCP timestamp clock (tcp_time_stamp_ts): the kernel
+// clock's milliseconds. The jiffies tick on the same clock, so its
+// millisecond boundaries fall where the jiffies' do (tickPhase); the
+// hour keeps it positive.
+func (w *World) tsNow() uint32 {
+	return uint32((w.Now() - w.tickPhase + time.Hour) / time.Millisecond)
+}
+
 // xmit puts a segment on the wire, carrying our ACK and window.
 func (c *tcpConn) xmit(s segment) {
 	w := c.w
@@ -743,6 +760,7 @@ func (c *tcpConn) xmit(s segment) {
 		s.ackFin = c.finRcvd
 		c.ackSent(s.wnd)
 	}
+	s.tsval, s.tsecr = w.tsNow(), c.tsRecent
 	if len(s.data) > 0 && s.seq < c.fragUntil && c.p.netFaults.fragPiece > 0 && !c.vanished && c.peer != nil {
 		c.xmitPieces(s)
 		return
@@ -873,16 +891,44 @@ func (d delivery) arrive() {
 
 // freshWindow is __tcp_select_window before the no-shrink rule: free
 // receive space, bounded by rcv_ssthresh, which grows as data arrives.
+// Below half the buffer's window, quick ACKs stop and a free space under
+// rcv_mss (or a sixteenth of the buffer) offers nothing, so the window
+// does not dribble open; the window is rounded up to the window scale's
+// unit, so that it survives the shift.
 func (c *tcpConn) freshWindow() int {
-	return max(min(c.tcpSpace(), c.rcvSsthresh), 0)
+	mss := c.rcvMss
+	free := c.tcpSpace()
+	allowed := c.winFromSpace(c.rcvBuf)
+	full := min(c.windowClamp, allowed)
+	if mss > full {
+		mss = full
+		if mss <= 0 {
+			return 0
+		}
+	}
+	if free < full>>1 {
+		c.quick = 0
+		free &^= 1<<c.wscale - 1 // round_down
+		if free < allowed>>4 || free < mss {
+			return 0
+		}
+	}
+	return c.alignWindow(min(free, c.rcvSsthresh))
 }
 
-// selectWindow is the window we offer: the fresh window, but never
-// shrinking the right edge already offered.
+// alignWindow rounds a window up to a multiple of the window scale's unit
+// (ALIGN(window, 1 << rcv_wscale)).
+func (c *tcpConn) alignWindow(win int) int {
+	unit := 1 << c.wscale
+	return (win + unit - 1) &^ (unit - 1)
+}
+
+// selectWindow is the window we offer (tcp_select_window): the fresh
+// window, but never shrinking the right edge already offered.
 func (c *tcpConn) selectWindow() int {
 	win := c.freshWindow()
 	if cur := int(int64(c.rcvWup) + int64(c.advWnd) - int64(c.rcvNxt)); win < cur {
-		win = cur
+		win = c.alignWindow(cur)
 	}
 	return win
 }
@@ -972,6 +1018,11 @@ func (c *tcpConn) onRetransmit() {
 
 func (c *tcpConn) receive(s *segment) {
 	c.mstamp = c.w.Now() // tcp_mstamp_refresh
+	if s.seq <= c.rcvWup {
+		// tcp_replace_ts_recent: echo the newest timestamp of a
+		// segment that starts where we last acknowledged.
+		c.tsRecent = s.tsval
+	}
 	if c.state == tcpClosed {
 		// A dead socket answers data or FIN with a reset.
 		if s.flags&flagRST == 0 && (len(s.data) > 0 || s.flags&flagFIN != 0) && c.peer != nil {
@@ -1085,6 +1136,7 @@ func (c *tcpConn) onData(s *segment) {
 		return // loopback keeps order; duplicates are handled in receive
 	}
 	n := len(s.data)
+	c.measureRcvRTTTs(s)
 	c.rcv = append(c.rcv, *s)
 	c.rcvQueued += n
 	c.rmem += n + c.cfg.SkbOverhead
