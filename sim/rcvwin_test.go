@@ -207,3 +207,31 @@ func TestQuickAckStopsWhenBufferHalfFull(t *testing.T) {
 		t.Errorf("byte after the half-full buffer ACKed at once (%v)", ack.T)
 	}
 }
+
+// tcp_rcv_rtt_measure_ts and tcp_rcv_rtt_update: a timestamp sample is
+// the whole milliseconds since the echoed timestamp, taken only from a
+// full-sized segment with a new echo, and a larger one is averaged in by
+// an eighth only while the receive queue is empty.
+func TestRcvRTTTimestampSamples(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	c.rcvMss, c.rcvQueued, c.rcvRTT.rtt = 1000, 0, 200*us
+	now := c.w.tsNow()
+	full := make([]byte, 1000)
+	step := func(s segment, want time.Duration, why string) {
+		t.Helper()
+		c.measureRcvRTTTs(&s)
+		if c.rcvRTT.rtt != want {
+			t.Errorf("%s: rtt %v, want %v", why, c.rcvRTT.rtt, want)
+		}
+	}
+	step(segment{data: full, tsecr: now - 1}, 300*us, "a 1 ms sample, queue empty: 200 + (1000 - 200)/8")
+	step(segment{data: full, tsecr: now - 1}, 300*us, "the same echo again")
+	step(segment{data: full[:999], tsecr: now - 2}, 300*us, "below rcv_mss")
+	step(segment{data: full, tsecr: now}, 300*us, "under a millisecond (no sample since 6.16)")
+	c.rcvQueued = 1
+	step(segment{data: full, tsecr: now - 3}, 300*us, "data still queued")
+	c.rcvQueued = 0
+	c.rcvRTT.rtt = 5 * ms
+	step(segment{data: full, tsecr: now - 2}, 2*ms, "a smaller sample replaces the estimate")
+}
