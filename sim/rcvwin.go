@@ -145,6 +145,9 @@ func (c *tcpConn) setWindowClamp(val int) {
 // coalesced, so Linux's overhead test always passes), and asks for a
 // quick ACK to announce it.
 func (c *tcpConn) growWindow(n int) {
+	if c.rcvSsthresh >= c.windowClamp {
+		return // grown all the way (the common case): no room
+	}
 	room := min(c.windowClamp, c.tcpSpace()) - c.rcvSsthresh
 	if room <= 0 {
 		return
