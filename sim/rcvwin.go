@@ -75,11 +75,11 @@ func (c *tcpConn) initRcvWindow() {
 const rmemMax = 212992
 
 // windowScale is the scale the SYN announces (tcp_select_initial_window):
-// enough for the largest buffer the window may come from, tcp_rmem[2] (or
-// rmem_max), or only the buffer itself when it is fixed
+// enough for the largest window the buffer may come to hold: its own, or
+// tcp_rmem[2]'s or rmem_max's, or only its own when it is fixed
 // (tcp_connect_init limits the clamp to a locked buffer's space).
 func (c *tcpConn) windowScale() int {
-	space := max(c.cfg.RcvBufMax, rmemMax)
+	space := max(c.windowClamp, c.cfg.RcvBufMax, rmemMax)
 	if c.rcvBufLocked {
 		space = min(space, c.windowClamp)
 	}

@@ -235,3 +235,160 @@ func TestRcvRTTTimestampSamples(t *testing.T) {
 	c.rcvRTT.rtt = 5 * ms
 	step(segment{data: full, tsecr: now - 2}, 2*ms, "a smaller sample replaces the estimate")
 }
+
+// tcp_select_initial_window: the scale covers the largest window the
+// buffer may come to hold, tcp_rmem[2]'s (32 MiB: 10) when it autotunes,
+// only its own when it is fixed (1 MiB, whose window is 512 KiB: 4; 4096
+// bytes: none).
+func TestWindowScaleFromBuffers(t *testing.T) {
+	for _, tc := range []struct {
+		opts  []pairOpt
+		scale int
+	}{{nil, 10}, {[]pairOpt{withBufs(0, 1<<20)}, 4}, {[]pairOpt{withBufs(0, 4096)}, 0}} {
+		h := newPair(t, tc.opts...)
+		if c := h.srv.c; c.wscale != tc.scale {
+			t.Errorf("buffer %d (fixed %v): scale %d, want %d", c.rcvBuf, c.rcvBufLocked, c.wscale, tc.scale)
+		}
+	}
+	// A buffer an application fixes under a tcp_rmem[2] of 32 MiB: its
+	// own window decides.
+	cfg := DefaultTCPConfig()
+	c := &tcpConn{cfg: &cfg, windowClamp: 2048, rcvBufLocked: true}
+	if ws := c.windowScale(); ws != 0 {
+		t.Errorf("fixed 4096-byte buffer: scale %d, want 0", ws)
+	}
+	c.rcvBufLocked = false
+	if ws := c.windowScale(); ws != 10 {
+		t.Errorf("autotuned buffer: scale %d, want 10", ws)
+	}
+}
+
+// A receiver that stops reading closes its window: with little free
+// (under rcv_mss) it offers nothing (__tcp_select_window), and small
+// segments, which the no-shrink rule's rounding would let through a few
+// bytes at a time for ever, stop once the queue costs more than the
+// buffer (Linux drops the next and offers 0: ICSK_ACK_NOMEM).
+func TestWindowClosesWhenReaderStops(t *testing.T) {
+	for _, size := range []int{300_000, 100} {
+		h := newPair(t)
+		h.srv.setAutoRead(false)
+		h.cli.noDelay(true)
+		t0 := h.now()
+		if size > 1000 {
+			h.cli.tryWrite(size, false)
+			h.runTo(t0 + 100*ms)
+		} else {
+			for i := 0; i < 3000; i++ {
+				h.cli.tryWrite(size, false)
+				h.runTo(h.now() + 2*ms)
+			}
+		}
+		c := h.srv.c
+		var last segRec
+		for _, s := range h.segs {
+			if s.From == "server" && s.T >= t0 {
+				last = s
+			}
+		}
+		if last.Win != 0 {
+			t.Errorf("%d-byte writes: the server's last window %d, want 0", size, last.Win)
+		}
+		if c.rmem > c.rcvBuf+c.cfg.MSS {
+			t.Errorf("%d-byte writes: the queue costs %d, past the %d-byte buffer by more than a segment", size, c.rmem, c.rcvBuf)
+		}
+
+	}
+}
+
+// Segments carry the timestamp option: each end echoes the newest
+// timestamp of its peer, from the SYNs on, so the first data already
+// echoes one (a receiver's first timestamp sample can come from it).
+func TestTimestampsEchoed(t *testing.T) {
+	h := newPair(t)
+	if h.srv.c.tsRecent == 0 || h.cli.c.tsRecent == 0 {
+		t.Fatalf("after the handshake: echoes %d and %d, want the SYNs' timestamps", h.cli.c.tsRecent, h.srv.c.tsRecent)
+	}
+	h.cli.write(100)
+	h.runTo(h.now() + 10*ms)
+	h.srv.write(100)
+	h.runTo(h.now() + 10*ms)
+	if want := h.w.tsNow(); h.cli.c.tsRecent != want-10 {
+		t.Errorf("client echoes %d, want the server's reply's timestamp, 10 ms before %d", h.cli.c.tsRecent, want)
+	}
+}
+
+// __tcp_select_window's rules, state by state: above half the buffer's
+// window free, the free window (capped by rcv_ssthresh) rounded up to the
+// scale's unit; below half, no quick ACKs, and nothing offered under
+// rcv_mss; unscaled, a window kept while within an MSS of the free
+// space, else rounded down to whole MSS.
+func TestSelectWindowRules(t *testing.T) {
+	cfg := DefaultTCPConfig()
+	conn := func(rmem int) *tcpConn {
+		return &tcpConn{cfg: &cfg, rcvBuf: 131072, ratio: 251, windowClamp: 128512, rcvSsthresh: 128512,
+			rcvMss: 65483, wscale: 10, rmem: rmem, quick: 5}
+	}
+	for _, tc := range []struct {
+		rmem, win, quick int
+	}{
+		{0, 129024, 5},    // free 128512, rounded up to 126 × 1024
+		{60000, 70656, 5}, // free 69687 ≥ half of 128512
+		{70000, 0, 0},     // free 59884: under half and under rcv_mss
+		{131072, 0, 0},    // nothing free
+	} {
+		c := conn(tc.rmem)
+		if w := c.freshWindow(); w != tc.win || c.quick != tc.quick {
+			t.Errorf("queue costing %d: window %d, quick %d; want %d and %d", tc.rmem, w, c.quick, tc.win, tc.quick)
+		}
+	}
+	// Under half free but above rcv_mss: rounded down to the unit first
+	// (free 50074 offers 49152, not 50176).
+	c := conn(80000)
+	c.rcvMss = 1000
+	if w := c.freshWindow(); w != 49152 || c.quick != 0 {
+		t.Errorf("free 50074, rcv_mss 1000: window %d, quick %d; want 49152 and 0", w, c.quick)
+	}
+	// The no-shrink rule keeps what is left of the last window, rounded
+	// up to the unit; past the buffer (the queue costing more than it),
+	// nothing (ICSK_ACK_NOMEM).
+	c = conn(131072)
+	c.rcvWup, c.advWnd, c.rcvNxt = 0, 2000, 1000
+	if w := c.selectWindow(); w != 1024 {
+		t.Errorf("1000 left of the last window, nothing free: window %d, want 1024", w)
+	}
+	c.rmem = 131073
+	if w := c.selectWindow(); w != 0 {
+		t.Errorf("queue past the buffer: window %d, want 0", w)
+	}
+	// Unscaled (a small fixed buffer): the last window kept while
+	// within an MSS of the free space, else whole MSS.
+	c = &tcpConn{cfg: &cfg, rcvBuf: 16384, ratio: 128, windowClamp: 8192, rcvSsthresh: 8192, rcvMss: 1000}
+	for _, tc := range []struct{ adv, win int }{{7500, 7500}, {3000, 8000}, {9000, 8000}} {
+		c.advWnd = tc.adv
+		if w := c.freshWindow(); w != tc.win {
+			t.Errorf("unscaled, free 8192, last offered %d: window %d, want %d", tc.adv, w, tc.win)
+		}
+	}
+}
+
+// A full-sized segment arriving at an empty queue with an echo a few
+// milliseconds old raises the receive RTT by an eighth of the difference
+// (tcp_rcv_rtt_measure_ts, as it arrives); a segment without data only
+// records its echo, so data repeating that echo gives no sample.
+func TestTimestampSampleOnArrival(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	c.rcvMss, c.rcvRTT.rtt = 65483, 100*us
+	now := h.w.tsNow()
+	c.receive(&segment{seq: c.rcvNxt, tsecr: now - 3}) // a bare ACK
+	c.receive(&segment{seq: c.rcvNxt, data: make([]byte, 65483), tsecr: now - 3})
+	if c.rcvRTT.rtt != 100*us {
+		t.Errorf("rtt %v after data repeating a bare ACK's echo, want 100µs", c.rcvRTT.rtt)
+	}
+	h.runTo(h.now() + ms) // the harness reads it
+	now = h.w.tsNow()
+	c.receive(&segment{seq: c.rcvNxt, data: make([]byte, 65483), tsecr: now - 2})
+	if want := 100*us + (2*ms-100*us)/8; c.rcvRTT.rtt != want {
+		t.Errorf("rtt %v after a full segment echoing 2 ms back, want %v", c.rcvRTT.rtt, want)
+	}
+}

@@ -893,8 +893,9 @@ func (d delivery) arrive() {
 // receive space, bounded by rcv_ssthresh, which grows as data arrives.
 // Below half the buffer's window, quick ACKs stop and a free space under
 // rcv_mss (or a sixteenth of the buffer) offers nothing, so the window
-// does not dribble open; the window is rounded up to the window scale's
-// unit, so that it survives the shift.
+// does not dribble open. A scaled window is rounded up to the scale's
+// unit, so that it survives the shift; an unscaled one is kept while it
+// is within an MSS of the free space, else rounded down to MSS multiples.
 func (c *tcpConn) freshWindow() int {
 	mss := c.rcvMss
 	free := c.tcpSpace()
@@ -913,7 +914,18 @@ func (c *tcpConn) freshWindow() int {
 			return 0
 		}
 	}
-	return c.alignWindow(min(free, c.rcvSsthresh))
+	free = min(free, c.rcvSsthresh)
+	if c.wscale > 0 {
+		return c.alignWindow(free)
+	}
+	win := c.advWnd
+	switch {
+	case win <= free-mss || win > free:
+		win = free - free%mss
+	case mss == full && free > win+full>>1:
+		win = free
+	}
+	return win
 }
 
 // alignWindow rounds a window up to a multiple of the window scale's unit
@@ -924,8 +936,15 @@ func (c *tcpConn) alignWindow(win int) int {
 }
 
 // selectWindow is the window we offer (tcp_select_window): the fresh
-// window, but never shrinking the right edge already offered.
+// window, but never shrinking the right edge already offered (rounded up
+// to the scale's unit, which small segments could otherwise push along
+// for ever) — unless the queue costs more than the buffer: Linux drops
+// the segment that does not fit (ICSK_ACK_NOMEM) and offers nothing. The
+// sim keeps what arrived (loopback loses nothing) and closes the window.
 func (c *tcpConn) selectWindow() int {
+	if c.rmem > c.rcvBuf {
+		return 0
+	}
 	win := c.freshWindow()
 	if cur := int(int64(c.rcvWup) + int64(c.advWnd) - int64(c.rcvNxt)); win < cur {
 		win = c.alignWindow(cur)
@@ -1018,10 +1037,17 @@ func (c *tcpConn) onRetransmit() {
 
 func (c *tcpConn) receive(s *segment) {
 	c.mstamp = c.w.Now() // tcp_mstamp_refresh
-	if s.seq <= c.rcvWup {
-		// tcp_replace_ts_recent: echo the newest timestamp of a
-		// segment that starts where we last acknowledged.
+	if s.seq <= c.rcvWup && int32(s.tsval-c.tsRecent) >= 0 {
+		// tcp_replace_ts_recent: echo the newest timestamp (PAWS:
+		// never an older one) of a segment that starts where we
+		// last acknowledged.
 		c.tsRecent = s.tsval
+	}
+	if len(s.data) == 0 {
+		// A segment without data only records the echo it carries
+		// (the fast path's rcv_rtt_last_tsecr); data samples it
+		// (measureRcvRTTTs).
+		c.lastTsecr = s.tsecr
 	}
 	if c.state == tcpClosed {
 		// A dead socket answers data or FIN with a reset.
@@ -1050,6 +1076,7 @@ func (c *tcpConn) receive(s *segment) {
 	if len(s.data) > 0 && s.seq+uint64(len(s.data)) <= c.rcvNxt {
 		// Loopback keeps order, so this is data sent again (a tail loss
 		// probe): dropped and ACKed at once, even on a closed socket.
+		c.measureRcvRTTTs(s) // the slow path samples it too
 		s.arr.release(c.w)
 		c.onDuplicate()
 	} else if len(s.data) > 0 {
@@ -1504,6 +1531,8 @@ func (w *World) onSYN(c *tcpConn) {
 	ln.synRcvd++
 	w.record(Event{Proc: ln.p.name, Kind: "seg", Conn: s.id, D: int64(s.synWindow()), S: flagStrings[flagSYN|flagACK]})
 	s.advWnd = s.synWindow()
+	// Each side echoes the other's SYN timestamp (both taken now).
+	s.tsRecent, c.tsRecent = w.tsNow(), w.tsNow()
 	// Linux sets the child's buffer space up when the handshake's ACK
 	// makes it; here the client's first data can arrive before that
 	// ACK's event runs, so set it up now.
@@ -1527,6 +1556,11 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	c.peerWnd, c.maxWnd = s.synWindow(), s.synWindow()
 	c.advWnd = c.synWindow()
 	c.initBufferSpace()
+	// The handshake's last ACK is the first segment with a scaled
+	// window: tcp_select_window rounds it up to the scale's unit (65495
+	// becomes 65536), and the server takes it as its peer's window.
+	c.advWnd = c.selectWindow()
+	s.peerWnd, s.maxWnd = c.advWnd, max(s.maxWnd, c.advWnd)
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
 	c.w.at(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })

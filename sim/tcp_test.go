@@ -1524,13 +1524,13 @@ func TestLoopbackAckBetweenWritesReleasesNagleTail(t *testing.T) {
 			order = append(order, fmt.Sprintf("%s:%d", s.From[:3], s.Len))
 		}
 	}
-	// The first write's tail (7258: the first segment is half the 65484
-	// the warm-up's reply offered, 65483 rounded up to the window scale)
-	// leaves because nothing small is in
+	// The first write's tail (7256: the first segment is half the 65488
+	// the warm-up's reply offered, 65483 rounded up to the window scale's
+	// unit, 16 for a 1 MiB buffer) leaves because nothing small is in
 	// flight; its ACK comes back inside the write. The second write goes
 	// whole; the third is held behind it (Minshall); the fourth makes a
 	// full frame, whose ACK — inside that write — releases the tail.
-	want := "cli:32742 cli:7258 ser:0 cli:40000 cli:65483 ser:0 cli:14517"
+	want := "cli:32744 cli:7256 ser:0 cli:40000 cli:65483 ser:0 cli:14517"
 	if got := fmt.Sprint(order[:7]); got != "["+want+"]" {
 		t.Fatalf("segments %v, want %s", order, want)
 	}
