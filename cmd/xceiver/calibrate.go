@@ -65,9 +65,10 @@ func calibrateCommand() *command {
 	}
 }
 
-// loadProfile reads --profile; "" is the embedded default.
+// loadProfile reads --profile; "" and "embedded" (validate's word for
+// it) are the embedded default.
 func loadProfile(path string) (sim.Profile, error) {
-	if path == "" {
+	if path == "" || path == "embedded" {
 		return sim.DefaultProfile(), nil
 	}
 	b, err := os.ReadFile(path)

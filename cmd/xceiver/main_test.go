@@ -407,3 +407,19 @@ func TestRunReportsHostSteal(t *testing.T) {
 		}
 	}
 }
+
+// --profile embedded names the default profile, as validate's does: the
+// same run as without the flag.
+func TestRunProfileEmbeddedIsTheDefault(t *testing.T) {
+	hash := func(args ...string) any {
+		t.Helper()
+		var got map[string]any
+		if code, stderr := cliJSON(t, &got, append([]string{"run", "tcp-pattern", "--ops", "3", "--json"}, args...)...); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		return got["trace_hash"]
+	}
+	if a, b := hash(), hash("--profile", "embedded"); a != b || a == nil {
+		t.Errorf("trace %v with --profile embedded, %v without", b, a)
+	}
+}

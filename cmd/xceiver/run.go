@@ -219,7 +219,7 @@ func runSetup(c *call) func([]string) int {
 	fs.Uint64Var(&opt.seed, "seed", 1, "seed `S` of the simulated run")
 	fs.StringVar(&opt.trace, "trace", "", "write the event trace to `FILE` (sim)")
 	fs.BoolVar(&opt.json, "json", false, "print one JSON object")
-	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default: the embedded one)")
+	fs.StringVar(&opt.profile, "profile", "", "CPU profile `FILE` for the simulated run, from xceiver calibrate (default, or \"embedded\": the embedded one)")
 	fs.StringVar(&opt.tmpdir, "tmpdir", "", "`DIR` for the real world's files and sockets (default: the system's)")
 	fs.Float64Var(&opt.cpuScale, "cpu-scale", 1, "multiply the simulated run's CPU costs by `F`, its waits kept: the profile's machine F times slower (or faster, below 1)")
 	fs.Float64Var(&opt.hostSteal, "host-steal", 0, "simulate a virtual machine whose host withholds the share `S` of the CPU time it wants (0.001 to 0.9; what a real run measures as the host's steal): its cores run in slices between gaps of about --host-steal-gap (default 0: the machine alone)")
