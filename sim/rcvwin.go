@@ -20,6 +20,10 @@ import (
 // application read in that RTT with the most it read before, and when that
 // rose makes room for twice the new amount and twice the rise again.
 //
+// The window offered is then rounded to the window scale's unit, and
+// nothing is offered when little is free or the queue costs more than the
+// buffer (freshWindow and selectWindow in tcp.go).
+//
 // This matters for the stall row of validate: with Nagle, ops of several
 // writes stall on the delayed ACK while rcv_ssthresh climbs towards the
 // buffer, so how far DRS grows the buffer early decides how many do.
@@ -38,10 +42,11 @@ type rcvqSpace struct {
 	time  time.Duration // and when (tcp_mstamp)
 }
 
-// rcvRTTEst is tp->rcv_rtt_est, from the window-based samples: the time
-// from a segment to the first one at least a window later.
+// rcvRTTEst is tp->rcv_rtt_est: the least window-based sample (the time
+// from a segment to the first one at least a window later), raised by
+// timestamp samples while the receive queue is empty (updateRcvRTT).
 type rcvRTTEst struct {
-	rtt  time.Duration // the least sample; 0: none yet
+	rtt  time.Duration // the estimate; 0: none yet
 	seq  uint64        // the sample ends when rcv_nxt reaches it
 	time time.Duration // when the sample began
 	on   bool          // a sample is under way
