@@ -649,7 +649,7 @@ func (w *World) post(t time.Duration, fn func()) {
 		t = w.now
 	}
 	ev.at, ev.seq, ev.fn = t, w.seq, fn
-	ev.stale, ev.dead = false, false
+	ev.dead = false
 	w.seq++
 	// Its seq is the largest yet, so after an event no later than it,
 	// it keeps the fifo in key order; else the heap places it.
@@ -677,14 +677,11 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 		// delayed-ACK timer, re-armed by nearly every segment at the
 		// same jiffy, costs no heap work that way.
 		if h := &w.queue[ev.index]; t < h.at {
-			h.at, h.seq, ev.stale = t, ev.seq, false
+			h.at, h.seq = t, ev.seq
 			w.queue.up(ev.index)
-		} else {
-			ev.stale = true
 		}
 		return
 	}
-	ev.stale = false
 	w.queue.push(ev)
 }
 
@@ -692,10 +689,6 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 func (w *World) after(d time.Duration, fn func()) *event { return w.at(w.Now()+d, fn) }
 
 type event struct {
-	// stale: the key the event is queued by (its heapEntry's) is
-	// earlier than (at, seq), after a later re-arm (schedule); the
-	// queue corrects it when the event reaches the top.
-	stale  bool
 	at     time.Duration
 	seq    uint64
 	fn     func()
@@ -778,7 +771,8 @@ func (e *event) disarm() { e.dead = true }
 type eventQueue []heapEntry
 
 // heapEntry is an event and the key it is queued by: its (at, seq), or
-// earlier while it waits after a later re-arm (event.stale).
+// earlier while it waits after a later re-arm (schedule). Every arming
+// takes a new seq, so an entry whose seq is not its event's is stale.
 type heapEntry struct {
 	at  time.Duration
 	seq uint64
@@ -876,8 +870,8 @@ func (q *eventQueue) remove(i int) {
 // to the top, so no event runs before one with a smaller key: the order
 // is exactly that of the keys, as if every re-arm had moved its event.
 func (q eventQueue) peek() *event {
-	if e := q[0].ev; !e.stale {
-		return e
+	if h := &q[0]; h.seq == h.ev.seq {
+		return h.ev
 	}
 	return q.settle()
 }
@@ -888,10 +882,10 @@ func (q eventQueue) settle() *event {
 	for {
 		h := &q[0]
 		e := h.ev
-		if !e.stale {
+		if h.seq == e.seq {
 			return e
 		}
-		h.at, h.seq, e.stale = e.at, e.seq, false
+		h.at, h.seq = e.at, e.seq
 		q.down(0)
 	}
 }
