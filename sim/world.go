@@ -851,16 +851,11 @@ func (q *eventQueue) remove(i int) {
 	old := *q
 	n := len(old) - 1
 	ev := old[i].ev
-	if n != i {
-		old[i] = old[n]
-		old[n] = heapEntry{}
-		*q = old[:n]
-		if !old[:n].down(i) {
-			old[:n].up(i)
-		}
-	} else {
-		old[n] = heapEntry{}
-		*q = old[:n]
+	old[i] = old[n]
+	old[n] = heapEntry{}
+	*q = old[:n]
+	if i < n && !old[:n].down(i) {
+		old[:n].up(i)
 	}
 	ev.index = -1
 }
