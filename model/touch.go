@@ -1,7 +1,7 @@
 package model
 
-// pageSize is the page the kernel maps at a time.
-const pageSize = 4096
+// PageSize is the page the kernel maps (and caches) at a time.
+const PageSize = 4096
 
 // Touched is how far into a buffer a process has used it, so that the
 // first use of each page is charged (CPUFirstTouch) where it happens: Go
@@ -19,10 +19,11 @@ func (t *Touched) Use(p Process, n int) {
 	if n <= int(*t) {
 		return
 	}
-	if fresh := pages(n) - pages(int(*t)); fresh > 0 {
-		p.CPU(CPUFirstTouch, fresh*pageSize)
+	if fresh := Pages(n) - Pages(int(*t)); fresh > 0 {
+		p.CPU(CPUFirstTouch, fresh*PageSize)
 	}
 	*t = Touched(n)
 }
 
-func pages(n int) int { return (n + pageSize - 1) / pageSize }
+// Pages is how many pages n bytes from a page's start take.
+func Pages(n int) int { return (n + PageSize - 1) / PageSize }

@@ -45,7 +45,8 @@ type DiskFaults struct {
 	SyncEIO, SlowSync float64
 }
 
-const pageSize = 4096
+// pageSize is the page cache's page: the kernel's, as model code sees it.
+const pageSize = model.PageSize
 
 type inode struct {
 	ino    uint64

@@ -240,7 +240,7 @@ func (p *Process) CPU(kind model.CPUWork, n int) {
 		}
 	case model.CPUFirstTouch:
 		if c.PageFault > 0 && n > 0 {
-			p.w.charge(c.PageFault * time.Duration((n+pageSize-1)/pageSize))
+			p.w.charge(c.PageFault * time.Duration(model.Pages(n)))
 		}
 	}
 }

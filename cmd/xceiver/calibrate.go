@@ -1115,7 +1115,7 @@ func pageFaultCost() (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("page-fault probe: %w", err)
 		}
-		extra = append(extra, float64((f-w).Nanoseconds())/(size/4096))
+		extra = append(extra, float64((f-w).Nanoseconds())/float64(model.Pages(size)))
 	}
 	return max(median(extra), 0), nil
 }
