@@ -63,6 +63,11 @@ func (c *tcpConn) spaceFromWin(win int) int {
 	return int(int64(win) << tcpRmemToWinScale / int64(c.ratio))
 }
 
+// truesize is what a received segment of n bytes costs the receive
+// buffer (skb->truesize; a Unix socket's chunks count theirs likewise,
+// unixSkbOverhead).
+func (c *tcpConn) truesize(n int) int { return n + c.cfg.SkbOverhead }
+
 // tcpSpace is tcp_space: the window the free buffer holds.
 func (c *tcpConn) tcpSpace() int { return c.winFromSpace(c.rcvBuf - c.rmem) }
 
@@ -116,7 +121,7 @@ func (c *tcpConn) initBufferSpace() {
 // segment of a new full size sets the ratio from its cost, and a changed
 // ratio moves the clamp with it.
 func (c *tcpConn) measureRatio(n int) {
-	r := n << tcpRmemToWinScale / (n + c.cfg.SkbOverhead)
+	r := n << tcpRmemToWinScale / c.truesize(n)
 	r = max(r, 1)
 	if r == c.ratio {
 		return

@@ -361,7 +361,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 			}
 			n += k
 			if k == len(seg) {
-				c.rmem -= len(c.rcv[c.rcvHead].data) + c.cfg.SkbOverhead
+				c.rmem -= c.truesize(len(c.rcv[c.rcvHead].data))
 				c.rcv[c.rcvHead].arr.release(c.w)
 				c.rcv[c.rcvHead] = segment{}
 				c.rcvHead++
@@ -1171,7 +1171,7 @@ func (c *tcpConn) onData(s *segment) {
 	c.measureRcvRTTTs(s)
 	c.rcv = append(c.rcv, *s)
 	c.rcvQueued += n
-	c.rmem += n + c.cfg.SkbOverhead
+	c.rmem += c.truesize(n)
 	c.rcvNxt += uint64(n)
 	// tcp_event_data_recv.
 	c.ackSched = true
