@@ -1537,7 +1537,8 @@ func (w *World) onSYN(c *tcpConn) {
 	w.record(Event{Proc: ln.p.name, Kind: "seg", Conn: s.id, D: int64(s.synWindow()), S: flagStrings[flagSYN|flagACK]})
 	s.advWnd = s.synWindow()
 	// Each side echoes the other's SYN timestamp (both taken now).
-	s.tsRecent, c.tsRecent = w.tsNow(), w.tsNow()
+	ts := w.tsNow()
+	s.tsRecent, c.tsRecent = ts, ts
 	// Linux sets the child's buffer space up when the handshake's ACK
 	// makes it; here the client's first data can arrive before that
 	// ACK's event runs, so set it up now.
