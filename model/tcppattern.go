@@ -229,8 +229,8 @@ func (s *patternServer) serve(pc *patternConn, ev Events) {
 // so a world that can send it without copying it does (the modelled cost
 // is a copying write's).
 func (s *patternServer) writeReply(pc *patternConn) {
+	s.replyUsed.Use(s.p, len(s.reply)) // the reply is written whole
 	for pc.sent < len(s.reply) {
-		s.replyUsed.Use(s.p, len(s.reply))
 		n, err := WriteShared(pc.c, s.reply[pc.sent:])
 		if errors.Is(err, ErrWouldBlock) {
 			pc.c.SetWriteInterest(true)
@@ -340,8 +340,8 @@ func (cl *patternClient) beginOp() {
 // writeRequest issues the op's writes, one Write call per message, and
 // waits for writability when the send buffer is full.
 func (cl *patternClient) writeRequest() {
+	cl.msgUsed.Use(cl.p, len(cl.msg)) // every write sends the whole message
 	for cl.wi < cl.cfg.Writes {
-		cl.msgUsed.Use(cl.p, len(cl.msg))
 		n, err := cl.c.Write(cl.msg[cl.woff:])
 		if errors.Is(err, ErrWouldBlock) {
 			cl.c.SetWriteInterest(true)
