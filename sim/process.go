@@ -742,6 +742,9 @@ func (c *cpu) found(t time.Duration, idling bool) (runs bool) {
 	if c.sysmon {
 		t = min(t, c.sysmonAt)
 	}
+	// A loop posted at t runs on the idling core unless sysmon's poll,
+	// due first, takes it.
+	idlerPolls := idling && t == polled
 	kept := c.missed[:0]
 	for _, l := range c.missed {
 		switch {
@@ -750,8 +753,7 @@ func (c *cpu) found(t time.Duration, idling bool) (runs bool) {
 			l.unkeep()
 		case l.missedAt <= t:
 			c.w.post(max(t, c.w.now), l.dispatchF)
-			// (Unless sysmon's poll, due first, takes it.)
-			runs = runs || idling && t == polled
+			runs = runs || idlerPolls
 		case idling && l.missedAt <= polled:
 			c.w.post(polled, l.dispatchF)
 			runs = true
