@@ -425,8 +425,9 @@ func benchHDFS918(world string, seed uint64) ([]benchRow, error) {
 }
 
 // pairedRatios divides a[i] by b[i], round by round, and returns the
-// median, lowest and highest of the ratios (rounds where b is 0 left
-// out); ok is false when no round gave one.
+// median (of an even count the upper middle one, a ratio one round
+// measured, unlike median's mean), lowest and highest of the ratios
+// (rounds where b is 0 left out); ok is false when no round gave one.
 func pairedRatios(a, b []float64) (med, lo, hi float64, ok bool) {
 	var r []float64
 	for i := range min(len(a), len(b)) {
