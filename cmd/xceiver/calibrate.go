@@ -65,10 +65,10 @@ func calibrateCommand() *command {
 	}
 }
 
-// loadProfile reads --profile; "" and "embedded" (validate's word for
-// it) are the embedded default.
+// loadProfile reads --profile; "" and "embedded" (profileEmbedded) are
+// the embedded default.
 func loadProfile(path string) (sim.Profile, error) {
-	if path == "" || path == "embedded" {
+	if path == "" || path == profileEmbedded {
 		return sim.DefaultProfile(), nil
 	}
 	b, err := os.ReadFile(path)

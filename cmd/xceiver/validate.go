@@ -425,7 +425,8 @@ type validateOptions struct {
 	stealMeasured bool
 }
 
-// validate's --profile words; any other value is a profile file.
+// The --profile words (embedded for every command, measured for
+// validate's); any other value is a profile file.
 const (
 	profileMeasured = "measured"
 	profileEmbedded = "embedded"
@@ -459,10 +460,10 @@ const maxStealReruns = 3
 func validateMain(c *call, rest []string, opt validateOptions) int {
 	stdout, stderr := c.stdout, c.stderr
 	only, asJSON, seed, repeat := opt.only, opt.asJSON, opt.seed, opt.repeat
-	// The file the sims load: "" is the embedded profile, which
-	// --profile measured replaces once it has measured.
+	// The profile the sims load (loadProfile): --profile measured starts
+	// with the embedded one and replaces it once it has measured.
 	profile := opt.profile
-	if profile == profileEmbedded || profile == profileMeasured {
+	if profile == profileMeasured {
 		profile = ""
 	}
 	cpuScale, autoScale := opt.cpuScale, opt.autoScale
