@@ -159,25 +159,37 @@ const maxCalibrateRounds = 20
 // one round moved validate's simulated throughputs by as much. With n >
 // 1 it reports each round on progress as it ends.
 func calibrateRounds(n int, progress io.Writer) (sim.Profile, error) {
-	if n == 1 {
-		return calibrate()
-	}
+	return measureRounds(n, nil, progress)
+}
+
+// measureRounds measures this machine n times (everything, or with
+// waitsFrom the costs only, the waits copied from it) and keeps each
+// figure's median; one round is a calibration as it is.
+func measureRounds(n int, waitsFrom *sim.Profile, progress io.Writer) (sim.Profile, error) {
 	ps := make([]sim.Profile, 0, n)
 	var dials, accepts []float64
 	for i := range n {
-		p, err := measureCosts(nil)
+		p, err := measureCosts(waitsFrom)
 		if err == nil {
 			var d, a float64
 			d, a, err = connectReal()
 			dials, accepts = append(dials, d), append(accepts, a)
 		}
 		if err != nil {
+			if n == 1 {
+				return sim.Profile{}, err
+			}
 			return sim.Profile{}, fmt.Errorf("round %d of %d: %w", i+1, n, err)
 		}
 		ps = append(ps, p)
-		fmt.Fprintf(progress, "calibrate: round %d of %d done\n", i+1, n)
+		if n > 1 {
+			fmt.Fprintf(progress, "calibrate: round %d of %d done\n", i+1, n)
+		}
 	}
-	m := medianProfile(ps)
+	m := ps[0]
+	if n > 1 {
+		m = medianProfile(ps)
+	}
 	// A dial's and an accept's extra are real less sim, the sim with the
 	// other costs: a round's would pair figures of that round only, and
 	// their medians figures no round measured together. The real sides'
@@ -223,19 +235,11 @@ func medianProfile(ps []sim.Profile) sim.Profile {
 // own: with none, its loops would run without the machine's gaps.
 func calibrateCosts(waits sim.Profile) (sim.Profile, error) { return measure(&waits) }
 
-// measure measures this machine: everything, or with waitsFrom the costs
-// only, the waits copied from it.
+// measure measures this machine once: everything, or with waitsFrom the
+// costs only, the waits copied from it.
 func measure(waitsFrom *sim.Profile) (sim.Profile, error) {
-	p, err := measureCosts(waitsFrom)
+	p, err := measureRounds(1, waitsFrom, io.Discard)
 	if err != nil {
-		return p, err
-	}
-	// Last: it subtracts what the sim charges with every cost above.
-	realDial, realAccept, err := connectReal()
-	if err != nil {
-		return p, err
-	}
-	if p.TCPDialNs, p.TCPAcceptNs, err = connectExtra(p, realDial, realAccept); err != nil {
 		return p, err
 	}
 	if waitsFrom != nil {
