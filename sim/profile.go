@@ -142,9 +142,11 @@ type Profile struct {
 	// large allocation, its pages faulted in again and the collector's
 	// share (0: not measured).
 	AllocPerKBNs float64 `json:"alloc_per_kb_ns,omitempty"`
-	// PageFaultNs is the process CPU per 4 KiB page of touching a fresh
-	// Go buffer the first time (64 KiB buffers, each page written once):
-	// the page fault that maps it (0: not measured).
+	// PageFaultNs is what mapping a 4 KiB page of fresh memory at its
+	// first use costs (model.CPUFirstTouch): a socket read into a freshly
+	// mapped 64 KiB buffer less one into a used buffer, per page, in
+	// wall time, since on a virtual machine the fault is partly the
+	// hypervisor's, which the guest's CPU clocks miss (0: not measured).
 	PageFaultNs float64 `json:"page_fault_ns,omitempty"`
 
 	RPCFrameNs float64 `json:"rpc_frame_ns,omitempty"`

@@ -144,9 +144,8 @@ func (r tcpPatternRunner) run(w model.World) (result, error) {
 		{"mean_us", us(s.Mean)},
 		{"max_us", us(s.Max)},
 		{"stall_share", res.Latencies.StallShare()},
-		// The server's receive buffer at the end: Linux's autotuning
-		// grows it (and ops stall while the window climbs to it); the
-		// sim's stays put.
+		// The server's receive buffer at the end, as autotuning grew it
+		// in either world (ops stall while the window climbs to it).
 		{"server_rcvbuf", nilIfZero(res.ServerRcvBuf)},
 	}, nil
 }
