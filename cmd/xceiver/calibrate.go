@@ -142,8 +142,7 @@ func perOp(n int, f func()) float64 {
 		}
 		batches = append(batches, float64((threadCPU()-start).Nanoseconds())/float64(n))
 	}
-	slices.Sort(batches)
-	return batches[2]
+	return median(batches)
 }
 
 func calibrate() (sim.Profile, error) { return measure(nil) }
@@ -363,12 +362,9 @@ func measureCosts(waitsFrom *sim.Profile) (sim.Profile, error) {
 		}
 		tcpCPU, wakeWrite = append(tcpCPU, hop), append(wakeWrite, write)
 	}
-	slices.Sort(wakeWrite)
-	p.TCPWakeWriteNs = wakeWrite[1]
+	p.TCPWakeWriteNs = median(wakeWrite)
 	slices.Sort(w)
-	slices.Sort(evCPU)
-	slices.Sort(tcpCPU)
-	p.WakeupCPUNs, p.TCPHopCPUNs = evCPU[1], tcpCPU[1]
+	p.WakeupCPUNs, p.TCPHopCPUNs = median(evCPU), median(tcpCPU)
 	p.WakeupP10Ns, p.WakeupP50Ns, p.WakeupP90Ns = pct(w, 10, sys), pct(w, 50, sys), pct(w, 90, sys)
 	// The poller's wake-ups are waits too, measured even for the costs:
 	// they decide which wake-ups the connect probe's sim run charges.
@@ -446,11 +442,7 @@ func loopbackCost(src *os.File) (send, recv, sendfile, sendfileRecv float64, err
 		}
 		sends, recvs, sendfiles, sfRecvs = append(sends, s), append(recvs, r), append(sendfiles, sf), append(sfRecvs, sfr)
 	}
-	slices.Sort(sends)
-	slices.Sort(recvs)
-	slices.Sort(sendfiles)
-	slices.Sort(sfRecvs)
-	return sends[1], recvs[1], sendfiles[1], sfRecvs[1], nil
+	return median(sends), median(recvs), median(sendfiles), median(sfRecvs), nil
 }
 
 // loopbackRun sends total bytes: written from a buffer, or with sendfile
@@ -882,8 +874,7 @@ func tcpHops(n int) (hop, write float64, err error) {
 	}
 	cpu := processCPU() - c0
 	<-done
-	slices.Sort(writes)
-	return float64(cpu.Nanoseconds()) / float64(2*n), writes[len(writes)/2], nil
+	return float64(cpu.Nanoseconds()) / float64(2*n), median(writes), nil
 }
 
 // syscallHold measures how long a goroutine blocked in a system call
@@ -1023,9 +1014,7 @@ func compareCost() float64 {
 		without = append(without, run(false))
 		with = append(with, run(true))
 	}
-	slices.Sort(with)
-	slices.Sort(without)
-	return max(with[1]-without[1], 0) / (size / 1024)
+	return max(median(with)-median(without), 0) / (size / 1024)
 }
 
 // allocCost is the process CPU per KiB of the buffer a threaded
@@ -1056,8 +1045,7 @@ func allocCost() float64 {
 	}
 	runtime.KeepAlive(live)
 	allocSink = nil
-	slices.Sort(rounds)
-	return rounds[1]
+	return median(rounds)
 }
 
 // allocSink keeps allocCost's buffers from being optimised away.

@@ -42,9 +42,8 @@ func pollerWakes(p *sim.Profile) error {
 		missed = append(missed, max(pct(lat, 50, 0)-float64(pollerBusy.Nanoseconds()), 0))
 	}
 	slices.Sort(idle)
-	slices.Sort(missed)
 	p.PollerWakeP10Ns, p.PollerWakeP50Ns, p.PollerWakeP90Ns = pct(idle, 10, 0), pct(idle, 50, 0), pct(idle, 90, 0)
-	p.PollerMissedNs = missed[1]
+	p.PollerMissedNs = median(missed)
 	return nil
 }
 
