@@ -68,6 +68,9 @@ func (c *tcpConn) spaceFromWin(win int) int {
 // unixSkbOverhead).
 func (c *tcpConn) truesize(n int) int { return n + c.cfg.SkbOverhead }
 
+// fullSpace is tcp_full_space: the window the whole buffer holds.
+func (c *tcpConn) fullSpace() int { return c.winFromSpace(c.rcvBuf) }
+
 // tcpSpace is tcp_space: the window the free buffer holds.
 func (c *tcpConn) tcpSpace() int { return c.winFromSpace(c.rcvBuf - c.rmem) }
 
@@ -76,7 +79,7 @@ func (c *tcpConn) tcpSpace() int { return c.winFromSpace(c.rcvBuf - c.rmem) }
 // ratio (one half); the window may be the whole buffer's worth.
 func (c *tcpConn) initRcvWindow() {
 	c.ratio = 1 << (tcpRmemToWinScale - 1) // TCP_DEFAULT_SCALING_RATIO
-	c.windowClamp = c.winFromSpace(c.rcvBuf)
+	c.windowClamp = c.fullSpace()
 	c.rcvSsthresh = min(c.cfg.InitWindow, c.windowClamp)
 }
 
@@ -102,7 +105,7 @@ func (c *tcpConn) windowScale() int {
 // large, rcv_ssthresh starts at the window the SYN offered, and DRS
 // starts measuring.
 func (c *tcpConn) initBufferSpace() {
-	maxwin := c.winFromSpace(c.rcvBuf)
+	maxwin := c.fullSpace()
 	mss := c.cfg.MSS
 	c.windowClamp = min(c.windowClamp, maxwin)
 	if c.windowClamp > 2*mss && c.windowClamp+mss > maxwin {
@@ -127,7 +130,7 @@ func (c *tcpConn) measureRatio(n int) {
 		return
 	}
 	c.ratio = r
-	c.setWindowClamp(c.winFromSpace(c.rcvBuf))
+	c.setWindowClamp(c.fullSpace())
 	if c.windowClamp < c.rcvq.space {
 		c.rcvq.space = c.windowClamp
 	}
@@ -245,7 +248,7 @@ func (c *tcpConn) rcvbufGrow(newval int) {
 	rcvbuf := min(c.spaceFromWin(int(min(rcvwin, 1<<40))), c.cfg.RcvBufMax)
 	if rcvbuf > c.rcvBuf {
 		c.rcvBuf = rcvbuf
-		c.windowClamp = c.winFromSpace(rcvbuf)
+		c.windowClamp = c.fullSpace()
 	}
 }
 
@@ -253,7 +256,7 @@ func (c *tcpConn) rcvbufGrow(newval int) {
 // from now on, and the window's bounds pulled down to it.
 func (c *tcpConn) lockRcvBuf(n int) {
 	c.rcvBuf, c.rcvBufLocked = n, true
-	w := c.winFromSpace(n)
+	w := c.fullSpace()
 	c.windowClamp = min(c.windowClamp, w)
 	c.rcvSsthresh = min(c.rcvSsthresh, w)
 }

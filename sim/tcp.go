@@ -904,7 +904,7 @@ func (d delivery) arrive() {
 func (c *tcpConn) freshWindow() int {
 	mss := c.rcvMss
 	free := c.tcpSpace()
-	allowed := c.winFromSpace(c.rcvBuf)
+	allowed := c.fullSpace()
 	full := min(c.windowClamp, allowed)
 	if mss > full {
 		mss = full
