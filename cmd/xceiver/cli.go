@@ -342,6 +342,24 @@ func plural(n int, one, many string) string {
 // checkOutDir makes sure dir can hold output before a long run starts: it
 // is a directory (or can be created as one) and is writable. It creates
 // nothing.
+// countFlag is a scenario flag counting loops, threads or shards.
+type countFlag struct {
+	name string
+	v    int
+}
+
+// wantCounts rejects a count below 1. The model's configurations read 0
+// as "the default", so without this --handlers 0 ran with the default's
+// ten handlers (and reported 0).
+func wantCounts(cmd string, flags ...countFlag) error {
+	for _, f := range flags {
+		if f.v < 1 {
+			return usagef("%s: --%s %d: want at least 1", cmd, f.name, f.v)
+		}
+	}
+	return nil
+}
+
 func checkOutDir(dir string) error {
 	st, err := os.Stat(dir)
 	switch {

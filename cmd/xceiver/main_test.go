@@ -50,6 +50,16 @@ func TestBadUsageIsOneLineAndExit2(t *testing.T) {
 		{"run", "read", "--pattern", "zigzag"},
 		{"run", "read", "--read-size", "-1"},
 		{"run", "read", "--pool-max", "1"},
+		// Counts the model reads as "the default" when 0: a user who
+		// asks for 0 is told, not given the default.
+		{"run", "read", "--pool-max", "0"},
+		{"run", "read", "--selectors", "0"},
+		{"run", "read", "--workers", "0"},
+		{"run", "rpc", "--readers", "0"},
+		{"run", "rpc", "--handlers", "0"},
+		{"run", "sc-read", "--shards", "0"},
+		{"run", "sc-read", "--cache-capacity", "0"},
+		{"run", "sc-read", "--cache-expiry", "0s"},
 		{"run", "read", "--keepalive", "soon"},
 		{"run", "tcp-pattern", "--trace", filepath.Join(os.TempDir(), "no", "such", "dir", "t.jsonl")},
 		{"run", "read", "--world", "real", "--tmpdir", "/no/such/dir"},

@@ -39,6 +39,13 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 			// asks for no keep-alive gets the shortest wait instead.
 			s.Server.Keepalive = time.Nanosecond
 		}
+		if err := wantCounts("run read", countFlag{"selectors", s.Server.Selectors}, countFlag{"workers", s.Server.Workers}); err != nil {
+			return nil, err
+		}
+		if s.Server.PoolMax == 0 {
+			// (Validate takes 0 for the default: the flag's default is 64.)
+			return nil, usagef("run read: --pool-max 0: a handle needs 2 fds (data and meta)")
+		}
 		if err := s.Validate(); err != nil {
 			return nil, usagef("run read: %v", err)
 		}

@@ -43,6 +43,9 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 		if s.Reads, s.Writes, err = namespace.ParseMix(*mix); err != nil {
 			return nil, usagef("rpc: --mix: %v", err)
 		}
+		if err := wantCounts("rpc", countFlag{"readers", s.RPC.Readers}, countFlag{"handlers", s.RPC.Handlers}); err != nil {
+			return nil, err
+		}
 		if err := s.Validate(); err != nil {
 			return nil, usagef("rpc: %v", err)
 		}

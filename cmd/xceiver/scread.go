@@ -24,6 +24,12 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.BoolVar(&s.SkipChecksum, "skip-checksum", false, "short-circuit reads skip CRC32C verification")
 	fs.BoolVar(&s.NoTransferTo, "no-transfer-to", false, "the datanode copies TCP reads through a buffer instead of sendfile (dfs.datanode.transferTo.allowed=false)")
 	return func() (runner, error) {
+		if err := wantCounts("run sc-read", countFlag{"shards", s.Cache.Shards}, countFlag{"cache-capacity", s.Cache.Capacity}); err != nil {
+			return nil, err
+		}
+		if s.Cache.Expiry <= 0 {
+			return nil, usagef("run sc-read: --cache-expiry %v: want a positive duration", s.Cache.Expiry)
+		}
 		if err := s.Validate(); err != nil {
 			return nil, usagef("run sc-read: %v", err)
 		}
