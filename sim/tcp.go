@@ -190,7 +190,7 @@ type tcpConn struct {
 	inflightHead int
 	srtt         time.Duration
 	tlpEv        *event
-	onTLPF       func() // c.onTLP, bound once
+	onTLPF       func() // c.onTLP, bound at the first probe armed
 	tlpOn        bool
 	tlpHigh      uint64
 	tlpFin       bool
@@ -226,7 +226,7 @@ type tcpConn struct {
 	pushed2      bool
 	delack       *event // &delackEv while the timer is pending
 	delackEv     event  // the delayed-ACK timer's event, reused: one per conn, not per ACK
-	onDelackF    func() // c.onDelack, bound once
+	onDelackF    func() // c.onDelack, bound at the first delayed ACK armed
 	finRcvd      bool
 	linkFree     time.Duration
 	// timedIn counts the segments on the timed path (deliver) to this
@@ -283,9 +283,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
 	c.segTag = segTag(p, c.id)
 	c.readyF = c.socketEvents.dispatch
-	c.onDelackF = c.onDelack
 	c.delackEv = event{w: w, index: -1}
-	c.onTLPF = c.onTLP
 	c.sndBuf = c.cfg.SndBuf
 	if p.sockSnd > 0 {
 		c.sndBuf = p.sockSnd
@@ -1124,7 +1122,7 @@ func (c *tcpConn) onFin() {
 func (c *tcpConn) xmitRSTTo() {
 	peer := c.peer
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(c.sndNxt), S: flagStrings[flagRST]})
-	c.w.at(c.w.Now()+c.cfg.Delay, func() { peer.receive(&segment{flags: flagRST}) })
+	c.w.post(c.w.Now()+c.cfg.Delay, func() { peer.receive(&segment{flags: flagRST}) })
 }
 
 func (c *tcpConn) onAck(s *segment) {
@@ -1269,6 +1267,9 @@ func (c *tcpConn) scheduleDelack() {
 	// queued, dead, which schedule revives), so reusing it cannot cancel
 	// anything else.
 	ev := &c.delackEv
+	if c.onDelackF == nil {
+		c.onDelackF = c.onDelack
+	}
 	c.w.schedule(ev, c.onTick(c.w.Now(), ato), c.onDelackF)
 	c.delack = ev
 }
@@ -1494,7 +1495,7 @@ func (c *tcpConn) sendSYN() {
 	c.synTries++
 	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.synWindow()), S: flagStrings[flagSYN]})
 	arrive := w.Now() + c.cfg.Delay
-	w.at(arrive, func() { w.onSYN(c) })
+	w.post(arrive, func() { w.onSYN(c) })
 	// Retransmit the SYN if no answer comes (a full accept queue drops it).
 	rto := c.cfg.SynRTO << (c.synTries - 1)
 	c.synEv = w.at(w.Now()+rto, func() {
@@ -1519,7 +1520,7 @@ func (w *World) onSYN(c *tcpConn) {
 	if ln == nil || ln.closed || ln.p.crashed {
 		// Nobody listening: RST.
 		w.record(Event{Kind: "seg", Conn: c.id, S: flagStrings[flagRST]})
-		w.at(w.now+c.cfg.Delay, func() { c.receive(&segment{flags: flagRST}) })
+		w.post(w.now+c.cfg.Delay, func() { c.receive(&segment{flags: flagRST}) })
 		return
 	}
 	// sk_acceptq_is_full is "queued > backlog": Linux holds backlog+1.
@@ -1543,7 +1544,7 @@ func (w *World) onSYN(c *tcpConn) {
 	// makes it; here the client's first data can arrive before that
 	// ACK's event runs, so set it up now.
 	s.initBufferSpace()
-	w.at(w.now+c.cfg.Delay, func() { c.onSynAck(s) })
+	w.post(w.now+c.cfg.Delay, func() { c.onSynAck(s) })
 }
 
 // onSynAck: the client is established and sends the handshake's last ACK.
@@ -1569,7 +1570,7 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	s.peerWnd, s.maxWnd = c.advWnd, max(s.maxWnd, c.advWnd)
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
-	c.w.at(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })
+	c.w.post(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })
 	c.notify()
 }
 

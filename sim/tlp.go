@@ -105,6 +105,9 @@ func (c *tcpConn) rescheduleTLP() {
 		}
 		c.tlpEv.cancel()
 	}
+	if c.onTLPF == nil {
+		c.onTLPF = c.onTLP
+	}
 	c.tlpEv = c.w.at(at, c.onTLPF)
 }
 
