@@ -262,7 +262,7 @@ func (p *Process) Log(kind string, kv ...any) {
 		b = append(b, '=')
 		b = appendValue(b, kv[i+1])
 	}
-	p.w.record(Event{Proc: p.name, Kind: "log", S: string(b)})
+	p.w.recordLog(p.name, b)
 }
 
 // Logged is how many times p has logged kind (Log), over its whole life,
@@ -1038,11 +1038,21 @@ func (c *cpu) wake() {
 		if _, ok := c.free(nil, false); !ok {
 			break
 		}
-		if skipped == 0 {
-			// The head, nearly always: no copy of a long line.
+		switch n := len(c.waitQ); {
+		case skipped == 0 && n > 16:
+			// The head of a long line: no copy of it.
 			c.waitQ[0] = waiter{}
 			c.waitQ = c.waitQ[1:]
-		} else {
+		case skipped == 0:
+			// The head of a short one, nearly always: shifted down, so
+			// the line keeps its array's start and the next waits
+			// append into it (sliced past the head, a line of one or
+			// two walked off its array's end every few waits and
+			// allocated a new one).
+			copy(c.waitQ, c.waitQ[1:])
+			c.waitQ[n-1] = waiter{}
+			c.waitQ = c.waitQ[:n-1]
+		default:
 			c.waitQ = slices.Delete(c.waitQ, skipped, skipped+1)
 		}
 		if skipped < c.front {
