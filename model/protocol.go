@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -261,6 +262,7 @@ func (r *Request) Validate() error {
 // call Validate first if r may break the protocol's bounds.
 func AppendRequest(dst []byte, r Request) []byte {
 	body := requestFixedLen + 2 + len(r.ClientName) + 2 + len(r.Token)
+	dst = slices.Grow(dst, requestHeaderLen+body)
 	dst = binary.BigEndian.AppendUint16(dst, ProtocolVersion)
 	dst = append(dst, byte(r.Op))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(body))

@@ -39,6 +39,9 @@ func (h *harness) corruptionSeen() bool {
 
 // isChecksumErr reports whether err is a read failed on a corrupt chunk.
 func isChecksumErr(err error) bool {
+	if err == nil {
+		return false // (most ops: errors.As's target would be allocated for nothing)
+	}
 	var ce *model.ChecksumError
 	return errors.As(err, &ce)
 }
