@@ -505,9 +505,6 @@ type thread struct {
 	// inCB is set while a callback of the thread runs, events run
 	// inside it (interleave) included.
 	inCB bool
-	// viaPoller: the loop was woken through Go's poller, so its next
-	// dispatch is not stacked (CPUConfig.StackBalance).
-	viaPoller bool
 }
 
 // threadKind is the CPU record of thread name's kind in p (ThreadCPU).
@@ -834,7 +831,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 		c.take(i)
 		return i, true
 	}
-	if parked < 0 || c.stacks(parked, now, t != nil && t.viaPoller) {
+	if parked < 0 || c.stacks(parked, now) {
 		return 0, false
 	}
 	c.take(parked)
@@ -862,13 +859,12 @@ func (c *cpu) parkedAt(i int, t time.Duration) bool {
 // for it queues that thread behind the busy CPU. Then core i stays
 // unusable until the stack ends. While one core is stacked every other
 // such thread waits too: Go wakes one thread at a time, and the stacked
-// one counts as on its way. A loop woken through the poller is never
-// stacked: the kernel wakes the thread waiting in the poller on its own
-// CPU.
-func (c *cpu) stacks(i int, now time.Duration, viaPoller bool) bool {
-	if viaPoller {
-		return false
-	}
+// one counts as on its way. A loop woken through the poller stacks as
+// any other: the stack probe that measures StackBalance is goroutine
+// pairs woken through the poller alone, and one such pair kept one CPU
+// (1.02 cores of real run pairs --pairs 1 on 2 December; the sim, with
+// poller wakes spared, gave 1.55).
+func (c *cpu) stacks(i int, now time.Duration) bool {
 	for _, until := range c.stackedUntil {
 		if until > now {
 			return true
@@ -1374,7 +1370,6 @@ func (l *Loop) wake() {
 	} else if at <= now {
 		if w.cfg.CPU.Poller && w.running != &l.thread && (l.parked || now != l.bornAt) {
 			var ok bool
-			l.thread.viaPoller = true
 			if at, ok = l.p.cpu.pollerWake(l); !ok {
 				// Missed: cpu.found posts the dispatch. (A hop
 				// through this path costs about the CPU of one
@@ -1432,7 +1427,6 @@ func (l *Loop) dispatch() {
 	} else if c, ok = l.p.cpu.free(&l.thread, l.woken); ok {
 		l.runSince = w.now
 	}
-	l.thread.viaPoller = false
 	if !ok {
 		l.scheduled = true
 		if l.boost {

@@ -662,8 +662,7 @@ func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
 	if c.parkedAt(0, w.now) {
 		t.Fatal("core 0 is parked though its thread went on to run the loop it found")
 	}
-	// (A found loop asks with viaPoller set, which spares it a stack;
-	// this one asks as it does once it has queued for a core, and the
+	// (This one asks as it does once it has queued for a core, and the
 	// line's wake asks for it: the path the 4-client reads took.)
 	if i, ok := c.free(&l.thread, false); !ok || i != 0 {
 		t.Errorf("the found loop got core %d (ok %v), want core 0, whose thread found it", i, ok)
@@ -695,12 +694,11 @@ func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
 	}
 }
 
-// The rule, core by core: a poller wake takes a parked core; a thread
-// handed work takes a core that is free but not parked (its thread still
-// running: no wake-up) before a parked one; a parked one, with another
-// core busy, is stacked (the thread waits), and while it is, no other
-// parked core is woken; an expired stack hands the core over; once no
-// thread waits, no stack is left.
+// The rule, core by core: a thread handed work takes a core that is free
+// but not parked (its thread still running: no wake-up) before a parked
+// one; a parked one, with another core busy, is stacked (the thread
+// waits), and while it is, no other parked core is woken; an expired
+// stack hands the core over; once no thread waits, no stack is left.
 func TestStackedWakeCoreByCore(t *testing.T) {
 	cfg := DefaultConfig(1)
 	cfg.CPU.Poller, cfg.CPU.StackBalance = true, ms
@@ -708,10 +706,7 @@ func TestStackedWakeCoreByCore(t *testing.T) {
 	c := newCPU(w, 3)
 	now := w.now
 	c.cores[0], c.idleAt[0] = now+50*us, -1 // core 0 busy
-	if i, ok := c.free(&thread{viaPoller: true}, true); !ok || i != 1 {
-		t.Fatalf("a poller wake got core %d (ok %v), want parked core 1", i, ok)
-	}
-	c.cores[1], c.idleAt[1] = now, -1 // core 1 free, its thread not asleep
+	c.cores[1], c.idleAt[1] = now, -1       // core 1 free, its thread not asleep
 	if i, ok := c.free(nil, true); !ok || i != 1 {
 		t.Fatalf("a worker got core %d (ok %v), want core 1, free and not parked, before parked core 2", i, ok)
 	}
@@ -829,10 +824,12 @@ func TestCallbackCostGrowsWithOpenConnections(t *testing.T) {
 	}
 }
 
-// A loop woken through Go's poller is not stacked (Loop.wake marks it,
-// Loop.dispatch tells free): it runs on the idle core the poller's
-// latency after the post, though another core is busy.
-func TestStackedWakeSparesPollerWakes(t *testing.T) {
+// A loop woken through Go's poller stacks as a worker does: with another
+// core busy and only a parked one free, it waits behind the busy core
+// and runs there as it frees, not on the parked core the poller's
+// latency after the post (which it did while poller wakes were spared:
+// one real loop pair keeps one CPU, 1.02 cores, where the sim gave 1.55).
+func TestStackedWakeHoldsPollerWakes(t *testing.T) {
 	const wake = 5 * us
 	cfg := DefaultConfig(1)
 	cfg.HostCores = 2
@@ -851,8 +848,8 @@ func TestStackedWakeSparesPollerWakes(t *testing.T) {
 	var ran time.Duration
 	bl.Post(func() { ran = bl.Now() - t0 })
 	w.RunFor(ms)
-	if want := wake + cfg.CPU.Callback; ran != want {
-		t.Errorf("the posted loop ran %v after the post, want %v (the poller's wake-up and a callback, on the parked core)", ran, want)
+	if want := 200*us + cfg.CPU.Callback; ran != want {
+		t.Errorf("the posted loop ran %v after the post, want %v (a callback once the busy core frees)", ran, want)
 	}
 }
 
