@@ -173,9 +173,9 @@ type CPUConfig struct {
 	// and sleeps, or the balancer moves it, while the other CPU idles
 	// (calibrate's stack probe: a Go thread woken so waited about a
 	// millisecond, and 8 goroutine pairs ping-ponging got 1.1 of 2
-	// cores). A loop woken through the poller is not delayed so: the
-	// kernel wakes the thread waiting in the poller on its own CPU. Zero
-	// (the hand-set defaults): off. Applies only with Poller.
+	// cores). A loop woken through the poller is delayed so too: the
+	// stack probe's pairs are woken through the poller alone. Zero (the
+	// hand-set defaults): off. Applies only with Poller.
 	StackBalance time.Duration
 	// TCPDial and TCPAccept are what setting up and tearing down a
 	// loopback TCP connection costs its dialer and its acceptor beyond

@@ -339,10 +339,8 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// checkOutDir makes sure dir can hold output before a long run starts: it
-// is a directory (or can be created as one) and is writable. It creates
-// nothing.
-// countFlag is a scenario flag counting loops, threads or shards.
+// countFlag is a scenario flag counting loops, threads, shards or
+// replicas.
 type countFlag struct {
 	name string
 	v    int
@@ -360,6 +358,9 @@ func wantCounts(cmd string, flags ...countFlag) error {
 	return nil
 }
 
+// checkOutDir makes sure dir can hold output before a long run starts: it
+// is a directory (or can be created as one) and is writable. It creates
+// nothing.
 func checkOutDir(dir string) error {
 	st, err := os.Stat(dir)
 	switch {
