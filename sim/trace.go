@@ -141,7 +141,7 @@ func (w *World) recordSeg(c *tcpConn, s *segment) {
 	now := w.Now()
 	t.hash = segHash(t.hash, now, c.segTag, s.seq, s.ack, len(s.data), s.wnd, s.flags)
 	t.count++
-	if len(w.observers) > 0 || t.out != nil {
+	if w.watched() {
 		w.emit(Event{T: now, Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags&31]})
 	}
 }
@@ -162,30 +162,14 @@ func (w *World) TraceEvents() uint64 { return w.trace.count }
 // TraceErr reports a failure to write the trace.
 func (w *World) TraceErr() error { return w.trace.err }
 
-// recordLog is record(Event{Proc: proc, Kind: "log", S: string(line)})
-// without the string unless someone watches: processes log on every
-// failed op and dropped connection, and the line is built in a buffer on
-// the caller's stack.
-func (w *World) recordLog(proc string, line []byte) {
-	if len(w.observers) > 0 || w.trace.out != nil {
-		w.record(Event{Proc: proc, Kind: "log", S: string(line)})
-		return
-	}
-	t := &w.trace
-	h := fnvU64(t.hash, uint64(w.Now()))
-	h = fnvString(h, proc)
-	h = fnvString(h, "log")
-	for range 5 { // Conn, A, B, C, D
-		h = fnvU64(h, 0)
-	}
-	t.hash = fnvString(h, line)
-	t.count++
-}
+// watched reports whether anyone sees the events (observers or a trace
+// file): only then is an Event built beyond what the hash needs.
+func (w *World) watched() bool { return len(w.observers) > 0 || w.trace.out != nil }
 
-func (w *World) record(e Event) {
-	e.T = w.Now()
-	t := &w.trace
-	h := fnvU64(t.hash, uint64(e.T))
+// eventHash folds e into h, with s as its S: record and recordLog hash
+// one layout, whether S is a string or a line still in its buffer.
+func eventHash[S string | []byte](h uint64, e *Event, s S) uint64 {
+	h = fnvU64(h, uint64(e.T))
 	h = fnvString(h, e.Proc)
 	h = fnvString(h, e.Kind)
 	h = fnvU64(h, e.Conn)
@@ -193,10 +177,29 @@ func (w *World) record(e Event) {
 	h = fnvU64(h, uint64(e.B))
 	h = fnvU64(h, uint64(e.C))
 	h = fnvU64(h, uint64(e.D))
-	h = fnvString(h, e.S)
-	t.hash = h
+	return fnvString(h, s)
+}
+
+// recordLog is record(Event{Proc: proc, Kind: "log", S: string(line)})
+// without the string unless someone watches: processes log on every
+// failed op and dropped connection, and the line is built in a buffer on
+// the caller's stack.
+func (w *World) recordLog(proc string, line []byte) {
+	if w.watched() {
+		w.record(Event{Proc: proc, Kind: "log", S: string(line)})
+		return
+	}
+	e := Event{T: w.Now(), Proc: proc, Kind: "log"}
+	w.trace.hash = eventHash(w.trace.hash, &e, line)
+	w.trace.count++
+}
+
+func (w *World) record(e Event) {
+	e.T = w.Now()
+	t := &w.trace
+	t.hash = eventHash(t.hash, &e, e.S)
 	t.count++
-	if len(w.observers) > 0 || t.out != nil {
+	if w.watched() {
 		w.emit(e)
 	}
 }

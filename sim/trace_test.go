@@ -37,3 +37,22 @@ func TestRecordSegHashesAsRecord(t *testing.T) {
 		t.Fatalf("trace hash %016x with an observer, %016x without", a, b)
 	}
 }
+
+// A log line is hashed from its buffer when nobody watches (recordLog),
+// and as a recorded event when someone does: both give the same hash.
+func TestRecordLogHashesAsRecord(t *testing.T) {
+	run := func(watch bool) uint64 {
+		h := newPair(t)
+		if !watch {
+			h.w.observers = nil
+		}
+		for i, line := range []string{"", "x", "seven77", "eight888", "nine99999", strings.Repeat("a log line ", 4)} {
+			h.cli.p.Log(line, "n", i, "s", line)
+			h.runTo(h.now() + ms)
+		}
+		return h.w.TraceHash()
+	}
+	if a, b := run(true), run(false); a != b {
+		t.Fatalf("trace hash %016x with an observer, %016x without", a, b)
+	}
+}
