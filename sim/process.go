@@ -1034,21 +1034,15 @@ func (c *cpu) wake() {
 		if _, ok := c.free(nil, false); !ok {
 			break
 		}
-		switch n := len(c.waitQ); {
-		case skipped == 0 && n > 16:
+		if skipped == 0 && len(c.waitQ) > 16 {
 			// The head of a long line: no copy of it.
 			c.waitQ[0] = waiter{}
 			c.waitQ = c.waitQ[1:]
-		case skipped == 0:
-			// The head of a short one, nearly always: shifted down, so
-			// the line keeps its array's start and the next waits
-			// append into it (sliced past the head, a line of one or
-			// two walked off its array's end every few waits and
-			// allocated a new one).
-			copy(c.waitQ, c.waitQ[1:])
-			c.waitQ[n-1] = waiter{}
-			c.waitQ = c.waitQ[:n-1]
-		default:
+		} else {
+			// A short line (nearly always) is shifted down, so it keeps
+			// its array's start and the next waits append into it
+			// (sliced past the head, a line of one or two walked off its
+			// array's end every few waits and allocated a new one).
 			c.waitQ = slices.Delete(c.waitQ, skipped, skipped+1)
 		}
 		if skipped < c.front {

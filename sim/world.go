@@ -648,8 +648,7 @@ func (w *World) post(t time.Duration, fn func()) {
 	if t < w.now {
 		t = w.now
 	}
-	ev.at, ev.seq, ev.fn = t, w.seq, fn
-	ev.dead = false
+	ev.at, ev.seq, ev.fn = t, w.seq, fn // (not dead: freeEvent saw to it)
 	w.seq++
 	// Its seq is the largest yet, so after an event no later than it,
 	// it keeps the fifo in key order; else the heap places it.
@@ -730,7 +729,7 @@ func (w *World) freeEvent(ev *event) {
 	ev.fn = nil
 	ev.barrier = false
 	if ev.pooled {
-		ev.dead = false
+		ev.dead = false // post takes it from the list as it is
 		w.freeEvents = append(w.freeEvents, ev)
 	}
 }
