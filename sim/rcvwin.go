@@ -92,9 +92,9 @@ const rmemMax = 212992
 // tcp_rmem[2]'s or rmem_max's, or only its own when it is fixed
 // (tcp_connect_init limits the clamp to a locked buffer's space).
 func (c *tcpConn) windowScale() int {
-	space := max(c.windowClamp, c.cfg.RcvBufMax, rmemMax)
-	if c.rcvBufLocked {
-		space = min(space, c.windowClamp)
+	space := c.windowClamp
+	if !c.rcvBufLocked {
+		space = max(space, c.cfg.RcvBufMax, rmemMax)
 	}
 	ws := bits.Len(uint(max(space, 1))) - 1 - 15 // ilog2(space) - 15
 	return min(max(ws, 0), 14)
@@ -173,6 +173,9 @@ func (c *tcpConn) growWindow(n int) {
 // the first that reaches a window (as last offered) beyond it; the
 // estimate keeps the least.
 func (c *tcpConn) measureRcvRTT() {
+	if c.rcvBufLocked {
+		return // only autotuning reads the estimate
+	}
 	e := &c.rcvRTT
 	if e.on {
 		if c.rcvNxt < e.seq {
@@ -190,7 +193,7 @@ func (c *tcpConn) measureRcvRTT() {
 // this end's segment the peer echoes, and then a whole millisecond, which
 // the estimate takes in by an eighth when the receive queue is empty.
 func (c *tcpConn) measureRcvRTTTs(s *segment) {
-	if s.tsecr == c.lastTsecr {
+	if c.rcvBufLocked || s.tsecr == c.lastTsecr {
 		return
 	}
 	c.lastTsecr = s.tsecr
@@ -220,11 +223,17 @@ func (c *tcpConn) updateRcvRTT(sample time.Duration, winDep bool) {
 // RTT has passed since the measure began, what the application read in it
 // (less what is still queued) grows the buffer if it beat the best so far.
 // Like Linux, it takes the time from the last segment sent or received
-// (tcp_mstamp), not the read's.
+// (tcp_mstamp), not the read's. Every read asks and nearly every one is
+// told no, so the test is kept small enough to inline; a locked buffer
+// is never grown, so it is not measured.
 func (c *tcpConn) rcvSpaceAdjust() {
-	if c.rcvRTT.rtt == 0 || c.mstamp-c.rcvq.time < c.rcvRTT.rtt {
-		return
+	if !c.rcvBufLocked && c.rcvRTT.rtt != 0 && c.mstamp-c.rcvq.time >= c.rcvRTT.rtt {
+		c.rcvSpaceMeasure()
 	}
+}
+
+// rcvSpaceMeasure ends a measure that has lasted a receive RTT.
+func (c *tcpConn) rcvSpaceMeasure() {
 	copiedSeq := c.rcvNxt - uint64(c.rcvQueued)
 	copied := int(copiedSeq-c.rcvq.seq) - c.rcvQueued
 	if copied > c.rcvq.space {
