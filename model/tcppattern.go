@@ -322,7 +322,7 @@ func (cl *patternClient) handle(ev Events) {
 			// A measurement, read across processes as the scenario's
 			// result is written: the last reply is in, so the server's
 			// window has done its growing.
-			cl.res.ServerRcvBuf, _ = ReceiveBuffer(cl.srv.conns[0].c)
+			cl.res.ServerRcvBuf = ReceiveBuffer(cl.srv.conns[0].c)
 		}
 		cl.c.Close()
 		cl.p.World().Stop()

@@ -136,10 +136,11 @@ const (
 	CPUFrame                   // per rpc call a reader takes off the wire: its frame decoded, copied into a call, allocated
 	CPUToken                   // per block token issued (an HMAC-SHA256)
 	CPUCompare                 // per byte compared with what it should be (the read scenario's check of what a client read)
-	// CPUFirstTouch is per byte of a buffer a process uses for the
-	// first time (see Touched): Go's large allocations come from the
-	// OS untouched, so the kernel maps each page at its first use, a
-	// page fault that on a virtual machine costs microseconds.
+	// CPUFirstTouch is per page of the n bytes of a buffer a process
+	// uses for the first time (see Touched; n counts whole pages): Go's
+	// large allocations come from the OS untouched, so the kernel maps
+	// each page at its first use, a page fault that on a virtual
+	// machine costs microseconds.
 	CPUFirstTouch
 )
 
@@ -394,23 +395,23 @@ type SharedWriter interface {
 
 // ReceiveBufferer is implemented by a Conn whose receive buffer can be
 // read (TCP in both worlds). Linux grows a TCP receive buffer as the
-// application reads (autotuning, from tcp_rmem[1]); the sim's stays at its
-// configured size. How far it grows decides how long a request of several
-// writes under Nagle keeps stalling: every op stalls while the window
-// climbs to it.
+// application reads (autotuning, from tcp_rmem[1]), and the sim grows its
+// own the same way (sim/rcvwin.go). How far it grows decides how long a
+// request of several writes under Nagle keeps stalling: every op stalls
+// while the window climbs to it.
 type ReceiveBufferer interface {
 	ReceiveBuffer() (int, error)
 }
 
-// ReceiveBuffer is c's receive buffer in bytes now (SO_RCVBUF), or false
-// if c cannot tell.
-func ReceiveBuffer(c Conn) (int, bool) {
-	rb, ok := c.(ReceiveBufferer)
-	if !ok {
-		return 0, false
+// ReceiveBuffer is c's receive buffer in bytes now (SO_RCVBUF), or 0 if c
+// cannot tell.
+func ReceiveBuffer(c Conn) int {
+	if rb, ok := c.(ReceiveBufferer); ok {
+		if n, err := rb.ReceiveBuffer(); err == nil {
+			return n
+		}
 	}
-	n, err := rb.ReceiveBuffer()
-	return n, err == nil
+	return 0
 }
 
 // ViewReader is implemented by a Conn that can hand received bytes over

@@ -1036,7 +1036,7 @@ func allocCost() float64 {
 		c0 := processCPU()
 		for range 5000 {
 			b := make([]byte, 0, n)[:32<<10]
-			for j := 0; j < len(b); j += 4096 {
+			for j := 0; j < len(b); j += model.PageSize {
 				b[j] = 1
 			}
 			allocSink = b
