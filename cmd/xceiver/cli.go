@@ -339,20 +339,29 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// countFlag is a scenario flag counting loops, threads, shards or
-// replicas.
+// countFlags are a scenario's flags that count loops, threads, shards
+// or replicas, registered once (intVar) and checked once parsed (check).
+// The model's configurations read 0 as "the default", so without the
+// check --handlers 0 ran with the default's ten handlers (and reported 0).
+type countFlags []countFlag
+
 type countFlag struct {
 	name string
-	v    int
+	v    *int
 }
 
-// wantCounts rejects a count below 1. The model's configurations read 0
-// as "the default", so without this --handlers 0 ran with the default's
-// ten handlers (and reported 0).
-func wantCounts(cmd string, flags ...countFlag) error {
-	for _, f := range flags {
-		if f.v < 1 {
-			return usagef("%s: --%s %d: want at least 1", cmd, f.name, f.v)
+// intVar defines an int flag as fs.IntVar does, its default *p, and
+// keeps it for check.
+func (cf *countFlags) intVar(fs *flag.FlagSet, p *int, name, usage string) {
+	fs.IntVar(p, name, *p, usage)
+	*cf = append(*cf, countFlag{name, p})
+}
+
+// check rejects a count below 1.
+func (cf countFlags) check(cmd string) error {
+	for _, f := range cf {
+		if *f.v < 1 {
+			return usagef("%s: --%s %d: want at least 1", cmd, f.name, *f.v)
 		}
 	}
 	return nil

@@ -24,8 +24,9 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.DurationVar(&s.Server.Keepalive, "keepalive", s.Server.Keepalive, "datanode keep-alive after a clean end")
 	nodelay := fs.Bool("nodelay", true, "TCP_NODELAY on client and datanode (false reproduces HDFS-941)")
 	fs.IntVar(&s.Server.PoolMax, "pool-max", s.Server.PoolMax, "open block-file fds in the handle pool")
-	fs.IntVar(&s.Server.Selectors, "selectors", s.Server.Selectors, "reactor selector loops")
-	fs.IntVar(&s.Server.Workers, "workers", s.Server.Workers, "reactor workers")
+	var counts countFlags
+	counts.intVar(fs, &s.Server.Selectors, "selectors", "reactor selector loops")
+	counts.intVar(fs, &s.Server.Workers, "workers", "reactor workers")
 	fs.BoolVar(&s.Server.InlineIO, "inline-io", false, "reactor selectors build packets themselves (no worker pool)")
 	fs.BoolVar(&s.Server.NoTransferTo, "no-transfer-to", false, "the datanode copies reads through a buffer instead of sending their data with sendfile")
 	fs.IntVar(&s.Client.CacheCapacity, "cache-capacity", s.Client.CacheCapacity, "client peer cache capacity")
@@ -39,7 +40,7 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 			// asks for no keep-alive gets the shortest wait instead.
 			s.Server.Keepalive = time.Nanosecond
 		}
-		if err := wantCounts("run read", countFlag{"selectors", s.Server.Selectors}, countFlag{"workers", s.Server.Workers}); err != nil {
+		if err := counts.check("run read"); err != nil {
 			return nil, err
 		}
 		if s.Server.PoolMax == 0 {

@@ -15,8 +15,9 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 	s := namespace.DefaultScenario()
 	lock := fs.String("lock", string(s.Lock), "namespace lock: mutex or rwlock")
 	mix := fs.String("mix", "1:0", "reads:writes (8:1 is HADOOP-6713's mixed load)")
-	fs.IntVar(&s.RPC.Readers, "readers", s.RPC.Readers, "rpc reader loops (1: the acceptor reads, before HADOOP-6713)")
-	fs.IntVar(&s.RPC.Handlers, "handlers", s.RPC.Handlers, "rpc handler loops")
+	var counts countFlags
+	counts.intVar(fs, &s.RPC.Readers, "readers", "rpc reader loops (1: the acceptor reads, before HADOOP-6713)")
+	counts.intVar(fs, &s.RPC.Handlers, "handlers", "rpc handler loops")
 	fs.IntVar(&s.RPC.QueueSize, "queue", 0, "call queue bound (0: 100 per handler)")
 	fs.BoolVar(&s.RPC.HadoopReader, "hadoop-reader", false, "readers read and decode as Hadoop 0.20's did: one call per readable event, the length then the body, parameters decoded before queueing")
 	fs.IntVar(&s.Clients, "clients", s.Clients, "client processes, one rpc connection each")
@@ -43,7 +44,7 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 		if s.Reads, s.Writes, err = namespace.ParseMix(*mix); err != nil {
 			return nil, usagef("rpc: --mix: %v", err)
 		}
-		if err := wantCounts("rpc", countFlag{"readers", s.RPC.Readers}, countFlag{"handlers", s.RPC.Handlers}); err != nil {
+		if err := counts.check("rpc"); err != nil {
 			return nil, err
 		}
 		if err := s.Validate(); err != nil {

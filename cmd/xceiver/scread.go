@@ -11,8 +11,9 @@ import (
 func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 	s := shortcircuit.DefaultReadScenario()
 	fs.StringVar(&s.Path, "path", s.Path, "tcp, uds (data traffic over the domain socket) or sc (short-circuit)")
-	fs.IntVar(&s.Cache.Shards, "shards", s.Cache.Shards, "short-circuit cache shards (HDFS-15202)")
-	fs.IntVar(&s.Cache.Capacity, "cache-capacity", s.Cache.Capacity, "short-circuit cache capacity (replicas)")
+	var counts countFlags
+	counts.intVar(fs, &s.Cache.Shards, "shards", "short-circuit cache shards (HDFS-15202)")
+	counts.intVar(fs, &s.Cache.Capacity, "cache-capacity", "short-circuit cache capacity (replicas)")
 	fs.DurationVar(&s.Cache.Expiry, "cache-expiry", s.Cache.Expiry, "short-circuit cache expiry")
 	fs.IntVar(&s.Readers, "readers", s.Readers, "reader threads in the client process")
 	fs.IntVar(&s.Ops, "ops", s.Ops, "reads per reader")
@@ -24,7 +25,7 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.BoolVar(&s.SkipChecksum, "skip-checksum", false, "short-circuit reads skip CRC32C verification")
 	fs.BoolVar(&s.NoTransferTo, "no-transfer-to", false, "the datanode copies TCP reads through a buffer instead of sendfile (dfs.datanode.transferTo.allowed=false)")
 	return func() (runner, error) {
-		if err := wantCounts("run sc-read", countFlag{"shards", s.Cache.Shards}, countFlag{"cache-capacity", s.Cache.Capacity}); err != nil {
+		if err := counts.check("run sc-read"); err != nil {
 			return nil, err
 		}
 		if s.Cache.Expiry <= 0 {
