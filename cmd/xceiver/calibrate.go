@@ -145,7 +145,8 @@ func perOp(n int, f func()) float64 {
 	return median(batches)
 }
 
-func calibrate() (sim.Profile, error) { return measure(nil) }
+// calibrate measures this machine once.
+func calibrate() (sim.Profile, error) { return measureRounds(1, nil, io.Discard) }
 
 // maxCalibrateRounds bounds calibrate --rounds (about 8 s a round).
 const maxCalibrateRounds = 20
@@ -232,18 +233,12 @@ func medianProfile(ps []sim.Profile) sim.Profile {
 // figures are net of, gets those waits from waits (the profile the
 // figures will be compared with), as a full calibration gives it its
 // own: with none, its loops would run without the machine's gaps.
-func calibrateCosts(waits sim.Profile) (sim.Profile, error) { return measure(&waits) }
-
-// measure measures this machine once: everything, or with waitsFrom the
-// costs only, the waits copied from it.
-func measure(waitsFrom *sim.Profile) (sim.Profile, error) {
-	p, err := measureRounds(1, waitsFrom, io.Discard)
+func calibrateCosts(waits sim.Profile) (sim.Profile, error) {
+	p, err := measureRounds(1, &waits, io.Discard)
 	if err != nil {
 		return p, err
 	}
-	if waitsFrom != nil {
-		p.Note += "; the costs only, the waits copied (calibrateCosts)"
-	}
+	p.Note += "; the costs only, the waits copied (calibrateCosts)"
 	return p, nil
 }
 
