@@ -46,7 +46,7 @@ func calibrateCommand() *command {
 				if dryRun {
 					return exitOK
 				}
-				p, err := calibrateRounds(*rounds, c.stderr)
+				p, err := measureRounds(*rounds, nil, c.stderr)
 				if err != nil {
 					return report(c.stderr, fmt.Errorf("calibrate: %w", err))
 				}
@@ -151,20 +151,15 @@ func calibrate() (sim.Profile, error) { return measureRounds(1, nil, io.Discard)
 // maxCalibrateRounds bounds calibrate --rounds (about 8 s a round).
 const maxCalibrateRounds = 20
 
-// calibrateRounds measures this machine n times and keeps each figure's
-// median (medianProfile). On the 2-core VM of 2 December four single
-// rounds a minute apart, the machine otherwise idle, differed by 1.2–1.6×
-// in the syscall costs, 2.2–2.6× in the dial and the compare, and 3.7–4×
-// in the wake-up's median and the 32-connection callback; a profile from
-// one round moved validate's simulated throughputs by as much. With n >
-// 1 it reports each round on progress as it ends.
-func calibrateRounds(n int, progress io.Writer) (sim.Profile, error) {
-	return measureRounds(n, nil, progress)
-}
-
 // measureRounds measures this machine n times (everything, or with
 // waitsFrom the costs only, the waits copied from it) and keeps each
-// figure's median; one round is a calibration as it is.
+// figure's median (medianProfile); one round is a calibration as it is.
+// On the 2-core VM of 2 December four single rounds a minute apart, the
+// machine otherwise idle, differed by 1.2–1.6× in the syscall costs,
+// 2.2–2.6× in the dial and the compare, and 3.7–4× in the wake-up's
+// median and the 32-connection callback; a profile from one round moved
+// validate's simulated throughputs by as much (calibrate --rounds). With
+// n > 1 it reports each round on progress as it ends.
 func measureRounds(n int, waitsFrom *sim.Profile, progress io.Writer) (sim.Profile, error) {
 	ps := make([]sim.Profile, 0, n)
 	var dials, accepts []float64
