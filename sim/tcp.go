@@ -363,11 +363,15 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 				c.rcv[c.rcvHead].arr.release(c.w)
 				// The read segment stays in its slot until an arrival
 				// overwrites it (the queue's array is reused once it
-				// drains). Clearing it cost a write barrier on every
-				// segment read while the collector marked, about 5% of
-				// BenchmarkSimEvents at GOMAXPROCS 1, and kept nothing
-				// from the collector: its data is in a send-buffer
-				// array the world pools anyway.
+				// drains). Clearing it, whole or just its two
+				// pointers, cost write barriers on every segment read
+				// while the collector marked: about 5% of
+				// BenchmarkSimEvents at GOMAXPROCS 1. What that keeps
+				// alive is bounded, not growing: on a connection gone
+				// quiet, the last segments' bytes (a send-buffer
+				// array, or the writer's own buffer for a shared write
+				// or sendfile), at most the queue's capacity of them,
+				// for as long as the connection lives.
 				c.rcvHead++
 				c.rcvOff = 0
 			} else {
@@ -866,8 +870,9 @@ func (w *World) runSoftirq() {
 		// which leaves it where it is (or in the old array).
 		d := &w.softq[i]
 		d.to.receive(&d.s)
-		// (Not cleared: the next segments sent inline overwrite it;
-		// see read.)
+		// (Not cleared, as read leaves its segments: the next
+		// segments sent inline overwrite it; until then it keeps at
+		// most the queue's peak of connections and bytes alive.)
 		w.charge(w.cfg.CPU.Softirq)
 	}
 	w.softq = w.softq[:0]
