@@ -70,8 +70,9 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 		t.Errorf("stack wait %v ns, StackBalance %v: want the probe's wait", p.StackWaitNs, c.StackBalance)
 	}
 	// Its callbacks cost more with more connections open (the pairs
-	// probe), more with more.
-	if by := c.CallbackByConns; by[0] <= 0 || by[0] > by[1] || by[1] > by[2] {
+	// probe), more with more (at 8 connections this machine measures
+	// nothing beyond one connection's cost).
+	if by := c.CallbackByConns; by[0] < 0 || by[0] > by[1] || by[1] > by[2] || by[2] <= 0 {
 		t.Errorf("CallbackByConns %v: want the pairs probe's figures, growing with the connections", by)
 	}
 	// A profile without the poller probes keeps the hold.

@@ -325,9 +325,11 @@ func TestRunReadSplitsCPUByThread(t *testing.T) {
 		// accounting, so the same sum, but read a moment later than
 		// the kinds, while other loops may end a callback (one CI run
 		// on 1 December: 103.452 against 103.834 µs an op); in sim the
-		// processes' also holds the dispatches and wake-ups.
+		// processes' also holds the dispatches, the accounting and the
+		// wake-ups, with the embedded profile of 2 December more than
+		// half of it at two clients (50.5 of 107.3 µs an op in kinds).
 		procs := got.Server + got.Client
-		if world == "real" && (sum > procs*(1+1e-6) || sum < procs*0.98) || world == "sim" && (sum >= procs || sum < procs/2) {
+		if world == "real" && (sum > procs*(1+1e-6) || sum < procs*0.98) || world == "sim" && (sum >= procs || sum < procs/4) {
 			t.Errorf("%s: the kinds add up to %.3f µs an op, the processes' CPU is %.3f", world, sum, procs)
 		}
 		if got.Outside <= 0 {
