@@ -505,6 +505,10 @@ type thread struct {
 	// inCB is set while a callback of the thread runs, events run
 	// inside it (interleave) included.
 	inCB bool
+	// lastCore is 1 + the core the thread last ran a callback on (0:
+	// none yet): where Linux puts it when a wake-up that is not a
+	// socket's finds that CPU idle (cpu.free).
+	lastCore int
 }
 
 // threadKind is the CPU record of thread name's kind in p (ThreadCPU).
@@ -800,7 +804,14 @@ func newCPU(w *World, n int) *cpu {
 // A loop that still holds the core it went idle on (SyscallHold) takes it
 // back at once, ahead of the line, as a goroutine returning from a system
 // call takes back the processor it kept.
-func (c *cpu) free(t *thread, woken bool) (int, bool) {
+//
+// prev is 1 + the core the thread last ran on when what woke it was not a
+// socket (a futex: a worker handed work, a lock; an eventfd: Post; a
+// timer), 0 for a socket's wake-up or none. Only a socket's wake-up is a
+// synchronous one (sock_def_readable), which the kernel places on the
+// waker's CPU and so stacks (stacks); any other finds its previous CPU
+// idle and runs there (select_task_rq_fair: wake_affine_idle).
+func (c *cpu) free(t *thread, woken bool, prev int) (int, bool) {
 	if i, ok := c.takeHeld(t); ok {
 		return i, true
 	}
@@ -831,7 +842,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 		c.take(i)
 		return i, true
 	}
-	if parked < 0 || c.stacks(parked, now) {
+	if parked < 0 || prev != parked+1 && c.stacks(parked, now) {
 		return 0, false
 	}
 	c.take(parked)
@@ -1031,7 +1042,7 @@ func (c *cpu) wake() {
 			continue
 		}
 		c.waking = true
-		if _, ok := c.free(nil, false); !ok {
+		if _, ok := c.free(nil, false, 0); !ok {
 			break
 		}
 		if skipped == 0 && len(c.waitQ) > 16 {
@@ -1060,6 +1071,7 @@ func (c *cpu) wake() {
 // returns when the callback's virtual time ends.
 func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	start := w.now
+	t.lastCore = core + 1
 	w.running, w.core = t, core
 	w.ctx = start
 	w.waited = 0
@@ -1442,8 +1454,14 @@ func (l *Loop) dispatch() {
 		// Still kept while the callback runs; keep or unkeep below.
 		l.p.cpu.take(k)
 		c, ok = k, true
-	} else if c, ok = l.p.cpu.free(&l.thread, l.woken); ok {
-		l.runSince = w.now
+	} else {
+		prev := 0
+		if l.queue[l.head].conn == nil {
+			prev = l.lastCore // a post, a timer or a lock: not a socket
+		}
+		if c, ok = l.p.cpu.free(&l.thread, l.woken, prev); ok {
+			l.runSince = w.now
+		}
 	}
 	if !ok {
 		l.scheduled = true
@@ -1665,7 +1683,7 @@ func (wp *WorkerPool) dispatch() {
 		// processor, and the loop yields it after each callback.
 		c, ok := wp.p.cpu.takeHeld(&wp.queue[0].loop.thread)
 		if !ok {
-			c, ok = wp.p.cpu.free(nil, idle.busyUntil < w.now)
+			c, ok = wp.p.cpu.free(nil, idle.busyUntil < w.now, idle.lastCore)
 		}
 		if !ok {
 			wp.kicked = true
