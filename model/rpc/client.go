@@ -77,6 +77,10 @@ type Client struct {
 	stats  ClientStats
 	closed bool
 	seq    uint64
+	// scratch is what a connection's read reads into before appending
+	// to its input, one for all of the client's connections (see
+	// reader.scratch).
+	scratch []byte
 }
 
 type clientConn struct {
@@ -343,10 +347,13 @@ func (cl *Client) conn(addr string) (*clientConn, error) {
 }
 
 func (cc *clientConn) read() {
-	var buf [16 << 10]byte
+	if cc.cl.scratch == nil {
+		cc.cl.scratch = make([]byte, readChunk)
+	}
+	buf := cc.cl.scratch
 	var readErr error
 	for {
-		n, err := cc.c.Read(buf[:])
+		n, err := cc.c.Read(buf)
 		if n > 0 {
 			cc.in = append(cc.in, buf[:n]...)
 		}

@@ -392,6 +392,10 @@ type reader struct {
 	calls, closed, idleClosed, fatal, blocks, overBound int
 	// counts of connections closed and forgotten
 	doneResponses, doneDropped, doneDeferred int
+	// scratch is what the loop reads into before appending to a
+	// connection's input, one for all its connections (a local array
+	// escapes through Conn.Read: 16 KiB allocated and zeroed per read).
+	scratch []byte
 }
 
 // serverConn is one client connection. The reader loop owns its input and
@@ -428,6 +432,10 @@ type serverConn struct {
 // inHigh is how much unparsed input a connection may hold before its
 // reader stops reading it until the queue takes some.
 const inHigh = 64 << 10
+
+// readChunk is the most a connection's read asks for at once (its
+// reader's scratch, and a client's).
+const readChunk = 16 << 10
 
 func (r *reader) add(sc *serverConn) {
 	if r.stopped {
@@ -540,9 +548,12 @@ func (sc *serverConn) read() {
 // the connection.
 func (sc *serverConn) readAll() bool {
 	r := sc.r
-	var buf [16 << 10]byte
+	if r.scratch == nil {
+		r.scratch = make([]byte, readChunk)
+	}
+	buf := r.scratch
 	for n := 0; n < inHigh; {
-		k, err := sc.c.Read(buf[:])
+		k, err := sc.c.Read(buf)
 		if k > 0 {
 			sc.in = append(sc.in, buf[:k]...)
 			sc.lastRead = r.loop.Now()
