@@ -147,7 +147,7 @@ func (s *BlockStore) newStamp() (uint64, error) {
 	if s.record != "" && s.nextStamp >= s.reserved {
 		reserve := s.nextStamp + stampBatch
 		tmp := s.record + tmpSuffix
-		if err := s.writeFile(tmp, FDFile, []byte(strconv.FormatUint(reserve, 10))); err != nil {
+		if err := s.writeFile(tmp, FDFile, []byte(strconv.FormatUint(reserve, 10)), false); err != nil {
 			return 0, fmt.Errorf("stamp record: %w", err)
 		}
 		if err := s.disk.Rename(tmp, s.record); err != nil {
@@ -163,13 +163,23 @@ func (s *BlockStore) newStamp() (uint64, error) {
 
 // Write creates block id holding data and returns its generation stamp.
 func (s *BlockStore) Write(id uint64, data []byte) (uint64, error) {
+	return s.write(id, data, false)
+}
+
+// WriteKept is Write of data its caller never changes afterwards, which the
+// disk may keep as the block's contents without a copy (KeepingFile).
+func (s *BlockStore) WriteKept(id uint64, data []byte) (uint64, error) {
+	return s.write(id, data, true)
+}
+
+func (s *BlockStore) write(id uint64, data []byte, kept bool) (uint64, error) {
 	if _, ok := s.replicas[id]; ok {
 		return 0, fmt.Errorf("model: write block %d: %w", id, ErrExist)
 	}
 	stamp, err := s.newStamp()
 	var last uint32
 	if err == nil {
-		last, err = s.install(id, stamp, data)
+		last, err = s.install(id, stamp, data, kept)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: write block %d: %w", id, err)
@@ -189,7 +199,7 @@ func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
 	stamp, err := s.newStamp()
 	var last uint32
 	if err == nil {
-		last, err = s.install(id, stamp, data)
+		last, err = s.install(id, stamp, data, false)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: replace block %d: %w", id, err)
@@ -206,16 +216,18 @@ func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
 // between the renames leaves the old data with two meta files; Load keeps
 // the newest one that matches the data, which is the old one. It returns
 // the last partial chunk's checksum (see replicaInfo.lastSum).
-func (s *BlockStore) install(id, stamp uint64, data []byte) (uint32, error) {
+// kept says the caller never changes data afterwards (WriteKept).
+func (s *BlockStore) install(id, stamp uint64, data []byte, kept bool) (uint32, error) {
 	dataTmp := s.dataPath(id) + tmpSuffix
 	meta := s.metaPath(id, stamp)
 	metaTmp := meta + tmpSuffix
-	if err := s.writeFile(dataTmp, FDBlockFile, data); err != nil {
+	if err := s.writeFile(dataTmp, FDBlockFile, data, kept); err != nil {
 		return 0, err
 	}
 	sums := make([]byte, 0, metaHeaderLen+numChunks(len(data), BytesPerChecksum)*ChecksumSize)
 	sums = ChecksumChunks(append(sums, metaHeader...), data, BytesPerChecksum)
-	if err := s.writeFile(metaTmp, FDMetaFile, sums); err != nil {
+	// (sums is this call's own: the file may keep it.)
+	if err := s.writeFile(metaTmp, FDMetaFile, sums, true); err != nil {
 		_ = s.disk.Unlink(dataTmp)
 		return 0, err
 	}
@@ -242,13 +254,18 @@ func lastPartialSum(length int64, sums []byte) uint32 {
 }
 
 // writeFile creates (or truncates) name, writes data, syncs and closes it.
-// On failure it removes the file.
-func (s *BlockStore) writeFile(name string, kind FDKind, data []byte) error {
+// On failure it removes the file. kept: the caller never changes data
+// afterwards, so a KeepingFile may keep it.
+func (s *BlockStore) writeFile(name string, kind FDKind, data []byte, kept bool) error {
 	f, err := s.disk.Open(name, ReadWrite|Create|Truncate, kind)
 	if err != nil {
 		return err
 	}
-	err = writeFull(f, data, 0)
+	if kf, ok := f.(KeepingFile); ok && kept {
+		err = writeFullKept(kf, data)
+	} else {
+		err = writeFull(f, data, 0)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -259,6 +276,22 @@ func (s *BlockStore) writeFile(name string, kind FDKind, data []byte) error {
 		_ = s.disk.Unlink(name)
 	}
 	return err
+}
+
+// writeFullKept is writeFull of p from offset 0 through WriteAtKept.
+func writeFullKept(f KeepingFile, p []byte) error {
+	var off int64
+	for len(p) > 0 {
+		n, err := f.WriteAtKept(p, off)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	return nil
 }
 
 func writeFull(f File, p []byte, off int64) error {
@@ -386,7 +419,7 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 	meta = ChecksumChunks(meta, rest, BytesPerChecksum)
 
 	newMeta := s.metaPath(id, stamp)
-	if err := s.writeFile(newMeta+tmpSuffix, FDMetaFile, meta); err != nil {
+	if err := s.writeFile(newMeta+tmpSuffix, FDMetaFile, meta, false); err != nil {
 		return 0, 0, err
 	}
 	if err := s.disk.Rename(newMeta+tmpSuffix, newMeta); err != nil {

@@ -62,6 +62,7 @@ func (p *Process) FlipBit(path string, off int64, bit int) bool {
 	if ino == nil || off < 0 || off >= int64(len(ino.data)) {
 		return false
 	}
+	ino.own()
 	ino.data[off] ^= 1 << (bit % 8)
 	p.w.fault(p.name, ino.ino, fmt.Sprintf("bit rot %s byte %d bit %d", path, off, bit%8))
 	return true

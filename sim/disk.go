@@ -59,6 +59,17 @@ type inode struct {
 	// contents changed since (only on a disk that tracks durability).
 	durable []byte
 	dirty   bool
+	// borrowed: data's array is a caller's, kept without a copy
+	// (WriteAtKept), which no one may change; own copies it before a
+	// write or a fault changes the contents.
+	borrowed bool
+}
+
+// own makes the inode's contents its own array, to change them.
+func (ino *inode) own() {
+	if ino.borrowed {
+		ino.data, ino.borrowed = slices.Clone(ino.data), false
+	}
 }
 
 // Disk is a process's simulated file system. Names map to inodes; an open
@@ -110,7 +121,7 @@ func (d *Disk) PowerLoss() {
 			continue
 		}
 		d.used += int64(len(ino.durable)) - int64(len(ino.data))
-		ino.data, ino.dirty, ino.cached = slices.Clone(ino.durable), false, nil
+		ino.data, ino.dirty, ino.cached, ino.borrowed = slices.Clone(ino.durable), false, nil, false
 	}
 }
 
@@ -170,7 +181,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		d.names[p] = ino
 	} else if flag&model.Truncate != 0 && flag&model.ReadWrite != 0 {
 		d.used -= int64(len(ino.data))
-		ino.data = ino.data[:0:0]
+		ino.data, ino.borrowed = ino.data[:0:0], false
 		ino.cached = nil
 		ino.dirty = true
 	}
@@ -439,7 +450,14 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 }
 
 // WriteAt implements model.File.
-func (f *File) WriteAt(b []byte, off int64) (int, error) {
+func (f *File) WriteAt(b []byte, off int64) (int, error) { return f.writeAt(b, off, false) }
+
+// WriteAtKept implements model.KeepingFile: a write that fills an empty
+// file keeps b as its contents, without a copy; it costs and records what
+// WriteAt does.
+func (f *File) WriteAtKept(b []byte, off int64) (int, error) { return f.writeAt(b, off, true) }
+
+func (f *File) writeAt(b []byte, off int64, kept bool) (int, error) {
 	if f.closed {
 		return 0, model.ErrClosed
 	}
@@ -453,7 +471,7 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 		// Torn: whole sectors of the write persist, the rest never
 		// reached the disk.
 		if keep = keep % (len(b)/512 + 1) * 512; keep > 0 {
-			f.apply(b[:keep], off)
+			f.apply(b[:keep], off, false)
 		}
 	}); err != nil {
 		return 0, fmt.Errorf("pwrite: %w", err)
@@ -469,14 +487,21 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 	if err := f.d.ioCost(f.ino, off, len(b), true); err != nil {
 		return 0, fmt.Errorf("pwrite: %w", err)
 	}
-	f.apply(b, off)
+	f.apply(b, off, kept)
 	return len(b), nil
 }
 
-// apply puts b at off into the file's inode.
-func (f *File) apply(b []byte, off int64) {
+// apply puts b at off into the file's inode; kept: the inode may keep b
+// itself, which its caller never changes.
+func (f *File) apply(b []byte, off int64, kept bool) {
 	end := off + int64(len(b))
-	if off == int64(len(f.ino.data)) {
+	f.ino.own()
+	if kept && off == 0 && len(f.ino.data) == 0 && len(b) > 0 {
+		// (Capped at its length, so an append never writes past it
+		// into the caller's array.)
+		f.ino.data, f.ino.borrowed = b[:len(b):len(b)], true
+		f.d.used += int64(len(b))
+	} else if off == int64(len(f.ino.data)) {
 		// Appending (a block's first write, a write op's data): no gap
 		// to zero first.
 		f.ino.data = append(f.ino.data, b...)
