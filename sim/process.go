@@ -506,8 +506,8 @@ type thread struct {
 	// inside it (interleave) included.
 	inCB bool
 	// lastCore is 1 + the core the thread last ran a callback on (0:
-	// none yet): where Linux puts it when a wake-up that is not a
-	// socket's finds that CPU idle (cpu.free).
+	// none yet): where Linux puts it when it is woken and that CPU is
+	// idle (cpu.free).
 	lastCore int
 }
 
@@ -805,12 +805,14 @@ func newCPU(w *World, n int) *cpu {
 // back at once, ahead of the line, as a goroutine returning from a system
 // call takes back the processor it kept.
 //
-// prev is 1 + the core the thread last ran on when what woke it was not a
-// socket (a futex: a worker handed work, a lock; an eventfd: Post; a
-// timer), 0 for a socket's wake-up or none. Only a socket's wake-up is a
-// synchronous one (sock_def_readable), which the kernel places on the
-// waker's CPU and so stacks (stacks); any other finds its previous CPU
-// idle and runs there (select_task_rq_fair: wake_affine_idle).
+// prev is 1 + the core the woken thread last ran on (0: none). Where that
+// core is parked the thread runs there at once, rather than stacking
+// behind a busy core: this VM shows the kernel no shared cache, so each
+// CPU is its own last-level-cache domain (sd_llc_size 1), wake_wide()
+// holds for any two threads that have each woken more than one partner,
+// and such a wake-up goes to the wakee's previous CPU
+// (select_task_rq_fair without want_affine). Where the previous core is
+// busy the thread waits behind it, as stacks has it.
 func (c *cpu) free(t *thread, woken bool, prev int) (int, bool) {
 	if i, ok := c.takeHeld(t); ok {
 		return i, true
@@ -819,7 +821,7 @@ func (c *cpu) free(t *thread, woken bool, prev int) (int, bool) {
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
-	parked := -1
+	parked, prevParked := -1, -1
 	for i, at := range c.cores {
 		if at > now || c.slices != nil && !woken && c.slices.runnable(i, now, now) != now || c.kept[i] != nil {
 			continue
@@ -836,13 +838,20 @@ func (c *cpu) free(t *thread, woken bool, prev int) (int, bool) {
 				if parked < 0 {
 					parked = i
 				}
+				if prev == i+1 {
+					prevParked = i
+				}
 				continue
 			}
 		}
 		c.take(i)
 		return i, true
 	}
-	if parked < 0 || prev != parked+1 && c.stacks(parked, now) {
+	if prevParked >= 0 {
+		c.take(prevParked)
+		return prevParked, true
+	}
+	if parked < 0 || c.stacks(parked, now) {
 		return 0, false
 	}
 	c.take(parked)
@@ -1455,11 +1464,7 @@ func (l *Loop) dispatch() {
 		l.p.cpu.take(k)
 		c, ok = k, true
 	} else {
-		prev := 0
-		if l.queue[l.head].conn == nil {
-			prev = l.lastCore // a post, a timer or a lock: not a socket
-		}
-		if c, ok = l.p.cpu.free(&l.thread, l.woken, prev); ok {
+		if c, ok = l.p.cpu.free(&l.thread, l.woken, l.lastCore); ok {
 			l.runSince = w.now
 		}
 	}

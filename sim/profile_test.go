@@ -613,6 +613,84 @@ func TestNonSocketWakeRunsOnItsIdlePreviousCore(t *testing.T) {
 	}
 }
 
+// The same for a loop, whatever wakes it. First the reading loop is
+// brought onto the other core: its timer fires while another process's
+// long callback holds the first core and no thread waits in the poller,
+// so sysmon's poll finds it, and it stacks, then moves after
+// StackBalance. Then a long callback of its own process on the first core
+// hands it work the same way, by a post (an eventfd) or by a socket: it
+// runs at once on its previous core, the idle one.
+func TestWokenLoopRunsOnItsIdlePreviousCore(t *testing.T) {
+	const long, balance = 20 * ms, 30 * us
+	run := func(bySocket bool) time.Duration {
+		cfg := stackingConfig(balance)
+		parse := cfg.CPU.Parse
+		w := New(cfg)
+		var t0, woke time.Duration
+		_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+			l0 := p.MainLoop()
+			l1, err := p.NewLoop("reader")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := p.Listen("tcp", "a:1", 16, l1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			ln.SetHandler(func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.SetHandler(l1, func(model.Events) {
+					if n, _ := c.Read(buf); n > 0 && t0 > 0 && woke == 0 {
+						woke = l1.Now() - t0
+					}
+				})
+			})
+			c, err := p.Dial("tcp", "a:1", l0, func(model.Events) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetNoDelay(true); err != nil {
+				t.Fatal(err)
+			}
+			l1.AfterFunc(ms+5*us, func() {}) // runs on the other core
+			l0.AfterFunc(25*ms, func() {
+				t0 = l0.Now()
+				if bySocket {
+					if _, err := c.Write([]byte{1}); err != nil {
+						t.Error(err)
+					}
+				} else {
+					l1.Post(func() { woke = l1.Now() - t0 })
+				}
+				p.CPU(model.CPUParse, int(long/parse))
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.Spawn("b", model.ProcessConfig{}, func(p model.Process) {
+			p.MainLoop().AfterFunc(ms, func() { p.CPU(model.CPUParse, int(long/parse)) })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.RunFor(60 * ms)
+		if woke == 0 {
+			t.Fatalf("socket %v: the reading loop never ran after the hand-over", bySocket)
+		}
+		return woke
+	}
+	for _, bySocket := range []bool{false, true} {
+		if woke := run(bySocket); woke < sysmonPoll || woke >= sysmonPoll+balance {
+			t.Errorf("woken by a socket %v, the loop ran %v after the hand-over, want from %v (sysmon's poll) and before %v more: its previous core is the idle one", bySocket, woke, sysmonPoll, balance)
+		}
+	}
+}
+
 // A stack lasts StackBalance even when the work waiting behind the busy
 // core gets that core as it frees: the busy core's thread ran it without
 // sleeping, and the thread woken for the parked core still waits behind
