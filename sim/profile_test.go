@@ -574,14 +574,12 @@ func TestStackedWakeWaitsBehindTheBusyCore(t *testing.T) {
 	}
 }
 
-// A wake-up that is not a socket's (a worker handed work: a futex) finds
-// the worker's previous CPU idle and runs there, where a socket's, which
-// the kernel places on the waker's CPU, stacks behind the busy core. The
-// first item below is handed to a worker that never ran: it waits behind
-// the handing callback until StackBalance moves it to the idle core. The
-// second, handed over later in the same way, goes to that worker, whose
-// last core is the idle one: it starts at once.
-func TestNonSocketWakeRunsOnItsIdlePreviousCore(t *testing.T) {
+// A woken thread whose previous CPU is idle runs there (cpu.free's prev).
+// The first item below is handed to a worker that never ran: it waits
+// behind the handing callback until StackBalance moves it to the idle
+// core. The second, handed over later in the same way, goes to that
+// worker, whose last core is the idle one: it starts at once.
+func TestWokenWorkerRunsOnItsIdlePreviousCore(t *testing.T) {
 	const busy, balance = 100 * us, 30 * us
 	cfg := stackingConfig(balance)
 	parse := cfg.CPU.Parse
