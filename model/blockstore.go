@@ -261,11 +261,11 @@ func (s *BlockStore) writeFile(name string, kind FDKind, data []byte, kept bool)
 	if err != nil {
 		return err
 	}
+	write := f.WriteAt
 	if kf, ok := f.(KeepingFile); ok && kept {
-		err = writeFullKept(kf, data)
-	} else {
-		err = writeFull(f, data, 0)
+		write = kf.WriteAtKept
 	}
+	err = writeFull(write, data, 0)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -278,25 +278,11 @@ func (s *BlockStore) writeFile(name string, kind FDKind, data []byte, kept bool)
 	return err
 }
 
-// writeFullKept is writeFull of p from offset 0 through WriteAtKept.
-func writeFullKept(f KeepingFile, p []byte) error {
-	var off int64
+// writeFull writes all of p at off with write (a File's WriteAt, or a
+// KeepingFile's WriteAtKept).
+func writeFull(write func([]byte, int64) (int, error), p []byte, off int64) error {
 	for len(p) > 0 {
-		n, err := f.WriteAtKept(p, off)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return io.ErrShortWrite
-		}
-		p, off = p[n:], off+int64(n)
-	}
-	return nil
-}
-
-func writeFull(f File, p []byte, off int64) error {
-	for len(p) > 0 {
-		n, err := f.WriteAt(p, off)
+		n, err := write(p, off)
 		if err != nil {
 			return err
 		}
@@ -394,7 +380,7 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 		err = VerifyChunks(id, tailOff, tail, meta[keep:], BytesPerChecksum)
 	}
 	if err == nil {
-		err = writeFull(df, data, old.length)
+		err = writeFull(df.WriteAt, data, old.length)
 	}
 	if err == nil {
 		err = df.Sync()
