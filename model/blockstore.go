@@ -166,20 +166,20 @@ func (s *BlockStore) Write(id uint64, data []byte) (uint64, error) {
 	return s.write(id, data, false)
 }
 
-// WriteKept is Write of data its caller never changes afterwards, which the
-// disk may keep as the block's contents without a copy (KeepingFile).
-func (s *BlockStore) WriteKept(id uint64, data []byte) (uint64, error) {
+// WriteShared is Write of data its caller never changes again, which the
+// disk may keep as the block's contents without a copy (WriteAtShared).
+func (s *BlockStore) WriteShared(id uint64, data []byte) (uint64, error) {
 	return s.write(id, data, true)
 }
 
-func (s *BlockStore) write(id uint64, data []byte, kept bool) (uint64, error) {
+func (s *BlockStore) write(id uint64, data []byte, shared bool) (uint64, error) {
 	if _, ok := s.replicas[id]; ok {
 		return 0, fmt.Errorf("model: write block %d: %w", id, ErrExist)
 	}
 	stamp, err := s.newStamp()
 	var last uint32
 	if err == nil {
-		last, err = s.install(id, stamp, data, kept)
+		last, err = s.install(id, stamp, data, shared)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: write block %d: %w", id, err)
@@ -216,12 +216,12 @@ func (s *BlockStore) Replace(id uint64, data []byte) (uint64, error) {
 // between the renames leaves the old data with two meta files; Load keeps
 // the newest one that matches the data, which is the old one. It returns
 // the last partial chunk's checksum (see replicaInfo.lastSum).
-// kept says the caller never changes data afterwards (WriteKept).
-func (s *BlockStore) install(id, stamp uint64, data []byte, kept bool) (uint32, error) {
+// shared says the caller never changes data again (WriteShared).
+func (s *BlockStore) install(id, stamp uint64, data []byte, shared bool) (uint32, error) {
 	dataTmp := s.dataPath(id) + tmpSuffix
 	meta := s.metaPath(id, stamp)
 	metaTmp := meta + tmpSuffix
-	if err := s.writeFile(dataTmp, FDBlockFile, data, kept); err != nil {
+	if err := s.writeFile(dataTmp, FDBlockFile, data, shared); err != nil {
 		return 0, err
 	}
 	sums := make([]byte, 0, metaHeaderLen+numChunks(len(data), BytesPerChecksum)*ChecksumSize)
@@ -254,18 +254,14 @@ func lastPartialSum(length int64, sums []byte) uint32 {
 }
 
 // writeFile creates (or truncates) name, writes data, syncs and closes it.
-// On failure it removes the file. kept: the caller never changes data
-// afterwards, so a KeepingFile may keep it.
-func (s *BlockStore) writeFile(name string, kind FDKind, data []byte, kept bool) error {
+// On failure it removes the file. shared: the caller never changes data
+// again, so the file may keep it (WriteAtShared).
+func (s *BlockStore) writeFile(name string, kind FDKind, data []byte, shared bool) error {
 	f, err := s.disk.Open(name, ReadWrite|Create|Truncate, kind)
 	if err != nil {
 		return err
 	}
-	write := f.WriteAt
-	if kf, ok := f.(KeepingFile); ok && kept {
-		write = kf.WriteAtKept
-	}
-	err = writeFull(write, data, 0)
+	err = writeFull(f, data, 0, shared)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -278,11 +274,16 @@ func (s *BlockStore) writeFile(name string, kind FDKind, data []byte, kept bool)
 	return err
 }
 
-// writeFull writes all of p at off with write (a File's WriteAt, or a
-// KeepingFile's WriteAtKept).
-func writeFull(write func([]byte, int64) (int, error), p []byte, off int64) error {
+// writeFull writes all of p at off; shared: through WriteAtShared.
+func writeFull(f File, p []byte, off int64, shared bool) error {
 	for len(p) > 0 {
-		n, err := write(p, off)
+		var n int
+		var err error
+		if shared {
+			n, err = WriteAtShared(f, p, off)
+		} else {
+			n, err = f.WriteAt(p, off)
+		}
 		if err != nil {
 			return err
 		}
@@ -380,7 +381,7 @@ func (s *BlockStore) appendFiles(id uint64, old replicaInfo, stamp uint64, data 
 		err = VerifyChunks(id, tailOff, tail, meta[keep:], BytesPerChecksum)
 	}
 	if err == nil {
-		err = writeFull(df.WriteAt, data, old.length)
+		err = writeFull(df, data, old.length, false)
 	}
 	if err == nil {
 		err = df.Sync()

@@ -428,7 +428,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			return
 		}
 		for i := range contents {
-			if _, err := store.WriteKept(uint64(i+1), storedContent(s.Stored, uint64(i+1), contents[i])); err != nil {
+			if _, err := store.WriteShared(uint64(i+1), storedContent(s.Stored, uint64(i+1), contents[i])); err != nil {
 				w.Fail(fmt.Errorf("read scenario: write block %d: %w", i+1, err))
 				return
 			}

@@ -332,16 +332,14 @@ type File interface {
 	Kind() FDKind
 }
 
-// A KeepingFile can take bytes its caller will never change as its
-// contents without copying them (the simulator's files): a check writes
-// every seed's blocks anew, and copying them was a twentieth of its CPU.
-// BlockStore.WriteKept writes through it; a File without it is written
-// as usual.
-type KeepingFile interface {
-	File
-	// WriteAtKept is WriteAt of p, which the file may keep: the caller
-	// never changes p afterwards.
-	WriteAtKept(p []byte, off int64) (int, error)
+// SharedFileWriter is to a File what SharedWriter is to a Conn: it can
+// take bytes as its contents without copying them (sim's files).
+// WriteAtShared is WriteAt, at WriteAt's modelled cost, except that the
+// file may keep p itself: the caller must never change those bytes again.
+// A check writes every seed's blocks anew, and copying them into the
+// simulated files was a twentieth of its CPU.
+type SharedFileWriter interface {
+	WriteAtShared(p []byte, off int64) (int, error)
 }
 
 // WorkerPool runs blocking work (disk reads, checksums) off the loops.
@@ -442,6 +440,16 @@ func WriteShared(c Conn, p []byte) (int, error) {
 		return sw.WriteShared(p)
 	}
 	return c.Write(p)
+}
+
+// WriteAtShared writes p to f at off as f.WriteAt does, without a copy
+// where f can keep p (SharedFileWriter); the caller must never change p
+// again.
+func WriteAtShared(f File, p []byte, off int64) (int, error) {
+	if sw, ok := f.(SharedFileWriter); ok {
+		return sw.WriteAtShared(p, off)
+	}
+	return f.WriteAt(p, off)
 }
 
 // ReadView reads from c what c.Read(buf) would and hands the bytes to f

@@ -423,7 +423,7 @@ func (h *harness) dnMain(p model.Process) {
 		}
 		for _, b := range h.cfg.Blocks {
 			data := model.BlockContent(b.Key, b.Size)
-			stamp, err := store.WriteKept(b.ID, data)
+			stamp, err := store.WriteShared(b.ID, data)
 			if err != nil {
 				h.fail(PropHarness, "write block %d: %v", b.ID, err)
 				return

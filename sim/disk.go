@@ -60,7 +60,7 @@ type inode struct {
 	durable []byte
 	dirty   bool
 	// borrowed: data's array is a caller's, kept without a copy
-	// (WriteAtKept), which no one may change; own copies it before a
+	// (WriteAtShared), which no one may change; own copies it before a
 	// write or a fault changes the contents.
 	borrowed bool
 }
@@ -452,12 +452,12 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 // WriteAt implements model.File.
 func (f *File) WriteAt(b []byte, off int64) (int, error) { return f.writeAt(b, off, false) }
 
-// WriteAtKept implements model.KeepingFile: a write that fills an empty
-// file keeps b as its contents, without a copy; it costs and records what
-// WriteAt does.
-func (f *File) WriteAtKept(b []byte, off int64) (int, error) { return f.writeAt(b, off, true) }
+// WriteAtShared implements model.SharedFileWriter: a write that fills an
+// empty file keeps b as its contents, without a copy; it costs and
+// records what WriteAt does.
+func (f *File) WriteAtShared(b []byte, off int64) (int, error) { return f.writeAt(b, off, true) }
 
-func (f *File) writeAt(b []byte, off int64, kept bool) (int, error) {
+func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 	if f.closed {
 		return 0, model.ErrClosed
 	}
@@ -487,16 +487,16 @@ func (f *File) writeAt(b []byte, off int64, kept bool) (int, error) {
 	if err := f.d.ioCost(f.ino, off, len(b), true); err != nil {
 		return 0, fmt.Errorf("pwrite: %w", err)
 	}
-	f.apply(b, off, kept)
+	f.apply(b, off, shared)
 	return len(b), nil
 }
 
-// apply puts b at off into the file's inode; kept: the inode may keep b
+// apply puts b at off into the file's inode; shared: the inode may keep b
 // itself, which its caller never changes.
-func (f *File) apply(b []byte, off int64, kept bool) {
+func (f *File) apply(b []byte, off int64, shared bool) {
 	end := off + int64(len(b))
 	f.ino.own()
-	if kept && off == 0 && len(f.ino.data) == 0 && len(b) > 0 {
+	if shared && off == 0 && len(f.ino.data) == 0 && len(b) > 0 {
 		// (Capped at its length, so an append never writes past it
 		// into the caller's array.)
 		f.ino.data, f.ino.borrowed = b[:len(b):len(b)], true

@@ -242,7 +242,7 @@ func Run(w model.World, s Scenario, limit time.Duration) error {
 		store := model.NewBlockStore(p.Disk(), s.Datanode.Dir)
 		for id := uint64(1); id <= uint64(len(s.Blocks))+64; id++ {
 			if size, ok := s.Blocks[id]; ok {
-				if _, err := store.WriteKept(id, model.BlockContent(id, size)); err != nil {
+				if _, err := store.WriteShared(id, model.BlockContent(id, size)); err != nil {
 					w.Fail(err)
 					return
 				}

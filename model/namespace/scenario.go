@@ -160,7 +160,7 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 		if s.ReadData {
 			store := model.NewBlockStore(p.Disk(), "data")
 			for k := 0; k < nfiles; k++ {
-				st, err := store.WriteKept(firstBlock+uint64(k), model.BlockContent(firstBlock+uint64(k), s.FileSize))
+				st, err := store.WriteShared(firstBlock+uint64(k), model.BlockContent(firstBlock+uint64(k), s.FileSize))
 				if err != nil {
 					fail(err)
 					return

@@ -8,12 +8,12 @@ import (
 	"xceiver/model"
 )
 
-// A file written with WriteAtKept holds the caller's bytes without a
+// A file written with WriteAtShared holds the caller's bytes without a
 // copy, and nothing done to the file afterwards changes them: an
 // overwrite, an append, bit rot, a truncation, a power loss. Each time the
 // file reads back what was done to it, and the caller's bytes are as
 // written.
-func TestWriteAtKeptNeverChangesTheCallersBytes(t *testing.T) {
+func TestWriteAtSharedNeverChangesTheCallersBytes(t *testing.T) {
 	w := New(DefaultConfig(1))
 	_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
 		sp := p.(*Process)
@@ -43,15 +43,15 @@ func TestWriteAtKeptNeverChangesTheCallersBytes(t *testing.T) {
 			}
 		}
 		f := open(model.ReadWrite | model.Create)
-		kf, ok := f.(model.KeepingFile)
+		kf, ok := f.(model.SharedFileWriter)
 		if !ok {
-			t.Fatal("a sim file is not a model.KeepingFile")
+			t.Fatal("a sim file is not a model.SharedFileWriter")
 		}
-		if n, err := kf.WriteAtKept(kept, 0); n != len(kept) || err != nil {
-			t.Fatalf("WriteAtKept: %d, %v", n, err)
+		if n, err := kf.WriteAtShared(kept, 0); n != len(kept) || err != nil {
+			t.Fatalf("WriteAtShared: %d, %v", n, err)
 		}
 		if &d.names["blk"].data[0] != &kept[0] {
-			t.Fatal("WriteAtKept copied the bytes")
+			t.Fatal("WriteAtShared copied the bytes")
 		}
 		if err := f.Sync(); err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func TestWriteAtKeptNeverChangesTheCallersBytes(t *testing.T) {
 		// A fresh kept write, then bit rot, an append, power loss.
 		f = open(model.ReadWrite | model.Truncate)
 		want = bytes.Clone(orig)
-		if _, err := f.(model.KeepingFile).WriteAtKept(kept, 0); err != nil {
+		if _, err := f.(model.SharedFileWriter).WriteAtShared(kept, 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Sync(); err != nil {
@@ -98,8 +98,8 @@ func TestWriteAtKeptNeverChangesTheCallersBytes(t *testing.T) {
 	w.RunFor(ms)
 }
 
-// WriteAtKept costs and records what WriteAt does: the same trace.
-func TestWriteAtKeptTracesAsWriteAt(t *testing.T) {
+// WriteAtShared costs and records what WriteAt does: the same trace.
+func TestWriteAtSharedTracesAsWriteAt(t *testing.T) {
 	trace := func(kept bool) string {
 		w := New(DefaultConfig(3))
 		_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
@@ -108,7 +108,7 @@ func TestWriteAtKeptTracesAsWriteAt(t *testing.T) {
 				data := model.BlockContent(id, int(id)*5000)
 				var err error
 				if kept {
-					_, err = store.WriteKept(id, data)
+					_, err = store.WriteShared(id, data)
 				} else {
 					_, err = store.Write(id, data)
 				}
@@ -124,6 +124,6 @@ func TestWriteAtKeptTracesAsWriteAt(t *testing.T) {
 		return w.TraceHashString()
 	}
 	if a, b := trace(false), trace(true); a != b {
-		t.Errorf("trace %s with Write, %s with WriteKept", a, b)
+		t.Errorf("trace %s with Write, %s with WriteShared", a, b)
 	}
 }
