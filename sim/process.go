@@ -805,17 +805,20 @@ func newCPU(w *World, n int) *cpu {
 // back at once, ahead of the line, as a goroutine returning from a system
 // call takes back the processor it kept.
 //
-// prev is 1 + the core the woken thread last ran on (0: none). Where that
-// core is parked the thread runs there at once, rather than stacking
-// behind a busy core: this VM shows the kernel no shared cache, so each
-// CPU is its own last-level-cache domain (sd_llc_size 1), wake_wide()
-// holds for any two threads that have each woken more than one partner,
-// and such a wake-up goes to the wakee's previous CPU
-// (select_task_rq_fair without want_affine). Where the previous core is
-// busy the thread waits behind it, as stacks has it.
-func (c *cpu) free(t *thread, woken bool, prev int) (int, bool) {
+// A woken thread t whose last core (t.lastCore) is parked runs there at
+// once, rather than stacking behind a busy core: this VM shows the kernel
+// no shared cache, so each CPU is its own last-level-cache domain
+// (sd_llc_size 1), wake_wide() holds for any two threads that have each
+// woken more than one partner, and such a wake-up goes to the wakee's
+// previous CPU (select_task_rq_fair without want_affine). Where the
+// previous core is busy the thread waits behind it, as stacks has it.
+func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	if i, ok := c.takeHeld(t); ok {
 		return i, true
+	}
+	prev := 0
+	if t != nil {
+		prev = t.lastCore
 	}
 	now := c.w.now
 	if len(c.waitQ) > 0 && !c.waking {
@@ -1051,7 +1054,7 @@ func (c *cpu) wake() {
 			continue
 		}
 		c.waking = true
-		if _, ok := c.free(nil, false, 0); !ok {
+		if _, ok := c.free(nil, false); !ok {
 			break
 		}
 		if skipped == 0 && len(c.waitQ) > 16 {
@@ -1463,10 +1466,8 @@ func (l *Loop) dispatch() {
 		// Still kept while the callback runs; keep or unkeep below.
 		l.p.cpu.take(k)
 		c, ok = k, true
-	} else {
-		if c, ok = l.p.cpu.free(&l.thread, l.woken, l.lastCore); ok {
-			l.runSince = w.now
-		}
+	} else if c, ok = l.p.cpu.free(&l.thread, l.woken); ok {
+		l.runSince = w.now
 	}
 	if !ok {
 		l.scheduled = true
@@ -1688,7 +1689,7 @@ func (wp *WorkerPool) dispatch() {
 		// processor, and the loop yields it after each callback.
 		c, ok := wp.p.cpu.takeHeld(&wp.queue[0].loop.thread)
 		if !ok {
-			c, ok = wp.p.cpu.free(nil, idle.busyUntil < w.now, idle.lastCore)
+			c, ok = wp.p.cpu.free(idle, idle.busyUntil < w.now)
 		}
 		if !ok {
 			wp.kicked = true

@@ -763,7 +763,7 @@ func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
 	now := w.now
 	c.cores[0], c.idleAt[0] = now+50*us, -1 // busy
 	c.cores[1], c.idleAt[1] = now-5*us, now-10*us
-	if _, ok := c.free(nil, true, 0); ok || c.stackedUntil[1] != now+ms {
+	if _, ok := c.free(nil, true); ok || c.stackedUntil[1] != now+ms {
 		t.Fatalf("a worker woken while core 0 is busy was not stacked behind it (stacked until %v)", c.stackedUntil[1])
 	}
 	l, err := newProcess(w, "a", model.ProcessConfig{}, nil).newLoop("l")
@@ -780,7 +780,7 @@ func TestStackedWakeSparesACoreThatFindsMissedLoops(t *testing.T) {
 	}
 	// (This one asks as it does once it has queued for a core, and the
 	// line's wake asks for it: the path the 4-client reads took.)
-	if i, ok := c.free(&l.thread, false, 0); !ok || i != 0 {
+	if i, ok := c.free(&l.thread, false); !ok || i != 0 {
 		t.Errorf("the found loop got core %d (ok %v), want core 0, whose thread found it", i, ok)
 	}
 	// A thread whose missed loops are all dead finds nothing: it sleeps,
@@ -823,7 +823,7 @@ func TestStackedWakeCoreByCore(t *testing.T) {
 	now := w.now
 	c.cores[0], c.idleAt[0] = now+50*us, -1 // core 0 busy
 	c.cores[1], c.idleAt[1] = now, -1       // core 1 free, its thread not asleep
-	if i, ok := c.free(nil, true, 0); !ok || i != 1 {
+	if i, ok := c.free(nil, true); !ok || i != 1 {
 		t.Fatalf("a worker got core %d (ok %v), want core 1, free and not parked, before parked core 2", i, ok)
 	}
 	if c.stackedUntil[2] != 0 {
@@ -831,7 +831,7 @@ func TestStackedWakeCoreByCore(t *testing.T) {
 	}
 	c.cores[1], c.idleAt[1] = now+50*us, -1 // core 1 busy too
 	c.idleAt[0] = now                       // (core 0 will be parked when free)
-	if _, ok := c.free(nil, true, 0); ok {
+	if _, ok := c.free(nil, true); ok {
 		t.Fatal("a worker woken while cores 0 and 1 are busy got parked core 2, want it stacked")
 	}
 	if c.stackedUntil[2] != now+ms {
@@ -841,12 +841,12 @@ func TestStackedWakeCoreByCore(t *testing.T) {
 	c.cores[0] = now // core 0 free and parked (it went idle before the waiter)
 	c.waitSince = now + 1
 	c.waking = true
-	if _, ok := c.free(nil, true, 0); ok {
+	if _, ok := c.free(nil, true); ok {
 		t.Fatal("while core 2 is stacked a parked core 0 was woken, want the thread to wait")
 	}
 	c.cores[1] = now + 2*ms // still busy
 	w.now = now + ms
-	if i, ok := c.free(nil, true, 0); !ok || i != 2 || c.stackedUntil[2] != 0 {
+	if i, ok := c.free(nil, true); !ok || i != 2 || c.stackedUntil[2] != 0 {
 		t.Fatalf("after StackBalance got core %d (ok %v), stacked until %v: want core 2, handed over", i, ok, c.stackedUntil[2])
 	}
 	c.waking = false
@@ -875,13 +875,13 @@ func TestStackedWakeTakesTheCoreItWaitedBehind(t *testing.T) {
 	c.cores[0], c.idleAt[0] = now-5*us, now-10*us // parked
 	c.cores[1], c.idleAt[1] = now+4*us, -1        // its callback ended at now-4µs; the wake-up's CPU runs to now+4µs
 	c.idle(1, now-4*us)
-	if _, ok := c.free(nil, true, 0); ok {
+	if _, ok := c.free(nil, true); ok {
 		t.Fatal("a worker woken while core 1 is busy got parked core 0, want it stacked")
 	}
 	c.wait(nil, func() {}, new(uint64))
 	w.now = now + 4*us
 	c.waking = true
-	if i, ok := c.free(nil, true, 0); !ok || i != 1 {
+	if i, ok := c.free(nil, true); !ok || i != 1 {
 		t.Errorf("once core 1 is free the waiting thread got core %d (ok %v), want core 1, whose thread was still looking for work when it was queued", i, ok)
 	}
 }
