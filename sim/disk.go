@@ -61,7 +61,11 @@ type inode struct {
 	dirty   bool
 	// borrowed: data's array is a caller's, kept without a copy
 	// (WriteAtShared), which no one may change; own copies it before a
-	// write or a fault changes the contents.
+	// write or a fault changes the contents. Config.CheckShared does not
+	// copy these bytes aside as it does a shared socket write's: the
+	// checks share block contents, whose bytes changed after the write
+	// would fail their checksums at the next read (model.Client verifies
+	// every chunk), and the copy would give back what sharing saves.
 	borrowed bool
 }
 
