@@ -297,7 +297,7 @@ type clientOp struct {
 	resp     Response
 	next     int64 // expected offset of the next packet
 	result   Result
-	timer    Timer
+	timer    Deadline
 	timeoutF func() // op.timedOut, bound once: armTimer runs at every progress
 	finished bool
 }
@@ -391,20 +391,17 @@ func (cl *Client) token(req Request) []byte {
 }
 
 func (op *clientOp) armTimer() {
-	if op.timer != nil {
-		op.timer.Stop()
-	}
 	if op.cl.cfg.Timeout <= 0 {
+		op.timer.Stop()
 		return
 	}
 	if op.timeoutF == nil {
 		op.timeoutF = op.timedOut
 	}
-	op.timer = op.cl.loop.AfterFunc(op.cl.cfg.Timeout, op.timeoutF)
+	op.timer.Arm(op.cl.loop, op.cl.cfg.Timeout, op.timeoutF)
 }
 
 func (op *clientOp) timedOut() {
-	op.timer = nil
 	if !op.finished {
 		op.cl.p.Log("client-timeout", "client", op.cl.id, "block", op.block)
 		// The connection is stuck, not known dead: only the
@@ -420,7 +417,7 @@ func (op *clientOp) flush() {
 		op.connFailed(err)
 		return
 	}
-	if op.outOff > before && op.timer != nil {
+	if op.outOff > before && op.timer.Armed() {
 		// Sending is progress too: a large write through a small send
 		// buffer must not time out while the datanode takes it.
 		op.armTimer()
@@ -666,10 +663,7 @@ func (op *clientOp) finish(r Result) {
 	}
 	op.finished = true
 	op.phase = opDone
-	if op.timer != nil {
-		op.timer.Stop()
-		op.timer = nil
-	}
+	op.timer.Stop()
 	cl := op.cl
 	cl.ops--
 	if op.in != nil {

@@ -323,8 +323,13 @@ type Datanode struct {
 	// it then got (under the lock).
 	maxHandleWait time.Duration
 	parkedLost    int // see ParkedLost
-	trimArmed     bool
-	buffered      int // write buffer capacity reserved by all connections
+	// The pool's idle trimming (armTrim): one timer, its callbacks bound
+	// once.
+	trimArmed       bool
+	trimLoop        Loop
+	trimT           Deadline
+	trimDueF, trimF func()
+	buffered        int // write buffer capacity reserved by all connections
 }
 
 // DatanodeStats counts what a datanode did.
@@ -906,7 +911,7 @@ type dnConn struct {
 	wdata     []byte        // a write op's data
 	reserved  int           // of dn.buffered, for wdata
 	ka        Timer
-	rt        Timer // read timeout (see watchInput)
+	rt        Deadline // read timeout (see watchInput)
 	closed    bool
 	clean     bool // the last op ended cleanly
 	opsOnConn int
@@ -1418,14 +1423,22 @@ func (dn *Datanode) armTrim(loop Loop) {
 		return
 	}
 	dn.trimArmed = true
-	loop.AfterFunc(dn.cfg.PoolIdle, func() {
-		dn.lock.Do(loop, func() {
-			dn.trimArmed = false
-			if dn.pool.Trim(loop.Now()) || dn.pool.InUse() > 0 {
-				dn.armTrim(loop)
-			}
-		})
-	})
+	if dn.trimDueF == nil {
+		dn.trimDueF, dn.trimF = dn.trimDue, dn.trim
+	}
+	dn.trimLoop = loop
+	dn.trimT.Arm(loop, dn.cfg.PoolIdle, dn.trimDueF)
+}
+
+func (dn *Datanode) trimDue() { dn.lock.Do(dn.trimLoop, dn.trimF) }
+
+// trim runs under the lock; trimLoop stays until it has run (armTrim does
+// nothing while trimArmed).
+func (dn *Datanode) trim() {
+	dn.trimArmed = false
+	if dn.pool.Trim(dn.trimLoop.Now()) || dn.pool.InUse() > 0 {
+		dn.armTrim(dn.trimLoop)
+	}
 }
 
 // opened answers the request once the replica is open (or not).
@@ -2029,23 +2042,19 @@ func (dc *dnConn) watchMessage() {
 // the client outside a keep-alive wait (which has its own timeout), and
 // stops it otherwise. Every step of progress restarts it.
 func (dc *dnConn) watchInput() {
-	if dc.rt != nil {
-		dc.rt.Stop()
-		dc.rt = nil
-	}
 	waiting := dc.phase == phaseReceiving || dc.phase == phaseStatus ||
 		(dc.phase == phaseRequest && (dc.opsOnConn == 0 || len(dc.in) > 0))
 	if dc.closed || !waiting || dc.dn.cfg.ReadTimeout <= 0 {
+		dc.rt.Stop()
 		return
 	}
 	if dc.readTimeoutF == nil {
 		dc.readTimeoutF = dc.readTimedOut
 	}
-	dc.rt = dc.loop.AfterFunc(dc.dn.cfg.ReadTimeout, dc.readTimeoutF)
+	dc.rt.Arm(dc.loop, dc.dn.cfg.ReadTimeout, dc.readTimeoutF)
 }
 
 func (dc *dnConn) readTimedOut() {
-	dc.rt = nil
 	if !dc.closed {
 		dc.st.Errors++
 		dc.dn.p.Log("dn-read-timeout", "conn", dc.id, "phase", int(dc.phase))
@@ -2083,10 +2092,7 @@ func (dc *dnConn) close(why string) {
 		dc.ka.Stop()
 		dc.ka = nil
 	}
-	if dc.rt != nil {
-		dc.rt.Stop()
-		dc.rt = nil
-	}
+	dc.rt.Stop()
 	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT} {
 		if *t != nil {
 			(*t).Stop()

@@ -504,6 +504,7 @@ type fakeLoop struct {
 }
 
 type fakeTimer struct {
+	l       *fakeLoop
 	at      time.Duration
 	f       func()
 	stopped bool
@@ -511,10 +512,18 @@ type fakeTimer struct {
 
 func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
 
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	was := t.Stop()
+	t.at, t.stopped = t.l.now+d, false
+	// Last among timers due at once, as a new AfterFunc would be.
+	t.l.timers = append(slices.DeleteFunc(t.l.timers, func(u *fakeTimer) bool { return u == t }), t)
+	return was
+}
+
 func (l *fakeLoop) Now() time.Duration { return l.now }
 
 func (l *fakeLoop) AfterFunc(d time.Duration, f func()) Timer {
-	t := &fakeTimer{at: l.now + d, f: f}
+	t := &fakeTimer{l: l, at: l.now + d, f: f}
 	l.timers = append(l.timers, t)
 	return t
 }

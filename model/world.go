@@ -224,6 +224,11 @@ type Loop interface {
 type Timer interface {
 	// Stop cancels the timer; it reports whether f had not yet run.
 	Stop() bool
+	// Reset arms the timer to run its f d from now, as Stop and a new
+	// AfterFunc would, and reports what Stop would have: a deadline put
+	// back at every message (a read timeout) need not allocate a timer
+	// each time.
+	Reset(d time.Duration) bool
 }
 
 // Events is a set of readiness conditions.

@@ -536,6 +536,35 @@ func (t *timer) Stop() bool {
 	return true
 }
 
+// Reset is Stop, then the same timer armed again d from now, in the order
+// a new AfterFunc would take. It may be called from any goroutine.
+func (t *timer) Reset(d time.Duration) bool {
+	l := t.l
+	when := l.Now() + max(d, 0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was := t.state == timerPending
+	if l.closed || l.released || t.f == nil {
+		if was && !l.released {
+			heap.Remove(&l.timers, t.index)
+		}
+		t.state = timerStopped
+		return was
+	}
+	t.when, t.seq = when, l.tseq
+	l.tseq++
+	t.state = timerPending
+	if was {
+		heap.Fix(&l.timers, t.index)
+	} else {
+		heap.Push(&l.timers, t)
+	}
+	if l.timers[0] == t {
+		l.wakeLocked()
+	}
+	return was
+}
+
 // timerHeap orders timers by deadline, then by creation.
 type timerHeap []*timer
 

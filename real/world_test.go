@@ -145,7 +145,7 @@ func TestPanicFailsWorld(t *testing.T) {
 func TestTimers(t *testing.T) {
 	w := newWorld(t)
 	var got []string
-	var stopped, late bool
+	var stopped, late, resetPending, resetStopped bool
 	spawn(t, w, "a", 0, func(p model.Process) {
 		l := p.MainLoop()
 		add := func(d time.Duration, s string) model.Timer {
@@ -156,15 +156,18 @@ func TestTimers(t *testing.T) {
 		add(20*time.Millisecond, "c")
 		add(10*time.Millisecond, "b2") // same deadline: creation order
 		add(0, "a")
-		x := add(15*time.Millisecond, "never")
+		x := add(15*time.Millisecond, "x")
 		stopped = x.Stop()
+		resetStopped = x.Reset(35 * time.Millisecond) // armed again, as a new AfterFunc
+		r := add(12*time.Millisecond, "r")
+		resetPending = r.Reset(20 * time.Millisecond) // after c: its order is a new AfterFunc's
 		fired := add(0, "a2")
 		l.AfterFunc(5*time.Millisecond, func() { late = fired.Stop() })
 		// A timer set from another goroutine wakes the loop.
 		go func() { l.AfterFunc(40*time.Millisecond, func() { got = append(got, "e"); p.World().Stop() }) }()
 	})
 	run(t, w, 5*time.Second)
-	if want := "a a2 b b2 c d e"; strings.Join(got, " ") != want {
+	if want := "a a2 b b2 c r d x e"; strings.Join(got, " ") != want {
 		t.Errorf("timers ran in order %q, want %q", strings.Join(got, " "), want)
 	}
 	if !stopped {
@@ -172,6 +175,9 @@ func TestTimers(t *testing.T) {
 	}
 	if late {
 		t.Errorf("Stop on a fired timer reported true")
+	}
+	if !resetPending || resetStopped {
+		t.Errorf("Reset reported %v on a pending timer, %v on a stopped one; want true, false", resetPending, resetStopped)
 	}
 }
 

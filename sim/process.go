@@ -1497,7 +1497,11 @@ func (l *Loop) dispatch() {
 	switch {
 	case t.timer != nil:
 		tm := t.timer
-		if tm.stopped {
+		tm.queued--
+		if tm.stale > 0 || tm.stopped {
+			// Stopped, or reset after it came due: as the timer a
+			// fresh AfterFunc would have replaced.
+			tm.stale = max(tm.stale-1, 0)
 			ran = false
 			break
 		}
@@ -1551,7 +1555,8 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) model.Timer {
 
 // expire is the timer's event: the callback is queued on the loop.
 func (tm *Timer) expire() {
-	if !tm.stopped {
+	if !tm.stopped && !tm.l.dead() {
+		tm.queued++
 		tm.l.enqueue(task{timer: tm})
 	}
 }
@@ -1567,9 +1572,14 @@ func (l *Loop) Close() {
 	l.closed = true
 	l.unkeep()
 	for i := l.head; i < len(l.queue); i++ {
-		if tm := l.queue[i].timer; tm != nil && !tm.stopped {
-			tm.stopped = true
-			l.p.timers--
+		if tm := l.queue[i].timer; tm != nil {
+			tm.queued--
+			if tm.stale > 0 {
+				tm.stale-- // reset since: its new arming is not this task's
+			} else if !tm.stopped {
+				tm.stopped = true
+				l.p.timers--
+			}
 		}
 		if d := l.queue[i].onDrop; d != nil {
 			defer d()
@@ -1590,6 +1600,32 @@ type Timer struct {
 	ev      event
 	stopped bool
 	fired   bool
+	// queued counts the timer's tasks in its loop's queue (it came due,
+	// its callback not yet run); stale, how many of those a Reset has
+	// made void since.
+	queued, stale int32
+}
+
+// Reset implements model.Timer: Stop, then arm the same timer. A pending
+// timer's event stays in the heap, re-keyed in place (World.schedule), so
+// a deadline put back at every message costs no heap work; the order is
+// what a new AfterFunc's would be.
+func (t *Timer) Reset(d time.Duration) bool {
+	l := t.l
+	if l.dead() {
+		return t.Stop()
+	}
+	was := !t.stopped && !t.fired
+	if was {
+		t.ev.disarm()
+		l.p.timers--
+	}
+	t.stale = t.queued
+	t.stopped, t.fired = false, false
+	l.p.timers++
+	w := l.p.w
+	w.schedule(&t.ev, w.Now()+d, nil)
+	return was
 }
 
 // Stop implements model.Timer.

@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// Reset is Stop and a new AfterFunc on the same timer: a pending timer
+// reset to the deadline of another runs after it (a new timer's order),
+// a stopped or fired one runs again, and the process counts each pending
+// timer once.
+func TestTimerResetIsStopAndAfterFunc(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var got []string
+	var pending, stopped []int
+	var counts []int
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		add := func(d time.Duration, s string) model.Timer {
+			// (Truncated: the callbacks' CPU makes them run a little after.)
+			return l.AfterFunc(d, func() { got = append(got, fmt.Sprintf("%s@%v", s, l.Now().Truncate(ms))) })
+		}
+		count := func() { counts = append(counts, w.Process("a").Resources().Timers) }
+		add(10*ms, "b")
+		r := add(5*ms, "r")
+		x := add(7*ms, "x")
+		x.Stop()
+		count() // b, r
+		if r.Reset(10 * ms) {
+			pending = append(pending, 1)
+		}
+		if !x.Reset(20 * ms) {
+			stopped = append(stopped, 1)
+		}
+		count() // b, r, x
+		f := add(0, "f")
+		l.AfterFunc(time.Millisecond, func() {
+			if !f.Reset(2 * ms) { // fired: runs again at 3 ms
+				stopped = append(stopped, 2)
+			}
+			count() // b, r, x, f
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(time.Second)
+	if want := "f@0s f@3ms b@10ms r@10ms x@20ms"; strings.Join(got, " ") != want {
+		t.Errorf("timers ran %q, want %q", strings.Join(got, " "), want)
+	}
+	if len(pending) != 1 || len(stopped) != 2 {
+		t.Errorf("Reset reported pending %v (want [1]) and not pending %v (want [1 2])", pending, stopped)
+	}
+	if fmt.Sprint(counts) != "[2 3 4]" {
+		t.Errorf("pending timers %v, want [2 3 4]", counts)
+	}
+	if n := w.Process("a").Resources().Timers; n != 0 {
+		t.Errorf("%d timers pending at the end, want 0", n)
+	}
+}
+
+// A timer reset after it came due but before its loop ran it runs once,
+// at its new deadline: the task it had queued is void (as a stopped
+// timer's is). Both timers are due at 1 ms; x, first, resets t.
+func TestTimerResetAfterDueVoidsItsQueuedRun(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var ran []time.Duration
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		var tm model.Timer
+		l.AfterFunc(ms, func() {
+			if !tm.Reset(ms) {
+				ran = append(ran, -1) // it had not run: Reset must say so
+			}
+		})
+		tm = l.AfterFunc(ms, func() { ran = append(ran, l.Now().Truncate(ms)) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(time.Second)
+	if fmt.Sprint(ran) != "[2ms]" {
+		t.Errorf("t ran at %v, want once at 2ms (-1: Reset reported it had run)", ran)
+	}
+	if n := w.Process("a").Resources().Timers; n != 0 {
+		t.Errorf("%d timers pending at the end, want 0", n)
+	}
+}
