@@ -135,28 +135,47 @@ type ReadResult struct {
 }
 
 // BlockContent is the deterministic content of block id in the read
-// scenario: every byte is checkable without keeping a copy. Each xorshift
-// step yields eight bytes, so making a block costs little next to moving it.
+// scenario: every byte is checkable without keeping a copy, and a shorter
+// content of the same id is a prefix of a longer one. Four xorshift
+// streams take turns, eight bytes each: one stream's steps depend on each
+// other, four keep the core busy, and making a block costs little next to
+// moving it (check makes tens a seed).
 func BlockContent(id uint64, size int) []byte {
 	b := make([]byte, size)
-	x := id*0x9e3779b97f4a7c15 + 1
+	x0, x1, x2, x3 := contentLane(id, 0), contentLane(id, 1), contentLane(id, 2), contentLane(id, 3)
 	i := 0
-	for ; i+8 <= size; i += 8 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		binary.LittleEndian.PutUint64(b[i:], x)
+	for ; i+32 <= size; i += 32 {
+		x0, x1, x2, x3 = xorshift(x0), xorshift(x1), xorshift(x2), xorshift(x3)
+		binary.LittleEndian.PutUint64(b[i:], x0)
+		binary.LittleEndian.PutUint64(b[i+8:], x1)
+		binary.LittleEndian.PutUint64(b[i+16:], x2)
+		binary.LittleEndian.PutUint64(b[i+24:], x3)
 	}
 	if i < size {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		for ; i < size; i++ {
-			b[i] = byte(x)
-			x >>= 8
-		}
+		var last [32]byte
+		binary.LittleEndian.PutUint64(last[0:], xorshift(x0))
+		binary.LittleEndian.PutUint64(last[8:], xorshift(x1))
+		binary.LittleEndian.PutUint64(last[16:], xorshift(x2))
+		binary.LittleEndian.PutUint64(last[24:], xorshift(x3))
+		copy(b[i:], last[:])
 	}
 	return b
+}
+
+// contentLane is the starting state of stream k of block id's content:
+// splitmix64 of (id, k), never zero (xorshift stays at zero).
+func contentLane(id uint64, k uint64) uint64 {
+	z := id*4 + k + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31 | 1
+}
+
+func xorshift(x uint64) uint64 {
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	return x
 }
 
 // storedContent is what a scenario's datanode stores for block id whose
