@@ -174,7 +174,7 @@ func RunReal(c Case, root string) (*Result, error) {
 			initState[id] = blockState{set: true}
 		}
 		for _, b := range cfg.Blocks {
-			data := model.BlockContent(b.Key, b.Size)
+			data := blockData(b.Key, b.Size)
 			stamp, err := store.Write(b.ID, data)
 			if err != nil {
 				w.Fail(fmt.Errorf("write block %d: %w", b.ID, err))

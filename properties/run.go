@@ -422,7 +422,7 @@ func (h *harness) dnMain(p model.Process) {
 			h.initState[id] = blockState{set: true}
 		}
 		for _, b := range h.cfg.Blocks {
-			data := model.BlockContent(b.Key, b.Size)
+			data := blockData(b.Key, b.Size)
 			stamp, err := store.WriteShared(b.ID, data)
 			if err != nil {
 				h.fail(PropHarness, "write block %d: %v", b.ID, err)
@@ -1124,11 +1124,11 @@ func startOp(cl *model.Client, op Op, stamp uint64, done func(model.Result)) {
 		}
 		cl.Read(op.Block, stamp, op.Off, op.Len, done)
 	case OpWrite:
-		cl.Write(op.Block, model.BlockContent(op.Key, op.Size), done)
+		cl.Write(op.Block, blockData(op.Key, op.Size), done)
 	case OpAppend:
-		cl.Append(op.Block, model.BlockContent(op.Key, op.Size), done)
+		cl.Append(op.Block, blockData(op.Key, op.Size), done)
 	case OpReplace:
-		cl.Replace(op.Block, model.BlockContent(op.Key, op.Size), done)
+		cl.Replace(op.Block, blockData(op.Key, op.Size), done)
 	case OpDelete:
 		cl.Delete(op.Block, done)
 	}
