@@ -1265,7 +1265,6 @@ func (dc *dnConn) takeHandle() {
 		dc.handle, dc.replica = h, h.Files
 		dc.contended = dn.pressed
 		dc.sel.holders = append(dc.sel.holders, dc)
-		dn.armTrim(dc.loop)
 	}
 	if parked == nil {
 		dc.opened(err)
@@ -1374,6 +1373,7 @@ func (dc *dnConn) park() {
 		dc.dropHolder()
 		dc.handle, dc.replica, dc.parked = nil, nil, h
 		dn.pool.Park(h, dc.loop.Now())
+		dn.armTrim(dc.loop)
 	})
 }
 
@@ -1416,10 +1416,18 @@ func (dc *dnConn) withdraw() {
 	}
 }
 
-// armTrim starts the pool's idle trimming timer if it is not running.
-// Called under the lock.
+// armTrim sets the pool's idle trimming timer, unless it is set, for
+// when the pool's least recently used idle handle above Min has been idle
+// PoolIdle (HandlePool.NextTrim); with none, it is set when a handle is
+// next released. (A timer every PoolIdle while any handle was open fired
+// a hundred times in an average checked case, most of them with nothing
+// to close.) Called under the lock.
 func (dn *Datanode) armTrim(loop Loop) {
 	if dn.trimArmed || dn.pool == nil {
+		return
+	}
+	at, ok := dn.pool.NextTrim()
+	if !ok {
 		return
 	}
 	dn.trimArmed = true
@@ -1427,7 +1435,7 @@ func (dn *Datanode) armTrim(loop Loop) {
 		dn.trimDueF, dn.trimF = dn.trimDue, dn.trim
 	}
 	dn.trimLoop = loop
-	dn.trimT.Arm(loop, dn.cfg.PoolIdle, dn.trimDueF)
+	dn.trimT.Arm(loop, max(at-loop.Now(), 0), dn.trimDueF)
 }
 
 func (dn *Datanode) trimDue() { dn.lock.Do(dn.trimLoop, dn.trimF) }
@@ -1436,9 +1444,8 @@ func (dn *Datanode) trimDue() { dn.lock.Do(dn.trimLoop, dn.trimF) }
 // nothing while trimArmed).
 func (dn *Datanode) trim() {
 	dn.trimArmed = false
-	if dn.pool.Trim(dn.trimLoop.Now()) || dn.pool.InUse() > 0 {
-		dn.armTrim(dn.trimLoop)
-	}
+	dn.pool.Trim(dn.trimLoop.Now())
+	dn.armTrim(dn.trimLoop)
 }
 
 // opened answers the request once the replica is open (or not).
@@ -1852,7 +1859,10 @@ func (dc *dnConn) releaseReplica() {
 		dc.dropHolder()
 		dc.handle, dc.replica = nil, nil
 		loop := dc.loop
-		dn.lock.Do(loop, func() { dn.pool.Release(h, loop.Now()) })
+		dn.lock.Do(loop, func() {
+			dn.pool.Release(h, loop.Now())
+			dn.armTrim(loop)
+		})
 	}
 	if f := dc.files; f != nil {
 		dc.files, dc.replica = nil, nil

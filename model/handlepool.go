@@ -415,8 +415,8 @@ func (hp *HandlePool) Release(h *Handle, now time.Duration) {
 }
 
 // Trim closes idle handles unused for IdleTimeout, keeping Min; a datanode
-// calls it from a periodic timer. It reports whether idle handles remain
-// above Min (the timer is needed again).
+// calls it from a timer set for NextTrim. It reports whether idle handles
+// remain above Min (the timer is needed again).
 func (hp *HandlePool) Trim(now time.Duration) bool {
 	for len(hp.idle) > hp.cfg.Min && now-hp.idle[0].lastUse >= hp.cfg.IdleTimeout {
 		h := hp.idle[0]
@@ -424,6 +424,16 @@ func (hp *HandlePool) Trim(now time.Duration) bool {
 		hp.close(h)
 	}
 	return len(hp.idle) > hp.cfg.Min
+}
+
+// NextTrim is when Trim next closes a handle, unless one is taken or
+// released first: when the least recently used idle handle above Min will
+// have been idle IdleTimeout (false: Min or fewer are idle).
+func (hp *HandlePool) NextTrim() (time.Duration, bool) {
+	if len(hp.idle) <= hp.cfg.Min {
+		return 0, false
+	}
+	return hp.idle[0].lastUse + hp.cfg.IdleTimeout, true
 }
 
 // CloseAll closes every idle handle (a datanode shutting down); handles in

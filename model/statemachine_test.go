@@ -380,6 +380,17 @@ func (m *poolMachine) trim(t *rapid.T) {
 	if want := len(m.idle) > m.cfg.Min; more != want {
 		t.Fatalf("Trim says idle handles remain above Min: %v, want %v", more, want)
 	}
+	// NextTrim is when the reference's next idle handle expires: after
+	// now (Trim closed every one due), and none sooner.
+	at, ok := m.hp.NextTrim()
+	if want := len(m.idle) > m.cfg.Min; ok != want {
+		t.Fatalf("NextTrim says a handle will expire: %v, want %v", ok, want)
+	}
+	if ok {
+		if want := m.ref[m.idle[0]].lastUse + m.cfg.IdleTimeout; at != want || at <= m.now {
+			t.Fatalf("NextTrim %v at %v, want %v, after now", at, m.now, want)
+		}
+	}
 }
 
 func (m *poolMachine) change(t *rapid.T) {

@@ -283,3 +283,29 @@ func TestReadStreamDeliversTheRangeInPieces(t *testing.T) {
 		t.Errorf("pieces at %v, want %v", offs, wantOffs)
 	}
 }
+
+// The handle pool closes an idle handle once it has been idle PoolIdle,
+// each at its own time: the trim timer is set for the least recently used
+// idle handle's expiry, not every PoolIdle (that one, set when the first
+// read took its handle, found block 1's handle idle for just under
+// PoolIdle and closed it a whole PoolIdle late).
+func TestIdleHandleClosedOncePoolIdlePassed(t *testing.T) {
+	const idle = 50 * ms
+	var handles []int
+	var first time.Duration
+	clientWorld(t, model.DatanodeConfig{PoolIdle: idle}, model.ClientConfig{}, func(w *World, p model.Process, cl *model.Client) {
+		loop := p.MainLoop()
+		mustRead(t, cl, 1, func() {
+			first = loop.Now()
+			loop.AfterFunc(20*ms, func() { mustRead(t, cl, 2, func() {}) })
+			for _, at := range []time.Duration{45 * ms, 55 * ms, 75 * ms} {
+				loop.AfterFunc(at, func() { handles = append(handles, lastDatanode.Pool().Handles()) })
+			}
+		})
+	})
+	// Block 1's handle idle since just before first, block 2's since
+	// about first+20 ms: both open at +45 ms, one at +55, none at +75.
+	if want := []int{2, 1, 0}; !slices.Equal(handles, want) {
+		t.Errorf("open handles at +45, +55 and +75 ms after the first read (at %v): %v, want %v", first, handles, want)
+	}
+}
