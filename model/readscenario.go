@@ -162,13 +162,17 @@ func BlockContent(id uint64, size int) []byte {
 	return b
 }
 
-// contentLane is the starting state of stream k of block id's content:
-// splitmix64 of (id, k), never zero (xorshift stays at zero).
-func contentLane(id uint64, k uint64) uint64 {
-	z := id*4 + k + 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31 | 1
+// contentLane is the starting state of stream k of block id's content,
+// never zero (xorshift stays at zero).
+func contentLane(id uint64, k uint64) uint64 { return SplitMix64(id*4+k) | 1 }
+
+// SplitMix64 is one step of splitmix64 from state x: a small or patterned
+// integer (a seed, a key) spread over all 64 bits.
+func SplitMix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 func xorshift(x uint64) uint64 {

@@ -7,14 +7,14 @@ import (
 )
 
 // blockData is the content a case's block or write with this key and
-// size holds: a window of contentPool at an offset drawn from the key.
-// A shorter content of a key is the prefix of a longer one, as
-// BlockContent's are. Check makes tens of contents a seed (the blocks written before the
-// datanode serves, every write op's data); making each (allocating it,
-// then writing every byte) was a twelfth of check's CPU, and a window
-// costs nothing. The windows are read-only, like every content the
-// harness hands out (the checker keeps them as strings, the sim's files
-// borrow them), and end at their length, so an append copies.
+// size holds: a window of contentPool at an offset drawn from the key. A
+// shorter content of a key is the prefix of a longer one, as
+// BlockContent's are. Check makes tens of contents a seed (the blocks
+// written before the datanode serves, every write op's data); making each
+// (allocating it, then writing every byte) was a twelfth of check's CPU,
+// and a window costs nothing. The windows are read-only, like every
+// content the harness hands out (the checker keeps them as strings, the
+// sim's files borrow them), and end at their length, so an append copies.
 //
 // Two contents of a case share bytes only as windows that overlap do,
 // shifted: a read served from another block or another offset still
@@ -25,7 +25,7 @@ func blockData(key uint64, size int) []byte {
 		return model.BlockContent(key, size)
 	}
 	pool := contentPool()
-	off := int(mixKey(key) % uint64(len(pool)-maxPooledContent+1))
+	off := int(model.SplitMix64(key) % uint64(len(pool)-maxPooledContent+1))
 	return pool[off : off+size : off+size]
 }
 
@@ -36,11 +36,3 @@ var contentPool = sync.OnceValue(func() []byte { return model.BlockContent(0x636
 // maxPooledContent is the largest content taken from the pool: a hostile
 // non-reader's block (hostileBlockSize) is the largest Draw makes.
 const maxPooledContent = 512 << 10
-
-// mixKey spreads keys (small, drawn integers) over the pool.
-func mixKey(k uint64) uint64 {
-	k += 0x9e3779b97f4a7c15
-	k = (k ^ k>>30) * 0xbf58476d1ce4e5b9
-	k = (k ^ k>>27) * 0x94d049bb133111eb
-	return k ^ k>>31
-}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"xceiver/model"
 	"xceiver/properties"
 	"xceiver/traces"
 )
@@ -77,7 +78,7 @@ func systemOf(seed uint64, narrow string) *checkSystem {
 	if narrow != systemAll {
 		return lookupSystem(narrow)
 	}
-	x := splitmix64(seed ^ 0x73797374656d) // "system"
+	x := model.SplitMix64(seed ^ 0x73797374656d) // "system"
 	k := int(x % mixTotal)
 	for i := range checkSystems {
 		if k < checkSystems[i].share {
@@ -86,13 +87,6 @@ func systemOf(seed uint64, narrow string) *checkSystem {
 		k -= checkSystems[i].share
 	}
 	return &checkSystems[0]
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
 }
 
 // checkedSystems are the systems a check of --system narrow runs.
