@@ -186,13 +186,19 @@ func (l *loop) AfterFunc(d time.Duration, f func()) model.Timer {
 		t.state = timerStopped
 		return t
 	}
-	t.seq = l.tseq
+	l.armLocked(t)
+	return t
+}
+
+// armLocked queues t for t.when, after the timers already set for then,
+// and wakes the loop if t comes first. Called with mu held.
+func (l *loop) armLocked(t *timer) {
+	t.seq, t.state = l.tseq, timerPending
 	l.tseq++
 	heap.Push(&l.timers, t)
 	if l.timers[0] == t {
 		l.wakeLocked()
 	}
-	return t
 }
 
 // wakeLocked makes the goroutine's epoll_wait return. It is skipped while
@@ -523,44 +529,34 @@ const (
 // Stop cancels the timer and reports whether f had not yet run. It may be
 // called from any goroutine.
 func (t *timer) Stop() bool {
-	l := t.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	return t.stopLocked()
+}
+
+// stopLocked is Stop with mu held.
+func (t *timer) stopLocked() bool {
 	if t.state != timerPending {
 		return false
 	}
-	if !l.released {
-		heap.Remove(&l.timers, t.index)
+	if !t.l.released {
+		heap.Remove(&t.l.timers, t.index)
 	}
 	t.state = timerStopped
 	return true
 }
 
-// Reset is Stop, then the same timer armed again d from now, in the order
-// a new AfterFunc would take. It may be called from any goroutine.
+// Reset is Stop, then the same timer armed again d from now as AfterFunc
+// would arm a new one. It may be called from any goroutine.
 func (t *timer) Reset(d time.Duration) bool {
 	l := t.l
 	when := l.Now() + max(d, 0)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	was := t.state == timerPending
-	if l.closed || l.released || t.f == nil {
-		if was && !l.released {
-			heap.Remove(&l.timers, t.index)
-		}
-		t.state = timerStopped
-		return was
-	}
-	t.when, t.seq = when, l.tseq
-	l.tseq++
-	t.state = timerPending
-	if was {
-		heap.Fix(&l.timers, t.index)
-	} else {
-		heap.Push(&l.timers, t)
-	}
-	if l.timers[0] == t {
-		l.wakeLocked()
+	was := t.stopLocked()
+	if !l.closed && t.f != nil {
+		t.when = when
+		l.armLocked(t)
 	}
 	return was
 }

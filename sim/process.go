@@ -1617,12 +1617,12 @@ func (t *Timer) Reset(d time.Duration) bool {
 	}
 	was := !t.stopped && !t.fired
 	if was {
-		t.ev.disarm()
-		l.p.timers--
+		t.ev.disarm() // still counted in p.timers
+	} else {
+		l.p.timers++
 	}
 	t.stale = t.queued
 	t.stopped, t.fired = false, false
-	l.p.timers++
 	w := l.p.w
 	w.schedule(&t.ev, w.Now()+d, nil)
 	return was
