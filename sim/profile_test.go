@@ -1325,3 +1325,112 @@ func TestLineIsNeverLeftWithoutAWake(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// pingPong runs hops callbacks alternating between two loops of one
+// process in a 2-core world whose loops park in the poller, each callback
+// spending work of CPU and handing the next one over with Post; it
+// returns the time from the first callback's start to the last one's
+// end, and the process's CPU over the run.
+func pingPong(t *testing.T, cfg Config, hops int, work time.Duration) (span, cpuUsed time.Duration) {
+	t.Helper()
+	parse := cfg.CPU.Parse
+	w := New(cfg)
+	var first, last time.Duration
+	var proc model.Process
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		proc = p
+		l0 := p.MainLoop()
+		l1, err := p.NewLoop("b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		loops := [2]model.Loop{l0, l1}
+		n := 0
+		var hop func()
+		hop = func() {
+			l := loops[n%2]
+			if n == 0 {
+				first = l.Now()
+			}
+			p.CPU(model.CPUParse, int(work/parse))
+			n++
+			last = l.Now()
+			if n < hops {
+				loops[n%2].Post(hop)
+			}
+		}
+		l0.AfterFunc(ms, hop)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu0 := time.Duration(0)
+	w.RunFor(ms)
+	cpu0 = proc.(*Process).CPUTime()
+	w.RunFor(100 * ms)
+	return last - first, proc.(*Process).CPUTime() - cpu0
+}
+
+// The wake-up's CPU (WakeupCPU) of a thread woken for a callback runs on
+// an idle core, as Go's spinning thread looking for work there, not after
+// the callback on the woken thread's own core: a serial chain of hops
+// between two loops takes as long with it as without it, and its CPU
+// grows by the wake-ups'. (After the callback, a one-client read paid
+// 8.4 µs on every one of its hops: 134 µs a read where real takes 86–95.)
+func TestWakeupCPUSpinsOnTheIdleCore(t *testing.T) {
+	const hops, work, wakeCPU = 40, 20 * us, 15 * us
+	// With stacking, as the embedded profile has it: a woken loop whose
+	// core is busy with the wake-up's CPU while the other is parked
+	// waited behind it.
+	cfg := stackingConfig(887 * us)
+	spanFree, cpuFree := pingPong(t, cfg, hops, work)
+	cfg.CPU.WakeupCPU = wakeCPU
+	span, cpuUsed := pingPong(t, cfg, hops, work)
+	if span != spanFree {
+		t.Errorf("%d hops took %v with %v of wake-up CPU each, %v without: want the same (the wake-up's CPU off the chain)", hops, span, wakeCPU, spanFree)
+	}
+	if woken := cpuUsed - cpuFree; woken < (hops-2)*wakeCPU || woken > hops*wakeCPU {
+		t.Errorf("the wake-ups added %v of CPU, want about %d × %v", woken, hops, wakeCPU)
+	}
+	// One core only: the wake-up's CPU has nowhere else to go, and each
+	// hop waits for what of it outlasts the hand-over's own delay (the
+	// gap between two callbacks without it).
+	cfg.HostCores = 1
+	span1, _ := pingPong(t, cfg, hops, work)
+	cfg.CPU.WakeupCPU = 0
+	span1Free, _ := pingPong(t, cfg, hops, work)
+	gap := (span1Free - hops*work) / (hops - 1)
+	if d, want := span1-span1Free, (hops-1)*(wakeCPU-gap); d < want-2*wakeCPU || d > want+2*wakeCPU {
+		t.Errorf("on one core %d hops took %v more with %v of wake-up CPU each, want about %v more (%v a hop past a gap of %v)", hops, d, wakeCPU, want, wakeCPU-gap, gap)
+	}
+}
+
+// A thread asking for a core while the other spins a wake-up's CPU
+// (spinTail), or is idle until its spin, takes that core at once, as Go's
+// spinning thread finds the work, with no wake-up and no stack; what the
+// spin had left is paid after the thread's callback. A core still busy
+// with work before its spin is not taken.
+func TestThreadTakesASpinningCore(t *testing.T) {
+	w := New(stackingConfig(887 * us))
+	c := newCPU(w, 2)
+	w.now = 60 * us
+	c.cores[0] = 200 * us // busy
+	// Core 1 works until 70µs, then spins from 80µs to 100µs.
+	c.cores[1], c.spinning[1], c.freeFrom[1], c.spinFrom[1] = 100*us, true, 70*us, 80*us
+	if i, ok := c.free(nil, false); ok {
+		t.Fatalf("took core %d, busy until 70µs", i)
+	}
+	for _, tc := range []struct{ freeFrom, spinFrom, owed time.Duration }{
+		{30 * us, 50 * us, 40 * us}, // spinning since 50µs: its last 40µs
+		{30 * us, 80 * us, 20 * us}, // idle until its spin at 80µs: all of it
+	} {
+		c.cores[1], c.spinning[1], c.freeFrom[1], c.spinFrom[1], c.owed[1] = 100*us, true, tc.freeFrom, tc.spinFrom, 0
+		i, ok := c.free(nil, false)
+		if !ok || i != 1 {
+			t.Fatalf("free gave core %d, %v: want the spinning core 1", i, ok)
+		}
+		if c.cores[1] != w.now || c.owed[1] != tc.owed || c.spinning[1] {
+			t.Errorf("spin from %v: core 1 free at %v, owing %v, spinning %v: want free now (%v), owing %v, not spinning", tc.spinFrom, c.cores[1], c.owed[1], c.spinning[1], w.now, tc.owed)
+		}
+	}
+}
