@@ -726,8 +726,10 @@ func (c *cpu) idle(i int, t time.Duration) {
 	}
 	if c.stacking {
 		// The thread sleeps once the core frees: after the wake-up's
-		// CPU (WakeupCPU) when it was woken, as Go's scheduler looks
-		// for work first, and finds what is queued meanwhile.
+		// CPU (WakeupCPU) when it was woken and no other core was idle
+		// to spin it, or the rest of a spin a callback cut short
+		// (takeSpinning), as Go's scheduler looks for work first, and
+		// finds what is queued meanwhile.
 		c.idleAt[i] = max(t, c.cores[i])
 	}
 	if len(c.waitQ) > 0 {
@@ -888,7 +890,8 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 // the same CPU, real's one client keeping 1.5 cores busy (Go's spinning
 // threads look for work on the other CPU while the chain's thread runs
 // the next goroutine itself). On an idle core the spin is off the
-// chain, and the CPU an op is the same.
+// chain, and the CPU an op is the same. (With host slices modelled,
+// --host-steal, the tail stays on the woken thread's core.)
 func (c *cpu) spinTail(core int, end, d time.Duration) {
 	if c.w.cfg.CPU.Poller && c.slices == nil {
 		for k, at := range c.cores {
@@ -907,10 +910,13 @@ func (c *cpu) spinTail(core int, end, d time.Duration) {
 // wake-up's CPU (spinTail), or is free until its spin: the spinning
 // thread finds the work, with no wake-up and no stack. The rest of the
 // spin is owed, and paid after the thread's callback, so the CPU stays
-// what the profile says it is.
+// what the profile says it is. A core a stacked thread is due on is not
+// taken (free would refuse it too: cpu.wake's trial call and the
+// waiter's own must agree).
 func (c *cpu) takeSpinning(now time.Duration) (int, bool) {
 	for i, at := range c.cores {
-		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || c.inCB[i] || c.kept[i] != nil || c.holder[i] != nil {
+		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || c.inCB[i] || c.kept[i] != nil || c.holder[i] != nil ||
+			c.stacking && c.stackedUntil[i] > now {
 			continue
 		}
 		c.owed[i] += at - max(now, c.spinFrom[i])
@@ -1527,7 +1533,9 @@ func (l *Loop) dispatch() {
 	ran := true // a callback ran (not a timer stopped after it fired)
 	if k := l.keptCore - 1; k >= 0 {
 		if at := l.p.cpu.cores[k]; at > w.now {
-			// The wake-up's CPU still runs on it (WakeupCPU).
+			// The wake-up's CPU still runs on it (WakeupCPU), or the
+			// rest of a spin its callback cut short (takeSpinning):
+			// that is on the loop's way.
 			l.scheduled = true
 			w.post(at, l.dispatchF)
 			return

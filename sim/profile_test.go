@@ -1433,4 +1433,38 @@ func TestThreadTakesASpinningCore(t *testing.T) {
 			t.Errorf("spin from %v: core 1 free at %v, owing %v, spinning %v: want free now (%v), owing %v, not spinning", tc.spinFrom, c.cores[1], c.owed[1], c.spinning[1], w.now, tc.owed)
 		}
 	}
+	// A thread stacked for the spinning core is due there: no one else
+	// takes it (cpu.wake's trial call would, and the waiter's own call
+	// then not).
+	c.cores[1], c.spinning[1], c.freeFrom[1], c.spinFrom[1], c.owed[1] = 100*us, true, 30*us, 50*us, 0
+	c.stackedUntil[1] = 90 * us
+	if i, ok := c.free(nil, false); ok {
+		t.Errorf("took core %d, stacked for until 90µs", i)
+	}
+	if !c.spinning[1] || c.owed[1] != 0 {
+		t.Errorf("the refused core's spin changed: spinning %v, owing %v", c.spinning[1], c.owed[1])
+	}
+}
+
+// The rest of a spin a thread cut short is paid on that core after the
+// thread's callback: the core is busy until the callback's end plus it.
+func TestCutSpinIsPaidAfterTheCallback(t *testing.T) {
+	cfg := stackingConfig(887 * us)
+	w := New(cfg)
+	var proc *Process
+	if _, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) { proc = p.(*Process) }); err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(ms)
+	th := &thread{p: proc, name: "t", kind: w.threadKind(proc, "t")}
+	c := proc.cpu
+	c.owed[1] = 20 * us
+	cpu0 := proc.CPUTime()
+	end := w.runOn(th, 1, func() { proc.CPU(model.CPUParse, int(10*us/cfg.CPU.Parse)) })
+	if c.cores[1] != end+20*us || c.owed[1] != 0 {
+		t.Errorf("core 1 busy until %v, owing %v after a callback ending at %v: want until %v, owing nothing", c.cores[1], c.owed[1], end, end+20*us)
+	}
+	if used := proc.CPUTime() - cpu0; used != end-w.Now() {
+		t.Errorf("the callback's CPU %v, want its own %v (the owed spin was counted when it was spun)", used, end-w.Now())
+	}
 }

@@ -109,9 +109,9 @@ type CPUConfig struct {
 	// WakeupCPU is the CPU a wake-up costs (the futex or eventfd, both
 	// context switches, Go's scheduler hand-off): the core that ran the
 	// woken thread's first callback stays busy that long after it (the
-	// latency is Wakeup's); with Poller, a core idle then spins it
-	// instead, off the woken thread's way (cpu.spinTail). Zero in the
-	// hand-set defaults.
+	// latency is Wakeup's); with Poller (and no host slices), a core
+	// idle then spins it instead, off the woken thread's way
+	// (cpu.spinTail). Zero in the hand-set defaults.
 	WakeupCPU time.Duration
 	// TCPSendPerKB and TCPRecvPerKB are the TCP stack's CPU per KiB a
 	// write or a read moves, beyond the copy (skb handling, the
