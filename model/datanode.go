@@ -1925,7 +1925,7 @@ func (dc *dnConn) grow(need int) {
 				return
 			}
 			dc.reserved += more
-			grown := make([]byte, len(dc.wdata), newCap)
+			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
 			copy(grown, dc.wdata)
 			dc.wdata = grown
 			dc.memChanged()
