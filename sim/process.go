@@ -589,6 +589,9 @@ type cpu struct {
 	// holder is the loop that went idle on each core and holds it until
 	// cores[i] (CPUConfig.SyscallHold), or nil.
 	holder []*thread
+	// holdFrom is when core i's holder's last callback, and its wake-up's
+	// CPU, ended: the hold runs from then (hold).
+	holdFrom []time.Duration
 	// kept is the loop that ran a callback on each core with more work
 	// queued and runs its next there, ahead of the line (Loop.keep;
 	// nil: none).
@@ -649,6 +652,14 @@ type cpu struct {
 	spinFrom []time.Duration
 	owed     []time.Duration
 	inCB     []bool
+
+	// checkCores (set by tests) asserts that a callback starts on a core
+	// only once the one before on it has ended, with its owed spin and
+	// a wake-up's CPU kept there (workEnd); the first breach is kept in
+	// overlap.
+	checkCores bool
+	workEnd    []time.Duration
+	overlap    string
 }
 
 // noPoller is cpu.polling when no core waits in the poller.
@@ -800,9 +811,9 @@ func (c *cpu) sysmonPollNow() {
 }
 
 func newCPU(w *World, n int) *cpu {
-	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), kept: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
+	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), holdFrom: make([]time.Duration, n), kept: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
 		stacking: w.cfg.CPU.StackBalance > 0 && w.cfg.CPU.Poller, idleAt: make([]time.Duration, n), stackedUntil: make([]time.Duration, n),
-		spinning: make([]bool, n), freeFrom: make([]time.Duration, n), spinFrom: make([]time.Duration, n), owed: make([]time.Duration, n), inCB: make([]bool, n)}
+		spinning: make([]bool, n), freeFrom: make([]time.Duration, n), spinFrom: make([]time.Duration, n), owed: make([]time.Duration, n), inCB: make([]bool, n), workEnd: make([]time.Duration, n)}
 	c.wakeF = c.wake
 	c.sysmonF = c.sysmonPollNow
 	return c
@@ -985,6 +996,11 @@ func (c *cpu) takeHeld(t *thread) (int, bool) {
 		return 0, false
 	}
 	i := t.held - 1
+	if c.holder[i] == t && c.holdFrom[i] > c.w.now {
+		// The core still runs t's wake-up's CPU, from before the
+		// hold: it is not free yet, and the hold stands.
+		return 0, false
+	}
 	t.held = 0
 	if c.holder[i] != t {
 		return 0, false
@@ -1008,6 +1024,7 @@ func (c *cpu) hold(t *thread, i int) {
 	if cfg.SyscallHoldSpread > 0 {
 		d += time.Duration(c.w.cpuRand.Int64N(int64(cfg.SyscallHoldSpread)))
 	}
+	c.holdFrom[i] = c.cores[i]
 	c.cores[i] += d
 	c.holder[i] = t
 	t.held = i + 1
@@ -1171,6 +1188,9 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	// accounting measures), so not its kind's (ThreadCPU).
 	dispatch := w.cfg.CPU.Callback + w.callbackByConns() + w.cfg.CPU.Account
 	w.charge(dispatch)
+	if c := p.cpu; c.checkCores && c.overlap == "" && (c.inCB[core] || start < c.workEnd[core]) {
+		c.overlap = fmt.Sprintf("%s/%s starts on core %d at %v, in a callback %v, the one before ending at %v", p.name, t.name, core, start, c.inCB[core], c.workEnd[core])
+	}
 	t.inCB = true
 	p.cpu.inCB[core] = true
 	fn()
@@ -1200,6 +1220,9 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 		// callback's effects do not wait for it.
 		p.cpu.spinTail(core, end-w.waited, w.cfg.CPU.WakeupCPU)
 		p.cpuTime += w.cfg.CPU.WakeupCPU
+	}
+	if p.cpu.checkCores {
+		p.cpu.workEnd[core] = p.cpu.cores[core]
 	}
 	if p.active == 0 && len(p.cpu.waitQ) > 0 {
 		// Threads the line passed over while p was in the callback
@@ -1543,6 +1566,12 @@ func (l *Loop) dispatch() {
 		// Still kept while the callback runs; keep or unkeep below.
 		l.p.cpu.take(k)
 		c, ok = k, true
+	} else if h := l.thread.held - 1; h >= 0 && l.p.cpu.holder[h] == &l.thread && l.p.cpu.holdFrom[h] > w.now {
+		// The core it holds still runs its wake-up's CPU: the thread
+		// comes back from epoll_wait once it has switched out.
+		l.scheduled = true
+		w.post(l.p.cpu.holdFrom[h], l.dispatchF)
+		return
 	} else if c, ok = l.p.cpu.free(&l.thread, l.woken); ok {
 		l.runSince = w.now
 	}
