@@ -20,7 +20,7 @@ import (
 // the cores busy past the span (a saturated run uses about the bound, so
 // a core run twice shows), with the embedded profile's costs (the
 // poller, stacked wake-ups, the wake-up's CPU) or the hand-set ones with
-// a syscall hold. A first version of the spinning core let a thread take
+// a syscall hold, on a machine alone or shared (slices). A first version of the spinning core let a thread take
 // a core another callback was still on: 2.7 cores of 2 in `run pairs
 // --pairs 8`; taking a spinning core before it was free fails here at
 // once, and a cut spin never paid within 25 draws.
@@ -35,6 +35,9 @@ func TestCPUNeverExceedsTheCores(t *testing.T) {
 			cfg.CPU.SyscallHold, cfg.CPU.SyscallHoldSpread = 20*time.Microsecond, 30*time.Microsecond
 		}
 		cfg.HostCores = rapid.IntRange(1, 3).Draw(rt, "cores")
+		if rapid.Bool().Draw(rt, "shared") {
+			cfg.CPU.SliceOn, cfg.CPU.SliceOff = 750*time.Microsecond, 250*time.Microsecond
+		}
 		w := New(cfg)
 		w.hostCPU.checkCores = true
 		nproc := rapid.IntRange(1, 3).Draw(rt, "procs")
