@@ -906,7 +906,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 func (c *cpu) spinTail(core int, end, d time.Duration) {
 	if c.w.cfg.CPU.Poller && c.slices == nil {
 		for k, at := range c.cores {
-			if k == core || at > end || c.inCB[k] || c.kept[k] != nil || c.holder[k] != nil || c.stacking && c.stackedUntil[k] > end {
+			if k == core || at > end || !c.unclaimed(k, end) {
 				continue
 			}
 			c.freeFrom[k], c.spinFrom[k] = at, end
@@ -926,8 +926,7 @@ func (c *cpu) spinTail(core int, end, d time.Duration) {
 // waiter's own must agree).
 func (c *cpu) takeSpinning(now time.Duration) (int, bool) {
 	for i, at := range c.cores {
-		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || c.inCB[i] || c.kept[i] != nil || c.holder[i] != nil ||
-			c.stacking && c.stackedUntil[i] > now {
+		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || !c.unclaimed(i, now) {
 			continue
 		}
 		c.owed[i] += at - max(now, c.spinFrom[i])
@@ -936,6 +935,24 @@ func (c *cpu) takeSpinning(now time.Duration) (int, bool) {
 		return i, true
 	}
 	return 0, false
+}
+
+// unclaimed reports whether core i is no one's at t but whoever asks: no
+// callback runs on it, no loop keeps or holds it, and no stacked thread
+// is due on it (a spin may go there, or a thread take its spin).
+func (c *cpu) unclaimed(i int, t time.Duration) bool {
+	return !c.inCB[i] && c.kept[i] == nil && c.holder[i] == nil && !(c.stacking && c.stackedUntil[i] > t)
+}
+
+// heldBusy is when the core t holds (hold) has finished t's own wake-up
+// CPU, if that is still to come: until then the core is not free, not
+// even for t, and the hold stands.
+func (c *cpu) heldBusy(t *thread) (time.Duration, bool) {
+	if t == nil || t.held == 0 {
+		return 0, false
+	}
+	i := t.held - 1
+	return c.holdFrom[i], c.holder[i] == t && c.holdFrom[i] > c.w.now
 }
 
 // take gives core i to the thread asking for it.
@@ -995,12 +1012,10 @@ func (c *cpu) takeHeld(t *thread) (int, bool) {
 	if t == nil || t.held == 0 {
 		return 0, false
 	}
-	i := t.held - 1
-	if c.holder[i] == t && c.holdFrom[i] > c.w.now {
-		// The core still runs t's wake-up's CPU, from before the
-		// hold: it is not free yet, and the hold stands.
+	if _, busy := c.heldBusy(t); busy {
 		return 0, false
 	}
+	i := t.held - 1
 	t.held = 0
 	if c.holder[i] != t {
 		return 0, false
@@ -1566,11 +1581,11 @@ func (l *Loop) dispatch() {
 		// Still kept while the callback runs; keep or unkeep below.
 		l.p.cpu.take(k)
 		c, ok = k, true
-	} else if h := l.thread.held - 1; h >= 0 && l.p.cpu.holder[h] == &l.thread && l.p.cpu.holdFrom[h] > w.now {
+	} else if at, busy := l.p.cpu.heldBusy(&l.thread); busy {
 		// The core it holds still runs its wake-up's CPU: the thread
 		// comes back from epoll_wait once it has switched out.
 		l.scheduled = true
-		w.post(l.p.cpu.holdFrom[h], l.dispatchF)
+		w.post(at, l.dispatchF)
 		return
 	} else if c, ok = l.p.cpu.free(&l.thread, l.woken); ok {
 		l.runSince = w.now
