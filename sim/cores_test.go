@@ -42,13 +42,13 @@ func TestCPUNeverExceedsTheCores(t *testing.T) {
 		w.hostCPU.checkCores = true
 		nproc := rapid.IntRange(1, 3).Draw(rt, "procs")
 		const span = 20 * time.Millisecond
-		hops := 64 // the works cycle; the chains run past the span
+		const cycle = 64 // works a process cycles through
 		maxWork := time.Duration(rapid.IntRange(1, 200).Draw(rt, "maxWork")) * time.Microsecond
 		var procs []*Process
 		var longest time.Duration
 		for i := range nproc {
 			nloops := rapid.IntRange(1, 4).Draw(rt, fmt.Sprintf("loops%d", i))
-			works := rapid.SliceOfN(rapid.IntRange(1, int(maxWork/time.Microsecond)), hops, hops).Draw(rt, fmt.Sprintf("work%d", i))
+			works := rapid.SliceOfN(rapid.IntRange(1, int(maxWork/time.Microsecond)), cycle, cycle).Draw(rt, fmt.Sprintf("work%d", i))
 			viaPool := rapid.Bool().Draw(rt, fmt.Sprintf("pool%d", i))
 			viaTCP := rapid.Bool().Draw(rt, fmt.Sprintf("tcp%d", i))
 			addr := fmt.Sprintf("p%d:1", i)
@@ -104,16 +104,16 @@ func TestCPUNeverExceedsTheCores(t *testing.T) {
 							}
 						})
 					})
-					left := 1 << 30
+					sent := 0
 					var c model.Conn
 					c, err = p.Dial("tcp", addr, client, func(ev model.Events) {
-						if ev&model.Writable != 0 && left == 1<<30 {
-							left--
+						if ev&model.Writable != 0 && sent == 0 {
+							sent++
 							c.Write(buf[:1])
 						}
 						if n, _ := c.Read(buf); n > 0 && client.Now() < span {
-							left--
-							spend(left)
+							spend(sent)
+							sent++
 							c.Write(buf[:1])
 						}
 					})
