@@ -82,7 +82,7 @@ func (h *harness) checkStats() {
 	made := h.dnProc.FDsMade(model.FDSocket) - h.dnSockets
 	switch {
 	case st.Accepted < 0 || st.Ops < 0 || st.Reads < 0 || st.Writes < 0 || st.Errors < 0 ||
-		st.KeepaliveReuses < 0 || st.KeepaliveTimeouts < 0 || st.BytesSent < 0:
+		st.KeepaliveReuses < 0 || st.KeepaliveTimeouts < 0 || st.BytesSent < 0 || st.IdleAsks < 0:
 		h.fail(PropStats, "datanode counts a negative figure: %+v", st)
 	case st.Accepted != made:
 		h.fail(PropStats, "datanode counts %d connections accepted; its process made %d sockets since it started", st.Accepted, made)
@@ -94,6 +94,11 @@ func (h *harness) checkStats() {
 	case st.KeepaliveTimeouts > st.Ops-st.KeepaliveReuses:
 		// Only a connection that carried an op waits kept alive.
 		h.fail(PropStats, "datanode counts %d keep-alive timeouts, but only %d connections carried an op", st.KeepaliveTimeouts, st.Ops-st.KeepaliveReuses)
+	case st.IdleAsks > st.Accepted:
+		// A connection asked is closed if idle and busy for good if
+		// not: asking it again is work that grows with the square of
+		// the connections while a flood keeps the datanode full.
+		h.fail(PropStats, "a full datanode asked %d times whether a connection was idle, of %d connections accepted: it asked some again", st.IdleAsks, st.Accepted)
 	case h.acceptSpun():
 		// (Reported as fd-bounds: what the datanode does at its fd limit.)
 	case !roundRobin(h.dn.SelectorConns(), st.Accepted):
