@@ -715,7 +715,8 @@ func (dn *Datanode) evictIdle(newest *dnConn) {
 			break
 		}
 	}
-	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && !dn.stopped {
+	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && newest != nil && !dn.stopped {
+		// (A walk the evict timer started has no newest to reset.)
 		dn.p.Log("dn-full-evict", "conn", newest.id, "newest", true)
 		newest.loop.Post(func() { newest.close("datanode full") })
 		return
