@@ -182,17 +182,18 @@ func (l *loop) AfterFunc(d time.Duration, f func()) model.Timer {
 	t := &timer{l: l, f: f, when: l.Now() + max(d, 0)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || f == nil {
-		t.state = timerStopped
-		return t
-	}
 	l.armLocked(t)
 	return t
 }
 
 // armLocked queues t for t.when, after the timers already set for then,
-// and wakes the loop if t comes first. Called with mu held.
+// and wakes the loop if t comes first; on a closed loop, or with no f,
+// t stays stopped. Called with mu held.
 func (l *loop) armLocked(t *timer) {
+	if l.closed || t.f == nil {
+		t.state = timerStopped
+		return
+	}
 	t.seq, t.state = l.tseq, timerPending
 	l.tseq++
 	heap.Push(&l.timers, t)
@@ -554,10 +555,8 @@ func (t *timer) Reset(d time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	was := t.stopLocked()
-	if !l.closed && t.f != nil {
-		t.when = when
-		l.armLocked(t)
-	}
+	t.when = when
+	l.armLocked(t)
 	return was
 }
 
