@@ -647,6 +647,9 @@ type cpu struct {
 	// (spinning[i]), and owes the part of a spin a thread cut short by
 	// taking it (owed[i], paid after that thread's callback). inCB[i] is
 	// set while a callback runs on core i, whose clock may pass cores[i].
+	// spins: a wake-up's CPU may go to an idle core (Poller, and no
+	// host slices); without it no core ever spins.
+	spins    bool
 	spinning []bool
 	freeFrom []time.Duration
 	spinFrom []time.Duration
@@ -814,6 +817,7 @@ func newCPU(w *World, n int) *cpu {
 	c := &cpu{w: w, cores: make([]time.Duration, n), holder: make([]*thread, n), holdFrom: make([]time.Duration, n), kept: make([]*thread, n), slices: newSlicer(w, n), polling: 0,
 		stacking: w.cfg.CPU.StackBalance > 0 && w.cfg.CPU.Poller, idleAt: make([]time.Duration, n), stackedUntil: make([]time.Duration, n),
 		spinning: make([]bool, n), freeFrom: make([]time.Duration, n), spinFrom: make([]time.Duration, n), owed: make([]time.Duration, n), inCB: make([]bool, n), workEnd: make([]time.Duration, n)}
+	c.spins = w.cfg.CPU.Poller && c.slices == nil
 	c.wakeF = c.wake
 	c.sysmonF = c.sysmonPollNow
 	return c
@@ -904,7 +908,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 // chain, and the CPU an op is the same. (With host slices modelled,
 // --host-steal, the tail stays on the woken thread's core.)
 func (c *cpu) spinTail(core int, end, d time.Duration) {
-	if c.w.cfg.CPU.Poller && c.slices == nil {
+	if c.spins {
 		for k, at := range c.cores {
 			if k == core || at > end || !c.unclaimed(k, end) {
 				continue
@@ -925,6 +929,9 @@ func (c *cpu) spinTail(core int, end, d time.Duration) {
 // taken (free would refuse it too: cpu.wake's trial call and the
 // waiter's own must agree).
 func (c *cpu) takeSpinning(now time.Duration) (int, bool) {
+	if !c.spins {
+		return 0, false // (check's costs: no core ever spins)
+	}
 	for i, at := range c.cores {
 		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || !c.unclaimed(i, now) {
 			continue
