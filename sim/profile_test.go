@@ -1364,9 +1364,8 @@ func pingPong(t *testing.T, cfg Config, hops int, work time.Duration) (span, cpu
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu0 := time.Duration(0)
 	w.RunFor(ms)
-	cpu0 = proc.(*Process).CPUTime()
+	cpu0 := proc.(*Process).CPUTime()
 	w.RunFor(100 * ms)
 	return last - first, proc.(*Process).CPUTime() - cpu0
 }
