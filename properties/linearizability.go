@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -475,6 +476,10 @@ const plainSteps = 100_000
 // checkBlock checks one block's history, giving up at deadline; plain:
 // the plain model decided it.
 func checkBlock(part []porcupine.Operation, deadline time.Time) (res porcupine.CheckResult, plain bool) {
+	part = pinUnknowns(part)
+	if r, ok := sequentialVerdict(part); ok {
+		return r, true
+	}
 	m := PlainModel()
 	m.Partition = nil // part is one block's history already
 	// Atomic: on a timeout porcupine returns without waiting for its
@@ -486,7 +491,6 @@ func checkBlock(part []porcupine.Operation, deadline time.Time) (res porcupine.C
 		}
 		return plainStep(state, input, output)
 	}
-	part = pinUnknowns(part)
 	left := time.Until(deadline)
 	if left <= 0 {
 		return porcupine.Unknown, true
@@ -851,4 +855,37 @@ func convert(o model.Operation, row int) (porcupine.Operation, bool) {
 		return op, false
 	}
 	return op, true
+}
+
+// sequentialVerdict decides one block's history when no two of its ops
+// overlap, as in seven blocks of ten in check: then the time order is the
+// only order porcupine may try, and the history is linearizable exactly
+// when the plain model takes each op in that order. ok is false when ops
+// overlap; porcupine decides those. An op called at the very time
+// another returns overlaps it, as in porcupine (calls sort first on a
+// tie). Deciding the easy histories here spares check a goroutine, a
+// timer and a channel per block (porcupine runs each history on its
+// own goroutine, and waking a thread for it cost more than the search):
+// check's seeds per CPU second moved 1.01–1.03× (medians of four sets of
+// alternated runs, on one core and on two).
+func sequentialVerdict(part []porcupine.Operation) (res porcupine.CheckResult, ok bool) {
+	byCall := func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) }
+	if !slices.IsSortedFunc(part, byCall) {
+		part = slices.Clone(part)
+		slices.SortFunc(part, byCall)
+	}
+	for i := 1; i < len(part); i++ {
+		if part[i-1].Return >= part[i].Call {
+			return porcupine.Unknown, false
+		}
+	}
+	state := any(blockState{})
+	for _, op := range part {
+		accepted, next := plainStep(state, op.Input, op.Output)
+		if !accepted {
+			return porcupine.Illegal, true
+		}
+		state = next
+	}
+	return porcupine.Ok, true
 }

@@ -1,9 +1,11 @@
 package properties
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
@@ -302,4 +304,96 @@ func drawUnknownsHistory(t *rapid.T, extraReads int) []porcupine.Operation {
 func initReturns(h []porcupine.Operation) []porcupine.Operation {
 	h[0].Return = -1
 	return h
+}
+
+// sequentialVerdict decides only histories without overlapping ops, and
+// then as porcupine does. The drawn histories are laid out one op after
+// another in the order they were applied in (a garbled answer, or two
+// neighbours swapped, makes some of them illegal), with some op called
+// at the very time the one before it returned (overlapping, for
+// porcupine, which may then order the two either way); and as drawn,
+// mostly overlapping.
+func TestSequentialVerdictAgreesWithPorcupine(t *testing.T) {
+	var decided [2]int // illegal, legal
+	var declined int
+	for range 10 {
+		rapid.Check(t, sequentialAgrees(&decided, &declined))
+	}
+	t.Logf("decided %d legal, %d illegal; declined %d", decided[1], decided[0], declined)
+	if decided[0] < 5 || decided[1] < 5 || declined < 5 {
+		t.Errorf("decided %d legal and %d illegal histories, declined %d: the test does not exercise each case", decided[1], decided[0], declined)
+	}
+}
+
+func sequentialAgrees(decided *[2]int, declined *int) func(*rapid.T) {
+	return func(t *rapid.T) {
+		h := drawUnknownsHistory(t, 1)
+		if rapid.Bool().Draw(t, "sequential") {
+			at := int64(0)
+			for i := range h[1:] {
+				o := &h[i+1]
+				if rapid.IntRange(0, 3).Draw(t, "tie") > 0 {
+					at++
+				}
+				o.Call, at = at, at+int64(rapid.IntRange(0, 2).Draw(t, "dur"))
+				if o.Return != math.MaxInt64 {
+					o.Return = at
+				}
+			}
+			if i := rapid.IntRange(0, len(h)-1).Draw(t, "swap"); i >= 1 && i+1 < len(h) {
+				h[i].Input, h[i].Output, h[i+1].Input, h[i+1].Output = h[i+1].Input, h[i+1].Output, h[i].Input, h[i].Output
+			}
+		}
+		want := porcupine.CheckOperations(PlainModel(), h)
+		got, ok := sequentialVerdict(h)
+		if !ok {
+			*declined++
+			return
+		}
+		if (got == porcupine.Ok) != want || got == porcupine.Unknown {
+			logHistory(t, h)
+			t.Fatalf("sequentialVerdict %v, porcupine: linearizable %v", got, want)
+		}
+		if want {
+			decided[1]++
+		} else {
+			decided[0]++
+		}
+	}
+}
+
+// On the histories of real runs, with and without a catalogued bug that
+// breaks linearizability, checkBlock's verdict for each block is
+// porcupine's on the whole pinned history; the fast path decides both
+// legal and illegal blocks among them.
+func TestSequentialVerdictOnRuns(t *testing.T) {
+	var decided [2]int
+	for _, bug := range []string{"", "stale-handle"} {
+		for seed := uint64(1); seed <= 150; seed++ {
+			c, err := Draw(SeedSource(seed), seed, bug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Run(c, Options{})
+			for _, part := range byBlock(res.History) {
+				pinned := pinUnknowns(part)
+				want := porcupine.CheckOperations(PlainModel(), pinned)
+				got, _ := checkBlock(part, time.Now().Add(time.Minute))
+				if (got == porcupine.Ok) != want {
+					t.Fatalf("bug %q seed %d block %d: checkBlock %v, porcupine: linearizable %v", bug, seed, part[0].Input.(LinInput).Block, got, want)
+				}
+				if _, ok := sequentialVerdict(pinned); ok {
+					if want {
+						decided[1]++
+					} else {
+						decided[0]++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("the fast path decided %d legal and %d illegal blocks", decided[1], decided[0])
+	if decided[0] == 0 || decided[1] == 0 {
+		t.Errorf("the fast path decided %d legal and %d illegal blocks: the runs do not exercise it", decided[1], decided[0])
+	}
 }
