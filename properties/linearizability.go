@@ -413,8 +413,10 @@ func rejectedOK(s blockState, in LinInput, st model.Status) bool {
 // HTML view needs.
 //
 // Each block's unknown ops are first pinned after the reads that show
-// they had not yet taken effect (pinUnknowns; seed 235722). Each block's
-// history is then checked against the plain model
+// they had not yet taken effect (pinUnknowns; seed 235722). A block whose
+// ops do not overlap in time is then decided by stepping the plain model
+// through them (sequentialVerdict): no search, so no timeout, even one
+// already past. Any other block's history is checked against the plain model
 // (PlainModel: unknown ops may take effect anywhere), which decides nearly
 // every history in a few thousand steps, but only for up to plainSteps
 // steps; a block it leaves undecided is checked against Model, which keeps
