@@ -706,14 +706,12 @@ const IdleGrace = 2 * time.Millisecond
 // oldest not yet asked, and none is asked twice: an idle one is closed,
 // and a busy one stays busy.
 func (dn *Datanode) evictIdle(newest *dnConn) {
+	// (A connection whose thread could not start has no loop; it is
+	// closing already.)
+	j := slices.IndexFunc(dn.byAccept, func(dc *dnConn) bool { return dc != newest && dc.loop != nil })
 	var oldest *dnConn
-	for _, dc := range dn.byAccept {
-		// (A connection whose thread could not start has no loop; it
-		// is closing already.)
-		if dc != newest && dc.loop != nil {
-			oldest = dc
-			break
-		}
+	if j >= 0 {
+		oldest = dn.byAccept[j]
 	}
 	if oldest == nil && dn.cfg.Bugs.ResetWhenFull && newest != nil && !dn.stopped {
 		// (A walk the evict timer started has no newest to reset.)
@@ -738,7 +736,7 @@ func (dn *Datanode) evictIdle(newest *dnConn) {
 	// Asked once: a concurrent walk (the next accept's) picks the next
 	// one, and whatever the answer this one is no candidate after it.
 	victim := oldest
-	dn.forgetCandidate(victim)
+	dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
 	dn.stats.IdleAsks++
 	victim.loop.Post(func() {
 		// Read what has arrived first: a request in the socket makes
@@ -762,15 +760,6 @@ func (dn *Datanode) evictIdle(newest *dnConn) {
 			}
 		})
 	})
-}
-
-// forgetCandidate drops dc from byAccept, if it is there.
-func (dn *Datanode) forgetCandidate(dc *dnConn) {
-	if j, ok := dn.acceptIndex(dc.acceptSeq); ok {
-		// (Delete clears the freed slot: a forgotten connection stays
-		// reachable from neither list.)
-		dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
-	}
 }
 
 // acceptIndex is where the connection accepted as seq is, or would be, in
@@ -850,7 +839,11 @@ func (dn *Datanode) forget(dc *dnConn) {
 		dn.conns[len(dn.conns)-1] = nil
 	}
 	dn.conns = dn.conns[:len(dn.conns)-1]
-	dn.forgetCandidate(dc)
+	if j, ok := dn.acceptIndex(dc.acceptSeq); ok { // (not if evictIdle asked it)
+		// (Delete clears the freed slot: a forgotten connection stays
+		// reachable from neither list.)
+		dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
+	}
 	dc.index = -1
 	dc.memChanged()
 	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
