@@ -92,17 +92,11 @@ func TestCPUNeverExceedsTheCores(t *testing.T) {
 						rt.Fatal(err)
 					}
 					buf := make([]byte, 64)
-					ln.SetHandler(func() {
-						c, err := ln.Accept()
-						if err != nil {
-							return
+					serveEach(ln, server, func(c model.Conn, _ model.Events) {
+						if n, _ := c.Read(buf); n > 0 {
+							spend(n)
+							c.Write(buf[:1])
 						}
-						c.SetHandler(server, func(model.Events) {
-							if n, _ := c.Read(buf); n > 0 {
-								spend(n)
-								c.Write(buf[:1])
-							}
-						})
 					})
 					sent := 0
 					var c model.Conn

@@ -134,6 +134,18 @@ func (h *harness) startServer(pc model.ProcessConfig, backlog int) {
 	h.srv.p = p.(*Process)
 }
 
+// serveEach has ln hand each connection it accepts to loop, with h as its
+// handler.
+func serveEach(ln model.Listener, loop model.Loop, h func(c model.Conn, ev model.Events)) {
+	ln.SetHandler(func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.SetHandler(loop, func(ev model.Events) { h(c, ev) })
+	})
+}
+
 func (h *harness) startClient(writeInterest bool) {
 	h.t.Helper()
 	p, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {

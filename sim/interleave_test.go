@@ -38,23 +38,17 @@ func newInterleavePair(t *testing.T, cfg Config, script func(ip *interleavePair,
 			t.Errorf("listen: %v", err)
 			return
 		}
-		ln.SetHandler(func() {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.SetHandler(p.MainLoop(), func(model.Events) {
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						ip.reads = append(ip.reads, readRec{p.World().Now(), n})
-						ip.order = append(ip.order, "server-read")
-					}
-					if err != nil {
-						return
-					}
+		serveEach(ln, p.MainLoop(), func(c model.Conn, _ model.Events) {
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					ip.reads = append(ip.reads, readRec{p.World().Now(), n})
+					ip.order = append(ip.order, "server-read")
 				}
-			})
+				if err != nil {
+					return
+				}
+			}
 		})
 	})
 	if err != nil {
@@ -285,11 +279,7 @@ func TestInterleaveStopsWhereADeviceWaitBegins(t *testing.T) {
 			t.Errorf("listen: %v", err)
 			return
 		}
-		ln.SetHandler(func() {
-			if c, err := ln.Accept(); err == nil {
-				c.SetHandler(p.MainLoop(), func(model.Events) {})
-			}
-		})
+		serveEach(ln, p.MainLoop(), func(model.Conn, model.Events) {})
 		p.MainLoop().AfterFunc(6*time.Millisecond, func() { order = append(order, rec{"server-timer", p.World().Now()}) })
 	})
 	if err != nil {

@@ -636,16 +636,10 @@ func TestWokenLoopRunsOnItsIdlePreviousCore(t *testing.T) {
 				t.Fatal(err)
 			}
 			buf := make([]byte, 64)
-			ln.SetHandler(func() {
-				c, err := ln.Accept()
-				if err != nil {
-					return
+			serveEach(ln, l1, func(c model.Conn, _ model.Events) {
+				if n, _ := c.Read(buf); n > 0 && t0 > 0 && woke == 0 {
+					woke = l1.Now() - t0
 				}
-				c.SetHandler(l1, func(model.Events) {
-					if n, _ := c.Read(buf); n > 0 && t0 > 0 && woke == 0 {
-						woke = l1.Now() - t0
-					}
-				})
 			})
 			c, err := p.Dial("tcp", "a:1", l0, func(model.Events) {})
 			if err != nil {
