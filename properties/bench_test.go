@@ -24,12 +24,14 @@ func cpuTime() time.Duration {
 // BenchmarkCheckSeeds measures what `xceiver check` does per seed: draw,
 // run in the simulator, check every property (and shrink on failure,
 // which the correct code never needs). It reports seeds per second on one
-// core (and per CPU second, steadier on a shared machine); the parallel
+// core (and per CPU second, steadier on a shared machine), and the events
+// a seed simulates and those per CPU second: a speed that does not move
+// when the seed grows heavier or lighter; the parallel
 // variant uses every core, as check does. Both set the collector as check
 // does (TuneGC).
 func BenchmarkCheckSeeds(b *testing.B) {
 	defer TuneGC(1)()
-	seed := uint64(0)
+	seed, events := uint64(0), uint64(0)
 	start, cpu0 := time.Now(), cpuTime()
 	for b.Loop() {
 		seed++
@@ -40,9 +42,13 @@ func BenchmarkCheckSeeds(b *testing.B) {
 		if o.Failed() {
 			b.Fatalf("seed %d: %v", seed, o.Result.Failure)
 		}
+		events += o.SimEvents
 	}
+	cpu := (cpuTime() - cpu0).Seconds()
 	b.ReportMetric(float64(seed)/time.Since(start).Seconds(), "seeds/s")
-	b.ReportMetric(float64(seed)/(cpuTime()-cpu0).Seconds(), "seeds/cpu-s")
+	b.ReportMetric(float64(seed)/cpu, "seeds/cpu-s")
+	b.ReportMetric(float64(events)/float64(seed), "sim-events/seed")
+	b.ReportMetric(float64(events)/cpu, "sim-events/cpu-s")
 }
 
 func BenchmarkCheckSeedsParallel(b *testing.B) {

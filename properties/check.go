@@ -64,6 +64,11 @@ type Outcome struct {
 	OriginalOps    int
 	OriginalFaults int
 	ShrinkRuns     int
+	// SimEvents are the events the simulator processed in the drawn
+	// case's run (its first, before any shrinking): the seed's weight,
+	// which check sums for a speed that does not move when a seed grows
+	// heavier or lighter.
+	SimEvents uint64
 }
 
 // Failed reports whether a property broke.
@@ -90,10 +95,10 @@ func CheckSeedShrinking(seed uint64, bug string, opt Options, twice bool, budget
 		if again := Run(c, opt); again.TraceHash != r.TraceHash || again.Events != r.Events {
 			r.Failure = &Failure{PropDeterminism, fmt.Sprintf("two runs of the case differ: %d events, hash %s, then %d events, hash %s",
 				r.Events, r.TraceHash, again.Events, again.TraceHash)}
-			return Outcome{Seed: seed, Case: c, Result: r, Original: r.Failure}, nil
+			return Outcome{Seed: seed, Case: c, Result: r, Original: r.Failure, SimEvents: r.SimEvents}, nil
 		}
 	}
-	o := Outcome{Seed: seed, Case: c, Result: r}
+	o := Outcome{Seed: seed, Case: c, Result: r, SimEvents: r.SimEvents}
 	if r.Failure == nil {
 		return o, nil
 	}

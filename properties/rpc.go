@@ -525,8 +525,12 @@ const (
 
 // RPCResult is a run's outcome.
 type RPCResult struct {
-	Failure   *Failure
-	Events    uint64
+	Failure *Failure
+	Events  uint64
+	// SimEvents are the events the simulator processed
+	// (sim.World.Events, what BenchmarkSimEvents counts); Events counts
+	// the trace's records.
+	SimEvents uint64
 	TraceHash string
 	Calls     int
 	History   []porcupine.Operation
@@ -718,7 +722,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 		}()
 		return w.Run(rpcRunLimit)
 	}()
-	res := &RPCResult{Events: w.TraceEvents(), Calls: len(h.calls)}
+	res := &RPCResult{Events: w.TraceEvents(), SimEvents: w.Events(), Calls: len(h.calls)}
 	switch {
 	case h.failure != nil:
 	case runErr != nil && errors.Is(runErr, sim.ErrLimit):

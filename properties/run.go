@@ -92,8 +92,12 @@ const DefaultMemoryScan = 64
 
 // Result is what a run found.
 type Result struct {
-	Failure   *Failure
-	Events    uint64
+	Failure *Failure
+	Events  uint64
+	// SimEvents are the events the simulator processed
+	// (sim.World.Events, what BenchmarkSimEvents counts); Events counts
+	// the trace's records.
+	SimEvents uint64
 	TraceHash string
 	End       time.Duration // virtual time when the run stopped
 	Ops       int           // client ops recorded
@@ -256,7 +260,7 @@ func (h *harness) run() *Result {
 	h.dnProc.SetSocketBuffers(h.cfg.SndBuf, 0)
 	runErr := h.runWorld(limit)
 
-	res := &Result{Events: w.TraceEvents(), End: w.Now(), Stats: h.stats}
+	res := &Result{Events: w.TraceEvents(), SimEvents: w.Events(), End: w.Now(), Stats: h.stats}
 	switch {
 	case h.failure != nil:
 	case runErr != nil && errors.Is(runErr, sim.ErrLimit) && bounded:

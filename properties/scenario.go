@@ -393,6 +393,11 @@ type ScenarioResult struct {
 	Property, Message string // empty when every property held
 	Events            uint64
 	TraceHash         string
+	// SimEvents are the events the simulator processed in the case's
+	// world (sim.World.Events, what BenchmarkSimEvents counts; the side
+	// worlds the report checks start run a few each and are not
+	// counted); Events counts the trace's records.
+	SimEvents uint64
 }
 
 // scenarioLimit bounds a scenario run's virtual time: far above what the
@@ -439,7 +444,7 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) (res *ScenarioResult) {
 		if p := recover(); p != nil {
 			r.prop, r.msg = PropHarness, fmt.Sprintf("panic at %v: %v", w.Now(), p)
 		}
-		res = &ScenarioResult{Property: r.prop, Message: r.msg, Events: w.TraceEvents(), TraceHash: w.TraceHashString()}
+		res = &ScenarioResult{Property: r.prop, Message: r.msg, Events: w.TraceEvents(), SimEvents: w.Events(), TraceHash: w.TraceHashString()}
 	}()
 	if err := c.Validate(); err != nil {
 		r.fail(PropHarness, "invalid case: %v", err)

@@ -226,6 +226,10 @@ type SCResult struct {
 	Property, Message string // empty when every property held
 	Events            uint64
 	TraceHash         string
+	// SimEvents are the events the simulator processed
+	// (sim.World.Events, what BenchmarkSimEvents counts); Events counts
+	// the trace's records.
+	SimEvents uint64
 }
 
 type scVersion struct {
@@ -520,7 +524,7 @@ func RunSCTraced(c SCCase, out io.Writer) *SCResult {
 		run.fail(PropHarness, "the case did not finish: the world went idle before the checks at rest")
 	}
 	res.Property, res.Message = run.prop, run.msg
-	res.Events, res.TraceHash = w.TraceEvents(), w.TraceHashString()
+	res.Events, res.SimEvents, res.TraceHash = w.TraceEvents(), w.Events(), w.TraceHashString()
 	return res
 }
 

@@ -359,9 +359,9 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 					continue
 				}
 				sys := systemOf(seed, opt.system)
-				f := sys.check(seed, opt)
+				events, f := sys.check(seed, opt)
 				mu.Lock()
-				t.add(sys.name, f)
+				t.add(sys.name, events, f)
 				if f != nil && !opt.json {
 					prog.clear()
 					printFailure(stdout, f)
@@ -418,6 +418,9 @@ type tally struct {
 	byProp         map[string]*propSummary
 	bySystem       map[string]*systemCount
 	stoppedEarly   bool
+	// simEvents sums the seeds' weights (the events the simulator
+	// processed in each drawn case); the real world counts none.
+	simEvents uint64
 }
 
 // systemCount is how one system's seeds went.
@@ -425,6 +428,9 @@ type systemCount struct {
 	System  string `json:"system"`
 	Checked int    `json:"checked"`
 	Failed  int    `json:"failed"`
+	// SimEvents are the events the simulator processed in its seeds'
+	// drawn cases.
+	SimEvents uint64 `json:"sim_events,omitempty"`
 }
 
 // propSummary is one line of the closing summary: a property, how many
@@ -440,14 +446,18 @@ func newTally() *tally {
 	return &tally{byProp: map[string]*propSummary{}, bySystem: map[string]*systemCount{}}
 }
 
-// add counts one seed of system; f is its failure, nil when it passed.
-func (t *tally) add(system string, f *checkFailure) {
+// add counts one seed of system, whose drawn case took simEvents events
+// of the simulator (0 in the real world); f is its failure, nil when it
+// passed.
+func (t *tally) add(system string, simEvents uint64, f *checkFailure) {
 	sc := t.bySystem[system]
 	if sc == nil {
 		sc = &systemCount{System: system}
 		t.bySystem[system] = sc
 	}
 	sc.Checked++
+	sc.SimEvents += simEvents
+	t.simEvents += simEvents
 	if f == nil {
 		t.passed++
 		return
@@ -540,13 +550,20 @@ type checkSummary struct {
 	// and system), and SeedsPerCPUS the seeds per CPU-second: on a shared
 	// machine, whose speed moves by a third from one hour to the next,
 	// the CPU is steadier than the wall clock for comparing two runs.
-	CPUS         float64        `json:"cpu_s"`
-	SeedsPerCPUS float64        `json:"seeds_per_cpu_s"`
-	CodeVersion  string         `json:"code_version"`
-	ByProperty   []*propSummary `json:"by_property"`
-	Failures     []checkFailure `json:"failures"`
-	NotListed    int            `json:"failures_not_listed,omitempty"`
-	Properties   []string       `json:"properties"`
+	CPUS         float64 `json:"cpu_s"`
+	SeedsPerCPUS float64 `json:"seeds_per_cpu_s"`
+	// SimEvents are the events the simulator processed in the seeds'
+	// drawn cases (a seed run twice or shrunk counts its first run
+	// once; the real world none), and SimEventsPerCPUS them per
+	// CPU-second: a speed that, unlike seeds per CPU-second, does not
+	// move when the mix or a system's seed grows heavier or lighter.
+	SimEvents        uint64         `json:"sim_events,omitempty"`
+	SimEventsPerCPUS float64        `json:"sim_events_per_cpu_s,omitempty"`
+	CodeVersion      string         `json:"code_version"`
+	ByProperty       []*propSummary `json:"by_property"`
+	Failures         []checkFailure `json:"failures"`
+	NotListed        int            `json:"failures_not_listed,omitempty"`
+	Properties       []string       `json:"properties"`
 	// Shards lists the shards a merged summary combines.
 	Shards []string `json:"shards,omitempty"`
 }
@@ -566,7 +583,8 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
 			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly,
 			ElapsedS: elapsed.Seconds(), SeedsPerS: perSecond(checked, elapsed),
-			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu), CodeVersion: codeVer,
+			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu),
+			SimEvents: t.simEvents, SimEventsPerCPUS: perSecond(t.simEvents, cpu), CodeVersion: codeVer,
 			ByProperty: nonNilGroups(t.groups()), Failures: nonNil(t.listed), NotListed: t.failed - len(t.listed),
 			Properties: props,
 		})
@@ -576,9 +594,9 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		if t.stoppedEarly {
 			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
 		}
-		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second)\n",
+		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second%s)\n",
 			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), perSecond(checked, elapsed),
-			cpu.Seconds(), perSecond(checked, cpu))
+			cpu.Seconds(), perSecond(checked, cpu), eventsLine(t.simEvents, checked, cpu))
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
 	if t.failed > 0 {
@@ -587,8 +605,17 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 	return exitOK
 }
 
+// eventsLine is the summary's note of the seeds' weight and the events
+// simulated per CPU-second ("" when none were: the real world).
+func eventsLine(events uint64, seeds int, cpu time.Duration) string {
+	if events == 0 || seeds == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %.0f simulated events a seed, %.2f M per CPU-second", float64(events)/float64(seeds), perSecond(events, cpu)/1e6)
+}
+
 // perSecond is n per second of d (0 for no time).
-func perSecond(n int, d time.Duration) float64 {
+func perSecond[N int | uint64](n N, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
 	}
@@ -680,7 +707,7 @@ func systemsLine(system string, counts []systemCount) string {
 
 // checkDatanodeSeed checks one seed of the datanode system; on failure it
 // shrinks it and writes its trace.
-func checkDatanodeSeed(seed uint64, opt checkOptions) *checkFailure {
+func checkDatanodeSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure) {
 	// Every 50th seed also runs twice: the same seed must give the same
 	// trace (determinism, docs/ARCHITECTURE.md §5).
 	budget := properties.ShrinkBudget
@@ -689,15 +716,15 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) *checkFailure {
 	}
 	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: ignoredOf(opt.ignore, properties.Properties)}, seed%50 == 0, budget)
 	if err != nil {
-		return &checkFailure{System: "datanode", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+		return 0, &checkFailure{System: "datanode", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	if !o.Failed() {
-		return nil
+		return o.SimEvents, nil
 	}
 	if o.Result.Failure.Property == properties.PropDeterminism {
 		// Nothing to shrink or replay: a trace is only worth keeping if
 		// runs are deterministic.
-		return &checkFailure{System: "datanode", Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message}
+		return o.SimEvents, &checkFailure{System: "datanode", Seed: seed, Property: o.Result.Failure.Property, Message: o.Result.Failure.Message}
 	}
 	sc := o.Case.Schedule
 	f := &checkFailure{
@@ -717,14 +744,14 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) *checkFailure {
 	path := filepath.Join(opt.out, name)
 	if err := os.MkdirAll(opt.out, 0o755); err != nil {
 		f.TraceError = err.Error()
-		return f
+		return o.SimEvents, f
 	}
 	if err := t.WriteFile(path); err != nil {
 		f.TraceError = err.Error()
-		return f
+		return o.SimEvents, f
 	}
 	f.Trace = path
-	return f
+	return o.SimEvents, f
 }
 
 func printFailure(w io.Writer, f *checkFailure) {
@@ -841,7 +868,7 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 		}
 		if res.Failure != nil {
 			f := checkFailure{System: "datanode", Seed: seed, Property: res.Failure.Property, Message: res.Failure.Message, Ops: res.Ops}
-			t.add("datanode", &f)
+			t.add("datanode", 0, &f)
 			if !opt.json {
 				fmt.Fprintf(stdout, "FAIL seed %d (real): %s (check --seed %d in sim for a trace)\n", seed, res.Failure, seed)
 			}
@@ -851,7 +878,7 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		t.add("datanode", nil)
+		t.add("datanode", 0, nil)
 		if !opt.json {
 			fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
 		}

@@ -44,6 +44,9 @@ func TestCheckJSONAndShards(t *testing.T) {
 			Failures              []any
 			CPU                   float64 `json:"cpu_s"`
 			PerCPU                float64 `json:"seeds_per_cpu_s"`
+			SimEvents             uint64  `json:"sim_events"`
+			EventsPerCPU          float64 `json:"sim_events_per_cpu_s"`
+			Systems               []systemCount
 		}
 		if strings.Count(strings.TrimSpace(stdout), "\n") != 0 {
 			t.Fatalf("--json printed more than one line: %q", stdout)
@@ -57,6 +60,17 @@ func TestCheckJSONAndShards(t *testing.T) {
 		// The CPU a shard used, and its seeds per CPU-second, agree.
 		if got.CPU <= 0 || math.Abs(got.PerCPU*got.CPU-float64(got.Seeds)) > 1e-6*float64(got.Seeds) {
 			t.Fatalf("shard %s: %d seeds in %v CPU-s but %v seeds per CPU-second", shard, got.Seeds, got.CPU, got.PerCPU)
+		}
+		// So do its simulated events, the systems' and the whole's.
+		var bySystem uint64
+		for _, s := range got.Systems {
+			if s.SimEvents == 0 {
+				t.Fatalf("shard %s: system %s's %d seeds simulated no events", shard, s.System, s.Checked)
+			}
+			bySystem += s.SimEvents
+		}
+		if got.SimEvents == 0 || bySystem != got.SimEvents || math.Abs(got.EventsPerCPU*got.CPU-float64(got.SimEvents)) > 1e-6*float64(got.SimEvents) {
+			t.Fatalf("shard %s: %d simulated events (systems: %d) in %v CPU-s but %v per CPU-second", shard, got.SimEvents, bySystem, got.CPU, got.EventsPerCPU)
 		}
 		total += got.Seeds
 	}

@@ -24,7 +24,9 @@ type checkSystem struct {
 	// every property held; a failure comes shrunk (unless opt.noShrink),
 	// its trace written into opt.out. Every 50th seed that passes runs
 	// twice and must give the same trace hash (determinism).
-	check func(seed uint64, opt checkOptions) *checkFailure
+	// It also returns the events the simulator processed in the seed's
+	// drawn case (its first run): the seed's weight, which check sums.
+	check func(seed uint64, opt checkOptions) (events uint64, f *checkFailure)
 	// properties are what it checks, as named in failures.
 	properties func() []string
 	// codeVersion names the behaviour its traces replay against.
@@ -222,20 +224,21 @@ const rpcLinTimeout = 10 * time.Second
 
 // checkRPCSeed checks one seed of the rpc system (model/rpc and
 // model/namespace end to end with the datanode).
-func checkRPCSeed(seed uint64, opt checkOptions) *checkFailure {
+func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure) {
 	c, err := properties.DrawRPC(properties.SeedSource(seed), seed, opt.bug)
 	if err != nil {
-		return &checkFailure{System: "rpc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+		return 0, &checkFailure{System: "rpc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, rpcPropertyNames())
 	r := properties.RunRPC(c, rpcLinTimeout)
+	events = r.SimEvents
 	if r.Failure == nil {
 		if seed%50 == 0 {
 			if again := properties.RunRPC(c, rpcLinTimeout); again.TraceHash != r.TraceHash || again.Events != r.Events {
-				return determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+				return events, determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}
-		return nil
+		return events, nil
 	}
 	f := &checkFailure{System: "rpc", Seed: seed, OriginalProperty: r.Failure.Property,
 		OriginalOps: len(c.Ops) + len(c.Live), OriginalFaults: len(c.Faults)}
@@ -247,7 +250,7 @@ func checkRPCSeed(seed uint64, opt checkOptions) *checkFailure {
 	t := properties.RPCTrace{Format: properties.RPCTraceFormat, Property: f.Property, Message: f.Message,
 		Events: r.Events, TraceHash: r.TraceHash, Case: c}
 	saveTrace(f, opt, systemTraceName("rpc", seed, opt.bug), func(path string) error { return properties.WriteRPCTrace(path, t) })
-	return f
+	return events, f
 }
 
 // scShrinkBudget bounds the runs spent shrinking one failing sc seed.
@@ -255,20 +258,21 @@ const scShrinkBudget = 300
 
 // checkSCSeed checks one seed of the short-circuit system
 // (model/shortcircuit with two datanodes on the host).
-func checkSCSeed(seed uint64, opt checkOptions) *checkFailure {
+func checkSCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure) {
 	c, err := properties.DrawSC(properties.SeedSource(seed), seed, opt.bug)
 	if err != nil {
-		return &checkFailure{System: "sc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+		return 0, &checkFailure{System: "sc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, scPropertyNames())
 	r := properties.RunSC(c)
+	events = r.SimEvents
 	if r.Property == "" {
 		if seed%50 == 0 {
 			if again := properties.RunSC(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
-				return determinismFailure("sc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+				return events, determinismFailure("sc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}
-		return nil
+		return events, nil
 	}
 	ops, faults := scSize(c)
 	f := &checkFailure{System: "sc", Seed: seed, OriginalProperty: r.Property, OriginalOps: ops, OriginalFaults: faults}
@@ -280,7 +284,7 @@ func checkSCSeed(seed uint64, opt checkOptions) *checkFailure {
 	t := properties.SCTrace{Format: properties.SCTraceFormat, Property: r.Property, Message: r.Message,
 		Events: r.Events, TraceHash: r.TraceHash, Case: c}
 	saveTrace(f, opt, systemTraceName("sc", seed, opt.bug), func(path string) error { return properties.WriteSCTrace(path, t) })
-	return f
+	return events, f
 }
 
 // scSize counts an sc case's ops and its faults (the ops that are not
@@ -320,20 +324,21 @@ func scenarioBugNames() []string {
 
 // checkScenarioSeed checks one seed of the scenario system: a small run
 // of a scenario that run, validate and bench drive (properties/scenario.go).
-func checkScenarioSeed(seed uint64, opt checkOptions) *checkFailure {
+func checkScenarioSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure) {
 	c, err := properties.DrawScenario(properties.SeedSource(seed), seed, opt.bug)
 	if err != nil {
-		return &checkFailure{System: "scenario", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
+		return 0, &checkFailure{System: "scenario", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, scenarioPropertyNames())
 	r := properties.RunScenario(c)
+	events = r.SimEvents
 	if r.Property == "" {
 		if seed%50 == 0 {
 			if again := properties.RunScenario(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
-				return determinismFailure("scenario", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+				return events, determinismFailure("scenario", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}
-		return nil
+		return events, nil
 	}
 	f := &checkFailure{System: "scenario", Seed: seed, OriginalProperty: r.Property, OriginalOps: scenarioOps(c)}
 	if r.Property != properties.PropHarness {
@@ -343,7 +348,7 @@ func checkScenarioSeed(seed uint64, opt checkOptions) *checkFailure {
 	t := properties.ScenarioTrace{Format: properties.ScenarioTraceFormat, Property: r.Property, Message: r.Message,
 		Events: r.Events, TraceHash: r.TraceHash, Case: c}
 	saveTrace(f, opt, systemTraceName("scenario", seed, opt.bug), func(path string) error { return properties.WriteScenarioTrace(path, t) })
-	return f
+	return events, f
 }
 
 // scenarioOps is how many ops a scenario case makes (an rpc window's

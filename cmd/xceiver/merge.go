@@ -225,7 +225,8 @@ func (m *merged) summary() *checkSummary {
 	s := &checkSummary{World: first.World, System: first.System, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
 		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n)}
 	t := newTally()
-	cpuKnown := true // every shard reported its CPU (older results did not)
+	cpuKnown := true    // every shard reported its CPU (older results did not)
+	eventsKnown := true // and its events (the real world and older results do not)
 	for _, r := range m.results {
 		s.Shards = append(s.Shards, r.Shard)
 		s.Seeds += r.Seeds
@@ -235,9 +236,11 @@ func (m *merged) summary() *checkSummary {
 		s.SeedsPerS += r.SeedsPerS
 		s.CPUS += r.CPUS
 		cpuKnown = cpuKnown && r.CPUS > 0
+		s.SimEvents += r.SimEvents
+		eventsKnown = eventsKnown && (r.SimEvents > 0 || r.Checked == 0)
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
-			t.add(r.Failures[j].System, &r.Failures[j])
+			t.add(r.Failures[j].System, 0, &r.Failures[j])
 		}
 		// Failures a shard counted but did not list still count.
 		for _, g := range r.ByProperty {
@@ -272,6 +275,7 @@ func (m *merged) summary() *checkSummary {
 			}
 			bySys[c.System].Checked += c.Checked
 			bySys[c.System].Failed += c.Failed
+			bySys[c.System].SimEvents += c.SimEvents
 		}
 	}
 	t.bySystem = bySys
@@ -280,8 +284,18 @@ func (m *merged) summary() *checkSummary {
 	s.Failures = nonNil(t.listed)
 	s.NotListed = s.Failed - len(t.listed)
 	s.ByProperty = nonNilGroups(t.groups())
+	if !eventsKnown {
+		// Part of the sweep's events are unknown: no figure rather
+		// than a wrong one.
+		s.SimEvents = 0
+		for i := range s.Systems {
+			s.Systems[i].SimEvents = 0
+		}
+	}
 	if cpuKnown {
-		s.SeedsPerCPUS = perSecond(s.Checked, time.Duration(s.CPUS*float64(time.Second)))
+		cpu := time.Duration(s.CPUS * float64(time.Second))
+		s.SeedsPerCPUS = perSecond(s.Checked, cpu)
+		s.SimEventsPerCPUS = perSecond(s.SimEvents, cpu)
 	} else {
 		s.CPUS = 0 // part of the sweep's CPU is unknown: no figure rather than a wrong one
 	}

@@ -99,6 +99,14 @@ func TestMergeShards(t *testing.T) {
 	if got.CPUS <= 0 || math.Abs(got.CPUS-shardCPU) > 1e-9 || math.Abs(got.SeedsPerCPUS*got.CPUS-15) > 1e-6 {
 		t.Errorf("merged %v CPU-s and %v seeds per CPU-second; the shards used %v CPU-s", got.CPUS, got.SeedsPerCPUS, shardCPU)
 	}
+	// Its simulated events are the shards' added up, each system's too:
+	// the same seeds simulate the same events however they are split.
+	if got.SimEvents == 0 || got.SimEvents != want.SimEvents || math.Abs(got.SimEventsPerCPUS*got.CPUS-float64(got.SimEvents)) > 1e-6*float64(got.SimEvents) {
+		t.Errorf("merged %d simulated events, %v per CPU-second over %v CPU-s; one check simulated %d", got.SimEvents, got.SimEventsPerCPUS, got.CPUS, want.SimEvents)
+	}
+	if len(got.Systems) != len(want.Systems) || len(got.Systems) == 0 || got.Systems[0] != want.Systems[0] {
+		t.Errorf("merged systems %+v, one check's %+v", got.Systems, want.Systems)
+	}
 	// A shard result from before check reported its CPU: the sweep's CPU
 	// is unknown, and merge gives no figure rather than a wrong one.
 	old := filepath.Join(work, "no-cpu.json")
@@ -108,6 +116,14 @@ func TestMergeShards(t *testing.T) {
 	var partial checkSummary
 	if json.Unmarshal([]byte(stdout), &partial) != nil || partial.CPUS != 0 || partial.SeedsPerCPUS != 0 {
 		t.Errorf("merge with a shard without cpu_s: exit %d, %v CPU-s, %v seeds per CPU-second, want 0 and 0: %s%s", code, partial.CPUS, partial.SeedsPerCPUS, stdout, stderr)
+	}
+	// Nor from before it reported its simulated events.
+	noEvents := filepath.Join(work, "no-events.json")
+	os.WriteFile(noEvents, []byte(regexp.MustCompile(`,?"sim_events(_per_cpu_s)?":[0-9.e+-]+`).ReplaceAllString(string(b0), "")), 0o644)
+	code, stdout, stderr = runCLI(append([]string{"merge", "--json", "--traces", filepath.Join(work, "f3"), noEvents}, files[1:]...)...)
+	var noEv checkSummary
+	if json.Unmarshal([]byte(stdout), &noEv) != nil || noEv.SimEvents != 0 || noEv.SimEventsPerCPUS != 0 || noEv.Systems[0].SimEvents != 0 || noEv.CPUS <= 0 {
+		t.Errorf("merge with a shard without sim_events: exit %d, %d events, %v per CPU-second, want 0 and 0 (and the CPU): %s%s", code, noEv.SimEvents, noEv.SimEventsPerCPUS, stdout, stderr)
 	}
 	if len(got.ByProperty) != len(want.ByProperty) || got.ByProperty[0].Count != want.ByProperty[0].Count ||
 		got.ByProperty[0].Smallest.Seed != want.ByProperty[0].Smallest.Seed {
