@@ -25,8 +25,8 @@ func cpuTime() time.Duration {
 // run in the simulator, check every property (and shrink on failure,
 // which the correct code never needs). It reports seeds per second on one
 // core (and per CPU second, steadier on a shared machine), and the events
-// a seed simulates and those per CPU second: a speed that does not move
-// when the seed grows heavier or lighter; the parallel
+// a seed simulates and those per CPU second: a speed that holds when the
+// seed grows heavier or lighter; the parallel
 // variant uses every core, as check does. Both set the collector as check
 // does (TuneGC).
 func BenchmarkCheckSeeds(b *testing.B) {

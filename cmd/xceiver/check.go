@@ -302,7 +302,7 @@ type checkFailure struct {
 	Message          string `json:"message"`
 	Trace            string `json:"trace,omitempty"`
 	TraceError       string `json:"trace_error,omitempty"`
-	Events           uint64 `json:"events"`
+	Events           uint64 `json:"events"` // the trace's records, not the simulator's events
 	Bytes            int64  `json:"bytes"`
 	OriginalProperty string `json:"original_property"`
 	OriginalOps      int    `json:"original_ops"`
@@ -555,8 +555,9 @@ type checkSummary struct {
 	// SimEvents are the events the simulator processed in the seeds'
 	// drawn cases (a seed run twice or shrunk counts its first run
 	// once; the real world none), and SimEventsPerCPUS them per
-	// CPU-second: a speed that, unlike seeds per CPU-second, does not
-	// move when the mix or a system's seed grows heavier or lighter.
+	// CPU-second: unlike seeds per CPU-second, it holds when a system's
+	// cases grow heavier or lighter. Compare like with like: systems
+	// differ in CPU per event, and shrinking costs CPU without events.
 	SimEvents        uint64         `json:"sim_events,omitempty"`
 	SimEventsPerCPUS float64        `json:"sim_events_per_cpu_s,omitempty"`
 	CodeVersion      string         `json:"code_version"`

@@ -79,6 +79,53 @@ func TestCheckJSONAndShards(t *testing.T) {
 	}
 }
 
+// A seed's simulated events are its drawn case's first run: what the
+// system's own run gives (not the trace's records, not the determinism
+// rerun every 50th seed adds), and for a failing seed the same whether or
+// not check shrinks it afterwards.
+func TestCheckSimEventsAreTheFirstRuns(t *testing.T) {
+	const seed = 100                                                       // a multiple of 50: check runs it twice
+	src := func() properties.Source { return properties.SeedSource(seed) } // a fresh stream per draw
+	direct := map[string]uint64{}
+	if c, err := properties.Draw(src(), seed, ""); err == nil {
+		direct["datanode"] = properties.Run(c, properties.Options{}).SimEvents
+	}
+	if c, err := properties.DrawRPC(src(), seed, ""); err == nil {
+		direct["rpc"] = properties.RunRPC(c, rpcLinTimeout).SimEvents
+	}
+	if c, err := properties.DrawSC(src(), seed, ""); err == nil {
+		direct["sc"] = properties.RunSC(c).SimEvents
+	}
+	if c, err := properties.DrawScenario(src(), seed, ""); err == nil {
+		direct["scenario"] = properties.RunScenario(c).SimEvents
+	}
+	type summary struct {
+		Failed    int
+		SimEvents uint64 `json:"sim_events"`
+	}
+	check := func(args ...string) summary {
+		t.Helper()
+		_, stdout, stderr := runCLI(append([]string{"check", "--json", "--out", t.TempDir()}, args...)...)
+		var s summary
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+			t.Fatalf("check %v: %v: %s%s", args, err, stdout, stderr)
+		}
+		return s
+	}
+	for _, sys := range systemNames() {
+		got := check("--system", sys, "--seed", "100", "--seeds", "1")
+		if got.Failed != 0 || direct[sys] == 0 || got.SimEvents != direct[sys] {
+			t.Errorf("%s seed %d: check reports %d simulated events (%d failed), its run simulated %d", sys, seed, got.SimEvents, got.Failed, direct[sys])
+		}
+	}
+	for _, bug := range []string{"HDFS-3359", "call-id-reuse", "HDFS-7915", "read-no-close"} {
+		shrunk, drawn := check("--bug", bug, "--seeds", "6"), check("--bug", bug, "--seeds", "6", "--no-shrink")
+		if shrunk.Failed == 0 || shrunk.SimEvents == 0 || shrunk.SimEvents != drawn.SimEvents {
+			t.Errorf("--bug %s: %d failed, %d simulated events shrunk, %d with --no-shrink; want the same, failures' drawn runs", bug, shrunk.Failed, shrunk.SimEvents, drawn.SimEvents)
+		}
+	}
+}
+
 // A catalogued bug is found; its shrunk trace is written, and replaying it
 // reproduces the failure with the same hash.
 func TestCheckFindsBugAndTraceReplays(t *testing.T) {
