@@ -26,9 +26,8 @@ func cpuTime() time.Duration {
 // which the correct code never needs). It reports seeds per second on one
 // core (and per CPU second, steadier on a shared machine), and the events
 // a seed simulates and those per CPU second: a speed that holds when the
-// seed grows heavier or lighter; the parallel
-// variant uses every core, as check does. Both set the collector as check
-// does (TuneGC).
+// seed grows heavier or lighter. The parallel variant uses every core, as
+// check does. Both set the collector as check does (TuneGC).
 func BenchmarkCheckSeeds(b *testing.B) {
 	defer TuneGC(1)()
 	seed, events := uint64(0), uint64(0)

@@ -66,8 +66,8 @@ type Outcome struct {
 	ShrinkRuns     int
 	// SimEvents are the events the simulator processed in the drawn
 	// case's run (its first, before any shrinking): the seed's weight,
-	// which check sums for a speed that does not move when a seed grows
-	// heavier or lighter.
+	// which check sums for a speed that holds when a seed grows heavier
+	// or lighter.
 	SimEvents uint64
 }
 

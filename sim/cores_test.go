@@ -20,10 +20,11 @@ import (
 // the cores busy past the span (a saturated run uses about the bound, so
 // a core run twice shows), with the embedded profile's costs (the
 // poller, stacked wake-ups, the wake-up's CPU) or the hand-set ones with
-// a syscall hold, on a machine alone or shared (slices). A first version of the spinning core let a thread take
-// a core another callback was still on: 2.7 cores of 2 in `run pairs
-// --pairs 8`; taking a spinning core before it was free fails here at
-// once, and a cut spin never paid within 25 draws.
+// a syscall hold, on a machine alone or shared (slices). A first version
+// of the spinning core let a thread take a core another callback was
+// still on: 2.7 cores of 2 in `run pairs --pairs 8`; taking a spinning
+// core before it was free fails here at once, and a cut spin never paid
+// within 25 draws.
 func TestCPUNeverExceedsTheCores(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DefaultConfig(rapid.Uint64().Draw(rt, "seed"))

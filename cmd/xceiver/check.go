@@ -609,7 +609,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 // eventsLine is the summary's note of the seeds' weight and the events
 // simulated per CPU-second ("" when none were: the real world).
 func eventsLine(events uint64, seeds int, cpu time.Duration) string {
-	if events == 0 || seeds == 0 {
+	if events == 0 {
 		return ""
 	}
 	return fmt.Sprintf("; %.0f simulated events a seed, %.2f M per CPU-second", float64(events)/float64(seeds), perSecond(events, cpu)/1e6)

@@ -226,7 +226,7 @@ func (m *merged) summary() *checkSummary {
 		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n)}
 	t := newTally()
 	cpuKnown := true    // every shard reported its CPU (older results did not)
-	eventsKnown := true // and its events (the real world and older results do not)
+	eventsKnown := true // and its simulated events (the real world's and older results do not)
 	for _, r := range m.results {
 		s.Shards = append(s.Shards, r.Shard)
 		s.Seeds += r.Seeds
@@ -237,7 +237,7 @@ func (m *merged) summary() *checkSummary {
 		s.CPUS += r.CPUS
 		cpuKnown = cpuKnown && r.CPUS > 0
 		s.SimEvents += r.SimEvents
-		eventsKnown = eventsKnown && (r.SimEvents > 0 || r.Checked == 0)
+		eventsKnown = eventsKnown && r.SimEvents > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
 			t.add(r.Failures[j].System, 0, &r.Failures[j])
