@@ -101,12 +101,12 @@ func (s Scenario) leaves() int {
 // ScenarioResult is what the measured window saw.
 type ScenarioResult struct {
 	Window        time.Duration
-	Calls, Errors int // rpc calls completed in the window, and failed ones
-	Reads, Writes int // client ops completed in the window
-	Latencies     model.Latencies
-	NamenodeCPU   time.Duration // over the window; 0 when not measured
-	DatanodeCPU   time.Duration // likewise
-	PeakFDs       int           // the namenode's
+	Calls, Errors int              // rpc calls completed in the window, and failed ones
+	Reads, Writes int              // client ops completed in the window
+	Latencies     model.LatencyLog // of the window's calls: bounded, however long the window
+	NamenodeCPU   time.Duration    // over the window; 0 when not measured
+	DatanodeCPU   time.Duration    // likewise
+	PeakFDs       int              // the namenode's
 	Server        rpc.ServerStats
 	EditLog       EditLogStats // over the whole run
 	FirstError    string
@@ -243,7 +243,7 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 		res.Errors += c.res.Errors
 		res.Reads += c.res.Reads
 		res.Writes += c.res.Writes
-		res.Latencies = append(res.Latencies, c.res.Latencies...)
+		res.Latencies.Merge(&c.res.Latencies)
 		if res.FirstError == "" {
 			res.FirstError = c.firstError
 		}
@@ -304,7 +304,7 @@ func (c *scenarioClient) start(p model.Process, id int, nnAddr, dnAddr string) {
 			return
 		}
 		c.res.Calls++
-		c.res.Latencies = append(c.res.Latencies, d)
+		c.res.Latencies.Add(d)
 		if err != nil && !IsCode(err, EINCOMPLETE) {
 			c.res.Errors++
 			if c.firstError == "" {
