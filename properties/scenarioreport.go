@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/model/namespace"
+	"xceiver/model/shortcircuit"
 	"xceiver/sim"
 )
 
@@ -315,9 +317,68 @@ type configProbe struct {
 	pat   func(*model.TCPPattern)
 	par   func(*model.ParallelRead)
 	pairs func(*model.Pairs)
+	rpc   func(*namespace.Scenario)
+	sc    func(*shortcircuit.ReadScenario)
 }
 
 var scenarioConfigProbes = []configProbe{
+	{name: "path", says: "--path \"nfs\"", sc: func(s *shortcircuit.ReadScenario) { s.Path = "nfs" }},
+	{name: "readers 4096", ok: true, sc: func(s *shortcircuit.ReadScenario) { s.Readers = 4096 }},
+	{name: "readers 4097", says: "--readers 4097 outside", sc: func(s *shortcircuit.ReadScenario) { s.Readers = 4097 }},
+	{name: "readers 0", says: "--readers 0 outside", sc: func(s *shortcircuit.ReadScenario) { s.Readers = 0 }},
+	{name: "ops 1", ok: true, sc: func(s *shortcircuit.ReadScenario) { s.Ops = 1 }},
+	{name: "ops 0", says: "--ops 0:", sc: func(s *shortcircuit.ReadScenario) { s.Ops = 0 }},
+	{name: "blocks 65536", ok: true, sc: func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1<<16, 1 }},
+	{name: "blocks 65537", says: "--blocks 65537 outside", sc: func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16+1, 1, 1 }},
+	{name: "block size 256 MiB", ok: true, sc: func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20 }},
+	{name: "block size 256 MiB + 1", says: "--block-size 268435457 outside", sc: func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20+1 }},
+	{name: "read size > block size", says: "--read-size 4097 outside [1, block size 4096]", sc: func(s *shortcircuit.ReadScenario) { s.BlockSize, s.ReadSize = 4096, 4097 }},
+	{name: "blocks × size 4 GiB", ok: true, sc: func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 16, 256<<20 }},
+	// Unbounded, 64 blocks of 256 MiB ran out of memory.
+	{name: "blocks × size 4.25 GiB", says: "--blocks 17 × --block-size 268435456 exceeds 4 GiB", sc: func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 17, 256<<20 }},
+	{name: "pattern", says: "--pattern \"strided\"", sc: func(s *shortcircuit.ReadScenario) { s.Pattern = "strided" }},
+	{name: "cores 1024", ok: true, sc: func(s *shortcircuit.ReadScenario) { s.Cores = 1024 }},
+	{name: "cores 1025", says: "--cores 1025 outside", sc: func(s *shortcircuit.ReadScenario) { s.Cores = 1025 }},
+	{name: "clients 4096", ok: true, rpc: func(s *namespace.Scenario) { s.Clients = 4096 }},
+	{name: "clients 4097", says: "--clients 4097 outside", rpc: func(s *namespace.Scenario) { s.Clients = 4097 }},
+	{name: "clients 0", says: "--clients 0 outside", rpc: func(s *namespace.Scenario) { s.Clients = 0 }},
+	{name: "threads 4096", ok: true, rpc: func(s *namespace.Scenario) { s.Threads = 4096 }},
+	{name: "threads 4097", says: "--threads 4097 outside", rpc: func(s *namespace.Scenario) { s.Threads = 4097 }},
+	{name: "threads 0", says: "--threads 0 outside", rpc: func(s *namespace.Scenario) { s.Threads = 0 }},
+	{name: "depth 1000", ok: true, rpc: func(s *namespace.Scenario) { s.Depth, s.Fanout = 1000, 1 }},
+	{name: "depth 1001", says: "--depth 1001 outside", rpc: func(s *namespace.Scenario) { s.Depth, s.Fanout = 1001, 1 }},
+	{name: "depth 0", ok: true, rpc: func(s *namespace.Scenario) { s.Depth = 0 }},
+	{name: "depth -1", says: "--depth -1 outside", rpc: func(s *namespace.Scenario) { s.Depth = -1 }},
+	{name: "fanout 0", says: "--fanout 0:", rpc: func(s *namespace.Scenario) { s.Fanout = 0 }},
+	{name: "files 0", says: "--files 0:", rpc: func(s *namespace.Scenario) { s.Files = 0 }},
+	{name: "files 2^20", ok: true, rpc: func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 1<<20, 1 }},
+	{name: "files 2^20 + 1", says: "--files 1048577, is more than 1048576 files", rpc: func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 1<<20+1, 1 }},
+	{name: "files 4^10", ok: true, rpc: func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 10, 4, 1, 1 }},
+	// 65536^4 is 2^64: multiplied out, 0 files.
+	{name: "fanout 65536, depth 4", says: "--fanout 65536 to the power --depth 4", rpc: func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files = 4, 1<<16, 1 }},
+	{name: "files 2^62, fanout 4, depth 1", says: "more than 1048576 files", rpc: func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files = 1, 4, 1<<62 }},
+	{name: "file size 256 MiB", ok: true, rpc: func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 16, 256<<20 }},
+	{name: "file size 256 MiB + 1", says: "--file-size 268435457 outside", rpc: func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 1, 256<<20+1 }},
+	{name: "file size 0", says: "--file-size 0 outside", rpc: func(s *namespace.Scenario) { s.FileSize = 0 }},
+	{name: "files × size 4.25 GiB", says: "exceeds 4 GiB", rpc: func(s *namespace.Scenario) { s.ReadData, s.Depth, s.Files, s.FileSize = true, 0, 17, 256<<20 }},
+	{name: "files × size 4.25 GiB, no data", ok: true, rpc: func(s *namespace.Scenario) { s.ReadData, s.Depth, s.Files, s.FileSize = false, 0, 17, 256<<20 }},
+	{name: "mix 0:1", ok: true, rpc: func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 1 }},
+	{name: "mix 0:0", says: "--mix 0:0:", rpc: func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 0 }},
+	{name: "namenode cores 1024", ok: true, rpc: func(s *namespace.Scenario) { s.NamenodeCores = 1024 }},
+	{name: "namenode cores 1025", says: "--namenode-cores 1025 outside", rpc: func(s *namespace.Scenario) { s.NamenodeCores = 1025 }},
+	{name: "namenode cores 0", says: "--namenode-cores 0 outside", rpc: func(s *namespace.Scenario) { s.NamenodeCores = 0 }},
+	{name: "queue 0", ok: true, rpc: func(s *namespace.Scenario) { s.RPC.QueueSize = 0 }},
+	{name: "queue -1", says: "--queue -1:", rpc: func(s *namespace.Scenario) { s.RPC.QueueSize = -1 }},
+	{name: "handlers -1", says: "--handlers -1:", rpc: func(s *namespace.Scenario) { s.RPC.Handlers = -1 }},
+	{name: "readers -1", says: "--readers -1:", rpc: func(s *namespace.Scenario) { s.RPC.Readers = -1 }},
+	{name: "warmup 0", ok: true, rpc: func(s *namespace.Scenario) { s.Warmup = 0 }},
+	{name: "warmup a day", ok: true, rpc: func(s *namespace.Scenario) { s.Warmup = 24 * time.Hour }},
+	{name: "warmup a day + 1 ns", says: "--warmup 24h0m0.000000001s outside", rpc: func(s *namespace.Scenario) { s.Warmup = 24*time.Hour + 1 }},
+	{name: "warmup -1 ns", says: "--warmup -1ns outside", rpc: func(s *namespace.Scenario) { s.Warmup = -1 }},
+	{name: "duration a day", ok: true, rpc: func(s *namespace.Scenario) { s.Duration = 24 * time.Hour }},
+	{name: "duration a day + 1 ns", says: "--duration 24h0m0.000000001s outside", rpc: func(s *namespace.Scenario) { s.Duration = 24*time.Hour + 1 }},
+	{name: "duration 0", says: "--duration 0s outside", rpc: func(s *namespace.Scenario) { s.Duration = 0 }},
+	{name: "lock", says: "lock \"spin\"", rpc: func(s *namespace.Scenario) { s.Lock = "spin" }},
 	{name: "pairs 1", ok: true, pairs: func(s *model.Pairs) { s.Pairs = 1 }},
 	{name: "pairs 1024", ok: true, pairs: func(s *model.Pairs) { s.Pairs = 1024 }},
 	{name: "pairs 1025", says: "--pairs 1025:", pairs: func(s *model.Pairs) { s.Pairs = 1025 }},
@@ -440,6 +501,14 @@ func (r *scenarioRun) checkConfig() {
 		case p.pairs != nil && r.c.Scenario == ScenarioPairs:
 			s := r.c.pairsScenario()
 			p.pairs(&s)
+			err = s.Validate()
+		case p.rpc != nil && r.c.Scenario == ScenarioRPC:
+			s := r.c.rpcScenario()
+			p.rpc(&s)
+			err = s.Validate()
+		case p.sc != nil && r.c.Scenario == ScenarioSCRead:
+			s := r.c.scRead()
+			p.sc(&s)
 			err = s.Validate()
 		default:
 			continue

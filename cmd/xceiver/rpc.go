@@ -36,19 +36,19 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 	return func() (runner, error) {
 		var err error
 		if *locks != "barging" && *locks != "fair" {
-			return nil, usagef("rpc: --locks %q: want barging or fair", *locks)
+			return nil, usagef("run rpc: --locks %q: want barging or fair", *locks)
 		}
 		if s.Lock, err = namespace.ParseLockKind(*lock); err != nil {
-			return nil, usagef("rpc: --lock: %v", err)
+			return nil, usagef("run rpc: --lock: %v", err)
 		}
 		if s.Reads, s.Writes, err = namespace.ParseMix(*mix); err != nil {
-			return nil, usagef("rpc: --mix: %v", err)
+			return nil, usagef("run rpc: --mix: %v", err)
 		}
-		if err := counts.check("rpc"); err != nil {
+		if err := counts.check("run rpc"); err != nil {
 			return nil, err
 		}
 		if err := s.Validate(); err != nil {
-			return nil, usagef("rpc: %v", err)
+			return nil, usagef("run rpc: %v", err)
 		}
 		return rpcRunner{s: s, barging: *locks == "barging", wakeups: *wakeups}, nil
 	}

@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -71,31 +70,68 @@ func ParseMix(s string) (reads, writes int, err error) {
 // Validate checks the scenario's sizes.
 func (s Scenario) Validate() error {
 	switch {
-	case s.Clients < 1 || s.Threads < 1:
-		return errors.New("want at least one client and one thread")
-	case s.Depth < 0 || s.Fanout < 1 || s.Files < 1 || s.FileSize < 1:
-		return errors.New("tree: want depth ≥ 0, fanout, files and file size ≥ 1")
-	case s.leaves()*s.Files > 1<<20:
-		return fmt.Errorf("tree: %d files is too many", s.leaves()*s.Files)
+	case s.Clients < 1 || s.Clients > 4096:
+		return fmt.Errorf("--clients %d outside [1, 4096]", s.Clients)
+	case s.Threads < 1 || s.Threads > 4096:
+		return fmt.Errorf("--threads %d outside [1, 4096]", s.Threads)
+	case s.Depth < 0 || s.Depth > MaxDepth:
+		return fmt.Errorf("--depth %d outside [0, %d]", s.Depth, MaxDepth)
+	case s.Fanout < 1:
+		return fmt.Errorf("--fanout %d: want at least 1", s.Fanout)
+	case s.Files < 1:
+		return fmt.Errorf("--files %d: want at least 1", s.Files)
+	case s.FileSize < 1 || s.FileSize > 256<<20:
+		return fmt.Errorf("--file-size %d outside [1, 256 MiB]", s.FileSize)
+	case s.fileCount() > MaxFiles:
+		return fmt.Errorf("tree: --fanout %d to the power --depth %d, times --files %d, is more than %d files", s.Fanout, s.Depth, s.Files, MaxFiles)
+	case s.ReadData && int64(s.fileCount())*int64(s.FileSize) > 4<<30:
+		return fmt.Errorf("tree: %d files of --file-size %d exceeds 4 GiB of block data (--read-data)", s.fileCount(), s.FileSize)
 	case s.Reads < 0 || s.Writes < 0 || s.Reads+s.Writes == 0:
-		return errors.New("mix: want reads and writes ≥ 0, not both 0")
-	case s.NamenodeCores < 1 || s.DatanodeCores < 1:
-		return errors.New("want at least one core per host")
-	case s.RPC.Readers < 0 || s.RPC.Handlers < 0 || s.RPC.QueueSize < 0:
-		return errors.New("negative readers, handlers or queue size")
-	case s.Duration <= 0 || s.Warmup < 0:
-		return errors.New("want a positive duration")
+		return fmt.Errorf("--mix %d:%d: want reads and writes ≥ 0, not both 0", s.Reads, s.Writes)
+	case s.NamenodeCores < 1 || s.NamenodeCores > 1024:
+		return fmt.Errorf("--namenode-cores %d outside [1, 1024]", s.NamenodeCores)
+	case s.DatanodeCores < 1 || s.DatanodeCores > 1024:
+		return fmt.Errorf("datanode cores %d outside [1, 1024]", s.DatanodeCores)
+	case s.RPC.Readers < 0:
+		return fmt.Errorf("--readers %d: want at least 0 (0: the default)", s.RPC.Readers)
+	case s.RPC.Handlers < 0:
+		return fmt.Errorf("--handlers %d: want at least 0 (0: the default)", s.RPC.Handlers)
+	case s.RPC.QueueSize < 0:
+		return fmt.Errorf("--queue %d: want at least 0 (0: 100 per handler)", s.RPC.QueueSize)
+	case s.Warmup < 0 || s.Warmup > MaxWindow:
+		return fmt.Errorf("--warmup %v outside [0, %v]", s.Warmup, MaxWindow)
+	case s.Duration <= 0 || s.Duration > MaxWindow:
+		return fmt.Errorf("--duration %v outside (0, %v]", s.Duration, MaxWindow)
 	}
 	_, err := ParseLockKind(string(s.Lock))
 	return err
 }
 
-func (s Scenario) leaves() int {
-	n := 1
-	for i := 0; i < s.Depth; i++ {
+const (
+	// MaxFiles bounds the tree the namenode and the datanode hold in
+	// memory.
+	MaxFiles = 1 << 20
+	// MaxDepth bounds the tree's depth: with --fanout 1 the directories
+	// are a chain as deep as this, which each read descends (1,000 levels
+	// run in half a second; 100,000 had not set up after 30 s).
+	MaxDepth = 1000
+	// MaxWindow bounds --warmup and --duration: a day of virtual time,
+	// far past any run's need, and their sum with the run's 10 s of
+	// grace cannot overflow a Duration.
+	MaxWindow = 24 * time.Hour
+)
+
+// fileCount is how many files the tree holds, or MaxFiles+1 when that is
+// more than MaxFiles (the product of large flags would overflow an int).
+func (s Scenario) fileCount() int {
+	n := s.Files
+	for range s.Depth {
+		if n > MaxFiles/s.Fanout {
+			return MaxFiles + 1
+		}
 		n *= s.Fanout
 	}
-	return n
+	return min(n, MaxFiles+1)
 }
 
 // ScenarioResult is what the measured window saw.
@@ -151,7 +187,7 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 	}
 	// Files are numbered in tree order; file k is block FirstBlock+k.
 	const firstBlock = 1 << 30
-	nfiles := s.leaves() * s.Files
+	nfiles := s.fileCount()
 	stamps := make([]uint64, nfiles)
 	_, err := w.Spawn("datanode", model.ProcessConfig{Cores: s.DatanodeCores}, func(p model.Process) {
 		dnProc = p

@@ -40,21 +40,23 @@ func DefaultReadScenario() ReadScenario {
 func (s *ReadScenario) Validate() error {
 	switch {
 	case s.Path != "tcp" && s.Path != "uds" && s.Path != "sc":
-		return fmt.Errorf("path %q: want tcp, uds or sc", s.Path)
+		return fmt.Errorf("--path %q: want tcp, uds or sc", s.Path)
 	case s.Readers < 1 || s.Readers > 4096:
-		return fmt.Errorf("readers %d outside [1, 4096]", s.Readers)
+		return fmt.Errorf("--readers %d outside [1, 4096]", s.Readers)
 	case s.Ops < 1:
-		return fmt.Errorf("ops %d < 1", s.Ops)
+		return fmt.Errorf("--ops %d: want at least 1", s.Ops)
 	case s.Blocks < 1 || s.Blocks > 1<<16:
-		return fmt.Errorf("blocks %d outside [1, 65536]", s.Blocks)
+		return fmt.Errorf("--blocks %d outside [1, 65536]", s.Blocks)
 	case s.BlockSize < 1 || s.BlockSize > 256<<20:
-		return fmt.Errorf("block size %d outside [1, 256 MiB]", s.BlockSize)
+		return fmt.Errorf("--block-size %d outside [1, 256 MiB]", s.BlockSize)
 	case s.ReadSize < 1 || s.ReadSize > s.BlockSize:
-		return fmt.Errorf("read size %d outside [1, block size %d]", s.ReadSize, s.BlockSize)
+		return fmt.Errorf("--read-size %d outside [1, block size %d]", s.ReadSize, s.BlockSize)
+	case int64(s.Blocks)*int64(s.BlockSize) > 4<<30:
+		return fmt.Errorf("--blocks %d × --block-size %d exceeds 4 GiB", s.Blocks, s.BlockSize)
 	case s.Pattern != "random" && s.Pattern != "sequential":
-		return fmt.Errorf("pattern %q: want random or sequential", s.Pattern)
+		return fmt.Errorf("--pattern %q: want random or sequential", s.Pattern)
 	case s.Cores < 1 || s.Cores > 1024:
-		return fmt.Errorf("cores %d outside [1, 1024]", s.Cores)
+		return fmt.Errorf("--cores %d outside [1, 1024]", s.Cores)
 	}
 	c := s.Cache
 	return c.fill()
@@ -104,7 +106,9 @@ func RunRead(w model.World, s ReadScenario, limit time.Duration) (*ReadResult, e
 		store := model.NewBlockStore(p.Disk(), "data")
 		for i := 1; i <= s.Blocks; i++ {
 			contents[i] = model.BlockContent(uint64(i), s.BlockSize)
-			if _, err := store.Write(uint64(i), contents[i]); err != nil {
+			// Shared: contents[i] is what the readers check against, never
+			// changed, so the disk need not hold a copy of its own.
+			if _, err := store.WriteShared(uint64(i), contents[i]); err != nil {
 				w.Fail(err)
 				return
 			}
