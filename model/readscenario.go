@@ -79,6 +79,14 @@ func DefaultReadScenario() ReadScenario {
 	}
 }
 
+// MaxReads bounds a read run's reads (clients × ops): a few minutes of
+// simulation, and a list of latencies of 80 MB.
+const MaxReads = 10_000_000
+
+// MaxIdleWait bounds the keep-alive and the peer cache's expiry a read
+// run waits out at its end.
+const MaxIdleWait = time.Hour
+
 // Validate reports a configuration that cannot run.
 func (s *ReadScenario) Validate() error {
 	switch {
@@ -86,6 +94,9 @@ func (s *ReadScenario) Validate() error {
 		return fmt.Errorf("--clients %d outside [1, 4096]", s.Clients)
 	case s.Ops < 1:
 		return fmt.Errorf("--ops must be at least 1 (got %d)", s.Ops)
+	case s.Ops > MaxReads/s.Clients:
+		// (Compared before multiplying: --ops 2^63-1 would wrap.)
+		return fmt.Errorf("--clients %d × --ops %d is more than %d reads in one run", s.Clients, s.Ops, MaxReads)
 	case s.Blocks < 1 || s.Blocks > 1<<16:
 		return fmt.Errorf("--blocks %d outside [1, 65536]", s.Blocks)
 	case s.BlockSize < 1 || s.BlockSize > 256<<20:
@@ -98,8 +109,17 @@ func (s *ReadScenario) Validate() error {
 		return fmt.Errorf("--blocks × --block-size exceeds 4 GiB")
 	case s.Server.PoolMax != 0 && s.Server.PoolMax < 2:
 		return fmt.Errorf("--pool-max %d: a handle needs 2 fds (data and meta)", s.Server.PoolMax)
+	case s.Server.PoolMax > 1<<20:
+		return fmt.Errorf("--pool-max %d: at most %d", s.Server.PoolMax, 1<<20)
 	case s.Server.Keepalive < 0:
 		return fmt.Errorf("--keepalive must not be negative")
+	case s.Server.Keepalive > MaxIdleWait:
+		// A run waits it out before it counts what is left open (the
+		// real world in real time); its sum with the settling time
+		// must not wrap, as 2562047h did.
+		return fmt.Errorf("--keepalive %v: at most %v", s.Server.Keepalive, MaxIdleWait)
+	case s.Client.CacheExpiry > MaxIdleWait:
+		return fmt.Errorf("--cache-expiry %v: at most %v", s.Client.CacheExpiry, MaxIdleWait)
 	case s.Settle < 0:
 		return fmt.Errorf("read scenario: negative settle %v", s.Settle)
 	}

@@ -44,7 +44,9 @@ func (c TCPPattern) Validate() error {
 		return fmt.Errorf("--reply must be at least 1 byte (got %d)", c.Reply)
 	case c.Ops < 1:
 		return fmt.Errorf("--ops must be at least 1 (got %d)", c.Ops)
-	case c.Writes*c.Msg > 1<<30 || c.Reply > 1<<30:
+	case c.Writes > 1<<30 || c.Msg > 1<<30 || c.Writes*c.Msg > 1<<30 || c.Reply > 1<<30:
+		// Each bounded first, the product cannot wrap (--msg 2^62 with
+		// --writes 4 did, to 0, and the request's buffer then panicked).
 		return fmt.Errorf("request or reply larger than 1 GiB")
 	}
 	return nil

@@ -120,8 +120,13 @@ func tcpPatternFlags(fs *flag.FlagSet) func() (runner, error) {
 		// A run is over in seconds or refused: a million writes take
 		// about ten seconds of simulation with NODELAY on a loaded
 		// machine, and --writes 100000000 would run for hours silently.
-		if total := int64(cfg.Writes) * int64(cfg.Ops); total > maxPatternWrites {
-			return nil, usagef("run tcp-pattern: --writes %d × --ops %d is %d writes; at most %d in one run", cfg.Writes, cfg.Ops, total, maxPatternWrites)
+		// (Ops compared before it is multiplied: --ops 2^34 × --writes
+		// 2^30 wrapped to 0 and preallocated 128 GiB of latencies.)
+		if cfg.Ops > maxPatternWrites/cfg.Writes {
+			if cfg.Ops > math.MaxInt/cfg.Writes {
+				return nil, usagef("run tcp-pattern: --writes %d × --ops %d is more than %d writes; at most %d in one run", cfg.Writes, cfg.Ops, maxPatternWrites, maxPatternWrites)
+			}
+			return nil, usagef("run tcp-pattern: --writes %d × --ops %d is %d writes; at most %d in one run", cfg.Writes, cfg.Ops, cfg.Writes*cfg.Ops, maxPatternWrites)
 		}
 		return tcpPatternRunner{cfg}, nil
 	}

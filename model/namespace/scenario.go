@@ -61,8 +61,8 @@ func ParseMix(s string) (reads, writes int, err error) {
 			writes, err = strconv.Atoi(w)
 		}
 	}
-	if !ok || err != nil || reads < 0 || writes < 0 || reads+writes == 0 {
-		return 0, 0, fmt.Errorf("mix %q: want READS:WRITES, e.g. 8:1", s)
+	if !ok || err != nil || reads < 0 || writes < 0 || reads > MaxMix || writes > MaxMix || reads+writes == 0 {
+		return 0, 0, fmt.Errorf("mix %q: want READS:WRITES, each 0 to %d and not both 0, e.g. 8:1", s, MaxMix)
 	}
 	return reads, writes, nil
 }
@@ -86,8 +86,12 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("tree: --fanout %d to the power --depth %d, times --files %d, is more than %d files", s.Fanout, s.Depth, s.Files, MaxFiles)
 	case s.ReadData && int64(s.fileCount())*int64(s.FileSize) > 4<<30:
 		return fmt.Errorf("tree: %d files of --file-size %d exceeds 4 GiB of block data (--read-data)", s.fileCount(), s.FileSize)
-	case s.Reads < 0 || s.Writes < 0 || s.Reads+s.Writes == 0:
-		return fmt.Errorf("--mix %d:%d: want reads and writes ≥ 0, not both 0", s.Reads, s.Writes)
+	case s.Reads < 0 || s.Writes < 0 || s.Reads > MaxMix || s.Writes > MaxMix || s.Reads+s.Writes == 0:
+		return fmt.Errorf("--mix %d:%d: want reads and writes from 0 to %d, not both 0", s.Reads, s.Writes, MaxMix)
+	case s.RPC.Readers > 1024:
+		return fmt.Errorf("--readers %d outside [0, 1024]", s.RPC.Readers)
+	case s.RPC.Handlers > 1024:
+		return fmt.Errorf("--handlers %d outside [0, 1024]", s.RPC.Handlers)
 	case s.NamenodeCores < 1 || s.NamenodeCores > 1024:
 		return fmt.Errorf("--namenode-cores %d outside [1, 1024]", s.NamenodeCores)
 	case s.DatanodeCores < 1 || s.DatanodeCores > 1024:
@@ -115,6 +119,10 @@ const (
 	// are a chain as deep as this, which each read descends (1,000 levels
 	// run in half a second; 100,000 had not set up after 30 s).
 	MaxDepth = 1000
+	// MaxMix bounds each side of --mix, which only its ratio matters
+	// for: their sum, drawn from, must not wrap (2^63-1:1 did, and
+	// panicked).
+	MaxMix = 1 << 20
 	// MaxWindow bounds --warmup and --duration: a day of virtual time,
 	// far past any run's need, and their sum with the run's 10 s of
 	// grace cannot overflow a Duration.
@@ -211,7 +219,11 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 			return
 		}
 		dnAddr = dn.Addr()
-		w.Spawn("namenode", model.ProcessConfig{Cores: s.NamenodeCores, FDLimit: 4 * (s.Clients + 64)}, func(p model.Process) {
+		// Room for each client's connection and the loops' own fds (an
+		// epoll and a wake-up fd each): without the loops, 200 handlers
+		// ran out of fds at 32 clients.
+		fdLimit := 4*(s.Clients+64) + 2*(s.RPC.Readers+s.RPC.Handlers)
+		w.Spawn("namenode", model.ProcessConfig{Cores: s.NamenodeCores, FDLimit: fdLimit}, func(p model.Process) {
 			nnProc = p
 			rcfg := s.RPC
 			rcfg.Addr = nnAddr

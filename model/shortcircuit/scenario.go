@@ -45,6 +45,8 @@ func (s *ReadScenario) Validate() error {
 		return fmt.Errorf("--readers %d outside [1, 4096]", s.Readers)
 	case s.Ops < 1:
 		return fmt.Errorf("--ops %d: want at least 1", s.Ops)
+	case s.Ops > model.MaxReads/s.Readers:
+		return fmt.Errorf("--readers %d × --ops %d is more than %d reads in one run", s.Readers, s.Ops, model.MaxReads)
 	case s.Blocks < 1 || s.Blocks > 1<<16:
 		return fmt.Errorf("--blocks %d outside [1, 65536]", s.Blocks)
 	case s.BlockSize < 1 || s.BlockSize > 256<<20:
