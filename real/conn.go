@@ -820,6 +820,15 @@ type resolved struct {
 // resolve parses a model address. TCP: "ip:port", with "localhost" or an
 // empty host meaning 127.0.0.1. Unix: a path; a relative one is under the
 // world's sock directory, so every process finds it by the same name.
+// CheckAddr reports why addr could not be listened on or dialled in w:
+// an unknown network, or a Unix socket path too long for sockaddr_un
+// (under a long --tmpdir), which a run would otherwise meet half-way,
+// at its first listen.
+func (w *World) CheckAddr(network, addr string) error {
+	_, err := w.resolve(network, addr)
+	return err
+}
+
 func (w *World) resolve(network, addr string) (resolved, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6":

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -256,9 +257,19 @@ func DefaultProfile() Profile {
 // ParseProfile decodes and checks a profile: every cost present, finite
 // and not negative, percentiles in order.
 func ParseProfile(b []byte) (Profile, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Profile{}, fmt.Errorf("profile: empty")
+	}
 	var p Profile
-	if err := json.Unmarshal(b, &p); err != nil {
+	// A field the profile does not have is a typo or another program's
+	// file: refused, not left at zero unseen.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
 		return Profile{}, fmt.Errorf("profile: %w", err)
+	}
+	if dec.More() {
+		return Profile{}, fmt.Errorf("profile: more after the profile's JSON object")
 	}
 	if p.Version != ProfileVersion {
 		return Profile{}, fmt.Errorf("profile: version %d, want %d", p.Version, ProfileVersion)
@@ -281,6 +292,12 @@ func ParseProfile(b []byte) (Profile, error) {
 			return Profile{}, fmt.Errorf("profile: reference.%s = %v, want a cost from 0 to 1 s", name, v)
 		}
 	}
+	if p.SliceOnNs > 0 && p.SliceOffNs > 0 && (p.SliceOnNs < minSliceOnNs || p.SliceOffNs < float64(MinHostStealGap)) {
+		// Calibrate counts waits from 50 µs; slices of nanoseconds
+		// made a 0.05 s run take 100 s and 2 GB.
+		return Profile{}, fmt.Errorf("profile: slice_on_ns = %v, slice_off_ns = %v: want 0 (the machine alone), or slices of at least %v between waits of at least %v",
+			p.SliceOnNs, p.SliceOffNs, time.Duration(minSliceOnNs), MinHostStealGap)
+	}
 	if p.ReadNs == 0 || p.WriteNs == 0 || p.CopyPerKBNs == 0 || p.CRC32CPerKBNs == 0 {
 		return Profile{}, fmt.Errorf("profile: read_ns, write_ns, copy_per_kb_ns and crc32c_per_kb_ns must be measured (non-zero)")
 	}
@@ -295,6 +312,10 @@ func ParseProfile(b []byte) (Profile, error) {
 	}
 	return p, nil
 }
+
+// minSliceOnNs is the shortest slice a profile may give a busy thread:
+// WithHostSteal's shortest, a 50 µs gap at a share of 0.9, is 5.6 µs.
+const minSliceOnNs = 5000
 
 func ns(v float64) time.Duration { return time.Duration(math.Round(v)) }
 

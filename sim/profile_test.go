@@ -137,13 +137,39 @@ func TestParseProfileRejectsBadProfiles(t *testing.T) {
 	good := string(defaultProfile)
 	for name, tc := range map[string]struct{ in, want string }{
 		"not json":      {"{", "profile:"},
+		"empty":         {" \n", "profile: empty"},
 		"wrong version": {strings.Replace(good, `"version": 1`, `"version": 7`, 1), "version 7"},
 		"negative":      {strings.Replace(good, `"copy_per_kb_ns": `, `"copy_per_kb_ns": -`, 1), "copy_per_kb_ns"},
 		"missing":       {`{"version": 1}`, "must be measured"},
 		"huge":          {strings.Replace(good, `"epoll_wait_ns": `, `"epoll_wait_ns": 9e99 + `, 1), "profile:"},
+		"unknown field": {strings.Replace(good, `"version": 1`, `"version": 1, "epol_wait_ns": 5`, 1), `unknown field "epol_wait_ns"`},
+		"trailing":      {good + "{}", "more after"},
+		"tiny slices":   {withSlices(good, 1, 1), "slice_on_ns = 1, slice_off_ns = 1"},
+		"short waits":   {withSlices(good, 1e6, 49999), "slice_off_ns = 49999"},
 	} {
 		if _, err := ParseProfile([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one mentioning %q", name, err, tc.want)
+		}
+	}
+}
+
+// withSlices is profile with its slice figures set (they are 0 in the
+// embedded one, measured on a machine it had alone).
+func withSlices(profile string, on, off float64) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(profile), &m); err != nil {
+		panic(err)
+	}
+	m["slice_on_ns"], m["slice_off_ns"] = on, off
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func TestParseProfileTakesSlicesAtTheirBounds(t *testing.T) {
+	good := string(defaultProfile)
+	for _, s := range [][2]float64{{0, 0}, {5000, 50000}, {0, 1}, {1, 0}} {
+		if _, err := ParseProfile([]byte(withSlices(good, s[0], s[1]))); err != nil {
+			t.Errorf("slices %v: %v", s, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -176,16 +177,24 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 	default:
 		return report(stderr, c.usagef("%s %q: want sim, real or both", c.typed("world"), world))
 	}
+	switch {
+	case ex.fixedCosts && benchCPUScale != 1:
+		return report(stderr, c.usagef("%s: %s runs the simulator with its hand-set costs, which the factor does not scale", c.typed("cpu-scale"), name))
+	case ex.fixedCosts && benchProfile != "":
+		return report(stderr, c.usagef("--profile: %s runs the simulator with its hand-set costs, not a profile's", name))
+	case world == "real" && benchProfile != "":
+		return report(stderr, c.usagef("--profile: the real world runs at the machine's own costs; the profile is the simulated world's"))
+	}
 	if _, err := loadProfile(benchProfile); err != nil {
-		return report(stderr, err)
+		return report(stderr, c.usagef("%v", err))
 	}
 	if plot != "" {
 		if err := checkOutFile(plot); err != nil {
 			return report(stderr, c.usagef("%s: %v", c.typed("plot"), err))
 		}
-	}
-	if ex.fixedCosts && benchCPUScale != 1 {
-		return report(stderr, c.usagef("%s: %s runs the simulator with its hand-set costs, which the factor does not scale", c.typed("cpu-scale"), name))
+		if sameFile(plot, benchProfile) {
+			return report(stderr, c.usagef("%s %s is the --profile file: the plot would overwrite it", c.typed("plot"), plot))
+		}
 	}
 	if dryRun {
 		return exitOK
@@ -210,11 +219,20 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 		}
 		rows = append(rows, r...)
 	}
+	printBench(stdout, rest[0], ex, rows, steal, asJSON)
+	// After the results: a plot that cannot be written (a full disk)
+	// must not take minutes of measurements with it.
 	if plot != "" {
 		if err := writePlotFile(plot, name, ex, rows); err != nil {
-			return report(stderr, fmt.Errorf("bench: --plot: %w", err))
+			return report(stderr, fmt.Errorf("bench: --plot: %w (the results are printed above)", err))
 		}
 	}
+	return exitOK
+}
+
+// printBench prints an experiment's rows, as JSON or as a table with the
+// published figure and the explanation.
+func printBench(stdout io.Writer, name string, ex experiment, rows []benchRow, steal *float64, asJSON bool) {
 	if asJSON {
 		var scale *float64 // the sim's, when not the profile's own
 		if benchCPUScale != 1 {
@@ -227,11 +245,11 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 			Rows       []benchRow `json:"rows"`
 			// Absent without real runs, or where /proc/stat did not say.
 			HostStealShare *float64 `json:"host_steal_share,omitempty"`
-		}{rest[0], ex.published, scale, rows, steal})
+		}{name, ex.published, scale, rows, steal})
 		fmt.Fprintln(stdout, string(b))
-		return exitOK
+		return
 	}
-	fmt.Fprintf(stdout, "%s: %s\npublished: %s\n", rest[0], ex.desc, ex.published)
+	fmt.Fprintf(stdout, "%s: %s\npublished: %s\n", name, ex.desc, ex.published)
 	if benchCPUScale != 1 {
 		fmt.Fprintf(stdout, "sim: CPU costs the profile's × %v (--cpu-scale)\n", benchCPUScale)
 	}
@@ -248,7 +266,6 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 	if ex.explain != "" {
 		fmt.Fprintf(stdout, "\n%s\n", ex.explain)
 	}
-	return exitOK
 }
 
 // hostStealDuring runs run and returns the share of the CPU time the

@@ -43,6 +43,12 @@ func calibrateCommand() *command {
 				if *rounds < 1 || *rounds > maxCalibrateRounds {
 					return report(c.stderr, c.usagef("--rounds %d: want 1 to %d", *rounds, maxCalibrateRounds))
 				}
+				if *out != "" {
+					// Before the rounds, not after minutes of them.
+					if err := checkOutFile(*out); err != nil {
+						return report(c.stderr, c.usagef("--out: %v", err))
+					}
+				}
 				if dryRun {
 					return exitOK
 				}
@@ -57,7 +63,9 @@ func calibrateCommand() *command {
 					return exitOK
 				}
 				if err := os.WriteFile(*out, b, 0o644); err != nil {
-					return report(c.stderr, fmt.Errorf("calibrate: %w", err))
+					// The measurements are not lost with the file.
+					c.stdout.Write(b)
+					return report(c.stderr, fmt.Errorf("calibrate: %w (the profile is printed above)", err))
 				}
 				return exitOK
 			}
@@ -65,13 +73,16 @@ func calibrateCommand() *command {
 	}
 }
 
+// maxProfileBytes bounds a profile file: calibrate's are about 3 KB.
+const maxProfileBytes = 1 << 20
+
 // loadProfile reads --profile; "" and "embedded" (profileEmbedded) are
 // the embedded default.
 func loadProfile(path string) (sim.Profile, error) {
 	if path == "" || path == profileEmbedded {
 		return sim.DefaultProfile(), nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := readInput(path, maxProfileBytes)
 	if err != nil {
 		return sim.Profile{}, usagef("--profile: %v", err)
 	}

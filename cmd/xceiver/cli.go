@@ -421,7 +421,9 @@ func checkOutFile(path string) error {
 		if st.IsDir() {
 			return fmt.Errorf("%s is a directory", path)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		// Non-blocking: a FIFO nobody reads would hold the open for
+		// good; so it fails at once (ENXIO) instead.
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return fmt.Errorf("%s is not writable", path)
 		}
@@ -436,6 +438,45 @@ func checkOutFile(path string) error {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	return probeWritable(dir)
+}
+
+// readInput reads a file a flag or an argument names, up to limit bytes.
+// It refuses what is not a regular file: a FIFO nobody writes would block
+// the read for good, and /dev/zero never ends (as --profile, it grew to
+// 5 GB before the runtime gave up).
+func readInput(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case st.IsDir():
+		return nil, fmt.Errorf("%s is a directory", path)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	case st.Size() > limit:
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d this reads", path, st.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("%s grew past the %d bytes this reads", path, limit)
+	}
+	return b, err
+}
+
+// sameFile reports whether out, a file a command is about to write,
+// is in, a file it reads: writing it would destroy its own input.
+func sameFile(out, in string) bool {
+	if out == "" || in == "" {
+		return false
+	}
+	a, errA := os.Stat(out)
+	b, errB := os.Stat(in)
+	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
 // matchName finds name among names ignoring case, so HDFS-4911 and

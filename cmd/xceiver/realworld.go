@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+	"xceiver/model/shortcircuit"
 
 	"xceiver/model"
 	"xceiver/real"
@@ -26,6 +27,12 @@ func runReal(head result, r runner, opt runOptions) (result, error) {
 	w, err := real.New(real.Config{Seed: opt.seed, Root: opt.tmpdir, AccountCPU: account})
 	if err != nil {
 		return nil, usagef("%v", err)
+	}
+	if _, sc := r.(scReadRunner); sc {
+		if err := w.CheckAddr("unix", shortcircuit.SocketName); err != nil {
+			w.Close()
+			return nil, usagef("--tmpdir: %v", err)
+		}
 	}
 	hw := watchHost()
 	start := time.Now()

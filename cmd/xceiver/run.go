@@ -285,6 +285,17 @@ func runSetup(c *call) func([]string) int {
 			if err := checkOutFile(opt.trace); err != nil {
 				return report(stderr, usagef("run %s: %s: %v", sc.name, c.typed("trace"), err))
 			}
+			if sameFile(opt.trace, opt.profile) {
+				return report(stderr, usagef("run %s: %s %s is the --profile file: the trace would overwrite it", sc.name, c.typed("trace"), opt.trace))
+			}
+		}
+		switch {
+		case opt.profile != "" && opt.world == "real":
+			// As --cpu-scale: a file the run would not read is refused,
+			// not left unread unseen (a missing one ran without a word).
+			return report(stderr, usagef("run %s: --profile: the real world runs at the machine's own costs; the profile is the simulated world's", sc.name))
+		case opt.tmpdir != "" && opt.world == "sim":
+			return report(stderr, usagef("run %s: --tmpdir: the simulated world keeps its files and sockets in memory; the directory is the real world's", sc.name))
 		}
 		r, err := build()
 		if err != nil {

@@ -36,6 +36,10 @@ func DefaultReadScenario() ReadScenario {
 	return ReadScenario{Path: "sc", Readers: 4, Ops: 100, ReadSize: 64 << 10, Blocks: 8, BlockSize: 1 << 20, Pattern: "random", Cores: 4, Cache: DefaultCacheConfig()}
 }
 
+// SocketName is the datanode's domain socket in a RunRead world (relative:
+// under the world's directory).
+const SocketName = "dn_socket"
+
 // Validate checks s's values.
 func (s *ReadScenario) Validate() error {
 	switch {
@@ -97,7 +101,7 @@ func RunRead(w model.World, s ReadScenario, limit time.Duration) (*ReadResult, e
 		return nil, err
 	}
 	res := &ReadResult{}
-	const path = "dn_socket"
+	const path = SocketName
 	contents := make([][]byte, s.Blocks+1)
 	var dnProc model.Process
 	var dn *model.Datanode
