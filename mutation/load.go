@@ -37,6 +37,11 @@ func ExpandPackages(root string, patterns []string) ([]string, error) {
 		if p == "..." {
 			base, recursive = ".", true
 		}
+		if !filepath.IsLocal(filepath.FromSlash(base)) && base != "." {
+			// Mutants are of this module's code: ../.. walked out of it
+			// and failed later, in go list.
+			return nil, fmt.Errorf("package %q: outside the module at %s", p, root)
+		}
 		abs := filepath.Join(root, filepath.FromSlash(base))
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("package %q: no directory %s", p, abs)

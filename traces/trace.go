@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"xceiver/properties"
 )
@@ -192,7 +193,9 @@ func (t *Trace) Size() int64 {
 
 // ReadFile reads and verifies a trace file.
 func ReadFile(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	// Non-blocking, and regular files only: a FIFO nobody writes would
+	// block the read for good, and /dev/zero never ends.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, bad("trace %s: no such file", path)
@@ -200,7 +203,18 @@ func ReadFile(path string) (*Trace, error) {
 		return nil, bad("trace %s: %v", path, err)
 	}
 	defer f.Close()
-	t, err := Read(f)
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, bad("trace %s: %v", path, err)
+	case st.IsDir():
+		return nil, bad("trace %s: a directory, not a trace", path)
+	case !st.Mode().IsRegular():
+		return nil, bad("trace %s: not a regular file", path)
+	case st.Size() > maxTrace:
+		return nil, bad("trace %s: %d bytes, more than the %d a trace may have", path, st.Size(), maxTrace)
+	}
+	t, err := Read(io.LimitReader(f, maxTrace))
 	if err != nil {
 		return nil, bad("trace %s: %v", path, err)
 	}
@@ -209,6 +223,9 @@ func ReadFile(path string) (*Trace, error) {
 
 // maxLine bounds one line of a trace (the header holds the schedule).
 const maxLine = 64 << 20
+
+// maxTrace bounds a trace file: check's largest are a few MB.
+const maxTrace = 1 << 30
 
 // Read decodes and verifies a trace: strictly (unknown fields, another
 // format or code version, a count or checksum that does not match are all
@@ -264,6 +281,12 @@ func Read(r io.Reader) (*Trace, error) {
 		return nil, bad("header: trailing data on line 1")
 	}
 	for sc.Scan() {
+		if uint64(len(t.Events)) == t.Header.Events {
+			// Stop here rather than keep every line to the end: lines
+			// appended by the million filled memory before the count
+			// was compared.
+			return nil, bad("more event lines than the %d the header says (edited or appended to)", t.Header.Events)
+		}
 		line := append([]byte(nil), sc.Bytes()...)
 		if !json.Valid(line) {
 			return nil, bad("line %d is not JSON (truncated or edited)", len(t.Events)+2)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"xceiver/properties"
@@ -113,6 +114,7 @@ func TestBadTracesAreRefused(t *testing.T) {
 		"garbage event":    head + "{\"t_us\":\n" + events,
 		"missing format":   strings.Replace(head, fmtKey+",", ``, 1) + events,
 		"a different case": strings.Replace(head, `"mode":"reactor"`, `"mode":"forked"`, 1) + events,
+		"appended to":      string(good) + strings.Repeat("{}\n", 1000),
 	}
 	dir := t.TempDir()
 	for name, content := range cases {
@@ -132,6 +134,19 @@ func TestBadTracesAreRefused(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(dir, "other-version")); err == nil || !strings.Contains(err.Error(), "code version") {
 		t.Errorf("other version: %v, want it named", err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "appended-to")); err == nil || !strings.Contains(err.Error(), "more event lines") {
+		t.Errorf("appended to: %v, want it refused at the first line past the header's count", err)
+	}
+	// Not regular files: a FIFO nobody writes would block the read.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", dir} {
+		if _, err := ReadFile(p); !IsBadTrace(err) {
+			t.Errorf("%s: %v, want a bad-trace error", p, err)
+		}
 	}
 }
 

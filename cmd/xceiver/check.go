@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -122,13 +123,16 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 					if err != nil {
 						return report(stderr, c.usagef("%s: %v", c.typed("cpuprofile"), err))
 					}
-					if err := pprof.StartCPUProfile(f); err != nil {
+					// pprof drops its write errors: kept here, so a full
+					// disk does not pass for a profile written.
+					ew := &errWriter{w: f}
+					if err := pprof.StartCPUProfile(ew); err != nil {
 						f.Close()
 						return report(stderr, fmt.Errorf("%s: %w", c.typed("cpuprofile"), err))
 					}
 					defer func() {
 						pprof.StopCPUProfile()
-						if err := f.Close(); err != nil {
+						if err := errors.Join(ew.err, f.Close()); err != nil {
 							fmt.Fprintf(stderr, "xceiver: check: %s: %v\n", c.typed("cpuprofile"), err)
 						}
 					}()
@@ -160,8 +164,12 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s %d: want 0 (no limit) or more", c.typed("max-failures"), o.maxFailures)
 	case o.parallel < 1 || o.parallel > 1024:
 		return c.usagef("%s %d: want 1 to 1024", c.typed("parallel"), o.parallel)
-	case o.seed > ^uint64(0)-uint64(o.seeds):
+	case o.seed > ^uint64(0)-uint64(o.seeds-1):
 		return c.usagef("%s %d: the last seed would overflow (with --seeds %d)", c.typed("seed"), o.seed, o.seeds)
+	case o.cpuProfile != "" && o.world == "sim" && pathWithin(o.cpuProfile, o.out):
+		// Created first, a profile named like --out took the
+		// directory's place and every trace was lost.
+		return c.usagef("%s %s: inside or at --out %s, where the traces go", c.typed("cpuprofile"), o.cpuProfile, o.out)
 	}
 	shardName := "" // the shard as the user gave it, for messages
 	if set := isSet(c.fs, "shard"); !set {
@@ -181,6 +189,9 @@ func (o *checkOptions) validate(c *call) error {
 			shardName = "shard " + o.shard + " (from JOB_COMPLETION_INDEX=" + idx + ")"
 		case hasIdx:
 			return c.usagef("JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the Job's completions, or give --shard")
+		case hasCnt:
+			// Else every pod would check the whole sweep as shard 1/1.
+			return c.usagef("JOB_COMPLETIONS is set but JOB_COMPLETION_INDEX is not: run as an Indexed Job, or give --shard")
 		}
 	}
 	if shardName == "" {
@@ -322,9 +333,44 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// shardSeeds is how many of the seeds fall in the shard.
+// errWriter passes writes to w and keeps the first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// pathWithin reports whether path is dir or lies under it (lexically, after
+// making both absolute).
+func pathWithin(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// shardSeeds is how many of the seeds fall in the shard (validate saw to
+// it that at least one does). Written so that nothing can wrap: with
+// --seeds or n near 2^63, the sum the usual ceiling divides did.
 func (o *checkOptions) shardSeeds() int {
-	return (o.seeds - (o.shardI - 1) + o.shardN - 1) / o.shardN
+	return 1 + (o.seeds-o.shardI)/o.shardN
+}
+
+// shardSeed is the offset from --seed of the shard's j-th seed, j below
+// shardSeeds (so it stays below --seeds: no stepping past it, which
+// wrapped with a huge n and checked seeds of other shards).
+func (o *checkOptions) shardSeed(j int) int {
+	return o.shardI - 1 + j*o.shardN
 }
 
 // runCheck streams the shard's seeds to P workers: memory stays constant
@@ -391,9 +437,9 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 		}
 	}()
 feed:
-	for k := opt.shardI - 1; k < opt.seeds; k += opt.shardN {
+	for j := range total {
 		select {
-		case next <- opt.seed + uint64(k):
+		case next <- opt.seed + uint64(opt.shardSeed(j)):
 		case <-stop:
 			break feed
 		}
@@ -857,8 +903,9 @@ func (p *progress) finish() { p.clear() }
 func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 	start, cpu0 := time.Now(), processCPU()
 	t := newTally()
-	for k := opt.shardI - 1; k < opt.seeds; k += opt.shardN {
-		seed := opt.seed + uint64(k)
+	total := opt.shardSeeds()
+	for j := range total {
+		seed := opt.seed + uint64(opt.shardSeed(j))
 		c, err := properties.Draw(properties.SeedSource(seed), seed, opt.bug)
 		if err != nil {
 			return report(stderr, fmt.Errorf("check: seed %d: %w", seed, err))
@@ -874,7 +921,7 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "FAIL seed %d (real): %s (check --seed %d in sim for a trace)\n", seed, res.Failure, seed)
 			}
 			if opt.maxFailures > 0 && t.failed >= opt.maxFailures {
-				t.stoppedEarly = k+opt.shardN < opt.seeds
+				t.stoppedEarly = j+1 < total
 				break
 			}
 			continue
@@ -884,5 +931,5 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "ok   seed %d (real): %s, %d clients, %d ops\n", seed, c.Config.Mode, c.Config.Clients, res.Ops)
 		}
 	}
-	return printSummary(stdout, opt, "real", opt.shardSeeds(), t, time.Since(start), processCPU()-cpu0)
+	return printSummary(stdout, opt, "real", total, t, time.Since(start), processCPU()-cpu0)
 }

@@ -31,6 +31,25 @@ func TestCheckPasses(t *testing.T) {
 	}
 }
 
+// A shard's seeds are its own however large n is: stepped by n, a huge n
+// wrapped and checked seeds of other shards and beyond the sweep.
+func TestCheckHugeShardCount(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		seeds int
+	}{
+		{[]string{"--seeds", "6", "--shard", "6/9223372036854775807"}, 1},
+		{[]string{"--seeds", "3", "--shard", "2/9223372036854775807"}, 1},
+		{[]string{"--seeds", "10", "--shard", "2/3"}, 3},
+	} {
+		var got struct{ Seeds, Checked, Passed, Failed int }
+		code, stderr := cliJSON(t, &got, append([]string{"check", "--json", "--no-shrink", "--parallel", "1"}, tc.args...)...)
+		if code != exitOK || got.Seeds != tc.seeds || got.Passed+got.Failed != tc.seeds {
+			t.Errorf("%v: exit %d (%s): %+v, want %d seeds", tc.args, code, stderr, got, tc.seeds)
+		}
+	}
+}
+
 func TestCheckJSONAndShards(t *testing.T) {
 	total := 0
 	for _, shard := range []string{"1/3", "2/3", "3/3"} {

@@ -134,7 +134,7 @@ func (o *mutateOptions) validate(c *call) error {
 	}
 	o.equivalents = mutation.DefaultEquivalents()
 	if o.equivalent != "" {
-		b, err := os.ReadFile(o.equivalent)
+		b, err := readInput(o.equivalent, 16<<20)
 		if err != nil {
 			return c.usagef("%s: %v", c.typed("equivalent"), err)
 		}
@@ -227,8 +227,17 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	if opt.ids != "" {
 		want := strings.Split(opt.ids, ",")
 		all = slices.DeleteFunc(slices.Clone(all), func(m mutation.Mutant) bool { return !slices.Contains(want, m.ID) })
-		if len(all) != len(want) {
-			return 0, usagef("mutate: --ids: %d of the %d IDs name no mutant of %s (the code changed?)", len(want)-len(all), len(want), strings.Join(dirs, ", "))
+		var missing []string
+		for i, id := range want {
+			switch {
+			case slices.Contains(want[:i], id):
+				return 0, usagef("mutate: --ids: %s is given twice", id)
+			case !slices.ContainsFunc(all, func(m mutation.Mutant) bool { return m.ID == id }):
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			return 0, usagef("mutate: --ids: %s name%s no mutant of %s (the code changed?)", strings.Join(missing, ", "), plural(len(missing), "s", ""), strings.Join(dirs, ", "))
 		}
 	}
 	bugOnly := 0
@@ -270,6 +279,9 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	j.CheckTimeout = opt.timeout
 	if j.CheckTimeout == 0 {
 		j.CheckTimeout = max(60*time.Second, 20*checkT)
+	} else if j.CheckTimeout < 2*checkT {
+		// Every mutant would time out, and count as killed.
+		return 0, usagef("mutate: --timeout %v: shorter than twice the unmutated check's %v, so every mutant would time out and count as killed", opt.timeout, checkT.Round(time.Millisecond))
 	}
 	j.TestTimeout = max(120*time.Second, 10*testT)
 	if !opt.json {

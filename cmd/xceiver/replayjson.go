@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"xceiver/properties"
 	"xceiver/traces"
@@ -128,16 +129,39 @@ func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int 
 // jsonTraceFormat returns the format field of a JSON trace file, or ""
 // when path is not one.
 func jsonTraceFormat(path string) string {
-	f, err := os.Open(path)
+	// Non-blocking and regular files only: a FIFO is left to the reader
+	// that refuses it, rather than blocking here.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	var head struct {
-		Format string `json:"format"`
-	}
-	if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&head) != nil {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return ""
 	}
-	return head.Format
+	// The format is the object's first key as check writes it: read up
+	// to it, token by token, not the whole object (a valid trace over
+	// the 1 MiB once decoded here whole was taken for a data-path one).
+	dec := json.NewDecoder(io.LimitReader(f, 1<<20))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key == "format" {
+			var format string
+			if dec.Decode(&format) != nil {
+				return ""
+			}
+			return format
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
