@@ -2,15 +2,24 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+	"syscall"
 )
+
+// maxResultBytes bounds a result file merge reads. A result lists at most
+// maxListed failures of a few hundred bytes each (their messages are one
+// line), so a genuine one stays within a few MB; /dev/zero given as a
+// result grew until the runtime ran out of memory.
+const maxResultBytes = 64 << 20
 
 func mergeCommand() *command {
 	return &command{
@@ -20,12 +29,13 @@ func mergeCommand() *command {
 		about: func() string {
 			return `Each RESULT.json is the output of "xceiver check --json" for one shard of
 the same sweep (same seeds, first seed, bug, world and code version). merge
-refuses results that disagree, or that leave shards out (unless --partial),
-and prints the summary check would have printed for the whole sweep: counts,
-failures by property with the smallest trace of each, and the replay
-command. With --traces DIR the failures' traces are copied into DIR (each is
-looked for where its result says, then beside its RESULT.json) and the
-summary points there. Exit 1 if any seed failed.`
+refuses results that disagree, that do not add up (counts, failures and
+their seeds), or that leave shards out (unless --partial), and prints the
+summary check would have printed for the whole sweep: counts, failures by
+property with the smallest trace of each, and the replay command. With
+--traces DIR the failures' traces are copied into DIR (each is looked for
+where its result says, then beside its RESULT.json; one already there is
+left as it is) and the summary points there. Exit 1 if any seed failed.`
 		},
 		example: []string{
 			"xceiver merge results/shard-*.json --traces failures/",
@@ -65,7 +75,13 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 	}
 	s := m.summary()
 	if asJSON {
-		b, _ := json.Marshal(s)
+		b, err := json.Marshal(s)
+		if err != nil {
+			// An empty line and exit 0 would pass for a sweep that
+			// passed; mergeResults refuses what JSON cannot carry, so
+			// this is a last guard.
+			return report(c.stderr, c.usagef("cannot write the summary as JSON: %v", err))
+		}
 		fmt.Fprintln(c.stdout, string(b))
 	} else {
 		printGroups(c.stdout, s.ByProperty)
@@ -84,24 +100,19 @@ type merged struct {
 	n       int // shards in the sweep
 	results []*checkSummary
 	dirs    []string // where each result file lives
-	tally   *tally
+	// sum holds the shards' counts, added up as each file is read so
+	// that a sum that overflows is blamed on the file that tipped it.
+	sum   checkSummary
+	bySys map[string]*systemCount
 }
 
 func mergeResults(files []string, partial bool) (*merged, error) {
-	m := &merged{tally: newTally()}
+	m := &merged{bySys: map[string]*systemCount{}}
 	seen := map[int]string{}
 	for _, path := range files {
-		b, err := os.ReadFile(path)
+		r, i, n, err := readResult(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, unwrapPathError(err))
-		}
-		var r checkSummary
-		if err := json.Unmarshal(b, &r); err != nil || r.Shard == "" || r.World == "" {
-			return nil, fmt.Errorf("%s: not the output of check --json", path)
-		}
-		i, n, err := parseShard(r.Shard)
-		if err != nil {
-			return nil, fmt.Errorf("%s: shard %q: %v", path, r.Shard, err)
+			return nil, err
 		}
 		if len(m.results) == 0 {
 			m.n = n
@@ -122,8 +133,14 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 		if other, dup := seen[i]; dup {
 			return nil, fmt.Errorf("%s: shard %s again (also in %s)", path, r.Shard, other)
 		}
+		if err := checkResult(r, i, n); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if err := m.add(r); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
 		seen[i] = path
-		m.results = append(m.results, &r)
+		m.results = append(m.results, r)
 		m.dirs = append(m.dirs, filepath.Dir(path))
 	}
 	if len(seen) < m.n && !partial {
@@ -142,6 +159,48 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 	return m, nil
 }
 
+// requiredFields are what every check --json has written since it
+// counted seeds checked and failures by property; without them a file's
+// verdict cannot be checked, only guessed. Fields added since (system,
+// systems, sweep_seeds, cpu_s, sim_events) may be missing.
+var requiredFields = []string{"seeds", "checked", "first_seed", "passed", "failed", "code_version", "by_property", "failures"}
+
+// readResult reads one shard's result: its shard, i of n, and that its
+// world and system are ones check writes.
+func readResult(path string) (r *checkSummary, i, n int, err error) {
+	b, err := readInput(path, maxResultBytes)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, 0, 0, fmt.Errorf("%s: %v", path, pe.Err)
+		}
+		return nil, 0, 0, err // readInput's own errors name the file
+	}
+	r = &checkSummary{}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, r); err != nil || r.Shard == "" || r.World == "" || json.Unmarshal(b, &fields) != nil {
+		return nil, 0, 0, fmt.Errorf("%s: not the output of check --json", path)
+	}
+	for _, f := range requiredFields {
+		if _, ok := fields[f]; !ok {
+			return nil, 0, 0, fmt.Errorf("%s: no %q: not the output of check --json", path, f)
+		}
+	}
+	i, n, err = parseShard(r.Shard)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("%s: shard %q: %v", path, r.Shard, err)
+	}
+	switch {
+	case r.World != "sim" && r.World != "real":
+		return nil, 0, 0, fmt.Errorf("%s: world %q: want sim or real", path, r.World)
+	case r.System != "" && r.System != systemAll && lookupSystem(r.System) == nil:
+		// No system at all is a result from before check had others
+		// than the datanode.
+		return nil, 0, 0, fmt.Errorf("%s: system %q: want one of %s, %s", path, r.System, strings.Join(systemNames(), ", "), systemAll)
+	}
+	return r, i, n, nil
+}
+
 func parseShard(s string) (i, n int, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
@@ -152,16 +211,220 @@ func parseShard(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
+// checkResult checks that r, shard i of n, holds together as check writes
+// it. merge adds the counts up and trusts the failures' seeds: a file
+// edited by hand, or relabelled as another shard, would otherwise give
+// the whole sweep a wrong verdict (five failures neither listed nor
+// grouped merged as a pass).
+func checkResult(r *checkSummary, i, n int) error {
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"seeds", r.Seeds}, {"sweep_seeds", r.SweepSeeds}, {"checked", r.Checked}, {"passed", r.Passed}, {"failed", r.Failed}, {"failures_not_listed", r.NotListed}} {
+		if c.v < 0 {
+			return fmt.Errorf("%s %d is negative", c.name, c.v)
+		}
 	}
-	return err
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"elapsed_s", r.ElapsedS}, {"seeds_per_s", r.SeedsPerS}, {"cpu_s", r.CPUS}} {
+		if !(c.v >= 0) || math.IsInf(c.v, 1) {
+			return fmt.Errorf("%s %v: want a finite number ≥ 0", c.name, c.v)
+		}
+	}
+	if r.Seeds == 0 {
+		return errors.New("seeds 0: a shard has at least one seed")
+	}
+	// A result from before merge has no sweep_seeds: the size of its
+	// shard cannot be checked, only that its seeds are the shard's.
+	if r.SweepSeeds > 0 {
+		if want := shardSize(r.SweepSeeds, i, n); r.Seeds != want {
+			return fmt.Errorf("seeds %d, but shard %s of %d seeds has %d", r.Seeds, r.Shard, r.SweepSeeds, want)
+		}
+		if r.FirstSeed > math.MaxUint64-uint64(r.SweepSeeds) {
+			return fmt.Errorf("first_seed %d + sweep_seeds %d is past the largest seed", r.FirstSeed, r.SweepSeeds)
+		}
+	}
+	switch {
+	case r.Passed > r.Checked || r.Failed != r.Checked-r.Passed:
+		return fmt.Errorf("passed %d + failed %d is not checked %d", r.Passed, r.Failed, r.Checked)
+	case r.Checked > r.Seeds:
+		return fmt.Errorf("checked %d, more than its %d seeds", r.Checked, r.Seeds)
+	case r.Checked < r.Seeds && !r.StoppedEarly:
+		return fmt.Errorf("checked %d of %d seeds without stopping early", r.Checked, r.Seeds)
+	}
+
+	// check gives shard i of n the seeds first+k for k = i-1, i-1+n, ...
+	inShard := func(seed uint64) error {
+		k := seed - r.FirstSeed
+		if seed < r.FirstSeed || k%uint64(n) != uint64(i-1) || k/uint64(n) >= uint64(r.Seeds) {
+			return fmt.Errorf("seed %d is not in shard %s of the seeds from %d", seed, r.Shard, r.FirstSeed)
+		}
+		return nil
+	}
+	listed := map[string]int{}
+	seeds := map[uint64]bool{}
+	for _, f := range r.Failures {
+		if err := inShard(f.Seed); err != nil {
+			return fmt.Errorf("failures: %v", err)
+		}
+		if seeds[f.Seed] {
+			return fmt.Errorf("failures list seed %d twice", f.Seed)
+		}
+		// No system is a result from before check had others than the
+		// datanode.
+		if f.System != "" && lookupSystem(f.System) == nil {
+			return fmt.Errorf("failures: seed %d: system %q: want one of %s", f.Seed, f.System, strings.Join(systemNames(), ", "))
+		}
+		seeds[f.Seed] = true
+		listed[f.Property]++
+	}
+	counted := map[string]int{}
+	sum := 0
+	for _, g := range r.ByProperty {
+		if g == nil {
+			return errors.New("by_property lists null")
+		}
+		if _, dup := counted[g.Property]; dup {
+			return fmt.Errorf("by_property lists %s twice", g.Property)
+		}
+		switch {
+		case g.Count < 1:
+			return fmt.Errorf("by_property %s: count %d: want at least 1", g.Property, g.Count)
+		case g.Smallest == nil:
+			return fmt.Errorf("by_property %s: no smallest failure", g.Property)
+		case g.Count > r.Failed-sum: // compared so, the sum cannot overflow
+			return fmt.Errorf("by_property counts add up to more than failed %d", r.Failed)
+		}
+		if err := inShard(g.Smallest.Seed); err != nil {
+			return fmt.Errorf("by_property %s: smallest failure: %v", g.Property, err)
+		}
+		counted[g.Property] = g.Count
+		sum += g.Count
+	}
+	if sum != r.Failed {
+		return fmt.Errorf("by_property counts add up to %d, not failed %d", sum, r.Failed)
+	}
+	for _, f := range r.Failures {
+		c, ok := counted[f.Property]
+		if !ok {
+			return fmt.Errorf("failures: seed %d: property %q has no by_property count", f.Seed, f.Property)
+		}
+		if listed[f.Property] > c {
+			return fmt.Errorf("failures list %d of %s, more than its by_property count %d", listed[f.Property], f.Property, c)
+		}
+	}
+	if len(r.Failures) > r.Failed || r.NotListed != r.Failed-len(r.Failures) {
+		return fmt.Errorf("%d failures listed + %d not listed is not failed %d", len(r.Failures), r.NotListed, r.Failed)
+	}
+
+	if len(r.Systems) == 0 {
+		return nil // a result from before check counted each system
+	}
+	var checked, failed int
+	var events uint64
+	have := map[string]bool{}
+	for _, c := range r.Systems {
+		switch {
+		case lookupSystem(c.System) == nil:
+			return fmt.Errorf("systems: %q: want one of %s", c.System, strings.Join(systemNames(), ", "))
+		case have[c.System]:
+			return fmt.Errorf("systems lists %s twice", c.System)
+		case r.System != "" && r.System != systemAll && c.System != r.System:
+			return fmt.Errorf("systems: %s, but system is %s", c.System, r.System)
+		case c.Checked < 0 || c.Failed < 0 || c.Failed > c.Checked:
+			return fmt.Errorf("systems: %s: checked %d and failed %d: want 0 ≤ failed ≤ checked", c.System, c.Checked, c.Failed)
+		}
+		have[c.System] = true
+		var ok1, ok2, ok3 bool
+		checked, ok1 = addCount(checked, c.Checked)
+		failed, ok2 = addCount(failed, c.Failed)
+		events, ok3 = addCount(events, c.SimEvents)
+		if !ok1 || !ok2 {
+			return errors.New("systems' counts overflow")
+		}
+		if !ok3 {
+			return errors.New("systems' sim_events overflow")
+		}
+	}
+	if checked != r.Checked || failed != r.Failed {
+		return fmt.Errorf("systems add up to checked %d and failed %d, not %d and %d", checked, failed, r.Checked, r.Failed)
+	}
+	if events != r.SimEvents {
+		return fmt.Errorf("systems' sim_events add up to %d, not sim_events %d", events, r.SimEvents)
+	}
+	return nil
+}
+
+// shardSize is how many of sweep seeds shard i of n has, as check's
+// shardSeeds counts them, without its sum that can overflow.
+func shardSize(sweep, i, n int) int {
+	if sweep < i {
+		return 0
+	}
+	return (sweep-i)/n + 1
+}
+
+// addCount adds two counts of at least 0, and reports whether the sum
+// fits.
+func addCount[N int | uint64](a, b N) (N, bool) {
+	s := a + b
+	return s, s >= a
+}
+
+// add adds r's counts to the sweep's. A sum that overflowed would be
+// printed wrapped negative, or as +Inf, which JSON cannot carry (merge
+// --json printed an empty line and exit 0).
+func (m *merged) add(r *checkSummary) error {
+	s := &m.sum
+	for _, c := range []struct {
+		name string
+		sum  *int
+		v    int
+	}{{"seeds", &s.Seeds, r.Seeds}, {"checked", &s.Checked, r.Checked}, {"passed", &s.Passed, r.Passed}, {"failed", &s.Failed, r.Failed}} {
+		var ok bool
+		if *c.sum, ok = addCount(*c.sum, c.v); !ok {
+			return fmt.Errorf("%s: the shards' total overflows", c.name)
+		}
+	}
+	var ok bool
+	if s.SimEvents, ok = addCount(s.SimEvents, r.SimEvents); !ok {
+		return errors.New("sim_events: the shards' total overflows")
+	}
+	if s.CPUS += r.CPUS; math.IsInf(s.CPUS, 0) {
+		return errors.New("cpu_s: the shards' total overflows")
+	}
+	if s.SeedsPerS += r.SeedsPerS; math.IsInf(s.SeedsPerS, 0) {
+		return errors.New("seeds_per_s: the shards' total overflows")
+	}
+	// Each file's systems add up to its own counts (checkResult), so
+	// no system's total can pass the sweep's.
+	for _, c := range r.Systems {
+		t := m.bySys[c.System]
+		if t == nil {
+			t = &systemCount{System: c.System}
+			m.bySys[c.System] = t
+		}
+		t.Checked += c.Checked
+		t.Failed += c.Failed
+		t.SimEvents += c.SimEvents
+	}
+	return nil
 }
 
 // copyTraces copies every listed failure's trace into dir and points the
 // failures there; a trace it cannot find keeps a note instead.
 func (m *merged) copyTraces(dir string) {
+	type copyJob struct {
+		f        *checkFailure
+		src, dst string
+	}
+	var jobs []copyJob
+	// Every source of a destination, told apart by file rather than by
+	// path: a file copied over a name another trace has (perhaps that
+	// trace itself, already in dir) would destroy it.
+	sources := map[string][]string{}
 	for k, r := range m.results {
 		for j := range r.Failures {
 			f := &r.Failures[j]
@@ -175,13 +438,24 @@ func (m *merged) copyTraces(dir string) {
 				continue
 			}
 			dst := filepath.Join(dir, filepath.Base(f.Trace))
-			if err := copyFile(src, dst); err != nil {
-				f.TraceError = err.Error()
-				f.Trace = ""
-				continue
+			if !slices.ContainsFunc(sources[dst], func(s string) bool { return sameFile(s, src) }) {
+				sources[dst] = append(sources[dst], src)
 			}
-			f.Trace = dst
+			jobs = append(jobs, copyJob{f, src, dst})
 		}
+	}
+	for _, j := range jobs {
+		if len(sources[j.dst]) > 1 {
+			j.f.TraceError = "not copied: other failures' traces are named " + filepath.Base(j.dst) + " too"
+			j.f.Trace = j.src
+			continue
+		}
+		if err := copyTrace(j.src, j.dst); err != nil {
+			j.f.TraceError = err.Error()
+			j.f.Trace = ""
+			continue
+		}
+		j.f.Trace = j.dst
 	}
 }
 
@@ -201,21 +475,50 @@ func findTrace(trace, resultDir, out string) string {
 	return ""
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+// copyTrace copies the trace at src to dst through a temporary file beside
+// dst, renamed over it once complete: a copy that fails part way leaves
+// dst as it was. A src that is dst already (--traces naming the directory
+// the shards wrote to) stays: creating dst truncated it before it was
+// read.
+func copyTrace(src, dst string) (err error) {
+	// Non-blocking: findTrace saw a regular file, but a FIFO put in its
+	// place since would hold the open for good.
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
+	st, err := in.Stat()
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if d, err := os.Stat(dst); err == nil && os.SameFile(st, d) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
+	if err != nil {
 		return err
 	}
-	return out.Close()
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = io.Copy(tmp, in); err != nil {
+		return err
+	}
+	// CreateTemp makes the file private; the copy reads as its source.
+	if err = tmp.Chmod(st.Mode().Perm()); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
 }
 
 // summary is the whole sweep's summary: the shards' counts added up,
@@ -223,20 +526,15 @@ func copyFile(src, dst string) error {
 func (m *merged) summary() *checkSummary {
 	first := m.results[0]
 	s := &checkSummary{World: first.World, System: first.System, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
-		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n)}
+		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n),
+		Seeds: m.sum.Seeds, Checked: m.sum.Checked, Passed: m.sum.Passed, CPUS: m.sum.CPUS, SeedsPerS: m.sum.SeedsPerS, SimEvents: m.sum.SimEvents}
 	t := newTally()
 	cpuKnown := true    // every shard reported its CPU (older results did not)
 	eventsKnown := true // and its simulated events (the real world's and older results do not)
 	for _, r := range m.results {
 		s.Shards = append(s.Shards, r.Shard)
-		s.Seeds += r.Seeds
-		s.Checked += r.Checked
-		s.Passed += r.Passed
 		s.ElapsedS = max(s.ElapsedS, r.ElapsedS)
-		s.SeedsPerS += r.SeedsPerS
-		s.CPUS += r.CPUS
 		cpuKnown = cpuKnown && r.CPUS > 0
-		s.SimEvents += r.SimEvents
 		eventsKnown = eventsKnown && r.SimEvents > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
@@ -267,18 +565,7 @@ func (m *merged) summary() *checkSummary {
 	sort.Slice(t.listed, func(i, j int) bool { return t.listed[i].Seed < t.listed[j].Seed })
 	// Per-system counts come from the shards' own counts, not from the
 	// failures listed (a listed failure was counted there already).
-	bySys := map[string]*systemCount{}
-	for _, r := range m.results {
-		for _, c := range r.Systems {
-			if bySys[c.System] == nil {
-				bySys[c.System] = &systemCount{System: c.System}
-			}
-			bySys[c.System].Checked += c.Checked
-			bySys[c.System].Failed += c.Failed
-			bySys[c.System].SimEvents += c.SimEvents
-		}
-	}
-	t.bySystem = bySys
+	t.bySystem = m.bySys
 	s.Systems = t.systems()
 	s.Failed = t.failed
 	s.Failures = nonNil(t.listed)
@@ -293,11 +580,23 @@ func (m *merged) summary() *checkSummary {
 		}
 	}
 	if cpuKnown {
-		cpu := time.Duration(s.CPUS * float64(time.Second))
-		s.SeedsPerCPUS = perSecond(s.Checked, cpu)
-		s.SimEventsPerCPUS = perSecond(s.SimEvents, cpu)
+		// In float64, not perSecond's Duration: added up, the shards'
+		// CPU may pass the 292 years a Duration holds.
+		s.SeedsPerCPUS = finiteRate(float64(s.Checked), s.CPUS)
+		s.SimEventsPerCPUS = finiteRate(float64(s.SimEvents), s.CPUS)
 	} else {
 		s.CPUS = 0 // part of the sweep's CPU is unknown: no figure rather than a wrong one
 	}
 	return s
+}
+
+// finiteRate is n per second of secs, or 0 (no figure) when that is not
+// finite: check measures CPU in nanoseconds, so only an edited result
+// has a CPU time too small to divide by.
+func finiteRate(n, secs float64) float64 {
+	r := n / secs
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return 0
+	}
+	return r
 }
