@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"xceiver/model"
 )
 
 // Case is one fully determined run.
@@ -537,6 +539,81 @@ func sortFaults(fs []Fault) {
 	}
 }
 
+// Bounds of a case read from a trace. Each holds what Draw makes with
+// room to spare (the figures are Draw's largest), and together they keep
+// a run to seconds of work and a few hundred MB, ending well inside
+// runLimit: a hand-edited number past them is bad input, never a
+// liveness or harness failure of the code under test.
+const (
+	// Blocks: at most 5 of 100,000 bytes and 4 of a non-reader's 512
+	// KiB (hostile.go), 2.6 MB in all.
+	maxInitBytes = 16 << 20
+	// What ops write or ask to read, and mutate faults write: 420
+	// workload ops of up to 120,000 bytes (a read; a write is at most
+	// 100,000), 6 rogue, 8 after-close and 8 in-flight close ops, 12
+	// probes, 16 liveness reads and 4 mutations, some 53 MB. A run holds
+	// about 2.7 times this: at the bound, 360 MB.
+	maxMovedBytes = 128 << 20
+	maxOpBytes    = 16 << 20 // an op's size or length
+	// 420 workload ops, 12 probes, 16 liveness reads, 6 rogue and 16
+	// close ops; 12 fault kinds of 4 faults each.
+	maxOps    = 4096
+	maxFaults = 1024
+	// A gap is at most 20 ms + 1.5 × the longer of keep-alive and cache
+	// expiry (12 s with HDFS-4911): 18.02 s. A worker's 15 ops wait
+	// 270 s at most, a client's 4 liveness reads 72 s, its 3 probes
+	// 6 ms, the 6 rogue ops 108 s; a fault starts by the end of the
+	// longest worker's ops (270 s and 12 ms) and lasts at most 2 s.
+	// The sum of the phases these bound, with the timeouts below, is
+	// some 22 minutes, inside runLimit's 30.
+	maxGap        = time.Minute
+	maxWorkerGaps = 8 * time.Minute
+	maxLiveGaps   = 4 * time.Minute
+	maxRogueGaps  = 5 * time.Minute
+	maxOtherGaps  = time.Minute // a client's probes, its close ops
+	maxFaultAt    = 8 * time.Minute
+	maxFaultDur   = time.Minute
+	// Timeouts are at most 60 s (the datanode's read timeout), the
+	// clients' 2 s (an op waits for it at each attempt), and the sum the
+	// leak check waits for with hostile peers (stuckBound) 136 s.
+	maxTimeout       = 2 * time.Minute
+	maxClientTimeout = 10 * time.Second
+	maxStuck         = 5 * time.Minute
+	// A hostile peer's first connection and its reconnect gap: at most
+	// 20 ms and 1 s.
+	maxHostileWait = time.Minute
+	// The datanode's write bounds: at most 4 MiB and 64 MiB (a
+	// write-prealloc datanode allocates a write's whole announced length).
+	maxMaxWrite    = 64 << 20
+	maxMaxBuffered = 1 << 30
+)
+
+// faultRange is what the injector of a fault kind takes of Arg and Size
+// (inject.go, corrupt.go): a negative index panicked in it, a negative
+// fd count asked sim for an array of as many fds.
+type faultRange struct {
+	argLo, argHi, sizeLo, sizeHi int
+}
+
+// faultRanges holds, per kind, the Arg and Size drawFault draws, with
+// room (a -1 bound is the case's clients or fd limit, filled in by
+// Validate). Targets taken modulo a count go to 2^20, per mille rates to
+// 1000.
+var faultRanges = map[string]faultRange{
+	FaultReset:      {0, 1 << 20, 0, 0},       // drawn [0, 1000]
+	FaultVanish:     {0, 1 << 20, 0, 0},       // drawn [0, 1000]
+	FaultSpike:      {0, -1, 0, 0},            // 0 the datanode, k client k-1
+	FaultSlowReader: {0, -1, 1024, 1 << 20},   // a client, its window (drawn 2048 to 16384)
+	FaultEIO:        {0, 1000, 0, 0},          // ‰ (drawn 20 to 500)
+	FaultSlowDisk:   {0, 1000, 0, 10000},      // ‰, and ms (drawn up to 1000)
+	FaultMutate:     {0, 2, 0, 16 << 20},      // replace, bump, delete; the new data
+	FaultCrash:      {0, 0, 0, 0},             // (downtime is Dur)
+	FaultFDPressure: {0, -1, 0, 0},            // fds left (drawn up to 6)
+	FaultBitRot:     {0, 1 << 20, 0, 1 << 20}, // drawn [0, 1000], [0, 65536]
+	FaultFlip:       {0, 1000, 0, 0},          // ‰ (drawn 100 to 1000)
+	FaultCrashPoint: {0, 1 << 20, 0, 1},       // the disk op (drawn up to 12); in recovery
+}
+
 // Validate reports a case that cannot run (a hand-edited trace).
 func (c *Case) Validate() error {
 	cfg := &c.Config
@@ -559,6 +636,23 @@ func (c *Case) Validate() error {
 	case cfg.Timeout <= 0 || cfg.Keepalive <= 0 || cfg.CacheExpiry <= 0 || cfg.PoolIdle <= 0 || cfg.ReadTimeout <= 0:
 		return fmt.Errorf("timeouts must be positive")
 	}
+	for _, t := range []struct {
+		name   string
+		v, max time.Duration
+	}{
+		{"timeout", cfg.Timeout, maxClientTimeout}, {"keepalive", cfg.Keepalive, maxTimeout},
+		{"cache_expiry", cfg.CacheExpiry, maxTimeout}, {"pool_idle", cfg.PoolIdle, maxTimeout},
+		{"read_timeout", cfg.ReadTimeout, maxTimeout}, {"request_timeout", cfg.RequestTimeout, maxTimeout},
+		{"send_timeout", cfg.SendTimeout, maxTimeout}, {"handle_wait", cfg.HandleWait, maxTimeout},
+		{"stall_timeout", cfg.StallTimeout, maxTimeout},
+	} {
+		if t.v > t.max {
+			return fmt.Errorf("%s %v: at most %v", t.name, t.v, t.max)
+		}
+	}
+	if s := cfg.stuckBound(); s > maxStuck {
+		return fmt.Errorf("read, request, handle-wait, send timeouts and keep-alive add up to %v: at most %v", s, maxStuck)
+	}
 	// The datanode and client would read a zero as "default" and take
 	// absurd sizes at face value: a case (drawn, shrunk or read from a
 	// trace) must name every value, within what the simulator can run.
@@ -568,16 +662,25 @@ func (c *Case) Validate() error {
 	}{
 		{"selectors", cfg.Selectors, 1, 64},
 		{"workers", cfg.Workers, 1, 256},
-		{"pool_max", cfg.PoolMax, 1, 4096},
-		{"pool_min", cfg.PoolMin, 0, cfg.PoolMax},
-		{"dn_packet", cfg.DNPacket, 1, 16 << 20},
-		{"packet", cfg.Packet, 1, 16 << 20},
+		// A handle holds two fds, and the pool keeps at most half its
+		// handles idle (model.NewHandlePool).
+		{"pool_max", cfg.PoolMax, 2, 4096},
+		{"pool_min", cfg.PoolMin, 0, cfg.PoolMax / 2},
+		{"dn_packet", cfg.DNPacket, model.BytesPerChecksum, model.MaxPacketData},
+		{"packet", cfg.Packet, model.BytesPerChecksum, model.MaxPacketData},
 		{"fd_limit", cfg.FDLimit, 16, 1 << 20},
 		{"cache_capacity", cfg.CacheCapacity, 0, 4096},
+		{"max_write", cfg.MaxWrite, 0, maxMaxWrite},
+		{"max_buffered", cfg.MaxBuffered, 0, maxMaxBuffered},
 	} {
 		if r.v < r.lo || r.v > r.hi {
 			return fmt.Errorf("%s %d outside [%d, %d]", r.name, r.v, r.lo, r.hi)
 		}
+	}
+	// The datanode refuses to start on a packet of part of a chunk
+	// (the client takes any size in the range).
+	if cfg.DNPacket%model.BytesPerChecksum != 0 {
+		return fmt.Errorf("dn_packet %d: want a multiple of %d", cfg.DNPacket, model.BytesPerChecksum)
 	}
 	for _, k := range cfg.Faults {
 		if !slices.Contains(FaultKinds, k) {
@@ -595,10 +698,16 @@ func (c *Case) Validate() error {
 	if err := validateHostile(cfg); err != nil {
 		return err
 	}
+	for _, p := range cfg.Hostile {
+		if p.At > maxHostileWait || p.Gap > maxHostileWait {
+			return fmt.Errorf("hostile %s: first connection at %v, reconnect gap %v: at most %v", p.Kind, p.At, p.Gap, maxHostileWait)
+		}
+	}
 	if cfg.MaxBlock < 1 || cfg.MaxBlock > 1<<16 {
 		return fmt.Errorf("max block %d outside [1, 65536]", cfg.MaxBlock)
 	}
 	seen := map[uint64]bool{}
+	initBytes := 0
 	for _, b := range cfg.Blocks {
 		switch {
 		case b.Size < 0 || b.Size > 16<<20:
@@ -607,6 +716,10 @@ func (c *Case) Validate() error {
 			return fmt.Errorf("block %d: id repeated or outside [1, max block %d]", b.ID, cfg.MaxBlock)
 		}
 		seen[b.ID] = true
+		// (Each at most 16 MiB, and at most 65,536 of them: no wrap.)
+		if initBytes += b.Size; initBytes > maxInitBytes {
+			return fmt.Errorf("blocks hold more than %d bytes in all", maxInitBytes)
+		}
 	}
 	if err := validateRogue(c); err != nil {
 		return err
@@ -614,8 +727,42 @@ func (c *Case) Validate() error {
 	if err := validateBadConfig(cfg); err != nil {
 		return err
 	}
-	for _, list := range [][]Op{c.Schedule.Ops, c.Schedule.Probe, c.Schedule.Live, c.Schedule.Rogue, c.Schedule.Close} {
-		for _, op := range list {
+	if err := c.validateSchedule(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// validateSchedule checks the ops and faults: their kinds, targets and
+// sizes, and the gaps that set when each runs.
+func (c *Case) validateSchedule() error {
+	cfg := &c.Config
+	sc := &c.Schedule
+	if n := len(sc.Ops) + len(sc.Probe) + len(sc.Live) + len(sc.Rogue) + len(sc.Close); n > maxOps {
+		return fmt.Errorf("%d ops, more than %d", n, maxOps)
+	}
+	if len(sc.Faults) > maxFaults {
+		return fmt.Errorf("%d faults, more than %d", len(sc.Faults), maxFaults)
+	}
+	var moved int64
+	// The ops of a sequence run one after another, each a gap after the
+	// last returned: a worker's workload ops; a client's probes,
+	// liveness reads or close ops; all rogue ops.
+	const perWorker, perClient, inAll = 0, 1, 2
+	for _, l := range []struct {
+		name string
+		ops  []Op
+		seq  int
+		max  time.Duration // the gaps of a sequence, in all
+	}{
+		{"workload", sc.Ops, perWorker, maxWorkerGaps},
+		{"probe", sc.Probe, perClient, maxOtherGaps},
+		{"liveness", sc.Live, perClient, maxLiveGaps},
+		{"rogue", sc.Rogue, inAll, maxRogueGaps},
+		{"close", sc.Close, perClient, maxOtherGaps},
+	} {
+		waits := map[[2]int]time.Duration{}
+		for _, op := range l.ops {
 			if op.Client < 0 || op.Client >= cfg.Clients || op.Worker < 0 || op.Worker >= cfg.ClientWorkers {
 				return fmt.Errorf("op names client %d worker %d of %d×%d", op.Client, op.Worker, cfg.Clients, cfg.ClientWorkers)
 			}
@@ -624,22 +771,65 @@ func (c *Case) Validate() error {
 			default:
 				return fmt.Errorf("unknown op %q", op.Kind)
 			}
-			if op.Gap < 0 || op.Off < 0 || op.Len < 0 || op.Size < 0 || op.Size > 16<<20 || op.Block < 1 || op.Block > cfg.MaxBlock {
+			if op.Gap < 0 || op.Off < 0 || op.Len < 0 || op.Len > maxOpBytes || op.Size < 0 || op.Size > maxOpBytes || op.Block < 1 || op.Block > cfg.MaxBlock {
 				return fmt.Errorf("op %s: negative or oversized field, or block outside [1, max block]", op.Kind)
 			}
+			if op.Gap > maxGap {
+				return fmt.Errorf("%s op %s: gap %v, at most %v", l.name, op.Kind, op.Gap, maxGap)
+			}
+			var k [2]int
+			switch l.seq {
+			case perWorker:
+				k = [2]int{op.Client, op.Worker}
+			case perClient:
+				k = [2]int{op.Client, 0}
+			}
+			// (Each gap at most a minute, and at most maxOps of them: no
+			// wrap.)
+			switch waits[k] += op.Gap; {
+			case waits[k] <= l.max:
+			case l.seq == perWorker:
+				return fmt.Errorf("%s ops of client %d worker %d wait more than %v in all", l.name, op.Client, op.Worker, l.max)
+			case l.seq == perClient:
+				return fmt.Errorf("%s ops of client %d wait more than %v in all", l.name, op.Client, l.max)
+			default:
+				return fmt.Errorf("%s ops wait more than %v in all", l.name, l.max)
+			}
+			// (At most 16 MiB each, and at most maxOps of them: no wrap.)
+			moved += op.Len + int64(op.Size)
 		}
 	}
-	for _, f := range c.Schedule.Faults {
-		known := false
-		for _, k := range FaultKinds {
-			known = known || k == f.Kind
-		}
+	for _, f := range sc.Faults {
+		r, known := faultRanges[f.Kind]
 		if !known {
 			return fmt.Errorf("unknown fault %q", f.Kind)
 		}
 		if f.At < 0 || f.Dur < 0 || f.Size < 0 || f.Size > 16<<20 {
 			return fmt.Errorf("fault %s: negative or oversized field", f.Kind)
 		}
+		if f.At > maxFaultAt || f.Dur > maxFaultDur {
+			return fmt.Errorf("fault %s at %v for %v: want at most %v, for at most %v", f.Kind, f.At, f.Dur, maxFaultAt, maxFaultDur)
+		}
+		switch f.Kind {
+		case FaultSpike:
+			r.argHi = cfg.Clients
+		case FaultSlowReader:
+			r.argHi = cfg.Clients - 1
+		case FaultFDPressure:
+			r.argHi = cfg.FDLimit
+		}
+		switch {
+		case f.Arg < r.argLo || f.Arg > r.argHi:
+			return fmt.Errorf("fault %s: arg %d outside [%d, %d]", f.Kind, f.Arg, r.argLo, r.argHi)
+		case f.Size < r.sizeLo || f.Size > r.sizeHi:
+			return fmt.Errorf("fault %s: size %d outside [%d, %d]", f.Kind, f.Size, r.sizeLo, r.sizeHi)
+		}
+		if f.Kind == FaultMutate {
+			moved += int64(f.Size)
+		}
+	}
+	if moved > maxMovedBytes {
+		return fmt.Errorf("ops and faults write or ask to read %d bytes, more than %d", moved, maxMovedBytes)
 	}
 	return nil
 }

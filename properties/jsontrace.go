@@ -3,7 +3,11 @@ package properties
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+	"strings"
+	"syscall"
 )
 
 // The rpc, short-circuit and scenario systems keep their failures as JSON
@@ -11,15 +15,47 @@ import (
 // system's own case. What follows is the part the three share, so a change
 // to how traces are checked or replayed is made once.
 
+// maxJSONTrace bounds what readJSONTrace reads: a recorded trace is a
+// few KB (the corpus's largest 3 KB; a case at every bound of its
+// Validate about 1 MB), and a file past this is not one.
+const maxJSONTrace = 64 << 20
+
 // readJSONTrace reads path into t (a pointer to the system's trace type);
 // kind names the trace in the error for a file that is not one ("an rpc").
+// It reads a regular file only (a FIFO nobody writes would block it for
+// good, /dev/zero never ends), of at most maxJSONTrace bytes, holding one
+// object with no field the trace does not have (a misspelt one would be
+// dropped, leaving its default in the run) and nothing after it.
 func readJSONTrace(path, kind string, t any) error {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(b, t); err != nil {
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return err
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s: not %s trace: not a regular file", path, kind)
+	case st.Size() > maxJSONTrace:
+		return fmt.Errorf("%s: not %s trace: %d bytes, more than a trace's %d", path, kind, st.Size(), maxJSONTrace)
+	}
+	// (Read through the bound too: the file may grow as it is read.)
+	r := &io.LimitedReader{R: f, N: maxJSONTrace + 1}
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(t); err != nil {
+		if r.N <= 0 {
+			return fmt.Errorf("%s: not %s trace: more than a trace's %d bytes", path, kind, maxJSONTrace)
+		}
 		return fmt.Errorf("%s: not %s trace: %w", path, kind, err)
+	}
+	switch _, err := dec.Token(); {
+	case r.N <= 0:
+		return fmt.Errorf("%s: not %s trace: more than a trace's %d bytes", path, kind, maxJSONTrace)
+	case err != io.EOF:
+		return fmt.Errorf("%s: not %s trace: more after its object", path, kind)
 	}
 	return nil
 }
@@ -28,10 +64,35 @@ func readJSONTrace(path, kind string, t any) error {
 // it again) or one whose case would not pass the checks a drawn case does.
 func checkTraceHeader(path, format, want, system string, seed uint64, bug string, validate func() error) error {
 	if format != want {
-		return fmt.Errorf("%s: format %q, want %q (record it again with xceiver check --system %s --seed %d --bug %s)", path, format, want, system, seed, bug)
+		again := fmt.Sprintf("xceiver check --system %s --seed %d", system, seed)
+		if bug != "" {
+			again += " --bug " + bug
+		}
+		return fmt.Errorf("%s: format %q, want %q (record it again with %s)", path, format, want, again)
 	}
 	if err := validate(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// The properties each system with JSON traces checks, which its cases'
+// Ignore may name (check --ignore gives each system the ones it checks).
+var (
+	RPCProperties = []string{PropLinearizable, PropExactlyOnce, PropQueueBound, PropMemory, PropFDBounds, PropAvailability,
+		PropLiveness, PropLeakFree, PropDurable, PropDeterminism, PropHarness}
+	SCProperties       = []string{PropLinearizable, PropFDBounds, PropLeakFree, PropDeterminism, PropHarness}
+	ScenarioProperties = []string{PropLiveness, PropAvailability, PropStream, PropFDBounds, PropPoolBound, PropLeakFree,
+		PropShared, PropReport, PropConfig, PropDeterminism, PropHarness}
+)
+
+// checkIgnore refuses an ignored property the system does not check: a
+// misspelt name would leave the property it meant enforced.
+func checkIgnore(what string, ignore, known []string) error {
+	for _, p := range ignore {
+		if !slices.Contains(known, p) {
+			return fmt.Errorf("%s: ignore: unknown property %q (want one of %s)", what, p, strings.Join(known, ", "))
+		}
 	}
 	return nil
 }

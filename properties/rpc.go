@@ -472,6 +472,58 @@ func sortRPCFaults(fs []RPCFault) {
 	}
 }
 
+// Bounds of an rpc case read from a trace, each well above what DrawRPC
+// makes (its largest in parentheses). Together they keep a run to seconds
+// and a few hundred MB, and its phases (the workload, its faults, the
+// heal's two call timeouts, the liveness phase, the idle timeouts at
+// quiescence) to under 3 minutes, inside rpcRunLimit: a hand-edited
+// number past them is bad input, not a failure of the code under test.
+const (
+	// 4 clients × 3 workers × 12 ops, each followed by a delete under
+	// invalidate-before-sync (288); 3 liveness calls a client (12).
+	rpcMaxOps = 2048
+	// A gap (30 ms), a worker's gaps (12 ops and their deletes: 366
+	// ms), a client's liveness gaps (3 × 2 ms): these must leave the
+	// liveness phase most of its rpcLiveTimeout.
+	rpcMaxGap        = 10 * time.Second
+	rpcMaxWorkerGaps = 30 * time.Second
+	rpcMaxLiveGaps   = time.Second
+	// Faults (25), their start (by a worker's last op: 368 ms) and
+	// length (a slow client's 4 s).
+	rpcMaxFaults   = 256
+	rpcMaxFaultAt  = 30 * time.Second
+	rpcMaxFaultDur = 30 * time.Second
+	// Timeouts (call 1 s, idle 4 s).
+	rpcMaxCallTimeout = 10 * time.Second
+	rpcMaxIdle        = 30 * time.Second
+	// Block data written (288 writes of 2 blocks of 3,000 bytes).
+	rpcMaxWriteBytes = 64 << 20
+	// /big's files (100), and the listings of it slow faults ask for (2
+	// faults of 500 calls: 100,000 file names) and the calls bursts
+	// make (2 of 300). Past these, a run's history grows, or its slow
+	// clients hold calls open long enough, for the linearizability
+	// checker to take seconds and GBs before it gives up.
+	rpcMaxBigDir       = 400
+	rpcMaxSlowListings = 200_000
+	rpcMaxBurstCalls   = 2000
+	// A client's write piece (64; the partial-call-lost bug's 16).
+	rpcMaxPiece = 1 << 16
+)
+
+// rpcOpKinds are the ops issue runs.
+var rpcOpKinds = []string{"mkdir", "write", "list", "stat", "read", "delete", "rename"}
+
+// rpcFaultN is the range of N per fault kind (drawRPCFault): calls of a
+// slow client or a burst, a disk op to crash at, a per mille share of
+// syncs. The other kinds take none.
+var rpcFaultN = map[string][2]int{
+	RPCFaultSlow:     {0, 2000}, // (300 or 500)
+	RPCFaultBurst:    {0, 2000}, // (20 to 300)
+	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
+	RPCFaultSyncEIO:  {0, 1000},
+	RPCFaultSlowSync: {0, 1000},
+}
+
 // Validate refuses a case that cannot run.
 func (c *RPCCase) Validate() error {
 	cfg := &c.Config
@@ -484,28 +536,100 @@ func (c *RPCCase) Validate() error {
 		return fmt.Errorf("rpc: clients or workers out of range")
 	case cfg.CallTimeout <= 0 || cfg.ServerIdle <= 0 || cfg.ClientIdle <= 0:
 		return fmt.Errorf("rpc: timeouts must be positive")
-	case cfg.BigDir < 0 || cfg.BigDir > 10000:
-		return fmt.Errorf("rpc: big dir out of range")
+	case cfg.CallTimeout > rpcMaxCallTimeout || cfg.ServerIdle > rpcMaxIdle || cfg.ClientIdle > rpcMaxIdle:
+		return fmt.Errorf("rpc: call timeout %v, idle timeouts %v and %v: want at most %v and %v", cfg.CallTimeout, cfg.ServerIdle, cfg.ClientIdle, rpcMaxCallTimeout, rpcMaxIdle)
+	case cfg.BigDir < 0 || cfg.BigDir > rpcMaxBigDir:
+		return fmt.Errorf("rpc: big dir %d outside [0, %d]", cfg.BigDir, rpcMaxBigDir)
 	case cfg.MaxPending < 0 || cfg.MaxPending > 1<<30:
 		return fmt.Errorf("rpc: max pending out of range")
 	}
-	for _, list := range [][]RPCOp{c.Ops, c.Live} {
-		for _, op := range list {
+	for i, n := range cfg.Pieces {
+		if n < 0 || n > rpcMaxPiece {
+			return fmt.Errorf("rpc: client %d writes in pieces of %d bytes: want 0 (whole) to %d", i, n, rpcMaxPiece)
+		}
+	}
+	if err := checkIgnore("rpc", c.Ignore, RPCProperties); err != nil {
+		return err
+	}
+	if n := len(c.Ops) + len(c.Live); n > rpcMaxOps {
+		return fmt.Errorf("rpc: %d ops, more than %d", n, rpcMaxOps)
+	}
+	written := 0
+	// A worker's workload ops run one after another, each a gap after
+	// the last returned, and so do a client's liveness ops.
+	for _, list := range []struct {
+		name      string
+		ops       []RPCOp
+		max       time.Duration // a sequence's gaps, in all
+		perWorker bool
+	}{{"workload", c.Ops, rpcMaxWorkerGaps, true}, {"liveness", c.Live, rpcMaxLiveGaps, false}} {
+		waits := map[[2]int]time.Duration{}
+		for _, op := range list.ops {
 			if op.Client < 0 || op.Client >= cfg.Clients || op.Worker < 0 || op.Worker >= cfg.Workers {
 				return fmt.Errorf("rpc: op names client %d worker %d", op.Client, op.Worker)
+			}
+			if !slices.Contains(rpcOpKinds, op.Kind) {
+				return fmt.Errorf("rpc: unknown op %q (want %s)", op.Kind, strings.Join(rpcOpKinds, ", "))
 			}
 			if op.Blocks < 0 || op.Blocks > 8 || op.Size < 0 || op.Size > 1<<20 {
 				return fmt.Errorf("rpc: op sizes out of range")
 			}
+			// The namespace refuses a malformed path as the model does;
+			// one past its bound would not even fit the call's frame.
+			if _, ok := namespace.SplitPath(op.Path); !ok {
+				return fmt.Errorf("rpc: %s op: path %.64q: want an absolute path of at most %d bytes", op.Kind, op.Path, namespace.MaxPathLen)
+			}
+			if _, ok := namespace.SplitPath(op.Dst); (op.Kind == "rename") != ok {
+				return fmt.Errorf("rpc: %s op: destination %.64q: want an absolute path on a rename, none otherwise", op.Kind, op.Dst)
+			}
+			if op.Gap < 0 || op.Gap > rpcMaxGap {
+				return fmt.Errorf("rpc: %s op: gap %v outside [0, %v]", op.Kind, op.Gap, rpcMaxGap)
+			}
+			k := [2]int{op.Client, op.Worker}
+			if !list.perWorker {
+				k[1] = 0
+			}
+			// (At most 10 s each, 2048 of them: no wrap.)
+			if waits[k] += op.Gap; waits[k] > list.max {
+				return fmt.Errorf("rpc: %s ops of client %d wait more than %v in all", list.name, op.Client, list.max)
+			}
+			if op.Kind == "write" {
+				written += op.Blocks * op.Size
+			}
 		}
 	}
+	if written > rpcMaxWriteBytes {
+		return fmt.Errorf("rpc: writes of %d bytes, more than %d", written, rpcMaxWriteBytes)
+	}
+	if len(c.Faults) > rpcMaxFaults {
+		return fmt.Errorf("rpc: %d faults, more than %d", len(c.Faults), rpcMaxFaults)
+	}
+	slow, burst := 0, 0
 	for _, f := range c.Faults {
-		if !slices.Contains(RPCFaultKinds, f.Kind) || f.Client < 0 || f.Client >= cfg.Clients || f.N < 0 || f.N > 10000 || f.Dur < 0 {
+		n := rpcFaultN[f.Kind]
+		switch {
+		case !slices.Contains(RPCFaultKinds, f.Kind) || f.Client < 0 || f.Client >= cfg.Clients:
 			return fmt.Errorf("rpc: bad fault %+v", f)
+		case f.N < n[0] || f.N > n[1]:
+			return fmt.Errorf("rpc: fault %s: n %d outside [%d, %d]", f.Kind, f.N, n[0], n[1])
+		case f.At < 0 || f.At > rpcMaxFaultAt || f.Dur < 0 || f.Dur > rpcMaxFaultDur:
+			return fmt.Errorf("rpc: fault %s at %v for %v: want [0, %v], for [0, %v]", f.Kind, f.At, f.Dur, rpcMaxFaultAt, rpcMaxFaultDur)
 		}
 		if nnFault(f.Kind) && !cfg.EditLog {
 			return fmt.Errorf("rpc: fault %s needs the edit log", f.Kind)
 		}
+		switch f.Kind {
+		case RPCFaultSlow:
+			slow += f.N
+		case RPCFaultBurst:
+			burst += f.N
+		}
+	}
+	switch {
+	case slow*cfg.BigDir > rpcMaxSlowListings:
+		return fmt.Errorf("rpc: slow clients list /big (%d files) %d times: more than %d names in all", cfg.BigDir, slow, rpcMaxSlowListings)
+	case burst > rpcMaxBurstCalls:
+		return fmt.Errorf("rpc: bursts of %d calls in all, more than %d", burst, rpcMaxBurstCalls)
 	}
 	return nil
 }

@@ -293,8 +293,15 @@ func (c *ScenarioCase) Validate() error {
 		c.Depth < 0 || c.Depth > 4, c.Fanout < 0 || c.Fanout > 8, c.Files < 0 || c.Files > 16,
 		c.Duration < 0 || c.Duration > time.Minute, c.WarmUp < 0 || c.WarmUp > time.Minute, c.Keepalive < 0 || c.Keepalive > time.Minute,
 		c.CacheExpiry < 0 || c.CacheExpiry > time.Minute, c.CacheCapacity < 0 || c.CacheCapacity > 1024,
-		c.Stale < 0 || c.Stale > c.Blocks, c.ResetAt < 0 || c.ResetAt > 1000:
+		c.Stale < 0 || c.Stale > c.Blocks, c.ResetAt < 0 || c.ResetAt > 1000, c.ReadSize > 16<<20,
+		c.Readers < 0 || c.Readers > 1024, c.Handlers < 0 || c.Handlers > 1024, c.Shards < 0 || c.Shards > 1024:
 		return fmt.Errorf("scenario case: a size out of range: %+v", *c)
+	}
+	if err := checkIgnore("scenario case", c.Ignore, ScenarioProperties); err != nil {
+		return err
+	}
+	if err := c.checkBounds(); err != nil {
+		return err
 	}
 	switch c.Scenario {
 	case ScenarioRead:
@@ -312,6 +319,106 @@ func (c *ScenarioCase) Validate() error {
 		return wrapScenario(c.rpcScenario().Validate())
 	case ScenarioPairs:
 		return wrapScenario(c.pairsScenario().Validate())
+	}
+	return nil
+}
+
+// scenarioBound bounds one of a case's sizes, or a product of them (what
+// a run moves or holds).
+type scenarioBound struct {
+	name   string
+	v, max int64
+	dur    bool // v and max are durations
+}
+
+// checkBounds holds a case, per scenario, to several times what
+// DrawScenario makes (its largest in each comment): within them a run
+// takes well under a second and a few hundred MB. The sizes Validate
+// checks for every scenario are not enough: parallel-read's readers ×
+// files × file size and sc-read's blocks × block size ran out of memory
+// within them, and 64 pairs with a window of a minute ran for 15 s. (Those sizes bound each
+// factor, so no product here wraps.)
+func (c *ScenarioCase) checkBounds() error {
+	n := func(v int) int64 { return int64(v) }
+	d := func(name string, v, max time.Duration) scenarioBound {
+		return scenarioBound{name, int64(v), int64(max), true}
+	}
+	var bs []scenarioBound
+	switch c.Scenario {
+	case ScenarioRead:
+		bs = []scenarioBound{
+			{"clients", n(c.Clients), 16, false},                                                    // 4
+			{"ops", n(c.Ops), 100, false},                                                           // 20
+			{"blocks", n(c.Blocks), 16, false},                                                      // 4
+			{"block_size", n(c.BlockSize), 256 << 10, false},                                        // 64 KiB
+			{"read_size", n(c.ReadSize), 64 << 10, false},                                           // 16 KiB
+			{"blocks × block_size", n(c.Blocks) * n(c.BlockSize), 4 << 20, false},                   // 256 KiB
+			{"clients × ops × read_size", n(c.Clients) * n(c.Ops) * n(c.ReadSize), 16 << 20, false}, // 1.3 MB
+			{"pool_max", n(c.PoolMax), 4096, false},                                                 // 64
+		}
+	case ScenarioTCPPattern:
+		bs = []scenarioBound{
+			{"ops", n(c.Ops), 100, false},                                              // 20
+			{"writes", n(c.Writes), 16, false},                                         // 4
+			{"msg", n(c.Msg), 100_000, false},                                          // 20,000
+			{"reply", n(c.Reply), 1 << 20, false},                                      // 200,000
+			{"ops × writes × msg", n(c.Ops) * n(c.Writes) * n(c.Msg), 16 << 20, false}, // 1.6 MB
+			{"ops × reply", n(c.Ops) * n(c.Reply), 32 << 20, false},                    // 4 MB
+		}
+	case ScenarioParallelRead:
+		bs = []scenarioBound{
+			{"blocks (files)", n(c.Blocks), 8, false},                                                                        // 2
+			{"clients (readers a file)", n(c.Clients), 16, false},                                                            // 4
+			{"ops (iterations)", n(c.Ops), 100, false},                                                                       // 20
+			{"block_size (file size)", n(c.BlockSize), 64 << 10, false},                                                      // 16 KiB
+			{"clients × blocks × block_size", n(c.Clients) * n(c.Blocks) * n(c.BlockSize), 1 << 20, false},                   // 128 KiB
+			{"clients × blocks × ops × block_size", n(c.Clients) * n(c.Blocks) * n(c.Ops) * n(c.BlockSize), 32 << 20, false}, // 2.6 MB
+		}
+	case ScenarioSCRead:
+		bs = []scenarioBound{
+			{"clients (readers)", n(c.Clients), 16, false},                                          // 4
+			{"ops", n(c.Ops), 100, false},                                                           // 20
+			{"blocks", n(c.Blocks), 16, false},                                                      // 4
+			{"block_size", n(c.BlockSize), 256 << 10, false},                                        // 64 KiB
+			{"read_size", n(c.ReadSize), 64 << 10, false},                                           // 16 KiB
+			{"shards", n(c.Shards), 16, false},                                                      // 3
+			{"blocks × block_size", n(c.Blocks) * n(c.BlockSize), 4 << 20, false},                   // 256 KiB
+			{"clients × ops × read_size", n(c.Clients) * n(c.Ops) * n(c.ReadSize), 16 << 20, false}, // 1.3 MB
+		}
+	case ScenarioRPC:
+		files := n(c.Files)
+		for range c.Depth {
+			files *= n(c.Fanout)
+		}
+		bs = []scenarioBound{
+			{"clients", n(c.Clients), 16, false},                            // 4
+			{"threads", n(c.Threads), 16, false},                            // 3
+			{"clients × threads", n(c.Clients) * n(c.Threads), 64, false},   // 12
+			{"readers", n(c.Readers), 16, false},                            // 3
+			{"handlers", n(c.Handlers), 64, false},                          // 4
+			{"fanout^depth × files", files, 1024, false},                    // 27
+			{"block_size (file size)", n(c.BlockSize), 64 << 10, false},     // 4096
+			{"files × block_size", files * n(c.BlockSize), 16 << 20, false}, // 110 KB
+			d("duration", c.Duration, 50*time.Millisecond),                  // 8 ms
+		}
+	case ScenarioPairs:
+		bs = []scenarioBound{
+			{"clients (pairs)", n(c.Clients), 32, false},                                         // 8
+			{"msg (request)", n(c.Msg), 256 << 10, false},                                        // 70,000
+			{"reply", n(c.Reply), 1 << 20, false},                                                // 200,000
+			{"clients × (msg + reply)", n(c.Clients) * (n(c.Msg) + n(c.Reply)), 32 << 20, false}, // 2.2 MB
+			d("warm_up", c.WarmUp, 10*time.Millisecond),                                          // 1 ms
+			d("duration (window)", c.Duration, 10*time.Millisecond),                              // 2 ms
+		}
+	}
+	for _, b := range bs {
+		switch {
+		case b.v <= b.max:
+		case b.dur:
+			return fmt.Errorf("scenario case: %s %s %v, at most %v", c.Scenario, b.name, time.Duration(b.v), time.Duration(b.max))
+		default:
+			return fmt.Errorf("scenario case: %s %s %d, at most %d", c.Scenario, b.name, b.v, b.max)
+		}
 	}
 	return nil
 }

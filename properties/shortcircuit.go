@@ -180,6 +180,13 @@ func scInsert(ops []SCOp, at int, op SCOp) []SCOp {
 	return append(ops[:at], append([]SCOp{op}, ops[at:]...)...)
 }
 
+// scMaxStart bounds when a case's last op starts (the sum of the gaps):
+// well inside the hour RunSC runs the world for, with room for the holds
+// and the checks at rest. (DrawSC's come to 117 ms at most: 39 ops' gaps
+// under 3 ms.) Past the hour, the run's limit was reported as a harness
+// failure.
+const scMaxStart = 10 * time.Minute
+
 // Validate checks a case read from a file.
 func (c *SCCase) Validate() error {
 	if c.Bug != "" {
@@ -197,6 +204,10 @@ func (c *SCCase) Validate() error {
 	case len(c.Ops) > 10000:
 		return fmt.Errorf("sc case: %d ops, want at most 10000", len(c.Ops))
 	}
+	if err := checkIgnore("sc case", c.Ignore, SCProperties); err != nil {
+		return err
+	}
+	var t time.Duration
 	for i, op := range c.Ops {
 		switch {
 		case op.Gap < 0 || op.Gap > time.Minute:
@@ -211,6 +222,9 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d: left %d, want 0..64", i, op.Left)
 		case op.Hold < 0 || op.Hold > time.Minute:
 			return fmt.Errorf("sc case: op %d: hold %v, want 0..1m", i, op.Hold)
+		}
+		if t += op.Gap; t > scMaxStart {
+			return fmt.Errorf("sc case: op %d starts at %v, want at most %v", i, t, scMaxStart)
 		}
 		switch op.Op {
 		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash":

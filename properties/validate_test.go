@@ -1,0 +1,355 @@
+package properties
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The Validate functions stand between a trace file and a run: a case
+// edited past what the Draw functions make is refused (replay's bad
+// input, exit 2), where it panicked in the harness, ran out of memory,
+// or hit the simulation's limit and was reported as a property failure.
+// Their bounds must still admit every case the Draw functions can make,
+// or a seed would stop drawing the case it drew before.
+
+// edgeSource draws each number at one end of its range, at random: the
+// largest sizes, gaps and counts together, which a seeded PCG seldom
+// draws.
+type edgeSource struct{ r *rand.Rand }
+
+func (s edgeSource) IntRange(lo, hi int, _ string) int {
+	if hi > lo && s.r.IntN(2) == 1 {
+		return hi
+	}
+	return lo
+}
+
+// Every system's Draw validates what it drew; at the ends of its ranges,
+// for every catalogued bug, it must still pass.
+func TestDrawExtremesValidate(t *testing.T) {
+	seeds := uint64(1000)
+	if testing.Short() {
+		seeds = 100
+	}
+	src := func(seed uint64) Source { return edgeSource{rand.New(rand.NewPCG(seed, 99))} }
+	names := func(n int, name func(int) string) []string {
+		out := []string{""}
+		for i := range n {
+			out = append(out, name(i))
+		}
+		return out
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		for _, bug := range names(len(Bugs), func(i int) string { return Bugs[i].Name }) {
+			if _, err := Draw(src(seed), seed, bug); err != nil {
+				t.Fatalf("data path, seed %d, bug %q: %v", seed, bug, err)
+			}
+		}
+		for _, bug := range names(len(RPCBugs), func(i int) string { return RPCBugs[i].Name }) {
+			if _, err := DrawRPC(src(seed), seed, bug); err != nil {
+				t.Fatalf("rpc, seed %d, bug %q: %v", seed, bug, err)
+			}
+		}
+		for _, bug := range names(len(SCBugs), func(i int) string { return SCBugs[i].Name }) {
+			if _, err := DrawSC(src(seed), seed, bug); err != nil {
+				t.Fatalf("sc, seed %d, bug %q: %v", seed, bug, err)
+			}
+		}
+		for _, bug := range names(len(ScenarioBugs), func(i int) string { return ScenarioBugs[i].Name }) {
+			if _, err := DrawScenario(src(seed), seed, bug); err != nil {
+				t.Fatalf("scenario, seed %d, bug %q: %v", seed, bug, err)
+			}
+		}
+	}
+}
+
+func TestCaseValidateRefusesEdits(t *testing.T) {
+	base, err := Draw(SeedSource(5), 5, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h = time.Hour
+	fault := func(f Fault) func(*Case) {
+		return func(c *Case) { c.Schedule.Faults = []Fault{f} }
+	}
+	ops := func(n int, op Op) []Op {
+		var out []Op
+		for range n {
+			out = append(out, op)
+		}
+		return out
+	}
+	read := Op{Kind: OpRead, Block: 1, Len: 100}
+	for _, e := range []struct {
+		name string
+		edit func(*Case)
+	}{
+		{"blocks of more than 16 MiB in all", func(c *Case) {
+			c.Config.MaxBlock = 1000
+			c.Config.Blocks = nil
+			for i := range 1000 {
+				c.Config.Blocks = append(c.Config.Blocks, InitBlock{ID: uint64(i + 1), Size: 16 << 20})
+			}
+		}},
+		{"slow reader -1", fault(Fault{Kind: FaultSlowReader, Arg: -1, Size: 2048, Dur: time.Millisecond})},
+		{"slow reader past the clients", fault(Fault{Kind: FaultSlowReader, Arg: 64, Size: 2048, Dur: time.Millisecond})},
+		{"slow reader's window of 1 byte", fault(Fault{Kind: FaultSlowReader, Size: 1, Dur: time.Millisecond})},
+		{"reset -7", fault(Fault{Kind: FaultReset, Arg: -7})},
+		{"vanish -3", fault(Fault{Kind: FaultVanish, Arg: -3})},
+		{"fd pressure leaving -2^40 fds", fault(Fault{Kind: FaultFDPressure, Arg: -1 << 40, Dur: time.Millisecond})},
+		{"bit rot -1", fault(Fault{Kind: FaultBitRot, Arg: -1})},
+		{"eio 2000‰", fault(Fault{Kind: FaultEIO, Arg: 2000, Dur: time.Millisecond})},
+		{"slow disk of an hour an I/O", fault(Fault{Kind: FaultSlowDisk, Arg: 1000, Size: 3_600_000, Dur: time.Millisecond})},
+		{"fault at an hour", fault(Fault{Kind: FaultCrash, At: h})},
+		{"fault for an hour", fault(Fault{Kind: FaultSpike, Dur: h})},
+		{"2000 faults", func(c *Case) { c.Schedule.Faults = slices.Repeat([]Fault{{Kind: FaultReset}}, 2000) }},
+		{"dn_packet 1", func(c *Case) { c.Config.DNPacket = 1 }},
+		{"dn_packet 513", func(c *Case) { c.Config.DNPacket = 513 }},
+		{"dn_packet 16 MiB", func(c *Case) { c.Config.DNPacket = 16 << 20 }},
+		{"packet 1", func(c *Case) { c.Config.Packet = 1 }},
+		{"packet 16 MiB", func(c *Case) { c.Config.Packet = 16 << 20 }},
+		{"pool_max 1", func(c *Case) { c.Config.PoolMax, c.Config.PoolMin = 1, 0 }},
+		{"pool_min past half of pool_max", func(c *Case) { c.Config.PoolMax, c.Config.PoolMin = 4, 3 }},
+		{"gap 2^62", func(c *Case) { c.Schedule.Ops = []Op{{Kind: OpRead, Block: 1, Gap: 1 << 62}} }},
+		{"a worker's gaps of 9 minutes", func(c *Case) { c.Schedule.Ops = ops(9, Op{Kind: OpRead, Block: 1, Gap: time.Minute}) }},
+		{"a client's liveness gaps of 5 minutes", func(c *Case) { c.Schedule.Live = ops(5, Op{Kind: OpRead, Block: 1, Gap: time.Minute}) }},
+		{"rogue gaps of 6 minutes", func(c *Case) {
+			c.Schedule.Rogue = ops(6, Op{Kind: OpRead, Block: 1, Gap: time.Minute, Token: BadTokens[0]})
+		}},
+		{"a client's probe gaps of 2 minutes", func(c *Case) { c.Schedule.Probe = ops(2, Op{Kind: OpRead, Block: 1, Gap: time.Minute}) }},
+		{"5000 ops", func(c *Case) { c.Schedule.Ops = ops(5000, read) }},
+		{"a read of 1 GiB", func(c *Case) { c.Schedule.Ops = []Op{{Kind: OpRead, Block: 1, Len: 1 << 30}} }},
+		{"reads of 144 MiB", func(c *Case) { c.Schedule.Ops = ops(9, Op{Kind: OpRead, Block: 1, Len: 16 << 20}) }},
+		{"writes of 144 MiB", func(c *Case) { c.Schedule.Ops = ops(9, Op{Kind: OpAppend, Block: 1, Size: 16 << 20}) }},
+		{"keep-alive of an hour", func(c *Case) { c.Config.Keepalive = h }},
+		{"client timeout of a minute", func(c *Case) { c.Config.Timeout = time.Minute }},
+		{"timeouts adding up to 6 minutes", func(c *Case) {
+			c.Config.ReadTimeout, c.Config.RequestTimeout, c.Config.SendTimeout = 2*time.Minute, 2*time.Minute, 2*time.Minute
+		}},
+		{"hostile peer returning after an hour", func(c *Case) {
+			c.Config.Hostile = []HostilePeer{{Kind: HostileIdle, Count: 1, Gap: h}}
+		}},
+		{"max_write of 1 GiB", func(c *Case) { c.Config.MaxWrite = 1 << 30 }},
+	} {
+		c := base
+		c.Config.Blocks = slices.Clone(base.Config.Blocks)
+		c.Schedule = cloneSchedule(base.Schedule)
+		e.edit(&c)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: validated", e.name)
+			continue
+		}
+		t.Logf("%s: %v", e.name, err)
+		if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHarness || !strings.HasPrefix(r.Failure.Message, "invalid case") {
+			t.Errorf("%s: ran: %v", e.name, r.Failure)
+		}
+	}
+}
+
+func TestRPCCaseValidateRefusesEdits(t *testing.T) {
+	base, err := DrawRPC(SeedSource(2), 2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(o RPCOp) func(*RPCCase) {
+		return func(c *RPCCase) { c.Ops = []RPCOp{o} }
+	}
+	fault := func(f RPCFault) func(*RPCCase) {
+		return func(c *RPCCase) { c.Faults = []RPCFault{f} }
+	}
+	for _, e := range []struct {
+		name string
+		edit func(*RPCCase)
+	}{
+		{"op bogus", op(RPCOp{Kind: "bogus", Path: "/a"})},
+		{"a relative path", op(RPCOp{Kind: "mkdir", Path: "a"})},
+		{"a path of 1 MiB", op(RPCOp{Kind: "mkdir", Path: "/" + strings.Repeat("a", 1<<20)})},
+		{"a rename with no destination", op(RPCOp{Kind: "rename", Path: "/a"})},
+		{"a gap of an hour", op(RPCOp{Kind: "list", Path: "/a", Gap: time.Hour})},
+		{"a worker's gaps of 40 s", func(c *RPCCase) {
+			c.Ops = slices.Repeat([]RPCOp{{Kind: "list", Path: "/a", Gap: 10 * time.Second}}, 4)
+		}},
+		{"liveness gaps of 2 s", func(c *RPCCase) {
+			c.Live = slices.Repeat([]RPCOp{{Kind: "list", Path: "/a", Gap: time.Second}}, 2)
+		}},
+		{"3000 ops", func(c *RPCCase) { c.Ops = slices.Repeat([]RPCOp{{Kind: "list", Path: "/a"}}, 3000) }},
+		{"writes of 128 MiB", func(c *RPCCase) {
+			c.Ops = slices.Repeat([]RPCOp{{Kind: "write", Path: "/a", Blocks: 8, Size: 1 << 20}}, 16)
+		}},
+		{"a fault at -1 ns", fault(RPCFault{Kind: RPCFaultVanish, At: -1})},
+		{"a fault at an hour", fault(RPCFault{Kind: RPCFaultVanish, At: time.Hour})},
+		{"a slow client for an hour", fault(RPCFault{Kind: RPCFaultSlow, Dur: time.Hour, N: 300})},
+		{"a slow client's 5000 listings", fault(RPCFault{Kind: RPCFaultSlow, Dur: time.Second, N: 5000})},
+		{"bursts of 3000 calls", func(c *RPCCase) {
+			c.Faults = slices.Repeat([]RPCFault{{Kind: RPCFaultBurst, N: 1500}}, 2)
+		}},
+		{"a burst of -1 calls", fault(RPCFault{Kind: RPCFaultBurst, N: -1})},
+		{"a vanish with an N", fault(RPCFault{Kind: RPCFaultVanish, N: 7})},
+		{"300 faults", func(c *RPCCase) { c.Faults = slices.Repeat([]RPCFault{{Kind: RPCFaultVanish}}, 300) }},
+		{"big dir of 10000", func(c *RPCCase) { c.Config.BigDir = 10000 }},
+		{"pieces of -1", func(c *RPCCase) { c.Config.Pieces = slices.Repeat([]int{-1}, c.Config.Clients) }},
+		{"call timeout of an hour", func(c *RPCCase) { c.Config.CallTimeout = time.Hour }},
+		{"ignore a misspelt property", func(c *RPCCase) { c.Ignore = []string{"linearisability"} }},
+	} {
+		c := base
+		c.Config.Pieces = slices.Clone(base.Config.Pieces)
+		e.edit(&c)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: validated", e.name)
+			continue
+		}
+		t.Logf("%s: %v", e.name, err)
+		if r := RunRPC(c, 0); r.Failure == nil || r.Failure.Property != PropHarness || !strings.HasPrefix(r.Failure.Message, "invalid case") {
+			t.Errorf("%s: ran: %v", e.name, r.Failure)
+		}
+	}
+}
+
+func TestSCCaseValidateRefusesEdits(t *testing.T) {
+	base, err := DrawSC(SeedSource(3), 3, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct {
+		name string
+		edit func(*SCCase)
+	}{
+		// Each gap within a minute, but the last op an hour in: the
+		// world's limit, reported as a harness failure.
+		{"61 reads a minute apart", func(c *SCCase) {
+			c.Ops = slices.Repeat([]SCOp{{Op: "read", Block: 1, Gap: time.Minute}}, 61)
+		}},
+		{"ignore a misspelt property", func(c *SCCase) { c.Ignore = []string{"leak-free"} }},
+	} {
+		c := base
+		c.Ops = slices.Clone(base.Ops)
+		e.edit(&c)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: validated", e.name)
+			continue
+		}
+		t.Logf("%s: %v", e.name, err)
+	}
+}
+
+func TestScenarioCaseValidateRefusesEdits(t *testing.T) {
+	for _, e := range []struct {
+		name string
+		c    ScenarioCase
+	}{
+		{"tcp-pattern of 10 TB", ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 10000, Writes: 1000, Msg: 1 << 20, Reply: 16 << 20}},
+		{"tcp-pattern's 100 ops of 16 writes of 100,000 bytes", ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 100, Writes: 16, Msg: 100_000, Reply: 1}},
+		{"tcp-pattern's 100 replies of 1 MiB", ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 100, Writes: 1, Msg: 1, Reply: 1 << 20}},
+		{"parallel-read's 64 readers of 64 files of 16 MiB", ScenarioCase{Scenario: ScenarioParallelRead, Clients: 64, Blocks: 64, Ops: 1, BlockSize: 16 << 20}},
+		{"parallel-read's 16 readers of 8 files of 64 KiB", ScenarioCase{Scenario: ScenarioParallelRead, Clients: 16, Blocks: 8, Ops: 1, BlockSize: 64 << 10}},
+		{"sc-read's 64 blocks of 16 MiB", ScenarioCase{Scenario: ScenarioSCRead, Path: "sc", Clients: 1, Ops: 1, ReadSize: 1, Blocks: 64, BlockSize: 16 << 20, Pattern: "random", Shards: 1, CacheCapacity: 1}},
+		{"sc-read's 16 readers of 100 reads of 64 KiB", ScenarioCase{Scenario: ScenarioSCRead, Path: "sc", Clients: 16, Ops: 100, ReadSize: 64 << 10, Blocks: 1, BlockSize: 64 << 10, Pattern: "random", Shards: 1, CacheCapacity: 1}},
+		{"read at the maximums", ScenarioCase{Scenario: ScenarioRead, Clients: 64, Ops: 10000, ReadSize: 16 << 20, Blocks: 64, BlockSize: 16 << 20, Pattern: "random", Server: "reactor", Keepalive: time.Minute, PoolMax: 64, CacheExpiry: time.Minute}},
+		{"pairs: 64 for a minute", ScenarioCase{Scenario: ScenarioPairs, Clients: 64, Msg: 64, Reply: 32 << 10, Duration: time.Minute}},
+		{"pairs: 8 for 20 ms", ScenarioCase{Scenario: ScenarioPairs, Clients: 8, Msg: 64, Reply: 32 << 10, Duration: 20 * time.Millisecond}},
+		{"rpc: a tree of 65,536 files", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Depth: 4, Fanout: 8, Files: 16, BlockSize: 1, Reads: 1, Duration: time.Millisecond}},
+		{"rpc for a minute", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Fanout: 1, Files: 1, BlockSize: 1, Reads: 1, Duration: time.Minute}},
+		{"ignore a misspelt property", ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 1, Writes: 1, Msg: 1, Reply: 1, Ignore: []string{"shared"}}},
+	} {
+		err := e.c.Validate()
+		if err == nil {
+			t.Errorf("%s: validated", e.name)
+			continue
+		}
+		t.Logf("%s: %v", e.name, err)
+		if r := RunScenario(e.c); r.Property != PropHarness || !strings.HasPrefix(r.Message, "invalid case") {
+			t.Errorf("%s: ran: %s: %s", e.name, r.Property, r.Message)
+		}
+	}
+}
+
+// A JSON trace is read from a regular file of bounded size, holding one
+// object of the trace's fields and nothing else; a trace of another
+// format says how to record it again.
+func TestReadJSONTraceRefuses(t *testing.T) {
+	dir := t.TempDir()
+	c, err := DrawSC(SeedSource(1), 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.json")
+	if err := WriteSCTrace(good, SCTrace{Format: SCTraceFormat, Case: c}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSCTrace(good); err != nil {
+		t.Fatalf("a trace as written: %v", err)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	body := string(b)
+	sparse := write("sparse.json", b)
+	if err := os.Truncate(sparse, maxJSONTrace+1); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Logf("no FIFO: %v", err)
+		fifo = dir // a directory is not a regular file either
+	}
+	for _, e := range []struct {
+		name, path, says string
+	}{
+		// (Read without it, the case ran as if the key were not there.)
+		{"a misspelt key", write("key.json", []byte(strings.Replace(body, `"readers"`, `"ignroe": ["harness"], "readers"`, 1))), `unknown field "ignroe"`},
+		{"a second object", write("two.json", []byte(body+"{}\n")), "more after its object"},
+		{"zeros after the object", write("zeros.json", append(slices.Clone(b), 0, 0, 0)), "more after its object"},
+		{"a file past the bound", sparse, "more than a trace's"},
+		{"a FIFO", fifo, "not a regular file"},
+		{"a directory", dir, "not a regular file"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ReadSCTrace(e.path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), e.says) {
+				t.Errorf("%s: %v, want an error saying %q", e.name, err, e.says)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still reading after 10 s", e.name)
+		}
+	}
+	// The way to record it again names a bug only when there is one.
+	old := write("old.json", []byte(strings.Replace(body, SCTraceFormat, "xceiver-sc-trace/1", 1)))
+	_, err = ReadSCTrace(old)
+	if err == nil || !strings.HasSuffix(err.Error(), "--system sc --seed 1)") {
+		t.Errorf("another format, no bug: %v", err)
+	}
+	c.Bug = SCBugs[0].Name
+	if err := WriteSCTrace(old, SCTrace{Format: "xceiver-sc-trace/1", Case: c}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = ReadSCTrace(old); err == nil || !strings.HasSuffix(err.Error(), "--seed 1 --bug "+c.Bug+")") {
+		t.Errorf("another format, a bug: %v", err)
+	}
+	var pe *os.PathError
+	if _, err := ReadSCTrace(filepath.Join(dir, "none.json")); !errors.As(err, &pe) {
+		t.Errorf("no file: %v", err)
+	}
+}
