@@ -138,22 +138,11 @@ func systemCodeVersion(narrow string) string {
 	return strings.Join(vs, "+")
 }
 
-func rpcPropertyNames() []string {
-	return []string{properties.PropLinearizable, properties.PropExactlyOnce, properties.PropQueueBound, properties.PropMemory,
-		properties.PropFDBounds, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree,
-		properties.PropDurable, properties.PropDeterminism, properties.PropHarness}
-}
-
-func scPropertyNames() []string {
-	return []string{properties.PropLinearizable, properties.PropFDBounds, properties.PropLeakFree, properties.PropDeterminism,
-		properties.PropHarness}
-}
-
-func scenarioPropertyNames() []string {
-	return []string{properties.PropLiveness, properties.PropAvailability, properties.PropStream, properties.PropFDBounds,
-		properties.PropPoolBound, properties.PropLeakFree, properties.PropShared, properties.PropReport, properties.PropConfig,
-		properties.PropDeterminism, properties.PropHarness}
-}
+// The systems' properties are properties' lists, which their traces'
+// ignore entries are validated against: one list for both.
+func rpcPropertyNames() []string      { return slices.Clone(properties.RPCProperties) }
+func scPropertyNames() []string       { return slices.Clone(properties.SCProperties) }
+func scenarioPropertyNames() []string { return slices.Clone(properties.ScenarioProperties) }
 
 // ignoredOf is the part of --ignore that names properties a system
 // checks: the rest means nothing to it, and a trace recording it would
