@@ -499,6 +499,12 @@ func (r *scenarioRun) checkDefaults() {
 	}
 }
 
+// validateEdited validates s once edit has changed it.
+func validateEdited[T any](s T, edit func(*T), validate func(*T) error) error {
+	edit(&s)
+	return validate(&s)
+}
+
 // checkConfig probes every bound of the case's scenario, starting from
 // the drawn (valid) case, and its defaults.
 func (r *scenarioRun) checkConfig() {
@@ -510,29 +516,17 @@ func (r *scenarioRun) checkConfig() {
 		var err error
 		switch {
 		case p.read != nil && r.c.Scenario == ScenarioRead:
-			s := r.c.readScenario()
-			p.read(&s)
-			err = s.Validate()
+			err = validateEdited(r.c.readScenario(), p.read, (*model.ReadScenario).Validate)
 		case p.pat != nil && r.c.Scenario == ScenarioTCPPattern:
-			s := r.c.tcpPattern()
-			p.pat(&s)
-			err = s.Validate()
+			err = validateEdited(r.c.tcpPattern(), p.pat, (*model.TCPPattern).Validate)
 		case p.par != nil && r.c.Scenario == ScenarioParallelRead:
-			s := r.c.parallelRead()
-			p.par(&s)
-			err = s.Validate()
+			err = validateEdited(r.c.parallelRead(), p.par, (*model.ParallelRead).Validate)
 		case p.pairs != nil && r.c.Scenario == ScenarioPairs:
-			s := r.c.pairsScenario()
-			p.pairs(&s)
-			err = s.Validate()
+			err = validateEdited(r.c.pairsScenario(), p.pairs, (*model.Pairs).Validate)
 		case p.rpc != nil && r.c.Scenario == ScenarioRPC:
-			s := r.c.rpcScenario()
-			p.rpc(&s)
-			err = s.Validate()
+			err = validateEdited(r.c.rpcScenario(), p.rpc, (*namespace.Scenario).Validate)
 		case p.sc != nil && r.c.Scenario == ScenarioSCRead:
-			s := r.c.scRead()
-			p.sc(&s)
-			err = s.Validate()
+			err = validateEdited(r.c.scRead(), p.sc, (*shortcircuit.ReadScenario).Validate)
 		default:
 			continue
 		}

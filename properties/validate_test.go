@@ -46,25 +46,25 @@ func TestDrawExtremesValidate(t *testing.T) {
 		}
 		return out
 	}
+	systems := []struct {
+		name string
+		bugs []string
+		draw func(Source, uint64, string) error
+	}{
+		{"data path", names(len(Bugs), func(i int) string { return Bugs[i].Name }), func(s Source, seed uint64, bug string) error { _, err := Draw(s, seed, bug); return err }},
+		{"rpc", names(len(RPCBugs), func(i int) string { return RPCBugs[i].Name }), func(s Source, seed uint64, bug string) error { _, err := DrawRPC(s, seed, bug); return err }},
+		{"sc", names(len(SCBugs), func(i int) string { return SCBugs[i].Name }), func(s Source, seed uint64, bug string) error { _, err := DrawSC(s, seed, bug); return err }},
+		{"scenario", names(len(ScenarioBugs), func(i int) string { return ScenarioBugs[i].Name }), func(s Source, seed uint64, bug string) error {
+			_, err := DrawScenario(s, seed, bug)
+			return err
+		}},
+	}
 	for seed := uint64(1); seed <= seeds; seed++ {
-		for _, bug := range names(len(Bugs), func(i int) string { return Bugs[i].Name }) {
-			if _, err := Draw(src(seed), seed, bug); err != nil {
-				t.Fatalf("data path, seed %d, bug %q: %v", seed, bug, err)
-			}
-		}
-		for _, bug := range names(len(RPCBugs), func(i int) string { return RPCBugs[i].Name }) {
-			if _, err := DrawRPC(src(seed), seed, bug); err != nil {
-				t.Fatalf("rpc, seed %d, bug %q: %v", seed, bug, err)
-			}
-		}
-		for _, bug := range names(len(SCBugs), func(i int) string { return SCBugs[i].Name }) {
-			if _, err := DrawSC(src(seed), seed, bug); err != nil {
-				t.Fatalf("sc, seed %d, bug %q: %v", seed, bug, err)
-			}
-		}
-		for _, bug := range names(len(ScenarioBugs), func(i int) string { return ScenarioBugs[i].Name }) {
-			if _, err := DrawScenario(src(seed), seed, bug); err != nil {
-				t.Fatalf("scenario, seed %d, bug %q: %v", seed, bug, err)
+		for _, sys := range systems {
+			for _, bug := range sys.bugs {
+				if err := sys.draw(src(seed), seed, bug); err != nil {
+					t.Fatalf("%s, seed %d, bug %q: %v", sys.name, seed, bug, err)
+				}
 			}
 		}
 	}
