@@ -242,8 +242,8 @@ func checkResult(r *checkSummary, i, n int) error {
 		if want := shardSize(r.SweepSeeds, i, n); r.Seeds != want {
 			return fmt.Errorf("seeds %d, but shard %s of %d seeds has %d", r.Seeds, r.Shard, r.SweepSeeds, want)
 		}
-		if r.FirstSeed > math.MaxUint64-uint64(r.SweepSeeds) {
-			return fmt.Errorf("first_seed %d + sweep_seeds %d is past the largest seed", r.FirstSeed, r.SweepSeeds)
+		if r.FirstSeed > math.MaxUint64-uint64(r.SweepSeeds-1) {
+			return fmt.Errorf("first_seed %d + sweep_seeds %d - 1 is past the largest seed", r.FirstSeed, r.SweepSeeds)
 		}
 	}
 	switch {

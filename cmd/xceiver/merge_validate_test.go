@@ -419,6 +419,29 @@ func TestMergeMixedSystems(t *testing.T) {
 	}
 }
 
+// A sweep that ends on the largest seed, which check allows, merges: the
+// bound once counted one seed past the sweep's last.
+func TestMergeSweepEndingOnTheLastSeed(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, shard := range []string{"1/2", "2/2"} {
+		code, stdout, stderr := runCLI("check", "--seeds", "2", "--seed", "18446744073709551614", "--shard", shard, "--parallel", "1", "--json", "--out", filepath.Join(dir, "out"))
+		if code != exitOK && code != exitFail {
+			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
+		}
+		f := filepath.Join(dir, "s"+shard[:1]+".json")
+		if err := os.WriteFile(f, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	var got checkSummary
+	code, stderr := cliJSON(t, &got, append([]string{"merge", "--json"}, files...)...)
+	if (code != exitOK && code != exitFail) || got.Checked != 2 {
+		t.Fatalf("merge: exit %d, %+v: %s", code, got, stderr)
+	}
+}
+
 // Two failures whose traces have the same name are not copied over each
 // other: the one already in the --traces directory would be lost.
 func TestMergeTracesOfTheSameName(t *testing.T) {
