@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -268,7 +269,9 @@ func ParseProfile(b []byte) (Profile, error) {
 	if err := dec.Decode(&p); err != nil {
 		return Profile{}, fmt.Errorf("profile: %w", err)
 	}
-	if dec.More() {
+	// More does not see a stray closing bracket; only reaching the end
+	// proves nothing follows the object.
+	if _, err := dec.Token(); err != io.EOF {
 		return Profile{}, fmt.Errorf("profile: more after the profile's JSON object")
 	}
 	if p.Version != ProfileVersion {

@@ -144,6 +144,8 @@ func TestParseProfileRejectsBadProfiles(t *testing.T) {
 		"huge":          {strings.Replace(good, `"epoll_wait_ns": `, `"epoll_wait_ns": 9e99 + `, 1), "profile:"},
 		"unknown field": {strings.Replace(good, `"version": 1`, `"version": 1, "epol_wait_ns": 5`, 1), `unknown field "epol_wait_ns"`},
 		"trailing":      {good + "{}", "more after"},
+		"stray brace":   {good + "}", "more after"},
+		"stray bracket": {good + "]", "more after"},
 		"tiny slices":   {withSlices(good, 1, 1), "slice_on_ns = 1, slice_off_ns = 1"},
 		"short waits":   {withSlices(good, 1e6, 49999), "slice_off_ns = 49999"},
 	} {
