@@ -118,29 +118,39 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 				if dryRun {
 					return exitOK
 				}
+				var f *os.File
+				var ew *errWriter
 				if opt.cpuProfile != "" {
-					f, err := os.Create(opt.cpuProfile)
+					var err error
+					f, err = os.Create(opt.cpuProfile)
 					if err != nil {
 						return report(stderr, c.usagef("%s: %v", c.typed("cpuprofile"), err))
 					}
 					// pprof drops its write errors: kept here, so a full
 					// disk does not pass for a profile written.
-					ew := &errWriter{w: f}
+					ew = &errWriter{w: f}
 					if err := pprof.StartCPUProfile(ew); err != nil {
 						f.Close()
 						return report(stderr, fmt.Errorf("%s: %w", c.typed("cpuprofile"), err))
 					}
-					defer func() {
-						pprof.StopCPUProfile()
-						if err := errors.Join(ew.err, f.Close()); err != nil {
-							fmt.Fprintf(stderr, "xceiver: check: %s: %v\n", c.typed("cpuprofile"), err)
-						}
-					}()
 				}
+				run := runCheck
 				if opt.world == "real" {
-					return runCheckReal(opt, stdout, stderr)
+					run = runCheckReal
 				}
-				return runCheck(opt, stdout, stderr)
+				code := run(opt, stdout, stderr)
+				if opt.cpuProfile != "" {
+					pprof.StopCPUProfile()
+					if err := errors.Join(ew.err, f.Close()); err != nil {
+						fmt.Fprintf(stderr, "xceiver: check: %s: %v\n", c.typed("cpuprofile"), err)
+						// A check that passed but lost its profile did
+						// not do all it was asked.
+						if code == exitOK {
+							code = exitFail
+						}
+					}
+				}
+				return code
 			}
 		},
 	}
@@ -166,10 +176,11 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s %d: want 1 to 1024", c.typed("parallel"), o.parallel)
 	case o.seed > ^uint64(0)-uint64(o.seeds-1):
 		return c.usagef("%s %d: the last seed would overflow (with --seeds %d)", c.typed("seed"), o.seed, o.seeds)
-	case o.cpuProfile != "" && o.world == "sim" && pathWithin(o.cpuProfile, o.out):
-		// Created first, a profile named like --out took the
-		// directory's place and every trace was lost.
-		return c.usagef("%s %s: inside or at --out %s, where the traces go", c.typed("cpuprofile"), o.cpuProfile, o.out)
+	case o.cpuProfile != "" && o.world == "sim" && pathWithin(o.out, o.cpuProfile):
+		// Created first, a profile named like --out (or like a
+		// directory above it) took the directory's place and every
+		// trace was lost. A profile inside --out is harmless.
+		return c.usagef("%s %s: at or above --out %s, where the traces go", c.typed("cpuprofile"), o.cpuProfile, o.out)
 	}
 	shardName := "" // the shard as the user gave it, for messages
 	if set := isSet(c.fs, "shard"); !set {

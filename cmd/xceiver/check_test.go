@@ -31,6 +31,25 @@ func TestCheckPasses(t *testing.T) {
 	}
 }
 
+// --cpuprofile writes a profile pprof can read; a profile that could not
+// be written fails the run, named on stderr, instead of passing for one
+// written.
+func TestCheckCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	code, stdout, stderr := runCLI("check", "--seeds", "4", "--parallel", "1", "--out", filepath.Join(dir, "out"), "--cpuprofile", prof)
+	if fi, err := os.Stat(prof); code != exitOK || err != nil || fi.Size() == 0 {
+		t.Fatalf("exit %d, profile %v: %s%s", code, err, stdout, stderr)
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	code, _, stderr = runCLI("check", "--seeds", "4", "--parallel", "1", "--out", filepath.Join(dir, "out"), "--cpuprofile", "/dev/full")
+	if code != exitFail || !strings.Contains(stderr, "--cpuprofile: ") {
+		t.Fatalf("profile to /dev/full: exit %d, stderr %q; want exit 1 naming --cpuprofile", code, stderr)
+	}
+}
+
 // A shard's seeds are its own however large n is: stepped by n, a huge n
 // wrapped and checked seeds of other shards and beyond the sweep.
 func TestCheckHugeShardCount(t *testing.T) {
