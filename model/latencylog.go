@@ -29,7 +29,7 @@ type LatencyLog struct {
 	max    time.Duration
 	sum    time.Duration
 	stalls int        // at StallThreshold or over
-	chunks [][]uint32 // chunks[i][j]: latencies in bucket i*logSub+j, allocated as touched
+	chunks [][]uint64 // chunks[i][j]: latencies in bucket i*logSub+j, allocated as touched (uint32 could wrap in a day-long run)
 }
 
 const (
@@ -141,15 +141,15 @@ func (l *LatencyLog) fold() {
 	l.exact = nil
 }
 
-func (l *LatencyLog) count(d time.Duration, k uint32) { l.countBucket(bucketOf(d), k) }
+func (l *LatencyLog) count(d time.Duration, k uint64) { l.countBucket(bucketOf(d), k) }
 
-func (l *LatencyLog) countBucket(b int, k uint32) {
+func (l *LatencyLog) countBucket(b int, k uint64) {
 	i := b / logSub
 	if i >= len(l.chunks) {
 		l.chunks = slices.Grow(l.chunks, i+1-len(l.chunks))[:i+1]
 	}
 	if l.chunks[i] == nil {
-		l.chunks[i] = make([]uint32, logSub)
+		l.chunks[i] = make([]uint64, logSub)
 	}
 	l.chunks[i][b%logSub] += k
 }
@@ -161,7 +161,7 @@ func (l *LatencyLog) percentile(pct int) time.Duration {
 	var seen uint64
 	for i, c := range l.chunks {
 		for j, k := range c {
-			if seen += uint64(k); seen > rank {
+			if seen += k; seen > rank {
 				lo, width := bucketRange(i*logSub + j)
 				return min(max(lo+(width-1)/2, l.min), l.max)
 			}
