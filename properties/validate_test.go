@@ -70,6 +70,32 @@ func TestDrawExtremesValidate(t *testing.T) {
 	}
 }
 
+// wantRefused checks that Validate refused a hand-edited case (err) and,
+// when run is given, that running the case anyway stops as a harness
+// failure, "invalid case", before any property is judged.
+func wantRefused(t *testing.T, name string, err error, run func() (property, message string)) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: validated", name)
+		return
+	}
+	t.Logf("%s: %v", name, err)
+	if run == nil {
+		return
+	}
+	if prop, msg := run(); prop != PropHarness || !strings.HasPrefix(msg, "invalid case") {
+		t.Errorf("%s: ran: %s: %s", name, prop, msg)
+	}
+}
+
+// failureOf is a failure's property and message, empty for none.
+func failureOf(f *Failure) (property, message string) {
+	if f == nil {
+		return "", ""
+	}
+	return f.Property, f.Message
+}
+
 func TestCaseValidateRefusesEdits(t *testing.T) {
 	base, err := Draw(SeedSource(5), 5, "")
 	if err != nil {
@@ -142,15 +168,7 @@ func TestCaseValidateRefusesEdits(t *testing.T) {
 		c.Config.Blocks = slices.Clone(base.Config.Blocks)
 		c.Schedule = cloneSchedule(base.Schedule)
 		e.edit(&c)
-		err := c.Validate()
-		if err == nil {
-			t.Errorf("%s: validated", e.name)
-			continue
-		}
-		t.Logf("%s: %v", e.name, err)
-		if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHarness || !strings.HasPrefix(r.Failure.Message, "invalid case") {
-			t.Errorf("%s: ran: %v", e.name, r.Failure)
-		}
+		wantRefused(t, e.name, c.Validate(), func() (string, string) { return failureOf(Run(c, Options{}).Failure) })
 	}
 }
 
@@ -202,15 +220,7 @@ func TestRPCCaseValidateRefusesEdits(t *testing.T) {
 		c := base
 		c.Config.Pieces = slices.Clone(base.Config.Pieces)
 		e.edit(&c)
-		err := c.Validate()
-		if err == nil {
-			t.Errorf("%s: validated", e.name)
-			continue
-		}
-		t.Logf("%s: %v", e.name, err)
-		if r := RunRPC(c, 0); r.Failure == nil || r.Failure.Property != PropHarness || !strings.HasPrefix(r.Failure.Message, "invalid case") {
-			t.Errorf("%s: ran: %v", e.name, r.Failure)
-		}
+		wantRefused(t, e.name, c.Validate(), func() (string, string) { return failureOf(RunRPC(c, 0).Failure) })
 	}
 }
 
@@ -233,12 +243,7 @@ func TestSCCaseValidateRefusesEdits(t *testing.T) {
 		c := base
 		c.Ops = slices.Clone(base.Ops)
 		e.edit(&c)
-		err := c.Validate()
-		if err == nil {
-			t.Errorf("%s: validated", e.name)
-			continue
-		}
-		t.Logf("%s: %v", e.name, err)
+		wantRefused(t, e.name, c.Validate(), nil)
 	}
 }
 
@@ -261,15 +266,10 @@ func TestScenarioCaseValidateRefusesEdits(t *testing.T) {
 		{"rpc for a minute", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Fanout: 1, Files: 1, BlockSize: 1, Reads: 1, Duration: time.Minute}},
 		{"ignore a misspelt property", ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 1, Writes: 1, Msg: 1, Reply: 1, Ignore: []string{"shared"}}},
 	} {
-		err := e.c.Validate()
-		if err == nil {
-			t.Errorf("%s: validated", e.name)
-			continue
-		}
-		t.Logf("%s: %v", e.name, err)
-		if r := RunScenario(e.c); r.Property != PropHarness || !strings.HasPrefix(r.Message, "invalid case") {
-			t.Errorf("%s: ran: %s: %s", e.name, r.Property, r.Message)
-		}
+		wantRefused(t, e.name, e.c.Validate(), func() (string, string) {
+			r := RunScenario(e.c)
+			return r.Property, r.Message
+		})
 	}
 }
 
