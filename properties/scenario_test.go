@@ -30,6 +30,22 @@ func TestScenarioSeedsPass(t *testing.T) {
 	}
 }
 
+// Cases Draw never makes but Validate allows pass on the correct code:
+// tcp-pattern's replies up to the 1 MiB bound (with more than 200,000
+// bytes the last op's read ran past the clock the run ended on, and
+// report failed).
+func TestScenarioValidCasesBeyondDrawPass(t *testing.T) {
+	for _, reply := range []int{300_000, 1 << 20} {
+		c := ScenarioCase{Scenario: ScenarioTCPPattern, Seed: 1, Ops: 20, Writes: 2, Msg: 100, Reply: reply}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("reply %d: %v", reply, err)
+		}
+		if r := RunScenario(c); r.Property != "" {
+			t.Errorf("reply %d: %s: %s", reply, r.Property, r.Message)
+		}
+	}
+}
+
 // Each planted scenario bug fails its property within 20 seeds; the
 // shrunk case passes with the bug off, so the check caught the bug and
 // nothing else.

@@ -403,6 +403,9 @@ type World struct {
 	softq     []softSeg
 	inSoftirq bool
 	stopped   bool
+	// stoppedAt is the time Stop or Fail was called at: inside a task,
+	// ahead of the event that began it by the CPU the task used.
+	stoppedAt time.Duration
 	failure   error
 	observers []func(*Event)
 	afterStep []func()
@@ -479,7 +482,24 @@ func (w *World) Now() time.Duration {
 func (w *World) Events() uint64 { return w.events }
 
 // Stop implements model.World.
-func (w *World) Stop() { w.stopped = true }
+func (w *World) Stop() { w.stop() }
+
+// stop ends the run where the caller is. A task that stops the world has
+// read the clock at its own time, ahead of the event that began it; the
+// world's clock is moved on to that time when Run returns, so that it
+// never reads earlier afterwards than the model saw it (a run's
+// latencies would add up to more than the run took).
+func (w *World) stop() {
+	w.stopped = true
+	w.stoppedAt = max(w.stoppedAt, w.Now())
+}
+
+// settle moves the clock to where a stopping task left it.
+func (w *World) settle() {
+	if w.stopped {
+		w.now = max(w.now, w.stoppedAt)
+	}
+}
 
 // Fail implements model.World: the first failure wins and stops the run.
 func (w *World) Fail(err error) {
@@ -487,7 +507,7 @@ func (w *World) Fail(err error) {
 		w.failure = err
 		w.record(Event{Kind: "fail", S: err.Error()})
 	}
-	w.stopped = true
+	w.stop()
 }
 
 // Failure is the error passed to Fail, if any.
@@ -535,6 +555,7 @@ func (w *World) Run(limit time.Duration) error {
 			f()
 		}
 	}
+	w.settle()
 	return w.failure
 }
 
@@ -563,6 +584,7 @@ func (w *World) RunFor(d time.Duration) error {
 	if !w.stopped && w.now < end {
 		w.now = end
 	}
+	w.settle()
 	return w.failure
 }
 
