@@ -1224,6 +1224,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	p.epoch++
 	end := w.ctx
 	w.running = nil
+	w.reached = max(w.reached, end)
 	// Time blocked in a device is the thread's but not its core's: the
 	// core is free for others as if the wait came at the callback's end.
 	used := end - start - w.sliceWait - w.waited

@@ -403,9 +403,10 @@ type World struct {
 	softq     []softSeg
 	inSoftirq bool
 	stopped   bool
-	// stoppedAt is the time Stop or Fail was called at: inside a task,
-	// ahead of the event that began it by the CPU the task used.
-	stoppedAt time.Duration
+	inRun     bool // Run or RunFor is processing events
+	// reached is the latest time a task's clock reached: a task runs
+	// ahead of the event that began it by the CPU it used.
+	reached   time.Duration
 	failure   error
 	observers []func(*Event)
 	afterStep []func()
@@ -471,9 +472,19 @@ func (w *World) Kind() string { return "sim" }
 
 // Now is virtual time; inside a callback it includes the CPU the callback
 // has spent so far.
+//
+// Between runs it is the latest time the world has reached: a task that
+// stopped the run, or the last one before the queue emptied, may have run
+// ahead of every event by the CPU it used, and the clock must not read
+// earlier afterwards than the model saw it (a run's latencies would add
+// up to more than the run took). Queued events keep their times, so a
+// resumed run goes on exactly as before.
 func (w *World) Now() time.Duration {
 	if w.running != nil {
 		return w.ctx
+	}
+	if !w.inRun {
+		return max(w.now, w.reached)
 	}
 	return w.now
 }
@@ -482,24 +493,7 @@ func (w *World) Now() time.Duration {
 func (w *World) Events() uint64 { return w.events }
 
 // Stop implements model.World.
-func (w *World) Stop() { w.stop() }
-
-// stop ends the run where the caller is. A task that stops the world has
-// read the clock at its own time, ahead of the event that began it; the
-// world's clock is moved on to that time when Run returns, so that it
-// never reads earlier afterwards than the model saw it (a run's
-// latencies would add up to more than the run took).
-func (w *World) stop() {
-	w.stopped = true
-	w.stoppedAt = max(w.stoppedAt, w.Now())
-}
-
-// settle moves the clock to where a stopping task left it.
-func (w *World) settle() {
-	if w.stopped {
-		w.now = max(w.now, w.stoppedAt)
-	}
-}
+func (w *World) Stop() { w.stopped = true }
 
 // Fail implements model.World: the first failure wins and stops the run.
 func (w *World) Fail(err error) {
@@ -507,7 +501,7 @@ func (w *World) Fail(err error) {
 		w.failure = err
 		w.record(Event{Kind: "fail", S: err.Error()})
 	}
-	w.stop()
+	w.stopped = true
 }
 
 // Failure is the error passed to Fail, if any.
@@ -527,6 +521,8 @@ var ErrLimit = errors.New("simulation limit reached")
 // Run implements model.World: it processes events until Stop, Fail, an
 // empty queue, or limit of virtual time.
 func (w *World) Run(limit time.Duration) error {
+	w.inRun = true
+	defer func() { w.inRun = false }()
 	w.stopped = false
 	w.runEnd = limit
 	for !w.stopped {
@@ -555,13 +551,14 @@ func (w *World) Run(limit time.Duration) error {
 			f()
 		}
 	}
-	w.settle()
 	return w.failure
 }
 
 // RunFor processes events up to now+d, leaving later ones queued.
 func (w *World) RunFor(d time.Duration) error {
 	end := w.now + d
+	w.inRun = true
+	defer func() { w.inRun = false }()
 	w.stopped = false
 	w.runEnd = end
 	for w.softirq(); !w.stopped; w.softirq() {
@@ -584,7 +581,6 @@ func (w *World) RunFor(d time.Duration) error {
 	if !w.stopped && w.now < end {
 		w.now = end
 	}
-	w.settle()
 	return w.failure
 }
 
