@@ -122,6 +122,13 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 				var ew *errWriter
 				if opt.cpuProfile != "" {
 					var err error
+					if opt.world == "sim" && pathWithin(opt.cpuProfile, opt.out) {
+						// --out is made when the first trace is
+						// written; a profile inside it needs it now.
+						if err := os.MkdirAll(filepath.Dir(opt.cpuProfile), 0o755); err != nil {
+							return report(stderr, c.usagef("%s: %v", c.typed("cpuprofile"), err))
+						}
+					}
 					f, err = os.Create(opt.cpuProfile)
 					if err != nil {
 						return report(stderr, c.usagef("%s: %v", c.typed("cpuprofile"), err))
@@ -181,6 +188,11 @@ func (o *checkOptions) validate(c *call) error {
 		// directory above it) took the directory's place and every
 		// trace was lost. A profile inside --out is harmless.
 		return c.usagef("%s %s: at or above --out %s, where the traces go", c.typed("cpuprofile"), o.cpuProfile, o.out)
+	case o.cpuProfile != "" && o.world == "sim" && pathWithin(filepath.Dir(o.cpuProfile), o.out) && pathWithin(o.out, filepath.Dir(o.cpuProfile)) &&
+		strings.HasPrefix(filepath.Base(o.cpuProfile), "seed-"):
+		// A failure's trace of that name would be written over the
+		// profile, or the profile over the trace.
+		return c.usagef("%s %s: named like a trace in --out %s (seed-…)", c.typed("cpuprofile"), o.cpuProfile, o.out)
 	}
 	shardName := "" // the shard as the user gave it, for messages
 	if set := isSet(c.fs, "shard"); !set {

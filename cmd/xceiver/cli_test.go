@@ -142,6 +142,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"check", "--seed", "18446744073709551615", "--seeds", "2"}, `xceiver: check: --seed 18446744073709551615: the last seed would overflow (with --seeds 2)`},
 		{[]string{"check", "--out", dir, "--cpuprofile", dir}, `xceiver: check: --cpuprofile ` + dir + `: at or above --out ` + dir + `, where the traces go`},
 		{[]string{"check", "--out", filepath.Join(dir, "t"), "--cpuprofile", dir}, `xceiver: check: --cpuprofile ` + dir + `: at or above --out ` + filepath.Join(dir, "t") + `, where the traces go`},
+		{[]string{"check", "--out", dir, "--cpuprofile", filepath.Join(dir, "seed-3.trace")}, `xceiver: check: --cpuprofile ` + filepath.Join(dir, "seed-3.trace") + `: named like a trace in --out ` + dir + ` (seed-…)`},
 		{[]string{"replay", file, "--html", file}, `xceiver: replay: --html ` + file + ` is the TRACE: the page would overwrite it`},
 		{[]string{"run", "tcp-pattern", "--profile", file, "--trace", file}, `xceiver: run tcp-pattern: --trace ` + file + ` is the --profile file: the trace would overwrite it`},
 		{[]string{"run", "tcp-pattern", "--profile", "/dev/zero"}, `xceiver: run tcp-pattern: --profile: /dev/zero is not a regular file`},
