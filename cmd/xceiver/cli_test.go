@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,14 +54,43 @@ func TestHelpGoesToStdoutWithUsageFlagsAndExample(t *testing.T) {
 			t.Errorf("run %s -h lacks its flags", sc.name)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "help"}, {"help", "-h"}} {
 		code, stdout, stderr := runCLI(args...)
 		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "usage: xceiver COMMAND") {
 			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
 		}
 	}
-	if code, _, stderr := runCLI(); code != exitUsage || !strings.HasPrefix(stderr, "usage:") {
-		t.Errorf("no arguments: exit %d, stderr %q", code, stderr)
+	// Bad usage is one line, as everywhere: no command, or help with more
+	// than it can answer.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, `xceiver: want a command (` + commandNames() + `); "xceiver help" describes them`},
+		{[]string{"help", "run", "extra"}, `xceiver: help: want one command at most, got ["run" "extra"]`},
+		{[]string{"--help", "run"}, `xceiver: --help: want no arguments, got ["run"]`},
+	} {
+		code, stdout, stderr := runCLI(tc.args...)
+		if code != exitUsage || stdout != "" || stderr != tc.want+"\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// failingWriter takes nothing: a full disk, a closed file.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// Output that could not be written fails the command, said in one line: a
+// calibrate piped to a full disk lost its measurements with exit 0.
+func TestStdoutWriteErrorFails(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"help"}, {"run", "tcp-pattern", "--ops", "2", "--json"}, {"check", "--seeds", "1", "--json", "--out", t.TempDir()}} {
+		var errb bytes.Buffer
+		code := run(args, failingWriter{}, &errb)
+		if code != exitFail || errb.String() != "xceiver: writing the output: no space left on device\n" {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and the write error", args, code, errb.String())
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ const (
 
 const exitCodesHelp = `exit codes:
   0  success
-  1  a check, replay or validation failed
+  1  a check, replay or validation failed, or the output could not be written
   2  bad usage or input (one line on stderr)
   3  a run hit a resource limit (simulation limit reached) before it ended
 `
@@ -60,19 +60,38 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// Every command writes its results to stdout; a write that fails (a
+	// full disk, a closed file) must not pass for results delivered.
+	out := &errWriter{w: stdout}
+	code := dispatch(args, out, stderr)
+	if out.err != nil {
+		fmt.Fprintf(stderr, "xceiver: writing the output: %v\n", out.err)
+		if code == exitOK {
+			code = exitFail
+		}
+	}
+	return code
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, topUsage())
-		return exitUsage
+		return report(stderr, usagef("xceiver: want a command (%s); \"xceiver help\" describes them", commandNames()))
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if len(args) > 1 && args[0] == "help" {
+		if len(args) > 2 {
+			return report(stderr, usagef("help: want one command at most, got %q", args[1:]))
+		}
+		if len(args) == 2 && args[0] == "help" && !isHelpName(args[1]) {
 			c := lookupCommand(args[1])
 			if c == nil {
 				return report(stderr, usagef("help: unknown command %q (want %s)", args[1], commandNames()))
 			}
 			c.printHelp(stdout)
 			return exitOK
+		}
+		if len(args) == 2 && args[0] != "help" {
+			return report(stderr, usagef("%s: want no arguments, got %q", args[0], args[1:]))
 		}
 		fmt.Fprint(stdout, topUsage())
 		return exitOK
@@ -87,6 +106,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(stderr, usagef("xceiver: unknown command %q (want %s)", args[0], commandNames()))
 	}
 	return c.main(args[1:], stdout, stderr)
+}
+
+// isHelpName is whether "xceiver help NAME" asks for help itself.
+func isHelpName(name string) bool {
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func commandNames() string {
