@@ -544,7 +544,7 @@ func (w *World) Run(limit time.Duration) error {
 		w.now = ev.at
 		w.events++
 		if w.events > w.cfg.MaxEvents {
-			return fmt.Errorf("%w: %d events at %v (livelock?)", ErrLimit, w.cfg.MaxEvents, w.now)
+			return fmt.Errorf("%w: %d events by %v of virtual time (a livelock, or more work than one run may simulate)", ErrLimit, w.cfg.MaxEvents, w.now)
 		}
 		w.fire(ev)
 		for _, f := range w.afterStep {

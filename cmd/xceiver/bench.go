@@ -119,7 +119,7 @@ func benchCommand() *command {
 			plot := c.fs.String("plot", "", "also draw the results as a self-contained SVG into `FILE`")
 			seed := c.fs.Uint64("seed", 1, "seed `S` of simulated runs")
 			c.fs.StringVar(&benchProfile, "profile", "", "CPU profile `FILE` for the simulated runs, from xceiver calibrate (default, or \"embedded\": the embedded one)")
-			c.fs.Float64Var(&benchCPUScale, "cpu-scale", 1, "multiply the simulated runs' CPU costs by `F`, their waits kept: the profile's machine F times slower (or faster, below 1)")
+			c.fs.Float64Var(&benchCPUScale, "cpu-scale", 1, "multiply the simulated runs' CPU costs by `F` (0.1 to 10), their waits kept: the profile's machine F times slower (or faster, below 1)")
 			return func(rest []string) int {
 				if err := checkCPUScale(c, benchCPUScale, *world); err != nil {
 					return report(c.stderr, c.usagef("%v", err))

@@ -183,11 +183,13 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"bench", "sim-speed", "--profile", file}, `xceiver: bench: --profile: sim-speed runs the simulator with its hand-set costs, not a profile's`},
 		{[]string{"calibrate", "--out", filepath.Join(dir, "no", "p.json")}, `xceiver: calibrate: --out: no directory ` + filepath.Join(dir, "no")},
 		{[]string{"run"}, `xceiver: run: want a SCENARIO (` + strings.Join(scenarioNames(), ", ") + `)`},
-		{[]string{"run", "read", "--cpu-scale", "0"}, `xceiver: run read: --cpu-scale 0: want a factor above 0, at most 100`},
-		{[]string{"run", "read", "--cpu-scale", "NaN"}, `xceiver: run read: --cpu-scale NaN: want a factor above 0, at most 100`},
+		{[]string{"run", "read", "--cpu-scale", "0"}, `xceiver: run read: --cpu-scale 0: want a factor from 0.1 to 10`},
+		{[]string{"run", "read", "--cpu-scale", "NaN"}, `xceiver: run read: --cpu-scale NaN: want a factor from 0.1 to 10`},
+		{[]string{"run", "rpc", "--cpu-scale", "50"}, `xceiver: run rpc: --cpu-scale 50: want a factor from 0.1 to 10`},
+		{[]string{"bench", "hadoop-6713", "--cpu-scale", "0.01"}, `xceiver: bench: --cpu-scale 0.01: want a factor from 0.1 to 10`},
 		{[]string{"run", "read", "--cpu-scale", "2", "--world", "real"}, `xceiver: run read: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},
 		{[]string{"bench", "hdfs-918", "--cpu-scale", "2", "--world", "real"}, `xceiver: bench: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},
-		{[]string{"validate", "--cpu-scale", "-1"}, `xceiver: validate: --cpu-scale -1: want a factor above 0, at most 100`},
+		{[]string{"validate", "--cpu-scale", "-1"}, `xceiver: validate: --cpu-scale -1: want a factor from 0.1 to 10`},
 		{[]string{"validate", "--cpu-scale", "fast"}, `xceiver: validate: --cpu-scale "fast": want auto or a number`},
 		{[]string{"validate", "--max-steal", "2"}, `xceiver: validate: --max-steal 2: want a share from 0 to 1`},
 		{[]string{"validate", "--host-steal", "some"}, `xceiver: validate: --host-steal "some": want measured or a share`},
@@ -467,5 +469,22 @@ func TestDocReferencesResolve(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A window that saw no work is not a measurement of none: run pairs and
+// run rpc printed rates of 0 with exit 0.
+func TestRunWindowWithoutWorkFails(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "pairs", "--window", "1us"}, "xceiver: run pairs: no exchange completed in the 1µs window (8 of 8 clients saw none): lengthen --window\n"},
+		{[]string{"run", "rpc", "--duration", "1us"}, "xceiver: run rpc: no call completed in the 1µs window after 50ms of warm-up: lengthen --duration or --warmup\n"},
+	} {
+		code, stdout, stderr := runCLI(tc.args...)
+		if code != exitFail || stdout != "" || stderr != tc.want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and %q", tc.args, code, stdout, stderr, tc.want)
+		}
 	}
 }

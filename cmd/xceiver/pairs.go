@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"time"
 
 	"xceiver/model"
@@ -30,6 +31,11 @@ func (r pairsRunner) run(w model.World) (result, error) {
 	res, err := model.RunPairs(w, s, s.WarmUp+s.Window+time.Minute)
 	if err != nil {
 		return nil, err
+	}
+	if res.Exchanges == 0 {
+		// A rate of 0 would read as a measurement; the window was too
+		// short to see an exchange.
+		return nil, fmt.Errorf("no exchange completed in the %v window (%d of %d clients saw none): lengthen --window", s.Window, res.Starved, s.Pairs)
 	}
 	// Rates, each over the interval its own loop saw (PairsResult).
 	cores := res.CPU.Seconds() / res.Elapsed.Seconds()

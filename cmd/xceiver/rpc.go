@@ -96,6 +96,11 @@ func (r rpcRunner) run(w model.World) (result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.Calls == 0 {
+		// A rate of 0 would read as a measurement of a namenode that
+		// answers nothing; the window saw none of its work.
+		return nil, fmt.Errorf("no call completed in the %v window after %v of warm-up: lengthen --duration or --warmup", s.Duration, s.Warmup)
+	}
 	st := res.Latencies.Summarize()
 	secs := res.Window.Seconds()
 	var cpu, dnCPU any // percent of one core, over the window
