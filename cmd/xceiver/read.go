@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"xceiver/model"
@@ -42,6 +43,19 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 		}
 		if err := counts.check("run read"); err != nil {
 			return nil, err
+		}
+		if s.Server.Mode == model.Threaded {
+			// Silently ignored, they would read as a threaded run
+			// configured like a reactor.
+			var reactorOnly []string
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "selectors" || f.Name == "workers" || f.Name == "inline-io" {
+					reactorOnly = append(reactorOnly, "--"+f.Name)
+				}
+			})
+			if len(reactorOnly) > 0 {
+				return nil, usagef("run read: %s: the reactor's; --server threaded has a thread per connection", strings.Join(reactorOnly, ", "))
+			}
 		}
 		if s.Server.PoolMax == 0 {
 			// (Validate takes 0 for the default: the flag's default is 64.)
