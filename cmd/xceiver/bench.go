@@ -192,7 +192,7 @@ func benchMain(c *call, rest []string, world string, asJSON bool, seed uint64, p
 		if err := checkOutFile(plot); err != nil {
 			return report(stderr, c.usagef("%s: %v", c.typed("plot"), err))
 		}
-		if sameFile(plot, benchProfile) {
+		if sameFile(plot, profilePath(benchProfile)) {
 			return report(stderr, c.usagef("%s %s is the --profile file: the plot would overwrite it", c.typed("plot"), plot))
 		}
 	}

@@ -76,6 +76,15 @@ func calibrateCommand() *command {
 // maxProfileBytes bounds a profile file: calibrate's are about 3 KB.
 const maxProfileBytes = 1 << 20
 
+// profilePath is the file --profile names: none for the embedded one
+// ("" or "embedded", even with a file of that name in the directory).
+func profilePath(profile string) string {
+	if profile == profileEmbedded {
+		return ""
+	}
+	return profile
+}
+
 // loadProfile reads --profile; "" and "embedded" (profileEmbedded) are
 // the embedded default.
 func loadProfile(path string) (sim.Profile, error) {

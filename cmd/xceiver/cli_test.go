@@ -489,3 +489,19 @@ func TestRunWindowWithoutWorkFails(t *testing.T) {
 		}
 	}
 }
+
+// --profile embedded names no file, even beside a file called embedded:
+// a trace or plot of that name is not refused as overwriting the profile.
+func TestEmbeddedProfileIsNoFile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("embedded", []byte("an old trace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("run", "tcp-pattern", "--ops", "2", "--profile", "embedded", "--trace", "embedded")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, err := os.ReadFile("embedded"); err != nil || !bytes.HasPrefix(b, []byte("{")) {
+		t.Errorf("the trace was not written to ./embedded: %q, %v", b[:min(len(b), 40)], err)
+	}
+}

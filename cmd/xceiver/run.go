@@ -285,7 +285,7 @@ func runSetup(c *call) func([]string) int {
 			if err := checkOutFile(opt.trace); err != nil {
 				return report(stderr, usagef("run %s: %s: %v", sc.name, c.typed("trace"), err))
 			}
-			if sameFile(opt.trace, opt.profile) {
+			if sameFile(opt.trace, profilePath(opt.profile)) {
 				return report(stderr, usagef("run %s: %s %s is the --profile file: the trace would overwrite it", sc.name, c.typed("trace"), opt.trace))
 			}
 		}
