@@ -63,8 +63,11 @@ func calibrateCommand() *command {
 					return exitOK
 				}
 				if err := os.WriteFile(*out, b, 0o644); err != nil {
-					// The measurements are not lost with the file.
-					c.stdout.Write(b)
+					// The measurements are not lost with the file, unless
+					// stdout fails too (run then says so).
+					if _, werr := c.stdout.Write(b); werr != nil {
+						return report(c.stderr, fmt.Errorf("calibrate: %w", err))
+					}
 					return report(c.stderr, fmt.Errorf("calibrate: %w (the profile is printed above)", err))
 				}
 				return exitOK

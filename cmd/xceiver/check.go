@@ -838,6 +838,9 @@ func printFailure(w io.Writer, f *checkFailure) {
 
 // isTerminal reports whether w is a terminal (a character device).
 func isTerminal(w io.Writer) bool {
+	if ew, ok := w.(*errWriter); ok {
+		w = ew.w // run's watch on stdout's writes
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -354,6 +354,19 @@ func TestCheckProgressWhenNotTerminal(t *testing.T) {
 	}
 }
 
+// run watches stdout's writes through an errWriter; check must still see
+// a terminal through it (the progress bar was lost when it did not).
+func TestIsTerminalThroughTheWriteWatch(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	if !isTerminal(f) || !isTerminal(&errWriter{w: f}) {
+		t.Errorf("a character device: isTerminal %v, through errWriter %v; want both true", isTerminal(f), isTerminal(&errWriter{w: f}))
+	}
+}
+
 func TestCheckRealJSON(t *testing.T) {
 	code, stdout, stderr := runCLI("check", "--world", "real", "--seed", "3", "--json")
 	if code != exitOK {
