@@ -28,9 +28,11 @@ func TestHelpGoesToStdoutWithUsageFlagsAndExample(t *testing.T) {
 				t.Errorf("%s %s: help lacks flags or an example:\n%s", cmd.name, h, stdout)
 			}
 		}
-		code, stdout, _ := runCLI("help", cmd.name)
-		if code != exitOK || !strings.HasPrefix(stdout, "usage: xceiver "+cmd.name) {
-			t.Errorf("help %s: exit %d: %q", cmd.name, code, firstLine(stdout))
+		for _, h := range []string{"help", "--help"} {
+			code, stdout, _ := runCLI(h, cmd.name)
+			if code != exitOK || !strings.HasPrefix(stdout, "usage: xceiver "+cmd.name) {
+				t.Errorf("%s %s: exit %d: %q", h, cmd.name, code, firstLine(stdout))
+			}
 		}
 	}
 	_, benchHelp, _ := runCLI("bench", "-h")
@@ -54,7 +56,7 @@ func TestHelpGoesToStdoutWithUsageFlagsAndExample(t *testing.T) {
 			t.Errorf("run %s -h lacks its flags", sc.name)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "help"}, {"help", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"-help"}, {"--help"}, {"help", "help"}, {"help", "-h"}, {"-h", "-h"}, {"--help", "help"}} {
 		code, stdout, stderr := runCLI(args...)
 		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "usage: xceiver COMMAND") {
 			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
@@ -68,7 +70,8 @@ func TestHelpGoesToStdoutWithUsageFlagsAndExample(t *testing.T) {
 	}{
 		{nil, `xceiver: want a command (` + commandNames() + `); "xceiver help" describes them`},
 		{[]string{"help", "run", "extra"}, `xceiver: help: want one command at most, got ["run" "extra"]`},
-		{[]string{"--help", "run"}, `xceiver: --help: want no arguments, got ["run"]`},
+		{[]string{"-h", "run", "x"}, `xceiver: -h: want one command at most, got ["run" "x"]`},
+		{[]string{"--help", "nope"}, `xceiver: --help: unknown command "nope" (want ` + commandNames() + `)`},
 	} {
 		code, stdout, stderr := runCLI(tc.args...)
 		if code != exitUsage || stdout != "" || stderr != tc.want+"\n" {
@@ -186,6 +189,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--cpu-scale", "0"}, `xceiver: run read: --cpu-scale 0: want a factor from 0.1 to 10`},
 		{[]string{"run", "read", "--cpu-scale", "NaN"}, `xceiver: run read: --cpu-scale NaN: want a factor from 0.1 to 10`},
 		{[]string{"run", "read", "--server", "threaded", "--inline-io", "--selectors", "2"}, `xceiver: run read: --inline-io, --selectors: the reactor's; --server threaded has a thread per connection`},
+		{[]string{"run", "read", "--server", "threaded", "--pool-max", "2"}, `xceiver: run read: --pool-max: the reactor's; --server threaded has a thread per connection`},
 		{[]string{"run", "rpc", "--cpu-scale", "50"}, `xceiver: run rpc: --cpu-scale 50: want a factor from 0.1 to 10`},
 		{[]string{"bench", "hadoop-6713", "--cpu-scale", "0.01"}, `xceiver: bench: --cpu-scale 0.01: want a factor from 0.1 to 10`},
 		{[]string{"run", "read", "--cpu-scale", "2", "--world", "real"}, `xceiver: run read: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},

@@ -79,19 +79,18 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if len(args) > 2 {
-			return report(stderr, usagef("help: want one command at most, got %q", args[1:]))
-		}
-		if len(args) == 2 && args[0] == "help" && !isHelpName(args[1]) {
+		// help, -h, -help and --help are one: alone, or with one
+		// command whose help to print (or help itself).
+		switch {
+		case len(args) > 2:
+			return report(stderr, usagef("%s: want one command at most, got %q", args[0], args[1:]))
+		case len(args) == 2 && !isHelpName(args[1]):
 			c := lookupCommand(args[1])
 			if c == nil {
-				return report(stderr, usagef("help: unknown command %q (want %s)", args[1], commandNames()))
+				return report(stderr, usagef("%s: unknown command %q (want %s)", args[0], args[1], commandNames()))
 			}
 			c.printHelp(stdout)
 			return exitOK
-		}
-		if len(args) == 2 && args[0] != "help" {
-			return report(stderr, usagef("%s: want no arguments, got %q", args[0], args[1:]))
 		}
 		fmt.Fprint(stdout, topUsage())
 		return exitOK

@@ -49,7 +49,7 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 			// configured like a reactor.
 			var reactorOnly []string
 			fs.Visit(func(f *flag.Flag) {
-				if f.Name == "selectors" || f.Name == "workers" || f.Name == "inline-io" {
+				if f.Name == "selectors" || f.Name == "workers" || f.Name == "inline-io" || f.Name == "pool-max" {
 					reactorOnly = append(reactorOnly, "--"+f.Name)
 				}
 			})
