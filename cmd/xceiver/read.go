@@ -145,6 +145,7 @@ func (r readRunner) run(w model.World) (result, error) {
 		{"bytes_read", res.BytesRead},
 		{"bytes_verified", res.BytesVerified},
 		{"errors", res.Errors},
+		{"first_error", res.FirstError}, // what the errors were, not only how many
 		{"mismatches", res.Mismatches},
 		{"keepalive_reuses", res.Server.KeepaliveReuses},
 		{"dead_peer_retries", res.ClientStats.Retries},

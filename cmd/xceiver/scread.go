@@ -56,6 +56,7 @@ func (r scReadRunner) run(w model.World) (result, error) {
 		{"throughput_mbps", res.ThroughputMBps()},
 		{"bytes_read", res.BytesRead},
 		{"errors", res.Errors},
+		{"first_error", res.FirstError}, // what the errors were, not only how many
 		{"mismatches", res.Mismatches},
 		{"client_peak_fds", res.ClientPeakFDs},
 		{"cache_hits", res.Hits},
