@@ -281,8 +281,11 @@ type clientOp struct {
 	sink  func(off int64, p []byte) // ReadStream's: data goes here, not into Result.Data
 	got   int64                     // bytes of the range read so far
 	head  int64                     // ReadHead's: done once this many bytes arrived
-	done  func(Result)
-	rec   int // index in History, or -1
+	// dialWait is how long the op has waited for room in a Unix
+	// socket's accept queue (RetryUnixDial).
+	dialWait time.Duration
+	done     func(Result)
+	rec      int // index in History, or -1
 
 	conn     Conn
 	reused   bool
@@ -334,6 +337,10 @@ func (op *clientOp) begin() {
 	if op.conn == nil {
 		c, err := cl.p.Dial(cl.cfg.Network, cl.cfg.Datanode, cl.loop, op.onEvent)
 		if err != nil {
+			if RetryUnixDial(cl.cfg.Network, err, &op.dialWait, cl.cfg.Timeout) {
+				cl.loop.AfterFunc(UnixDialRetry, op.redial)
+				return
+			}
 			op.finish(Result{Err: fmt.Errorf("dial %s: %w", cl.cfg.Datanode, err)})
 			return
 		}
@@ -354,6 +361,41 @@ func (op *clientOp) begin() {
 	op.out = op.encode(op.out[:0])
 	op.armTimer()
 	op.flush()
+}
+
+// redial begins the op again after a domain-socket connect the
+// datanode's full accept queue refused.
+func (op *clientOp) redial() {
+	if op.cl.closed {
+		op.finish(Result{Err: ErrClientClosed})
+		return
+	}
+	op.begin()
+}
+
+// UnixDialRetry is how soon a client tries again a domain-socket connect
+// that the listener's full accept queue refused. HDFS's DomainSocket
+// connects blocking, and a blocking connect on a Unix socket waits for
+// room in the queue; a non-blocking one fails at once with EAGAIN (and
+// nothing signals the room), so the client waits by retrying.
+const UnixDialRetry = time.Millisecond
+
+// RetryUnixDial reports whether a dial that failed with err should be
+// tried again after UnixDialRetry: a Unix socket's accept queue was full
+// and the dial has waited less than patience (a minute if 0) in all,
+// which *waited counts.
+func RetryUnixDial(network string, err error, waited *time.Duration, patience time.Duration) bool {
+	if network != "unix" || !errors.Is(err, ErrWouldBlock) {
+		return false
+	}
+	if patience <= 0 {
+		patience = time.Minute
+	}
+	if *waited >= patience {
+		return false
+	}
+	*waited += UnixDialRetry
+	return true
 }
 
 func (op *clientOp) encode(b []byte) []byte {

@@ -1,6 +1,10 @@
 package model
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 // Every fd kind has its name (traces and leak reports show them); what
 // is not a kind says so.
@@ -44,5 +48,31 @@ func TestThreadKindDropsNumbers(t *testing.T) {
 				t.Errorf("IsThreadKind(%q, %q, %q) = true", other, c.process, c.thread)
 			}
 		}
+	}
+}
+
+// A domain-socket dial the full accept queue refused is tried again every
+// UnixDialRetry until the patience is spent (a minute when none is set);
+// TCP dials and other errors are not retried.
+func TestRetryUnixDial(t *testing.T) {
+	var waited time.Duration
+	tries := 0
+	for RetryUnixDial("unix", fmt.Errorf("dial: %w", ErrWouldBlock), &waited, 10*time.Millisecond) {
+		tries++
+	}
+	if tries != 10 || waited != 10*time.Millisecond {
+		t.Errorf("%d retries, waited %v; want 10 and 10ms", tries, waited)
+	}
+	waited = 0
+	if !RetryUnixDial("unix", ErrWouldBlock, &waited, 0) || waited != UnixDialRetry {
+		t.Errorf("no patience set: no retry, or waited %v", waited)
+	}
+	waited = time.Minute
+	if RetryUnixDial("unix", ErrWouldBlock, &waited, 0) {
+		t.Errorf("retried past a minute with no patience set")
+	}
+	waited = 0
+	if RetryUnixDial("tcp", ErrWouldBlock, &waited, time.Second) || RetryUnixDial("unix", ErrRejected, &waited, time.Second) || waited != 0 {
+		t.Errorf("retried a TCP dial or another error (waited %v)", waited)
 	}
 }

@@ -507,6 +507,7 @@ type exchange struct {
 	files    []model.File
 	timer    model.Timer
 	finished bool
+	dialWait time.Duration // waited for room in the accept queue (model.RetryUnixDial)
 }
 
 func (ex *exchange) start() {
@@ -517,6 +518,10 @@ func (ex *exchange) start() {
 	} else {
 		c, err := ex.sh.p.Dial("unix", ex.path, ex.loop, ex.onEvent)
 		if err != nil {
+			if model.RetryUnixDial("unix", err, &ex.dialWait, ex.sh.cfg.Timeout) {
+				ex.loop.AfterFunc(model.UnixDialRetry, ex.start)
+				return
+			}
 			ex.finish(Response{}, fmt.Errorf("dial %s: %w", ex.path, err))
 			return
 		}
