@@ -338,6 +338,11 @@ func (op *clientOp) begin() {
 		c, err := cl.p.Dial(cl.cfg.Network, cl.cfg.Datanode, cl.loop, op.onEvent)
 		if err != nil {
 			if RetryUnixDial(cl.cfg.Network, err, &op.dialWait, cl.cfg.Timeout) {
+				if !op.timer.Armed() {
+					// Waiting is no progress: the op's timeout bounds
+					// it (timedOut finishes the op; redial then stops).
+					op.armTimer()
+				}
 				cl.loop.AfterFunc(UnixDialRetry, op.redial)
 				return
 			}
@@ -366,6 +371,9 @@ func (op *clientOp) begin() {
 // redial begins the op again after a domain-socket connect the
 // datanode's full accept queue refused.
 func (op *clientOp) redial() {
+	if op.finished {
+		return // timed out while it waited
+	}
 	if op.cl.closed {
 		op.finish(Result{Err: ErrClientClosed})
 		return

@@ -511,6 +511,9 @@ type exchange struct {
 }
 
 func (ex *exchange) start() {
+	if ex.finished {
+		return // timed out while it waited for room in the accept queue
+	}
 	if ex.c != nil {
 		ex.reused = true
 		ex.c.SetHandler(ex.loop, ex.onEvent)
@@ -519,6 +522,10 @@ func (ex *exchange) start() {
 		c, err := ex.sh.p.Dial("unix", ex.path, ex.loop, ex.onEvent)
 		if err != nil {
 			if model.RetryUnixDial("unix", err, &ex.dialWait, ex.sh.cfg.Timeout) {
+				if ex.timer == nil {
+					// Waiting is no progress: the timeout bounds it.
+					ex.armTimeout()
+				}
 				ex.loop.AfterFunc(model.UnixDialRetry, ex.start)
 				return
 			}
@@ -529,11 +536,19 @@ func (ex *exchange) start() {
 	}
 	c := ex.c
 	ex.out = AppendRequest(nil, ex.req)
+	if ex.timer != nil {
+		ex.timer.Stop() // the wait's: the exchange starts its own now
+	}
+	ex.armTimeout()
+	c.SetWriteInterest(true)
+}
+
+// armTimeout fails the exchange if no answer comes within the timeout.
+func (ex *exchange) armTimeout() {
 	ex.timer = ex.loop.AfterFunc(ex.sh.cfg.Timeout, func() {
 		ex.timer = nil
 		ex.finish(Response{}, fmt.Errorf("domain socket %s: no answer for %v: %w", ex.path, ex.sh.cfg.Timeout, model.ErrTimedOut))
 	})
-	c.SetWriteInterest(true)
 }
 
 func (ex *exchange) onEvent(ev model.Events) {
