@@ -91,7 +91,7 @@ func profilePath(profile string) string {
 // loadProfile reads --profile; "" and "embedded" (profileEmbedded) are
 // the embedded default.
 func loadProfile(path string) (sim.Profile, error) {
-	if path == "" || path == profileEmbedded {
+	if profilePath(path) == "" {
 		return sim.DefaultProfile(), nil
 	}
 	b, err := readInput(path, maxProfileBytes)

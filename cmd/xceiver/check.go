@@ -188,7 +188,7 @@ func (o *checkOptions) validate(c *call) error {
 		// directory above it) took the directory's place and every
 		// trace was lost. A profile inside --out is harmless.
 		return c.usagef("%s %s: at or above --out %s, where the traces go", c.typed("cpuprofile"), o.cpuProfile, o.out)
-	case o.cpuProfile != "" && o.world == "sim" && pathWithin(filepath.Dir(o.cpuProfile), o.out) && pathWithin(o.out, filepath.Dir(o.cpuProfile)) &&
+	case o.cpuProfile != "" && o.world == "sim" && samePath(filepath.Dir(o.cpuProfile), o.out) &&
 		strings.HasPrefix(filepath.Base(o.cpuProfile), "seed-"):
 		// A failure's trace of that name would be written over the
 		// profile, or the profile over the trace.
@@ -373,13 +373,26 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // pathWithin reports whether path is dir or lies under it (lexically, after
 // making both absolute).
 func pathWithin(path, dir string) bool {
+	rel, ok := relPath(path, dir)
+	return ok && (rel == "." || filepath.IsLocal(rel))
+}
+
+// samePath reports whether a and b name the same path (lexically, after
+// making both absolute).
+func samePath(a, b string) bool {
+	rel, ok := relPath(a, b)
+	return ok && rel == "."
+}
+
+// relPath is path relative to dir, both made absolute first.
+func relPath(path, dir string) (string, bool) {
 	p, err1 := filepath.Abs(path)
 	d, err2 := filepath.Abs(dir)
 	if err1 != nil || err2 != nil {
-		return false
+		return "", false
 	}
 	rel, err := filepath.Rel(d, p)
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
+	return rel, err == nil
 }
 
 // shardSeeds is how many of the seeds fall in the shard (validate saw to

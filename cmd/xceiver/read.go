@@ -48,11 +48,11 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 			// Silently ignored, they would read as a threaded run
 			// configured like a reactor.
 			var reactorOnly []string
-			fs.Visit(func(f *flag.Flag) {
-				if f.Name == "selectors" || f.Name == "workers" || f.Name == "inline-io" || f.Name == "pool-max" {
-					reactorOnly = append(reactorOnly, "--"+f.Name)
+			for _, name := range []string{"inline-io", "pool-max", "selectors", "workers"} {
+				if isSet(fs, name) {
+					reactorOnly = append(reactorOnly, "--"+name)
 				}
-			})
+			}
 			if len(reactorOnly) > 0 {
 				return nil, usagef("run read: %s: the reactor's; --server threaded has a thread per connection", strings.Join(reactorOnly, ", "))
 			}
