@@ -394,17 +394,7 @@ func TestMergeTracesIntoTheirOwnDirectory(t *testing.T) {
 
 // A sweep of every system merges into the counts one check gives.
 func TestMergeMixedSystems(t *testing.T) {
-	dir := t.TempDir()
-	var files []string
-	for _, shard := range []string{"1/3", "2/3", "3/3"} {
-		code, stdout, stderr := runCLI("check", "--seeds", "30", "--seed", "7", "--shard", shard, "--parallel", "1", "--json", "--out", filepath.Join(dir, "out"))
-		if code != exitOK && code != exitFail {
-			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
-		}
-		f := filepath.Join(dir, "s"+shard[:1]+".json")
-		os.WriteFile(f, []byte(stdout), 0o644)
-		files = append(files, f)
-	}
+	files := checkShardResults(t, t.TempDir(), []string{"1/3", "2/3", "3/3"}, "--seeds", "30", "--seed", "7")
 	var got checkSummary
 	code, stderr := cliJSON(t, &got, append([]string{"merge", "--json"}, files...)...)
 	if (code != exitOK && code != exitFail) || got.Checked != 30 || len(got.Systems) < 2 {
@@ -422,19 +412,7 @@ func TestMergeMixedSystems(t *testing.T) {
 // A sweep that ends on the largest seed, which check allows, merges: the
 // bound once counted one seed past the sweep's last.
 func TestMergeSweepEndingOnTheLastSeed(t *testing.T) {
-	dir := t.TempDir()
-	var files []string
-	for _, shard := range []string{"1/2", "2/2"} {
-		code, stdout, stderr := runCLI("check", "--seeds", "2", "--seed", "18446744073709551614", "--shard", shard, "--parallel", "1", "--json", "--out", filepath.Join(dir, "out"))
-		if code != exitOK && code != exitFail {
-			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
-		}
-		f := filepath.Join(dir, "s"+shard[:1]+".json")
-		if err := os.WriteFile(f, []byte(stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
+	files := checkShardResults(t, t.TempDir(), []string{"1/2", "2/2"}, "--seeds", "2", "--seed", "18446744073709551614")
 	var got checkSummary
 	code, stderr := cliJSON(t, &got, append([]string{"merge", "--json"}, files...)...)
 	if (code != exitOK && code != exitFail) || got.Checked != 2 {
@@ -511,4 +489,25 @@ func FuzzMergeSummary(f *testing.F) {
 		}
 		printGroups(io.Discard, s.ByProperty)
 	})
+}
+
+// checkShardResults runs check with args as each of the shards (one
+// core, traces into dir/out) and writes each shard's JSON result into
+// dir, returning the files in shard order. A check that neither passes
+// nor fails stops the test.
+func checkShardResults(t *testing.T, dir string, shards []string, args ...string) []string {
+	t.Helper()
+	var files []string
+	for _, shard := range shards {
+		code, stdout, stderr := runCLI(append([]string{"check", "--shard", shard, "--parallel", "1", "--json", "--out", filepath.Join(dir, "out")}, args...)...)
+		if code != exitOK && code != exitFail {
+			t.Fatalf("shard %s: exit %d: %s", shard, code, stderr)
+		}
+		f := filepath.Join(dir, "s"+shard[:1]+".json")
+		if err := os.WriteFile(f, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }

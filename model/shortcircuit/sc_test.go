@@ -160,6 +160,20 @@ func realWorld(t *testing.T) (model.World, func() error) {
 	return w, w.Close
 }
 
+// inWorld runs f in a new world of the kind named ("sim" or "real") and
+// closes it; the error is f's, else the close's.
+func inWorld(t *testing.T, kind string, f func(w model.World) error) error {
+	if kind != "real" {
+		return f(simWorld())
+	}
+	w, closeW := realWorld(t)
+	err := f(w)
+	if cerr := closeW(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // readLifecycle: a read goes short-circuit with two passed fds; the next
 // one hits the cache; a replace invalidates the slot, so the read after it
 // sees the new contents; a delete does too, and the read after it is

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"xceiver/model"
 	"xceiver/model/shortcircuit"
 )
 
@@ -44,14 +45,11 @@ func TestReadScenarioWaitsForRoomInTheAcceptQueue(t *testing.T) {
 		for _, path := range []string{"uds", "sc"} {
 			s := shortcircuit.DefaultReadScenario()
 			s.Path, s.Readers, s.Ops = path, 256, 2
-			w, closeW := simWorld(), func() error { return nil }
-			if world == "real" {
-				w, closeW = realWorld(t)
-			}
-			res, err := shortcircuit.RunRead(w, s, time.Minute)
-			if cerr := closeW(); err == nil {
-				err = cerr
-			}
+			var res *shortcircuit.ReadResult
+			err := inWorld(t, world, func(w model.World) (err error) {
+				res, err = shortcircuit.RunRead(w, s, time.Minute)
+				return err
+			})
 			if err != nil {
 				t.Fatalf("%s %s: %v", world, path, err)
 			}

@@ -15,50 +15,45 @@ import (
 func TestDialWaitEndsAtTheOpTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	for _, world := range []string{"sim", "real"} {
-		w, closeW := simWorld(), func() error { return nil }
-		if world == "real" {
-			w, closeW = realWorld(t)
-		}
 		const path = "stuck_socket"
 		var took time.Duration
 		var rerr error
-		_, err := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
-			if _, err := p.Listen("unix", path, 1, p.MainLoop()); err != nil {
-				w.Fail(err)
-				return
-			}
-			if _, err := w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
-				for { // fill the queue; nothing accepts
-					_, err := cp.Dial("unix", path, cp.MainLoop(), func(model.Events) {})
-					if errors.Is(err, model.ErrWouldBlock) {
-						break
+		err := inWorld(t, world, func(w model.World) error {
+			_, err := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+				if _, err := p.Listen("unix", path, 1, p.MainLoop()); err != nil {
+					w.Fail(err)
+					return
+				}
+				if _, err := w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+					for { // fill the queue; nothing accepts
+						_, err := cp.Dial("unix", path, cp.MainLoop(), func(model.Events) {})
+						if errors.Is(err, model.ErrWouldBlock) {
+							break
+						}
+						if err != nil {
+							w.Fail(err)
+							return
+						}
 					}
+					cl, err := model.NewClient(cp, cp.MainLoop(), 0, model.ClientConfig{Datanode: path, Network: "unix", Timeout: timeout})
 					if err != nil {
 						w.Fail(err)
 						return
 					}
-				}
-				cl, err := model.NewClient(cp, cp.MainLoop(), 0, model.ClientConfig{Datanode: path, Network: "unix", Timeout: timeout})
-				if err != nil {
+					t0 := cp.MainLoop().Now()
+					cl.Read(1, 0, 0, 10, func(r model.Result) {
+						took, rerr = cp.MainLoop().Now()-t0, r.Err
+						w.Stop()
+					})
+				}); err != nil {
 					w.Fail(err)
-					return
 				}
-				t0 := cp.MainLoop().Now()
-				cl.Read(1, 0, 0, 10, func(r model.Result) {
-					took, rerr = cp.MainLoop().Now()-t0, r.Err
-					w.Stop()
-				})
-			}); err != nil {
-				w.Fail(err)
+			})
+			if err != nil {
+				return err
 			}
+			return w.Run(time.Minute)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = w.Run(time.Minute)
-		if cerr := closeW(); err == nil {
-			err = cerr
-		}
 		if err != nil {
 			t.Fatalf("%s: %v", world, err)
 		}
