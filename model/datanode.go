@@ -162,6 +162,11 @@ type DatanodeBugs struct {
 	// though the request may be on its way: it then meets a closed
 	// socket and the client an EOF (no IdleGrace).
 	EvictFresh bool
+	// FirstOpReused counts a connection's first op as a keep-alive
+	// reuse: the count (run read's keepalive_reuses, which validate
+	// holds against real sockets) says every op found a kept-alive
+	// connection.
+	FirstOpReused bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -1110,7 +1115,7 @@ func (dc *dnConn) startOp(req Request) {
 		dc.ka.Stop()
 		dc.ka = nil
 	}
-	if dc.opsOnConn > 0 {
+	if dc.opsOnConn > 0 || dc.dn.cfg.Bugs.FirstOpReused {
 		dc.st.KeepaliveReuses++
 	}
 	dc.opsOnConn++

@@ -227,6 +227,12 @@ var Bugs = []Bug{
 		fragment: true,
 	},
 	{
+		Name:    "first-op-reused",
+		What:    "the datanode counts a connection's first op as a keep-alive reuse: run read's keepalive_reuses, the figure validate holds against real sockets, says every op found a kept-alive connection",
+		Catches: PropStats,
+		apply:   func(d drawer, cfg *Config) { cfg.FirstOpReused = true },
+	},
+	{
 		Name:    "short-stream",
 		What:    "the client takes the last packet as the end of a read without checking it got the whole range: a datanode that ends early returns a short read as a success",
 		Catches: PropLiar,

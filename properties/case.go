@@ -128,6 +128,7 @@ type Config struct {
 	AcceptSpin              bool `json:"accept_spin,omitempty"`
 	EvictFresh              bool `json:"evict_fresh,omitempty"`
 	AcceptShortStream       bool `json:"accept_short_stream,omitempty"`
+	FirstOpReused           bool `json:"first_op_reused,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.

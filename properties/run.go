@@ -411,6 +411,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails,
 			NoConnCap: c.NoConnCap, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,
+			FirstOpReused: c.FirstOpReused,
 		},
 	}
 }
