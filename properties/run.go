@@ -353,10 +353,11 @@ func (h *harness) runWorld(limit time.Duration) (err error) {
 	return h.w.Run(limit)
 }
 
-// Properties lists every property by name.
+// Properties lists every property a datanode case checks, by name: what
+// its failures name, what its ignore list may hold, and what check lists.
 var Properties = []string{PropFDBounds, PropPoolBound, PropNoCloseInUse, PropLinearizable, PropStream, PropAvailability,
 	PropLiveness, PropLeakFree, PropDeterminism, PropHarness, PropMemory, PropTimeout, PropHostileAvail, PropToken, PropClosed,
-	PropConfig, PropCache, PropLiar, PropRefusal}
+	PropConfig, PropCache, PropLiar, PropRefusal, PropStats}
 
 // KnownProperty reports whether name is a property.
 func KnownProperty(name string) bool {

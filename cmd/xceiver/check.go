@@ -748,11 +748,10 @@ func nonNil(f []checkFailure) []checkFailure {
 	return f
 }
 
-func propertyNames() []string {
-	return []string{properties.PropFDBounds, properties.PropPoolBound, properties.PropNoCloseInUse, properties.PropLinearizable,
-		properties.PropStream, properties.PropAvailability, properties.PropLiveness, properties.PropLeakFree, properties.PropDeterminism,
-		properties.PropMemory, properties.PropTimeout, properties.PropHostileAvail, properties.PropStats}
-}
+// propertyNames are the datanode's properties: properties' list, which its
+// traces' ignore entries are validated against and its seeds' --ignore is
+// filtered by (one list, so no property is accepted and then dropped).
+func propertyNames() []string { return slices.Clone(properties.Properties) }
 
 // realPropertyNames are what a check in the real world checks: no
 // determinism (that needs the simulator).
@@ -797,7 +796,7 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 	if opt.noShrink {
 		budget = 0
 	}
-	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: ignoredOf(opt.ignore, properties.Properties)}, seed%50 == 0, budget)
+	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: ignoredOf(opt.ignore, propertyNames())}, seed%50 == 0, budget)
 	if err != nil {
 		return 0, &checkFailure{System: "datanode", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
