@@ -191,15 +191,15 @@ lock hands over in FIFO order, as to a parked successor. Java's default
 ReentrantLock also lets a running thread barge in: the "barging" rows run
 the same reads with non-fair locks, and there the lock no longer waits
 for a wake-up, the runs are bound by the copy and CRC32C work, and
-sharding buys about 1.2x. So the model reproduces HDFS-15202's 4.5x only
+sharding buys about 1.15x. So the model reproduces HDFS-15202's 4.5x only
 through the hand-off's idle wake-ups; with barging it would need critical
 sections far longer than the bookkeeping it charges (HDFS's 78 s for
 100,000 reads is about 0.4 ms of lock per acquisition if the lock were
 the only bound, against about a microsecond here). On the 2 modelled cores the other
 benches use, the runs are bound by CPU (this bench there gave 1.07x); with
 no wake-up cost a handed lock starts at once and the lock barely shows
-(go test ./model/shortcircuit -run TestShardingRelievesTheLockHandOff -v:
-32 readers on 8 cores, 4.5x with wake-ups, 1.05x without).`
+(go test ./model/shortcircuit -run TestShardingRelievesTheLockHandOff -v
+runs 32 readers on 8 cores both ways and logs the times).`
 
 const explainHDFS347 = `What the model says about domain-socket data traffic: the datanode sends
 a TCP read as HDFS's BlockSender does with transferTo (tcp): each packet's

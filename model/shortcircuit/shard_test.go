@@ -57,5 +57,5 @@ func TestShardingRelievesTheLockHandOff(t *testing.T) {
 	if r := float64(oneNW) / float64(fiveNW); r > 2 {
 		t.Errorf("without wake-ups: 1 shard %v, 5 shards %v: speed-up %.2f, want < 2 (CPU-bound)", oneNW, fiveNW, r)
 	}
-	t.Logf("with wake-ups %v → %v; without %v → %v", one, five, oneNW, fiveNW)
+	t.Logf("with wake-ups %v → %v (%.2f×); without %v → %v (%.2f×)", one, five, float64(one)/float64(five), oneNW, fiveNW, float64(oneNW)/float64(fiveNW))
 }
