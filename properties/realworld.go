@@ -3,6 +3,7 @@ package properties
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -74,7 +75,7 @@ func RunReal(c Case, root string) (*Result, error) {
 	}
 	res := &Result{}
 	fail := func(prop, format string, a ...any) {
-		if res.Failure == nil {
+		if res.Failure == nil && !slices.Contains(c.Ignore, prop) {
 			res.Failure = &Failure{prop, fmt.Sprintf(format, a...)}
 		}
 	}
@@ -249,8 +250,8 @@ func RunReal(c Case, root string) (*Result, error) {
 		res.History = history
 		var lf *Failure
 		res.Lin, _, lf = CheckHistory(history, DefaultLinTimeout, false)
-		if lf != nil && res.Failure == nil {
-			res.Failure = lf
+		if lf != nil {
+			fail(lf.Property, "%s", lf.Message)
 		}
 	}
 	closeErr := w.Close()

@@ -270,15 +270,18 @@ func (o *checkOptions) validate(c *call) error {
 	if o.system == "rpc" && o.world == "real" {
 		return c.usagef("%s rpc: checked in sim only (the real world runs the rpc server in xceiver run rpc and go test ./real)", c.typed("system"))
 	}
+	if o.system == "scenario" && o.world == "real" {
+		return c.usagef("%s scenario: checked in sim only (the real world runs the scenarios in xceiver run --world real and xceiver validate)", c.typed("system"))
+	}
 	if o.world == "real" {
 		// Refuse rather than ignore: a real-world check writes no traces
 		// (re-run a failing seed in sim for one) and needs the whole OS
 		// process to itself for its leak check.
 		set := map[string]bool{}
 		c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for _, n := range []string{"out", "parallel"} {
+		for _, n := range []string{"out", "parallel", "no-shrink"} {
 			if set[n] {
-				return c.usagef("%s: a check in the real world runs one seed at a time and writes no traces (check a failing seed in sim for its trace)", c.typed(n))
+				return c.usagef("%s: a check in the real world runs one seed at a time and neither shrinks nor writes traces (check a failing seed in sim for its trace)", c.typed(n))
 			}
 		}
 	}
@@ -948,6 +951,7 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 		if err != nil {
 			return report(stderr, fmt.Errorf("check: seed %d: %w", seed, err))
 		}
+		c.Ignore = ignoredOf(opt.ignore, realPropertyNames())
 		res, err := properties.RunReal(properties.ForReal(c, properties.DefaultRealLimits), "")
 		if err != nil {
 			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
