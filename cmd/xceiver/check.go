@@ -822,11 +822,7 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 		f.TraceError = "recording the shrunk case did not reproduce its failure (nondeterminism)"
 	}
 	f.Events, f.Bytes = t.Header.Events, t.Size()
-	name := fmt.Sprintf("seed-%d.trace", seed)
-	if opt.bug != "" {
-		name = fmt.Sprintf("seed-%d-%s.trace", seed, opt.bug)
-	}
-	path := filepath.Join(opt.out, name)
+	path := filepath.Join(opt.out, failureTraceName("datanode", seed, opt.bug))
 	if err := os.MkdirAll(opt.out, 0o755); err != nil {
 		f.TraceError = err.Error()
 		return o.SimEvents, f

@@ -201,6 +201,19 @@ func saveTrace(f *checkFailure, opt checkOptions, name string, write func(path s
 
 // systemTraceName names the trace file of a failing seed of a system
 // whose traces are JSON (rpc, sc).
+// failureTraceName is the name check gives the trace of a failure of
+// system at seed (with bug switched on, or ""): merge copies only a file
+// of that name as the failure's trace.
+func failureTraceName(system string, seed uint64, bug string) string {
+	if system != "datanode" && system != "" { // "": a result from before the other systems
+		return systemTraceName(system, seed, bug)
+	}
+	if bug != "" {
+		return fmt.Sprintf("seed-%d-%s.trace", seed, bug)
+	}
+	return fmt.Sprintf("seed-%d.trace", seed)
+}
+
 func systemTraceName(system string, seed uint64, bug string) string {
 	if bug != "" {
 		return fmt.Sprintf("%s-seed-%d-%s.json", system, seed, bug)

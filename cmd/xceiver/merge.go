@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +66,7 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 	if err != nil {
 		return report(c.stderr, c.usagef("%v", err))
 	}
+	m.dropForeignTraces()
 	if tracesDir != "" {
 		if err := os.MkdirAll(tracesDir, 0o755); err != nil {
 			return report(c.stderr, fmt.Errorf("merge: %w", err))
@@ -84,6 +84,13 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		}
 		fmt.Fprintln(c.stdout, string(b))
 	} else {
+		// A trace --traces could not bring along is said, not only
+		// left out of the groups (the JSON's trace_error).
+		for _, f := range s.Failures {
+			if f.TraceError != "" {
+				fmt.Fprintf(c.stdout, "seed %d: no trace: %s\n", f.Seed, f.TraceError)
+			}
+		}
 		printGroups(c.stdout, s.ByProperty)
 		fmt.Fprintf(c.stdout, "merged %d shard%s of %d: checked %d of %d seed%s (from %d, %s%s)\n",
 			len(s.Shards), plural(len(s.Shards), "", "s"), m.n, s.Checked, s.Seeds, plural(s.Seeds, "", "s"), s.FirstSeed, s.World, systemsLine(s.System, s.Systems))
@@ -413,18 +420,26 @@ func (m *merged) add(r *checkSummary) error {
 	return nil
 }
 
-// copyTraces copies every listed failure's trace into dir and points the
-// failures there; a trace it cannot find keeps a note instead.
-func (m *merged) copyTraces(dir string) {
-	type copyJob struct {
-		f        *checkFailure
-		src, dst string
+// dropForeignTraces drops each failure's trace that check would not have
+// named so: a result file is input, and one that names any file as a
+// seed's trace would have merge print it, and copy it with --traces.
+func (m *merged) dropForeignTraces() {
+	for _, r := range m.results {
+		for j := range r.Failures {
+			f := &r.Failures[j]
+			if want := failureTraceName(f.System, f.Seed, r.Bug); f.Trace != "" && filepath.Base(f.Trace) != want {
+				f.TraceError = fmt.Sprintf("%s is not a name check gives seed %d's trace (%s)", f.Trace, f.Seed, want)
+				f.Trace = ""
+			}
+		}
 	}
-	var jobs []copyJob
-	// Every source of a destination, told apart by file rather than by
-	// path: a file copied over a name another trace has (perhaps that
-	// trace itself, already in dir) would destroy it.
-	sources := map[string][]string{}
+}
+
+// copyTraces copies every listed failure's trace into dir and points the
+// failures there; a trace it cannot find keeps a note instead. Each
+// copy's name is its seed's (dropForeignTraces), and a sweep lists each
+// seed once, so no copy lands on another's name.
+func (m *merged) copyTraces(dir string) {
 	for k, r := range m.results {
 		for j := range r.Failures {
 			f := &r.Failures[j]
@@ -438,24 +453,13 @@ func (m *merged) copyTraces(dir string) {
 				continue
 			}
 			dst := filepath.Join(dir, filepath.Base(f.Trace))
-			if !slices.ContainsFunc(sources[dst], func(s string) bool { return sameFile(s, src) }) {
-				sources[dst] = append(sources[dst], src)
+			if err := copyTrace(src, dst); err != nil {
+				f.TraceError = err.Error()
+				f.Trace = ""
+				continue
 			}
-			jobs = append(jobs, copyJob{f, src, dst})
+			f.Trace = dst
 		}
-	}
-	for _, j := range jobs {
-		if len(sources[j.dst]) > 1 {
-			j.f.TraceError = "not copied: other failures' traces are named " + filepath.Base(j.dst) + " too"
-			j.f.Trace = j.src
-			continue
-		}
-		if err := copyTrace(j.src, j.dst); err != nil {
-			j.f.TraceError = err.Error()
-			j.f.Trace = ""
-			continue
-		}
-		j.f.Trace = j.dst
 	}
 }
 

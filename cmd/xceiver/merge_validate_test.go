@@ -420,20 +420,25 @@ func TestMergeSweepEndingOnTheLastSeed(t *testing.T) {
 	}
 }
 
-// Two failures whose traces have the same name are not copied over each
-// other: the one already in the --traces directory would be lost.
-func TestMergeTracesOfTheSameName(t *testing.T) {
+// A result file is input: a failure whose trace is not named as check
+// names that seed's trace (another seed's, or any file at all) is neither
+// copied nor printed as a trace, and no file is touched. (Merge copied
+// /etc/passwd into --traces as seed 4's trace, and printed the replay
+// command for it.)
+func TestMergeTracesOfAnotherName(t *testing.T) {
 	dir := t.TempDir()
 	into, elsewhere := filepath.Join(dir, "into"), filepath.Join(dir, "elsewhere")
 	os.Mkdir(into, 0o755)
 	os.Mkdir(elsewhere, 0o755)
-	a, b := filepath.Join(elsewhere, "x.trace"), filepath.Join(into, "x.trace")
-	os.WriteFile(a, []byte("shard 1's trace"), 0o644)
-	os.WriteFile(b, []byte("shard 2's trace"), 0o644)
+	a, b, c := filepath.Join(elsewhere, "seed-103.trace"), filepath.Join(into, "seed-103.trace"), filepath.Join(elsewhere, "passwd")
+	os.WriteFile(a, []byte("another sweep's trace"), 0o644)
+	os.WriteFile(b, []byte("seed 103's trace"), 0o644)
+	os.WriteFile(c, []byte("not a trace"), 0o644)
 	shards := syntheticShards()
-	shards[0].Failures[0].Trace = a
+	shards[0].Failures[0].Trace = a // seed 100
 	shards[0].ByProperty[0].Smallest.Trace = a
-	shards[1].Failures[0].Trace = b
+	shards[0].Failures[1].Trace = c // seed 104
+	shards[1].Failures[0].Trace = b // seed 103
 	shards[1].ByProperty[0].Smallest.Trace = b
 	files := []string{filepath.Join(dir, "s1.json"), filepath.Join(dir, "s2.json")}
 	for k := range shards {
@@ -443,16 +448,25 @@ func TestMergeTracesOfTheSameName(t *testing.T) {
 	if code, stderr := cliJSON(t, &got, "merge", "--json", "--traces", into, files[0], files[1]); code != exitFail {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for p, want := range map[string]string{a: "shard 1's trace", b: "shard 2's trace"} {
+	for p, want := range map[string]string{a: "another sweep's trace", b: "seed 103's trace", c: "not a trace"} {
 		if b, err := os.ReadFile(p); string(b) != want {
 			t.Errorf("%s: %q (%v), want %q", p, b, err, want)
 		}
 	}
+	if names, _ := filepath.Glob(filepath.Join(into, "*")); len(names) != 1 {
+		t.Errorf("--traces holds %v, want only seed 103's trace", names)
+	}
 	for _, f := range got.Failures {
-		want := map[uint64]string{100: a, 103: b}[f.Seed]
-		if f.Trace != want || (want != "" && f.TraceError == "") {
-			t.Errorf("seed %d: trace %q (%s), want it left at %q with a note", f.Seed, f.Trace, f.TraceError, want)
+		switch want := map[uint64]string{103: b}[f.Seed]; {
+		case f.Trace != want:
+			t.Errorf("seed %d: trace %q, want %q", f.Seed, f.Trace, want)
+		case want == "" && !strings.Contains(f.TraceError, "is not a name check gives seed"):
+			t.Errorf("seed %d: trace_error %q, want a note of the name", f.Seed, f.TraceError)
 		}
+	}
+	code, out, _ := runCLI("merge", files[0], files[1])
+	if code != exitFail || !strings.Contains(out, "seed 104: no trace: "+c+" is not a name check gives seed 104's trace (seed-104.trace)") || strings.Contains(out, "replay "+a) {
+		t.Errorf("exit %d, want 1, a line for seed 104's dropped trace and no replay of %s:\n%s", code, a, out)
 	}
 }
 
