@@ -526,6 +526,11 @@ var rpcFaultN = map[string][2]int{
 
 // Validate refuses a case that cannot run.
 func (c *RPCCase) Validate() error {
+	if c.Bug != "" {
+		if _, ok := LookupRPCBug(c.Bug); !ok {
+			return fmt.Errorf("rpc case: unknown bug %q", c.Bug)
+		}
+	}
 	cfg := &c.Config
 	switch {
 	case cfg.Readers < 1 || cfg.Readers > 16 || cfg.Handlers < 1 || cfg.Handlers > 64 || cfg.QueueSize < 1 || cfg.QueueSize > 1<<16:

@@ -181,3 +181,21 @@ func TestRPCIdleCloseRaceSeeds(t *testing.T) {
 		}
 	}
 }
+
+// A trace's case names a catalogued bug or none: replay refused an
+// unknown one in every system's traces but the rpc's, which reproduced it
+// as if it named nothing.
+func TestRPCCaseRefusesUnknownBug(t *testing.T) {
+	c, err := DrawRPC(SeedSource(1), 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Bug = RPCBugs[0].Name
+	if err := c.Validate(); err != nil {
+		t.Errorf("bug %s: %v", c.Bug, err)
+	}
+	c.Bug = "bogus"
+	if err := c.Validate(); err == nil || err.Error() != `rpc case: unknown bug "bogus"` {
+		t.Errorf("bug bogus: %v, want it refused", err)
+	}
+}
