@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"xceiver/traces"
 )
 
 // command is one subcommand, declared in one place: synopsis, help,
@@ -421,6 +422,11 @@ func checkOutFile(path string) error {
 		if st.IsDir() {
 			return fmt.Errorf("%s is a directory", path)
 		}
+		if isTrace(path) {
+			// A failure's trace may be all that is left of it: an
+			// output flag given its name by a slip would destroy it.
+			return fmt.Errorf("%s is a trace (replay reads it); name another file", path)
+		}
 		// Non-blocking: a FIFO nobody reads would hold the open for
 		// good; so it fails at once (ENXIO) instead.
 		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
@@ -438,6 +444,16 @@ func checkOutFile(path string) error {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	return probeWritable(dir)
+}
+
+// isTrace reports whether path holds a trace replay reads: a data-path
+// trace, or a JSON trace of another system.
+func isTrace(path string) bool {
+	if jsonTraceSystem(path) != "" {
+		return true
+	}
+	_, err := traces.ReadFile(path)
+	return err == nil
 }
 
 // readInput reads a file a flag or an argument names, up to limit bytes.

@@ -511,3 +511,33 @@ func TestEmbeddedProfileIsNoFile(t *testing.T) {
 		t.Errorf("the trace was not written to ./embedded: %q, %v", b[:min(len(b), 40)], err)
 	}
 }
+
+// An output flag never writes over a trace: given a trace's name by a
+// slip, replay --html, run --trace and calibrate --out destroyed it (the
+// page, the event stream or the profile took its place).
+func TestOutputFlagsSpareTraces(t *testing.T) {
+	dir := t.TempDir()
+	for _, src := range []string{"../../traces/corpus/HDFS-3359.trace", "../../traces/corpus/rpc/HADOOP-6723.json"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, filepath.Base(src))
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"replay", "../../traces/corpus/HDFS-4911.trace", "--html", dst},
+			{"run", "tcp-pattern", "--ops", "5", "--trace", dst},
+			{"calibrate", "--out", dst},
+		} {
+			code, _, errs := runCLI(args...)
+			if want := dst + " is a trace (replay reads it); name another file"; code != exitUsage || !strings.Contains(errs, want) {
+				t.Errorf("%v: exit %d, %q; want 2 and %q", args, code, errs, want)
+			}
+			if now, _ := os.ReadFile(dst); !bytes.Equal(now, b) {
+				t.Fatalf("%v changed %s", args, dst)
+			}
+		}
+	}
+}
