@@ -268,19 +268,19 @@ func (h *harness) run() *Result {
 		res.TraceHash = w.TraceHashString()
 		return res
 	case runErr != nil && errors.Is(runErr, sim.ErrLimit):
-		h.failure = &Failure{PropLiveness, fmt.Sprintf("no quiescence in the %s phase: %v", phaseNames[h.phase], runErr)}
+		h.failAfter(PropLiveness, fmt.Sprintf("no quiescence in the %s phase: %v", phaseNames[h.phase], runErr))
 	case runErr != nil:
-		h.failure = &Failure{PropHarness, runErr.Error()}
+		h.failAfter(PropHarness, runErr.Error())
 	case h.phase != phaseDone:
-		h.failure = &Failure{PropLiveness, fmt.Sprintf("the world ran out of events in the %s phase", phaseNames[h.phase])}
+		h.failAfter(PropLiveness, fmt.Sprintf("the world ran out of events in the %s phase", phaseNames[h.phase]))
 	}
 	res.History = h.history()
 	res.Ops = len(res.History) - len(h.initState)
 	if h.failure == nil || h.opt.Verbose {
 		var f *Failure
 		res.Lin, res.LinInfo, f = CheckHistory(res.History, h.opt.LinTimeout, h.opt.Verbose)
-		if h.failure == nil {
-			h.failure = f
+		if f != nil {
+			h.failAfter(f.Property, f.Message)
 		}
 	}
 	res.Failure = h.failure
@@ -376,6 +376,15 @@ func (h *harness) ignored(prop string) bool {
 		}
 	}
 	return false
+}
+
+// failAfter is fail once the world has stopped: the verdicts taken after
+// the run (its end, linearizability) are ignored as the others are, and
+// note nothing in a trace that is already whole.
+func (h *harness) failAfter(prop, msg string) {
+	if h.failure == nil && !h.ignored(prop) {
+		h.failure = &Failure{prop, msg}
+	}
 }
 
 func (h *harness) fail(prop, format string, a ...any) {

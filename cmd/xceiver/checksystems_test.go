@@ -110,6 +110,10 @@ func TestCheckIgnoreReachesEverySystem(t *testing.T) {
 		{"HDFS-6750", "1", "linearizability"},
 		{"call-id-reuse", "16", "exactly-once"},
 		{"first-op-reused", "5", "dn-stats"},
+		// Verdicts taken once the run is over were not ignored.
+		{"stale-handle", "4", "linearizability"},
+		{"editlog-eio-answer", "1", "linearizability"},
+		{"editlog-answer-before-sync", "1", "durability"},
 	} {
 		if code, out, _ := runCLI("check", "--bug", c.bug, "--seed", c.seed, "--out", t.TempDir()); code != exitFail {
 			t.Errorf("--bug %s --seed %s: exit %d, want 1: %s", c.bug, c.seed, code, out)
