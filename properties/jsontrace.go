@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +19,46 @@ import (
 // maxJSONTrace bounds what readJSONTrace reads: a recorded trace is a
 // few KB (the corpus's largest 3 KB; a case at every bound of its
 // Validate about 1 MB), and a file past this is not one.
-const maxJSONTrace = 64 << 20
+const maxJSONTrace = 8 << 20
+
+// MaxJSONElements bounds the array elements a trace's JSON may hold, all
+// arrays together, before it is decoded: far above what any case's
+// Validate lets through (the most, a short-circuit case's 10,000 ops), and
+// far below what decoding costs dearly. Decoded, each "{}" of an array of
+// ops becomes a whole op: 21 million of them, in a file under the byte
+// bound, took 6.5 GB before Validate could count them.
+const MaxJSONElements = 100_000
+
+// CheckJSONElements refuses data holding more than MaxJSONElements array
+// elements, counted token by token without decoding them.
+func CheckJSONElements(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var arrays []bool // for each open container: is it an array
+	n := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return nil // not JSON, or done: the decoder that follows says which
+		}
+		if len(arrays) > 0 && arrays[len(arrays)-1] {
+			if d, ok := t.(json.Delim); !ok || d == '[' || d == '{' {
+				if n++; n > MaxJSONElements {
+					return fmt.Errorf("more than %d array elements", MaxJSONElements)
+				}
+			}
+		}
+		if d, ok := t.(json.Delim); ok {
+			switch d {
+			case '[':
+				arrays = append(arrays, true)
+			case '{':
+				arrays = append(arrays, false)
+			default:
+				arrays = arrays[:len(arrays)-1]
+			}
+		}
+	}
+}
 
 // readJSONTrace reads path into t (a pointer to the system's trace type);
 // kind names the trace in the error for a file that is not one ("an rpc").
@@ -42,19 +82,22 @@ func readJSONTrace(path, kind string, t any) error {
 		return fmt.Errorf("%s: not %s trace: %d bytes, more than a trace's %d", path, kind, st.Size(), maxJSONTrace)
 	}
 	// (Read through the bound too: the file may grow as it is read.)
-	r := &io.LimitedReader{R: f, N: maxJSONTrace + 1}
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(t); err != nil {
-		if r.N <= 0 {
-			return fmt.Errorf("%s: not %s trace: more than a trace's %d bytes", path, kind, maxJSONTrace)
-		}
+	data, err := io.ReadAll(io.LimitReader(f, maxJSONTrace+1))
+	if err != nil {
 		return fmt.Errorf("%s: not %s trace: %w", path, kind, err)
 	}
-	switch _, err := dec.Token(); {
-	case r.N <= 0:
+	if len(data) > maxJSONTrace {
 		return fmt.Errorf("%s: not %s trace: more than a trace's %d bytes", path, kind, maxJSONTrace)
-	case err != io.EOF:
+	}
+	if err := CheckJSONElements(data); err != nil {
+		return fmt.Errorf("%s: not %s trace: %w", path, kind, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(t); err != nil {
+		return fmt.Errorf("%s: not %s trace: %w", path, kind, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("%s: not %s trace: more after its object", path, kind)
 	}
 	return nil

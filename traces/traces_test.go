@@ -138,6 +138,21 @@ func TestBadTracesAreRefused(t *testing.T) {
 	if _, err := ReadFile(filepath.Join(dir, "appended-to")); err == nil || !strings.Contains(err.Error(), "more event lines") {
 		t.Errorf("appended to: %v, want it refused at the first line past the header's count", err)
 	}
+	// Lines that are not events, and a header of arrays of empty
+	// objects, are refused before they are held (millions of either took
+	// gigabytes).
+	events1 := strings.SplitAfterN(events, "\n", 2)
+	for name, content := range map[string]string{
+		"a line not an event": head + events1[0] + "{}\n" + events1[1],
+		"a dense header":      strings.Replace(head, `"ops":[`, `"ops":[`+strings.Repeat("{},", properties.MaxJSONElements), 1) + events,
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		os.WriteFile(path, []byte(content), 0o644)
+		want := map[string]string{"a line not an event": "line 3 is not an event", "a dense header": "header: more than 100000 array elements"}[name]
+		if _, err := ReadFile(path); !IsBadTrace(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
 	// Not regular files: a FIFO nobody writes would block the read.
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
