@@ -192,6 +192,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--cpu-scale", "NaN"}, `xceiver: run read: --cpu-scale NaN: want a factor from 0.1 to 10`},
 		{[]string{"run", "read", "--server", "threaded", "--inline-io", "--selectors", "2"}, `xceiver: run read: --inline-io, --selectors: the reactor's; --server threaded has a thread per connection`},
 		{[]string{"run", "read", "--server", "threaded", "--pool-max", "2"}, `xceiver: run read: --pool-max: the reactor's; --server threaded has a thread per connection`},
+		{[]string{"run", "read", "--inline-io", "--workers", "8"}, `xceiver: run read: --workers: --inline-io has no worker pool; the selectors build the packets themselves`},
 		{[]string{"run", "rpc", "--cpu-scale", "50"}, `xceiver: run rpc: --cpu-scale 50: want a factor from 0.1 to 10`},
 		{[]string{"bench", "hadoop-6713", "--cpu-scale", "0.01"}, `xceiver: bench: --cpu-scale 0.01: want a factor from 0.1 to 10`},
 		{[]string{"run", "read", "--cpu-scale", "2", "--world", "real"}, `xceiver: run read: --cpu-scale: the real world runs at the machine's own speed; the factor scales the simulated world's costs`},

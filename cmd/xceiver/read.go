@@ -57,6 +57,11 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 				return nil, usagef("run read: %s: the reactor's; --server threaded has a thread per connection", strings.Join(reactorOnly, ", "))
 			}
 		}
+		if s.Server.InlineIO && isSet(fs, "workers") {
+			// The datanode starts no pool then (model.StartDatanode): the
+			// count went unread, and the run passed for one with it.
+			return nil, usagef("run read: --workers: --inline-io has no worker pool; the selectors build the packets themselves")
+		}
 		if s.Server.PoolMax == 0 {
 			// (Validate takes 0 for the default: the flag's default is 64.)
 			return nil, usagef("run read: --pool-max 0: a handle needs 2 fds (data and meta)")
