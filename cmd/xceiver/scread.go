@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"time"
 
 	"xceiver/model"
@@ -33,6 +34,24 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 		}
 		if err := s.Validate(); err != nil {
 			return nil, usagef("run sc-read: %v", err)
+		}
+		// Refused rather than left unread: the other paths make no
+		// cache and verify nothing themselves, so the run is the same
+		// with them or without (its trace hash too).
+		if s.Path != "sc" {
+			var scOnly []string
+			for _, name := range []string{"shards", "cache-capacity", "cache-expiry", "skip-checksum"} {
+				if isSet(fs, name) {
+					scOnly = append(scOnly, "--"+name)
+				}
+			}
+			if len(scOnly) > 0 {
+				return nil, usagef("run sc-read: %s: short-circuit reads'; --path %s reads through the datanode", strings.Join(scOnly, ", "), s.Path)
+			}
+		}
+		// (With --path sc it stays: the reads that fall back go over TCP.)
+		if s.Path == "uds" && isSet(fs, "no-transfer-to") {
+			return nil, usagef("run sc-read: --no-transfer-to: TCP reads'; the datanode copies --path uds's data traffic always, never sending it with sendfile")
 		}
 		return scReadRunner{s}, nil
 	}
