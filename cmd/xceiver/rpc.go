@@ -61,6 +61,13 @@ type rpcRunner struct {
 	barging, wakeups bool
 }
 
+// simOnly names the flags only simConfig and the sim's processes read:
+// the real world's processes share the machine's cores, and its locks
+// and wake-ups are Go's.
+func (rpcRunner) simOnly() ([]string, string) {
+	return []string{"namenode-cores", "locks", "wakeups"}, "the real world runs on this machine's cores, with Go's locks and wake-ups"
+}
+
 // simConfig gives every process its own cores: the namenode is a host of
 // its own, as in HADOOP-6713's measurement, not sharing cores with the
 // clients that load it. Costs come from the profile (--profile, else the

@@ -59,6 +59,12 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 
 type scReadRunner struct{ s shortcircuit.ReadScenario }
 
+// simOnly names the flags only the sim reads: the real world's processes
+// share the machine's cores.
+func (scReadRunner) simOnly() ([]string, string) {
+	return []string{"cores"}, "the real world's client runs on this machine's cores"
+}
+
 func (r scReadRunner) run(w model.World) (result, error) {
 	res, err := shortcircuit.RunRead(w, r.s, 24*time.Hour)
 	if err != nil {
