@@ -215,6 +215,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--host-steal-gap", "2ms"}, `xceiver: run read: --host-steal-gap: the gaps of a host that withholds nothing; give --host-steal S too`},
 		{[]string{"run", "read", "--host-steal-gap", "2ms", "--world", "real"}, `xceiver: run read: --host-steal-gap: the real world's host leaves the gaps it does; the gap is the simulated host's`},
 		{[]string{"run", "read", "--host-steal", "0.3", "--world", "real"}, `xceiver: run read: --host-steal: the real world's host withholds what it does (a real run reports it: host_steal_share); the share is the simulated host's`},
+		{[]string{"validate", "--scenario", "tcp-nagle", "--repeat", "20", "--max-steal", "0.01"}, `xceiver: validate: --repeat, --max-steal: tcp-nagle runs once; the flags are for the repeated checks (read-scale-32k, read-scale-64k, loop-pairs, tcp-stalls)`},
+		{[]string{"validate", "--scenario", "uds-vs-tcp", "-max-steal", "0.5"}, `xceiver: validate: -max-steal: uds-vs-tcp runs once; the flag is for the repeated checks (read-scale-32k, read-scale-64k, loop-pairs, tcp-stalls)`},
 		{[]string{"validate", "--max-steal", "NaN"}, `xceiver: validate: --max-steal NaN: want a share from 0 to 1`},
 		{[]string{"validate", "--max-steal", "-0.1"}, `xceiver: validate: --max-steal -0.1: want a share from 0 to 1`},
 		{[]string{"validate", "--calibrate", "--cpu-scale", "fast"}, `xceiver: validate: --cpu-scale "fast": want auto or a number`},

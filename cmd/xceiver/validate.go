@@ -499,6 +499,27 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		}
 		only = n
 	}
+	var noisyNames []string
+	repeated := false // a selected check runs repeat times
+	for _, ch := range validateChecks() {
+		if ch.noisy {
+			noisyNames = append(noisyNames, ch.name)
+			repeated = repeated || only == "" || ch.name == only
+		}
+	}
+	if !repeated {
+		// Only the repeated checks' rounds read them: a check run once
+		// ran once, whatever --repeat asked.
+		var set []string
+		for _, n := range []string{"repeat", "max-steal"} {
+			if isSet(c.fs, n) {
+				set = append(set, c.typed(n))
+			}
+		}
+		if len(set) > 0 {
+			return report(stderr, c.usagef("%s: %s runs once; %s for the repeated checks (%s)", strings.Join(set, ", "), only, plural(len(set), "the flag is", "the flags are"), strings.Join(noisyNames, ", ")))
+		}
+	}
 	if _, err := loadProfile(profile); err != nil {
 		return report(stderr, err)
 	}
