@@ -217,6 +217,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--host-steal", "0.3", "--world", "real"}, `xceiver: run read: --host-steal: the real world's host withholds what it does (a real run reports it: host_steal_share); the share is the simulated host's`},
 		{[]string{"validate", "--scenario", "tcp-nagle", "--repeat", "20", "--max-steal", "0.01"}, `xceiver: validate: --repeat, --max-steal: tcp-nagle runs once; the flags are for the repeated checks (read-scale-32k, read-scale-64k, loop-pairs, tcp-stalls)`},
 		{[]string{"validate", "--scenario", "uds-vs-tcp", "-max-steal", "0.5"}, `xceiver: validate: -max-steal: uds-vs-tcp runs once; the flag is for the repeated checks (read-scale-32k, read-scale-64k, loop-pairs, tcp-stalls)`},
+		{[]string{"validate", "--seed", "18446744073709551615", "--scenario", "loop-pairs", "--repeat", "2"}, `xceiver: validate: --seed 18446744073709551615: the last seed would overflow (with --repeat 2)`},
+		{[]string{"validate", "--seed", "18446744073709551610"}, `xceiver: validate: --seed 18446744073709551610: the last seed would overflow (with --repeat 7)`},
 		{[]string{"validate", "--max-steal", "NaN"}, `xceiver: validate: --max-steal NaN: want a share from 0 to 1`},
 		{[]string{"validate", "--max-steal", "-0.1"}, `xceiver: validate: --max-steal -0.1: want a share from 0 to 1`},
 		{[]string{"validate", "--calibrate", "--cpu-scale", "fast"}, `xceiver: validate: --cpu-scale "fast": want auto or a number`},

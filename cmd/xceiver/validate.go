@@ -520,6 +520,10 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 			return report(stderr, c.usagef("%s: %s runs once; %s for the repeated checks (%s)", strings.Join(set, ", "), only, plural(len(set), "the flag is", "the flags are"), strings.Join(noisyNames, ", ")))
 		}
 	}
+	if repeated && seed > ^uint64(0)-uint64(repeat-1) {
+		// Repeat k runs with seed+k: past the last seed they wrapped to 0.
+		return report(stderr, c.usagef("%s %d: the last seed would overflow (with --repeat %d)", c.typed("seed"), seed, repeat))
+	}
 	if _, err := loadProfile(profile); err != nil {
 		return report(stderr, err)
 	}
