@@ -226,6 +226,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"validate", "--calibrate", "--cpu-scale", "auto"}, `xceiver: validate: --cpu-scale auto scales a profile of another day to this machine: give it one (--profile embedded or FILE); the measured profile is this machine already`},
 		{[]string{"validate", "--calibrate", "--profile", "embedded"}, `xceiver: validate: --calibrate and --profile embedded: give one`},
 		{[]string{"validate", "--profile", "/no/such/profile.json"}, `xceiver: --profile: open /no/such/profile.json: no such file or directory`},
+		{[]string{"mutate", "--list", "--tests", "--parallel", "2", "--seeds", "5", "--budget", "1m", "--timeout", "1m", "--equivalent", file}, `xceiver: mutate: --seeds, --parallel, --tests, --timeout, --equivalent, --budget: --list judges nothing; the flags set how mutants are judged`},
+		{[]string{"mutate", "--list", "-seeds=5"}, `xceiver: mutate: -seeds: --list judges nothing; the flag sets how mutants are judged`},
 		{[]string{"bench", "sim-speed", "--cpu-scale", "2"}, `xceiver: bench: --cpu-scale: sim-speed runs the simulator with its hand-set costs, which the factor does not scale`},
 		{[]string{"--seeds", "3"}, `xceiver: flag --seeds before the command: flags follow it (xceiver COMMAND [flags])`},
 	} {

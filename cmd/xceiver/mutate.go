@@ -113,6 +113,19 @@ func (o *mutateOptions) validate(c *call) error {
 	case strings.TrimSpace(o.packages) == "":
 		return c.usagef("%s is empty", c.typed("packages"))
 	}
+	if o.list {
+		// The listing builds and checks nothing (listMutants): these
+		// went unread, and the list passed for one they had shaped.
+		var judging []string
+		for _, name := range []string{"seeds", "parallel", "tests", "timeout", "equivalent", "budget"} {
+			if isSet(c.fs, name) {
+				judging = append(judging, c.typed(name))
+			}
+		}
+		if len(judging) > 0 {
+			return c.usagef("%s: --list judges nothing; %s how mutants are judged", strings.Join(judging, ", "), plural(len(judging), "the flag sets", "the flags set"))
+		}
+	}
 	i, n, ok := strings.Cut(o.shard, "/")
 	si, err1 := strconv.Atoi(i)
 	sn, err2 := strconv.Atoi(n)
