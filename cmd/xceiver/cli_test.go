@@ -173,6 +173,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "rpc", "--fanout", "65536", "--depth", "4"}, `xceiver: run rpc: tree: --fanout 65536 to the power --depth 4, times --files 4, is more than 1048576 files`},
 		{[]string{"run", "rpc", "--files", "100", "--file-size", "100000000"}, `xceiver: run rpc: tree: 6400 files of --file-size 100000000 exceeds 4 GiB of block data (--read-data)`},
 		{[]string{"run", "rpc", "--clients", "4097"}, `xceiver: run rpc: --clients 4097 outside [1, 4096]`},
+		{[]string{"run", "rpc", "--handlers", "100000"}, `xceiver: run rpc: --handlers 100000 outside [1, 1024]`},
+		{[]string{"run", "rpc", "--readers", "1025"}, `xceiver: run rpc: --readers 1025 outside [1, 1024]`},
 		{[]string{"run", "tcp-pattern", "--writes", "1073741824", "--msg", "1", "--ops", "17179869184"}, `xceiver: run tcp-pattern: --writes 1073741824 × --ops 17179869184 is more than 1000000 writes; at most 1000000 in one run`},
 		{[]string{"run", "read", "--keepalive", "2562047h"}, `xceiver: run read: --keepalive 2562047h0m0s: at most 1h0m0s`},
 		{[]string{"check", "--seed", "18446744073709551615", "--seeds", "2"}, `xceiver: check: --seed 18446744073709551615: the last seed would overflow (with --seeds 2)`},

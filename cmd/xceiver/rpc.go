@@ -47,6 +47,16 @@ func rpcFlags(fs *flag.FlagSet) func() (runner, error) {
 		if err := counts.check("run rpc"); err != nil {
 			return nil, err
 		}
+		for _, f := range []struct {
+			name string
+			n    int
+		}{{"readers", s.RPC.Readers}, {"handlers", s.RPC.Handlers}} {
+			// The model's range starts at 0, its default; 0 is refused
+			// here (counts.check), so this range starts at 1.
+			if f.n > namespace.MaxLoops {
+				return nil, usagef("run rpc: --%s %d outside [1, %d]", f.name, f.n, namespace.MaxLoops)
+			}
+		}
 		if err := s.Validate(); err != nil {
 			return nil, usagef("run rpc: %v", err)
 		}

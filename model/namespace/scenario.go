@@ -88,10 +88,10 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("tree: %d files of --file-size %d exceeds 4 GiB of block data (--read-data)", s.fileCount(), s.FileSize)
 	case s.Reads < 0 || s.Writes < 0 || s.Reads > MaxMix || s.Writes > MaxMix || s.Reads+s.Writes == 0:
 		return fmt.Errorf("--mix %d:%d: want reads and writes from 0 to %d, not both 0", s.Reads, s.Writes, MaxMix)
-	case s.RPC.Readers > 1024:
-		return fmt.Errorf("--readers %d outside [0, 1024]", s.RPC.Readers)
-	case s.RPC.Handlers > 1024:
-		return fmt.Errorf("--handlers %d outside [0, 1024]", s.RPC.Handlers)
+	case s.RPC.Readers > MaxLoops:
+		return fmt.Errorf("--readers %d outside [0, %d]", s.RPC.Readers, MaxLoops)
+	case s.RPC.Handlers > MaxLoops:
+		return fmt.Errorf("--handlers %d outside [0, %d]", s.RPC.Handlers, MaxLoops)
 	case s.NamenodeCores < 1 || s.NamenodeCores > 1024:
 		return fmt.Errorf("--namenode-cores %d outside [1, 1024]", s.NamenodeCores)
 	case s.DatanodeCores < 1 || s.DatanodeCores > 1024:
@@ -127,6 +127,8 @@ const (
 	// far past any run's need, and their sum with the run's 10 s of
 	// grace cannot overflow a Duration.
 	MaxWindow = 24 * time.Hour
+	// MaxLoops bounds the rpc server's readers and handlers each.
+	MaxLoops = 1024
 )
 
 // fileCount is how many files the tree holds, or MaxFiles+1 when that is
