@@ -525,7 +525,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		return report(stderr, c.usagef("%s %d: the last seed would overflow (with --repeat %d)", c.typed("seed"), seed, repeat))
 	}
 	if _, err := loadProfile(profile); err != nil {
-		return report(stderr, err)
+		return report(stderr, c.usagef("%v", err))
 	}
 	if dryRun {
 		return exitOK
