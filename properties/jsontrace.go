@@ -151,10 +151,14 @@ func writeJSONTrace(path string, t any) error {
 
 // ReplayMismatch says how a replay differs from its trace, or nil when it
 // failed the same property with the same events.
-func ReplayMismatch(property, wantProperty string, events, wantEvents uint64, hash, wantHash string) error {
+func ReplayMismatch(property, wantProperty, message, wantMessage string, events, wantEvents uint64, hash, wantHash string) error {
 	switch {
 	case property != wantProperty:
 		return fmt.Errorf("replay: property %q, trace says %q", property, wantProperty)
+	case message != wantMessage:
+		// (A trace whose message was edited replayed as reproduced,
+		// and printed the edited message as the replay's.)
+		return fmt.Errorf("replay: %s: %q, trace says %q", property, message, wantMessage)
 	case hash != wantHash || events != wantEvents:
 		return fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", events, hash, wantEvents, wantHash)
 	}

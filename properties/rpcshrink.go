@@ -97,11 +97,11 @@ func WriteRPCTrace(path string, t RPCTrace) error {
 // same event hash.
 func ReplayRPC(t RPCTrace) (*RPCResult, error) {
 	r := RunRPC(t.Case, 10*time.Second)
-	got := ""
+	got, msg := "", ""
 	if r.Failure != nil {
-		got = r.Failure.Property
+		got, msg = r.Failure.Property, r.Failure.Message
 	}
-	return r, ReplayMismatch(got, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
+	return r, ReplayMismatch(got, t.Property, msg, t.Message, r.Events, t.Events, r.TraceHash, t.TraceHash)
 }
 
 // CheckRPCSeed draws and runs one rpc seed, shrinking a failure.

@@ -719,5 +719,5 @@ func WriteSCTrace(path string, t SCTrace) error {
 // same event hash.
 func ReplaySC(t SCTrace) (*SCResult, error) {
 	r := RunSC(t.Case)
-	return r, ReplayMismatch(r.Property, t.Property, r.Events, t.Events, r.TraceHash, t.TraceHash)
+	return r, ReplayMismatch(r.Property, t.Property, r.Message, t.Message, r.Events, t.Events, r.TraceHash, t.TraceHash)
 }

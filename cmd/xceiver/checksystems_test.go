@@ -172,3 +172,29 @@ func TestReplayHTMLOfJSONTraces(t *testing.T) {
 		}
 	}
 }
+
+// A JSON trace whose message was edited does not replay as reproduced:
+// it did, and printed the edited message as if the replay had found it.
+func TestReplayJSONTraceComparesMessage(t *testing.T) {
+	for _, trace := range []string{
+		"../../traces/corpus/rpc/call-id-reuse.json",
+		"../../traces/corpus/sc/HDFS-6750.json",
+		"../../traces/corpus/scenario/read-no-close.json",
+	} {
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["message"] = "something else"
+		edited := filepath.Join(t.TempDir(), "edited.json")
+		b, _ = json.Marshal(m)
+		os.WriteFile(edited, b, 0o644)
+		if code, out, errs := runCLI("replay", edited); code != exitFail || !strings.Contains(out, `trace says "something else"`) {
+			t.Errorf("%s with its message edited: exit %d, want 1 and the two messages:\n%s%s", trace, code, out, errs)
+		}
+	}
+}

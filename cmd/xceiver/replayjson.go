@@ -48,7 +48,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
 		got = jsonReplay{property: "", replayEvents: r.Events, replayHash: r.TraceHash}
 		if r.Failure != nil {
-			got.property = r.Failure.Property
+			got.property, got.msg = r.Failure.Property, r.Failure.Message
 		}
 		c, format = t.Case, t.Format
 	case "sc":
@@ -58,7 +58,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		}
 		r := properties.RunSCTraced(t.Case, out)
 		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
-		got = jsonReplay{property: r.Property, replayEvents: r.Events, replayHash: r.TraceHash}
+		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
 		c, format = t.Case, t.Format
 	default:
 		t, err := properties.ReadScenarioTrace(path)
@@ -67,10 +67,10 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		}
 		r := properties.RunScenarioTraced(t.Case, out)
 		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
-		got = jsonReplay{property: r.Property, replayEvents: r.Events, replayHash: r.TraceHash}
+		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
 		c, format = t.Case, t.Format
 	}
-	rerr := properties.ReplayMismatch(got.property, want.property, got.replayEvents, want.events, got.replayHash, want.hash)
+	rerr := properties.ReplayMismatch(got.property, want.property, got.msg, want.msg, got.replayEvents, want.events, got.replayHash, want.hash)
 	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
 	if htmlPath != "" {
 		var lines [][]byte
