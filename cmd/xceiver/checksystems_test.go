@@ -198,3 +198,17 @@ func TestReplayJSONTraceComparesMessage(t *testing.T) {
 		}
 	}
 }
+
+// A page replay could not write is said once, after the verdict, which
+// is still printed (it was lost, and the path was named twice).
+func TestReplayHTMLWriteFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	for _, trace := range []string{"../../traces/corpus/HDFS-3359.trace", "../../traces/corpus/sc/HDFS-6750.json"} {
+		code, out, errs := runCLI("replay", trace, "--html", "/dev/full")
+		if want := "xceiver: replay: --html: write /dev/full: no space left on device\n"; code != exitFail || errs != want || !strings.Contains(out, "reproduced: ") {
+			t.Errorf("replay %s --html /dev/full: exit %d, stdout %q, stderr %q; want 1, the verdict and %q", trace, code, out, errs, want)
+		}
+	}
+}

@@ -74,12 +74,16 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 	}
 	rep := traces.Replay(t, properties.Options{Verbose: html != nil})
 	ok := rep.Reproduced(t)
+	// A page that could not be written is said after the verdict, which
+	// it does not change (exit 1 either way: output lost).
+	var htmlErr error
 	if html != nil {
-		if err := traces.WriteHTML(html, t, rep.Result); err != nil {
-			return report(stderr, fmt.Errorf("replay: write %s: %w", htmlPath, err))
+		htmlErr = traces.WriteHTML(html, t, rep.Result)
+		if err := html.Close(); htmlErr == nil {
+			htmlErr = err
 		}
-		if err := html.Close(); err != nil {
-			return report(stderr, fmt.Errorf("replay: write %s: %w", htmlPath, err))
+		if htmlErr != nil {
+			htmlPath = ""
 		}
 	}
 	if asJSON {
@@ -107,6 +111,10 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		if htmlPath != "" {
 			fmt.Fprintf(stdout, "wrote %s\n", htmlPath)
 		}
+	}
+	if htmlErr != nil {
+		// (The error names the file: "write PATH: no space left".)
+		return report(stderr, fmt.Errorf("replay: --html: %w", htmlErr))
 	}
 	if !ok {
 		return exitFail

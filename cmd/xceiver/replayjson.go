@@ -72,6 +72,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 	}
 	rerr := properties.ReplayMismatch(got.property, want.property, got.msg, want.msg, got.replayEvents, want.events, got.replayHash, want.hash)
 	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
+	var htmlErr error
 	if htmlPath != "" {
 		var lines [][]byte
 		for _, l := range bytes.Split(events.Bytes(), []byte{'\n'}) {
@@ -85,11 +86,14 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		if err == nil {
 			err = os.WriteFile(htmlPath, page.Bytes(), 0o644)
 		}
-		if err != nil {
-			return report(stderr, fmt.Errorf("replay: write %s: %w", htmlPath, err))
-		}
+		htmlErr = err
 	}
 	code := replayVerdict(stdout, asJSON, want, rerr)
+	if htmlErr != nil {
+		// After the verdict, which it does not change (exit 1 either
+		// way: output lost); the error names the file.
+		return report(stderr, fmt.Errorf("replay: --html: %w", htmlErr))
+	}
 	if htmlPath != "" && !asJSON {
 		fmt.Fprintf(stdout, "wrote %s\n", htmlPath)
 	}
