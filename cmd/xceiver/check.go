@@ -193,6 +193,8 @@ func (o *checkOptions) validate(c *call) error {
 		// A failure's trace of that name would be written over the
 		// profile, or the profile over the trace.
 		return c.usagef("%s %s: named like a trace in --out %s (seed-…)", c.typed("cpuprofile"), o.cpuProfile, o.out)
+	case o.cpuProfile != "" && isDir(o.cpuProfile):
+		return c.usagef("%s %s: a directory; the profile is a file", c.typed("cpuprofile"), o.cpuProfile)
 	}
 	shardName := "" // the shard as the user gave it, for messages
 	if set := isSet(c.fs, "shard"); !set {

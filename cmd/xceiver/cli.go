@@ -505,3 +505,9 @@ func matchName(name string, names []string) (string, bool) {
 	}
 	return "", false
 }
+
+// isDir reports whether path names a directory now.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}

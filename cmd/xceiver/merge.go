@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ left as it is) and the summary points there. Exit 1 if any seed failed.`
 func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial bool) int {
 	if len(files) == 0 {
 		return report(c.stderr, c.usagef("want one or more RESULT.json files (check --json, one per shard)"))
+	}
+	if slices.Contains(files, "") {
+		return report(c.stderr, c.usagef("an empty RESULT.json file name"))
 	}
 	if tracesDir != "" {
 		if err := checkOutDir(tracesDir); err != nil {

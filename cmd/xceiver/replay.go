@@ -38,6 +38,9 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 	if len(rest) != 1 {
 		return report(stderr, c.usagef("want exactly one TRACE file (got %d arguments)", len(rest)))
 	}
+	if rest[0] == "" {
+		return report(stderr, c.usagef("an empty TRACE file name"))
+	}
 	if sameFile(htmlPath, rest[0]) {
 		return report(stderr, c.usagef("%s %s is the TRACE: the page would overwrite it", c.typed("html"), htmlPath))
 	}
