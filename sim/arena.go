@@ -56,7 +56,7 @@ func (w *World) ReleaseArena() {
 		a.bufs[c] = append(a.bufs[c], b)
 		a.bytes += cap(b)
 	}
-	w.arena, w.arrays, w.bufs = nil, nil, nil
+	w.arena, w.arrays, w.bufs, w.bufBytes = nil, nil, nil, 0
 	w.freeSndArrays = [sndArrayClasses][]*sndArray{}
 	w.stopped = true
 }
@@ -98,6 +98,13 @@ func (p *Process) NewBuffer(n int) []byte {
 	} else {
 		b = make([]byte, 1<<(sndArrayMinShift+c))
 	}
-	w.bufs = append(w.bufs, b[:0])
+	if w.bufBytes+cap(b) <= ArenaMaxBytes {
+		// Kept for the arena only as far as it could take them back:
+		// the model drops its buffers as it goes, and a run that made
+		// thousands of connections kept every input buffer it ever
+		// grew (3 GB; the arena takes back 32 MB at most).
+		w.bufs = append(w.bufs, b[:0])
+		w.bufBytes += cap(b)
+	}
 	return b[:0:n]
 }

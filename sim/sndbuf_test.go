@@ -291,3 +291,29 @@ func TestArenaArraysRecycleInTheNextWorld(t *testing.T) {
 		t.Fatalf("the array did not go back to the second world's free list (%d there)", len(pool))
 	}
 }
+
+// A world with an arena keeps the model buffers it handed out only as far
+// as the arena can take them back (ArenaMaxBytes): the model drops its
+// buffers as it goes, and a run of many connections kept every input
+// buffer it ever grew until the world ended (3 GB for one replayed case).
+func TestArenaKeepsModelBuffersWithinItsBound(t *testing.T) {
+	a := new(Arena)
+	w := New(DefaultConfig(1))
+	w.UseArena(a)
+	proc, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proc.(*Process)
+	const n = 64 << 10
+	for range 4 * ArenaMaxBytes / n {
+		p.NewBuffer(n)
+	}
+	if held := len(w.bufs) * n; held > ArenaMaxBytes || w.bufBytes != held {
+		t.Errorf("the world holds %d buffers (%d bytes, counted %d); bound %d bytes", len(w.bufs), held, w.bufBytes, ArenaMaxBytes)
+	}
+	w.ReleaseArena()
+	if a.Bytes() == 0 || a.Bytes() > ArenaMaxBytes {
+		t.Errorf("the arena took back %d bytes, want some and at most %d", a.Bytes(), ArenaMaxBytes)
+	}
+}

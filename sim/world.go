@@ -398,7 +398,8 @@ type World struct {
 	freeShared    []*sndArray // headers of shared arrays (WriteShared)
 	arena         *Arena      // see UseArena
 	arrays        []*sndArray // every array taken while an arena is in use
-	bufs          [][]byte    // every model buffer handed out (NewBuffer) likewise
+	bufs          [][]byte    // model buffers handed out (NewBuffer) likewise, up to ArenaMaxBytes
+	bufBytes      int         // their capacities
 	// softq holds segments sent inline, waiting for softirq.
 	softq     []softSeg
 	inSoftirq bool
