@@ -260,6 +260,10 @@ func ParseEquivalents(s string) (map[string]string, error) {
 		}
 		id, why, _ := strings.Cut(l, " ")
 		if len(id) != 10 || strings.TrimSpace(why) == "" {
+			// (Quoted and cut short: the line may be megabytes, or binary.)
+			if len(l) > 80 {
+				l = l[:80] + "…"
+			}
 			return nil, fmt.Errorf("line %d: want \"ID reason\" with a 10-hex-digit ID, got %q", i+1, l)
 		}
 		m[id] = strings.TrimSpace(why)

@@ -198,6 +198,10 @@ func TestParseEquivalents(t *testing.T) {
 	if _, err := ParseEquivalents(defaultEquivalents); err != nil {
 		t.Errorf("the committed list: %v", err)
 	}
+	// A bad line is quoted cut short: it was echoed whole (5 MB of it).
+	if _, err := ParseEquivalents(strings.Repeat("x", 1<<20)); err == nil || len(err.Error()) > 200 {
+		t.Errorf("a 1 MiB line: %d bytes of error, want a short one", len(err.Error()))
+	}
 }
 
 // Mutants in the body of an `if x.Bugs.Name {` change only a catalogued

@@ -160,6 +160,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"check", "--cpuprofile", dir}, `xceiver: check: --cpuprofile ` + dir + `: a directory; the profile is a file`},
 		{[]string{"replay", ""}, `xceiver: replay: an empty TRACE file name`},
 		{[]string{"merge", "", "x.json"}, `xceiver: merge: an empty RESULT.json file name`},
+		{[]string{"mutate", "--ids", ",,", "--list"}, `xceiver: mutate: --ids ",,": an empty ID (want comma-separated IDs)`},
 		{[]string{"check", "--max-failures", "-1"}, `xceiver: check: --max-failures -1: want 0 (no limit) or more`},
 		{[]string{"check", "--world", "mars"}, `xceiver: check: --world "mars": want sim or real`},
 		{[]string{"replay", "--html", ""}, `xceiver: replay: --html is empty: give a value, or leave the flag out`},

@@ -243,6 +243,8 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		var missing []string
 		for i, id := range want {
 			switch {
+			case id == "":
+				return 0, usagef("mutate: --ids %q: an empty ID (want comma-separated IDs)", opt.ids)
 			case slices.Contains(want[:i], id):
 				return 0, usagef("mutate: --ids: %s is given twice", id)
 			case !slices.ContainsFunc(all, func(m mutation.Mutant) bool { return m.ID == id }):
