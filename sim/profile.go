@@ -9,8 +9,12 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
+
+// maxProfileCores bounds a profile's counts of cores.
+const maxProfileCores = 4096
 
 // Profile is what `xceiver calibrate` measured on a machine: the costs the
 // CPU model charges, in nanoseconds. The simulator loads one with
@@ -277,11 +281,21 @@ func ParseProfile(b []byte) (Profile, error) {
 	if p.Version != ProfileVersion {
 		return Profile{}, fmt.Errorf("profile: version %d, want %d", p.Version, ProfileVersion)
 	}
+	if p.Cores < 0 || p.Cores > maxProfileCores {
+		return Profile{}, fmt.Errorf("profile: cores = %d, want 0 to %d", p.Cores, maxProfileCores)
+	}
 	costs := map[string]bool{}
 	for _, f := range p.fields() {
 		costs[f.name] = f.cost
+		if strings.HasSuffix(f.name, "_cores") {
+			// A count of cores, not a time.
+			if math.IsNaN(f.v) || f.v < 0 || f.v > maxProfileCores {
+				return Profile{}, fmt.Errorf("profile: %s = %v, want 0 to %d cores", f.name, f.v, maxProfileCores)
+			}
+			continue
+		}
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 || f.v > 1e9 {
-			return Profile{}, fmt.Errorf("profile: %s = %v, want a cost from 0 to 1 s", f.name, f.v)
+			return Profile{}, fmt.Errorf("profile: %s = %v, want a time from 0 to 1 s (in ns)", f.name, f.v)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.Reference)) {

@@ -148,6 +148,11 @@ func TestParseProfileRejectsBadProfiles(t *testing.T) {
 		"stray bracket": {good + "]", "more after"},
 		"tiny slices":   {withSlices(good, 1, 1), "slice_on_ns = 1, slice_off_ns = 1"},
 		"short waits":   {withSlices(good, 1e6, 49999), "slice_off_ns = 49999"},
+		// Counts of cores are said as such (they read "want a cost").
+		"negative cores":  {withField(good, "cores", -3), "profile: cores = -3, want 0 to 4096"},
+		"too many cores":  {withField(good, "cores", 100000), "profile: cores = 100000, want 0 to 4096"},
+		"stack cores":     {withField(good, "stack_cores", -1), "profile: stack_cores = -1, want 0 to 4096 cores"},
+		"a negative time": {withField(good, "read_ns", -1), "profile: read_ns = -1, want a time from 0 to 1 s (in ns)"},
 	} {
 		if _, err := ParseProfile([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one mentioning %q", name, err, tc.want)
@@ -163,6 +168,17 @@ func withSlices(profile string, on, off float64) string {
 		panic(err)
 	}
 	m["slice_on_ns"], m["slice_off_ns"] = on, off
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// withField is profile with one figure set.
+func withField(profile, name string, v float64) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(profile), &m); err != nil {
+		panic(err)
+	}
+	m[name] = v
 	b, _ := json.Marshal(m)
 	return string(b)
 }
