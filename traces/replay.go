@@ -3,6 +3,9 @@ package traces
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"xceiver/properties"
 )
@@ -42,6 +45,17 @@ func (r *Report) Reproduced(t *Trace) bool {
 }
 
 // Summary says in one line what the replay found.
+// Printable is s as a terminal line may show it: quoted if it holds a
+// control character. What a trace file says is input: a message with a
+// newline in it printed a forged verdict line of its own, and escape
+// sequences reached the terminal.
+func Printable(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 func (r *Report) Summary(t *Trace) string {
 	switch {
 	case r.Reproduced(t):
@@ -49,10 +63,10 @@ func (r *Report) Summary(t *Trace) string {
 	case r.Divergence != nil:
 		return "diverged at " + r.Divergence.String()
 	case r.Failure == nil:
-		return fmt.Sprintf("diverged: every event matched but no property failed (the trace says %s)", t.Header.Property)
+		return fmt.Sprintf("diverged: every event matched but no property failed (the trace says %s)", Printable(t.Header.Property))
 	default:
 		return fmt.Sprintf("diverged: every event matched but the run failed %s: %s, hash %s (the trace says %s: %s, hash %s)",
-			r.Failure.Property, r.Failure.Message, r.TraceHash, t.Header.Property, t.Header.Message, t.Header.TraceHash)
+			r.Failure.Property, r.Failure.Message, r.TraceHash, Printable(t.Header.Property), Printable(t.Header.Message), Printable(t.Header.TraceHash))
 	}
 }
 

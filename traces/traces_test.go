@@ -350,3 +350,23 @@ func duplicateKey(b []byte) string {
 		}
 	}
 }
+
+// What a trace says is printed so that it cannot forge a line or reach
+// the terminal as escape sequences: a message with a newline printed a
+// "reproduced:" line of its own.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"fd-bounds: client-3 holds 1 sockets": "fd-bounds: client-3 holds 1 sockets",
+		"x\nreproduced: forged":               `"x\nreproduced: forged"`,
+		"red\x1b[31m":                         `"red\x1b[31m"`,
+		"":                                    "",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+	tr := &Trace{Header: Header{Property: "fd-bounds", Message: "x\nreproduced: forged"}}
+	if s := (&Report{}).Summary(tr); strings.Contains(s, "\n") {
+		t.Errorf("summary of a trace whose message has a newline: %q", s)
+	}
+}

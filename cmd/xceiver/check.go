@@ -720,11 +720,11 @@ func printGroups(w io.Writer, gs []*propSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, g := range gs {
 		f := g.Smallest
-		what := fmt.Sprintf("seed %d: %s", f.Seed, f.Message)
+		what := fmt.Sprintf("seed %d: %s", f.Seed, traces.Printable(f.Message)) // (merge prints result files' messages)
 		if f.Trace != "" {
 			what = fmt.Sprintf("seed %d, %d op%s, %d fault%s, %d events", f.Seed, f.Ops, plural(f.Ops, "", "s"), f.Faults, plural(f.Faults, "", "s"), f.Events)
 		}
-		fmt.Fprintf(tw, "  %s\t%d seed%s\t%s\n", g.Property, g.Count, plural(g.Count, "", "s"), what)
+		fmt.Fprintf(tw, "  %s\t%d seed%s\t%s\n", traces.Printable(g.Property), g.Count, plural(g.Count, "", "s"), what)
 		if g.Replay != "" {
 			fmt.Fprintf(tw, "  \t\t%s\n", g.Replay)
 		}

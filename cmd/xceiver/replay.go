@@ -109,7 +109,7 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		if h.Bug != "" {
 			bug = ", bug " + h.Bug
 		}
-		fmt.Fprintf(stdout, "trace %s: seed %d%s, %d events, %s: %s\n", rest[0], h.Seed, bug, h.Events, h.Property, h.Message)
+		fmt.Fprintf(stdout, "trace %s: seed %d%s, %d events, %s: %s\n", traces.Printable(rest[0]), h.Seed, bug, h.Events, traces.Printable(h.Property), traces.Printable(h.Message))
 		fmt.Fprintln(stdout, rep.Summary(t))
 		if htmlPath != "" {
 			fmt.Fprintf(stdout, "wrote %s\n", htmlPath)

@@ -120,7 +120,7 @@ func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int 
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
 	} else if rerr == nil {
-		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.property, t.msg, t.replayEvents, t.replayHash)
+		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.property, traces.Printable(t.msg), t.replayEvents, t.replayHash)
 	} else {
 		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
 	}
