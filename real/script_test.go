@@ -208,6 +208,12 @@ func runRealScriptOnce(t *testing.T, sc sim.Script) (late string, errs []string)
 			from++
 		}
 	}
+	if from == 0 {
+		// Not even the handshake yet: the capture is behind (a loaded
+		// machine, the race detector), and would miss the script's
+		// segments too (a CI run saw none of them).
+		return "the capture saw none of the handshake in 50 ms", nil
+	}
 	t0 := time.Now()
 	ends := map[string]*net.TCPConn{"client": cli, "server": srv}
 	for _, st := range sc.Steps {
