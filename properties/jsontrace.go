@@ -29,32 +29,54 @@ const maxJSONTrace = 8 << 20
 // bound, took 6.5 GB before Validate could count them.
 const MaxJSONElements = 100_000
 
-// CheckJSONElements refuses data holding more than MaxJSONElements array
-// elements, counted token by token without decoding them.
-func CheckJSONElements(data []byte) error {
+// CheckTraceJSON refuses data holding more than MaxJSONElements array
+// elements, or an object that has a key twice, in any case (the decoder
+// matches keys without regard to case, and the last one wins: a second
+// "Property" replaced "property" unseen), walking it token by token
+// without decoding it.
+func CheckTraceJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var arrays []bool // for each open container: is it an array
+	type open struct {
+		array bool
+		keys  map[string]bool // an object's keys so far, lower-cased
+		key   bool            // an object's next token is a key
+	}
+	var stack []open
 	n := 0
 	for {
 		t, err := dec.Token()
 		if err != nil {
 			return nil // not JSON, or done: the decoder that follows says which
 		}
-		if len(arrays) > 0 && arrays[len(arrays)-1] {
-			if d, ok := t.(json.Delim); !ok || d == '[' || d == '{' {
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			d, isDelim := t.(json.Delim)
+			closing := isDelim && (d == ']' || d == '}')
+			switch {
+			case top.array && !closing:
 				if n++; n > MaxJSONElements {
 					return fmt.Errorf("more than %d array elements", MaxJSONElements)
 				}
+			case !top.array && top.key && !closing:
+				k := strings.ToLower(t.(string))
+				if top.keys[k] {
+					return fmt.Errorf("key %q twice in one object", t)
+				}
+				top.keys[k] = true
+				top.key = false
+				continue
+			case !top.array && !closing:
+				top.key = true // the value read: a key comes next
 			}
 		}
 		if d, ok := t.(json.Delim); ok {
 			switch d {
 			case '[':
-				arrays = append(arrays, true)
+				stack = append(stack, open{array: true})
 			case '{':
-				arrays = append(arrays, false)
+				stack = append(stack, open{keys: map[string]bool{}, key: true})
 			default:
-				arrays = arrays[:len(arrays)-1]
+				stack = stack[:len(stack)-1]
 			}
 		}
 	}
@@ -89,7 +111,7 @@ func readJSONTrace(path, kind string, t any) error {
 	if len(data) > maxJSONTrace {
 		return fmt.Errorf("%s: not %s trace: more than a trace's %d bytes", path, kind, maxJSONTrace)
 	}
-	if err := CheckJSONElements(data); err != nil {
+	if err := CheckTraceJSON(data); err != nil {
 		return fmt.Errorf("%s: not %s trace: %w", path, kind, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -236,8 +236,14 @@ func TestJSONTraceElementsBounded(t *testing.T) {
 		{`[` + strings.Repeat(`1,`, MaxJSONElements) + `1]`, false},
 		{`{"a":[[1,2],[3]],"b":{"c":[4]}}`, true}, // 2 + 2 + 1 + 1 elements
 		{`{"a":"` + strings.Repeat("x", 1<<20) + `"}`, true},
+		// A key twice in one object, in any case, is refused: the
+		// decoder takes the last, so the first was never what ran.
+		{`{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}`, true},
+		{`{"a":1,"b":2,"a":3}`, false},
+		{`{"property":"x","Property":"y"}`, false},
+		{`{"b":{"a":[1],"a":2}}`, false},
 	} {
-		if err := CheckJSONElements([]byte(tc.json)); (err == nil) != tc.ok {
+		if err := CheckTraceJSON([]byte(tc.json)); (err == nil) != tc.ok {
 			t.Errorf("%.40s…: %v, want ok %v", tc.json, err, tc.ok)
 		}
 	}

@@ -259,7 +259,7 @@ func read(r io.Reader, size int64) (*Trace, error) {
 		return nil, bad("empty file, not a trace")
 	}
 	first := sc.Bytes()
-	if err := properties.CheckJSONElements(first); err != nil {
+	if err := properties.CheckTraceJSON(first); err != nil {
 		return nil, bad("header: %v", err)
 	}
 	// Look at the versions before decoding strictly, so that a trace of
