@@ -125,6 +125,23 @@ func readJSONTrace(path, kind string, t any) error {
 	return nil
 }
 
+// checkTraceVerdict refuses a trace without the failure it records: check
+// writes one only for a failing case, with its property, its event count
+// and its hash (16 hex digits). Missing, they decoded as empty and the
+// trace replayed as "diverged" (exit 1) instead of being refused as
+// malformed.
+func checkTraceVerdict(path, property string, events uint64, hash string) error {
+	switch {
+	case property == "":
+		return fmt.Errorf("%s: no property: a trace records a failure", path)
+	case events == 0:
+		return fmt.Errorf("%s: no events: a trace records its run's event count", path)
+	case len(hash) != 16 || strings.Trim(hash, "0123456789abcdef") != "":
+		return fmt.Errorf("%s: trace_hash %q: want 16 hex digits", path, hash)
+	}
+	return nil
+}
+
 // checkTraceHeader refuses a trace of another format (saying how to record
 // it again) or one whose case would not pass the checks a drawn case does.
 func checkTraceHeader(path, format, want, system string, seed uint64, bug string, validate func() error) error {

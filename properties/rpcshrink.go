@@ -85,6 +85,9 @@ func ReadRPCTrace(path string) (RPCTrace, error) {
 	if err := checkTraceHeader(path, t.Format, RPCTraceFormat, "rpc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
 		return RPCTrace{}, err
 	}
+	if err := checkTraceVerdict(path, t.Property, t.Events, t.TraceHash); err != nil {
+		return RPCTrace{}, err
+	}
 	return t, nil
 }
 

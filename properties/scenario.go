@@ -985,6 +985,9 @@ func ReadScenarioTrace(path string) (ScenarioTrace, error) {
 	if err := checkTraceHeader(path, t.Format, ScenarioTraceFormat, "scenario", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
 		return ScenarioTrace{}, err
 	}
+	if err := checkTraceVerdict(path, t.Property, t.Events, t.TraceHash); err != nil {
+		return ScenarioTrace{}, err
+	}
 	return t, nil
 }
 

@@ -707,6 +707,9 @@ func ReadSCTrace(path string) (SCTrace, error) {
 	if err := checkTraceHeader(path, t.Format, SCTraceFormat, "sc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
 		return SCTrace{}, err
 	}
+	if err := checkTraceVerdict(path, t.Property, t.Events, t.TraceHash); err != nil {
+		return SCTrace{}, err
+	}
 	return t, nil
 }
 

@@ -283,7 +283,7 @@ func TestReadJSONTraceRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := filepath.Join(dir, "good.json")
-	if err := WriteSCTrace(good, SCTrace{Format: SCTraceFormat, Case: c}); err != nil {
+	if err := WriteSCTrace(good, SCTrace{Format: SCTraceFormat, Property: PropLeakFree, Events: 9, TraceHash: "0123456789abcdef", Case: c}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadSCTrace(good); err != nil {
@@ -320,6 +320,11 @@ func TestReadJSONTraceRefuses(t *testing.T) {
 		{"a file past the bound", sparse, "more than a trace's"},
 		{"a FIFO", fifo, "not a regular file"},
 		{"a directory", dir, "not a regular file"},
+		// A trace records a failure: without one it replayed as
+		// diverged (exit 1), not refused as malformed.
+		{"no property", write("noprop.json", []byte(strings.Replace(body, `"property": "leak-freedom"`, `"property": ""`, 1))), "no property"},
+		{"no events", write("noevents.json", []byte(strings.Replace(body, `"events": 9`, `"events": 0`, 1))), "no events"},
+		{"a short hash", write("hash.json", []byte(strings.Replace(body, `"0123456789abcdef"`, `"0123"`, 1))), `trace_hash "0123": want 16 hex digits`},
 	} {
 		done := make(chan error, 1)
 		go func() {
