@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 
 	"xceiver/properties"
@@ -321,6 +322,14 @@ func read(r io.Reader, size int64) (*Trace, error) {
 	}
 	if sum := t.checksum(); sum != t.Header.Checksum {
 		return nil, bad("checksum mismatch: the file was edited or damaged")
+	}
+	// A trace records a failure (check writes one for nothing else):
+	// without it, a trace replayed as diverged instead of being refused.
+	switch h := &t.Header; {
+	case h.Property == "":
+		return nil, bad("header: no property: a trace records a failure")
+	case len(h.TraceHash) != 16 || strings.Trim(h.TraceHash, "0123456789abcdef") != "":
+		return nil, bad("header: trace_hash %q: want 16 hex digits", h.TraceHash)
 	}
 	c := t.Header.Case()
 	if err := c.Validate(); err != nil {

@@ -372,3 +372,26 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("summary of a trace whose message has a newline: %q", s)
 	}
 }
+
+// A trace records a failure: one without its property or hash, even
+// sealed again, is refused (it replayed as diverged, exit 1).
+func TestResealedTraceWithoutFailureIsRefused(t *testing.T) {
+	for name, edit := range map[string]func(*Header){
+		"no property": func(h *Header) { h.Property = "" },
+		"a bad hash":  func(h *Header) { h.TraceHash = "xyz" },
+	} {
+		tr, err := ReadFile(filepath.Join("corpus", "HDFS-3359.trace"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&tr.Header)
+		tr.Seal()
+		path := filepath.Join(t.TempDir(), "t.trace")
+		if err := tr.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadFile(path); !IsBadTrace(err) || !strings.Contains(err.Error(), "header: ") {
+			t.Errorf("%s: %v, want the header refused", name, err)
+		}
+	}
+}
