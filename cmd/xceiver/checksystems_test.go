@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"xceiver/properties"
 )
 
 // The mix gives each system its share of seeds (within a point over
@@ -210,5 +213,20 @@ func TestReplayHTMLWriteFailure(t *testing.T) {
 		if want := "xceiver: replay: --html: write /dev/full: no space left on device\n"; code != exitFail || errs != want || !strings.Contains(out, "reproduced: ") {
 			t.Errorf("replay %s --html /dev/full: exit %d, stdout %q, stderr %q; want 1, the verdict and %q", trace, code, out, errs, want)
 		}
+	}
+}
+
+// A JSON trace of a format no system has is named as such; it was called
+// a data-path trace without a header.
+func TestReplayUnknownJSONFormat(t *testing.T) {
+	b, err := os.ReadFile("../../traces/corpus/rpc/HADOOP-6723.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	os.WriteFile(path, bytes.Replace(b, []byte(properties.RPCTraceFormat), []byte("xceiver-nfs-trace/1"), 1), 0o644)
+	code, _, errs := runCLI("replay", path)
+	if want := `format "xceiver-nfs-trace/1": this xceiver reads`; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, %q; want 2 and %q", code, errs, want)
 	}
 }

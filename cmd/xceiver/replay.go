@@ -55,6 +55,13 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		}
 		return replayJSONTrace(stdout, stderr, sys, rest[0], htmlPath, asJSON)
 	}
+	if f := jsonTraceFormat(rest[0]); f != "" {
+		// A JSON trace of no system this xceiver has (a format string:
+		// a data-path trace's is a number), not a data-path trace
+		// without a header.
+		return report(stderr, c.usagef("trace %s: format %q: this xceiver reads %s, %s and %s (and data-path traces)",
+			traces.Printable(rest[0]), f, properties.RPCTraceFormat, properties.SCTraceFormat, properties.ScenarioTraceFormat))
+	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {
 		return report(stderr, c.usagef("%v", err))
