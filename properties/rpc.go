@@ -537,8 +537,10 @@ func (c *RPCCase) Validate() error {
 		return fmt.Errorf("rpc: readers, handlers or queue out of range")
 	case cfg.Lock != "mutex" && cfg.Lock != "rwlock":
 		return fmt.Errorf("rpc: lock %q", cfg.Lock)
-	case cfg.Clients < 1 || cfg.Clients > 16 || cfg.Workers < 1 || cfg.Workers > 16 || len(cfg.Pieces) != cfg.Clients:
+	case cfg.Clients < 1 || cfg.Clients > 16 || cfg.Workers < 1 || cfg.Workers > 16:
 		return fmt.Errorf("rpc: clients or workers out of range")
+	case len(cfg.Pieces) != cfg.Clients:
+		return fmt.Errorf("rpc: %d pieces for %d clients: want one a client", len(cfg.Pieces), cfg.Clients)
 	case cfg.CallTimeout <= 0 || cfg.ServerIdle <= 0 || cfg.ClientIdle <= 0:
 		return fmt.Errorf("rpc: timeouts must be positive")
 	case cfg.CallTimeout > rpcMaxCallTimeout || cfg.ServerIdle > rpcMaxIdle || cfg.ClientIdle > rpcMaxIdle:
@@ -582,7 +584,7 @@ func (c *RPCCase) Validate() error {
 			// The namespace refuses a malformed path as the model does;
 			// one past its bound would not even fit the call's frame.
 			if _, ok := namespace.SplitPath(op.Path); !ok {
-				return fmt.Errorf("rpc: %s op: path %.64q: want an absolute path of at most %d bytes", op.Kind, op.Path, namespace.MaxPathLen)
+				return fmt.Errorf("rpc: %s op: path %.64q: want an absolute path of at most %d bytes, without empty, . or .. components or one over %d bytes", op.Kind, op.Path, namespace.MaxPathLen, namespace.MaxComponentLen)
 			}
 			if _, ok := namespace.SplitPath(op.Dst); (op.Kind == "rename") != ok {
 				return fmt.Errorf("rpc: %s op: destination %.64q: want an absolute path on a rename, none otherwise", op.Kind, op.Dst)
