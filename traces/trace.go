@@ -253,9 +253,15 @@ func read(r io.Reader, size int64) (*Trace, error) {
 		}
 		return adv, tok, err
 	})
+	scanErr := func(err error) error {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return bad("line %d is longer than a trace's lines may be (%d MiB)", line+1, maxLine>>20)
+		}
+		return bad("%v", err)
+	}
 	if !sc.Scan() {
 		if err := sc.Err(); err != nil {
-			return nil, bad("%v", err)
+			return nil, scanErr(err)
 		}
 		return nil, bad("empty file, not a trace")
 	}
@@ -315,7 +321,7 @@ func read(r io.Reader, size int64) (*Trace, error) {
 		start = end
 	}
 	if err := sc.Err(); err != nil {
-		return nil, bad("%v", err)
+		return nil, scanErr(err)
 	}
 	if uint64(len(t.Events)) != t.Header.Events {
 		return nil, bad("%d event lines, the header says %d (truncated or edited)", len(t.Events), t.Header.Events)

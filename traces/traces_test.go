@@ -146,11 +146,12 @@ func TestBadTracesAreRefused(t *testing.T) {
 		"a line not an event": head + events1[0] + "{}\n" + events1[1],
 		"a dense header":      strings.Replace(head, `"ops":[`, `"ops":[`+strings.Repeat("{},", properties.MaxJSONElements), 1) + events,
 		"a key twice":         strings.Replace(head, fmtKey+",", fmtKey+`,"property":"bogus",`, 1) + events,
+		"a line too long":     head + `{"t_us":` + strings.Repeat("1", maxLine) + "}\n",
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
 		os.WriteFile(path, []byte(content), 0o644)
 		want := map[string]string{"a line not an event": "line 3 is not an event", "a dense header": "header: more than 100000 array elements",
-			"a key twice": `header: key "property" twice in one object`}[name]
+			"a key twice": `header: key "property" twice in one object`, "a line too long": "line 2 is longer than a trace's lines may be (8 MiB)"}[name]
 		if _, err := ReadFile(path); !IsBadTrace(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
