@@ -199,6 +199,18 @@ func TestReplayJSONTraceComparesMessage(t *testing.T) {
 		if code, out, errs := runCLI("replay", edited); code != exitFail || !strings.Contains(out, `trace says "something else"`) {
 			t.Errorf("%s with its message edited: exit %d, want 1 and the two messages:\n%s%s", trace, code, out, errs)
 		}
+		// --json says what the replay found, as the data-path JSON does.
+		var got struct {
+			Reproduced     bool   `json:"reproduced"`
+			Message        string `json:"message"`
+			ReplayMessage  string `json:"replay_message"`
+			ReplayProperty string `json:"replay_property"`
+			Summary        string `json:"summary"`
+		}
+		if code, errs := cliJSON(t, &got, "replay", edited, "--json"); code != exitFail || got.Reproduced || got.Message != "something else" ||
+			got.ReplayMessage == "" || got.ReplayMessage == got.Message || got.ReplayProperty == "" || !strings.HasPrefix(got.Summary, "diverged: ") {
+			t.Errorf("%s --json: exit %d, %+v (%s)", trace, code, got, errs)
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunRPCTraced(t.Case, rpcLinTimeout, out)
-		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
+		want = jsonReplay{path: path, seed: t.Case.Seed, bug: t.Case.Bug, property: t.Property, msg: t.Message, events: t.Events, hash: t.TraceHash}
 		got = jsonReplay{property: "", replayEvents: r.Events, replayHash: r.TraceHash}
 		if r.Failure != nil {
 			got.property, got.msg = r.Failure.Property, r.Failure.Message
@@ -57,7 +57,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunSCTraced(t.Case, out)
-		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
+		want = jsonReplay{path: path, seed: t.Case.Seed, bug: t.Case.Bug, property: t.Property, msg: t.Message, events: t.Events, hash: t.TraceHash}
 		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
 		c, format = t.Case, t.Format
 	default:
@@ -66,12 +66,13 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunScenarioTraced(t.Case, out)
-		want = jsonReplay{path, t.Case.Seed, t.Case.Bug, t.Property, t.Message, t.Events, t.TraceHash, 0, ""}
+		want = jsonReplay{path: path, seed: t.Case.Seed, bug: t.Case.Bug, property: t.Property, msg: t.Message, events: t.Events, hash: t.TraceHash}
 		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
 		c, format = t.Case, t.Format
 	}
 	rerr := properties.ReplayMismatch(got.property, want.property, got.msg, want.msg, got.replayEvents, want.events, got.replayHash, want.hash)
 	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
+	want.replayProperty, want.replayMsg = got.property, got.msg
 	var htmlErr error
 	if htmlPath != "" {
 		var lines [][]byte
@@ -109,14 +110,21 @@ type jsonReplay struct {
 	hash               string
 	replayEvents       uint64
 	replayHash         string
+	// What the replay found (the data-path JSON's summary says as much).
+	replayProperty, replayMsg string
 }
 
 // replayVerdict prints a JSON trace's replay, the same for every system
 // whose traces are JSON: reproduced (exit 0) or where it diverged (exit 1).
 func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int {
 	if asJSON {
+		summary := fmt.Sprintf("reproduced: %s: %s (%d events, hash %s)", t.property, t.msg, t.replayEvents, t.replayHash)
+		if rerr != nil {
+			summary = "diverged: " + rerr.Error()
+		}
 		out := map[string]any{"trace": t.path, "seed": t.seed, "bug": t.bug, "property": t.property, "message": t.msg,
-			"events": t.events, "trace_hash": t.hash, "reproduced": rerr == nil, "replay_events": t.replayEvents, "replay_hash": t.replayHash}
+			"events": t.events, "trace_hash": t.hash, "reproduced": rerr == nil, "replay_events": t.replayEvents, "replay_hash": t.replayHash,
+			"replay_property": t.replayProperty, "replay_message": t.replayMsg, "summary": summary}
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
 	} else if rerr == nil {
