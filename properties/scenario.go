@@ -286,16 +286,25 @@ func (c *ScenarioCase) Validate() error {
 	if !slices.Contains(Scenarios, c.Scenario) {
 		return fmt.Errorf("scenario case: scenario %q, want one of %v", c.Scenario, Scenarios)
 	}
-	switch {
-	case c.Clients < 0 || c.Clients > 64, c.Ops < 0 || c.Ops > 10000, c.Blocks < 0 || c.Blocks > 64,
-		c.BlockSize < 0 || c.BlockSize > 16<<20, c.ReadSize < 0, c.Writes < 0 || c.Writes > 1000,
-		c.Msg < 0 || c.Msg > 1<<20, c.Reply < 0 || c.Reply > 16<<20, c.Threads < 0 || c.Threads > 64,
-		c.Depth < 0 || c.Depth > 4, c.Fanout < 0 || c.Fanout > 8, c.Files < 0 || c.Files > 16,
-		c.Duration < 0 || c.Duration > time.Minute, c.WarmUp < 0 || c.WarmUp > time.Minute, c.Keepalive < 0 || c.Keepalive > time.Minute,
-		c.CacheExpiry < 0 || c.CacheExpiry > time.Minute, c.CacheCapacity < 0 || c.CacheCapacity > 1024,
-		c.Stale < 0 || c.Stale > c.Blocks, c.ResetAt < 0 || c.ResetAt > 1000, c.ReadSize > 16<<20,
-		c.Readers < 0 || c.Readers > 1024, c.Handlers < 0 || c.Handlers > 1024, c.Shards < 0 || c.Shards > 1024:
-		return fmt.Errorf("scenario case: a size out of range: %+v", *c)
+	// Each bound by its name in the file (the whole case was printed,
+	// the field left to find).
+	for _, b := range []struct {
+		name      string
+		v, lo, hi int64
+	}{
+		{"clients", int64(c.Clients), 0, 64}, {"ops", int64(c.Ops), 0, 10000}, {"blocks", int64(c.Blocks), 0, 64},
+		{"block_size", int64(c.BlockSize), 0, 16 << 20}, {"read_size", int64(c.ReadSize), 0, 16 << 20}, {"writes", int64(c.Writes), 0, 1000},
+		{"msg", int64(c.Msg), 0, 1 << 20}, {"reply", int64(c.Reply), 0, 16 << 20}, {"threads", int64(c.Threads), 0, 64},
+		{"depth", int64(c.Depth), 0, 4}, {"fanout", int64(c.Fanout), 0, 8}, {"files", int64(c.Files), 0, 16},
+		{"duration", int64(c.Duration), 0, int64(time.Minute)}, {"warm_up", int64(c.WarmUp), 0, int64(time.Minute)},
+		{"keepalive", int64(c.Keepalive), 0, int64(time.Minute)}, {"cache_expiry", int64(c.CacheExpiry), 0, int64(time.Minute)},
+		{"cache_capacity", int64(c.CacheCapacity), 0, 1024}, {"stale", int64(c.Stale), 0, int64(c.Blocks)},
+		{"reset_at", int64(c.ResetAt), 0, 1000}, {"readers", int64(c.Readers), 0, 1024}, {"handlers", int64(c.Handlers), 0, 1024},
+		{"shards", int64(c.Shards), 0, 1024},
+	} {
+		if b.v < b.lo || b.v > b.hi {
+			return fmt.Errorf("scenario case: %s %d outside [%d, %d]", b.name, b.v, b.lo, b.hi)
+		}
 	}
 	if err := checkIgnore("scenario case", c.Ignore, ScenarioProperties); err != nil {
 		return err

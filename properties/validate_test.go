@@ -358,3 +358,12 @@ func TestReadJSONTraceRefuses(t *testing.T) {
 		t.Errorf("no file: %v", err)
 	}
 }
+
+// A scenario case's size out of its bound is named by its key in the file
+// (the whole case was printed, the field left to find).
+func TestScenarioCaseNamesTheSizeOutOfRange(t *testing.T) {
+	c := ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 1, Writes: 1, Msg: 1, Reply: 1, Threads: 65}
+	if err := c.Validate(); err == nil || err.Error() != "scenario case: threads 65 outside [0, 64]" {
+		t.Errorf("%v", err)
+	}
+}
