@@ -726,7 +726,7 @@ func printGroups(w io.Writer, gs []*propSummary) {
 		}
 		fmt.Fprintf(tw, "  %s\t%d seed%s\t%s\n", traces.Printable(g.Property), g.Count, plural(g.Count, "", "s"), what)
 		if g.Replay != "" {
-			fmt.Fprintf(tw, "  \t\t%s\n", g.Replay)
+			fmt.Fprintf(tw, "  \t\t%s\n", traces.Printable(g.Replay))
 		}
 	}
 	tw.Flush()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"xceiver/traces"
 )
 
 // maxResultBytes bounds a result file merge reads. A result lists at most
@@ -91,8 +92,11 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		// A trace --traces could not bring along is said, not only
 		// left out of the groups (the JSON's trace_error).
 		for _, f := range s.Failures {
-			if f.TraceError != "" {
-				fmt.Fprintf(c.stdout, "seed %d: no trace: %s\n", f.Seed, f.TraceError)
+			switch {
+			case f.TraceError != "" && f.Trace == "":
+				fmt.Fprintf(c.stdout, "seed %d: no trace: %s\n", f.Seed, traces.Printable(f.TraceError))
+			case f.TraceError != "":
+				fmt.Fprintf(c.stdout, "seed %d: trace note: %s\n", f.Seed, traces.Printable(f.TraceError))
 			}
 		}
 		printGroups(c.stdout, s.ByProperty)
@@ -428,12 +432,20 @@ func (m *merged) add(r *checkSummary) error {
 // named so: a result file is input, and one that names any file as a
 // seed's trace would have merge print it, and copy it with --traces.
 func (m *merged) dropForeignTraces() {
+	drop := func(f *checkFailure, bug string) {
+		if want := failureTraceName(f.System, f.Seed, bug); f.Trace != "" && filepath.Base(f.Trace) != want {
+			f.TraceError = fmt.Sprintf("%s is not a name check gives seed %d's trace (%s)", f.Trace, f.Seed, want)
+			f.Trace = ""
+		}
+	}
 	for _, r := range m.results {
 		for j := range r.Failures {
-			f := &r.Failures[j]
-			if want := failureTraceName(f.System, f.Seed, r.Bug); f.Trace != "" && filepath.Base(f.Trace) != want {
-				f.TraceError = fmt.Sprintf("%s is not a name check gives seed %d's trace (%s)", f.Trace, f.Seed, want)
-				f.Trace = ""
+			drop(&r.Failures[j], r.Bug)
+		}
+		// A group's smallest may be a failure the shard did not list.
+		for _, g := range r.ByProperty {
+			if g.Smallest != nil {
+				drop(g.Smallest, r.Bug)
 			}
 		}
 	}
@@ -558,7 +570,13 @@ func (m *merged) summary() *checkSummary {
 			}
 			if extra := g.Count - listed; extra > 0 {
 				if t.byProp[g.Property] == nil {
-					t.byProp[g.Property] = &propSummary{Property: g.Property, Smallest: g.Smallest, Replay: g.Replay}
+					// The replay command is made again from the trace
+					// (a result file's could say anything).
+					replay := ""
+					if f := g.Smallest; f != nil && f.Trace != "" {
+						replay = replayCommandFor(f.Trace, f.Seed, f.System)
+					}
+					t.byProp[g.Property] = &propSummary{Property: g.Property, Smallest: g.Smallest, Replay: replay}
 				}
 				t.byProp[g.Property].Count += extra
 				t.failed += extra

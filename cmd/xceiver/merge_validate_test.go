@@ -525,3 +525,27 @@ func checkShardResults(t *testing.T, dir string, shards []string, args ...string
 	}
 	return files
 }
+
+// A group's smallest failure that its shard did not list is held to the
+// same rule, and its replay command is made again from its trace: the
+// file's could name any file, or forge a line.
+func TestMergeUnlistedSmallestTrace(t *testing.T) {
+	dir := t.TempDir()
+	shards := syntheticShards()
+	f103 := shards[1].Failures[0]
+	unlisted := checkFailure{System: "datanode", Seed: 105, Property: "leak-freedom", Message: "m", Trace: "/etc/passwd", Events: 9, Bytes: 100, Ops: 1}
+	shards[1].ByProperty = []*propSummary{
+		{Property: "availability", Count: 1, Smallest: &f103},
+		{Property: "leak-freedom", Count: 1, Smallest: &unlisted, Replay: "xceiver replay /etc/passwd\n\x1b[31mFORGED"},
+	}
+	shards[1].Properties = append(shards[1].Properties, "leak-freedom")
+	shards[0].Properties = shards[1].Properties
+	files := []string{filepath.Join(dir, "s1.json"), filepath.Join(dir, "s2.json")}
+	for k := range shards {
+		writeJSON(t, files[k], shards[k])
+	}
+	code, out, errs := runCLI("merge", files[0], files[1])
+	if code != exitFail || strings.Contains(out, "/etc/passwd") || strings.Contains(out, "\x1b") {
+		t.Errorf("exit %d, want 1, no /etc/passwd and no escape:\n%s%s", code, out, errs)
+	}
+}
