@@ -242,6 +242,12 @@ func TestJSONTraceElementsBounded(t *testing.T) {
 		{`{"a":1,"b":2,"a":3}`, false},
 		{`{"property":"x","Property":"y"}`, false},
 		{`{"b":{"a":[1],"a":2}}`, false},
+		// Keys the decoder takes for one under Unicode folding.
+		{`{"message":"a","meſſage":"b"}`, false},
+		{`{"kind":"a","Kind":"b"}`, false},
+		// Nesting past the bound, which the walk would follow for good.
+		{strings.Repeat(`{"a":`, 65) + `1` + strings.Repeat(`}`, 65), false},
+		{strings.Repeat(`[`, 64) + strings.Repeat(`]`, 64), true},
 	} {
 		if err := CheckTraceJSON([]byte(tc.json)); (err == nil) != tc.ok {
 			t.Errorf("%.40s…: %v, want ok %v", tc.json, err, tc.ok)
