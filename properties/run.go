@@ -57,7 +57,7 @@ func (f *Failure) String() string { return f.Property + ": " + f.Message }
 // Unknown reports a linearizability check that gave up (a failure, not a
 // pass).
 func (f *Failure) Unknown() bool {
-	return f.Property == PropLinearizable && strings.HasPrefix(f.Message, "unknown")
+	return (f.Property == PropLinearizable || f.Property == PropDurable) && strings.HasPrefix(f.Message, "unknown")
 }
 
 // Options shape a run.
