@@ -232,10 +232,11 @@ const maxTrace = 1 << 30
 // Read decodes and verifies a trace: strictly (unknown fields, another
 // format or code version, a count or checksum that does not match are all
 // errors).
-func Read(r io.Reader) (*Trace, error) { return read(r, 0) }
+func Read(r io.Reader) (*Trace, error) { return read(io.LimitReader(r, maxTrace), 0) }
 
 // read is Read of a file of size bytes (0 if unknown), which its event
-// lines' buffer is made for at once rather than grown by doubling.
+// lines' buffer is made for at once rather than grown by doubling. r
+// holds at most maxTrace bytes, so an offset into the lines fits an int32.
 func read(r io.Reader, size int64) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), maxLine)
