@@ -279,12 +279,8 @@ func (o *checkOptions) validate(c *call) error {
 		// Refuse rather than ignore: a real-world check writes no traces
 		// (re-run a failing seed in sim for one) and needs the whole OS
 		// process to itself for its leak check.
-		set := map[string]bool{}
-		c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for _, n := range []string{"out", "parallel", "no-shrink"} {
-			if set[n] {
-				return c.usagef("%s: a check in the real world runs one seed at a time and neither shrinks nor writes traces (check a failing seed in sim for its trace)", c.typed(n))
-			}
+		if set := setFlags(c.fs, c.typed, "out", "parallel", "no-shrink"); len(set) > 0 {
+			return c.usagef("%s: a check in the real world runs one seed at a time and neither shrinks nor writes traces (check a failing seed in sim for its trace)", set[0])
 		}
 	}
 	if o.world == "sim" {
@@ -358,6 +354,22 @@ var progressEvery = 5 * time.Second
 func isSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// setFlags lists those of names the command line set, each as typed (with
+// typed nil, as --name): what a refusal of flags that do nothing names.
+func setFlags(fs *flag.FlagSet, typed func(string) string, names ...string) []string {
+	var set []string
+	for _, n := range names {
+		if isSet(fs, n) {
+			if typed == nil {
+				set = append(set, "--"+n)
+			} else {
+				set = append(set, typed(n))
+			}
+		}
+	}
 	return set
 }
 

@@ -199,8 +199,6 @@ func saveTrace(f *checkFailure, opt checkOptions, name string, write func(path s
 	f.Trace = path
 }
 
-// systemTraceName names the trace file of a failing seed of a system
-// whose traces are JSON (rpc, sc).
 // failureTraceName is the name check gives the trace of a failure of
 // system at seed (with bug switched on, or ""): merge copies only a file
 // of that name as the failure's trace.
@@ -214,6 +212,8 @@ func failureTraceName(system string, seed uint64, bug string) string {
 	return fmt.Sprintf("seed-%d.trace", seed)
 }
 
+// systemTraceName names the trace file of a failing seed of a system
+// whose traces are JSON (rpc, sc, scenario).
 func systemTraceName(system string, seed uint64, bug string) string {
 	if bug != "" {
 		return fmt.Sprintf("%s-seed-%d-%s.json", system, seed, bug)

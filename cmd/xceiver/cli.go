@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+
 	"xceiver/traces"
 )
 

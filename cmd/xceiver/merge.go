@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
 	"xceiver/traces"
 )
 

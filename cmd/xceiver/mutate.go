@@ -116,13 +116,7 @@ func (o *mutateOptions) validate(c *call) error {
 	if o.list {
 		// The listing builds and checks nothing (listMutants): these
 		// went unread, and the list passed for one they had shaped.
-		var judging []string
-		for _, name := range []string{"seeds", "parallel", "tests", "timeout", "equivalent", "budget"} {
-			if isSet(c.fs, name) {
-				judging = append(judging, c.typed(name))
-			}
-		}
-		if len(judging) > 0 {
+		if judging := setFlags(c.fs, c.typed, "seeds", "parallel", "tests", "timeout", "equivalent", "budget"); len(judging) > 0 {
 			return c.usagef("%s: --list judges nothing; %s how mutants are judged", strings.Join(judging, ", "), plural(len(judging), "the flag sets", "the flags set"))
 		}
 	}

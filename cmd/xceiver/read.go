@@ -47,13 +47,7 @@ func readFlags(fs *flag.FlagSet) func() (runner, error) {
 		if s.Server.Mode == model.Threaded {
 			// Silently ignored, they would read as a threaded run
 			// configured like a reactor.
-			var reactorOnly []string
-			for _, name := range []string{"inline-io", "pool-max", "selectors", "workers"} {
-				if isSet(fs, name) {
-					reactorOnly = append(reactorOnly, "--"+name)
-				}
-			}
-			if len(reactorOnly) > 0 {
+			if reactorOnly := setFlags(fs, nil, "inline-io", "pool-max", "selectors", "workers"); len(reactorOnly) > 0 {
 				return nil, usagef("run read: %s: the reactor's; --server threaded has a thread per connection", strings.Join(reactorOnly, ", "))
 			}
 		}

@@ -305,13 +305,7 @@ func runSetup(c *call) func([]string) int {
 			// As --cpu-scale: the real world never reads them, and a run
 			// that took them would pass for one made with them.
 			names, why := so.simOnly()
-			var set []string
-			for _, n := range names {
-				if isSet(fs, n) {
-					set = append(set, c.typed(n))
-				}
-			}
-			if len(set) > 0 {
+			if set := setFlags(fs, c.typed, names...); len(set) > 0 {
 				return report(stderr, usagef("run %s: %s: the simulated world's; %s", sc.name, strings.Join(set, ", "), why))
 			}
 		}

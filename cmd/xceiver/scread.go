@@ -41,13 +41,7 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 		// cache and verify nothing themselves, so the run is the same
 		// with them or without (its trace hash too).
 		if s.Path != "sc" {
-			var scOnly []string
-			for _, name := range []string{"shards", "cache-capacity", "cache-expiry", "skip-checksum"} {
-				if isSet(fs, name) {
-					scOnly = append(scOnly, "--"+name)
-				}
-			}
-			if len(scOnly) > 0 {
+			if scOnly := setFlags(fs, nil, "shards", "cache-capacity", "cache-expiry", "skip-checksum"); len(scOnly) > 0 {
 				return nil, usagef("run sc-read: %s: short-circuit reads'; --path %s reads through the datanode", strings.Join(scOnly, ", "), s.Path)
 			}
 		}

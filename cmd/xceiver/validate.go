@@ -510,13 +510,7 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 	if !repeated {
 		// Only the repeated checks' rounds read them: a check run once
 		// ran once, whatever --repeat asked.
-		var set []string
-		for _, n := range []string{"repeat", "max-steal"} {
-			if isSet(c.fs, n) {
-				set = append(set, c.typed(n))
-			}
-		}
-		if len(set) > 0 {
+		if set := setFlags(c.fs, c.typed, "repeat", "max-steal"); len(set) > 0 {
 			return report(stderr, c.usagef("%s: %s runs once; %s for the repeated checks (%s)", strings.Join(set, ", "), only, plural(len(set), "the flag is", "the flags are"), strings.Join(noisyNames, ", ")))
 		}
 	}
