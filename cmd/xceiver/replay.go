@@ -44,7 +44,10 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 	if sameFile(htmlPath, rest[0]) {
 		return report(stderr, c.usagef("%s %s is the TRACE: the page would overwrite it", c.typed("html"), htmlPath))
 	}
-	if sys := jsonTraceSystem(rest[0]); sys != "" {
+	// Read once: a JSON trace's format names its system, or none this
+	// xceiver has.
+	format := jsonTraceFormat(rest[0])
+	if sys := formatSystem(format); sys != "" {
 		if htmlPath != "" {
 			if err := checkOutFile(htmlPath); err != nil {
 				return report(stderr, c.usagef("%s: %v", c.typed("html"), err))
@@ -55,12 +58,12 @@ func replayMain(c *call, rest []string, htmlPath string, asJSON bool) int {
 		}
 		return replayJSONTrace(stdout, stderr, sys, rest[0], htmlPath, asJSON)
 	}
-	if f := jsonTraceFormat(rest[0]); f != "" {
+	if format != "" {
 		// A JSON trace of no system this xceiver has (a format string:
 		// a data-path trace's is a number), not a data-path trace
 		// without a header.
 		return report(stderr, c.usagef("trace %s: format %q: this xceiver reads %s, %s and %s (and data-path traces)",
-			traces.Printable(rest[0]), f, properties.RPCTraceFormat, properties.SCTraceFormat, properties.ScenarioTraceFormat))
+			traces.Printable(rest[0]), format, properties.RPCTraceFormat, properties.SCTraceFormat, properties.ScenarioTraceFormat))
 	}
 	t, err := traces.ReadFile(rest[0])
 	if err != nil {

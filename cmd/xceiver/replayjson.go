@@ -15,8 +15,10 @@ import (
 
 // jsonTraceSystem names the system whose JSON trace path holds ("" for
 // anything else, such as a data-path trace).
-func jsonTraceSystem(path string) string {
-	f := jsonTraceFormat(path)
+func jsonTraceSystem(path string) string { return formatSystem(jsonTraceFormat(path)) }
+
+// formatSystem names the system whose JSON traces have format f, or "".
+func formatSystem(f string) string {
 	for _, s := range []string{"rpc", "sc", "scenario"} {
 		if strings.HasPrefix(f, "xceiver-"+s+"-trace/") {
 			return s
