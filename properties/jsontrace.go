@@ -150,19 +150,27 @@ func readJSONTrace(path, kind string, t any) error {
 	return nil
 }
 
-// checkTraceVerdict refuses a trace without the failure it records: check
-// writes one only for a failing case, with its property, its event count
-// and its hash (16 hex digits). Missing, they decoded as empty and the
-// trace replayed as "diverged" (exit 1) instead of being refused as
-// malformed.
-func checkTraceVerdict(path, property string, events uint64, hash string) error {
+// CheckVerdict refuses a trace (of any system) without the failure it
+// records: check writes one only for a failing case, with its property,
+// its event count and its hash (16 hex digits). Missing, they decoded as
+// empty and the trace replayed as "diverged" (exit 1) instead of being
+// refused as malformed.
+func CheckVerdict(property string, events uint64, hash string) error {
 	switch {
 	case property == "":
-		return fmt.Errorf("%s: no property: a trace records a failure", path)
+		return fmt.Errorf("no property: a trace records a failure")
 	case events == 0:
-		return fmt.Errorf("%s: no events: a trace records its run's event count", path)
+		return fmt.Errorf("no events: a trace records its run's event count")
 	case len(hash) != 16 || strings.Trim(hash, "0123456789abcdef") != "":
-		return fmt.Errorf("%s: trace_hash %q: want 16 hex digits", path, hash)
+		return fmt.Errorf("trace_hash %q: want 16 hex digits", hash)
+	}
+	return nil
+}
+
+// checkTraceVerdict is CheckVerdict for the JSON trace at path.
+func checkTraceVerdict(path, property string, events uint64, hash string) error {
+	if err := CheckVerdict(property, events, hash); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

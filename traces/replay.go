@@ -44,7 +44,6 @@ func (r *Report) Reproduced(t *Trace) bool {
 		r.TraceHash == t.Header.TraceHash && r.Events == t.Header.Events
 }
 
-// Summary says in one line what the replay found.
 // Printable is s as a terminal line may show it: quoted if it holds a
 // control character. What a trace file says is input: a message with a
 // newline in it printed a forged verdict line of its own, and escape
@@ -56,6 +55,7 @@ func Printable(s string) string {
 	return s
 }
 
+// Summary says in one line what the replay found.
 func (r *Report) Summary(t *Trace) string {
 	switch {
 	case r.Reproduced(t):
