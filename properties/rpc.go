@@ -763,15 +763,18 @@ func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult
 	return h.run(linTimeout)
 }
 
+// ignored reports whether the case does not enforce prop (check --ignore).
+func (h *rpcHarness) ignored(prop string) bool { return slices.Contains(h.c.Ignore, prop) }
+
 // failAfter is fail once the world has stopped (see harness.failAfter).
 func (h *rpcHarness) failAfter(prop, msg string) {
-	if h.failure == nil && !slices.Contains(h.c.Ignore, prop) {
+	if h.failure == nil && !h.ignored(prop) {
 		h.failure = &Failure{prop, msg}
 	}
 }
 
 func (h *rpcHarness) fail(prop, format string, a ...any) {
-	if h.failure != nil || slices.Contains(h.c.Ignore, prop) {
+	if h.failure != nil || h.ignored(prop) {
 		return
 	}
 	h.failure = &Failure{prop, fmt.Sprintf(format, a...)}
@@ -1513,12 +1516,12 @@ func (h *rpcHarness) checkHistory(linTimeout time.Duration) *Failure {
 			what = fmt.Sprintf("namenode incarnation %d: ", k)
 		}
 		m := nsModelFrom(rpcDN, *img(k))
-		if !slices.Contains(h.c.Ignore, PropLinearizable) {
+		if !h.ignored(PropLinearizable) {
 			if f := checkNS(m, ops, linTimeout, PropLinearizable, what); f != nil {
 				return f
 			}
 		}
-		if next := img(j); next != nil && !slices.Contains(h.c.Ignore, PropDurable) {
+		if next := img(j); next != nil && !h.ignored(PropDurable) {
 			at := h.crashes[j-1]
 			ch = append(ch, porcupine.Operation{ClientId: 1 << 20, Input: NSInput{image: next}, Call: at, Output: NSOutput{}, Return: at})
 			if f := checkNS(m, ch, linTimeout, PropDurable, fmt.Sprintf("namenode restart %d: ", j)); f != nil {
