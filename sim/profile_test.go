@@ -163,13 +163,7 @@ func TestParseProfileRejectsBadProfiles(t *testing.T) {
 // withSlices is profile with its slice figures set (they are 0 in the
 // embedded one, measured on a machine it had alone).
 func withSlices(profile string, on, off float64) string {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(profile), &m); err != nil {
-		panic(err)
-	}
-	m["slice_on_ns"], m["slice_off_ns"] = on, off
-	b, _ := json.Marshal(m)
-	return string(b)
+	return withField(withField(profile, "slice_on_ns", on), "slice_off_ns", off)
 }
 
 // withField is profile with one figure set.
