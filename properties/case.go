@@ -657,26 +657,21 @@ func (c *Case) Validate() error {
 	// The datanode and client would read a zero as "default" and take
 	// absurd sizes at face value: a case (drawn, shrunk or read from a
 	// trace) must name every value, within what the simulator can run.
-	for _, r := range []struct {
-		name      string
-		v, lo, hi int
-	}{
-		{"selectors", cfg.Selectors, 1, 64},
-		{"workers", cfg.Workers, 1, 256},
+	if err := checkBounds("", []bound{
+		{"selectors", int64(cfg.Selectors), 1, 64},
+		{"workers", int64(cfg.Workers), 1, 256},
 		// A handle holds two fds, and the pool keeps at most half its
 		// handles idle (model.NewHandlePool).
-		{"pool_max", cfg.PoolMax, 2, 4096},
-		{"pool_min", cfg.PoolMin, 0, cfg.PoolMax / 2},
-		{"dn_packet", cfg.DNPacket, model.BytesPerChecksum, model.MaxPacketData},
-		{"packet", cfg.Packet, model.BytesPerChecksum, model.MaxPacketData},
-		{"fd_limit", cfg.FDLimit, 16, 1 << 20},
-		{"cache_capacity", cfg.CacheCapacity, 0, 4096},
-		{"max_write", cfg.MaxWrite, 0, maxMaxWrite},
-		{"max_buffered", cfg.MaxBuffered, 0, maxMaxBuffered},
-	} {
-		if r.v < r.lo || r.v > r.hi {
-			return fmt.Errorf("%s %d outside [%d, %d]", r.name, r.v, r.lo, r.hi)
-		}
+		{"pool_max", int64(cfg.PoolMax), 2, 4096},
+		{"pool_min", int64(cfg.PoolMin), 0, int64(cfg.PoolMax / 2)},
+		{"dn_packet", int64(cfg.DNPacket), model.BytesPerChecksum, model.MaxPacketData},
+		{"packet", int64(cfg.Packet), model.BytesPerChecksum, model.MaxPacketData},
+		{"fd_limit", int64(cfg.FDLimit), 16, 1 << 20},
+		{"cache_capacity", int64(cfg.CacheCapacity), 0, 4096},
+		{"max_write", int64(cfg.MaxWrite), 0, maxMaxWrite},
+		{"max_buffered", int64(cfg.MaxBuffered), 0, maxMaxBuffered},
+	}); err != nil {
+		return err
 	}
 	// The datanode refuses to start on a packet of part of a chunk
 	// (the client takes any size in the range).
@@ -831,6 +826,23 @@ func (c *Case) validateSchedule() error {
 	}
 	if moved > maxMovedBytes {
 		return fmt.Errorf("ops and faults write or ask to read %d bytes, more than %d", moved, maxMovedBytes)
+	}
+	return nil
+}
+
+// bound is a figure of a case by its name in the file, and its range.
+type bound struct {
+	name      string
+	v, lo, hi int64
+}
+
+// checkBounds refuses the first figure outside its range, named as in the
+// file (prefix says whose case it is).
+func checkBounds(prefix string, bs []bound) error {
+	for _, b := range bs {
+		if b.v < b.lo || b.v > b.hi {
+			return fmt.Errorf("%s%s %d outside [%d, %d]", prefix, b.name, b.v, b.lo, b.hi)
+		}
 	}
 	return nil
 }

@@ -288,10 +288,7 @@ func (c *ScenarioCase) Validate() error {
 	}
 	// Each bound by its name in the file (the whole case was printed,
 	// the field left to find).
-	for _, b := range []struct {
-		name      string
-		v, lo, hi int64
-	}{
+	if err := checkBounds("scenario case: ", []bound{
 		{"clients", int64(c.Clients), 0, 64}, {"ops", int64(c.Ops), 0, 10000}, {"blocks", int64(c.Blocks), 0, 64},
 		{"block_size", int64(c.BlockSize), 0, 16 << 20}, {"read_size", int64(c.ReadSize), 0, 16 << 20}, {"writes", int64(c.Writes), 0, 1000},
 		{"msg", int64(c.Msg), 0, 1 << 20}, {"reply", int64(c.Reply), 0, 16 << 20}, {"threads", int64(c.Threads), 0, 64},
@@ -301,10 +298,8 @@ func (c *ScenarioCase) Validate() error {
 		{"cache_capacity", int64(c.CacheCapacity), 0, 1024}, {"stale", int64(c.Stale), 0, int64(c.Blocks)},
 		{"reset_at", int64(c.ResetAt), 0, 1000}, {"readers", int64(c.Readers), 0, 1024}, {"handlers", int64(c.Handlers), 0, 1024},
 		{"shards", int64(c.Shards), 0, 1024},
-	} {
-		if b.v < b.lo || b.v > b.hi {
-			return fmt.Errorf("scenario case: %s %d outside [%d, %d]", b.name, b.v, b.lo, b.hi)
-		}
+	}); err != nil {
+		return err
 	}
 	if err := checkIgnore("scenario case", c.Ignore, ScenarioProperties); err != nil {
 		return err
