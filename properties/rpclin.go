@@ -2,7 +2,6 @@ package properties
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -38,56 +37,99 @@ type nsNode struct {
 	blocks   []namespace.Location // id, stamp, length
 }
 
-// nsState is immutable once built: steps copy it.
+// nsEntry is a node under its path.
+type nsEntry struct {
+	path string
+	node nsNode
+}
+
+// nsState is immutable once built: steps copy it. Its nodes are a slice
+// sorted by path rather than a map: porcupine steps through every call
+// many times while it searches, and each change copies the state, which
+// for a slice is one allocation and a copy, where cloning a map rehashed
+// every key (a third of an rpc seed's linearizability check). Sorted, a
+// directory's subtree is one run of the slice, so listing and deleting
+// it need no sort of the keys either.
 type nsState struct {
-	nodes map[string]nsNode // "" is the root
-	next  uint64            // next block id
-	sum   uint64            // of nodeHash over nodes, kept by put and del
+	nodes []nsEntry // by path; "" is the root
+	next  uint64    // next block id
+	sum   uint64    // of nodeHash over nodes, kept by put and del
 }
 
 func newNSState(next uint64) nsState {
-	s := nsState{nodes: map[string]nsNode{}, next: next}
+	s := nsState{next: next}
 	s.put("", nsNode{dir: true})
 	return s
 }
 
 func (s nsState) clone() nsState {
-	return nsState{nodes: maps.Clone(s.nodes), next: s.next, sum: s.sum}
+	// Room for a few new paths: most changes add one or two.
+	nodes := make([]nsEntry, len(s.nodes), len(s.nodes)+4)
+	copy(nodes, s.nodes)
+	return nsState{nodes: nodes, next: s.next, sum: s.sum}
+}
+
+// find is where path is, or would be inserted, in s.nodes.
+func (s nsState) find(path string) (int, bool) {
+	return slices.BinarySearchFunc(s.nodes, path, func(e nsEntry, p string) int { return strings.Compare(e.path, p) })
+}
+
+func (s nsState) get(path string) (nsNode, bool) {
+	if i, ok := s.find(path); ok {
+		return s.nodes[i].node, true
+	}
+	return nsNode{}, false
 }
 
 func (s *nsState) put(k string, n nsNode) {
-	if old, ok := s.nodes[k]; ok {
-		s.sum -= nodeHash(k, old)
+	i, ok := s.find(k)
+	if ok {
+		s.sum -= nodeHash(k, s.nodes[i].node)
+		s.nodes[i].node = n
+	} else {
+		s.nodes = slices.Insert(s.nodes, i, nsEntry{k, n})
 	}
-	s.nodes[k] = n
 	s.sum += nodeHash(k, n)
 }
 
 func (s *nsState) del(k string) {
-	if old, ok := s.nodes[k]; ok {
-		s.sum -= nodeHash(k, old)
-		delete(s.nodes, k)
+	if i, ok := s.find(k); ok {
+		s.sum -= nodeHash(k, s.nodes[i].node)
+		s.nodes = slices.Delete(s.nodes, i, i+1)
 	}
+}
+
+// under is the run of s.nodes strictly below directory p: the paths that
+// begin with p+"/".
+func (s nsState) under(p string) (from, to int) {
+	prefix := p + "/"
+	from, _ = s.find(prefix)
+	to = from
+	for to < len(s.nodes) && strings.HasPrefix(s.nodes[to].path, prefix) {
+		to++
+	}
+	return from, to
 }
 
 func (s nsState) equal(o nsState) bool {
 	if s.next != o.next || len(s.nodes) != len(o.nodes) {
 		return false
 	}
-	// The verdict is the same in any order, so the map's order is fine.
-	for k, a := range s.nodes {
-		b, ok := o.nodes[k]
-		if !ok || a.dir != b.dir || a.complete != b.complete || !slices.EqualFunc(a.blocks, b.blocks, sameLocation) {
+	for i := range s.nodes {
+		a, b := &s.nodes[i], &o.nodes[i]
+		if a.path != b.path || a.node.dir != b.node.dir || a.node.complete != b.node.complete ||
+			!slices.EqualFunc(a.node.blocks, b.node.blocks, sameLocation) {
 			return false
 		}
 	}
 	return true
 }
 
-// hash sums a hash of each node, so it needs no order of the map's keys
-// (sorting them was a third of an rpc seed's CPU: porcupine hashes every
-// state it caches), and keeps the sum as nodes change (hashing every node
-// for every state was a fifth). It only buckets states: equal decides.
+// hash sums a hash of each node, so it needs no order of the nodes
+// (sorting a map's keys was a third of an rpc seed's CPU: porcupine
+// hashes every state it caches), and keeps the sum as nodes change
+// (hashing every node for every state was a fifth). It only buckets
+// states: equal decides.
 func (s nsState) hash() uint64 {
 	return mix(0, s.next) + s.sum
 }
@@ -117,14 +159,14 @@ func join(parts []string) string {
 // the end ENOTDIR.
 func (s nsState) lookup(parts []string) (nsNode, string, namespace.Code) {
 	for i := range parts {
-		if n, ok := s.nodes[join(parts[:i])]; !ok {
+		if n, ok := s.get(join(parts[:i])); !ok {
 			return nsNode{}, "", namespace.ENOENT
 		} else if !n.dir {
 			return nsNode{}, "", namespace.ENOTDIR
 		}
 	}
 	p := join(parts)
-	n, ok := s.nodes[p]
+	n, ok := s.get(p)
 	if !ok {
 		return nsNode{}, "", namespace.ENOENT
 	}
@@ -136,7 +178,7 @@ func (s nsState) lookup(parts []string) (nsNode, string, namespace.Code) {
 func (s *nsState) mkdirs(parts []string) namespace.Code {
 	for i := 1; i <= len(parts); i++ {
 		p := join(parts[:i])
-		n, ok := s.nodes[p]
+		n, ok := s.get(p)
 		if !ok {
 			s.put(p, nsNode{dir: true})
 			continue
@@ -151,22 +193,26 @@ func (s *nsState) mkdirs(parts []string) namespace.Code {
 	return namespace.OK
 }
 
-func (s nsState) children(p string) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
-		if k != "" && k[:strings.LastIndexByte(k, '/')] == p {
-			out = append(out, k[strings.LastIndexByte(k, '/')+1:])
+// children are the names directly under directory p, in path order.
+func (s nsState) children(p string) []nsEntry {
+	from, to := s.under(p)
+	var out []nsEntry
+	for _, e := range s.nodes[from:to] {
+		if name := e.path[len(p)+1:]; !strings.Contains(name, "/") {
+			out = append(out, nsEntry{name, e.node})
 		}
 	}
 	return out
 }
 
+// removeTree deletes p and everything below it.
 func (s *nsState) removeTree(p string) {
-	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
-		if k == p || strings.HasPrefix(k, p+"/") {
-			s.del(k)
-		}
+	from, to := s.under(p)
+	for _, e := range s.nodes[from:to] {
+		s.sum -= nodeHash(e.path, e.node)
 	}
+	s.nodes = slices.Delete(s.nodes, from, to)
+	s.del(p)
 }
 
 func length(n nsNode) int64 {
@@ -202,7 +248,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			return s, resp, namespace.ENOTDIR
 		}
 		p := join(parts)
-		if _, ok := t.nodes[p]; ok {
+		if _, ok := t.get(p); ok {
 			return s, resp, namespace.EEXIST
 		}
 		var n nsNode
@@ -241,9 +287,8 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			resp.Entries = []namespace.Entry{{Name: parts[len(parts)-1], Length: length(n)}}
 			return s, resp, namespace.OK
 		}
-		for _, name := range t.children(p) {
-			ch := t.nodes[p+"/"+name]
-			resp.Entries = append(resp.Entries, namespace.Entry{Name: name, Dir: ch.dir, Length: length(ch)})
+		for _, ch := range t.children(p) {
+			resp.Entries = append(resp.Entries, namespace.Entry{Name: ch.path, Dir: ch.node.dir, Length: length(ch.node)})
 		}
 		return s, resp, namespace.OK
 	case namespace.MethodGetBlockLocations:
@@ -274,7 +319,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			return s, resp, namespace.ENOTDIR
 		}
 		p := join(parts)
-		if _, ok := t.nodes[p]; !ok {
+		if _, ok := t.get(p); !ok {
 			return s, resp, namespace.ENOENT
 		}
 		t.removeTree(p)
@@ -295,7 +340,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			return s, resp, namespace.ENOTDIR
 		}
 		src := join(parts)
-		if _, ok := t.nodes[src]; !ok {
+		if _, ok := t.get(src); !ok {
 			return s, resp, namespace.ENOENT
 		}
 		dp, _, c := t.lookup(dst[:len(dst)-1])
@@ -306,15 +351,18 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			return s, resp, namespace.ENOTDIR
 		}
 		to := join(dst)
-		if _, ok := t.nodes[to]; ok {
+		if _, ok := t.get(to); ok {
 			return s, resp, namespace.EEXIST
 		}
-		for _, k := range slices.Sorted(maps.Keys(t.nodes)) {
-			if k == src || strings.HasPrefix(k, src+"/") {
-				n := t.nodes[k]
-				t.del(k)
-				t.put(to+k[len(src):], n)
-			}
+		// The subtree moves as a whole: taken out, then put back under
+		// its new path (dst is not inside src, so none collide).
+		from, end := t.under(src)
+		moved := slices.Clone(t.nodes[from:end])
+		root, _ := t.get(src)
+		t.removeTree(src)
+		t.put(to, root)
+		for _, e := range moved {
+			t.put(to+e.path[len(src):], e.node)
 		}
 		return t, resp, namespace.OK
 	}

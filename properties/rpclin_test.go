@@ -13,8 +13,8 @@ import (
 func TestNSStateHashIsRunningSum(t *testing.T) {
 	full := func(s nsState) uint64 {
 		h := mix(0, s.next)
-		for k, n := range s.nodes {
-			h += nodeHash(k, n)
+		for _, e := range s.nodes {
+			h += nodeHash(e.path, e.node)
 		}
 		return h
 	}
@@ -25,7 +25,7 @@ func TestNSStateHashIsRunningSum(t *testing.T) {
 		for i := range 60 {
 			req := namespace.Request{Method: uint8(1 + r.IntN(int(namespace.MethodRename))), Path: paths[r.IntN(len(paths))], Dst: paths[r.IntN(len(paths))], Blocks: r.IntN(3)}
 			if req.Method == namespace.MethodComplete {
-				if n, ok := s.nodes[req.Path]; ok {
+				if n, ok := s.get(req.Path); ok {
 					for _, b := range n.blocks {
 						req.Done = append(req.Done, namespace.Location{Block: b.Block, Stamp: uint64(1 + r.IntN(3)), Length: int64(r.IntN(100))})
 					}
