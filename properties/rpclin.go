@@ -11,7 +11,7 @@ import (
 	"xceiver/model/namespace"
 )
 
-// The namespace model, for porcupine: a flat map from path to node, written
+// The namespace model, for porcupine: a flat table from path to node, written
 // from HDFS's rules independently of model/namespace's tree. Every
 // namespace call is an op; a call whose answer never came (a connection
 // error) has output Unknown and return time +∞: it may have applied or not.
