@@ -1263,13 +1263,21 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 }
 
 // callbackByConns is the callback's cost for the connections open now
-// (CPUConfig.CallbackByConns).
-// (Small enough to inline: off, as in check, it costs runOn a compare.)
+// (CPUConfig.CallbackByConns), worked out again only when the number of
+// sockets has changed since (the config cannot change in a world's life).
+// (Small enough to inline: it costs runOn a compare.)
 func (w *World) callbackByConns() time.Duration {
-	if w.cfg.CPU.CallbackByConns == ([3]time.Duration{}) {
-		return 0
+	if w.sockets != w.cbSockets {
+		w.rescaleCallback()
 	}
-	return connScale(w.cfg.CPU.CallbackByConns, float64(w.sockets)/2)
+	return w.cbSocketsCost
+}
+
+func (w *World) rescaleCallback() {
+	w.cbSockets, w.cbSocketsCost = w.sockets, 0
+	if by := w.cfg.CPU.CallbackByConns; by != ([3]time.Duration{}) {
+		w.cbSocketsCost = connScale(by, float64(w.sockets)/2)
+	}
 }
 
 // connScale interpolates by, the costs at 8, 32 and 128 connections, at

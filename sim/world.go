@@ -376,10 +376,16 @@ type World struct {
 	threadKinds []*model.ThreadCPU
 	// sockets counts the sockets open in every process (allocFD, freeFD,
 	// clearFDs): CPUConfig.CallbackByConns reads it on every callback.
-	sockets  int
-	listen   map[string]*listener // address → listener; lookups only
-	nextPort int
-	nextID   uint64
+	sockets int
+	// cbSocketsCost is that cost for cbSockets sockets: it changes only
+	// when a socket opens or closes, and working it out (a logarithm)
+	// on every callback was a twentieth of a busy rpc run. (The zero
+	// values agree: no sockets, no cost.)
+	cbSockets     int
+	cbSocketsCost time.Duration
+	listen        map[string]*listener // address → listener; lookups only
+	nextPort      int
+	nextID        uint64
 
 	tickPhase time.Duration
 	netRand   *rand.Rand
