@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-
-	"xceiver/traces"
 )
 
 // command is one subcommand, declared in one place: synopsis, help,
@@ -447,14 +446,21 @@ func checkOutFile(path string) error {
 	return probeWritable(dir)
 }
 
-// isTrace reports whether path holds a trace replay reads: a data-path
-// trace, or a JSON trace of another system.
+// isTrace reports whether path holds a trace by its first fields: a JSON
+// trace's format ("xceiver-rpc-trace/5"), or a data-path trace's number
+// with the simulator's code version beside it. Only the head is read, not
+// the whole file verified: a trace of another version, or a damaged one,
+// is still all that may be left of a failure.
 func isTrace(path string) bool {
-	if jsonTraceSystem(path) != "" {
-		return true
+	head := headFields(path, "format", "code_version")
+	var format string
+	if json.Unmarshal(head["format"], &format) == nil {
+		return strings.HasPrefix(format, "xceiver-") && strings.Contains(format, "-trace/")
 	}
-	_, err := traces.ReadFile(path)
-	return err == nil
+	var n int
+	var version string
+	return json.Unmarshal(head["format"], &n) == nil && json.Unmarshal(head["code_version"], &version) == nil &&
+		strings.HasPrefix(version, "xceiver-sim-")
 }
 
 // readInput reads a file a flag or an argument names, up to limit bytes.

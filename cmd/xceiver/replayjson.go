@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -143,39 +144,46 @@ func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int 
 // jsonTraceFormat returns the format field of a JSON trace file, or ""
 // when path is not one.
 func jsonTraceFormat(path string) string {
+	var format string
+	if json.Unmarshal(headFields(path, "format")["format"], &format) != nil {
+		return ""
+	}
+	return format
+}
+
+// headFields returns the raw values of the named top-level keys of the
+// JSON object path holds, or nil if it is not a regular file that begins
+// with one. It reads only as far as the last of them, key by key, not the
+// whole object: traces put these first (a valid trace over the 1 MiB once
+// decoded here whole was taken for a data-path one).
+func headFields(path string, names ...string) map[string]json.RawMessage {
 	// Non-blocking and regular files only: a FIFO is left to the reader
 	// that refuses it, rather than blocking here.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return ""
+		return nil
 	}
-	// The format is the object's first key as check writes it: read up
-	// to it, token by token, not the whole object (a valid trace over
-	// the 1 MiB once decoded here whole was taken for a data-path one).
 	dec := json.NewDecoder(io.LimitReader(f, 1<<20))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return nil
 	}
-	for dec.More() {
+	found := map[string]json.RawMessage{}
+	for len(found) < len(names) && dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return ""
+			return found
 		}
-		if key == "format" {
-			var format string
-			if dec.Decode(&format) != nil {
-				return ""
-			}
-			return format
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return found
 		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return ""
+		if k, _ := key.(string); slices.Contains(names, k) {
+			found[k] = v
 		}
 	}
-	return ""
+	return found
 }
