@@ -167,25 +167,31 @@ func CheckVerdict(property string, events uint64, hash string) error {
 	return nil
 }
 
-// checkTraceVerdict is CheckVerdict for the JSON trace at path.
-func checkTraceVerdict(path, property string, events uint64, hash string) error {
-	if err := CheckVerdict(property, events, hash); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+// TraceHead is what a JSON trace of any system holds before its case: its
+// format and the failure it records.
+type TraceHead struct {
+	Format    string `json:"format"`
+	Property  string `json:"property"`
+	Message   string `json:"message"`
+	Events    uint64 `json:"events"`
+	TraceHash string `json:"trace_hash"`
 }
 
-// checkTraceHeader refuses a trace of another format (saying how to record
-// it again) or one whose case would not pass the checks a drawn case does.
-func checkTraceHeader(path, format, want, system string, seed uint64, bug string, validate func() error) error {
-	if format != want {
+// check refuses the trace at path if its head is of another format than
+// want (saying how to record the case again) or records no failure, or if
+// its case would not pass the checks a drawn case does.
+func (h TraceHead) check(path, want, system string, seed uint64, bug string, validate func() error) error {
+	if h.Format != want {
 		again := fmt.Sprintf("xceiver check --system %s --seed %d", system, seed)
 		if bug != "" {
 			again += " --bug " + bug
 		}
-		return fmt.Errorf("%s: format %q, want %q (record it again with %s)", path, format, want, again)
+		return fmt.Errorf("%s: format %q, want %q (record it again with %s)", path, h.Format, want, again)
 	}
 	if err := validate(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := CheckVerdict(h.Property, h.Events, h.TraceHash); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

@@ -213,7 +213,7 @@ func TestJSONTraceElementsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "t.json")
-	if err := WriteRPCTrace(path, RPCTrace{Format: RPCTraceFormat, Property: PropLinearizable, Events: 9, TraceHash: "0123456789abcdef", Case: c}); err != nil {
+	if err := WriteRPCTrace(path, RPCTrace{TraceHead{Format: RPCTraceFormat, Property: PropLinearizable, Events: 9, TraceHash: "0123456789abcdef"}, c}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadRPCTrace(path); err != nil {

@@ -53,11 +53,7 @@ func ShrinkRPC(c RPCCase, r *RPCResult, budget int) (RPCCase, *RPCResult, int) {
 
 // RPCTrace is a recorded rpc failure: the case, and what its run gave.
 type RPCTrace struct {
-	Format    string  `json:"format"` // RPCTraceFormat
-	Property  string  `json:"property"`
-	Message   string  `json:"message"`
-	Events    uint64  `json:"events"`
-	TraceHash string  `json:"trace_hash"`
+	TraceHead         // Format: RPCTraceFormat
 	Case      RPCCase `json:"rpc_case"`
 }
 
@@ -68,7 +64,7 @@ const RPCTraceFormat = "xceiver-rpc-trace/5"
 // RecordRPC runs c and returns its trace.
 func RecordRPC(c RPCCase) (RPCTrace, *RPCResult) {
 	r := RunRPC(c, 10*time.Second)
-	t := RPCTrace{Format: RPCTraceFormat, Events: r.Events, TraceHash: r.TraceHash, Case: c}
+	t := RPCTrace{TraceHead{Format: RPCTraceFormat, Events: r.Events, TraceHash: r.TraceHash}, c}
 	if r.Failure != nil {
 		t.Property, t.Message = r.Failure.Property, r.Failure.Message
 	}
@@ -82,10 +78,7 @@ func ReadRPCTrace(path string) (RPCTrace, error) {
 	if err := readJSONTrace(path, "an rpc", &t); err != nil {
 		return RPCTrace{}, err
 	}
-	if err := checkTraceHeader(path, t.Format, RPCTraceFormat, "rpc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
-		return RPCTrace{}, err
-	}
-	if err := checkTraceVerdict(path, t.Property, t.Events, t.TraceHash); err != nil {
+	if err := t.check(path, RPCTraceFormat, "rpc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
 		return RPCTrace{}, err
 	}
 	return t, nil

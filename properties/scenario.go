@@ -946,11 +946,7 @@ func ShrinkScenario(c ScenarioCase, r *ScenarioResult, budget int) (ScenarioCase
 // ScenarioTrace is a recorded scenario failure: the case, and what its
 // run gave.
 type ScenarioTrace struct {
-	Format    string       `json:"format"` // ScenarioTraceFormat
-	Property  string       `json:"property"`
-	Message   string       `json:"message"`
-	Events    uint64       `json:"events"`
-	TraceHash string       `json:"trace_hash"`
+	TraceHead              // Format: ScenarioTraceFormat
 	Case      ScenarioCase `json:"scenario_case"`
 }
 
@@ -976,7 +972,7 @@ func CheckScenarioSeed(seed uint64, bug string, budget int) (ScenarioCase, *Scen
 // RecordScenario runs c and returns its trace.
 func RecordScenario(c ScenarioCase) (ScenarioTrace, *ScenarioResult) {
 	r := RunScenario(c)
-	return ScenarioTrace{Format: ScenarioTraceFormat, Property: r.Property, Message: r.Message, Events: r.Events, TraceHash: r.TraceHash, Case: c}, r
+	return ScenarioTrace{TraceHead{ScenarioTraceFormat, r.Property, r.Message, r.Events, r.TraceHash}, c}, r
 }
 
 // ReadScenarioTrace reads a trace file; a file that is not one is an
@@ -986,10 +982,7 @@ func ReadScenarioTrace(path string) (ScenarioTrace, error) {
 	if err := readJSONTrace(path, "a scenario", &t); err != nil {
 		return ScenarioTrace{}, err
 	}
-	if err := checkTraceHeader(path, t.Format, ScenarioTraceFormat, "scenario", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
-		return ScenarioTrace{}, err
-	}
-	if err := checkTraceVerdict(path, t.Property, t.Events, t.TraceHash); err != nil {
+	if err := t.check(path, ScenarioTraceFormat, "scenario", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
 		return ScenarioTrace{}, err
 	}
 	return t, nil

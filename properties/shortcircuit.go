@@ -678,11 +678,7 @@ func CheckSCSeed(seed uint64, bug string, budget int) (SCCase, *SCResult, error)
 // SCTrace is a recorded short-circuit failure: the case, and what its
 // run gave.
 type SCTrace struct {
-	Format    string `json:"format"` // SCTraceFormat
-	Property  string `json:"property"`
-	Message   string `json:"message"`
-	Events    uint64 `json:"events"`
-	TraceHash string `json:"trace_hash"`
+	TraceHead        // Format: SCTraceFormat
 	Case      SCCase `json:"sc_case"`
 }
 
@@ -694,7 +690,7 @@ const SCTraceFormat = "xceiver-sc-trace/9"
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {
 	r := RunSC(c)
-	return SCTrace{Format: SCTraceFormat, Property: r.Property, Message: r.Message, Events: r.Events, TraceHash: r.TraceHash, Case: c}, r
+	return SCTrace{TraceHead{SCTraceFormat, r.Property, r.Message, r.Events, r.TraceHash}, c}, r
 }
 
 // ReadSCTrace reads a trace file; a file that is not one is an error
@@ -704,10 +700,7 @@ func ReadSCTrace(path string) (SCTrace, error) {
 	if err := readJSONTrace(path, "a short-circuit", &t); err != nil {
 		return SCTrace{}, err
 	}
-	if err := checkTraceHeader(path, t.Format, SCTraceFormat, "sc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
-		return SCTrace{}, err
-	}
-	if err := checkTraceVerdict(path, t.Property, t.Events, t.TraceHash); err != nil {
+	if err := t.check(path, SCTraceFormat, "sc", t.Case.Seed, t.Case.Bug, t.Case.Validate); err != nil {
 		return SCTrace{}, err
 	}
 	return t, nil

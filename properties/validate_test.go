@@ -283,7 +283,7 @@ func TestReadJSONTraceRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := filepath.Join(dir, "good.json")
-	if err := WriteSCTrace(good, SCTrace{Format: SCTraceFormat, Property: PropLeakFree, Events: 9, TraceHash: "0123456789abcdef", Case: c}); err != nil {
+	if err := WriteSCTrace(good, SCTrace{TraceHead{Format: SCTraceFormat, Property: PropLeakFree, Events: 9, TraceHash: "0123456789abcdef"}, c}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadSCTrace(good); err != nil {
@@ -347,7 +347,7 @@ func TestReadJSONTraceRefuses(t *testing.T) {
 		t.Errorf("another format, no bug: %v", err)
 	}
 	c.Bug = SCBugs[0].Name
-	if err := WriteSCTrace(old, SCTrace{Format: "xceiver-sc-trace/1", Case: c}); err != nil {
+	if err := WriteSCTrace(old, SCTrace{TraceHead{Format: "xceiver-sc-trace/1"}, c}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err = ReadSCTrace(old); err == nil || !strings.HasSuffix(err.Error(), "--seed 1 --bug "+c.Bug+")") {

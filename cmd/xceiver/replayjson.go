@@ -38,9 +38,12 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		events = new(bytes.Buffer)
 		out = events
 	}
-	var want, got jsonReplay
+	// Each system's trace: its head (format and verdict), case and replay.
+	var head properties.TraceHead
+	var seed uint64
+	var bug string
 	var c any
-	var format string
+	var got jsonReplay
 	switch system {
 	case "rpc":
 		t, err := properties.ReadRPCTrace(path)
@@ -48,31 +51,29 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunRPCTraced(t.Case, rpcLinTimeout, out)
-		want = jsonReplay{path: path, seed: t.Case.Seed, bug: t.Case.Bug, property: t.Property, msg: t.Message, events: t.Events, hash: t.TraceHash}
-		got = jsonReplay{property: "", replayEvents: r.Events, replayHash: r.TraceHash}
+		got = jsonReplay{replayEvents: r.Events, replayHash: r.TraceHash}
 		if r.Failure != nil {
 			got.property, got.msg = r.Failure.Property, r.Failure.Message
 		}
-		c, format = t.Case, t.Format
+		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
 	case "sc":
 		t, err := properties.ReadSCTrace(path)
 		if err != nil {
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunSCTraced(t.Case, out)
-		want = jsonReplay{path: path, seed: t.Case.Seed, bug: t.Case.Bug, property: t.Property, msg: t.Message, events: t.Events, hash: t.TraceHash}
 		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
-		c, format = t.Case, t.Format
+		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
 	default:
 		t, err := properties.ReadScenarioTrace(path)
 		if err != nil {
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunScenarioTraced(t.Case, out)
-		want = jsonReplay{path: path, seed: t.Case.Seed, bug: t.Case.Bug, property: t.Property, msg: t.Message, events: t.Events, hash: t.TraceHash}
 		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
-		c, format = t.Case, t.Format
+		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
 	}
+	want := jsonReplay{path: path, seed: seed, bug: bug, property: head.Property, msg: head.Message, events: head.Events, hash: head.TraceHash}
 	rerr := properties.ReplayMismatch(got.property, want.property, got.msg, want.msg, got.replayEvents, want.events, got.replayHash, want.hash)
 	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
 	want.replayProperty, want.replayMsg = got.property, got.msg
@@ -86,7 +87,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		}
 		var page bytes.Buffer
 		err := traces.WriteSystemHTML(&page, traces.SystemTrace{System: system, Seed: want.seed, Bug: want.bug, Property: want.property,
-			Message: want.msg, Events: want.events, TraceHash: want.hash, Format: format, Case: c, Reproduced: rerr == nil}, lines)
+			Message: want.msg, Events: want.events, TraceHash: want.hash, Format: head.Format, Case: c, Reproduced: rerr == nil}, lines)
 		if err == nil {
 			err = os.WriteFile(htmlPath, page.Bytes(), 0o644)
 		}
