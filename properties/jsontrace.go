@@ -227,9 +227,11 @@ func writeJSONTrace(path string, t any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// ReplayMismatch says how a replay differs from its trace, or nil when it
-// failed the same property with the same events.
-func ReplayMismatch(property, wantProperty, message, wantMessage string, events, wantEvents uint64, hash, wantHash string) error {
+// ReplayMismatch says how a replay (the property it failed, with message,
+// and its events and hash) differs from the trace whose head is want, or
+// nil when it failed the same way with the same events.
+func ReplayMismatch(property, message string, events uint64, hash string, want TraceHead) error {
+	wantProperty, wantMessage, wantEvents, wantHash := want.Property, want.Message, want.Events, want.TraceHash
 	switch {
 	case property != wantProperty:
 		return fmt.Errorf("replay: property %q, trace says %q", property, wantProperty)

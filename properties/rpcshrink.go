@@ -97,7 +97,7 @@ func ReplayRPC(t RPCTrace) (*RPCResult, error) {
 	if r.Failure != nil {
 		got, msg = r.Failure.Property, r.Failure.Message
 	}
-	return r, ReplayMismatch(got, t.Property, msg, t.Message, r.Events, t.Events, r.TraceHash, t.TraceHash)
+	return r, ReplayMismatch(got, msg, r.Events, r.TraceHash, t.TraceHead)
 }
 
 // CheckRPCSeed draws and runs one rpc seed, shrinking a failure.

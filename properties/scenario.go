@@ -997,5 +997,5 @@ func WriteScenarioTrace(path string, t ScenarioTrace) error {
 // with the same event hash.
 func ReplayScenario(t ScenarioTrace) (*ScenarioResult, error) {
 	r := RunScenario(t.Case)
-	return r, ReplayMismatch(r.Property, t.Property, r.Message, t.Message, r.Events, t.Events, r.TraceHash, t.TraceHash)
+	return r, ReplayMismatch(r.Property, r.Message, r.Events, r.TraceHash, t.TraceHead)
 }

@@ -715,5 +715,5 @@ func WriteSCTrace(path string, t SCTrace) error {
 // same event hash.
 func ReplaySC(t SCTrace) (*SCResult, error) {
 	r := RunSC(t.Case)
-	return r, ReplayMismatch(r.Property, t.Property, r.Message, t.Message, r.Events, t.Events, r.TraceHash, t.TraceHash)
+	return r, ReplayMismatch(r.Property, r.Message, r.Events, r.TraceHash, t.TraceHead)
 }

@@ -74,7 +74,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
 	}
 	want := jsonReplay{path: path, seed: seed, bug: bug, property: head.Property, msg: head.Message, events: head.Events, hash: head.TraceHash}
-	rerr := properties.ReplayMismatch(got.property, want.property, got.msg, want.msg, got.replayEvents, want.events, got.replayHash, want.hash)
+	rerr := properties.ReplayMismatch(got.property, got.msg, got.replayEvents, got.replayHash, head)
 	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
 	want.replayProperty, want.replayMsg = got.property, got.msg
 	var htmlErr error
