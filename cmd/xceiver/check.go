@@ -196,6 +196,14 @@ func (o *checkOptions) validate(c *call) error {
 	case o.cpuProfile != "" && isDir(o.cpuProfile):
 		return c.usagef("%s %s: a directory; the profile is a file", c.typed("cpuprofile"), o.cpuProfile)
 	}
+	if o.cpuProfile != "" && !(o.world == "sim" && pathWithin(o.cpuProfile, o.out)) {
+		// What every output file is held to (not a trace, a FIFO, a
+		// missing or unwritable directory). A profile inside --out has
+		// its directory made with --out's.
+		if err := checkOutFile(o.cpuProfile); err != nil {
+			return c.usagef("%s: %v", c.typed("cpuprofile"), err)
+		}
+	}
 	shardName := "" // the shard as the user gave it, for messages
 	if set := isSet(c.fs, "shard"); !set {
 		// In a Kubernetes Indexed Job each pod learns its index from

@@ -533,8 +533,9 @@ func TestEmbeddedProfileIsNoFile(t *testing.T) {
 }
 
 // An output flag never writes over a trace: given a trace's name by a
-// slip, replay --html, run --trace and calibrate --out destroyed it (the
-// page, the event stream or the profile took its place).
+// slip, replay --html, run --trace, calibrate --out and check
+// --cpuprofile destroyed it (the page, the event stream or the profile
+// took its place).
 func TestOutputFlagsSpareTraces(t *testing.T) {
 	dir := t.TempDir()
 	for _, src := range []string{"../../traces/corpus/HDFS-3359.trace", "../../traces/corpus/rpc/HADOOP-6723.json"} {
@@ -550,6 +551,7 @@ func TestOutputFlagsSpareTraces(t *testing.T) {
 			{"replay", "../../traces/corpus/HDFS-4911.trace", "--html", dst},
 			{"run", "tcp-pattern", "--ops", "5", "--trace", dst},
 			{"calibrate", "--out", dst},
+			{"check", "--seeds", "1", "--cpuprofile", dst},
 		} {
 			code, _, errs := runCLI(args...)
 			if want := dst + " is a trace (replay reads it); name another file"; code != exitUsage || !strings.Contains(errs, want) {
