@@ -810,6 +810,25 @@ func (s *BlockStore) recover(id uint64, stamps []uint64) (replicaInfo, error) {
 	return replicaInfo{}, nil
 }
 
+// lastPrefixEnd is the length of the longest prefix of chunk whose CRC is
+// want, or 0. An intact chunk, nearly every one, is its own answer: one CRC
+// over it. Otherwise every prefix's CRC, one table step a byte (a
+// crc32.Update call a byte cost a datanode start more than its blocks'
+// other checksums together).
+func lastPrefixEnd(chunk []byte, want uint32) int {
+	if crc32.Update(0, castagnoli, chunk) == want {
+		return len(chunk)
+	}
+	end, c := 0, ^uint32(0) // CRC-32C keeps its register inverted
+	for i, b := range chunk {
+		c = castagnoli[byte(c)^b] ^ c>>8
+		if ^c == want {
+			end = i + 1
+		}
+	}
+	return end
+}
+
 // fit reports whether meta file (id, stamp) describes a prefix of the data
 // file df of the given size, and the prefix's length. The last checksum
 // covers the replica's last, possibly short, chunk: the length is the
@@ -858,13 +877,7 @@ func (s *BlockStore) fit(id, stamp uint64, df File, size int64, verifyAll bool) 
 	if err := readFull(df, tail, lastOff); err != nil {
 		return replicaInfo{}, false, err
 	}
-	end, crc := 0, uint32(0)
-	for i := range tail {
-		crc = crc32.Update(crc, castagnoli, tail[i:i+1])
-		if crc == want {
-			end = i + 1
-		}
-	}
+	end := lastPrefixEnd(tail, want)
 	if end == 0 {
 		return replicaInfo{}, false, nil
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -868,6 +870,38 @@ func TestBlockStoreReopenForRead(t *testing.T) {
 					t.Fatalf("leaked fds: %v", d.open)
 				}
 			})
+		}
+	}
+}
+
+// lastPrefixEnd finds the longest prefix of a chunk with a given CRC, as
+// a CRC a byte over every prefix does: the whole chunk, a prefix with the
+// rest torn off, and none.
+func TestLastPrefixEnd(t *testing.T) {
+	slow := func(chunk []byte, want uint32) int {
+		end, crc := 0, uint32(0)
+		for i := range chunk {
+			crc = crc32.Update(crc, castagnoli, chunk[i:i+1])
+			if crc == want {
+				end = i + 1
+			}
+		}
+		return end
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := range BytesPerChecksum + 1 {
+		chunk := make([]byte, n)
+		for i := range chunk {
+			chunk[i] = byte(r.Uint32())
+		}
+		wants := []uint32{crc32.Checksum(chunk, castagnoli), r.Uint32(), 0}
+		if n > 0 {
+			wants = append(wants, crc32.Checksum(chunk[:r.IntN(n)+1], castagnoli))
+		}
+		for _, want := range wants {
+			if got, exp := lastPrefixEnd(chunk, want), slow(chunk, want); got != exp {
+				t.Fatalf("%d bytes, want CRC %#x: end %d, byte by byte %d", n, want, got, exp)
+			}
 		}
 	}
 }
