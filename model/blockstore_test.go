@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -901,6 +902,22 @@ func TestLastPrefixEnd(t *testing.T) {
 		for _, want := range wants {
 			if got, exp := lastPrefixEnd(chunk, want), slow(chunk, want); got != exp {
 				t.Fatalf("%d bytes, want CRC %#x: end %d, byte by byte %d", n, want, got, exp)
+			}
+		}
+	}
+}
+
+// Block file names are what path.Join made of the store's directory and
+// the name, whatever shape the directory is given in.
+func TestBlockPaths(t *testing.T) {
+	for _, dir := range []string{"", ".", "/", "data", "data/", "/a/b/", "./x", "a//b", "../x", "a/./b/..", "//"} {
+		s := NewBlockStore(nil, dir)
+		for _, id := range []uint64{0, 7, 1 << 63} {
+			if got, want := s.dataPath(id), path.Join(dir, fmt.Sprintf("blk_%d", id)); got != want {
+				t.Errorf("dir %q: data path %q, want %q", dir, got, want)
+			}
+			if got, want := s.metaPath(id, 1001), path.Join(dir, fmt.Sprintf("blk_%d_1001.meta", id)); got != want {
+				t.Errorf("dir %q: meta path %q, want %q", dir, got, want)
 			}
 		}
 	}
