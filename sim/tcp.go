@@ -238,6 +238,12 @@ type tcpConn struct {
 	segTag    uint64 // the trace's word for this end's segments (segTag)
 	synTries  int
 	synEv     *event
+	// The first arrays of inflight, rcv and sndq's chunks, inside the
+	// connection: most connections never queue more (an op each), and
+	// growing each slice from nil cost three allocations or so apiece.
+	inflight0 [4]sentSeg
+	rcv0      [2]segment
+	chunks0   [2]sndChunk
 	fdClosed  bool
 	err       error
 	errReturn bool // the error was returned once (later writes get EPIPE)
@@ -280,6 +286,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 		cfg:    &w.cfg.TCP,
 		rcvMss: tcpMSSDefault,
 	}
+	c.inflight, c.rcv, c.sndq.chunks = c.inflight0[:0], c.rcv0[:0], c.chunks0[:0]
 	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
 	c.segTag = segTag(p, c.id)
 	c.readyF = c.socketEvents.dispatch
@@ -1419,8 +1426,11 @@ func (ln *listener) Accept() (model.Conn, error) {
 		ln.p.fds.acceptFails++
 		return nil, err // the connection stays queued, as in Linux
 	}
-	ln.pending[0] = nil
-	ln.pending = ln.pending[1:]
+	// Slide the queue down rather than re-slice it from the front, so
+	// its array is used again instead of one allocated per accept.
+	n := copy(ln.pending, ln.pending[1:])
+	ln.pending[n] = nil
+	ln.pending = ln.pending[:n]
 	ln.accepted++
 	switch c := next.(type) {
 	case *tcpConn:
