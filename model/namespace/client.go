@@ -138,7 +138,11 @@ func (c *Client) readFile(path string, attempt int, done func([]byte, error)) {
 					done(nil, fmt.Errorf("namespace read %s block %d: %w", path, l.Block, r.Err))
 					return
 				}
-				data = append(data, r.Data...)
+				if data == nil && len(r.Data) > 0 {
+					data = r.Data // the read's own buffer: a one-block file needs no copy
+				} else {
+					data = append(data, r.Data...)
+				}
 				next(i + 1)
 			})
 		}
