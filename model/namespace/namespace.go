@@ -383,6 +383,9 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			return Response{Entries: []Entry{{Name: parts[len(parts)-1], Length: n.length()}}}, OK
 		}
 		var resp Response
+		if len(n.names) > 0 {
+			resp.Entries = make([]Entry, 0, len(n.names))
+		}
 		for _, name := range n.names {
 			c := n.children[name]
 			ns.p.CPU(model.CPUInode, 1)

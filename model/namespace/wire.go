@@ -332,19 +332,30 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 		}
 		return int(n)
 	}
+	// The slices are made at the count's size (which count has bounded
+	// by the payload's length), not grown to it an append at a time.
 	switch method {
 	case MethodCreate:
-		for n := count(10); n > 0; n-- {
-			r.Blocks = append(r.Blocks, d.u64())
-			r.Tokens = append(r.Tokens, d.bytes())
+		if n := count(10); n > 0 {
+			r.Blocks, r.Tokens = make([]uint64, 0, n), make([][]byte, 0, n)
+			for ; n > 0; n-- {
+				r.Blocks = append(r.Blocks, d.u64())
+				r.Tokens = append(r.Tokens, d.bytes())
+			}
 		}
 	case MethodList:
-		for n := count(11); n > 0; n-- {
-			r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
+		if n := count(11); n > 0 {
+			r.Entries = make([]Entry, 0, n)
+			for ; n > 0; n-- {
+				r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
+			}
 		}
 	case MethodGetBlockLocations:
-		for n := count(28); n > 0; n-- {
-			r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str(), Token: d.bytes()})
+		if n := count(28); n > 0 {
+			r.Locations = make([]Location, 0, n)
+			for ; n > 0; n-- {
+				r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str(), Token: d.bytes()})
+			}
 		}
 	}
 	if !d.done() {
