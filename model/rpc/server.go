@@ -247,13 +247,15 @@ func StartServer(p model.Process, loop model.Loop, svc Service, cfg ServerConfig
 		if err != nil {
 			return nil, err
 		}
-		s.handlers = append(s.handlers, &handler{s: s, loop: l})
+		h := &handler{s: s, loop: l}
+		h.nextF, h.takeF = h.next, h.take
+		s.handlers = append(s.handlers, h)
 	}
 	if s.resp, err = newLoop("rpc-responder"); err != nil {
 		return nil, err
 	}
 	for _, h := range s.handlers {
-		h.loop.Post(h.next)
+		h.loop.Post(h.nextF)
 	}
 	ln.SetHandler(s.accept)
 	return s, nil
@@ -695,7 +697,7 @@ func (r *reader) fill(sc *serverConn) {
 		if k := len(q.idle); k > 0 {
 			h := q.idle[k-1]
 			q.idle = q.idle[:k-1]
-			h.loop.Post(h.next)
+			h.loop.Post(h.nextF)
 		}
 	}
 }
@@ -801,7 +803,7 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 		sc.c.Close()
 		sc.in, sc.arg, sc.decoded = nil, nil, false
 		for _, h := range sc.waiters {
-			h.loop.Post(h.next)
+			h.loop.Post(h.nextF)
 		}
 		sc.waiters = nil
 		r.doneResponses += sc.answered - sc.dropped
@@ -826,22 +828,27 @@ type handler struct {
 	// late counts answers dropped because their connection had closed
 	// and been forgotten by its reader (whose counts it had taken).
 	late int
+	// next and take, bound once: a handler posts them at every call.
+	nextF, takeF func()
 }
 
 // next takes a call from the queue, or waits for one.
 func (h *handler) next() {
 	h.busy = false
+	h.s.q.lk.Do(h.loop, h.takeF)
+}
+
+// take is next under the queue's lock.
+func (h *handler) take() {
 	q := h.s.q
-	q.lk.Do(h.loop, func() {
-		c := q.pop()
-		if c == nil {
-			q.idle = append(q.idle, h)
-			return
-		}
-		h.busy = true
-		q.wakeReader()
-		h.loop.Post(func() { h.serve(c) })
-	})
+	c := q.pop()
+	if c == nil {
+		q.idle = append(q.idle, h)
+		return
+	}
+	h.busy = true
+	q.wakeReader()
+	h.loop.Post(func() { h.serve(c) })
 }
 
 func (h *handler) serve(c *call) {
@@ -866,7 +873,7 @@ func (h *handler) reply(c *call, frame []byte) {
 			// The reader has already summed sc's counts: this answer is
 			// the handler's to count.
 			h.late++
-			h.loop.Post(h.next)
+			h.loop.Post(h.nextF)
 			return
 		}
 		written := 0
@@ -877,12 +884,12 @@ func (h *handler) reply(c *call, frame []byte) {
 				sc.dropped++
 				r := sc.r
 				r.loop.Post(func() { r.close(sc, "write: "+err.Error()) })
-				h.loop.Post(h.next)
+				h.loop.Post(h.nextF)
 				return
 			}
 			if n == len(frame) {
 				sc.answered++
-				h.loop.Post(h.next)
+				h.loop.Post(h.nextF)
 				return
 			}
 			sc.outOff, written = n, n
@@ -895,7 +902,7 @@ func (h *handler) reply(c *call, frame []byte) {
 			sc.closed = true
 			sc.dropOut()
 			for _, w := range sc.waiters {
-				w.loop.Post(w.next)
+				w.loop.Post(w.nextF)
 			}
 			sc.waiters = nil
 			h.s.p.Log("rpc-responses-over-bound", "conn", sc.seq, "bound", h.s.cfg.MaxPending)
@@ -906,7 +913,7 @@ func (h *handler) reply(c *call, frame []byte) {
 				}
 				r.close(sc, "responses over bound")
 			})
-			h.loop.Post(h.next)
+			h.loop.Post(h.nextF)
 			return
 		}
 		sc.out = append(sc.out, frame)
@@ -919,7 +926,7 @@ func (h *handler) reply(c *call, frame []byte) {
 			sc.waiters = append(sc.waiters, h)
 			return
 		}
-		h.loop.Post(h.next)
+		h.loop.Post(h.nextF)
 	})
 }
 
@@ -954,7 +961,7 @@ func (sc *serverConn) respond(loop model.Loop) {
 		}
 		sc.out = nil
 		for _, h := range sc.waiters {
-			h.loop.Post(h.next)
+			h.loop.Post(h.nextF)
 		}
 		sc.waiters = nil
 	})
