@@ -320,6 +320,10 @@ func responseSize(method uint8, r Response) int {
 	return n
 }
 
+// preallocMax bounds the entries DecodeResponse makes room for before it
+// has decoded them.
+const preallocMax = 256
+
 // DecodeResponse decodes a successful answer to method.
 func DecodeResponse(method uint8, payload []byte) (Response, error) {
 	d := dec{b: payload}
@@ -332,12 +336,14 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 		}
 		return int(n)
 	}
-	// The slices are made at the count's size (which count has bounded
-	// by the payload's length), not grown to it an append at a time.
+	// The slices are made at the count's size, not grown to it an
+	// append at a time; up to preallocMax, so that a count no entries
+	// follow (garbage, which count bounds only by the payload's length)
+	// costs no more than the entries that do.
 	switch method {
 	case MethodCreate:
 		if n := count(10); n > 0 {
-			r.Blocks, r.Tokens = make([]uint64, 0, n), make([][]byte, 0, n)
+			r.Blocks, r.Tokens = make([]uint64, 0, min(n, preallocMax)), make([][]byte, 0, min(n, preallocMax))
 			for ; n > 0; n-- {
 				r.Blocks = append(r.Blocks, d.u64())
 				r.Tokens = append(r.Tokens, d.bytes())
@@ -345,14 +351,14 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 		}
 	case MethodList:
 		if n := count(11); n > 0 {
-			r.Entries = make([]Entry, 0, n)
+			r.Entries = make([]Entry, 0, min(n, preallocMax))
 			for ; n > 0; n-- {
 				r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
 			}
 		}
 	case MethodGetBlockLocations:
 		if n := count(28); n > 0 {
-			r.Locations = make([]Location, 0, n)
+			r.Locations = make([]Location, 0, min(n, preallocMax))
 			for ; n > 0; n-- {
 				r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str(), Token: d.bytes()})
 			}
