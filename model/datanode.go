@@ -1919,6 +1919,13 @@ func (dc *dnConn) grow(need int) {
 	dc.phase = phaseReserving
 	dc.watchInput()
 	dn.lock.Do(dc.loop, func() {
+		if dc.closed {
+			// Closed while this waited for the lock: reserve nothing.
+			// A thread's loop may close before the answer below runs,
+			// and a reservation made now would go with it for good
+			// (check seed 40772524: 344 bytes a reset left reserved).
+			return
+		}
 		held := dn.buffered
 		ok := held+more <= dn.cfg.MaxBuffered
 		if ok {
