@@ -461,20 +461,3 @@ func TestWitnessIsALinearization(t *testing.T) {
 		t.Errorf("witness found only %d of %d linearizable histories", found, legal)
 	}
 }
-
-// Check seed 40420901 gave 14 unknown mutations of block 3 one pinned
-// call, and a known append whose length needed a replace and an append of
-// them first: neither model decided the block in a minute. The witness
-// does, and the seed passes.
-func TestSeedOfManyUnknownsPasses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a full seed")
-	}
-	o, err := CheckSeedShrinking(40420901, "", Options{}, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Failed() {
-		t.Fatalf("seed 40420901: %v", o.Result.Failure)
-	}
-}

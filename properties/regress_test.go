@@ -414,6 +414,36 @@ func TestPinnedUnknownsDecidedInTime(t *testing.T) {
 	}
 }
 
+// check's seed 40420901 failed linearizability with "unknown: the checker
+// gave up after 5s on 130 ops": block 3's 32 ops held 14 mutations whose
+// outcome was unknown, all pinned to one call, and a known append whose
+// length needed two of them first (a replace of 1,959 bytes, then an
+// append of 853). Neither model decided the block in a minute; witness
+// builds that linearization. testdata/many-unknowns-case.json (the
+// unshrunk case) must pass, every block decided without Model's search.
+func TestManyUnknownsWitnessed(t *testing.T) {
+	c := mustPass(t, "testdata/many-unknowns-case.json")
+	r := Run(c, Options{LinTimeout: time.Millisecond}) // only the history
+	deadline := time.Now().Add(time.Minute)
+	for _, part := range byBlock(r.History) {
+		if res, plain := checkBlock(part, deadline); res != porcupine.Ok || !plain {
+			t.Errorf("block %d: %v, decided without Model: %v", part[0].Input.(LinInput).Block, res, plain)
+		}
+	}
+}
+
+// check's seed 40772524 failed leak-freedom: "datanode: 344 bytes of
+// write buffer still reserved against MaxBuffered with no write in
+// progress". A threaded connection writing 344 bytes was reset while its
+// buffer's growth waited for the datanode's lock; the growth was reserved
+// when the lock came, and the answer that gives a closed connection's
+// reservation back was posted to its thread after the thread's loop had
+// closed. A connection closed by then now reserves nothing.
+// testdata/grow-after-close-case.json, the shrunk case, must pass.
+func TestGrowAfterCloseReservesNothing(t *testing.T) {
+	mustPass(t, "testdata/grow-after-close-case.json")
+}
+
 // check's seed 188129 failed hostile-availability: "read of block 2
 // failed ... busy: no block handle free within 1s" (one pool handle). A
 // client read 77000 bytes of block 1 through a 2 KiB datanode send buffer
