@@ -404,12 +404,18 @@ func TestPlainModelDecidesWithinBudget(t *testing.T) {
 // (Draw(SeedSource(235722), 235722, "")) must pass, every block decided
 // by the plain model within its step budget.
 func TestPinnedUnknownsDecidedInTime(t *testing.T) {
-	c := mustPass(t, "testdata/lin-pinned-case.json")
+	decidedWithoutModel(t, mustPass(t, "testdata/lin-pinned-case.json"))
+}
+
+// decidedWithoutModel checks that every block of c's history passes,
+// decided without Model's search (the plain model, or a witness).
+func decidedWithoutModel(t *testing.T, c Case) {
+	t.Helper()
 	r := Run(c, Options{LinTimeout: time.Millisecond}) // only the history
 	deadline := time.Now().Add(time.Minute)
 	for _, part := range byBlock(r.History) {
 		if res, plain := checkBlock(part, deadline); res != porcupine.Ok || !plain {
-			t.Errorf("block %d: %v, plain model decided: %v", part[0].Input.(LinInput).Block, res, plain)
+			t.Errorf("block %d: %v, decided without Model: %v", part[0].Input.(LinInput).Block, res, plain)
 		}
 	}
 }
@@ -422,14 +428,7 @@ func TestPinnedUnknownsDecidedInTime(t *testing.T) {
 // builds that linearization. testdata/many-unknowns-case.json (the
 // unshrunk case) must pass, every block decided without Model's search.
 func TestManyUnknownsWitnessed(t *testing.T) {
-	c := mustPass(t, "testdata/many-unknowns-case.json")
-	r := Run(c, Options{LinTimeout: time.Millisecond}) // only the history
-	deadline := time.Now().Add(time.Minute)
-	for _, part := range byBlock(r.History) {
-		if res, plain := checkBlock(part, deadline); res != porcupine.Ok || !plain {
-			t.Errorf("block %d: %v, decided without Model: %v", part[0].Input.(LinInput).Block, res, plain)
-		}
-	}
+	decidedWithoutModel(t, mustPass(t, "testdata/many-unknowns-case.json"))
 }
 
 // check's seed 40772524 failed leak-freedom: "datanode: 344 bytes of
