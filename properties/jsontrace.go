@@ -231,16 +231,15 @@ func writeJSONTrace(path string, t any) error {
 // and its events and hash) differs from the trace whose head is want, or
 // nil when it failed the same way with the same events.
 func ReplayMismatch(property, message string, events uint64, hash string, want TraceHead) error {
-	wantProperty, wantMessage, wantEvents, wantHash := want.Property, want.Message, want.Events, want.TraceHash
 	switch {
-	case property != wantProperty:
-		return fmt.Errorf("replay: property %q, trace says %q", property, wantProperty)
-	case message != wantMessage:
+	case property != want.Property:
+		return fmt.Errorf("replay: property %q, trace says %q", property, want.Property)
+	case message != want.Message:
 		// (A trace whose message was edited replayed as reproduced,
 		// and printed the edited message as the replay's.)
-		return fmt.Errorf("replay: %s: %q, trace says %q", property, message, wantMessage)
-	case hash != wantHash || events != wantEvents:
-		return fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", events, hash, wantEvents, wantHash)
+		return fmt.Errorf("replay: %s: %q, trace says %q", property, message, want.Message)
+	case hash != want.TraceHash || events != want.Events:
+		return fmt.Errorf("replay: %d events hash %s, trace says %d events hash %s", events, hash, want.Events, want.TraceHash)
 	}
 	return nil
 }

@@ -14,10 +14,6 @@ import (
 	"xceiver/traces"
 )
 
-// jsonTraceSystem names the system whose JSON trace path holds ("" for
-// anything else, such as a data-path trace).
-func jsonTraceSystem(path string) string { return formatSystem(jsonTraceFormat(path)) }
-
 // formatSystem names the system whose JSON traces have format f, or "".
 func formatSystem(f string) string {
 	for _, s := range []string{"rpc", "sc", "scenario"} {
@@ -39,11 +35,8 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		out = events
 	}
 	// Each system's trace: its head (format and verdict), case and replay.
-	var head properties.TraceHead
-	var seed uint64
-	var bug string
+	var rep jsonReplay
 	var c any
-	var got jsonReplay
 	switch system {
 	case "rpc":
 		t, err := properties.ReadRPCTrace(path)
@@ -51,32 +44,31 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunRPCTraced(t.Case, rpcLinTimeout, out)
-		got = jsonReplay{replayEvents: r.Events, replayHash: r.TraceHash}
+		rep = jsonReplay{seed: t.Case.Seed, bug: t.Case.Bug, head: t.TraceHead, events: r.Events, hash: r.TraceHash}
 		if r.Failure != nil {
-			got.property, got.msg = r.Failure.Property, r.Failure.Message
+			rep.property, rep.msg = r.Failure.Property, r.Failure.Message
 		}
-		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
+		c = t.Case
 	case "sc":
 		t, err := properties.ReadSCTrace(path)
 		if err != nil {
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunSCTraced(t.Case, out)
-		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
-		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
+		rep = jsonReplay{seed: t.Case.Seed, bug: t.Case.Bug, head: t.TraceHead, property: r.Property, msg: r.Message, events: r.Events, hash: r.TraceHash}
+		c = t.Case
 	default:
 		t, err := properties.ReadScenarioTrace(path)
 		if err != nil {
 			return report(stderr, usagef("replay: %v", err))
 		}
 		r := properties.RunScenarioTraced(t.Case, out)
-		got = jsonReplay{property: r.Property, msg: r.Message, replayEvents: r.Events, replayHash: r.TraceHash}
-		head, seed, bug, c = t.TraceHead, t.Case.Seed, t.Case.Bug, t.Case
+		rep = jsonReplay{seed: t.Case.Seed, bug: t.Case.Bug, head: t.TraceHead, property: r.Property, msg: r.Message, events: r.Events, hash: r.TraceHash}
+		c = t.Case
 	}
-	want := jsonReplay{path: path, seed: seed, bug: bug, property: head.Property, msg: head.Message, events: head.Events, hash: head.TraceHash}
-	rerr := properties.ReplayMismatch(got.property, got.msg, got.replayEvents, got.replayHash, head)
-	want.replayEvents, want.replayHash = got.replayEvents, got.replayHash
-	want.replayProperty, want.replayMsg = got.property, got.msg
+	rep.path = path
+	head := rep.head
+	rerr := properties.ReplayMismatch(rep.property, rep.msg, rep.events, rep.hash, head)
 	var htmlErr error
 	if htmlPath != "" {
 		var lines [][]byte
@@ -86,14 +78,14 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 			}
 		}
 		var page bytes.Buffer
-		err := traces.WriteSystemHTML(&page, traces.SystemTrace{System: system, Seed: want.seed, Bug: want.bug, Property: want.property,
-			Message: want.msg, Events: want.events, TraceHash: want.hash, Format: head.Format, Case: c, Reproduced: rerr == nil}, lines)
+		err := traces.WriteSystemHTML(&page, traces.SystemTrace{System: system, Seed: rep.seed, Bug: rep.bug, Property: head.Property,
+			Message: head.Message, Events: head.Events, TraceHash: head.TraceHash, Format: head.Format, Case: c, Reproduced: rerr == nil}, lines)
 		if err == nil {
 			err = os.WriteFile(htmlPath, page.Bytes(), 0o644)
 		}
 		htmlErr = err
 	}
-	code := replayVerdict(stdout, asJSON, want, rerr)
+	code := replayVerdict(stdout, asJSON, rep, rerr)
 	if htmlErr != nil {
 		// After the verdict, which it does not change (exit 1 either
 		// way: output lost); the error names the file.
@@ -107,32 +99,31 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 
 // jsonReplay is what a replay of a JSON trace (rpc, sc, scenario) reports.
 type jsonReplay struct {
-	path               string
-	seed               uint64
-	bug, property, msg string
-	events             uint64
-	hash               string
-	replayEvents       uint64
-	replayHash         string
-	// What the replay found (the data-path JSON's summary says as much).
-	replayProperty, replayMsg string
+	path string
+	seed uint64
+	bug  string
+	head properties.TraceHead // what the trace records
+	// What the replay found.
+	property, msg string
+	events        uint64
+	hash          string
 }
 
 // replayVerdict prints a JSON trace's replay, the same for every system
 // whose traces are JSON: reproduced (exit 0) or where it diverged (exit 1).
 func replayVerdict(stdout io.Writer, asJSON bool, t jsonReplay, rerr error) int {
 	if asJSON {
-		summary := fmt.Sprintf("reproduced: %s: %s (%d events, hash %s)", t.property, t.msg, t.replayEvents, t.replayHash)
+		summary := fmt.Sprintf("reproduced: %s: %s (%d events, hash %s)", t.head.Property, t.head.Message, t.events, t.hash)
 		if rerr != nil {
 			summary = "diverged: " + rerr.Error()
 		}
-		out := map[string]any{"trace": t.path, "seed": t.seed, "bug": t.bug, "property": t.property, "message": t.msg,
-			"events": t.events, "trace_hash": t.hash, "reproduced": rerr == nil, "replay_events": t.replayEvents, "replay_hash": t.replayHash,
-			"replay_property": t.replayProperty, "replay_message": t.replayMsg, "summary": summary}
+		out := map[string]any{"trace": t.path, "seed": t.seed, "bug": t.bug, "property": t.head.Property, "message": t.head.Message,
+			"events": t.head.Events, "trace_hash": t.head.TraceHash, "reproduced": rerr == nil, "replay_events": t.events, "replay_hash": t.hash,
+			"replay_property": t.property, "replay_message": t.msg, "summary": summary}
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
 	} else if rerr == nil {
-		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.property, traces.Printable(t.msg), t.replayEvents, t.replayHash)
+		fmt.Fprintf(stdout, "reproduced: %s: %s (%d events, hash %s)\n", t.head.Property, traces.Printable(t.head.Message), t.events, t.hash)
 	} else {
 		fmt.Fprintf(stdout, "diverged: %v\n", rerr)
 	}
