@@ -897,15 +897,11 @@ func witness(part []porcupine.Operation) bool {
 	slices.SortStableFunc(unknown, byCall)
 	used := make([]bool, len(unknown))
 	step := func(s any, op porcupine.Operation) (bool, any) { return plainStep(s, op.Input, op.Output) }
-	seq := make([]porcupine.Operation, 0, len(part))
 	state := any(blockState{})
-	for _, op := range known {
-		if ok, next := step(state, op); ok {
-			seq, state = append(seq, op), next
-			continue
-		}
-		placed := false
-		for i := 0; i < len(unknown) && !placed; i++ {
+	// before finds the unused unknown op i, or i then j (j < 0: none),
+	// after which op is accepted from state, and the state op leaves.
+	before := func(op porcupine.Operation) (i, j int, next any, ok bool) {
+		for i := range unknown {
 			if used[i] {
 				continue
 			}
@@ -914,28 +910,36 @@ func witness(part []porcupine.Operation) bool {
 				continue
 			}
 			if ok, next := step(s1, op); ok {
-				used[i], placed = true, true
-				seq, state = append(seq, unknown[i], op), next
-				break
+				return i, -1, next, true
 			}
-			for j := 0; j < len(unknown); j++ {
+			for j := range unknown {
 				if used[j] || j == i {
 					continue
 				}
-				ok, s2 := step(s1, unknown[j])
-				if !ok {
-					continue
-				}
-				if ok, next := step(s2, op); ok {
-					used[i], used[j], placed = true, true, true
-					seq, state = append(seq, unknown[i], unknown[j], op), next
-					break
+				if ok, s2 := step(s1, unknown[j]); ok {
+					if ok, next := step(s2, op); ok {
+						return i, j, next, true
+					}
 				}
 			}
 		}
-		if !placed {
-			return false
+		return 0, 0, nil, false
+	}
+	seq := make([]porcupine.Operation, 0, len(part))
+	for _, op := range known {
+		ok, next := step(state, op)
+		if !ok {
+			var i, j int
+			if i, j, next, ok = before(op); !ok {
+				return false
+			}
+			for _, k := range []int{i, j} {
+				if k >= 0 {
+					used[k], seq = true, append(seq, unknown[k])
+				}
+			}
 		}
+		seq, state = append(seq, op), next
 	}
 	for i, op := range unknown {
 		if used[i] {
@@ -947,12 +951,13 @@ func witness(part []porcupine.Operation) bool {
 		}
 		seq, state = append(seq, op), next
 	}
-	for i := range seq {
-		for j := i + 1; j < len(seq); j++ {
-			if seq[j].Return < seq[i].Call {
-				return false // seq[j] returned before seq[i] was called
-			}
+	// Real time: no op may come after one called later than it returned.
+	latestCall := int64(math.MinInt64)
+	for _, op := range seq {
+		if op.Return < latestCall {
+			return false
 		}
+		latestCall = max(latestCall, op.Call)
 	}
 	return true
 }
