@@ -320,9 +320,17 @@ func responseSize(method uint8, r Response) int {
 	return n
 }
 
-// preallocMax bounds the entries DecodeResponse makes room for before it
-// has decoded them.
-const preallocMax = 256
+// room is a slice with room for n entries a count announced, nil for
+// none (as decoding none leaves it): made at once rather than grown an
+// append at a time, but for at most 256 before they are decoded, so that
+// a count no entries follow (garbage, which count bounds only by the
+// payload's length) costs no more than the entries that do.
+func room[T any](n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return make([]T, 0, min(n, 256))
+}
 
 // DecodeResponse decodes a successful answer to method.
 func DecodeResponse(method uint8, payload []byte) (Response, error) {
@@ -336,32 +344,25 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 		}
 		return int(n)
 	}
-	// The slices are made at the count's size, not grown to it an
-	// append at a time; up to preallocMax, so that a count no entries
-	// follow (garbage, which count bounds only by the payload's length)
-	// costs no more than the entries that do.
 	switch method {
 	case MethodCreate:
-		if n := count(10); n > 0 {
-			r.Blocks, r.Tokens = make([]uint64, 0, min(n, preallocMax)), make([][]byte, 0, min(n, preallocMax))
-			for ; n > 0; n-- {
-				r.Blocks = append(r.Blocks, d.u64())
-				r.Tokens = append(r.Tokens, d.bytes())
-			}
+		n := count(10)
+		r.Blocks, r.Tokens = room[uint64](n), room[[]byte](n)
+		for ; n > 0; n-- {
+			r.Blocks = append(r.Blocks, d.u64())
+			r.Tokens = append(r.Tokens, d.bytes())
 		}
 	case MethodList:
-		if n := count(11); n > 0 {
-			r.Entries = make([]Entry, 0, min(n, preallocMax))
-			for ; n > 0; n-- {
-				r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
-			}
+		n := count(11)
+		r.Entries = room[Entry](n)
+		for ; n > 0; n-- {
+			r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
 		}
 	case MethodGetBlockLocations:
-		if n := count(28); n > 0 {
-			r.Locations = make([]Location, 0, min(n, preallocMax))
-			for ; n > 0; n-- {
-				r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str(), Token: d.bytes()})
-			}
+		n := count(28)
+		r.Locations = room[Location](n)
+		for ; n > 0; n-- {
+			r.Locations = append(r.Locations, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64()), Datanode: d.str(), Token: d.bytes()})
 		}
 	}
 	if !d.done() {
