@@ -151,27 +151,28 @@ func (d *Disk) sortedNames() []string {
 }
 
 func cleanPath(p string) (string, error) {
-	if isCleanRel(p) && !strings.Contains(p, "..") {
-		return p, nil // what nearly every open names: nothing to build
-	}
-	c := path.Clean("/" + p)[1:]
-	if c == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+	if strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
 		return "", fmt.Errorf("path %q: %w", p, model.ErrNotExist)
 	}
-	return c, nil
+	if isCleanRel(p) {
+		return p, nil // what nearly every open names: nothing to build
+	}
+	if c := path.Clean("/" + p)[1:]; c != "" {
+		return c, nil
+	}
+	return "", fmt.Errorf("path %q: %w", p, model.ErrNotExist)
 }
 
-// isCleanRel reports whether p is a relative path path.Clean leaves as it
-// is: not empty, no empty, "." or ".." element, no leading or trailing
-// slash.
+// isCleanRel reports whether p, relative and without "..", is as
+// path.Clean leaves it: not empty, and no empty or "." element (no double,
+// leading or trailing slash).
 func isCleanRel(p string) bool {
 	start := 0
 	for i := 0; i <= len(p); i++ {
 		if i < len(p) && p[i] != '/' {
 			continue
 		}
-		switch p[start:i] {
-		case "", ".", "..":
+		if e := p[start:i]; e == "" || e == "." {
 			return false
 		}
 		start = i + 1
