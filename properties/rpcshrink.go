@@ -64,11 +64,16 @@ const RPCTraceFormat = "xceiver-rpc-trace/5"
 // RecordRPC runs c and returns its trace.
 func RecordRPC(c RPCCase) (RPCTrace, *RPCResult) {
 	r := RunRPC(c, 10*time.Second)
+	return RPCTraceOf(c, r), r
+}
+
+// RPCTraceOf is the trace of c, whose run gave r.
+func RPCTraceOf(c RPCCase, r *RPCResult) RPCTrace {
 	t := RPCTrace{TraceHead{Format: RPCTraceFormat, Events: r.Events, TraceHash: r.TraceHash}, c}
 	if r.Failure != nil {
 		t.Property, t.Message = r.Failure.Property, r.Failure.Message
 	}
-	return t, r
+	return t
 }
 
 // ReadRPCTrace reads a trace file; a file that is not one is an error

@@ -972,7 +972,12 @@ func CheckScenarioSeed(seed uint64, bug string, budget int) (ScenarioCase, *Scen
 // RecordScenario runs c and returns its trace.
 func RecordScenario(c ScenarioCase) (ScenarioTrace, *ScenarioResult) {
 	r := RunScenario(c)
-	return ScenarioTrace{TraceHead{ScenarioTraceFormat, r.Property, r.Message, r.Events, r.TraceHash}, c}, r
+	return ScenarioTraceOf(c, r), r
+}
+
+// ScenarioTraceOf is the trace of c, whose run gave r.
+func ScenarioTraceOf(c ScenarioCase, r *ScenarioResult) ScenarioTrace {
+	return ScenarioTrace{TraceHead{ScenarioTraceFormat, r.Property, r.Message, r.Events, r.TraceHash}, c}
 }
 
 // ReadScenarioTrace reads a trace file; a file that is not one is an

@@ -690,7 +690,12 @@ const SCTraceFormat = "xceiver-sc-trace/9"
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {
 	r := RunSC(c)
-	return SCTrace{TraceHead{SCTraceFormat, r.Property, r.Message, r.Events, r.TraceHash}, c}, r
+	return SCTraceOf(c, r), r
+}
+
+// SCTraceOf is the trace of c, whose run gave r.
+func SCTraceOf(c SCCase, r *SCResult) SCTrace {
+	return SCTrace{TraceHead{SCTraceFormat, r.Property, r.Message, r.Events, r.TraceHash}, c}
 }
 
 // ReadSCTrace reads a trace file; a file that is not one is an error

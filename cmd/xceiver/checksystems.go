@@ -249,8 +249,7 @@ func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure
 	}
 	f.Property, f.Message, f.Events = r.Failure.Property, r.Failure.Message, r.Events
 	f.Ops, f.Faults = len(c.Ops)+len(c.Live), len(c.Faults)
-	t := properties.RPCTrace{TraceHead: properties.TraceHead{Format: properties.RPCTraceFormat, Property: f.Property, Message: f.Message,
-		Events: r.Events, TraceHash: r.TraceHash}, Case: c}
+	t := properties.RPCTraceOf(c, r)
 	saveTrace(f, opt, systemTraceName("rpc", seed, opt.bug), func(path string) error { return properties.WriteRPCTrace(path, t) })
 	return events, f
 }
@@ -283,8 +282,7 @@ func checkSCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure)
 	}
 	f.Property, f.Message, f.Events = r.Property, r.Message, r.Events
 	f.Ops, f.Faults = scSize(c)
-	t := properties.SCTrace{TraceHead: properties.TraceHead{Format: properties.SCTraceFormat, Property: r.Property, Message: r.Message,
-		Events: r.Events, TraceHash: r.TraceHash}, Case: c}
+	t := properties.SCTraceOf(c, r)
 	saveTrace(f, opt, systemTraceName("sc", seed, opt.bug), func(path string) error { return properties.WriteSCTrace(path, t) })
 	return events, f
 }
@@ -347,8 +345,7 @@ func checkScenarioSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 		c, r, f.ShrinkRuns = properties.ShrinkScenario(c, r, shrinkBudget(opt, properties.ShrinkBudget))
 	}
 	f.Property, f.Message, f.Events, f.Ops = r.Property, r.Message, r.Events, scenarioOps(c)
-	t := properties.ScenarioTrace{TraceHead: properties.TraceHead{Format: properties.ScenarioTraceFormat, Property: r.Property, Message: r.Message,
-		Events: r.Events, TraceHash: r.TraceHash}, Case: c}
+	t := properties.ScenarioTraceOf(c, r)
 	saveTrace(f, opt, systemTraceName("scenario", seed, opt.bug), func(path string) error { return properties.WriteScenarioTrace(path, t) })
 	return events, f
 }
