@@ -67,12 +67,18 @@ type inode struct {
 	// would fail their checksums at the next read (model.Client verifies
 	// every chunk), and the copy would give back what sharing saves.
 	borrowed bool
+	// lent: sendfile queued bytes of data's array on a socket by
+	// reference, as the kernel queues page-cache pages, and they must
+	// stay as they were sent: a change to bytes already there copies
+	// the array first (own), so the simulator's copy semantics hold. An
+	// append goes past them and needs no copy.
+	lent bool
 }
 
 // own makes the inode's contents its own array, to change them.
 func (ino *inode) own() {
-	if ino.borrowed {
-		ino.data, ino.borrowed = slices.Clone(ino.data), false
+	if ino.borrowed || ino.lent {
+		ino.data, ino.borrowed, ino.lent = slices.Clone(ino.data), false, false
 	}
 }
 
@@ -125,7 +131,7 @@ func (d *Disk) PowerLoss() {
 			continue
 		}
 		d.used += int64(len(ino.durable)) - int64(len(ino.data))
-		ino.data, ino.dirty, ino.cached, ino.borrowed = slices.Clone(ino.durable), false, nil, false
+		ino.data, ino.dirty, ino.cached, ino.borrowed, ino.lent = slices.Clone(ino.durable), false, nil, false, false
 	}
 }
 
@@ -207,7 +213,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		d.names[p] = ino
 	} else if flag&model.Truncate != 0 && flag&model.ReadWrite != 0 {
 		d.used -= int64(len(ino.data))
-		ino.data, ino.borrowed = ino.data[:0:0], false
+		ino.data, ino.borrowed, ino.lent = ino.data[:0:0], false, false
 		ino.cached = nil
 		ino.dirty = true
 	}
@@ -358,7 +364,10 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 		d.w.record(Event{Proc: d.p.name, Kind: "disk", Conn: sf.ino.ino, A: off, B: int64(n), S: "sendfile"})
 	}
 	// A full (or closed) socket: the write fails as a write would,
-	// before any page is read.
+	// before any page is read. The send buffer may keep the pages
+	// themselves (tcpConn.sendfile): the inode copies before changing
+	// them.
+	sf.ino.lent = true
 	return tc.sendfile(sf.ino.data[off : off+int64(n)])
 }
 
@@ -521,7 +530,9 @@ func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 // itself, which its caller never changes.
 func (f *File) apply(b []byte, off int64, shared bool) {
 	end := off + int64(len(b))
-	f.ino.own()
+	if f.ino.borrowed || off < int64(len(f.ino.data)) {
+		f.ino.own()
+	}
 	if shared && off == 0 && len(f.ino.data) == 0 && len(b) > 0 {
 		// (Capped at its length, so an append never writes past it
 		// into the caller's array.)

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +178,98 @@ func TestSplicedBytesCostTheirReader(t *testing.T) {
 	}
 	if d := client(true, us) - client(true, 0); d != 0 {
 		t.Errorf("2 MiB copied and written cost its reader %v more, want nothing", d)
+	}
+}
+
+// The send buffer holds sendfile's bytes by reference (no copy), as the
+// kernel holds page-cache pages, but the simulator promises what a copy
+// gives: the peer reads the bytes as they were when sendfile queued them,
+// whatever the file does after. Each change below comes after the send
+// and before the peer reads; an append, which leaves the sent bytes
+// alone, must not take the file's array back to change it.
+func TestSendfileBytesStayAsSent(t *testing.T) {
+	for _, change := range []string{"overwrite", "overwrite-past-end", "bit-rot", "truncate-rewrite", "append", "power-loss"} {
+		t.Run(change, func(t *testing.T) {
+			w := New(DefaultConfig(3))
+			data := make([]byte, 20000)
+			for i := range data {
+				data[i] = byte(i * 7)
+			}
+			want := slices.Clone(data[1000:])
+			var got []byte
+			var srvP *Process
+			srv, _ := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+				d := p.Disk()
+				d.(*Disk).TrackDurability()
+				f, err := d.Open("f", model.ReadWrite|model.Create, model.FDBlockFile)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				f.WriteAt(data, 0)
+				ln, err := p.Listen("tcp", "srv:1", 4, p.MainLoop())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ln.SetHandler(func() {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.SetHandler(p.MainLoop(), func(model.Events) {})
+					if n, err := d.Sendfile(c, f, 1000, len(data)); n != len(data)-1000 || err != nil {
+						t.Errorf("sendfile: %d, %v; want all %d bytes", n, err, len(data)-1000)
+					}
+					ino := f.(*File).ino
+					switch change {
+					case "overwrite":
+						f.WriteAt(make([]byte, 5000), 3000)
+					case "overwrite-past-end":
+						f.WriteAt(make([]byte, 5000), 18000)
+					case "bit-rot":
+						srvP.FlipBit("f", 2000, 3)
+					case "truncate-rewrite":
+						g, err := d.Open("f", model.ReadWrite|model.Truncate, model.FDBlockFile)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						g.WriteAt(make([]byte, 20000), 0)
+						g.Close()
+					case "append":
+						f.WriteAt(make([]byte, 5000), int64(len(data)))
+						if !ino.lent {
+							t.Error("an append after sendfile took the file's bytes back (own) to add past them")
+						}
+					case "power-loss":
+						f.WriteAt(make([]byte, 100), 0) // unsynced
+						srvP.Crash()
+						d.(*Disk).PowerLoss()
+					}
+				})
+			})
+			srvP = srv.(*Process)
+			w.Spawn("cl", model.ProcessConfig{}, func(p model.Process) {
+				buf := make([]byte, 4096)
+				var c model.Conn
+				c, _ = p.Dial("tcp", "srv:1", p.MainLoop(), func(ev model.Events) {
+					for {
+						n, err := c.Read(buf)
+						got = append(got, buf[:n]...)
+						if err != nil || n == 0 {
+							return
+						}
+					}
+				})
+				p.MainLoop().AfterFunc(100*time.Millisecond, p.World().Stop)
+			})
+			if err := w.Run(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("the peer read %d bytes, want the %d sent; they differ", len(got), len(want))
+			}
+		})
 	}
 }

@@ -77,7 +77,9 @@ func (w *World) newSndArray(n int) *sndArray {
 	return a
 }
 
-// sharedArray wraps a caller's bytes.
+// sharedArray wraps a caller's bytes (owner's; nil: a file's pages,
+// which the file copies before changing, so CheckShared need not watch
+// them).
 func (w *World) sharedArray(p []byte, owner *Process) *sndArray {
 	var a *sndArray
 	if n := len(w.freeShared); n > 0 {
@@ -89,7 +91,7 @@ func (w *World) sharedArray(p []byte, owner *Process) *sndArray {
 		a = &sndArray{shared: true}
 	}
 	a.buf = p
-	if w.cfg.CheckShared {
+	if w.cfg.CheckShared && owner != nil {
 		a.orig = append(a.orig[:0], p...)
 		a.owner = owner
 	}
@@ -110,7 +112,7 @@ func (a *sndArray) recycle(w *World) {
 		return
 	}
 	if a.shared {
-		if w.cfg.CheckShared && !bytes.Equal(a.buf, a.orig) {
+		if w.cfg.CheckShared && a.owner != nil && !bytes.Equal(a.buf, a.orig) {
 			w.Fail(fmt.Errorf("process %s, a shared write of %d bytes: %w", a.owner.name, len(a.buf), ErrSharedWrite))
 		}
 		a.buf, a.owner = nil, nil
@@ -180,7 +182,8 @@ func (q *sendQueue) appendCopy(w *World, p []byte, sndBuf int) {
 	q.chunks = append(q.chunks, sndChunk{arr: q.fill, off: start, end: q.fillLen})
 }
 
-// appendShared queues p itself (WriteShared).
+// appendShared queues p itself (WriteShared, or sendfile's pages with no
+// owner).
 func (q *sendQueue) appendShared(w *World, p []byte, owner *Process) {
 	if len(p) == 0 {
 		return

@@ -434,7 +434,9 @@ func (c *tcpConn) WriteShared(p []byte) (int, error) { return c.write(p, false, 
 // sendfile queues p, bytes of a file's page cache, as sendfile(2) does:
 // no user-space copy, so the call costs the calibrated sendfile CPU
 // (SendfilePerKB: the stack's work on spliced pages) instead of a copy
-// and the write path's per-KiB cost.
+// and the write path's per-KiB cost. The send buffer holds p itself, as
+// the kernel holds the pages; the file copies its array before it
+// changes bytes lent so (inode.lent).
 func (c *tcpConn) sendfile(p []byte) (int, error) { return c.write(p, false, false, true) }
 
 // sendRoom is what a write could queue now (0 when it could not).
@@ -470,9 +472,12 @@ func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
 		return 0, model.ErrWouldBlock
 	}
 	n := min(len(p), free)
-	if shared && n >= sharedMin {
+	switch {
+	case shared && n >= sharedMin:
 		c.sndq.appendShared(c.w, p[:n], c.p)
-	} else {
+	case zeroCopy && n >= sharedMin:
+		c.sndq.appendShared(c.w, p[:n], nil)
+	default:
 		c.sndq.appendCopy(c.w, p[:n], c.sndBuf)
 	}
 	if span := c.p.netFaults.fragSpan; span > 0 {
