@@ -859,6 +859,10 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 
 func printFailure(w io.Writer, f *checkFailure) {
 	switch {
+	case f.Trace != "" && f.TraceError != "":
+		// Saved, but the recording did not fail as the check did: the
+		// trace may not show the failure, and the reader must know.
+		fmt.Fprintf(w, "FAIL seed %d: %s: %s (trace %s, but %s)\n", f.Seed, f.Property, f.Message, f.Trace, f.TraceError)
 	case f.Trace != "":
 		fmt.Fprintf(w, "FAIL seed %d: %s: %s (trace %s: shrunk from %d ops and %d faults to %d and %d, %d events)\n",
 			f.Seed, f.Property, f.Message, f.Trace, f.OriginalOps, f.OriginalFaults, f.Ops, f.Faults, f.Events)

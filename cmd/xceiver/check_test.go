@@ -406,3 +406,15 @@ func TestCheckRealIgnore(t *testing.T) {
 		t.Errorf("%v: exit %d, want 0: %s%s", args, code, out, errs)
 	}
 }
+
+// A failure whose trace was saved although recording it did not fail the
+// same way says so on its line, as merge and --json do: the trace may not
+// show the failure.
+func TestPrintFailureKeepsTraceError(t *testing.T) {
+	var b strings.Builder
+	printFailure(&b, &checkFailure{Seed: 7, Property: "availability", Message: "m", Trace: "out/seed-7.trace",
+		TraceError: "recording the shrunk case did not reproduce its failure (nondeterminism)"})
+	if got := b.String(); !strings.Contains(got, "out/seed-7.trace") || !strings.Contains(got, "nondeterminism") {
+		t.Errorf("printed %q", got)
+	}
+}
