@@ -90,7 +90,24 @@ func CheckSeedShrinking(seed uint64, bug string, opt Options, twice bool, budget
 		return Outcome{}, err
 	}
 	c.Ignore = opt.Ignore
-	r := Run(c, opt)
+	// A passing run's trace hash is compared only when the seed runs
+	// twice, so the first run keeps none unless it does. A failure is
+	// shrunk and saved with its hash: the case runs again for it, and
+	// must give the same events. (Its verdict stays the first run's: the
+	// linearizability check's time bound is the one thing in a run that
+	// is not the seed's.)
+	first := opt
+	first.unhashed = !twice
+	r := Run(c, first)
+	if first.unhashed && r.Failure != nil {
+		again := Run(c, opt)
+		if again.Events != r.Events || again.SimEvents != r.SimEvents {
+			r.Failure = &Failure{PropDeterminism, fmt.Sprintf("two runs of the case differ: %d events (%d in the simulator) failing %v, then %d (%d)",
+				r.Events, r.SimEvents, r.Failure, again.Events, again.SimEvents)}
+			return Outcome{Seed: seed, Case: c, Result: r, Original: r.Failure, SimEvents: r.SimEvents}, nil
+		}
+		r.TraceHash = again.TraceHash
+	}
 	if twice && r.Failure == nil {
 		if again := Run(c, opt); again.TraceHash != r.TraceHash || again.Events != r.Events {
 			r.Failure = &Failure{PropDeterminism, fmt.Sprintf("two runs of the case differ: %d events, hash %s, then %d events, hash %s",

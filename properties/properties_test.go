@@ -183,6 +183,34 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
+// check's first run of a seed keeps no trace hash unless the seed runs
+// twice; a failing seed is run again for its hash, which must be the
+// hash of the case it reports, since the failure is saved with it.
+func TestCheckHashesOnlyWhatItCompares(t *testing.T) {
+	// HDFS-4911's seed 1 fails (found at once), its seed 2 passes.
+	fail, err := CheckSeedShrinking(1, "HDFS-4911", Options{}, false, 0)
+	if err != nil || !fail.Failed() {
+		t.Fatalf("HDFS-4911 seed 1: %v, failed %v; want a failure", err, fail.Failed())
+	}
+	if want := Run(fail.Case, Options{}).TraceHash; fail.Result.TraceHash != want {
+		t.Errorf("a failing seed reports trace hash %q, its case runs to %q", fail.Result.TraceHash, want)
+	}
+	pass, err := CheckSeedShrinking(2, "HDFS-4911", Options{}, false, 0)
+	if err != nil || pass.Failed() {
+		t.Fatalf("HDFS-4911 seed 2: %v, %v; want a pass", err, pass.Result.Failure)
+	}
+	if pass.Result.TraceHash != "unhashed" {
+		t.Errorf("a passing seed run once kept trace hash %q", pass.Result.TraceHash)
+	}
+	twice, err := CheckSeedShrinking(2, "HDFS-4911", Options{}, true, 0)
+	if err != nil || twice.Failed() {
+		t.Fatalf("HDFS-4911 seed 2 twice: %v, %v; want a pass", err, twice.Result.Failure)
+	}
+	if want := Run(twice.Case, Options{}).TraceHash; twice.Result.TraceHash != want || twice.Result.Events != pass.Result.Events {
+		t.Errorf("run twice: hash %q and %d events; want %q and the %d events of the unhashed run", twice.Result.TraceHash, twice.Result.Events, want, pass.Result.Events)
+	}
+}
+
 // Every catalogued bug is found within 200 seeds, by the property the
 // catalogue says, and shrinks to a small failing case that fails the same
 // way when run again.

@@ -742,6 +742,17 @@ func RunRPC(c RPCCase, linTimeout time.Duration) *RPCResult {
 // RunRPCTraced is RunRPC writing every event as a JSON line to out (nil:
 // nowhere), for replay's HTML view.
 func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult {
+	return runRPC(c, linTimeout, out, false)
+}
+
+// RunRPCUnhashed is RunRPC without the trace hash (sim's
+// Config.Unhashed; TraceHash says "unhashed"), for check's first run of
+// a seed, which it runs again, hashed, to compare or to save.
+func RunRPCUnhashed(c RPCCase, linTimeout time.Duration) *RPCResult {
+	return runRPC(c, linTimeout, nil, true)
+}
+
+func runRPC(c RPCCase, linTimeout time.Duration, out io.Writer, unhashed bool) *RPCResult {
 	if err := c.Validate(); err != nil {
 		return &RPCResult{Failure: &Failure{PropHarness, "invalid case: " + err.Error()}}
 	}
@@ -750,6 +761,7 @@ func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult
 	}
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
+	cfg.Unhashed = unhashed
 	h := &rpcHarness{c: &c, w: sim.New(cfg), phase: "work"}
 	if out != nil {
 		h.w.TraceTo(out)

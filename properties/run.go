@@ -83,6 +83,10 @@ type Options struct {
 	// the running accounting it checks after each event (0:
 	// DefaultMemoryScan; 1: after every event, as the tests do).
 	MemoryScan int
+	// unhashed runs the world without its trace hash (sim's
+	// Config.Unhashed): CheckSeedShrinking's first run, whose hash is
+	// compared only when it is run twice or fails.
+	unhashed bool
 }
 
 // DefaultMemoryScan is Options.MemoryScan's default: often enough that a
@@ -237,6 +241,7 @@ func (h *harness) run() *Result {
 	scfg.MaxEvents = maxEvents
 	scfg.CheckShared = true
 	scfg.LogKeys = logKeys
+	scfg.Unhashed = h.opt.unhashed && h.opt.Trace == nil
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true

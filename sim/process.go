@@ -254,6 +254,10 @@ func (p *Process) Log(kind string, kv ...any) {
 		p.logged = make(map[string]int)
 	}
 	p.logged[kind]++
+	if w := p.w; w.trace.off && !w.watched() {
+		w.trace.count++ // recordLog's count, with no line to hash
+		return
+	}
 	var buf [128]byte
 	b := append(buf[:0], kind...)
 	for i := 0; i+1 < len(kv); i += 2 {

@@ -46,6 +46,7 @@ var FieldNames = map[string][6]string{
 // traceState keeps the running hash and the optional JSON-lines writer.
 type traceState struct {
 	hash  uint64
+	off   bool // Config.Unhashed: hash stays fnvOffset
 	out   io.Writer
 	buf   []byte
 	count uint64
@@ -139,7 +140,9 @@ func segHash(h uint64, t time.Duration, tag, seq, ack uint64, n, wnd int, flags 
 func (w *World) recordSeg(c *tcpConn, s *segment) {
 	t := &w.trace
 	now := w.Now()
-	t.hash = segHash(t.hash, now, c.segTag, s.seq, s.ack, len(s.data), s.wnd, s.flags)
+	if !t.off {
+		t.hash = segHash(t.hash, now, c.segTag, s.seq, s.ack, len(s.data), s.wnd, s.flags)
+	}
 	t.count++
 	if w.watched() {
 		w.emit(Event{T: now, Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags&31]})
@@ -154,7 +157,12 @@ func (w *World) TraceTo(out io.Writer) { w.trace.out = out }
 func (w *World) TraceHash() uint64 { return w.trace.hash }
 
 // TraceHashString is TraceHash in the form the command line prints.
-func (w *World) TraceHashString() string { return fmt.Sprintf("%016x", w.trace.hash) }
+func (w *World) TraceHashString() string {
+	if w.trace.off {
+		return "unhashed"
+	}
+	return fmt.Sprintf("%016x", w.trace.hash)
+}
 
 // TraceEvents is the number of events recorded in the trace.
 func (w *World) TraceEvents() uint64 { return w.trace.count }
@@ -189,15 +197,19 @@ func (w *World) recordLog(proc string, line []byte) {
 		w.record(Event{Proc: proc, Kind: "log", S: string(line)})
 		return
 	}
-	e := Event{T: w.Now(), Proc: proc, Kind: "log"}
-	w.trace.hash = eventHash(w.trace.hash, &e, line)
+	if !w.trace.off {
+		e := Event{T: w.Now(), Proc: proc, Kind: "log"}
+		w.trace.hash = eventHash(w.trace.hash, &e, line)
+	}
 	w.trace.count++
 }
 
 func (w *World) record(e Event) {
 	e.T = w.Now()
 	t := &w.trace
-	t.hash = eventHash(t.hash, &e, e.S)
+	if !t.off {
+		t.hash = eventHash(t.hash, &e, e.S)
+	}
 	t.count++
 	if w.watched() {
 		w.emit(e)

@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"xceiver/model"
 )
 
 // A string's precomputed words hash as the string does, whatever its
@@ -54,5 +58,46 @@ func TestRecordLogHashesAsRecord(t *testing.T) {
 	}
 	if a, b := run(true), run(false); a != b {
 		t.Fatalf("trace hash %016x with an observer, %016x without", a, b)
+	}
+}
+
+// An unhashed world (Config.Unhashed: check's first run of a seed) runs
+// the same events as a hashed one: as many, to the same time, and written
+// out the same when traced, log lines included; it only keeps no hash.
+func TestUnhashedRunsTheSameEvents(t *testing.T) {
+	run := func(unhashed bool, out *bytes.Buffer) *World {
+		cfg := DefaultConfig(5)
+		cfg.Unhashed = unhashed
+		w := New(cfg)
+		if out != nil {
+			w.TraceTo(out)
+		}
+		s := model.DefaultReadScenario()
+		s.Clients, s.Ops, s.Blocks, s.BlockSize, s.ReadSize = 3, 20, 2, 256<<10, 32<<10
+		if _, err := model.RunRead(w, s, time.Hour); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		p := w.Processes()[0]
+		for i := range 3 {
+			p.Log("probe", "n", i)
+		}
+		return w
+	}
+	hashed, unhashed := run(false, nil), run(true, nil)
+	if hashed.TraceEvents() != unhashed.TraceEvents() || hashed.Events() != unhashed.Events() || hashed.Now() != unhashed.Now() {
+		t.Errorf("hashed: %d trace events, %d in all, ending at %v; unhashed: %d, %d, %v",
+			hashed.TraceEvents(), hashed.Events(), hashed.Now(), unhashed.TraceEvents(), unhashed.Events(), unhashed.Now())
+	}
+	if h := unhashed.TraceHashString(); h != "unhashed" {
+		t.Errorf("an unhashed world's hash reads %q", h)
+	}
+	if h := hashed.TraceHashString(); h == "unhashed" || hashed.TraceHash() == fnvOffset {
+		t.Errorf("a hashed world's hash reads %q", h)
+	}
+	var a, b bytes.Buffer
+	run(false, &a)
+	run(true, &b)
+	if a.Len() == 0 || !bytes.Equal(a.Bytes(), b.Bytes()) || !strings.Contains(b.String(), `"probe n=2"`) {
+		t.Errorf("traced, the hashed run wrote %d bytes and the unhashed %d; they differ, or the log line is missing", a.Len(), b.Len())
 	}
 }

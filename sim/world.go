@@ -49,6 +49,14 @@ type Config struct {
 	// acknowledged (the writer changed a buffer it had handed over).
 	// It costs the copy the shared write saves; checks turn it on.
 	CheckShared bool
+	// Unhashed runs the world without its trace hash, for a run whose
+	// hash nobody will compare (check's first run of a seed, which is
+	// run again, hashed, if it fails): events are counted, and traced
+	// or observed if asked, as ever, and TraceHashString says
+	// "unhashed". The hash folds every event, and a log line is built
+	// only to be hashed when nobody watches: a twentieth of a check's
+	// time.
+	Unhashed bool
 	// LogKeys, if set, holds every Process.Log call to a schema: its
 	// kind must be listed and each field's key be among the kind's keys
 	// (model.LogKeys, with what a harness logs itself). A call that does
@@ -456,7 +464,7 @@ func New(cfg Config) *World {
 	if cfg.TCP.Tick > 0 {
 		w.tickPhase = time.Duration(w.netRand.Int64N(int64(cfg.TCP.Tick)))
 	}
-	w.trace.hash = fnvOffset
+	w.trace.hash, w.trace.off = fnvOffset, cfg.Unhashed
 	if cfg.HostCores > 0 {
 		w.hostCPU = newCPU(w, cfg.HostCores)
 	}

@@ -23,7 +23,10 @@ type checkSystem struct {
 	// check checks seed with opt's bug and ignored properties: nil when
 	// every property held; a failure comes shrunk (unless opt.noShrink),
 	// its trace written into opt.out. Every 50th seed that passes runs
-	// twice and must give the same trace hash (determinism).
+	// twice and must give the same trace hash (determinism). Other
+	// seeds run without the hash, which nobody would compare; one that
+	// fails runs again with it, to be saved, and must give the same
+	// events.
 	// It also returns the events the simulator processed in the seed's
 	// drawn case (its first run): the seed's weight, which check sums.
 	check func(seed uint64, opt checkOptions) (events uint64, f *checkFailure)
@@ -232,15 +235,27 @@ func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure
 		return 0, &checkFailure{System: "rpc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, rpcPropertyNames())
-	r := properties.RunRPC(c, rpcLinTimeout)
+	twice := seed%50 == 0
+	run := properties.RunRPCUnhashed
+	if twice {
+		run = properties.RunRPC
+	}
+	r := run(c, rpcLinTimeout)
 	events = r.SimEvents
 	if r.Failure == nil {
-		if seed%50 == 0 {
+		if twice {
 			if again := properties.RunRPC(c, rpcLinTimeout); again.TraceHash != r.TraceHash || again.Events != r.Events {
 				return events, determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}
 		return events, nil
+	}
+	if !twice {
+		again := properties.RunRPC(c, rpcLinTimeout)
+		if again.Events != r.Events {
+			return events, determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+		}
+		r.TraceHash = again.TraceHash
 	}
 	f := &checkFailure{System: "rpc", Seed: seed, OriginalProperty: r.Failure.Property,
 		OriginalOps: len(c.Ops) + len(c.Live), OriginalFaults: len(c.Faults)}
@@ -265,15 +280,27 @@ func checkSCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure)
 		return 0, &checkFailure{System: "sc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, scPropertyNames())
-	r := properties.RunSC(c)
+	twice := seed%50 == 0
+	run := properties.RunSCUnhashed
+	if twice {
+		run = properties.RunSC
+	}
+	r := run(c)
 	events = r.SimEvents
 	if r.Property == "" {
-		if seed%50 == 0 {
+		if twice {
 			if again := properties.RunSC(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
 				return events, determinismFailure("sc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}
 		return events, nil
+	}
+	if !twice {
+		again := properties.RunSC(c)
+		if again.Events != r.Events {
+			return events, determinismFailure("sc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+		}
+		r.TraceHash = again.TraceHash
 	}
 	ops, faults := scSize(c)
 	f := &checkFailure{System: "sc", Seed: seed, OriginalProperty: r.Property, OriginalOps: ops, OriginalFaults: faults}
@@ -330,15 +357,27 @@ func checkScenarioSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 		return 0, &checkFailure{System: "scenario", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, scenarioPropertyNames())
-	r := properties.RunScenario(c)
+	twice := seed%50 == 0
+	run := properties.RunScenarioUnhashed
+	if twice {
+		run = properties.RunScenario
+	}
+	r := run(c)
 	events = r.SimEvents
 	if r.Property == "" {
-		if seed%50 == 0 {
+		if twice {
 			if again := properties.RunScenario(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
 				return events, determinismFailure("scenario", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}
 		return events, nil
+	}
+	if !twice {
+		again := properties.RunScenario(c)
+		if again.Events != r.Events {
+			return events, determinismFailure("scenario", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+		}
+		r.TraceHash = again.TraceHash
 	}
 	f := &checkFailure{System: "scenario", Seed: seed, OriginalProperty: r.Property, OriginalOps: scenarioOps(c)}
 	if r.Property != properties.PropHarness {

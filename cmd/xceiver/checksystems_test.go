@@ -242,3 +242,25 @@ func TestReplayUnknownJSONFormat(t *testing.T) {
 		t.Errorf("exit %d, %q; want 2 and %q", code, errs, want)
 	}
 }
+
+// check runs a seed without its trace hash unless it runs the seed twice
+// (sim's Config.Unhashed); a failure is saved with the hash of a second
+// run, so its trace replays even unshrunk, in every system.
+func TestUnshrunkFailuresReplay(t *testing.T) {
+	for _, bug := range []string{"HDFS-4911", "call-id-reuse", "HDFS-7915", "read-no-close"} {
+		dir := t.TempDir()
+		code, out, errs := runCLI("check", "--bug", bug, "--seeds", "60", "--max-failures", "1", "--parallel", "1", "--no-shrink", "--out", dir)
+		if code != exitFail || strings.Contains(out, "nondeterminism") {
+			t.Errorf("check --bug %s --no-shrink: exit %d\n%s%s", bug, code, out, errs)
+			continue
+		}
+		traces, _ := filepath.Glob(filepath.Join(dir, "*"))
+		if len(traces) != 1 {
+			t.Errorf("check --bug %s --no-shrink saved %v, want one trace", bug, traces)
+			continue
+		}
+		if code, out, errs := runCLI("replay", traces[0]); code != exitOK || !strings.Contains(out, "reproduced: ") {
+			t.Errorf("replay %s: exit %d\n%s%s", traces[0], code, out, errs)
+		}
+	}
+}
