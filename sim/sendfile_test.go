@@ -226,7 +226,8 @@ func TestSendfileBytesStayAsSent(t *testing.T) {
 					case "overwrite":
 						f.WriteAt(make([]byte, 5000), 3000)
 					case "overwrite-past-end":
-						f.WriteAt(make([]byte, 5000), 18000)
+						// Into the array's spare room: append keeps it.
+						f.WriteAt(make([]byte, 300), 19900)
 					case "bit-rot":
 						srvP.FlipBit("f", 2000, 3)
 					case "truncate-rewrite":
@@ -243,7 +244,7 @@ func TestSendfileBytesStayAsSent(t *testing.T) {
 							t.Error("an append after sendfile took the file's bytes back (own) to add past them")
 						}
 					case "power-loss":
-						f.WriteAt(make([]byte, 100), 0) // unsynced
+						f.WriteAt(make([]byte, 100), 5000) // unsynced
 						srvP.Crash()
 						d.(*Disk).PowerLoss()
 					}

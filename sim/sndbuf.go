@@ -13,7 +13,9 @@ import (
 // copied. A plain write copies into the connection's fill array (the one
 // copy a kernel makes); a shared write (WriteShared) queues the caller's
 // own bytes, which the caller has promised never to change, and so costs
-// the simulator no copy at all. Both cost the same modelled CPU.
+// the simulator no copy at all. Both cost the same modelled CPU. Sendfile
+// queues a file's bytes the same way (no owner): the file copies its
+// array before it changes them.
 
 // ErrSharedWrite is the failure Config.CheckShared reports: bytes handed
 // to WriteShared changed before the peer had read them.
@@ -30,10 +32,12 @@ type sndArray struct {
 	refs   int
 	live   bool
 	pooled bool // on a free list: never put there twice
-	// A shared array is a caller's buffer (WriteShared), not the
-	// world's: it goes back to a pool of headers, never to the arrays.
-	// With Config.CheckShared, orig is a copy of its bytes, compared
-	// when the last holder lets go, and owner the writer.
+	// A shared array is a caller's buffer (WriteShared) or a file's
+	// bytes (sendfile), not the world's: it goes back to a pool of
+	// headers, never to the arrays. With Config.CheckShared, a
+	// caller's has orig, a copy of its bytes, compared when the last
+	// holder lets go, and owner, the writer; a file's has neither (the
+	// file copies before it changes them).
 	shared bool
 	orig   []byte
 	owner  *Process
