@@ -859,13 +859,15 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 
 func printFailure(w io.Writer, f *checkFailure) {
 	switch {
-	case f.Trace != "" && f.TraceError != "":
-		// Saved, but the recording did not fail as the check did: the
-		// trace may not show the failure, and the reader must know.
-		fmt.Fprintf(w, "FAIL seed %d: %s: %s (trace %s, but %s)\n", f.Seed, f.Property, f.Message, f.Trace, f.TraceError)
 	case f.Trace != "":
-		fmt.Fprintf(w, "FAIL seed %d: %s: %s (trace %s: shrunk from %d ops and %d faults to %d and %d, %d events)\n",
-			f.Seed, f.Property, f.Message, f.Trace, f.OriginalOps, f.OriginalFaults, f.Ops, f.Faults, f.Events)
+		// A trace saved although recording it did not fail as the
+		// check did may not show the failure: the reader must know.
+		but := ""
+		if f.TraceError != "" {
+			but = "; but " + f.TraceError
+		}
+		fmt.Fprintf(w, "FAIL seed %d: %s: %s (trace %s: shrunk from %d ops and %d faults to %d and %d, %d events%s)\n",
+			f.Seed, f.Property, f.Message, f.Trace, f.OriginalOps, f.OriginalFaults, f.Ops, f.Faults, f.Events, but)
 	case f.TraceError != "":
 		fmt.Fprintf(w, "FAIL seed %d: %s: %s (no trace: %s)\n", f.Seed, f.Property, f.Message, f.TraceError)
 	default:
