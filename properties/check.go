@@ -92,15 +92,18 @@ func CheckSeedShrinking(seed uint64, bug string, opt Options, twice bool, budget
 	c.Ignore = opt.Ignore
 	// A passing run's trace hash is compared only when the seed runs
 	// twice, so the first run keeps none unless it does. A failure is
-	// shrunk and saved with its hash: the case runs again for it, and
-	// must give the same events. (Its verdict stays the first run's: the
-	// linearizability check's time bound is the one thing in a run that
-	// is not the seed's.)
+	// shrunk and saved with its hash: the case runs again for it
+	// (hashOnly), and must give the same events; its verdict stays the
+	// first run's.
 	first := opt
-	first.unhashed = !twice
+	if !twice && opt.Trace == nil {
+		first.hashing = unhashed
+	}
 	r := Run(c, first)
-	if first.unhashed && r.Failure != nil {
-		again := Run(c, opt)
+	if first.hashing == unhashed && r.Failure != nil {
+		hashOpt := opt
+		hashOpt.hashing = hashOnly
+		again := Run(c, hashOpt)
 		if again.Events != r.Events || again.SimEvents != r.SimEvents {
 			r.Failure = &Failure{PropDeterminism, fmt.Sprintf("two runs of the case differ: %d events (%d in the simulator) failing %v, then %d (%d)",
 				r.Events, r.SimEvents, r.Failure, again.Events, again.SimEvents)}

@@ -539,19 +539,19 @@ func RunScenario(c ScenarioCase) *ScenarioResult { return RunScenarioTraced(c, n
 // RunScenarioTraced is RunScenario writing every event as a JSON line to
 // out (nil: nowhere), for replay's HTML view.
 func RunScenarioTraced(c ScenarioCase, out io.Writer) *ScenarioResult {
-	return runScenario(c, out, false)
+	return runScenario(c, out, hashed)
 }
 
 // RunScenarioUnhashed is RunScenario without the trace hash of the
 // case's world (sim's Config.Unhashed; TraceHash says "unhashed"), for
 // check's first run of a seed, which it runs again, hashed, to compare
 // or to save.
-func RunScenarioUnhashed(c ScenarioCase) *ScenarioResult { return runScenario(c, nil, true) }
+func RunScenarioUnhashed(c ScenarioCase) *ScenarioResult { return runScenario(c, nil, unhashed) }
 
-func runScenario(c ScenarioCase, out io.Writer, unhashed bool) (res *ScenarioResult) {
+func runScenario(c ScenarioCase, out io.Writer, hashing hashing) (res *ScenarioResult) {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
-	cfg.Unhashed = unhashed
+	cfg.Unhashed = hashing == unhashed && out == nil
 	cfg.CheckShared = true // tcp-pattern's reply is a shared write
 	cfg.LogKeys = logKeys
 	w := sim.New(cfg)

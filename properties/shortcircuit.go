@@ -275,21 +275,21 @@ func RunSC(c SCCase) *SCResult { return RunSCTraced(c, nil) }
 
 // RunSCTraced is RunSC writing every event as a JSON line to out (nil:
 // nowhere), for replay's HTML view.
-func RunSCTraced(c SCCase, out io.Writer) *SCResult { return runSC(c, out, false) }
+func RunSCTraced(c SCCase, out io.Writer) *SCResult { return runSC(c, out, hashed) }
 
 // RunSCUnhashed is RunSC without the trace hash (sim's Config.Unhashed;
 // TraceHash says "unhashed"), for check's first run of a seed, which it
 // runs again, hashed, to compare or to save.
-func RunSCUnhashed(c SCCase) *SCResult { return runSC(c, nil, true) }
+func RunSCUnhashed(c SCCase) *SCResult { return runSC(c, nil, unhashed) }
 
-func runSC(c SCCase, out io.Writer, unhashed bool) *SCResult {
+func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 	var bug SCBug
 	if c.Bug != "" {
 		bug, _ = LookupSCBug(c.Bug)
 	}
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
-	cfg.Unhashed = unhashed
+	cfg.Unhashed = hashing == unhashed && out == nil
 	w := sim.New(cfg)
 	if out != nil {
 		w.TraceTo(out)

@@ -154,6 +154,7 @@ func (w *World) TraceTo(out io.Writer) { w.trace.out = out }
 
 // TraceHash is the running hash of every event recorded so far: two runs
 // with the same seed and configuration must end with the same hash.
+// (With Config.Unhashed it stays at FNV's offset basis.)
 func (w *World) TraceHash() uint64 { return w.trace.hash }
 
 // TraceHashString is TraceHash in the form the command line prints.

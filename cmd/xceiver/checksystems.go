@@ -184,6 +184,13 @@ func determinismFailure(system string, seed uint64, events1 uint64, hash1 string
 		Message: fmt.Sprintf("two runs of the case differ: %d events, hash %s, then %d events, hash %s", events1, hash1, events2, hash2)}
 }
 
+// rerunFailure is the failure of a seed whose run again for its trace's
+// hash (its first ran unhashed and failed) gave other events.
+func rerunFailure(system string, seed uint64, prop, msg string, events1, events2 uint64) *checkFailure {
+	return &checkFailure{System: system, Seed: seed, Property: properties.PropDeterminism,
+		Message: fmt.Sprintf("two runs of the case differ: %d events, failing %s: %s, then %d events", events1, prop, msg, events2)}
+}
+
 // saveTrace writes a failure's trace into opt.out under name, and points
 // f at it (or says why not).
 func saveTrace(f *checkFailure, opt checkOptions, name string, write func(path string) error) {
@@ -251,11 +258,11 @@ func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure
 		return events, nil
 	}
 	if !twice {
-		again := properties.RunRPC(c, rpcLinTimeout)
-		if again.Events != r.Events {
-			return events, determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+		hash, again := properties.RPCTraceHash(c)
+		if again != r.Events {
+			return events, rerunFailure("rpc", seed, r.Failure.Property, r.Failure.Message, r.Events, again)
 		}
-		r.TraceHash = again.TraceHash
+		r.TraceHash = hash
 	}
 	f := &checkFailure{System: "rpc", Seed: seed, OriginalProperty: r.Failure.Property,
 		OriginalOps: len(c.Ops) + len(c.Live), OriginalFaults: len(c.Faults)}
@@ -297,8 +304,8 @@ func checkSCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure)
 	}
 	if !twice {
 		again := properties.RunSC(c)
-		if again.Events != r.Events {
-			return events, determinismFailure("sc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+		if again.Events != r.Events || again.SimEvents != r.SimEvents {
+			return events, rerunFailure("sc", seed, r.Property, r.Message, r.Events, again.Events)
 		}
 		r.TraceHash = again.TraceHash
 	}
@@ -374,8 +381,8 @@ func checkScenarioSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 	}
 	if !twice {
 		again := properties.RunScenario(c)
-		if again.Events != r.Events {
-			return events, determinismFailure("scenario", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
+		if again.Events != r.Events || again.SimEvents != r.SimEvents {
+			return events, rerunFailure("scenario", seed, r.Property, r.Message, r.Events, again.Events)
 		}
 		r.TraceHash = again.TraceHash
 	}

@@ -259,6 +259,13 @@ func TestUnshrunkFailuresReplay(t *testing.T) {
 			t.Errorf("check --bug %s --no-shrink saved %v, want one trace", bug, traces)
 			continue
 		}
+		// (A seed that is a multiple of 50 runs twice, hashed both
+		// times: not the path this tests.)
+		_, rest, _ := strings.Cut(filepath.Base(traces[0]), "seed-")
+		num, _, _ := strings.Cut(rest, "-")
+		if seed, err := strconv.ParseUint(num, 10, 64); err != nil || seed%50 == 0 {
+			t.Errorf("check --bug %s: trace %s is not of a seed run once", bug, traces[0])
+		}
 		if code, out, errs := runCLI("replay", traces[0]); code != exitOK || !strings.Contains(out, "reproduced: ") {
 			t.Errorf("replay %s: exit %d\n%s%s", traces[0], code, out, errs)
 		}
