@@ -76,19 +76,11 @@ func TestPartialSendfileAdvancesTheOffset(t *testing.T) {
 	}
 }
 
-// Disk.Sendfile sends what the send buffer has room for, fails like a
-// write on a full socket (a peer that reads nothing, with a small receive
-// buffer), and reports the end of the file, which alone counts as failing
-// to read it (SendfileErrs).
-func TestDiskSendfilePartialAndFull(t *testing.T) {
-	w := New(DefaultConfig(1))
-	data := make([]byte, 10000)
-	for i := range data {
-		data[i] = byte(i)
-	}
-	var sent []int
-	var full, eof error
-	srv, _ := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+// fileServer spawns "srv": it writes data into its file "f", listens on
+// srv:1, and hands its first connection, with the file, to serve.
+func fileServer(t *testing.T, w *World, data []byte, serve func(p model.Process, f model.File, c model.Conn)) *Process {
+	t.Helper()
+	srv, err := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
 		f, err := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDBlockFile)
 		if err != nil {
 			t.Error(err)
@@ -106,20 +98,41 @@ func TestDiskSendfilePartialAndFull(t *testing.T) {
 				return
 			}
 			c.SetHandler(p.MainLoop(), func(model.Events) {})
-			off := int64(1000)
-			for {
-				n, err := p.Disk().Sendfile(c, f, off, len(data))
-				if err != nil {
-					full = err
-					break
-				}
-				sent = append(sent, n)
-				off += int64(n)
-			}
-			_, eof = p.Disk().Sendfile(c, f, int64(len(data)), 1)
+			serve(p, f, c)
 		})
 	})
-	srv.(*Process).SetSocketBuffers(4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.(*Process)
+}
+
+// Disk.Sendfile sends what the send buffer has room for, fails like a
+// write on a full socket (a peer that reads nothing, with a small receive
+// buffer), and reports the end of the file, which alone counts as failing
+// to read it (SendfileErrs).
+func TestDiskSendfilePartialAndFull(t *testing.T) {
+	w := New(DefaultConfig(1))
+	data := make([]byte, 10000)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	var sent []int
+	var full, eof error
+	srv := fileServer(t, w, data, func(p model.Process, f model.File, c model.Conn) {
+		off := int64(1000)
+		for {
+			n, err := p.Disk().Sendfile(c, f, off, len(data))
+			if err != nil {
+				full = err
+				break
+			}
+			sent = append(sent, n)
+			off += int64(n)
+		}
+		_, eof = p.Disk().Sendfile(c, f, int64(len(data)), 1)
+	})
+	srv.SetSocketBuffers(4096, 0)
 	cl, _ := w.Spawn("cl", model.ProcessConfig{}, func(p model.Process) {
 		p.Dial("tcp", "srv:1", p.MainLoop(), func(model.Events) {})
 		p.MainLoop().AfterFunc(100*time.Millisecond, p.World().Stop)
@@ -144,7 +157,7 @@ func TestDiskSendfilePartialAndFull(t *testing.T) {
 	if eof != io.EOF {
 		t.Errorf("sendfile at the end of the file: %v, want io.EOF", eof)
 	}
-	if d := srv.(*Process).Disk().(*Disk); d.SendfileErrs != 1 {
+	if d := srv.Disk().(*Disk); d.SendfileErrs != 1 {
 		t.Errorf("%d sendfiles counted as failing to read the file, want 1 (the one at its end)", d.SendfileErrs)
 	}
 }
@@ -198,59 +211,40 @@ func TestSendfileBytesStayAsSent(t *testing.T) {
 			want := slices.Clone(data[1000:])
 			var got []byte
 			var srvP *Process
-			srv, _ := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+			srvP = fileServer(t, w, data, func(p model.Process, f model.File, c model.Conn) {
 				d := p.Disk()
-				d.(*Disk).TrackDurability()
-				f, err := d.Open("f", model.ReadWrite|model.Create, model.FDBlockFile)
-				if err != nil {
-					t.Error(err)
-					return
+				d.(*Disk).TrackDurability() // the file as written is synced
+				if n, err := d.Sendfile(c, f, 1000, len(data)); n != len(data)-1000 || err != nil {
+					t.Errorf("sendfile: %d, %v; want all %d bytes", n, err, len(data)-1000)
 				}
-				f.WriteAt(data, 0)
-				ln, err := p.Listen("tcp", "srv:1", 4, p.MainLoop())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ln.SetHandler(func() {
-					c, err := ln.Accept()
+				ino := f.(*File).ino
+				switch change {
+				case "overwrite":
+					f.WriteAt(make([]byte, 5000), 3000)
+				case "overwrite-past-end":
+					// Into the array's spare room: append keeps it.
+					f.WriteAt(make([]byte, 300), 19900)
+				case "bit-rot":
+					srvP.FlipBit("f", 2000, 3)
+				case "truncate-rewrite":
+					g, err := d.Open("f", model.ReadWrite|model.Truncate, model.FDBlockFile)
 					if err != nil {
+						t.Error(err)
 						return
 					}
-					c.SetHandler(p.MainLoop(), func(model.Events) {})
-					if n, err := d.Sendfile(c, f, 1000, len(data)); n != len(data)-1000 || err != nil {
-						t.Errorf("sendfile: %d, %v; want all %d bytes", n, err, len(data)-1000)
+					g.WriteAt(make([]byte, 20000), 0)
+					g.Close()
+				case "append":
+					f.WriteAt(make([]byte, 5000), int64(len(data)))
+					if !ino.lent {
+						t.Error("an append after sendfile took the file's bytes back (own) to add past them")
 					}
-					ino := f.(*File).ino
-					switch change {
-					case "overwrite":
-						f.WriteAt(make([]byte, 5000), 3000)
-					case "overwrite-past-end":
-						// Into the array's spare room: append keeps it.
-						f.WriteAt(make([]byte, 300), 19900)
-					case "bit-rot":
-						srvP.FlipBit("f", 2000, 3)
-					case "truncate-rewrite":
-						g, err := d.Open("f", model.ReadWrite|model.Truncate, model.FDBlockFile)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						g.WriteAt(make([]byte, 20000), 0)
-						g.Close()
-					case "append":
-						f.WriteAt(make([]byte, 5000), int64(len(data)))
-						if !ino.lent {
-							t.Error("an append after sendfile took the file's bytes back (own) to add past them")
-						}
-					case "power-loss":
-						f.WriteAt(make([]byte, 100), 5000) // unsynced
-						srvP.Crash()
-						d.(*Disk).PowerLoss()
-					}
-				})
+				case "power-loss":
+					f.WriteAt(make([]byte, 100), 5000) // unsynced
+					srvP.Crash()
+					d.(*Disk).PowerLoss()
+				}
 			})
-			srvP = srv.(*Process)
 			w.Spawn("cl", model.ProcessConfig{}, func(p model.Process) {
 				buf := make([]byte, 4096)
 				var c model.Conn
