@@ -708,9 +708,10 @@ func (h *harness) stopHostile() {
 }
 
 // hostileContext describes the datanode's load, for availability failures
-// under hostile peers.
+// under hostile peers (none without them). It is built only for a failure:
+// every op of a run with hostile peers would otherwise format it.
 func (h *harness) hostileContext() string {
-	if h.dn == nil || h.dnProc.Crashed() {
+	if len(h.cfg.Hostile) == 0 || h.dn == nil || h.dnProc.Crashed() {
 		return ""
 	}
 	fds := h.dnProc.FDs()

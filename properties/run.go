@@ -766,9 +766,9 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 		why = "faults had stopped and the system had time to recover"
 	}
 	definite := r.Err == nil || (errors.Is(r.Err, model.ErrRejected) && (r.Status == model.StatusErrorExists || r.Status == model.StatusErrorInvalid))
-	prop, ctx := PropAvailability, ""
+	prop := PropAvailability
 	if len(h.cfg.Hostile) > 0 {
-		prop, ctx = PropHostileAvail, h.hostileContext()
+		prop = PropHostileAvail
 	}
 	if h.failure != nil {
 		return
@@ -783,9 +783,9 @@ func (h *harness) opDone(ch *clientH, idx int, op Op, r model.Result, start time
 		// their handles back; one whose block was replaced or deleted
 		// meanwhile has nothing left to finish from.
 	case !definite:
-		h.fail(prop, "client %d: %s of block %d failed though %s: %v%s", ch.id, op.Kind, op.Block, why, r.Err, ctx)
+		h.fail(prop, "client %d: %s of block %d failed though %s: %v%s", ch.id, op.Kind, op.Block, why, r.Err, h.hostileContext())
 	case now-start > bound:
-		h.fail(prop, "client %d: %s of block %d took %v > %v though %s%s", ch.id, op.Kind, op.Block, now-start, bound, why, ctx)
+		h.fail(prop, "client %d: %s of block %d took %v > %v though %s%s", ch.id, op.Kind, op.Block, now-start, bound, why, h.hostileContext())
 	case st.DeadPeers > dead0 && len(h.cfg.Hostile) == 0:
 		// (Under hostile peers a full datanode may close idle
 		// connections, cached ones included; the op must still succeed.)
