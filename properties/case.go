@@ -745,6 +745,10 @@ func (c *Case) validateSchedule() error {
 	// last returned: a worker's workload ops; a client's probes,
 	// liveness reads or close ops; all rogue ops.
 	const perWorker, perClient, inAll = 0, 1, 2
+	// A sequence's gaps so far, by client and worker (Validate bounded
+	// both to 64 already): a slice, not a map, since every run checks
+	// its case.
+	waits := make([]time.Duration, cfg.Clients*cfg.ClientWorkers)
 	for _, l := range []struct {
 		name string
 		ops  []Op
@@ -757,7 +761,7 @@ func (c *Case) validateSchedule() error {
 		{"rogue", sc.Rogue, inAll, maxRogueGaps},
 		{"close", sc.Close, perClient, maxOtherGaps},
 	} {
-		waits := map[[2]int]time.Duration{}
+		clear(waits)
 		for _, op := range l.ops {
 			if op.Client < 0 || op.Client >= cfg.Clients || op.Worker < 0 || op.Worker >= cfg.ClientWorkers {
 				return fmt.Errorf("op names client %d worker %d of %d×%d", op.Client, op.Worker, cfg.Clients, cfg.ClientWorkers)
@@ -773,12 +777,12 @@ func (c *Case) validateSchedule() error {
 			if op.Gap > maxGap {
 				return fmt.Errorf("%s op %s: gap %v, at most %v", l.name, op.Kind, op.Gap, maxGap)
 			}
-			var k [2]int
+			var k int
 			switch l.seq {
 			case perWorker:
-				k = [2]int{op.Client, op.Worker}
+				k = op.Client*cfg.ClientWorkers + op.Worker
 			case perClient:
-				k = [2]int{op.Client, 0}
+				k = op.Client * cfg.ClientWorkers
 			}
 			// (Each gap at most a minute, and at most maxOps of them: no
 			// wrap.)

@@ -284,6 +284,39 @@ func TestShrinkLeavesPassingCase(t *testing.T) {
 	}
 }
 
+// A sequence's gaps add up per worker for workload ops and per client
+// for probes: nine minutes of gaps on one worker are refused, the same
+// split over two workers of a client pass, and so do two clients'
+// minutes of probes, where two minutes on one client are refused.
+func TestCaseValidateGapsBySequence(t *testing.T) {
+	base, _ := Draw(SeedSource(5), 5, "")
+	base.Config.Clients, base.Config.ClientWorkers = 2, 2
+	base.Schedule = Schedule{}
+	gaps := func(client, worker int, n int, gap time.Duration) []Op {
+		var ops []Op
+		for range n {
+			ops = append(ops, Op{Client: client, Worker: worker, Gap: gap, Kind: OpRead, Block: 1})
+		}
+		return ops
+	}
+	for _, tc := range []struct {
+		name      string
+		ops, prob []Op
+		ok        bool
+	}{
+		{"nine minutes on one worker", gaps(1, 1, 9, time.Minute), nil, false},
+		{"nine minutes over two workers", append(gaps(1, 0, 5, time.Minute), gaps(1, 1, 4, time.Minute)...), nil, true},
+		{"a minute of probes on each client", nil, append(gaps(0, 0, 1, time.Minute), gaps(1, 0, 1, time.Minute)...), true},
+		{"two minutes of probes on one client", nil, append(gaps(1, 0, 1, time.Minute), gaps(1, 1, 1, time.Minute)...), false},
+	} {
+		c := base
+		c.Schedule.Ops, c.Schedule.Probe = tc.ops, tc.prob
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
 func TestCaseValidate(t *testing.T) {
 	c, _ := Draw(SeedSource(5), 5, "")
 	if err := c.Validate(); err != nil {
