@@ -82,6 +82,14 @@ func (ino *inode) own() {
 	}
 }
 
+// ownFrom is own before a write at off: an append past the end leaves
+// lent bytes as they are, and needs no copy.
+func (ino *inode) ownFrom(off int64) {
+	if ino.borrowed || ino.lent && off < int64(len(ino.data)) {
+		ino.own()
+	}
+}
+
 // Disk is a process's simulated file system. Names map to inodes; an open
 // File holds its inode, so rename and unlink behave as POSIX says.
 type Disk struct {
@@ -365,10 +373,8 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 	}
 	// A full (or closed) socket: the write fails as a write would,
 	// before any page is read. The send buffer may keep the pages
-	// themselves (tcpConn.sendfile): the inode copies before changing
-	// them.
-	sf.ino.lent = true
-	return tc.sendfile(sf.ino.data[off : off+int64(n)])
+	// themselves (tcpConn.sendfile marks the inode lent).
+	return tc.sendfile(sf.ino, sf.ino.data[off:off+int64(n)])
 }
 
 // ioCost charges the time an I/O takes and draws its faults.
@@ -530,9 +536,7 @@ func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 // itself, which its caller never changes.
 func (f *File) apply(b []byte, off int64, shared bool) {
 	end := off + int64(len(b))
-	if f.ino.borrowed || off < int64(len(f.ino.data)) {
-		f.ino.own()
-	}
+	f.ino.ownFrom(off)
 	if shared && off == 0 && len(f.ino.data) == 0 && len(b) > 0 {
 		// (Capped at its length, so an append never writes past it
 		// into the caller's array.)

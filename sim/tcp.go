@@ -423,21 +423,21 @@ func (c *tcpConn) takeErr() error {
 	return c.err
 }
 
-func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false, false, false) }
-func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true, false, false) }
+func (c *tcpConn) Write(p []byte) (int, error)     { return c.write(p, false, false, nil) }
+func (c *tcpConn) WriteMore(p []byte) (int, error) { return c.write(p, true, false, nil) }
 
 // WriteShared implements model.SharedWriter: the send buffer keeps p
 // itself instead of a copy (the caller never changes it again), at the
 // modelled cost of a copying write.
-func (c *tcpConn) WriteShared(p []byte) (int, error) { return c.write(p, false, true, false) }
+func (c *tcpConn) WriteShared(p []byte) (int, error) { return c.write(p, false, true, nil) }
 
 // sendfile queues p, bytes of a file's page cache, as sendfile(2) does:
 // no user-space copy, so the call costs the calibrated sendfile CPU
 // (SendfilePerKB: the stack's work on spliced pages) instead of a copy
-// and the write path's per-KiB cost. The send buffer holds p itself, as
-// the kernel holds the pages; the file copies its array before it
-// changes bytes lent so (inode.lent).
-func (c *tcpConn) sendfile(p []byte) (int, error) { return c.write(p, false, false, true) }
+// and the write path's per-KiB cost. The send buffer holds p, bytes of
+// ino's array, itself, as the kernel holds the pages, and marks ino lent
+// when it does, so that the file copies its array before it changes them.
+func (c *tcpConn) sendfile(ino *inode, p []byte) (int, error) { return c.write(p, false, false, ino) }
 
 // sendRoom is what a write could queue now (0 when it could not).
 func (c *tcpConn) sendRoom() int {
@@ -452,7 +452,8 @@ func (c *tcpConn) sendRoom() int {
 // chunk for the segments Nagle coalesces.
 const sharedMin = 1024
 
-func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
+// write queues p (sendfile: bytes of pages' array, else nil).
+func (c *tcpConn) write(p []byte, more, shared bool, pages *inode) (int, error) {
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
@@ -475,7 +476,8 @@ func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
 	switch {
 	case shared && n >= sharedMin:
 		c.sndq.appendShared(c.w, p[:n], c.p)
-	case zeroCopy && n >= sharedMin:
+	case pages != nil && n >= sharedMin:
+		pages.lent = true
 		c.sndq.appendShared(c.w, p[:n], nil)
 	default:
 		c.sndq.appendCopy(c.w, p[:n], c.sndBuf)
@@ -485,7 +487,7 @@ func (c *tcpConn) write(p []byte, more, shared, zeroCopy bool) (int, error) {
 	}
 	c.sndEnd += uint64(n)
 	perKB := c.w.cfg.CPU.CopyPerKB + c.w.cfg.CPU.TCPSendPerKB
-	if zeroCopy {
+	if pages != nil {
 		perKB = c.w.cfg.CPU.SendfilePerKB
 		if c.w.cfg.CPU.TCPRecvSplicedPerKB > 0 {
 			from := c.sndEnd - uint64(n)
