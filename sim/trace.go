@@ -192,16 +192,15 @@ func eventHash[S string | []byte](h uint64, e *Event, s S) uint64 {
 // recordLog is record(Event{Proc: proc, Kind: "log", S: string(line)})
 // without the string unless someone watches: processes log on every
 // failed op and dropped connection, and the line is built in a buffer on
-// the caller's stack.
+// the caller's stack. (Process.Log builds no line, and does not call
+// this, when nobody would read it: unhashed and unwatched.)
 func (w *World) recordLog(proc string, line []byte) {
 	if w.watched() {
 		w.record(Event{Proc: proc, Kind: "log", S: string(line)})
 		return
 	}
-	if !w.trace.off {
-		e := Event{T: w.Now(), Proc: proc, Kind: "log"}
-		w.trace.hash = eventHash(w.trace.hash, &e, line)
-	}
+	e := Event{T: w.Now(), Proc: proc, Kind: "log"}
+	w.trace.hash = eventHash(w.trace.hash, &e, line)
 	w.trace.count++
 }
 
