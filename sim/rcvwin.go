@@ -197,7 +197,7 @@ func (c *tcpConn) measureRcvRTTTs(s *segment) {
 		return
 	}
 	c.lastTsecr = s.tsecr
-	if len(s.data) < c.rcvMss {
+	if s.size() < c.rcvMss {
 		return
 	}
 	if delta := int32(c.w.tsNow() - s.tsecr); delta > 0 {

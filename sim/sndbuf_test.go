@@ -26,15 +26,9 @@ type sendQueueMachine struct {
 	ref    []byte // every byte written, from sequence 0
 	una    uint64 // acknowledged up to
 	nxt    uint64 // cut up to
-	held   []heldSeg
+	held   []segment
 	shared [][]byte // buffers handed over by shared writes
 	fill   byte
-}
-
-type heldSeg struct {
-	seq  uint64
-	data []byte
-	arr  *sndArray
 }
 
 func (m *sendQueueMachine) bytesOf(n int) []byte {
@@ -64,10 +58,14 @@ func (m *sendQueueMachine) WriteShared(t *rapid.T) {
 	m.shared = append(m.shared, p)
 }
 
-func (m *sendQueueMachine) cut(seq uint64, n int) {
-	data, arr := m.q.slice(m.w, seq, n)
-	arr.refs++ // xmit's hold
-	m.held = append(m.held, heldSeg{seq: seq, data: data, arr: arr})
+func (m *sendQueueMachine) cut(t *rapid.T, seq uint64, n int) {
+	data, arr, more := m.q.slice(m.w, seq, n)
+	s := segment{seq: seq, data: data, arr: arr, more: more}
+	if s.size() != n {
+		t.Fatalf("cut %d bytes at %d, the segment has %d", n, seq, s.size())
+	}
+	s.hold() // xmit's
+	m.held = append(m.held, s)
 }
 
 func (m *sendQueueMachine) Cut(t *rapid.T) {
@@ -76,7 +74,7 @@ func (m *sendQueueMachine) Cut(t *rapid.T) {
 		t.Skip("nothing unsent")
 	}
 	n := rapid.IntRange(1, min(left, 5000)).Draw(t, "n")
-	m.cut(m.nxt, n)
+	m.cut(t, m.nxt, n)
 	m.nxt += uint64(n)
 }
 
@@ -88,7 +86,7 @@ func (m *sendQueueMachine) Resend(t *rapid.T) {
 	}
 	from := rapid.Uint64Range(m.una, m.nxt-1).Draw(t, "from")
 	n := rapid.IntRange(1, int(m.nxt-from)).Draw(t, "n")
-	m.cut(from, n)
+	m.cut(t, from, n)
 }
 
 func (m *sendQueueMachine) Read(t *rapid.T) {
@@ -98,7 +96,7 @@ func (m *sendQueueMachine) Read(t *rapid.T) {
 	i := rapid.IntRange(0, len(m.held)-1).Draw(t, "i")
 	s := m.held[i]
 	m.check(t, s)
-	s.arr.release(m.w)
+	s.release(m.w)
 	m.held = append(m.held[:i], m.held[i+1:]...)
 }
 
@@ -120,9 +118,16 @@ func (m *sendQueueMachine) AckAll(t *rapid.T) {
 	m.q.ackTo(m.w, m.una)
 }
 
-func (m *sendQueueMachine) check(t *rapid.T, s heldSeg) {
-	if want := m.ref[s.seq : s.seq+uint64(len(s.data))]; !bytes.Equal(s.data, want) {
-		t.Fatalf("segment at %d (%d bytes) changed while held", s.seq, len(s.data))
+func (m *sendQueueMachine) check(t *rapid.T, s segment) {
+	got := s.data
+	if s.more != nil {
+		got = append(got[:len(got):len(got)], nil...)
+		for _, p := range s.more.list {
+			got = append(got, p.data...)
+		}
+	}
+	if want := m.ref[s.seq : s.seq+uint64(s.size())]; !bytes.Equal(got, want) {
+		t.Fatalf("segment at %d (%d bytes) changed while held", s.seq, s.size())
 	}
 }
 
@@ -141,6 +146,11 @@ func (m *sendQueueMachine) Check(t *rapid.T) {
 	}
 	for _, s := range m.held {
 		holds[s.arr]++
+		if s.more != nil {
+			for _, p := range s.more.list {
+				holds[p.arr]++
+			}
+		}
 	}
 	for a, n := range holds {
 		if a.refs != n || a.pooled {
@@ -315,5 +325,43 @@ func TestArenaKeepsModelBuffersWithinItsBound(t *testing.T) {
 	w.ReleaseArena()
 	if a.Bytes() == 0 || a.Bytes() > ArenaMaxBytes {
 		t.Errorf("the arena took back %d bytes, want some and at most %d", a.Bytes(), ArenaMaxBytes)
+	}
+}
+
+// A segment that spans chunks (a packet's header, copied, then its data,
+// written shared or sent from a file) points into each chunk's array:
+// none of its bytes is gathered into an array of its own.
+func TestSegmentSpanningChunksIsNotCopied(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var q sendQueue
+	header := bytes.Repeat([]byte{'h'}, 100)
+	data := bytes.Repeat([]byte{'d'}, 64<<10)
+	next := bytes.Repeat([]byte{'n'}, 100)
+	q.appendCopy(w, header, 4096)
+	q.appendShared(w, data, nil)
+	q.appendCopy(w, next, 4096)
+	first, arr, more := q.slice(w, 50, 50+64<<10+20)
+	s := segment{seq: 50, data: first, arr: arr, more: more}
+	if s.size() != 50+64<<10+20 || more == nil || len(more.list) != 2 {
+		t.Fatalf("segment of %d bytes in %d pieces, want %d in 3", s.size(), 1+len(more.list), 50+64<<10+20)
+	}
+	if !bytes.Equal(first, header[50:]) || &first[0] != &q.fill.buf[50] {
+		t.Errorf("the first piece is not the header's bytes in the fill array")
+	}
+	if got := more.list[0].data; len(got) != len(data) || &got[0] != &data[0] {
+		t.Errorf("the data piece (%d bytes) is not the shared buffer itself", len(got))
+	}
+	if got := more.list[1].data; !bytes.Equal(got, next[:20]) || &got[0] != &q.fill.buf[100] {
+		t.Errorf("the last piece is not the next header's first bytes in the fill array")
+	}
+	s.hold()
+	// The fill array holds both headers' chunks, so the queue holds it
+	// twice and the segment twice (a piece in each).
+	if arr.refs != 4 || more.list[0].arr.refs != 2 {
+		t.Errorf("holds: fill array %d, shared array %d; want 4 and 2 (the queue's and the segment's)", arr.refs, more.list[0].arr.refs)
+	}
+	s.gather(w)
+	if s.more != nil || s.size() != 50+64<<10+20 || !bytes.Equal(s.data[:50], header[50:]) || !bytes.Equal(s.data[50:50+64<<10], data) {
+		t.Errorf("gathered, the segment lost its bytes")
 	}
 }

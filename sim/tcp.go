@@ -126,9 +126,10 @@ func init() {
 type segment struct {
 	seq   uint64
 	data  []byte
-	arr   *sndArray // the sender's buffer data points into
+	arr   *sndArray  // the sender's buffer data points into
+	more  *segPieces // the bytes after data, if the segment spans chunks
 	ack   uint64
-	wnd   int
+	wnd   int32 // (the window field's 16 bits, scaled: at most 1 GiB)
 	flags segFlags
 	// ackFin says the ACK covers the peer's FIN (FIN is outside the byte
 	// sequence here).
@@ -136,6 +137,60 @@ type segment struct {
 	// The timestamp option (RFC 7323, on every loopback segment): the
 	// sender's millisecond clock, and the peer's it echoes.
 	tsval, tsecr uint32
+}
+
+// size is the segment's data bytes, in all its pieces.
+func (s *segment) size() int {
+	if s.more != nil {
+		return len(s.data) + s.more.n
+	}
+	return len(s.data)
+}
+
+// hold takes a hold on every array the segment's bytes are in, as an
+// skb holds its pages until the receiver has read them.
+func (s *segment) hold() {
+	if s.arr != nil {
+		s.arr.refs++
+	}
+	if s.more != nil {
+		s.more.hold()
+	}
+}
+
+func (ps *segPieces) hold() {
+	for i := range ps.list {
+		ps.list[i].arr.refs++
+	}
+}
+
+// release lets go of a held segment that will not be read.
+func (s *segment) release(w *World) {
+	s.arr.release(w)
+	if s.more != nil {
+		for i := range s.more.list {
+			s.more.list[i].arr.release(w)
+		}
+		w.putPieces(s.more)
+		s.more = nil
+	}
+}
+
+// gather puts a segment's pieces in one array of its own, for a path that
+// cuts its bytes anywhere (xmitPieces); the array is held by nothing yet.
+func (s *segment) gather(w *World) {
+	if s.more == nil {
+		return
+	}
+	n := s.size()
+	arr := w.newSndArray(n)
+	buf := arr.buf[:n:n]
+	k := copy(buf, s.data)
+	for i := range s.more.list {
+		k += copy(buf[k:], s.more.list[i].data)
+	}
+	w.putPieces(s.more)
+	s.data, s.arr, s.more = buf, arr, nil
 }
 
 type tcpState uint8
@@ -196,7 +251,7 @@ type tcpConn struct {
 	tlpFin       bool
 
 	// Receive side.
-	rcv       []segment // received segments; rcv[rcvHead:] are unread
+	rcv       []rcvPiece // received segments' bytes; rcv[rcvHead:] are unread
 	rcvHead   int
 	rcvOff    int
 	rcvQueued int
@@ -242,7 +297,7 @@ type tcpConn struct {
 	// connection: most connections never queue more (an op each), and
 	// growing each slice from nil cost three allocations or so apiece.
 	inflight0 [4]sentSeg
-	rcv0      [2]segment
+	rcv0      [4]rcvPiece
 	chunks0   [2]sndChunk
 	fdClosed  bool
 	err       error
@@ -366,7 +421,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 			}
 			n += k
 			if k == len(seg) {
-				c.rmem -= c.truesize(len(c.rcv[c.rcvHead].data))
+				c.rmem -= c.rcv[c.rcvHead].size
 				c.rcv[c.rcvHead].arr.release(c.w)
 				// The read segment stays in its slot until an arrival
 				// overwrites it (the queue's array is reused once it
@@ -683,7 +738,7 @@ func (c *tcpConn) push(force bool) {
 				break
 			}
 		}
-		data, arr := c.sndq.slice(c.w, c.sndNxt, n)
+		data, arr, more := c.sndq.slice(c.w, c.sndNxt, n)
 		seq := c.sndNxt
 		c.sndNxt += uint64(n)
 		if n < mss {
@@ -693,7 +748,7 @@ func (c *tcpConn) push(force bool) {
 		if c.sndNxt == c.sndEnd {
 			flags |= flagPSH
 		}
-		c.xmit(segment{seq: seq, data: data, arr: arr, flags: flags})
+		c.xmit(segment{seq: seq, data: data, arr: arr, more: more, flags: flags})
 		c.sentSeg(seq, c.sndNxt, false)
 		sent = true
 		c.dataSent()
@@ -783,12 +838,13 @@ func (c *tcpConn) xmit(s segment) {
 	if s.flags&flagRST == 0 && c.state != tcpSynSent {
 		s.flags |= flagACK
 		s.ack = c.rcvNxt
-		s.wnd = c.selectWindow()
+		wnd := c.selectWindow()
+		s.wnd = int32(wnd)
 		s.ackFin = c.finRcvd
-		c.ackSent(s.wnd)
+		c.ackSent(wnd)
 	}
 	s.tsval, s.tsecr = w.tsNow(), c.tsRecent
-	if len(s.data) > 0 && s.seq < c.fragUntil && c.p.netFaults.fragPiece > 0 && !c.vanished && c.peer != nil {
+	if s.size() > 0 && s.seq < c.fragUntil && c.p.netFaults.fragPiece > 0 && !c.vanished && c.peer != nil {
 		c.xmitPieces(s)
 		return
 	}
@@ -809,21 +865,19 @@ func (c *tcpConn) xmit(s segment) {
 		(c.peer == nil || c.peer.timedIn == 0)
 	if !inline {
 		start := max(now, c.linkFree, stall)
-		tx := time.Duration(int64(len(s.data)+40) * int64(time.Second) / c.cfg.Bandwidth)
+		tx := time.Duration(int64(s.size()+40) * int64(time.Second) / c.cfg.Bandwidth)
 		c.linkFree = start + tx
 	}
 	peer := c.peer
 	if c.vanished || peer == nil {
-		if s.arr != nil {
-			s.arr.recycle(w) // gathered for this segment alone
+		if s.more != nil {
+			w.putPieces(s.more) // (nothing held yet)
 		}
 		return
 	}
-	if s.arr != nil {
-		// The segment holds the send buffer's array (as an skb holds
-		// pages) until the receiver has read it.
-		s.arr.refs++
-	}
+	// The segment holds the send buffer's arrays (as an skb holds
+	// pages) until the receiver has read them.
+	s.hold()
 	if inline {
 		w.softq = append(w.softq, softSeg{to: peer, s: s})
 		return
@@ -839,6 +893,7 @@ func (c *tcpConn) xmit(s segment) {
 func (c *tcpConn) xmitPieces(s segment) {
 	w := c.w
 	f := &c.p.netFaults
+	s.gather(w)
 	at := max(w.Now(), c.linkFree, c.stallUntil())
 	for len(s.data) > 0 {
 		n := len(s.data)
@@ -1072,7 +1127,7 @@ func (c *tcpConn) receive(s *segment) {
 		// last acknowledged.
 		c.tsRecent = s.tsval
 	}
-	if len(s.data) == 0 {
+	if s.size() == 0 {
 		// A segment without data only records the echo it carries
 		// (the fast path's rcv_rtt_last_tsecr); data samples it
 		// (measureRcvRTTTs).
@@ -1080,7 +1135,7 @@ func (c *tcpConn) receive(s *segment) {
 	}
 	if c.state == tcpClosed {
 		// A dead socket answers data or FIN with a reset.
-		if s.flags&flagRST == 0 && (len(s.data) > 0 || s.flags&flagFIN != 0) && c.peer != nil {
+		if s.flags&flagRST == 0 && (s.size() > 0 || s.flags&flagFIN != 0) && c.peer != nil {
 			c.xmitRSTTo()
 		}
 		return
@@ -1102,13 +1157,13 @@ func (c *tcpConn) receive(s *segment) {
 	if s.flags&flagACK != 0 {
 		c.onAck(s)
 	}
-	if len(s.data) > 0 && s.seq+uint64(len(s.data)) <= c.rcvNxt {
+	if s.size() > 0 && s.seq+uint64(s.size()) <= c.rcvNxt {
 		// Loopback keeps order, so this is data sent again (a tail loss
 		// probe): dropped and ACKed at once, even on a closed socket.
 		c.measureRcvRTTTs(s) // the slow path samples it too
-		s.arr.release(c.w)
+		s.release(c.w)
 		c.onDuplicate()
-	} else if len(s.data) > 0 {
+	} else if s.size() > 0 {
 		if c.fdClosed {
 			// Data for a closed socket: tcp_rcv_state_process aborts
 			// with a reset (LINUX_MIB_TCPABORTONDATA).
@@ -1122,7 +1177,7 @@ func (c *tcpConn) receive(s *segment) {
 			c.finRcvd = true
 			c.onFin()
 			c.notify()
-		} else if len(s.data) == 0 {
+		} else if s.size() == 0 {
 			c.onDuplicate() // the FIN again: a tail loss probe
 		}
 	}
@@ -1164,9 +1219,9 @@ func (c *tcpConn) onAck(s *segment) {
 	if c.ackedInflight() {
 		c.scheduleTLP()
 	}
-	c.peerWnd = s.wnd
-	if s.wnd > c.maxWnd {
-		c.maxWnd = s.wnd
+	c.peerWnd = int(s.wnd)
+	if c.peerWnd > c.maxWnd {
+		c.maxWnd = c.peerWnd
 	}
 	if c.sndNxt != c.sndEnd || c.finQ || c.vanished {
 		c.push(false) // else it would find nothing to send and no timer to arm
@@ -1181,7 +1236,7 @@ func (c *tcpConn) onAck(s *segment) {
 
 func (c *tcpConn) onData(s *segment) {
 	if s.seq != c.rcvNxt {
-		s.arr.release(c.w)
+		s.release(c.w)
 		if s.seq > c.rcvNxt {
 			// A gap: loopback keeps order and loses nothing, so
 			// the simulator reordered a stream (see xmit), and the
@@ -1191,9 +1246,17 @@ func (c *tcpConn) onData(s *segment) {
 		}
 		return // loopback keeps order; duplicates are handled in receive
 	}
-	n := len(s.data)
+	n := s.size()
 	c.measureRcvRTTTs(s)
-	c.rcv = append(c.rcv, *s)
+	if s.more == nil {
+		c.rcv = append(c.rcv, rcvPiece{data: s.data, arr: s.arr, size: c.truesize(n)})
+	} else {
+		c.rcv = append(c.rcv, rcvPiece{data: s.data, arr: s.arr})
+		c.rcv = append(c.rcv, s.more.list...)
+		c.rcv[len(c.rcv)-1].size = c.truesize(n)
+		c.w.putPieces(s.more)
+		s.more = nil
+	}
 	c.rcvQueued += n
 	c.rmem += c.truesize(n)
 	c.rcvNxt += uint64(n)

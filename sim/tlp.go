@@ -135,8 +135,8 @@ func (c *tcpConn) onTLP() {
 	if e.fin {
 		c.xmit(segment{seq: e.seq, flags: flagFIN | flagACK})
 	} else {
-		data, arr := c.sndq.slice(c.w, e.seq, int(e.end-e.seq))
-		c.xmit(segment{seq: e.seq, data: data, arr: arr, flags: flagACK | flagPSH})
+		data, arr, more := c.sndq.slice(c.w, e.seq, int(e.end-e.seq))
+		c.xmit(segment{seq: e.seq, data: data, arr: arr, more: more, flags: flagACK | flagPSH})
 	}
 	c.w.softirq()
 }

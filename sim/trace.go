@@ -141,11 +141,11 @@ func (w *World) recordSeg(c *tcpConn, s *segment) {
 	t := &w.trace
 	now := w.Now()
 	if !t.off {
-		t.hash = segHash(t.hash, now, c.segTag, s.seq, s.ack, len(s.data), s.wnd, s.flags)
+		t.hash = segHash(t.hash, now, c.segTag, s.seq, s.ack, s.size(), int(s.wnd), s.flags)
 	}
 	t.count++
 	if w.watched() {
-		w.emit(Event{T: now, Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(len(s.data)), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags&31]})
+		w.emit(Event{T: now, Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(s.seq), B: int64(s.size()), C: int64(s.ack), D: int64(s.wnd), S: flagStrings[s.flags&31]})
 	}
 }
 

@@ -409,11 +409,12 @@ type World struct {
 	deliveries    carriers[delivery]
 	workDone      carriers[workDone]
 	freeSndArrays [sndArrayClasses][]*sndArray
-	freeShared    []*sndArray // headers of shared arrays (WriteShared)
-	arena         *Arena      // see UseArena
-	arrays        []*sndArray // every array taken while an arena is in use
-	bufs          [][]byte    // model buffers handed out (NewBuffer) likewise, up to ArenaMaxBytes
-	bufBytes      int         // their capacities
+	freeShared    []*sndArray  // headers of shared arrays (WriteShared)
+	freePieces    []*segPieces // segments' piece lists (sendQueue.slice)
+	arena         *Arena       // see UseArena
+	arrays        []*sndArray  // every array taken while an arena is in use
+	bufs          [][]byte     // model buffers handed out (NewBuffer) likewise, up to ArenaMaxBytes
+	bufBytes      int          // their capacities
 	// softq holds segments sent inline, waiting for softirq.
 	softq     []softSeg
 	inSoftirq bool
