@@ -295,6 +295,7 @@ type clientOp struct {
 	outOff   int
 	sentAll  bool
 	in       []byte
+	inOff    int     // in[:inOff] is consumed, moved out before the next read
 	inUsed   Touched // how much of in's buffer reads have filled (inBuf)
 	gotAny   bool
 	resp     Response
@@ -328,7 +329,7 @@ func (cl *Client) start(op *clientOp) {
 // as HDFS caches only reader peers), else on a fresh one.
 func (op *clientOp) begin() {
 	cl := op.cl
-	op.phase, op.in, op.gotAny, op.sentAll, op.outOff = opSending, op.in[:0], false, false, 0
+	op.phase, op.in, op.inOff, op.gotAny, op.sentAll, op.outOff = opSending, op.in[:0], 0, false, false, 0
 	op.conn, op.reused = nil, false
 	if op.kind == OpReadBlock && !op.retried {
 		op.conn = cl.takeCached()
@@ -505,6 +506,10 @@ func (op *clientOp) readInput() {
 			b := op.cl.takeBuf()
 			op.in, op.inUsed = b.b, b.used
 		}
+		if op.inOff > 0 {
+			rest := copy(op.in, op.in[op.inOff:])
+			op.in, op.inOff = op.in[:rest], 0
+		}
 		if cap(op.in)-len(op.in) < 16<<10 {
 			grown := newBuffer(op.cl.p, max(2*cap(op.in), len(op.in)+MaxPacketLen))[:len(op.in)]
 			op.inUsed = 0
@@ -536,10 +541,10 @@ func (op *clientOp) readInput() {
 }
 
 func (op *clientOp) process() {
-	for !op.finished && len(op.in) > 0 {
+	for !op.finished && len(op.in) > op.inOff {
 		switch op.phase {
 		case opResponse:
-			resp, n, err := DecodeResponse(op.in)
+			resp, n, err := DecodeResponse(op.in[op.inOff:])
 			if errors.Is(err, ErrNeedMore) {
 				return
 			}
@@ -574,7 +579,7 @@ func (op *clientOp) process() {
 			op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength, Data: data}
 			op.phase = opPackets
 		case opPackets:
-			pkt, n, err := DecodePacket(op.in, BytesPerChecksum)
+			pkt, n, err := DecodePacket(op.in[op.inOff:], BytesPerChecksum)
 			if errors.Is(err, ErrNeedMore) {
 				return
 			}
@@ -645,9 +650,16 @@ func (op *clientOp) collect(pkt Packet) {
 	op.result.Data = append(op.result.Data, pkt.Data[lo-start:hi-start]...)
 }
 
+// consume marks n bytes of the input taken. What is left moves to the
+// buffer's front once, before the next read, not after every packet: a
+// read that brings several packets moved the rest of the read after each
+// (7% of run read --clients 512). The next read asks for what it asked
+// before, the buffer's room after what is left.
 func (op *clientOp) consume(n int) {
-	rest := copy(op.in, op.in[n:])
-	op.in = op.in[:rest]
+	op.inOff += n
+	if op.inOff == len(op.in) {
+		op.in, op.inOff = op.in[:0], 0
+	}
 }
 
 // connFailed handles a dead connection. A cached peer that fails before
@@ -718,7 +730,7 @@ func (op *clientOp) finish(r Result) {
 	cl.ops--
 	if op.in != nil {
 		cl.putBuf(inBuf{op.in, op.inUsed})
-		op.in, op.inUsed = nil, 0
+		op.in, op.inOff, op.inUsed = nil, 0, 0
 	}
 	if r.Err != nil {
 		cl.stats.Errors++
