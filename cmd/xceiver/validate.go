@@ -815,11 +815,8 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d rows, %d out of tolerance\n", len(rows), failed)
-		switch {
-		case autoScale:
-			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale auto: this machine's probes now against the profile's reference)\n", cpuScale)
-		case cpuScale != 1:
-			fmt.Fprintf(stdout, "the sim's CPU costs were the profile's × %v (--cpu-scale)\n", cpuScale)
+		if note := costsNote(autoScale, cpuScale, failed, opt.profile); note != "" {
+			fmt.Fprintln(stdout, note)
 		}
 		if stealKnown {
 			fmt.Fprintf(stdout, "the host withheld %.0f%% of the CPU time this machine wanted while the real runs ran (steal, /proc/stat)%s\n", 100*steal, stealSummary(reruns, overSteal, repeat, opt.maxSteal))
@@ -844,6 +841,22 @@ func validateMain(c *call, rest []string, opt validateOptions) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// costsNote says whose CPU costs the sim ran, after validate's table:
+// scaled ones, or, when rows are out, the embedded profile's, which are
+// another machine's (the usual cause on a new machine), with the flags
+// that compare like with like; nothing when the profile ran as it is.
+func costsNote(autoScale bool, cpuScale float64, failed int, profile string) string {
+	switch {
+	case autoScale:
+		return fmt.Sprintf("the sim's CPU costs were the profile's × %v (--cpu-scale auto: this machine's probes now against the profile's reference)", cpuScale)
+	case cpuScale != 1:
+		return fmt.Sprintf("the sim's CPU costs were the profile's × %v (--cpu-scale)", cpuScale)
+	case failed > 0 && profile == profileEmbedded:
+		return "the sim ran the embedded profile's costs, another machine's: --cpu-scale auto scales them to this machine, --calibrate measures its own"
+	}
+	return ""
 }
 
 // stealNote says how much of the CPU time the machine wanted the host

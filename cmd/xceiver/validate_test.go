@@ -396,3 +396,28 @@ func TestHostStealDuring(t *testing.T) {
 		t.Errorf("no /proc/stat: got %v, %v; want nil", got, err)
 	}
 }
+
+// After the table, validate says whose costs the sim ran, and, when rows
+// are out under the embedded profile (another machine's costs), which
+// flags compare this machine with itself.
+func TestValidateCostsNote(t *testing.T) {
+	for _, c := range []struct {
+		auto    bool
+		scale   float64
+		failed  int
+		profile string
+		want    string // a part of the note; "" for none
+	}{
+		{false, 1, 0, profileEmbedded, ""},
+		{false, 1, 3, profileEmbedded, "--cpu-scale auto scales them to this machine, --calibrate measures its own"},
+		{false, 1, 3, profileMeasured, ""},
+		{false, 1, 3, "my.profile", ""},
+		{true, 0.6, 3, profileEmbedded, "× 0.6 (--cpu-scale auto"},
+		{false, 2, 0, profileEmbedded, "× 2 (--cpu-scale)"},
+	} {
+		got := costsNote(c.auto, c.scale, c.failed, c.profile)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("auto %v, scale %v, %d out, profile %s: %q, want %q", c.auto, c.scale, c.failed, c.profile, got, c.want)
+		}
+	}
+}
