@@ -821,7 +821,9 @@ func (dn *Datanode) serve(c Conn, in []byte, tcp bool) {
 		c.SetHandler(loop, dc.onEvent)
 		c.SetReadInterest(true) // an adopted connection may have had it off
 		if len(in) > 0 {
+			dc.compactIn()
 			dc.in = append(dc.in, in...)
+			dc.inBuf = dc.in
 			dc.memChanged()
 			dc.process()
 		}
@@ -882,7 +884,8 @@ type dnConn struct {
 	index  int // in dn.conns (acceptor loop)
 
 	phase   connPhase
-	in      []byte
+	in      []byte // input not yet taken: the end of inBuf's bytes
+	inBuf   []byte // the input buffer; in moves to its front before a read (compactIn)
 	req     Request
 	handle  *Handle     // reactor: the pooled replica
 	files   *BlockFiles // threaded: this request's own files
@@ -1009,6 +1012,7 @@ func (dc *dnConn) readInput() {
 			dc.fail(invalid("message larger than %d bytes", limit))
 			return
 		}
+		dc.compactIn()
 		if cap(dc.in)-len(dc.in) < inputFirst {
 			if cap(dc.in) == 0 && dc.sel != nil {
 				dc.in = dc.sel.getIn()
@@ -1017,6 +1021,7 @@ func (dc *dnConn) readInput() {
 				copy(grown, dc.in)
 				dc.in = grown
 			}
+			dc.inBuf = dc.in
 			dc.memChanged()
 		}
 		room := dc.in[len(dc.in):cap(dc.in)]
@@ -1044,6 +1049,16 @@ func (dc *dnConn) readInput() {
 		}
 		dc.close("read error")
 		return
+	}
+}
+
+// compactIn moves the input not yet taken to its buffer's front, so that
+// the buffer's room is all after it, as it was when every consume moved
+// it: reads ask for the same bytes, and the trace does not change.
+func (dc *dnConn) compactIn() {
+	if cap(dc.in) != cap(dc.inBuf) {
+		k := copy(dc.inBuf[:cap(dc.inBuf)], dc.in)
+		dc.in = dc.inBuf[:k]
 	}
 }
 
@@ -1101,9 +1116,15 @@ func (dc *dnConn) process() {
 	}
 }
 
+// consume takes n bytes of input. What is left stays where it is until
+// the next read or append (compactIn): a read that brought several
+// packets of a write moved the rest after each one.
 func (dc *dnConn) consume(n int) {
-	rest := copy(dc.in, dc.in[n:])
-	dc.in = dc.in[:rest]
+	dc.in = dc.in[n:]
+	rest := len(dc.in)
+	if rest == 0 {
+		dc.in = dc.inBuf[:0]
+	}
 	if rest == 0 && dc.msgT != nil {
 		dc.msgT.Stop()
 		dc.msgT = nil
@@ -2138,9 +2159,9 @@ func (dc *dnConn) close(why string) {
 		// A closed connection may stay reachable a while (callbacks
 		// queued for it); its buffers must not.
 		if dc.sel != nil {
-			dc.sel.putIn(dc.in)
+			dc.sel.putIn(dc.inBuf)
 		}
-		dc.in, dc.wdata, dc.buf, dc.out = nil, nil, nil, nil
+		dc.in, dc.inBuf, dc.wdata, dc.buf, dc.out = nil, nil, nil, nil, nil
 	}
 	_ = dc.c.Close()
 	dn := dc.dn
@@ -2196,7 +2217,7 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) {
 
 func (dc *dnConn) memory() ConnMemory {
 	m := ConnMemory{Conn: dc.id, Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
-		Buffered: cap(dc.in) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
+		Buffered: cap(dc.inBuf) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
 	if dc.lent {
 		m.Buffered += cap(dc.out)
 	}
