@@ -112,7 +112,8 @@ type Client struct {
 	stats   ClientStats
 	History *History
 	id      int
-	bufs    []inBuf // input buffers of finished ops, for the next ones
+	bufs    []inBuf  // input buffers of finished ops, for the next ones
+	outs    [][]byte // output buffers likewise (writes copy them to the socket)
 	mac     TokenMAC
 }
 
@@ -148,6 +149,27 @@ func (cl *Client) putBuf(b inBuf, filled int) {
 	if len(cl.bufs) < 4 {
 		b.b = b.b[:0]
 		cl.bufs = append(cl.bufs, b)
+	}
+}
+
+// takeOut lends an output buffer to encode an op's request (and a
+// write's packets) into: a write of 100 KB grew a fresh one of its size
+// for every op, zeroed (2% of check).
+func (cl *Client) takeOut() []byte {
+	if n := len(cl.outs); n > 0 {
+		b := cl.outs[n-1]
+		cl.outs[n-1] = nil
+		cl.outs = cl.outs[:n-1]
+		return b[:0]
+	}
+	return nil
+}
+
+// putOut takes back a finished op's output buffer. Writes copied its
+// bytes to the socket, so nothing else holds it.
+func (cl *Client) putOut(b []byte) {
+	if len(cl.outs) < 4 && cap(b) <= 1<<20 {
+		cl.outs = append(cl.outs, b[:0])
 	}
 }
 
@@ -370,6 +392,9 @@ func (op *clientOp) begin() {
 		cl.stats.Reused++
 		op.conn.SetHandler(cl.loop, op.onEvent)
 		op.conn.SetReadInterest(true)
+	}
+	if op.out == nil {
+		op.out = cl.takeOut()
 	}
 	op.out = op.encode(op.out[:0])
 	op.armTimer()
@@ -739,6 +764,10 @@ func (op *clientOp) finish(r Result) {
 	if op.in != nil {
 		cl.putBuf(inBuf{op.in, op.inUsed}, op.inFilled)
 		op.in, op.inOff, op.inFilled, op.inUsed = nil, 0, 0, 0
+	}
+	if op.out != nil {
+		cl.putOut(op.out)
+		op.out, op.outOff = nil, 0
 	}
 	if r.Err != nil {
 		cl.stats.Errors++

@@ -36,7 +36,7 @@ func (c *scriptConn) Err() error { return nil }
 // A finished op declares freed the bytes of its input buffer its reads
 // wrote, which a use after the return would find (poisoned in a sim run
 // that poisons), not the whole buffer: a write's answer is a few bytes
-// of a buffer of 80 KiB.
+// of a buffer of 80 KiB. It gives both its buffers back to the client.
 func TestClientOpDeclaresFreedWhatItsReadsWrote(t *testing.T) {
 	p := &freedProc{}
 	cl := &Client{p: p, loop: &fakeLoop{}}
@@ -45,7 +45,7 @@ func TestClientOpDeclaresFreedWhatItsReadsWrote(t *testing.T) {
 		p.freed = nil
 		var got *Result
 		op := &clientOp{cl: cl, kind: OpWriteBlock, phase: opResponse, rec: -1,
-			conn: &scriptConn{in: answer, per: per},
+			conn: &scriptConn{in: answer, per: per}, out: make([]byte, 0, 1000),
 			done: func(r Result) { got = &r }}
 		cl.ops++
 		op.readInput()
@@ -55,8 +55,15 @@ func TestClientOpDeclaresFreedWhatItsReadsWrote(t *testing.T) {
 		if len(p.freed) != 1 || p.freed[0] != len(answer) {
 			t.Errorf("answer of %d bytes read %d at a time: declared freed %v, want [%d]", len(answer), per, p.freed, len(answer))
 		}
+		if op.out != nil || op.in != nil {
+			t.Errorf("a finished op kept its buffers")
+		}
 	}
 	if len(cl.bufs) != 1 || cap(cl.bufs[0].b) < MaxPacketLen {
-		t.Errorf("the client keeps %d buffers, want its one of %d bytes or more back", len(cl.bufs), MaxPacketLen)
+		t.Errorf("the client keeps %d input buffers, want its one of %d bytes or more back", len(cl.bufs), MaxPacketLen)
+	}
+	// The output buffers came back too, for the next ops to encode into.
+	if len(cl.outs) != 2 || cap(cl.takeOut()) != 1000 {
+		t.Errorf("the client keeps %d output buffers, want the two ops' back", len(cl.outs))
 	}
 }
