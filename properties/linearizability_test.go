@@ -91,8 +91,10 @@ func TestCanonicalUnknownsKeepVerdict(t *testing.T) {
 // on the history as it was from both models.
 func TestPinnedUnknownsKeepVerdict(t *testing.T) {
 	var legal, illegal, pinned int
-	// Some one history in twelve has an op to pin: twenty rounds.
-	for range 20 {
+	// Some one history in ten has an op to pin: rounds until 50 have, or
+	// 100 rounds (rapid draws 100 histories a round, 20 with -short,
+	// where twenty rounds fell short of 50).
+	for round := 0; round < 100 && (round < 20 || pinned < 50); round++ {
 		rapid.Check(t, pinnedKeepsVerdict(&legal, &illegal, &pinned))
 	}
 	t.Logf("%d legal, %d illegal histories, %d pinned", legal, illegal, pinned)
