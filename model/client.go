@@ -229,6 +229,15 @@ func (cl *Client) Read(block uint64, stamp uint64, off, n int64, done func(Resul
 	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done})
 }
 
+// ReadInto is Read into the caller's buffer: done's Result.Data is
+// buf[:n] when buf can hold n bytes (else a buffer of its own, as Read's).
+// A caller that reads over and over (HDFS's TestParallelRead, a pread
+// into its buffer) spares a buffer of the read's size each time. buf is
+// the client's until done is called.
+func (cl *Client) ReadInto(block uint64, stamp uint64, off, n int64, buf []byte, done func(Result)) {
+	cl.start(&clientOp{kind: OpReadBlock, block: block, stamp: stamp, off: off, n: n, done: done, into: buf})
+}
+
 // ReadStream is Read for a caller that checks data as it arrives: sink
 // gets each packet's bytes within the range (at their offset in the
 // block; valid only during the call) and done's Result has no Data. A
@@ -307,6 +316,7 @@ type clientOp struct {
 	n     int64
 	data  []byte
 	sink  func(off int64, p []byte) // ReadStream's: data goes here, not into Result.Data
+	into  []byte                    // ReadInto's: Result.Data goes here if it fits
 	got   int64                     // bytes of the range read so far
 	head  int64                     // ReadHead's: done once this many bytes arrived
 	// dialWait is how long the op has waited for room in a Unix
@@ -605,7 +615,11 @@ func (op *clientOp) process() {
 			}
 			op.next = resp.FirstChunkOffset
 			var data []byte
-			if op.sink == nil {
+			switch {
+			case op.sink != nil:
+			case int64(cap(op.into)) >= op.n:
+				data = op.into[:0]
+			default:
 				data = make([]byte, 0, op.n)
 			}
 			op.got = 0

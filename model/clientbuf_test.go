@@ -67,3 +67,34 @@ func TestClientOpDeclaresFreedWhatItsReadsWrote(t *testing.T) {
 		t.Errorf("the client keeps %d output buffers, want the two ops' back", len(cl.outs))
 	}
 }
+
+func (c *scriptConn) Write(p []byte) (int, error) { return len(p), nil }
+
+// readAnswer is a datanode's whole answer to a read of block 1's first n
+// bytes: the response, one packet, the empty last one.
+func readAnswer(data []byte) []byte {
+	b := AppendResponse(nil, Response{Status: StatusSuccess, ChecksumType: ChecksumCRC32C, BytesPerChecksum: BytesPerChecksum, GenStamp: 7, BlockLength: int64(len(data))})
+	b = AppendPacket(b, PacketHeader{Offset: 0, Seqno: 0}, data, BytesPerChecksum)
+	return AppendPacketHeader(b, PacketHeader{Offset: int64(len(data)), Seqno: 1, Last: true}, 0, BytesPerChecksum)
+}
+
+// ReadInto's result is the caller's buffer when it holds the read, and a
+// buffer of the client's own when it does not; either holds the bytes.
+func TestReadIntoFillsTheCallersBuffer(t *testing.T) {
+	data := []byte("the block's first bytes, read into a buffer the caller keeps")
+	for _, size := range []int{len(data), 2 * len(data), len(data) - 1} {
+		cl := &Client{p: &freedProc{}, loop: &fakeLoop{}}
+		buf := make([]byte, size)
+		var got *Result
+		op := &clientOp{cl: cl, kind: OpReadBlock, block: 1, n: int64(len(data)), into: buf, phase: opResponse, rec: -1,
+			conn: &scriptConn{in: readAnswer(data), per: 1 << 20}, done: func(r Result) { got = &r }}
+		cl.ops++
+		op.readInput()
+		if got == nil || got.Err != nil || string(got.Data) != string(data) {
+			t.Fatalf("buffer of %d bytes: result %+v, want the %d bytes", size, got, len(data))
+		}
+		if inBuf := &got.Data[0] == &buf[0]; inBuf != (size >= len(data)) {
+			t.Errorf("buffer of %d bytes for %d: data in the caller's buffer %v", size, len(data), inBuf)
+		}
+	}
+}
