@@ -617,7 +617,7 @@ func (op *clientOp) process() {
 			var data []byte
 			switch {
 			case op.sink != nil:
-			case int64(cap(op.into)) >= op.n:
+			case op.into != nil && int64(cap(op.into)) >= op.n:
 				data = op.into[:0]
 			default:
 				data = make([]byte, 0, op.n)

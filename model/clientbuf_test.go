@@ -98,3 +98,17 @@ func TestReadIntoFillsTheCallersBuffer(t *testing.T) {
 		}
 	}
 }
+
+// A plain Read (no buffer given) of nothing succeeds with empty, non-nil
+// data, as before ReadInto: a nil buffer is not a buffer that holds it.
+func TestReadOfNothingHasEmptyData(t *testing.T) {
+	cl := &Client{p: &freedProc{}, loop: &fakeLoop{}}
+	var got *Result
+	op := &clientOp{cl: cl, kind: OpReadBlock, block: 1, n: 0, phase: opResponse, rec: -1,
+		conn: &scriptConn{in: readAnswer(nil), per: 1 << 20}, done: func(r Result) { got = &r }}
+	cl.ops++
+	op.readInput()
+	if got == nil || got.Err != nil || got.Data == nil || len(got.Data) != 0 {
+		t.Fatalf("read of 0 bytes: result %+v, want success with empty, non-nil data", got)
+	}
+}
