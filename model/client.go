@@ -128,10 +128,7 @@ type inBuf struct {
 // takeBuf lends an input buffer; ops in flight each hold one, and finished
 // ops give theirs back, so a client does not allocate one per op.
 func (cl *Client) takeBuf() inBuf {
-	if n := len(cl.bufs); n > 0 {
-		b := cl.bufs[n-1]
-		cl.bufs[n-1] = inBuf{}
-		cl.bufs = cl.bufs[:n-1]
+	if b, ok := popFree(&cl.bufs); ok {
 		b.b = b.b[:0]
 		return b
 	}
@@ -156,13 +153,8 @@ func (cl *Client) putBuf(b inBuf, filled int) {
 // write's packets) into: a write of 100 KB grew a fresh one of its size
 // for every op, zeroed (2% of check).
 func (cl *Client) takeOut() []byte {
-	if n := len(cl.outs); n > 0 {
-		b := cl.outs[n-1]
-		cl.outs[n-1] = nil
-		cl.outs = cl.outs[:n-1]
-		return b[:0]
-	}
-	return nil
+	b, _ := popFree(&cl.outs)
+	return b[:0]
 }
 
 // putOut takes back a finished op's output buffer. Writes copied its

@@ -370,10 +370,7 @@ type selector struct {
 const inputFirst = 4096
 
 func (s *selector) getIn() []byte {
-	if n := len(s.freeIn); n > 0 {
-		b := s.freeIn[n-1]
-		s.freeIn[n-1] = nil
-		s.freeIn = s.freeIn[:n-1]
+	if b, ok := popFree(&s.freeIn); ok {
 		return b[:0]
 	}
 	return newBuffer(s.loop.Process(), inputFirst)
@@ -387,9 +384,7 @@ func (s *selector) putIn(b []byte) {
 
 func (s *selector) getBuf() []byte {
 	s.out++
-	if n := len(s.free); n > 0 {
-		b := s.free[n-1]
-		s.free = s.free[:n-1]
+	if b, ok := popFree(&s.free); ok {
 		return b[:0]
 	}
 	return newBuffer(s.loop.Process(), s.size)

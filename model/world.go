@@ -480,6 +480,20 @@ func newBuffer(p Process, n int) []byte {
 	return make([]byte, 0, n)
 }
 
+// popFree takes the last entry of a free list, clearing its slot so that
+// the list's array does not keep it; ok is false if the list is empty.
+func popFree[T any](list *[]T) (x T, ok bool) {
+	n := len(*list)
+	if n == 0 {
+		return x, false
+	}
+	x = (*list)[n-1]
+	var zero T
+	(*list)[n-1] = zero
+	*list = (*list)[:n-1]
+	return x, true
+}
+
 // inFlight declares b checksummed and on its way out.
 func inFlight(p Process, b []byte) {
 	if bf, ok := p.(BufferFaults); ok {
