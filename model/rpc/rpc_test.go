@@ -733,3 +733,38 @@ func floodUnread(p model.Process, cl *rpc.Client) {
 	cl.PauseReading(srvAddr)
 	p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
 }
+
+// Replies the server must queue (their client is not reading) keep their
+// bytes while the handler frames the next ones in its own buffer: each
+// call gets its own answer, whole.
+func TestQueuedRepliesKeepTheirBytes(t *testing.T) {
+	sizes := []uint32{512 << 10, 256 << 10}
+	echo := bytes.Repeat([]byte{0xAB}, 100)
+	got := map[int]rpc.Reply{}
+	e := world(t, rpc.ServerConfig{Handlers: 1, MaxPending: 64 << 20}, rpc.ClientConfig{CallTimeout: 5 * time.Second}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		// Small socket buffers, or they would take every answer.
+		p.(*sim.Process).SetSocketBuffers(0, 16<<10)
+		e.sp.SetSocketBuffers(64<<10, 0)
+		for k, size := range sizes {
+			var n [4]byte
+			binary.BigEndian.PutUint32(n[:], size)
+			cl.Call(srvAddr, mBig, n[:], func(r rpc.Reply) { got[k] = r })
+		}
+		cl.Call(srvAddr, mEcho, echo, func(r rpc.Reply) { got[len(sizes)] = r })
+		cl.PauseReading(srvAddr)
+		p.MainLoop().AfterFunc(100*time.Millisecond, func() { cl.ResumeReading(srvAddr) })
+		p.MainLoop().AfterFunc(time.Second, func() { cl.Close() })
+	})
+	if e.srv.Stats().Deferred < 2 {
+		t.Errorf("the responder finished %d queued replies, want both big ones: the test did not exercise the queue", e.srv.Stats().Deferred)
+	}
+	for k, size := range sizes {
+		r := got[k]
+		if r.Err != nil || len(r.Payload) != int(size) || bytes.IndexFunc(r.Payload, func(c rune) bool { return c != 0 }) >= 0 {
+			t.Errorf("call %d: %d bytes, error %v; want %d zero bytes", k, len(r.Payload), r.Err, size)
+		}
+	}
+	if r := got[len(sizes)]; r.Err != nil || !bytes.Equal(r.Payload, echo) {
+		t.Errorf("the echo: %d bytes, error %v; want its 100 bytes back", len(r.Payload), r.Err)
+	}
+}
