@@ -257,7 +257,7 @@ func (h *harness) run() *Result {
 	scfg.MaxEvents = maxEvents
 	scfg.CheckShared = true
 	scfg.LogKeys = logKeys
-	scfg.Unhashed = h.opt.hashing == unhashed && h.opt.Trace == nil
+	scfg.Unhashed = h.opt.hashing == unhashed // (a traced world hashes: TraceTo)
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true

@@ -551,8 +551,8 @@ func RunScenarioUnhashed(c ScenarioCase) *ScenarioResult { return runScenario(c,
 func runScenario(c ScenarioCase, out io.Writer, hashing hashing) (res *ScenarioResult) {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
-	cfg.Unhashed = hashing == unhashed && out == nil
-	cfg.CheckShared = true // tcp-pattern's reply is a shared write
+	cfg.Unhashed = hashing == unhashed // (a traced world hashes: TraceTo)
+	cfg.CheckShared = true             // tcp-pattern's reply is a shared write
 	cfg.LogKeys = logKeys
 	w := sim.New(cfg)
 	if out != nil {

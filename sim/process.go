@@ -254,8 +254,7 @@ func (p *Process) Log(kind string, kv ...any) {
 		p.logged = make(map[string]int)
 	}
 	p.logged[kind]++
-	if w := p.w; w.trace.off && !w.watched() {
-		w.trace.count++ // recordLog's count, with no line to hash
+	if p.w.skipLog() {
 		return
 	}
 	var buf [128]byte

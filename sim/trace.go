@@ -150,7 +150,19 @@ func (w *World) recordSeg(c *tcpConn, s *segment) {
 }
 
 // TraceTo makes the world write every event as a JSON line to out.
-func (w *World) TraceTo(out io.Writer) { w.trace.out = out }
+//
+// A traced world keeps its hash, which the trace carries, even with
+// Config.Unhashed: so a runner may ask for an unhashed world and still
+// trace it. It must be traced from its first event, then.
+func (w *World) TraceTo(out io.Writer) {
+	if out != nil && w.trace.off {
+		if w.trace.count > 0 {
+			panic("sim: TraceTo an unhashed world after its first event: its hash would miss them")
+		}
+		w.trace.off = false
+	}
+	w.trace.out = out
+}
 
 // TraceHash is the running hash of every event recorded so far: two runs
 // with the same seed and configuration must end with the same hash.
@@ -189,11 +201,20 @@ func eventHash[S string | []byte](h uint64, e *Event, s S) uint64 {
 	return fnvString(h, s)
 }
 
+// skipLog counts a log event nobody would read (the world unhashed and
+// unwatched) and reports so: Process.Log then builds no line.
+func (w *World) skipLog() bool {
+	if w.trace.off && !w.watched() {
+		w.trace.count++
+		return true
+	}
+	return false
+}
+
 // recordLog is record(Event{Proc: proc, Kind: "log", S: string(line)})
 // without the string unless someone watches: processes log on every
 // failed op and dropped connection, and the line is built in a buffer on
-// the caller's stack. (Process.Log builds no line, and does not call
-// this, when nobody would read it: unhashed and unwatched.)
+// the caller's stack.
 func (w *World) recordLog(proc string, line []byte) {
 	if w.watched() {
 		w.record(Event{Proc: proc, Kind: "log", S: string(line)})

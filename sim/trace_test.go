@@ -95,9 +95,13 @@ func TestUnhashedRunsTheSameEvents(t *testing.T) {
 		t.Errorf("a hashed world's hash reads %q", h)
 	}
 	var a, b bytes.Buffer
-	run(false, &a)
-	run(true, &b)
+	tracedHashed := run(false, &a)
+	tracedUnhashed := run(true, &b)
 	if a.Len() == 0 || !bytes.Equal(a.Bytes(), b.Bytes()) || !strings.Contains(b.String(), `"probe n=2"`) {
 		t.Errorf("traced, the hashed run wrote %d bytes and the unhashed %d; they differ, or the log line is missing", a.Len(), b.Len())
+	}
+	// A traced world keeps its hash, asked to be unhashed or not.
+	if h, u := tracedHashed.TraceHashString(), tracedUnhashed.TraceHashString(); h != u || h != hashed.TraceHashString() {
+		t.Errorf("traced: hash %s hashed, %s unhashed; untraced %s", h, u, hashed.TraceHashString())
 	}
 }

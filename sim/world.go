@@ -51,9 +51,10 @@ type Config struct {
 	CheckShared bool
 	// Unhashed runs the world without its trace hash, for a run whose
 	// hash nobody will compare (check's first run of a seed, which is
-	// run again, hashed, if it fails): events are counted, and traced
-	// or observed if asked, as ever, and TraceHashString says
-	// "unhashed". The hash folds every event, and a log line is built
+	// run again, hashed, if it fails): events are counted and observed
+	// as ever, and TraceHashString says "unhashed"; a world traced
+	// (TraceTo) keeps its hash all the same, which the trace carries.
+	// The hash folds every event, and a log line is built
 	// only to be hashed when nobody watches: a twentieth of a check's
 	// time.
 	Unhashed bool
