@@ -325,7 +325,7 @@ type clientOp struct {
 	outOff   int
 	sentAll  bool
 	in       []byte
-	inOff    int     // in[:inOff] is consumed, moved out before the next read
+	inBuf    []byte  // in's buffer: in is its bytes not yet taken (compactInput)
 	inFilled int     // how far into in's buffer this op's reads have written
 	inUsed   Touched // how much of in's buffer reads have filled (inBuf)
 	gotAny   bool
@@ -360,7 +360,7 @@ func (cl *Client) start(op *clientOp) {
 // as HDFS caches only reader peers), else on a fresh one.
 func (op *clientOp) begin() {
 	cl := op.cl
-	op.phase, op.in, op.inOff, op.gotAny, op.sentAll, op.outOff = opSending, op.in[:0], 0, false, false, 0
+	op.phase, op.in, op.gotAny, op.sentAll, op.outOff = opSending, op.inBuf[:0], false, false, 0
 	op.conn, op.reused = nil, false
 	if op.kind == OpReadBlock && !op.retried {
 		op.conn = cl.takeCached()
@@ -538,18 +538,15 @@ func (op *clientOp) readInput() {
 	for !op.finished && (op.phase == opResponse || op.phase == opPackets || op.phase == opSending) {
 		if op.in == nil {
 			b := op.cl.takeBuf()
-			op.in, op.inUsed = b.b, b.used
+			op.in, op.inBuf, op.inUsed = b.b, b.b, b.used
 		}
-		if op.inOff > 0 {
-			rest := copy(op.in, op.in[op.inOff:])
-			op.in, op.inOff = op.in[:rest], 0
-		}
+		op.in = compactInput(op.inBuf, op.in)
 		if cap(op.in)-len(op.in) < 16<<10 {
 			grown := newBuffer(op.cl.p, max(2*cap(op.in), len(op.in)+MaxPacketLen))[:len(op.in)]
 			op.inUsed = 0
 			op.inUsed.Use(op.cl.p, len(op.in))
 			copy(grown, op.in)
-			op.in = grown
+			op.in, op.inBuf = grown, grown
 		}
 		n, err := op.conn.Read(op.in[len(op.in):cap(op.in)])
 		if n > 0 {
@@ -576,10 +573,10 @@ func (op *clientOp) readInput() {
 }
 
 func (op *clientOp) process() {
-	for !op.finished && len(op.in) > op.inOff {
+	for !op.finished && len(op.in) > 0 {
 		switch op.phase {
 		case opResponse:
-			resp, n, err := DecodeResponse(op.in[op.inOff:])
+			resp, n, err := DecodeResponse(op.in)
 			if errors.Is(err, ErrNeedMore) {
 				return
 			}
@@ -618,7 +615,7 @@ func (op *clientOp) process() {
 			op.result = Result{Status: StatusSuccess, Stamp: resp.GenStamp, Length: resp.BlockLength, Data: data}
 			op.phase = opPackets
 		case opPackets:
-			pkt, n, err := DecodePacket(op.in[op.inOff:], BytesPerChecksum)
+			pkt, n, err := DecodePacket(op.in, BytesPerChecksum)
 			if errors.Is(err, ErrNeedMore) {
 				return
 			}
@@ -689,17 +686,9 @@ func (op *clientOp) collect(pkt Packet) {
 	op.result.Data = append(op.result.Data, pkt.Data[lo-start:hi-start]...)
 }
 
-// consume marks n bytes of the input taken. What is left moves to the
-// buffer's front once, before the next read, not after every packet: a
-// read that brings several packets moved the rest of the read after each
-// (7% of run read --clients 512). The next read asks for what it asked
-// before, the buffer's room after what is left.
-func (op *clientOp) consume(n int) {
-	op.inOff += n
-	if op.inOff == len(op.in) {
-		op.in, op.inOff = op.in[:0], 0
-	}
-}
+// consume takes n bytes of the input; what is left moves to the
+// buffer's front before the next read (compactInput).
+func (op *clientOp) consume(n int) { op.in = op.in[n:] }
 
 // connFailed handles a dead connection. A cached peer that fails before
 // any answer arrived was closed by the datanode while idle: retry once on
@@ -767,9 +756,9 @@ func (op *clientOp) finish(r Result) {
 	op.timer.Stop()
 	cl := op.cl
 	cl.ops--
-	if op.in != nil {
-		cl.putBuf(inBuf{op.in, op.inUsed}, op.inFilled)
-		op.in, op.inOff, op.inFilled, op.inUsed = nil, 0, 0, 0
+	if op.inBuf != nil {
+		cl.putBuf(inBuf{op.inBuf, op.inUsed}, op.inFilled)
+		op.in, op.inBuf, op.inFilled, op.inUsed = nil, nil, 0, 0
 	}
 	if op.out != nil {
 		cl.putOut(op.out)

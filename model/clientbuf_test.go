@@ -112,3 +112,23 @@ func TestReadOfNothingHasEmptyData(t *testing.T) {
 		t.Fatalf("read of 0 bytes: result %+v, want success with empty, non-nil data", got)
 	}
 }
+
+// compactInput moves what is left of a buffer's input to its front, so
+// the next read has all the room after it; input at the front already
+// stays as it is, uncopied.
+func TestCompactInput(t *testing.T) {
+	buf := make([]byte, 10, 16)
+	copy(buf, "0123456789")
+	if got := compactInput(buf, buf[:10]); &got[0] != &buf[0] || string(got) != "0123456789" || cap(got) != 16 {
+		t.Errorf("input at the front: %q (cap %d)", got, cap(got))
+	}
+	if got := compactInput(buf, buf[7:10]); &got[0] != &buf[0] || string(got) != "789" || cap(got) != 16 {
+		t.Errorf("input at 7: %q (cap %d), want 789 at the front", got, cap(got))
+	}
+	if got := compactInput(buf, buf[10:10]); len(got) != 0 || cap(got) != 16 {
+		t.Errorf("all taken: %d bytes, cap %d; want none and the whole room", len(got), cap(got))
+	}
+	if got := compactInput(nil, nil); got != nil {
+		t.Errorf("no buffer: %q", got)
+	}
+}

@@ -816,7 +816,7 @@ func (dn *Datanode) serve(c Conn, in []byte, tcp bool) {
 		c.SetHandler(loop, dc.onEvent)
 		c.SetReadInterest(true) // an adopted connection may have had it off
 		if len(in) > 0 {
-			dc.compactIn()
+			dc.in = compactInput(dc.inBuf, dc.in)
 			dc.in = append(dc.in, in...)
 			dc.inBuf = dc.in
 			dc.memChanged()
@@ -880,7 +880,7 @@ type dnConn struct {
 
 	phase   connPhase
 	in      []byte // input not yet taken: the end of inBuf's bytes
-	inBuf   []byte // the input buffer; in moves to its front before a read (compactIn)
+	inBuf   []byte // the input buffer; in moves to its front before a read (compactInput)
 	req     Request
 	handle  *Handle     // reactor: the pooled replica
 	files   *BlockFiles // threaded: this request's own files
@@ -1007,7 +1007,7 @@ func (dc *dnConn) readInput() {
 			dc.fail(invalid("message larger than %d bytes", limit))
 			return
 		}
-		dc.compactIn()
+		dc.in = compactInput(dc.inBuf, dc.in)
 		if cap(dc.in)-len(dc.in) < inputFirst {
 			if cap(dc.in) == 0 && dc.sel != nil {
 				dc.in = dc.sel.getIn()
@@ -1044,16 +1044,6 @@ func (dc *dnConn) readInput() {
 		}
 		dc.close("read error")
 		return
-	}
-}
-
-// compactIn moves the input not yet taken to its buffer's front, so that
-// the buffer's room is all after it, as it was when every consume moved
-// it: reads ask for the same bytes, and the trace does not change.
-func (dc *dnConn) compactIn() {
-	if cap(dc.in) != cap(dc.inBuf) {
-		k := copy(dc.inBuf[:cap(dc.inBuf)], dc.in)
-		dc.in = dc.inBuf[:k]
 	}
 }
 
@@ -1112,7 +1102,7 @@ func (dc *dnConn) process() {
 }
 
 // consume takes n bytes of input. What is left stays where it is until
-// the next read or append (compactIn): a read that brought several
+// the next read or append (compactInput): a read that brought several
 // packets of a write moved the rest after each one.
 func (dc *dnConn) consume(n int) {
 	dc.in = dc.in[n:]

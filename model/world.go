@@ -494,6 +494,20 @@ func popFree[T any](list *[]T) (x T, ok bool) {
 	return x, true
 }
 
+// compactInput moves in, the bytes of buf not yet taken (the end of what
+// reads put there: a consumer takes from in's front by reslicing), to
+// buf's front, and returns them there. A reader compacts once, before
+// its next read, not after every message it takes: a read that brought
+// several packets moved the rest after each (7% of run read --clients
+// 512). The read then asks for the room it always did, all after what
+// is left, so the trace does not change.
+func compactInput(buf, in []byte) []byte {
+	if cap(in) == cap(buf) {
+		return in // at the front already
+	}
+	return buf[:copy(buf[:cap(buf)], in)]
+}
+
 // inFlight declares b checksummed and on its way out.
 func inFlight(p Process, b []byte) {
 	if bf, ok := p.(BufferFaults); ok {
