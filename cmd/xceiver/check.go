@@ -821,7 +821,7 @@ func checkDatanodeSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 	if opt.noShrink {
 		budget = 0
 	}
-	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: ignoredOf(opt.ignore, propertyNames())}, seed%50 == 0, budget)
+	o, err := properties.CheckSeedShrinking(seed, opt.bug, properties.Options{Ignore: ignoredOf(opt.ignore, propertyNames())}, runsTwice(seed), budget)
 	if err != nil {
 		return 0, &checkFailure{System: "datanode", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}

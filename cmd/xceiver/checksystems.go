@@ -184,6 +184,10 @@ func determinismFailure(system string, seed uint64, events1 uint64, hash1 string
 		Message: fmt.Sprintf("two runs of the case differ: %d events, hash %s, then %d events, hash %s", events1, hash1, events2, hash2)}
 }
 
+// runsTwice says whether seed, if it passes, runs again to compare its
+// trace hash with the first run's (determinism): every 50th does.
+func runsTwice(seed uint64) bool { return seed%50 == 0 }
+
 // rerunFailure is the failure of a seed whose run again for its trace's
 // hash (its first ran unhashed and failed) gave other events.
 func rerunFailure(system string, seed uint64, prop, msg string, events1, events2 uint64) *checkFailure {
@@ -242,7 +246,7 @@ func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure
 		return 0, &checkFailure{System: "rpc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, rpcPropertyNames())
-	twice := seed%50 == 0
+	twice := runsTwice(seed)
 	run := properties.RunRPCUnhashed
 	if twice {
 		run = properties.RunRPC
@@ -287,7 +291,7 @@ func checkSCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure)
 		return 0, &checkFailure{System: "sc", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, scPropertyNames())
-	twice := seed%50 == 0
+	twice := runsTwice(seed)
 	run := properties.RunSCUnhashed
 	if twice {
 		run = properties.RunSC
@@ -364,7 +368,7 @@ func checkScenarioSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFa
 		return 0, &checkFailure{System: "scenario", Seed: seed, Property: properties.PropHarness, Message: err.Error()}
 	}
 	c.Ignore = ignoredOf(opt.ignore, scenarioPropertyNames())
-	twice := seed%50 == 0
+	twice := runsTwice(seed)
 	run := properties.RunScenarioUnhashed
 	if twice {
 		run = properties.RunScenario
