@@ -168,12 +168,17 @@ func (ps *segPieces) hold() {
 func (s *segment) release(w *World) {
 	s.arr.release(w)
 	if s.more != nil {
-		for i := range s.more.list {
-			s.more.list[i].arr.release(w)
-		}
-		w.putPieces(s.more)
+		s.more.release(w)
 		s.more = nil
 	}
+}
+
+// release lets go of the pieces' arrays and recycles the list.
+func (ps *segPieces) release(w *World) {
+	for i := range ps.list {
+		ps.list[i].arr.release(w)
+	}
+	w.putPieces(ps)
 }
 
 // gather puts a segment's pieces in one array of its own, for a path that
@@ -1120,6 +1125,7 @@ func (c *tcpConn) onRetransmit() {
 // --- receiving ---
 
 func (c *tcpConn) receive(s *segment) {
+	n := s.size()        // (onData takes the segment's pieces)
 	c.mstamp = c.w.Now() // tcp_mstamp_refresh
 	if s.seq <= c.rcvWup && int32(s.tsval-c.tsRecent) >= 0 {
 		// tcp_replace_ts_recent: echo the newest timestamp (PAWS:
@@ -1127,7 +1133,7 @@ func (c *tcpConn) receive(s *segment) {
 		// last acknowledged.
 		c.tsRecent = s.tsval
 	}
-	if s.size() == 0 {
+	if n == 0 {
 		// A segment without data only records the echo it carries
 		// (the fast path's rcv_rtt_last_tsecr); data samples it
 		// (measureRcvRTTTs).
@@ -1135,7 +1141,7 @@ func (c *tcpConn) receive(s *segment) {
 	}
 	if c.state == tcpClosed {
 		// A dead socket answers data or FIN with a reset.
-		if s.flags&flagRST == 0 && (s.size() > 0 || s.flags&flagFIN != 0) && c.peer != nil {
+		if s.flags&flagRST == 0 && (n > 0 || s.flags&flagFIN != 0) && c.peer != nil {
 			c.xmitRSTTo()
 		}
 		return
@@ -1157,13 +1163,13 @@ func (c *tcpConn) receive(s *segment) {
 	if s.flags&flagACK != 0 {
 		c.onAck(s)
 	}
-	if s.size() > 0 && s.seq+uint64(s.size()) <= c.rcvNxt {
+	if n > 0 && s.seq+uint64(n) <= c.rcvNxt {
 		// Loopback keeps order, so this is data sent again (a tail loss
 		// probe): dropped and ACKed at once, even on a closed socket.
 		c.measureRcvRTTTs(s) // the slow path samples it too
 		s.release(c.w)
 		c.onDuplicate()
-	} else if s.size() > 0 {
+	} else if n > 0 {
 		if c.fdClosed {
 			// Data for a closed socket: tcp_rcv_state_process aborts
 			// with a reset (LINUX_MIB_TCPABORTONDATA).
@@ -1177,7 +1183,7 @@ func (c *tcpConn) receive(s *segment) {
 			c.finRcvd = true
 			c.onFin()
 			c.notify()
-		} else if s.size() == 0 {
+		} else if n == 0 {
 			c.onDuplicate() // the FIN again: a tail loss probe
 		}
 	}
