@@ -871,18 +871,31 @@ func convert(o model.Operation, row int) (porcupine.Operation, bool) {
 }
 
 // witness looks for one linearization of a block's history the plain
-// model accepts, built rather than searched for: the ops of known outcome
-// in the order of their calls, and before one the model refuses, the one
-// or two unknown ops (in either order) that make it accept; the unknown
-// ops left over go last, where nothing sees them. The order is then
-// checked against real time (no op placed after one that returned before
-// it was called), so a true answer is a linearization found, a proof; a
-// false one proves nothing (another choice might have worked), and
-// porcupine decides. It is for the histories porcupine's search cannot
-// finish: check seed 40420901's block 3, 14 unknown writes, appends and
-// replaces pinned to one call and a known append whose length needs two
-// of them first (a replace and an append), undecided by either model in a
-// minute, here in milliseconds.
+// model accepts, built rather than searched for among every order: it
+// places the ops of known outcome one at a time, in the order of their
+// calls where the model and real time allow it, and unknown ops only
+// where the next known op needs them: before a known op the model
+// refuses, up to witnessBefore unknown ops that change the block (one
+// that changes nothing where it is placed might as well go last). The
+// unknown ops left over go last, where nothing sees them. Each op placed
+// is checked against real time (none after an op called later than it
+// returned), so a true answer is a linearization found, a proof. Where a
+// choice leads nowhere witness goes back and tries the next (a known op
+// called later but overlapping, or other unknown ops), remembering the
+// placements that failed, up to witnessSteps steps of the model; a false
+// answer proves nothing, and porcupine decides.
+//
+// It is for the histories porcupine's search cannot finish, which place
+// unknown ops early and everywhere: check seed 40420901's block 3, 14
+// unknown writes, appends and replaces pinned to one call and a known
+// append whose length needs two of them first, undecided by either model
+// in a minute; seed 97137534's block 4, where an append's length needs
+// three of 16 unknown ops first (a write of nothing and two appends, in
+// the one order later reads agree with), and a read sees the stamp a
+// replace called before it replaced. Each is decided here in
+// milliseconds. (witness used to take the known ops in the order of their
+// calls only, with one or two unknown ops before one, and keep the first
+// choice that fit.)
 func witness(part []porcupine.Operation) bool {
 	var known, unknown []porcupine.Operation
 	for _, op := range part {
@@ -894,72 +907,95 @@ func witness(part []porcupine.Operation) bool {
 	}
 	slices.SortStableFunc(known, byCall)
 	slices.SortStableFunc(unknown, byCall)
-	used := make([]bool, len(unknown))
-	step := func(s any, op porcupine.Operation) (bool, any) { return plainStep(s, op.Input, op.Output) }
-	state := any(blockState{})
-	// before finds the unused unknown op i, or i then j (j < 0: none),
-	// after which op is accepted from state, and the state op leaves.
-	before := func(op porcupine.Operation) (i, j int, next any, ok bool) {
-		for i := range unknown {
-			if used[i] {
-				continue
-			}
-			ok, s1 := step(state, unknown[i])
-			if !ok {
-				continue
-			}
-			if ok, next := step(s1, op); ok {
-				return i, -1, next, true
-			}
-			for j := range unknown {
-				if used[j] || j == i {
+	placed, used := make([]bool, len(known)), make([]bool, len(unknown))
+	left := len(known)
+	// The sets placed so far, hashed (each op's bit a mix of its index),
+	// with the state: a placement that failed once fails again. (A hash
+	// that collides can only make witness miss a linearization.)
+	var placedHash, usedHash uint64
+	failed := make(map[uint64]bool)
+	steps := 0
+	step := func(s blockState, op porcupine.Operation) (bool, blockState) {
+		steps++
+		ok, next := plainStep(s, op.Input, op.Output)
+		return ok, next.(blockState)
+	}
+	// place places the ops not yet placed from state, with up to n
+	// unknown ops before the next known op; latest is the latest call of
+	// the ops placed so far.
+	var place func(n int, state blockState, latest int64) bool
+	place = func(n int, state blockState, latest int64) bool {
+		if left == 0 {
+			for i, op := range unknown {
+				if used[i] {
 					continue
 				}
-				if ok, s2 := step(s1, unknown[j]); ok {
-					if ok, next := step(s2, op); ok {
-						return i, j, next, true
+				ok, next := step(state, op)
+				if !ok {
+					return false
+				}
+				state = next
+			}
+			return true
+		}
+		key := mix(mix(mix(placedHash, usedHash), uint64(n)), state.hash())
+		if failed[key] || steps > witnessSteps {
+			return false
+		}
+		// Real time: the next op is called no later than the first
+		// return of the known ops left (calls first on a tie), and none
+		// of them returned before an op placed was called.
+		first := int64(math.MaxInt64)
+		for i, op := range known {
+			if !placed[i] {
+				if op.Return < latest {
+					failed[key] = true
+					return false
+				}
+				first = min(first, op.Return)
+			}
+		}
+		for i, op := range known {
+			if placed[i] || op.Call > first {
+				continue
+			}
+			if ok, next := step(state, op); ok {
+				placed[i], left, placedHash = true, left-1, placedHash^mix(0, uint64(i)+1)
+				found := place(witnessBefore, next, max(latest, op.Call))
+				placed[i], left, placedHash = false, left+1, placedHash^mix(0, uint64(i)+1)
+				if found {
+					return true
+				}
+			}
+		}
+		if n > 0 {
+			for i, u := range unknown {
+				if used[i] || u.Call > first {
+					continue
+				}
+				if ok, next := step(state, u); ok && !next.equal(state) {
+					used[i], usedHash = true, usedHash^mix(1, uint64(i)+1)
+					found := place(n-1, next, max(latest, u.Call))
+					used[i], usedHash = false, usedHash^mix(1, uint64(i)+1)
+					if found {
+						return true
 					}
 				}
 			}
 		}
-		return 0, 0, nil, false
+		failed[key] = true
+		return false
 	}
-	seq := make([]porcupine.Operation, 0, len(part))
-	for _, op := range known {
-		ok, next := step(state, op)
-		if !ok {
-			var i, j int
-			if i, j, next, ok = before(op); !ok {
-				return false
-			}
-			for _, k := range []int{i, j} {
-				if k >= 0 {
-					used[k], seq = true, append(seq, unknown[k])
-				}
-			}
-		}
-		seq, state = append(seq, op), next
-	}
-	for i, op := range unknown {
-		if used[i] {
-			continue
-		}
-		ok, next := step(state, op)
-		if !ok {
-			return false
-		}
-		seq, state = append(seq, op), next
-	}
-	// Real time: no op may come after one called later than it returned.
-	latestCall := int64(math.MinInt64)
-	for _, op := range seq {
-		if op.Return < latestCall {
-			return false
-		}
-		latestCall = max(latestCall, op.Call)
-	}
-	return true
+	return place(witnessBefore, blockState{}, math.MinInt64)
 }
+
+// witnessBefore and witnessSteps bound witness's search: at most
+// witnessBefore unknown ops before one op of known outcome, and some
+// witnessSteps steps of the model in all.
+const (
+	witnessBefore = 3
+	witnessSteps  = 200_000
+)
 
 // sequentialVerdict decides one block's history when no two of its ops
 // overlap, as in seven blocks of ten in check: then the time order is the

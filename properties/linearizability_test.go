@@ -428,8 +428,11 @@ func TestSequentialVerdictTies(t *testing.T) {
 }
 
 // A witness (witness) is a linearization: whenever it finds one, porcupine
-// agrees the history is linearizable; and it finds one for most of the
-// histories porcupine passes, or it would never spare porcupine a search.
+// agrees the history is linearizable; and it finds one for nearly every
+// history porcupine passes, or it would seldom spare porcupine a search
+// (all of 34,330 with -rapid.checks=20000; witness as it was, taking the
+// known ops in the order of their calls and keeping its first choice,
+// found 95%).
 func TestWitnessIsALinearization(t *testing.T) {
 	// A read that returned before an unknown append was called cannot
 	// see it, whatever the model takes.
@@ -459,7 +462,7 @@ func TestWitnessIsALinearization(t *testing.T) {
 		}
 	})
 	t.Logf("witness found %d of %d linearizable histories", found, legal)
-	if found < legal/2 {
+	if found*100 < legal*99 {
 		t.Errorf("witness found only %d of %d linearizable histories", found, legal)
 	}
 }
