@@ -83,6 +83,10 @@ type RPCConfig struct {
 	// MaxPending bounds the response bytes a namenode connection holds
 	// beyond its first response (0: the server's default).
 	MaxPending int `json:"max_pending,omitempty"`
+	// NNSndBuf is the namenode's socket send buffer (0: the world's):
+	// small, an answer that does not fit waits in the server, queued
+	// for the responder.
+	NNSndBuf int `json:"nn_sndbuf,omitempty"`
 	// EditLog logs every change and answers it once the log is synced;
 	// HadoopReader reads as Hadoop 0.20's Listener (one call per event).
 	EditLog      bool `json:"edit_log,omitempty"`
@@ -98,6 +102,7 @@ type RPCConfig struct {
 	InvalidateBeforeSync bool `json:"invalidate_before_sync,omitempty"`
 	AnswerEIO            bool `json:"answer_eio,omitempty"`
 	QueuePastBound       bool `json:"queue_past_bound,omitempty"`
+	QueuedReplyShares    bool `json:"queued_reply_shares_frame,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -126,6 +131,7 @@ const (
 	RPCFaultVanish   = "vanish"    // a client resets its connection with calls in flight
 	RPCFaultResetMid = "reset-mid" // a client sends half a call on a new connection and resets it
 	RPCFaultSlow     = "slow"      // a client with a small window stops reading while asking for large answers
+	RPCFaultSlowRead = "slow-read" // a client with a small window asks for a few large answers, and reads them
 	RPCFaultBurst    = "burst"     // a client sends many calls at once (fills the queue)
 	RPCFaultCrash    = "dn-crash"  // the datanode crashes and restarts
 	RPCFaultGarbage  = "garbage"   // a client's connection carries an oversized length prefix
@@ -139,7 +145,7 @@ const (
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead}
 
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
@@ -196,6 +202,17 @@ var RPCBugs = []RPCBug{
 		apply: func(d drawer, c *RPCCase) {
 			c.Config.UnboundedResponses = true
 			ensureFault(d, c, RPCFaultSlow)
+		},
+	},
+	{
+		Name: "queued-reply-shares-frame", Catches: PropExactlyOnce,
+		What: "a handler queues a response that did not fit in one write in the buffer it frames every response in (what reusing that buffer invites): the queued response carries the bytes of the handler's next one, and its client reads another call's answer or garbage",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.QueuedReplyShares = true
+			if c.Config.NNSndBuf == 0 {
+				c.Config.NNSndBuf = 4096
+			}
+			ensureFault(d, c, RPCFaultSlowRead)
 		},
 	},
 	{
@@ -271,7 +288,7 @@ func (c RPCCase) Fixed() RPCCase {
 	cfg := &c.Config
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
 	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO = false, false, false, false
-	cfg.QueuePastBound = false
+	cfg.QueuePastBound, cfg.QueuedReplyShares = false, false
 	return c
 }
 
@@ -372,7 +389,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if !d.chance(30, "fault_free") {
 		var kinds []string
 		for _, k := range RPCFaultKinds {
-			if !nnFault(k) && d.chance(40, "fault_"+k) {
+			if !nnFault(k) && k != RPCFaultSlowRead && d.chance(40, "fault_"+k) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -407,6 +424,16 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	}
 	if b.apply != nil {
 		b.apply(d, &c)
+	}
+	// Drawn after the rest, a bug's too, so the draws before make the
+	// cases they made before these came (a bug's may have set them).
+	if sb := pick(d, "nn_sndbuf", 0, 0, 4096, 16384); cfg.NNSndBuf == 0 {
+		cfg.NNSndBuf = sb
+	}
+	if d.chance(20, "fault_"+RPCFaultSlowRead) {
+		at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultSlowRead, at))
+		sortRPCFaults(c.Faults)
 	}
 	return c, c.Validate()
 }
@@ -447,6 +474,9 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	case RPCFaultSlow:
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
 		f.N = pick(d, "slow_calls", 300, 500)
+	case RPCFaultSlowRead:
+		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
+		f.N = d.n(1, 4, "slow_read_calls")
 	case RPCFaultBurst:
 		f.N = pick(d, "burst", 20, 100, 300)
 	case RPCFaultCrash, RPCFaultNNCrash, RPCFaultNNPower:
@@ -518,6 +548,7 @@ var rpcOpKinds = []string{"mkdir", "write", "list", "stat", "read", "delete", "r
 // syncs. The other kinds take none.
 var rpcFaultN = map[string][2]int{
 	RPCFaultSlow:     {0, 2000}, // (300 or 500)
+	RPCFaultSlowRead: {0, 4},    // (1 to 4: under the bound on what a connection may hold)
 	RPCFaultBurst:    {0, 2000}, // (20 to 300)
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:  {0, 1000},
@@ -549,6 +580,8 @@ func (c *RPCCase) Validate() error {
 		return fmt.Errorf("rpc: big dir %d outside [0, %d]", cfg.BigDir, rpcMaxBigDir)
 	case cfg.MaxPending < 0 || cfg.MaxPending > 1<<30:
 		return fmt.Errorf("rpc: max pending out of range")
+	case cfg.NNSndBuf < 0 || cfg.NNSndBuf > 1<<30:
+		return fmt.Errorf("rpc: namenode send buffer %d outside [0, %d]", cfg.NNSndBuf, 1<<30)
 	}
 	for i, n := range cfg.Pieces {
 		if n < 0 || n > rpcMaxPiece {
@@ -626,7 +659,7 @@ func (c *RPCCase) Validate() error {
 			return fmt.Errorf("rpc: fault %s needs the edit log", f.Kind)
 		}
 		switch f.Kind {
-		case RPCFaultSlow:
+		case RPCFaultSlow, RPCFaultSlowRead:
 			slow += f.N
 		case RPCFaultBurst:
 			burst += f.N
@@ -845,7 +878,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
 				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, HadoopReader: cfg.HadoopReader,
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
-					QueuePastBound: cfg.QueuePastBound}},
+					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 			Image:    image,
 		})
@@ -878,6 +911,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 		h.startClients()
 	})
 	h.nnProc = np.(*sim.Process)
+	h.nnProc.SetSocketBuffers(cfg.NNSndBuf, 0)
 	runErr := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -1261,6 +1295,14 @@ func (h *rpcHarness) inject(f RPCFault) {
 				ch.p.SlowReader(0)
 				ch.rc.ResumeReading(rpcNN)
 			})
+		})
+	case RPCFaultSlowRead:
+		loop.Post(func() {
+			ch.p.SlowReader(4096)
+			for i := 0; i < f.N; i++ {
+				h.load(ch, namespace.Request{Method: namespace.MethodList, Path: "/big"})
+			}
+			loop.AfterFunc(f.Dur, func() { ch.p.SlowReader(0) })
 		})
 	case RPCFaultBurst:
 		loop.Post(func() {

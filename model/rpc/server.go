@@ -82,6 +82,11 @@ type ServerBugs struct {
 	// DropPartial makes a reader throw away the tail of its input that is
 	// not yet a whole call, so a call that arrives in pieces is lost.
 	DropPartial bool
+	// QueuedReplySharesFrame queues a response that did not fit in one
+	// write as the handler framed it, in the handler's own buffer, which
+	// frames its next response: the queued one then carries the next
+	// one's bytes.
+	QueuedReplySharesFrame bool
 	// UnboundedResponses ignores MaxPending: a connection's responses queue
 	// without limit while its client does not read.
 	UnboundedResponses bool
@@ -922,7 +927,10 @@ func (h *handler) reply(c *call, frame []byte) {
 			h.loop.Post(h.nextF)
 			return
 		}
-		sc.out = append(sc.out, slices.Clone(frame)) // (frame is the handler's)
+		if !h.s.cfg.Bugs.QueuedReplySharesFrame {
+			frame = slices.Clone(frame) // (frame is the handler's)
+		}
+		sc.out = append(sc.out, frame)
 		sc.pending += len(frame) - written
 		sc.deferred++
 		if len(sc.out) == 1 {
