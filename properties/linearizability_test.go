@@ -427,6 +427,25 @@ func TestSequentialVerdictTies(t *testing.T) {
 	}
 }
 
+// witness places as many unknown ops before a known op as its length needs
+// (up to witnessBefore): here an append that returns length 4 on a block
+// absent at first needs a write of nothing and three appends of one byte
+// before it, in some order, with no known op between them to place.
+func TestWitnessPlacesUnknownsInARow(t *testing.T) {
+	h := hist(initOp(1, false, 0, ""),
+		unknown(mut(0, 0, kWrite, 1, "", 0, 0)),
+		unknown(mut(0, 0, kAppend, 1, "a", 0, 0)),
+		unknown(mut(0, 0, kAppend, 1, "b", 0, 0)),
+		unknown(mut(0, 0, kAppend, 1, "c", 0, 0)),
+		mut(1, 2, kAppend, 1, "d", 20, 4))
+	if !porcupine.CheckOperations(PlainModel(), h) {
+		t.Fatal("porcupine refuses the history")
+	}
+	if !witness(h) {
+		t.Error("witness found no linearization")
+	}
+}
+
 // A witness (witness) is a linearization: whenever it finds one, porcupine
 // agrees the history is linearizable; and it finds one for nearly every
 // history porcupine passes, or it would seldom spare porcupine a search
