@@ -470,6 +470,39 @@ func TestGrowAfterCloseReservesNothing(t *testing.T) {
 	mustPass(t, "testdata/grow-after-close-case.json")
 }
 
+// check's seeds 100092083 and 100141000 failed availability: "read of
+// block N failed though no fault was injected in this run (or faults had
+// stopped): no progress for 150ms". The pool held two handles (PoolMax
+// 4), both taken by reads the datanode sent 2 KiB a delayed ACK (a 2 KiB
+// send buffer, no NODELAY), and a third read of another block waited for
+// one; holders give way only after the press delay (up to 300 ms), and
+// its client gave up at 150 ms. The datanode promises no sooner, so a
+// drawn case whose clients can run more reads at once than the pool has
+// handles gives them at least 500 ms, as one with a single handle
+// already did. No drawn case pairs a shorter timeout with such a pool,
+// and both seeds, drawn again, pass.
+func TestPoolFillingClientsOutwaitThePress(t *testing.T) {
+	for seed := uint64(1); seed <= 2000; seed++ {
+		c, err := Draw(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := c.Config
+		if cfg.Mode == "reactor" && cfg.PoolMax/2 < cfg.Clients*cfg.ClientWorkers && cfg.Timeout < 500*time.Millisecond {
+			t.Fatalf("seed %d: %d handles for %d clients of %d workers, and a client timeout of %v", seed, cfg.PoolMax/2, cfg.Clients, cfg.ClientWorkers, cfg.Timeout)
+		}
+	}
+	for _, seed := range []uint64{100092083, 100141000} {
+		c, err := Draw(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := Run(c, Options{}); r.Failure != nil {
+			t.Errorf("seed %d: %s: %s", seed, r.Failure.Property, r.Failure.Message)
+		}
+	}
+}
+
 // check's seed 188129 failed hostile-availability: "read of block 2
 // failed ... busy: no block handle free within 1s" (one pool handle). A
 // client read 77000 bytes of block 1 through a 2 KiB datanode send buffer
