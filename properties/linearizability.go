@@ -899,7 +899,9 @@ func convert(o model.Operation, row int) (porcupine.Operation, bool) {
 // ops in the order of their calls only, with one or two unknown ops
 // before one, and keep the first choice that fit: it failed on the last
 // two, and the plain model's 100,000 steps and Model's 5 s did not
-// decide them either.)
+// decide them either.) A longer run of unknown ops before a read or an
+// append, which no search of their orders reaches in time, is built
+// toward the length that op needs (toward): seed 101369739 needs six.
 func witness(part []porcupine.Operation) bool {
 	var known, unknown []porcupine.Operation
 	for _, op := range part {
@@ -942,6 +944,104 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 	// unknown ops before the next known op; latest is the latest call of
 	// the ops placed so far.
 	var place func(n int, state blockState, latest int64) bool
+	// run places the unknown ops run from state, each changing the
+	// block, and then known[k] must be accepted: then the rest.
+	run := func(k int, ops []int, state blockState, latest int64) bool {
+		s, lat := state, latest
+		for _, i := range ops {
+			ok, next := step(s, unknown[i])
+			if !ok || next.equal(s) {
+				return false
+			}
+			s, lat = next, max(lat, unknown[i].Call)
+		}
+		if ok, _ := step(s, known[k]); !ok {
+			return false
+		}
+		for _, i := range ops {
+			used[i], usedHash = true, usedHash^mix(1, uint64(i)+1)
+		}
+		found := place(0, s, lat)
+		for _, i := range ops {
+			used[i], usedHash = false, usedHash^mix(1, uint64(i)+1)
+		}
+		return found
+	}
+	// toward tries, before known[k], which state refuses, runs of unknown
+	// ops built toward the length k reads (or appends to): a write if the
+	// block is absent, perhaps a replace, then appends whose lengths sum
+	// to what is missing, in each of their orders. Ops before a run's
+	// last write or replace would only be used up, so a run of this form
+	// reaches any contents a longer one does. Seed 101369739 needs six in
+	// a row: searching every order up to eight did not find them.
+	toward := func(k int, state blockState, latest, first int64) bool {
+		in, out := known[k].Input.(LinInput), known[k].Output.(LinOutput)
+		var want int64
+		switch {
+		case out.Outcome == outOK && in.Kind == kRead:
+			want = out.Length
+		case out.Outcome == outOK && in.Kind == kAppend:
+			want = out.Length - int64(len(in.Data))
+		default:
+			return false
+		}
+		var writes, replaces, appends []int
+		for i, u := range unknown {
+			if used[i] || u.Call > first {
+				continue
+			}
+			switch u.Input.(LinInput).Kind {
+			case kWrite:
+				writes = append(writes, i)
+			case kReplace:
+				replaces = append(replaces, i)
+			case kAppend:
+				appends = append(appends, i)
+			}
+		}
+		appends = appends[:min(len(appends), witnessAppends)]
+		bases := [][]int{nil}
+		if !state.exists {
+			bases = bases[:0]
+			for _, w := range writes {
+				bases = append(bases, []int{w})
+			}
+		}
+		for _, b := range bases[:len(bases):len(bases)] {
+			for _, r := range replaces {
+				bases = append(bases, append(slices.Clone(b), r))
+			}
+		}
+		for _, b := range bases {
+			have := int64(state.data.len())
+			for _, i := range b {
+				d := unknown[i].Input.(LinInput).Data
+				have = int64(len(d)) // (a write or replace sets the contents)
+			}
+			if !state.exists && len(b) == 0 {
+				continue
+			}
+			for mask := 0; mask < 1<<len(appends); mask++ {
+				if steps > witnessSteps {
+					return false
+				}
+				sum, sub := have, b[:len(b):len(b)]
+				for j, a := range appends {
+					if mask&(1<<j) != 0 {
+						sum += int64(len(unknown[a].Input.(LinInput).Data))
+						sub = append(sub, a)
+					}
+				}
+				if sum != want || len(sub)-len(b) > witnessRun {
+					continue
+				}
+				if permutations(sub[len(b):], func() bool { return run(k, sub, state, latest) }) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	place = func(n int, state blockState, latest int64) bool {
 		if left == 0 {
 			for i, op := range unknown {
@@ -986,6 +1086,16 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 				}
 			}
 		}
+		if n == before {
+			for i, op := range known {
+				if placed[i] || op.Call > first {
+					continue
+				}
+				if ok, _ := step(state, op); !ok && toward(i, state, latest, first) {
+					return true
+				}
+			}
+		}
 		if n > 0 {
 			for i, u := range unknown {
 				if used[i] || u.Call > first {
@@ -1006,6 +1116,31 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 	}
 	return place(before, blockState{}, math.MinInt64)
 }
+
+// permutations calls f with xs in each of its orders (rearranged in
+// place, and restored) until f returns true.
+func permutations(xs []int, f func() bool) bool {
+	if len(xs) <= 1 {
+		return f()
+	}
+	for i := range xs {
+		xs[0], xs[i] = xs[i], xs[0]
+		found := permutations(xs[1:], f)
+		xs[0], xs[i] = xs[i], xs[0]
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// witnessAppends and witnessRun bound the runs toward a known op: the
+// first witnessAppends unknown appends, at most witnessRun of them in a
+// run (their orders: 720 at most).
+const (
+	witnessAppends = 14
+	witnessRun     = 6
+)
 
 // witnessBefore and witnessSteps bound witness's search: at most
 // witnessBefore unknown ops before one op of known outcome (seed 98445948

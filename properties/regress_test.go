@@ -458,6 +458,19 @@ func TestFourUnknownsWitnessed(t *testing.T) {
 	decidedWithoutModel(t, mustPass(t, "testdata/four-unknowns-case.json"))
 }
 
+// check's seed 101369739 failed linearizability likewise, "unknown: the
+// checker gave up after 5s on 178 ops", on the code that fixed 98445948:
+// block 2, absent after its deletes, was next read at 7,751 bytes, which
+// only unknown ops can have made, some six in a row (a write, a replace
+// of 1,058 bytes and four appends, for one); witness searching every
+// order of up to eight found none within its budget. It now builds such
+// runs toward the length the read needs (toward).
+// testdata/six-unknowns-case.json (the unshrunk case) must pass, every
+// block decided without Model's search.
+func TestSixUnknownsWitnessed(t *testing.T) {
+	decidedWithoutModel(t, mustPass(t, "testdata/six-unknowns-case.json"))
+}
+
 // check's seed 40772524 failed leak-freedom: "datanode: 344 bytes of
 // write buffer still reserved against MaxBuffered with no write in
 // progress". A threaded connection writing 344 bytes was reset while its
