@@ -1022,6 +1022,11 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 				continue
 			}
 			for mask := 0; mask < 1<<len(appends); mask++ {
+				// (Sixteen sums cost about a step of the model: the
+				// budget bounds this enumeration too.)
+				if mask%16 == 0 {
+					steps++
+				}
 				if steps > witnessSteps {
 					return false
 				}
