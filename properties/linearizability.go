@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -1018,9 +1019,6 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 				d := unknown[i].Input.(LinInput).Data
 				have = int64(len(d)) // (a write or replace sets the contents)
 			}
-			if !state.exists && len(b) == 0 {
-				continue
-			}
 			for mask := 0; mask < 1<<len(appends); mask++ {
 				// (Sixteen sums cost about a step of the model: the
 				// budget bounds this enumeration too.)
@@ -1030,6 +1028,9 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 				if steps > witnessSteps {
 					return false
 				}
+				if bits.OnesCount(uint(mask)) > witnessRun {
+					continue
+				}
 				sum, sub := have, b[:len(b):len(b)]
 				for j, a := range appends {
 					if mask&(1<<j) != 0 {
@@ -1037,7 +1038,7 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 						sub = append(sub, a)
 					}
 				}
-				if sum != want || len(sub)-len(b) > witnessRun {
+				if sum != want {
 					continue
 				}
 				if permutations(sub[len(b):], func() bool { return run(k, sub, state, latest) }) {
@@ -1078,25 +1079,26 @@ func witnessWith(known, unknown []porcupine.Operation, before int) bool {
 				first = min(first, op.Return)
 			}
 		}
+		var refused []int // known ops the state refuses, for toward
 		for i, op := range known {
 			if placed[i] || op.Call > first {
 				continue
 			}
-			if ok, next := step(state, op); ok {
-				placed[i], left, placedHash = true, left-1, placedHash^mix(0, uint64(i)+1)
-				found := place(before, next, max(latest, op.Call))
-				placed[i], left, placedHash = false, left+1, placedHash^mix(0, uint64(i)+1)
-				if found {
-					return true
-				}
+			ok, next := step(state, op)
+			if !ok {
+				refused = append(refused, i)
+				continue
+			}
+			placed[i], left, placedHash = true, left-1, placedHash^mix(0, uint64(i)+1)
+			found := place(before, next, max(latest, op.Call))
+			placed[i], left, placedHash = false, left+1, placedHash^mix(0, uint64(i)+1)
+			if found {
+				return true
 			}
 		}
 		if n == before {
-			for i, op := range known {
-				if placed[i] || op.Call > first {
-					continue
-				}
-				if ok, _ := step(state, op); !ok && toward(i, state, latest, first) {
+			for _, i := range refused {
+				if toward(i, state, latest, first) {
 					return true
 				}
 			}

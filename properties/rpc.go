@@ -435,7 +435,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		f := drawRPCFault(d, cfg, RPCFaultSlowRead, at)
 		// (Drawn even when a bug's brought one: one slow reader keeps
 		// its answers under the bound.)
-		if !slices.ContainsFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultSlowRead }) {
+		if !slices.ContainsFunc(c.Faults, func(g RPCFault) bool { return g.Kind == RPCFaultSlowRead }) {
 			c.Faults = append(c.Faults, f)
 			sortRPCFaults(c.Faults)
 		}
