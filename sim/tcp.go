@@ -1096,11 +1096,15 @@ func (c *tcpConn) die(err error) {
 	c.notify()
 }
 
-// armRetransmit watches unacknowledged data. Loopback loses nothing, so it
-// matters only when the peer vanished: after RetryLimit the connection
-// fails with ETIMEDOUT.
+// armRetransmit watches data the peer has yet to take. Loopback loses
+// nothing, so it matters only when the peer vanished: after RetryLimit the
+// connection fails with ETIMEDOUT. Unsent data counts as well as
+// unacknowledged: held back by a zero window with nothing in flight, it is
+// what Linux's persist timer probes (tcp_probe_timer), and unanswered
+// probes end the connection the same way; without it a sender whose
+// reader vanished behind a closed window waited forever.
 func (c *tcpConn) armRetransmit() {
-	if c.rtxEv != nil || c.state == tcpClosed || (c.sndNxt == c.sndUna && !(c.finSent && !c.finAckd)) {
+	if c.rtxEv != nil || c.state == tcpClosed || !c.awaitsPeer() {
 		return
 	}
 	c.rtxFrom = c.w.Now()
@@ -1109,7 +1113,7 @@ func (c *tcpConn) armRetransmit() {
 
 func (c *tcpConn) onRetransmit() {
 	c.rtxEv = nil
-	if c.state == tcpClosed || (c.sndNxt == c.sndUna && !(c.finSent && !c.finAckd)) {
+	if c.state == tcpClosed || !c.awaitsPeer() {
 		return
 	}
 	if !c.vanished {
@@ -1120,6 +1124,12 @@ func (c *tcpConn) onRetransmit() {
 		return
 	}
 	c.rtxEv = c.w.at(c.w.now+c.cfg.RTOMin, c.onRetransmit)
+}
+
+// awaitsPeer reports whether the connection has sent data or a FIN the
+// peer has not acknowledged, or queued data it has not yet sent.
+func (c *tcpConn) awaitsPeer() bool {
+	return c.sndUna != c.sndEnd || (c.finSent && !c.finAckd)
 }
 
 // --- receiving ---

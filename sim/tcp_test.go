@@ -843,6 +843,36 @@ func TestWindowUpdateAfterReadUnblocksSender(t *testing.T) {
 	}
 }
 
+// A sender held back by a zero window with nothing in flight still fails
+// with ETIMEDOUT after RetryLimit once its reader vanishes, as Linux's
+// unanswered persist probes end it; the reader, with nothing to send,
+// notices nothing. (Check seed 103103311: a datanode stuck so behind a
+// vanished client's closed window kept its handle for ever.)
+func TestVanishedReaderBehindZeroWindowTimesOut(t *testing.T) {
+	h := slowPair(t)
+	h.cli.tryWrite(16384, false)
+	h.runTo(h.now() + 50*ms)
+	if c := h.cli.c; c.sndNxt != c.sndUna || c.sndEnd == c.sndNxt || c.peerWnd != 0 {
+		t.Fatalf("not stalled on a zero window: una %d nxt %d end %d window %d", c.sndUna, c.sndNxt, c.sndEnd, c.peerWnd)
+	}
+	t0 := h.now()
+	if !h.w.VanishConn(h.cli.c.id) {
+		t.Fatal("VanishConn found nothing")
+	}
+	limit := h.w.Config().TCP.RetryLimit
+	h.runTo(t0 + limit - ms)
+	if h.cli.c.err != nil {
+		t.Fatalf("failed %v before the retry limit: %v", limit-ms, h.cli.c.err)
+	}
+	h.runTo(t0 + limit + time.Second)
+	if !errors.Is(h.cli.c.err, model.ErrTimedOut) {
+		t.Fatalf("%v after the vanish: %v, want ETIMEDOUT", limit+time.Second, h.cli.c.err)
+	}
+	if h.srv.c.err != nil {
+		t.Fatalf("the reader, with nothing to send, noticed: %v", h.srv.c.err)
+	}
+}
+
 // --- connection setup ---
 
 func TestHandshakeTakesOneRTT(t *testing.T) {
