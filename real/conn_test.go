@@ -833,3 +833,44 @@ func TestClosedConnErrors(t *testing.T) {
 		t.Errorf("%d fds open, want the loop's 2", s.Open)
 	}
 }
+
+// A Unix writer that asks for room after its peer closed is woken (the
+// kernel reports EPOLLHUP, and EPOLLOUT by the send buffer alone) and its
+// write fails with EPIPE: the rule the simulator follows
+// (sim.TestUnixWriterWokenAfterPeerClose).
+func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
+	w := newWorld(t)
+	p := spawn(t, w, "a", 0, nil)
+	ln, err := p.Listen("unix", "s", 1, p.MainLoop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptAll(p, ln, func(c model.Conn) { c.Close() })
+	var writeErr error
+	asked, woken := false, false
+	var c model.Conn
+	c, err = p.Dial("unix", "s", p.MainLoop(), func(ev model.Events) {
+		if ev&model.Writable == 0 || !asked || woken {
+			return // (a connect's Writable, before the peer closed)
+		}
+		woken = true
+		_, writeErr = c.Write([]byte("x"))
+		p.World().Stop()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadInterest(false)
+	// Ask for room only once the peer has surely closed.
+	p.MainLoop().AfterFunc(50*time.Millisecond, func() {
+		asked = true
+		c.SetWriteInterest(true)
+	})
+	run(t, w, 5*time.Second)
+	if !woken {
+		t.Fatal("the writer was not woken after its peer closed")
+	}
+	if !errors.Is(writeErr, model.ErrPipe) {
+		t.Errorf("write after the peer closed: %v, want EPIPE", writeErr)
+	}
+}

@@ -61,7 +61,11 @@ type unixConn struct {
 	rqBytes int
 	// wmem is this end's sk_wmem_alloc: the truesize of the skbs it sent
 	// that the peer has not consumed yet (in flight or queued).
-	wmem     int
+	wmem int
+	// transit is the bytes the peer sent that have not reached this end
+	// yet. Linux has no such state (unix_stream_sendmsg queues on the
+	// receiver at once), so they count as this end's unread data.
+	transit  int
 	eof      bool
 	wrShut   bool
 	fdClosed bool
@@ -136,7 +140,11 @@ func (c *unixConn) readiness() model.Events {
 	}
 	if c.err != nil {
 		ev |= model.Hangup | model.Writable
-	} else if !c.wrShut && c.peer != nil && !c.peer.fdClosed && c.writable() {
+	} else if c.peer != nil && c.writable() {
+		// unix_poll reports EPOLLOUT by the send buffer alone
+		// (unix_writable), after a shutdown or the peer's close too:
+		// the write then fails with EPIPE, which is how a writer
+		// waiting for room learns that its reader is gone.
 		ev |= model.Writable
 	}
 	return ev
@@ -270,7 +278,9 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 		c.w.charge(c.w.cfg.CPU.Softirq + time.Duration(int64(c.w.cfg.CPU.CopyPerKB)*int64(k)/1024))
 		c.w.record(Event{Proc: c.p.name, Kind: "uds", Conn: c.id, A: int64(k), B: int64(len(ch.files))})
 		peer := c.peer
+		peer.transit += k
 		c.w.after(c.w.cfg.Unix.Delay, func() {
+			peer.transit -= k
 			if peer.fdClosed || peer.reset || peer.p.crashed && peer.fd >= 0 {
 				for _, f := range ch.files {
 					f.kill()
@@ -322,15 +332,16 @@ func (c *unixConn) Close() error {
 
 func (c *unixConn) Abort() error { return c.Close() }
 
-// kill releases the socket. Unread data makes the peer see ECONNRESET
-// (unix_release_sock); otherwise it sees EOF.
+// kill releases the socket. Unread data, counting what is still on its
+// way here, makes the peer see ECONNRESET (unix_release_sock); otherwise
+// it sees EOF.
 func (c *unixConn) kill() {
 	if c.fdClosed {
 		return
 	}
 	c.fdClosed = true
 	c.handler = nil
-	unread := c.rqBytes
+	unread := c.rqBytes + c.transit
 	c.w.record(Event{Proc: c.p.name, Kind: "close", Conn: c.id, A: int64(unread), S: "unix"})
 	c.p.freeFD(c.fd)
 	c.dropQueue()

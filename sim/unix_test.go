@@ -70,3 +70,60 @@ func TestUnixSkbsAndSendBuffer(t *testing.T) {
 		t.Errorf("read everything (%d bytes) before the writer could go on", read)
 	}
 }
+
+// unix_poll reports EPOLLOUT by the send buffer alone: a writer that asks
+// for room after its peer closed is woken, and its write fails with EPIPE.
+// (Before, readiness withheld Writable once the peer closed, and a writer
+// waiting only for room slept for ever.)
+func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
+	h, sc, cc, _, cp, _, _ := unixPair(t)
+	var evs []model.Events
+	cc.SetHandler(cp.MainLoop(), func(ev model.Events) {
+		evs = append(evs, ev)
+		if ev&model.Writable != 0 {
+			cc.SetWriteInterest(false)
+		}
+	})
+	cc.SetReadInterest(false)
+	sc.Close()
+	h.runTo(h.now() + ms)
+	cc.SetWriteInterest(true)
+	h.runTo(h.now() + ms)
+	if len(evs) == 0 || evs[0]&model.Writable == 0 {
+		t.Fatalf("events %v after the peer closed, want Writable", evs)
+	}
+	if _, err := cc.Write([]byte("x")); !errors.Is(err, model.ErrPipe) {
+		t.Fatalf("write after the peer closed: %v, want EPIPE", err)
+	}
+}
+
+// Bytes sent but not yet delivered when the reader closes are, in Linux,
+// already in its receive queue (unix_stream_sendmsg queues on the peer at
+// once), so its close resets the writer (unix_release_sock: ECONNRESET)
+// instead of giving it EOF, and the close counts them as unread.
+func TestUnixCloseWithDataInTransitResetsWriter(t *testing.T) {
+	h, sc, cc, _, cp, _, _ := unixPair(t)
+	var evs []model.Events
+	cc.SetHandler(cp.MainLoop(), func(ev model.Events) { evs = append(evs, ev) })
+	cc.SetReadInterest(false)
+	var closeEv []Event
+	h.w.Observe(func(e *Event) {
+		if e.Kind == "close" && e.Conn == sc.id {
+			closeEv = append(closeEv, *e)
+		}
+	})
+	if n, err := cc.Write([]byte("in transit")); n != 10 || err != nil {
+		t.Fatalf("write = %d, %v", n, err)
+	}
+	sc.Close() // before the 2 µs delivery
+	h.runTo(h.now() + ms)
+	if len(closeEv) != 1 || closeEv[0].A != 10 {
+		t.Errorf("close events %+v, want one counting the 10 bytes in transit unread", closeEv)
+	}
+	if !errors.Is(cc.Err(), model.ErrReset) {
+		t.Fatalf("writer's error %v, want ECONNRESET", cc.Err())
+	}
+	if len(evs) == 0 || evs[len(evs)-1]&model.Hangup == 0 {
+		t.Fatalf("writer's events %v, want a Hangup", evs)
+	}
+}
