@@ -121,10 +121,13 @@ func (w *World) ResetConn(id uint64) bool {
 // disappears without a FIN: from now on neither end's segments arrive.
 // An end with unacknowledged data retransmits and fails with ETIMEDOUT
 // after TCPConfig.RetryLimit; an idle end notices nothing. Segments already
-// on the wire still arrive. It reports whether the connection was found.
+// on the wire still arrive. It reports whether the connection was found
+// established: a handshake is not taken dark (its lost SYN or SYN-ACK
+// would be retried for a minute and more, which the simulator does not
+// model), so a connection still connecting is refused.
 func (w *World) VanishConn(id uint64) bool {
 	c := w.findTCP(id)
-	if c == nil || c.state == tcpClosed {
+	if c == nil || c.state != tcpEstablished {
 		return false
 	}
 	w.fault(c.p.name, id, "vanish")

@@ -843,6 +843,44 @@ func TestWindowUpdateAfterReadUnblocksSender(t *testing.T) {
 	}
 }
 
+// A handshake is not taken dark: VanishConn refuses a connection still
+// connecting (a lost SYN or SYN-ACK is retried for a minute and more,
+// which the simulator does not model), and the connection then completes
+// and carries data as usual. (Taken dark in SYN_SENT, the server's end
+// came up without the vanish and waited for ever on ACKs that were
+// dropped.)
+func TestVanishRefusedDuringHandshake(t *testing.T) {
+	h := newHarness(t)
+	h.srv = &end{h: h, name: "server", autoRead: true}
+	h.cli = &end{h: h, name: "client", autoRead: true}
+	h.startServer(model.ProcessConfig{}, 128)
+	h.startClient(false)
+	tried := false
+	h.w.AfterEach(func() {
+		if c := h.cli.c; c != nil && !tried {
+			tried = true
+			if c.state != tcpSynSent {
+				t.Errorf("client in state %v after dialing, want SYN_SENT", c.state)
+			}
+			if h.w.VanishConn(c.id) {
+				t.Error("VanishConn took a connecting connection dark")
+			}
+		}
+	})
+	h.runTo(10 * ms)
+	if !tried {
+		t.Fatal("the client never dialed")
+	}
+	if h.srv.c == nil || h.cli.c.state != tcpEstablished {
+		t.Fatal("the connection did not come up")
+	}
+	h.cli.tryWrite(1000, false)
+	h.runTo(h.now() + 10*ms)
+	if len(h.srv.got) != 1000 || h.cli.c.sndUna != h.cli.c.sndEnd {
+		t.Fatalf("server got %d of 1000 bytes, %d unacknowledged", len(h.srv.got), h.cli.c.sndEnd-h.cli.c.sndUna)
+	}
+}
+
 // A sender held back by a zero window with nothing in flight still fails
 // with ETIMEDOUT after RetryLimit once its reader vanishes, as Linux's
 // unanswered persist probes end it; the reader, with nothing to send,
