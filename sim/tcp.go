@@ -633,6 +633,16 @@ func (c *tcpConn) CloseWrite() error {
 	if c.err != nil || c.finQ {
 		return nil
 	}
+	if c.state == tcpSynSent {
+		// shutdown(SHUT_WR) while connecting aborts the connect
+		// (inet_shutdown calls tcp_disconnect, which fails it with
+		// ECONNRESET); a SYN-ACK that still comes is answered with a
+		// reset (onSynAck). Queuing a FIN instead left it unsent, as
+		// push sends nothing before the handshake, and the server
+		// waited for ever for it.
+		c.die(model.ErrReset)
+		return nil
+	}
 	c.finQ = true
 	c.push(false)
 	c.w.softirq()

@@ -843,6 +843,40 @@ func TestWindowUpdateAfterReadUnblocksSender(t *testing.T) {
 	}
 }
 
+// shutdown(SHUT_WR) on a connecting socket aborts the connect, as
+// inet_shutdown does through tcp_disconnect: the socket fails with
+// ECONNRESET and nothing is accepted. (A FIN queued instead was never
+// sent, and the server waited for ever.)
+func TestCloseWriteWhileConnectingAborts(t *testing.T) {
+	h := newHarness(t)
+	h.srv = &end{h: h, name: "server", autoRead: true}
+	h.cli = &end{h: h, name: "client", autoRead: true}
+	h.startServer(model.ProcessConfig{}, 128)
+	h.startClient(false)
+	tried := false
+	h.w.AfterEach(func() {
+		if c := h.cli.c; c != nil && !tried {
+			tried = true
+			if c.state != tcpSynSent {
+				t.Errorf("client in state %v after dialing, want SYN_SENT", c.state)
+			}
+			if err := c.CloseWrite(); err != nil {
+				t.Errorf("CloseWrite while connecting: %v", err)
+			}
+		}
+	})
+	h.runTo(5 * time.Second)
+	if !errors.Is(h.cli.c.Err(), model.ErrReset) || h.cli.err == nil {
+		t.Errorf("client error %v (seen: %v), want ECONNRESET", h.cli.c.Err(), h.cli.err)
+	}
+	if h.srv.c != nil {
+		t.Errorf("the server accepted a connection whose connect was aborted")
+	}
+	if n := h.ln.(*listener).synRcvd; n != 0 {
+		t.Errorf("the listener still counts %d half-open connections", n)
+	}
+}
+
 // A handshake is not taken dark: VanishConn refuses a connection still
 // connecting (a lost SYN or SYN-ACK is retried for a minute and more,
 // which the simulator does not model), and the connection then completes
