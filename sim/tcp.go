@@ -1612,7 +1612,13 @@ func (c *tcpConn) sendSYN() {
 	w := c.w
 	c.synTries++
 	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.synWindow()), S: flagStrings[flagSYN]})
-	arrive := w.Now() + c.cfg.Delay
+	// A latency spike (Process.Spike) on either host holds the
+	// handshake's segments as it holds every other.
+	stall := c.p.netFaults.netStall
+	if ln := w.listen["tcp/"+c.remote]; ln != nil {
+		stall = max(stall, ln.p.netFaults.netStall)
+	}
+	arrive := max(w.Now(), stall) + c.cfg.Delay
 	w.post(arrive, func() { w.onSYN(c) })
 	// Retransmit the SYN if no answer comes (a full accept queue drops it).
 	rto := c.cfg.SynRTO << (c.synTries - 1)
@@ -1631,14 +1637,16 @@ func (c *tcpConn) sendSYN() {
 
 // onSYN is the listener's side of the handshake.
 func (w *World) onSYN(c *tcpConn) {
-	if c.state != tcpSynSent {
+	if c.state != tcpSynSent || c.peer != nil {
+		// Connected, given up, or a retransmitted SYN that found its
+		// request sock: the SYN-ACK is already on its way.
 		return
 	}
 	ln := w.listen["tcp/"+c.remote]
 	if ln == nil || ln.closed || ln.p.crashed {
 		// Nobody listening: RST.
 		w.record(Event{Kind: "seg", Conn: c.id, S: flagStrings[flagRST]})
-		w.post(w.now+c.cfg.Delay, func() { c.receive(&segment{flags: flagRST}) })
+		w.post(max(w.now, c.p.netFaults.netStall)+c.cfg.Delay, func() { c.receive(&segment{flags: flagRST}) })
 		return
 	}
 	// sk_acceptq_is_full is "queued > backlog": Linux holds backlog+1.
@@ -1662,7 +1670,7 @@ func (w *World) onSYN(c *tcpConn) {
 	// makes it; here the client's first data can arrive before that
 	// ACK's event runs, so set it up now.
 	s.initBufferSpace()
-	w.post(w.now+c.cfg.Delay, func() { c.onSynAck(s) })
+	w.post(max(w.now, s.stallUntil())+c.cfg.Delay, func() { c.onSynAck(s) })
 }
 
 // onSynAck: the client is established and sends the handshake's last ACK.
@@ -1688,7 +1696,7 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	s.peerWnd, s.maxWnd = c.advWnd, max(s.maxWnd, c.advWnd)
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
-	c.w.post(c.w.now+c.cfg.Delay, func() { s.onHandshakeAck() })
+	c.w.post(max(c.w.now, c.stallUntil())+c.cfg.Delay, func() { s.onHandshakeAck() })
 	c.notify()
 }
 

@@ -1854,3 +1854,36 @@ func TestDelayedAckAboutToExpireSendsAckNow(t *testing.T) {
 		}
 	}
 }
+
+// A latency spike holds the handshake as it holds data (Process.Spike:
+// every segment sent by or to the process): a connect made during a
+// server's 300 ms spike completes only once the spike is over, and a
+// SYN retransmitted meanwhile finds the request sock the first one made
+// instead of making a second. (Before, the handshake crossed the spike
+// at once.)
+func TestSpikeHoldsHandshake(t *testing.T) {
+	h := newHarness(t)
+	h.srv = &end{h: h, name: "server", autoRead: true}
+	h.cli = &end{h: h, name: "client", autoRead: true}
+	h.startServer(model.ProcessConfig{}, 128)
+	h.runTo(ms)
+	spikeEnd := h.now() + 1500*ms // past the SYN's 1 s RTO
+	h.srv.p.Spike(spikeEnd - h.now())
+	h.startClient(false)
+	h.runTo(spikeEnd - ms)
+	if h.cli.c == nil || h.cli.c.state != tcpSynSent || h.srv.c != nil {
+		t.Fatalf("the handshake crossed the spike (client dialed %v, accepted %v)", h.cli.c != nil, h.srv.c != nil)
+	}
+	h.runTo(spikeEnd + 10*ms)
+	if h.srv.c == nil || h.cli.c.state != tcpEstablished {
+		t.Fatal("the connection did not come up after the spike")
+	}
+	if n := h.ln.(*listener).synRcvd; n != 0 || len(h.ln.(*listener).pending) != 0 {
+		t.Errorf("listener left with %d half-open and %d unaccepted connections", n, len(h.ln.(*listener).pending))
+	}
+	h.cli.tryWrite(1000, false)
+	h.runTo(h.now() + 10*ms)
+	if len(h.srv.got) != 1000 {
+		t.Fatalf("server got %d of 1000 bytes", len(h.srv.got))
+	}
+}
