@@ -874,3 +874,46 @@ func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
 		t.Errorf("write after the peer closed: %v, want EPIPE", writeErr)
 	}
 }
+
+// A Unix peer that closes with data unread: the writer's next write fails
+// with EPIPE, its first read with ECONNRESET, and the conn stays failed
+// (the kernel would then read EOF; the conn keeps its first failure). The
+// simulator follows it: sim.TestUnixCloseWithDataInTransitResetsWriter.
+func TestUnixCloseWithDataUnread(t *testing.T) {
+	w := newWorld(t)
+	p := spawn(t, w, "a", 0, nil)
+	ln, err := p.Listen("unix", "s", 1, p.MainLoop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptAll(p, ln, func(c model.Conn) {
+		c.SetReadInterest(false)
+		p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Close() })
+	})
+	c, err := p.Dial("unix", "s", p.MainLoop(), func(model.Events) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadInterest(false)
+	if _, err := c.Write([]byte("unread")); err != nil {
+		t.Fatal(err)
+	}
+	var errs [3]error
+	p.MainLoop().AfterFunc(60*time.Millisecond, func() {
+		_, errs[0] = c.Write([]byte("x"))
+		buf := make([]byte, 16)
+		_, errs[1] = c.Read(buf)
+		_, errs[2] = c.Read(buf)
+		p.World().Stop()
+	})
+	run(t, w, 5*time.Second)
+	if !errors.Is(errs[0], model.ErrPipe) {
+		t.Errorf("write: %v, want EPIPE", errs[0])
+	}
+	if !errors.Is(errs[1], model.ErrReset) {
+		t.Errorf("first read: %v, want ECONNRESET", errs[1])
+	}
+	if errs[2] == nil || errors.Is(errs[2], io.EOF) {
+		t.Errorf("second read: %v, want the conn still failed", errs[2])
+	}
+}

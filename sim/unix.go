@@ -248,11 +248,14 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 		return 0, model.ErrClosed
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
-	if c.err != nil {
-		return 0, c.err
-	}
+	// unix_stream_sendmsg looks at the shutdown state, never at sk_err:
+	// once the peer closed, even with data unread, a write is EPIPE
+	// (the ECONNRESET is for the next read).
 	if c.wrShut || c.peer == nil || c.peer.fdClosed {
 		return 0, model.ErrPipe
+	}
+	if c.err != nil {
+		return 0, c.err // a reset fault, the peer still open
 	}
 	if !c.room() {
 		return 0, model.ErrWouldBlock

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"xceiver/model"
@@ -125,5 +126,20 @@ func TestUnixCloseWithDataInTransitResetsWriter(t *testing.T) {
 	}
 	if len(evs) == 0 || evs[len(evs)-1]&model.Hangup == 0 {
 		t.Fatalf("writer's events %v, want a Hangup", evs)
+	}
+	// As on real sockets (real.TestUnixCloseWithDataUnread): the write
+	// fails with EPIPE (unix_stream_sendmsg sees the peer shut down, not
+	// sk_err), the read with ECONNRESET, and the connection stays failed
+	// (the kernel would read EOF after reporting the reset once; the
+	// real world's conn keeps its first failure, and so does the sim).
+	if _, err := cc.Write([]byte("x")); !errors.Is(err, model.ErrPipe) {
+		t.Errorf("write after the reset close: %v, want EPIPE", err)
+	}
+	buf := make([]byte, 16)
+	if _, err := cc.Read(buf); !errors.Is(err, model.ErrReset) {
+		t.Errorf("first read: %v, want ECONNRESET", err)
+	}
+	if _, err := cc.Read(buf); err == nil || err == io.EOF {
+		t.Errorf("second read: %v, want the connection still failed", err)
 	}
 }
