@@ -1887,3 +1887,123 @@ func TestSpikeHoldsHandshake(t *testing.T) {
 		t.Fatalf("server got %d of 1000 bytes", len(h.srv.got))
 	}
 }
+
+// connectingPair starts a server and a client whose dial is under way;
+// at calls f once after the first event for which ready holds.
+func connectingPair(t *testing.T, ready func(h *harness) bool, at func(h *harness)) *harness {
+	h := newHarness(t)
+	h.srv = &end{h: h, name: "server", autoRead: true}
+	h.cli = &end{h: h, name: "client", autoRead: true}
+	h.startServer(model.ProcessConfig{}, 128)
+	h.runTo(ms)
+	done := false
+	h.w.AfterEach(func() {
+		if !done && ready(h) {
+			done = true
+			at(h)
+		}
+	})
+	h.startClient(false)
+	return h
+}
+
+func dialed(h *harness) bool      { return h.cli.c != nil }
+func synRcvd(h *harness) bool     { return h.ln.(*listener).synRcvd > 0 }
+func (h *harness) accepted() bool { return h.srv.c != nil }
+
+// A server spike that starts while the SYN is on its way holds the
+// SYN-ACK: the SYN arrives, and the answer leaves when the spike ends.
+func TestSpikeHoldsSynAck(t *testing.T) {
+	var end time.Duration
+	h := connectingPair(t, dialed, func(h *harness) {
+		end = h.now() + 300*ms
+		h.srv.p.Spike(300 * ms)
+	})
+	h.runTo(2 * ms)
+	if end == 0 {
+		t.Fatal("the client never dialed")
+	}
+	h.runTo(end - ms)
+	if h.cli.c.state != tcpSynSent || h.accepted() {
+		t.Fatalf("the SYN-ACK crossed the server's spike (client state %v)", h.cli.c.state)
+	}
+	h.runTo(end + 10*ms)
+	if h.cli.c.state != tcpEstablished || !h.accepted() {
+		t.Fatal("the connection did not come up after the spike")
+	}
+}
+
+// A client spike that starts while the SYN-ACK is on its way holds the
+// handshake's last ACK: the client is connected, but the server accepts
+// only when the spike ends, and the client's first data, written before
+// then, arrives after the ACK and whole.
+func TestSpikeHoldsHandshakeAck(t *testing.T) {
+	var end time.Duration
+	h := connectingPair(t, synRcvd, func(h *harness) {
+		end = h.now() + 300*ms
+		h.cli.p.Spike(300 * ms)
+	})
+	h.runTo(10 * ms)
+	if h.cli.c.state != tcpEstablished {
+		t.Fatalf("client state %v, want connected: the SYN-ACK was on the wire before the spike", h.cli.c.state)
+	}
+	h.cli.tryWrite(1000, false)
+	h.runTo(end - ms)
+	if h.accepted() {
+		t.Fatal("the handshake's ACK crossed the client's spike")
+	}
+	h.runTo(end + 10*ms)
+	if !h.accepted() || len(h.srv.got) != 1000 {
+		t.Fatalf("after the spike: accepted %v, server got %d of 1000 bytes", h.accepted(), len(h.srv.got))
+	}
+}
+
+// A client spike that starts while its SYN is on its way to a port
+// nobody listens on holds the RST that refuses it.
+func TestSpikeHoldsRefusal(t *testing.T) {
+	h := newHarness(t)
+	h.cli = &end{h: h, name: "client", autoRead: true}
+	var end time.Duration
+	done := false
+	h.w.AfterEach(func() {
+		if !done && h.cli.c != nil {
+			done = true
+			end = h.now() + 300*ms
+			h.cli.p.Spike(300 * ms)
+		}
+	})
+	h.startClient(false)
+	h.runTo(10 * ms)
+	if !done {
+		t.Fatal("the client never dialed")
+	}
+	h.runTo(end - ms)
+	if err := h.cli.c.Err(); err != nil {
+		t.Fatalf("refused across the spike: %v", err)
+	}
+	h.runTo(end + 10*ms)
+	if err := h.cli.c.Err(); !errors.Is(err, model.ErrRefused) {
+		t.Fatalf("after the spike: %v, want ECONNREFUSED", err)
+	}
+}
+
+// CloseWrite after the server answered the SYN aborts the connect too:
+// the SYN-ACK is answered with a reset, and the half-open connection is
+// dropped from the listener's count.
+func TestCloseWriteWithSynAckInFlightAborts(t *testing.T) {
+	h := connectingPair(t, synRcvd, func(h *harness) {
+		if err := h.cli.c.CloseWrite(); err != nil {
+			t.Errorf("CloseWrite while connecting: %v", err)
+		}
+	})
+	h.runTo(5 * time.Second)
+	if !errors.Is(h.cli.c.Err(), model.ErrReset) {
+		t.Errorf("client error %v, want ECONNRESET", h.cli.c.Err())
+	}
+	if h.accepted() {
+		t.Error("the server accepted a connection whose connect was aborted")
+	}
+	if n := h.ln.(*listener).synRcvd; n != 0 {
+		t.Errorf("the listener still counts %d half-open connections", n)
+	}
+}
