@@ -848,28 +848,26 @@ func TestWindowUpdateAfterReadUnblocksSender(t *testing.T) {
 // ECONNRESET and nothing is accepted. (A FIN queued instead was never
 // sent, and the server waited for ever.)
 func TestCloseWriteWhileConnectingAborts(t *testing.T) {
-	h := newHarness(t)
-	h.srv = &end{h: h, name: "server", autoRead: true}
-	h.cli = &end{h: h, name: "client", autoRead: true}
-	h.startServer(model.ProcessConfig{}, 128)
-	h.startClient(false)
-	tried := false
-	h.w.AfterEach(func() {
-		if c := h.cli.c; c != nil && !tried {
-			tried = true
-			if c.state != tcpSynSent {
-				t.Errorf("client in state %v after dialing, want SYN_SENT", c.state)
-			}
-			if err := c.CloseWrite(); err != nil {
-				t.Errorf("CloseWrite while connecting: %v", err)
-			}
+	h := connectingPair(t, dialed, func(h *harness) {
+		if h.cli.c.state != tcpSynSent {
+			t.Errorf("client in state %v after dialing, want SYN_SENT", h.cli.c.state)
+		}
+		if err := h.cli.c.CloseWrite(); err != nil {
+			t.Errorf("CloseWrite while connecting: %v", err)
 		}
 	})
 	h.runTo(5 * time.Second)
+	checkConnectAborted(t, h)
+}
+
+// checkConnectAborted: the client failed with ECONNRESET and saw it,
+// nothing was accepted, and no half-open connection is left.
+func checkConnectAborted(t *testing.T, h *harness) {
+	t.Helper()
 	if !errors.Is(h.cli.c.Err(), model.ErrReset) || h.cli.err == nil {
 		t.Errorf("client error %v (seen: %v), want ECONNRESET", h.cli.c.Err(), h.cli.err)
 	}
-	if h.srv.c != nil {
+	if h.accepted() {
 		t.Errorf("the server accepted a connection whose connect was aborted")
 	}
 	if n := h.ln.(*listener).synRcvd; n != 0 {
@@ -884,25 +882,16 @@ func TestCloseWriteWhileConnectingAborts(t *testing.T) {
 // came up without the vanish and waited for ever on ACKs that were
 // dropped.)
 func TestVanishRefusedDuringHandshake(t *testing.T) {
-	h := newHarness(t)
-	h.srv = &end{h: h, name: "server", autoRead: true}
-	h.cli = &end{h: h, name: "client", autoRead: true}
-	h.startServer(model.ProcessConfig{}, 128)
-	h.startClient(false)
-	tried := false
-	h.w.AfterEach(func() {
-		if c := h.cli.c; c != nil && !tried {
-			tried = true
-			if c.state != tcpSynSent {
-				t.Errorf("client in state %v after dialing, want SYN_SENT", c.state)
-			}
-			if h.w.VanishConn(c.id) {
-				t.Error("VanishConn took a connecting connection dark")
-			}
+	h := connectingPair(t, dialed, func(h *harness) {
+		if h.cli.c.state != tcpSynSent {
+			t.Errorf("client in state %v after dialing, want SYN_SENT", h.cli.c.state)
+		}
+		if h.w.VanishConn(h.cli.c.id) {
+			t.Error("VanishConn took a connecting connection dark")
 		}
 	})
 	h.runTo(10 * ms)
-	if !tried {
+	if h.cli.c == nil {
 		t.Fatal("the client never dialed")
 	}
 	if h.srv.c == nil || h.cli.c.state != tcpEstablished {
@@ -1997,13 +1986,5 @@ func TestCloseWriteWithSynAckInFlightAborts(t *testing.T) {
 		}
 	})
 	h.runTo(5 * time.Second)
-	if !errors.Is(h.cli.c.Err(), model.ErrReset) {
-		t.Errorf("client error %v, want ECONNRESET", h.cli.c.Err())
-	}
-	if h.accepted() {
-		t.Error("the server accepted a connection whose connect was aborted")
-	}
-	if n := h.ln.(*listener).synRcvd; n != 0 {
-		t.Errorf("the listener still counts %d half-open connections", n)
-	}
+	checkConnectAborted(t, h)
 }
