@@ -14,6 +14,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"xceiver/model"
@@ -567,8 +568,28 @@ func (w *World) Run(limit time.Duration) error {
 		for _, f := range w.afterStep {
 			f()
 		}
+		w.yieldNow()
 	}
 	return w.failure
+}
+
+// yieldEvents is how many events a run processes between yields to Go's
+// scheduler (about 250 µs of a core).
+const yieldEvents = 1024
+
+// yieldNow lets other goroutines run every yieldEvents events. A run
+// allocates little, so the collector's mark phase is rarely helped by
+// allocation, and on one P its worker runs only when the scheduler
+// preempts the run (sysmon, every 10 ms): mark phases lasted 1 to 18 ms
+// of a 60 ms cycle, with write barriers on throughout. Yielding ends each
+// within a millisecond, and BenchmarkSimEvents on one core runs as fast
+// as with the collector off (4.59 M events/s before, 4.76 M after).
+// Nothing of the simulation depends on it: the run is the only goroutine
+// that touches the world.
+func (w *World) yieldNow() {
+	if w.events%yieldEvents == 0 {
+		runtime.Gosched()
+	}
 }
 
 // RunFor processes events up to now+d, leaving later ones queued.
@@ -594,6 +615,7 @@ func (w *World) RunFor(d time.Duration) error {
 		for _, f := range w.afterStep {
 			f()
 		}
+		w.yieldNow()
 	}
 	if !w.stopped && w.now < end {
 		w.now = end
