@@ -458,12 +458,28 @@ type File struct {
 // Kind implements model.File.
 func (f *File) Kind() model.FDKind { return f.kind }
 
+// step is the disk's step for an operation through f. A file passed to
+// another process (SCM_RIGHTS) is that process's open file: it keeps
+// working when the process that opened it crashes, and that process's
+// crash point is not the receiver's to fire. (Before, a short-circuit
+// client's pread of a passed block failed once the datanode crashed,
+// where Linux returns the data: a stale read could hide behind the error.)
+func (f *File) step(write bool, tear func(keep int)) error {
+	if f.p != f.d.p {
+		if f.p.crashed {
+			return model.ErrProcessExited
+		}
+		return nil
+	}
+	return f.d.step(write, tear)
+}
+
 // ReadAt implements model.File.
 func (f *File) ReadAt(b []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, model.ErrClosed
 	}
-	if err := f.d.step(false, nil); err != nil {
+	if err := f.step(false, nil); err != nil {
 		return 0, fmt.Errorf("pread: %w", err)
 	}
 	w := f.d.w
@@ -508,7 +524,7 @@ func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("pwrite: negative offset %d", off)
 	}
-	if err := f.d.step(true, func(keep int) {
+	if err := f.step(true, func(keep int) {
 		// Torn: whole sectors of the write persist, the rest never
 		// reached the disk.
 		if keep = keep % (len(b)/512 + 1) * 512; keep > 0 {
@@ -571,7 +587,7 @@ func (f *File) Sync() error {
 	if f.closed {
 		return model.ErrClosed
 	}
-	if err := f.d.step(true, nil); err != nil {
+	if err := f.step(true, nil); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
 	d, w := f.d, f.d.w

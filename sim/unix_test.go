@@ -143,3 +143,34 @@ func TestUnixCloseWithDataInTransitResetsWriter(t *testing.T) {
 		t.Errorf("second read: %v, want the connection still failed", err)
 	}
 }
+
+// A file passed over a Unix socket is the receiver's own open file, as an
+// SCM_RIGHTS fd holds its own struct file: its pread keeps working after
+// the sender crashes, and a crash point armed on the sender does not fire
+// on it. (Before, both went through the sender's disk: the read failed
+// with "process exited", and the receiver's read crashed the sender.)
+func TestPassedFileOutlivesSender(t *testing.T) {
+	h, sc, _, sp, _, _, _ := unixPair(t)
+	f, err := sp.Disk().Open("blk_1", model.Create|model.ReadWrite, model.FDBlockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("hello"), 0)
+	if _, err := sc.SendFDs([]byte{7}, []model.File{f}); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(h.now() + ms)
+	if len(h.passed) != 1 {
+		t.Fatalf("%d files passed", len(h.passed))
+	}
+	pf := h.passed[0]
+	buf := make([]byte, 5)
+	sp.CrashAtDiskOp(0, false, nil)
+	if _, err := pf.ReadAt(buf, 0); err != nil || sp.Crashed() {
+		t.Fatalf("pread with a crash point armed on the sender: %v (sender crashed: %v)", err, sp.Crashed())
+	}
+	sp.Crash()
+	if n, err := pf.ReadAt(buf, 0); n != 5 || err != nil || string(buf) != "hello" {
+		t.Fatalf("pread after the sender crashed = %d, %v, %q; want 5 bytes of hello", n, err, buf[:n])
+	}
+}
