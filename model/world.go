@@ -213,7 +213,11 @@ type Loop interface {
 	Now() time.Duration
 	// AfterFunc runs f on this loop after d.
 	AfterFunc(d time.Duration, f func()) Timer
-	// Post runs f on this loop as soon as it is free.
+	// Post runs f on this loop as soon as it is free. Its order against a
+	// timer that comes due meanwhile is not specified: a callback that
+	// posts g after arming (or running past) a timer may see g run
+	// first (sim) or the timer's f (real), so code that needs one before
+	// the other must chain them.
 	Post(f func())
 	// Close stops the loop (and releases its epoll fd). Callbacks pending
 	// on it are dropped; connections registered on it must be closed first.
@@ -362,6 +366,10 @@ type WorkerPool interface {
 // cache). In sim it is a modelled queue with hold time, so contention shows.
 type Lock interface {
 	// Do runs f on loop once the lock is held and releases it after.
+	// While it waits for the lock, other callbacks of loop may run first
+	// (sim gives the loop back; real blocks it), so what is posted to
+	// loop after Do may run before f; two Do calls on one loop keep their
+	// order in both worlds.
 	Do(loop Loop, f func())
 }
 
