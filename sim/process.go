@@ -1717,7 +1717,9 @@ func (l *Loop) Close() {
 			if tm.stale > 0 {
 				tm.stale-- // reset since: its new arming is not this task's
 			} else if !tm.stopped {
-				tm.stopped = true
+				// Its f will never run, but it has not run either:
+				// a Stop still reports true, as in the real world.
+				tm.stopped, tm.dropped = true, true
 				l.p.timers--
 			}
 		}
@@ -1740,6 +1742,9 @@ type Timer struct {
 	ev      event
 	stopped bool
 	fired   bool
+	// dropped: stopped by its loop's Close while it was due, its f never
+	// run; the first Stop after that reports true.
+	dropped bool
 	// queued counts the timer's tasks in its loop's queue (it came due,
 	// its callback not yet run); stale, how many of those a Reset has
 	// made void since.
@@ -1770,6 +1775,10 @@ func (t *Timer) Reset(d time.Duration) bool {
 
 // Stop implements model.Timer.
 func (t *Timer) Stop() bool {
+	if t.dropped {
+		t.dropped = false
+		return true
+	}
 	if t.stopped || t.fired {
 		return false
 	}

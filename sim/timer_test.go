@@ -90,3 +90,37 @@ func TestTimerResetAfterDueVoidsItsQueuedRun(t *testing.T) {
 		t.Errorf("%d timers pending at the end, want 0", n)
 	}
 }
+
+// A timer that came due but whose loop closed before running it never
+// runs, and Stop still reports that its f had not run (true), as the
+// real world's does: model.Timer promises "whether f had not yet run".
+// Both timers are due at 1 ms; x, first, closes the loop and stops t.
+// (Before, Close marked t stopped, and Stop said false.)
+func TestTimerStopAfterCloseDroppedItsDueRun(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var stops []bool
+	ran := false
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l, err := p.NewLoop("sel")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var tm model.Timer
+		l.AfterFunc(ms, func() {
+			l.Close()
+			stops = append(stops, tm.Stop(), tm.Stop())
+		})
+		tm = l.AfterFunc(ms, func() { ran = true })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(time.Second)
+	if ran || fmt.Sprint(stops) != "[true false]" {
+		t.Errorf("t ran: %v; Stop after the close reported %v, want [true false]", ran, stops)
+	}
+	if n := w.Process("a").Resources().Timers; n != 0 {
+		t.Errorf("%d timers pending at the end, want 0", n)
+	}
+}
