@@ -1679,8 +1679,8 @@ func (l *Loop) dispatch() {
 // AfterFunc implements model.Loop.
 func (l *Loop) AfterFunc(d time.Duration, f func()) model.Timer {
 	tm := &Timer{l: l, f: f}
-	if l.dead() {
-		tm.stopped = true
+	if l.dead() || f == nil {
+		tm.stopped = true // (a nil f: stopped, as in the real world)
 		return tm
 	}
 	l.p.timers++
@@ -1701,8 +1701,12 @@ func (tm *Timer) expire() {
 	}
 }
 
-// Post implements model.Loop.
-func (l *Loop) Post(f func()) { l.enqueue(task{fn: f}) }
+// Post implements model.Loop. A nil f is dropped, as in the real world.
+func (l *Loop) Post(f func()) {
+	if f != nil {
+		l.enqueue(task{fn: f})
+	}
+}
 
 // Close implements model.Loop.
 func (l *Loop) Close() {
@@ -1757,8 +1761,8 @@ type Timer struct {
 // what a new AfterFunc's would be.
 func (t *Timer) Reset(d time.Duration) bool {
 	l := t.l
-	if l.dead() {
-		return t.Stop()
+	if l.dead() || t.f == nil {
+		return t.Stop() // (nothing to run: it stays stopped, as in real)
 	}
 	was := !t.stopped && !t.fired
 	if was {
@@ -1998,7 +2002,7 @@ type lockWaiter struct {
 // Do implements model.Lock.
 func (lk *Lock) Do(loop model.Loop, f func()) {
 	l, ok := loop.(*Loop)
-	if !ok {
+	if !ok || f == nil {
 		return
 	}
 	l.enqueue(task{fn: f, lock: lk})

@@ -124,3 +124,31 @@ func TestTimerStopAfterCloseDroppedItsDueRun(t *testing.T) {
 		t.Errorf("%d timers pending at the end, want 0", n)
 	}
 }
+
+// A nil callback is dropped, as the real world drops it: Post(nil),
+// AfterFunc(d, nil) (a stopped timer) and Lock.Do(l, nil) neither crash
+// the run nor leave anything pending. (Before, each was a nil call when
+// its turn came.)
+func TestNilCallbacksDropped(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var stopped []bool
+	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.Post(nil)
+		tm := l.AfterFunc(ms, nil)
+		stopped = append(stopped, tm.Stop(), tm.Reset(ms))
+		p.NewLock("lk").Do(l, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(stopped) != "[false false]" {
+		t.Errorf("Stop and Reset of AfterFunc(d, nil) reported %v, want a stopped timer's [false false]", stopped)
+	}
+	if n := w.Process("a").Resources().Timers; n != 0 {
+		t.Errorf("%d timers pending at the end, want 0", n)
+	}
+}
