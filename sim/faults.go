@@ -195,11 +195,27 @@ func (p *Process) applyNetFaults(c *tcpConn) {
 // stallUntil is when segments between c's process and its peer's may
 // leave.
 func (c *tcpConn) stallUntil() time.Duration {
-	t := c.p.netFaults.netStall
 	if c.peer != nil {
-		t = max(t, c.peer.p.netFaults.netStall)
+		return stallBetween(c.p, c.peer.p)
+	}
+	return stallBetween(c.p, nil)
+}
+
+// stallBetween is when segments between processes a and b (nil: not known
+// yet, as for a SYN) may leave under their latency spikes.
+func stallBetween(a, b *Process) time.Duration {
+	t := a.netFaults.netStall
+	if b != nil {
+		t = max(t, b.netFaults.netStall)
 	}
 	return t
+}
+
+// handshakeArrival is when a handshake segment that a sends to b at from
+// arrives: after the spikes on either host, then the path's delay (the
+// handshake does not go through xmit, which does this for data).
+func (w *World) handshakeArrival(from time.Duration, a, b *Process) time.Duration {
+	return max(from, stallBetween(a, b)) + w.cfg.TCP.Delay
 }
 
 // SetDiskFaults switches p's disk faults (EIO, slow I/O) and records it.

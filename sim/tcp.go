@@ -1614,12 +1614,11 @@ func (c *tcpConn) sendSYN() {
 	w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.synWindow()), S: flagStrings[flagSYN]})
 	// A latency spike (Process.Spike) on either host holds the
 	// handshake's segments as it holds every other.
-	stall := c.p.netFaults.netStall
+	var to *Process
 	if ln := w.listen["tcp/"+c.remote]; ln != nil {
-		stall = max(stall, ln.p.netFaults.netStall)
+		to = ln.p
 	}
-	arrive := max(w.Now(), stall) + c.cfg.Delay
-	w.post(arrive, func() { w.onSYN(c) })
+	w.post(w.handshakeArrival(w.Now(), c.p, to), func() { w.onSYN(c) })
 	// Retransmit the SYN if no answer comes (a full accept queue drops it).
 	rto := c.cfg.SynRTO << (c.synTries - 1)
 	c.synEv = w.at(w.Now()+rto, func() {
@@ -1646,7 +1645,7 @@ func (w *World) onSYN(c *tcpConn) {
 	if ln == nil || ln.closed || ln.p.crashed {
 		// Nobody listening: RST.
 		w.record(Event{Kind: "seg", Conn: c.id, S: flagStrings[flagRST]})
-		w.post(max(w.now, c.p.netFaults.netStall)+c.cfg.Delay, func() { c.receive(&segment{flags: flagRST}) })
+		w.post(w.handshakeArrival(w.now, c.p, nil), func() { c.receive(&segment{flags: flagRST}) })
 		return
 	}
 	// sk_acceptq_is_full is "queued > backlog": Linux holds backlog+1.
@@ -1670,7 +1669,7 @@ func (w *World) onSYN(c *tcpConn) {
 	// makes it; here the client's first data can arrive before that
 	// ACK's event runs, so set it up now.
 	s.initBufferSpace()
-	w.post(max(w.now, s.stallUntil())+c.cfg.Delay, func() { c.onSynAck(s) })
+	w.post(w.handshakeArrival(w.now, s.p, c.p), func() { c.onSynAck(s) })
 }
 
 // onSynAck: the client is established and sends the handshake's last ACK.
@@ -1696,7 +1695,7 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	s.peerWnd, s.maxWnd = c.advWnd, max(s.maxWnd, c.advWnd)
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
-	c.w.post(max(c.w.now, c.stallUntil())+c.cfg.Delay, func() { s.onHandshakeAck() })
+	c.w.post(c.w.handshakeArrival(c.w.now, c.p, s.p), func() { s.onHandshakeAck() })
 	c.notify()
 }
 
