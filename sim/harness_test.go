@@ -93,14 +93,33 @@ func newHarness(t *testing.T, opts ...pairOpt) *harness {
 	return h
 }
 
-// newPair returns a connected, idle pair at virtual time 10 ms; both ends
-// read everything they receive.
-func newPair(t *testing.T, opts ...pairOpt) *harness {
+// newServing returns a world whose server listens, with both ends set
+// up to read everything they receive; the client is not started yet.
+func newServing(t *testing.T, opts ...pairOpt) *harness {
 	t.Helper()
 	h := newHarness(t, opts...)
 	h.srv = &end{h: h, name: "server", autoRead: true}
 	h.cli = &end{h: h, name: "client", autoRead: true}
 	h.startServer(model.ProcessConfig{}, 128)
+	return h
+}
+
+// onceAfter calls at once, after the first event for which ready holds.
+func (h *harness) onceAfter(ready func(h *harness) bool, at func(h *harness)) {
+	done := false
+	h.w.AfterEach(func() {
+		if !done && ready(h) {
+			done = true
+			at(h)
+		}
+	})
+}
+
+// newPair returns a connected, idle pair at virtual time 10 ms; both ends
+// read everything they receive.
+func newPair(t *testing.T, opts ...pairOpt) *harness {
+	t.Helper()
+	h := newServing(t, opts...)
 	h.startClient(false)
 	h.runTo(10 * ms)
 	if h.cli.c == nil || h.srv.c == nil || h.cli.c.state != tcpEstablished || h.srv.c.state != tcpEstablished {

@@ -1851,10 +1851,7 @@ func TestDelayedAckAboutToExpireSendsAckNow(t *testing.T) {
 // instead of making a second. (Before, the handshake crossed the spike
 // at once.)
 func TestSpikeHoldsHandshake(t *testing.T) {
-	h := newHarness(t)
-	h.srv = &end{h: h, name: "server", autoRead: true}
-	h.cli = &end{h: h, name: "client", autoRead: true}
-	h.startServer(model.ProcessConfig{}, 128)
+	h := newServing(t)
 	h.runTo(ms)
 	spikeEnd := h.now() + 1500*ms // past the SYN's 1 s RTO
 	h.srv.p.Spike(spikeEnd - h.now())
@@ -1877,21 +1874,12 @@ func TestSpikeHoldsHandshake(t *testing.T) {
 	}
 }
 
-// connectingPair starts a server and a client whose dial is under way;
-// at calls f once after the first event for which ready holds.
+// connectingPair starts a server and a client whose dial is under way,
+// and calls at once after the first event for which ready holds.
 func connectingPair(t *testing.T, ready func(h *harness) bool, at func(h *harness)) *harness {
-	h := newHarness(t)
-	h.srv = &end{h: h, name: "server", autoRead: true}
-	h.cli = &end{h: h, name: "client", autoRead: true}
-	h.startServer(model.ProcessConfig{}, 128)
+	h := newServing(t)
 	h.runTo(ms)
-	done := false
-	h.w.AfterEach(func() {
-		if !done && ready(h) {
-			done = true
-			at(h)
-		}
-	})
+	h.onceAfter(ready, at)
 	h.startClient(false)
 	return h
 }
@@ -1899,24 +1887,32 @@ func connectingPair(t *testing.T, ready func(h *harness) bool, at func(h *harnes
 func dialed(h *harness) bool      { return h.cli.c != nil }
 func synRcvd(h *harness) bool     { return h.ln.(*listener).synRcvd > 0 }
 func (h *harness) accepted() bool { return h.srv.c != nil }
+func server(h *harness) *end      { return h.srv }
+func client(h *harness) *end      { return h.cli }
+
+// spikeOn is an at for onceAfter: a 300 ms spike on the process of e,
+// whose end it writes to until.
+func spikeOn(e func(h *harness) *end, until *time.Duration) func(h *harness) {
+	return func(h *harness) {
+		*until = h.now() + 300*ms
+		e(h).p.Spike(300 * ms)
+	}
+}
 
 // A server spike that starts while the SYN is on its way holds the
 // SYN-ACK: the SYN arrives, and the answer leaves when the spike ends.
 func TestSpikeHoldsSynAck(t *testing.T) {
-	var end time.Duration
-	h := connectingPair(t, dialed, func(h *harness) {
-		end = h.now() + 300*ms
-		h.srv.p.Spike(300 * ms)
-	})
+	var until time.Duration
+	h := connectingPair(t, dialed, spikeOn(server, &until))
 	h.runTo(2 * ms)
-	if end == 0 {
+	if until == 0 {
 		t.Fatal("the client never dialed")
 	}
-	h.runTo(end - ms)
+	h.runTo(until - ms)
 	if h.cli.c.state != tcpSynSent || h.accepted() {
 		t.Fatalf("the SYN-ACK crossed the server's spike (client state %v)", h.cli.c.state)
 	}
-	h.runTo(end + 10*ms)
+	h.runTo(until + 10*ms)
 	if h.cli.c.state != tcpEstablished || !h.accepted() {
 		t.Fatal("the connection did not come up after the spike")
 	}
@@ -1927,21 +1923,18 @@ func TestSpikeHoldsSynAck(t *testing.T) {
 // only when the spike ends, and the client's first data, written before
 // then, arrives after the ACK and whole.
 func TestSpikeHoldsHandshakeAck(t *testing.T) {
-	var end time.Duration
-	h := connectingPair(t, synRcvd, func(h *harness) {
-		end = h.now() + 300*ms
-		h.cli.p.Spike(300 * ms)
-	})
+	var until time.Duration
+	h := connectingPair(t, synRcvd, spikeOn(client, &until))
 	h.runTo(10 * ms)
 	if h.cli.c.state != tcpEstablished {
 		t.Fatalf("client state %v, want connected: the SYN-ACK was on the wire before the spike", h.cli.c.state)
 	}
 	h.cli.tryWrite(1000, false)
-	h.runTo(end - ms)
+	h.runTo(until - ms)
 	if h.accepted() {
 		t.Fatal("the handshake's ACK crossed the client's spike")
 	}
-	h.runTo(end + 10*ms)
+	h.runTo(until + 10*ms)
 	if !h.accepted() || len(h.srv.got) != 1000 {
 		t.Fatalf("after the spike: accepted %v, server got %d of 1000 bytes", h.accepted(), len(h.srv.got))
 	}
@@ -1952,25 +1945,18 @@ func TestSpikeHoldsHandshakeAck(t *testing.T) {
 func TestSpikeHoldsRefusal(t *testing.T) {
 	h := newHarness(t)
 	h.cli = &end{h: h, name: "client", autoRead: true}
-	var end time.Duration
-	done := false
-	h.w.AfterEach(func() {
-		if !done && h.cli.c != nil {
-			done = true
-			end = h.now() + 300*ms
-			h.cli.p.Spike(300 * ms)
-		}
-	})
+	var until time.Duration
+	h.onceAfter(dialed, spikeOn(client, &until))
 	h.startClient(false)
 	h.runTo(10 * ms)
-	if !done {
+	if until == 0 {
 		t.Fatal("the client never dialed")
 	}
-	h.runTo(end - ms)
+	h.runTo(until - ms)
 	if err := h.cli.c.Err(); err != nil {
 		t.Fatalf("refused across the spike: %v", err)
 	}
-	h.runTo(end + 10*ms)
+	h.runTo(until + 10*ms)
 	if err := h.cli.c.Err(); !errors.Is(err, model.ErrRefused) {
 		t.Fatalf("after the spike: %v, want ECONNREFUSED", err)
 	}
