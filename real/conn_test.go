@@ -839,17 +839,11 @@ func TestClosedConnErrors(t *testing.T) {
 // write fails with EPIPE: the rule the simulator follows
 // (sim.TestUnixWriterWokenAfterPeerClose).
 func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
-	w := newWorld(t)
-	p := spawn(t, w, "a", 0, nil)
-	ln, err := p.Listen("unix", "s", 1, p.MainLoop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	acceptAll(p, ln, func(c model.Conn) { c.Close() })
 	var writeErr error
 	asked, woken := false, false
+	var p model.Process
 	var c model.Conn
-	c, err = p.Dial("unix", "s", p.MainLoop(), func(ev model.Events) {
+	w, p, c := unixLoopback(t, func(_ model.Process, c model.Conn) { c.Close() }, func(ev model.Events) {
 		if ev&model.Writable == 0 || !asked || woken {
 			return // (a connect's Writable, before the peer closed)
 		}
@@ -857,10 +851,6 @@ func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
 		_, writeErr = c.Write([]byte("x"))
 		p.World().Stop()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadInterest(false)
 	// Ask for room only once the peer has surely closed.
 	p.MainLoop().AfterFunc(50*time.Millisecond, func() {
 		asked = true
@@ -875,26 +865,35 @@ func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
 	}
 }
 
-// A Unix peer that closes with data unread: the writer's next write fails
-// with EPIPE, its first read with ECONNRESET, and the conn stays failed
-// (the kernel would then read EOF; the conn keeps its first failure). The
-// simulator follows it: sim.TestUnixCloseWithDataInTransitResetsWriter.
-func TestUnixCloseWithDataUnread(t *testing.T) {
+// unixLoopback starts a world whose one process listens on a Unix socket,
+// hands each conn it accepts to serve, and dials it with handler h and
+// read interest off: the two ends of the tests of Unix sockets' rules.
+func unixLoopback(t *testing.T, serve func(p model.Process, c model.Conn), h model.Handler) (*World, model.Process, model.Conn) {
+	t.Helper()
 	w := newWorld(t)
 	p := spawn(t, w, "a", 0, nil)
 	ln, err := p.Listen("unix", "s", 1, p.MainLoop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	acceptAll(p, ln, func(c model.Conn) {
-		c.SetReadInterest(false)
-		p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Close() })
-	})
-	c, err := p.Dial("unix", "s", p.MainLoop(), func(model.Events) {})
+	acceptAll(p, ln, func(c model.Conn) { serve(p, c) })
+	c, err := p.Dial("unix", "s", p.MainLoop(), h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadInterest(false)
+	return w, p, c
+}
+
+// A Unix peer that closes with data unread: the writer's next write fails
+// with EPIPE, its first read with ECONNRESET, and the conn stays failed
+// (the kernel would then read EOF; the conn keeps its first failure). The
+// simulator follows it: sim.TestUnixCloseWithDataInTransitResetsWriter.
+func TestUnixCloseWithDataUnread(t *testing.T) {
+	w, p, c := unixLoopback(t, func(p model.Process, c model.Conn) {
+		c.SetReadInterest(false)
+		p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Close() })
+	}, func(model.Events) {})
 	if _, err := c.Write([]byte("unread")); err != nil {
 		t.Fatal(err)
 	}
