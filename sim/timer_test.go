@@ -18,7 +18,7 @@ func TestTimerResetIsStopAndAfterFunc(t *testing.T) {
 	var got []string
 	var pending, stopped []int
 	var counts []int
-	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+	runA(t, w, func(p model.Process) {
 		l := p.MainLoop()
 		add := func(d time.Duration, s string) model.Timer {
 			// (Truncated: the callbacks' CPU makes them run a little after.)
@@ -45,10 +45,6 @@ func TestTimerResetIsStopAndAfterFunc(t *testing.T) {
 			count() // b, r, x, f
 		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.RunFor(time.Second)
 	if want := "f@0s f@3ms b@10ms r@10ms x@20ms"; strings.Join(got, " ") != want {
 		t.Errorf("timers ran %q, want %q", strings.Join(got, " "), want)
 	}
@@ -58,9 +54,7 @@ func TestTimerResetIsStopAndAfterFunc(t *testing.T) {
 	if fmt.Sprint(counts) != "[2 3 4]" {
 		t.Errorf("pending timers %v, want [2 3 4]", counts)
 	}
-	if n := w.Process("a").Resources().Timers; n != 0 {
-		t.Errorf("%d timers pending at the end, want 0", n)
-	}
+	checkNoTimers(t, w)
 }
 
 // A timer reset after it came due but before its loop ran it runs once,
@@ -69,7 +63,7 @@ func TestTimerResetIsStopAndAfterFunc(t *testing.T) {
 func TestTimerResetAfterDueVoidsItsQueuedRun(t *testing.T) {
 	w := New(DefaultConfig(1))
 	var ran []time.Duration
-	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+	runA(t, w, func(p model.Process) {
 		l := p.MainLoop()
 		var tm model.Timer
 		l.AfterFunc(ms, func() {
@@ -79,16 +73,10 @@ func TestTimerResetAfterDueVoidsItsQueuedRun(t *testing.T) {
 		})
 		tm = l.AfterFunc(ms, func() { ran = append(ran, l.Now().Truncate(ms)) })
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.RunFor(time.Second)
 	if fmt.Sprint(ran) != "[2ms]" {
 		t.Errorf("t ran at %v, want once at 2ms (-1: Reset reported it had run)", ran)
 	}
-	if n := w.Process("a").Resources().Timers; n != 0 {
-		t.Errorf("%d timers pending at the end, want 0", n)
-	}
+	checkNoTimers(t, w)
 }
 
 // A timer that came due but whose loop closed before running it never
@@ -100,7 +88,7 @@ func TestTimerStopAfterCloseDroppedItsDueRun(t *testing.T) {
 	w := New(DefaultConfig(1))
 	var stops []bool
 	ran := false
-	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+	runA(t, w, func(p model.Process) {
 		l, err := p.NewLoop("sel")
 		if err != nil {
 			t.Error(err)
@@ -113,16 +101,10 @@ func TestTimerStopAfterCloseDroppedItsDueRun(t *testing.T) {
 		})
 		tm = l.AfterFunc(ms, func() { ran = true })
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.RunFor(time.Second)
 	if ran || fmt.Sprint(stops) != "[true false]" {
 		t.Errorf("t ran: %v; Stop after the close reported %v, want [true false]", ran, stops)
 	}
-	if n := w.Process("a").Resources().Timers; n != 0 {
-		t.Errorf("%d timers pending at the end, want 0", n)
-	}
+	checkNoTimers(t, w)
 }
 
 // A nil callback is dropped, as the real world drops it: Post(nil),
@@ -132,22 +114,33 @@ func TestTimerStopAfterCloseDroppedItsDueRun(t *testing.T) {
 func TestNilCallbacksDropped(t *testing.T) {
 	w := New(DefaultConfig(1))
 	var stopped []bool
-	_, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+	runA(t, w, func(p model.Process) {
 		l := p.MainLoop()
 		l.Post(nil)
 		tm := l.AfterFunc(ms, nil)
 		stopped = append(stopped, tm.Stop(), tm.Reset(ms))
 		p.NewLock("lk").Do(l, nil)
 	})
-	if err != nil {
+	if fmt.Sprint(stopped) != "[false false]" {
+		t.Errorf("Stop and Reset of AfterFunc(d, nil) reported %v, want a stopped timer's [false false]", stopped)
+	}
+	checkNoTimers(t, w)
+}
+
+// runA runs main as process "a" of w for a second of virtual time.
+func runA(t *testing.T, w *World, main func(p model.Process)) {
+	t.Helper()
+	if _, err := w.Spawn("a", model.ProcessConfig{}, main); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.RunFor(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(stopped) != "[false false]" {
-		t.Errorf("Stop and Reset of AfterFunc(d, nil) reported %v, want a stopped timer's [false false]", stopped)
-	}
+}
+
+// checkNoTimers: every timer of process "a" ran or was stopped.
+func checkNoTimers(t *testing.T, w *World) {
+	t.Helper()
 	if n := w.Process("a").Resources().Timers; n != 0 {
 		t.Errorf("%d timers pending at the end, want 0", n)
 	}
