@@ -763,7 +763,7 @@ func (c *tcpConn) push(force bool) {
 		if c.sndNxt == c.sndEnd {
 			flags |= flagPSH
 		}
-		c.xmit(segment{seq: seq, data: data, arr: arr, more: more, flags: flags})
+		c.xmit(&segment{seq: seq, data: data, arr: arr, more: more, flags: flags})
 		c.sentSeg(seq, c.sndNxt, false)
 		sent = true
 		c.dataSent()
@@ -777,7 +777,7 @@ func (c *tcpConn) push(force bool) {
 	}
 	if c.finQ && !c.finSent && c.sndNxt == c.sndEnd {
 		c.finSent = true
-		c.xmit(segment{seq: c.sndNxt, flags: flagFIN | flagACK})
+		c.xmit(&segment{seq: c.sndNxt, flags: flagFIN | flagACK})
 		c.sentSeg(c.sndNxt, c.sndNxt, true)
 		sent = true
 	}
@@ -848,7 +848,7 @@ func (w *World) tsNow() uint32 {
 }
 
 // xmit puts a segment on the wire, carrying our ACK and window.
-func (c *tcpConn) xmit(s segment) {
+func (c *tcpConn) xmit(s *segment) {
 	w := c.w
 	if s.flags&flagRST == 0 && c.state != tcpSynSent {
 		s.flags |= flagACK
@@ -860,10 +860,10 @@ func (c *tcpConn) xmit(s segment) {
 	}
 	s.tsval, s.tsecr = w.tsNow(), c.tsRecent
 	if s.size() > 0 && s.seq < c.fragUntil && c.p.netFaults.fragPiece > 0 && !c.vanished && c.peer != nil {
-		c.xmitPieces(s)
+		c.xmitPieces(*s)
 		return
 	}
-	w.recordSeg(c, &s)
+	w.recordSeg(c, s)
 	now := w.Now()
 	stall := c.stallUntil()
 	// Inline only when no timed segment of this connection can still be
@@ -894,7 +894,18 @@ func (c *tcpConn) xmit(s segment) {
 	// pages) until the receiver has read them.
 	s.hold()
 	if inline {
-		w.softq = append(w.softq, softSeg{to: peer, s: s})
+		// Filled in place: append(softq, softSeg{...}) builds the
+		// value on the stack and copies it, 4% of BenchmarkSimEvents.
+		// (A slot past len is one runSoftirq left; both fields are
+		// overwritten.)
+		if n := len(w.softq); n < cap(w.softq) {
+			w.softq = w.softq[:n+1]
+		} else {
+			w.softq = append(w.softq, softSeg{})
+		}
+		q := &w.softq[len(w.softq)-1]
+		q.to = peer
+		q.s = *s
 		return
 	}
 	w.deliver(c.linkFree+c.cfg.Delay, peer, s)
@@ -928,7 +939,7 @@ func (c *tcpConn) xmitPieces(s segment) {
 		if piece.arr != nil {
 			piece.arr.refs++ // each piece holds the array until read
 		}
-		w.deliver(at+c.cfg.Delay, c.peer, piece)
+		w.deliver(at+c.cfg.Delay, c.peer, &piece)
 	}
 	c.linkFree = at
 }
@@ -977,9 +988,9 @@ type delivery struct {
 	s  segment
 }
 
-func (w *World) deliver(at time.Duration, to *tcpConn, s segment) {
+func (w *World) deliver(at time.Duration, to *tcpConn, s *segment) {
 	to.timedIn++
-	w.post(at, w.deliveries.bind(delivery{to: to, s: s}))
+	w.post(at, w.deliveries.bind(delivery{to: to, s: *s}))
 }
 
 // arrive is a delivery's event.
@@ -1075,11 +1086,11 @@ func (c *tcpConn) sendAck() {
 	if c.peer == nil || c.state == tcpClosed {
 		return
 	}
-	c.xmit(segment{seq: c.sndNxt, flags: flagACK})
+	c.xmit(&segment{seq: c.sndNxt, flags: flagACK})
 }
 
 func (c *tcpConn) sendRST() {
-	c.xmit(segment{seq: c.sndNxt, flags: flagRST})
+	c.xmit(&segment{seq: c.sndNxt, flags: flagRST})
 	c.die(nil)
 }
 

@@ -133,10 +133,10 @@ func (c *tcpConn) onTLP() {
 	c.tlpOn, c.tlpHigh, c.tlpFin = true, c.sndNxt, e.fin
 	c.w.record(Event{Proc: c.p.name, Kind: "tlp", Conn: c.id, A: int64(e.seq), B: int64(e.end - e.seq)})
 	if e.fin {
-		c.xmit(segment{seq: e.seq, flags: flagFIN | flagACK})
+		c.xmit(&segment{seq: e.seq, flags: flagFIN | flagACK})
 	} else {
 		data, arr, more := c.sndq.slice(c.w, e.seq, int(e.end-e.seq))
-		c.xmit(segment{seq: e.seq, data: data, arr: arr, more: more, flags: flagACK | flagPSH})
+		c.xmit(&segment{seq: e.seq, data: data, arr: arr, more: more, flags: flagACK | flagPSH})
 	}
 	c.w.softirq()
 }
