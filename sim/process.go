@@ -1649,7 +1649,12 @@ func (l *Loop) dispatch() {
 		l.p.timers--
 		w.runOn(&l.thread, c, tm.f)
 	case t.conn != nil:
-		w.runOn(&l.thread, c, t.conn.dispatchReady)
+		// A TCP socket, the common case, is called directly.
+		if tc, ok := t.conn.(*tcpConn); ok {
+			w.runOn(&l.thread, c, tc.socketEvents.dispatch)
+		} else {
+			w.runOn(&l.thread, c, t.conn.dispatchReady)
+		}
 	case t.lock != nil:
 		// (runOn does not keep fn, so this closure stays on the stack.)
 		w.runOn(&l.thread, c, func() { t.lock.try(l, t.fn, false) })
@@ -1888,7 +1893,14 @@ func (wp *WorkerPool) dispatch() {
 		wp.arrival = 0
 		it := wp.queue[0]
 		wp.queue[0] = workItem{}
-		wp.queue = wp.queue[1:]
+		if len(wp.queue) == 1 {
+			// Drained: the next Submit reuses the array (sliced past
+			// its last item, it had no room left, and nearly every
+			// Submit grew a new one).
+			wp.queue = wp.queue[:0]
+		} else {
+			wp.queue = wp.queue[1:]
+		}
 		// A worker that finished before now went to sleep on the queue
 		// and was woken; one finishing just now takes the next item.
 		idle.woken = idle.busyUntil < w.now

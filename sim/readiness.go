@@ -8,13 +8,10 @@ import "xceiver/model"
 // dead connection is reported once, as in the real world, so model code
 // that ignores a hangup cannot make a loop spin.
 type socketEvents struct {
-	src     eventSource
-	tcp     *tcpConn // src, when it is a TCP socket: called directly, the common case
-	loop    *Loop
-	handler model.Handler
-	// readyF is dispatch, bound once (TCP sockets): queued as the
-	// loop's task, it runs without going through src.
-	readyF        func()
+	src           eventSource
+	tcp           *tcpConn // src, when it is a TCP socket: called directly, the common case
+	loop          *Loop
+	handler       model.Handler
 	readInterest  bool
 	writeInterest bool
 	queued        bool
@@ -92,10 +89,6 @@ func (s *socketEvents) notify() {
 		return
 	}
 	s.queued = true
-	if s.readyF != nil {
-		s.loop.enqueue(task{fn: s.readyF})
-		return
-	}
 	s.loop.enqueue(task{conn: s.src})
 }
 
@@ -111,7 +104,7 @@ func (c *tcpConn) notifyReadable() {
 		return
 	}
 	c.queued = true
-	c.loop.enqueue(task{fn: c.readyF})
+	c.loop.enqueue(task{conn: c})
 }
 
 // dispatch runs the handler with what is ready now, then re-arms.

@@ -349,7 +349,6 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	c.inflight, c.rcv, c.sndq.chunks = c.inflight0[:0], c.rcv0[:0], c.chunks0[:0]
 	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
 	c.segTag = segTag(p, c.id)
-	c.readyF = c.socketEvents.dispatch
 	c.delackEv = event{w: w, index: -1}
 	c.sndBuf = c.cfg.SndBuf
 	if p.sockSnd > 0 {
