@@ -101,6 +101,7 @@ type RPCConfig struct {
 	LoseGroupWaiters     bool `json:"lose_group_waiters,omitempty"`
 	InvalidateBeforeSync bool `json:"invalidate_before_sync,omitempty"`
 	AnswerEIO            bool `json:"answer_eio,omitempty"`
+	ReplaySyncOnly       bool `json:"replay_sync_only,omitempty"`
 	QueuePastBound       bool `json:"queue_past_bound,omitempty"`
 	QueuedReplyShares    bool `json:"queued_reply_shares_frame,omitempty"`
 }
@@ -258,6 +259,21 @@ var RPCBugs = []RPCBug{
 		},
 	},
 	{
+		Name: "editlog-replay-sync-only", Catches: PropDurable,
+		What: "a restarted namenode fsyncs the log it replayed without writing it again (this model's did so until the disk kept Linux's rule that a failed fsync leaves its pages clean): edits whose sync failed before the restart are served, then lost to a power loss",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.EditLog, c.Config.ReplaySyncOnly = true, true
+			// A failed sync (the namenode dies and restarts), then a
+			// power loss once it serves again.
+			for i := 0; i < 3; i++ {
+				at := faultNearOp(d, c)
+				c.Faults = append(c.Faults, drawRPCFault(d, &c.Config, RPCFaultSyncEIO, at),
+					drawRPCFault(d, &c.Config, RPCFaultNNPower, at+d.dur(5*time.Millisecond, 200*time.Millisecond, "bug_power_after")))
+			}
+			sortRPCFaults(c.Faults)
+		},
+	},
+	{
 		Name: "invalidate-before-sync", Catches: PropDurable,
 		What: "a deleted file's blocks are deleted on the datanode before the delete is durable (this model's namenode did so until the edit-log draws caught it): a namenode crash brings the file back without its blocks",
 		apply: func(d drawer, c *RPCCase) {
@@ -287,7 +303,7 @@ func (c RPCCase) Fixed() RPCCase {
 	c.Bug = ""
 	cfg := &c.Config
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
-	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO = false, false, false, false
+	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO, cfg.ReplaySyncOnly = false, false, false, false, false
 	cfg.QueuePastBound, cfg.QueuedReplyShares = false, false
 	return c
 }
@@ -869,7 +885,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 	np, _ := w.Spawn("namenode", model.ProcessConfig{Cores: 2, FDLimit: 256}, func(p model.Process) {
 		first := h.nn == nil
 		ncfg := namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock,
-			Bugs: namespace.Bugs{AnswerBeforeSync: cfg.AnswerBeforeSync, LoseGroupWaiters: cfg.LoseGroupWaiters, InvalidateBeforeSync: cfg.InvalidateBeforeSync, AnswerEIO: cfg.AnswerEIO}}
+			Bugs: namespace.Bugs{AnswerBeforeSync: cfg.AnswerBeforeSync, LoseGroupWaiters: cfg.LoseGroupWaiters, InvalidateBeforeSync: cfg.InvalidateBeforeSync, AnswerEIO: cfg.AnswerEIO, ReplaySyncOnly: cfg.ReplaySyncOnly}}
 		if cfg.EditLog {
 			ncfg.EditLog = "edits"
 			p.(*sim.Process).SimDisk().TrackDurability()

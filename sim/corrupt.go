@@ -64,6 +64,10 @@ func (p *Process) FlipBit(path string, off int64, bit int) bool {
 	}
 	ino.own()
 	ino.data[off] ^= 1 << (bit % 8)
+	if p.disk.track && off < int64(len(ino.durable)) {
+		// The device's bytes rotted: a power loss keeps the flip.
+		ino.durable[off] ^= 1 << (bit % 8)
+	}
 	p.w.fault(p.name, ino.ino, fmt.Sprintf("bit rot %s byte %d bit %d", path, off, bit%8))
 	return true
 }

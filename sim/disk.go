@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,8 +39,11 @@ type DiskFaults struct {
 	SlowIO    float64       // probability that an I/O is slow
 	SlowDelay time.Duration // extra latency of a slow I/O (or fsync)
 	// SyncEIO and SlowSync are the probabilities that an fsync fails with
-	// EIO (the data it was to make durable stays in the page cache: a
-	// process crash keeps it) or takes SlowDelay longer. They are separate
+	// EIO or takes SlowDelay longer. A failed fsync's data stays in the
+	// page cache (a process crash keeps it, reads see it) but, as on
+	// Linux since 4.13, its pages are marked clean: no later fsync
+	// writes them, and a power loss loses them unless they are written
+	// again. They are separate
 	// from the read and write faults so that runs drawing only those see
 	// the same fsyncs.
 	SyncEIO, SlowSync float64
@@ -55,10 +59,14 @@ type inode struct {
 	refs   int
 	cached []bool   // per page
 	words  []uint64 // a shared-memory segment's contents (segment.go)
-	// durable is the contents as of the last fsync, and dirty says the
-	// contents changed since (only on a disk that tracks durability).
-	durable []byte
-	dirty   bool
+	// durable is what the device holds, and dirty says the contents may
+	// differ from it (only on a disk that tracks durability). dirtyPages
+	// are the pages written since writeback last took them (Linux's
+	// dirty pages): a successful fsync copies them into durable, a failed
+	// one drops them, so the bytes they held stay only in the cache.
+	durable    []byte
+	dirty      bool
+	dirtyPages []bool
 	// borrowed: data's array is a caller's, kept without a copy
 	// (WriteAtShared), which no one may change; own copies it before a
 	// write or a fault changes the contents. Config.CheckShared does not
@@ -121,7 +129,7 @@ func (d *Disk) TrackDurability() {
 	d.track = true
 	for _, name := range d.sortedNames() {
 		ino := d.names[name]
-		ino.durable, ino.dirty = slices.Clone(ino.data), false
+		ino.durable, ino.dirty, ino.dirtyPages = slices.Clone(ino.data), false, nil
 	}
 }
 
@@ -140,6 +148,7 @@ func (d *Disk) PowerLoss() {
 		}
 		d.used += int64(len(ino.durable)) - int64(len(ino.data))
 		ino.data, ino.dirty, ino.cached, ino.borrowed, ino.lent = slices.Clone(ino.durable), false, nil, false, false
+		ino.dirtyPages = nil
 	}
 }
 
@@ -222,7 +231,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 	} else if flag&model.Truncate != 0 && flag&model.ReadWrite != 0 {
 		d.used -= int64(len(ino.data))
 		ino.data, ino.borrowed, ino.lent = ino.data[:0:0], false, false
-		ino.cached = nil
+		ino.cached, ino.dirtyPages = nil, nil
 		ino.dirty = true
 	}
 	ino.refs++
@@ -571,6 +580,9 @@ func (f *File) apply(b []byte, off int64, shared bool) {
 		copy(f.ino.data[off:], b)
 	}
 	f.ino.dirty = true
+	if f.d.track {
+		f.ino.markDirty(off, end)
+	}
 	f.d.w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
 }
 
@@ -593,6 +605,9 @@ func (f *File) Sync() error {
 	d, w := f.d, f.d.w
 	if d.faults.SyncEIO > 0 && w.diskRand.Float64() < d.faults.SyncEIO {
 		w.record(Event{Proc: f.p.name, Kind: "diskErr", Conn: f.ino.ino, S: "fsync EIO"})
+		// Writeback failed: the pages are marked clean anyway, so
+		// their bytes never reach the device unless written again.
+		f.ino.dirtyPages = f.ino.dirtyPages[:0]
 		return fmt.Errorf("fsync: %w", model.ErrIO)
 	}
 	lat := w.cfg.Disk.Latency
@@ -601,9 +616,44 @@ func (f *File) Sync() error {
 	}
 	w.wait(lat)
 	if d.track && f.ino.dirty {
-		f.ino.durable, f.ino.dirty = slices.Clone(f.ino.data), false
+		f.ino.writeback()
 	}
 	return nil
+}
+
+// markDirty marks the pages of [off, end) dirty.
+func (ino *inode) markDirty(off, end int64) {
+	last := (end + pageSize - 1) / pageSize
+	for int64(len(ino.dirtyPages)) < last {
+		ino.dirtyPages = append(ino.dirtyPages, false)
+	}
+	for pg := off / pageSize; pg < last; pg++ {
+		ino.dirtyPages[pg] = true
+	}
+}
+
+// writeback is a successful fsync: the file's size and its dirty pages
+// reach the device. Pages a failed fsync dropped do not, so the device
+// keeps what it held there (zeros past its old end); the file stays
+// dirty while any byte differs, for PowerLoss to take back.
+func (ino *inode) writeback() {
+	n := int64(len(ino.data))
+	if int64(len(ino.durable)) > n {
+		ino.durable = ino.durable[:n]
+	} else {
+		ino.durable = append(ino.durable, make([]byte, n-int64(len(ino.durable)))...)
+	}
+	for pg, d := range ino.dirtyPages {
+		from := int64(pg) * pageSize
+		if from >= n {
+			break
+		}
+		if d {
+			copy(ino.durable[from:min(from+pageSize, n)], ino.data[from:min(from+pageSize, n)])
+		}
+	}
+	ino.dirtyPages = ino.dirtyPages[:0]
+	ino.dirty = !bytes.Equal(ino.durable, ino.data)
 }
 
 // Close implements model.File.

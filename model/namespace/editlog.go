@@ -59,10 +59,10 @@ func openEditLog(p model.Process, path string, fatal func(error), bugs Bugs) (*e
 // order, from txid 1, and returns the last txid. The log ends at the first
 // record that is cut short, does not decode or does not follow its
 // predecessor (a write torn by a crash, or bytes of an older, longer
-// tail); the next sync writes over it. What it replayed is synced before
-// the namenode serves: a crash can leave edits written but never synced,
-// and once served they must not be lost (Hadoop 0.20's namenode saved a
-// new, synced image of what it loaded before serving).
+// tail); the next sync writes over it. What it replayed is written again
+// and synced before the namenode serves: a crash can leave edits written
+// but never synced, and once served they must not be lost (Hadoop 0.20's
+// namenode saved a new, synced image of what it loaded before serving).
 func (el *editLog) replay(apply func(Request)) (uint64, error) {
 	size, err := el.f.Size()
 	if err != nil {
@@ -86,6 +86,15 @@ func (el *editLog) replay(apply func(Request)) (uint64, error) {
 	}
 	el.off = int64(off)
 	if off > 0 {
+		// Written again before the fsync: an fsync alone would not do,
+		// for a sync that failed before the crash left its pages clean
+		// though never written (Linux since 4.13), and a later fsync
+		// skips them; rewriting dirties them.
+		if !el.bugs.ReplaySyncOnly {
+			if _, err := el.f.WriteAt(b[:off], 0); err != nil {
+				return 0, fmt.Errorf("edit log: rewrite after replay: %w", err)
+			}
+		}
 		if err := el.f.Sync(); err != nil {
 			return 0, fmt.Errorf("edit log: sync after replay: %w", err)
 		}

@@ -73,6 +73,10 @@ type Bugs struct {
 	// on, though they stay applied in memory, visible to every reader
 	// (this model's namenode did so until the edit-log draws caught it).
 	AnswerEIO bool
+	// ReplaySyncOnly fsyncs the replayed log without writing it again:
+	// pages a failed sync left clean before the restart never reach the
+	// device, and a power loss takes back edits the namenode served.
+	ReplaySyncOnly bool
 }
 
 // Namespace is the tree and its lock. It implements rpc.Service.
