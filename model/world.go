@@ -246,7 +246,11 @@ const (
 
 // Handler receives a connection's readiness on its loop. Readiness is
 // level-triggered: while data stays unread (or room stays free with write
-// interest on), the handler is called again.
+// interest on), the handler is called again. Hangup is the exception: it
+// comes whatever the interests (epoll reports errors to every
+// registration), once to each handler SetHandler sets, so a handler
+// that does not close at once does not spin, and a new owner of a dead
+// connection still hears of it.
 type Handler func(ev Events)
 
 // Conn is a non-blocking stream socket (TCP or Unix).

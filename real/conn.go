@@ -69,6 +69,15 @@ type conn struct {
 	connecting bool
 	regLoop    *loop  // the loop whose epoll holds the fd, if any
 	regMask    uint32 // the events registered there
+	// hupSent: the handler set last has been told Hangup; the fd then
+	// leaves epoll, so a model that does not close at once does not
+	// spin. SetHandler clears it: epoll reports a dead socket's
+	// EPOLLHUP to a fresh registration, and a new owner must learn it.
+	hupSent bool
+	// hupQuiet: both directions were shut without an error while no
+	// event was wanted; EPOLLHUP would fire for ever, and the handler has
+	// nothing to hear, so the fd stays out of epoll until it wants one.
+	hupQuiet bool
 }
 
 var _ model.Conn = (*conn)(nil)
@@ -146,6 +155,7 @@ func (c *conn) SetHandler(ml model.Loop, h model.Handler) {
 		return
 	}
 	c.loop, c.handler = l, h
+	c.hupSent = false
 	c.update()
 }
 
@@ -159,7 +169,8 @@ func (c *conn) SetWriteInterest(on bool) {
 }
 
 // SetReadInterest asks for Readable events. With both interests off the
-// fd leaves epoll, so a hangup cannot make the loop spin either.
+// fd stays in epoll for what epoll always reports (EPOLLERR, EPOLLHUP), so
+// a reset still reaches the handler as Hangup, as on Linux and in sim.
 func (c *conn) SetReadInterest(on bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -170,7 +181,7 @@ func (c *conn) SetReadInterest(on bool) {
 // mask is the epoll interest the conn's state calls for. Called with mu
 // held.
 func (c *conn) mask() uint32 {
-	if c.closed || c.loop == nil || c.handler == nil || c.dead.Load() {
+	if c.closed || c.loop == nil || c.handler == nil || c.dead.Load() && c.hupSent {
 		return 0
 	}
 	var m uint32
@@ -179,6 +190,11 @@ func (c *conn) mask() uint32 {
 	}
 	if c.writeOn || c.connecting {
 		m |= unix.EPOLLOUT
+	}
+	if m == 0 && !c.hupQuiet {
+		// Registered for nothing but what epoll adds to every
+		// registration (0 here would mean not registered).
+		m = unix.EPOLLERR
 	}
 	return m
 }
@@ -257,7 +273,12 @@ func (c *conn) dispatch(l *loop, events uint32) {
 		}
 		if c.dead.Load() {
 			ev |= model.Hangup
+		} else if ev == 0 && events&unix.EPOLLHUP != 0 {
+			c.hupQuiet = true
 		}
+	}
+	if ev&model.Hangup != 0 {
+		c.hupSent = true
 	}
 	c.update()
 	c.mu.Unlock()
@@ -320,9 +341,12 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 	}
 	var n int
 	err := c.use(op, func(fd int) error {
-		if c.dead.Load() {
+		if c.dead.Load() && c.network == "tcp" {
 			return c.Err()
 		}
+		// (A Unix socket's write goes to the kernel even once the
+		// conn is dead: unix_stream_sendmsg fails with EPIPE for a
+		// closed peer whatever its error, which the read returns.)
 		for {
 			m, err := unix.SendmsgN(fd, b, oob, nil, flags|unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
 			if err == unix.EINTR {
@@ -792,7 +816,8 @@ func dial(p *process, l *loop, network, addr string, h model.Handler) (*conn, er
 			c.fail("connect", cerr)
 		}
 		// Report the failure like an asynchronous one: Hangup on the
-		// loop, with Err set.
+		// loop, with Err set (this post tells it, not epoll).
+		c.hupSent = true
 		l.Post(func() {
 			c.mu.Lock()
 			ok := !c.closed && c.loop == l && c.handler != nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -914,5 +915,56 @@ func TestUnixCloseWithDataUnread(t *testing.T) {
 	}
 	if errs[2] == nil || errors.Is(errs[2], io.EOF) {
 		t.Errorf("second read: %v, want the conn still failed", errs[2])
+	}
+}
+
+// A reset reaches a conn's handler as Hangup even with read and write
+// interest off (epoll reports EPOLLERR and EPOLLHUP to every
+// registration): the client's peer cache parks conns so and evicts them
+// on Hangup. The handler hears it once; a handler set afterwards (a new
+// owner taking the conn over) hears it once more, as a fresh epoll
+// registration would. The simulator does the same:
+// sim.TestResetReachesHandlerWithNoInterest.
+func TestResetReachesHandlerWithNoInterest(t *testing.T) {
+	w := newWorld(t)
+	p := spawn(t, w, "a", 0, nil)
+	ln, err := p.Listen("tcp", "127.0.0.1:0", 16, p.MainLoop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptAll(p, ln, func(c model.Conn) {
+		c.SetReadInterest(false)
+		c.SetHandler(p.MainLoop(), func(model.Events) {})
+		p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
+	})
+	var mu sync.Mutex
+	var got []string
+	note := func(who string, ev model.Events, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s hangup=%v reset=%v", who, ev&model.Hangup != 0, errors.Is(err, model.ErrReset)))
+	}
+	var c model.Conn
+	c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+		c.SetWriteInterest(false)
+		c.SetReadInterest(false)
+		c.SetHandler(p.MainLoop(), func(ev model.Events) { note("parked", ev, c.Err()) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetWriteInterest(true)
+	p.MainLoop().AfterFunc(150*time.Millisecond, func() {
+		c.SetHandler(p.MainLoop(), func(ev model.Events) { note("owner", ev, c.Err()) })
+	})
+	p.MainLoop().AfterFunc(300*time.Millisecond, func() {
+		c.Close()
+		p.World().Stop()
+	})
+	run(t, w, 5*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "[parked hangup=true reset=true owner hangup=true reset=true]"; fmt.Sprint(got) != want {
+		t.Errorf("handlers heard %v, want %s", got, want)
 	}
 }
