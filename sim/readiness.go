@@ -36,7 +36,10 @@ func (s *socketEvents) SetHandler(loop model.Loop, h model.Handler) {
 	if s.loop != l {
 		s.queued = false
 	}
-	s.loop, s.handler = l, h
+	// Hangup is told once to each handler set (as epoll reports a dead
+	// socket to a fresh registration): a new owner of a dead socket
+	// hears it too.
+	s.loop, s.handler, s.hupDone = l, h, false
 	s.notify()
 }
 
@@ -109,6 +112,12 @@ func (c *tcpConn) notifyReadable() {
 
 // dispatch runs the handler with what is ready now, then re-arms.
 func (s *socketEvents) dispatch() {
+	if s.loop == nil || s.loop.p.w.running != &s.loop.thread {
+		// Queued on a loop the socket has since left (SetHandler
+		// queued it on the new one): dropped, as EPOLL_CTL_DEL takes a
+		// socket off the old epoll's ready list.
+		return
+	}
 	s.queued = false
 	if s.handler == nil || !s.fdOpen() {
 		return

@@ -383,7 +383,11 @@ func (c *tcpConn) readiness() model.Events {
 	}
 	if c.err != nil {
 		ev |= model.Hangup | model.Writable
-	} else if c.state == tcpEstablished && !c.finQ {
+	} else if c.finQ {
+		// Shut for writing: a write fails at once with EPIPE, so it
+		// does not block (tcp_poll sets EPOLLOUT on SEND_SHUTDOWN).
+		ev |= model.Writable
+	} else if c.state == tcpEstablished {
 		// sk_stream_is_writeable: free space at least half of what is queued.
 		queued := int(c.sndEnd - c.sndUna)
 		free := c.sndBuf - queued

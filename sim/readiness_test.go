@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// listenAndServe has process p listen on TCP address addr and hand every
+// conn it accepts to serve.
+func listenAndServe(t *testing.T, p model.Process, addr string, serve func(c model.Conn)) model.Listener {
+	t.Helper()
+	ln, err := p.Listen("tcp", addr, 16, p.MainLoop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetHandler(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serve(c)
+		}
+	})
+	return ln
+}
+
+// A reset reaches a conn's handler as Hangup with read and write
+// interest off, once to each handler set: the one that parked the conn,
+// then a new owner. The real world does the same:
+// real.TestResetReachesHandlerWithNoInterest.
+func TestResetReachesHandlerWithNoInterest(t *testing.T) {
+	var got []string
+	note := func(who string, ev model.Events, err error) {
+		got = append(got, fmt.Sprintf("%s hangup=%v reset=%v", who, ev&model.Hangup != 0, errors.Is(err, model.ErrReset)))
+	}
+	runA(t, New(DefaultConfig(1)), func(p model.Process) {
+		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
+		})
+		var c model.Conn
+		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(ev model.Events) { note("parked", ev, c.Err()) })
+		})
+		c.SetWriteInterest(true)
+		p.MainLoop().AfterFunc(150*time.Millisecond, func() {
+			c.SetHandler(p.MainLoop(), func(ev model.Events) { note("owner", ev, c.Err()) })
+		})
+		p.MainLoop().AfterFunc(300*time.Millisecond, func() { c.Close() })
+	})
+	if want := "[parked hangup=true reset=true owner hangup=true reset=true]"; fmt.Sprint(got) != want {
+		t.Errorf("handlers heard %v, want %s", got, want)
+	}
+}
+
+// A conn moved to another loop while its readiness callback is queued on
+// the old one is served on the new loop only: the stale callback is
+// dropped, as EPOLL_CTL_DEL takes the socket off the old epoll's ready
+// list (the real world drops events of a loop the conn left).
+func TestMovedConnServedOnItsNewLoopOnly(t *testing.T) {
+	var calls []string
+	runA(t, New(DefaultConfig(1)), func(p model.Process) {
+		b, err := p.NewLoop("b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			p.MainLoop().AfterFunc(10*time.Millisecond, func() { c.Write([]byte("xyz")) })
+		})
+		var c model.Conn
+		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			c.SetReadInterest(false)
+		})
+		c.SetWriteInterest(true)
+		main := p.MainLoop()
+		main.AfterFunc(20*time.Millisecond, func() {
+			// Readable is queued on main, then the conn moves to b with a
+			// handler that reads one byte a call.
+			c.SetHandler(main, func(model.Events) { calls = append(calls, "old handler") })
+			c.SetReadInterest(true)
+			c.SetHandler(b, func(ev model.Events) {
+				where := "main"
+				if p.(*Process).w.running == &b.(*Loop).thread {
+					where = "b"
+				}
+				n, _ := c.Read(make([]byte, 1))
+				calls = append(calls, fmt.Sprintf("%s read %d", where, n))
+			})
+		})
+		main.AfterFunc(100*time.Millisecond, func() { c.Close() })
+	})
+	if want := "[b read 1 b read 1 b read 1]"; fmt.Sprint(calls) != want {
+		t.Errorf("calls %v, want %s", calls, want)
+	}
+}
+
+// After CloseWrite a conn is writable (a write fails at once with EPIPE
+// rather than blocking), as tcp_poll reports EPOLLOUT once the send side
+// is shut; a handler keeping write interest on hears Writable.
+func TestWritableAfterCloseWrite(t *testing.T) {
+	var got []string
+	runA(t, New(DefaultConfig(1)), func(p model.Process) {
+		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+		})
+		var c model.Conn
+		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			if err := c.CloseWrite(); err != nil {
+				t.Errorf("CloseWrite: %v", err)
+			}
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(ev model.Events) {
+				_, err := c.Write([]byte("x"))
+				got = append(got, fmt.Sprintf("writable=%v epipe=%v", ev&model.Writable != 0, errors.Is(err, model.ErrPipe)))
+				if len(got) == 2 {
+					c.SetWriteInterest(false)
+				}
+			})
+		})
+		c.SetWriteInterest(true)
+		p.MainLoop().AfterFunc(100*time.Millisecond, func() { c.Close() })
+	})
+	if want := "[writable=true epipe=true writable=true epipe=true]"; fmt.Sprint(got) != want {
+		t.Errorf("after CloseWrite the handler heard %v, want %s", got, want)
+	}
+}
