@@ -89,7 +89,8 @@ type Process interface {
 	// Listen opens a listening TCP (or Unix, for network "unix") socket.
 	// In sim, addresses are "host:port" names local to the world; in real,
 	// TCP addresses are loopback "127.0.0.1:port" (port 0 picks one) and
-	// Unix addresses are socket paths.
+	// Unix addresses are socket paths. A backlog ≤ 0 means
+	// DefaultBacklog in both worlds.
 	Listen(network, addr string, backlog int, loop Loop) (Listener, error)
 	// CheckSocketPath refuses a Unix socket path that others could tamper
 	// with: a directory on it owned by someone other than root or the
@@ -234,6 +235,12 @@ type Timer interface {
 	// each time.
 	Reset(d time.Duration) bool
 }
+
+// DefaultBacklog is the accept queue of a listener asked for a backlog
+// ≤ 0: Linux's own default before 5.4 (SOMAXCONN 128), the same in both
+// worlds rather than each its own (the real one took the machine's
+// SOMAXCONN, 4096 here).
+const DefaultBacklog = 128
 
 // Events is a set of readiness conditions.
 type Events uint8

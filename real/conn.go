@@ -649,7 +649,7 @@ func listen(p *process, l *loop, network, addr string, backlog int) (*listener, 
 		return fail(err)
 	}
 	if backlog <= 0 {
-		backlog = unix.SOMAXCONN
+		backlog = model.DefaultBacklog
 	}
 	if err := unix.Listen(fd, backlog); err != nil {
 		if ra.path != "" {

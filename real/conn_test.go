@@ -968,3 +968,39 @@ func TestResetReachesHandlerWithNoInterest(t *testing.T) {
 		t.Errorf("handlers heard %v, want %s", got, want)
 	}
 }
+
+// A listener asked for a backlog ≤ 0 queues model.DefaultBacklog
+// connections (and one more: Linux's accept queue is full only past its
+// bound), the same as the simulator's (sim.TestDefaultBacklog); the
+// others' SYNs are dropped until their retransmission, a second away.
+func TestDefaultBacklog(t *testing.T) {
+	w := newWorld(t)
+	connected := 0
+	spawn(t, w, "a", 0, func(p model.Process) {
+		ln, err := p.Listen("tcp", "127.0.0.1:0", 0, p.MainLoop())
+		if err != nil {
+			failf(p, "listen: %v", err)
+			return
+		}
+		for i := 0; i < model.DefaultBacklog+20; i++ {
+			var c model.Conn
+			c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+				if ev&model.Writable != 0 && c.Err() == nil {
+					connected++
+				}
+				c.SetWriteInterest(false)
+				c.SetReadInterest(false)
+			})
+			if err != nil {
+				failf(p, "dial: %v", err)
+				return
+			}
+			c.SetWriteInterest(true)
+		}
+		p.MainLoop().AfterFunc(300*time.Millisecond, func() { p.World().Stop() })
+	})
+	run(t, w, 5*time.Second)
+	if connected != model.DefaultBacklog+1 {
+		t.Errorf("%d connections completed with nobody accepting, want %d", connected, model.DefaultBacklog+1)
+	}
+}

@@ -135,3 +135,31 @@ func TestWritableAfterCloseWrite(t *testing.T) {
 		t.Errorf("after CloseWrite the handler heard %v, want %s", got, want)
 	}
 }
+
+// A listener asked for a backlog ≤ 0 queues model.DefaultBacklog
+// connections and one more, as the real world's does
+// (real.TestDefaultBacklog).
+func TestDefaultBacklog(t *testing.T) {
+	connected := 0
+	runA(t, New(DefaultConfig(1)), func(p model.Process) {
+		ln, err := p.Listen("tcp", "a:1", 0, p.MainLoop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < model.DefaultBacklog+20; i++ {
+			var c model.Conn
+			c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+				if ev&model.Writable != 0 && c.Err() == nil {
+					connected++
+				}
+				c.SetWriteInterest(false)
+				c.SetReadInterest(false)
+			})
+			c.SetWriteInterest(true)
+		}
+		p.MainLoop().AfterFunc(300*time.Millisecond, func() { p.(*Process).Crash() })
+	})
+	if connected != model.DefaultBacklog+1 {
+		t.Errorf("%d connections completed with nobody accepting, want %d", connected, model.DefaultBacklog+1)
+	}
+}

@@ -1476,7 +1476,7 @@ type listener struct {
 
 func (w *World) listenOn(p *Process, network, addr string, backlog int, l *Loop) (*listener, error) {
 	if backlog <= 0 {
-		backlog = 128
+		backlog = model.DefaultBacklog
 	}
 	if addr == "" || addr[len(addr)-1] == ':' || len(addr) > 2 && addr[len(addr)-2:] == ":0" {
 		w.nextPort++
