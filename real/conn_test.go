@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -1002,5 +1003,36 @@ func TestDefaultBacklog(t *testing.T) {
 	run(t, w, 5*time.Second)
 	if connected != model.DefaultBacklog+1 {
 		t.Errorf("%d connections completed with nobody accepting, want %d", connected, model.DefaultBacklog+1)
+	}
+}
+
+// SetHandler onto a loop the model closed fails the world (its epoll is
+// gone); the simulator does the same (sim.TestSetHandlerOnClosedLoopFails).
+func TestSetHandlerOnClosedLoopFails(t *testing.T) {
+	w := newWorld(t)
+	spawn(t, w, "a", 0, func(p model.Process) {
+		ln, err := p.Listen("tcp", "127.0.0.1:0", 4, p.MainLoop())
+		if err != nil {
+			failf(p, "listen: %v", err)
+			return
+		}
+		acceptAll(p, ln, func(c model.Conn) {
+			l, err := p.NewLoop("x")
+			if err != nil {
+				failf(p, "loop: %v", err)
+				return
+			}
+			l.Close()
+			c.SetHandler(l, func(model.Events) {})
+		})
+		c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(model.Events) {})
+		if err != nil {
+			failf(p, "dial: %v", err)
+			return
+		}
+		c.SetReadInterest(false)
+	})
+	if err := w.Run(5 * time.Second); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Run: %v, want the world failed for SetHandler on a closed loop", err)
 	}
 }

@@ -1,6 +1,10 @@
 package sim
 
-import "xceiver/model"
+import (
+	"fmt"
+
+	"xceiver/model"
+)
 
 // socketEvents is what a simulated socket shares with epoll: the loop and
 // handler it reports to, which events the model wants, and whether a
@@ -31,6 +35,12 @@ type eventSource interface {
 func (s *socketEvents) SetHandler(loop model.Loop, h model.Handler) {
 	l, ok := loop.(*Loop)
 	if !ok {
+		return
+	}
+	if l.closed {
+		// Misuse the real world fails on (its epoll is gone): a model
+		// that did it would pass here and fail there.
+		l.p.w.Fail(fmt.Errorf("process %s: SetHandler on closed loop %s", l.p.name, l.name))
 		return
 	}
 	if s.loop != l {

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,25 @@ func TestDefaultBacklog(t *testing.T) {
 	})
 	if connected != model.DefaultBacklog+1 {
 		t.Errorf("%d connections completed with nobody accepting, want %d", connected, model.DefaultBacklog+1)
+	}
+}
+
+// SetHandler onto a loop the model closed fails the world, as it does in
+// the real world (real.TestSetHandlerOnClosedLoopFails): a model doing it
+// must not pass here and fail there.
+func TestSetHandlerOnClosedLoopFails(t *testing.T) {
+	w := New(DefaultConfig(1))
+	w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+			l, _ := p.NewLoop("x")
+			l.Close()
+			c.SetHandler(l, func(model.Events) {})
+		})
+		c, _ := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(model.Events) {})
+		c.SetReadInterest(false)
+	})
+	w.RunFor(time.Second)
+	if err := w.Failure(); err == nil || !strings.Contains(err.Error(), "closed loop") {
+		t.Errorf("the world's failure is %v, want SetHandler on a closed loop", err)
 	}
 }
