@@ -306,7 +306,7 @@ type tcpConn struct {
 	chunks0   [2]sndChunk
 	fdClosed  bool
 	err       error
-	errReturn bool // the error was returned once (later writes get EPIPE)
+	errReturn bool // the error was returned once (later writes get EPIPE, reads EOF)
 	// spliced are the ranges of this end's stream it sent with
 	// sendfile that the peer has not read yet, in order (kept only
 	// while CPUConfig.TCPRecvSplicedPerKB is set).
@@ -468,6 +468,13 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 		return n, nil
 	}
 	if c.err != nil {
+		// As tcp_recvmsg: a FIN received ends the stream before any
+		// error (SOCK_DONE; a reset in CLOSE_WAIT reads EOF), and an
+		// error is returned once, by a read or a write; the receive
+		// side is shut after it, so later reads see EOF.
+		if c.finRcvd || c.errReturn {
+			return 0, io.EOF
+		}
 		return 0, c.takeErr()
 	}
 	if c.finRcvd {

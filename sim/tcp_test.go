@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -1154,8 +1155,10 @@ func TestRSTGivesErrReset(t *testing.T) {
 	if !errors.Is(h.cli.err, model.ErrReset) {
 		t.Fatalf("client read error %v, want ECONNRESET", h.cli.err)
 	}
-	if n, err := h.cli.c.Read(make([]byte, 10)); n != 0 || !errors.Is(err, model.ErrPipe) {
-		t.Errorf("read after the reset was reported = %d, %v", n, err)
+	// tcp_recvmsg: sk_err went to the first read; the receive side is
+	// shut, so the next reads return EOF (as raw Linux sockets do).
+	if n, err := h.cli.c.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Errorf("read after the reset was reported = %d, %v, want EOF", n, err)
 	}
 	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
 		t.Errorf("write after the reset was reported = %v, want EPIPE", err)
@@ -1973,4 +1976,30 @@ func TestCloseWriteWithSynAckInFlightAborts(t *testing.T) {
 	})
 	h.runTo(5 * time.Second)
 	checkConnectAborted(t, h)
+}
+
+// A reset that arrives after the peer's FIN (CLOSE_WAIT) leaves reads at
+// EOF, as tcp_recvmsg checks the FIN before the error, while writes fail
+// with EPIPE (tcp_reset sets it in CLOSE_WAIT); raw Linux sockets do so.
+func TestResetInCloseWaitReadsEOF(t *testing.T) {
+	h := newPair(t)
+	h.cli.autoRead = false
+	t0 := h.now()
+	if err := h.srv.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(t0 + ms)
+	if !h.cli.c.finRcvd {
+		t.Fatal("the client has not received the FIN")
+	}
+	h.srv.c.Abort()
+	h.runTo(t0 + 2*ms)
+	for i := 0; i < 2; i++ {
+		if n, err := h.cli.c.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+			t.Errorf("read %d after the FIN and the reset = %d, %v, want EOF", i+1, n, err)
+		}
+	}
+	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
+		t.Errorf("write after the FIN and the reset = %v, want EPIPE", err)
+	}
 }
