@@ -59,6 +59,12 @@ type conn struct {
 
 	dead atomic.Bool           // reset or failed connect: reads and writes fail with err
 	err  atomic.Pointer[error] // the error that ended the connection
+	// told: a read or write of a dead TCP conn has returned its error.
+	// Linux returns sk_err once, to whichever comes first; after it the
+	// socket is shut both ways, so reads see EOF and writes EPIPE (the
+	// kernel says so itself, the dispatch having read SO_ERROR). A Unix
+	// conn keeps its first failure.
+	told atomic.Bool
 
 	mu         sync.Mutex
 	closed     bool
@@ -301,14 +307,15 @@ func (c *conn) soError() error {
 }
 
 // Read reads what is queued: (0, io.EOF) after the peer's FIN,
-// model.ErrWouldBlock when nothing is, the reset error after a reset.
+// model.ErrWouldBlock when nothing is, the reset error after a reset (on
+// TCP once, then io.EOF, as Linux).
 func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
 	var n int
 	err := c.use("read", func(fd int) error {
-		if c.dead.Load() {
+		if c.dead.Load() && !c.tellOnce() {
 			return c.Err()
 		}
 		for {
@@ -317,7 +324,9 @@ func (c *conn) Read(b []byte) (int, error) {
 				continue
 			}
 			if err != nil {
-				return c.fail("read", err)
+				e := c.fail("read", err)
+				c.told.Store(c.dead.Load())
+				return e
 			}
 			if m == 0 {
 				return io.EOF
@@ -341,7 +350,7 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 	}
 	var n int
 	err := c.use(op, func(fd int) error {
-		if c.dead.Load() && c.network == "tcp" {
+		if c.dead.Load() && c.network == "tcp" && !c.tellOnce() {
 			return c.Err()
 		}
 		// (A Unix socket's write goes to the kernel even once the
@@ -353,13 +362,25 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 				continue
 			}
 			if err != nil {
-				return c.fail(op, err)
+				e := c.fail(op, err)
+				c.told.Store(c.dead.Load())
+				return e
 			}
 			n = m
 			return nil
 		}
 	})
 	return n, err
+}
+
+// tellOnce reports whether a dead conn's data operation should go to the
+// kernel: a TCP conn's error, once returned, is not returned again (see
+// told); a Unix conn's always is.
+func (c *conn) tellOnce() bool {
+	if c.network != "tcp" {
+		return false
+	}
+	return c.told.Swap(true)
 }
 
 // setTCP sets a TCP option; on Unix sockets, which have no Nagle, delayed

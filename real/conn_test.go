@@ -1036,3 +1036,46 @@ func TestSetHandlerOnClosedLoopFails(t *testing.T) {
 		t.Errorf("Run: %v, want the world failed for SetHandler on a closed loop", err)
 	}
 }
+
+// After a reset a TCP conn's first read returns ECONNRESET, later reads
+// EOF and writes EPIPE, as on Linux (sk_err is returned once; the socket
+// is then shut both ways) and in the simulator (sim.TestRSTGivesErrReset).
+func TestReadsAfterResetSeeEOF(t *testing.T) {
+	w := newWorld(t)
+	var errs [4]error
+	spawn(t, w, "a", 0, func(p model.Process) {
+		ln, err := p.Listen("tcp", "127.0.0.1:0", 4, p.MainLoop())
+		if err != nil {
+			failf(p, "listen: %v", err)
+			return
+		}
+		acceptAll(p, ln, func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Abort() })
+		})
+		var c model.Conn
+		c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			if ev&model.Hangup == 0 {
+				return
+			}
+			buf := make([]byte, 8)
+			_, errs[0] = c.Read(buf)
+			_, errs[1] = c.Read(buf)
+			_, errs[2] = c.Write([]byte("x"))
+			_, errs[3] = c.Read(buf)
+			c.Close()
+			p.World().Stop()
+		})
+		if err != nil {
+			failf(p, "dial: %v", err)
+			return
+		}
+		c.SetWriteInterest(true)
+	})
+	run(t, w, 5*time.Second)
+	if !errors.Is(errs[0], model.ErrReset) || errs[1] != io.EOF || !errors.Is(errs[2], model.ErrPipe) || errs[3] != io.EOF {
+		t.Errorf("read, read, write, read after a reset: %v, want ECONNRESET, EOF, EPIPE, EOF", errs)
+	}
+}
