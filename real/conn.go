@@ -269,6 +269,15 @@ func (c *conn) dispatch(l *loop, events uint32) {
 		if events&unix.EPOLLERR != 0 {
 			if soErr := c.soError(); soErr != nil {
 				c.fail("socket", soErr)
+				if soErr == unix.EPIPE && c.network == "tcp" {
+					// A reset after the peer's FIN (tcp_reset says
+					// EPIPE in CLOSE_WAIT): a peer reset all the
+					// same, so Hangup, as the sim has it; reads go
+					// on to the kernel's EOF (the FIN came first)
+					// and writes to its EPIPE.
+					c.dead.Store(true)
+					c.told.Store(true)
+				}
 			}
 		}
 		if c.readOn && events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {

@@ -1079,3 +1079,50 @@ func TestReadsAfterResetSeeEOF(t *testing.T) {
 		t.Errorf("read, read, write, read after a reset: %v, want ECONNRESET, EOF, EPIPE, EOF", errs)
 	}
 }
+
+// A reset that comes after the peer's FIN is a Hangup (Err EPIPE, as
+// tcp_reset sets it in CLOSE_WAIT), and reads stay at EOF, the FIN having
+// come first, while writes fail with EPIPE; the simulator does the same
+// (sim.TestResetInCloseWaitReadsEOF).
+func TestResetInCloseWaitIsHangup(t *testing.T) {
+	w := newWorld(t)
+	var hangup bool
+	var errs [3]error
+	spawn(t, w, "a", 0, func(p model.Process) {
+		ln, err := p.Listen("tcp", "127.0.0.1:0", 4, p.MainLoop())
+		if err != nil {
+			failf(p, "listen: %v", err)
+			return
+		}
+		acceptAll(p, ln, func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			c.CloseWrite()
+			p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Abort() })
+		})
+		var c model.Conn
+		c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			c.SetReadInterest(false) // not reading the FIN: the reset comes in CLOSE_WAIT
+			if ev&model.Hangup == 0 {
+				return
+			}
+			hangup = errors.Is(c.Err(), model.ErrPipe)
+			buf := make([]byte, 8)
+			_, errs[0] = c.Read(buf)
+			_, errs[1] = c.Write([]byte("x"))
+			_, errs[2] = c.Read(buf)
+			c.Close()
+			p.World().Stop()
+		})
+		if err != nil {
+			failf(p, "dial: %v", err)
+			return
+		}
+		c.SetWriteInterest(true)
+	})
+	run(t, w, 5*time.Second)
+	if !hangup || errs[0] != io.EOF || !errors.Is(errs[1], model.ErrPipe) || errs[2] != io.EOF {
+		t.Errorf("hangup with EPIPE %v; read, write, read: %v, want true; EOF, EPIPE, EOF", hangup, errs)
+	}
+}
