@@ -685,6 +685,11 @@ func (c *tcpConn) release(how string) {
 	case c.state == tcpSynSent:
 		c.state = tcpClosed
 		c.synEv.cancel()
+	case c.finished():
+		// Both directions done: Linux's socket is closed already
+		// (TCP_CLOSE, its time-wait twin holding the port), so
+		// tcp_close sends nothing, not even for data left unread.
+		c.maybeFinish()
 	case unread > 0 || how == "abort":
 		c.sendRST()
 	default:
@@ -1189,6 +1194,9 @@ func (c *tcpConn) receive(s *segment) {
 	}
 	if s.flags&flagRST != 0 {
 		switch {
+		case c.finished():
+			// Linux's socket is closed already (its time-wait
+			// twin takes the reset): nothing to report.
 		case c.state == tcpSynSent:
 			c.die(model.ErrRefused)
 		case c.finRcvd:
@@ -1458,9 +1466,17 @@ func (c *tcpConn) cleanupRbuf(copied int) {
 // maybeFinish forgets a connection whose fd is closed and whose both
 // directions are done.
 func (c *tcpConn) maybeFinish() {
-	if c.fdClosed && c.finSent && c.finAckd && c.finRcvd {
+	if c.fdClosed && c.finished() {
 		c.die(nil)
 	}
+}
+
+// finished reports that both directions are done: our FIN sent and
+// acknowledged, the peer's received. With its fd still open Linux's
+// socket is then closed (tcp_time_wait, or LAST_ACK's end, runs
+// tcp_done), though reads still drain what is queued.
+func (c *tcpConn) finished() bool {
+	return c.finSent && c.finAckd && c.finRcvd
 }
 
 // --- listening, connecting, accepting ---

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -2001,5 +2002,51 @@ func TestResetInCloseWaitReadsEOF(t *testing.T) {
 	}
 	if _, err := h.cli.tryWrite(1, false); !errors.Is(err, model.ErrPipe) {
 		t.Errorf("write after the FIN and the reset = %v, want EPIPE", err)
+	}
+}
+
+// Once both directions are done (each side's FIN sent, acknowledged and
+// received), Linux's socket is closed though its fd is open: closing it
+// with data unread sends no reset, and a reset arriving is not reported.
+// The peer reads its data, then EOF, with no error (raw Linux sockets do
+// so: the TCP audit's probes).
+func TestCloseAfterBothFinishedSendsNoReset(t *testing.T) {
+	h := newPair(t)
+	h.srv.autoRead = false
+	t0 := h.now()
+	if _, err := h.cli.tryWrite(3, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cli.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(t0 + 100*ms)
+	if !h.srv.c.finished() || !h.cli.c.finished() {
+		t.Fatal("both directions should be done")
+	}
+	resets := 0
+	h.w.Observe(func(e *Event) {
+		if e.Kind == "seg" && strings.Contains(e.S, "R") {
+			resets++
+		}
+	})
+	if err := h.srv.c.Close(); err != nil { // 3 bytes unread
+		t.Fatal(err)
+	}
+	h.runTo(t0 + 200*ms)
+	if resets != 0 {
+		t.Errorf("closing sent %d resets, want none", resets)
+	}
+	if err := h.cli.c.Err(); err != nil {
+		t.Errorf("the client's conn failed with %v after the server closed, want no error", err)
+	}
+	if n, err := h.cli.c.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Errorf("client read = %d, %v, want EOF", n, err)
+	}
+	if err := h.cli.c.Abort(); err != nil {
+		t.Fatal(err)
 	}
 }
