@@ -929,9 +929,9 @@ func TestUnixCloseWithDataUnread(t *testing.T) {
 func TestResetReachesHandlerWithNoInterest(t *testing.T) {
 	w := newWorld(t)
 	p := spawn(t, w, "a", 0, nil)
-	ln, err := p.Listen("tcp", "127.0.0.1:0", 16, p.MainLoop())
-	if err != nil {
-		t.Fatal(err)
+	ln := listenTCP(p, 16)
+	if ln == nil {
+		t.Fatal(w.Run(time.Millisecond))
 	}
 	acceptAll(p, ln, func(c model.Conn) {
 		c.SetReadInterest(false)
@@ -946,7 +946,7 @@ func TestResetReachesHandlerWithNoInterest(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s hangup=%v reset=%v", who, ev&model.Hangup != 0, errors.Is(err, model.ErrReset)))
 	}
 	var c model.Conn
-	c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+	c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
 		c.SetWriteInterest(false)
 		c.SetReadInterest(false)
 		c.SetHandler(p.MainLoop(), func(ev model.Events) { note("parked", ev, c.Err()) })
@@ -978,14 +978,13 @@ func TestDefaultBacklog(t *testing.T) {
 	w := newWorld(t)
 	connected := 0
 	spawn(t, w, "a", 0, func(p model.Process) {
-		ln, err := p.Listen("tcp", "127.0.0.1:0", 0, p.MainLoop())
-		if err != nil {
-			failf(p, "listen: %v", err)
+		ln := listenTCP(p, 0)
+		if ln == nil {
 			return
 		}
 		for i := 0; i < model.DefaultBacklog+20; i++ {
 			var c model.Conn
-			c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
 				if ev&model.Writable != 0 && c.Err() == nil {
 					connected++
 				}
@@ -1010,21 +1009,15 @@ func TestDefaultBacklog(t *testing.T) {
 // gone); the simulator does the same (sim.TestSetHandlerOnClosedLoopFails).
 func TestSetHandlerOnClosedLoopFails(t *testing.T) {
 	w := newWorld(t)
-	spawn(t, w, "a", 0, func(p model.Process) {
-		ln, err := p.Listen("tcp", "127.0.0.1:0", 4, p.MainLoop())
+	serveTCP(t, w, func(p model.Process, c model.Conn) {
+		l, err := p.NewLoop("x")
 		if err != nil {
-			failf(p, "listen: %v", err)
+			failf(p, "loop: %v", err)
 			return
 		}
-		acceptAll(p, ln, func(c model.Conn) {
-			l, err := p.NewLoop("x")
-			if err != nil {
-				failf(p, "loop: %v", err)
-				return
-			}
-			l.Close()
-			c.SetHandler(l, func(model.Events) {})
-		})
+		l.Close()
+		c.SetHandler(l, func(model.Events) {})
+	}, func(p model.Process, ln model.Listener) {
 		c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(model.Events) {})
 		if err != nil {
 			failf(p, "dial: %v", err)
@@ -1037,36 +1030,31 @@ func TestSetHandlerOnClosedLoopFails(t *testing.T) {
 	}
 }
 
-// After a reset a TCP conn's first read returns ECONNRESET, later reads
-// EOF and writes EPIPE, as on Linux (sk_err is returned once; the socket
-// is then shut both ways) and in the simulator (sim.TestRSTGivesErrReset).
-func TestReadsAfterResetSeeEOF(t *testing.T) {
+// resetByPeer runs a world in which a client dials a listener whose side
+// aborts the connection 20 ms after accepting it (after shutting its
+// write side, with finFirst), and calls onHangup with the client's conn
+// when the reset reaches it; the client reads nothing before, so with
+// finFirst the reset comes in CLOSE_WAIT.
+func resetByPeer(t *testing.T, finFirst bool, onHangup func(c model.Conn)) {
+	t.Helper()
 	w := newWorld(t)
-	var errs [4]error
-	spawn(t, w, "a", 0, func(p model.Process) {
-		ln, err := p.Listen("tcp", "127.0.0.1:0", 4, p.MainLoop())
-		if err != nil {
-			failf(p, "listen: %v", err)
-			return
+	serveTCP(t, w, func(p model.Process, c model.Conn) {
+		c.SetReadInterest(false)
+		c.SetHandler(p.MainLoop(), func(model.Events) {})
+		if finFirst {
+			c.CloseWrite()
 		}
-		acceptAll(p, ln, func(c model.Conn) {
-			c.SetReadInterest(false)
-			c.SetHandler(p.MainLoop(), func(model.Events) {})
-			p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Abort() })
-		})
+		p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Abort() })
+	}, func(p model.Process, ln model.Listener) {
 		var c model.Conn
-		c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+		c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
 			c.SetWriteInterest(false)
-			if ev&model.Hangup == 0 {
-				return
+			c.SetReadInterest(false)
+			if ev&model.Hangup != 0 {
+				onHangup(c)
+				c.Close()
+				p.World().Stop()
 			}
-			buf := make([]byte, 8)
-			_, errs[0] = c.Read(buf)
-			_, errs[1] = c.Read(buf)
-			_, errs[2] = c.Write([]byte("x"))
-			_, errs[3] = c.Read(buf)
-			c.Close()
-			p.World().Stop()
 		})
 		if err != nil {
 			failf(p, "dial: %v", err)
@@ -1075,6 +1063,44 @@ func TestReadsAfterResetSeeEOF(t *testing.T) {
 		c.SetWriteInterest(true)
 	})
 	run(t, w, 5*time.Second)
+}
+
+// serveTCP spawns process "a" listening on a loopback port: serve gets
+// each conn it accepts, and client runs once it listens.
+func serveTCP(t *testing.T, w *World, serve func(p model.Process, c model.Conn), client func(p model.Process, ln model.Listener)) {
+	t.Helper()
+	spawn(t, w, "a", 0, func(p model.Process) {
+		ln := listenTCP(p, 4)
+		if ln == nil {
+			return
+		}
+		acceptAll(p, ln, func(c model.Conn) { serve(p, c) })
+		client(p, ln)
+	})
+}
+
+// listenTCP listens on a loopback port for p, or fails the world.
+func listenTCP(p model.Process, backlog int) model.Listener {
+	ln, err := p.Listen("tcp", "127.0.0.1:0", backlog, p.MainLoop())
+	if err != nil {
+		failf(p, "listen: %v", err)
+		return nil
+	}
+	return ln
+}
+
+// After a reset a TCP conn's first read returns ECONNRESET, later reads
+// EOF and writes EPIPE, as on Linux (sk_err is returned once; the socket
+// is then shut both ways) and in the simulator (sim.TestRSTGivesErrReset).
+func TestReadsAfterResetSeeEOF(t *testing.T) {
+	var errs [4]error
+	resetByPeer(t, false, func(c model.Conn) {
+		buf := make([]byte, 8)
+		_, errs[0] = c.Read(buf)
+		_, errs[1] = c.Read(buf)
+		_, errs[2] = c.Write([]byte("x"))
+		_, errs[3] = c.Read(buf)
+	})
 	if !errors.Is(errs[0], model.ErrReset) || errs[1] != io.EOF || !errors.Is(errs[2], model.ErrPipe) || errs[3] != io.EOF {
 		t.Errorf("read, read, write, read after a reset: %v, want ECONNRESET, EOF, EPIPE, EOF", errs)
 	}
@@ -1085,43 +1111,15 @@ func TestReadsAfterResetSeeEOF(t *testing.T) {
 // come first, while writes fail with EPIPE; the simulator does the same
 // (sim.TestResetInCloseWaitReadsEOF).
 func TestResetInCloseWaitIsHangup(t *testing.T) {
-	w := newWorld(t)
 	var hangup bool
 	var errs [3]error
-	spawn(t, w, "a", 0, func(p model.Process) {
-		ln, err := p.Listen("tcp", "127.0.0.1:0", 4, p.MainLoop())
-		if err != nil {
-			failf(p, "listen: %v", err)
-			return
-		}
-		acceptAll(p, ln, func(c model.Conn) {
-			c.SetReadInterest(false)
-			c.SetHandler(p.MainLoop(), func(model.Events) {})
-			c.CloseWrite()
-			p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Abort() })
-		})
-		var c model.Conn
-		c, err = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
-			c.SetWriteInterest(false)
-			c.SetReadInterest(false) // not reading the FIN: the reset comes in CLOSE_WAIT
-			if ev&model.Hangup == 0 {
-				return
-			}
-			hangup = errors.Is(c.Err(), model.ErrPipe)
-			buf := make([]byte, 8)
-			_, errs[0] = c.Read(buf)
-			_, errs[1] = c.Write([]byte("x"))
-			_, errs[2] = c.Read(buf)
-			c.Close()
-			p.World().Stop()
-		})
-		if err != nil {
-			failf(p, "dial: %v", err)
-			return
-		}
-		c.SetWriteInterest(true)
+	resetByPeer(t, true, func(c model.Conn) {
+		hangup = errors.Is(c.Err(), model.ErrPipe)
+		buf := make([]byte, 8)
+		_, errs[0] = c.Read(buf)
+		_, errs[1] = c.Write([]byte("x"))
+		_, errs[2] = c.Read(buf)
 	})
-	run(t, w, 5*time.Second)
 	if !hangup || errs[0] != io.EOF || !errors.Is(errs[1], model.ErrPipe) || errs[2] != io.EOF {
 		t.Errorf("hangup with EPIPE %v; read, write, read: %v, want true; EOF, EPIPE, EOF", hangup, errs)
 	}
