@@ -3,6 +3,7 @@ package real
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -232,5 +233,41 @@ func TestSendfile(t *testing.T) {
 			}
 			f.Close()
 		})
+	}
+}
+
+// At its fd limit a process's open fails with EMFILE whatever the name
+// (open(2) reserves the fd first), and so does a listing; the simulator
+// does the same (sim.TestOpenAtFDLimitIsEMFILE).
+func TestOpenAtFDLimitIsEMFILE(t *testing.T) {
+	w := newWorld(t)
+	var errs []error
+	spawn(t, w, "a", 8, func(p model.Process) {
+		var files []model.File
+		for {
+			f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
+			if err != nil {
+				break
+			}
+			files = append(files, f)
+		}
+		_, err := p.Disk().Open("missing", model.ReadOnly, model.FDFile)
+		errs = append(errs, err)
+		_, err = p.Disk().Open("f0", model.ReadWrite|model.Create|model.Excl, model.FDFile)
+		errs = append(errs, err)
+		_, err = p.Disk().List(".")
+		errs = append(errs, err)
+		files[0].Close()
+		_, err = p.Disk().Open("missing", model.ReadOnly, model.FDFile)
+		errs = append(errs, err)
+		for _, f := range files[1:] {
+			f.Close()
+		}
+		p.World().Stop()
+	})
+	run(t, w, time.Second)
+	if len(errs) != 4 || !errors.Is(errs[0], model.ErrTooManyFiles) || !errors.Is(errs[1], model.ErrTooManyFiles) ||
+		!errors.Is(errs[2], model.ErrTooManyFiles) || !errors.Is(errs[3], model.ErrNotExist) {
+		t.Errorf("at the limit: open missing, create-excl existing, list; then below it, open missing: %v, want EMFILE, EMFILE, EMFILE, ENOENT", errs)
 	}
 }

@@ -213,6 +213,11 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
 	d.w.charge(d.w.cfg.CPU.Syscall)
+	// The fd comes first, as open(2) reserves it before it looks the
+	// name up: at the limit a missing or existing name fails EMFILE too.
+	if err := d.p.fdRoom(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
 	ino := d.names[p]
 	if ino == nil && flag&model.Create == 0 {
 		return nil, fmt.Errorf("open %s: %w", p, model.ErrNotExist)
@@ -326,6 +331,10 @@ func (d *Disk) List(dir string) ([]string, error) {
 		prefix = p + "/"
 	}
 	if err := d.step(false, nil); err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	// opendir takes an fd for as long as the listing.
+	if err := d.p.fdRoom(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	var out []string

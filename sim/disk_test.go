@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"errors"
+	"fmt"
 	"path"
 	"strings"
 	"testing"
+
+	"xceiver/model"
 )
 
 // cleanPath's shortcut for names already clean gives what cleaning them
@@ -35,5 +39,42 @@ func TestCleanPathShortcut(t *testing.T) {
 		if got != want || (err == nil) != ok {
 			t.Errorf("cleanPath(%q) = %q, %v; cleaning gives %q, ok %v", p, got, err, want, ok)
 		}
+	}
+}
+
+// At its fd limit a process's open fails with EMFILE whatever the name,
+// as open(2) reserves the fd before it looks the name up: a missing name
+// is not ErrNotExist, an existing one with Create|Excl not ErrExist; a
+// listing, which opendir needs an fd for, fails too. The real world
+// does the same (real.TestOpenAtFDLimitIsEMFILE).
+func TestOpenAtFDLimitIsEMFILE(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var errs []error
+	_, err := w.Spawn("a", model.ProcessConfig{FDLimit: 3}, func(p model.Process) {
+		var files []model.File
+		for {
+			f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
+			if err != nil {
+				break
+			}
+			files = append(files, f)
+		}
+		_, err := p.Disk().Open("missing", model.ReadOnly, model.FDFile)
+		errs = append(errs, err)
+		_, err = p.Disk().Open("f0", model.ReadWrite|model.Create|model.Excl, model.FDFile)
+		errs = append(errs, err)
+		_, err = p.Disk().List(".")
+		errs = append(errs, err)
+		files[0].Close()
+		_, err = p.Disk().Open("missing", model.ReadOnly, model.FDFile)
+		errs = append(errs, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RunFor(ms)
+	if len(errs) != 4 || !errors.Is(errs[0], model.ErrTooManyFiles) || !errors.Is(errs[1], model.ErrTooManyFiles) ||
+		!errors.Is(errs[2], model.ErrTooManyFiles) || !errors.Is(errs[3], model.ErrNotExist) {
+		t.Errorf("at the limit: open missing, create-excl existing, list; then below it, open missing: %v, want EMFILE, EMFILE, EMFILE, ENOENT", errs)
 	}
 }

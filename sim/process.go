@@ -426,13 +426,21 @@ func (p *Process) clearFDs() {
 // firstFD leaves 0, 1 and 2 to stdio, which the accounting does not count.
 const firstFD = 3
 
+// fdRoom reports the error allocFD would fail with, if any.
+func (p *Process) fdRoom() error {
+	if p.crashed {
+		return model.ErrProcessExited
+	}
+	if p.fds.open >= p.fds.limit {
+		return model.ErrTooManyFiles
+	}
+	return nil
+}
+
 func (p *Process) allocFD(kind model.FDKind, obj fdObject) (int, error) {
 	t := &p.fds
-	if p.crashed {
-		return -1, model.ErrProcessExited
-	}
-	if t.open >= t.limit {
-		return -1, model.ErrTooManyFiles
+	if err := p.fdRoom(); err != nil {
+		return -1, err
 	}
 	fd := t.hint
 	if fd < firstFD {
