@@ -271,3 +271,33 @@ func TestOpenAtFDLimitIsEMFILE(t *testing.T) {
 		t.Errorf("at the limit: open missing, create-excl existing, list; then below it, open missing: %v, want EMFILE, EMFILE, EMFILE, ENOENT", errs)
 	}
 }
+
+// A path names what the simulator's does (sim.TestPathsAsBothWorldsName):
+// "a..b" is a name, "d/../y" is "y", and a path that is empty, absolute or
+// leaves the disk is a bad argument.
+func TestPathsAsBothWorldsName(t *testing.T) {
+	w := newWorld(t)
+	var got []string
+	spawn(t, w, "a", 0, func(p model.Process) {
+		for _, name := range []string{"a..b", "d/../y", "", ".", "/abs", "../x", "d/../../x"} {
+			f, err := p.Disk().Open(name, model.ReadWrite|model.Create, model.FDFile)
+			switch {
+			case err == nil:
+				f.Close()
+				got = append(got, "ok")
+			case errors.Is(err, fs.ErrInvalid):
+				got = append(got, "invalid")
+			default:
+				got = append(got, err.Error())
+			}
+		}
+		if _, err := p.Disk().Stat("y"); err != nil {
+			got = append(got, "no y: "+err.Error())
+		}
+		p.World().Stop()
+	})
+	run(t, w, time.Second)
+	if want := "[ok ok invalid invalid invalid invalid invalid]"; fmt.Sprint(got) != want {
+		t.Errorf("opening a..b, d/../y, \"\", ., /abs, ../x, d/../../x: %v, want %s", got, want)
+	}
+}

@@ -173,29 +173,31 @@ func (d *Disk) sortedNames() []string {
 	return slices.Sorted(maps.Keys(d.names))
 }
 
+// cleanPath is the name a model path gives on the disk, as the real world
+// resolves it: relative, cleaned, and inside the disk ("a/../b" is "b",
+// "a..b" a name like any other). Anything else is a bad argument
+// (fs.ErrInvalid), as in the real world, not a missing file.
 func cleanPath(p string) (string, error) {
-	if strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
-		return "", fmt.Errorf("path %q: %w", p, model.ErrNotExist)
-	}
 	if isCleanRel(p) {
 		return p, nil // what nearly every open names: nothing to build
 	}
-	if c := path.Clean("/" + p)[1:]; c != "" {
-		return c, nil
+	c := path.Clean(p)
+	if p == "" || path.IsAbs(p) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q: must be relative and stay inside the process's disk: %w", p, fs.ErrInvalid)
 	}
-	return "", fmt.Errorf("path %q: %w", p, model.ErrNotExist)
+	return c, nil
 }
 
-// isCleanRel reports whether p, relative and without "..", is as
-// path.Clean leaves it: not empty, and no empty or "." element (no double,
-// leading or trailing slash).
+// isCleanRel reports whether p is relative and as path.Clean leaves it:
+// not empty, and no empty, "." or ".." element (no double, leading or
+// trailing slash).
 func isCleanRel(p string) bool {
 	start := 0
 	for i := 0; i <= len(p); i++ {
 		if i < len(p) && p[i] != '/' {
 			continue
 		}
-		if e := p[start:i]; e == "" || e == "." {
+		if e := p[start:i]; e == "" || e == "." || e == ".." {
 			return false
 		}
 		start = i + 1

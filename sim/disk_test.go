@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"testing"
@@ -12,12 +13,13 @@ import (
 
 // cleanPath's shortcut for names already clean gives what cleaning them
 // gives, for every name of up to seven characters from "a", "/" and ".":
-// the name cleaned, or a refusal of an absolute name, one naming nothing
-// or one with "..".
+// the name cleaned, or a refusal (fs.ErrInvalid, as the real world's) of
+// an absolute name, one naming nothing or one leaving the disk; "a..b" and
+// "a/../b" are names, as the real world has them.
 func TestCleanPathShortcut(t *testing.T) {
 	slow := func(p string) (string, bool) {
-		c := path.Clean("/" + p)[1:]
-		if c == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+		c := path.Clean(p)
+		if p == "" || strings.HasPrefix(p, "/") || c == "." || c == ".." || strings.HasPrefix(c, "../") {
 			return "", false
 		}
 		return c, true
@@ -36,7 +38,7 @@ func TestCleanPathShortcut(t *testing.T) {
 	for _, p := range names {
 		got, err := cleanPath(p)
 		want, ok := slow(p)
-		if got != want || (err == nil) != ok {
+		if got != want || (err == nil) != ok || err != nil && !errors.Is(err, fs.ErrInvalid) {
 			t.Errorf("cleanPath(%q) = %q, %v; cleaning gives %q, ok %v", p, got, err, want, ok)
 		}
 	}
@@ -76,5 +78,34 @@ func TestOpenAtFDLimitIsEMFILE(t *testing.T) {
 	if len(errs) != 4 || !errors.Is(errs[0], model.ErrTooManyFiles) || !errors.Is(errs[1], model.ErrTooManyFiles) ||
 		!errors.Is(errs[2], model.ErrTooManyFiles) || !errors.Is(errs[3], model.ErrNotExist) {
 		t.Errorf("at the limit: open missing, create-excl existing, list; then below it, open missing: %v, want EMFILE, EMFILE, EMFILE, ENOENT", errs)
+	}
+}
+
+// A path names what the real world's does: "a..b" is a name, "d/../y" is
+// "y", and a path that is empty, absolute or leaves the disk is a bad
+// argument, not a missing file (real.TestPathsAsBothWorldsName).
+func TestPathsAsBothWorldsName(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var got []string
+	w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		for _, name := range []string{"a..b", "d/../y", "", ".", "/abs", "../x", "d/../../x"} {
+			f, err := p.Disk().Open(name, model.ReadWrite|model.Create, model.FDFile)
+			switch {
+			case err == nil:
+				f.Close()
+				got = append(got, "ok")
+			case errors.Is(err, fs.ErrInvalid):
+				got = append(got, "invalid")
+			default:
+				got = append(got, err.Error())
+			}
+		}
+		if _, err := p.Disk().Stat("y"); err != nil {
+			got = append(got, "no y: "+err.Error())
+		}
+	})
+	w.RunFor(ms)
+	if want := "[ok ok invalid invalid invalid invalid invalid]"; fmt.Sprint(got) != want {
+		t.Errorf("opening a..b, d/../y, \"\", ., /abs, ../x, d/../../x: %v, want %s", got, want)
 	}
 }
