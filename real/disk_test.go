@@ -3,7 +3,6 @@ package real
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -233,71 +232,5 @@ func TestSendfile(t *testing.T) {
 			}
 			f.Close()
 		})
-	}
-}
-
-// At its fd limit a process's open fails with EMFILE whatever the name
-// (open(2) reserves the fd first), and so does a listing; the simulator
-// does the same (sim.TestOpenAtFDLimitIsEMFILE).
-func TestOpenAtFDLimitIsEMFILE(t *testing.T) {
-	w := newWorld(t)
-	var errs []error
-	spawn(t, w, "a", 8, func(p model.Process) {
-		var files []model.File
-		for {
-			f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
-			if err != nil {
-				break
-			}
-			files = append(files, f)
-		}
-		_, err := p.Disk().Open("missing", model.ReadOnly, model.FDFile)
-		errs = append(errs, err)
-		_, err = p.Disk().Open("f0", model.ReadWrite|model.Create|model.Excl, model.FDFile)
-		errs = append(errs, err)
-		_, err = p.Disk().List(".")
-		errs = append(errs, err)
-		files[0].Close()
-		_, err = p.Disk().Open("missing", model.ReadOnly, model.FDFile)
-		errs = append(errs, err)
-		for _, f := range files[1:] {
-			f.Close()
-		}
-		p.World().Stop()
-	})
-	run(t, w, time.Second)
-	if len(errs) != 4 || !errors.Is(errs[0], model.ErrTooManyFiles) || !errors.Is(errs[1], model.ErrTooManyFiles) ||
-		!errors.Is(errs[2], model.ErrTooManyFiles) || !errors.Is(errs[3], model.ErrNotExist) {
-		t.Errorf("at the limit: open missing, create-excl existing, list; then below it, open missing: %v, want EMFILE, EMFILE, EMFILE, ENOENT", errs)
-	}
-}
-
-// A path names what the simulator's does (sim.TestPathsAsBothWorldsName):
-// "a..b" is a name, "d/../y" is "y", and a path that is empty, absolute or
-// leaves the disk is a bad argument.
-func TestPathsAsBothWorldsName(t *testing.T) {
-	w := newWorld(t)
-	var got []string
-	spawn(t, w, "a", 0, func(p model.Process) {
-		for _, name := range []string{"a..b", "d/../y", "", ".", "/abs", "../x", "d/../../x"} {
-			f, err := p.Disk().Open(name, model.ReadWrite|model.Create, model.FDFile)
-			switch {
-			case err == nil:
-				f.Close()
-				got = append(got, "ok")
-			case errors.Is(err, fs.ErrInvalid):
-				got = append(got, "invalid")
-			default:
-				got = append(got, err.Error())
-			}
-		}
-		if _, err := p.Disk().Stat("y"); err != nil {
-			got = append(got, "no y: "+err.Error())
-		}
-		p.World().Stop()
-	})
-	run(t, w, time.Second)
-	if want := "[ok ok invalid invalid invalid invalid invalid]"; fmt.Sprint(got) != want {
-		t.Errorf("opening a..b, d/../y, \"\", ., /abs, ../x, d/../../x: %v, want %s", got, want)
 	}
 }

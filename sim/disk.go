@@ -235,7 +235,9 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		d.w.nextID++
 		ino = &inode{ino: d.w.nextID, nlink: 1}
 		d.names[p] = ino
-	} else if flag&model.Truncate != 0 && flag&model.ReadWrite != 0 {
+	} else if flag&model.Truncate != 0 {
+		// (Read-only too: Linux truncates a file opened O_RDONLY|O_TRUNC
+		// that it may write.)
 		d.used -= int64(len(ino.data))
 		ino.data, ino.borrowed, ino.lent = ino.data[:0:0], false, false
 		ino.cached, ino.dirtyPages = nil, nil
@@ -358,8 +360,8 @@ func (d *Disk) Sendfile(c model.Conn, f model.File, off int64, n int) (int, erro
 	if !ok || sf.closed {
 		return 0, fmt.Errorf("sendfile: %w", model.ErrClosed)
 	}
-	if off < 0 || n < 0 {
-		return 0, fmt.Errorf("sendfile: offset %d, count %d: %w", off, n, fs.ErrInvalid)
+	if off < 0 || n < 0 || c == nil {
+		return 0, fmt.Errorf("sendfile: offset %d, count %d, conn %v: %w", off, n, c, fs.ErrInvalid)
 	}
 	if n == 0 {
 		return 0, nil
@@ -505,7 +507,10 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 	w := f.d.w
 	w.charge(w.cfg.CPU.Syscall)
 	if off < 0 {
-		return 0, fmt.Errorf("pread: negative offset %d", off)
+		return 0, fmt.Errorf("pread: negative offset %d: %w", off, fs.ErrInvalid)
+	}
+	if len(b) == 0 {
+		return 0, nil // pread of nothing reads nothing, even past the end
 	}
 	size := int64(len(f.ino.data))
 	if off >= size {
@@ -542,7 +547,10 @@ func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 		return 0, fmt.Errorf("pwrite: file opened read-only: %w", model.ErrClosed)
 	}
 	if off < 0 {
-		return 0, fmt.Errorf("pwrite: negative offset %d", off)
+		return 0, fmt.Errorf("pwrite: negative offset %d: %w", off, fs.ErrInvalid)
+	}
+	if len(b) == 0 {
+		return 0, nil // pwrite of nothing changes nothing, not even the size
 	}
 	if err := f.step(true, func(keep int) {
 		// Torn: whole sectors of the write persist, the rest never
