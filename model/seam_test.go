@@ -42,10 +42,11 @@ func inBothWorlds(t *testing.T, pc model.ProcessConfig, main func(p model.Proces
 // zero-length pread past the end reads nothing without an error, a
 // zero-length pwrite past it leaves the size alone, O_RDONLY|O_TRUNC
 // truncates, negative offsets are bad arguments, and sendfile to no conn
-// is one too rather than a crash. (The sim differed on each but the
-// negative read, found by an audit running the disk seam in both.)
+// is one too rather than a crash, as are a file opened as a socket and an
+// unknown flag. (The sim differed on each, found by an audit running the
+// disk seam in both.)
 func TestFileEdgesInBothWorlds(t *testing.T) {
-	const want = "read0 0 <nil>; write0 0 <nil> size 5; rdonly-trunc size 0; negative read invalid, write invalid; sendfile nil invalid"
+	const want = "read0 0 <nil>; write0 0 <nil> size 5; rdonly-trunc size 0; negative read invalid, write invalid; sendfile nil invalid; socket kind invalid, unknown flag invalid"
 	sameInBoth(t, want)(inBothWorlds(t, model.ProcessConfig{}, fileEdges))
 }
 
@@ -146,12 +147,14 @@ func fileEdges(p model.Process) string {
 	_, nr := f.ReadAt(make([]byte, 1), -1)
 	_, nw := f.WriteAt([]byte("x"), -1)
 	_, ns := d.Sendfile(nil, f, 0, 1)
+	_, nk := d.Open("f", model.ReadOnly, model.FDSocket)
+	_, nf := d.Open("f", model.OpenFlag(1<<7), model.FDFile)
 	inv := func(err error) string {
 		if errors.Is(err, fs.ErrInvalid) {
 			return "invalid"
 		}
 		return fmt.Sprint(err)
 	}
-	return fmt.Sprintf("read0 %d %v; write0 %d %v size %d; rdonly-trunc size %d; negative read %s, write %s; sendfile nil %s",
-		rn, rerr, wn, werr, size, tsize, inv(nr), inv(nw), inv(ns))
+	return fmt.Sprintf("read0 %d %v; write0 %d %v size %d; rdonly-trunc size %d; negative read %s, write %s; sendfile nil %s; socket kind %s, unknown flag %s",
+		rn, rerr, wn, werr, size, tsize, inv(nr), inv(nw), inv(ns), inv(nk), inv(nf))
 }
