@@ -41,12 +41,13 @@ func inBothWorlds(t *testing.T, pc model.ProcessConfig, main func(p model.Proces
 // A file's edge cases come out as Linux gives them, in both worlds: a
 // zero-length pread past the end reads nothing without an error, a
 // zero-length pwrite past it leaves the size alone, O_RDONLY|O_TRUNC
-// truncates, negative offsets are bad arguments, and sendfile to no conn
+// truncates, a write to a read-only fd is not supported (not "closed"),
+// negative offsets are bad arguments, and sendfile to no conn
 // is one too rather than a crash, as are a file opened as a socket and an
 // unknown flag. (The sim differed on each, found by an audit running the
 // disk seam in both.)
 func TestFileEdgesInBothWorlds(t *testing.T) {
-	const want = "read0 0 <nil>; write0 0 <nil> size 5; rdonly-trunc size 0; negative read invalid, write invalid; sendfile nil invalid; socket kind invalid, unknown flag invalid"
+	const want = "read0 0 <nil>; write0 0 <nil> size 5; rdonly-trunc size 0, write unsupported; negative read invalid, write invalid; sendfile nil invalid; socket kind invalid, unknown flag invalid"
 	sameInBoth(t, want)(inBothWorlds(t, model.ProcessConfig{}, fileEdges))
 }
 
@@ -143,6 +144,7 @@ func fileEdges(p model.Process) string {
 		return err.Error()
 	}
 	tsize, _ := g.Size()
+	_, ro := g.WriteAt([]byte("x"), 0)
 	g.Close()
 	_, nr := f.ReadAt(make([]byte, 1), -1)
 	_, nw := f.WriteAt([]byte("x"), -1)
@@ -150,11 +152,14 @@ func fileEdges(p model.Process) string {
 	_, nk := d.Open("f", model.ReadOnly, model.FDSocket)
 	_, nf := d.Open("f", model.OpenFlag(1<<7), model.FDFile)
 	inv := func(err error) string {
-		if errors.Is(err, fs.ErrInvalid) {
+		switch {
+		case errors.Is(err, fs.ErrInvalid):
 			return "invalid"
+		case errors.Is(err, model.ErrNotSupported):
+			return "unsupported"
 		}
 		return fmt.Sprint(err)
 	}
-	return fmt.Sprintf("read0 %d %v; write0 %d %v size %d; rdonly-trunc size %d; negative read %s, write %s; sendfile nil %s; socket kind %s, unknown flag %s",
-		rn, rerr, wn, werr, size, tsize, inv(nr), inv(nw), inv(ns), inv(nk), inv(nf))
+	return fmt.Sprintf("read0 %d %v; write0 %d %v size %d; rdonly-trunc size %d, write %s; negative read %s, write %s; sendfile nil %s; socket kind %s, unknown flag %s",
+		rn, rerr, wn, werr, size, tsize, inv(ro), inv(nr), inv(nw), inv(ns), inv(nk), inv(nf))
 }

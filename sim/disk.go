@@ -550,7 +550,8 @@ func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 		return 0, model.ErrClosed
 	}
 	if !f.writable {
-		return 0, fmt.Errorf("pwrite: file opened read-only: %w", model.ErrClosed)
+		// EBADF, as the real world names it: not "closed", which it is not.
+		return 0, fmt.Errorf("pwrite: file opened read-only: %w", model.ErrNotSupported)
 	}
 	if off < 0 {
 		return 0, fmt.Errorf("pwrite: negative offset %d: %w", off, fs.ErrInvalid)
