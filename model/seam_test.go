@@ -158,3 +158,29 @@ func errName(err error) string {
 	}
 	return fmt.Sprint(err)
 }
+
+// A create that fails at the fd limit and a rename of a missing file
+// leave nothing behind in either world: the real one made the missing
+// directories first, and a listing showed them.
+func TestFailedCreateLeavesNothing(t *testing.T) {
+	sameInBoth(t, "EMFILE ENOENT [f0 f1 f2 f3 f4 f5]")(inBothWorlds(t, model.ProcessConfig{FDLimit: 8}, func(p model.Process) string {
+		var files []model.File
+		for {
+			f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
+			if err != nil {
+				break
+			}
+			files = append(files, f)
+		}
+		_, create := p.Disk().Open("nd/x", model.ReadWrite|model.Create, model.FDFile)
+		for _, f := range files {
+			f.Close()
+		}
+		rename := p.Disk().Rename("missing", "md/y")
+		names, err := p.Disk().List(".")
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprint(errName(create), " ", errName(rename), " ", names)
+	}))
+}

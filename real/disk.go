@@ -66,9 +66,6 @@ func (d *disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 	}
 	if flag&model.Create != 0 {
 		mode |= unix.O_CREAT
-		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
-			return nil, fmt.Errorf("real: open %s: %w", name, err)
-		}
 	}
 	if flag&model.Excl != 0 {
 		mode |= unix.O_EXCL
@@ -77,8 +74,20 @@ func (d *disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		mode |= unix.O_TRUNC
 	}
 	fd, err := d.p.fds.create(op, name, kind, func() (int, error) {
+		made := false
 		for {
 			fd, err := unix.Open(full, mode|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+			if err == unix.ENOENT && mode&unix.O_CREAT != 0 && !made {
+				// The model's disk has no directories to make:
+				// they come with the first file in them, and
+				// only once the open has its fd (at the limit
+				// nothing is left behind), as the sim has it.
+				if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+					return -1, err
+				}
+				made = true
+				continue
+			}
 			if err != unix.EINTR {
 				return fd, err
 			}
@@ -103,10 +112,18 @@ func (d *disk) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(rt), 0o700); err != nil {
-		return fmt.Errorf("real: rename %s %s: %w", from, to, err)
+	err = unix.Rename(rf, rt)
+	if err == unix.ENOENT {
+		// A missing target directory is made, but only for a source
+		// that exists: a failed rename leaves nothing behind.
+		if _, serr := os.Lstat(rf); serr == nil {
+			if err := os.MkdirAll(filepath.Dir(rt), 0o700); err != nil {
+				return fmt.Errorf("real: rename %s %s: %w", from, to, err)
+			}
+			err = unix.Rename(rf, rt)
+		}
 	}
-	if err := unix.Rename(rf, rt); err != nil {
+	if err != nil {
 		return wrapErr("rename", from+" → "+to, err)
 	}
 	return nil
