@@ -71,14 +71,7 @@ func sameInBoth(t *testing.T, want string) func(simGot, realGot string) {
 // EEXIST, which the block store treats as harmless.
 func TestOpenAtFDLimitIsEMFILE(t *testing.T) {
 	sameInBoth(t, "EMFILE EMFILE EMFILE ENOENT")(inBothWorlds(t, model.ProcessConfig{FDLimit: 8}, func(p model.Process) string {
-		var files []model.File
-		for {
-			f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
-			if err != nil {
-				break
-			}
-			files = append(files, f)
-		}
+		files := fillFDs(p)
 		defer func() {
 			for _, f := range files[1:] {
 				f.Close()
@@ -164,14 +157,7 @@ func errName(err error) string {
 // directories first, and a listing showed them.
 func TestFailedCreateLeavesNothing(t *testing.T) {
 	sameInBoth(t, "EMFILE ENOENT [f0 f1 f2 f3 f4 f5]")(inBothWorlds(t, model.ProcessConfig{FDLimit: 8}, func(p model.Process) string {
-		var files []model.File
-		for {
-			f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
-			if err != nil {
-				break
-			}
-			files = append(files, f)
-		}
+		files := fillFDs(p)
 		_, create := p.Disk().Open("nd/x", model.ReadWrite|model.Create, model.FDFile)
 		for _, f := range files {
 			f.Close()
@@ -183,4 +169,16 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 		}
 		return fmt.Sprint(errName(create), " ", errName(rename), " ", names)
 	}))
+}
+
+// fillFDs opens files f0, f1, ... until p's fd table is full.
+func fillFDs(p model.Process) []model.File {
+	var files []model.File
+	for {
+		f, err := p.Disk().Open(fmt.Sprintf("f%d", len(files)), model.ReadWrite|model.Create, model.FDFile)
+		if err != nil {
+			return files
+		}
+		files = append(files, f)
+	}
 }
