@@ -59,11 +59,12 @@ type conn struct {
 
 	dead atomic.Bool           // reset or failed connect: reads and writes fail with err
 	err  atomic.Pointer[error] // the error that ended the connection
-	// told: a read or write of a dead TCP conn has returned its error.
-	// Linux returns sk_err once, to whichever comes first; after it the
-	// socket is shut both ways, so reads see EOF and writes EPIPE (the
+	// told: a read (or, on TCP, a write) of a dead conn has returned its
+	// error. Linux returns sk_err once, to whichever comes first; after
+	// it the socket is shut, so reads see EOF and writes EPIPE (the
 	// kernel says so itself, the dispatch having read SO_ERROR). A Unix
-	// conn keeps its first failure.
+	// write never returns sk_err (unix_stream_sendmsg looks only at the
+	// shutdown), so it goes to the kernel and leaves the error to a read.
 	told atomic.Bool
 
 	mu         sync.Mutex
@@ -316,8 +317,8 @@ func (c *conn) soError() error {
 }
 
 // Read reads what is queued: (0, io.EOF) after the peer's FIN,
-// model.ErrWouldBlock when nothing is, the reset error after a reset (on
-// TCP once, then io.EOF, as Linux).
+// model.ErrWouldBlock when nothing is, the reset error after a reset
+// (once, then io.EOF, as Linux).
 func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
@@ -372,7 +373,9 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 			}
 			if err != nil {
 				e := c.fail(op, err)
-				c.told.Store(c.dead.Load())
+				if c.network == "tcp" { // (a Unix write leaves sk_err to a read)
+					c.told.Store(c.dead.Load())
+				}
 				return e
 			}
 			n = m
@@ -383,12 +386,8 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 }
 
 // tellOnce reports whether a dead conn's data operation should go to the
-// kernel: a TCP conn's error, once returned, is not returned again (see
-// told); a Unix conn's always is.
+// kernel: its error, once returned, is not returned again (see told).
 func (c *conn) tellOnce() bool {
-	if c.network != "tcp" {
-		return false
-	}
 	return c.told.Swap(true)
 }
 

@@ -70,6 +70,7 @@ type unixConn struct {
 	wrShut   bool
 	fdClosed bool
 	err      error
+	errTold  bool // a read has returned err (later reads see EOF, as Linux's)
 	// reset: a fault reset the connection; bytes and fds still in
 	// flight to this end are lost.
 	reset bool
@@ -167,8 +168,14 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	if c.rqBytes == 0 {
-		if c.err != nil {
+		if c.err != nil && !c.errTold {
+			// sock_error returns sk_err once; the receive side is
+			// shut (the peer's close, or the reset), so EOF after.
+			c.errTold = true
 			return 0, nil, c.err
+		}
+		if c.err != nil {
+			return 0, nil, io.EOF
 		}
 		if c.eof {
 			return 0, nil, io.EOF
