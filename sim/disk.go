@@ -67,6 +67,10 @@ type inode struct {
 	durable    []byte
 	dirty      bool
 	dirtyPages []bool
+	// cut: an O_TRUNC emptied the file since writeback last ran, so the
+	// next one writes the whole file (its holes are zeros on the device,
+	// not what the blocks held before).
+	cut bool
 	// borrowed: data's array is a caller's, kept without a copy
 	// (WriteAtShared), which no one may change; own copies it before a
 	// write or a fault changes the contents. Config.CheckShared does not
@@ -129,7 +133,7 @@ func (d *Disk) TrackDurability() {
 	d.track = true
 	for _, name := range d.sortedNames() {
 		ino := d.names[name]
-		ino.durable, ino.dirty, ino.dirtyPages = slices.Clone(ino.data), false, nil
+		ino.durable, ino.dirty, ino.dirtyPages, ino.cut = slices.Clone(ino.data), false, nil, false
 	}
 }
 
@@ -148,7 +152,7 @@ func (d *Disk) PowerLoss() {
 		}
 		d.used += int64(len(ino.durable)) - int64(len(ino.data))
 		ino.data, ino.dirty, ino.cached, ino.borrowed, ino.lent = slices.Clone(ino.durable), false, nil, false, false
-		ino.dirtyPages = nil
+		ino.dirtyPages, ino.cut = nil, false
 	}
 }
 
@@ -247,7 +251,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		d.used -= int64(len(ino.data))
 		ino.data, ino.borrowed, ino.lent = ino.data[:0:0], false, false
 		ino.cached, ino.dirtyPages = nil, nil
-		ino.dirty = true
+		ino.dirty, ino.cut = true, true
 	}
 	ino.refs++
 	f := &File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen}
@@ -664,6 +668,11 @@ func (ino *inode) markDirty(off, end int64) {
 // dirty while any byte differs, for PowerLoss to take back.
 func (ino *inode) writeback() {
 	n := int64(len(ino.data))
+	if ino.cut {
+		// The truncate reaches the device too: nothing of what it held
+		// before remains, failed pages or not.
+		ino.durable, ino.cut = ino.durable[:0], false
+	}
 	if int64(len(ino.durable)) > n {
 		ino.durable = ino.durable[:n]
 	} else {

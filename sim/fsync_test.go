@@ -229,3 +229,34 @@ func summary(b []byte) []byte {
 	}
 	return s
 }
+
+// A truncate reaches the device with the next successful fsync: a page
+// left a hole after it reads zeros after a power loss, not the bytes the
+// file held before the truncate (writeback copied only dirty pages, and
+// the hole is not one).
+func TestTruncateThenFsyncLeavesHolesZero(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var got []byte
+	w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		d := p.(*Process).SimDisk()
+		d.TrackDurability()
+		f, _ := p.Disk().Open("blk", model.ReadWrite|model.Create, model.FDFile)
+		f.WriteAt(bytes.Repeat([]byte{'x'}, 3*4096), 0)
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		g, _ := p.Disk().Open("blk", model.ReadWrite|model.Truncate, model.FDFile)
+		g.WriteAt([]byte("y"), 5000) // page 0 a hole
+		if err := g.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		p.(*Process).Crash()
+		d.PowerLoss()
+		got = bytes.Clone(d.names["blk"].data)
+	})
+	w.RunFor(10 * ms)
+	if len(got) != 5001 || !bytes.Equal(got[:5000], make([]byte, 5000)) || got[5000] != 'y' {
+		t.Errorf("after the power loss the file holds %d bytes, %q... at 0, want 5001 bytes, zeros then y", len(got), summary(got))
+	}
+}
