@@ -136,9 +136,12 @@ func (s *socketEvents) dispatch() {
 	if ev == 0 {
 		return
 	}
-	s.handler(ev)
 	if ev&model.Hangup != 0 {
+		// Before the call, as the real world marks it: a handler that
+		// hands the socket over (SetHandler) re-arms it for the new
+		// owner, which this would otherwise undo.
 		s.hupDone = true
 	}
+	s.handler(ev)
 	s.notify()
 }

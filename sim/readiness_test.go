@@ -184,3 +184,33 @@ func TestSetHandlerOnClosedLoopFails(t *testing.T) {
 		t.Errorf("the world's failure is %v, want SetHandler on a closed loop", err)
 	}
 }
+
+// A handler that hands its conn over (SetHandler) while it hears the
+// Hangup leaves the new owner to hear it too, as in the real world,
+// which marks the Hangup told before the call.
+func TestHandOverDuringHangup(t *testing.T) {
+	var owner []string
+	runA(t, New(DefaultConfig(1)), func(p model.Process) {
+		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
+		})
+		var c model.Conn
+		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			if ev&model.Hangup == 0 {
+				c.SetWriteInterest(false)
+				c.SetReadInterest(false)
+				return
+			}
+			c.SetHandler(p.MainLoop(), func(ev model.Events) {
+				owner = append(owner, fmt.Sprintf("hangup=%v", ev&model.Hangup != 0))
+			})
+		})
+		c.SetWriteInterest(true)
+		p.MainLoop().AfterFunc(100*time.Millisecond, func() { c.Close() })
+	})
+	if fmt.Sprint(owner) != "[hangup=true]" {
+		t.Errorf("the new owner heard %v, want one Hangup", owner)
+	}
+}
