@@ -66,6 +66,9 @@ type conn struct {
 	// write never returns sk_err (unix_stream_sendmsg looks only at the
 	// shutdown), so it goes to the kernel and leaves the error to a read.
 	told atomic.Bool
+	// shutWr: CloseWrite shut the write side, so EPIPE is ours, not a
+	// reset's.
+	shutWr atomic.Bool
 
 	mu         sync.Mutex
 	closed     bool
@@ -81,6 +84,9 @@ type conn struct {
 	// spin. SetHandler clears it: epoll reports a dead socket's
 	// EPOLLHUP to a fresh registration, and a new owner must learn it.
 	hupSent bool
+	// handlers counts SetHandler calls (a failed dial's posted Hangup is
+	// for the handler the dial set, and only while it is still set).
+	handlers int
 	// hupQuiet: both directions were shut without an error while no
 	// event was wanted; EPOLLHUP would fire for ever, and the handler has
 	// nothing to hear, so the fd stays out of epoll until it wants one.
@@ -133,6 +139,13 @@ func (c *conn) fail(op string, err error) error {
 		c.dead.Store(true)
 	case unix.EPIPE:
 		c.err.CompareAndSwap(nil, &e)
+		if c.network == "tcp" && !c.shutWr.Load() {
+			// Not our own shutdown: the peer reset the connection
+			// after its FIN (tcp_reset says EPIPE in CLOSE_WAIT), and
+			// this call took sk_err before epoll could report it; a
+			// Hangup must still come.
+			c.dead.Store(true)
+		}
 	}
 	return e
 }
@@ -163,6 +176,7 @@ func (c *conn) SetHandler(ml model.Loop, h model.Handler) {
 	}
 	c.loop, c.handler = l, h
 	c.hupSent = false
+	c.handlers++
 	c.update()
 }
 
@@ -271,12 +285,10 @@ func (c *conn) dispatch(l *loop, events uint32) {
 			if soErr := c.soError(); soErr != nil {
 				c.fail("socket", soErr)
 				if soErr == unix.EPIPE && c.network == "tcp" {
-					// A reset after the peer's FIN (tcp_reset says
-					// EPIPE in CLOSE_WAIT): a peer reset all the
-					// same, so Hangup, as the sim has it; reads go
+					// A reset after the peer's FIN (fail marks it
+					// dead, so Hangup, as the sim has it): reads go
 					// on to the kernel's EOF (the FIN came first)
 					// and writes to its EPIPE.
-					c.dead.Store(true)
 					c.told.Store(true)
 				}
 			}
@@ -325,24 +337,16 @@ func (c *conn) Read(b []byte) (int, error) {
 	}
 	var n int
 	err := c.use("read", func(fd int) error {
-		if c.dead.Load() && !c.tellOnce() {
-			return c.Err()
-		}
 		for {
 			m, err := unix.Read(fd, b)
 			if err == unix.EINTR {
 				continue
 			}
-			if err != nil {
-				e := c.fail("read", err)
-				c.told.Store(c.dead.Load())
-				return e
+			if m > 0 {
+				n = m
+				return nil
 			}
-			if m == 0 {
-				return io.EOF
-			}
-			n = m
-			return nil
+			return c.noData("read", err)
 		}
 	})
 	return n, err
@@ -360,8 +364,8 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 	}
 	var n int
 	err := c.use(op, func(fd int) error {
-		if c.dead.Load() && c.network == "tcp" && !c.tellOnce() {
-			return c.Err()
+		if err := c.deadWriteErr(); err != nil {
+			return err
 		}
 		// (A Unix socket's write goes to the kernel even once the
 		// conn is dead: unix_stream_sendmsg fails with EPIPE for a
@@ -372,11 +376,7 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 				continue
 			}
 			if err != nil {
-				e := c.fail(op, err)
-				if c.network == "tcp" { // (a Unix write leaves sk_err to a read)
-					c.told.Store(c.dead.Load())
-				}
-				return e
+				return c.failWrite(op, err)
 			}
 			n = m
 			return nil
@@ -385,10 +385,44 @@ func (c *conn) send(op string, b, oob []byte, flags int) (int, error) {
 	return n, err
 }
 
-// tellOnce reports whether a dead conn's data operation should go to the
-// kernel: its error, once returned, is not returned again (see told).
-func (c *conn) tellOnce() bool {
-	return c.told.Swap(true)
+// noData is what a read that got no bytes returns. Linux gives the data
+// still queued before a reset's error (the read above took it), then the
+// error once, then EOF: the dispatch may have taken sk_err already
+// (SO_ERROR), so a dead conn's error is given here, once (see told).
+func (c *conn) noData(op string, err error) error {
+	if c.dead.Load() {
+		if !c.told.Swap(true) {
+			return c.Err()
+		}
+		return io.EOF
+	}
+	if err != nil {
+		e := c.fail(op, err)
+		c.told.Store(c.dead.Load())
+		return e
+	}
+	return io.EOF
+}
+
+// deadWriteErr is what a write to a dead conn returns without the kernel:
+// a TCP conn's error, once, as tcp_sendmsg returns sk_err; nil to go on
+// to the kernel, which says EPIPE, as a Unix write always does
+// (unix_stream_sendmsg looks only at the shutdown and leaves sk_err to a
+// read).
+func (c *conn) deadWriteErr() error {
+	if c.dead.Load() && c.network == "tcp" && !c.told.Swap(true) {
+		return c.Err()
+	}
+	return nil
+}
+
+// failWrite is fail for a write's error; on TCP the error is then told.
+func (c *conn) failWrite(op string, err error) error {
+	e := c.fail(op, err)
+	if c.network == "tcp" {
+		c.told.Store(c.dead.Load())
+	}
+	return e
 }
 
 // setTCP sets a TCP option; on Unix sockets, which have no Nagle, delayed
@@ -503,9 +537,6 @@ func (c *conn) ReadFDs(b []byte) (int, []model.File, error) {
 		dropped int
 	)
 	err := c.use(op, func(fd int) error {
-		if c.dead.Load() {
-			return c.Err()
-		}
 		oob := make([]byte, unix.CmsgSpace(maxPassFDs*4))
 		t := &c.p.fds
 		// Receive with the table locked, so the new fds are never open
@@ -522,8 +553,8 @@ func (c *conn) ReadFDs(b []byte) (int, []model.File, error) {
 				break
 			}
 		}
-		if err != nil {
-			return c.fail(op, err)
+		if err != nil || m <= 0 && oobn == 0 {
+			return c.noData(op, err)
 		}
 		got, perr := parseRights(oob[:oobn])
 		for _, nfd := range got {
@@ -583,6 +614,7 @@ func parseRights(oob []byte) ([]int, error) {
 // CloseWrite shuts down the sending side (FIN after queued data).
 func (c *conn) CloseWrite() error {
 	return c.use("shutdown", func(fd int) error {
+		c.shutWr.Store(true)
 		if err := unix.Shutdown(fd, unix.SHUT_WR); err != nil {
 			return c.fail("shutdown", err)
 		}
@@ -847,9 +879,12 @@ func dial(p *process, l *loop, network, addr string, h model.Handler) (*conn, er
 		// Report the failure like an asynchronous one: Hangup on the
 		// loop, with Err set (this post tells it, not epoll).
 		c.hupSent = true
+		set := c.handlers
 		l.Post(func() {
 			c.mu.Lock()
-			ok := !c.closed && c.loop == l && c.handler != nil
+			// (A SetHandler since registered the conn: epoll tells
+			// the new handler, and this must not tell it twice.)
+			ok := !c.closed && c.loop == l && c.handler != nil && c.handlers == set
 			h := c.handler
 			c.mu.Unlock()
 			if ok {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -938,12 +937,9 @@ func TestResetReachesHandlerWithNoInterest(t *testing.T) {
 		c.SetHandler(p.MainLoop(), func(model.Events) {})
 		p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
 	})
-	var mu sync.Mutex
-	var got []string
+	var h heard
 	note := func(who string, ev model.Events, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, fmt.Sprintf("%s hangup=%v reset=%v", who, ev&model.Hangup != 0, errors.Is(err, model.ErrReset)))
+		h.add(fmt.Sprintf("%s hangup=%v reset=%v", who, ev&model.Hangup != 0, errors.Is(err, model.ErrReset)))
 	}
 	var c model.Conn
 	c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
@@ -958,15 +954,10 @@ func TestResetReachesHandlerWithNoInterest(t *testing.T) {
 	p.MainLoop().AfterFunc(150*time.Millisecond, func() {
 		c.SetHandler(p.MainLoop(), func(ev model.Events) { note("owner", ev, c.Err()) })
 	})
-	p.MainLoop().AfterFunc(300*time.Millisecond, func() {
-		c.Close()
-		p.World().Stop()
-	})
+	closeAndStopAfter(p, c, 300*time.Millisecond)
 	run(t, w, 5*time.Second)
-	mu.Lock()
-	defer mu.Unlock()
-	if want := "[parked hangup=true reset=true owner hangup=true reset=true]"; fmt.Sprint(got) != want {
-		t.Errorf("handlers heard %v, want %s", got, want)
+	if want := "[parked hangup=true reset=true owner hangup=true reset=true]"; h.String() != want {
+		t.Errorf("handlers heard %v, want %s", h.String(), want)
 	}
 }
 
@@ -1010,21 +1001,13 @@ func TestDefaultBacklog(t *testing.T) {
 func TestSetHandlerOnClosedLoopFails(t *testing.T) {
 	w := newWorld(t)
 	serveTCP(t, w, func(p model.Process, c model.Conn) {
-		l, err := p.NewLoop("x")
-		if err != nil {
-			failf(p, "loop: %v", err)
+		l := extraLoop(p)
+		if l == nil {
 			return
 		}
 		l.Close()
 		c.SetHandler(l, func(model.Events) {})
-	}, func(p model.Process, ln model.Listener) {
-		c, err := p.Dial("tcp", ln.Addr(), p.MainLoop(), func(model.Events) {})
-		if err != nil {
-			failf(p, "dial: %v", err)
-			return
-		}
-		c.SetReadInterest(false)
-	})
+	}, func(p model.Process, ln model.Listener) { dialIdle(p, ln) })
 	if err := w.Run(5 * time.Second); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Run: %v, want the world failed for SetHandler on a closed loop", err)
 	}

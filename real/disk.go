@@ -217,8 +217,8 @@ func (d *disk) Sendfile(mc model.Conn, mf model.File, off int64, n int) (int, er
 	var sent int
 	err := c.use(op, func(cfd int) error {
 		return f.use(op, func(ffd int) error {
-			if c.dead.Load() {
-				return c.Err()
+			if err := c.deadWriteErr(); err != nil {
+				return err
 			}
 			for {
 				m, err := unix.Sendfile(cfd, ffd, &off, n)
@@ -230,7 +230,7 @@ func (d *disk) Sendfile(mc model.Conn, mf model.File, off int64, n int) (int, er
 					return nil
 				}
 				if err != nil {
-					return c.fail(op, err)
+					return c.failWrite(op, err)
 				}
 				return io.EOF
 			}

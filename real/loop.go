@@ -482,7 +482,10 @@ func (l *loop) setInterest(obj pollable, tok uint64, fd int, prev, mask uint32) 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || l.released {
-		if mask == 0 {
+		// Leaving, or asking nothing new of, a closed loop is not an
+		// error (interest turned off there is a no-op, and no event
+		// bits but the errors' sentinel remain); a new registration is.
+		if mask == 0 || mask == prev || prev != 0 && mask == unix.EPOLLERR {
 			return nil
 		}
 		return newErr("register on loop", l.String(), model.ErrClosed)

@@ -30,6 +30,16 @@ func listenAndServe(t *testing.T, p model.Process, addr string, serve func(c mod
 	return ln
 }
 
+// abortingListener has p listen on "a:1" and abort each conn it accepts
+// 30 ms later, reading nothing.
+func abortingListener(t *testing.T, p model.Process) model.Listener {
+	return listenAndServe(t, p, "a:1", func(c model.Conn) {
+		c.SetReadInterest(false)
+		c.SetHandler(p.MainLoop(), func(model.Events) {})
+		p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
+	})
+}
+
 // A reset reaches a conn's handler as Hangup with read and write
 // interest off, once to each handler set: the one that parked the conn,
 // then a new owner. The real world does the same:
@@ -40,11 +50,7 @@ func TestResetReachesHandlerWithNoInterest(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s hangup=%v reset=%v", who, ev&model.Hangup != 0, errors.Is(err, model.ErrReset)))
 	}
 	runA(t, New(DefaultConfig(1)), func(p model.Process) {
-		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
-			c.SetReadInterest(false)
-			c.SetHandler(p.MainLoop(), func(model.Events) {})
-			p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
-		})
+		ln := abortingListener(t, p)
 		var c model.Conn
 		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
 			c.SetWriteInterest(false)
@@ -191,11 +197,7 @@ func TestSetHandlerOnClosedLoopFails(t *testing.T) {
 func TestHandOverDuringHangup(t *testing.T) {
 	var owner []string
 	runA(t, New(DefaultConfig(1)), func(p model.Process) {
-		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
-			c.SetReadInterest(false)
-			c.SetHandler(p.MainLoop(), func(model.Events) {})
-			p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Abort() })
-		})
+		ln := abortingListener(t, p)
 		var c model.Conn
 		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
 			if ev&model.Hangup == 0 {

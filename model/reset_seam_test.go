@@ -1,0 +1,166 @@
+package model_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/real"
+	"xceiver/sim"
+)
+
+// asyncInBoth runs main as process "a" of a sim world and of a real one,
+// each until main calls done, and returns what each reported.
+func asyncInBoth(t *testing.T, main func(p model.Process, done func(string))) (simGot, realGot string) {
+	t.Helper()
+	sw := sim.New(sim.DefaultConfig(1))
+	if _, err := sw.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		main(p, func(s string) { simGot = s })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sw.RunFor(time.Second)
+	rw, err := real.New(real.Config{Seed: 1, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	if _, err := rw.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		main(p, func(s string) { realGot = s; p.World().Stop() })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Run(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return simGot, realGot
+}
+
+// opResult names what a read or write returned, for comparing the worlds.
+func opResult(n int, err error) string {
+	switch {
+	case err == nil:
+		return fmt.Sprint(n)
+	case err == io.EOF:
+		return "EOF"
+	case errors.Is(err, model.ErrReset):
+		return "ECONNRESET"
+	case errors.Is(err, model.ErrPipe):
+		return "EPIPE"
+	}
+	return err.Error()
+}
+
+// resetScenario: a TCP server that writes pre (if any) and aborts 20 ms
+// after accepting; the client, interests off, runs ops on Hangup.
+func resetScenario(network, addr string, pre []byte, ops func(p model.Process, c model.Conn, f model.File) string) func(p model.Process, done func(string)) {
+	return func(p model.Process, done func(string)) {
+		ln, err := p.Listen(network, addr, 4, p.MainLoop())
+		if err != nil {
+			done("listen: " + err.Error())
+			return
+		}
+		ln.SetHandler(func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.SetReadInterest(false)
+				c.SetHandler(p.MainLoop(), func(model.Events) {})
+				if pre != nil {
+					c.Write(pre)
+				}
+				p.MainLoop().AfterFunc(20*time.Millisecond, func() {
+					if network == "tcp" {
+						c.Abort()
+					} else {
+						c.Close()
+					}
+				})
+			}
+		})
+		f, _ := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDFile)
+		f.WriteAt([]byte("hello"), 0)
+		var c model.Conn
+		c, err = p.Dial(network, ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			c.SetReadInterest(false)
+			if ev&model.Hangup != 0 {
+				s := ops(p, c, f)
+				c.Close()
+				f.Close()
+				done(s)
+			}
+		})
+		if err != nil {
+			done("dial: " + err.Error())
+			return
+		}
+		c.SetWriteInterest(true)
+		if network == "unix" {
+			c.Write([]byte("unread")) // the server closes with it unread
+		}
+	}
+}
+
+// After a reset, sendfile takes the error once as a write does, and a
+// read then sees EOF, in both worlds (tcp_sendmsg's sk_err, once).
+func TestSendfileThenReadAfterReset(t *testing.T) {
+	s, r := asyncInBoth(t, resetScenario("tcp", "127.0.0.1:0", nil, func(p model.Process, c model.Conn, f model.File) string {
+		a, e1 := p.Disk().Sendfile(c, f, 0, 5)
+		b, e2 := c.Read(make([]byte, 8))
+		return opResult(a, e1) + " " + opResult(b, e2)
+	}))
+	if s != r || s != "ECONNRESET EOF" {
+		t.Errorf("sendfile, read after a reset: sim %q, real %q, want %q", s, r, "ECONNRESET EOF")
+	}
+}
+
+// After a reset, a read takes the error once, and sendfile then fails
+// with EPIPE, in both worlds.
+func TestReadThenSendfileAfterReset(t *testing.T) {
+	s, r := asyncInBoth(t, resetScenario("tcp", "127.0.0.1:0", nil, func(p model.Process, c model.Conn, f model.File) string {
+		b, e2 := c.Read(make([]byte, 8))
+		a, e1 := p.Disk().Sendfile(c, f, 0, 5)
+		return opResult(b, e2) + " " + opResult(a, e1)
+	}))
+	if s != r || s != "ECONNRESET EPIPE" {
+		t.Errorf("read, sendfile after a reset: sim %q, real %q, want %q", s, r, "ECONNRESET EPIPE")
+	}
+}
+
+// Data queued before a reset is read first, then the error once, then
+// EOF, as raw Linux sockets give them (real.TestRawLinuxDataThenReset).
+func TestDataThenResetReads(t *testing.T) {
+	s, r := asyncInBoth(t, resetScenario("tcp", "127.0.0.1:0", []byte("hello"), func(p model.Process, c model.Conn, f model.File) string {
+		out := ""
+		for i := 0; i < 3; i++ {
+			n, err := c.Read(make([]byte, 8))
+			out += opResult(n, err) + " "
+		}
+		return out
+	}))
+	if s != r || s != "5 ECONNRESET EOF " {
+		t.Errorf("reads after data then a reset: sim %q, real %q, want %q", s, r, "5 ECONNRESET EOF ")
+	}
+}
+
+// A Unix conn's reset is read once, by ReadFDs as by Read, then EOF.
+func TestUnixReadFDsAfterReset(t *testing.T) {
+	s, r := asyncInBoth(t, resetScenario("unix", "rs.sock", nil, func(p model.Process, c model.Conn, f model.File) string {
+		out := ""
+		for i := 0; i < 2; i++ {
+			n, _, err := c.ReadFDs(make([]byte, 8))
+			out += opResult(n, err) + " "
+		}
+		n, err := c.Read(make([]byte, 8))
+		return out + opResult(n, err)
+	}))
+	if s != r || s != "ECONNRESET EOF EOF" {
+		t.Errorf("ReadFDs, ReadFDs, Read after a Unix reset: sim %q, real %q, want %q", s, r, "ECONNRESET EOF EOF")
+	}
+}
