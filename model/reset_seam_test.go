@@ -50,6 +50,8 @@ func opResult(n int, err error) string {
 		return "ECONNRESET"
 	case errors.Is(err, model.ErrPipe):
 		return "EPIPE"
+	case errors.Is(err, model.ErrRefused):
+		return "ECONNREFUSED"
 	}
 	return err.Error()
 }
@@ -162,5 +164,31 @@ func TestUnixReadFDsAfterReset(t *testing.T) {
 	}))
 	if s != r || s != "ECONNRESET EOF EOF" {
 		t.Errorf("ReadFDs, ReadFDs, Read after a Unix reset: sim %q, real %q, want %q", s, r, "ECONNRESET EOF EOF")
+	}
+}
+
+// After a refused connect, a write returns the error once, then EPIPE,
+// and a read EOF, in both worlds (Linux: sk_err once, then the socket is
+// shut both ways, whatever the error).
+func TestRefusedDialThenWrites(t *testing.T) {
+	want := "ECONNREFUSED EPIPE EOF"
+	s, r := asyncInBoth(t, func(p model.Process, done func(string)) {
+		var c model.Conn
+		c, err := p.Dial("tcp", "127.0.0.1:1", p.MainLoop(), func(ev model.Events) {
+			if ev&model.Hangup == 0 {
+				return
+			}
+			a, e1 := c.Write([]byte("x"))
+			b, e2 := c.Write([]byte("x"))
+			n, e3 := c.Read(make([]byte, 8))
+			c.Close()
+			done(opResult(a, e1) + " " + opResult(b, e2) + " " + opResult(n, e3))
+		})
+		if err != nil {
+			done("dial: " + err.Error())
+		}
+	})
+	if s != r || s != want {
+		t.Errorf("write, write, read after a refused connect: sim %q, real %q, want %q", s, r, want)
 	}
 }

@@ -486,7 +486,10 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 // takeErr returns the connection's error: the reset itself once, then
 // EPIPE for writers, as Linux does after ECONNRESET is reported.
 func (c *tcpConn) takeErr() error {
-	if c.errReturn && c.err == model.ErrReset {
+	if c.errReturn {
+		// sk_err went to an earlier call; tcp_done shut the socket,
+		// so writes see EPIPE whatever the error was (a reset, a
+		// timeout, a refused connect).
 		return model.ErrPipe
 	}
 	c.errReturn = true
