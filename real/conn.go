@@ -398,7 +398,9 @@ func (c *conn) noData(op string, err error) error {
 	}
 	if err != nil {
 		e := c.fail(op, err)
-		c.told.Store(c.dead.Load())
+		if err != unix.EAGAIN { // (a would-block told nothing, even if the dispatch just saw the conn die)
+			c.told.Store(c.dead.Load())
+		}
 		return e
 	}
 	return io.EOF
@@ -419,7 +421,7 @@ func (c *conn) deadWriteErr() error {
 // failWrite is fail for a write's error; on TCP the error is then told.
 func (c *conn) failWrite(op string, err error) error {
 	e := c.fail(op, err)
-	if c.network == "tcp" {
+	if c.network == "tcp" && err != unix.EAGAIN {
 		c.told.Store(c.dead.Load())
 	}
 	return e
