@@ -466,12 +466,18 @@ func (d *Disk) markCached(ino *inode, off int64, n int) {
 	if !d.w.cfg.Disk.PageCache {
 		return
 	}
-	last := (off + int64(n) + pageSize - 1) / pageSize
-	for int64(len(ino.cached)) < last {
-		ino.cached = append(ino.cached, false)
+	markPages(&ino.cached, off, off+int64(n))
+}
+
+// markPages sets the flags of the pages [off, end) touches, growing the
+// per-page list as needed (the page cache's and the dirty pages').
+func markPages(pages *[]bool, off, end int64) {
+	last := (end + pageSize - 1) / pageSize
+	for int64(len(*pages)) < last {
+		*pages = append(*pages, false)
 	}
 	for pg := off / pageSize; pg < last; pg++ {
-		ino.cached[pg] = true
+		(*pages)[pg] = true
 	}
 }
 
@@ -611,7 +617,7 @@ func (f *File) apply(b []byte, off int64, shared bool) {
 	}
 	f.ino.dirty = true
 	if f.d.track {
-		f.ino.markDirty(off, end)
+		markPages(&f.ino.dirtyPages, off, end)
 	}
 	f.d.w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "write"})
 }
@@ -649,17 +655,6 @@ func (f *File) Sync() error {
 		f.ino.writeback()
 	}
 	return nil
-}
-
-// markDirty marks the pages of [off, end) dirty.
-func (ino *inode) markDirty(off, end int64) {
-	last := (end + pageSize - 1) / pageSize
-	for int64(len(ino.dirtyPages)) < last {
-		ino.dirtyPages = append(ino.dirtyPages, false)
-	}
-	for pg := off / pageSize; pg < last; pg++ {
-		ino.dirtyPages[pg] = true
-	}
 }
 
 // writeback is a successful fsync: the file's size and its dirty pages
