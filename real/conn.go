@@ -397,11 +397,7 @@ func (c *conn) noData(op string, err error) error {
 		return io.EOF
 	}
 	if err != nil {
-		e := c.fail(op, err)
-		if err != unix.EAGAIN { // (a would-block told nothing, even if the dispatch just saw the conn die)
-			c.told.Store(c.dead.Load())
-		}
-		return e
+		return c.failTold(op, err, true)
 	}
 	return io.EOF
 }
@@ -420,8 +416,15 @@ func (c *conn) deadWriteErr() error {
 
 // failWrite is fail for a write's error; on TCP the error is then told.
 func (c *conn) failWrite(op string, err error) error {
+	return c.failTold(op, err, c.network == "tcp")
+}
+
+// failTold is fail for an error a read or write returns; with tells, an
+// error that ended the conn counts as told (see told). A would-block
+// tells nothing, even if the dispatch has just seen the conn die.
+func (c *conn) failTold(op string, err error, tells bool) error {
 	e := c.fail(op, err)
-	if c.network == "tcp" && err != unix.EAGAIN {
+	if tells && err != unix.EAGAIN {
 		c.told.Store(c.dead.Load())
 	}
 	return e
