@@ -174,6 +174,10 @@ func (k FDKind) String() string {
 	return "fd?"
 }
 
+// IsFile reports whether k is a kind Disk.Open may give (a file, a block
+// or a meta file); both worlds refuse the others.
+func (k FDKind) IsFile() bool { return k == FDFile || k == FDBlockFile || k == FDMetaFile }
+
 // FDStats is a snapshot of a process's fd table.
 type FDStats struct {
 	Open   int
@@ -325,6 +329,10 @@ const (
 	Excl               // with Create: fail if it exists
 	Truncate
 )
+
+// Valid reports whether f has only the flags above; both worlds' Open
+// refuse others.
+func (f OpenFlag) Valid() bool { return f&^(ReadWrite|Create|Excl|Truncate) == 0 }
 
 // Disk is a process's view of its file system. Rename and Unlink have POSIX
 // meaning: an open File keeps reading the inode it opened.

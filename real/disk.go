@@ -42,18 +42,14 @@ func (d *disk) resolve(op, name string, allowRoot bool) (string, error) {
 	return filepath.Join(d.p.dir, filepath.FromSlash(clean)), nil
 }
 
-func isFileKind(k model.FDKind) bool {
-	return k == model.FDFile || k == model.FDBlockFile || k == model.FDMetaFile
-}
-
 // Open opens name. kind (FDFile, FDBlockFile or FDMetaFile) tags the fd in
 // the process's table.
 func (d *disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.File, error) {
 	const op = "open"
-	if !isFileKind(kind) {
+	if !kind.IsFile() {
 		return nil, badArg(op, strconv.Quote(name), fmt.Sprintf("fd kind %v is not a file kind", kind))
 	}
-	if flag&^(model.ReadWrite|model.Create|model.Excl|model.Truncate) != 0 {
+	if !flag.Valid() {
 		return nil, badArg(op, strconv.Quote(name), fmt.Sprintf("unknown open flags %#x", int(flag)))
 	}
 	full, err := d.resolve(op, name, false)

@@ -211,10 +211,10 @@ func isCleanRel(p string) bool {
 
 // Open implements model.Disk.
 func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.File, error) {
-	if kind != model.FDFile && kind != model.FDBlockFile && kind != model.FDMetaFile {
+	if !kind.IsFile() {
 		return nil, fmt.Errorf("open %q: fd kind %v is not a file kind: %w", name, kind, fs.ErrInvalid)
 	}
-	if flag&^(model.ReadWrite|model.Create|model.Excl|model.Truncate) != 0 {
+	if !flag.Valid() {
 		return nil, fmt.Errorf("open %q: unknown open flags %#x: %w", name, int(flag), fs.ErrInvalid)
 	}
 	p, err := cleanPath(name)
