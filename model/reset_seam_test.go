@@ -8,36 +8,7 @@ import (
 	"time"
 
 	"xceiver/model"
-	"xceiver/real"
-	"xceiver/sim"
 )
-
-// asyncInBoth runs main as process "a" of a sim world and of a real one,
-// each until main calls done, and returns what each reported.
-func asyncInBoth(t *testing.T, main func(p model.Process, done func(string))) (simGot, realGot string) {
-	t.Helper()
-	sw := sim.New(sim.DefaultConfig(1))
-	if _, err := sw.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
-		main(p, func(s string) { simGot = s })
-	}); err != nil {
-		t.Fatal(err)
-	}
-	sw.RunFor(time.Second)
-	rw, err := real.New(real.Config{Seed: 1, Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rw.Close()
-	if _, err := rw.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
-		main(p, func(s string) { realGot = s; p.World().Stop() })
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rw.Run(5 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return simGot, realGot
-}
 
 // opResult names what a read or write returned, for comparing the worlds.
 func opResult(n int, err error) string {
@@ -65,12 +36,9 @@ func resetScenario(network, addr string, pre []byte, ops func(p model.Process, c
 			done("listen: " + err.Error())
 			return
 		}
+		stopped := func() bool { return false }
 		ln.SetHandler(func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
+			model.AcceptAll(p, p.MainLoop(), ln, "accept-error", stopped, func(c model.Conn) {
 				c.SetReadInterest(false)
 				c.SetHandler(p.MainLoop(), func(model.Events) {})
 				if pre != nil {
@@ -83,7 +51,7 @@ func resetScenario(network, addr string, pre []byte, ops func(p model.Process, c
 						c.Close()
 					}
 				})
-			}
+			})
 		})
 		f, _ := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDFile)
 		f.WriteAt([]byte("hello"), 0)
@@ -112,48 +80,39 @@ func resetScenario(network, addr string, pre []byte, ops func(p model.Process, c
 // After a reset, sendfile takes the error once as a write does, and a
 // read then sees EOF, in both worlds (tcp_sendmsg's sk_err, once).
 func TestSendfileThenReadAfterReset(t *testing.T) {
-	s, r := asyncInBoth(t, resetScenario("tcp", "127.0.0.1:0", nil, func(p model.Process, c model.Conn, f model.File) string {
+	sameInBoth(t, "ECONNRESET EOF")(untilDone(t, model.ProcessConfig{}, resetScenario("tcp", "127.0.0.1:0", nil, func(p model.Process, c model.Conn, f model.File) string {
 		a, e1 := p.Disk().Sendfile(c, f, 0, 5)
 		b, e2 := c.Read(make([]byte, 8))
 		return opResult(a, e1) + " " + opResult(b, e2)
-	}))
-	if s != r || s != "ECONNRESET EOF" {
-		t.Errorf("sendfile, read after a reset: sim %q, real %q, want %q", s, r, "ECONNRESET EOF")
-	}
+	})))
 }
 
 // After a reset, a read takes the error once, and sendfile then fails
 // with EPIPE, in both worlds.
 func TestReadThenSendfileAfterReset(t *testing.T) {
-	s, r := asyncInBoth(t, resetScenario("tcp", "127.0.0.1:0", nil, func(p model.Process, c model.Conn, f model.File) string {
+	sameInBoth(t, "ECONNRESET EPIPE")(untilDone(t, model.ProcessConfig{}, resetScenario("tcp", "127.0.0.1:0", nil, func(p model.Process, c model.Conn, f model.File) string {
 		b, e2 := c.Read(make([]byte, 8))
 		a, e1 := p.Disk().Sendfile(c, f, 0, 5)
 		return opResult(b, e2) + " " + opResult(a, e1)
-	}))
-	if s != r || s != "ECONNRESET EPIPE" {
-		t.Errorf("read, sendfile after a reset: sim %q, real %q, want %q", s, r, "ECONNRESET EPIPE")
-	}
+	})))
 }
 
 // Data queued before a reset is read first, then the error once, then
 // EOF, as raw Linux sockets give them (real.TestRawLinuxDataThenReset).
 func TestDataThenResetReads(t *testing.T) {
-	s, r := asyncInBoth(t, resetScenario("tcp", "127.0.0.1:0", []byte("hello"), func(p model.Process, c model.Conn, f model.File) string {
+	sameInBoth(t, "5 ECONNRESET EOF ")(untilDone(t, model.ProcessConfig{}, resetScenario("tcp", "127.0.0.1:0", []byte("hello"), func(p model.Process, c model.Conn, f model.File) string {
 		out := ""
 		for i := 0; i < 3; i++ {
 			n, err := c.Read(make([]byte, 8))
 			out += opResult(n, err) + " "
 		}
 		return out
-	}))
-	if s != r || s != "5 ECONNRESET EOF " {
-		t.Errorf("reads after data then a reset: sim %q, real %q, want %q", s, r, "5 ECONNRESET EOF ")
-	}
+	})))
 }
 
 // A Unix conn's reset is read once, by ReadFDs as by Read, then EOF.
 func TestUnixReadFDsAfterReset(t *testing.T) {
-	s, r := asyncInBoth(t, resetScenario("unix", "rs.sock", nil, func(p model.Process, c model.Conn, f model.File) string {
+	sameInBoth(t, "ECONNRESET EOF EOF")(untilDone(t, model.ProcessConfig{}, resetScenario("unix", "rs.sock", nil, func(p model.Process, c model.Conn, f model.File) string {
 		out := ""
 		for i := 0; i < 2; i++ {
 			n, _, err := c.ReadFDs(make([]byte, 8))
@@ -161,10 +120,7 @@ func TestUnixReadFDsAfterReset(t *testing.T) {
 		}
 		n, err := c.Read(make([]byte, 8))
 		return out + opResult(n, err)
-	}))
-	if s != r || s != "ECONNRESET EOF EOF" {
-		t.Errorf("ReadFDs, ReadFDs, Read after a Unix reset: sim %q, real %q, want %q", s, r, "ECONNRESET EOF EOF")
-	}
+	})))
 }
 
 // After a refused connect, a write returns the error once, then EPIPE,
@@ -172,7 +128,7 @@ func TestUnixReadFDsAfterReset(t *testing.T) {
 // shut both ways, whatever the error).
 func TestRefusedDialThenWrites(t *testing.T) {
 	want := "ECONNREFUSED EPIPE EOF"
-	s, r := asyncInBoth(t, func(p model.Process, done func(string)) {
+	sameInBoth(t, want)(untilDone(t, model.ProcessConfig{}, func(p model.Process, done func(string)) {
 		var c model.Conn
 		c, err := p.Dial("tcp", "127.0.0.1:1", p.MainLoop(), func(ev model.Events) {
 			if ev&model.Hangup == 0 {
@@ -187,8 +143,5 @@ func TestRefusedDialThenWrites(t *testing.T) {
 		if err != nil {
 			done("dial: " + err.Error())
 		}
-	})
-	if s != r || s != want {
-		t.Errorf("write, write, read after a refused connect: sim %q, real %q, want %q", s, r, want)
-	}
+	}))
 }

@@ -12,23 +12,24 @@ import (
 	"xceiver/sim"
 )
 
-// inBothWorlds runs main as process "a" of a sim world and of a real one
-// and returns what it reported in each.
-func inBothWorlds(t *testing.T, pc model.ProcessConfig, main func(p model.Process) string) (simGot, realGot string) {
+// untilDone runs main as process "a" of a sim world and of a real one,
+// each until main calls done, and returns what each reported.
+func untilDone(t *testing.T, pc model.ProcessConfig, main func(p model.Process, done func(string))) (simGot, realGot string) {
 	t.Helper()
 	sw := sim.New(sim.DefaultConfig(1))
-	if _, err := sw.Spawn("a", pc, func(p model.Process) { simGot = main(p) }); err != nil {
+	if _, err := sw.Spawn("a", pc, func(p model.Process) {
+		main(p, func(s string) { simGot = s })
+	}); err != nil {
 		t.Fatal(err)
 	}
-	sw.RunFor(time.Millisecond)
+	sw.RunFor(time.Second)
 	rw, err := real.New(real.Config{Seed: 1, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rw.Close()
 	if _, err := rw.Spawn("a", pc, func(p model.Process) {
-		realGot = main(p)
-		p.World().Stop()
+		main(p, func(s string) { realGot = s; p.World().Stop() })
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +37,12 @@ func inBothWorlds(t *testing.T, pc model.ProcessConfig, main func(p model.Proces
 		t.Fatal(err)
 	}
 	return simGot, realGot
+}
+
+// inBothWorlds is untilDone for a main that reports as it returns.
+func inBothWorlds(t *testing.T, pc model.ProcessConfig, main func(p model.Process) string) (simGot, realGot string) {
+	t.Helper()
+	return untilDone(t, pc, func(p model.Process, done func(string)) { done(main(p)) })
 }
 
 // A file's edge cases come out as Linux gives them, in both worlds: a
