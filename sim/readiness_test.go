@@ -18,15 +18,8 @@ func listenAndServe(t *testing.T, p model.Process, addr string, serve func(c mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln.SetHandler(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			serve(c)
-		}
-	})
+	stopped := func() bool { return false }
+	ln.SetHandler(func() { model.AcceptAll(p, p.MainLoop(), ln, "accept-error", stopped, serve) })
 	return ln
 }
 
