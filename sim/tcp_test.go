@@ -1700,8 +1700,8 @@ func TestUnixResetDuringFDPass(t *testing.T) {
 			for _, c := range []*unixConn{sc, cc} {
 				// Each end's handler read the ECONNRESET (once, as
 				// sock_error gives it); later reads see EOF.
-				if !errors.Is(c.Err(), model.ErrReset) || !c.errTold {
-					t.Errorf("%s: error %v, read by its handler %v; want ECONNRESET, read", c.p.name, c.Err(), c.errTold)
+				if !errors.Is(c.Err(), model.ErrReset) || !c.errReturn {
+					t.Errorf("%s: error %v, read by its handler %v; want ECONNRESET, read", c.p.name, c.Err(), c.errReturn)
 				}
 				if _, _, err := c.ReadFDs(make([]byte, 8)); err != io.EOF {
 					t.Errorf("%s reads %v after the reset was read, want EOF", c.p.name, err)

@@ -65,12 +65,12 @@ type unixConn struct {
 	// transit is the bytes the peer sent that have not reached this end
 	// yet. Linux has no such state (unix_stream_sendmsg queues on the
 	// receiver at once), so they count as this end's unread data.
-	transit  int
-	eof      bool
-	wrShut   bool
-	fdClosed bool
-	err      error
-	errTold  bool // a read has returned err (later reads see EOF, as Linux's)
+	transit   int
+	eof       bool
+	wrShut    bool
+	fdClosed  bool
+	err       error
+	errReturn bool // a read has returned err (later reads see EOF, as Linux's)
 	// reset: a fault reset the connection; bytes and fds still in
 	// flight to this end are lost.
 	reset bool
@@ -168,10 +168,10 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	if c.rqBytes == 0 {
-		if c.err != nil && !c.errTold {
+		if c.err != nil && !c.errReturn {
 			// sock_error returns sk_err once; the receive side is
 			// shut (the peer's close, or the reset), so EOF after.
-			c.errTold = true
+			c.errReturn = true
 			return 0, nil, c.err
 		}
 		if c.err != nil {
