@@ -144,11 +144,8 @@ func TestFsyncFaults(t *testing.T) {
 // A power loss takes back the writes no fsync made durable, and only
 // those; a file created and never synced comes back empty.
 func TestPowerLossKeepsOnlySyncedWrites(t *testing.T) {
-	w := New(DefaultConfig(1))
 	var sizes []int64
-	w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
-		d := p.(*Process).SimDisk()
-		d.TrackDurability()
+	onTrackedDisk(func(p model.Process, d *Disk) {
 		f, _ := p.Disk().Open("log", model.ReadWrite|model.Create, model.FDFile)
 		g, _ := p.Disk().Open("other", model.ReadWrite|model.Create, model.FDFile)
 		f.WriteAt([]byte("synced"), 0)
@@ -164,7 +161,6 @@ func TestPowerLossKeepsOnlySyncedWrites(t *testing.T) {
 			sizes = append(sizes, n)
 		}
 	})
-	w.RunFor(10 * ms)
 	if fmt.Sprint(sizes) != "[6 0]" {
 		t.Errorf("after the power loss the files hold %v bytes, want [6 0]", sizes)
 	}
@@ -178,12 +174,9 @@ func TestPowerLossKeepsOnlySyncedWrites(t *testing.T) {
 func TestFsyncAfterEIOLosesThePages(t *testing.T) {
 	page := func(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
 	for _, rewrite := range []bool{false, true} {
-		w := New(DefaultConfig(1))
 		var got, cached []byte
 		var errs []error
-		w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
-			d := p.(*Process).SimDisk()
-			d.TrackDurability()
+		onTrackedDisk(func(p model.Process, d *Disk) {
 			f, _ := p.Disk().Open("log", model.ReadWrite|model.Create, model.FDFile)
 			f.WriteAt(page('a', 4096), 0)
 			errs = append(errs, f.Sync())
@@ -204,7 +197,6 @@ func TestFsyncAfterEIOLosesThePages(t *testing.T) {
 			d.PowerLoss()
 			got = bytes.Clone(d.names["log"].data) // (the process is down: no fd to read it)
 		})
-		w.RunFor(10 * ms)
 		if len(errs) != 4 || errs[0] != nil || !errors.Is(errs[1], model.ErrIO) || errs[2] != nil || errs[3] != nil {
 			t.Fatalf("rewrite %v: fsyncs returned %v, want nil, EIO, nil, nil", rewrite, errs)
 		}
@@ -235,11 +227,8 @@ func summary(b []byte) []byte {
 // file held before the truncate (writeback copied only dirty pages, and
 // the hole is not one).
 func TestTruncateThenFsyncLeavesHolesZero(t *testing.T) {
-	w := New(DefaultConfig(1))
 	var got []byte
-	w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
-		d := p.(*Process).SimDisk()
-		d.TrackDurability()
+	onTrackedDisk(func(p model.Process, d *Disk) {
 		f, _ := p.Disk().Open("blk", model.ReadWrite|model.Create, model.FDFile)
 		f.WriteAt(bytes.Repeat([]byte{'x'}, 3*4096), 0)
 		if err := f.Sync(); err != nil {
@@ -255,8 +244,19 @@ func TestTruncateThenFsyncLeavesHolesZero(t *testing.T) {
 		d.PowerLoss()
 		got = bytes.Clone(d.names["blk"].data)
 	})
-	w.RunFor(10 * ms)
 	if len(got) != 5001 || !bytes.Equal(got[:5000], make([]byte, 5000)) || got[5000] != 'y' {
 		t.Errorf("after the power loss the file holds %d bytes, %q... at 0, want 5001 bytes, zeros then y", len(got), summary(got))
 	}
+}
+
+// onTrackedDisk runs body as process "p" of a new world whose disk tracks
+// durability (as the namenode's does), for 10 ms of virtual time.
+func onTrackedDisk(body func(p model.Process, d *Disk)) {
+	w := New(DefaultConfig(1))
+	w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		d := p.(*Process).SimDisk()
+		d.TrackDurability()
+		body(p, d)
+	})
+	w.RunFor(10 * ms)
 }
