@@ -1257,11 +1257,13 @@ func (c *tcpConn) onFin() {
 	c.scheduleDelack()
 }
 
-// xmitRSTTo answers a segment that reached a dead socket.
+// xmitRSTTo answers a segment that reached a dead socket. The reset does
+// not go through xmit (the socket sends nothing else), so it takes the
+// spikes on either host as the handshake's segments do.
 func (c *tcpConn) xmitRSTTo() {
 	peer := c.peer
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(c.sndNxt), S: flagStrings[flagRST]})
-	c.w.post(c.w.Now()+c.cfg.Delay, func() { peer.receive(&segment{flags: flagRST}) })
+	c.w.post(c.w.handshakeArrival(c.w.Now(), c.p, peer.p), func() { peer.receive(&segment{flags: flagRST}) })
 }
 
 func (c *tcpConn) onAck(s *segment) {

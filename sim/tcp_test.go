@@ -1971,6 +1971,26 @@ func TestSpikeHoldsRefusal(t *testing.T) {
 	}
 }
 
+// A spike holds the reset a dead socket answers a segment with
+// (xmitRSTTo, which does not go through xmit), as it holds every other
+// segment to the spiking host. The reset is sent directly: a dead socket
+// gets a segment only from a peer that has not heard of its death, which
+// today's faults make rare. (Before, that reset crossed the spike.)
+func TestSpikeHoldsResetToDeadSocket(t *testing.T) {
+	h := newPair(t)
+	spikeEnd := h.now() + 300*ms
+	h.cli.p.Spike(spikeEnd - h.now())
+	h.srv.c.xmitRSTTo()
+	h.runTo(spikeEnd - ms)
+	if err := h.cli.c.Err(); err != nil {
+		t.Fatalf("the reset reached the client across its spike (ends at %v): %v", spikeEnd, err)
+	}
+	h.runTo(spikeEnd + 10*ms)
+	if err := h.cli.c.Err(); !errors.Is(err, model.ErrReset) {
+		t.Fatalf("after the spike the client has %v, want ECONNRESET", err)
+	}
+}
+
 // CloseWrite after the server answered the SYN aborts the connect too:
 // the SYN-ACK is answered with a reset, and the half-open connection is
 // dropped from the listener's count.
