@@ -23,6 +23,8 @@ func opResult(n int, err error) string {
 		return "EPIPE"
 	case errors.Is(err, model.ErrRefused):
 		return "ECONNREFUSED"
+	case errors.Is(err, model.ErrNotSupported):
+		return "ENOTSUP"
 	}
 	return err.Error()
 }

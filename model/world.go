@@ -295,6 +295,9 @@ type Conn interface {
 	SendFDs(p []byte, files []File) (int, error)
 	// ReadFDs reads like Read and also returns files passed with the bytes
 	// read; each becomes a new fd (kind FDPassed) in the reader's process.
+	// Unix sockets only. A read stops after the bytes of a message that
+	// carried files (it may begin with bytes sent before it), so one read
+	// returns one message's files at most; Read drops them unseen.
 	ReadFDs(p []byte) (int, []File, error)
 
 	// CloseWrite sends FIN after queued data (shutdown(SHUT_WR)).

@@ -69,8 +69,8 @@ func FuzzSCCase(f *testing.F) {
 // harness had grown the lost replace's contents only.
 // testdata/sc-lost-replace-append-cases.json holds both shrunk cases
 // (replace, crash, append, read); they must pass, with the same events
-// (pinned again whenever the model changes a run on purpose: last, the
-// handle pool trimmed at its next expiry, not every PoolIdle).
+// (pinned again whenever the model changes a run on purpose: last, a
+// refused Unix dial reported by a Hangup on the loop, not by Dial).
 func TestSCAppendAfterLostReplace(t *testing.T) {
 	b, err := os.ReadFile("testdata/sc-lost-replace-append-cases.json")
 	if err != nil {
@@ -80,7 +80,7 @@ func TestSCAppendAfterLostReplace(t *testing.T) {
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
-	want := map[uint64]string{24470: "3bc4a2aa328c7706", 43776: "171da65b88167acd"}
+	want := map[uint64]string{24470: "01b5435bb0cb8911", 43776: "28014746b0196f36"}
 	for _, c := range cases {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)

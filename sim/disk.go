@@ -709,14 +709,15 @@ func (f *File) kill() {
 	}
 }
 
-// dup makes a new fd in process p for the same open file (fd passing).
+// dup makes a new fd in process p for the same open file (fd passing):
+// the same open file description, so its access mode too.
 func (f *File) dup(p *Process, kind model.FDKind) (*File, error) {
 	fd, err := p.allocFD(kind, nil)
 	if err != nil {
 		return nil, err
 	}
 	f.ino.refs++
-	nf := &File{d: f.d, p: p, ino: f.ino, fd: fd, kind: kind, writable: false, gen: p.gen}
+	nf := &File{d: f.d, p: p, ino: f.ino, fd: fd, kind: kind, writable: f.writable, gen: p.gen}
 	p.setFDObject(fd, nf)
 	return nf, nil
 }

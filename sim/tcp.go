@@ -635,8 +635,7 @@ func (c *tcpConn) SendFDs(p []byte, files []model.File) (int, error) {
 }
 
 func (c *tcpConn) ReadFDs(p []byte) (int, []model.File, error) {
-	n, err := c.Read(p)
-	return n, nil, err
+	return 0, nil, fmt.Errorf("recvmsg SCM_RIGHTS on TCP: %w", model.ErrNotSupported)
 }
 
 func (c *tcpConn) CloseWrite() error {

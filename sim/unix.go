@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	"xceiver/model"
@@ -36,8 +37,10 @@ const (
 )
 
 // unixChunk is one skb: bytes and the files it carried. Files ride with
-// the first skb of their message: a read never crosses into a chunk that
-// carries files, as in unix_stream_read_generic.
+// the first skb of their message. A read takes bytes across skbs, into
+// one that carries files too, but stops after that one, as
+// unix_stream_read_generic does (it glues skbs of different senders only
+// without SO_PASSCRED, which no model code sets).
 type unixChunk struct {
 	data     []byte
 	off      int
@@ -78,10 +81,9 @@ type unixConn struct {
 
 func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (model.Conn, error) {
 	ln := w.listen["unix/"+addr]
-	if ln == nil || ln.closed || ln.p.crashed {
-		return nil, fmt.Errorf("dial unix %s: %w", addr, model.ErrRefused)
-	}
-	if len(ln.pending) >= ln.backlog {
+	refused := ln == nil || ln.closed || ln.p.crashed
+	// unix_recvq_full is "queue length > backlog": Linux holds backlog+1.
+	if !refused && len(ln.pending) > ln.backlog {
 		return nil, fmt.Errorf("dial unix %s: accept queue full: %w", addr, model.ErrWouldBlock)
 	}
 	fd, err := p.allocFD(model.FDSocket, nil)
@@ -92,6 +94,17 @@ func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (mod
 	w.nextID++
 	c := &unixConn{w: w, p: p, id: w.nextID, fd: fd, local: p.name + ":unix", remote: addr}
 	c.socketEvents = socketEvents{src: c, readInterest: true, loop: l, handler: h}
+	if refused {
+		// connect fails at once (ENOENT, ECONNREFUSED), yet Dial
+		// returns the socket and its handler hears of the failure
+		// as of an asynchronous one, Hangup with Err set, as the
+		// real world's does and as a refused TCP dial does.
+		p.setFDObject(fd, c)
+		c.err = fmt.Errorf("connect unix %s: %w", addr, model.ErrRefused)
+		w.record(Event{Proc: p.name, Kind: "connect", Conn: c.id, S: "unix " + addr + " refused"})
+		c.notify()
+		return c, nil
+	}
 	w.nextID++
 	s := &unixConn{w: w, p: ln.p, id: w.nextID, fd: -1, local: addr, remote: c.local}
 	s.socketEvents = socketEvents{src: s, readInterest: true}
@@ -154,17 +167,24 @@ func (c *unixConn) readiness() model.Events {
 func (c *unixConn) fdOpen() bool   { return !c.fdClosed }
 func (c *unixConn) dispatchReady() { c.dispatch() }
 
+// Read is read(2): it stops where recvmsg would, and the files a message
+// carried are dropped without ever taking an fd (no control buffer: the
+// kernel's MSG_CTRUNC, which read cannot report).
 func (c *unixConn) Read(p []byte) (int, error) {
-	n, files, err := c.ReadFDs(p)
-	for _, f := range files {
-		f.Close() // recvmsg without room for control data drops the fds
-	}
+	n, _, err := c.read(p, false)
 	return n, err
 }
 
 func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
+	return c.read(p, true)
+}
+
+func (c *unixConn) read(p []byte, takeFiles bool) (int, []model.File, error) {
 	if c.fdClosed {
 		return 0, nil, model.ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil, nil
 	}
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	if c.rqBytes == 0 {
@@ -187,21 +207,19 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 	var ferr error
 	for n < len(p) && len(c.rq) > 0 {
 		ch := &c.rq[0]
-		if ch.files != nil {
-			if n > 0 {
-				break
-			}
-			for _, f := range ch.files {
+		carried := ch.files != nil
+		for _, f := range ch.files {
+			if takeFiles {
 				nf, err := f.dup(c.p, model.FDPassed)
-				f.kill()
 				if err != nil {
 					ferr = err // MSG_CTRUNC: the rest are dropped
-					continue
+				} else {
+					files = append(files, nf)
 				}
-				files = append(files, nf)
 			}
-			ch.files = nil
+			f.kill()
 		}
+		ch.files = nil
 		k := copy(p[n:], ch.data[ch.off:])
 		n += k
 		ch.off += k
@@ -209,6 +227,9 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 			ch.freeSkb()
 			c.rq[0] = unixChunk{}
 			c.rq = c.rq[1:]
+		}
+		if carried {
+			break // one message's files a read
 		}
 	}
 	c.rqBytes -= n
@@ -222,9 +243,18 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 func (c *unixConn) Write(p []byte) (int, error)     { return c.send(p, nil) }
 func (c *unixConn) WriteMore(p []byte) (int, error) { return c.send(p, nil) }
 
+// maxPassFDs is SCM_MAX_FD, the most files one message may carry.
+const maxPassFDs = 253
+
 func (c *unixConn) SendFDs(p []byte, files []model.File) (int, error) {
+	if len(files) == 0 {
+		return c.Write(p)
+	}
 	if len(p) == 0 {
-		return 0, fmt.Errorf("sendmsg: SCM_RIGHTS needs at least one byte: %w", model.ErrNotSupported)
+		return 0, fmt.Errorf("sendmsg: SCM_RIGHTS needs at least one byte: %w", fs.ErrInvalid)
+	}
+	if len(files) > maxPassFDs {
+		return 0, fmt.Errorf("sendmsg: %d fds, at most %d per message: %w", len(files), maxPassFDs, fs.ErrInvalid)
 	}
 	var held []*File
 	for _, f := range files {
@@ -272,7 +302,7 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 	var inflight []*File
 	for _, f := range files {
 		f.ino.refs++
-		inflight = append(inflight, &File{d: f.d, p: f.p, ino: f.ino, fd: -1, kind: model.FDPassed, gen: -1})
+		inflight = append(inflight, &File{d: f.d, p: f.p, ino: f.ino, fd: -1, kind: model.FDPassed, writable: f.writable, gen: -1})
 	}
 	sndbuf := c.w.cfg.Unix.BufSize
 	skbMax := min(sndbuf/2-64, unixSkbMax)
