@@ -216,7 +216,8 @@ type Loop interface {
 	Process() Process
 	// Now is the loop's clock (virtual time in sim).
 	Now() time.Duration
-	// AfterFunc runs f on this loop after d.
+	// AfterFunc runs f on this loop after d; a d below 0 is 0 (timers
+	// due at the same time run in the order they were armed).
 	AfterFunc(d time.Duration, f func()) Timer
 	// Post runs f on this loop as soon as it is free. Its order against a
 	// timer that comes due meanwhile is not specified: a callback that

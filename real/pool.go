@@ -170,52 +170,105 @@ func (k *lock) Do(ml model.Loop, f func()) {
 	l.Post(func() {
 		k.mu.Lock()
 		defer k.mu.Unlock()
+		if l.closing.Load() {
+			// Closed while this callback waited for the mutex (Close
+			// from a callback does not wait for the loop's own): a
+			// closed loop's pending callbacks are dropped, as in the
+			// sim, where a waiting Do is pending on its loop.
+			return
+		}
 		f()
 	})
 }
 
-// rwlock is a model.RWLock backed by a sync.RWMutex; like lock, f runs on
-// the loop, which really blocks while the lock is held the other way.
+// rwlock is a model.RWLock that serves its waiters in arrival order, as
+// the interface promises and the sim's does: a sync.RWMutex lets the
+// readers waiting on a writer go before a writer that came first. Like
+// lock, f runs on the loop, which really blocks while the lock is held the
+// other way.
 type rwlock struct {
 	p    *process
 	name string
-	mu   sync.RWMutex
+	mu   sync.Mutex
+	// writer: held exclusively; readers: how many hold it shared.
+	writer  bool
+	readers int
+	// waiters, in arrival order; each is granted the lock by the release
+	// that frees it for it (the head only, or the run of readers at the
+	// head), and woken through its channel.
+	waiters []rwWaiter
+}
+
+type rwWaiter struct {
+	write   bool
+	granted chan struct{}
 }
 
 var _ model.RWLock = (*rwlock)(nil)
 
-func (k *rwlock) post(ml model.Loop, op string, f func()) bool {
+func (k *rwlock) free(write bool) bool { return !k.writer && (!write || k.readers == 0) }
+
+func (k *rwlock) take(write bool) {
+	if write {
+		k.writer = true
+	} else {
+		k.readers++
+	}
+}
+
+// acquire blocks until the lock is held (write: exclusively); a waiter
+// never overtakes one that came before it.
+func (k *rwlock) acquire(write bool) {
+	k.mu.Lock()
+	if len(k.waiters) == 0 && k.free(write) {
+		k.take(write)
+		k.mu.Unlock()
+		return
+	}
+	w := rwWaiter{write: write, granted: make(chan struct{})}
+	k.waiters = append(k.waiters, w)
+	k.mu.Unlock()
+	<-w.granted
+}
+
+func (k *rwlock) release(write bool) {
+	k.mu.Lock()
+	if write {
+		k.writer = false
+	} else {
+		k.readers--
+	}
+	for len(k.waiters) > 0 && k.free(k.waiters[0].write) {
+		w := k.waiters[0]
+		k.waiters[0] = rwWaiter{}
+		k.waiters = k.waiters[1:]
+		k.take(w.write)
+		close(w.granted)
+	}
+	k.mu.Unlock()
+}
+
+func (k *rwlock) post(ml model.Loop, op string, write bool, f func()) {
 	l, err := k.p.loopOf(ml)
 	if err != nil {
 		k.p.w.Fail(fmt.Errorf("real: rwlock %s/%s: %s: %w", k.p.name, k.name, op, err))
-		return false
+		return
 	}
-	if f != nil {
-		l.Post(f)
+	if f == nil {
+		return
 	}
-	return true
+	l.Post(func() {
+		k.acquire(write)
+		defer k.release(write)
+		if l.closing.Load() {
+			return // closed while waiting: dropped, as lock.Do's
+		}
+		f()
+	})
 }
 
 // Do runs f on loop holding the lock exclusively.
-func (k *rwlock) Do(ml model.Loop, f func()) {
-	if f == nil {
-		return
-	}
-	k.post(ml, "Do", func() {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		f()
-	})
-}
+func (k *rwlock) Do(ml model.Loop, f func()) { k.post(ml, "Do", true, f) }
 
 // RDo runs f on loop holding the lock shared.
-func (k *rwlock) RDo(ml model.Loop, f func()) {
-	if f == nil {
-		return
-	}
-	k.post(ml, "RDo", func() {
-		k.mu.RLock()
-		defer k.mu.RUnlock()
-		f()
-	})
-}
+func (k *rwlock) RDo(ml model.Loop, f func()) { k.post(ml, "RDo", false, f) }

@@ -1411,6 +1411,10 @@ type Loop struct {
 	scheduled bool
 	closed    bool
 	boost     bool // next wait for a core goes to the front (woken by a lock)
+	// timers counts the loop's timers that its process's Resources count
+	// (armed, or due and queued): Close takes them all off at once, as
+	// the real world frees a closed loop's timers.
+	timers int
 	// arrival is when the loop became runnable (World.arrive), kept while
 	// its dispatch waits out a callback of its process; 0 otherwise.
 	arrival   uint64
@@ -1654,7 +1658,7 @@ func (l *Loop) dispatch() {
 			break
 		}
 		tm.fired = true
-		l.p.timers--
+		l.uncountTimer()
 		w.runOn(&l.thread, c, tm.f)
 	case t.conn != nil:
 		// A TCP socket, the common case, is called directly.
@@ -1696,15 +1700,21 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) model.Timer {
 		tm.stopped = true // (a nil f: stopped, as in the real world)
 		return tm
 	}
-	l.p.timers++
+	l.countTimer()
 	w := l.p.w
 	// The timer's event lives in the timer: one allocation per
 	// AfterFunc, not three. Only the timer holds it, and it is never
 	// recycled.
 	tm.ev = event{w: w, index: -1, timer: tm}
-	w.schedule(&tm.ev, w.Now()+d, nil)
+	w.schedule(&tm.ev, w.Now()+max(d, 0), nil)
 	return tm
 }
+
+// countTimer and uncountTimer keep the process's count of pending timers
+// and the loop's share of it.
+func (l *Loop) countTimer() { l.p.timers++; l.timers++ }
+
+func (l *Loop) uncountTimer() { l.p.timers--; l.timers-- }
 
 // expire is the timer's event: the callback is queued on the loop.
 func (tm *Timer) expire() {
@@ -1737,7 +1747,6 @@ func (l *Loop) Close() {
 				// Its f will never run, but it has not run either:
 				// a Stop still reports true, as in the real world.
 				tm.stopped, tm.dropped = true, true
-				l.p.timers--
 			}
 		}
 		if d := l.queue[i].onDrop; d != nil {
@@ -1746,6 +1755,10 @@ func (l *Loop) Close() {
 	}
 	l.queue, l.head = nil, 0
 	if l.gen == l.p.gen {
+		// Its timers are freed, due or not: none will run, and a Stop
+		// of one not yet due still reports true (Timer.Stop).
+		l.p.timers -= l.timers
+		l.timers = 0
 		l.p.freeFD(l.epfd)
 		l.p.freeFD(l.evfd)
 		l.p.threads--
@@ -1781,12 +1794,12 @@ func (t *Timer) Reset(d time.Duration) bool {
 	if was {
 		t.ev.disarm() // still counted in p.timers
 	} else {
-		l.p.timers++
+		l.countTimer()
 	}
 	t.stale = t.queued
 	t.stopped, t.fired = false, false
 	w := l.p.w
-	w.schedule(&t.ev, w.Now()+d, nil)
+	w.schedule(&t.ev, w.Now()+max(d, 0), nil)
 	return was
 }
 
@@ -1801,8 +1814,8 @@ func (t *Timer) Stop() bool {
 	}
 	t.stopped = true
 	t.ev.cancel()
-	if t.l.gen == t.l.p.gen {
-		t.l.p.timers--
+	if !t.l.dead() {
+		t.l.uncountTimer() // (a closed loop's went with it)
 	}
 	return true
 }
@@ -1822,6 +1835,8 @@ type WorkerPool struct {
 	dispatchF func()
 }
 
+func noWork() {}
+
 type workItem struct {
 	loop *Loop
 	work func()
@@ -1833,6 +1848,9 @@ func (wp *WorkerPool) Submit(loop model.Loop, work func(), done func()) {
 	l, ok := loop.(*Loop)
 	if !ok || wp.closed || wp.gen != wp.p.gen {
 		return
+	}
+	if work == nil {
+		work = noWork // as the real world's pool: done is still posted
 	}
 	wp.p.work++
 	wp.queue = append(wp.queue, workItem{loop: l, work: work, done: done})
@@ -2009,6 +2027,7 @@ type Lock struct {
 	reserved bool
 	barging  bool
 	waiters  []lockWaiter
+	woken    wokenLoops
 	// Acquisitions and Contended count uses, for experiments; Barged
 	// counts acquisitions ahead of a woken waiter (barging only).
 	Acquisitions, Contended, Barged int
@@ -2056,8 +2075,9 @@ func (lk *Lock) tryBarging(l *Loop, f func(), woken bool) {
 	w := lk.p.w
 	if woken {
 		lk.reserved = false
+		lk.woken.remove(l)
 	}
-	if w.Now() < lk.busyUntil {
+	if w.Now() < lk.busyUntil || !woken && lk.queuedOn(l) {
 		if woken {
 			lk.waiters = slices.Insert(lk.waiters, 0, lockWaiter{l, f})
 		} else {
@@ -2080,6 +2100,23 @@ func (lk *Lock) tryBarging(l *Loop, f func(), woken bool) {
 	}
 }
 
+// queuedOn reports whether an earlier Do of loop l waits for a barging
+// lock, in line or woken: a later Do of the same loop must not barge
+// ahead of it, for a loop's callbacks run in order (model.Lock: two Do
+// calls on one loop keep their order), as on a real mutex a thread's
+// second acquisition follows its first. Barging is between threads.
+func (lk *Lock) queuedOn(l *Loop) bool {
+	if lk.woken.has(l) {
+		return true
+	}
+	for _, wt := range lk.waiters {
+		if wt.l == l {
+			return true
+		}
+	}
+	return false
+}
+
 // handOff gives the lock, once free, to the first waiter whose thread is
 // still alive (on a barging lock: wakes it to try).
 func (lk *Lock) handOff() {
@@ -2091,18 +2128,36 @@ func (lk *Lock) handOff() {
 			continue
 		}
 		lk.reserved = true
+		if lk.barging {
+			lk.woken.add(next.l)
+		}
+		release := func() {
+			lk.reserved = false
+			lk.woken.remove(next.l)
+			lk.handOff()
+		}
 		lk.p.w.at(lk.busyUntil, func() {
 			if next.l.dead() {
-				lk.reserved = false
-				lk.handOff()
+				release()
 				return
 			}
 			next.l.boost = true
-			next.l.enqueue(task{fn: func() { lk.try(next.l, next.f, true) }, onDrop: func() {
-				lk.reserved = false
-				lk.handOff()
-			}})
+			next.l.enqueue(task{fn: func() { lk.try(next.l, next.f, true) }, onDrop: release})
 		})
 		return
 	}
 }
+
+// wokenLoops are the loops whose waiters a barging lock woke and whose
+// tries have not run yet.
+type wokenLoops []*Loop
+
+func (ws *wokenLoops) add(l *Loop) { *ws = append(*ws, l) }
+
+func (ws *wokenLoops) remove(l *Loop) {
+	if i := slices.Index(*ws, l); i >= 0 {
+		*ws = slices.Delete(*ws, i, i+1)
+	}
+}
+
+func (ws wokenLoops) has(l *Loop) bool { return slices.Contains(ws, l) }

@@ -26,6 +26,7 @@ type RWLock struct {
 	reservedW bool          // handed to a writer that has not run yet
 	reservedR int           // readers handed it that have not run yet
 	waiters   []rwWaiter
+	woken     wokenLoops // barging: loops woken whose tries have not run
 	barging   bool
 	// Acquisitions, Contended and ReadShared count uses, for experiments;
 	// Barged counts acquisitions ahead of a woken waiter (barging only).
@@ -92,12 +93,16 @@ func (lk *RWLock) tryBarging(l *Loop, f func(), write, woken bool) {
 		} else {
 			lk.reservedR--
 		}
+		lk.woken.remove(l)
 	}
 	free := now >= lk.wUntil
 	if write {
 		free = free && now >= lk.rUntil
 	} else if !woken && (lk.reservedW || len(lk.waiters) > 0 && lk.waiters[0].write) {
 		free = false // a writer heads the line, woken or not
+	}
+	if free && !woken && lk.queuedOn(l) {
+		free = false // not ahead of the same loop's earlier Do (Lock.queuedOn)
 	}
 	if !free {
 		if woken {
@@ -158,13 +163,30 @@ func (lk *RWLock) handOff() {
 	}
 }
 
+// queuedOn is Lock.queuedOn.
+func (lk *RWLock) queuedOn(l *Loop) bool {
+	if lk.woken.has(l) {
+		return true
+	}
+	for _, wt := range lk.waiters {
+		if wt.l == l {
+			return true
+		}
+	}
+	return false
+}
+
 func (lk *RWLock) grant(wt rwWaiter, at time.Duration) {
+	if lk.barging {
+		lk.woken.add(wt.l)
+	}
 	release := func() {
 		if wt.write {
 			lk.reservedW = false
 		} else {
 			lk.reservedR--
 		}
+		lk.woken.remove(wt.l)
 		lk.handOff()
 	}
 	lk.p.w.at(max(at, lk.p.w.Now()), func() {
