@@ -302,8 +302,11 @@ func (w *World) Spawn(name string, cfg model.ProcessConfig, main func(p model.Pr
 	return p, nil
 }
 
-// Stop asks Run to return once the callbacks now running finish.
+// Stop asks Run to return once the callbacks now running finish. The gate
+// closes at once: no loop starts another callback after Stop returns, as
+// none does in the sim (model.World.Stop), though Run itself wakes later.
 func (w *World) Stop() {
+	w.paused.Store(true)
 	select {
 	case w.stopCh <- struct{}{}:
 	default:
