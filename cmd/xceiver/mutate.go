@@ -21,6 +21,7 @@ import (
 
 type mutateOptions struct {
 	seeds       int
+	system      string
 	packages    string
 	json        bool
 	parallel    int
@@ -47,8 +48,10 @@ func mutateCommand() *command {
 		about: func() string {
 			return `Every mutant (one operator applied at one place: ` + strings.Join(mutation.Operators, ", ") + `)
 is built with go build -overlay, never touching the working tree, and judged
-by check --seeds N --parallel 1 --max-failures 1 --no-shrink: a failed property, a crash or a
-run past --timeout kills it; with --tests a mutant check misses is also given
+by check --seeds N --system S --parallel 1 --max-failures 1 --no-shrink: a
+failed property, a crash or a run past --timeout kills it (--system narrows
+check to the system whose code is mutated: sc for model/shortcircuit, rpc
+for model/rpc and model/namespace, whose seeds are 7% of the mix each); with --tests a mutant check misses is also given
 to go test of its package. A mutant that does not compile is invalid. Prints
 each verdict, the survivors with their diffs, the score and the time per
 mutant; exit 1 if a mutant survived. Needs the go command and the module's
@@ -83,6 +86,7 @@ source (run it inside the module).`
 
 func (o *mutateOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.seeds, "seeds", 300, "run check on `N` seeds per mutant")
+	fs.StringVar(&o.system, "system", systemAll, "judge by check --system `S`: "+strings.Join(systemNames(), "|")+"|"+systemAll)
 	fs.StringVar(&o.packages, "packages", "model", "mutate the package directories `DIRS`, comma-separated (dir/... for a tree)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	fs.IntVar(&o.parallel, "parallel", 1, "build and check `P` mutants at once (each check runs on one core)")
@@ -112,11 +116,13 @@ func (o *mutateOptions) validate(c *call) error {
 		return c.usagef("%s %v: want 0 (automatic) or more", c.typed("timeout"), o.timeout)
 	case strings.TrimSpace(o.packages) == "":
 		return c.usagef("%s is empty", c.typed("packages"))
+	case o.system != systemAll && lookupSystem(o.system) == nil:
+		return c.usagef("%s %q: want %s or %s", c.typed("system"), o.system, strings.Join(systemNames(), ", "), systemAll)
 	}
 	if o.list {
 		// The listing builds and checks nothing (listMutants): these
 		// went unread, and the list passed for one they had shaped.
-		if judging := setFlags(c.fs, c.typed, "seeds", "parallel", "tests", "timeout", "equivalent", "budget"); len(judging) > 0 {
+		if judging := setFlags(c.fs, c.typed, "seeds", "system", "parallel", "tests", "timeout", "equivalent", "budget"); len(judging) > 0 {
 			return c.usagef("%s: --list judges nothing; %s how mutants are judged", strings.Join(judging, ", "), plural(len(judging), "the flag sets", "the flags set"))
 		}
 	}
@@ -274,7 +280,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	defer os.RemoveAll(work)
 	j := &mutation.Judge{
 		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
-		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--parallel", "1", "--max-failures", "1", "--no-shrink"},
+		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--system", opt.system, "--parallel", "1", "--max-failures", "1", "--no-shrink"},
 		BuildTimeout: 10 * time.Minute, CheckTimeout: time.Hour, TestTimeout: 10 * time.Minute,
 		Tests: opt.tests, Equivalents: opt.equivalents,
 		// Without a symbol table and DWARF the link, most of a mutant's
@@ -294,8 +300,8 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	}
 	j.TestTimeout = max(120*time.Second, 10*testT)
 	if !opt.json {
-		fmt.Fprintf(stdout, "%d mutants of %s (and %d only in catalogued bugs' code, not judged); judging %d (sample %d, seed %d, shard %s) with check --seeds %d%s; the unmutated check takes %.1fs, timeout %v\n",
-			len(all), strings.Join(dirs, ", "), bugOnly, len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, map[bool]string{true: " and go test", false: ""}[opt.tests],
+		fmt.Fprintf(stdout, "%d mutants of %s (and %d only in catalogued bugs' code, not judged); judging %d (sample %d, seed %d, shard %s) with check --seeds %d --system %s%s; the unmutated check takes %.1fs, timeout %v\n",
+			len(all), strings.Join(dirs, ", "), bugOnly, len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, opt.system, map[bool]string{true: " and go test", false: ""}[opt.tests],
 			checkT.Seconds(), j.CheckTimeout)
 	}
 

@@ -16,6 +16,8 @@ func TestMutateBadUsageIsOneLineAndExit2(t *testing.T) {
 		{"mutate", "--sample", "-1"},
 		{"mutate", "--timeout", "-1s"},
 		{"mutate", "--operators", "negate,bogus"},
+		{"mutate", "--system", "bogus"},
+		{"mutate", "--list", "--system", "sc"},
 		{"mutate", "--packages", "no/such/dir"},
 		{"mutate", "--packages", ""},
 		{"mutate", "--equivalent", "/no/such/file"},
