@@ -2077,7 +2077,7 @@ func (lk *Lock) tryBarging(l *Loop, f func(), woken bool) {
 		lk.reserved = false
 		lk.woken.remove(l)
 	}
-	if w.Now() < lk.busyUntil || !woken && lk.queuedOn(l) {
+	if w.Now() < lk.busyUntil || !woken && queuedOn(lk.woken, lk.waiters, l) {
 		if woken {
 			lk.waiters = slices.Insert(lk.waiters, 0, lockWaiter{l, f})
 		} else {
@@ -2105,17 +2105,11 @@ func (lk *Lock) tryBarging(l *Loop, f func(), woken bool) {
 // ahead of it, for a loop's callbacks run in order (model.Lock: two Do
 // calls on one loop keep their order), as on a real mutex a thread's
 // second acquisition follows its first. Barging is between threads.
-func (lk *Lock) queuedOn(l *Loop) bool {
-	if lk.woken.has(l) {
-		return true
-	}
-	for _, wt := range lk.waiters {
-		if wt.l == l {
-			return true
-		}
-	}
-	return false
+func queuedOn[W interface{ loop() *Loop }](woken wokenLoops, waiters []W, l *Loop) bool {
+	return woken.has(l) || slices.ContainsFunc(waiters, func(w W) bool { return w.loop() == l })
 }
+
+func (w lockWaiter) loop() *Loop { return w.l }
 
 // handOff gives the lock, once free, to the first waiter whose thread is
 // still alive (on a barging lock: wakes it to try).

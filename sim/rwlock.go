@@ -101,8 +101,8 @@ func (lk *RWLock) tryBarging(l *Loop, f func(), write, woken bool) {
 	} else if !woken && (lk.reservedW || len(lk.waiters) > 0 && lk.waiters[0].write) {
 		free = false // a writer heads the line, woken or not
 	}
-	if free && !woken && lk.queuedOn(l) {
-		free = false // not ahead of the same loop's earlier Do (Lock.queuedOn)
+	if free && !woken && queuedOn(lk.woken, lk.waiters, l) {
+		free = false // not ahead of the same loop's earlier Do (queuedOn)
 	}
 	if !free {
 		if woken {
@@ -163,18 +163,7 @@ func (lk *RWLock) handOff() {
 	}
 }
 
-// queuedOn is Lock.queuedOn.
-func (lk *RWLock) queuedOn(l *Loop) bool {
-	if lk.woken.has(l) {
-		return true
-	}
-	for _, wt := range lk.waiters {
-		if wt.l == l {
-			return true
-		}
-	}
-	return false
-}
+func (w rwWaiter) loop() *Loop { return w.l }
 
 func (lk *RWLock) grant(wt rwWaiter, at time.Duration) {
 	if lk.barging {
