@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -17,16 +16,8 @@ func opResult(n int, err error) string {
 		return fmt.Sprint(n)
 	case err == io.EOF:
 		return "EOF"
-	case errors.Is(err, model.ErrReset):
-		return "ECONNRESET"
-	case errors.Is(err, model.ErrPipe):
-		return "EPIPE"
-	case errors.Is(err, model.ErrRefused):
-		return "ECONNREFUSED"
-	case errors.Is(err, model.ErrNotSupported):
-		return "ENOTSUP"
 	}
-	return err.Error()
+	return errName(err)
 }
 
 // resetScenario: a TCP server that writes pre (if any) and aborts 20 ms

@@ -155,6 +155,12 @@ func errName(err error) string {
 		return "EMFILE"
 	case errors.Is(err, model.ErrNotExist):
 		return "ENOENT"
+	case errors.Is(err, model.ErrReset):
+		return "ECONNRESET"
+	case errors.Is(err, model.ErrPipe):
+		return "EPIPE"
+	case errors.Is(err, model.ErrRefused):
+		return "ECONNREFUSED"
 	}
 	return fmt.Sprint(err)
 }

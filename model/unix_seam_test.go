@@ -49,7 +49,7 @@ func connPair(network, addr string, body func(p model.Process, cl, sv model.Conn
 // Files travel on Unix sockets only: ReadFDs on TCP is ENOTSUP in both
 // worlds, and reads nothing. (Before, the sim's read the bytes.)
 func TestTCPReadFDsNotSupported(t *testing.T) {
-	sameInBoth(t, "ENOTSUP; then read 2")(untilDone(t, model.ProcessConfig{}, connPair("tcp", "127.0.0.1:0", func(p model.Process, cl, sv model.Conn, done func(string)) {
+	sameInBoth(t, "unsupported; then read 2")(untilDone(t, model.ProcessConfig{}, connPair("tcp", "127.0.0.1:0", func(p model.Process, cl, sv model.Conn, done func(string)) {
 		sv.Write([]byte("hi"))
 		p.MainLoop().AfterFunc(20*time.Millisecond, func() {
 			b := make([]byte, 10)
