@@ -40,8 +40,11 @@ type Shared struct {
 	all       []*clientShm          // every segment still mapped
 	releasing int                   // slot releases in flight
 	cleaning  bool                  // a cleaner timer is armed
-	closed    bool
-	stats     SharedStats
+	// cleanAgain: an insert came while a pass was under way, so the
+	// pass goes on even if it counted an empty cache.
+	cleanAgain bool
+	closed     bool
+	stats      SharedStats
 	// disabled: short-circuit to a domain socket path stays off until
 	// then after a failure (HDFS's DomainSocketFactory path state: per
 	// process and path, not per reader).
@@ -223,17 +226,40 @@ func (sh *Shared) Close(loop model.Loop, done func()) {
 // CacheCleaner) while the cache holds any.
 func (sh *Shared) armCleaner(loop model.Loop) {
 	sh.lock.Do(loop, func() {
-		if sh.cleaning || sh.closed {
+		if sh.closed {
+			return
+		}
+		if sh.cleaning {
+			// The pass under way may have counted the cache before this
+			// insert: it must go on whatever it counted.
+			sh.cleanAgain = true
 			return
 		}
 		sh.cleaning = true
-		loop.AfterFunc(sh.cache.cfg.Expiry, func() {
-			sh.cache.Expire(loop, func() {
-				sh.cache.Stats(loop, func(_ CacheStats, cached, _ int) {
-					sh.lock.Do(loop, func() { sh.cleaning = false })
-					if cached > 0 {
-						sh.armCleaner(loop)
-					}
+		sh.scheduleClean()
+	})
+}
+
+// scheduleClean arms the cleaner's next pass on the process's main loop,
+// which outlives every reader's (HDFS's cleaner has a thread of its own).
+// Under the lock.
+func (sh *Shared) scheduleClean() {
+	sh.cleanAgain = false
+	ml := sh.p.MainLoop()
+	ml.Post(func() {
+		ml.AfterFunc(sh.cache.cfg.Expiry, func() {
+			sh.cache.Expire(ml, func() {
+				sh.cache.Stats(ml, func(_ CacheStats, cached, _ int) {
+					// Whether to stop is decided under the lock an
+					// insert's armCleaner takes, so no insert falls
+					// between.
+					sh.lock.Do(ml, func() {
+						if (cached > 0 || sh.cleanAgain) && !sh.closed {
+							sh.scheduleClean()
+							return
+						}
+						sh.cleaning = false
+					})
 				})
 			})
 		})
