@@ -23,8 +23,27 @@ import (
 //   - fd bound: the client's passed fds never exceed 2 × cache capacity +
 //     2 × reads in flight, and at rest the cache holds at most one
 //     replica per block;
+//   - availability: a read fails only when the block may be missing or too
+//     short (a delete concurrent with it or before it), or when a fault
+//     was in force while it ran (a full fd table, the datanode down): a
+//     failed short-circuit attempt falls back to TCP, never fails the read;
+//   - local-reads: until the first fault of the case, a read of a block
+//     that is there is served from the replica's passed fds, never over
+//     TCP (a short-circuit failure with nothing wrong turns short-circuit
+//     off for the path: every read after it pays for TCP);
+//   - sc-stats: the counters agree with what the harness saw and with
+//     each other (reads, hits and misses, local and TCP reads, inserts;
+//     without faults, fds and segments passed and received);
 //   - leak-freedom: after closing, the client holds no passed fd, segment
 //     or extra fd, and the datanode no segment, slot or extra fd.
+
+// The short-circuit system's own properties: no read leaves the
+// short-circuit path with nothing wrong; the counters run sc-read reports
+// agree with what happened.
+const (
+	PropLocalReads = "local-reads"
+	PropSCStats    = "sc-stats"
+)
 
 // scBlocks is how many blocks a short-circuit case reads and changes.
 const scBlocks = 3
@@ -37,8 +56,15 @@ type SCCase struct {
 	Ignore   []string `json:"ignore,omitempty"`
 	Shards   int      `json:"shards"`
 	Capacity int      `json:"capacity"`
-	Readers  int      `json:"readers"`
-	Ops      []SCOp   `json:"ops"`
+	// Expiry is how long an unused replica stays cached (0: HDFS's five
+	// minutes, which no case outlives).
+	Expiry time.Duration `json:"expiry,omitempty"`
+	// ReadTimeout is how long the datanode keeps an idle domain
+	// connection (0: a minute, which no case outlives): a short one
+	// closes connections the client has cached.
+	ReadTimeout time.Duration `json:"read_timeout,omitempty"`
+	Readers     int           `json:"readers"`
+	Ops         []SCOp        `json:"ops"`
 }
 
 // SCOp is one op, Gap after the one before. A change to a block still
@@ -88,8 +114,8 @@ var SCBugs = []SCBug{
 		server: shortcircuit.ServerBugs{LeakDataOnMetaFailure: true},
 	},
 	{
-		Name: "HDFS-16535", Catches: PropLeakFree,
-		What:   "with two datanodes on the host, a slot's release goes to the other datanode's domain socket, so the one that registered it keeps it",
+		Name: "HDFS-16535", Catches: PropLocalReads,
+		What:   "with two datanodes on the host, a slot's release goes to the other datanode's domain socket, so the one that registered it keeps it: the client, told no such slot, frees it and hands it to the next replica, whose fd request the datanode refuses (slot in use), and the read goes over TCP",
 		client: shortcircuit.ClientBugs{ReleaseToWrongPath: "/run/dn2_socket"},
 	},
 	{
@@ -173,6 +199,13 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		op := SCOp{Op: "crash", Block: 1, Hold: time.Duration(d.n(1, 20, "sc_crash_down")) * time.Millisecond}
 		c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_crash_at"), op)
 	}
+	// A short expiry, so the cache cleaner runs within the case.
+	if d.chance(30, "sc_expiry") {
+		c.Expiry = time.Duration(d.n(1, 30, "sc_expiry_ms")) * time.Millisecond
+	}
+	if d.chance(30, "sc_read_timeout") {
+		c.ReadTimeout = time.Duration(d.n(1, 20, "sc_read_timeout_ms")) * time.Millisecond
+	}
 	return c, c.Validate()
 }
 
@@ -201,6 +234,10 @@ func (c *SCCase) Validate() error {
 		return fmt.Errorf("sc case: capacity %d, want shards..65536", c.Capacity)
 	case c.Readers < 1 || c.Readers > 64:
 		return fmt.Errorf("sc case: readers %d, want 1..64", c.Readers)
+	case c.Expiry < 0 || c.Expiry > time.Hour:
+		return fmt.Errorf("sc case: expiry %v, want 0..1h", c.Expiry)
+	case c.ReadTimeout < 0 || c.ReadTimeout > time.Hour:
+		return fmt.Errorf("sc case: read timeout %v, want 0..1h", c.ReadTimeout)
 	case len(c.Ops) > 10000:
 		return fmt.Errorf("sc case: %d ops, want at most 10000", len(c.Ops))
 	}
@@ -328,7 +365,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			w.Fail(err)
 			return
 		}
-		if srv, err = shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", Bugs: bug.server}); err != nil {
+		if srv, err = shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", ReadTimeout: c.ReadTimeout, Bugs: bug.server}); err != nil {
 			w.Fail(err)
 			return
 		}
@@ -353,7 +390,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			}
 		})
 		w.Spawn("client", model.ProcessConfig{Cores: 2}, func(cp model.Process) {
-			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Bugs: bug.cache}, Bugs: bug.client})
+			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Expiry: c.Expiry, Bugs: bug.cache}, Bugs: bug.client})
 			if err != nil {
 				w.Fail(err)
 				return
@@ -378,8 +415,16 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			}
 			base += 2 * len(loops)
 			inflight, pending := 0, 0
+			// What the harness sees of the reads, for the counters'
+			// check at rest.
+			reads := make([]int, len(readers))
+			local, overTCP, changes := 0, 0, 0
+			// anyFault: a fault of any kind (a reset's too) was injected.
+			anyFault := false
 			end := func() {
-				scFinish(w, run, cp, main, sh, readers, loops, writer, base, dnProc, dn, srv, dnBase, dn2Proc, dn2, srv2)
+				(&scEnd{w: w, run: run, cp: cp, main: main, sh: sh, readers: readers, loops: loops, writer: writer, base: base,
+					dnProc: dnProc, dn: dn, srv: srv, dnBase: dnBase, dn2Proc: dn2Proc, dn2: dn2, srv2: srv2, expiry: c.Expiry,
+					reads: reads, local: local, overTCP: overTCP, changes: changes, anyFault: anyFault}).finish()
 			}
 			if len(c.Ops) == 0 {
 				main.Post(end)
@@ -398,6 +443,11 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					run.fail(PropFDBounds, "client holds %d passed fds, bound 2×%d + 2×%d in flight", passed, c.Capacity, inflight)
 				}
 			}
+			// faults is how many faults are in force (a squeeze's table
+			// full, the datanode down); faultsBegun counts every one that
+			// began, so a read knows whether one overlapped it.
+			faults, faultsBegun := 0, 0
+			beginFault := func() { faults++; faultsBegun++ }
 			var t time.Duration
 			for i, op := range c.Ops {
 				t += op.Gap
@@ -414,6 +464,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					kind := op.Op
 					dnSim := w.Process("datanode")
+					if kind != "read" && kind != "replace" && kind != "append" && kind != "delete" {
+						anyFault = true
+					}
 					switch kind {
 					case "squeeze", "client-squeeze":
 						p, l, gen := cp, main, 0
@@ -425,6 +478,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							p, l, gen = dnProc, dnProc.MainLoop(), starts
 						}
 						var hog []model.File
+						beginFault()
 						l.Post(func() {
 							for p.FDs().Open < p.FDs().Limit-op.Left {
 								f, err := p.Disk().Open(fmt.Sprintf("squeeze-%d-%d", n, len(hog)), model.Create|model.ReadWrite, model.FDFile)
@@ -442,7 +496,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 									for _, f := range hog {
 										f.Close()
 									}
+									faults--
 								})
+							} else {
+								faults-- // the crash closed the hog
 							}
 							done()
 						})
@@ -459,9 +516,11 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							return
 						}
 						dnSim.Crash()
+						beginFault()
 						main.AfterFunc(op.Hold, func() {
 							up = func() {
 								up = nil
+								faults--
 								main.Post(done)
 							}
 							dnSim.Restart()
@@ -473,17 +532,34 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					if kind == "read" {
 						off, idx := op.Off, op.Reader
+						faultedAt, begunAt := faults > 0, faultsBegun
 						inflight++
+						reads[idx]++
 						l := loops[idx]
 						l.Post(func() {
-							readers[idx].Read(block, 0, off, 512, func(r model.Result) {
+							readers[idx].ReadVia(block, 0, off, 512, func(r model.Result, viaFDs bool) {
 								end := l.Now()
 								main.Post(func() {
 									inflight--
+									if viaFDs {
+										local++
+									} else {
+										overTCP++
+									}
 									checkFDs()
+									beforeFaults := !anyFault
 									check := func() {
+										allowed := scAllowed(versions[block], start, end)
+										there := !slices.ContainsFunc(allowed, func(v []byte) bool { return int64(len(v)) < off+512 })
+										faulted := faultedAt || faults > 0 || faultsBegun != begunAt
+										if r.Err != nil && !faulted && there {
+											run.fail(PropAvailability, "read %d of block %d at %v–%v failed with no fault in force and the block there: %v", n, block, start, end, r.Err)
+										}
+										if !viaFDs && beforeFaults && there {
+											run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
+										}
 										if r.Err == nil {
-											if !slices.ContainsFunc(scAllowed(versions[block], start, end), func(v []byte) bool {
+											if !slices.ContainsFunc(allowed, func(v []byte) bool {
 												return v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data)
 											}) {
 												run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
@@ -503,6 +579,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					data := model.BlockContent(op.Data, 4096)
 					writing[block] = true
+					changes++
 					record := func(r model.Result, newData []byte, also [][]byte) {
 						writing[block] = false
 						if r.Err == nil || r.Unknown {
@@ -592,55 +669,152 @@ func scAppended(vs []scVersion, start time.Duration, tail []byte) (grown []byte,
 	return grow(last), also
 }
 
-func scFinish(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int, dn2Proc model.Process, dn2 *model.Datanode, srv2 *shortcircuit.Server) {
-	// With nothing cached, the datanode must hold no slot for the client:
-	// each dropped replica's slot was released to it (HDFS-16535 sent the
-	// release elsewhere; closing the segment would hide that).
-	sh.Cache().Stats(main, func(_ shortcircuit.CacheStats, cached, _ int) {
+// scEnd is what the checks at rest look at: the processes, and what the
+// harness saw of the reads.
+type scEnd struct {
+	w        *sim.World
+	run      *scRun
+	cp       model.Process
+	main     model.Loop
+	sh       *shortcircuit.Shared
+	readers  []*shortcircuit.Client
+	loops    []model.Loop
+	writer   *model.Client
+	base     int
+	dnProc   model.Process
+	dn       *model.Datanode
+	srv      *shortcircuit.Server
+	dnBase   int
+	dn2Proc  model.Process
+	dn2      *model.Datanode
+	srv2     *shortcircuit.Server
+	expiry   time.Duration
+	reads    []int // given to each reader
+	local    int   // reads served from passed fds
+	overTCP  int   // reads served over TCP
+	changes  int   // blocks replaced, appended to, deleted or written
+	anyFault bool  // a fault of any kind was injected
+}
+
+// finish runs the checks at rest. Each runs in the callback of the one
+// before, so a callback that never comes stops the case short of
+// finishing (a harness failure) rather than skipping the checks after it.
+func (e *scEnd) finish() {
+	run, main, sh := e.run, e.main, e.sh
+	sh.Cache().Stats(main, func(cs shortcircuit.CacheStats, cached, _ int) {
 		if cached > scBlocks {
 			run.fail(PropFDBounds, "client caches %d replicas of %d blocks at rest", cached, scBlocks)
 		}
-	})
-	sh.Cache().PurgeAll(main, func() {
-		main.AfterFunc(50*time.Millisecond, func() {
-			srv.Registry(main, func(_, slots, _ int) {
-				if slots != 0 {
-					run.fail(PropLeakFree, "datanode holds %d slots after the client's cache was purged", slots)
-				}
-				scClose(w, run, cp, main, sh, readers, loops, writer, base, dnProc, dn, srv, dnBase, dn2Proc, dn2, srv2)
+		sh.Stats(main, func(ss shortcircuit.SharedStats) {
+			e.checkStats(cs, ss)
+			if e.expiry == 0 {
+				e.purge()
+				return
+			}
+			// No replica has been used since the last read ended: the
+			// cleaner, passing every expiry while the cache holds any,
+			// expires each within two.
+			wait := 2*e.expiry + 5*time.Millisecond
+			main.AfterFunc(wait, func() {
+				sh.Cache().Stats(main, func(_ shortcircuit.CacheStats, cached, _ int) {
+					if passed := e.cp.FDs().ByKind[model.FDPassed]; cached != 0 || passed != 0 {
+						run.fail(PropFDBounds, "client caches %d replicas (%d passed fds) %v after the last read, expiry %v", cached, passed, wait, e.expiry)
+					}
+					e.purge()
+				})
 			})
 		})
 	})
 }
 
-func scClose(w *sim.World, run *scRun, cp model.Process, main model.Loop, sh *shortcircuit.Shared, readers []*shortcircuit.Client, loops []model.Loop, writer *model.Client, base int, dnProc model.Process, dn *model.Datanode, srv *shortcircuit.Server, dnBase int, dn2Proc model.Process, dn2 *model.Datanode, srv2 *shortcircuit.Server) {
-	for _, r := range readers {
+// checkStats holds the counters that run sc-read reports to what the
+// harness saw and to each other: every read is a cache hit or a miss,
+// served locally or over TCP, and every miss inserts a replica or ends
+// over TCP. Without faults, the fds and segments the datanode counts
+// passing are those the client counts receiving, and only a change to a
+// block purges a replica as invalid: at most one cached replica each.
+func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedStats) {
+	var sum shortcircuit.ClientStats
+	for i, r := range e.readers {
+		st := r.Stats()
+		if st.Reads != e.reads[i] {
+			e.run.fail(PropSCStats, "reader %d counts %d reads, was given %d", i, st.Reads, e.reads[i])
+		}
+		sum.Reads += st.Reads
+		sum.Hits += st.Hits
+		sum.Misses += st.Misses
+		sum.LocalReads += st.LocalReads
+		sum.TCPReads += st.TCPReads
+		sum.LocalErrors += st.LocalErrors
+		sum.FDsReceived += st.FDsReceived
+	}
+	switch {
+	case sum.Hits+sum.Misses != sum.Reads:
+		e.run.fail(PropSCStats, "readers count %d hits and %d misses in %d reads", sum.Hits, sum.Misses, sum.Reads)
+	case sum.LocalReads != e.local || sum.TCPReads != e.overTCP:
+		e.run.fail(PropSCStats, "readers count %d local and %d TCP reads, %d and %d were served", sum.LocalReads, sum.TCPReads, e.local, e.overTCP)
+	case cs.Hits != sum.Hits || cs.Misses != sum.Misses:
+		e.run.fail(PropSCStats, "cache counts %d hits and %d misses, readers %d and %d", cs.Hits, cs.Misses, sum.Hits, sum.Misses)
+	case cs.Inserts != sum.Misses-(sum.TCPReads-sum.LocalErrors):
+		e.run.fail(PropSCStats, "cache counts %d inserts; readers %d misses, %d of them (%d TCP reads less %d after a local error) over TCP", cs.Inserts, sum.Misses, sum.TCPReads-sum.LocalErrors, sum.TCPReads, sum.LocalErrors)
+	}
+	if e.anyFault {
+		return
+	}
+	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived || srv.Segments != ss.Segments {
+		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments)
+	}
+	if cs.Purged > e.changes {
+		e.run.fail(PropSCStats, "with no fault the cache purged %d invalid replicas after %d changes", cs.Purged, e.changes)
+	}
+}
+
+// purge empties the cache: with nothing cached, the datanode must hold no
+// slot for the client: each dropped replica's slot was released to it
+// (HDFS-16535 sent the release elsewhere; closing the segment would hide
+// that).
+func (e *scEnd) purge() {
+	e.sh.Cache().PurgeAll(e.main, func() {
+		e.main.AfterFunc(50*time.Millisecond, func() {
+			e.srv.Registry(e.main, func(_, slots, _ int) {
+				if slots != 0 {
+					e.run.fail(PropLeakFree, "datanode holds %d slots after the client's cache was purged", slots)
+				}
+				e.close()
+			})
+		})
+	})
+}
+
+func (e *scEnd) close() {
+	run, main := e.run, e.main
+	for _, r := range e.readers {
 		r.Close()
 	}
-	writer.Close()
-	sh.Close(main, func() {
+	e.writer.Close()
+	e.sh.Close(main, func() {
 		main.AfterFunc(500*time.Millisecond, func() {
-			st := cp.FDs()
-			if st.ByKind[model.FDPassed] != 0 || st.Segments != 0 || st.Open != base {
-				run.fail(PropLeakFree, "client at rest: %d fds (baseline %d), %d passed, %d segments", st.Open, base, st.ByKind[model.FDPassed], st.Segments)
+			st := e.cp.FDs()
+			if st.ByKind[model.FDPassed] != 0 || st.Segments != 0 || st.Open != e.base {
+				run.fail(PropLeakFree, "client at rest: %d fds (baseline %d), %d passed, %d segments", st.Open, e.base, st.ByKind[model.FDPassed], st.Segments)
 			}
-			dl := dnProc.MainLoop()
+			dl := e.dnProc.MainLoop()
 			dl.Post(func() {
-				srv.Registry(dl, func(segs, slots, passing int) {
-					if segs != 0 || slots != 0 || passing != 0 || dnProc.FDs().Open != dnBase {
-						run.fail(PropLeakFree, "datanode at rest: %d segments, %d slots, %d fds being passed, %d fds (baseline %d)", segs, slots, passing, dnProc.FDs().Open, dnBase)
+				e.srv.Registry(dl, func(segs, slots, passing int) {
+					if segs != 0 || slots != 0 || passing != 0 || e.dnProc.FDs().Open != e.dnBase {
+						run.fail(PropLeakFree, "datanode at rest: %d segments, %d slots, %d fds being passed, %d fds (baseline %d)", segs, slots, passing, e.dnProc.FDs().Open, e.dnBase)
 					}
 					run.finished = true
-					for _, l := range loops {
+					for _, l := range e.loops {
 						l.Close()
 					}
-					srv.Stop()
-					dn.Stop()
-					dn2Proc.MainLoop().Post(func() {
-						srv2.Stop()
-						dn2.Stop()
+					e.srv.Stop()
+					e.dn.Stop()
+					e.dn2Proc.MainLoop().Post(func() {
+						e.srv2.Stop()
+						e.dn2.Stop()
 					})
-					dl.AfterFunc(10*time.Millisecond, w.Stop)
+					dl.AfterFunc(10*time.Millisecond, e.w.Stop)
 				})
 			})
 		})
@@ -693,7 +867,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/9"
+const SCTraceFormat = "xceiver-sc-trace/10"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

@@ -746,11 +746,18 @@ func (c *Client) Close() {
 // Read reads n bytes at off of block (stamp 0: any), short-circuit if it
 // can, and calls done.
 func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)) {
+	c.ReadVia(block, stamp, off, n, func(r model.Result, _ bool) { done(r) })
+}
+
+// ReadVia is Read telling done whether the read was served from the
+// replica's passed fds (local) or over TCP, as HDFS's ReadStatistics
+// count short-circuit bytes apart from the rest.
+func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Result, local bool)) {
 	c.ops++
 	c.stats.Reads++
-	finish := func(r model.Result) {
+	finish := func(r model.Result, local bool) {
 		c.ops--
-		done(r)
+		done(r, local)
 	}
 	// The path's state is looked at only where the datanode would be
 	// asked (a miss): a cached replica whose slot is valid stays
@@ -783,9 +790,9 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 	})
 }
 
-func (c *Client) viaTCP(block, stamp uint64, off, n int64, done func(model.Result)) {
+func (c *Client) viaTCP(block, stamp uint64, off, n int64, done func(model.Result, bool)) {
 	c.stats.TCPReads++
-	c.tcp.Read(block, stamp, off, n, done)
+	c.tcp.Read(block, stamp, off, n, func(r model.Result) { done(r, false) })
 }
 
 // fallback records a failed short-circuit attempt. A rejection (missing
@@ -847,14 +854,14 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 // readLocal reads from a replica's fds (the caller holds a reference,
 // given back before done runs, so a read that returned holds no fd),
 // verifying checksums unless told not to.
-func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done func(model.Result)) {
+func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done func(model.Result, bool)) {
 	c.readReplica(r, block, stamp, off, n, func(res model.Result, fallback bool) {
 		c.sh.cache.Unref(c.loop, r, func() {
 			if fallback {
 				c.viaTCP(block, stamp, off, n, done)
 				return
 			}
-			done(res)
+			done(res, true)
 		})
 	})
 }
