@@ -157,6 +157,29 @@ func badInput(t *testing.T, w model.World, tcpAddr, path string) {
 				rawExchange(p, path, b[:len(b)-5], 300*time.Millisecond, record("truncated", next))
 			},
 			func(next func()) {
+				// A second segment asked for on the segment's connection:
+				// the connection carries nothing after its segment, so the
+				// datanode hangs up and frees the first (it served a second
+				// and lost the first).
+				var r rawResult
+				shmConn.SetHandler(p.MainLoop(), func(model.Events) {
+					for !r.closed {
+						var buf [512]byte
+						n, files, err := shmConn.ReadFDs(buf[:])
+						r.got = append(r.got, buf[:n]...)
+						r.files = append(r.files, files...)
+						if errors.Is(err, model.ErrWouldBlock) {
+							return
+						}
+						if err != nil || n == 0 {
+							r.closed = true
+						}
+					}
+				})
+				shmConn.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "raw"}))
+				p.MainLoop().AfterFunc(200*time.Millisecond, func() { record("second segment", next)(r, shmConn) })
+			},
+			func(next func()) {
 				// The raw client holding a segment vanishes: the datanode
 				// frees it.
 				shmConn.Close()
@@ -175,10 +198,16 @@ func badInput(t *testing.T, w model.World, tcpAddr, path string) {
 		"slot out of range": model.StatusErrorInvalid, "unknown segment": model.StatusErrorInvalid,
 		"release never allocated": model.StatusErrorInvalid,
 	}
-	if len(outs) != len(want)+1 {
+	if len(outs) != len(want)+2 {
 		t.Fatalf("%d outcomes: %+v", len(outs), outs)
 	}
 	for _, o := range outs {
+		if o.name == "second segment" {
+			if o.files != 0 || !o.closed {
+				t.Errorf("second segment on a segment's connection: %+v; want no fd and the connection closed", o)
+			}
+			continue
+		}
 		if o.name == "truncated" {
 			if o.files != 0 || o.closed {
 				t.Errorf("truncated request: %+v; want the datanode to wait for the rest", o)

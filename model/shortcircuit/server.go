@@ -35,6 +35,11 @@ type ServerBugs struct {
 	// does not clear its slots' valid bit, so clients keep reading it
 	// through their cached fds.
 	NoInvalidateOnDelete bool
+	// ServeOnSegmentConn reads requests on a connection that stands for
+	// a segment, as this datanode did until a rogue client in check
+	// found it: a second REQUEST_SHM there is served and the first
+	// segment is lost (never freed).
+	ServeOnSegmentConn bool
 }
 
 // ServerStats counts what a domain endpoint did.
@@ -302,6 +307,14 @@ func (sc *srvConn) watch() {
 }
 
 func (sc *srvConn) process() {
+	if sc.shm != nil && len(sc.in) > 0 && !sc.closed && !sc.s.cfg.Bugs.ServeOnSegmentConn {
+		// A segment's connection carries nothing after the segment: HDFS
+		// hands it to its DomainSocketWatcher, which takes any readiness
+		// for the client gone. Bytes on it end it, and the segment with
+		// it (served, a second REQUEST_SHM here lost the first segment).
+		sc.close("bytes on a segment's connection")
+		return
+	}
 	if r := sc.receipt; r != nil && !sc.closed && !sc.busy && len(sc.in) > 0 {
 		if sc.in[0] != ReceiptByte {
 			sc.fail(invalid("receipt byte %d, want %d", sc.in[0], ReceiptByte))
@@ -442,17 +455,16 @@ func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
 		return
 	}
 	s.stats.Segments++
+	// The connection stands for the segment from its reply on: when it
+	// closes (a failed reply too), the client is gone and the segment and
+	// its slots are freed.
+	sc.shm = shm
 	resp := AppendResponse(nil, Response{Status: model.StatusSuccess, ShmID: shm.id, Size: SegmentSize})
 	ok := sc.reply(resp, []model.File{f})
 	_ = f.Close() // the datanode keeps its mapping, not the fd
-	if !ok {
-		s.lock.Do(s.loop, func() { s.freeShm(shm) })
-		return
+	if ok {
+		sc.watch()
 	}
-	// The connection now stands for the segment: when it closes, the
-	// client is gone and its slots are freed.
-	sc.shm = shm
-	sc.watch()
 }
 
 func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err error) {
