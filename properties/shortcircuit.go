@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"xceiver/model"
@@ -31,6 +32,8 @@ import (
 //     that is there is served from the replica's passed fds, never over
 //     TCP (a short-circuit failure with nothing wrong turns short-circuit
 //     off for the path: every read after it pays for TCP);
+//   - sc-refusal: a rogue local client's malformed or forbidden request
+//     (scrogue.go) is answered with an error and hung up, never served;
 //   - sc-stats: the counters agree with what the harness saw and with
 //     each other (reads, hits and misses, local and TCP reads, inserts;
 //     without faults, fds and segments passed and received);
@@ -91,6 +94,7 @@ type SCOp struct {
 	Left   int           `json:"left,omitempty"`  // squeeze: fds left free
 	Hold   time.Duration `json:"hold,omitempty"`  // squeeze: for how long; crash: down for how long
 	After  bool          `json:"after,omitempty"` // reset: after the fds are sent
+	Rogue  string        `json:"rogue,omitempty"` // rogue: the attack (SCRogueKinds)
 }
 
 // SCBug is a catalogued short-circuit bug.
@@ -122,6 +126,11 @@ var SCBugs = []SCBug{
 		Name: "sc-shard-mismatch", Catches: PropFDBounds,
 		What:  "the cache picks an insert's shard by block+stamp and a lookup's by block, so after a bump a replica lands where lookups never look and its fds stay cached beside the new one",
 		cache: shortcircuit.CacheBugs{InsertShardByStamp: true},
+	},
+	{
+		Name: "sc-second-segment", Catches: PropLeakFree,
+		What:   "the datanode reads requests on a segment's connection, so a rogue's second REQUEST_SHM there is served and the first segment is never freed (found by check's rogue clients)",
+		server: shortcircuit.ServerBugs{ServeOnSegmentConn: true},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -206,6 +215,13 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	if d.chance(30, "sc_read_timeout") {
 		c.ReadTimeout = time.Duration(d.n(1, 20, "sc_read_timeout_ms")) * time.Millisecond
 	}
+	if d.chance(30, "sc_rogue") {
+		for k := d.n(1, 3, "sc_rogues"); k > 0; k-- {
+			op := SCOp{Op: "rogue", Block: uint64(d.n(1, scBlocks, "sc_rogue_block")), Rogue: SCRogueKinds[d.n(0, len(SCRogueKinds)-1, "sc_rogue_kind")],
+				Hold: time.Duration(d.n(1, 10, "sc_rogue_hold")) * time.Millisecond}
+			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_at"), op)
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -264,9 +280,12 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d starts at %v, want at most %v", i, t, scMaxStart)
 		}
 		switch op.Op {
-		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash":
+		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "rogue":
 		default:
-			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete, squeeze, client-squeeze, reset or crash", i, op.Op)
+			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete, squeeze, client-squeeze, reset, crash or rogue", i, op.Op)
+		}
+		if (op.Op == "rogue") != (op.Rogue != "") || op.Rogue != "" && !slices.Contains(SCRogueKinds, op.Rogue) {
+			return fmt.Errorf("sc case: op %d: %s with rogue %q, want a rogue op to have one of %s", i, op.Op, op.Rogue, strings.Join(SCRogueKinds, ", "))
 		}
 	}
 	return nil
@@ -419,12 +438,18 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// check at rest.
 			reads := make([]int, len(readers))
 			local, overTCP, changes := 0, 0, 0
+			// The rogue's process (spawned at the first rogue op), and the
+			// fds and segments the datanode passed it.
+			var rogueProc model.Process
+			var rogueWait []func(model.Process)
+			rogueFDs, rogueSegs := 0, 0
 			// anyFault: a fault of any kind (a reset's too) was injected.
 			anyFault := false
 			end := func() {
 				(&scEnd{w: w, run: run, cp: cp, main: main, sh: sh, readers: readers, loops: loops, writer: writer, base: base,
 					dnProc: dnProc, dn: dn, srv: srv, dnBase: dnBase, dn2Proc: dn2Proc, dn2: dn2, srv2: srv2, expiry: c.Expiry,
-					reads: reads, local: local, overTCP: overTCP, changes: changes, anyFault: anyFault}).finish()
+					reads: reads, local: local, overTCP: overTCP, changes: changes, anyFault: anyFault,
+					rogueFDs: rogueFDs, rogueSegs: rogueSegs}).finish()
 			}
 			if len(c.Ops) == 0 {
 				main.Post(end)
@@ -448,6 +473,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// began, so a read knows whether one overlapped it.
 			faults, faultsBegun := 0, 0
 			beginFault := func() { faults++; faultsBegun++ }
+			// lastFaultEnd: when the last fault ended; a datanode whose
+			// accept failed stops accepting for model.AcceptBackoff.
+			lastFaultEnd := -time.Hour
+			endFault := func(now time.Duration) { faults--; lastFaultEnd = now }
 			var t time.Duration
 			for i, op := range c.Ops {
 				t += op.Gap
@@ -464,7 +493,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					kind := op.Op
 					dnSim := w.Process("datanode")
-					if kind != "read" && kind != "replace" && kind != "append" && kind != "delete" {
+					if kind != "read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" {
 						anyFault = true
 					}
 					switch kind {
@@ -496,13 +525,50 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 									for _, f := range hog {
 										f.Close()
 									}
-									faults--
+									endFault(l.Now())
 								})
 							} else {
-								faults-- // the crash closed the hog
+								endFault(main.Now()) // the crash closed the hog
 							}
 							done()
 						})
+						return
+					case "rogue":
+						if dnSim.Crashed() {
+							done()
+							return
+						}
+						faultedAt, begunAt := faults > 0 || main.Now()-lastFaultEnd < model.AcceptBackoff, faultsBegun
+						attack := func(p model.Process) {
+							r := &scRogue{p: p, loop: p.MainLoop(), block: op.Block, hold: op.Hold,
+								faulted: func() bool { return faultedAt || faults > 0 || faultsBegun != begunAt },
+								fail: func(format string, a ...any) {
+									msg := fmt.Sprintf(format, a...)
+									main.Post(func() { run.fail(PropSCRefusal, "%s", msg) })
+								},
+								received: func(fds, segs int) { main.Post(func() { rogueFDs += fds; rogueSegs += segs }) },
+								done:     func() { main.Post(done) }}
+							r.run(op.Rogue)
+						}
+						if rogueProc != nil {
+							p := rogueProc
+							p.MainLoop().Post(func() { attack(p) })
+							return
+						}
+						// The rogue's process starts at the first rogue op;
+						// attacks before it runs wait for it.
+						rogueWait = append(rogueWait, attack)
+						if len(rogueWait) == 1 {
+							if _, err := w.Spawn("rogue", model.ProcessConfig{}, func(p model.Process) {
+								rogueProc = p
+								for _, a := range rogueWait {
+									a(p)
+								}
+								rogueWait = nil
+							}); err != nil {
+								w.Fail(err)
+							}
+						}
 						return
 					case "reset":
 						if !dnSim.Crashed() {
@@ -520,7 +586,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						main.AfterFunc(op.Hold, func() {
 							up = func() {
 								up = nil
-								faults--
+								endFault(main.Now())
 								main.Post(done)
 							}
 							dnSim.Restart()
@@ -694,6 +760,8 @@ type scEnd struct {
 	overTCP  int   // reads served over TCP
 	changes  int   // blocks replaced, appended to, deleted or written
 	anyFault bool  // a fault of any kind was injected
+	// rogueFDs and rogueSegs: what the datanode passed rogues.
+	rogueFDs, rogueSegs int
 }
 
 // finish runs the checks at rest. Each runs in the callback of the one
@@ -761,8 +829,8 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 	if e.anyFault {
 		return
 	}
-	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived || srv.Segments != ss.Segments {
-		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments)
+	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived+e.rogueFDs || srv.Segments != ss.Segments+e.rogueSegs {
+		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received, rogues %d and %d", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments, e.rogueFDs, e.rogueSegs)
 	}
 	if cs.Purged > e.changes {
 		e.run.fail(PropSCStats, "with no fault the cache purged %d invalid replicas after %d changes", cs.Purged, e.changes)

@@ -1,0 +1,302 @@
+package properties
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/shortcircuit"
+)
+
+// Rogue local clients on the datanode's domain socket, which every local
+// user can reach (as HDFS's can): each rogue op is one attack. A request
+// the wire format or the slot registry forbids is answered with an error
+// status and the connection closed, never served (sc-refusal); the honest
+// readers go on as if nothing happened (availability and local-reads do
+// not count a rogue as a fault); and at rest the datanode holds nothing of
+// the rogue's (leak-freedom). A rogue may hold a valid block token: any
+// client the namenode lets read a block has one.
+
+// PropSCRefusal: the datanode refuses what a rogue sends, and hangs up.
+const PropSCRefusal = "sc-refusal"
+
+// SCRogueKinds are the attacks a rogue op makes.
+var SCRogueKinds = []string{
+	"version",             // a request of another protocol version
+	"op",                  // an op byte that is no op
+	"huge-body",           // a body one byte past the bound
+	"tiny-body",           // a body one byte short of the fixed fields
+	"long-token",          // a token one byte past its bound
+	"long-name",           // a client name one byte past its bound
+	"trailing",            // bytes after the last field, inside the body
+	"bad-token",           // a token signed with another key
+	"no-segment",          // fds for a segment that does not exist
+	"slot-range",          // fds for slot 64 of its own segment
+	"slot-in-use",         // fds twice for one slot of its own segment
+	"bad-receipt",         // a receipt byte that is not ReceiptByte
+	"release-unallocated", // the release of a slot it never had
+	"stall",               // fds asked for, the receipt never sent
+	"token-overrun",       // a token length one byte past the body
+	"name-cut",            // a token length that eats the name's length
+	"second-segment",      // a second segment asked for on a segment's connection
+}
+
+// scRogue runs one attack on its process's main loop and reports to the
+// harness: fail for a property broken, received for the fds and segments
+// the datanode passed it (the counters' check counts them).
+type scRogue struct {
+	p     model.Process
+	loop  model.Loop
+	block uint64
+	hold  time.Duration
+	fail  func(format string, a ...any)
+	// faulted reports whether a fault (a full fd table, the datanode
+	// down) was in force since the attack began: a datanode that cannot
+	// accept may leave a rogue unanswered.
+	faulted  func() bool
+	received func(fds, segs int)
+	done     func()
+
+	conns  []model.Conn
+	files  []model.File
+	checks []func() // run when the rogue lets go
+}
+
+// rogueConn is a rogue's connection: what came back so far.
+type rogueConn struct {
+	c     model.Conn
+	in    []byte
+	files []model.File
+	eof   bool
+	// want is called once a response decodes (or the connection ends
+	// first: ok false).
+	want func(resp shortcircuit.Response, files []model.File, ok bool)
+}
+
+func (r *scRogue) dial(want func(shortcircuit.Response, []model.File, bool)) *rogueConn {
+	rc := &rogueConn{want: want}
+	c, err := r.p.Dial("unix", "/run/dn_socket", r.loop, func(ev model.Events) {
+		if ev&model.Hangup != 0 && rc.c.Err() != nil && !rc.eof {
+			// Refused, or reset: nothing more will come.
+			r.ended(rc)
+			return
+		}
+		r.onEvent(rc)
+	})
+	if err != nil {
+		return nil
+	}
+	rc.c = c
+	r.conns = append(r.conns, c)
+	return rc
+}
+
+func (r *scRogue) onEvent(rc *rogueConn) {
+	for !rc.eof {
+		var b [512]byte
+		n, files, err := rc.c.ReadFDs(b[:])
+		rc.in = append(rc.in, b[:n]...)
+		rc.files = append(rc.files, files...)
+		r.files = append(r.files, files...)
+		for rc.want != nil && len(rc.in) > 0 {
+			resp, used, derr := shortcircuit.DecodeResponse(rc.in)
+			if errors.Is(derr, model.ErrNeedMore) {
+				break
+			}
+			if derr != nil {
+				r.fail("the datanode answered a rogue with bytes that are no response: %v", derr)
+				rc.want = nil
+				break
+			}
+			rc.in = rc.in[used:]
+			want, files := rc.want, rc.files
+			rc.want, rc.files = nil, nil
+			want(resp, files, true)
+		}
+		if err != nil && !errors.Is(err, model.ErrWouldBlock) {
+			r.ended(rc)
+			return
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// ended marks rc over (EOF, reset or refused): a response still wanted
+// never came.
+func (r *scRogue) ended(rc *rogueConn) {
+	rc.eof = true
+	rc.c.SetReadInterest(false) // EOF stays readable: no spinning on it
+	if rc.want != nil {
+		want := rc.want
+		rc.want = nil
+		want(shortcircuit.Response{}, nil, false)
+	}
+}
+
+func (r *scRogue) send(rc *rogueConn, b []byte) {
+	if _, err := rc.c.Write(b); err != nil && !rc.eof && !errors.Is(err, model.ErrWouldBlock) {
+		r.ended(rc)
+	}
+}
+
+// token is a valid token for the block, or one signed with another key.
+func (r *scRogue) token(valid bool) []byte {
+	key := model.DefaultTokenKey
+	if !valid {
+		key = []byte("not the block pool key")
+	}
+	return model.IssueToken(key, model.BlockToken{BlockID: r.block, Modes: model.ModeRead, Expiry: r.loop.Now() + model.DefaultTokenLifetime})
+}
+
+func (r *scRogue) fdRequest(shm uint64, slot uint32, valid bool) shortcircuit.Request {
+	return shortcircuit.Request{Op: shortcircuit.OpRequestFDs, BlockID: r.block, ShmID: shm, Slot: slot, Token: r.token(valid), ClientID: "rogue"}
+}
+
+// run makes the attack, then closes everything after hold.
+func (r *scRogue) run(kind string) {
+	r.loop.AfterFunc(r.hold, r.finish)
+	switch kind {
+	case "version", "op", "huge-body", "tiny-body", "long-token", "long-name", "trailing", "bad-token", "no-segment", "token-overrun", "name-cut":
+		req := r.fdRequest(r.p.Rand().Uint64()|1, 0, kind != "bad-token")
+		switch kind {
+		case "long-token":
+			req.Token = make([]byte, model.MaxTokenLen+1)
+		case "long-name":
+			req.ClientID = string(make([]byte, model.MaxClientNameLen+1))
+		case "token-overrun", "name-cut":
+			req.ClientID = ""
+		}
+		b := shortcircuit.AppendRequest(nil, req)
+		switch kind {
+		case "version":
+			binary.BigEndian.PutUint16(b, model.ProtocolVersion+1)
+		case "op":
+			b[2] = 0xEE
+		case "huge-body":
+			binary.BigEndian.PutUint32(b[3:], shortcircuit.MaxRequestLen+1)
+		case "tiny-body":
+			binary.BigEndian.PutUint32(b[3:], uint32(len(b)-7-len(req.Token)-len(req.ClientID)-1))
+		case "trailing":
+			binary.BigEndian.PutUint32(b[3:], binary.BigEndian.Uint32(b[3:])+3)
+			b = append(b, 1, 2, 3)
+		case "token-overrun", "name-cut":
+			// The token's length field follows the fixed fields; the
+			// name's (2 bytes, 0) ends the body.
+			at := 7 + 8 + 8 + 8 + 4
+			grow := 1 // into the name's length field
+			if kind == "token-overrun" {
+				grow = 3 // past the name's length field and the body
+			}
+			binary.BigEndian.PutUint16(b[at:], uint16(len(req.Token)+grow))
+		}
+		r.refused(kind, b)
+	default:
+		// The rest need a segment of the rogue's own.
+		var seg *rogueConn
+		seg = r.dial(func(resp shortcircuit.Response, files []model.File, ok bool) {
+			if !ok || resp.Status != model.StatusSuccess || len(files) != 1 {
+				return // a squeezed datanode may refuse it: no attack then
+			}
+			r.received(0, 1)
+			if kind == "second-segment" {
+				// A segment's connection stands for the segment; the
+				// datanode may refuse another on it or grant one, but
+				// must not lose the first (leak-freedom at rest).
+				seg.want = func(resp shortcircuit.Response, files []model.File, ok bool) {
+					if ok && resp.Status == model.StatusSuccess && len(files) == 1 {
+						r.received(0, 1)
+					}
+				}
+				r.send(seg, shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "rogue"}))
+				return
+			}
+			r.withSegment(kind, resp.ShmID)
+		})
+		if seg != nil {
+			r.send(seg, shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "rogue"}))
+		}
+	}
+}
+
+func (r *scRogue) withSegment(kind string, shm uint64) {
+	switch kind {
+	case "slot-range":
+		r.refused(kind, shortcircuit.AppendRequest(nil, r.fdRequest(shm, shortcircuit.SlotsPerSegment, true)))
+	case "release-unallocated":
+		r.refused(kind, shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpReleaseSlot, ShmID: shm, Slot: 5, ClientID: "rogue"}))
+	case "slot-in-use", "bad-receipt", "stall":
+		var rc *rogueConn
+		rc = r.dial(func(resp shortcircuit.Response, files []model.File, ok bool) {
+			if !ok || resp.Status != model.StatusSuccess {
+				return // the block gone, or the datanode squeezed
+			}
+			r.received(len(files), 0)
+			switch {
+			case kind == "slot-in-use":
+				if resp.Receipt {
+					r.send(rc, []byte{shortcircuit.ReceiptByte})
+				}
+				r.expectRefusal(kind, rc)
+				r.send(rc, shortcircuit.AppendRequest(nil, r.fdRequest(shm, 0, true)))
+			case kind == "bad-receipt" && resp.Receipt:
+				// (A datanode that asks no receipt, HDFS-7915's, reads
+				// the byte as the start of a request.)
+				r.expectRefusal(kind, rc)
+				r.send(rc, []byte{shortcircuit.ReceiptByte + 7})
+			}
+		})
+		if rc != nil {
+			r.send(rc, shortcircuit.AppendRequest(nil, r.fdRequest(shm, 0, true)))
+		}
+	}
+}
+
+// refused sends b on a new connection and expects a refusal.
+func (r *scRogue) refused(kind string, b []byte) {
+	rc := r.dial(nil)
+	if rc == nil {
+		return
+	}
+	r.expectRefusal(kind, rc)
+	r.send(rc, b)
+}
+
+// expectRefusal wants rc's next response to be an error without fds,
+// and the datanode to have hung up by the time the rogue lets go.
+func (r *scRogue) expectRefusal(kind string, rc *rogueConn) {
+	answered := false
+	rc.want = func(resp shortcircuit.Response, files []model.File, ok bool) {
+		answered = true
+		if ok && (resp.Status == model.StatusSuccess || len(files) > 0) {
+			r.fail("rogue %q: the datanode served it (%s, %d fds)", kind, resp.Status, len(files))
+		}
+		// (Not ok: hung up without a word, a refusal too.)
+	}
+	r.checks = append(r.checks, func() {
+		switch {
+		case r.faulted():
+		case !answered:
+			r.fail("rogue %q: no answer and the connection open after %v", kind, r.hold)
+		case !rc.eof:
+			r.fail("rogue %q: the datanode refused it but kept the connection open for %v", kind, r.hold)
+		}
+	})
+}
+
+// finish checks that refused connections were hung up, then closes the
+// rogue's connections and the files passed to it.
+func (r *scRogue) finish() {
+	for _, check := range r.checks {
+		check()
+	}
+	for _, c := range r.conns {
+		_ = c.Close()
+	}
+	for _, f := range r.files {
+		_ = f.Close()
+	}
+	r.done()
+}
