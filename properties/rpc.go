@@ -832,6 +832,7 @@ func runRPC(c RPCCase, linTimeout time.Duration, out io.Writer, hashing hashing)
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
 	cfg.Unhashed = hashing == unhashed // (a traced world hashes: TraceTo)
+	cfg.LogKeys = logKeys              // a log event off its schema fails the run
 	h := &rpcHarness{c: &c, w: sim.New(cfg), phase: "work", hashOnly: hashing == hashOnly}
 	if out != nil {
 		h.w.TraceTo(out)

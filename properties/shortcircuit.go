@@ -346,6 +346,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 	cfg := sim.DefaultConfig(c.Seed)
 	cfg.MaxEvents = 20_000_000
 	cfg.Unhashed = hashing == unhashed // (a traced world hashes: TraceTo)
+	cfg.LogKeys = logKeys              // a log event off its schema fails the run
 	w := sim.New(cfg)
 	if out != nil {
 		w.TraceTo(out)
