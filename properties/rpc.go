@@ -1508,6 +1508,16 @@ func (h *rpcHarness) finalChecks() {
 		h.fail(PropLeakFree, "namenode holds %d fds, %d after start", got, h.nnBase)
 		return
 	}
+	// The server's counters at rest: what run and bench report of it
+	// must add up (every connection it accepted it closed, every call it
+	// queued it answered or dropped once).
+	if st := h.nn.Server.Stats(); st.Closed != st.Accepted {
+		h.fail(PropLeakFree, "server stats at rest: %d connections accepted, %d counted closed", st.Accepted, st.Closed)
+		return
+	} else if st.Responses+st.Dropped != st.Calls {
+		h.fail(PropExactlyOnce, "server stats at rest: %d calls queued, %d responses written and %d dropped", st.Calls, st.Responses, st.Dropped)
+		return
+	}
 	h.checkBlocks("at quiescence")
 }
 
