@@ -829,11 +829,7 @@ func runRPC(c RPCCase, linTimeout time.Duration, out io.Writer, hashing hashing)
 	if linTimeout == 0 {
 		linTimeout = DefaultLinTimeout
 	}
-	cfg := sim.DefaultConfig(c.Seed)
-	cfg.MaxEvents = 20_000_000
-	cfg.Unhashed = hashing == unhashed // (a traced world hashes: TraceTo)
-	cfg.LogKeys = logKeys              // a log event off its schema fails the run
-	h := &rpcHarness{c: &c, w: sim.New(cfg), phase: "work", hashOnly: hashing == hashOnly}
+	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, hashing)), phase: "work", hashOnly: hashing == hashOnly}
 	if out != nil {
 		h.w.TraceTo(out)
 	}

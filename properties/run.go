@@ -105,6 +105,19 @@ const (
 	hashOnly
 )
 
+// worldConfig is the simulator's configuration for one run a check makes:
+// every system's harness starts from it, so each holds the trace log to
+// logKeys and hashes only when it is asked to (the sc and rpc harnesses,
+// each building its own, once left the schema out). maxEvents 0 keeps
+// the simulator's own bound.
+func worldConfig(seed uint64, maxEvents uint64, h hashing) sim.Config {
+	cfg := sim.DefaultConfig(seed)
+	cfg.MaxEvents = maxEvents
+	cfg.LogKeys = logKeys        // a log event off its schema fails the run
+	cfg.Unhashed = h == unhashed // (a traced world hashes: TraceTo)
+	return cfg
+}
+
 // DefaultMemoryScan is Options.MemoryScan's default: often enough that a
 // change the accounting missed is found within the run, rarely enough to
 // cost little.
@@ -253,11 +266,8 @@ func Run(c Case, opt Options) *Result {
 }
 
 func (h *harness) run() *Result {
-	scfg := sim.DefaultConfig(h.c.Seed)
-	scfg.MaxEvents = maxEvents
+	scfg := worldConfig(h.c.Seed, maxEvents, h.opt.hashing)
 	scfg.CheckShared = true
-	scfg.LogKeys = logKeys
-	scfg.Unhashed = h.opt.hashing == unhashed // (a traced world hashes: TraceTo)
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true

@@ -549,11 +549,8 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) *ScenarioResult {
 func RunScenarioUnhashed(c ScenarioCase) *ScenarioResult { return runScenario(c, nil, unhashed) }
 
 func runScenario(c ScenarioCase, out io.Writer, hashing hashing) (res *ScenarioResult) {
-	cfg := sim.DefaultConfig(c.Seed)
-	cfg.MaxEvents = 20_000_000
-	cfg.Unhashed = hashing == unhashed // (a traced world hashes: TraceTo)
-	cfg.CheckShared = true             // tcp-pattern's reply is a shared write
-	cfg.LogKeys = logKeys
+	cfg := worldConfig(c.Seed, 20_000_000, hashing)
+	cfg.CheckShared = true // tcp-pattern's reply is a shared write
 	w := sim.New(cfg)
 	if out != nil {
 		w.TraceTo(out)

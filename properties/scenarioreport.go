@@ -288,7 +288,7 @@ func (r *scenarioRun) checkLimit() {
 	if r.prop != "" {
 		return
 	}
-	w := sim.New(sim.DefaultConfig(r.c.Seed))
+	w := sim.New(worldConfig(r.c.Seed, 0, unhashed))
 	const limit = time.Nanosecond
 	var err error
 	switch r.c.Scenario {

@@ -112,7 +112,7 @@ func (r *scenarioRun) checkSetup() {
 		return
 	}
 	name := r.c.Scenario
-	newWorld := func() *sim.World { return sim.New(sim.DefaultConfig(r.c.Seed)) }
+	newWorld := func() *sim.World { return sim.New(worldConfig(r.c.Seed, 0, unhashed)) }
 
 	w := newWorld()
 	got, _, err := sr.run(w, true)

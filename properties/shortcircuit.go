@@ -343,11 +343,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 	if c.Bug != "" {
 		bug, _ = LookupSCBug(c.Bug)
 	}
-	cfg := sim.DefaultConfig(c.Seed)
-	cfg.MaxEvents = 20_000_000
-	cfg.Unhashed = hashing == unhashed // (a traced world hashes: TraceTo)
-	cfg.LogKeys = logKeys              // a log event off its schema fails the run
-	w := sim.New(cfg)
+	w := sim.New(worldConfig(c.Seed, 20_000_000, hashing))
 	if out != nil {
 		w.TraceTo(out)
 	}
