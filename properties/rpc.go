@@ -142,15 +142,17 @@ const (
 	RPCFaultNNPower  = "nn-power-loss"  // likewise, and its host loses the writes no fsync made durable
 	RPCFaultSyncEIO  = "sync-eio"       // for Dur, a share N‰ of the namenode's fsyncs fail (fatal: it restarts)
 	RPCFaultSlowSync = "slow-sync"      // for Dur, a share N‰ of its fsyncs take 1-20 ms longer
+	RPCFaultDiskEIO  = "disk-eio"       // for Dur, a share N‰ of its disk reads, writes and fsyncs fail with EIO
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO}
 
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
-	return kind == RPCFaultNNCrash || kind == RPCFaultNNTorn || kind == RPCFaultNNPower || kind == RPCFaultSyncEIO || kind == RPCFaultSlowSync
+	return kind == RPCFaultNNCrash || kind == RPCFaultNNTorn || kind == RPCFaultNNPower || kind == RPCFaultSyncEIO || kind == RPCFaultSlowSync ||
+		kind == RPCFaultDiskEIO
 }
 
 // Property names besides the data path's.
@@ -456,6 +458,14 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 			sortRPCFaults(c.Faults)
 		}
 	}
+	// The namenode's disk failing reads and writes: its edit log's
+	// writes, and at a restart the replay's read and rewrite. Drawn last,
+	// as above.
+	if cfg.EditLog && d.chance(15, "fault_"+RPCFaultDiskEIO) {
+		at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultDiskEIO, at))
+		sortRPCFaults(c.Faults)
+	}
 	return c, c.Validate()
 }
 
@@ -508,6 +518,9 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	case RPCFaultSyncEIO:
 		f.Dur = pick(d, "eio_dur", time.Millisecond, 20*time.Millisecond)
 		f.N = pick(d, "eio_permille", 100, 500, 1000)
+	case RPCFaultDiskEIO:
+		f.Dur = pick(d, "disk_eio_dur", time.Millisecond, 20*time.Millisecond)
+		f.N = pick(d, "disk_eio_permille", 100, 500, 1000)
 	case RPCFaultSlowSync:
 		f.Dur = pick(d, "slow_sync_dur", 5*time.Millisecond, 50*time.Millisecond)
 		f.N = pick(d, "slow_sync_permille", 300, 1000)
@@ -579,6 +592,7 @@ var rpcFaultN = map[string][2]int{
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:  {0, 1000},
 	RPCFaultSlowSync: {0, 1000},
+	RPCFaultDiskEIO:  {0, 1000},
 }
 
 // Validate refuses a case that cannot run.
@@ -791,7 +805,10 @@ type rpcHarness struct {
 	crashes []int64    // when each crash happened, on the history's clock
 	nnDown  bool
 	nnUps   int // restarts of the namenode
-	dn      *model.Datanode
+	// atRest is the tree the namenode served at rest, which the restart
+	// after the power loss at the end must replay (replayAtRest).
+	atRest *nsState
+	dn     *model.Datanode
 }
 
 // RunRPC runs an rpc case in sim and checks its properties.
@@ -917,6 +934,10 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 			return
 		}
 		h.nn = nn
+		if h.atRest != nil {
+			h.checkReplayAtRest()
+			return
+		}
 		h.nnBase = p.FDs().Open
 		for len(h.images) <= h.epoch {
 			h.images = append(h.images, nil)
@@ -953,6 +974,10 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 	default:
 		h.finalChecks()
 		res.OverBound = h.nn.Server.Stats().OverBound
+		if h.failure == nil && cfg.EditLog && !h.ignored(PropDurable) {
+			h.replayAtRest()
+			res.Events, res.SimEvents = w.TraceEvents(), w.Events()
+		}
 	}
 	res.History = h.history()
 	res.NamenodeCrashes = h.epoch
@@ -1363,12 +1388,18 @@ func (h *rpcHarness) inject(f RPCFault) {
 		if !h.nnDown {
 			h.nnProc.CrashAtDiskOp(f.N, true, func() { h.nnCrashed(f.Dur) })
 		}
-	case RPCFaultSyncEIO, RPCFaultSlowSync:
+	case RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultDiskEIO:
 		// 1-20 ms longer: a slow fsync, from the fault's own seed.
 		slow := time.Millisecond + time.Duration(f.At%(19*time.Millisecond))
-		df := sim.DiskFaults{SyncEIO: float64(f.N) / 1000}
-		if f.Kind == RPCFaultSlowSync {
-			df = sim.DiskFaults{SlowSync: float64(f.N) / 1000, SlowDelay: slow}
+		share := float64(f.N) / 1000
+		var df sim.DiskFaults
+		switch f.Kind {
+		case RPCFaultSyncEIO:
+			df.SyncEIO = share
+		case RPCFaultSlowSync:
+			df.SlowSync, df.SlowDelay = share, slow
+		case RPCFaultDiskEIO:
+			df.ReadEIO, df.WriteEIO, df.SyncEIO = share, share, share
 		}
 		disk := h.nnProc.SimDisk()
 		disk.SetFaults(df)
@@ -1440,7 +1471,7 @@ func (h *rpcHarness) quiesce() {
 }
 
 func (h *rpcHarness) afterEach() {
-	if h.failure != nil || h.nn == nil {
+	if h.failure != nil || h.nn == nil || h.atRest != nil {
 		return
 	}
 	if q, c := h.nn.Server.QueueLen(), h.nn.Server.QueueCap(); q > c {
@@ -1524,6 +1555,45 @@ func (h *rpcHarness) finalChecks() {
 		return
 	}
 	h.checkBlocks("at quiescence")
+}
+
+// replayAtRest cuts the namenode's power once the run is at rest, and
+// starts it again: every change it answered OK was synced before it was
+// answered, and a failed change logs nothing, so the tree it replays must
+// be the tree it served. A crash during the run is checked against the
+// orders of the changes in flight; at rest none are, and nothing short of
+// equality will do. It is where a lost edit shows that no drawn crash
+// came late enough to see: a failed rewrite or fsync after a replay
+// passed over, and the namenode served a log a power loss would cut.
+func (h *rpcHarness) replayAtRest() {
+	want := snapshotNS(h.nn.NS)
+	h.atRest = &want
+	h.phase = "replay"
+	h.w.Note("phase replay: power loss at rest")
+	h.nnProc.Crash()
+	h.nnProc.SimDisk().PowerLoss()
+	h.nnProc.Restart()
+	switch err := h.w.Run(h.w.Now() + time.Second); {
+	case h.failure != nil:
+	case err != nil:
+		h.failAfter(PropHarness, "the namenode's restart at rest: "+err.Error())
+	case h.atRest != nil:
+		h.fail(PropDurable, "after a power loss at rest, the namenode did not start again")
+	}
+}
+
+// checkReplayAtRest compares the tree the namenode replayed after the
+// power loss at rest with the tree it served, and lets the world end.
+func (h *rpcHarness) checkReplayAtRest() {
+	want, got := *h.atRest, snapshotNS(h.nn.NS)
+	h.atRest = nil
+	if !got.equal(want) {
+		h.fail(PropDurable, "after a power loss at rest, the namenode replayed a tree other than the one it served: %s", nsDiff(want, got))
+	} else {
+		h.checkBlocks("after a power loss at rest")
+	}
+	h.nn.NS.Close()
+	h.nn.Close()
 }
 
 // checkBlocks checks every block of a complete file on the datanode as

@@ -111,6 +111,38 @@ func (s nsState) under(p string) (from, to int) {
 	return from, to
 }
 
+// nsDiff says the first way the tree got differs from want, which
+// !want.equal(got) says it does.
+func nsDiff(want, got nsState) string {
+	i, j := 0, 0
+	for i < len(want.nodes) || j < len(got.nodes) {
+		switch {
+		case j == len(got.nodes) || i < len(want.nodes) && want.nodes[i].path < got.nodes[j].path:
+			return fmt.Sprintf("%s is missing", nsShow(want.nodes[i]))
+		case i == len(want.nodes) || got.nodes[j].path < want.nodes[i].path:
+			return fmt.Sprintf("%s is extra", nsShow(got.nodes[j]))
+		}
+		a, b := want.nodes[i], got.nodes[j]
+		if a.node.dir != b.node.dir || a.node.complete != b.node.complete || !slices.EqualFunc(a.node.blocks, b.node.blocks, sameLocation) {
+			return fmt.Sprintf("%s is %s instead", nsShow(a), nsShow(b))
+		}
+		i, j = i+1, j+1
+	}
+	return fmt.Sprintf("the next block id is %d instead of %d", got.next, want.next)
+}
+
+func nsShow(e nsEntry) string {
+	switch {
+	case e.path == "":
+		return "/"
+	case e.node.dir:
+		return e.path + " (a directory)"
+	case !e.node.complete:
+		return fmt.Sprintf("%s (open, %d blocks)", e.path, len(e.node.blocks))
+	}
+	return fmt.Sprintf("%s (%d blocks)", e.path, len(e.node.blocks))
+}
+
 func (s nsState) equal(o nsState) bool {
 	if s.next != o.next || len(s.nodes) != len(o.nodes) {
 		return false
