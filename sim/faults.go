@@ -150,6 +150,19 @@ func (p *Process) Spike(d time.Duration) {
 	p.netFaults.netStall = max(p.netFaults.netStall, now+d)
 }
 
+// Pause stops p for d, as SIGSTOP then SIGCONT or a long collector pause
+// would: none of its threads starts a callback or a work item until d has
+// passed (one running now finishes first), while its kernel goes on — its
+// sockets take data and acknowledge it up to their buffers, connections
+// complete into its accept queues, its timers come due and wait. Its peers
+// see a process that says nothing, which is what a client's timeouts are
+// for. A pause within one in force extends it.
+func (p *Process) Pause(d time.Duration) {
+	now := p.w.Now()
+	p.w.fault(p.name, 0, fmt.Sprintf("pause %v", d))
+	p.pausedUntil = max(p.pausedUntil, now+d)
+}
+
 // SlowReader gives p's TCP connections — open ones and those made from now
 // on — a receive buffer of n bytes, so their peers see a small window.
 // n = 0 restores the default for new connections (open ones keep theirs).

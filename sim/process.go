@@ -34,8 +34,11 @@ type Process struct {
 	peakThr  int
 	timers   int // pending AfterFuncs
 	work     int // submitted work not yet completed
-	crashed  bool
-	restarts int
+	// pausedUntil: the process is stopped (Pause) until then; its
+	// threads start no callback or work item before it.
+	pausedUntil time.Duration
+	crashed     bool
+	restarts    int
 	// epoch changes whenever the process's state may have: a callback
 	// ran on one of its threads, its fd table changed, it crashed or
 	// restarted, or the harness acted (World.At). See Epoch.
@@ -396,6 +399,7 @@ func (p *Process) Restart() {
 	}
 	p.restarts++
 	p.epoch++
+	p.pausedUntil = 0 // a stopped process killed starts afresh
 	p.reset()
 	p.start()
 }
@@ -1592,9 +1596,9 @@ func (l *Loop) dispatch() {
 		return
 	}
 	w := l.p.w
-	if l.busyUntil > w.now {
+	if at := max(l.busyUntil, l.p.pausedUntil); at > w.now {
 		l.scheduled = true
-		w.post(l.busyUntil, l.dispatchF)
+		w.post(at, l.dispatchF)
 		return
 	}
 	var c int
@@ -1880,6 +1884,11 @@ func (wp *WorkerPool) dispatch() {
 		return
 	}
 	w := wp.p.w
+	if at := wp.p.pausedUntil; at > w.now && len(wp.queue) > 0 {
+		wp.kicked = true
+		w.post(at, wp.dispatchF)
+		return
+	}
 	// Handed a core by the line (cpu.waking), the pool starts each item
 	// it can on the cores free now: its workers were made runnable
 	// together, when the work was submitted. Items left without a core

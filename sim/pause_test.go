@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// A paused process runs no callback until the pause ends, but its kernel
+// does its part: a peer's bytes arrive and are acknowledged (the peer's
+// send queue drains), and the paused reader gets them all when it wakes.
+func TestPauseHoldsCallbacksNotKernel(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	h.srv.p.Pause(50 * ms)
+	h.cli.write(1000)
+	h.runTo(t0 + 40*ms)
+	if len(h.srv.got) != 0 {
+		t.Fatalf("the paused server read %d bytes", len(h.srv.got))
+	}
+	if c := h.cli.c; c.sndUna != c.sndNxt || c.sndNxt != c.sndEnd {
+		t.Errorf("the paused server's kernel left %d bytes unacknowledged", c.sndEnd-c.sndUna)
+	}
+	h.runTo(t0 + 60*ms)
+	if len(h.srv.got) != 1000 {
+		t.Errorf("after the pause the server read %d of 1000 bytes", len(h.srv.got))
+	}
+}
+
+// Timers that come due during a pause, tasks posted to it and work
+// items submitted to its pools all wait for its end; a second pause that
+// ends later extends it; a restart after a crash is not paused.
+func TestPauseHoldsTimersTasksAndWork(t *testing.T) {
+	h := newPair(t)
+	p := h.srv.p
+	t0 := h.now()
+	var timerAt, postAt, workAt, doneAt time.Duration
+	p.Pause(10 * ms)
+	p.Pause(5 * ms) // within the first: no shorter
+	loop := p.MainLoop()
+	loop.AfterFunc(ms, func() { timerAt = h.now() })
+	loop.Post(func() { postAt = h.now() })
+	p.NewWorkerPool("w", 1).Submit(loop, func() { workAt = h.now() }, func() { doneAt = h.now() })
+	h.runTo(t0 + 20*ms)
+	for _, c := range []struct {
+		what string
+		at   time.Duration
+	}{{"timer", timerAt}, {"posted task", postAt}, {"work item", workAt}, {"its completion", doneAt}} {
+		if c.at < t0+10*ms {
+			t.Errorf("%s ran at +%v, inside the 10 ms pause", c.what, c.at-t0)
+		}
+	}
+	if timerAt == 0 || postAt == 0 || workAt == 0 || doneAt == 0 {
+		t.Fatalf("not everything ran after the pause: timer %v, post %v, work %v, done %v", timerAt, postAt, workAt, doneAt)
+	}
+
+	p.Pause(time.Second)
+	p.Crash()
+	p.Restart()
+	var ranAt time.Duration
+	start := h.now()
+	p.MainLoop().Post(func() { ranAt = h.now() })
+	h.runTo(start + 10*ms)
+	if ranAt == 0 || ranAt-start > ms {
+		t.Errorf("a restarted process ran its first task at +%v (0: never), want at once", ranAt-start)
+	}
+}
