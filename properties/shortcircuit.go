@@ -66,8 +66,18 @@ type SCCase struct {
 	// connection (0: a minute, which no case outlives): a short one
 	// closes connections the client has cached.
 	ReadTimeout time.Duration `json:"read_timeout,omitempty"`
-	Readers     int           `json:"readers"`
-	Ops         []SCOp        `json:"ops"`
+	// Timeout is the readers' timeout for a domain-socket exchange and
+	// for a TCP read that makes no progress (0: a minute): drawn short
+	// with pauses, so that a paused datanode's late answers find the
+	// readers gone.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// DisableFor is how long a reader keeps short-circuit off after a
+	// failed attempt (0: HDFS's ten minutes, which no case outlives):
+	// drawn short with pauses, whose timeouts would otherwise leave the
+	// rest of the case to TCP, so short-circuit comes back within it.
+	DisableFor time.Duration `json:"disable_for,omitempty"`
+	Readers    int           `json:"readers"`
+	Ops        []SCOp        `json:"ops"`
 }
 
 // SCOp is one op, Gap after the one before. A change to a block still
@@ -83,7 +93,11 @@ type SCCase struct {
 //   - reset: the datanode's next fd pass resets its domain connection,
 //     before the send or (After) with the message and fds lost in flight;
 //   - crash: the datanode crashes while the client caches its fds (they
-//     stay readable, the segment is gone) and restarts after Hold.
+//     stay readable, the segment is gone) and restarts after Hold;
+//   - pause: the datanode stops for Hold (sim.Process.Pause), its kernel
+//     still taking requests: readers whose Timeout passes give up, and
+//     the datanode answers them once it runs again, to connections that
+//     are gone.
 type SCOp struct {
 	Gap    time.Duration `json:"gap"`
 	Op     string        `json:"op"` // read, replace, append, delete, squeeze
@@ -92,7 +106,7 @@ type SCOp struct {
 	Off    int64         `json:"off,omitempty"`
 	Data   uint64        `json:"data,omitempty"`  // seeds the new contents
 	Left   int           `json:"left,omitempty"`  // squeeze: fds left free
-	Hold   time.Duration `json:"hold,omitempty"`  // squeeze: for how long; crash: down for how long
+	Hold   time.Duration `json:"hold,omitempty"`  // squeeze: for how long; crash: down for how long; pause: stopped for how long
 	After  bool          `json:"after,omitempty"` // reset: after the fds are sent
 	Rogue  string        `json:"rogue,omitempty"` // rogue: the attack (SCRogueKinds)
 }
@@ -222,8 +236,32 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_at"), op)
 		}
 	}
+	if d.chance(25, "sc_pause") {
+		for k := d.n(1, 2, "sc_pauses"); k > 0; k-- {
+			op := SCOp{Op: "pause", Block: 1, Hold: time.Duration(d.n(1, 30, "sc_pause_ms")) * time.Millisecond}
+			from := 0
+			if d.chance(30, "sc_hang") {
+				// A hang: the datanode says nothing for longer than
+				// any read may wait (scReadBound). Every op after it
+				// meets it, so it comes in the last quarter.
+				op.Hold = time.Duration(d.n(1, 3, "sc_hang_s")) * time.Second
+				from = len(c.Ops) * 3 / 4
+			}
+			c.Ops = scInsert(c.Ops, d.n(from, len(c.Ops), "sc_pause_at"), op)
+		}
+		c.Timeout = time.Duration(d.n(2, 10, "sc_timeout_ms")) * time.Millisecond
+		c.DisableFor = time.Duration(d.n(1, 20, "sc_disable_ms")) * time.Millisecond
+	}
 	return c, c.Validate()
 }
+
+// scReadBound bounds a read, in the readers' timeouts (SCCase.Timeout),
+// whatever the faults: each step of a read (a segment's exchange, an fd
+// exchange, the TCP fallback's connect and reads) gives up after one
+// timeout without progress, and a read may wait its turn behind another
+// reader's exchange. A read that waits on a hung datanode until it runs
+// again takes seconds.
+const scReadBound = 50
 
 func scInsert(ops []SCOp, at int, op SCOp) []SCOp {
 	return append(ops[:at], append([]SCOp{op}, ops[at:]...)...)
@@ -254,6 +292,10 @@ func (c *SCCase) Validate() error {
 		return fmt.Errorf("sc case: expiry %v, want 0..1h", c.Expiry)
 	case c.ReadTimeout < 0 || c.ReadTimeout > time.Hour:
 		return fmt.Errorf("sc case: read timeout %v, want 0..1h", c.ReadTimeout)
+	case c.Timeout < 0 || c.Timeout > time.Hour:
+		return fmt.Errorf("sc case: timeout %v, want 0..1h", c.Timeout)
+	case c.DisableFor < 0 || c.DisableFor > time.Hour:
+		return fmt.Errorf("sc case: disable-for %v, want 0..1h", c.DisableFor)
 	case len(c.Ops) > 10000:
 		return fmt.Errorf("sc case: %d ops, want at most 10000", len(c.Ops))
 	}
@@ -280,9 +322,9 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d starts at %v, want at most %v", i, t, scMaxStart)
 		}
 		switch op.Op {
-		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "rogue":
+		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "pause", "rogue":
 		default:
-			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete, squeeze, client-squeeze, reset, crash or rogue", i, op.Op)
+			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete, squeeze, client-squeeze, reset, crash, pause or rogue", i, op.Op)
 		}
 		if (op.Op == "rogue") != (op.Rogue != "") || op.Rogue != "" && !slices.Contains(SCRogueKinds, op.Rogue) {
 			return fmt.Errorf("sc case: op %d: %s with rogue %q, want a rogue op to have one of %s", i, op.Op, op.Rogue, strings.Join(SCRogueKinds, ", "))
@@ -406,7 +448,8 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			}
 		})
 		w.Spawn("client", model.ProcessConfig{Cores: 2}, func(cp model.Process) {
-			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Expiry: c.Expiry, Bugs: bug.cache}, Bugs: bug.client})
+			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Expiry: c.Expiry, Bugs: bug.cache},
+				Timeout: c.Timeout, Bugs: bug.client})
 			if err != nil {
 				w.Fail(err)
 				return
@@ -417,7 +460,8 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			var loops []model.Loop
 			for i := 0; i < c.Readers; i++ {
 				l, _ := cp.NewLoop(fmt.Sprintf("reader-%d", i))
-				cl, err := shortcircuit.NewClient(cp, l, i, sh, shortcircuit.ClientConfig{Path: "/run/dn_socket", TCP: model.ClientConfig{Datanode: "dn:50010", NoDelay: true}})
+				cl, err := shortcircuit.NewClient(cp, l, i, sh, shortcircuit.ClientConfig{Path: "/run/dn_socket", DisableFor: c.DisableFor,
+					TCP: model.ClientConfig{Datanode: "dn:50010", NoDelay: true, Timeout: c.Timeout}})
 				if err != nil {
 					w.Fail(err)
 					return
@@ -573,6 +617,18 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						}
 						done()
 						return
+					case "pause":
+						if dnSim.Crashed() {
+							done()
+							return
+						}
+						dnSim.Pause(op.Hold)
+						beginFault()
+						main.AfterFunc(op.Hold, func() {
+							endFault(main.Now())
+							done()
+						})
+						return
 					case "crash":
 						if dnSim.Crashed() {
 							done()
@@ -595,7 +651,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					if kind == "read" {
 						off, idx := op.Off, op.Reader
-						faultedAt, begunAt := faults > 0, faultsBegun
+						// A datanode whose accept failed during a fault
+						// accepts nothing for model.AcceptBackoff: a read
+						// whose timeout is shorter may fail in it.
+						faultedAt, begunAt := faults > 0 || main.Now()-lastFaultEnd < model.AcceptBackoff, faultsBegun
 						inflight++
 						reads[idx]++
 						l := loops[idx]
@@ -617,6 +676,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 										faulted := faultedAt || faults > 0 || faultsBegun != begunAt
 										if r.Err != nil && !faulted && there {
 											run.fail(PropAvailability, "read %d of block %d at %v–%v failed with no fault in force and the block there: %v", n, block, start, end, r.Err)
+										}
+										if c.Timeout > 0 && end-start > scReadBound*c.Timeout {
+											run.fail(PropAvailability, "read %d of block %d at %v–%v took %v, over %d× the readers' timeout of %v: it waited on a datanode that did not answer", n, block, start, end, end-start, scReadBound, c.Timeout)
 										}
 										if !viaFDs && beforeFaults && there {
 											run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
