@@ -805,6 +805,8 @@ type rpcHarness struct {
 	crashes []int64    // when each crash happened, on the history's clock
 	nnDown  bool
 	nnUps   int // restarts of the namenode
+	// bigFixed is /big as the model keeps it apart (populate).
+	bigFixed *nsFixed
 	// atRest is the tree the namenode served at rest, which the restart
 	// after the power loss at the end must replay (replayAtRest).
 	atRest *nsState
@@ -943,14 +945,13 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 			h.images = append(h.images, nil)
 		}
 		if !first {
-			img := snapshotNS(h.nn.NS)
+			img := snapshotNS(h.nn.NS).withFixed(h.bigFixed)
 			h.images[h.epoch] = &img
 			h.checkBlocks(fmt.Sprintf("after namenode restart %d", h.epoch))
 			return
 		}
-		img := NSModel(rpcDN, rpcFirstBlock).Init().(nsState)
+		img := h.populate(NSModel(rpcDN, rpcFirstBlock).Init().(nsState))
 		h.images[0] = &img
-		h.populate()
 		h.nnBase = p.FDs().Open
 		h.startClients()
 	})
@@ -989,13 +990,26 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 	return res
 }
 
-// populate makes /big with BigDir empty files, recorded as calls before
-// the run so the model starts from the same tree.
-func (h *rpcHarness) populate() {
+// populate makes /big with BigDir empty files in the namenode before the
+// run, and returns init with the same /big: the tree the model starts
+// from, /big kept apart (nsFixed), since no call of the workload reaches
+// it. Each of buildBig's calls must succeed.
+func (h *rpcHarness) populate(init nsState) nsState {
 	h.buildBig(h.nn.NS, func(r namespace.Request, resp namespace.Response, code namespace.Code) {
-		t := int64(len(h.calls))
-		h.calls = append(h.calls, &rpcCall{input: NSInput{Req: r}, client: -1, call: t, ret: t, out: NSOutput{Code: code, Resp: resp}, done: 1})
+		if code != namespace.OK {
+			h.fail(PropHarness, "populating /big: %s %s: %v", namespace.MethodName(r.Method), r.Path, code)
+		}
 	})
+	if h.c.Config.BigDir == 0 {
+		return init
+	}
+	init.put("/big", nsNode{dir: true})
+	for _, p := range bigDirPaths[:h.c.Config.BigDir] {
+		init.put(p, nsNode{complete: true})
+	}
+	init = init.splitFixed("/big")
+	h.bigFixed = init.fixed
+	return init
 }
 
 // buildBig makes /big in ns, outside the edit log: it is the image the

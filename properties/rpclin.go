@@ -52,8 +52,95 @@ type nsEntry struct {
 // it need no sort of the keys either.
 type nsState struct {
 	nodes []nsEntry // by path; "" is the root
+	fixed *nsFixed  // a subtree kept apart and shared (nil: none)
 	next  uint64    // next block id
-	sum   uint64    // of nodeHash over nodes, kept by put and del
+	sum   uint64    // of nodeHash over nodes and fixed's, kept by put and del
+}
+
+// nsFixed is a subtree that no call of a case's workload can reach (the
+// harness's /big: the workload's names never make that path), kept once
+// and shared by every state that holds it. Porcupine copies a state for
+// every change it tries, and /big's two hundred entries were most of what
+// it copied (half an rpc seed's CPU, with the namenode paused). A call
+// that does reach it moves the subtree back into nodes first
+// (materialize), so the model's answers never depend on the split.
+type nsFixed struct {
+	root  string    // its root's path; the root's own node stays in nodes
+	nodes []nsEntry // the entries strictly below root, by path
+	sum   uint64    // of nodeHash over them
+}
+
+// holds reports whether path is strictly below f's root.
+func (f *nsFixed) holds(path string) bool {
+	return f != nil && len(path) > len(f.root) && path[len(f.root)] == '/' && strings.HasPrefix(path, f.root)
+}
+
+// reaches reports whether a change to the subtree at p (removing it,
+// moving it) changes f's entries: p is f's root, below it or above it.
+func (f *nsFixed) reaches(p string) bool {
+	return f != nil && (p == f.root || f.holds(p) || p == "" || strings.HasPrefix(f.root, p+"/"))
+}
+
+// materialize moves the fixed subtree's entries into nodes.
+func (s *nsState) materialize() {
+	if s.fixed == nil {
+		return
+	}
+	s.nodes = s.all()
+	s.fixed = nil
+}
+
+// all is every entry of s, by path.
+func (s nsState) all() []nsEntry {
+	if s.fixed == nil {
+		return s.nodes
+	}
+	out := make([]nsEntry, 0, len(s.nodes)+len(s.fixed.nodes))
+	i, j := 0, 0
+	for i < len(s.nodes) || j < len(s.fixed.nodes) {
+		if j == len(s.fixed.nodes) || i < len(s.nodes) && s.nodes[i].path < s.fixed.nodes[j].path {
+			out = append(out, s.nodes[i])
+			i++
+		} else {
+			out = append(out, s.fixed.nodes[j])
+			j++
+		}
+	}
+	return out
+}
+
+// withFixed is s with the entries below f's root kept in f, if they are
+// exactly f's (a restarted namenode's /big is built again the same);
+// otherwise s as it is.
+func (s nsState) withFixed(f *nsFixed) nsState {
+	if s.fixed != nil || f == nil {
+		return s
+	}
+	from, to := s.under(f.root)
+	if to-from != len(f.nodes) {
+		return s
+	}
+	for i, e := range s.nodes[from:to] {
+		if g := f.nodes[i]; e.path != g.path || !sameNode(e.node, g.node) {
+			return s
+		}
+	}
+	nodes := slices.Concat(s.nodes[:from], s.nodes[to:])
+	return nsState{nodes: nodes, fixed: f, next: s.next, sum: s.sum}
+}
+
+// splitFixed keeps everything below root in an nsFixed of its own.
+func (s nsState) splitFixed(root string) nsState {
+	from, to := s.under(root)
+	f := &nsFixed{root: root, nodes: slices.Clone(s.nodes[from:to])}
+	for _, e := range f.nodes {
+		f.sum += nodeHash(e.path, e.node)
+	}
+	return s.withFixed(f)
+}
+
+func sameNode(a, b nsNode) bool {
+	return a.dir == b.dir && a.complete == b.complete && slices.EqualFunc(a.blocks, b.blocks, sameLocation)
 }
 
 func newNSState(next uint64) nsState {
@@ -66,7 +153,7 @@ func (s nsState) clone() nsState {
 	// Room for a few new paths: most changes add one or two.
 	nodes := make([]nsEntry, len(s.nodes), len(s.nodes)+4)
 	copy(nodes, s.nodes)
-	return nsState{nodes: nodes, next: s.next, sum: s.sum}
+	return nsState{nodes: nodes, fixed: s.fixed, next: s.next, sum: s.sum}
 }
 
 // find is where path is, or would be inserted, in s.nodes.
@@ -75,6 +162,13 @@ func (s nsState) find(path string) (int, bool) {
 }
 
 func (s nsState) get(path string) (nsNode, bool) {
+	if s.fixed.holds(path) {
+		f := s.fixed.nodes
+		if i, ok := slices.BinarySearchFunc(f, path, func(e nsEntry, p string) int { return strings.Compare(e.path, p) }); ok {
+			return f[i].node, true
+		}
+		return nsNode{}, false
+	}
 	if i, ok := s.find(path); ok {
 		return s.nodes[i].node, true
 	}
@@ -82,6 +176,9 @@ func (s nsState) get(path string) (nsNode, bool) {
 }
 
 func (s *nsState) put(k string, n nsNode) {
+	if s.fixed.holds(k) {
+		s.materialize()
+	}
 	i, ok := s.find(k)
 	if ok {
 		s.sum -= nodeHash(k, s.nodes[i].node)
@@ -93,6 +190,9 @@ func (s *nsState) put(k string, n nsNode) {
 }
 
 func (s *nsState) del(k string) {
+	if s.fixed.holds(k) {
+		s.materialize()
+	}
 	if i, ok := s.find(k); ok {
 		s.sum -= nodeHash(k, s.nodes[i].node)
 		s.nodes = slices.Delete(s.nodes, i, i+1)
@@ -100,7 +200,7 @@ func (s *nsState) del(k string) {
 }
 
 // under is the run of s.nodes strictly below directory p: the paths that
-// begin with p+"/".
+// begin with p+"/" (not counting the fixed subtree's).
 func (s nsState) under(p string) (from, to int) {
 	prefix := p + "/"
 	from, _ = s.find(prefix)
@@ -114,16 +214,17 @@ func (s nsState) under(p string) (from, to int) {
 // nsDiff says the first way the tree got differs from want, which
 // !want.equal(got) says it does.
 func nsDiff(want, got nsState) string {
+	wn, gn := want.all(), got.all()
 	i, j := 0, 0
-	for i < len(want.nodes) || j < len(got.nodes) {
+	for i < len(wn) || j < len(gn) {
 		switch {
-		case j == len(got.nodes) || i < len(want.nodes) && want.nodes[i].path < got.nodes[j].path:
-			return fmt.Sprintf("%s is missing", nsShow(want.nodes[i]))
-		case i == len(want.nodes) || got.nodes[j].path < want.nodes[i].path:
-			return fmt.Sprintf("%s is extra", nsShow(got.nodes[j]))
+		case j == len(gn) || i < len(wn) && wn[i].path < gn[j].path:
+			return fmt.Sprintf("%s is missing", nsShow(wn[i]))
+		case i == len(wn) || gn[j].path < wn[i].path:
+			return fmt.Sprintf("%s is extra", nsShow(gn[j]))
 		}
-		a, b := want.nodes[i], got.nodes[j]
-		if a.node.dir != b.node.dir || a.node.complete != b.node.complete || !slices.EqualFunc(a.node.blocks, b.node.blocks, sameLocation) {
+		a, b := wn[i], gn[j]
+		if !sameNode(a.node, b.node) {
 			return fmt.Sprintf("%s is %s instead", nsShow(a), nsShow(b))
 		}
 		i, j = i+1, j+1
@@ -144,13 +245,18 @@ func nsShow(e nsEntry) string {
 }
 
 func (s nsState) equal(o nsState) bool {
-	if s.next != o.next || len(s.nodes) != len(o.nodes) {
+	if s.next != o.next || s.sum != o.sum {
 		return false
 	}
-	for i := range s.nodes {
-		a, b := &s.nodes[i], &o.nodes[i]
-		if a.path != b.path || a.node.dir != b.node.dir || a.node.complete != b.node.complete ||
-			!slices.EqualFunc(a.node.blocks, b.node.blocks, sameLocation) {
+	sn, on := s.nodes, o.nodes
+	if s.fixed != o.fixed {
+		sn, on = s.all(), o.all()
+	}
+	if len(sn) != len(on) {
+		return false
+	}
+	for i := range sn {
+		if a, b := &sn[i], &on[i]; a.path != b.path || !sameNode(a.node, b.node) {
 			return false
 		}
 	}
@@ -227,9 +333,18 @@ func (s *nsState) mkdirs(parts []string) namespace.Code {
 
 // children are the names directly under directory p, in path order.
 func (s nsState) children(p string) []nsEntry {
-	from, to := s.under(p)
+	nodes := s.nodes
+	if s.fixed != nil && (p == s.fixed.root || s.fixed.holds(p)) {
+		// Below the fixed root every entry is the subtree's.
+		nodes = s.fixed.nodes
+	}
+	from, _ := slices.BinarySearchFunc(nodes, p+"/", func(e nsEntry, q string) int { return strings.Compare(e.path, q) })
+	to := from
+	for to < len(nodes) && strings.HasPrefix(nodes[to].path, p+"/") {
+		to++
+	}
 	var out []nsEntry
-	for _, e := range s.nodes[from:to] {
+	for _, e := range nodes[from:to] {
 		if name := e.path[len(p)+1:]; !strings.Contains(name, "/") {
 			out = append(out, nsEntry{name, e.node})
 		}
@@ -239,6 +354,9 @@ func (s nsState) children(p string) []nsEntry {
 
 // removeTree deletes p and everything below it.
 func (s *nsState) removeTree(p string) {
+	if s.fixed.reaches(p) {
+		s.materialize()
+	}
 	from, to := s.under(p)
 	for _, e := range s.nodes[from:to] {
 		s.sum -= nodeHash(e.path, e.node)
@@ -388,6 +506,9 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 		}
 		// The subtree moves as a whole: taken out, then put back under
 		// its new path (dst is not inside src, so none collide).
+		if t.fixed.reaches(src) {
+			t.materialize()
+		}
 		from, end := t.under(src)
 		moved := slices.Clone(t.nodes[from:end])
 		root, _ := t.get(src)
@@ -447,7 +568,7 @@ func nsModelFrom(datanode string, init nsState) porcupine.Model {
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(NSInput), output.(NSOutput)
 			if in.image != nil {
-				return fmt.Sprintf("namenode restarted: replayed %d nodes, next block %d", len(in.image.nodes), in.image.next)
+				return fmt.Sprintf("namenode restarted: replayed %d nodes, next block %d", len(in.image.all()), in.image.next)
 			}
 			r := in.Req
 			d := namespace.MethodName(r.Method) + " " + r.Path

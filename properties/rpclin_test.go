@@ -1,8 +1,12 @@
 package properties
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"xceiver/model/namespace"
 )
@@ -42,4 +46,49 @@ func TestNSStateHashIsRunningSum(t *testing.T) {
 			s = next
 		}
 	}
+}
+
+// A state that keeps a subtree apart (nsFixed) answers every call as the
+// same state with the subtree in its nodes does, and stays equal to it,
+// including the calls that reach into the subtree (which the harness's
+// workload never makes) and move it back (materialize). The fixed state's
+// hash stays the plain one's.
+func TestNSFixedSameAsPlain(t *testing.T) {
+	paths := []string{"/a", "/a/b", "/big", "/big/x", "/big/y", "/big/x/z", "/c", "/bi", "/big0"}
+	rapid.Check(t, func(rt *rapid.T) {
+		plain := newNSState(1)
+		plain.put("/big", nsNode{dir: true})
+		for _, p := range []string{"/big/f1", "/big/f2", "/big/x"} {
+			plain.put(p, nsNode{complete: p != "/big/x", dir: p == "/big/x"})
+		}
+		fixed := plain.clone().splitFixed("/big")
+		if fixed.fixed == nil || len(fixed.fixed.nodes) != 3 {
+			rt.Fatalf("splitFixed kept %v apart", fixed.fixed)
+		}
+		for i := range rapid.IntRange(1, 40).Draw(rt, "calls") {
+			req := namespace.Request{
+				Method: uint8(rapid.IntRange(1, int(namespace.MethodRename)).Draw(rt, "method")),
+				Path:   rapid.SampledFrom(paths).Draw(rt, "path"),
+				Dst:    rapid.SampledFrom(paths).Draw(rt, "dst"),
+				Blocks: rapid.IntRange(0, 2).Draw(rt, "blocks"),
+			}
+			if req.Method == namespace.MethodComplete {
+				if n, ok := plain.get(req.Path); ok {
+					for _, b := range n.blocks {
+						req.Done = append(req.Done, namespace.Location{Block: b.Block, Stamp: 1, Length: 10})
+					}
+				}
+			}
+			p2, pr, pc := plain.apply(req, "dn")
+			f2, fr, fc := fixed.apply(req, "dn")
+			what := fmt.Sprintf("call %d (%s %s → %s)", i, namespace.MethodName(req.Method), req.Path, req.Dst)
+			if pc != fc || !sameResponse(pr, fr) || !slices.Equal(pr.Entries, fr.Entries) {
+				rt.Fatalf("%s: plain %v %+v, fixed %v %+v", what, pc, pr, fc, fr)
+			}
+			if !p2.equal(f2) || !f2.equal(p2) || p2.hash() != f2.hash() {
+				rt.Fatalf("%s: the states differ: %s", what, nsDiff(p2, f2))
+			}
+			plain, fixed = p2, f2
+		}
+	})
 }
