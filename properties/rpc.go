@@ -143,11 +143,12 @@ const (
 	RPCFaultSyncEIO  = "sync-eio"       // for Dur, a share N‰ of the namenode's fsyncs fail (fatal: it restarts)
 	RPCFaultSlowSync = "slow-sync"      // for Dur, a share N‰ of its fsyncs take 1-20 ms longer
 	RPCFaultDiskEIO  = "disk-eio"       // for Dur, a share N‰ of its disk reads, writes and fsyncs fail with EIO
+	RPCFaultNNPause  = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause}
 
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
@@ -407,7 +408,8 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if !d.chance(30, "fault_free") {
 		var kinds []string
 		for _, k := range RPCFaultKinds {
-			if !nnFault(k) && k != RPCFaultSlowRead && d.chance(40, "fault_"+k) {
+			// (Slow-read and nn-pause are drawn after everything else.)
+			if !nnFault(k) && k != RPCFaultSlowRead && k != RPCFaultNNPause && d.chance(40, "fault_"+k) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -466,6 +468,14 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultDiskEIO, at))
 		sortRPCFaults(c.Faults)
 	}
+	// The namenode stopped while calls are in flight: they time out,
+	// and it answers them, once it runs again, on connections that may
+	// be gone. Drawn last, as above.
+	if d.chance(15, "fault_"+RPCFaultNNPause) {
+		at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultNNPause, at))
+		sortRPCFaults(c.Faults)
+	}
 	return c, c.Validate()
 }
 
@@ -521,6 +531,12 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	case RPCFaultDiskEIO:
 		f.Dur = pick(d, "disk_eio_dur", time.Millisecond, 20*time.Millisecond)
 		f.N = pick(d, "disk_eio_permille", 100, 500, 1000)
+	case RPCFaultNNPause:
+		// Under the call timeout, or just past it: the calls in flight
+		// time out, one each. (Longer, a worker's every call times out
+		// in turn, and so many changes of unknown outcome leave the
+		// history past what the linearizability checker can decide.)
+		f.Dur = pick(d, "pause_dur", 50*time.Millisecond, cfg.CallTimeout+100*time.Millisecond)
 	case RPCFaultSlowSync:
 		f.Dur = pick(d, "slow_sync_dur", 5*time.Millisecond, 50*time.Millisecond)
 		f.N = pick(d, "slow_sync_permille", 300, 1000)
@@ -805,6 +821,10 @@ type rpcHarness struct {
 	crashes []int64    // when each crash happened, on the history's clock
 	nnDown  bool
 	nnUps   int // restarts of the namenode
+	// pausedUntil is when the namenode's last pause ends, and pauses
+	// are when each began and ended.
+	pausedUntil time.Duration
+	pauses      [][2]time.Duration
 	// bigFixed is /big as the model keeps it apart (populate).
 	bigFixed *nsFixed
 	// atRest is the tree the namenode served at rest, which the restart
@@ -1073,7 +1093,7 @@ func (h *rpcHarness) startClients() {
 	cfg := &h.c.Config
 	faulty := make([]bool, cfg.Clients)
 	for _, f := range h.c.Faults {
-		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst && !nnFault(f.Kind) {
+		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst && f.Kind != RPCFaultNNPause && !nnFault(f.Kind) {
 			faulty[f.Client] = true
 		}
 	}
@@ -1198,7 +1218,7 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 		default:
 			c.out = NSOutput{Unknown: true}
 			c.ret = math.MaxInt64
-			if (c.live || (c.untouch && !h.crashed)) && !h.idleRace(c, err) {
+			if (c.live || (c.untouch && !h.crashed)) && !h.idleRace(c, err) && !h.pausedDuring(c) {
 				h.fail(PropAvailability, "client %d (%s): %s %s: %v", ch.i, h.why(live), namespace.MethodName(r.Method), r.Path, err)
 				return
 			}
@@ -1206,6 +1226,23 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 		then(resp, err)
 	})
 }
+
+// pausedDuring reports whether c was in flight while the namenode was
+// paused, or soon after it (rpcPauseSlack): such a call may time out.
+// Other calls are held to availability, as in a case with no pause.
+func (h *rpcHarness) pausedDuring(c *rpcCall) bool {
+	start, end := time.Duration(c.call-1<<20), h.w.Now()
+	for _, p := range h.pauses {
+		if start <= p[1]+rpcPauseSlack && end >= p[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// rpcPauseSlack is how long after a pause the namenode may still be
+// working off the calls that came during it.
+const rpcPauseSlack = 100 * time.Millisecond
 
 // idleRace reports whether c's connection error may be the server's idle
 // close crossing the call: c went on a connection that had sent nothing
@@ -1392,6 +1429,12 @@ func (h *rpcHarness) inject(f RPCFault) {
 		loop.Post(func() { ch.rc.SendRaw(rpcNN, []byte{0xff, 0xff, 0xff, 0xf0}) })
 	case RPCFaultNNCrash:
 		h.crashNN(f.Dur)
+	case RPCFaultNNPause:
+		if !h.nnDown {
+			h.nnProc.Pause(f.Dur)
+			h.pausedUntil = max(h.pausedUntil, h.w.Now()+f.Dur)
+			h.pauses = append(h.pauses, [2]time.Duration{h.w.Now(), h.w.Now() + f.Dur})
+		}
 	case RPCFaultNNPower:
 		if !h.nnDown {
 			h.nnProc.Crash()
@@ -1437,7 +1480,8 @@ func (h *rpcHarness) heal() {
 		ch.p.SlowReader(0)
 		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
 	}
-	h.w.At(h.w.Now()+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
+	// A pause is not cut short: the liveness phase waits for its end.
+	h.w.At(max(h.w.Now(), h.pausedUntil)+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
 }
 
 func (h *rpcHarness) startLive() {

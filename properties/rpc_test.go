@@ -328,3 +328,34 @@ func TestJSONTraceElementsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A namenode paused past the call timeout: calls in flight time out (an
+// answer of unknown outcome, which linearizability then allows either
+// way), the namenode answers them once it runs again, and the case
+// passes; the calls outside the pause are held to availability as in a
+// case with none.
+func TestRPCPauseTimesOutCalls(t *testing.T) {
+	cases, unknown := 0, 0
+	for seed := uint64(1); seed <= 400 && cases < 4; seed++ {
+		c, err := DrawRPC(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultNNPause && f.Dur > c.Config.CallTimeout }) {
+			continue
+		}
+		cases++
+		r := RunRPC(c, 10*time.Second)
+		if r.Failure != nil {
+			t.Errorf("seed %d: %v", seed, r.Failure)
+		}
+		for _, op := range r.History {
+			if op.Output.(NSOutput).Unknown {
+				unknown++
+			}
+		}
+	}
+	if cases < 4 || unknown == 0 {
+		t.Errorf("%d cases with a pause past the call timeout, %d calls of unknown outcome; want 4 and some", cases, unknown)
+	}
+}
