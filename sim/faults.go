@@ -156,7 +156,8 @@ func (p *Process) Spike(d time.Duration) {
 // sockets take data and acknowledge it up to their buffers, connections
 // complete into its accept queues, its timers come due and wait. Its peers
 // see a process that says nothing, which is what a client's timeouts are
-// for. A pause within one in force extends it.
+// for. A second pause extends the one in force if it ends later, and
+// never shortens it.
 func (p *Process) Pause(d time.Duration) {
 	now := p.w.Now()
 	p.w.fault(p.name, 0, fmt.Sprintf("pause %v", d))

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"xceiver/model"
 )
 
 // A paused process runs no callback until the pause ends, but its kernel
@@ -62,5 +65,48 @@ func TestPauseHoldsTimersTasksAndWork(t *testing.T) {
 	h.runTo(start + 10*ms)
 	if ranAt == 0 || ranAt-start > ms {
 		t.Errorf("a restarted process ran its first task at +%v (0: never), want at once", ranAt-start)
+	}
+}
+
+// A paused process holds no core: on a shared host with the runtime's
+// poller modelled, two busy loops of a stopped process leave the cores to
+// another process, whose 1 ms timer keeps ticking through the pause. (A
+// loop that had kept its core kept it for the whole pause, and the other
+// process's timer did not fire once in 50 ms.)
+func TestPauseHoldsNoCore(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.CPU = DefaultProfile().CPU()
+	w := New(cfg)
+	var busy *Process
+	p, err := w.Spawn("busy", model.ProcessConfig{Cores: 2}, func(p model.Process) {
+		for i := range 2 {
+			l, _ := p.NewLoop(fmt.Sprintf("spin-%d", i))
+			var spin func()
+			spin = func() { p.CPU(model.CPUCopy, 64<<10); l.Post(spin) }
+			l.Post(spin)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy = p.(*Process)
+	ticks := 0
+	if _, err := w.Spawn("other", model.ProcessConfig{}, func(p model.Process) {
+		var tick func()
+		tick = func() { ticks++; p.MainLoop().AfterFunc(time.Millisecond, tick) }
+		p.MainLoop().AfterFunc(time.Millisecond, tick)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(5 * ms); err != nil {
+		t.Fatal(err)
+	}
+	busy.Pause(50 * ms)
+	before := ticks
+	if err := w.RunFor(50 * ms); err != nil {
+		t.Fatal(err)
+	}
+	if n := ticks - before; n < 40 {
+		t.Errorf("another process's 1 ms timer fired %d times during a 50 ms pause of a busy one, want about 50", n)
 	}
 }

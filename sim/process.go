@@ -1597,6 +1597,11 @@ func (l *Loop) dispatch() {
 	}
 	w := l.p.w
 	if at := max(l.busyUntil, l.p.pausedUntil); at > w.now {
+		if l.p.pausedUntil > w.now {
+			// A stopped thread holds no core: one it kept goes back to
+			// the host's other threads for the pause.
+			l.unkeep()
+		}
 		l.scheduled = true
 		w.post(at, l.dispatchF)
 		return
