@@ -67,7 +67,6 @@ type nsState struct {
 type nsFixed struct {
 	root  string    // its root's path; the root's own node stays in nodes
 	nodes []nsEntry // the entries strictly below root, by path
-	sum   uint64    // of nodeHash over them
 }
 
 // holds reports whether path is strictly below f's root.
@@ -132,11 +131,7 @@ func (s nsState) withFixed(f *nsFixed) nsState {
 // splitFixed keeps everything below root in an nsFixed of its own.
 func (s nsState) splitFixed(root string) nsState {
 	from, to := s.under(root)
-	f := &nsFixed{root: root, nodes: slices.Clone(s.nodes[from:to])}
-	for _, e := range f.nodes {
-		f.sum += nodeHash(e.path, e.node)
-	}
-	return s.withFixed(f)
+	return s.withFixed(&nsFixed{root: root, nodes: slices.Clone(s.nodes[from:to])})
 }
 
 func sameNode(a, b nsNode) bool {
