@@ -653,8 +653,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						off, idx := op.Off, op.Reader
 						// A datanode whose accept failed during a fault
 						// accepts nothing for model.AcceptBackoff: a read
-						// whose timeout is shorter may fail in it.
-						faultedAt, begunAt := faults > 0 || main.Now()-lastFaultEnd < model.AcceptBackoff, faultsBegun
+						// whose timeout is shorter may fail in it. (With
+						// the minute's timeout the read only waits.)
+						backoff := c.Timeout > 0 && main.Now()-lastFaultEnd < model.AcceptBackoff
+						faultedAt, begunAt := faults > 0 || backoff, faultsBegun
 						inflight++
 						reads[idx]++
 						l := loops[idx]
