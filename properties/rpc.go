@@ -415,7 +415,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		}
 		for _, k := range kinds {
 			for i, n := 0, d.n(1, 2, "fault_count"); i < n; i++ {
-				at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+				at := nearOp(d, starts)
 				c.Faults = append(c.Faults, drawRPCFault(d, cfg, k, at))
 			}
 		}
@@ -436,7 +436,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if cfg.EditLog = d.chance(60, "edit_log"); cfg.EditLog && !d.chance(40, "nn_fault_free") {
 		for _, k := range []string{RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync} {
 			if d.chance(45, "fault_"+k) {
-				at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+				at := nearOp(d, starts)
 				c.Faults = append(c.Faults, drawRPCFault(d, cfg, k, at))
 			}
 		}
@@ -451,7 +451,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		cfg.NNSndBuf = sb
 	}
 	if d.chance(20, "fault_"+RPCFaultSlowRead) {
-		at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
+		at := nearOp(d, starts)
 		f := drawRPCFault(d, cfg, RPCFaultSlowRead, at)
 		// (Drawn even when a bug's brought one: one slow reader keeps
 		// its answers under the bound.)
@@ -460,23 +460,25 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 			sortRPCFaults(c.Faults)
 		}
 	}
-	// The namenode's disk failing reads and writes: its edit log's
-	// writes, and at a restart the replay's read and rewrite. Drawn last,
-	// as above.
+	// Drawn last, as above: the namenode's disk failing reads, writes
+	// and fsyncs (its edit log's, and at a restart the replay's read and
+	// rewrite); the namenode stopped while calls are in flight, which
+	// time out and are answered, once it runs again, on connections that
+	// may be gone.
 	if cfg.EditLog && d.chance(15, "fault_"+RPCFaultDiskEIO) {
-		at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
-		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultDiskEIO, at))
-		sortRPCFaults(c.Faults)
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultDiskEIO, nearOp(d, starts)))
 	}
-	// The namenode stopped while calls are in flight: they time out,
-	// and it answers them, once it runs again, on connections that may
-	// be gone. Drawn last, as above.
 	if d.chance(15, "fault_"+RPCFaultNNPause) {
-		at := starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
-		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultNNPause, at))
-		sortRPCFaults(c.Faults)
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultNNPause, nearOp(d, starts)))
 	}
+	sortRPCFaults(c.Faults)
 	return c, c.Validate()
+}
+
+// nearOp draws a time shortly after one of starts, the ops' estimated
+// starts: faults strike near ops, where they matter.
+func nearOp(d drawer, starts []time.Duration) time.Duration {
+	return starts[d.n(0, len(starts)-1, "fault_near")] + d.dur(0, 2*time.Millisecond, "fault_after")
 }
 
 func drawRPCOp(d drawer) RPCOp {
@@ -821,10 +823,8 @@ type rpcHarness struct {
 	crashes []int64    // when each crash happened, on the history's clock
 	nnDown  bool
 	nnUps   int // restarts of the namenode
-	// pausedUntil is when the namenode's last pause ends, and pauses
-	// are when each began and ended.
-	pausedUntil time.Duration
-	pauses      [][2]time.Duration
+	// pauses are when each namenode pause began and ended.
+	pauses [][2]time.Duration
 	// bigFixed is /big as the model keeps it apart (populate).
 	bigFixed *nsFixed
 	// diskFaults are the namenode's disk faults in force.
@@ -1447,7 +1447,6 @@ func (h *rpcHarness) inject(f RPCFault) {
 	case RPCFaultNNPause:
 		if !h.nnDown {
 			h.nnProc.Pause(f.Dur)
-			h.pausedUntil = max(h.pausedUntil, h.w.Now()+f.Dur)
 			h.pauses = append(h.pauses, [2]time.Duration{h.w.Now(), h.w.Now() + f.Dur})
 		}
 	case RPCFaultNNPower:
@@ -1514,7 +1513,11 @@ func (h *rpcHarness) heal() {
 		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
 	}
 	// A pause is not cut short: the liveness phase waits for its end.
-	h.w.At(max(h.w.Now(), h.pausedUntil)+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
+	start := h.w.Now()
+	for _, p := range h.pauses {
+		start = max(start, p[1])
+	}
+	h.w.At(start+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
 }
 
 func (h *rpcHarness) startLive() {

@@ -152,20 +152,20 @@ func (s nsState) clone() nsState {
 }
 
 // find is where path is, or would be inserted, in s.nodes.
-func (s nsState) find(path string) (int, bool) {
-	return slices.BinarySearchFunc(s.nodes, path, func(e nsEntry, p string) int { return strings.Compare(e.path, p) })
+func (s nsState) find(path string) (int, bool) { return findIn(s.nodes, path) }
+
+// findIn is where path is, or would be inserted, in nodes (by path).
+func findIn(nodes []nsEntry, path string) (int, bool) {
+	return slices.BinarySearchFunc(nodes, path, func(e nsEntry, p string) int { return strings.Compare(e.path, p) })
 }
 
 func (s nsState) get(path string) (nsNode, bool) {
+	nodes := s.nodes
 	if s.fixed.holds(path) {
-		f := s.fixed.nodes
-		if i, ok := slices.BinarySearchFunc(f, path, func(e nsEntry, p string) int { return strings.Compare(e.path, p) }); ok {
-			return f[i].node, true
-		}
-		return nsNode{}, false
+		nodes = s.fixed.nodes
 	}
-	if i, ok := s.find(path); ok {
-		return s.nodes[i].node, true
+	if i, ok := findIn(nodes, path); ok {
+		return nodes[i].node, true
 	}
 	return nsNode{}, false
 }
@@ -196,11 +196,14 @@ func (s *nsState) del(k string) {
 
 // under is the run of s.nodes strictly below directory p: the paths that
 // begin with p+"/" (not counting the fixed subtree's).
-func (s nsState) under(p string) (from, to int) {
+func (s nsState) under(p string) (from, to int) { return underIn(s.nodes, p) }
+
+// underIn is the run of nodes (by path) strictly below directory p.
+func underIn(nodes []nsEntry, p string) (from, to int) {
 	prefix := p + "/"
-	from, _ = s.find(prefix)
+	from, _ = findIn(nodes, prefix)
 	to = from
-	for to < len(s.nodes) && strings.HasPrefix(s.nodes[to].path, prefix) {
+	for to < len(nodes) && strings.HasPrefix(nodes[to].path, prefix) {
 		to++
 	}
 	return from, to
@@ -333,11 +336,7 @@ func (s nsState) children(p string) []nsEntry {
 		// Below the fixed root every entry is the subtree's.
 		nodes = s.fixed.nodes
 	}
-	from, _ := slices.BinarySearchFunc(nodes, p+"/", func(e nsEntry, q string) int { return strings.Compare(e.path, q) })
-	to := from
-	for to < len(nodes) && strings.HasPrefix(nodes[to].path, p+"/") {
-		to++
-	}
+	from, to := underIn(nodes, p)
 	var out []nsEntry
 	for _, e := range nodes[from:to] {
 		if name := e.path[len(p)+1:]; !strings.Contains(name, "/") {
