@@ -59,17 +59,13 @@ func (h *harness) inject(f Fault) {
 			}
 		})
 	case FaultEIO, FaultSlowDisk:
-		h.diskActive = append(h.diskActive, f)
-		h.setDiskFaults()
-		w.At(end, func() {
-			for i, g := range h.diskActive {
-				if g == f {
-					h.diskActive = append(h.diskActive[:i], h.diskActive[i+1:]...)
-					break
-				}
-			}
-			h.setDiskFaults()
-		})
+		var df sim.DiskFaults
+		if f.Kind == FaultEIO {
+			df.ReadEIO, df.WriteEIO = float64(f.Arg)/1000, float64(f.Arg)/2000
+		} else {
+			df.SlowIO, df.SlowDelay = float64(f.Arg)/1000, time.Duration(f.Size)*time.Millisecond
+		}
+		w.At(end, h.dnProc.AddDiskFaults(df))
 	case FaultMutate:
 		h.mutate(f)
 	case FaultCrash:
@@ -111,22 +107,6 @@ func (h *harness) inject(f Fault) {
 		release, _ := dn.FDPressure(f.Arg)
 		w.At(end, release)
 	}
-}
-
-// setDiskFaults applies the strongest of the disk faults in force.
-func (h *harness) setDiskFaults() {
-	var df sim.DiskFaults
-	for _, f := range h.diskActive {
-		switch f.Kind {
-		case FaultEIO:
-			df.ReadEIO = max(df.ReadEIO, float64(f.Arg)/1000)
-			df.WriteEIO = max(df.WriteEIO, float64(f.Arg)/2000)
-		case FaultSlowDisk:
-			df.SlowIO = max(df.SlowIO, float64(f.Arg)/1000)
-			df.SlowDelay = max(df.SlowDelay, time.Duration(f.Size)*time.Millisecond)
-		}
-	}
-	h.dnProc.SetDiskFaults(df)
 }
 
 // mutate changes a block under its readers: the admin replaces it, bumps

@@ -827,8 +827,6 @@ type rpcHarness struct {
 	pauses [][2]time.Duration
 	// bigFixed is /big as the model keeps it apart (populate).
 	bigFixed *nsFixed
-	// diskFaults are the namenode's disk faults in force.
-	diskFaults []*sim.DiskFaults
 	// atRest is the tree the namenode served at rest, which the restart
 	// after the power loss at the end must replay (replayAtRest).
 	atRest *nsState
@@ -1472,27 +1470,9 @@ func (h *rpcHarness) inject(f RPCFault) {
 		case RPCFaultDiskEIO:
 			df.ReadEIO, df.WriteEIO, df.SyncEIO = share, share, share
 		}
-		// Faults that overlap are in force together: each one's end
-		// takes away only its own.
-		active := &df
-		h.diskFaults = append(h.diskFaults, active)
-		h.setDiskFaults()
-		h.w.At(h.w.Now()+f.Dur, func() {
-			h.diskFaults = slices.DeleteFunc(h.diskFaults, func(d *sim.DiskFaults) bool { return d == active })
-			h.setDiskFaults()
-		})
+		// Faults that overlap are in force together (Disk.AddFaults).
+		h.w.At(h.w.Now()+f.Dur, h.nnProc.SimDisk().AddFaults(df))
 	}
-}
-
-// setDiskFaults gives the namenode's disk the union of the disk faults in
-// force: each probability and delay the highest any of them sets.
-func (h *rpcHarness) setDiskFaults() {
-	var u sim.DiskFaults
-	for _, d := range h.diskFaults {
-		u.ReadEIO, u.WriteEIO, u.SlowIO = max(u.ReadEIO, d.ReadEIO), max(u.WriteEIO, d.WriteEIO), max(u.SlowIO, d.SlowIO)
-		u.SyncEIO, u.SlowSync, u.SlowDelay = max(u.SyncEIO, d.SyncEIO), max(u.SlowSync, d.SlowSync), max(u.SlowDelay, d.SlowDelay)
-	}
-	h.nnProc.SimDisk().SetFaults(u)
 }
 
 // heal ends the faults; the liveness phase starts once the system had a
@@ -1504,8 +1484,7 @@ func (h *rpcHarness) heal() {
 		h.dnDown = false
 		h.dnProc.Restart()
 	}
-	h.diskFaults = nil
-	h.setDiskFaults()
+	h.nnProc.SimDisk().SetFaults(sim.DiskFaults{})
 	h.nnProc.DisarmCrash()
 	h.restartNN()
 	for _, ch := range h.clients {

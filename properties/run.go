@@ -238,7 +238,6 @@ type harness struct {
 	vanished    bool // a vanish fault hit a connection
 	rotted      bool // a bit-rot fault flipped a stored bit
 
-	diskActive  []Fault // disk faults in force
 	slowActive  map[int]int
 	failure     *Failure
 	stats       RunStats

@@ -109,7 +109,9 @@ type Disk struct {
 	p      *Process
 	names  map[string]*inode
 	used   int64
-	faults DiskFaults
+	faults DiskFaults // in force: base and every added fault together
+	base   DiskFaults // SetFaults'
+	added  []*DiskFaults
 	// crashAt, if set, crashes the process at a coming operation.
 	crashAt *crashPoint
 	// Reads and Writes count operations, for experiments and tests;
@@ -160,8 +162,38 @@ func newDisk(w *World, p *Process) *Disk {
 	return &Disk{w: w, p: p, names: make(map[string]*inode)}
 }
 
-// SetFaults switches disk faults on (or off with the zero value).
-func (d *Disk) SetFaults(f DiskFaults) { d.faults = f }
+// SetFaults switches disk faults on (or off with the zero value),
+// replacing every fault in force, added ones too.
+func (d *Disk) SetFaults(f DiskFaults) {
+	d.base, d.added = f, nil
+	d.faults = f
+}
+
+// AddFaults puts f in force beside the faults in force already until the
+// returned func takes it away: faults that overlap in time apply together,
+// each probability and delay the highest any of them sets, and one's end
+// takes away only its own (setting each outright, the first to end
+// cleared the others, and a run did not have the faults its case drew).
+func (d *Disk) AddFaults(f DiskFaults) (remove func()) {
+	p := &f
+	d.added = append(d.added, p)
+	d.union()
+	return func() {
+		if i := slices.Index(d.added, p); i >= 0 {
+			d.added = slices.Delete(d.added, i, i+1)
+			d.union()
+		}
+	}
+}
+
+func (d *Disk) union() {
+	u := d.base
+	for _, f := range d.added {
+		u.ReadEIO, u.WriteEIO, u.SlowIO = max(u.ReadEIO, f.ReadEIO), max(u.WriteEIO, f.WriteEIO), max(u.SlowIO, f.SlowIO)
+		u.SyncEIO, u.SlowSync, u.SlowDelay = max(u.SyncEIO, f.SyncEIO), max(u.SlowSync, f.SlowSync), max(u.SlowDelay, f.SlowDelay)
+	}
+	d.faults = u
+}
 
 // DropCache empties the page cache (echo 3 > drop_caches).
 func (d *Disk) DropCache() {

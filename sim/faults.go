@@ -234,8 +234,24 @@ func (w *World) handshakeArrival(from time.Duration, a, b *Process) time.Duratio
 
 // SetDiskFaults switches p's disk faults (EIO, slow I/O) and records it.
 func (p *Process) SetDiskFaults(f DiskFaults) {
-	p.w.fault(p.name, 0, fmt.Sprintf("disk eio read %.3f write %.3f slow %.3f", f.ReadEIO, f.WriteEIO, f.SlowIO))
 	p.disk.SetFaults(f)
+	p.recordDiskFaults()
+}
+
+// AddDiskFaults is Disk.AddFaults on p's disk, recording the faults in
+// force when f comes and when it goes.
+func (p *Process) AddDiskFaults(f DiskFaults) (remove func()) {
+	rm := p.disk.AddFaults(f)
+	p.recordDiskFaults()
+	return func() {
+		rm()
+		p.recordDiskFaults()
+	}
+}
+
+func (p *Process) recordDiskFaults() {
+	f := &p.disk.faults
+	p.w.fault(p.name, 0, fmt.Sprintf("disk eio read %.3f write %.3f slow %.3f", f.ReadEIO, f.WriteEIO, f.SlowIO))
 }
 
 // filler is an fd held by FDPressure.
