@@ -200,7 +200,7 @@ func (h TraceHead) check(path, want, system string, seed uint64, bug string, val
 // The properties each system with JSON traces checks, which its cases'
 // Ignore may name (check --ignore gives each system the ones it checks).
 var (
-	RPCProperties = []string{PropLinearizable, PropExactlyOnce, PropQueueBound, PropMemory, PropFDBounds, PropAvailability,
+	RPCProperties = []string{PropLinearizable, PropExactlyOnce, PropStream, PropQueueBound, PropMemory, PropFDBounds, PropAvailability,
 		PropLiveness, PropLeakFree, PropDurable, PropDeterminism, PropHarness}
 	SCProperties       = []string{PropLinearizable, PropAvailability, PropLocalReads, PropFDBounds, PropSCStats, PropSCRefusal, PropLeakFree, PropDeterminism, PropHarness}
 	ScenarioProperties = []string{PropLiveness, PropAvailability, PropStream, PropFDBounds, PropPoolBound, PropLeakFree,

@@ -25,11 +25,15 @@ import (
 //   - linearizability: the namespace calls fit the namespace model (rpclin.go);
 //   - exactly-once: every call ends once — an answer or a connection
 //     error — and no answer comes for a call that is not waiting;
+//   - stream-integrity: every client follows every response stream: no
+//     malformed frame and no fatal answer, but one to each garbage
+//     request the client sent (TCP delivers the server's bytes exactly);
 //   - queue-bound: the call queue never holds more than its bound (every
 //     event);
 //   - bounded-memory: no namenode connection holds more response bytes
 //     than MaxPending beyond its first response, and all of them together
-//     no more than that per connection (every event);
+//     no more than that per connection, measured from the queues, which
+//     the server's own count must equal (every event);
 //   - fd-bounds: the namenode's sockets stay within its clients and the
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
@@ -793,7 +797,11 @@ type rpcClient struct {
 	dc     *model.Client
 	base   int // fds after start
 	faulty bool
-	raw    []model.Conn
+	// garbled counts the garbage faults sent on the client's connection:
+	// each may earn one fatal answer, the only response stream a correct
+	// server sends that the client cannot follow.
+	garbled int
+	raw     []model.Conn
 	// The namenode's rpc server and its count of idle closes when the
 	// client last made a call.
 	idleSrv    *rpc.Server
@@ -1439,7 +1447,11 @@ func (h *rpcHarness) inject(f RPCFault) {
 			h.dnProc.Restart()
 		})
 	case RPCFaultGarbage:
-		loop.Post(func() { ch.rc.SendRaw(rpcNN, []byte{0xff, 0xff, 0xff, 0xf0}) })
+		loop.Post(func() {
+			if ch.rc.SendRaw(rpcNN, []byte{0xff, 0xff, 0xff, 0xf0}) == nil {
+				ch.garbled++
+			}
+		})
 	case RPCFaultNNCrash:
 		h.crashNN(f.Dur)
 	case RPCFaultNNPause:
@@ -1552,8 +1564,15 @@ func (h *rpcHarness) afterEach() {
 		return
 	}
 	srv := h.nn.Server
-	if p, bound := srv.Pending(), srv.Config().MaxPending; p.Worst > bound || p.Bytes > bound*p.Conns {
+	p, bound := srv.Pending(), srv.Config().MaxPending
+	if p.Worst > bound || p.Bytes > bound*p.Conns {
 		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses), bound %d per connection", p.Bytes, p.Conns, p.Worst, p.Responses, bound)
+		return
+	}
+	if p.Counted != p.Bytes {
+		// The bound acts on the count: one that drifts from what is
+		// held lets memory past it, or drops clients that are within it.
+		h.fail(PropMemory, "namenode counts %d bytes of responses not yet written on %d connections, and holds %d", p.Counted, p.Conns, p.Bytes)
 		return
 	}
 	fds := h.nnProc.FDs()
@@ -1562,9 +1581,9 @@ func (h *rpcHarness) afterEach() {
 	// namenode's datanode client a socket per block deletion in flight:
 	// at most namespace.MaxInvalidating (4), however many blocks a
 	// delete frees. Written out, so that raising it is noticed here.
-	bound := h.nnBase + 2*len(h.clients) + h.extraFDs + 4
-	if fds.Open > bound || fds.Open > fds.Limit {
-		h.fail(PropFDBounds, "namenode holds %d fds, bound %d (limit %d)", fds.Open, bound, fds.Limit)
+	fdBound := h.nnBase + 2*len(h.clients) + h.extraFDs + 4
+	if fds.Open > fdBound || fds.Open > fds.Limit {
+		h.fail(PropFDBounds, "namenode holds %d fds, bound %d (limit %d)", fds.Open, fdBound, fds.Limit)
 		return
 	}
 	// A client holds one rpc connection (two while a reset one closes),
@@ -1597,6 +1616,10 @@ func (h *rpcHarness) finalChecks() {
 		st := ch.rc.Stats()
 		if st.Unmatched > 0 {
 			h.fail(PropExactlyOnce, "client %d: %d answers matched no waiting call", ch.i, st.Unmatched)
+			return
+		}
+		if st.Bad > ch.garbled {
+			h.fail(PropStream, "client %d: %d response streams it could not follow (malformed frames or fatal answers), %d garbled requests of its own", ch.i, st.Bad, ch.garbled)
 			return
 		}
 		if n := ch.rc.Conns(); n > 0 {

@@ -65,6 +65,11 @@ type ClientStats struct {
 	// crossed.
 	Unmatched int
 	Late      int // answers to calls that had already timed out
+	// Bad counts response streams the client could not follow and
+	// dropped: a frame it cannot decode, a fatal answer, an unmatched
+	// id. TCP delivers the server's bytes exactly, so from a correct
+	// server only a fatal answer to a request the client garbled is one.
+	Bad int
 }
 
 // Client multiplexes calls over one connection per server address, as
@@ -398,6 +403,7 @@ func (cc *clientConn) read() {
 // is dropped and its calls fail, unless the HADOOP-6723 bug orphans them.
 func (cc *clientConn) bad(err error) {
 	cl := cc.cl
+	cl.stats.Bad++
 	cl.p.Log("rpc-bad-response", "conn", cc.seq, "err", err.Error())
 	if cl.cfg.Bugs.OrphanOnBadResponse {
 		// The receiver thread died; nobody reads or fails the calls, and

@@ -357,11 +357,14 @@ func (s *Server) Quiet() (conns, queued, pending, busy, blocked int) {
 // Pending is what a server's connections hold in responses not yet
 // written: Bytes in all, over Conns open connections; Worst, the most any
 // connection holding two or more responses holds (the figure MaxPending
-// bounds), and Responses, how many that connection holds. A connection
-// being closed by its reader drops out of the figures a moment before its
-// responses are freed.
+// bounds), and Responses, how many that connection holds. These are
+// measured from the queues themselves; Counted is the server's running
+// count of the same bytes, which its bound acts on, so a check can hold
+// the count to what is held. A connection being closed by its reader
+// drops out of the figures a moment before its responses are freed.
 type Pending struct {
 	Bytes, Conns, Worst, Responses int
+	Counted                        int
 }
 
 // Pending sums the connections' response queues; for per-event bound
@@ -371,9 +374,14 @@ func (s *Server) Pending() Pending {
 	for _, r := range s.readers {
 		p.Conns += len(r.conns)
 		for _, sc := range r.conns {
-			p.Bytes += sc.pending
-			if len(sc.out) > 1 && sc.pending > p.Worst {
-				p.Worst, p.Responses = sc.pending, len(sc.out)
+			held := -sc.outOff
+			for _, b := range sc.out {
+				held += len(b)
+			}
+			p.Bytes += held
+			p.Counted += sc.pending
+			if len(sc.out) > 1 && held > p.Worst {
+				p.Worst, p.Responses = held, len(sc.out)
 			}
 		}
 	}
