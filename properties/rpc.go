@@ -38,7 +38,9 @@ import (
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
 //     however others misbehave, and every client does in the liveness
-//     phase after the faults;
+//     phase after the faults; and the namenode closes on its own only
+//     a connection silent for its idle timeout with no call waiting (the
+//     client sees each close: OnServerClose);
 //   - leak-freedom: at quiescence the server holds no connection, queued
 //     call, pending response or busy handler, the namenode is back to its
 //     fds, and clients hold no connection or call;
@@ -188,8 +190,8 @@ var RPCBugs = []RPCBug{
 		},
 	},
 	{
-		Name: "partial-call-lost", Catches: PropAvailability,
-		What: "a reader throws away the part of a call that has arrived when the rest has not",
+		Name: "partial-call-lost", Catches: PropStream,
+		What: "a reader throws away the part of a call that has arrived when the rest has not: it reads the rest as a call of its own and answers a well-formed stream with a fatal error, or waits for a call that never comes and closes the connection as idle under it",
 		apply: func(d drawer, c *RPCCase) {
 			c.Config.DropPartial = true
 			c.Config.Pieces[d.n(0, c.Config.Clients-1, "bug_pieces")] = pick(d, "bug_piece", 3, 7, 16)
@@ -599,6 +601,10 @@ const (
 	// reader's listings hold its liveness call past its timeout on
 	// correct code (seed 329 at 1,024 bytes).
 	rpcMinSndBuf = 4096
+	// How far apart the namenode's close of a connection and what
+	// caused it, or what it crossed, may be seen: a FIN or a call
+	// crosses the loopback in microseconds.
+	rpcCloseSlack = time.Millisecond
 )
 
 // rpcOpKinds are the ops issue runs.
@@ -1112,7 +1118,8 @@ func (h *rpcHarness) startClients() {
 		p, _ := h.w.Spawn(fmt.Sprintf("client%d", i), model.ProcessConfig{}, func(p model.Process) {
 			var err error
 			ch.rc, err = rpc.NewClient(p, p.MainLoop(), rpc.ClientConfig{IdleTimeout: cfg.ClientIdle, CallTimeout: cfg.CallTimeout,
-				Bugs: rpc.ClientBugs{ReuseIDs: cfg.ReuseIDs, OrphanOnBadResponse: cfg.OrphanOnBadResponse}})
+				OnServerClose: func(silent time.Duration, waiting int) { h.serverClosed(ch, silent, waiting) },
+				Bugs:          rpc.ClientBugs{ReuseIDs: cfg.ReuseIDs, OrphanOnBadResponse: cfg.OrphanOnBadResponse}})
 			if err != nil {
 				h.w.Fail(err)
 				return
@@ -1536,6 +1543,35 @@ func (h *rpcHarness) startLive() {
 		}
 	})
 	done()
+}
+
+// serverClosed holds the namenode's orderly closes of a client's
+// connection to its idle rule: the namenode closes on its own only a
+// connection that has sent nothing for its idle timeout and has no call
+// outstanding. Its other closes have causes the harness made: a crash or
+// a fatal restart, and the over-bound and fatal closes of a client that
+// stops reading or sends garbage (a faulty client, not checked). Nor is a
+// close checked that meets a send of the client's within rpcCloseSlack
+// (the race of an idle close with a call, which neither side can see
+// coming), or that comes within rpcCloseSlack of a crash or of the end of
+// a pause (after which the namenode's idle scan and its reads of what
+// came during the pause run in no set order).
+func (h *rpcHarness) serverClosed(ch *rpcClient, silent time.Duration, waiting int) {
+	if h.failure != nil || ch.faulty || h.nnDown || silent < rpcCloseSlack {
+		return
+	}
+	now := h.w.Now()
+	if n := len(h.crashes); n > 0 && int64(now)+histOffset-h.crashes[n-1] < int64(rpcCloseSlack) {
+		return
+	}
+	for _, p := range h.pauses {
+		if p[0] <= now && now < p[1]+rpcCloseSlack {
+			return
+		}
+	}
+	if idle := h.c.Config.ServerIdle; waiting > 0 || silent < idle {
+		h.fail(PropAvailability, "client %d: the namenode closed its connection %v after the client last sent on it, with %d of its calls waiting (it closes on its own only a connection silent for its idle timeout, %v, with none)", ch.i, silent, waiting, idle)
+	}
 }
 
 // quiesce closes the clients' data-path caches and lets the idle timeouts

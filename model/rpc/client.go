@@ -20,7 +20,15 @@ type ClientConfig struct {
 	// CallTimeout fails a call that has had no answer for this long; 0
 	// waits as long as the connection lives (Hadoop's default, with pings).
 	CallTimeout time.Duration
-	Bugs        ClientBugs
+	// OnServerClose, if set, observes each orderly close by the server
+	// (end of stream) of a connection the client still held: how long
+	// the client had sent nothing on it, and how many of its calls were
+	// still waiting, once the answers that came with the close were
+	// taken. A server closes a connection as idle only when it has been
+	// silent for the server's idle timeout with no call outstanding, so
+	// a checker can hold it to that.
+	OnServerClose func(silent time.Duration, waiting int)
+	Bugs          ClientBugs
 }
 
 // ClientBugs switch on catalogued client bugs.
@@ -357,6 +365,7 @@ func (cc *clientConn) read() {
 	}
 	buf := cc.cl.scratch
 	var readErr error
+	eof := false
 	for {
 		n, err := cc.c.Read(buf)
 		if n > 0 {
@@ -367,7 +376,7 @@ func (cc *clientConn) read() {
 		}
 		if err != nil {
 			if err == io.EOF {
-				err = errors.New("closed by server")
+				eof, err = true, errors.New("closed by server")
 			}
 			readErr = err
 			break
@@ -377,6 +386,9 @@ func (cc *clientConn) read() {
 	// a server's last answer and its FIN or RST often land together.
 	defer func() {
 		if readErr != nil && !cc.dead {
+			if f := cc.cl.cfg.OnServerClose; eof && f != nil {
+				f(cc.cl.loop.Now()-cc.lastSend, len(cc.calls))
+			}
 			cc.c.Close()
 			cc.fail(readErr)
 		}
