@@ -150,11 +150,12 @@ const (
 	RPCFaultSlowSync = "slow-sync"      // for Dur, a share N‰ of its fsyncs take 1-20 ms longer
 	RPCFaultDiskEIO  = "disk-eio"       // for Dur, a share N‰ of its disk reads, writes and fsyncs fail with EIO
 	RPCFaultNNPause  = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
+	RPCFaultStall    = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall}
 
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
@@ -415,7 +416,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		var kinds []string
 		for _, k := range RPCFaultKinds {
 			// (Slow-read and nn-pause are drawn after everything else.)
-			if !nnFault(k) && k != RPCFaultSlowRead && k != RPCFaultNNPause && d.chance(40, "fault_"+k) {
+			if !nnFault(k) && k != RPCFaultSlowRead && k != RPCFaultNNPause && k != RPCFaultStall && d.chance(40, "fault_"+k) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -477,6 +478,12 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if d.chance(15, "fault_"+RPCFaultNNPause) {
 		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultNNPause, nearOp(d, starts)))
 	}
+	// Drawn last: a client that stops reading and, unlike the slow one,
+	// whose answers stay under the bound, so that the server keeps its
+	// connection and the client must read on from where it stopped.
+	if d.chance(20, "fault_"+RPCFaultStall) {
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultStall, nearOp(d, starts)))
+	}
 	sortRPCFaults(c.Faults)
 	return c, c.Validate()
 }
@@ -526,6 +533,9 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	case RPCFaultSlowRead:
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
 		f.N = d.n(1, 4, "slow_read_calls")
+	case RPCFaultStall:
+		f.Dur = pick(d, "stall_dur", 20*time.Millisecond, 300*time.Millisecond, time.Second)
+		f.N = d.n(1, 4, "stall_calls")
 	case RPCFaultBurst:
 		f.N = pick(d, "burst", 20, 100, 300)
 	case RPCFaultCrash, RPCFaultNNCrash, RPCFaultNNPower:
@@ -616,6 +626,7 @@ var rpcOpKinds = []string{"mkdir", "write", "list", "stat", "read", "delete", "r
 var rpcFaultN = map[string][2]int{
 	RPCFaultSlow:     {0, 2000}, // (300 or 500)
 	RPCFaultSlowRead: {0, 4},    // (1 to 4: under the bound on what a connection may hold)
+	RPCFaultStall:    {0, 4},    // (likewise)
 	RPCFaultBurst:    {0, 2000}, // (20 to 300)
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:  {0, 1000},
@@ -727,7 +738,7 @@ func (c *RPCCase) Validate() error {
 			return fmt.Errorf("rpc: fault %s needs the edit log", f.Kind)
 		}
 		switch f.Kind {
-		case RPCFaultSlow, RPCFaultSlowRead:
+		case RPCFaultSlow, RPCFaultSlowRead, RPCFaultStall:
 			slow += f.N
 		case RPCFaultBurst:
 			burst += f.N
@@ -1439,6 +1450,14 @@ func (h *rpcHarness) inject(f RPCFault) {
 				h.load(ch, namespace.Request{Method: namespace.MethodList, Path: "/big"})
 			}
 			loop.AfterFunc(f.Dur, func() { ch.p.SlowReader(0) })
+		})
+	case RPCFaultStall:
+		loop.Post(func() {
+			for i := 0; i < f.N; i++ {
+				h.load(ch, namespace.Request{Method: namespace.MethodList, Path: "/big"})
+			}
+			ch.rc.PauseReading(rpcNN)
+			loop.AfterFunc(f.Dur, func() { ch.rc.ResumeReading(rpcNN) })
 		})
 	case RPCFaultBurst:
 		loop.Post(func() {

@@ -35,7 +35,9 @@ func historicRPCSeed(t *testing.T, seed uint64) (RPCCase, *RPCResult) {
 		t.Fatal(err)
 	}
 	c.Config.NNSndBuf = 0
-	c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultSlowRead || f.Kind == RPCFaultDiskEIO })
+	c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool {
+		return f.Kind == RPCFaultSlowRead || f.Kind == RPCFaultDiskEIO || f.Kind == RPCFaultStall
+	})
 	return c, RunRPC(c, 10*time.Second)
 }
 
