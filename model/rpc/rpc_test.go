@@ -485,6 +485,30 @@ func TestCallInPieces(t *testing.T) {
 	}
 }
 
+// A call is answered whatever its length up to MaxFrame, with calls
+// behind it on the connection, by either reader: the reader stopped
+// reading a connection at 64 KiB of input even in the middle of a call,
+// so a call past some 80 KiB never arrived whole and the connection was
+// reset at the idle timeout.
+func TestCallsUpToMaxFrame(t *testing.T) {
+	for _, hadoop := range []bool{false, true} {
+		for _, size := range []int{60 << 10, 100 << 10, 400 << 10, rpc.DefaultMaxFrame - 5} {
+			var big, after rpc.Reply
+			payload := bytes.Repeat([]byte{7}, size)
+			world(t, rpc.ServerConfig{IdleTimeout: time.Second, HadoopReader: hadoop}, rpc.ClientConfig{IdleTimeout: 100 * time.Millisecond, CallTimeout: 2 * time.Second}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+				cl.Call(srvAddr, mEcho, payload, func(r rpc.Reply) { big = r })
+				cl.Call(srvAddr, mEcho, []byte("after"), func(r rpc.Reply) { after = r })
+			})
+			if big.Err != nil || !bytes.Equal(big.Payload, payload) {
+				t.Errorf("hadoop reader %v: a call of %d bytes: %d bytes back, error %v", hadoop, size, len(big.Payload), big.Err)
+			}
+			if after.Err != nil || string(after.Payload) != "after" {
+				t.Errorf("hadoop reader %v: the call after one of %d bytes: %q, error %v", hadoop, size, after.Payload, after.Err)
+			}
+		}
+	}
+}
+
 func TestReusedIDsCrossAnswers(t *testing.T) {
 	for _, bug := range []bool{false, true} {
 		var st rpc.ClientStats

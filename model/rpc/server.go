@@ -445,7 +445,9 @@ type serverConn struct {
 }
 
 // inHigh is how much unparsed input a connection may hold before its
-// reader stops reading it until the queue takes some.
+// reader stops reading it until the queue takes some: unless the first
+// call in it is not whole yet, which must arrive whole before any of it
+// can be queued (a call may be as long as MaxFrame; see readMore).
 const inHigh = 64 << 10
 
 // readChunk is the most a connection's read asks for at once (its
@@ -547,7 +549,7 @@ func (sc *serverConn) read() {
 	if r.s.cfg.HadoopReader {
 		sc.decode()
 	}
-	if len(sc.in) >= inHigh {
+	if !sc.readMore() {
 		sc.c.SetReadInterest(false)
 	}
 	if !sc.fillQueued && len(sc.in) >= 4 {
@@ -557,6 +559,14 @@ func (sc *serverConn) read() {
 			r.fill(sc)
 		})
 	}
+}
+
+// readMore reports whether the reader should go on reading sc: it holds
+// less than inHigh, or the first call it holds is not whole. Stopping in
+// the middle of a call longer than inHigh left the call, and every call
+// behind it, unread until the idle timeout closed the connection.
+func (sc *serverConn) readMore() bool {
+	return len(sc.in) < inHigh || sc.need() > 0
 }
 
 // readAll reads what the connection has, up to inHigh; false if it closed
@@ -667,7 +677,7 @@ func (r *reader) fill(sc *serverConn) {
 	off := 0
 	defer func() {
 		sc.in = sc.in[:copy(sc.in, sc.in[off:])]
-		if !sc.closing && r.blocked == nil && len(sc.in) < inHigh {
+		if !sc.closing && r.blocked == nil && sc.readMore() {
 			sc.c.SetReadInterest(true)
 		}
 	}()
@@ -743,7 +753,7 @@ func (r *reader) refill(first *serverConn) {
 	}
 	if r.blocked == nil {
 		for _, o := range r.conns {
-			if len(o.in) < inHigh {
+			if o.readMore() {
 				o.c.SetReadInterest(true)
 			}
 		}
