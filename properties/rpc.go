@@ -33,7 +33,8 @@ import (
 //   - bounded-memory: no namenode connection holds more response bytes
 //     than MaxPending beyond its first response, and all of them together
 //     no more than that per connection, measured from the queues, which
-//     the server's own count must equal (every event);
+//     the server's own count must equal; and no connection's input not
+//     yet taken as calls is past InputBound (every event);
 //   - fd-bounds: the namenode's sockets stay within its clients and the
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
@@ -110,6 +111,7 @@ type RPCConfig struct {
 	ReplaySyncOnly       bool `json:"replay_sync_only,omitempty"`
 	QueuePastBound       bool `json:"queue_past_bound,omitempty"`
 	QueuedReplyShares    bool `json:"queued_reply_shares_frame,omitempty"`
+	StopMidCall          bool `json:"stop_mid_call,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -151,11 +153,12 @@ const (
 	RPCFaultDiskEIO  = "disk-eio"       // for Dur, a share N‰ of its disk reads, writes and fsyncs fail with EIO
 	RPCFaultNNPause  = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
 	RPCFaultStall    = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
+	RPCFaultBigCalls = "big-calls"      // a client sends two calls of N KiB at once, of a method the namespace does not have
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls}
 
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
@@ -232,6 +235,17 @@ var RPCBugs = []RPCBug{
 		apply: func(d drawer, c *RPCCase) {
 			c.Config.OrphanOnBadResponse = true
 			ensureFault(d, c, RPCFaultGarbage)
+		},
+	},
+	{
+		Name: "reader-stops-mid-call", Catches: PropAvailability,
+		What: "a reader stops reading a connection at 64 KiB of input even in the middle of a call (this model's did until check sent calls as long as block reports): a longer call never arrives whole, and it and the calls behind it wait until the idle timeout resets the connection",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.StopMidCall = true
+			f := drawRPCFault(d, &c.Config, RPCFaultBigCalls, faultNearOp(d, c))
+			c.Config.Pieces[f.Client] = 0
+			c.Faults = append(c.Faults, f)
+			sortRPCFaults(c.Faults)
 		},
 	},
 	{
@@ -314,7 +328,7 @@ func (c RPCCase) Fixed() RPCCase {
 	cfg := &c.Config
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
 	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO, cfg.ReplaySyncOnly = false, false, false, false, false
-	cfg.QueuePastBound, cfg.QueuedReplyShares = false, false
+	cfg.QueuePastBound, cfg.QueuedReplyShares, cfg.StopMidCall = false, false, false
 	return c
 }
 
@@ -416,7 +430,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		var kinds []string
 		for _, k := range RPCFaultKinds {
 			// (Slow-read and nn-pause are drawn after everything else.)
-			if !nnFault(k) && k != RPCFaultSlowRead && k != RPCFaultNNPause && k != RPCFaultStall && d.chance(40, "fault_"+k) {
+			if !nnFault(k) && k != RPCFaultSlowRead && k != RPCFaultNNPause && k != RPCFaultStall && k != RPCFaultBigCalls && d.chance(40, "fault_"+k) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -484,6 +498,15 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if d.chance(20, "fault_"+RPCFaultStall) {
 		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultStall, nearOp(d, starts)))
 	}
+	// Drawn last: calls as long as HDFS's block reports, which the
+	// reader must take whole (up to the frame bound) and no further;
+	// not from a client that writes in pieces (a byte every 3 µs: a
+	// megabyte would take 3 s).
+	if d.chance(15, "fault_"+RPCFaultBigCalls) {
+		if f := drawRPCFault(d, cfg, RPCFaultBigCalls, nearOp(d, starts)); cfg.Pieces[f.Client] == 0 {
+			c.Faults = append(c.Faults, f)
+		}
+	}
 	sortRPCFaults(c.Faults)
 	return c, c.Validate()
 }
@@ -536,6 +559,8 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	case RPCFaultStall:
 		f.Dur = pick(d, "stall_dur", 20*time.Millisecond, 300*time.Millisecond, time.Second)
 		f.N = d.n(1, 4, "stall_calls")
+	case RPCFaultBigCalls:
+		f.N = pick(d, "big_call_kib", 100, 400, rpcMaxBigCallKiB)
 	case RPCFaultBurst:
 		f.N = pick(d, "burst", 20, 100, 300)
 	case RPCFaultCrash, RPCFaultNNCrash, RPCFaultNNPower:
@@ -615,6 +640,12 @@ const (
 	// caused it, or what it crossed, may be seen: a FIN or a call
 	// crosses the loopback in microseconds.
 	rpcCloseSlack = time.Millisecond
+	// The longest of the big-calls fault's calls, in KiB: the most under
+	// the frame bound (1 MiB with its 5 bytes of framing).
+	rpcMaxBigCallKiB = 1023
+	// rpcBigCallMethod is a method the namespace does not have, which
+	// the big-calls fault calls: it answers StatusUnknownMethod.
+	rpcBigCallMethod = 0xB0
 )
 
 // rpcOpKinds are the ops issue runs.
@@ -627,6 +658,7 @@ var rpcFaultN = map[string][2]int{
 	RPCFaultSlow:     {0, 2000}, // (300 or 500)
 	RPCFaultSlowRead: {0, 4},    // (1 to 4: under the bound on what a connection may hold)
 	RPCFaultStall:    {0, 4},    // (likewise)
+	RPCFaultBigCalls: {1, rpcMaxBigCallKiB},
 	RPCFaultBurst:    {0, 2000}, // (20 to 300)
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:  {0, 1000},
@@ -736,6 +768,9 @@ func (c *RPCCase) Validate() error {
 		}
 		if nnFault(f.Kind) && !cfg.EditLog {
 			return fmt.Errorf("rpc: fault %s needs the edit log", f.Kind)
+		}
+		if f.Kind == RPCFaultBigCalls && cfg.Pieces[f.Client] > 0 {
+			return fmt.Errorf("rpc: fault %s on client %d, which writes in pieces of %d bytes", f.Kind, f.Client, cfg.Pieces[f.Client])
 		}
 		switch f.Kind {
 		case RPCFaultSlow, RPCFaultSlowRead, RPCFaultStall:
@@ -965,7 +1000,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
 				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, HadoopReader: cfg.HadoopReader,
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
-					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares}},
+					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares, StopMidCall: cfg.StopMidCall}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 			Image:    image,
 		})
@@ -1118,7 +1153,7 @@ func (h *rpcHarness) startClients() {
 	cfg := &h.c.Config
 	faulty := make([]bool, cfg.Clients)
 	for _, f := range h.c.Faults {
-		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst && f.Kind != RPCFaultNNPause && !nnFault(f.Kind) {
+		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst && f.Kind != RPCFaultNNPause && f.Kind != RPCFaultBigCalls && !nnFault(f.Kind) {
 			faulty[f.Client] = true
 		}
 	}
@@ -1459,6 +1494,15 @@ func (h *rpcHarness) inject(f RPCFault) {
 			ch.rc.PauseReading(rpcNN)
 			loop.AfterFunc(f.Dur, func() { ch.rc.ResumeReading(rpcNN) })
 		})
+	case RPCFaultBigCalls:
+		loop.Post(func() {
+			payload := make([]byte, f.N<<10)
+			for range 2 {
+				silent, ok := ch.rc.Silent(rpcNN)
+				raced := ok && silent+rpcIdleSlack >= h.c.Config.ServerIdle
+				ch.rc.Call(rpcNN, rpcBigCallMethod, payload, func(r rpc.Reply) { h.bigCallDone(ch, f.N, raced, r) })
+			}
+		})
 	case RPCFaultBurst:
 		loop.Post(func() {
 			for i := 0; i < f.N; i++ {
@@ -1564,6 +1608,26 @@ func (h *rpcHarness) startLive() {
 	done()
 }
 
+// bigCallDone checks the answer to a call of the big-calls fault: the
+// namespace does not know its method, and says so; it fails only where a
+// fault on the client or the namenode, or the race of an idle close with
+// it (raced), excuses it.
+func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, raced bool, r rpc.Reply) {
+	if h.failure != nil {
+		return
+	}
+	if r.Err == nil {
+		if r.Status != rpc.StatusUnknownMethod {
+			h.fail(PropExactlyOnce, "client %d: a call of %d KiB of a method the namespace does not have answered status %d, want %d (unknown method)", ch.i, kib, r.Status, rpc.StatusUnknownMethod)
+		}
+		return
+	}
+	if ch.faulty || raced || slices.ContainsFunc(h.c.Faults, func(f RPCFault) bool { return nnFault(f.Kind) || f.Kind == RPCFaultNNPause }) {
+		return
+	}
+	h.fail(PropAvailability, "client %d: a call of %d KiB (a method the namespace does not have): %v (no fault on the client or the namenode)", ch.i, kib, r.Err)
+}
+
 // serverClosed holds the namenode's orderly closes of a client's
 // connection to its idle rule: the namenode closes on its own only a
 // connection that has sent nothing for its idle timeout and has no call
@@ -1622,6 +1686,10 @@ func (h *rpcHarness) afterEach() {
 	p, bound := srv.Pending(), srv.Config().MaxPending
 	if p.Worst > bound || p.Bytes > bound*p.Conns {
 		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses), bound %d per connection", p.Bytes, p.Conns, p.Worst, p.Responses, bound)
+		return
+	}
+	if in, max := srv.Input(), srv.InputBound(); in.Worst > max {
+		h.fail(PropMemory, "namenode holds %d bytes of input not yet taken as calls on one connection (%d on all), bound %d", in.Worst, in.Bytes, max)
 		return
 	}
 	if p.Counted != p.Bytes {

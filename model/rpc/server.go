@@ -94,6 +94,12 @@ type ServerBugs struct {
 	// the call queue is unbounded and a burst grows it (and the memory
 	// behind it) without limit, where Hadoop's put blocks the reader.
 	QueuePastBound bool
+	// StopMidCall stops reading a connection at inHigh of input even in
+	// the middle of a call (this model's reader did until check sent
+	// calls as long as block reports): a call longer than some 80 KiB
+	// never arrives whole, and it and the calls behind it wait until the
+	// idle timeout resets the connection.
+	StopMidCall bool
 }
 
 // DefaultServerConfig returns Hadoop's defaults where it has them.
@@ -388,6 +394,33 @@ func (s *Server) Pending() Pending {
 	return p
 }
 
+// Input is what a server's connections hold in input not yet queued as
+// calls: Bytes in all, Worst on one connection.
+type Input struct {
+	Bytes, Worst int
+}
+
+// Input sums the connections' input buffers; for per-event bound checks
+// in sim (in real it would race).
+func (s *Server) Input() Input {
+	var in Input
+	for _, r := range s.readers {
+		for _, sc := range r.conns {
+			in.Bytes += len(sc.in)
+			in.Worst = max(in.Worst, len(sc.in))
+		}
+	}
+	return in
+}
+
+// InputBound is the most input one connection may hold: a reader reads
+// on while a connection holds less than inHigh, or less than the whole
+// call it is reading (up to MaxFrame and its length prefix), and one
+// event's reads take less than inHigh and a read's chunk more.
+func (s *Server) InputBound() int {
+	return max(inHigh, s.cfg.MaxFrame+4) + inHigh + readChunk
+}
+
 // QueueLen is the call queue's length now; for per-event bound checks in
 // sim (in real it would race).
 func (s *Server) QueueLen() int { return s.q.len() }
@@ -566,6 +599,9 @@ func (sc *serverConn) read() {
 // the middle of a call longer than inHigh left the call, and every call
 // behind it, unread until the idle timeout closed the connection.
 func (sc *serverConn) readMore() bool {
+	if sc.s.cfg.Bugs.StopMidCall {
+		return len(sc.in) < inHigh
+	}
 	return len(sc.in) < inHigh || sc.need() > 0
 }
 
