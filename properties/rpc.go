@@ -41,7 +41,7 @@ import (
 //     however others misbehave, and every client does in the liveness
 //     phase after the faults; and the namenode closes on its own only
 //     a connection silent for its idle timeout with no call waiting (the
-//     client sees each close: OnServerClose);
+//     client reports each close or reset it reads: OnServerClose);
 //   - leak-freedom: at quiescence the server holds no connection, queued
 //     call, pending response or busy handler, the namenode is back to its
 //     fds, and clients hold no connection or call;
@@ -557,7 +557,9 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
 		f.N = d.n(1, 4, "slow_read_calls")
 	case RPCFaultStall:
-		f.Dur = pick(d, "stall_dur", 20*time.Millisecond, 300*time.Millisecond, time.Second)
+		// Under the server's idle timeout, so that the server keeps the
+		// connection even when the answers fit in the socket buffers.
+		f.Dur = pick(d, "stall_dur", 20*time.Millisecond, cfg.ServerIdle/2)
 		f.N = d.n(1, 4, "stall_calls")
 	case RPCFaultBigCalls:
 		f.N = pick(d, "big_call_kib", 100, 400, rpcMaxBigCallKiB)
@@ -834,11 +836,15 @@ type rpcCall struct {
 	// down: called while the namenode was down; unsent: it also ended
 	// before the namenode came back, so no incarnation saw it.
 	down, unsent bool
-	// idleSrv, when set: the call went on a connection silent for the
-	// server's idle timeout, and that server had closed idleCloses
-	// connections as idle when the client last called (see idleRace).
-	idleSrv    *rpc.Server
-	idleCloses int
+	idle         idleMark
+}
+
+// idleMark, when srv is set: a call went on a connection silent for the
+// server's idle timeout, and that server had closed closes connections as
+// idle when the client last called (see raced).
+type idleMark struct {
+	srv    *rpc.Server
+	closes int
 }
 
 type rpcClient struct {
@@ -1164,7 +1170,7 @@ func (h *rpcHarness) startClients() {
 		p, _ := h.w.Spawn(fmt.Sprintf("client%d", i), model.ProcessConfig{}, func(p model.Process) {
 			var err error
 			ch.rc, err = rpc.NewClient(p, p.MainLoop(), rpc.ClientConfig{IdleTimeout: cfg.ClientIdle, CallTimeout: cfg.CallTimeout,
-				OnServerClose: func(silent time.Duration, waiting int) { h.serverClosed(ch, silent, waiting) },
+				OnServerClose: func(sc rpc.ServerClose) { h.serverClosed(ch, sc) },
 				Bugs:          rpc.ClientBugs{ReuseIDs: cfg.ReuseIDs, OrphanOnBadResponse: cfg.OrphanOnBadResponse}})
 			if err != nil {
 				h.w.Fail(err)
@@ -1194,8 +1200,9 @@ func (h *rpcHarness) startWork() {
 	now := h.w.Now()
 	for _, f := range h.c.Faults {
 		f := f
-		if !nnFault(f.Kind) && f.Kind != RPCFaultNNPause {
-			// (The namenode's faults open no connection of their own.)
+		if !nnFault(f.Kind) && f.Kind != RPCFaultNNPause && f.Kind != RPCFaultStall && f.Kind != RPCFaultBigCalls {
+			// (The namenode's faults, a stall and big calls open no
+			// connection of their own.)
 			h.extraFDs++
 		}
 		h.w.At(now+f.At, func() { h.inject(f) })
@@ -1258,13 +1265,7 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 	c := &rpcCall{input: NSInput{Req: r}, client: ch.i, call: int64(h.w.Now()) + histOffset, live: live, untouch: !ch.faulty, load: load, epoch: h.epoch, down: h.nnDown}
 	h.calls = append(h.calls, c)
 	ups := h.nnUps
-	if h.nn != nil {
-		srv := h.nn.Server
-		if d, ok := ch.rc.Silent(rpcNN); ok && d+rpcIdleSlack >= h.c.Config.ServerIdle && ch.idleSrv == srv {
-			c.idleSrv, c.idleCloses = srv, ch.idleCloses
-		}
-		ch.idleSrv, ch.idleCloses = srv, srv.Stats().IdleClosed
-	}
+	c.idle = h.markIdle(ch)
 	ch.nc.Do(r, func(resp namespace.Response, err error) {
 		c.done++
 		c.unsent = c.down && h.nnDown && ups == h.nnUps
@@ -1282,7 +1283,7 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 		default:
 			c.out = NSOutput{Unknown: true}
 			c.ret = math.MaxInt64
-			if (c.live || (c.untouch && !h.crashed)) && !h.idleRace(c, err) && !h.pauseTimeout(c, err) {
+			if (c.live || (c.untouch && !h.crashed)) && !c.idle.raced(err) && !h.pauseTimeout(c, err) {
 				h.fail(PropAvailability, "client %d (%s): %s %s: %v", ch.i, h.why(live), namespace.MethodName(r.Method), r.Path, err)
 				return
 			}
@@ -1318,8 +1319,22 @@ const histOffset = 1 << 20
 // working off the calls that came during it.
 const rpcPauseSlack = 100 * time.Millisecond
 
-// idleRace reports whether c's connection error may be the server's idle
-// close crossing the call: c went on a connection that had sent nothing
+// markIdle is the idle mark of a call ch makes now (see raced), and
+// notes the server's idle closes as of this call for the next.
+func (h *rpcHarness) markIdle(ch *rpcClient) idleMark {
+	var m idleMark
+	if h.nn != nil {
+		srv := h.nn.Server
+		if d, ok := ch.rc.Silent(rpcNN); ok && d+rpcIdleSlack >= h.c.Config.ServerIdle && ch.idleSrv == srv {
+			m = idleMark{srv: srv, closes: ch.idleCloses}
+		}
+		ch.idleSrv, ch.idleCloses = srv, srv.Stats().IdleClosed
+	}
+	return m
+}
+
+// raced reports whether a call's connection error may be the server's idle
+// close crossing the call: it went on a connection that had sent nothing
 // for the server's idle timeout (ServerIdle is drawn apart from the
 // client's, often shorter), and the server has closed a connection as
 // idle since the client's call before c. The client cannot see that
@@ -1330,8 +1345,8 @@ const rpcPauseSlack = 100 * time.Millisecond
 // no call can be promised an answer on such a connection. A call on a
 // connection that sent something within the server's idle timeout, or
 // one that times out, is still held to it.
-func (h *rpcHarness) idleRace(c *rpcCall, err error) bool {
-	return c.idleSrv != nil && errors.Is(err, rpc.ErrConnection) && c.idleSrv.Stats().IdleClosed > c.idleCloses
+func (m idleMark) raced(err error) bool {
+	return m.srv != nil && errors.Is(err, rpc.ErrConnection) && m.srv.Stats().IdleClosed > m.closes
 }
 
 // why says why an error of this client was not excused.
@@ -1466,15 +1481,22 @@ func (h *rpcHarness) inject(f RPCFault) {
 				loop.AfterFunc(200*time.Microsecond, func() { c.Abort() })
 			})
 		})
-	case RPCFaultSlow:
+	case RPCFaultSlow, RPCFaultStall:
+		// The slow client also reads through a small window once it
+		// reads on.
+		slow := f.Kind == RPCFaultSlow
 		loop.Post(func() {
-			ch.p.SlowReader(4096)
+			if slow {
+				ch.p.SlowReader(4096)
+			}
 			for i := 0; i < f.N; i++ {
 				h.load(ch, namespace.Request{Method: namespace.MethodList, Path: "/big"})
 			}
 			ch.rc.PauseReading(rpcNN)
 			loop.AfterFunc(f.Dur, func() {
-				ch.p.SlowReader(0)
+				if slow {
+					ch.p.SlowReader(0)
+				}
 				ch.rc.ResumeReading(rpcNN)
 			})
 		})
@@ -1486,21 +1508,13 @@ func (h *rpcHarness) inject(f RPCFault) {
 			}
 			loop.AfterFunc(f.Dur, func() { ch.p.SlowReader(0) })
 		})
-	case RPCFaultStall:
-		loop.Post(func() {
-			for i := 0; i < f.N; i++ {
-				h.load(ch, namespace.Request{Method: namespace.MethodList, Path: "/big"})
-			}
-			ch.rc.PauseReading(rpcNN)
-			loop.AfterFunc(f.Dur, func() { ch.rc.ResumeReading(rpcNN) })
-		})
 	case RPCFaultBigCalls:
 		loop.Post(func() {
 			payload := make([]byte, f.N<<10)
+			// (Both calls go on the connection as the first finds it.)
+			idle := h.markIdle(ch)
 			for range 2 {
-				silent, ok := ch.rc.Silent(rpcNN)
-				raced := ok && silent+rpcIdleSlack >= h.c.Config.ServerIdle
-				ch.rc.Call(rpcNN, rpcBigCallMethod, payload, func(r rpc.Reply) { h.bigCallDone(ch, f.N, raced, r) })
+				ch.rc.Call(rpcNN, rpcBigCallMethod, payload, func(r rpc.Reply) { h.bigCallDone(ch, f.N, idle, r) })
 			}
 		})
 	case RPCFaultBurst:
@@ -1611,36 +1625,37 @@ func (h *rpcHarness) startLive() {
 // bigCallDone checks the answer to a call of the big-calls fault: the
 // namespace does not know its method, and says so; it fails only where a
 // fault on the client or the namenode, or the race of an idle close with
-// it (raced), excuses it.
-func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, raced bool, r rpc.Reply) {
+// it, excuses it.
+func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, idle idleMark, r rpc.Reply) {
 	if h.failure != nil {
 		return
 	}
 	if r.Err == nil {
 		if r.Status != rpc.StatusUnknownMethod {
-			h.fail(PropExactlyOnce, "client %d: a call of %d KiB of a method the namespace does not have answered status %d, want %d (unknown method)", ch.i, kib, r.Status, rpc.StatusUnknownMethod)
+			h.fail(PropLinearizable, "client %d: a call of %d KiB of a method the namespace does not have answered status %d, want %d (unknown method)", ch.i, kib, r.Status, rpc.StatusUnknownMethod)
 		}
 		return
 	}
-	if ch.faulty || raced || slices.ContainsFunc(h.c.Faults, func(f RPCFault) bool { return nnFault(f.Kind) || f.Kind == RPCFaultNNPause }) {
+	if ch.faulty || idle.raced(r.Err) || slices.ContainsFunc(h.c.Faults, func(f RPCFault) bool { return nnFault(f.Kind) || f.Kind == RPCFaultNNPause }) {
 		return
 	}
 	h.fail(PropAvailability, "client %d: a call of %d KiB (a method the namespace does not have): %v (no fault on the client or the namenode)", ch.i, kib, r.Err)
 }
 
-// serverClosed holds the namenode's orderly closes of a client's
-// connection to its idle rule: the namenode closes on its own only a
-// connection that has sent nothing for its idle timeout and has no call
-// outstanding. Its other closes have causes the harness made: a crash or
-// a fatal restart, and the over-bound and fatal closes of a client that
-// stops reading or sends garbage (a faulty client, not checked). Nor is a
-// close checked that meets a send of the client's within rpcCloseSlack
-// (the race of an idle close with a call, which neither side can see
-// coming), or that comes within rpcCloseSlack of a crash or of the end of
-// a pause (after which the namenode's idle scan and its reads of what
-// came during the pause run in no set order).
-func (h *rpcHarness) serverClosed(ch *rpcClient, silent time.Duration, waiting int) {
-	if h.failure != nil || ch.faulty || h.nnDown || silent < rpcCloseSlack {
+// serverClosed holds the namenode's closes of a client's connection to
+// its idle rule: the namenode closes on its own only a connection that has
+// sent nothing for its idle timeout and has no call outstanding. Its
+// other closes have causes the harness made: a crash or a fatal restart,
+// and the over-bound and fatal closes of a client that stops reading or
+// sends garbage (a faulty client, whose closes are not judged). Nor is a
+// close judged that comes within rpcCloseSlack of a crash or of the end
+// of a pause (after which the namenode's idle scan and its reads of what
+// came during the pause run in no set order); and one is excused that
+// crosses calls made within rpcCloseSlack of it on a connection silent
+// for the idle timeout until then (the race of an idle close with a call,
+// which neither side can see coming).
+func (h *rpcHarness) serverClosed(ch *rpcClient, sc rpc.ServerClose) {
+	if h.failure != nil || ch.faulty || h.nnDown {
 		return
 	}
 	now := h.w.Now()
@@ -1652,8 +1667,16 @@ func (h *rpcHarness) serverClosed(ch *rpcClient, silent time.Duration, waiting i
 			return
 		}
 	}
-	if idle := h.c.Config.ServerIdle; waiting > 0 || silent < idle {
-		h.fail(PropAvailability, "client %d: the namenode closed its connection %v after the client last sent on it, with %d of its calls waiting (it closes on its own only a connection silent for its idle timeout, %v, with none)", ch.i, silent, waiting, idle)
+	idle := h.c.Config.ServerIdle
+	if sc.Waiting > 0 && sc.OldestAge < rpcCloseSlack && sc.OldestQuiet+rpcIdleSlack >= idle {
+		return
+	}
+	if sc.Waiting > 0 || sc.Silent < idle {
+		how := "closed"
+		if sc.Reset {
+			how = "reset"
+		}
+		h.fail(PropAvailability, "client %d: the namenode %s its connection %v after the client last sent on it, with %d of its calls waiting (it closes on its own only a connection silent for its idle timeout, %v, with none)", ch.i, how, sc.Silent, sc.Waiting, idle)
 	}
 }
 
@@ -1688,8 +1711,8 @@ func (h *rpcHarness) afterEach() {
 		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses), bound %d per connection", p.Bytes, p.Conns, p.Worst, p.Responses, bound)
 		return
 	}
-	if in, max := srv.Input(), srv.InputBound(); in.Worst > max {
-		h.fail(PropMemory, "namenode holds %d bytes of input not yet taken as calls on one connection (%d on all), bound %d", in.Worst, in.Bytes, max)
+	if in, inBound := srv.Input(), srv.InputBound(); in.Worst > inBound {
+		h.fail(PropMemory, "namenode holds %d bytes of input not yet taken as calls on one connection (%d on all), bound %d", in.Worst, in.Bytes, inBound)
 		return
 	}
 	if p.Counted != p.Bytes {
@@ -1741,8 +1764,8 @@ func (h *rpcHarness) finalChecks() {
 			h.fail(PropExactlyOnce, "client %d: %d answers matched no waiting call", ch.i, st.Unmatched)
 			return
 		}
-		if st.Bad > ch.garbled {
-			h.fail(PropStream, "client %d: %d response streams it could not follow (malformed frames or fatal answers), %d garbled requests of its own", ch.i, st.Bad, ch.garbled)
+		if st.Malformed > 0 || st.Fatal > ch.garbled {
+			h.fail(PropStream, "client %d: %d malformed frames and %d fatal answers from the namenode, %d garbled requests of its own", ch.i, st.Malformed, st.Fatal, ch.garbled)
 			return
 		}
 		if n := ch.rc.Conns(); n > 0 {

@@ -20,15 +20,29 @@ type ClientConfig struct {
 	// CallTimeout fails a call that has had no answer for this long; 0
 	// waits as long as the connection lives (Hadoop's default, with pings).
 	CallTimeout time.Duration
-	// OnServerClose, if set, observes each orderly close by the server
-	// (end of stream) of a connection the client still held: how long
-	// the client had sent nothing on it, and how many of its calls were
-	// still waiting, once the answers that came with the close were
-	// taken. A server closes a connection as idle only when it has been
-	// silent for the server's idle timeout with no call outstanding, so
-	// a checker can hold it to that.
-	OnServerClose func(silent time.Duration, waiting int)
+	// OnServerClose, if set, observes each close by the server of a
+	// connection the client still held, seen by a read: an end of
+	// stream, or a reset. A server closes a connection as idle only when
+	// it has been silent for the server's idle timeout with no call
+	// outstanding, so a checker can hold it to that.
+	OnServerClose func(ServerClose)
 	Bugs          ClientBugs
+}
+
+// ServerClose is a close by the server as the client saw it, once the
+// answers that came with it were taken.
+type ServerClose struct {
+	// Silent is how long the client had sent nothing on the connection.
+	Silent time.Duration
+	// Waiting counts the calls still waiting for an answer. Of the
+	// oldest: OldestAge is how long ago it was made, and OldestQuiet how
+	// long the connection had been silent when it was (a call made just
+	// as the server closed an idle connection crosses the close).
+	Waiting                int
+	OldestAge, OldestQuiet time.Duration
+	// Reset: the connection was reset (a server closing with input it
+	// had not read resets it), not ended.
+	Reset bool
 }
 
 // ClientBugs switch on catalogued client bugs.
@@ -73,11 +87,12 @@ type ClientStats struct {
 	// crossed.
 	Unmatched int
 	Late      int // answers to calls that had already timed out
-	// Bad counts response streams the client could not follow and
-	// dropped: a frame it cannot decode, a fatal answer, an unmatched
-	// id. TCP delivers the server's bytes exactly, so from a correct
-	// server only a fatal answer to a request the client garbled is one.
-	Bad int
+	// Fatal counts fatal answers (the server's answer to a request it
+	// cannot follow), and Malformed frames the client could not decode;
+	// either ends the connection. TCP delivers the server's bytes
+	// exactly, so a correct server sends no malformed frame, and a fatal
+	// answer only to a request the client garbled.
+	Fatal, Malformed int
 }
 
 // Client multiplexes calls over one connection per server address, as
@@ -123,6 +138,9 @@ type pending struct {
 	id    uint32
 	done  func(Reply)
 	timer model.Timer
+	// made is when the call was made, and quiet how long its connection
+	// had been silent then (ServerClose).
+	made, quiet time.Duration
 }
 
 // NewClient makes a client on loop of p.
@@ -191,7 +209,8 @@ func (cl *Client) Call(addr string, method uint8, payload []byte, done func(Repl
 			cc.nextID = 0
 		}
 	}
-	pc := &pending{id: id, done: done}
+	now := cl.loop.Now()
+	pc := &pending{id: id, done: done, made: now, quiet: now - cc.lastSend}
 	cc.calls[id] = pc
 	if cc.idle != nil {
 		cc.idle.Stop()
@@ -365,7 +384,7 @@ func (cc *clientConn) read() {
 	}
 	buf := cc.cl.scratch
 	var readErr error
-	eof := false
+	closed, reset := false, false
 	for {
 		n, err := cc.c.Read(buf)
 		if n > 0 {
@@ -375,8 +394,10 @@ func (cc *clientConn) read() {
 			break
 		}
 		if err != nil {
+			reset = errors.Is(err, model.ErrReset)
+			closed = err == io.EOF || reset
 			if err == io.EOF {
-				eof, err = true, errors.New("closed by server")
+				err = errors.New("closed by server")
 			}
 			readErr = err
 			break
@@ -386,8 +407,8 @@ func (cc *clientConn) read() {
 	// a server's last answer and its FIN or RST often land together.
 	defer func() {
 		if readErr != nil && !cc.dead {
-			if f := cc.cl.cfg.OnServerClose; eof && f != nil {
-				f(cc.cl.loop.Now()-cc.lastSend, len(cc.calls))
+			if f := cc.cl.cfg.OnServerClose; closed && f != nil {
+				f(cc.serverClose(reset))
 			}
 			cc.c.Close()
 			cc.fail(readErr)
@@ -400,6 +421,7 @@ func (cc *clientConn) read() {
 			break
 		}
 		if err != nil {
+			cc.cl.stats.Malformed++
 			cc.bad(err)
 			return
 		}
@@ -411,11 +433,26 @@ func (cc *clientConn) read() {
 	}
 }
 
+// serverClose describes the server's close of cc as the client sees it.
+func (cc *clientConn) serverClose(reset bool) ServerClose {
+	now := cc.cl.loop.Now()
+	sc := ServerClose{Silent: now - cc.lastSend, Waiting: len(cc.calls), Reset: reset}
+	var oldest *pending
+	for _, pc := range cc.calls {
+		if oldest == nil || pc.made < oldest.made || pc.made == oldest.made && pc.id < oldest.id {
+			oldest = pc
+		}
+	}
+	if oldest != nil {
+		sc.OldestAge, sc.OldestQuiet = now-oldest.made, oldest.quiet
+	}
+	return sc
+}
+
 // bad handles a response stream the client cannot follow: the connection
 // is dropped and its calls fail, unless the HADOOP-6723 bug orphans them.
 func (cc *clientConn) bad(err error) {
 	cl := cc.cl
-	cl.stats.Bad++
 	cl.p.Log("rpc-bad-response", "conn", cc.seq, "err", err.Error())
 	if cl.cfg.Bugs.OrphanOnBadResponse {
 		// The receiver thread died; nobody reads or fails the calls, and
@@ -433,6 +470,7 @@ func (cc *clientConn) answer(f Frame) {
 	cl := cc.cl
 	cl.p.CPU(model.CPUParse, 1)
 	if f.ID == FatalID {
+		cl.stats.Fatal++
 		cc.bad(fmt.Errorf("fatal from server: %s", f.Payload))
 		return
 	}

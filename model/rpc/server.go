@@ -605,7 +605,8 @@ func (sc *serverConn) readMore() bool {
 	return len(sc.in) < inHigh || sc.need() > 0
 }
 
-// readAll reads what the connection has, up to inHigh; false if it closed
+// readAll reads what the connection has, until it has read inHigh or more
+// in this event (less than inHigh and a read's chunk); false if it closed
 // the connection.
 func (sc *serverConn) readAll() bool {
 	r := sc.r
