@@ -438,8 +438,8 @@ func (cc *clientConn) serverClose(reset bool) ServerClose {
 	now := cc.cl.loop.Now()
 	sc := ServerClose{Silent: now - cc.lastSend, Waiting: len(cc.calls), Reset: reset}
 	var oldest *pending
-	for _, pc := range cc.calls {
-		if oldest == nil || pc.made < oldest.made || pc.made == oldest.made && pc.id < oldest.id {
+	for _, id := range slices.Sorted(maps.Keys(cc.calls)) {
+		if pc := cc.calls[id]; oldest == nil || pc.made < oldest.made {
 			oldest = pc
 		}
 	}
