@@ -82,7 +82,10 @@ type SCCase struct {
 
 // SCOp is one op, Gap after the one before. A change to a block still
 // being changed runs as a read; an append to or a delete of a deleted
-// block re-creates it. The rest are faults, drawn swarm-style (each kind
+// block re-creates it. An idle-read is a read that meets the domain
+// connection its reader cached closed by the datanode in the same
+// instant (Server.CloseIdle), which the client must retry on a fresh
+// one: not a fault. The rest are faults, drawn swarm-style (each kind
 // on in some cases, off in others):
 //
 //   - squeeze: the datanode's fd table fills until Left fds are free, for
@@ -100,7 +103,7 @@ type SCCase struct {
 //     are gone.
 type SCOp struct {
 	Gap    time.Duration `json:"gap"`
-	Op     string        `json:"op"` // read, replace, append, delete, squeeze
+	Op     string        `json:"op"` // read, idle-read, replace, append, delete, squeeze
 	Block  uint64        `json:"block"`
 	Reader int           `json:"reader,omitempty"`
 	Off    int64         `json:"off,omitempty"`
@@ -252,6 +255,14 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		c.Timeout = time.Duration(d.n(2, 10, "sc_timeout_ms")) * time.Millisecond
 		c.DisableFor = time.Duration(d.n(1, 20, "sc_disable_ms")) * time.Millisecond
 	}
+	// Drawn last: reads that meet their cached domain connection closed by
+	// the datanode in the same instant, as an idle close crosses a reuse.
+	if d.chance(30, "sc_idle_read") {
+		for k := d.n(1, 3, "sc_idle_reads"); k > 0; k-- {
+			op := SCOp{Op: "idle-read", Block: uint64(d.n(1, scBlocks, "sc_idle_block")), Reader: d.n(0, c.Readers-1, "sc_idle_reader"), Off: int64(d.n(0, 2047, "sc_idle_off"))}
+			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_idle_at"), op)
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -322,9 +333,9 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d starts at %v, want at most %v", i, t, scMaxStart)
 		}
 		switch op.Op {
-		case "read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "pause", "rogue":
+		case "read", "idle-read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "pause", "rogue":
 		default:
-			return fmt.Errorf("sc case: op %d: op %q, want read, replace, append, delete, squeeze, client-squeeze, reset, crash, pause or rogue", i, op.Op)
+			return fmt.Errorf("sc case: op %d: op %q, want read, idle-read, replace, append, delete, squeeze, client-squeeze, reset, crash, pause or rogue", i, op.Op)
 		}
 		if (op.Op == "rogue") != (op.Rogue != "") || op.Rogue != "" && !slices.Contains(SCRogueKinds, op.Rogue) {
 			return fmt.Errorf("sc case: op %d: %s with rogue %q, want a rogue op to have one of %s", i, op.Op, op.Rogue, strings.Join(SCRogueKinds, ", "))
@@ -534,8 +545,17 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					kind := op.Op
 					dnSim := w.Process("datanode")
-					if kind != "read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" {
+					if kind != "read" && kind != "idle-read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" {
 						anyFault = true
+					}
+					if kind == "idle-read" {
+						// Not a fault: a cached connection the datanode
+						// closed is the client's to retry on a fresh one.
+						if !dnSim.Crashed() {
+							s := srv
+							dnSim.MainLoop().Post(s.CloseIdle)
+						}
+						kind = "read"
 					}
 					switch kind {
 					case "squeeze", "client-squeeze":

@@ -563,3 +563,26 @@ func TestDomainConnectionsReused(t *testing.T) {
 		t.Errorf("the datanode accepted %d domain connections for 3 fd requests and 3 releases, want 3", accepted)
 	}
 }
+
+// A domain connection the client cached, closed by the datanode as the
+// client reuses it (an idle close crossing a reuse: HDFS's dead cached
+// socket), is retried on a fresh connection: the read is still served
+// from passed fds, not over TCP with short-circuit turned off.
+func TestCachedConnectionClosedUnderReuseIsRetried(t *testing.T) {
+	var r model.Result
+	var local bool
+	var after rest
+	startEnvCfg(t, simWorld(), shortcircuit.ServerBugs{}, func(e *env) {
+		steps(
+			func(next func()) { e.cl.Read(1, 0, 0, 100, func(model.Result) { next() }) },
+			func(next func()) {
+				e.dnProc.MainLoop().Post(e.srv.CloseIdle)
+				e.cl.ReadVia(2, 0, 0, 100, func(rr model.Result, viaFDs bool) { r, local = rr, viaFDs; next() })
+			},
+			e.finish(&after),
+		)
+	})
+	if r.Err != nil || !local {
+		t.Errorf("the read whose cached connection the datanode closed: error %v, from passed fds %v; want no error, from passed fds", r.Err, local)
+	}
+}

@@ -138,6 +138,18 @@ func (s *Server) Stop() {
 	}
 }
 
+// CloseIdle closes every connection idle between requests (one served,
+// none under way, no receipt awaited, no segment kept), as their read
+// timeouts would: a client that reuses one it cached meets the close (the
+// dead cached socket of HDFS's peer cache). Call it on the server's loop.
+func (s *Server) CloseIdle() {
+	for _, sc := range slices.Clone(s.conns) {
+		if sc.served > 0 && sc.rt != nil && !sc.closed && !sc.busy && sc.receipt == nil && len(sc.in) == 0 {
+			sc.close("idle")
+		}
+	}
+}
+
 func (s *Server) accept() {
 	model.AcceptAll(s.p, s.loop, s.ln, "sc-accept-error", func() bool { return s.stopped }, s.serve)
 }
@@ -248,6 +260,7 @@ type srvConn struct {
 	receipt *slotRef
 	rt      model.Timer
 	closed  bool
+	served  int // requests served on it
 }
 
 func (sc *srvConn) onEvent(ev model.Events) {
@@ -519,6 +532,7 @@ func (sc *srvConn) reply(b []byte, files []model.File) bool {
 		return false
 	}
 	sc.busy = false
+	sc.served++
 	sc.watch()
 	if len(sc.in) > 0 {
 		sc.process()
