@@ -551,8 +551,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					if kind == "idle-read" {
 						// Not a fault: a cached connection the datanode
 						// closed is the client's to retry on a fresh one.
-						if !dnSim.Crashed() {
-							s := srv
+						if s := srv; s != nil && !dnSim.Crashed() {
 							dnSim.MainLoop().Post(s.CloseIdle)
 						}
 						kind = "read"
