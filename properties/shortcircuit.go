@@ -76,17 +76,22 @@ type SCCase struct {
 	// drawn short with pauses, whose timeouts would otherwise leave the
 	// rest of the case to TCP, so short-circuit comes back within it.
 	DisableFor time.Duration `json:"disable_for,omitempty"`
-	Readers    int           `json:"readers"`
-	Ops        []SCOp        `json:"ops"`
+	// Backlog is the datanode's domain socket accept queue (0: 128): at
+	// 1 (which holds two) readers connecting at once find it full and
+	// must wait for room.
+	Backlog int    `json:"backlog,omitempty"`
+	Readers int    `json:"readers"`
+	Ops     []SCOp `json:"ops"`
 }
 
 // SCOp is one op, Gap after the one before. A change to a block still
 // being changed runs as a read; an append to or a delete of a deleted
-// block re-creates it. An idle-read is a read that meets the domain
-// connection its reader cached closed by the datanode in the same
-// instant (Server.CloseIdle), which the client must retry on a fresh
-// one: not a fault. The rest are faults, drawn swarm-style (each kind
-// on in some cases, off in others):
+// block re-creates it. An idle-read is a read of Block at Off by every
+// reader at once, each meeting the domain connection it cached closed by
+// the datanode in the same instant (Server.CloseIdle), which the client
+// must retry on a fresh one (and, with a Backlog of 1, wait for room in
+// the accept queue): not a fault. The rest are faults, drawn swarm-style
+// (each kind on in some cases, off in others):
 //
 //   - squeeze: the datanode's fd table fills until Left fds are free, for
 //     Hold, so opening a block's files fails part way (EMFILE);
@@ -255,12 +260,17 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		c.Timeout = time.Duration(d.n(2, 10, "sc_timeout_ms")) * time.Millisecond
 		c.DisableFor = time.Duration(d.n(1, 20, "sc_disable_ms")) * time.Millisecond
 	}
-	// Drawn last: reads that meet their cached domain connection closed by
-	// the datanode in the same instant, as an idle close crosses a reuse.
+	// Drawn last: every reader reads at once, meeting the domain
+	// connection it cached closed by the datanode in the same instant, as
+	// an idle close crosses a reuse; and, with them, an accept queue that
+	// holds two, so readers connecting at once must wait for room.
 	if d.chance(30, "sc_idle_read") {
 		for k := d.n(1, 3, "sc_idle_reads"); k > 0; k-- {
-			op := SCOp{Op: "idle-read", Block: uint64(d.n(1, scBlocks, "sc_idle_block")), Reader: d.n(0, c.Readers-1, "sc_idle_reader"), Off: int64(d.n(0, 2047, "sc_idle_off"))}
+			op := SCOp{Op: "idle-read", Block: uint64(d.n(1, scBlocks, "sc_idle_block")), Off: int64(d.n(0, 2047, "sc_idle_off"))}
 			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_idle_at"), op)
+		}
+		if d.chance(50, "sc_backlog") {
+			c.Backlog = 1
 		}
 	}
 	return c, c.Validate()
@@ -307,6 +317,8 @@ func (c *SCCase) Validate() error {
 		return fmt.Errorf("sc case: timeout %v, want 0..1h", c.Timeout)
 	case c.DisableFor < 0 || c.DisableFor > time.Hour:
 		return fmt.Errorf("sc case: disable-for %v, want 0..1h", c.DisableFor)
+	case c.Backlog < 0 || c.Backlog > 1024:
+		return fmt.Errorf("sc case: backlog %d, want 0..1024", c.Backlog)
 	case len(c.Ops) > 10000:
 		return fmt.Errorf("sc case: %d ops, want at most 10000", len(c.Ops))
 	}
@@ -434,7 +446,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			w.Fail(err)
 			return
 		}
-		if srv, err = shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", ReadTimeout: c.ReadTimeout, Bugs: bug.server}); err != nil {
+		if srv, err = shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", ReadTimeout: c.ReadTimeout, Backlog: c.Backlog, Bugs: bug.server}); err != nil {
 			w.Fail(err)
 			return
 		}
@@ -548,13 +560,20 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					if kind != "read" && kind != "idle-read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" {
 						anyFault = true
 					}
+					idxs := []int{op.Reader}
 					if kind == "idle-read" {
 						// Not a fault: a cached connection the datanode
-						// closed is the client's to retry on a fresh one.
+						// closed is the client's to retry on a fresh one,
+						// and a full accept queue the client's to wait
+						// out.
 						if s := srv; s != nil && !dnSim.Crashed() {
 							dnSim.MainLoop().Post(s.CloseIdle)
 						}
-						kind = "read"
+						kind, idxs = "read", nil
+						for i := range readers {
+							idxs = append(idxs, i)
+						}
+						pending += len(idxs) - 1 // one done a read
 					}
 					switch kind {
 					case "squeeze", "client-squeeze":
@@ -669,58 +688,60 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						kind = "read"
 					}
 					if kind == "read" {
-						off, idx := op.Off, op.Reader
-						// A datanode whose accept failed during a fault
-						// accepts nothing for model.AcceptBackoff: a read
-						// whose timeout is shorter may fail in it. (With
-						// the minute's timeout the read only waits.)
-						backoff := c.Timeout > 0 && main.Now()-lastFaultEnd < model.AcceptBackoff
-						faultedAt, begunAt := faults > 0 || backoff, faultsBegun
-						inflight++
-						reads[idx]++
-						l := loops[idx]
-						l.Post(func() {
-							readers[idx].ReadVia(block, 0, off, 512, func(r model.Result, viaFDs bool) {
-								end := l.Now()
-								main.Post(func() {
-									inflight--
-									if viaFDs {
-										local++
-									} else {
-										overTCP++
-									}
-									checkFDs()
-									beforeFaults := !anyFault
-									check := func() {
-										allowed := scAllowed(versions[block], start, end)
-										there := !slices.ContainsFunc(allowed, func(v []byte) bool { return int64(len(v)) < off+512 })
-										faulted := faultedAt || faults > 0 || faultsBegun != begunAt
-										if r.Err != nil && !faulted && there {
-											run.fail(PropAvailability, "read %d of block %d at %v–%v failed with no fault in force and the block there: %v", n, block, start, end, r.Err)
+						for _, idx := range idxs {
+							off := op.Off
+							// A datanode whose accept failed during a fault
+							// accepts nothing for model.AcceptBackoff: a read
+							// whose timeout is shorter may fail in it. (With
+							// the minute's timeout the read only waits.)
+							backoff := c.Timeout > 0 && main.Now()-lastFaultEnd < model.AcceptBackoff
+							faultedAt, begunAt := faults > 0 || backoff, faultsBegun
+							inflight++
+							reads[idx]++
+							l := loops[idx]
+							l.Post(func() {
+								readers[idx].ReadVia(block, 0, off, 512, func(r model.Result, viaFDs bool) {
+									end := l.Now()
+									main.Post(func() {
+										inflight--
+										if viaFDs {
+											local++
+										} else {
+											overTCP++
 										}
-										if c.Timeout > 0 && end-start > scReadBound*c.Timeout {
-											run.fail(PropAvailability, "read %d of block %d at %v–%v took %v, over %d× the readers' timeout of %v: it waited on a datanode that did not answer", n, block, start, end, end-start, scReadBound, c.Timeout)
-										}
-										if !viaFDs && beforeFaults && there {
-											run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
-										}
-										if r.Err == nil {
-											if !slices.ContainsFunc(allowed, func(v []byte) bool {
-												return v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data)
-											}) {
-												run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
+										checkFDs()
+										beforeFaults := !anyFault
+										check := func() {
+											allowed := scAllowed(versions[block], start, end)
+											there := !slices.ContainsFunc(allowed, func(v []byte) bool { return int64(len(v)) < off+512 })
+											faulted := faultedAt || faults > 0 || faultsBegun != begunAt
+											if r.Err != nil && !faulted && there {
+												run.fail(PropAvailability, "read %d of block %d at %v–%v failed with no fault in force and the block there: %v", n, block, start, end, r.Err)
 											}
+											if c.Timeout > 0 && end-start > scReadBound*c.Timeout {
+												run.fail(PropAvailability, "read %d of block %d at %v–%v took %v, over %d× the readers' timeout of %v: it waited on a datanode that did not answer", n, block, start, end, end-start, scReadBound, c.Timeout)
+											}
+											if !viaFDs && beforeFaults && there {
+												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
+											}
+											if r.Err == nil {
+												if !slices.ContainsFunc(allowed, func(v []byte) bool {
+													return v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data)
+												}) {
+													run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
+												}
+											}
+											done()
 										}
-										done()
-									}
-									if writing[block] {
-										waiting[block] = append(waiting[block], check)
-										return
-									}
-									check()
+										if writing[block] {
+											waiting[block] = append(waiting[block], check)
+											return
+										}
+										check()
+									})
 								})
 							})
-						})
+						}
 						return
 					}
 					data := model.BlockContent(op.Data, 4096)

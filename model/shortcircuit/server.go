@@ -18,7 +18,10 @@ type ServerConfig struct {
 	// a segment's connection is exempt: it stays open while the client
 	// keeps the segment.
 	ReadTimeout time.Duration
-	Bugs        ServerBugs
+	// Backlog is the domain socket's accept queue (0: 128). A client
+	// whose connect finds it full waits for room (model.RetryUnixDial).
+	Backlog int
+	Bugs    ServerBugs
 }
 
 // ServerBugs switch on historic datanode-side bugs.
@@ -96,8 +99,11 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 	if err := p.CheckSocketPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
 	}
+	if cfg.Backlog == 0 {
+		cfg.Backlog = 128
+	}
 	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}}
-	ln, err := p.Listen("unix", cfg.Path, 128, s.loop)
+	ln, err := p.Listen("unix", cfg.Path, cfg.Backlog, s.loop)
 	if err != nil {
 		return nil, fmt.Errorf("short-circuit: %w", err)
 	}
