@@ -1283,7 +1283,7 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 		default:
 			c.out = NSOutput{Unknown: true}
 			c.ret = math.MaxInt64
-			if (c.live || (c.untouch && !h.crashed)) && !c.idle.raced(err) && !h.pauseTimeout(c, err) {
+			if !h.excused(c.live, c.untouch, time.Duration(c.call-histOffset), c.idle, err) {
 				h.fail(PropAvailability, "client %d (%s): %s %s: %v", ch.i, h.why(live), namespace.MethodName(r.Method), r.Path, err)
 				return
 			}
@@ -1292,15 +1292,24 @@ func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, t
 	})
 }
 
-// pauseTimeout reports whether c timed out while in flight during a
-// namenode pause, or soon after it (rpcPauseSlack). Other calls, and
-// errors a pause cannot cause, are held to availability as in a case
-// with no pause.
-func (h *rpcHarness) pauseTimeout(c *rpcCall, err error) bool {
+// excused reports whether a call made at start that failed with err is
+// excused from availability: outside the liveness phase (live), by a
+// client a fault touched or in a case with a crash or a namenode fault;
+// in any phase, the race of an idle close with it (idle), or a timeout
+// during a namenode pause.
+func (h *rpcHarness) excused(live, untouch bool, start time.Duration, idle idleMark, err error) bool {
+	return !(live || (untouch && !h.crashed)) || idle.raced(err) || h.pauseTimeout(start, err)
+}
+
+// pauseTimeout reports whether a call made at start timed out while in
+// flight during a namenode pause, or soon after it (rpcPauseSlack).
+// Other calls, and errors a pause cannot cause, are held to availability
+// as in a case with no pause.
+func (h *rpcHarness) pauseTimeout(start time.Duration, err error) bool {
 	if !errors.Is(err, rpc.ErrCallTimeout) {
 		return false
 	}
-	start, end := time.Duration(c.call-histOffset), h.w.Now()
+	end := h.w.Now()
 	for _, p := range h.pauses {
 		if start <= p[1]+rpcPauseSlack && end >= p[0] {
 			return true
@@ -1512,9 +1521,9 @@ func (h *rpcHarness) inject(f RPCFault) {
 		loop.Post(func() {
 			payload := make([]byte, f.N<<10)
 			// (Both calls go on the connection as the first finds it.)
-			idle := h.markIdle(ch)
+			start, idle := h.w.Now(), h.markIdle(ch)
 			for range 2 {
-				ch.rc.Call(rpcNN, rpcBigCallMethod, payload, func(r rpc.Reply) { h.bigCallDone(ch, f.N, idle, r) })
+				ch.rc.Call(rpcNN, rpcBigCallMethod, payload, func(r rpc.Reply) { h.bigCallDone(ch, f.N, start, idle, r) })
 			}
 		})
 	case RPCFaultBurst:
@@ -1622,11 +1631,10 @@ func (h *rpcHarness) startLive() {
 	done()
 }
 
-// bigCallDone checks the answer to a call of the big-calls fault: the
-// namespace does not know its method, and says so; it fails only where a
-// fault on the client or the namenode, or the race of an idle close with
-// it, excuses it.
-func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, idle idleMark, r rpc.Reply) {
+// bigCallDone checks the answer to a call of the big-calls fault, made at
+// start: the namespace does not know its method, and says so; it may
+// fail only where a workload call's failure is excused.
+func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, start time.Duration, idle idleMark, r rpc.Reply) {
 	if h.failure != nil {
 		return
 	}
@@ -1636,10 +1644,9 @@ func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, idle idleMark, r rpc.Re
 		}
 		return
 	}
-	if ch.faulty || idle.raced(r.Err) || slices.ContainsFunc(h.c.Faults, func(f RPCFault) bool { return nnFault(f.Kind) || f.Kind == RPCFaultNNPause }) {
-		return
+	if !h.excused(false, !ch.faulty, start, idle, r.Err) {
+		h.fail(PropAvailability, "client %d: a call of %d KiB (a method the namespace does not have): %v (no fault on the client or the namenode)", ch.i, kib, r.Err)
 	}
-	h.fail(PropAvailability, "client %d: a call of %d KiB (a method the namespace does not have): %v (no fault on the client or the namenode)", ch.i, kib, r.Err)
 }
 
 // serverClosed holds the namenode's closes of a client's connection to
