@@ -160,6 +160,32 @@ const (
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
 	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls}
 
+// rpcFaultsDrawnLast are drawn each on its own after everything else, so
+// that the cases drawn before each came stay as they were; the swarm draw
+// of client faults leaves them out.
+var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls}
+
+// touchesClient reports whether a fault of kind makes its client faulty:
+// excused from availability outside the liveness phase. The namenode's
+// faults, a datanode crash, a burst and big calls leave the client whole.
+func touchesClient(kind string) bool {
+	switch kind {
+	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls:
+		return false
+	}
+	return !nnFault(kind)
+}
+
+// opensConn reports whether a fault of kind may open a namenode
+// connection besides its client's own (the fd bound allows one each).
+func opensConn(kind string) bool {
+	switch kind {
+	case RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls:
+		return false
+	}
+	return !nnFault(kind)
+}
+
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
 	return kind == RPCFaultNNCrash || kind == RPCFaultNNTorn || kind == RPCFaultNNPower || kind == RPCFaultSyncEIO || kind == RPCFaultSlowSync ||
@@ -429,8 +455,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if !d.chance(30, "fault_free") {
 		var kinds []string
 		for _, k := range RPCFaultKinds {
-			// (Slow-read and nn-pause are drawn after everything else.)
-			if !nnFault(k) && k != RPCFaultSlowRead && k != RPCFaultNNPause && k != RPCFaultStall && k != RPCFaultBigCalls && d.chance(40, "fault_"+k) {
+			if !nnFault(k) && !slices.Contains(rpcFaultsDrawnLast, k) && d.chance(40, "fault_"+k) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -1159,7 +1184,7 @@ func (h *rpcHarness) startClients() {
 	cfg := &h.c.Config
 	faulty := make([]bool, cfg.Clients)
 	for _, f := range h.c.Faults {
-		if f.Kind != RPCFaultCrash && f.Kind != RPCFaultBurst && f.Kind != RPCFaultNNPause && f.Kind != RPCFaultBigCalls && !nnFault(f.Kind) {
+		if touchesClient(f.Kind) {
 			faulty[f.Client] = true
 		}
 	}
@@ -1200,9 +1225,7 @@ func (h *rpcHarness) startWork() {
 	now := h.w.Now()
 	for _, f := range h.c.Faults {
 		f := f
-		if !nnFault(f.Kind) && f.Kind != RPCFaultNNPause && f.Kind != RPCFaultStall && f.Kind != RPCFaultBigCalls {
-			// (The namenode's faults, a stall and big calls open no
-			// connection of their own.)
+		if opensConn(f.Kind) {
 			h.extraFDs++
 		}
 		h.w.At(now+f.At, func() { h.inject(f) })
