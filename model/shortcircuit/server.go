@@ -144,13 +144,14 @@ func (s *Server) Stop() {
 	}
 }
 
-// CloseIdle closes every connection idle between requests (one served,
-// none under way, no receipt awaited, no segment kept), as their read
+// CloseIdle closes every connection idle between requests, as their read
 // timeouts would: a client that reuses one it cached meets the close (the
-// dead cached socket of HDFS's peer cache). Call it on the server's loop.
+// dead cached socket of HDFS's peer cache). Idle is a read timeout armed
+// (no request under way, no segment kept: see watch), a request served
+// before, no receipt awaited and no input. Call it on the server's loop.
 func (s *Server) CloseIdle() {
 	for _, sc := range slices.Clone(s.conns) {
-		if sc.served > 0 && sc.rt != nil && !sc.closed && !sc.busy && sc.receipt == nil && len(sc.in) == 0 {
+		if sc.rt != nil && sc.served > 0 && sc.receipt == nil && len(sc.in) == 0 {
 			sc.close("idle")
 		}
 	}
