@@ -617,6 +617,12 @@ func (sc *serverConn) readAll() bool {
 	for n := 0; n < inHigh; {
 		k, err := sc.c.Read(buf)
 		if k > 0 {
+			if need := sc.need(); need > cap(sc.in)-len(sc.in) {
+				// Room for the whole of the call being read at once (its
+				// length is known, and within MaxFrame), not a doubling
+				// and a copy per chunk of a long one.
+				sc.in = slices.Grow(sc.in, need)
+			}
 			sc.in = append(sc.in, buf[:k]...)
 			sc.lastRead = r.loop.Now()
 			n += k
