@@ -75,6 +75,42 @@ func (s *slicer) runnable(i int, now, t time.Duration) time.Duration {
 	return max(t, s.at(i, now, t).start)
 }
 
+// finish is when d of CPU started on core i at from (from >= now) is
+// done, running only in the core's slices: from+d on a machine alone.
+func (s *slicer) finish(i int, now, from, d time.Duration) time.Duration {
+	if s == nil {
+		return from + d
+	}
+	t := from
+	for {
+		w := s.at(i, now, t)
+		t = max(t, w.start)
+		if t+d <= w.end {
+			return t + d
+		}
+		d -= w.end - t
+		t = w.end
+	}
+}
+
+// busy is the time core i's slices cover between from and to (now <=
+// from): the CPU a spin running from then to then has left.
+func (s *slicer) busy(i int, now, from, to time.Duration) time.Duration {
+	if s == nil {
+		return max(to-from, 0)
+	}
+	var sum time.Duration
+	for t := from; t < to; {
+		w := s.at(i, now, t)
+		if w.start >= to {
+			break
+		}
+		sum += min(to, w.end) - max(t, w.start)
+		t = w.end
+	}
+	return sum
+}
+
 // noSliceEnd is the slice end of a callback on a machine that is this
 // world's alone: charges never reach it, so they never call preempt.
 const noSliceEnd = time.Duration(1<<63 - 1)

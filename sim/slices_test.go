@@ -102,3 +102,79 @@ func TestWokenThreadPreemptsARunnableOneWaitsForItsSlice(t *testing.T) {
 		t.Errorf("the loop's next callback ran at %v, want at the next slice's start %v", again-cb, next.start)
 	}
 }
+
+// A spin's CPU runs only in its core's slices: finish steps over the gaps
+// and busy leaves them out, and both are plain arithmetic on a machine
+// alone.
+func TestSpinCPUCountsOnlyTheCoresSlices(t *testing.T) {
+	// Core 0: slices [0,100) [150,200) [300,400) µs.
+	s := &slicer{on: 100 * us, off: 50 * us, cores: [][]window{{{0, 100 * us}, {150 * us, 200 * us}, {300 * us, 400 * us}}}}
+	for _, tc := range []struct{ from, d, end time.Duration }{
+		{10 * us, 20 * us, 30 * us},   // within a slice
+		{90 * us, 20 * us, 160 * us},  // 10 before the gap, 10 after it
+		{90 * us, 70 * us, 310 * us},  // across two gaps
+		{120 * us, 10 * us, 160 * us}, // from a gap: from the next slice
+	} {
+		if got := s.finish(0, 0, tc.from, tc.d); got != tc.end {
+			t.Errorf("%v of CPU from %v ends at %v, want %v", tc.d, tc.from, got, tc.end)
+		}
+	}
+	for _, tc := range []struct{ from, to, busy time.Duration }{
+		{10 * us, 30 * us, 20 * us},
+		{90 * us, 160 * us, 20 * us},
+		{90 * us, 310 * us, 70 * us},
+		{110 * us, 140 * us, 0},
+		{50 * us, 50 * us, 0},
+	} {
+		if got := s.busy(0, 0, tc.from, tc.to); got != tc.busy {
+			t.Errorf("the slices cover %v of [%v, %v), want %v", got, tc.from, tc.to, tc.busy)
+		}
+	}
+	var alone *slicer
+	if got := alone.finish(0, 0, 90*us, 20*us); got != 110*us {
+		t.Errorf("alone: 20µs from 90µs ends at %v, want 110µs", got)
+	}
+	if got := alone.busy(0, 0, 90*us, 110*us); got != 20*us {
+		t.Errorf("alone: [90µs, 110µs) is %v of CPU, want 20µs", got)
+	}
+}
+
+// On a shared machine a wake-up's CPU spins only on a core that is in one
+// of its slices, lasts that much of its slices, and a thread that cuts the
+// spin short owes what of it was left in them.
+func TestSpinOnASlicedCore(t *testing.T) {
+	w := New(stackingConfig(887 * us))
+	c := newCPU(w, 2)
+	// Core 1: slices [0,100) [150,200) [300,1000) µs; core 0 alone in
+	// effect (one long slice).
+	c.slices = &slicer{on: 100 * us, off: 50 * us, cores: [][]window{{{0, time.Hour}}, {{0, 100 * us}, {150 * us, 200 * us}, {300 * us, 1000 * us}}}}
+	c.spins = true
+	w.now = 80 * us
+	c.cores[0] = 90 * us // the woken thread's callback ends at 90µs
+	c.spinTail(0, 90*us, 20*us)
+	if !c.spinning[1] || c.cores[1] != 160*us || c.cores[0] != 90*us {
+		t.Fatalf("spin of 20µs from 90µs: core 1 spinning %v until %v, core 0 busy until %v; want core 1 until 160µs (10µs before its gap, 10 after), core 0 until 90µs", c.spinning[1], c.cores[1], c.cores[0])
+	}
+	// At 95µs a thread takes the spinning core: 15µs of the spin is left
+	// (5 before the gap, 10 after it), not the 65 to its end.
+	w.now = 95 * us
+	if i, ok := c.takeSpinning(w.now); !ok || i != 1 || c.owed[1] != 15*us {
+		t.Errorf("at 95µs took core %d (%v), owing %v: want core 1, owing 15µs", i, ok, c.owed[1])
+	}
+	// The same spin at 120µs, in core 1's gap: the core is the other
+	// process's, and no thread takes it there.
+	c.cores[1], c.spinning[1], c.freeFrom[1], c.spinFrom[1], c.owed[1] = 160*us, true, 0, 90*us, 0
+	w.now = 120 * us
+	if i, ok := c.takeSpinning(w.now); ok {
+		t.Errorf("at 120µs took core %d, in its gap", i)
+	}
+	// A callback ending in core 1's gap: no spin goes there; it stays on
+	// the woken thread's core.
+	c.cores[0], c.cores[1], c.spinning[1], c.owed[1] = 220*us, 0, false, 0
+	w.now = 210 * us
+	c.take(1)
+	c.spinTail(0, 220*us, 20*us)
+	if c.spinning[1] || c.cores[0] != 240*us {
+		t.Errorf("spin from 220µs, core 1 in a gap: core 1 spinning %v, core 0 until %v; want no spin there, core 0 until 240µs", c.spinning[1], c.cores[0])
+	}
+}
