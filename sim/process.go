@@ -870,7 +870,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	if len(c.waitQ) > 0 && !c.waking {
 		return 0, false
 	}
-	if i, ok := c.takeSpinning(now); ok {
+	if i, ok := c.takeSpinning(now, woken); ok {
 		return i, true
 	}
 	parked, prevParked := -1, -1
@@ -942,7 +942,7 @@ func (c *cpu) spinTail(core int, end, d time.Duration) {
 			return
 		}
 	}
-	c.cores[core] += d
+	c.cores[core] = c.slices.finish(core, c.w.now, c.cores[core], d)
 }
 
 // takeSpinning gives a thread asking for a core now one that spins a
@@ -951,13 +951,15 @@ func (c *cpu) spinTail(core int, end, d time.Duration) {
 // spin is owed, and paid after the thread's callback, so the CPU stays
 // what the profile says it is. A core a stacked thread is due on is not
 // taken (free would refuse it too: cpu.wake's trial call and the
-// waiter's own must agree).
-func (c *cpu) takeSpinning(now time.Duration) (int, bool) {
+// waiter's own must agree). On a shared machine a spin paused in its
+// core's gap is the other process's turn: only a thread just woken
+// takes it then, preempting, as free lets it take an idle core there.
+func (c *cpu) takeSpinning(now time.Duration, woken bool) (int, bool) {
 	if !c.spins {
 		return 0, false // (check's costs: no core ever spins)
 	}
 	for i, at := range c.cores {
-		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || !c.unclaimed(i, now) || c.slices.runnable(i, now, now) != now {
+		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || !c.unclaimed(i, now) || !woken && c.slices.runnable(i, now, now) != now {
 			continue
 		}
 		c.owed[i] += c.slices.busy(i, now, max(now, c.spinFrom[i]), at)
@@ -1258,7 +1260,11 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	w.sliceWait = 0
 	t.busyUntil = end
 	// A spin cut short on this core is paid now (takeSpinning).
-	p.cpu.cores[core] = end - w.waited + p.cpu.owed[core]
+	p.cpu.cores[core] = end - w.waited
+	if owed := p.cpu.owed[core]; owed > 0 {
+		// In the core's slices, as the spin it was cut from.
+		p.cpu.cores[core] = p.cpu.slices.finish(core, w.now, end-w.waited, owed)
+	}
 	p.cpu.owed[core], p.cpu.spinning[core] = 0, false
 	if woken && w.cfg.CPU.WakeupCPU > 0 {
 		// The wake-up's CPU beyond its latency (switching out, Go's

@@ -12,13 +12,14 @@ import (
 // thread that stays runnable between slices waits in the run queue, while
 // one just woken from sleep preempts the other process (cpu.free); a
 // callback still running when its slice ends is preempted and resumes in
-// the next. Each core's slices are drawn independently, every length
-// uniform in [0, 2×mean), from the world's seed.
+// the next. Each core's slices are drawn from its own stream (derived
+// from the world's seed), every length uniform in [0, 2×mean): how far
+// ahead one core's slices are looked up never moves another's.
 
 // slicer holds each core's slices from now on, in order.
 type slicer struct {
 	on, off time.Duration
-	rng     *rand.Rand
+	rngs    []*rand.Rand // one per core
 	cores   [][]window
 }
 
@@ -30,17 +31,18 @@ func newSlicer(w *World, n int) *slicer {
 		return nil
 	}
 	w.slicers++
-	s := &slicer{on: cfg.SliceOn, off: cfg.SliceOff, rng: w.derivedRand(fmt.Sprintf("slices:%d", w.slicers)), cores: make([][]window, n)}
+	s := &slicer{on: cfg.SliceOn, off: cfg.SliceOff, rngs: make([]*rand.Rand, n), cores: make([][]window, n)}
 	for i := range s.cores {
+		s.rngs[i] = w.derivedRand(fmt.Sprintf("slices:%d:%d", w.slicers, i))
 		// Each core starts part-way into a slice, so the cores are not
 		// in step.
-		s.cores[i] = []window{{0, s.draw(s.on)}}
+		s.cores[i] = []window{{0, s.draw(i, s.on)}}
 	}
 	return s
 }
 
-func (s *slicer) draw(mean time.Duration) time.Duration {
-	return 1 + time.Duration(s.rng.Int64N(int64(2*mean)))
+func (s *slicer) draw(i int, mean time.Duration) time.Duration {
+	return 1 + time.Duration(s.rngs[i].Int64N(int64(2*mean)))
 }
 
 // at returns the slice of core i that contains t or, if t falls between
@@ -56,8 +58,8 @@ func (s *slicer) at(i int, now, t time.Duration) window {
 	for j := 0; ; j++ {
 		if j == len(ws) {
 			last := ws[len(ws)-1]
-			start := last.end + s.draw(s.off)
-			ws = append(ws, window{start, start + s.draw(s.on)})
+			start := last.end + s.draw(i, s.off)
+			ws = append(ws, window{start, start + s.draw(i, s.on)})
 		}
 		if t < ws[j].end {
 			s.cores[i] = ws

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -158,23 +159,122 @@ func TestSpinOnASlicedCore(t *testing.T) {
 	// At 95µs a thread takes the spinning core: 15µs of the spin is left
 	// (5 before the gap, 10 after it), not the 65 to its end.
 	w.now = 95 * us
-	if i, ok := c.takeSpinning(w.now); !ok || i != 1 || c.owed[1] != 15*us {
+	if i, ok := c.takeSpinning(w.now, false); !ok || i != 1 || c.owed[1] != 15*us {
 		t.Errorf("at 95µs took core %d (%v), owing %v: want core 1, owing 15µs", i, ok, c.owed[1])
 	}
 	// The same spin at 120µs, in core 1's gap: the core is the other
 	// process's, and no thread takes it there.
 	c.cores[1], c.spinning[1], c.freeFrom[1], c.spinFrom[1], c.owed[1] = 160*us, true, 0, 90*us, 0
 	w.now = 120 * us
-	if i, ok := c.takeSpinning(w.now); ok {
+	if i, ok := c.takeSpinning(w.now, false); ok {
 		t.Errorf("at 120µs took core %d, in its gap", i)
 	}
 	// A callback ending in core 1's gap: no spin goes there; it stays on
-	// the woken thread's core.
+	// the woken thread's core, in that core's slices (core 0's slice
+	// ends at 230µs, the next starts at 280µs).
+	c.slices.cores[0] = []window{{0, 230 * us}, {280 * us, time.Hour}}
 	c.cores[0], c.cores[1], c.spinning[1], c.owed[1] = 220*us, 0, false, 0
 	w.now = 210 * us
 	c.take(1)
 	c.spinTail(0, 220*us, 20*us)
-	if c.spinning[1] || c.cores[0] != 240*us {
-		t.Errorf("spin from 220µs, core 1 in a gap: core 1 spinning %v, core 0 until %v; want no spin there, core 0 until 240µs", c.spinning[1], c.cores[0])
+	if c.spinning[1] || c.cores[0] != 290*us {
+		t.Errorf("spin from 220µs, core 1 in a gap: core 1 spinning %v, core 0 until %v; want no spin there, core 0 until 290µs (10µs before its gap, 10 after)", c.spinning[1], c.cores[0])
+	}
+}
+
+// A thread waiting for a core, when the only one it could have spins a
+// wake-up's CPU paused in that core's gap, is woken as the core's next
+// slice starts and takes the spin then, owing what of it was left; a
+// thread just woken takes it in the gap at once, preempting the other
+// process, as it may take an idle core there.
+func TestSpinPausedInAGap(t *testing.T) {
+	setup := func() (*World, *cpu) {
+		w := New(stackingConfig(887 * us))
+		c := newCPU(w, 2)
+		// Core 1: slices [0,100) [150,200) [300,1000) µs.
+		c.slices = &slicer{on: 100 * us, off: 50 * us, cores: [][]window{{{0, time.Hour}}, {{0, 100 * us}, {150 * us, 200 * us}, {300 * us, 1000 * us}}}}
+		c.spins = true
+		w.now = 80 * us
+		c.cores[0] = 90 * us
+		c.spinTail(0, 90*us, 20*us) // core 1 spins until 160µs, 10µs of it after the gap
+		c.cores[0] = 500 * us       // core 0 busy a long time
+		w.now = 120 * us            // core 1 in its gap
+		return w, c
+	}
+	w, c := setup()
+	ran := time.Duration(-1)
+	var arrival uint64
+	c.wait(nil, func() { ran = w.now }, &arrival)
+	if !c.wakeArmed || c.wakeAt != 150*us {
+		t.Fatalf("a waiter at 120µs: wake armed %v at %v, want at 150µs (core 1's next slice)", c.wakeArmed, c.wakeAt)
+	}
+	w.now = 150 * us
+	c.wake()
+	if ran != 150*us || c.owed[1] != 10*us {
+		t.Errorf("the waiter ran at %v owing %v; want at 150µs, owing 10µs", ran, c.owed[1])
+	}
+	w, c = setup()
+	if i, ok := c.free(&thread{}, true); !ok || i != 1 || c.owed[1] != 10*us {
+		t.Errorf("a thread woken at 120µs got core %d (%v), owing %v; want core 1, owing 10µs", i, ok, c.owed[1])
+	}
+	_, c = setup()
+	if i, ok := c.free(&thread{}, false); ok {
+		t.Errorf("a runnable thread at 120µs got core %d, in its gap", i)
+	}
+}
+
+// The rest of a cut spin, paid after the callback that cut it, runs in
+// that core's slices too.
+func TestOwedSpinRunsInTheCoresSlices(t *testing.T) {
+	run := func(sl func(end time.Duration) *slicer) (end, free time.Duration) {
+		cfg := stackingConfig(887 * us)
+		w := New(cfg)
+		var proc *Process
+		if _, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) { proc = p.(*Process) }); err != nil {
+			t.Fatal(err)
+		}
+		w.RunFor(ms)
+		th := &thread{p: proc, name: "t", kind: w.threadKind(proc, "t")}
+		c := proc.cpu
+		if sl != nil {
+			c.slices = sl(0)
+		}
+		c.owed[1] = 20 * us
+		end = w.runOn(th, 1, func() { proc.CPU(model.CPUParse, int(10*us/cfg.CPU.Parse)) })
+		return end, c.cores[1]
+	}
+	end, free := run(nil)
+	if free != end+20*us {
+		t.Fatalf("alone: core 1 free at %v after a callback ending at %v, want %v", free, end, end+20*us)
+	}
+	// Core 1's slice ends 5µs after the callback, the next starts 50µs later.
+	_, shared := run(func(time.Duration) *slicer {
+		return &slicer{on: time.Hour, off: 50 * us, cores: [][]window{{{0, time.Hour}}, {{0, end + 5*us}, {end + 55*us, time.Hour}}}}
+	})
+	if want := end + 70*us; shared != want {
+		t.Errorf("shared: core 1 free at %v, want %v (5µs of the owed 20 before the gap, 15 after)", shared, want)
+	}
+}
+
+// Each core's slices are its own: looking one core's far ahead (a spin's
+// end, say) leaves another's as they would have been.
+func TestCoresSlicesAreDrawnApart(t *testing.T) {
+	core1 := func(ahead bool) []window {
+		cfg := DefaultConfig(7)
+		cfg.CPU.SliceOn, cfg.CPU.SliceOff = 300*us, 100*us
+		s := New(cfg).hostCPU.slices
+		if ahead {
+			s.at(0, 0, 50*ms)
+		}
+		var ws []window
+		for at := time.Duration(0); at < 10*ms; {
+			win := s.at(1, 0, at)
+			ws = append(ws, win)
+			at = win.end
+		}
+		return ws
+	}
+	if a, b := core1(false), core1(true); !slices.Equal(a, b) {
+		t.Errorf("core 1's slices moved when core 0's were looked up 50ms ahead: %v, then %v", a, b)
 	}
 }
