@@ -1496,19 +1496,27 @@ func TestThreadTakesASpinningCore(t *testing.T) {
 	}
 }
 
-// The rest of a spin a thread cut short is paid on that core after the
-// thread's callback: the core is busy until the callback's end plus it.
-func TestCutSpinIsPaidAfterTheCallback(t *testing.T) {
-	cfg := stackingConfig(887 * us)
+// owingProcess is a world of one process a millisecond in, with a thread
+// of it to run callbacks on, whose core 1 owes 20µs of a spin a thread cut
+// short.
+func owingProcess(t *testing.T, cfg Config) (*World, *Process, *thread) {
+	t.Helper()
 	w := New(cfg)
 	var proc *Process
 	if _, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) { proc = p.(*Process) }); err != nil {
 		t.Fatal(err)
 	}
 	w.RunFor(ms)
-	th := &thread{p: proc, name: "t", kind: w.threadKind(proc, "t")}
+	proc.cpu.owed[1] = 20 * us
+	return w, proc, &thread{p: proc, name: "t", kind: w.threadKind(proc, "t")}
+}
+
+// The rest of a spin a thread cut short is paid on that core after the
+// thread's callback: the core is busy until the callback's end plus it.
+func TestCutSpinIsPaidAfterTheCallback(t *testing.T) {
+	cfg := stackingConfig(887 * us)
+	w, proc, th := owingProcess(t, cfg)
 	c := proc.cpu
-	c.owed[1] = 20 * us
 	cpu0 := proc.CPUTime()
 	end := w.runOn(th, 1, func() { proc.CPU(model.CPUParse, int(10*us/cfg.CPU.Parse)) })
 	if c.cores[1] != end+20*us || c.owed[1] != 0 {

@@ -226,31 +226,23 @@ func TestSpinPausedInAGap(t *testing.T) {
 // The rest of a cut spin, paid after the callback that cut it, runs in
 // that core's slices too.
 func TestOwedSpinRunsInTheCoresSlices(t *testing.T) {
-	run := func(sl func(end time.Duration) *slicer) (end, free time.Duration) {
-		cfg := stackingConfig(887 * us)
-		w := New(cfg)
-		var proc *Process
-		if _, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) { proc = p.(*Process) }); err != nil {
-			t.Fatal(err)
+	cfg := stackingConfig(887 * us)
+	run := func(slices func(end time.Duration) *slicer, end time.Duration) (time.Duration, time.Duration) {
+		w, proc, th := owingProcess(t, cfg)
+		if slices != nil {
+			proc.cpu.slices = slices(end)
 		}
-		w.RunFor(ms)
-		th := &thread{p: proc, name: "t", kind: w.threadKind(proc, "t")}
-		c := proc.cpu
-		if sl != nil {
-			c.slices = sl(0)
-		}
-		c.owed[1] = 20 * us
 		end = w.runOn(th, 1, func() { proc.CPU(model.CPUParse, int(10*us/cfg.CPU.Parse)) })
-		return end, c.cores[1]
+		return end, proc.cpu.cores[1]
 	}
-	end, free := run(nil)
+	end, free := run(nil, 0)
 	if free != end+20*us {
 		t.Fatalf("alone: core 1 free at %v after a callback ending at %v, want %v", free, end, end+20*us)
 	}
 	// Core 1's slice ends 5µs after the callback, the next starts 50µs later.
-	_, shared := run(func(time.Duration) *slicer {
+	_, shared := run(func(end time.Duration) *slicer {
 		return &slicer{on: time.Hour, off: 50 * us, cores: [][]window{{{0, time.Hour}}, {{0, end + 5*us}, {end + 55*us, time.Hour}}}}
-	})
+	}, end)
 	if want := end + 70*us; shared != want {
 		t.Errorf("shared: core 1 free at %v, want %v (5µs of the owed 20 before the gap, 15 after)", shared, want)
 	}
