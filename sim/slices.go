@@ -18,6 +18,7 @@ import (
 
 // slicer holds each core's slices from now on, in order.
 type slicer struct {
+	w       *World
 	on, off time.Duration
 	rngs    []*rand.Rand // one per core
 	cores   [][]window
@@ -31,7 +32,7 @@ func newSlicer(w *World, n int) *slicer {
 		return nil
 	}
 	w.slicers++
-	s := &slicer{on: cfg.SliceOn, off: cfg.SliceOff, rngs: make([]*rand.Rand, n), cores: make([][]window, n)}
+	s := &slicer{w: w, on: cfg.SliceOn, off: cfg.SliceOff, rngs: make([]*rand.Rand, n), cores: make([][]window, n)}
 	for i := range s.cores {
 		s.rngs[i] = w.derivedRand(fmt.Sprintf("slices:%d:%d", w.slicers, i))
 		// Each core starts part-way into a slice, so the cores are not
@@ -46,9 +47,15 @@ func (s *slicer) draw(i int, mean time.Duration) time.Duration {
 }
 
 // at returns the slice of core i that contains t or, if t falls between
-// slices, the next one. now is the world's time: slices that ended by
-// then are dropped (t is never earlier than now).
+// slices, the next one. now is the world's time (t is never earlier):
+// slices that ended by then are dropped, unless events are being
+// interleaved into a callback (World.interleaveDue), whose earlier time
+// the world goes back to after them; then only those that ended by that
+// callback's time are.
 func (s *slicer) at(i int, now, t time.Duration) window {
+	if s.w != nil && s.w.depth > 0 {
+		now = min(now, s.w.outerNow)
+	}
 	ws := s.cores[i]
 	k := 0
 	for k < len(ws)-1 && ws[k].end <= now {

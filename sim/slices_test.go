@@ -270,3 +270,21 @@ func TestCoresSlicesAreDrawnApart(t *testing.T) {
 		t.Errorf("core 1's slices moved when core 0's were looked up 50ms ahead: %v, then %v", a, b)
 	}
 }
+
+// Events interleaved into a callback run at later times than the
+// callback's own, and the world's time goes back to the callback's after
+// them: a slice they saw end is still the callback's to ask about.
+func TestSliceSeenEndedInAnInterleaveIsKept(t *testing.T) {
+	w := New(stackingConfig(887 * us))
+	s := &slicer{w: w, on: 100 * us, off: 50 * us, cores: [][]window{{{90 * us, 140 * us}, {160 * us, 300 * us}, {400 * us, time.Hour}}}}
+	// A callback at 100µs; an event interleaved into it at 150µs looks
+	// core 0's slices up.
+	w.depth, w.outerNow = 1, 100*us
+	if win := s.at(0, 150*us, 150*us); win != (window{160 * us, 300 * us}) {
+		t.Fatalf("at 150µs: slice %v, want [160µs, 300µs)", win)
+	}
+	w.depth = 0
+	if win := s.at(0, 100*us, 120*us); win != (window{90 * us, 140 * us}) {
+		t.Errorf("back in the callback at 100µs, 120µs is in slice %v, want [90µs, 140µs)", win)
+	}
+}
