@@ -262,6 +262,29 @@ func TestRPCIdleCloseRaceSeeds(t *testing.T) {
 	}
 }
 
+// Seed 70424311 failed availability: a namenode pause (1.1 s, over the
+// server's idle timeout of 500 ms) stopped the handlers with the queue
+// full, so the reader read none of its connections; client 1's calls
+// waited in their socket, and when the namenode ran again its idle scan,
+// which judged a connection by the last bytes read, reset client 1's as
+// idle with 66 bytes of calls unread. The scan now reads a connection
+// before it closes it as idle (TestIdleClockStopsWhileTheReaderIsBlocked
+// in model/rpc). With that alone seed 57152 failed durability: with
+// Hadoop's reader, a client that sent a call and reset its connection
+// during a namenode pause left the call unread (a dead connection is
+// reported once, and that reader reads one unit an event), the scan read
+// it three seconds later, after the harness had taken the tree the
+// namenode served, and the namenode ran it. That reader now reads all a
+// dead connection holds when it is reported.
+func TestRPCIdleScanSeeds(t *testing.T) {
+	for _, seed := range []uint64{70424311, 57152} {
+		c, r := rpcSeed(t, seed, "")
+		if r.Failure != nil {
+			t.Errorf("seed %d (%d ops, %d faults): %v", seed, len(c.Ops), len(c.Faults), r.Failure)
+		}
+	}
+}
+
 // A trace's case names a catalogued bug or none: replay refused an
 // unknown one in every system's traces but the rpc's, which reproduced it
 // as if it named nothing.

@@ -456,10 +456,15 @@ type serverConn struct {
 	seq uint64
 
 	// owned by the reader loop
-	in         []byte
-	arg        any  // the decoded first call of in (HadoopReader)
-	decoded    bool // arg is set
-	greeted    bool
+	in      []byte
+	arg     any  // the decoded first call of in (HadoopReader)
+	decoded bool // arg is set
+	greeted bool
+	// hungUp: the connection was reported dead (reset, or the client's
+	// FIN). That is reported once, so whatever it still holds must be
+	// read then: the Hadoop reader, which reads one unit an event,
+	// would otherwise leave it unread for the idle scan.
+	hungUp     bool
 	closing    bool
 	fillQueued bool
 	lastRead   time.Duration
@@ -514,19 +519,29 @@ func (r *reader) armIdle() {
 // scanIdle closes connections that have sent nothing for the idle timeout
 // and have no call outstanding, as Hadoop's Listener cleanupConnections
 // does. Whether a call is outstanding is known under the connection's lock.
+//
+// A connection is read before it is judged: Hadoop's listener reads what
+// select reports before it cleans up, but here the scan is a timer of its
+// own, and a call may wait unread in the socket while the connection
+// looks quiet. It does while the reader is blocked on a full queue (it
+// reads none of its connections then), and when the reader's loop was
+// stopped past the idle timeout: check's seed 70424311 (--system rpc)
+// reset a client whose calls had waited in the socket through a namenode
+// pause, behind a full queue.
 func (r *reader) scanIdle() {
 	now := r.loop.Now()
+	var quiet []*serverConn
 	for _, sc := range r.conns {
 		// Half a call counts as nothing: a client that sends part of one
 		// and falls silent is idle, or it would hold a reader's
 		// connection forever.
-		if sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout {
-			continue
+		if !sc.closing && now-sc.lastRead >= r.s.cfg.IdleTimeout && !sc.holdsCall() {
+			quiet = append(quiet, sc)
 		}
-		// A whole call waiting for room in the queue is a call
-		// outstanding (Hadoop counts it before its put blocks).
-		if _, _, err := DecodeFrame(sc.in, r.s.cfg.MaxFrame); err == nil {
-			continue
+	}
+	for _, sc := range quiet {
+		if sc.read(); sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout {
+			continue // (read takes sc out of r.conns if it closes it)
 		}
 		sc.lk.Do(r.loop, func() {
 			if sc.closed || sc.answered < sc.queued || len(sc.out) > 0 || r.loop.Now()-sc.lastRead < r.s.cfg.IdleTimeout {
@@ -537,6 +552,15 @@ func (r *reader) scanIdle() {
 		})
 	}
 	r.armIdle()
+}
+
+// holdsCall reports whether sc has a whole call buffered, waiting for
+// room in the queue: a call outstanding, as Hadoop counts it before its
+// put blocks. (A connection holding one is not read on: its input is
+// bounded.)
+func (sc *serverConn) holdsCall() bool {
+	_, _, err := DecodeFrame(sc.in, sc.s.cfg.MaxFrame)
+	return err == nil
 }
 
 func (sc *serverConn) onEvent(ev model.Events) {
@@ -550,6 +574,9 @@ func (sc *serverConn) onEvent(ev model.Events) {
 		s := sc.s
 		s.resp.Post(func() { sc.respond(s.resp) })
 	}
+	if ev&model.Hangup != 0 {
+		sc.hungUp = true
+	}
 	if ev&(model.Readable|model.Hangup) != 0 {
 		sc.read()
 	}
@@ -557,7 +584,7 @@ func (sc *serverConn) onEvent(ev model.Events) {
 
 func (sc *serverConn) read() {
 	r := sc.r
-	if r.s.cfg.HadoopReader {
+	if r.s.cfg.HadoopReader && !sc.hungUp {
 		if !sc.readOne() {
 			return
 		}
