@@ -460,10 +460,12 @@ type serverConn struct {
 	arg     any  // the decoded first call of in (HadoopReader)
 	decoded bool // arg is set
 	greeted bool
-	// hungUp: the connection was reported dead (reset, or the client's
-	// FIN). That is reported once, so whatever it still holds must be
-	// read then: the Hadoop reader, which reads one unit an event,
-	// would otherwise leave it unread for the idle scan.
+	// hungUp: the connection was reported dead (reset: a FIN alone is
+	// reported readable). That is reported once, so the read then is
+	// the last: the Hadoop reader, which reads one unit an event, reads
+	// all it can, and what the read leaves unread (past inHigh) is a
+	// vanished client's, closed with it rather than left for the idle
+	// scan to run later.
 	hungUp     bool
 	closing    bool
 	fillQueued bool
@@ -540,8 +542,17 @@ func (r *reader) scanIdle() {
 		}
 	}
 	for _, sc := range quiet {
-		if sc.read(); sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout {
-			continue // (read takes sc out of r.conns if it closes it)
+		if sc.closing {
+			continue
+		}
+		// Read only as far as the reader itself would: input bounded by
+		// readMore, as a prefix the queue has not yet refused (the reader
+		// is blocked) must not grow without end.
+		if sc.readMore() {
+			sc.read() // (it takes sc out of r.conns if it closes it)
+		}
+		if sc.closing || now-sc.lastRead < r.s.cfg.IdleTimeout {
+			continue
 		}
 		sc.lk.Do(r.loop, func() {
 			if sc.closed || sc.answered < sc.queued || len(sc.out) > 0 || r.loop.Now()-sc.lastRead < r.s.cfg.IdleTimeout {
@@ -589,6 +600,12 @@ func (sc *serverConn) read() {
 			return
 		}
 	} else if !sc.readAll() {
+		return
+	}
+	if sc.hungUp {
+		// readAll stopped at inHigh short of the error (it closes on
+		// reaching it): no event will come for the rest.
+		r.close(sc, "hung up")
 		return
 	}
 	if !sc.greeted {
