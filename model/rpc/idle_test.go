@@ -19,6 +19,22 @@ func holdReader(cl *rpc.Client, n int) {
 	}
 }
 
+// writeAll writes *out to conn, again every millisecond while the socket
+// is full, then calls then (if any).
+func writeAll(loop model.Loop, conn model.Conn, out *[]byte, then func()) {
+	for len(*out) > 0 {
+		n, err := conn.Write(*out)
+		*out = (*out)[n:]
+		if err != nil {
+			loop.AfterFunc(time.Millisecond, func() { writeAll(loop, conn, out, then) })
+			return
+		}
+	}
+	if then != nil {
+		then()
+	}
+}
+
 // The idle scan reads a quiet connection only as far as the reader would.
 // A first frame with a bad length never holds a call, and while the reader
 // is blocked nothing refuses it: a scan that read it whole each time kept
@@ -45,20 +61,14 @@ func TestIdleScanReadsWithinTheInputBound(t *testing.T) {
 				if done {
 					return
 				}
-				for len(out) > 0 {
-					n, err := conn.Write(out)
-					out = out[n:]
-					if err != nil {
-						loop.AfterFunc(time.Millisecond, pump)
-						return
+				writeAll(loop, conn, &out, func() {
+					for {
+						if _, err := conn.Write(chunk); err != nil {
+							break
+						}
 					}
-				}
-				for {
-					if _, err := conn.Write(chunk); err != nil {
-						break
-					}
-				}
-				loop.AfterFunc(50*time.Millisecond, pump)
+					loop.AfterFunc(50*time.Millisecond, pump)
+				})
 			}
 			loop.AfterFunc(10*time.Millisecond, func() {
 				var err error
@@ -129,17 +139,7 @@ func TestDeadConnectionIsClosedWhenReported(t *testing.T) {
 				for k := 0; k < 6; k++ {
 					out = rpc.AppendFrame(out, rpc.Frame{ID: uint32(10 + k), Code: mUnset, Payload: make([]byte, 900<<10)})
 				}
-				var pump func()
-				pump = func() {
-					for len(out) > 0 {
-						n, err := conn.Write(out)
-						out = out[n:]
-						if err != nil {
-							loop.AfterFunc(time.Millisecond, pump)
-							return
-						}
-					}
-				}
+				pump := func() { writeAll(loop, conn, &out, nil) }
 				loop.AfterFunc(10*time.Millisecond, pump)
 				loop.AfterFunc(200*time.Millisecond, func() {
 					payload := make([]byte, 200<<10)
