@@ -1395,9 +1395,6 @@ func (w *World) interleaveDue() {
 	// threads the events below make runnable.
 	pass := t.p.cpu.waking
 	t.p.cpu.waking = false
-	if w.depth == 0 {
-		w.outerNow = now
-	}
 	w.depth++
 	w.capAt = limit
 	for !w.stopped && w.events < w.cfg.MaxEvents {

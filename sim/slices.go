@@ -48,18 +48,17 @@ func (s *slicer) draw(i int, mean time.Duration) time.Duration {
 
 // at returns the slice of core i that contains t or, if t falls between
 // slices, the next one. now is the world's time (t is never earlier):
-// slices that ended by then are dropped, unless events are being
+// slices that ended by then are dropped, but not while events are being
 // interleaved into a callback (World.interleaveDue), whose earlier time
-// the world goes back to after them; then only those that ended by that
-// callback's time are.
+// the world goes back to after them. Dropping only saves the walk: the
+// slices kept then go at the next lookup outside.
 func (s *slicer) at(i int, now, t time.Duration) window {
-	if s.w != nil && s.w.depth > 0 {
-		now = min(now, s.w.outerNow)
-	}
 	ws := s.cores[i]
 	k := 0
-	for k < len(ws)-1 && ws[k].end <= now {
-		k++
+	if s.w == nil || s.w.depth == 0 {
+		for k < len(ws)-1 && ws[k].end <= now {
+			k++
+		}
 	}
 	ws = ws[k:]
 	for j := 0; ; j++ {

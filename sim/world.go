@@ -370,9 +370,6 @@ type World struct {
 	depth  int
 	capAt  time.Duration
 	runEnd time.Duration
-	// outerNow is the time of the callback the outermost drain
-	// interrupted, which the world's time goes back to after it.
-	outerNow time.Duration
 
 	// While a callback runs on a machine shared with other processes
 	// (slices.go): the end of its slice, and how long it has waited
