@@ -875,7 +875,7 @@ func (c *cpu) free(t *thread, woken bool) (int, bool) {
 	}
 	parked, prevParked := -1, -1
 	for i, at := range c.cores {
-		if at > now || c.slices != nil && !woken && c.slices.runnable(i, now, now) != now || c.kept[i] != nil {
+		if at > now || c.waitsForSlice(i, now, woken) || c.kept[i] != nil {
 			continue
 		}
 		if c.stacking {
@@ -959,7 +959,7 @@ func (c *cpu) takeSpinning(now time.Duration, woken bool) (int, bool) {
 		return 0, false // (check's costs: no core ever spins)
 	}
 	for i, at := range c.cores {
-		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || !c.unclaimed(i, now) || !woken && c.slices.runnable(i, now, now) != now {
+		if !c.spinning[i] || at <= now || c.freeFrom[i] > now || !c.unclaimed(i, now) || c.waitsForSlice(i, now, woken) {
 			continue
 		}
 		c.owed[i] += c.slices.busy(i, now, max(now, c.spinFrom[i]), at)
@@ -968,6 +968,14 @@ func (c *cpu) takeSpinning(now time.Duration, woken bool) (int, bool) {
 		return i, true
 	}
 	return 0, false
+}
+
+// waitsForSlice reports whether a thread asking for core i now must wait
+// for the core's next slice (slices.go): it is between slices, and the
+// thread was not just woken (one that was preempts the other process).
+// free and takeSpinning ask the same.
+func (c *cpu) waitsForSlice(i int, now time.Duration, woken bool) bool {
+	return c.slices != nil && !woken && c.slices.runnable(i, now, now) != now
 }
 
 // unclaimed reports whether core i is no one's at t but whoever asks: no
