@@ -76,9 +76,9 @@ type SCCase struct {
 	// drawn short with pauses, whose timeouts would otherwise leave the
 	// rest of the case to TCP, so short-circuit comes back within it.
 	DisableFor time.Duration `json:"disable_for,omitempty"`
-	// Backlog is the datanode's domain socket accept queue (0: 128): at
-	// 1 (which holds two) readers connecting at once find it full and
-	// must wait for room.
+	// Backlog is the datanode's domain socket accept queue (0:
+	// model.DefaultBacklog): at 1 (which holds two) readers connecting at
+	// once find it full and must wait for room.
 	Backlog int    `json:"backlog,omitempty"`
 	Readers int    `json:"readers"`
 	Ops     []SCOp `json:"ops"`

@@ -18,8 +18,9 @@ type ServerConfig struct {
 	// a segment's connection is exempt: it stays open while the client
 	// keeps the segment.
 	ReadTimeout time.Duration
-	// Backlog is the domain socket's accept queue (0: 128). A client
-	// whose connect finds it full waits for room (model.RetryUnixDial).
+	// Backlog is the domain socket's accept queue (0:
+	// model.DefaultBacklog). A client whose connect finds it full waits
+	// for room (model.RetryUnixDial).
 	Backlog int
 	Bugs    ServerBugs
 }
@@ -99,9 +100,6 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 	if err := p.CheckSocketPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
 	}
-	if cfg.Backlog == 0 {
-		cfg.Backlog = 128
-	}
 	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}}
 	ln, err := p.Listen("unix", cfg.Path, cfg.Backlog, s.loop)
 	if err != nil {
@@ -144,15 +142,16 @@ func (s *Server) Stop() {
 	}
 }
 
-// CloseIdle closes every connection idle between requests, as their read
-// timeouts would: a client that reuses one it cached meets the close (the
-// dead cached socket of HDFS's peer cache). Idle is a read timeout armed
-// (no request under way, no segment kept: see watch), a request served
-// before, no receipt awaited and no input. Call it on the server's loop.
+// CloseIdle times out at once every connection idle between requests, as
+// their read timeouts would: a client that reuses one it cached meets the
+// close (the dead cached socket of HDFS's peer cache). Idle is a read
+// timeout armed (no request under way, no segment kept: see watch), a
+// request served before, no receipt awaited and no input. Call it on the
+// server's loop.
 func (s *Server) CloseIdle() {
 	for _, sc := range slices.Clone(s.conns) {
 		if sc.rt != nil && sc.served > 0 && sc.receipt == nil && len(sc.in) == 0 {
-			sc.close("idle")
+			sc.readTimeout()
 		}
 	}
 }
@@ -319,11 +318,16 @@ func (sc *srvConn) watch() {
 	}
 	sc.rt = sc.s.loop.AfterFunc(sc.s.cfg.ReadTimeout, func() {
 		sc.rt = nil
-		if !sc.closed && !sc.busy {
-			sc.s.p.Log("sc-read-timeout", "conn", sc.c.ID())
-			sc.close("read timeout")
-		}
+		sc.readTimeout()
 	})
+}
+
+// readTimeout closes a connection that sent nothing for the read timeout.
+func (sc *srvConn) readTimeout() {
+	if !sc.closed && !sc.busy {
+		sc.s.p.Log("sc-read-timeout", "conn", sc.c.ID())
+		sc.close("read timeout")
+	}
 }
 
 func (sc *srvConn) process() {
