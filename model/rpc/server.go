@@ -456,17 +456,10 @@ type serverConn struct {
 	seq uint64
 
 	// owned by the reader loop
-	in      []byte
-	arg     any  // the decoded first call of in (HadoopReader)
-	decoded bool // arg is set
-	greeted bool
-	// hungUp: the connection was reported dead (reset: a FIN alone is
-	// reported readable). That is reported once, so the read then is
-	// the last: the Hadoop reader, which reads one unit an event, reads
-	// all it can, and what the read leaves unread (past inHigh) is a
-	// vanished client's, closed with it rather than left for the idle
-	// scan to run later.
-	hungUp     bool
+	in         []byte
+	arg        any  // the decoded first call of in (HadoopReader)
+	decoded    bool // arg is set
+	greeted    bool
 	closing    bool
 	fillQueued bool
 	lastRead   time.Duration
@@ -578,6 +571,19 @@ func (sc *serverConn) onEvent(ev model.Events) {
 	if sc.closing {
 		return
 	}
+	if ev&model.Hangup != 0 {
+		// Dead (a reset: a FIN alone is reported readable), and told
+		// once: what it holds is a vanished client's, which no event
+		// will bring up again. Closed at once, as a read would on
+		// reaching the error, rather than read and thrown away, or left
+		// past one read's worth for the idle scan to run late.
+		err := sc.c.Err()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		sc.r.close(sc, "read: "+errString(err))
+		return
+	}
 	if ev&model.Writable != 0 {
 		// The responder has no selector of its own (a connection has one
 		// loop in this world): the reader hands it the writability.
@@ -585,27 +591,18 @@ func (sc *serverConn) onEvent(ev model.Events) {
 		s := sc.s
 		s.resp.Post(func() { sc.respond(s.resp) })
 	}
-	if ev&model.Hangup != 0 {
-		sc.hungUp = true
-	}
-	if ev&(model.Readable|model.Hangup) != 0 {
+	if ev&model.Readable != 0 {
 		sc.read()
 	}
 }
 
 func (sc *serverConn) read() {
 	r := sc.r
-	if r.s.cfg.HadoopReader && !sc.hungUp {
+	if r.s.cfg.HadoopReader {
 		if !sc.readOne() {
 			return
 		}
 	} else if !sc.readAll() {
-		return
-	}
-	if sc.hungUp {
-		// readAll stopped at inHigh short of the error (it closes on
-		// reaching it): no event will come for the rest.
-		r.close(sc, "hung up")
 		return
 	}
 	if !sc.greeted {
