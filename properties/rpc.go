@@ -1332,13 +1332,25 @@ func (h *rpcHarness) pauseTimeout(start time.Duration, err error) bool {
 	if !errors.Is(err, rpc.ErrCallTimeout) {
 		return false
 	}
-	end := h.w.Now()
+	return h.inPause(start, h.w.Now(), rpcPauseSlack)
+}
+
+// inPause reports whether the span from..to meets a namenode pause or the
+// slack after its end.
+func (h *rpcHarness) inPause(from, to, slack time.Duration) bool {
 	for _, p := range h.pauses {
-		if start <= p[1]+rpcPauseSlack && end >= p[0] {
+		if from < p[1]+slack && to >= p[0] {
 			return true
 		}
 	}
 	return false
+}
+
+// quietPastIdle reports whether a connection silent for d has been silent
+// for the server's idle timeout, give or take rpcIdleSlack: one the
+// server's idle scan may close.
+func (h *rpcHarness) quietPastIdle(d time.Duration) bool {
+	return d+rpcIdleSlack >= h.c.Config.ServerIdle
 }
 
 // histOffset puts the history's clock (virtual nanoseconds) past the
@@ -1357,7 +1369,7 @@ func (h *rpcHarness) markIdle(ch *rpcClient) idleMark {
 	var m idleMark
 	if h.nn != nil {
 		srv := h.nn.Server
-		if d, ok := ch.rc.Silent(rpcNN); ok && d+rpcIdleSlack >= h.c.Config.ServerIdle && ch.idleSrv == srv {
+		if d, ok := ch.rc.Silent(rpcNN); ok && h.quietPastIdle(d) && ch.idleSrv == srv {
 			m = idleMark{srv: srv, closes: ch.idleCloses}
 		}
 		ch.idleSrv, ch.idleCloses = srv, srv.Stats().IdleClosed
@@ -1692,13 +1704,11 @@ func (h *rpcHarness) serverClosed(ch *rpcClient, sc rpc.ServerClose) {
 	if n := len(h.crashes); n > 0 && int64(now)+histOffset-h.crashes[n-1] < int64(rpcCloseSlack) {
 		return
 	}
-	for _, p := range h.pauses {
-		if p[0] <= now && now < p[1]+rpcCloseSlack {
-			return
-		}
+	if h.inPause(now, now, rpcCloseSlack) {
+		return
 	}
 	idle := h.c.Config.ServerIdle
-	if sc.Waiting > 0 && sc.OldestAge < rpcCloseSlack && sc.OldestQuiet+rpcIdleSlack >= idle {
+	if sc.Waiting > 0 && sc.OldestAge < rpcCloseSlack && h.quietPastIdle(sc.OldestQuiet) {
 		return
 	}
 	if sc.Waiting > 0 || sc.Silent < idle {
