@@ -286,7 +286,6 @@ type tcpConn struct {
 	pushed2      bool
 	delack       *event // &delackEv while the timer is pending
 	delackEv     event  // the delayed-ACK timer's event, reused: one per conn, not per ACK
-	onDelackF    func() // c.onDelack, bound at the first delayed ACK armed
 	finRcvd      bool
 	linkFree     time.Duration
 	// timedIn counts the segments on the timed path (deliver) to this
@@ -349,7 +348,7 @@ func (w *World) newTCPConn(p *Process, local, remote string) *tcpConn {
 	c.inflight, c.rcv, c.sndq.chunks = c.inflight0[:0], c.rcv0[:0], c.chunks0[:0]
 	c.socketEvents = socketEvents{src: c, tcp: c, readInterest: true}
 	c.segTag = segTag(p, c.id)
-	c.delackEv = event{w: w, index: -1}
+	c.delackEv = event{w: w, index: -1, op: connDelack, conn: c}
 	c.sndBuf = c.cfg.SndBuf
 	if p.sockSnd > 0 {
 		c.sndBuf = p.sockSnd
@@ -1262,7 +1261,7 @@ func (c *tcpConn) onFin() {
 func (c *tcpConn) xmitRSTTo() {
 	peer := c.peer
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, A: int64(c.sndNxt), S: flagStrings[flagRST]})
-	c.w.post(c.w.handshakeArrival(c.w.Now(), c.p, peer.p), func() { peer.receive(&segment{flags: flagRST}) })
+	c.w.postConn(c.w.handshakeArrival(c.w.Now(), c.p, peer.p), connRST, peer, nil)
 }
 
 func (c *tcpConn) onAck(s *segment) {
@@ -1415,10 +1414,7 @@ func (c *tcpConn) scheduleDelack() {
 	// queued, dead, which schedule revives), so reusing it cannot cancel
 	// anything else.
 	ev := &c.delackEv
-	if c.onDelackF == nil {
-		c.onDelackF = c.onDelack
-	}
-	c.w.schedule(ev, c.onTick(c.w.Now(), ato), c.onDelackF)
+	c.w.schedule(ev, c.onTick(c.w.Now(), ato), nil)
 	c.delack = ev
 }
 
@@ -1659,20 +1655,53 @@ func (c *tcpConn) sendSYN() {
 	if ln := w.listen["tcp/"+c.remote]; ln != nil {
 		to = ln.p
 	}
-	w.post(w.handshakeArrival(w.Now(), c.p, to), func() { w.onSYN(c) })
+	w.postConn(w.handshakeArrival(w.Now(), c.p, to), connSYN, c, nil)
 	// Retransmit the SYN if no answer comes (a full accept queue drops it).
 	rto := c.cfg.SynRTO << (c.synTries - 1)
-	c.synEv = w.at(w.Now()+rto, func() {
-		c.synEv = nil
-		if c.state != tcpSynSent {
-			return
-		}
-		if c.synTries > c.cfg.SynRetries {
-			c.die(model.ErrTimedOut)
-			return
-		}
-		c.sendSYN()
-	})
+	c.synEv = w.atConn(w.Now()+rto, connSYNTimeout, c)
+}
+
+// onSYNTimeout: no SYN-ACK came within the SYN's RTO.
+func (c *tcpConn) onSYNTimeout() {
+	c.synEv = nil
+	if c.state != tcpSynSent {
+		return
+	}
+	if c.synTries > c.cfg.SynRetries {
+		c.die(model.ErrTimedOut)
+		return
+	}
+	c.sendSYN()
+}
+
+// connOp is an event run on a connection (event.op): c.run(op, peer).
+type connOp uint8
+
+const (
+	connFn           connOp = iota // not one: the event runs its fn
+	connSYN                        // the SYN arrives: w.onSYN(c)
+	connSYNTimeout                 // c.onSYNTimeout()
+	connSynAck                     // the SYN-ACK arrives: c.onSynAck(peer)
+	connHandshakeAck               // the handshake's ACK arrives: c.onHandshakeAck()
+	connRST                        // an RST arrives at c
+	connDelack                     // c.onDelack()
+)
+
+func (c *tcpConn) run(op connOp, peer *tcpConn) {
+	switch op {
+	case connSYN:
+		c.w.onSYN(c)
+	case connSYNTimeout:
+		c.onSYNTimeout()
+	case connSynAck:
+		c.onSynAck(peer)
+	case connHandshakeAck:
+		c.onHandshakeAck()
+	case connRST:
+		c.receive(&segment{flags: flagRST})
+	case connDelack:
+		c.onDelack()
+	}
 }
 
 // onSYN is the listener's side of the handshake.
@@ -1686,7 +1715,7 @@ func (w *World) onSYN(c *tcpConn) {
 	if ln == nil || ln.closed || ln.p.crashed {
 		// Nobody listening: RST.
 		w.record(Event{Kind: "seg", Conn: c.id, S: flagStrings[flagRST]})
-		w.post(w.handshakeArrival(w.now, c.p, nil), func() { c.receive(&segment{flags: flagRST}) })
+		w.postConn(w.handshakeArrival(w.now, c.p, nil), connRST, c, nil)
 		return
 	}
 	// sk_acceptq_is_full is "queued > backlog": Linux holds backlog+1.
@@ -1710,7 +1739,7 @@ func (w *World) onSYN(c *tcpConn) {
 	// makes it; here the client's first data can arrive before that
 	// ACK's event runs, so set it up now.
 	s.initBufferSpace()
-	w.post(w.handshakeArrival(w.now, s.p, c.p), func() { c.onSynAck(s) })
+	w.postConn(w.handshakeArrival(w.now, s.p, c.p), connSynAck, c, s)
 }
 
 // onSynAck: the client is established and sends the handshake's last ACK.
@@ -1736,7 +1765,7 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	s.peerWnd, s.maxWnd = c.advWnd, max(s.maxWnd, c.advWnd)
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
-	c.w.post(c.w.handshakeArrival(c.w.now, c.p, s.p), func() { s.onHandshakeAck() })
+	c.w.postConn(c.w.handshakeArrival(c.w.now, c.p, s.p), connHandshakeAck, s, nil)
 	c.notify()
 }
 

@@ -743,21 +743,42 @@ func (w *World) schedule(ev *event, t time.Duration, fn func()) {
 	w.queue.push(ev)
 }
 
+// postConn is post of c.run(op, peer): what a closure over c and peer
+// would do, without allocating one.
+func (w *World) postConn(t time.Duration, op connOp, c, peer *tcpConn) {
+	ev := w.allocEvent(true)
+	ev.op, ev.conn, ev.peer = op, c, peer
+	w.schedule(ev, t, nil)
+}
+
+// atConn is at of c.run(op, nil), for a handle to cancel.
+func (w *World) atConn(t time.Duration, op connOp, c *tcpConn) *event {
+	ev := w.allocEvent(false)
+	ev.op, ev.conn = op, c
+	w.schedule(ev, t, nil)
+	return ev
+}
+
 // after schedules fn d after the current (callback) time.
 func (w *World) after(d time.Duration, fn func()) *event { return w.at(w.Now()+d, fn) }
 
 type event struct {
-	at     time.Duration
-	seq    uint64
-	fn     func()
-	w      *World
-	dead   bool
-	pooled bool   // no handle exists: recycle after it runs
-	timer  *Timer // fire calls timer.expire instead of fn
+	at    time.Duration
+	seq   uint64
+	fn    func()
+	w     *World
+	timer *Timer // fire calls timer.expire instead of fn
+	// op, if set, is what fire runs instead of fn, on conn (and peer):
+	// a TCP handshake's steps and the delayed ACK, typed rather than
+	// closures, since every dial posted four closures and armed a fifth.
+	conn, peer *tcpConn
+	index      int // position in the heap; -1 once popped or removed, and in the fifo
+	op         connOp
+	dead       bool
+	pooled     bool // no handle exists: recycle after it runs
 	// barrier: an event from outside the model (a fault, a test's
 	// action) never runs inside a callback; interleaving stops at it.
 	barrier bool
-	index   int // position in the heap; -1 once popped or removed, and in the fifo
 }
 
 func (w *World) allocEvent(pooled bool) *event {
@@ -774,13 +795,16 @@ func (w *World) allocEvent(pooled bool) *event {
 // fire runs an event that has left the queue (and recycles it if it is
 // pooled, before it runs: what it schedules may reuse it).
 func (w *World) fire(ev *event) {
-	fn, tm := ev.fn, ev.timer
+	fn, tm, op, c, peer := ev.fn, ev.timer, ev.op, ev.conn, ev.peer
 	w.freeEvent(ev)
-	if tm != nil {
+	switch {
+	case tm != nil:
 		tm.expire()
-		return
+	case op != connFn:
+		c.run(op, peer)
+	default:
+		fn()
 	}
-	fn()
 }
 
 // freeEvent is called once an event has left the queue.
@@ -788,6 +812,7 @@ func (w *World) freeEvent(ev *event) {
 	ev.fn = nil
 	ev.barrier = false
 	if ev.pooled {
+		ev.op, ev.conn, ev.peer = connFn, nil, nil
 		ev.dead = false // post takes it from the list as it is
 		w.freeEvents = append(w.freeEvents, ev)
 	}
