@@ -85,7 +85,7 @@ func experiments() map[string]experiment {
 		},
 		"sim-speed": {
 			desc:       "simulator speed: tcp-pattern with NODELAY and 32 KiB replies, 20000 ops",
-			published:  "target: ≥ 1 M simulated events per second; simulated ops per second ≥ 5× real loopback",
+			published:  "target: ≥ 5 M simulated events per second on one core; simulated ops per second ≥ 5× real loopback",
 			run:        benchSimSpeed,
 			fixedCosts: true,
 		},
@@ -482,6 +482,20 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// simSpeedFor is how long bench sim-speed keeps running the simulated
+// pattern once it has warmed up, and simSpeedMinRuns the fewest timed runs.
+const (
+	simSpeedFor     = time.Second
+	simSpeedMinRuns = 5
+)
+
+// benchSimSpeed measures the simulator as BenchmarkSimEvents does, but in
+// the command, which is built with its profile (default.pgo). One run of
+// the pattern takes about 8 ms, and a process's first run pays for
+// growing the heap and faulting its pages in: timed alone it read half
+// the speed of every later run (2.7 M events per second against 5.3 M on
+// the AMD VM, 4 December). So a first run warms up untimed, and the rates
+// are over the runs of the next second.
 func benchSimSpeed(world string, seed uint64) ([]benchRow, error) {
 	cfg := model.TCPPattern{Writes: 1, Msg: 8, Reply: 32768, Ops: 20000, NoDelay: true}
 	if world == "real" {
@@ -493,16 +507,35 @@ func benchSimSpeed(world string, seed uint64) ([]benchRow, error) {
 		wall := num(res, "wall_ms") / 1e3
 		return []benchRow{{world, "tcp-pattern", "ops per wall second", float64(cfg.Ops) / wall, "ops/s"}}, nil
 	}
-	w := sim.New(sim.DefaultConfig(seed))
-	start := time.Now()
-	if _, err := model.RunTCPPattern(w, cfg, time.Hour); err != nil {
+	once := func() (uint64, error) {
+		w := sim.New(sim.DefaultConfig(seed))
+		if _, err := model.RunTCPPattern(w, cfg, time.Hour); err != nil {
+			return 0, err
+		}
+		return w.Events(), nil
+	}
+	if _, err := once(); err != nil {
 		return nil, err
 	}
-	wall := time.Since(start).Seconds()
-	return []benchRow{
-		{world, "tcp-pattern", "events per wall second", float64(w.Events()) / wall, "events/s"},
-		{world, "tcp-pattern", "ops per wall second", float64(cfg.Ops) / wall, "ops/s"},
-	}, nil
+	var events, runs uint64
+	start, cpu0 := time.Now(), processCPU()
+	for runs < simSpeedMinRuns || time.Since(start) < simSpeedFor {
+		n, err := once()
+		if err != nil {
+			return nil, err
+		}
+		events += n
+		runs++
+	}
+	wall, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
+	rows := []benchRow{
+		{world, "tcp-pattern", "events per wall second", float64(events) / wall, "events/s"},
+		{world, "tcp-pattern", "ops per wall second", float64(runs*uint64(cfg.Ops)) / wall, "ops/s"},
+	}
+	if cpu > 0 {
+		rows = append(rows, benchRow{world, "tcp-pattern", "events per CPU second", float64(events) / cpu, "events/s"})
+	}
+	return rows, nil
 }
 
 func writePlotFile(path, name string, ex experiment, rows []benchRow) error {
