@@ -106,22 +106,28 @@ func TestNSFixedSameAsPlain(t *testing.T) {
 // calls applied late or never, and one answer in three made up (so some
 // fit no order).
 func TestNSCanonicalUnknownsKeepVerdict(t *testing.T) {
-	var legal, illegal, unknowns, short int
+	var legal, illegal, images, unknowns, short int
 	for range 10 {
-		rapid.Check(t, nsVerdictsAgree(&legal, &illegal, &unknowns, &short))
+		rapid.Check(t, nsVerdictsAgree(&legal, &illegal, &images, &unknowns, &short))
 	}
-	t.Logf("%d legal, %d illegal histories, %d unknown calls; %d fit without their unknown calls", legal, illegal, unknowns, short)
-	if legal < 100 || illegal < 100 || unknowns < 500 || short > legal-50 {
-		t.Errorf("%d legal and %d illegal histories, %d unknown calls: too few of one to compare the models", legal, illegal, unknowns)
+	t.Logf("%d legal, %d illegal histories (%d with a replayed tree), %d unknown calls; %d fit without their unknown calls", legal, illegal, images, unknowns, short)
+	if legal < 100 || illegal < 100 || images < 200 || unknowns < 500 {
+		t.Errorf("%d legal and %d illegal histories, %d with a replayed tree, %d unknown calls: too few of one to compare the models", legal, illegal, images, unknowns)
+	}
+	if short > legal-50 {
+		t.Errorf("%d of %d legal histories fit without their unknown calls: too few need them to compare the models", short, legal)
 	}
 }
 
-func nsVerdictsAgree(legal, illegal, unknowns, short *int) func(*rapid.T) {
+func nsVerdictsAgree(legal, illegal, images, unknowns, short *int) func(*rapid.T) {
 	return func(t *rapid.T) {
 		h := drawNSHistory(t)
 		for _, op := range h {
 			if op.Output.(NSOutput).Unknown {
 				*unknowns++
+			}
+			if op.Input.(NSInput).image != nil {
+				*images++
 			}
 		}
 		init := newNSState(1)
@@ -129,7 +135,7 @@ func nsVerdictsAgree(legal, illegal, unknowns, short *int) func(*rapid.T) {
 		if plain := porcupine.CheckOperations(nsPlainModelFrom("dn", init), withEnd(h)); plain != want {
 			t.Fatalf("the end op changed the plain model's verdict: %v, without it %v", plain, want)
 		}
-		if fitsWithoutUnknowns(nsModelFrom("dn", init), h) {
+		if fitsWithoutUnknowns(nsModelFrom("dn", init), h, knownSteps) {
 			if !want {
 				t.Fatalf("the calls with a known answer fit alone, but the history fits no order")
 			}
@@ -153,7 +159,9 @@ func nsVerdictsAgree(legal, illegal, unknowns, short *int) func(*rapid.T) {
 // drawNSHistory draws calls on a few paths, runs them on the model in the
 // order of the moments they take effect (each within its call and answer;
 // an unknown call late, or never), and records what each answered; then
-// makes up one answer, in a third of the histories.
+// makes up one answer, in a third of the histories. In a third, the
+// history ends with a replayed tree (a durability check's image op): the
+// tree at a moment drawn, or, one time in three, at another.
 func drawNSHistory(t *rapid.T) []porcupine.Operation {
 	paths := []string{"/a", "/a/b", "/b", "/a/c", "/b/a"}
 	type pending struct {
@@ -187,8 +195,27 @@ func drawNSHistory(t *rapid.T) []porcupine.Operation {
 	}
 	slices.SortStableFunc(ps, func(a, b pending) int { return cmpInt64(a.at, b.at) })
 	s := newNSState(1)
-	h := make([]porcupine.Operation, 0, len(ps))
+	h := make([]porcupine.Operation, 0, len(ps)+1)
+	crash, lie := int64(-1), int64(-1)
+	if rapid.IntRange(0, 2).Draw(t, "image") == 0 {
+		crash = int64(rapid.IntRange(0, 40).Draw(t, "crash"))
+		if rapid.IntRange(0, 2).Draw(t, "wrongImage") == 0 {
+			lie = int64(rapid.IntRange(-1, 40).Draw(t, "imageAt"))
+		}
+	}
+	var image *nsState
+	imageAt := func(at int64) {
+		want := crash
+		if lie != -1 {
+			want = lie
+		}
+		if image == nil && crash >= 0 && at > want {
+			img := s
+			image = &img
+		}
+	}
 	for _, p := range ps {
+		imageAt(p.at)
 		if p.req.Method == namespace.MethodComplete {
 			// Completing what is there, as a client that created it.
 			if n, ok := s.get(p.req.Path); ok {
@@ -212,9 +239,13 @@ func drawNSHistory(t *rapid.T) []porcupine.Operation {
 		}
 		h = append(h, p.op)
 	}
+	imageAt(math.MaxInt64)
+	if image != nil {
+		h = append(h, porcupine.Operation{ClientId: 1 << 20, Input: NSInput{image: image}, Call: crash, Output: NSOutput{}, Return: crash})
+	}
 	if rapid.IntRange(0, 2).Draw(t, "lie") == 0 {
 		i := rapid.IntRange(0, len(h)-1).Draw(t, "liar")
-		if out := h[i].Output.(NSOutput); !out.Unknown {
+		if out := h[i].Output.(NSOutput); !out.Unknown && h[i].Input.(NSInput).image == nil {
 			codes := []namespace.Code{namespace.OK, namespace.ENOENT, namespace.EEXIST, namespace.ENOTDIR}
 			out.Code = rapid.SampledFrom(codes).Draw(t, "lieCode")
 			out.Resp = namespace.Response{}
@@ -338,11 +369,57 @@ func TestNSKnownCallsTriedAloneFirst(t *testing.T) {
 		t.Fatalf("the run made %d namenode incarnations, %d calls to the first: not the history this test is about", len(epochs), len(epochs[0]))
 	}
 	m := nsModelFrom(rpcDN, *h.images[0])
-	if !fitsWithoutUnknowns(m, epochs[0]) {
+	if !fitsWithoutUnknowns(m, epochs[0], knownSteps) {
 		t.Fatalf("the calls with a known answer do not fit alone")
 	}
 	const budget = 1_000_000
 	if res, n := stepsToDecide(m, withEnd(epochs[0]), budget); n <= budget {
 		t.Fatalf("the whole history was decided (%v) in %d steps: it no longer shows what trying the known calls first is for", res, n)
+	}
+}
+
+// Past its budget, fitsWithoutUnknowns' search refuses every step, so an
+// answer it has not found is never a fit: a history whose answered calls
+// fit no order is refused at any budget, and one that fits is found only
+// within enough steps.
+func TestNSKnownCallsBudget(t *testing.T) {
+	mkdir := func(at int64, code namespace.Code) porcupine.Operation {
+		return porcupine.Operation{ClientId: int(at) + 1, Input: NSInput{Req: namespace.Request{Method: namespace.MethodMkdir, Path: "/a"}}, Call: at, Output: NSOutput{Code: code}, Return: at + 1}
+	}
+	unknown := porcupine.Operation{ClientId: 99, Input: NSInput{Req: namespace.Request{Method: namespace.MethodDelete, Path: "/a"}}, Call: 0, Output: NSOutput{Unknown: true}, Return: math.MaxInt64}
+	m := nsModelFrom("dn", newNSState(1))
+	fits := []porcupine.Operation{mkdir(0, namespace.OK), mkdir(2, namespace.OK), mkdir(4, namespace.OK), unknown}
+	lies := []porcupine.Operation{mkdir(0, namespace.OK), mkdir(2, namespace.EEXIST), mkdir(4, namespace.OK), unknown}
+	for _, budget := range []int64{0, 1, 2, knownSteps} {
+		if fitsWithoutUnknowns(m, lies, budget) {
+			t.Errorf("budget %d: a history whose answered calls fit no order fits", budget)
+		}
+	}
+	if fitsWithoutUnknowns(m, fits, 1) {
+		t.Errorf("one step found an order of three calls")
+	}
+	if !fitsWithoutUnknowns(m, fits, knownSteps) {
+		t.Errorf("three mkdirs of a directory there, answered OK, do not fit")
+	}
+}
+
+// A call of unknown outcome is one whose answer never came: checkNS takes
+// it as returning at +∞ whatever return time it carries, as the harness
+// records it. (With the time it carried, the model's two shortcuts,
+// which move such calls last, would not hold: here the second history
+// came out illegal.)
+func TestNSUnknownCallsNeverReturn(t *testing.T) {
+	call := func(client int, m uint8, path string, from, to int64, out NSOutput) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: NSInput{Req: namespace.Request{Method: m, Path: path}}, Call: from, Output: out, Return: to}
+	}
+	unknown := NSOutput{Unknown: true}
+	for i, h := range [][]porcupine.Operation{
+		{call(1, namespace.MethodCreate, "/x", 0, 1, unknown), call(2, namespace.MethodList, "/", 2, 3, NSOutput{})},
+		{call(1, namespace.MethodMkdir, "/a", 0, 1, NSOutput{}), call(2, namespace.MethodMkdir, "/a", 2, 3, unknown),
+			call(3, namespace.MethodMkdir, "/b", 0, math.MaxInt64, unknown), call(4, namespace.MethodGetBlockLocations, "/b", 4, 5, NSOutput{Code: namespace.EISDIR})},
+	} {
+		if f := CheckNSHistory(h, "dn", 1, time.Minute); f != nil {
+			t.Errorf("history %d: %v", i, f)
+		}
 	}
 }
