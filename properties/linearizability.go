@@ -488,15 +488,7 @@ func checkBlock(part []porcupine.Operation, deadline time.Time) (res porcupine.C
 	}
 	m := PlainModel()
 	m.Partition = nil // part is one block's history already
-	// Atomic: on a timeout porcupine returns without waiting for its
-	// search goroutine, which may still be stepping.
-	var steps atomic.Int64
-	m.Step = func(state, input, output any) (bool, any) {
-		if steps.Add(1) > plainSteps {
-			return false, state
-		}
-		return plainStep(state, input, output)
-	}
+	steps := limitSteps(&m, plainSteps)
 	left := time.Until(deadline)
 	if left <= 0 {
 		return porcupine.Unknown, true
@@ -517,6 +509,23 @@ func checkBlock(part []porcupine.Operation, deadline time.Time) (res porcupine.C
 		return porcupine.Unknown, false
 	}
 	return porcupine.CheckOperationsTimeout(Model(), part, left), false
+}
+
+// limitSteps makes m refuse every step past the first budget, so that
+// its search unwinds at once (an Illegal after that is no verdict; an Ok
+// is still a linearization), and returns the count of steps taken. The
+// count is atomic: on a timeout porcupine returns without waiting for its
+// search goroutine, which may still be stepping.
+func limitSteps(m *porcupine.Model, budget int64) *atomic.Int64 {
+	var steps atomic.Int64
+	step := m.Step
+	m.Step = func(state, input, output any) (bool, any) {
+		if steps.Add(1) > budget {
+			return false, state
+		}
+		return step(state, input, output)
+	}
+	return &steps
 }
 
 // pinUnknowns returns one block's history with the calls of unknown ops

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -714,14 +713,7 @@ func fitsWithoutUnknowns(m porcupine.Model, h []porcupine.Operation, budget int6
 	if len(known) == len(h) {
 		return false // the same search
 	}
-	var steps atomic.Int64 // porcupine steps in a goroutine of its own
-	step := m.Step
-	m.Step = func(state, input, output any) (bool, any) {
-		if steps.Add(1) > budget {
-			return false, state
-		}
-		return step(state, input, output)
-	}
+	limitSteps(&m, budget)
 	return porcupine.CheckOperations(m, known)
 }
 

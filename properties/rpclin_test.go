@@ -1,11 +1,11 @@
 package properties
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,7 +193,7 @@ func drawNSHistory(t *rapid.T) []porcupine.Operation {
 		}
 		ps = append(ps, pending{at, op, req})
 	}
-	slices.SortStableFunc(ps, func(a, b pending) int { return cmpInt64(a.at, b.at) })
+	slices.SortStableFunc(ps, func(a, b pending) int { return cmp.Compare(a.at, b.at) })
 	s := newNSState(1)
 	h := make([]porcupine.Operation, 0, len(ps)+1)
 	crash, lie := int64(-1), int64(-1)
@@ -255,42 +255,14 @@ func drawNSHistory(t *rapid.T) []porcupine.Operation {
 	return h
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Rpc seed 90155042: 108 namespace calls, 13 of them of unknown outcome
 // (they timed out while the namenode was paused), which the plain model
 // decided in 15.3 million steps (45 s here) and the model in 2.3 million
 // (3.6 s).
 func TestNSHeavyUnknownsHistoryDecided(t *testing.T) {
-	const seed = 90155042
-	c, err := DrawRPC(SeedSource(seed), seed, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, unhashed)), phase: "work"}
-	release := useArena(h.w)
-	for _, f := range c.Faults {
-		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
-			h.crashed = true
-		}
-	}
-	// The history as the run left it; its own check gives up at once.
-	h.run(time.Nanosecond)
-	release()
-	epochs, _ := h.epochHistory()
-	if len(epochs) != 1 || len(epochs[0]) != 108 {
-		t.Fatalf("the run made %d namenode incarnations, %d calls to the first: not the history this test is about", len(epochs), len(epochs[0]))
-	}
+	init, hist := rpcSeedHistory(t, 90155042, "", 108)
 	unknown := 0
-	for _, op := range epochs[0] {
+	for _, op := range hist {
 		if op.Output.(NSOutput).Unknown {
 			unknown++
 		}
@@ -298,7 +270,7 @@ func TestNSHeavyUnknownsHistoryDecided(t *testing.T) {
 	if unknown != 13 {
 		t.Fatalf("%d calls of unknown outcome, want 13", unknown)
 	}
-	res, n := stepsToDecide(nsModelFrom(rpcDN, *h.images[0]), withEnd(epochs[0]), 3_000_000)
+	res, n := stepsToDecide(nsModelFrom(rpcDN, init), withEnd(hist), 3_000_000)
 	if res != porcupine.Ok {
 		t.Fatalf("the model: %v after %d steps, want Ok within 3,000,000", res, n)
 	}
@@ -337,14 +309,7 @@ func TestNSNoOpUnknownsCostNothing(t *testing.T) {
 // every step is refused, and an Illegal is no verdict), and returns the
 // verdict with the steps taken.
 func stepsToDecide(m porcupine.Model, h []porcupine.Operation, budget int64) (porcupine.CheckResult, int64) {
-	var n atomic.Int64 // porcupine steps in a goroutine of its own
-	step := m.Step
-	m.Step = func(state, input, output any) (bool, any) {
-		if n.Add(1) > budget {
-			return false, state
-		}
-		return step(state, input, output)
-	}
+	n := limitSteps(&m, budget)
 	return porcupine.CheckOperationsTimeout(m, h, time.Minute), n.Load()
 }
 
@@ -355,25 +320,13 @@ func stepsToDecide(m porcupine.Model, h []porcupine.Operation, budget int64) (po
 // porcupine places the unknown calls early, in every subset that changes
 // the tree, before it tries none.
 func TestNSKnownCallsTriedAloneFirst(t *testing.T) {
-	const seed = 184
-	c, err := DrawRPC(SeedSource(seed), seed, "responder-blocks-handler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, unhashed)), phase: "work"}
-	release := useArena(h.w)
-	h.run(time.Nanosecond)
-	release()
-	epochs, _ := h.epochHistory()
-	if len(epochs) != 1 || len(epochs[0]) != 39 {
-		t.Fatalf("the run made %d namenode incarnations, %d calls to the first: not the history this test is about", len(epochs), len(epochs[0]))
-	}
-	m := nsModelFrom(rpcDN, *h.images[0])
-	if !fitsWithoutUnknowns(m, epochs[0], knownSteps) {
+	init, hist := rpcSeedHistory(t, 184, "responder-blocks-handler", 39)
+	m := nsModelFrom(rpcDN, init)
+	if !fitsWithoutUnknowns(m, hist, knownSteps) {
 		t.Fatalf("the calls with a known answer do not fit alone")
 	}
 	const budget = 1_000_000
-	if res, n := stepsToDecide(m, withEnd(epochs[0]), budget); n <= budget {
+	if res, n := stepsToDecide(m, withEnd(hist), budget); n <= budget {
 		t.Fatalf("the whole history was decided (%v) in %d steps: it no longer shows what trying the known calls first is for", res, n)
 	}
 }
@@ -422,4 +375,31 @@ func TestNSUnknownCallsNeverReturn(t *testing.T) {
 			t.Errorf("history %d: %v", i, f)
 		}
 	}
+}
+
+// rpcSeedHistory runs rpc seed seed (with bug), as runRPC does but with a
+// check that gives up at once, and returns the tree its namenode started
+// from and the history of calls to it, which must be its only
+// incarnation's and hold calls calls (else the seed no longer makes the
+// history a test is about).
+func rpcSeedHistory(t *testing.T, seed uint64, bug string, calls int) (nsState, []porcupine.Operation) {
+	t.Helper()
+	c, err := DrawRPC(SeedSource(seed), seed, bug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, unhashed)), phase: "work"}
+	release := useArena(h.w)
+	for _, f := range c.Faults {
+		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
+			h.crashed = true
+		}
+	}
+	h.run(time.Nanosecond)
+	release()
+	epochs, _ := h.epochHistory()
+	if len(epochs) != 1 || len(epochs[0]) != calls {
+		t.Fatalf("seed %d made %d namenode incarnations, %d calls to the first, want one with %d: not the history the test is about", seed, len(epochs), len(epochs[0]), calls)
+	}
+	return *h.images[0], epochs[0]
 }
