@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -652,14 +653,15 @@ func CheckNSHistory(h []porcupine.Operation, datanode string, first uint64, time
 }
 
 // checkNS checks h, withEnd, against m (nsModelFrom's). The calls with a
-// known answer are tried alone first (fitsWithoutUnknowns).
+// known answer are tried alone first (fitsWithoutUnknowns), then a
+// linearization is built (witnessNS), and only then does porcupine search.
 func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, prop, what string) *Failure {
 	n := len(h)
 	calls := n
 	if prop == PropDurable {
 		calls-- // the replayed tree is no call
 	}
-	// Both shortcuts hold only for unknown calls that never returned: a
+	// The shortcuts hold only for unknown calls that never returned: a
 	// call of unknown outcome has no answer, so it returns at +∞ (the
 	// harness records it so; this makes sure).
 	for i, op := range h {
@@ -673,7 +675,7 @@ func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, 
 			break
 		}
 	}
-	if fitsWithoutUnknowns(m, h, knownSteps) {
+	if fitsWithoutUnknowns(m, h, knownSteps) || witnessNS(m, h, witnessSteps) {
 		return nil
 	}
 	switch porcupine.CheckOperationsTimeout(m, withEnd(h), timeout) {
@@ -715,6 +717,125 @@ func fitsWithoutUnknowns(m porcupine.Model, h []porcupine.Operation, budget int6
 	}
 	limitSteps(&m, budget)
 	return porcupine.CheckOperations(m, known)
+}
+
+// witnessNS looks for one linearization of h under m (nsModelFrom's),
+// of the kind a search among unknown calls loses itself before finding:
+// the calls with an answer in the order of their answers, each unknown
+// call placed only just before an answered call that needs it (one whose
+// answer the tree does not give without it), and called no later than
+// that call's answer. It tries no unknown call first, then each in turn
+// and chains of up to witnessChain, with a memo of (answered calls
+// placed, unknown calls placed, state) by hash and at most budget steps
+// (check: witnessSteps, as the block model's witness). What it finds is a
+// linearization: the order of answers is one real time allows, and an
+// unknown call made before an answer can take effect just before the call
+// that gave it. What it does not find may still exist, and the search
+// decides. Rpc seed 74 with the responder-blocks-handler bug: 66 calls,
+// 28 of them unknown, and the later answers show that some took effect
+// (a file created, a directory gone); porcupine gave up after 60 s.
+func witnessNS(m porcupine.Model, h []porcupine.Operation, budget int64) bool {
+	var known, unknown []porcupine.Operation
+	for _, op := range h {
+		if op.Output.(NSOutput).Unknown {
+			unknown = append(unknown, op)
+		} else {
+			known = append(known, op)
+		}
+	}
+	if len(unknown) == 0 {
+		return false // nothing to place: the search is as quick
+	}
+	slices.SortStableFunc(known, func(a, b porcupine.Operation) int {
+		return cmp.Or(cmp.Compare(a.Return, b.Return), cmp.Compare(a.Call, b.Call))
+	})
+	w := nsWitness{m: m, known: known, unknown: unknown, used: make([]uint64, (len(unknown)+63)/64),
+		seen: map[[3]uint64]bool{}, budget: budget}
+	return w.place(0, witnessChain, m.Init())
+}
+
+type nsWitness struct {
+	m              porcupine.Model
+	known, unknown []porcupine.Operation
+	used           []uint64 // unknown calls placed, a bit each
+	seen           map[[3]uint64]bool
+	steps, budget  int64
+}
+
+func (w *nsWitness) step(state any, op porcupine.Operation) (bool, any) {
+	w.steps++
+	return w.m.Step(state, op.Input, op.Output)
+}
+
+// witnessChain is how many unknown calls witnessNS places before one
+// answered call at most.
+const witnessChain = 3
+
+// place places known[i:] from state, with at most chain more unknown
+// calls before known[i], and before each later one as it needs.
+func (w *nsWitness) place(i, chain int, state any) bool {
+	if i == len(w.known) {
+		return true
+	}
+	if w.steps > w.budget {
+		return false
+	}
+	key := [3]uint64{uint64(i), w.m.Hash(state), uint64(chain)}
+	for _, b := range w.used {
+		key[2] = mix(key[2], b)
+	}
+	if w.seen[key] {
+		return false // (a collision only loses a witness: the search decides)
+	}
+	w.seen[key] = true
+	k := w.known[i]
+	if ok, next := w.step(state, k); ok && w.place(i+1, witnessChain, next) {
+		return true
+	}
+	if chain == 0 {
+		return false
+	}
+	for j, u := range w.unknown {
+		if w.used[j/64]&(1<<(j%64)) != 0 || u.Call > k.Return || !touchSame(u, k) {
+			continue
+		}
+		ok, next := w.step(state, u) // (refused where it changes nothing)
+		if !ok {
+			continue
+		}
+		w.used[j/64] |= 1 << (j % 64)
+		found := w.place(i, chain-1, next)
+		w.used[j/64] &^= 1 << (j % 64)
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// touchSame reports whether a path of u's call (its path, or a rename's
+// destination) is one of k's, or above or below one: only such a call can
+// change what k sees (a parent made or removed, the path itself, what is
+// below it), so only such calls are worth placing before k.
+func touchSame(u, k porcupine.Operation) bool {
+	ur, kr := u.Input.(NSInput).Req, k.Input.(NSInput)
+	if kr.image != nil {
+		return true // a replayed tree sees every path
+	}
+	for _, a := range []string{ur.Path, ur.Dst} {
+		for _, b := range []string{kr.Req.Path, kr.Req.Dst} {
+			if a != "" && b != "" && (a == b || within(a, b) || within(b, a)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// within reports whether path a is strictly below b (the root is above
+// every path).
+func within(a, b string) bool {
+	return b == "/" || len(a) > len(b) && a[len(b)] == '/' && strings.HasPrefix(a, b)
 }
 
 // withEnd is h with a synthetic last op (nsModelFrom), called after every
