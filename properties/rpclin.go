@@ -654,7 +654,8 @@ func CheckNSHistory(h []porcupine.Operation, datanode string, first uint64, time
 
 // checkNS checks h, withEnd, against m (nsModelFrom's). The calls with a
 // known answer are tried alone first (fitsWithoutUnknowns), then a
-// linearization is built (witnessNS), and only then does porcupine search.
+// linearization is built (witnessNS) and checked (validLinearization), and
+// only then does porcupine search.
 func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, prop, what string) *Failure {
 	n := len(h)
 	calls := n
@@ -675,7 +676,10 @@ func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, 
 			break
 		}
 	}
-	if fitsWithoutUnknowns(m, h, knownSteps) || witnessNS(m, h, witnessSteps) {
+	if fitsWithoutUnknowns(m, h, knownSteps) {
+		return nil
+	}
+	if order := witnessNS(m, h, witnessSteps); order != nil && validLinearization(m, h, order) == nil {
 		return nil
 	}
 	switch porcupine.CheckOperationsTimeout(m, withEnd(h), timeout) {
@@ -727,44 +731,51 @@ func fitsWithoutUnknowns(m porcupine.Model, h []porcupine.Operation, budget int6
 // that call's answer. It tries no unknown call first, then each in turn
 // and chains of up to witnessChain, with a memo of (answered calls
 // placed, unknown calls placed, state) by hash and at most budget steps
-// (check: witnessSteps, as the block model's witness). What it finds is a
+// (check: witnessSteps, as the block model's witness). It returns the
+// order it built, as indices into h, or nil. What it builds is a
 // linearization: the order of answers is one real time allows, and an
 // unknown call made before an answer can take effect just before the call
-// that gave it. What it does not find may still exist, and the search
+// that gave it; checkNS still checks it by itself (validLinearization)
+// before it counts. What it does not find may still exist, and the search
 // decides. Rpc seed 74 with the responder-blocks-handler bug: 66 calls,
 // 28 of them unknown, and the later answers show that some took effect
 // (a file created, a directory gone); porcupine gave up after 60 s.
-func witnessNS(m porcupine.Model, h []porcupine.Operation, budget int64) bool {
-	var known, unknown []porcupine.Operation
-	for _, op := range h {
+func witnessNS(m porcupine.Model, h []porcupine.Operation, budget int64) (order []int) {
+	var known, unknown []int
+	for i, op := range h {
 		if op.Output.(NSOutput).Unknown {
-			unknown = append(unknown, op)
+			unknown = append(unknown, i)
 		} else {
-			known = append(known, op)
+			known = append(known, i)
 		}
 	}
 	if len(unknown) == 0 {
-		return false // nothing to place: the search is as quick
+		return nil // nothing to place: the search is as quick
 	}
-	slices.SortStableFunc(known, func(a, b porcupine.Operation) int {
-		return cmp.Or(cmp.Compare(a.Return, b.Return), cmp.Compare(a.Call, b.Call))
+	slices.SortStableFunc(known, func(a, b int) int {
+		return cmp.Or(cmp.Compare(h[a].Return, h[b].Return), cmp.Compare(h[a].Call, h[b].Call))
 	})
-	w := nsWitness{m: m, known: known, unknown: unknown, used: make([]uint64, (len(unknown)+63)/64),
+	w := nsWitness{m: m, h: h, known: known, unknown: unknown, used: make([]uint64, (len(unknown)+63)/64),
 		seen: map[[3]uint64]bool{}, budget: budget}
-	return w.place(0, witnessChain, m.Init())
+	if !w.place(0, witnessChain, m.Init()) {
+		return nil
+	}
+	return w.order
 }
 
 type nsWitness struct {
 	m              porcupine.Model
-	known, unknown []porcupine.Operation
+	h              []porcupine.Operation
+	known, unknown []int    // indices into h
 	used           []uint64 // unknown calls placed, a bit each
 	seen           map[[3]uint64]bool
 	steps, budget  int64
+	order          []int // the calls placed, in order
 }
 
-func (w *nsWitness) step(state any, op porcupine.Operation) (bool, any) {
+func (w *nsWitness) step(state any, i int) (bool, any) {
 	w.steps++
-	return w.m.Step(state, op.Input, op.Output)
+	return w.m.Step(state, w.h[i].Input, w.h[i].Output)
 }
 
 // witnessChain is how many unknown calls witnessNS places before one
@@ -789,14 +800,19 @@ func (w *nsWitness) place(i, chain int, state any) bool {
 	}
 	w.seen[key] = true
 	k := w.known[i]
-	if ok, next := w.step(state, k); ok && w.place(i+1, witnessChain, next) {
-		return true
+	mark := len(w.order)
+	if ok, next := w.step(state, k); ok {
+		w.order = append(w.order, k)
+		if w.place(i+1, witnessChain, next) {
+			return true
+		}
+		w.order = w.order[:mark]
 	}
 	if chain == 0 {
 		return false
 	}
 	for j, u := range w.unknown {
-		if w.used[j/64]&(1<<(j%64)) != 0 || u.Call > k.Return || !touchSame(u, k) {
+		if w.used[j/64]&(1<<(j%64)) != 0 || w.h[u].Call > w.h[k].Return || !touchSame(w.h[u], w.h[k]) {
 			continue
 		}
 		ok, next := w.step(state, u) // (refused where it changes nothing)
@@ -804,13 +820,54 @@ func (w *nsWitness) place(i, chain int, state any) bool {
 			continue
 		}
 		w.used[j/64] |= 1 << (j % 64)
+		w.order = append(w.order, u)
 		found := w.place(i, chain-1, next)
 		w.used[j/64] &^= 1 << (j % 64)
 		if found {
 			return true
 		}
+		w.order = w.order[:mark]
 	}
 	return false
+}
+
+// validLinearization checks order (indices into h), as witnessNS built
+// it, against h and m by itself, so that a pass never rests on the
+// witness's search alone: every answered call of h placed once and every
+// unknown one at most once (the rest go last, where the model takes them
+// as changing nothing); no call placed before one that returned before it
+// was made (at equal times a call comes before a return, as in
+// porcupine); every step taken by m from its initial state. Its error
+// says what is wrong.
+func validLinearization(m porcupine.Model, h []porcupine.Operation, order []int) error {
+	placed := make([]bool, len(h))
+	for p, i := range order {
+		if i < 0 || i >= len(h) || placed[i] {
+			return fmt.Errorf("place %d: call %d is not in the history, or placed twice", p, i)
+		}
+		placed[i] = true
+	}
+	for i, op := range h {
+		if !op.Output.(NSOutput).Unknown && (!placed[i] || op.Return < op.Call) {
+			return fmt.Errorf("answered call %d not placed, or answered before it was made", i)
+		}
+	}
+	for p, i := range order {
+		for _, j := range order[p+1:] {
+			if h[j].Return < h[i].Call {
+				return fmt.Errorf("place %d: call %d was made after call %d, placed later, had returned", p, i, j)
+			}
+		}
+	}
+	state := m.Init()
+	for p, i := range order {
+		ok, next := m.Step(state, h[i].Input, h[i].Output)
+		if !ok {
+			return fmt.Errorf("place %d: the model refuses %s", p, m.DescribeOperation(h[i].Input, h[i].Output))
+		}
+		state = next
+	}
+	return nil
 }
 
 // touchSame reports whether u's call can change what k sees, so that it
