@@ -883,8 +883,8 @@ func touchSame(u, k porcupine.Operation) bool {
 	if kr.image != nil {
 		return true // a replayed tree sees every path
 	}
-	if ur.Method == namespace.MethodCreate && kr.Req.Method == namespace.MethodCreate {
-		return true
+	if ur.Method == namespace.MethodCreate && kr.Req.Method == namespace.MethodCreate && ur.Blocks > 0 && kr.Req.Blocks > 0 {
+		return true // (a create of no blocks neither moves the counter nor shows it)
 	}
 	for _, a := range []string{ur.Path, ur.Dst} {
 		for _, b := range []string{kr.Req.Path, kr.Req.Dst} {
