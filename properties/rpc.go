@@ -959,17 +959,23 @@ func runRPC(c RPCCase, linTimeout time.Duration, out io.Writer, hashing hashing)
 	if linTimeout == 0 {
 		linTimeout = DefaultLinTimeout
 	}
-	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, hashing)), phase: "work", hashOnly: hashing == hashOnly}
+	h := newRPCHarness(c, hashing)
 	if out != nil {
 		h.w.TraceTo(out)
 	}
 	defer useArena(h.w)()
+	return h.run(linTimeout)
+}
+
+// newRPCHarness is the harness of a valid case, its world not yet run.
+func newRPCHarness(c RPCCase, hashing hashing) *rpcHarness {
+	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, hashing)), phase: "work", hashOnly: hashing == hashOnly}
 	for _, f := range c.Faults {
 		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
 			h.crashed = true
 		}
 	}
-	return h.run(linTimeout)
+	return h
 }
 
 // ignored reports whether the case does not enforce prop (check --ignore).

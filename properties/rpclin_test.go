@@ -13,7 +13,6 @@ import (
 	"pgregory.net/rapid"
 
 	"xceiver/model/namespace"
-	"xceiver/sim"
 )
 
 // The namespace model's hash is a running sum kept by put and del; after
@@ -412,8 +411,8 @@ func TestNSUnknownCallsNeverReturn(t *testing.T) {
 	}
 }
 
-// rpcSeedHistory runs rpc seed seed (with bug), as runRPC does but with a
-// check that gives up at once, and returns the tree its namenode started
+// rpcSeedHistory runs rpc seed seed (with bug), as runRPC does but
+// unhashed and with a check that gives up at once, and returns the tree its namenode started
 // from and the history of calls to it, which must be its only
 // incarnation's and hold calls calls (else the seed no longer makes the
 // history a test is about).
@@ -423,13 +422,8 @@ func rpcSeedHistory(t *testing.T, seed uint64, bug string, calls int) (nsState, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, unhashed)), phase: "work"}
+	h := newRPCHarness(c, unhashed)
 	release := useArena(h.w)
-	for _, f := range c.Faults {
-		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
-			h.crashed = true
-		}
-	}
 	h.run(time.Nanosecond)
 	release()
 	epochs, _ := h.epochHistory()
