@@ -248,6 +248,8 @@ type harness struct {
 	// ignoreMemory skips the per-event memory check (c.Ignore).
 	ignoreMemory bool
 	memChecks    int // checkMemory calls, for Options.MemoryScan
+	memScanAt    int // memChecks at the last scan of every connection
+	memScanned   int // the connections it visited
 }
 
 // Run runs c in a fresh simulated world and checks every property.
