@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -176,6 +177,44 @@ func TestProtocolRequestMalformed(t *testing.T) {
 			}
 			if StatusOf(err) != tt.status {
 				t.Fatalf("StatusOf = %v", StatusOf(err))
+			}
+		})
+	}
+}
+
+// Validate holds a request built in memory to the bounds the decoder
+// holds a received one to: a client or a harness that builds a request
+// past them learns so before it sends it.
+func TestProtocolRequestValidateBounds(t *testing.T) {
+	at := protoSampleRequest()
+	at.ClientName = strings.Repeat("n", MaxClientNameLen)
+	at.Token = make([]byte, MaxTokenLen)
+	at.Offset, at.Length = math.MaxInt64-5, 5
+	if err := at.Validate(); err != nil {
+		t.Fatalf("a request at every bound: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*Request)
+		status Status
+		want   string
+	}{
+		{"unknown op", func(r *Request) { r.Op = 82 }, StatusErrorUnsupported, "unknown op"},
+		{"negative offset", func(r *Request) { r.Offset = -1 }, StatusErrorInvalid, "negative offset"},
+		{"negative length", func(r *Request) { r.Length = -1 }, StatusErrorInvalid, "negative length"},
+		{"range overflows", func(r *Request) { r.Offset++ }, StatusErrorInvalid, "overflows"},
+		{"name too long", func(r *Request) { r.ClientName += "n" }, StatusErrorInvalid, fmt.Sprintf("client name of %d bytes", MaxClientNameLen+1)},
+		{"token too long", func(r *Request) { r.Token = append(r.Token, 0) }, StatusErrorInvalid, fmt.Sprintf("access token of %d bytes", MaxTokenLen+1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := at
+			r.Token = slices.Clone(at.Token)
+			tt.change(&r)
+			err := r.Validate()
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want a %v error with %q", err, tt.status, tt.want)
 			}
 		})
 	}
