@@ -43,7 +43,7 @@ const (
 	PropLeakFree     = "leak-freedom"     // at quiescence every process is back to its baseline
 	PropDeterminism  = "determinism"      // the same case gives the same trace
 	PropHarness      = "harness"          // the world failed (an assertion in model code)
-	PropCache        = "peer-cache"       // reads take the newest live cached peer, other ops none; the cache within its capacity
+	PropCache        = "peer-cache"       // reads take the newest live cached peer, other ops none; the cache within its capacity; a client's dials are its process's sockets
 )
 
 // Failure is a broken property.
@@ -1132,6 +1132,10 @@ func (h *harness) leaks() {
 			h.fail(PropLeakFree, "%s: %d ops still in flight", ch.name, ch.cl.InFlight())
 		case ch.cl.Cached() > 0:
 			h.fail(PropLeakFree, "%s: %d peers still cached after close", ch.name, ch.cl.Cached())
+		case ch.cl.Stats().Dials != ch.p.FDsMade(model.FDSocket):
+			// Every socket of a client's process is a connection its
+			// client dialed: an op reuses a cached peer or counts a dial.
+			h.fail(PropCache, "%s counts %d connections dialed; its process made %d sockets", ch.name, ch.cl.Stats().Dials, ch.p.FDsMade(model.FDSocket))
 		case res.FDs != ch.base.FDs:
 			h.fail(PropLeakFree, "%s: %d fds open after close, baseline %d (%v)", ch.name, res.FDs, ch.base.FDs, kinds(res.ByKind))
 		case res.Timers != ch.base.Timers:
