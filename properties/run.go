@@ -1136,6 +1136,11 @@ func (h *harness) leaks() {
 			// Every socket of a client's process is a connection its
 			// client dialed: an op reuses a cached peer or counts a dial.
 			h.fail(PropCache, "%s counts %d connections dialed; its process made %d sockets", ch.name, ch.cl.Stats().Dials, ch.p.FDsMade(model.FDSocket))
+		case ch.cl.Stats().DeadPeers != ch.p.Logged("client-dead-peer") || ch.cl.Stats().Retries != ch.cl.Stats().DeadPeers:
+			// A cached peer found dead is logged, and its op retried
+			// once on a fresh connection.
+			st := ch.cl.Stats()
+			h.fail(PropCache, "%s counts %d dead cached peers and %d retries; it logged %d dead peers", ch.name, st.DeadPeers, st.Retries, ch.p.Logged("client-dead-peer"))
 		case res.FDs != ch.base.FDs:
 			h.fail(PropLeakFree, "%s: %d fds open after close, baseline %d (%v)", ch.name, res.FDs, ch.base.FDs, kinds(res.ByKind))
 		case res.Timers != ch.base.Timers:
