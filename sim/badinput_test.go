@@ -24,86 +24,63 @@ type rawResult struct {
 // baseline and still serves a normal read.
 func rawExchange(t *testing.T, payload []byte, closeAfterSend bool, readLimit int) rawResult {
 	t.Helper()
-	w := New(DefaultConfig(1))
 	var res rawResult
-	var dn *model.Datanode
-	var dnProc model.Process
 	baseline := 0
 	content := model.BlockContent(1, 8192)
 	var normal model.Result
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		dnProc = p
-		store := model.NewBlockStore(p.Disk(), "data")
-		if _, err := store.Write(1, content); err != nil {
-			w.Fail(err)
-			return
+	dn, dnProc := runWithDatanode(t, model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second}, content, func(w *World, dnProc, rp model.Process) {
+		baseline = dnProc.FDs().Open
+		buf := make([]byte, 1<<17)
+		var c model.Conn
+		sent := false
+		finish := func() {
+			c.Close()
+			// Then a well-behaved client must still be served.
+			cl, err := model.NewClient(rp, rp.MainLoop(), 1, model.ClientConfig{Datanode: "dn:50010", NoDelay: true, CacheCapacity: 1})
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			cl.Read(1, 0, 100, 1000, func(r model.Result) {
+				normal = r
+				cl.Close()
+			})
 		}
-		var err error
-		dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
-		baseline = p.FDs().Open
-		w.Spawn("raw", model.ProcessConfig{}, func(rp model.Process) {
-			buf := make([]byte, 1<<17)
-			var c model.Conn
-			sent := false
-			finish := func() {
-				c.Close()
-				// Then a well-behaved client must still be served.
-				cl, err := model.NewClient(rp, rp.MainLoop(), 1, model.ClientConfig{Datanode: "dn:50010", NoDelay: true, CacheCapacity: 1})
-				if err != nil {
-					w.Fail(err)
+		c, _ = rp.Dial("tcp", "dn:50010", rp.MainLoop(), func(ev model.Events) {
+			if !sent && ev&model.Writable != 0 {
+				sent = true
+				c.SetWriteInterest(false)
+				if len(payload) > 0 {
+					if _, err := c.Write(payload); err != nil {
+						w.Fail(err)
+						return
+					}
+				}
+				if closeAfterSend {
+					finish()
 					return
 				}
-				cl.Read(1, 0, 100, 1000, func(r model.Result) {
-					normal = r
-					cl.Close()
-				})
 			}
-			c, _ = rp.Dial("tcp", "dn:50010", rp.MainLoop(), func(ev model.Events) {
-				if !sent && ev&model.Writable != 0 {
-					sent = true
-					c.SetWriteInterest(false)
-					if len(payload) > 0 {
-						if _, err := c.Write(payload); err != nil {
-							w.Fail(err)
-							return
-						}
-					}
-					if closeAfterSend {
-						finish()
-						return
-					}
+			for {
+				n, err := c.Read(buf)
+				res.got = append(res.got, buf[:n]...)
+				if readLimit > 0 && len(res.got) >= readLimit {
+					// Disconnect mid-stream.
+					finish()
+					return
 				}
-				for {
-					n, err := c.Read(buf)
-					res.got = append(res.got, buf[:n]...)
-					if readLimit > 0 && len(res.got) >= readLimit {
-						// Disconnect mid-stream.
-						finish()
-						return
-					}
-					if errors.Is(err, model.ErrWouldBlock) {
-						return
-					}
-					if err != nil {
-						res.closed = true
-						finish()
-						return
-					}
+				if errors.Is(err, model.ErrWouldBlock) {
+					return
 				}
-			})
-			c.SetWriteInterest(true)
+				if err != nil {
+					res.closed = true
+					finish()
+					return
+				}
+			}
 		})
+		c.SetWriteInterest(true)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(time.Hour); err != nil {
-		t.Fatalf("run: %v", err)
-	}
 	if normal.Err != nil || string(normal.Data) != string(content[100:1100]) {
 		t.Errorf("a normal read after the bad input: %v (got %d bytes)", normal.Err, len(normal.Data))
 	}
@@ -114,6 +91,37 @@ func rawExchange(t *testing.T, payload []byte, closeAfterSend bool, readLimit in
 		t.Errorf("datanode holds %d conns, %d buffers, %d handles in use", dn.Conns(), dn.BuffersOut(), dn.Pool().InUse())
 	}
 	return res
+}
+
+// runWithDatanode runs a world in which a datanode (dcfg) serves block 1
+// holding content, and process "raw" runs peer as soon as the datanode
+// serves; it returns the datanode and its process once the world is done.
+func runWithDatanode(t *testing.T, dcfg model.DatanodeConfig, content []byte, peer func(w *World, dnProc, rp model.Process)) (*model.Datanode, model.Process) {
+	t.Helper()
+	w := New(DefaultConfig(1))
+	var dn *model.Datanode
+	var dnProc model.Process
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		dnProc = p
+		store := model.NewBlockStore(p.Disk(), "data")
+		if _, err := store.Write(1, content); err != nil {
+			w.Fail(err)
+			return
+		}
+		var err error
+		if dn, err = model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
+			w.Fail(err)
+			return
+		}
+		w.Spawn("raw", model.ProcessConfig{}, func(rp model.Process) { peer(w, p, rp) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Hour); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return dn, dnProc
 }
 
 func wantErrorStatus(t *testing.T, res rawResult, want model.Status) {

@@ -27,123 +27,103 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 	write = model.AppendPacketHeader(write, model.PacketHeader{Offset: int64(len(written)), Seqno: 1, Last: true}, 0, model.BytesPerChecksum)
 	wroteOK := false
 	content := model.BlockContent(1, 8192)
-	w := New(DefaultConfig(1))
-	var dn *model.Datanode
-	var got []time.Duration // when each response had fully arrived
+	var got []time.Duration // how long after its request each response had fully arrived
 	var sentAt time.Duration
 	closedEarly := false
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		store := model.NewBlockStore(p.Disk(), "data")
-		if _, err := store.Write(1, content); err != nil {
-			w.Fail(err)
-			return
-		}
-		var err error
-		dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second, ReadTimeout: 2 * time.Second, NoDelay: true})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
-		w.Spawn("raw", model.ProcessConfig{}, func(rp model.Process) {
-			buf := make([]byte, 1<<16)
-			var in []byte
-			var c model.Conn
-			next := 0 // the read whose response is awaited
-			var resp model.Response
-			inResp := false
-			covered := int64(0)
-			send := func(b []byte) {
-				if _, err := c.Write(b); err != nil {
-					w.Fail(err)
-				}
-				sentAt = rp.MainLoop().Now()
+	dcfg := model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second, ReadTimeout: 2 * time.Second, NoDelay: true}
+	dn, _ := runWithDatanode(t, dcfg, content, func(w *World, _, rp model.Process) {
+		buf := make([]byte, 1<<16)
+		var in []byte
+		var c model.Conn
+		next := 0 // the read whose response is awaited
+		var resp model.Response
+		inResp := false
+		covered := int64(0)
+		send := func(b []byte) {
+			if _, err := c.Write(b); err != nil {
+				w.Fail(err)
 			}
-			c, _ = rp.Dial("tcp", "dn:50010", rp.MainLoop(), func(ev model.Events) {
-				if ev&model.Writable != 0 && next == 0 && !inResp && len(got) == 0 && sentAt == 0 {
-					c.SetWriteInterest(false)
-					send(append(write, request(model.OpReadBlock, 1, 0, reads[0].off, reads[0].n)...))
+			sentAt = rp.MainLoop().Now()
+		}
+		c, _ = rp.Dial("tcp", "dn:50010", rp.MainLoop(), func(ev model.Events) {
+			if ev&model.Writable != 0 && next == 0 && !inResp && len(got) == 0 && sentAt == 0 {
+				c.SetWriteInterest(false)
+				send(append(write, request(model.OpReadBlock, 1, 0, reads[0].off, reads[0].n)...))
+			}
+			for {
+				n, err := c.Read(buf)
+				in = append(in, buf[:n]...)
+				if errors.Is(err, model.ErrWouldBlock) {
+					break
 				}
-				for {
-					n, err := c.Read(buf)
-					in = append(in, buf[:n]...)
-					if errors.Is(err, model.ErrWouldBlock) {
-						break
-					}
-					if err != nil {
-						closedEarly = next < len(reads)
-						c.Close()
-						return
-					}
+				if err != nil {
+					closedEarly = next < len(reads)
+					c.Close()
+					return
 				}
-				if !wroteOK {
+			}
+			if !wroteOK {
+				r, n, err := model.DecodeResponse(in)
+				if errors.Is(err, model.ErrNeedMore) {
+					return
+				}
+				if err != nil || r.Status != model.StatusSuccess {
+					w.Fail(errors.New("the write's response did not decode as a success"))
+					return
+				}
+				wroteOK, in = true, in[n:]
+			}
+			for next < len(reads) {
+				if !inResp {
 					r, n, err := model.DecodeResponse(in)
 					if errors.Is(err, model.ErrNeedMore) {
 						return
 					}
 					if err != nil || r.Status != model.StatusSuccess {
-						w.Fail(errors.New("the write's response did not decode as a success"))
+						w.Fail(errors.New("a response did not decode as a success"))
 						return
 					}
-					wroteOK, in = true, in[n:]
+					resp, inResp, covered, in = r, true, r.FirstChunkOffset, in[n:]
 				}
-				for next < len(reads) {
-					if !inResp {
-						r, n, err := model.DecodeResponse(in)
-						if errors.Is(err, model.ErrNeedMore) {
-							return
-						}
-						if err != nil || r.Status != model.StatusSuccess {
-							w.Fail(errors.New("a response did not decode as a success"))
-							return
-						}
-						resp, inResp, covered, in = r, true, r.FirstChunkOffset, in[n:]
-					}
-					p, n, err := model.DecodePacket(in, resp.BytesPerChecksum)
-					if errors.Is(err, model.ErrNeedMore) {
-						return
-					}
-					if err != nil || p.Offset != covered || string(p.Data) != string(content[p.Offset:p.Offset+int64(len(p.Data))]) {
-						w.Fail(errors.New("a packet is not the block's"))
-						return
-					}
-					in, covered = in[n:], covered+int64(len(p.Data))
-					if !p.Last {
-						continue
-					}
-					if r := reads[next]; resp.FirstChunkOffset > r.off || covered < r.off+r.n {
-						w.Fail(errors.New("a response does not cover its read"))
-						return
-					}
-					got = append(got, rp.MainLoop().Now()-sentAt)
-					inResp = false
-					next++
-					// The status, and the next request with it.
-					b := model.AppendStatus(nil, model.StatusChecksumOK)
-					if next < len(reads) {
-						b = append(b, request(model.OpReadBlock, 1, 0, reads[next].off, reads[next].n)...)
-					}
-					send(b)
-					if next == len(reads) {
-						c.Close()
-						return
-					}
+				p, n, err := model.DecodePacket(in, resp.BytesPerChecksum)
+				if errors.Is(err, model.ErrNeedMore) {
+					return
 				}
-			})
-			// (Nagle off at both ends, so no response waits on a
-			// delayed ACK and a late one means the datanode waited.)
-			if err := c.SetNoDelay(true); err != nil {
-				w.Fail(err)
-				return
+				if err != nil || p.Offset != covered || string(p.Data) != string(content[p.Offset:p.Offset+int64(len(p.Data))]) {
+					w.Fail(errors.New("a packet is not the block's"))
+					return
+				}
+				in, covered = in[n:], covered+int64(len(p.Data))
+				if !p.Last {
+					continue
+				}
+				if r := reads[next]; resp.FirstChunkOffset > r.off || covered < r.off+r.n {
+					w.Fail(errors.New("a response does not cover its read"))
+					return
+				}
+				got = append(got, rp.MainLoop().Now()-sentAt)
+				inResp = false
+				next++
+				// The status, and the next request with it.
+				b := model.AppendStatus(nil, model.StatusChecksumOK)
+				if next < len(reads) {
+					b = append(b, request(model.OpReadBlock, 1, 0, reads[next].off, reads[next].n)...)
+				}
+				send(b)
+				if next == len(reads) {
+					c.Close()
+					return
+				}
 			}
-			c.SetWriteInterest(true)
 		})
+		// (Nagle off at both ends, so no response waits on a
+		// delayed ACK and a late one means the datanode waited.)
+		if err := c.SetNoDelay(true); err != nil {
+			w.Fail(err)
+			return
+		}
+		c.SetWriteInterest(true)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(time.Hour); err != nil {
-		t.Fatalf("run: %v", err)
-	}
 	if !wroteOK || closedEarly || len(got) != len(reads) {
 		t.Fatalf("write answered: %v; %d of %d reads answered (the connection closed early: %v)", wroteOK, len(got), len(reads), closedEarly)
 	}
