@@ -1135,10 +1135,13 @@ func (h *harness) leaks() {
 		case ch.cl.Stats().Dials != ch.p.FDsMade(model.FDSocket):
 			// Every socket of a client's process is a connection its
 			// client dialed: an op reuses a cached peer or counts a dial.
+			// (FDsMade counts from the process's last start, the client's
+			// figures from its making: client processes never restart.)
 			h.fail(PropCache, "%s counts %d connections dialed; its process made %d sockets", ch.name, ch.cl.Stats().Dials, ch.p.FDsMade(model.FDSocket))
 		case ch.cl.Stats().DeadPeers != ch.p.Logged("client-dead-peer") || ch.cl.Stats().Retries != ch.cl.Stats().DeadPeers:
-			// A cached peer found dead is logged, and its op retried
-			// once on a fresh connection.
+			// A cached peer found dead is counted, logged and counted as
+			// a retry. (The counters only: whether the retry then went
+			// out on a fresh connection is availability's to see.)
 			st := ch.cl.Stats()
 			h.fail(PropCache, "%s counts %d dead cached peers and %d retries; it logged %d dead peers", ch.name, st.DeadPeers, st.Retries, ch.p.Logged("client-dead-peer"))
 		case res.FDs != ch.base.FDs:

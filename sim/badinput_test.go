@@ -28,8 +28,9 @@ func rawExchange(t *testing.T, payload []byte, closeAfterSend bool, readLimit in
 	baseline := 0
 	content := model.BlockContent(1, 8192)
 	var normal model.Result
-	dn, dnProc := runWithDatanode(t, model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second}, content, func(w *World, dnProc, rp model.Process) {
-		baseline = dnProc.FDs().Open
+	var dnProc model.Process
+	dn := runWithDatanode(t, model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second}, content, func(w *World, p, rp model.Process) {
+		dnProc, baseline = p, p.FDs().Open
 		buf := make([]byte, 1<<17)
 		var c model.Conn
 		sent := false
@@ -95,14 +96,12 @@ func rawExchange(t *testing.T, payload []byte, closeAfterSend bool, readLimit in
 
 // runWithDatanode runs a world in which a datanode (dcfg) serves block 1
 // holding content, and process "raw" runs peer as soon as the datanode
-// serves; it returns the datanode and its process once the world is done.
-func runWithDatanode(t *testing.T, dcfg model.DatanodeConfig, content []byte, peer func(w *World, dnProc, rp model.Process)) (*model.Datanode, model.Process) {
+// serves; it returns the datanode once the world is done.
+func runWithDatanode(t *testing.T, dcfg model.DatanodeConfig, content []byte, peer func(w *World, dnProc, rp model.Process)) *model.Datanode {
 	t.Helper()
 	w := New(DefaultConfig(1))
 	var dn *model.Datanode
-	var dnProc model.Process
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		dnProc = p
 		store := model.NewBlockStore(p.Disk(), "data")
 		if _, err := store.Write(1, content); err != nil {
 			w.Fail(err)
@@ -121,7 +120,7 @@ func runWithDatanode(t *testing.T, dcfg model.DatanodeConfig, content []byte, pe
 	if err := w.Run(time.Hour); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	return dn, dnProc
+	return dn
 }
 
 func wantErrorStatus(t *testing.T, res rawResult, want model.Status) {

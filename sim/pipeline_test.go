@@ -9,15 +9,16 @@ import (
 )
 
 // A client may send its next request without waiting for the answer to
-// the one before (a write's whole stream and then a read; a read's final
-// status and the next read): HDFS's DataXceiver reads ops in a loop from
-// a buffered stream, so it serves whatever arrived together, in order.
-// The datanode must serve the request it has already buffered when the
-// op before it ends, without waiting for bytes that will never come; a
-// write ends when its answer is out, outside the loop that took its
-// input, so it must look at that input again itself. check's clients
-// send each request on its own, so this test is what holds the datanode
-// to it.
+// the one before: HDFS's DataXceiver reads ops in a loop from a buffered
+// stream, so it serves whatever arrived together, in order. The datanode
+// must serve the request it has already buffered when the op before it
+// ends, without waiting for bytes that will never come. A write ends when
+// its answer is out, outside the loop that took its input (process), so
+// endOp must look at that input again itself: the read sent behind the
+// write is what holds it to that. The reads' statuses, each sent with the
+// next read, are consumed inside process's loop, which then serves the
+// read after them. check's clients send each request on its own, so this
+// test is what holds the datanode to either.
 func TestPipelinedRequestsAreServed(t *testing.T) {
 	type read struct{ off, n int64 }
 	reads := []read{{0, 10}, {4000, 3000}, {100, 1}}
@@ -31,7 +32,7 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 	var sentAt time.Duration
 	closedEarly := false
 	dcfg := model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second, ReadTimeout: 2 * time.Second, NoDelay: true}
-	dn, _ := runWithDatanode(t, dcfg, content, func(w *World, _, rp model.Process) {
+	dn := runWithDatanode(t, dcfg, content, func(w *World, _, rp model.Process) {
 		buf := make([]byte, 1<<16)
 		var in []byte
 		var c model.Conn
@@ -45,8 +46,10 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 			}
 			sentAt = rp.MainLoop().Now()
 		}
+		sent := false
 		c, _ = rp.Dial("tcp", "dn:50010", rp.MainLoop(), func(ev model.Events) {
-			if ev&model.Writable != 0 && next == 0 && !inResp && len(got) == 0 && sentAt == 0 {
+			if ev&model.Writable != 0 && !sent {
+				sent = true
 				c.SetWriteInterest(false)
 				send(append(write, request(model.OpReadBlock, 1, 0, reads[0].off, reads[0].n)...))
 			}
