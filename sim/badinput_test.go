@@ -29,7 +29,7 @@ func rawExchange(t *testing.T, payload []byte, closeAfterSend bool, readLimit in
 	content := model.BlockContent(1, 8192)
 	var normal model.Result
 	var dnProc model.Process
-	dn := runWithDatanode(t, model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second}, content, func(w *World, p, rp model.Process) {
+	_, dn := datanodeWorld(t, model.DatanodeConfig{Keepalive: time.Second}, [][]byte{content}, "raw", func(w *World, _ *model.Datanode, p, rp model.Process) {
 		dnProc, baseline = p, p.FDs().Open
 		buf := make([]byte, 1<<17)
 		var c model.Conn
@@ -92,35 +92,6 @@ func rawExchange(t *testing.T, payload []byte, closeAfterSend bool, readLimit in
 		t.Errorf("datanode holds %d conns, %d buffers, %d handles in use", dn.Conns(), dn.BuffersOut(), dn.Pool().InUse())
 	}
 	return res
-}
-
-// runWithDatanode runs a world in which a datanode (dcfg) serves block 1
-// holding content, and process "raw" runs peer as soon as the datanode
-// serves; it returns the datanode once the world is done.
-func runWithDatanode(t *testing.T, dcfg model.DatanodeConfig, content []byte, peer func(w *World, dnProc, rp model.Process)) *model.Datanode {
-	t.Helper()
-	w := New(DefaultConfig(1))
-	var dn *model.Datanode
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		store := model.NewBlockStore(p.Disk(), "data")
-		if _, err := store.Write(1, content); err != nil {
-			w.Fail(err)
-			return
-		}
-		var err error
-		if dn, err = model.StartDatanode(p, p.MainLoop(), dcfg); err != nil {
-			w.Fail(err)
-			return
-		}
-		w.Spawn("raw", model.ProcessConfig{}, func(rp model.Process) { peer(w, p, rp) })
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(time.Hour); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	return dn
 }
 
 func wantErrorStatus(t *testing.T, res rawResult, want model.Status) {

@@ -13,14 +13,35 @@ import (
 // process; script runs on the client's loop with the client.
 func clientWorld(t *testing.T, dcfg model.DatanodeConfig, ccfg model.ClientConfig, script func(w *World, p model.Process, cl *model.Client)) (*World, *model.Datanode) {
 	t.Helper()
+	ccfg.Datanode = "dn:50010"
+	blocks := make([][]byte, 3)
+	for i := range blocks {
+		blocks[i] = model.BlockContent(uint64(i+1), 4096)
+	}
+	return datanodeWorld(t, dcfg, blocks, "client", func(w *World, dn *model.Datanode, _, cp model.Process) {
+		lastDatanode = dn
+		cl, err := model.NewClient(cp, cp.MainLoop(), 0, ccfg)
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		script(w, cp, cl)
+	})
+}
+
+// datanodeWorld runs a world in which a datanode (dcfg, at dn:50010)
+// serves blocks (block i+1 holds blocks[i]) and process peerName runs peer
+// as soon as the datanode serves; it returns the world and the datanode
+// once the world is done.
+func datanodeWorld(t *testing.T, dcfg model.DatanodeConfig, blocks [][]byte, peerName string, peer func(w *World, dn *model.Datanode, dnProc, pp model.Process)) (*World, *model.Datanode) {
+	t.Helper()
 	w := New(DefaultConfig(1))
 	var dn *model.Datanode
 	dcfg.Addr = "dn:50010"
-	ccfg.Datanode = "dn:50010"
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		store := model.NewBlockStore(p.Disk(), "data")
-		for i := uint64(1); i <= 3; i++ {
-			if _, err := store.Write(i, model.BlockContent(i, 4096)); err != nil {
+		for i, b := range blocks {
+			if _, err := store.Write(uint64(i+1), b); err != nil {
 				w.Fail(err)
 				return
 			}
@@ -30,21 +51,13 @@ func clientWorld(t *testing.T, dcfg model.DatanodeConfig, ccfg model.ClientConfi
 			w.Fail(err)
 			return
 		}
-		lastDatanode = dn
-		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
-			cl, err := model.NewClient(cp, cp.MainLoop(), 0, ccfg)
-			if err != nil {
-				w.Fail(err)
-				return
-			}
-			script(w, cp, cl)
-		})
+		w.Spawn(peerName, model.ProcessConfig{}, func(pp model.Process) { peer(w, dn, p, pp) })
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Run(time.Hour); err != nil {
-		t.Fatal(err)
+		t.Fatalf("run: %v", err)
 	}
 	return w, dn
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,8 +32,8 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 	var got []time.Duration // how long after its request each response had fully arrived
 	var sentAt time.Duration
 	closedEarly := false
-	dcfg := model.DatanodeConfig{Addr: "dn:50010", Keepalive: time.Second, ReadTimeout: 2 * time.Second, NoDelay: true}
-	dn := runWithDatanode(t, dcfg, content, func(w *World, _, rp model.Process) {
+	dcfg := model.DatanodeConfig{Keepalive: time.Second, ReadTimeout: 2 * time.Second, NoDelay: true}
+	_, dn := datanodeWorld(t, dcfg, [][]byte{content}, "raw", func(w *World, _ *model.Datanode, _, rp model.Process) {
 		buf := make([]byte, 1<<16)
 		var in []byte
 		var c model.Conn
@@ -45,6 +46,20 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 				w.Fail(err)
 			}
 			sentAt = rp.MainLoop().Now()
+		}
+		// response takes a success's header off in; false: more bytes
+		// are needed first (or the run failed).
+		response := func(what string) (model.Response, bool) {
+			r, n, err := model.DecodeResponse(in)
+			if errors.Is(err, model.ErrNeedMore) {
+				return r, false
+			}
+			if err != nil || r.Status != model.StatusSuccess {
+				w.Fail(fmt.Errorf("%s: %v (status %v)", what, err, r.Status))
+				return r, false
+			}
+			in = in[n:]
+			return r, true
 		}
 		sent := false
 		c, _ = rp.Dial("tcp", "dn:50010", rp.MainLoop(), func(ev model.Events) {
@@ -66,27 +81,17 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 				}
 			}
 			if !wroteOK {
-				r, n, err := model.DecodeResponse(in)
-				if errors.Is(err, model.ErrNeedMore) {
+				if _, wroteOK = response("the write's response"); !wroteOK {
 					return
 				}
-				if err != nil || r.Status != model.StatusSuccess {
-					w.Fail(errors.New("the write's response did not decode as a success"))
-					return
-				}
-				wroteOK, in = true, in[n:]
 			}
 			for next < len(reads) {
 				if !inResp {
-					r, n, err := model.DecodeResponse(in)
-					if errors.Is(err, model.ErrNeedMore) {
+					r, ok := response("a read's response")
+					if !ok {
 						return
 					}
-					if err != nil || r.Status != model.StatusSuccess {
-						w.Fail(errors.New("a response did not decode as a success"))
-						return
-					}
-					resp, inResp, covered, in = r, true, r.FirstChunkOffset, in[n:]
+					resp, inResp, covered = r, true, r.FirstChunkOffset
 				}
 				p, n, err := model.DecodePacket(in, resp.BytesPerChecksum)
 				if errors.Is(err, model.ErrNeedMore) {
