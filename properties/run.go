@@ -1126,35 +1126,34 @@ func (h *harness) leaks() {
 		if ch.cl == nil {
 			continue
 		}
-		res := ch.p.Resources()
+		res, st := ch.p.Resources(), ch.cl.Stats()
+		made, deadLogged := ch.p.FDsMade(model.FDSocket), ch.p.Logged("client-dead-peer")
 		switch {
 		case ch.cl.InFlight() > 0:
 			h.fail(PropLeakFree, "%s: %d ops still in flight", ch.name, ch.cl.InFlight())
 		case ch.cl.Cached() > 0:
 			h.fail(PropLeakFree, "%s: %d peers still cached after close", ch.name, ch.cl.Cached())
-		case ch.cl.Stats().Dials != ch.p.FDsMade(model.FDSocket):
-			// Every socket of a client's process is a connection its
-			// client dialed: an op reuses a cached peer or counts a dial.
-			// (FDsMade counts from the process's last start, the client's
-			// figures from its making: client processes never restart.)
-			h.fail(PropCache, "%s counts %d connections dialed; its process made %d sockets", ch.name, ch.cl.Stats().Dials, ch.p.FDsMade(model.FDSocket))
-		case ch.cl.Stats().DeadPeers != ch.p.Logged("client-dead-peer") || ch.cl.Stats().Retries != ch.cl.Stats().DeadPeers:
-			// A cached peer found dead is counted, logged and counted as
-			// a retry. (The counters only: whether the retry then went
-			// out on a fresh connection is availability's to see.)
-			st := ch.cl.Stats()
-			h.fail(PropCache, "%s counts %d dead cached peers and %d retries; it logged %d dead peers", ch.name, st.DeadPeers, st.Retries, ch.p.Logged("client-dead-peer"))
 		case res.FDs != ch.base.FDs:
 			h.fail(PropLeakFree, "%s: %d fds open after close, baseline %d (%v)", ch.name, res.FDs, ch.base.FDs, kinds(res.ByKind))
 		case res.Timers != ch.base.Timers:
 			h.fail(PropLeakFree, "%s: %d timers pending, baseline %d", ch.name, res.Timers, ch.base.Timers)
 		case res.Threads != ch.base.Threads:
 			h.fail(PropLeakFree, "%s: %d threads, baseline %d", ch.name, res.Threads, ch.base.Threads)
+		case st.Dials != made:
+			// Every socket of a client's process is a connection its
+			// client dialed: an op reuses a cached peer or counts a dial.
+			// (FDsMade counts from the process's last start, the client's
+			// figures from its making: client processes never restart.)
+			h.fail(PropCache, "%s counts %d connections dialed; its process made %d sockets", ch.name, st.Dials, made)
+		case st.DeadPeers != deadLogged || st.Retries != st.DeadPeers:
+			// A cached peer found dead is counted, logged and counted as
+			// a retry. (The counters only: whether the retry then went
+			// out on a fresh connection is availability's to see.)
+			h.fail(PropCache, "%s counts %d dead cached peers and %d retries; it logged %d dead peers", ch.name, st.DeadPeers, st.Retries, deadLogged)
 		}
 		if h.failure != nil {
 			return
 		}
-		st := ch.cl.Stats()
 		h.stats.DeadPeers += st.DeadPeers
 		h.stats.Retries += st.Retries
 	}
