@@ -331,6 +331,7 @@ type clientOp struct {
 	gotAny   bool
 	resp     Response
 	next     int64 // expected offset of the next packet
+	seq      int64 // the last packet's seqno (-1 before the first)
 	result   Result
 	timer    Deadline
 	timeoutF func() // op.timedOut, bound once: armTimer runs at every progress
@@ -602,7 +603,7 @@ func (op *clientOp) process() {
 				op.fail(fmt.Errorf("%w: response %+v for a read at %d", ErrBadStream, resp, op.off), false)
 				return
 			}
-			op.next = resp.FirstChunkOffset
+			op.next, op.seq = resp.FirstChunkOffset, -1
 			var data []byte
 			switch {
 			case op.sink != nil:
@@ -623,6 +624,11 @@ func (op *clientOp) process() {
 				op.fail(fmt.Errorf("%w: %v", ErrBadStream, err), false)
 				return
 			}
+			if err := pkt.InSequence(op.seq); err != nil {
+				op.fail(fmt.Errorf("%w: %v", ErrBadStream, err), false)
+				return
+			}
+			op.seq = pkt.Seqno
 			if pkt.Offset != op.next {
 				op.fail(fmt.Errorf("%w: packet at %d, want %d", ErrBadStream, pkt.Offset, op.next), false)
 				return

@@ -74,8 +74,12 @@ func (c *scriptConn) Write(p []byte) (int, error) { return len(p), nil }
 // bytes: the response, one packet, the empty last one.
 func readAnswer(data []byte) []byte {
 	b := AppendResponse(nil, Response{Status: StatusSuccess, ChecksumType: ChecksumCRC32C, BytesPerChecksum: BytesPerChecksum, GenStamp: 7, BlockLength: int64(len(data))})
-	b = AppendPacket(b, PacketHeader{Offset: 0, Seqno: 0}, data, BytesPerChecksum)
-	return AppendPacketHeader(b, PacketHeader{Offset: int64(len(data)), Seqno: 1, Last: true}, 0, BytesPerChecksum)
+	var seq int64
+	if len(data) > 0 { // (as the datanode sends it: no empty packet before the last)
+		b = AppendPacket(b, PacketHeader{Offset: 0, Seqno: 0}, data, BytesPerChecksum)
+		seq++
+	}
+	return AppendPacketHeader(b, PacketHeader{Offset: int64(len(data)), Seqno: seq, Last: true}, 0, BytesPerChecksum)
 }
 
 // ReadInto's result is the caller's buffer when it holds the read, and a

@@ -569,6 +569,23 @@ func DecodePacket(b []byte, bytesPerChecksum int) (Packet, int, error) {
 	return p, total, nil
 }
 
+// InSequence checks p against the packet before it in the same stream,
+// whose seqno was last (-1 before the first), as HDFS's reader does
+// (PacketHeader.sanityCheck) before it looks at the data: seqnos go up by
+// one, only the last packet is empty, and the last packet carries no
+// data. DecodePacket cannot judge these, since they depend on the stream.
+func (p *Packet) InSequence(last int64) error {
+	switch {
+	case p.Seqno != last+1:
+		return invalid("packet seqno %d after %d", p.Seqno, last)
+	case len(p.Data) == 0 && !p.Last:
+		return invalid("empty packet %d is not the last", p.Seqno)
+	case p.Last && len(p.Data) > 0:
+		return invalid("last packet %d carries %d data bytes", p.Seqno, len(p.Data))
+	}
+	return nil
+}
+
 // AppendStatus appends the client's final status message (StatusChecksumOK
 // after a verified read, StatusSuccess, or an error): a uint16.
 func AppendStatus(dst []byte, s Status) []byte {

@@ -405,6 +405,43 @@ func TestProtocolPacketMalformed(t *testing.T) {
 	}
 }
 
+// A stream's packets follow HDFS's reader's sanity check: seqnos from 0
+// up by one, data in every packet but the last, none in the last.
+func TestProtocolPacketInSequence(t *testing.T) {
+	data := []byte("x")
+	tests := []struct {
+		name string
+		last int64
+		p    Packet
+		want string // "" for in sequence
+	}{
+		{"first data packet", -1, Packet{PacketHeader: PacketHeader{Seqno: 0}, Data: data}, ""},
+		{"next data packet", 4, Packet{PacketHeader: PacketHeader{Seqno: 5}, Data: data}, ""},
+		{"empty last packet", 5, Packet{PacketHeader: PacketHeader{Seqno: 6, Last: true}}, ""},
+		{"empty stream's last packet", -1, Packet{PacketHeader: PacketHeader{Seqno: 0, Last: true}}, ""},
+		{"first packet not 0", -1, Packet{PacketHeader: PacketHeader{Seqno: 1}, Data: data}, "seqno 1 after -1"},
+		{"a seqno skipped", 2, Packet{PacketHeader: PacketHeader{Seqno: 4}, Data: data}, "seqno 4 after 2"},
+		{"a seqno repeated", 2, Packet{PacketHeader: PacketHeader{Seqno: 2}, Data: data}, "seqno 2 after 2"},
+		{"empty packet not last", 0, Packet{PacketHeader: PacketHeader{Seqno: 1}}, "empty packet 1 is not the last"},
+		{"last packet with data", 0, Packet{PacketHeader: PacketHeader{Seqno: 1, Last: true}, Data: data}, "last packet 1 carries 1 data bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.InSequence(tt.last)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("InSequence(%d) = %v, want nil", tt.last, err)
+				}
+				return
+			}
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("InSequence(%d) = %v, want *ProtocolError containing %q", tt.last, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestProtocolVerifyReportsCorruptChunk(t *testing.T) {
 	data := protoData(3*512 + 100) // three whole chunks and a short one
 	const base = 8192

@@ -37,7 +37,7 @@ const (
 	LieHonest   = "honest"       // answers correctly
 	LieShort    = "short"        // ends the stream before the range is complete
 	LieResponse = "bad-response" // a response with a field out of bounds (Arg: which), then silence
-	LiePacket   = "bad-packet"   // a packet header out of bounds (Arg: which), then silence
+	LiePacket   = "bad-packet"   // a packet header out of bounds or out of sequence (Arg: which), then silence
 	LieChecksum = "checksum"     // a packet whose data does not match its checksum
 	LieFIN      = "fin"          // closes (FIN) after Cut bytes of the answer
 	LieReset    = "reset"        // resets after Cut bytes of the answer
@@ -56,7 +56,7 @@ var lieDraws = []string{LieHonest, LieShort, LieResponse, LieResponse, LieRespon
 // Variants of the bad-response and bad-packet lies.
 const (
 	badResponses = 10
-	badPackets   = 9
+	badPackets   = 12
 )
 
 // Liar is the hostile datanode of a case and its client's reads.
@@ -553,7 +553,7 @@ func (lc *liarConn) answer(lie Lie, id uint64) {
 		pkt++
 	}
 	if lie.Kind == LiePacket {
-		out = badPacket(out, first, lie.Arg, lie.Cut)
+		out = badPacket(out, first, lie.Arg, lie.Cut, lh.data[first:min(first+1, int64(len(lh.data)))])
 		lc.out, lc.outOff, lc.end = out, 0, true
 		lc.flush()
 		return
@@ -621,9 +621,11 @@ func badResponse(out []byte, r model.Response, which int, off int64) []byte {
 }
 
 // badPacket appends, at off, a packet header with one field out of
-// bounds (or the wrong offset). A bad length is followed by cut%21 bytes
-// of the header at most, so the client must judge it on the length alone.
-func badPacket(out []byte, off int64, which, cut int) []byte {
+// bounds (or the wrong offset), or a packet out of sequence (the block's
+// bytes from off, at most one, in data). A bad length is followed by
+// cut%21 bytes of the header at most, so the client must judge it on the
+// length alone.
+func badPacket(out []byte, off int64, which, cut int, data []byte) []byte {
 	hdr := func(total uint32, pOff, seq int64, flags byte, dataLen uint32) []byte {
 		b := binary.BigEndian.AppendUint32(out, total)
 		b = binary.BigEndian.AppendUint64(b, uint64(pOff))
@@ -652,7 +654,19 @@ func badPacket(out []byte, off int64, which, cut int) []byte {
 		return hdr(ok, math.MaxInt64, 0, 0, 1)
 	case 7: // a length that does not match the data length
 		return hdr(ok+1, off, 0, 0, 1)
-	default: // a valid packet at the wrong offset
+	case 9: // the first packet numbered 1, not 0
+		if len(data) == 0 {
+			data = []byte{1} // (a read of nothing at the block's end)
+		}
+		return model.AppendPacket(out, model.PacketHeader{Offset: off, Seqno: 1}, data, model.BytesPerChecksum)
+	case 10: // an empty packet that is not the last
+		return model.AppendPacketHeader(out, model.PacketHeader{Offset: off}, 0, model.BytesPerChecksum)
+	case 11: // the last packet, carrying data
+		if len(data) == 0 {
+			data = []byte{1}
+		}
+		return model.AppendPacket(out, model.PacketHeader{Offset: off, Last: true}, data, model.BytesPerChecksum)
+	default: // (8) a valid packet at the wrong offset
 		return model.AppendPacket(out, model.PacketHeader{Offset: off + model.BytesPerChecksum}, []byte{1}, model.BytesPerChecksum)
 	}
 }
