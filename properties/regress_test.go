@@ -196,6 +196,24 @@ func TestParkedReadLostToReplaceIsExcused(t *testing.T) {
 	mustPass(t, "testdata/parked-replaced-case.json")
 }
 
+// The saved parking cases again, with the datanode sending data through
+// a buffer (NoTransferTo, drawn in 30% of check's runs) instead of
+// sendfile. A read that parked there has its packet copied out already:
+// once the packet is sent it takes its replica back with nothing pending
+// and must go on to its next packet. retired-append-park is the case that
+// takes that path; with takeHandle's sendNext removed (mutant bdac88ab5b,
+// which survived 3,000 check seeds) its read stalls until the client
+// times out. Every case must pass.
+func TestParkedReadsWithoutTransferTo(t *testing.T) {
+	for _, name := range []string{"parked-replaced", "press-requeue", "retake-appended", "retire-parked", "retired-append-park", "retired-delete-park"} {
+		c := loadCase(t, "testdata/"+name+"-case.json")
+		c.Config.NoTransferTo = true
+		if r := Run(c, Options{}); r.Failure != nil {
+			t.Errorf("%s without transferTo: %s: %s", name, r.Failure.Property, r.Failure.Message)
+		}
+	}
+}
+
 // A random rapid draw (seed 9962580066681192302) failed availability with
 // no fault and no hostile peer: a 67 KB read through a datanode send
 // buffer drawn at 2 KiB took 27 delayed ACKs of 44 ms (1.19 s > 1 s). The
