@@ -30,6 +30,12 @@ func TestDatanodeConfigBounds(t *testing.T) {
 		{"packet not whole chunks", func(c *DatanodeConfig) { c.PacketSize = 3 * BytesPerChecksum / 2 }, "packet size"},
 		{"keep-alive negative", func(c *DatanodeConfig) { c.Keepalive = -time.Nanosecond }, "keep-alive"},
 		{"read timeout negative", func(c *DatanodeConfig) { c.ReadTimeout = -time.Nanosecond }, "read timeout"},
+		// One message covers the four timeouts: it must put each value
+		// beside its own name.
+		{"request timeout negative", func(c *DatanodeConfig) { c.RequestTimeout = -time.Nanosecond }, "request -1ns"},
+		{"send timeout negative", func(c *DatanodeConfig) { c.SendTimeout = -time.Nanosecond }, "send -1ns"},
+		{"handle wait negative", func(c *DatanodeConfig) { c.HandleWait = -time.Nanosecond }, "handle wait -1ns"},
+		{"stall timeout negative", func(c *DatanodeConfig) { c.StallTimeout = -time.Nanosecond }, "stall -1ns"},
 		{"mode", func(c *DatanodeConfig) { c.Mode = "forked" }, "server mode"},
 		{"threaded", func(c *DatanodeConfig) { c.Mode = Threaded }, ""},
 	}

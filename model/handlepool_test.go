@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -129,8 +130,14 @@ func TestHandlePoolRetiresReplacedAndDeletedBlocks(t *testing.T) {
 
 func TestHandlePoolStaleStampRefused(t *testing.T) {
 	hp, _, _ := newTestPool(t, HandlePoolConfig{Max: 8, IdleTimeout: time.Second}, 1)
-	if _, err := hp.Acquire(1, 1<<40, 0, nil); !errors.Is(err, ErrStaleReplica) {
+	cur, _, _ := hp.store.Info(1)
+	_, err := hp.Acquire(1, 1<<40, 0, nil)
+	if !errors.Is(err, ErrStaleReplica) {
 		t.Fatalf("requested stamp above the replica's: %v, want ErrStaleReplica", err)
+	}
+	// The message is what an operator reads: each stamp in its place.
+	if want := fmt.Sprintf("replica stamp %d < requested %d", cur, uint64(1<<40)); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q, want it to say %q", err, want)
 	}
 }
 
