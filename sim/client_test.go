@@ -143,6 +143,38 @@ func TestDeadCachedPeerRetriedOnce(t *testing.T) {
 	}
 }
 
+// A cached connection reset while it sits idle is evicted when the
+// hangup comes, the one event a cached peer listens for (its reads are
+// off): the next read dials at once, with no failed attempt on the dead
+// connection (no dead peer, no retry), which is what the hangup handler
+// is for. A reset is what the network or a datanode that closed with
+// unread input sends; a plain FIN goes unnoticed until a read tries the
+// peer (TestDeadCachedPeerRetriedOnce).
+func TestResetCachedPeerIsEvicted(t *testing.T) {
+	var st model.ClientStats
+	reset, cachedAfter := false, -1
+	clientWorld(t, model.DefaultDatanodeConfig(), model.DefaultClientConfig(), func(w *World, p model.Process, cl *model.Client) {
+		mustRead(t, cl, 1, func() {
+			if ids := p.(*Process).TCPConns(); len(ids) == 1 {
+				reset = w.ResetConn(ids[0])
+			}
+			p.MainLoop().AfterFunc(10*time.Millisecond, func() {
+				cachedAfter = cl.Cached()
+				mustRead(t, cl, 2, func() {
+					st = cl.Stats()
+					cl.Close()
+				})
+			})
+		})
+	})
+	if !reset {
+		t.Fatal("no cached connection to reset")
+	}
+	if cachedAfter != 0 || st.DeadPeers != 0 || st.Retries != 0 || st.Dials != 2 || st.Errors != 0 {
+		t.Errorf("%d cached after the reset; stats %+v: want it evicted, the second read on a fresh dial, no dead peer", cachedAfter, st)
+	}
+}
+
 func TestRejectedReadIsNotCached(t *testing.T) {
 	var r model.Result
 	var cached int
