@@ -220,6 +220,42 @@ func TestProtocolRequestValidateBounds(t *testing.T) {
 	}
 }
 
+// Validate holds a response built in memory to the decoder's bounds, as
+// Request.Validate does a request: a value on its bound passes, one past
+// it is refused with a message that names it and the bound.
+func TestProtocolResponseValidateBounds(t *testing.T) {
+	at := Response{Status: StatusSuccess, Message: strings.Repeat("m", MaxMessageLen), ChecksumType: ChecksumCRC32C,
+		BytesPerChecksum: MaxBytesPerChecksum, GenStamp: 1, BlockLength: math.MaxInt64}
+	if err := at.Validate(); err != nil {
+		t.Fatalf("a response at every bound: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*Response)
+		want   string
+	}{
+		{"unknown status", func(r *Response) { r.Status = 99 }, "unknown status 99"},
+		{"message too long", func(r *Response) { r.Message += "m" }, fmt.Sprintf("message of %d bytes exceeds %d", MaxMessageLen+1, MaxMessageLen)},
+		{"checksum type", func(r *Response) { r.ChecksumType = 7 }, "unknown checksum type 7"},
+		{"chunk too big", func(r *Response) { r.BytesPerChecksum++ }, fmt.Sprintf("bytes per checksum %d outside [0, %d]", MaxBytesPerChecksum+1, MaxBytesPerChecksum)},
+		{"negative chunk", func(r *Response) { r.BytesPerChecksum = -1 }, fmt.Sprintf("bytes per checksum -1 outside [0, %d]", MaxBytesPerChecksum)},
+		{"crc32c without chunks", func(r *Response) { r.BytesPerChecksum = 0 }, "CRC32C with 0 bytes per checksum"},
+		{"negative first chunk", func(r *Response) { r.FirstChunkOffset = -1 }, "negative first chunk offset -1"},
+		{"negative block length", func(r *Response) { r.BlockLength = -1 }, "negative block length -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := at
+			tt.change(&r)
+			err := r.Validate()
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || pe.Status != StatusErrorInvalid || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want an invalid error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestProtocolResponseRoundTrip(t *testing.T) {
 	resps := []Response{
 		protoSampleResponse(),
@@ -407,6 +443,23 @@ func TestProtocolPacketMalformed(t *testing.T) {
 
 // A stream's packets follow HDFS's reader's sanity check: seqnos from 0
 // up by one, data in every packet but the last, none in the last.
+// The chunk size a packet is decoded with may be anything in [1,
+// MaxBytesPerChecksum], the bounds included; outside, an error.
+func TestProtocolPacketChunkSizeBounds(t *testing.T) {
+	data := protoData(3000)
+	for _, bpc := range []int{1, MaxBytesPerChecksum} {
+		msg := AppendPacket(nil, PacketHeader{Offset: 7}, data, bpc)
+		if p, n, err := DecodePacket(msg, bpc); err != nil || n != len(msg) || !bytes.Equal(p.Data, data) {
+			t.Fatalf("chunks of %d: %v (%d of %d bytes)", bpc, err, n, len(msg))
+		}
+	}
+	for _, bpc := range []int{0, MaxBytesPerChecksum + 1} {
+		if _, _, err := DecodePacket(AppendPacket(nil, PacketHeader{}, data, 512), bpc); err == nil {
+			t.Fatalf("chunks of %d accepted", bpc)
+		}
+	}
+}
+
 func TestProtocolPacketInSequence(t *testing.T) {
 	data := []byte("x")
 	tests := []struct {
@@ -460,6 +513,14 @@ func TestProtocolVerifyReportsCorruptChunk(t *testing.T) {
 		}
 		if wantOff := int64(base + at/512*512); ce.Block != 42 || ce.Offset != wantOff || ce.Want == ce.Got {
 			t.Fatalf("byte %d: %+v, want block 42 offset %d", at, ce, wantOff)
+		}
+		// Stored is the packet's sum, computed the data's: the message
+		// names each.
+		chunk := at / 512
+		stored := binary.BigEndian.Uint32(p.Sums[4*chunk:])
+		computed := crc32.Checksum(p.Data[chunk*512:min(chunk*512+512, len(p.Data))], crc32.MakeTable(crc32.Castagnoli))
+		if want := fmt.Sprintf("stored %08x, computed %08x", stored, computed); ce.Want != stored || ce.Got != computed || !strings.Contains(err.Error(), want) {
+			t.Fatalf("byte %d: %q (%+v), want %q", at, err, ce, want)
 		}
 		if StatusOf(err) != StatusErrorChecksum {
 			t.Fatalf("StatusOf = %v", StatusOf(err))
