@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -29,7 +30,7 @@ const (
 	ByCheck        = "check"         // a property failed
 	ByCheckCrash   = "check-crash"   // check exited abnormally (a panic outside the harness)
 	ByCheckTimeout = "check-timeout" // check ran past the timeout: a hang or a livelock
-	ByTests        = "tests"         // go test of the mutated package failed
+	ByTests        = "tests"         // go test of the mutated package (or of Judge.TestPackages) failed
 	ByTestsTimeout = "tests-timeout"
 )
 
@@ -66,6 +67,10 @@ type Judge struct {
 	BuildTimeout time.Duration
 	CheckTimeout time.Duration
 	Tests        bool // also `go test` the mutated package when the check passes
+	// TestPackages are more package directories whose tests run with
+	// the mutated package's (Tests): other packages' tests exercise it
+	// too (the simulator's and the properties' do model/).
+	TestPackages []string
 	TestTimeout  time.Duration
 	Equivalents  map[string]string
 }
@@ -90,8 +95,10 @@ func (j *Judge) Baseline(ctx context.Context, dirs []string) (check, tests time.
 	if j.Tests {
 		start = time.Now()
 		var pkgs []string
-		for _, d := range dirs {
-			pkgs = append(pkgs, "./"+d)
+		for _, d := range append(slices.Clone(dirs), j.TestPackages...) {
+			if !slices.Contains(pkgs, "./"+d) {
+				pkgs = append(pkgs, "./"+d)
+			}
 		}
 		if out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-vet=off", "-count=1"}, pkgs...)...)...); err != nil {
 			return 0, 0, fmt.Errorf("the unmutated code fails go test: %v: %s", err, testFailure(out))
@@ -142,7 +149,13 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 	r.CheckS = time.Since(t).Seconds()
 	if r.Status == Survived && j.Tests {
 		t = time.Now()
-		out, err := j.goCmd(ctx, j.TestTimeout, j.args("test", "-overlay", overlay, "-vet=off", "-count=1", "./"+path.Dir(m.File))...)
+		pkgs := []string{"./" + path.Dir(m.File)}
+		for _, d := range j.TestPackages {
+			if !slices.Contains(pkgs, "./"+d) {
+				pkgs = append(pkgs, "./"+d)
+			}
+		}
+		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, pkgs...)...)...)
 		r.TestS = time.Since(t).Seconds()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):

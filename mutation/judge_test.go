@@ -64,4 +64,13 @@ func TestJudgeOnModel(t *testing.T) {
 	if r := j.Run(ctx, invalid, 0); r.Status != Invalid || !strings.Contains(r.Detail, "datanode.go") {
 		t.Errorf("%v: %s (%s), want invalid with the compile error", invalid, r.Status, r.Detail)
 	}
+	// A request pipelined behind a write left unserved: check's clients
+	// never pipeline and model's tests never try, but sim's
+	// TestPipelinedRequestsAreServed does. With TestPackages, its tests
+	// judge the mutant too.
+	unserved := find(t, src, "model/datanode.go", "(*dnConn).endOp", OpRemoveCall, "dc.process()", "", "+ model/datanode.go")
+	j.Tests, j.TestPackages, j.TestTimeout = true, []string{"sim"}, 5*time.Minute
+	if r := j.Run(ctx, unserved, 0); r.Status != Killed || r.By != ByTests || !strings.Contains(r.Detail, "TestPipelinedRequestsAreServed") {
+		t.Errorf("%v: %s by %s (%s), want killed by sim's TestPipelinedRequestsAreServed", unserved, r.Status, r.By, r.Detail)
+	}
 }

@@ -31,6 +31,8 @@ type mutateOptions struct {
 	sample      int
 	seed        uint64
 	tests       bool
+	testPkgs    string
+	testDirs    []string // testPkgs expanded (runMutate)
 	timeout     time.Duration
 	equivalent  string
 	operators   string
@@ -52,7 +54,8 @@ by check --seeds N --system S --parallel 1 --max-failures 1 --no-shrink: a
 failed property, a crash or a run past --timeout kills it (--system narrows
 check to the system whose code is mutated: sc for model/shortcircuit, rpc
 for model/rpc and model/namespace, whose seeds are 7% of the mix each); with --tests a mutant check misses is also given
-to go test of its package. A mutant that does not compile is invalid. Prints
+to go test of its package, and with --test-packages to those packages' tests
+too (the simulator's and the properties' tests exercise model/ as well). A mutant that does not compile is invalid. Prints
 each verdict, the survivors with their diffs, the score and the time per
 mutant; exit 1 if a mutant survived. Needs the go command and the module's
 source (run it inside the module).`
@@ -94,6 +97,7 @@ func (o *mutateOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.sample, "sample", 0, "judge `K` mutants drawn at random (seeded by --seed) instead of all")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed `S` of the sample")
 	fs.BoolVar(&o.tests, "tests", false, "also run go test on the mutated package when check passes")
+	fs.StringVar(&o.testPkgs, "test-packages", "", "with --tests (implied), also run the tests of the package directories `DIRS`, comma-separated (dir/... for a tree), such as sim,properties")
 	fs.DurationVar(&o.timeout, "timeout", 0, "a check running longer than `D` has hung: killed (0: 20× the unmutated check, at least 60s)")
 	fs.StringVar(&o.equivalent, "equivalent", "", "read the mutants judged equivalent (\"ID reason\" lines) from `FILE` (default: mutation/equivalent.txt as built in)")
 	fs.StringVar(&o.operators, "operators", "", "apply only the operators `OPS`, comma-separated (default all)")
@@ -122,7 +126,7 @@ func (o *mutateOptions) validate(c *call) error {
 	if o.list {
 		// The listing builds and checks nothing (listMutants): these
 		// went unread, and the list passed for one they had shaped.
-		if judging := setFlags(c.fs, c.typed, "seeds", "system", "parallel", "tests", "timeout", "equivalent", "budget"); len(judging) > 0 {
+		if judging := setFlags(c.fs, c.typed, "seeds", "system", "parallel", "tests", "test-packages", "timeout", "equivalent", "budget"); len(judging) > 0 {
 			return c.usagef("%s: --list judges nothing; %s how mutants are judged", strings.Join(judging, ", "), plural(len(judging), "the flag sets", "the flags set"))
 		}
 	}
@@ -145,6 +149,12 @@ func (o *mutateOptions) validate(c *call) error {
 			o.ops = append(o.ops, op)
 		}
 	}
+	if o.testPkgs != "" {
+		if strings.TrimSpace(o.testPkgs) == "" {
+			return c.usagef("%s is empty", c.typed("test-packages"))
+		}
+		o.tests = true
+	}
 	o.equivalents = mutation.DefaultEquivalents()
 	if o.equivalent != "" {
 		b, err := readInput(o.equivalent, 16<<20)
@@ -156,6 +166,18 @@ func (o *mutateOptions) validate(c *call) error {
 		}
 	}
 	return nil
+}
+
+// testsSaid is how the header names the tests that judge a mutant the
+// check missed.
+func testsSaid(tests bool, more []string) string {
+	switch {
+	case !tests:
+		return ""
+	case len(more) == 0:
+		return " and go test"
+	}
+	return " and go test of the mutated package and " + strings.Join(more, ", ")
 }
 
 // moduleRoot is the directory of the go.mod above the working directory.
@@ -180,10 +202,13 @@ func moduleRoot() (string, error) {
 }
 
 type mutateSummary struct {
-	Packages   []string `json:"packages"`
-	Seeds      int      `json:"seeds"`
-	Tests      bool     `json:"tests"`
-	Enumerated int      `json:"enumerated"`
+	Packages []string `json:"packages"`
+	Seeds    int      `json:"seeds"`
+	Tests    bool     `json:"tests"`
+	// TestPackages are the packages whose tests also judge a mutant
+	// (--test-packages), beside the mutated package's own.
+	TestPackages []string `json:"test_packages,omitempty"`
+	Enumerated   int      `json:"enumerated"`
 	// BugOnly mutants (in `if …Bugs.X {` bodies) are left out of the
 	// enumerated ones: they change only a catalogued bug's re-creation.
 	BugOnly    int    `json:"bug_only_skipped"`
@@ -228,6 +253,13 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	dirs, err := mutation.ExpandPackages(root, strings.Split(opt.packages, ","))
 	if err != nil {
 		return 0, usagef("mutate: --packages: %v", err)
+	}
+	var testDirs []string
+	if opt.testPkgs != "" {
+		if testDirs, err = mutation.ExpandPackages(root, strings.Split(opt.testPkgs, ",")); err != nil {
+			return 0, usagef("mutate: --test-packages: %v", err)
+		}
+		opt.testDirs = testDirs
 	}
 	src, err := mutation.Load(ctx, root, dirs)
 	if err != nil {
@@ -282,7 +314,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
 		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--system", opt.system, "--parallel", "1", "--max-failures", "1", "--no-shrink"},
 		BuildTimeout: 10 * time.Minute, CheckTimeout: time.Hour, TestTimeout: 10 * time.Minute,
-		Tests: opt.tests, Equivalents: opt.equivalents,
+		Tests: opt.tests, TestPackages: testDirs, Equivalents: opt.equivalents,
 		// Without a symbol table and DWARF the link, most of a mutant's
 		// build, takes about an eighth less CPU; check needs neither.
 		BuildFlags: append(mutation.NoInline(module, dirs), "-ldflags=-s -w"),
@@ -301,7 +333,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	j.TestTimeout = max(120*time.Second, 10*testT)
 	if !opt.json {
 		fmt.Fprintf(stdout, "%d mutants of %s (and %d only in catalogued bugs' code, not judged); judging %d (sample %d, seed %d, shard %s) with check --seeds %d --system %s%s; the unmutated check takes %.1fs, timeout %v\n",
-			len(all), strings.Join(dirs, ", "), bugOnly, len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, opt.system, map[bool]string{true: " and go test", false: ""}[opt.tests],
+			len(all), strings.Join(dirs, ", "), bugOnly, len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, opt.system, testsSaid(opt.tests, testDirs),
 			checkT.Seconds(), j.CheckTimeout)
 	}
 
@@ -373,7 +405,7 @@ func resultLine(r mutation.Result) string {
 
 func summarize(opt mutateOptions, dirs []string, enumerated int, results []mutation.Result, elapsed, timeout time.Duration) mutateSummary {
 	s := mutateSummary{
-		Packages: dirs, Seeds: opt.seeds, Tests: opt.tests, Enumerated: enumerated, Sample: opt.sample, SampleSeed: opt.seed,
+		Packages: dirs, Seeds: opt.seeds, Tests: opt.tests, TestPackages: opt.testDirs, Enumerated: enumerated, Sample: opt.sample, SampleSeed: opt.seed,
 		Shard: opt.shard, Judged: len(results), KilledBy: map[string]int{}, ByOperator: map[string][2]int{},
 		ElapsedS: elapsed.Seconds(), Parallel: opt.parallel, CheckTimeout: timeout.Seconds(), Results: results,
 	}

@@ -21,6 +21,9 @@ func TestMutateBadUsageIsOneLineAndExit2(t *testing.T) {
 		{"mutate", "--packages", "no/such/dir"},
 		{"mutate", "--packages", ""},
 		{"mutate", "--equivalent", "/no/such/file"},
+		{"mutate", "--test-packages", "no/such/dir"},
+		{"mutate", "--test-packages", " "},
+		{"mutate", "--list", "--test-packages", "sim"},
 		{"mutate", "--no-such-flag"},
 		{"mutate", "extra-arg"},
 	}
