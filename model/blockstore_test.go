@@ -23,6 +23,10 @@ type bsDisk struct {
 	// fail, if set, is asked before every operation; a non-nil result is
 	// returned instead of performing it.
 	fail func(op, path string) error
+	// failClose, if set, is asked at every Close; a non-nil result is
+	// returned, and the file is closed all the same (as close(2) frees
+	// the fd whatever it reports).
+	failClose func(path string) error
 }
 
 type bsInode struct{ data []byte }
@@ -178,6 +182,9 @@ func (f *bsFile) Close() error {
 	}
 	f.closed = true
 	f.d.open[f.kind]--
+	if f.d.failClose != nil {
+		return f.d.failClose(f.name)
+	}
 	return nil
 }
 
@@ -520,6 +527,30 @@ func TestBlockStoreTruncatedData(t *testing.T) {
 	defer bf.Close()
 	if data, _, err := bf.ReadChunks(nil, 0, 1300); err == nil || data != nil {
 		t.Fatalf("read of a truncated block: %v", err)
+	}
+}
+
+// A file written and synced whose close then fails (NFS reports a failed
+// write-back there) is a failed update: the error reaches the caller and
+// the replica stays as it was, as for a failed write or sync.
+func TestBlockStoreFailedCloseLeavesOldReplica(t *testing.T) {
+	d, s := bsNewStore(t)
+	s1, _ := s.Write(2, protoData(2000))
+	d.failClose = func(path string) error {
+		if path == s.dataPath(2) {
+			return ErrIO
+		}
+		return nil
+	}
+	if _, err := s.Append(2, []byte("new")); !errors.Is(err, ErrIO) {
+		t.Fatalf("Append with the data file's close failing = %v, want ErrIO", err)
+	}
+	d.failClose = nil
+	if st, length, _ := s.Info(2); st != s1 || length != 2000 {
+		t.Fatalf("a failed close changed the replica: %d, %d", st, length)
+	}
+	if d.openFDs() != 0 {
+		t.Fatalf("leaked fds: %v", d.open)
 	}
 }
 
@@ -873,6 +904,44 @@ func TestBlockStoreReopenForRead(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A replica that cannot be opened again is an error, never files that
+// are not there: the data file's open failing, or the meta file's (the
+// data file then closed again). And ReadSums, like ReadChunks, refuses a
+// range it cannot serve.
+func TestBlockStoreReopenAndReadSumsErrors(t *testing.T) {
+	d, s := bsNewStore(t)
+	stamp, err := s.Write(7, protoData(1500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.OpenForRead(7, stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{s.dataPath(7), s.metaPath(7, stamp)} {
+		d.fail = func(op, p string) error {
+			if op == "open" && p == path {
+				return errors.New("disk gone")
+			}
+			return nil
+		}
+		bf, err := s.ReopenForRead(old)
+		if err == nil || !strings.Contains(err.Error(), "disk gone") || bf != nil {
+			t.Fatalf("reopen with %s failing to open: %v, files %v; want the error and none", path, err, bf)
+		}
+		if d.openFDs() != 2 { // old's own, still open
+			t.Fatalf("reopen with %s failing to open: %v fds open, want old's 2", path, d.open)
+		}
+	}
+	d.fail = nil
+	for _, r := range [][2]int{{1, 512}, {0, 1501}, {1024, 477}, {-512, 512}} {
+		if sums, err := old.ReadSums(nil, int64(r[0]), r[1]); !errors.Is(err, ErrOutOfRange) || sums != nil {
+			t.Errorf("ReadSums(%d, %d) = %x, %v; want ErrOutOfRange", r[0], r[1], sums, err)
+		}
+	}
+	old.Close()
 }
 
 // lastPrefixEnd finds the longest prefix of a chunk with a given CRC, as
