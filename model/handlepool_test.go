@@ -237,6 +237,33 @@ func TestHandlePoolKeepsTrackOfEveryHandleOfABlock(t *testing.T) {
 	}
 }
 
+// A parked read whose handle was evicted, and whose block was then
+// replaced, cannot have its replica back: Retake reports ErrStaleReplica
+// and gives no handle, and the read is lost (the datanode's ParkedLost).
+func TestHandlePoolRetakeAfterReplaceIsStale(t *testing.T) {
+	hp, s, _ := newTestPool(t, HandlePoolConfig{Max: 2, IdleTimeout: time.Second}, 2)
+	h, err := hp.Acquire(1, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp.Park(h, 0)
+	g, err := hp.Acquire(2, 0, 0, nil) // evicts the parked, idle handle
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp.Release(g, 0)
+	if !h.Closed() {
+		t.Fatal("the parked handle was not evicted")
+	}
+	if _, err := s.Replace(1, []byte("new contents")); err != nil {
+		t.Fatal(err)
+	}
+	back, w, err := hp.Retake(h, 0, nil, nil)
+	if !errors.Is(err, ErrStaleReplica) || back != nil || w != nil {
+		t.Fatalf("retake after a replace: %v, %v, %v; want ErrStaleReplica and no handle", back, w, err)
+	}
+}
+
 // Rapid's seed 13661035114163955932 failed no-close-in-use: a datanode
 // retired the handle of a read that had stalled, but by the time its lock
 // ran the read had parked the handle (no refs, one parked read, in the
