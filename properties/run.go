@@ -1094,6 +1094,10 @@ func (h *harness) leaks() {
 	switch {
 	case dn.Conns() > 0:
 		h.fail(PropLeakFree, "datanode: %d connections still open", dn.Conns())
+	case dn.ReadsWaiting() > 0:
+		// (With every connection closed: a withdrawal from the pool's
+		// queue still pending, or a count that never goes to zero.)
+		h.fail(PropLeakFree, "datanode: %d reads still counted as waiting for a pool handle", dn.ReadsWaiting())
 	case dn.BuffersOut() > 0:
 		h.fail(PropLeakFree, "datanode: %d packet buffers still lent", dn.BuffersOut())
 	case h.reachableConns() > 0:
