@@ -94,18 +94,24 @@ func (j *Judge) Baseline(ctx context.Context, dirs []string) (check, tests time.
 	}
 	if j.Tests {
 		start = time.Now()
-		var pkgs []string
-		for _, d := range append(slices.Clone(dirs), j.TestPackages...) {
-			if !slices.Contains(pkgs, "./"+d) {
-				pkgs = append(pkgs, "./"+d)
-			}
-		}
-		if out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-vet=off", "-count=1"}, pkgs...)...)...); err != nil {
+		if out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-vet=off", "-count=1"}, j.testPatterns(dirs...)...)...)...); err != nil {
 			return 0, 0, fmt.Errorf("the unmutated code fails go test: %v: %s", err, testFailure(out))
 		}
 		tests = time.Since(start)
 	}
 	return check, tests, os.RemoveAll(dir)
+}
+
+// testPatterns are the packages go test runs: dirs, then TestPackages,
+// each once.
+func (j *Judge) testPatterns(dirs ...string) []string {
+	var pkgs []string
+	for _, d := range slices.Concat(dirs, j.TestPackages) {
+		if !slices.Contains(pkgs, "./"+d) {
+			pkgs = append(pkgs, "./"+d)
+		}
+	}
+	return pkgs
 }
 
 // Run judges m, using the scratch slot given (one per worker).
@@ -149,13 +155,7 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 	r.CheckS = time.Since(t).Seconds()
 	if r.Status == Survived && j.Tests {
 		t = time.Now()
-		pkgs := []string{"./" + path.Dir(m.File)}
-		for _, d := range j.TestPackages {
-			if !slices.Contains(pkgs, "./"+d) {
-				pkgs = append(pkgs, "./"+d)
-			}
-		}
-		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, pkgs...)...)...)
+		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, j.testPatterns(path.Dir(m.File))...)...)...)
 		r.TestS = time.Since(t).Seconds()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):

@@ -553,7 +553,11 @@ func (lc *liarConn) answer(lie Lie, id uint64) {
 		pkt++
 	}
 	if lie.Kind == LiePacket {
-		out = badPacket(out, first, lie.Arg, lie.Cut, lh.data[first:min(first+1, int64(len(lh.data)))])
+		one := lh.data[first:min(first+1, int64(len(lh.data)))]
+		if len(one) == 0 {
+			one = []byte{1} // (a read of nothing at the block's end)
+		}
+		out = badPacket(out, first, lie.Arg, lie.Cut, one)
 		lc.out, lc.outOff, lc.end = out, 0, true
 		lc.flush()
 		return
@@ -621,8 +625,8 @@ func badResponse(out []byte, r model.Response, which int, off int64) []byte {
 }
 
 // badPacket appends, at off, a packet header with one field out of
-// bounds (or the wrong offset), or a packet out of sequence (the block's
-// bytes from off, at most one, in data). A bad length is followed by
+// bounds (or the wrong offset), or a packet out of sequence carrying
+// data (a byte of the block at off). A bad length is followed by
 // cut%21 bytes of the header at most, so the client must judge it on the
 // length alone.
 func badPacket(out []byte, off int64, which, cut int, data []byte) []byte {
@@ -655,16 +659,10 @@ func badPacket(out []byte, off int64, which, cut int, data []byte) []byte {
 	case 7: // a length that does not match the data length
 		return hdr(ok+1, off, 0, 0, 1)
 	case 9: // the first packet numbered 1, not 0
-		if len(data) == 0 {
-			data = []byte{1} // (a read of nothing at the block's end)
-		}
 		return model.AppendPacket(out, model.PacketHeader{Offset: off, Seqno: 1}, data, model.BytesPerChecksum)
 	case 10: // an empty packet that is not the last
 		return model.AppendPacketHeader(out, model.PacketHeader{Offset: off}, 0, model.BytesPerChecksum)
 	case 11: // the last packet, carrying data
-		if len(data) == 0 {
-			data = []byte{1}
-		}
 		return model.AppendPacket(out, model.PacketHeader{Offset: off, Last: true}, data, model.BytesPerChecksum)
 	default: // (8) a valid packet at the wrong offset
 		return model.AppendPacket(out, model.PacketHeader{Offset: off + model.BytesPerChecksum}, []byte{1}, model.BytesPerChecksum)
