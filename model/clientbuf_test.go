@@ -103,6 +103,28 @@ func TestReadIntoFillsTheCallersBuffer(t *testing.T) {
 	}
 }
 
+// The client keeps at most four output buffers for later ops, none over
+// 1 MiB: a burst of ops, or one write of a whole block, must not leave
+// the client holding that memory for good.
+func TestClientKeepsFewSmallOutputBuffers(t *testing.T) {
+	cl := &Client{}
+	for range 6 {
+		cl.putOut(make([]byte, 100, 4096))
+	}
+	if len(cl.outs) != 4 {
+		t.Fatalf("the client keeps %d output buffers after six came back, want 4", len(cl.outs))
+	}
+	cl.outs = cl.outs[:1]
+	cl.putOut(make([]byte, 0, 1<<20+1))
+	if len(cl.outs) != 1 {
+		t.Fatalf("the client kept an output buffer of more than 1 MiB")
+	}
+	cl.putOut(make([]byte, 0, 1<<20))
+	if len(cl.outs) != 2 || len(cl.outs[1]) != 0 {
+		t.Fatalf("the client did not keep, emptied, an output buffer of 1 MiB (%d kept)", len(cl.outs))
+	}
+}
+
 // A plain Read (no buffer given) of nothing succeeds with empty, non-nil
 // data, as before ReadInto: a nil buffer is not a buffer that holds it.
 func TestReadOfNothingHasEmptyData(t *testing.T) {

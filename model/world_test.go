@@ -67,6 +67,13 @@ func TestRetryUnixDial(t *testing.T) {
 	if !RetryUnixDial("unix", ErrWouldBlock, &waited, 0) || waited != UnixDialRetry {
 		t.Errorf("no patience set: no retry, or waited %v", waited)
 	}
+	waited, tries = 0, 0 // the least patience there is: one retry
+	for RetryUnixDial("unix", ErrWouldBlock, &waited, time.Nanosecond) {
+		tries++
+	}
+	if tries != 1 {
+		t.Errorf("%d retries with a patience of 1ns, want 1", tries)
+	}
 	waited = time.Minute
 	if RetryUnixDial("unix", ErrWouldBlock, &waited, 0) {
 		t.Errorf("retried past a minute with no patience set")
