@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,5 +82,37 @@ func TestRetryUnixDial(t *testing.T) {
 	waited = 0
 	if RetryUnixDial("tcp", ErrWouldBlock, &waited, time.Second) || RetryUnixDial("unix", ErrRejected, &waited, time.Second) || waited != 0 {
 		t.Errorf("retried a TCP dial or another error (waited %v)", waited)
+	}
+}
+
+// TCPPattern.Validate refuses what cannot run, naming it, and accepts
+// every bound itself: a request of exactly 1 GiB, as one write or as
+// 2^30 writes of a byte, and a reply of 1 GiB.
+func TestTCPPatternValidateBounds(t *testing.T) {
+	ok := TCPPattern{Writes: 1, Msg: 1, Reply: 1, Ops: 1}
+	for _, c := range []TCPPattern{ok, {Writes: 1 << 30, Msg: 1, Reply: 1, Ops: 1}, {Writes: 1, Msg: 1 << 30, Reply: 1 << 30, Ops: 1}, {Writes: 1 << 15, Msg: 1 << 15, Reply: 1, Ops: 1}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v refused: %v", c, err)
+		}
+	}
+	for _, tc := range []struct {
+		change func(*TCPPattern)
+		want   string
+	}{
+		{func(c *TCPPattern) { c.Writes = 0 }, "--writes"},
+		{func(c *TCPPattern) { c.Msg = 0 }, "--msg"},
+		{func(c *TCPPattern) { c.Reply = 0 }, "--reply"},
+		{func(c *TCPPattern) { c.Ops = 0 }, "--ops"},
+		{func(c *TCPPattern) { c.Writes = 1<<30 + 1 }, "1 GiB"},
+		{func(c *TCPPattern) { c.Msg = 1<<30 + 1 }, "1 GiB"},
+		{func(c *TCPPattern) { c.Writes, c.Msg = 1<<15, 1<<15+1 }, "1 GiB"},
+		{func(c *TCPPattern) { c.Writes, c.Msg = 4, 1<<62 }, "1 GiB"}, // (the product wraps to 0)
+		{func(c *TCPPattern) { c.Reply = 1<<30 + 1 }, "1 GiB"},
+	} {
+		c := ok
+		tc.change(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error naming %q", c, err, tc.want)
+		}
 	}
 }
