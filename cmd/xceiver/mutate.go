@@ -254,12 +254,10 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	if err != nil {
 		return 0, usagef("mutate: --packages: %v", err)
 	}
-	var testDirs []string
 	if opt.testPkgs != "" {
-		if testDirs, err = mutation.ExpandPackages(root, strings.Split(opt.testPkgs, ",")); err != nil {
+		if opt.testDirs, err = mutation.ExpandPackages(root, strings.Split(opt.testPkgs, ",")); err != nil {
 			return 0, usagef("mutate: --test-packages: %v", err)
 		}
-		opt.testDirs = testDirs
 	}
 	src, err := mutation.Load(ctx, root, dirs)
 	if err != nil {
@@ -314,7 +312,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
 		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--system", opt.system, "--parallel", "1", "--max-failures", "1", "--no-shrink"},
 		BuildTimeout: 10 * time.Minute, CheckTimeout: time.Hour, TestTimeout: 10 * time.Minute,
-		Tests: opt.tests, TestPackages: testDirs, Equivalents: opt.equivalents,
+		Tests: opt.tests, TestPackages: opt.testDirs, Equivalents: opt.equivalents,
 		// Without a symbol table and DWARF the link, most of a mutant's
 		// build, takes about an eighth less CPU; check needs neither.
 		BuildFlags: append(mutation.NoInline(module, dirs), "-ldflags=-s -w"),
@@ -333,7 +331,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	j.TestTimeout = max(120*time.Second, 10*testT)
 	if !opt.json {
 		fmt.Fprintf(stdout, "%d mutants of %s (and %d only in catalogued bugs' code, not judged); judging %d (sample %d, seed %d, shard %s) with check --seeds %d --system %s%s; the unmutated check takes %.1fs, timeout %v\n",
-			len(all), strings.Join(dirs, ", "), bugOnly, len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, opt.system, testsSaid(opt.tests, testDirs),
+			len(all), strings.Join(dirs, ", "), bugOnly, len(selected), opt.sample, opt.seed, opt.shard, opt.seeds, opt.system, testsSaid(opt.tests, opt.testDirs),
 			checkT.Seconds(), j.CheckTimeout)
 	}
 
