@@ -58,6 +58,17 @@ func protoCheckPrefixes(t *testing.T, msg []byte, decode func([]byte) error) {
 	}
 }
 
+// wantProtocolError fails t unless err is a *ProtocolError answered with
+// status, its text containing want: what a decoder or Validate refuses
+// with, the status a server sends back.
+func wantProtocolError(t *testing.T, err error, status Status, want string) {
+	t.Helper()
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Status != status || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want a *ProtocolError with status %v containing %q", err, status, want)
+	}
+}
+
 func TestProtocolRequestRoundTrip(t *testing.T) {
 	long := protoSampleRequest()
 	long.ClientName = strings.Repeat("n", MaxClientNameLen)
@@ -165,13 +176,7 @@ func TestProtocolRequestMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, n, err := DecodeRequest(tt.msg)
-			var pe *ProtocolError
-			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v, want *ProtocolError", err)
-			}
-			if pe.Status != tt.status || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v (status %v), want %q (status %v)", err, pe.Status, tt.want, tt.status)
-			}
+			wantProtocolError(t, err, tt.status, tt.want)
 			if n != 0 || !reflect.DeepEqual(req, Request{}) {
 				t.Fatalf("returned %+v, %d with an error", req, n)
 			}
@@ -211,11 +216,7 @@ func TestProtocolRequestValidateBounds(t *testing.T) {
 			r := at
 			r.Token = slices.Clone(at.Token)
 			tt.change(&r)
-			err := r.Validate()
-			var pe *ProtocolError
-			if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Validate = %v, want a %v error with %q", err, tt.status, tt.want)
-			}
+			wantProtocolError(t, r.Validate(), tt.status, tt.want)
 		})
 	}
 }
@@ -247,11 +248,7 @@ func TestProtocolResponseValidateBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := at
 			tt.change(&r)
-			err := r.Validate()
-			var pe *ProtocolError
-			if !errors.As(err, &pe) || pe.Status != StatusErrorInvalid || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Validate = %v, want an invalid error with %q", err, tt.want)
-			}
+			wantProtocolError(t, r.Validate(), StatusErrorInvalid, tt.want)
 		})
 	}
 }
@@ -334,9 +331,9 @@ func TestProtocolResponseMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, n, err := DecodeResponse(tt.msg)
-			var pe *ProtocolError
-			if !errors.As(err, &pe) || n != 0 || !strings.Contains(err.Error(), tt.want) || pe.Status != StatusErrorInvalid {
-				t.Fatalf("err = %v, n = %d; want *ProtocolError containing %q", err, n, tt.want)
+			wantProtocolError(t, err, StatusErrorInvalid, tt.want)
+			if n != 0 {
+				t.Fatalf("%d bytes taken beside the error, want 0", n)
 			}
 		})
 	}
@@ -433,9 +430,9 @@ func TestProtocolPacketMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, n, err := DecodePacket(tt.msg, tt.bpc)
-			var pe *ProtocolError
-			if !errors.As(err, &pe) || n != 0 || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, n = %d; want *ProtocolError containing %q", err, n, tt.want)
+			wantProtocolError(t, err, StatusErrorInvalid, tt.want)
+			if n != 0 {
+				t.Fatalf("%d bytes taken beside the error, want 0", n)
 			}
 		})
 	}
@@ -487,10 +484,7 @@ func TestProtocolPacketInSequence(t *testing.T) {
 				}
 				return
 			}
-			var pe *ProtocolError
-			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("InSequence(%d) = %v, want *ProtocolError containing %q", tt.last, err, tt.want)
-			}
+			wantProtocolError(t, err, StatusErrorInvalid, tt.want)
 		})
 	}
 }
