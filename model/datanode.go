@@ -122,6 +122,11 @@ type DatanodeBugs struct {
 	// PoolWaitForever is issue 9 item 4: a read waits for a pool handle
 	// without bound, and a holder that makes no progress keeps it.
 	PoolWaitForever bool
+	// PressDelayAgain: a read that has waited the press delay, was woken
+	// and was beaten to the handle by a new read queues again behind a
+	// fresh press delay instead of pressing at once (check's seed 24768,
+	// a read that waited two press delays).
+	PressDelayAgain bool
 	// HoldWhileStalled is issue 9 item 4's first fix: a read keeps its
 	// pool handle while its client takes nothing, and holders that stall
 	// while others wait are cut off one StallTimeout after another, so a
@@ -1250,7 +1255,7 @@ func (dc *dnConn) takeHandle() {
 				dc.waitT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpWaiting)
 			}
 			if delay := min(dn.cfg.HandleWait/2, dn.cfg.StallTimeout); dc.pressT == nil && !dn.cfg.Bugs.HoldWhileStalled {
-				if dc.queued && now-dc.queuedAt >= delay {
+				if dc.queued && now-dc.queuedAt >= delay && !dn.cfg.Bugs.PressDelayAgain {
 					// Woken, and beaten to the handle by a new read
 					// (barging) that found the queue empty, so took it
 					// uncontended: this read has waited the press delay

@@ -339,9 +339,28 @@ func TestRetireLeavesParkedHandle(t *testing.T) {
 // against a bound of 500 (hostile-availability, check seed 24768 once the
 // non-readers' runs had a 256 KiB send buffer; seed 49461 likewise). A
 // read that queues again after the press delay presses at once.
-// testdata/press-requeue-case.json, the shrunk case, must pass.
+//
+// testdata/press-requeue-case.json, the case shrunk then, no longer
+// barges (found on 5 December: it passed with the immediate press taken
+// out, as did 40,000 check seeds; in its variants that barge, other reads
+// still wait, so the press stands and the new holder is contended). It
+// still must pass. testdata/press-requeue-alone-case.json is built from it to barge
+// again: one non-reader holds the one handle, a second waits alone, and a
+// third asks for a block in the microsecond between the second's wake-up
+// and its try. It must pass (the woken read presses at once and waits
+// 250 ms), and fail with the old behaviour (PressDelayAgain: 500.07 ms).
+// A press timer left set after it fired (mutant fc4e343539, which
+// survived 150,000 check seeds) fails it too: the read never presses
+// again and waits out the new holder's stall.
 func TestRequeuedReadPressesAgain(t *testing.T) {
 	mustPass(t, "testdata/press-requeue-case.json")
+	c := mustPass(t, "testdata/press-requeue-alone-case.json")
+	c.Config.PressDelayAgain = true
+	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
+		t.Fatalf("with a requeued read waiting a second press delay: %v, want a %s failure", r.Failure, PropHostileAvail)
+	} else if !strings.Contains(r.Failure.Message, "waited") {
+		t.Fatalf("with a requeued read waiting a second press delay: %s, want the read's wait for a handle", r.Failure.Message)
+	}
 }
 
 // check's seeds 36609 and 46409 failed leak-freedom: "datanode: 61
