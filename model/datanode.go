@@ -100,6 +100,9 @@ type DatanodeBugs struct {
 	// PoolRetakeAppendedFails fails a parked read whose handle was
 	// evicted once its block is appended to (HandlePoolConfig).
 	PoolRetakeAppendedFails bool
+	// PoolRetireIdle retires a handle a stalled read parked before the
+	// retire ran (HandlePoolConfig.RetireIdle).
+	PoolRetireIdle bool
 	// ReturnBufferEarly returns a packet buffer to its selector's free
 	// list after a partial write, while the rest of it is still to send.
 	ReturnBufferEarly bool
@@ -417,7 +420,7 @@ func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) 
 		pool, err := NewHandlePool(dn.store, HandlePoolConfig{
 			Max: cfg.PoolMax, Min: cfg.PoolMin, IdleTimeout: cfg.PoolIdle,
 			KeyIgnoresStamp: cfg.Bugs.PoolKeyIgnoresStamp, CloseInUse: cfg.Bugs.PoolClosesInUse,
-			SharersSleep: cfg.Bugs.PoolSharersSleep, RetakeAppendedFails: cfg.Bugs.PoolRetakeAppendedFails,
+			SharersSleep: cfg.Bugs.PoolSharersSleep, RetakeAppendedFails: cfg.Bugs.PoolRetakeAppendedFails, RetireIdle: cfg.Bugs.PoolRetireIdle,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("datanode: %w", err)

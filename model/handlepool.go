@@ -61,6 +61,11 @@ type HandlePoolConfig struct {
 	// its bytes are still the prefix of the files: the client gets a
 	// short stream.
 	RetakeAppendedFails bool
+	// RetireIdle: Retire marks retired a handle no read holds (its holder
+	// parked it before the datanode's lock let the retire run), which
+	// stays in the idle list pinned by its parked read, so an eviction
+	// closes what the read will want again.
+	RetireIdle bool
 	// RetryToBack: a read woken from the queue that must wait again
 	// (another read took the room first) queues at the back.
 	RetryToBack bool
@@ -547,7 +552,7 @@ func (hp *HandlePool) shut(h *Handle) {
 // like any other. Retired, it would stay in the idle list while parked
 // reads pin it, and an eviction would close what they will want again.
 func (hp *HandlePool) Retire(h *Handle) {
-	if h.retired || h.closed || h.refs == 0 || hp.cfg.KeyIgnoresStamp {
+	if h.retired || h.closed || (h.refs == 0 && !hp.cfg.RetireIdle) || hp.cfg.KeyIgnoresStamp {
 		return
 	}
 	h.retired = true

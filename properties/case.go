@@ -102,9 +102,9 @@ type Config struct {
 	BadConfig string `json:"bad_config,omitempty"`
 
 	// Bug switches: set by the catalogue (see bugs.go), or, for
-	// PoolSharersSleep, PoolRetakeAppendedFails and PressDelayAgain, by
-	// the regression test that shows its saved case failing on the old
-	// behaviour.
+	// PoolSharersSleep, PoolRetakeAppendedFails, PoolRetireIdle and
+	// PressDelayAgain, by the regression test that shows its saved case
+	// failing on the old behaviour.
 	KeepaliveForever    bool `json:"keepalive_forever,omitempty"`
 	PoolKeyIgnoresStamp bool `json:"pool_key_ignores_stamp,omitempty"`
 	PoolClosesInUse     bool `json:"pool_closes_in_use,omitempty"`
@@ -123,6 +123,7 @@ type Config struct {
 	HoldWhileStalled        bool `json:"hold_while_stalled,omitempty"`
 	PoolSharersSleep        bool `json:"pool_sharers_sleep,omitempty"`
 	PoolRetakeAppendedFails bool `json:"pool_retake_appended_fails,omitempty"`
+	PoolRetireIdle          bool `json:"pool_retire_idle,omitempty"`
 	PressDelayAgain         bool `json:"press_delay_again,omitempty"`
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`

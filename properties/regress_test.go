@@ -328,8 +328,21 @@ func TestFloodDoesNotOverflowBacklogDuringIdleGrace(t *testing.T) {
 // the idle list, and the next eviction closed it (model
 // TestHandlePoolRetireLeavesAnIdleParkedHandle fails on the old Retire).
 // testdata/retire-parked-case.json, the shrunk case, must pass.
+//
+// That case no longer reaches the fix (found on 5 December: it passed on
+// the old Retire, which it calls only for handles a read holds), but
+// check found the old behaviour again at seed 13058 among 20,000 (four
+// kinds of hostile peer, three non-readers among them; a replace and an
+// append of block 1 and a read of block 2).
+// testdata/retire-idle-case.json, that seed shrunk, must pass, and fail
+// no-close-in-use with the old Retire (PoolRetireIdle).
 func TestRetireLeavesParkedHandle(t *testing.T) {
 	mustPass(t, "testdata/retire-parked-case.json")
+	c := mustPass(t, "testdata/retire-idle-case.json")
+	c.Config.PoolRetireIdle = true
+	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropNoCloseInUse {
+		t.Fatalf("with the old Retire: %v, want a %s failure", r.Failure, PropNoCloseInUse)
+	}
 }
 
 // A read that waited the press delay was woken when a holder parked, and
