@@ -406,8 +406,17 @@ func TestQuiescenceGivesUpHostileConnects(t *testing.T) {
 // of its connection's is still on the timed path (sim
 // TestSegmentNeverOvertakesATimedOne). testdata/inline-overtake-case.json,
 // the shrunk case, must pass.
+//
+// That case no longer reaches the fix (found on 5 December: it passed
+// with the peer's timed-segment count left out of xmit's test; no segment
+// of it was held back by the count). With the count left out, check
+// fails at seed 123, a replace of 95,798 bytes through a fragmenting
+// path, on the simulator's own gap check ("data at sequence 65482
+// arrived while 32741 was expected"). testdata/inline-overtake-2-case.json,
+// that seed shrunk to its one op, must pass.
 func TestWriteTailNotLostBehindFragments(t *testing.T) {
 	mustPass(t, "testdata/inline-overtake-case.json")
+	mustPass(t, "testdata/inline-overtake-2-case.json")
 }
 
 // check's seed 92263 failed linearizability with "unknown: the checker
