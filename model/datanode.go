@@ -2179,7 +2179,11 @@ type ConnMemory struct {
 	// holds, whether or not it is in use — including a packet buffer it
 	// borrowed; WriteData is the part that holds a write's data.
 	Buffered, WriteData int
-	Received            int64 // bytes it has read from its socket
+	// Reserved is what the connection holds reserved against
+	// MaxBuffered: its write data's capacity, reserved before the
+	// buffer grows, given back when the data is applied or dropped.
+	Reserved int
+	Received int64 // bytes it has read from its socket
 }
 
 var phaseNames = [...]string{"request", "opening", "sending", "status", "receiving", "applying", "flushing", "reserving"}
@@ -2210,7 +2214,7 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) {
 
 func (dc *dnConn) memory() ConnMemory {
 	m := ConnMemory{Conn: dc.id, Closed: dc.closed, Phase: dc.phase.String(), Received: dc.received,
-		Buffered: cap(dc.inBuf) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata)}
+		Buffered: cap(dc.inBuf) + cap(dc.wdata) + cap(dc.buf), WriteData: cap(dc.wdata), Reserved: dc.reserved}
 	if dc.lent {
 		m.Buffered += cap(dc.out)
 	}

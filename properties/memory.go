@@ -70,6 +70,9 @@ func (h *harness) checkMemory() {
 	case mc.why == "fixed":
 		h.fail(PropMemory, "connection %d buffers %d bytes besides write data, bound %d (phase %s)",
 			bad.Conn, bad.Buffered-bad.WriteData, connFixed, bad.Phase)
+	case mc.why == "reserved":
+		h.fail(PropMemory, "connection %d holds %d bytes reserved against MaxBuffered for %d bytes of write data, phase %s",
+			bad.Conn, bad.Reserved, bad.WriteData, bad.Phase)
 	case mc.why == "unreceived":
 		h.fail(PropMemory, "connection %d holds %d bytes of write data having received %d bytes (bound 2×received + %d), phase %s",
 			bad.Conn, bad.WriteData, bad.Received, writeSlack, bad.Phase)
@@ -105,6 +108,8 @@ func (c *memCheck) visit(m model.ConnMemory) {
 		c.why = "fixed"
 	case int64(m.WriteData) > 2*m.Received+writeSlack:
 		c.why = "unreceived"
+	case !m.Closed && m.Reserved != m.WriteData:
+		c.why = "reserved"
 	default:
 		return
 	}
