@@ -538,8 +538,17 @@ func TestSixUnknownsWitnessed(t *testing.T) {
 // reservation back was posted to its thread after the thread's loop had
 // closed. A connection closed by then now reserves nothing.
 // testdata/grow-after-close-case.json, the shrunk case, must pass.
+//
+// The reset can also come after the lock reserved the growth and before
+// its answer runs on the connection's loop: the answer then gives the
+// reservation back. testdata/grow-answer-after-close-case.json is the
+// same case with its reset moved 8.4 µs earlier and onto another target
+// (arg 0), which closes there. It must pass; with that reservation kept
+// (mutants a8ace8e90b and 6ef8b7d5d5, which had survived check and every
+// test) 2,940 bytes stay reserved at quiescence (leak-freedom).
 func TestGrowAfterCloseReservesNothing(t *testing.T) {
 	mustPass(t, "testdata/grow-after-close-case.json")
+	mustPass(t, "testdata/grow-answer-after-close-case.json")
 }
 
 // check's seeds 100092083 and 100141000 failed availability: "read of
