@@ -439,22 +439,28 @@ func TestWriteTailNotLostBehindFragments(t *testing.T) {
 // each of them anywhere, over 3 million steps in 5 s. Such a block now
 // falls to Model, which keeps one placement of each unknown op
 // (CheckHistory). testdata/lin-unknowns-case.json, the unshrunk case
-// (Draw(SeedSource(92263), 92263, "")), must be decided, and pass, within
-// the default limit.
+// (Draw(SeedSource(92263), 92263, "")), must pass, and its history
+// (testdata/lin-unknowns-history.json, as the run made it on 5 December)
+// must be decided, and pass, within the default limit.
 func TestUnknownMutationsDecidedInTime(t *testing.T) {
 	mustPass(t, "testdata/lin-unknowns-case.json")
+	h := loadHistory(t, "testdata/lin-unknowns-history.json")
+	if res, _, f := CheckHistory(h, DefaultLinTimeout, false); res != porcupine.Ok || f != nil {
+		t.Fatalf("%v: %v", res, f)
+	}
 }
 
 // Model alone took check's seed 6026 from 0.03 s to 1.4 s and 1.6 GB
 // (block 1: 687,587 steps; the plain model needs 3,413): its refusals
 // keep unknown ops pending, tried and backtracked over at every later
 // point. Every block of testdata/lin-plain-case.json (Draw(SeedSource(6026),
-// 6026, "")) must be decided by the plain model within its step budget.
+// 6026, "")) must be decided by the plain model within its step budget:
+// its history as the run made it on 5 December
+// (testdata/lin-plain-history.json), since a saved case's run changes
+// with the simulator.
 func TestPlainModelDecidesWithinBudget(t *testing.T) {
-	c := loadCase(t, "testdata/lin-plain-case.json")
-	r := Run(c, Options{LinTimeout: time.Millisecond}) // only the history
 	deadline := time.Now().Add(time.Minute)
-	parts := byBlock(r.History)
+	parts := byBlock(loadHistory(t, "testdata/lin-plain-history.json"))
 	if len(parts) < 4 {
 		t.Fatalf("%d blocks, want 4", len(parts))
 	}
@@ -474,19 +480,20 @@ func TestPlainModelDecidesWithinBudget(t *testing.T) {
 // ops' subsets and orders before each read (686k and 280k steps in
 // 10 s). pinUnknowns moves their calls past those reads, and the plain
 // model decides the block in 24 steps. testdata/lin-pinned-case.json
-// (Draw(SeedSource(235722), 235722, "")) must pass, every block decided
-// by the plain model within its step budget.
+// (Draw(SeedSource(235722), 235722, "")) must pass, and every block of
+// its history (testdata/lin-pinned-history.json, as the run made it on 5
+// December) be decided without Model's search.
 func TestPinnedUnknownsDecidedInTime(t *testing.T) {
-	decidedWithoutModel(t, mustPass(t, "testdata/lin-pinned-case.json"))
+	mustPass(t, "testdata/lin-pinned-case.json")
+	decidedWithoutModel(t, loadHistory(t, "testdata/lin-pinned-history.json"))
 }
 
-// decidedWithoutModel checks that every block of c's history passes,
+// decidedWithoutModel checks that every block of a history passes,
 // decided without Model's search (the plain model, or a witness).
-func decidedWithoutModel(t *testing.T, c Case) {
+func decidedWithoutModel(t *testing.T, history []porcupine.Operation) {
 	t.Helper()
-	r := Run(c, Options{LinTimeout: time.Millisecond}) // only the history
 	deadline := time.Now().Add(time.Minute)
-	for _, part := range byBlock(r.History) {
+	for _, part := range byBlock(history) {
 		if res, plain := checkBlock(part, deadline); res != porcupine.Ok || !plain {
 			t.Errorf("block %d: %v, decided without Model: %v", part[0].Input.(LinInput).Block, res, plain)
 		}
@@ -499,9 +506,12 @@ func decidedWithoutModel(t *testing.T, c Case) {
 // length needed two of them first (a replace of 1,959 bytes, then an
 // append of 853). Neither model decided the block in a minute; witness
 // builds that linearization. testdata/many-unknowns-case.json (the
-// unshrunk case) must pass, every block decided without Model's search.
+// unshrunk case) must pass, and every block of its history
+// (testdata/many-unknowns-history.json, as the run made it on 5
+// December) be decided without Model's search.
 func TestManyUnknownsWitnessed(t *testing.T) {
-	decidedWithoutModel(t, mustPass(t, "testdata/many-unknowns-case.json"))
+	mustPass(t, "testdata/many-unknowns-case.json")
+	decidedWithoutModel(t, loadHistory(t, "testdata/many-unknowns-history.json"))
 }
 
 // check's seed 97137534 failed linearizability with "unknown: the checker
@@ -588,17 +598,32 @@ type savedOp struct {
 	} `json:"out"`
 }
 
-// poolWindows is content as windows of the content pool, in order.
-type poolWindows [][2]int
+// poolWindows is content as pieces in order, each a window of the
+// content pool ([offset, length]) or, for bytes found nowhere in it,
+// the bytes themselves (base64).
+type poolWindows []json.RawMessage
 
 func (w poolWindows) content(t *testing.T) string {
+	t.Helper()
 	pool := contentPool()
 	var b strings.Builder
-	for _, s := range w {
-		if s[0] < 0 || s[1] < 0 || s[0]+s[1] > len(pool) {
-			t.Fatalf("window %v outside the pool", s)
+	for _, piece := range w {
+		var raw []byte
+		if len(piece) > 0 && piece[0] == '"' {
+			if err := json.Unmarshal(piece, &raw); err != nil {
+				t.Fatalf("piece %s: %v", piece, err)
+			}
+			b.Write(raw)
+			continue
 		}
-		b.Write(pool[s[0] : s[0]+s[1]])
+		var win [2]int
+		if err := json.Unmarshal(piece, &win); err != nil {
+			t.Fatalf("piece %s: %v", piece, err)
+		}
+		if win[0] < 0 || win[1] < 0 || win[0]+win[1] > len(pool) {
+			t.Fatalf("window %v outside the pool", win)
+		}
+		b.Write(pool[win[0] : win[0]+win[1]])
 	}
 	return b.String()
 }
