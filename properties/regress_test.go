@@ -565,7 +565,8 @@ func TestSixUnknownsWitnessed(t *testing.T) {
 // the history that troubled the checker, since the run of a saved case
 // changes with the simulator. Its data are windows of the content pool
 // (blockData) and pieces of what its ops wrote (savedData), so a history
-// takes kilobytes, not the megabyte of its bytes.
+// takes kilobytes, not the megabyte of its bytes; TestRecordHistory
+// writes one.
 func witnessedHistory(t *testing.T, path string) {
 	t.Helper()
 	part := loadHistory(t, path)
