@@ -41,32 +41,9 @@ func TestRecordHistory(t *testing.T) {
 	}
 }
 
-// recordedOp is savedOp as written: data as pieces.
-type recordedOp struct {
-	Client int   `json:"client"`
-	Call   int64 `json:"call"`
-	Return int64 `json:"return"`
-	In     struct {
-		Kind   opKind `json:"kind"`
-		Block  uint64 `json:"block"`
-		Stamp  uint64 `json:"stamp,omitempty"`
-		Off    int64  `json:"off,omitempty"`
-		Len    int64  `json:"len,omitempty"`
-		Data   []any  `json:"data,omitempty"`
-		Exists bool   `json:"exists,omitempty"`
-	} `json:"in"`
-	Out struct {
-		Outcome outcome `json:"outcome,omitempty"`
-		Status  int     `json:"status,omitempty"`
-		Stamp   uint64  `json:"stamp,omitempty"`
-		Length  int64   `json:"length,omitempty"`
-		Data    []any   `json:"data,omitempty"`
-	} `json:"out"`
-}
-
-// recordHistory turns block's ops (every block's for 0) into recordedOps.
-func recordHistory(t *testing.T, history []porcupine.Operation, block uint64) []recordedOp {
-	var out []recordedOp
+// recordHistory is block's ops (every block's for 0) as a history is saved.
+func recordHistory(t *testing.T, history []porcupine.Operation, block uint64) []historyOp[[]any] {
+	var out []historyOp[[]any]
 	var wrote []int // ops with data written, by index in out
 	var data [][]byte
 	for _, op := range history {
@@ -74,7 +51,7 @@ func recordHistory(t *testing.T, history []porcupine.Operation, block uint64) []
 		if block != 0 && in.Block != block {
 			continue
 		}
-		var r recordedOp
+		var r historyOp[[]any]
 		r.Client, r.Call, r.Return = op.ClientId, op.Call, op.Return
 		r.In.Kind, r.In.Block, r.In.Stamp, r.In.Off, r.In.Len, r.In.Exists = in.Kind, in.Block, in.Stamp, in.Off, in.Len, in.Exists
 		r.Out.Outcome, r.Out.Status, r.Out.Stamp, r.Out.Length = o.Outcome, int(o.Status), o.Stamp, o.Length

@@ -163,9 +163,7 @@ func TestDatanodeReadTimeoutClosesHalfRequest(t *testing.T) {
 func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 	c := mustPass(t, "testdata/sharers-case.json")
 	c.Config.PoolSharersSleep = true
-	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
-		t.Fatalf("with the reads left asleep: %v, want a %s failure", r.Failure, PropHostileAvail)
-	}
+	mustFail(t, c, PropHostileAvail, "", "with the reads left asleep")
 }
 
 // check's seed 5945 failed hostile-availability (shrunk to 10 ops): with
@@ -182,9 +180,7 @@ func TestQueuedReadSharesOpenedHandle(t *testing.T) {
 func TestParkedReadSurvivesAppend(t *testing.T) {
 	c := mustPass(t, "testdata/retake-appended-case.json")
 	c.Config.PoolRetakeAppendedFails = true
-	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
-		t.Fatalf("with a retake after an append failing: %v, want a %s failure", r.Failure, PropHostileAvail)
-	}
+	mustFail(t, c, PropHostileAvail, "", "with a retake after an append failing")
 }
 
 // Rapid's seed 202 failed hostile-availability: a parked read's handle was
@@ -235,6 +231,20 @@ func mustPass(t *testing.T, path string) Case {
 	return c
 }
 
+// mustFail runs c, which switches an old behaviour on (what says which),
+// and fails the test unless it fails prop with a message containing
+// text: the saved case still reaches the path its fix changed.
+func mustFail(t *testing.T, c Case, prop, text, what string) {
+	t.Helper()
+	r := Run(c, Options{})
+	switch {
+	case r.Failure == nil || r.Failure.Property != prop:
+		t.Fatalf("%s: %v, want a %s failure", what, r.Failure, prop)
+	case !strings.Contains(r.Failure.Message, text):
+		t.Fatalf("%s: %s, want a message with %q", what, r.Failure.Message, text)
+	}
+}
+
 // loadCase reads a drawn case saved as JSON.
 func loadCase(t *testing.T, path string) Case {
 	t.Helper()
@@ -262,9 +272,7 @@ func TestThreadCloseGivesBackReservation(t *testing.T) {
 	if !c.Config.ReleaseOnThread {
 		t.Fatal("the case does not switch the bug on")
 	}
-	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropLeakFree {
-		t.Fatalf("with the bug: %v, want %s", r.Failure, PropLeakFree)
-	}
+	mustFail(t, c, PropLeakFree, "", "with the bug")
 	c.Config.ReleaseOnThread = false
 	if r := Run(c, Options{}); r.Failure != nil {
 		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
@@ -286,11 +294,7 @@ func TestThreadCloseGivesBackReservation(t *testing.T) {
 func TestFreshConnectionIsNotEvicted(t *testing.T) {
 	c := mustPass(t, "testdata/evict-fresh-case.json")
 	c.Config.EvictFresh = true
-	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
-		t.Fatalf("with fresh connections evicted: %v, want a %s failure", r.Failure, PropHostileAvail)
-	} else if !strings.Contains(r.Failure.Message, "datanode closed the connection") {
-		t.Fatalf("with fresh connections evicted: %s, want the client to see the datanode close", r.Failure.Message)
-	}
+	mustFail(t, c, PropHostileAvail, "datanode closed the connection", "with fresh connections evicted")
 }
 
 // Rapid's seed 899080127305464025 failed token: a rogue's read with an
@@ -340,9 +344,7 @@ func TestRetireLeavesParkedHandle(t *testing.T) {
 	mustPass(t, "testdata/retire-parked-case.json")
 	c := mustPass(t, "testdata/retire-idle-case.json")
 	c.Config.PoolRetireIdle = true
-	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropNoCloseInUse {
-		t.Fatalf("with the old Retire: %v, want a %s failure", r.Failure, PropNoCloseInUse)
-	}
+	mustFail(t, c, PropNoCloseInUse, "", "with the old Retire")
 }
 
 // A parked read that finds the pool full when its client takes data again
@@ -383,11 +385,7 @@ func TestRequeuedReadPressesAgain(t *testing.T) {
 	mustPass(t, "testdata/press-requeue-case.json")
 	c := mustPass(t, "testdata/press-requeue-alone-case.json")
 	c.Config.PressDelayAgain = true
-	if r := Run(c, Options{}); r.Failure == nil || r.Failure.Property != PropHostileAvail {
-		t.Fatalf("with a requeued read waiting a second press delay: %v, want a %s failure", r.Failure, PropHostileAvail)
-	} else if !strings.Contains(r.Failure.Message, "waited") {
-		t.Fatalf("with a requeued read waiting a second press delay: %s, want the read's wait for a handle", r.Failure.Message)
-	}
+	mustFail(t, c, PropHostileAvail, "waited", "with a requeued read waiting a second press delay")
 }
 
 // check's seeds 36609 and 46409 failed leak-freedom: "datanode: 61
@@ -576,26 +574,27 @@ func witnessedHistory(t *testing.T, path string) {
 	}
 }
 
-// savedOp is an op of a saved history.
-type savedOp struct {
+// historyOp is an op of a saved history, its data D: savedData when
+// read, pieces when recorded (TestRecordHistory).
+type historyOp[D any] struct {
 	Client int   `json:"client"`
 	Call   int64 `json:"call"`
 	Return int64 `json:"return"`
 	In     struct {
-		Kind   opKind    `json:"kind"`
-		Block  uint64    `json:"block"`
-		Stamp  uint64    `json:"stamp"`
-		Off    int64     `json:"off"`
-		Len    int64     `json:"len"`
-		Data   savedData `json:"data"`
-		Exists bool      `json:"exists"`
+		Kind   opKind `json:"kind"`
+		Block  uint64 `json:"block"`
+		Stamp  uint64 `json:"stamp,omitempty"`
+		Off    int64  `json:"off,omitempty"`
+		Len    int64  `json:"len,omitempty"`
+		Data   D      `json:"data,omitempty"`
+		Exists bool   `json:"exists,omitempty"`
 	} `json:"in"`
 	Out struct {
-		Outcome outcome   `json:"outcome"`
-		Status  int       `json:"status"`
-		Stamp   uint64    `json:"stamp"`
-		Length  int64     `json:"length"`
-		Data    savedData `json:"data"`
+		Outcome outcome `json:"outcome,omitempty"`
+		Status  int     `json:"status,omitempty"`
+		Stamp   uint64  `json:"stamp,omitempty"`
+		Length  int64   `json:"length,omitempty"`
+		Data    D       `json:"data,omitempty"`
 	} `json:"out"`
 }
 
@@ -637,14 +636,14 @@ func (d savedData) content(t *testing.T, written []string) string {
 	return b.String()
 }
 
-// loadHistory reads a history saved as savedOps.
+// loadHistory reads a saved history.
 func loadHistory(t *testing.T, path string) []porcupine.Operation {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ops []savedOp
+	var ops []historyOp[savedData]
 	if err := json.Unmarshal(b, &ops); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
