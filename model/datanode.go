@@ -103,6 +103,11 @@ type DatanodeBugs struct {
 	// PoolRetireIdle retires a handle a stalled read parked before the
 	// retire ran (HandlePoolConfig.RetireIdle).
 	PoolRetireIdle bool
+	// PressDelayAgain: a read that has waited the press delay, was woken
+	// and was beaten to the handle by a new read queues again behind a
+	// fresh press delay instead of pressing at once (check's seed 24768,
+	// a read that waited two press delays).
+	PressDelayAgain bool
 	// ReturnBufferEarly returns a packet buffer to its selector's free
 	// list after a partial write, while the rest of it is still to send.
 	ReturnBufferEarly bool
@@ -125,11 +130,6 @@ type DatanodeBugs struct {
 	// PoolWaitForever is issue 9 item 4: a read waits for a pool handle
 	// without bound, and a holder that makes no progress keeps it.
 	PoolWaitForever bool
-	// PressDelayAgain: a read that has waited the press delay, was woken
-	// and was beaten to the handle by a new read queues again behind a
-	// fresh press delay instead of pressing at once (check's seed 24768,
-	// a read that waited two press delays).
-	PressDelayAgain bool
 	// HoldWhileStalled is issue 9 item 4's first fix: a read keeps its
 	// pool handle while its client takes nothing, and holders that stall
 	// while others wait are cut off one StallTimeout after another, so a
@@ -2180,8 +2180,9 @@ type ConnMemory struct {
 	// borrowed; WriteData is the part that holds a write's data.
 	Buffered, WriteData int
 	// Reserved is what the connection holds reserved against
-	// MaxBuffered: its write data's capacity, reserved before the
-	// buffer grows, given back when the data is applied or dropped.
+	// MaxBuffered. It should be its write data's capacity (reserved
+	// before the buffer grows, given back when the data is applied or
+	// dropped); check's bounded-memory holds it to that.
 	Reserved int
 	Received int64 // bytes it has read from its socket
 }

@@ -19,8 +19,11 @@ const (
 
 // checkMemory checks the datanode's buffers after an event: a closed
 // connection holds nothing; a connection holds at most connFixed beside
-// its write data, and write data grows only with data that arrived; the
-// write data of all connections stays under MaxBuffered.
+// its write data, and write data grows only with data that arrived; an
+// open connection holds reserved against MaxBuffered exactly its write
+// data's capacity (it reserves before growing and gives back as it lets
+// go, in the same event); the write data of all connections stays under
+// MaxBuffered.
 //
 // It looks only at the connections whose buffers changed in the event
 // and keeps the total as a running sum (Datanode.VisitMemoryChanges):

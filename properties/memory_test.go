@@ -1,6 +1,10 @@
 package properties
 
-import "testing"
+import (
+	"testing"
+
+	"xceiver/model"
+)
 
 // The bounded-memory check after each event looks only at connections
 // whose buffers changed and keeps a running total; with MemoryScan 1 it
@@ -41,6 +45,32 @@ func TestMemoryAccountingMatchesScan(t *testing.T) {
 			if every.Failure == nil || *every.Failure != *def.Failure || every.TraceHash != def.TraceHash {
 				t.Fatalf("%s seed %d: %v (trace %s) with a scan after every event, %v (%s) without", bug, s, every.Failure, every.TraceHash, def.Failure, def.TraceHash)
 			}
+		}
+	}
+}
+
+// Each per-connection bound of bounded-memory, judged on one connection:
+// the reservation rule holds only for open connections (a closed one has
+// given its reservation back and must hold no buffers at all).
+func TestMemCheckJudgesAConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    model.ConnMemory
+		why  string
+	}{
+		{"reserved as held", model.ConnMemory{Buffered: 8192, WriteData: 4096, Reserved: 4096, Received: 4096}, ""},
+		{"idle", model.ConnMemory{Buffered: 4096}, ""},
+		{"reserved more than held", model.ConnMemory{Buffered: 8192, WriteData: 4096, Reserved: 12288, Received: 4096}, "reserved"},
+		{"held unreserved", model.ConnMemory{Buffered: 8192, WriteData: 4096, Received: 4096}, "reserved"},
+		{"closed, reserved", model.ConnMemory{Closed: true, Reserved: 4096}, ""},
+		{"closed, holding", model.ConnMemory{Closed: true, Buffered: 10}, "closed"},
+		{"fixed buffers over", model.ConnMemory{Buffered: connFixed + 1}, "fixed"},
+		{"unreceived", model.ConnMemory{Buffered: 2*writeSlack + 8, WriteData: 2*writeSlack + 8, Reserved: 2*writeSlack + 8}, "unreceived"},
+	} {
+		var c memCheck
+		c.visit(tc.m)
+		if c.why != tc.why {
+			t.Errorf("%s: judged %q, want %q", tc.name, c.why, tc.why)
 		}
 	}
 }
