@@ -108,6 +108,13 @@ type DatanodeBugs struct {
 	// fresh press delay instead of pressing at once (check's seed 24768,
 	// a read that waited two press delays).
 	PressDelayAgain bool
+	// ParkedWakeLost drops a parked read woken from the pool's queue as if
+	// it were gone: its client waits until it times out.
+	ParkedWakeLost bool
+	// ClosedGrowKept keeps the reservation of a write buffer's growth
+	// whose answer finds the connection closed: MaxBuffered shrinks for
+	// good.
+	ClosedGrowKept bool
 	// ReturnBufferEarly returns a packet buffer to its selector's free
 	// list after a partial write, while the rest of it is still to send.
 	ReturnBufferEarly bool
@@ -1228,7 +1235,7 @@ func (dc *dnConn) takeHandle() {
 			case dc.phase == phaseOpening:
 				dc.open(true)
 				return
-			case dc.parked != nil:
+			case dc.parked != nil && !dn.cfg.Bugs.ParkedWakeLost:
 				dc.unpark(true)
 				return
 			}
@@ -1947,7 +1954,7 @@ func (dc *dnConn) grow(need int) {
 		}
 		dc.loop.Post(func() {
 			if dc.closed {
-				if ok {
+				if ok && !dn.cfg.Bugs.ClosedGrowKept {
 					dn.lock.Do(dc.releaseLoop(), func() { dn.buffered -= more })
 				}
 				return

@@ -102,9 +102,11 @@ type Config struct {
 	BadConfig string `json:"bad_config,omitempty"`
 
 	// Bug switches: set by the catalogue (see bugs.go), or, for
-	// PoolSharersSleep, PoolRetakeAppendedFails, PoolRetireIdle and
-	// PressDelayAgain, by the regression test that shows its saved case
-	// failing on the old behaviour.
+	// PoolSharersSleep, PoolRetakeAppendedFails, PoolRetireIdle,
+	// PressDelayAgain, ParkedWakeLost and ClosedGrowKept, by the
+	// regression test that shows its saved case failing with the bug (the
+	// old behaviour, or for the last two a mutant's), so it still reaches
+	// the path.
 	KeepaliveForever    bool `json:"keepalive_forever,omitempty"`
 	PoolKeyIgnoresStamp bool `json:"pool_key_ignores_stamp,omitempty"`
 	PoolClosesInUse     bool `json:"pool_closes_in_use,omitempty"`
@@ -125,6 +127,8 @@ type Config struct {
 	PoolRetakeAppendedFails bool `json:"pool_retake_appended_fails,omitempty"`
 	PoolRetireIdle          bool `json:"pool_retire_idle,omitempty"`
 	PressDelayAgain         bool `json:"press_delay_again,omitempty"`
+	ParkedWakeLost          bool `json:"parked_wake_lost,omitempty"`
+	ClosedGrowKept          bool `json:"closed_grow_kept,omitempty"`
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	Slowloris               bool `json:"slowloris,omitempty"`

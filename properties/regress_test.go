@@ -355,10 +355,12 @@ func TestRetireLeavesParkedHandle(t *testing.T) {
 // passed on) survived check's 300 seeds and every test; at 20,000 seeds it
 // fails at 9463, 13547 and 17991. testdata/parked-woken-case.json, seed
 // 17991 shrunk (four reads, three non-readers, one handle), must pass; with
-// the parked read dropped, client 0's read of block 5 makes no progress
-// for 2 s.
+// the parked read dropped (ParkedWakeLost, the mutant's behaviour),
+// client 0's read of block 5 makes no progress for 2 s.
 func TestParkedReadWokenFromQueueResumes(t *testing.T) {
-	mustPass(t, "testdata/parked-woken-case.json")
+	c := mustPass(t, "testdata/parked-woken-case.json")
+	c.Config.ParkedWakeLost = true
+	mustFail(t, c, PropHostileAvail, "no progress", "with the woken parked read dropped")
 }
 
 // A read that waited the press delay was woken when a holder parked, and
@@ -586,11 +588,14 @@ func TestSixUnknownsWitnessed(t *testing.T) {
 // reservation back. testdata/grow-answer-after-close-case.json is the
 // same case with its reset moved 8.4 µs earlier and onto another target
 // (arg 0), which closes there. It must pass; with that reservation kept
-// (mutants a8ace8e90b and 6ef8b7d5d5, which had survived check and every
-// test) 2,940 bytes stay reserved at quiescence (leak-freedom).
+// (ClosedGrowKept; mutants a8ace8e90b and 6ef8b7d5d5, which had survived
+// check and every test) 2,940 bytes stay reserved at quiescence
+// (leak-freedom).
 func TestGrowAfterCloseReservesNothing(t *testing.T) {
 	mustPass(t, "testdata/grow-after-close-case.json")
-	mustPass(t, "testdata/grow-answer-after-close-case.json")
+	c := mustPass(t, "testdata/grow-answer-after-close-case.json")
+	c.Config.ClosedGrowKept = true
+	mustFail(t, c, PropLeakFree, "2940 bytes of write buffer still reserved", "with a closed writer's growth kept")
 }
 
 // check's seeds 100092083 and 100141000 failed availability: "read of
