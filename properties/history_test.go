@@ -22,9 +22,10 @@ import (
 // case's run changes with the simulator, and the three witness tests had
 // decayed so (their runs had come to have 5, 0 and 11 unknown ops where
 // the checker once gave up). This file is the format, its reader and its
-// recorder, and needs nothing else of the tests: to record a history as
-// an older commit ran it, copy it into that commit's tree (git archive)
-// and run TestRecordHistory there.
+// recorder, and needs nothing else of the tests but loadCase, which every
+// tree with saved cases has: to record a history as an older commit ran
+// it, copy it into that commit's tree (git archive) and run
+// TestRecordHistory there.
 
 // historyOp is an op of a saved history, its data D: savedData when
 // read, pieces when recorded.
@@ -42,11 +43,11 @@ type historyOp[D any] struct {
 		Exists bool   `json:"exists,omitempty"`
 	} `json:"in"`
 	Out struct {
-		Outcome outcome `json:"outcome,omitempty"`
-		Status  int     `json:"status,omitempty"`
-		Stamp   uint64  `json:"stamp,omitempty"`
-		Length  int64   `json:"length,omitempty"`
-		Data    D       `json:"data,omitempty"`
+		Outcome outcome      `json:"outcome,omitempty"`
+		Status  model.Status `json:"status,omitempty"`
+		Stamp   uint64       `json:"stamp,omitempty"`
+		Length  int64        `json:"length,omitempty"`
+		Data    D            `json:"data,omitempty"`
 	} `json:"out"`
 }
 
@@ -118,7 +119,7 @@ func loadHistory(t *testing.T, path string) []porcupine.Operation {
 			ClientId: o.Client, Call: o.Call, Return: o.Return,
 			Input: LinInput{Kind: o.In.Kind, Block: o.In.Block, Stamp: o.In.Stamp, Off: o.In.Off, Len: o.In.Len,
 				Data: written[i], Exists: o.In.Exists},
-			Output: LinOutput{Outcome: o.Out.Outcome, Status: model.Status(o.Out.Status), Stamp: o.Out.Stamp,
+			Output: LinOutput{Outcome: o.Out.Outcome, Status: o.Out.Status, Stamp: o.Out.Stamp,
 				Length: o.Out.Length, Data: read},
 		}
 	}
@@ -141,20 +142,13 @@ func TestRecordHistory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("block %q: %v", parts[1], err)
 	}
-	b, err := os.ReadFile(parts[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c Case
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatalf("%s: %v", parts[0], err)
-	}
-	r := Run(c, Options{LinTimeout: time.Millisecond}) // only the history
+	r := Run(loadCase(t, parts[0]), Options{LinTimeout: time.Millisecond}) // only the history
 	ops, err := recordHistory(r.History, block)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err = json.Marshal(ops); err != nil {
+	b, err := json.Marshal(ops)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(parts[2], b, 0o644); err != nil {
@@ -175,7 +169,7 @@ func recordHistory(history []porcupine.Operation, block uint64) ([]historyOp[[]a
 		var r historyOp[[]any]
 		r.Client, r.Call, r.Return = op.ClientId, op.Call, op.Return
 		r.In.Kind, r.In.Block, r.In.Stamp, r.In.Off, r.In.Len, r.In.Exists = in.Kind, in.Block, in.Stamp, in.Off, in.Len, in.Exists
-		r.Out.Outcome, r.Out.Status, r.Out.Stamp, r.Out.Length = o.Outcome, int(o.Status), o.Stamp, o.Length
+		r.Out.Outcome, r.Out.Status, r.Out.Stamp, r.Out.Length = o.Outcome, o.Status, o.Stamp, o.Length
 		inData, outData = append(inData, []byte(in.Data)), append(outData, []byte(o.Data))
 		if in.Data != "" {
 			wrote = append(wrote, len(out))
