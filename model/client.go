@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 )
 
@@ -452,7 +451,13 @@ func (op *clientOp) encode(b []byte) []byte {
 		// Room for every packet at once, rather than growing by
 		// doubling (each step a copy of all the data so far).
 		packets := (len(op.data)+ps-1)/ps + 1
-		b = slices.Grow(b, packets*PacketHeaderLen+numChunks(len(op.data), BytesPerChecksum)*ChecksumSize+len(op.data))
+		if need := packets*PacketHeaderLen + numChunks(len(op.data), BytesPerChecksum)*ChecksumSize + len(op.data); cap(b)-len(b) < need {
+			// From the world's recycled buffers where it has them
+			// (check's thousands of short worlds): zeroing a fresh
+			// one that every byte is then written over was a
+			// fiftieth of a datanode seed's CPU.
+			b = append(newBuffer(op.cl.p, len(b)+need), b...)
+		}
 		var seq int64
 		for off := 0; off < len(op.data); off += ps {
 			end := min(off+ps, len(op.data))
