@@ -103,10 +103,10 @@ type Config struct {
 
 	// Bug switches: set by the catalogue (see bugs.go), or, for
 	// PoolSharersSleep, PoolRetakeAppendedFails, PoolRetireIdle,
-	// PressDelayAgain, ParkedWakeLost and ClosedGrowKept, by the
-	// regression test that shows its saved case failing with the bug (the
-	// old behaviour, or for the last two a mutant's), so it still reaches
-	// the path.
+	// PressDelayAgain, ParkedWakeLost, ClosedGrowKept and
+	// InlineOvertakes, by the regression test that shows its saved case
+	// failing with the bug (the old behaviour, or for ParkedWakeLost and
+	// ClosedGrowKept a mutant's), so it still reaches the path.
 	KeepaliveForever    bool `json:"keepalive_forever,omitempty"`
 	PoolKeyIgnoresStamp bool `json:"pool_key_ignores_stamp,omitempty"`
 	PoolClosesInUse     bool `json:"pool_closes_in_use,omitempty"`
@@ -129,6 +129,7 @@ type Config struct {
 	PressDelayAgain         bool `json:"press_delay_again,omitempty"`
 	ParkedWakeLost          bool `json:"parked_wake_lost,omitempty"`
 	ClosedGrowKept          bool `json:"closed_grow_kept,omitempty"`
+	InlineOvertakes         bool `json:"inline_overtakes,omitempty"` // the simulator's (sim.TCPConfig)
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	Slowloris               bool `json:"slowloris,omitempty"`

@@ -427,10 +427,13 @@ func TestQuiescenceGivesUpHostileConnects(t *testing.T) {
 // fails at seed 123, a replace of 95,798 bytes through a fragmenting
 // path, on the simulator's own gap check ("data at sequence 65482
 // arrived while 32741 was expected"). testdata/inline-overtake-2-case.json,
-// that seed shrunk to its one op, must pass.
+// that seed shrunk to its one op, must pass, and fail with the old test
+// (the simulator's InlineOvertakes), so that it cannot decay unseen.
 func TestWriteTailNotLostBehindFragments(t *testing.T) {
 	mustPass(t, "testdata/inline-overtake-case.json")
-	mustPass(t, "testdata/inline-overtake-2-case.json")
+	c := mustPass(t, "testdata/inline-overtake-2-case.json")
+	c.Config.InlineOvertakes = true
+	mustFail(t, c, PropHarness, "data at sequence 65482 arrived while 32741 was expected", "with a segment let inline past its connection's timed ones")
 }
 
 // check's seed 92263 failed linearizability with "unknown: the checker

@@ -269,6 +269,7 @@ func Run(c Case, opt Options) *Result {
 func (h *harness) run() *Result {
 	scfg := worldConfig(h.c.Seed, maxEvents, h.opt.hashing)
 	scfg.CheckShared = true
+	scfg.TCP.InlineOvertakes = h.cfg.InlineOvertakes
 	limit, bounded := runLimit, false
 	if m := h.opt.MaxEvents; m > 0 && m < maxEvents {
 		scfg.MaxEvents, bounded = m, true

@@ -56,6 +56,13 @@ type TCPConfig struct {
 	// their transmission time, as on a wire. Segments delayed by a fault
 	// (a spike) always take the timed path.
 	Inline bool
+	// InlineOvertakes brings back the inline test of before code
+	// version 2026.12-03, which let a segment go inline while one of its
+	// connection's was still on the timed path (check's seed 72953: a
+	// write's tail overtook its two timed segments and was dropped). Only
+	// a regression test sets it, to show that its saved case still
+	// reaches the path the fix guards.
+	InlineOvertakes bool
 }
 
 // DefaultTCPConfig returns Linux loopback defaults.
@@ -893,7 +900,7 @@ func (c *tcpConn) xmit(s *segment) {
 	// dropped, and the write stalled). So the peer's count of timed
 	// segments still to arrive decides too.
 	inline := c.cfg.Inline && stall <= now && (c.linkFree == 0 || c.linkFree+c.cfg.Delay < now) &&
-		(c.peer == nil || c.peer.timedIn == 0)
+		(c.peer == nil || c.peer.timedIn == 0 || c.cfg.InlineOvertakes)
 	if !inline {
 		start := max(now, c.linkFree, stall)
 		tx := time.Duration(int64(s.size()+40) * int64(time.Second) / c.cfg.Bandwidth)
