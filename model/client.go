@@ -95,7 +95,10 @@ type ClientStats struct {
 	// ChecksumErrors counts reads failed on a corrupt chunk (HDFS reports
 	// the replica to the namenode).
 	ChecksumErrors int
-	BytesRead      int64
+	// DialRetries counts connects to a Unix socket whose full accept
+	// queue refused them, tried again (RetryUnixDial).
+	DialRetries int
+	BytesRead   int64
 }
 
 // Client reads and writes blocks on one datanode. All its methods run on
@@ -370,6 +373,7 @@ func (op *clientOp) begin() {
 		c, err := cl.p.Dial(cl.cfg.Network, cl.cfg.Datanode, cl.loop, op.onEvent)
 		if err != nil {
 			if RetryUnixDial(cl.cfg.Network, err, &op.dialWait, cl.cfg.Timeout) {
+				cl.stats.DialRetries++
 				if !op.timer.Armed() {
 					// Waiting is no progress: the op's timeout bounds
 					// it (timedOut finishes the op; redial then stops).

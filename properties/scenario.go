@@ -87,9 +87,11 @@ type ScenarioCase struct {
 	// Stale (every byte differs, checksums valid; 0: none), so every read
 	// of it must count as a mismatch.
 	Stale int `json:"stale,omitempty"`
-	// sc-read: path tcp, uds or sc; cache shards.
-	Path   string `json:"path,omitempty"`
-	Shards int    `json:"shards,omitempty"`
+	// sc-read: path tcp, uds or sc; cache shards; the domain socket's
+	// accept queue (0: the default).
+	Path    string `json:"path,omitempty"`
+	Shards  int    `json:"shards,omitempty"`
+	Backlog int    `json:"backlog,omitempty"`
 	// rpc: readers, handlers, lock; Clients clients of Threads ops in
 	// flight; a tree Depth × Fanout with Files files; mix Reads:Writes;
 	// a window of Duration (also pairs', which opens WarmUp after every
@@ -217,6 +219,12 @@ func DrawScenario(src Source, seed uint64, bug string) (ScenarioCase, error) {
 		c.Pattern = pick(d, "sn_pattern", "random", "sequential")
 		c.Shards = d.n(1, 3, "sn_shards")
 		c.CacheCapacity = c.Shards + d.n(0, 4, "sn_cache")
+		if c.Path != "tcp" && c.Clients > 2 && d.chance(50, "sn_backlog") {
+			// A queue that holds two: the readers' first connects,
+			// all at once, find it full and retry, over a domain
+			// socket's data traffic (uds) or for fds (sc).
+			c.Backlog = 1
+		}
 	case ScenarioRPC:
 		c.Readers = d.n(1, 3, "sn_readers")
 		c.Handlers = d.n(1, 4, "sn_handlers")
@@ -297,7 +305,7 @@ func (c *ScenarioCase) Validate() error {
 		{"keepalive", int64(c.Keepalive), 0, int64(time.Minute)}, {"cache_expiry", int64(c.CacheExpiry), 0, int64(time.Minute)},
 		{"cache_capacity", int64(c.CacheCapacity), 0, 1024}, {"stale", int64(c.Stale), 0, int64(c.Blocks)},
 		{"reset_at", int64(c.ResetAt), 0, 1000}, {"readers", int64(c.Readers), 0, 1024}, {"handlers", int64(c.Handlers), 0, 1024},
-		{"shards", int64(c.Shards), 0, 1024},
+		{"shards", int64(c.Shards), 0, 1024}, {"backlog", int64(c.Backlog), 0, 1024},
 	}); err != nil {
 		return err
 	}
@@ -475,7 +483,7 @@ func (c *ScenarioCase) parallelRead() model.ParallelRead {
 func (c *ScenarioCase) scRead() shortcircuit.ReadScenario {
 	s := shortcircuit.DefaultReadScenario()
 	s.Path, s.Readers, s.Ops, s.ReadSize, s.Blocks, s.BlockSize, s.Pattern = c.Path, c.Clients, c.Ops, c.ReadSize, c.Blocks, c.BlockSize, c.Pattern
-	s.Cache.Shards, s.Cache.Capacity = c.Shards, c.CacheCapacity
+	s.Cache.Shards, s.Cache.Capacity, s.Backlog = c.Shards, c.CacheCapacity, c.Backlog
 	return s
 }
 

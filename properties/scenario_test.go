@@ -3,6 +3,9 @@ package properties
 import (
 	"encoding/json"
 	"testing"
+
+	"xceiver/model/shortcircuit"
+	"xceiver/sim"
 )
 
 // Drawn scenario cases pass on the correct code, and every scenario is
@@ -101,4 +104,37 @@ func FuzzScenarioCase(f *testing.F) {
 		}
 		RunScenario(c)
 	})
+}
+
+// sc-read's readers over the domain socket (uds), connecting at once to
+// an accept queue that holds two (Backlog 1), find it full and retry
+// their connects; every read must still be done. Until the draw gave
+// sc-read a backlog, no check seed reached the client's retry (mutant
+// ced315dcd4, a retry that ended the op as if its client had closed,
+// survived 20,000 seeds; it now fails this case, and check within 112
+// scenario seeds). The retries are counted, so the case shows it still
+// reaches them; with the default queue there are none.
+func TestSCReadRetriesFullAcceptQueue(t *testing.T) {
+	c := ScenarioCase{Scenario: ScenarioSCRead, Seed: 1, Path: "uds", Clients: 4, Ops: 3, Blocks: 1, BlockSize: 4 << 10,
+		ReadSize: 1 << 10, Pattern: "random", Shards: 1, CacheCapacity: 1, Backlog: 1}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if r := RunScenario(c); r.Property != "" {
+		t.Fatalf("%s: %s", r.Property, r.Message)
+	}
+	for _, backlog := range []int{1, 0} {
+		c.Backlog = backlog
+		res, err := shortcircuit.RunRead(sim.New(sim.DefaultConfig(1)), c.scRead(), scenarioLimit)
+		switch {
+		case err != nil:
+			t.Fatalf("backlog %d: %v", backlog, err)
+		case res.Errors > 0 || res.Ops != c.Clients*c.Ops:
+			t.Errorf("backlog %d: %d reads done, %d failed (%s)", backlog, res.Ops, res.Errors, res.FirstError)
+		case backlog == 1 && res.DialRetries == 0:
+			t.Errorf("backlog 1: no connect retried: the readers no longer meet a full accept queue")
+		case backlog == 0 && res.DialRetries > 0:
+			t.Errorf("default backlog: %d connects retried", res.DialRetries)
+		}
+	}
 }

@@ -27,6 +27,7 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 	// one trace hash. bench hdfs-15202 turns the sharing off.)
 	fs.BoolVar(&s.SkipChecksum, "skip-checksum", false, "short-circuit reads skip CRC32C verification")
 	fs.BoolVar(&s.NoTransferTo, "no-transfer-to", false, "the datanode copies TCP reads through a buffer instead of sendfile (dfs.datanode.transferTo.allowed=false)")
+	fs.IntVar(&s.Backlog, "backlog", 0, "the datanode's domain socket accept queue (0: 128); readers whose connect finds it full retry every 1ms")
 	return func() (runner, error) {
 		if err := counts.check("run sc-read"); err != nil {
 			return nil, err
@@ -44,6 +45,9 @@ func scReadFlags(fs *flag.FlagSet) func() (runner, error) {
 			if scOnly := setFlags(fs, nil, "shards", "cache-capacity", "cache-expiry", "skip-checksum"); len(scOnly) > 0 {
 				return nil, usagef("run sc-read: %s: short-circuit reads'; --path %s reads through the datanode", strings.Join(scOnly, ", "), s.Path)
 			}
+		}
+		if s.Path == "tcp" && isSet(fs, "backlog") {
+			return nil, usagef("run sc-read: --backlog: the domain socket's; --path tcp connects over TCP")
 		}
 		// (With --path sc it stays: the reads that fall back go over TCP.)
 		if s.Path == "uds" && isSet(fs, "no-transfer-to") {

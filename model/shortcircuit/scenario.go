@@ -27,6 +27,10 @@ type ReadScenario struct {
 	// NoTransferTo has the datanode copy TCP reads through a buffer
 	// instead of sending their data with sendfile.
 	NoTransferTo bool
+	// Backlog is the datanode's domain socket accept queue (0:
+	// model.DefaultBacklog). At 1, which holds two, readers that connect
+	// at once find it full and retry (model.RetryUnixDial).
+	Backlog int
 	// CPUTime reads a process's CPU use (the world's; nil: not measured).
 	CPUTime func(model.Process) time.Duration
 }
@@ -63,6 +67,8 @@ func (s *ReadScenario) Validate() error {
 		return fmt.Errorf("--pattern %q: want random or sequential", s.Pattern)
 	case s.Cores < 1 || s.Cores > 1024:
 		return fmt.Errorf("--cores %d outside [1, 1024]", s.Cores)
+	case s.Backlog < 0 || s.Backlog > 65535:
+		return fmt.Errorf("--backlog %d outside [0, 65535]", s.Backlog)
 	}
 	c := s.Cache
 	return c.fill()
@@ -79,6 +85,10 @@ type ReadResult struct {
 	Hits, Misses  int
 	FDsReceived   int
 	Fallbacks     int
+	// DialRetries counts the uds path's connects that found the domain
+	// socket's accept queue full and tried again (model.ClientStats; the
+	// sc path's fd requests retry too, uncounted).
+	DialRetries int
 	// CPU used during the reads by the client and the datanode process
 	// (when ReadScenario.CPUTime is set).
 	ClientCPU, ServerCPU time.Duration
@@ -124,7 +134,7 @@ func RunRead(w model.World, s ReadScenario, limit time.Duration) (*ReadResult, e
 			w.Fail(err)
 			return
 		}
-		if srv, err = Start(dn, ServerConfig{Path: path}); err != nil {
+		if srv, err = Start(dn, ServerConfig{Path: path, Backlog: s.Backlog}); err != nil {
 			w.Fail(err)
 			return
 		}
@@ -242,6 +252,11 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 			res.ClientCPU, res.ServerCPU = s.CPUTime(cp)-cpu0, s.CPUTime(dnProc)-dnCPU0
 		}
 		res.ClientPeakFDs = cp.FDs().Peak
+		for _, r := range readers {
+			if t, ok := r.(tcpReader); ok {
+				res.DialRetries += t.c.Stats().DialRetries
+			}
+		}
 		for _, c := range scs {
 			st := c.Stats()
 			res.Hits += st.Hits
