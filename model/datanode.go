@@ -128,6 +128,12 @@ type DatanodeBugs struct {
 	// its buffers and its slot in the connection list stays set, so it
 	// stays reachable until a new connection reuses the slot.
 	ClosedConnsReachable bool
+	// PacketsUnchecked takes a write's packets at their word: each one's
+	// data goes on wherever the write has got to, whatever offset its
+	// header names, and the packet marked last completes the write,
+	// however short of the length its request announced. Only their
+	// checksums are verified. A peer's misfit write is stored.
+	PacketsUnchecked bool
 	// WritePrealloc is issue 9 item 2: a write's whole announced length
 	// is allocated when its header arrives, and nothing bounds what all
 	// connections buffer.
@@ -1907,7 +1913,7 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 	if err := pkt.Verify(dc.req.BlockID, BytesPerChecksum); err != nil && !dc.dn.cfg.Bugs.WriteUnverified {
 		return err
 	}
-	if pkt.Offset != int64(len(dc.wdata)) {
+	if pkt.Offset != int64(len(dc.wdata)) && !dc.dn.cfg.Bugs.PacketsUnchecked {
 		return invalid("write packet at offset %d, want %d", pkt.Offset, len(dc.wdata))
 	}
 	if int64(len(dc.wdata)+len(pkt.Data)) > dc.req.Length {
@@ -1917,7 +1923,7 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 	dc.wdata = append(dc.wdata, pkt.Data...)
 	dc.memChanged()
 	if pkt.Last {
-		if int64(len(dc.wdata)) != dc.req.Length {
+		if int64(len(dc.wdata)) != dc.req.Length && !dc.dn.cfg.Bugs.PacketsUnchecked {
 			return invalid("write ended after %d of %d bytes", len(dc.wdata), dc.req.Length)
 		}
 		dc.phase = phaseApplying

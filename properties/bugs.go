@@ -74,6 +74,13 @@ var Bugs = []Bug{
 		apply:   func(d drawer, cfg *Config) { cfg.WriteUnverified = true },
 	},
 	{
+		Name:    "packets-unchecked",
+		What:    "the datanode takes a write's packets at their word, at whatever offset they name, complete at the one marked last however short of the announced length: a misfit write is stored",
+		Catches: PropRefusal,
+		apply:   func(d drawer, cfg *Config) { cfg.PacketsUnchecked = true },
+		hostile: []string{HostileMisfit},
+	},
+	{
 		Name:    "empty-read-panic",
 		What:    "the datanode indexes the last chunk of an empty read and panics (check must report it, not crash)",
 		Catches: "harness",

@@ -116,6 +116,7 @@ type Config struct {
 	VerifyFirstChunk    bool `json:"verify_first_chunk,omitempty"`
 	ReturnBufferEarly   bool `json:"return_buffer_early,omitempty"`
 	WriteUnverified     bool `json:"write_unverified,omitempty"`
+	PacketsUnchecked    bool `json:"packets_unchecked,omitempty"`
 	SendfileOffsetStuck bool `json:"sendfile_offset_stuck,omitempty"`
 	// Issue 9's defects (hostile.go draws the peers that find them).
 	ClosedConnsReachable    bool `json:"closed_conns_reachable,omitempty"`
@@ -406,6 +407,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	cfg.NoTransferTo = !cfg.SendfileOffsetStuck && d.chance(30, "no_transfer_to")
 	drawFragment(d, cfg, b.fragment)
 	drawLiar(d, cfg, b.liar)
+	drawMisfits(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

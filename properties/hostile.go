@@ -3,6 +3,7 @@ package properties
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"xceiver/model"
@@ -38,11 +39,12 @@ const (
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
 	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
+	HostileMisfit    = "misfit"    // a write whose packets do not fit its request: at a wrong offset, past the announced length, or ending short of it
 )
 
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
-	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter}
+	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -79,6 +81,10 @@ const (
 	hostileBlockSize = 2 * nonReaderSndBuf
 	// returnGapMax bounds a returning peer's backoff (returnGap).
 	returnGapMax = 1000 * time.Millisecond
+	// hostileBlocks is where the blocks hostile peers write begin: no
+	// client's block is numbered so high, and none of their writes may
+	// ever be stored (leaks).
+	hostileBlocks = 1 << 40
 	// hostileRcvBuf is the hostile process's receive buffer.
 	hostileRcvBuf = 4096
 	// nonReaderSndBuf is the datanode's send buffer in a run with
@@ -106,9 +112,22 @@ const (
 	PropMemory         = "bounded-memory"       // buffers per connection and per process under their bounds
 	PropTimeout        = "state-timeout"        // no connection waits forever on a peer that will not act
 	PropHostileAvail   = "hostile-availability" // availability while hostile peers hold their share
-	PropRefusal        = "refusal"              // a request declaring a body past the bound is answered ERROR_INVALID
+	PropRefusal        = "refusal"              // a request declaring a body past the bound, or a write whose packets do not fit it, is answered ERROR_INVALID, and no such write is stored
 	hostileProcessName = "hostile"
 )
+
+// drawMisfits adds misfit peers to some runs that have hostile peers
+// (to every run if force lists them: a catalogued bug needs them). It
+// runs last, so the rest of a case is drawn as it was before misfits
+// were.
+func drawMisfits(d drawer, cfg *Config, force []string) {
+	if !d.chance(40, "hostile_misfit") && !slices.Contains(force, HostileMisfit) || len(cfg.Hostile) == 0 && len(force) == 0 {
+		return
+	}
+	cfg.Hostile = append(cfg.Hostile, HostilePeer{Kind: HostileMisfit, Count: d.n(1, 4, "hostile_count"),
+		At: d.dur(0, 20*time.Millisecond, "hostile_at"), Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"),
+		Key: d.key("hostile_key")})
+}
 
 // drawDatanodeLimits draws the datanode's defences: its timeouts and
 // buffer bounds. It runs after everything else is drawn, so the cases of
@@ -165,6 +184,9 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
+		if k == HostileMisfit {
+			continue // drawn last (drawMisfits), so the draws before it stay as they were
+		}
 		forced, flood, spread := false, false, false
 		for _, f := range force {
 			forced = forced || f == k || f == k+":flood" || f == k+":spread"
@@ -489,6 +511,25 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		return read(b.ID, int64(b.Size))
 	case HostileMute:
 		return read(small, 0)
+	case HostileMisfit:
+		// A well-formed write request of a block no client uses, then
+		// packets that do not fit it (checksums valid): the datanode
+		// must refuse the write as invalid and store nothing.
+		id := hostileBlocks + key
+		data := model.BlockContent(key, 1000)
+		var announced int64
+		var hdr model.PacketHeader
+		// Each fits every other test, so that one alone must catch it.
+		switch key % 3 {
+		case 0: // the first packet at a wrong offset
+			announced, hdr = 1000, model.PacketHeader{Offset: 512, Last: true}
+		case 1: // more bytes than announced, in a packet that is not the last
+			announced = 500
+		default: // the last packet short of the announced length
+			announced, hdr = 2000, model.PacketHeader{Last: true}
+		}
+		req := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: id, Length: announced, Token: abuse.Token(id)})
+		return model.AppendPacket(req, hdr, data, model.BytesPerChecksum)
 	case HostileQuitter:
 		msg := read(small, 0)
 		if key%2 == 1 {
@@ -539,7 +580,7 @@ func (h *harness) hostileDrip(hc *hostileConn) {
 // readsAnswer: the peer reads the datanode's answer (an oversized peer
 // whose request declares a body past the protocol's bound).
 func (hc *hostileConn) readsAnswer() bool {
-	return hc.peer.Kind == HostileOversized && (hc.peer.Key+uint64(hc.idx))%3 == 0
+	return hc.peer.Kind == HostileOversized && (hc.peer.Key+uint64(hc.idx))%3 == 0 || hc.peer.Kind == HostileMisfit
 }
 
 // hostileAnswer reads the answer to a request whose declared body is past
@@ -558,7 +599,11 @@ func (h *harness) hostileAnswer(hc *hostileConn) {
 			}
 			if len(hc.answer) == 2 {
 				if st := model.Status(binary.BigEndian.Uint16(hc.answer)); st != model.StatusErrorInvalid {
-					h.fail(PropRefusal, "a request declaring a body of more than %d bytes was answered %v, want %v", model.MaxRequestLen, st, model.StatusErrorInvalid)
+					what := fmt.Sprintf("a request declaring a body of more than %d bytes", model.MaxRequestLen)
+					if hc.peer.Kind == HostileMisfit {
+						what = "a write whose packets do not fit its request"
+					}
+					h.fail(PropRefusal, "%s was answered %v, want %v", what, st, model.StatusErrorInvalid)
 					h.failPeer(hc.peer.Kind)
 					return
 				}
@@ -566,6 +611,15 @@ func (h *harness) hostileAnswer(hc *hostileConn) {
 			continue
 		}
 		if err != nil && err != model.ErrWouldBlock {
+			if hc.peer.Kind == HostileMisfit && len(hc.answer) < 2 && h.faultFree && h.failure == nil {
+				// Without faults nothing but the datanode's answer
+				// ends a misfit write: a datanode that let the write
+				// wait for packets that will not come (ignoring the
+				// one that does not fit) closes it on a timeout.
+				h.fail(PropRefusal, "a write whose packets do not fit its request was not answered: its connection ended (%v)", err)
+				h.failPeer(hc.peer.Kind)
+				return
+			}
 			h.hostileGone(hc)
 		}
 		return

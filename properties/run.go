@@ -448,7 +448,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 		Bugs: model.DatanodeBugs{
 			KeepaliveForever: c.KeepaliveForever, PoolKeyIgnoresStamp: c.PoolKeyIgnoresStamp, PoolClosesInUse: c.PoolClosesInUse,
 			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
-			WriteUnverified: c.WriteUnverified, SendfileOffsetStuck: c.SendfileOffsetStuck,
+			WriteUnverified: c.WriteUnverified, PacketsUnchecked: c.PacketsUnchecked, SendfileOffsetStuck: c.SendfileOffsetStuck,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails, PoolRetireIdle: c.PoolRetireIdle, PressDelayAgain: c.PressDelayAgain, ParkedWakeLost: c.ParkedWakeLost, ClosedGrowKept: c.ClosedGrowKept,
@@ -1067,6 +1067,15 @@ func (h *harness) leaks() {
 	if dn == nil {
 		h.fail(PropLiveness, "the datanode is not running at quiescence")
 		return
+	}
+	if len(h.cfg.Hostile) > 0 {
+		// Every write a hostile peer makes is malformed or never ends.
+		for _, id := range dn.Store().Blocks() {
+			if id >= hostileBlocks {
+				h.fail(PropRefusal, "the datanode stored block %d, which only a hostile peer wrote, with a request or packets it should have refused", id)
+				return
+			}
+		}
 	}
 	res := h.dnProc.Resources()
 	base := h.dnBase
