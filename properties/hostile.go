@@ -611,11 +611,13 @@ func (h *harness) hostileAnswer(hc *hostileConn) {
 			continue
 		}
 		if err != nil && err != model.ErrWouldBlock {
-			if hc.peer.Kind == HostileMisfit && len(hc.answer) < 2 && h.faultFree && h.failure == nil {
+			if hc.peer.Kind == HostileMisfit && len(hc.answer) < 2 && hc.openAt >= 0 && h.faultFree && h.failure == nil {
 				// Without faults nothing but the datanode's answer
-				// ends a misfit write: a datanode that let the write
-				// wait for packets that will not come (ignoring the
-				// one that does not fit) closes it on a timeout.
+				// ends a misfit write it accepted (one still in the
+				// listen backlog when the datanode stops is reset): a
+				// datanode that let the write wait for packets that
+				// will not come (ignoring the one that does not fit)
+				// closes it on a timeout.
 				h.fail(PropRefusal, "a write whose packets do not fit its request was not answered: its connection ended (%v)", err)
 				h.failPeer(hc.peer.Kind)
 				return
