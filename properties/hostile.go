@@ -121,7 +121,8 @@ const (
 // runs last, so the rest of a case is drawn as it was before misfits
 // were.
 func drawMisfits(d drawer, cfg *Config, force []string) {
-	if !d.chance(40, "hostile_misfit") && !slices.Contains(force, HostileMisfit) || len(cfg.Hostile) == 0 && len(force) == 0 {
+	drawn := d.chance(40, "hostile_misfit")
+	if !slices.Contains(force, HostileMisfit) && (!drawn || len(cfg.Hostile) == 0) {
 		return
 	}
 	cfg.Hostile = append(cfg.Hostile, HostilePeer{Kind: HostileMisfit, Count: d.n(1, 4, "hostile_count"),
