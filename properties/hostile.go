@@ -39,7 +39,7 @@ const (
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
 	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
-	HostileMisfit    = "misfit"    // a write whose packets do not fit its request: at a wrong offset, past the announced length, or ending short of it
+	HostileMisfit    = "misfit"    // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // HostileKinds lists every hostile peer kind.
@@ -515,18 +515,24 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 	case HostileMisfit:
 		// A well-formed write request of a block no client uses, then
 		// packets that do not fit it (checksums valid): the datanode
-		// must refuse the write as invalid and store nothing.
+		// must refuse the write as invalid and store nothing. Or a
+		// short-circuit fd request, which goes to the domain socket:
+		// the data port must answer that it does not serve it.
 		id := hostileBlocks + key
+		if key%4 == 3 {
+			return model.AppendRequest(nil, model.Request{Op: model.OpRequestShortCircuitFDs, BlockID: small, Length: 1,
+				ClientName: "hostile-misfit", Token: abuse.Token(small)})
+		}
 		data := model.BlockContent(key, 1000)
 		var announced int64
 		var hdr model.PacketHeader
 		// Each fits every other test, so that one alone must catch it.
-		switch key % 3 {
+		switch key % 4 {
 		case 0: // the first packet at a wrong offset
 			announced, hdr = 1000, model.PacketHeader{Offset: 512, Last: true}
 		case 1: // more bytes than announced, in a packet that is not the last
 			announced = 500
-		default: // the last packet short of the announced length
+		case 2: // the last packet short of the announced length
 			announced, hdr = 2000, model.PacketHeader{Last: true}
 		}
 		req := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: id, Length: announced, Token: abuse.Token(id)})
@@ -579,14 +585,25 @@ func (h *harness) hostileDrip(hc *hostileConn) {
 }
 
 // readsAnswer: the peer reads the datanode's answer (an oversized peer
-// whose request declares a body past the protocol's bound).
+// whose request declares a body past the protocol's bound, a misfit).
 func (hc *hostileConn) readsAnswer() bool {
 	return hc.peer.Kind == HostileOversized && (hc.peer.Key+uint64(hc.idx))%3 == 0 || hc.peer.Kind == HostileMisfit
 }
 
-// hostileAnswer reads the answer to a request whose declared body is past
-// the bound: the datanode must refuse it as invalid (the request was
-// malformed), not take it for some other request.
+// refusal is what the peer's request is, for a failure's message, and
+// the status the datanode must refuse it with.
+func (hc *hostileConn) refusal() (string, model.Status) {
+	switch {
+	case hc.peer.Kind != HostileMisfit:
+		return fmt.Sprintf("a request declaring a body of more than %d bytes", model.MaxRequestLen), model.StatusErrorInvalid
+	case (hc.peer.Key+uint64(hc.idx))%4 == 3:
+		return "a short-circuit fd request on the data port", model.StatusErrorUnsupported
+	}
+	return "a write whose packets do not fit its request", model.StatusErrorInvalid
+}
+
+// hostileAnswer reads the answer to a request the datanode must refuse
+// (refusal), not take for some other request.
 func (h *harness) hostileAnswer(hc *hostileConn) {
 	hs := h.hostile
 	if hs.sink == nil {
@@ -599,12 +616,8 @@ func (h *harness) hostileAnswer(hc *hostileConn) {
 				hc.answer = append(hc.answer, hs.sink[:min(n, 2-len(hc.answer))]...)
 			}
 			if len(hc.answer) == 2 {
-				if st := model.Status(binary.BigEndian.Uint16(hc.answer)); st != model.StatusErrorInvalid {
-					what := fmt.Sprintf("a request declaring a body of more than %d bytes", model.MaxRequestLen)
-					if hc.peer.Kind == HostileMisfit {
-						what = "a write whose packets do not fit its request"
-					}
-					h.fail(PropRefusal, "%s was answered %v, want %v", what, st, model.StatusErrorInvalid)
+				if what, want := hc.refusal(); model.Status(binary.BigEndian.Uint16(hc.answer)) != want {
+					h.fail(PropRefusal, "%s was answered %v, want %v", what, model.Status(binary.BigEndian.Uint16(hc.answer)), want)
 					h.failPeer(hc.peer.Kind)
 					return
 				}
@@ -619,7 +632,8 @@ func (h *harness) hostileAnswer(hc *hostileConn) {
 				// datanode that let the write wait for packets that
 				// will not come (ignoring the one that does not fit)
 				// closes it on a timeout.
-				h.fail(PropRefusal, "a write whose packets do not fit its request was not answered: its connection ended (%v)", err)
+				what, _ := hc.refusal()
+				h.fail(PropRefusal, "%s was not answered: its connection ended (%v)", what, err)
 				h.failPeer(hc.peer.Kind)
 				return
 			}
