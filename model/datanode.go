@@ -1097,7 +1097,7 @@ func (dc *dnConn) process() {
 				dc.close("client status " + st.String())
 				return
 			}
-			dc.endOp(true)
+			dc.endOp()
 		case phaseReceiving:
 			pkt, n, err := DecodePacket(dc.in, BytesPerChecksum)
 			if errors.Is(err, ErrNeedMore) {
@@ -2042,16 +2042,13 @@ func (dc *dnConn) applied(stamp uint64, length int64, err error) {
 	}
 	resp := Response{Status: StatusSuccess, GenStamp: stamp, BlockLength: length}
 	out := AppendResponse(dc.buf[:0], resp)
-	dc.setOut(out, false, func() { dc.endOp(true) })
+	dc.setOut(out, false, dc.endOp)
 }
 
-// endOp finishes an op: after a clean end the connection waits for the
-// next op up to the keep-alive timeout; anything else closes it.
-func (dc *dnConn) endOp(clean bool) {
-	if !clean {
-		dc.close("unclean end")
-		return
-	}
+// endOp finishes an op that ended cleanly: the connection waits for the
+// next op up to the keep-alive timeout. (An op that ends otherwise
+// closes its connection where it fails.)
+func (dc *dnConn) endOp() {
 	dc.releaseReplica()
 	dc.clean = true
 	dc.phase = phaseRequest
