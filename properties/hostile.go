@@ -112,7 +112,7 @@ const (
 	PropMemory         = "bounded-memory"       // buffers per connection and per process under their bounds
 	PropTimeout        = "state-timeout"        // no connection waits forever on a peer that will not act
 	PropHostileAvail   = "hostile-availability" // availability while hostile peers hold their share
-	PropRefusal        = "refusal"              // a request declaring a body past the bound, or a write whose packets do not fit it, is answered ERROR_INVALID, and no such write is stored
+	PropRefusal        = "refusal"              // a request the data port must refuse is refused: a body past the bound or a write whose packets do not fit it ERROR_INVALID, an op it does not serve ERROR_UNSUPPORTED; no hostile write is stored
 	hostileProcessName = "hostile"
 )
 
