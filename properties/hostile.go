@@ -452,7 +452,7 @@ func (h *harness) hostileStart(hc *hostileConn) {
 // peer and the case only.
 func (h *harness) hostileMessage(hc *hostileConn) []byte {
 	cfg := h.cfg
-	key := hc.peer.Key + uint64(hc.idx)
+	key := hc.key()
 	read := func(block uint64, length int64) []byte {
 		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: block, Length: length,
 			ClientName: fmt.Sprintf("hostile-%s-%d", hc.peer.Kind, hc.idx), Token: abuse.Token(block)})
@@ -519,7 +519,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		// short-circuit fd request, which goes to the domain socket:
 		// the data port must answer that it does not serve it.
 		id := hostileBlocks + key
-		if key%4 == 3 {
+		if hc.misfitUnserved() {
 			return model.AppendRequest(nil, model.Request{Op: model.OpRequestShortCircuitFDs, BlockID: small, Length: 1,
 				ClientName: "hostile-misfit", Token: abuse.Token(small)})
 		}
@@ -587,7 +587,16 @@ func (h *harness) hostileDrip(hc *hostileConn) {
 // readsAnswer: the peer reads the datanode's answer (an oversized peer
 // whose request declares a body past the protocol's bound, a misfit).
 func (hc *hostileConn) readsAnswer() bool {
-	return hc.peer.Kind == HostileOversized && (hc.peer.Key+uint64(hc.idx))%3 == 0 || hc.peer.Kind == HostileMisfit
+	return hc.peer.Kind == HostileOversized && hc.key()%3 == 0 || hc.peer.Kind == HostileMisfit
+}
+
+// key is what this connection of its peer draws its message from.
+func (hc *hostileConn) key() uint64 { return hc.peer.Key + uint64(hc.idx) }
+
+// misfitUnserved: a misfit peer whose request is one the data port does
+// not serve (one in four), not a write whose packets do not fit.
+func (hc *hostileConn) misfitUnserved() bool {
+	return hc.peer.Kind == HostileMisfit && hc.key()%4 == 3
 }
 
 // refusal is what the peer's request is, for a failure's message, and
@@ -596,7 +605,7 @@ func (hc *hostileConn) refusal() (string, model.Status) {
 	switch {
 	case hc.peer.Kind != HostileMisfit:
 		return fmt.Sprintf("a request declaring a body of more than %d bytes", model.MaxRequestLen), model.StatusErrorInvalid
-	case (hc.peer.Key+uint64(hc.idx))%4 == 3:
+	case hc.misfitUnserved():
 		return "a short-circuit fd request on the data port", model.StatusErrorUnsupported
 	}
 	return "a write whose packets do not fit its request", model.StatusErrorInvalid
