@@ -125,9 +125,15 @@ func drawMisfits(d drawer, cfg *Config, force []string) {
 	if !slices.Contains(force, HostileMisfit) && (!drawn || len(cfg.Hostile) == 0) {
 		return
 	}
-	cfg.Hostile = append(cfg.Hostile, HostilePeer{Kind: HostileMisfit, Count: d.n(1, 4, "hostile_count"),
-		At: d.dur(0, 20*time.Millisecond, "hostile_at"), Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"),
-		Key: d.key("hostile_key")})
+	cfg.Hostile = append(cfg.Hostile, drawPeer(d, HostileMisfit))
+}
+
+// drawPeer draws a few peers of kind k: how many, when the first
+// connects, the gap before each return and the key their messages come
+// from.
+func drawPeer(d drawer, k string) HostilePeer {
+	return HostilePeer{Kind: k, Count: d.n(1, 4, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
+		Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"), Key: d.key("hostile_key")}
 }
 
 // drawDatanodeLimits draws the datanode's defences: its timeouts and
@@ -197,8 +203,7 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 		if !d.chance(40, "hostile_"+k) && !forced {
 			continue
 		}
-		p := HostilePeer{Kind: k, Count: d.n(1, 4, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
-			Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"), Key: d.key("hostile_key")}
+		p := drawPeer(d, k)
 		// A flood of idle connections, up to past the capacity: the
 		// cap must close them to keep well-behaved clients in.
 		if k == HostileIdle && (flood || d.chance(25, "hostile_flood")) {
