@@ -595,6 +595,9 @@ func (hc *hostileConn) readsAnswer() bool {
 	return hc.peer.Kind == HostileOversized && hc.key()%3 == 0 || hc.peer.Kind == HostileMisfit
 }
 
+// oversizedRequest names an oversized peer's request in a failure.
+var oversizedRequest = fmt.Sprintf("a request declaring a body of more than %d bytes", model.MaxRequestLen)
+
 // key is what this connection of its peer draws its message from.
 func (hc *hostileConn) key() uint64 { return hc.peer.Key + uint64(hc.idx) }
 
@@ -605,11 +608,12 @@ func (hc *hostileConn) misfitUnserved() bool {
 }
 
 // refusal is what the peer's request is, for a failure's message, and
-// the status the datanode must refuse it with.
+// the status the datanode must refuse it with. (Every answer is judged:
+// the texts are constants, not formatted each time.)
 func (hc *hostileConn) refusal() (string, model.Status) {
 	switch {
 	case hc.peer.Kind != HostileMisfit:
-		return fmt.Sprintf("a request declaring a body of more than %d bytes", model.MaxRequestLen), model.StatusErrorInvalid
+		return oversizedRequest, model.StatusErrorInvalid
 	case hc.misfitUnserved():
 		return "a short-circuit fd request on the data port", model.StatusErrorUnsupported
 	}
