@@ -81,9 +81,9 @@ const (
 	hostileBlockSize = 2 * nonReaderSndBuf
 	// returnGapMax bounds a returning peer's backoff (returnGap).
 	returnGapMax = 1000 * time.Millisecond
-	// hostileBlocks is where the blocks hostile peers write begin: no
-	// client's block is numbered so high, and none of their writes may
-	// ever be stored (leaks).
+	// hostileBlocks is where the blocks hostile peers write begin (every
+	// write they make names one): no client's block is numbered so high,
+	// and none of their writes may ever be stored (leaks).
 	hostileBlocks = 1 << 40
 	// hostileRcvBuf is the hostile process's receive buffer.
 	hostileRcvBuf = 4096
@@ -476,7 +476,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 			msg = append(msg, byte(model.OpReadBlock))
 			return binary.BigEndian.AppendUint32(msg, model.MaxRequestLen+1+uint32(key%1000))
 		case 1: // a write longer than the datanode takes
-			return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1 << 40, Length: int64(max(cfg.MaxWrite, 1)) + 1 + int64(key%(1<<30)), Token: abuse.Token(1 << 40)})
+			return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: hostileBlocks, Length: int64(max(cfg.MaxWrite, 1)) + 1 + int64(key%(1<<30)), Token: abuse.Token(hostileBlocks)})
 		default: // a read of more than the block holds
 			return read(small, 1<<40)
 		}
@@ -487,7 +487,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		if key%2 == 1 {
 			// A whole write request, then its packet a byte at a time:
 			// the datanode receives a message with no end in sight.
-			id := 1<<40 + key
+			id := hostileBlocks + key
 			data := model.BlockContent(key, 100)
 			req := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: id, Length: int64(len(data)), Token: abuse.Token(id)})
 			hc.whole = len(req)
@@ -500,7 +500,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		if length <= 0 {
 			length = int64(model.DefaultDatanodeConfig().MaxWrite)
 		}
-		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: 1<<40 + key, Length: length, Token: abuse.Token(1<<40 + key)})
+		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: hostileBlocks + key, Length: length, Token: abuse.Token(hostileBlocks + key)})
 	case HostileNonReader:
 		// The large blocks drawn for non-readers: the i-th peer reads
 		// the (i mod n)-th.
