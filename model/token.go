@@ -111,11 +111,33 @@ type TokenMAC struct {
 	sum [sha256.Size]byte
 }
 
+// defaultKeyed is an HMAC keyed with DefaultTokenKey (with a copy of it,
+// so a caller changing the variable cannot make it lie) and never written
+// to: a TokenMAC for that key starts as a clone of it. Many TokenMACs are
+// short-lived (a threaded datanode's, one per connection; IssueToken's and
+// CheckToken's, one per token) and nearly all use the default key; keying
+// each afresh hashed the key's two pads and allocated them every time.
+// Cloning only reads it, so concurrent use is safe.
+var (
+	defaultKey   = bytes.Clone(DefaultTokenKey)
+	defaultKeyed = keyedHMAC(defaultKey)
+)
+
+func keyedHMAC(key []byte) hash.Hash { return hmac.New(sha256.New, key) }
+
 // mac is the HMAC-SHA256 of msg under key.
 func (t *TokenMAC) mac(key, msg []byte) []byte {
 	if t.m == nil || !bytes.Equal(key, t.key) {
 		t.key = bytes.Clone(key)
-		t.m = hmac.New(sha256.New, t.key)
+		t.m = nil
+		if bytes.Equal(key, defaultKey) {
+			if c, err := defaultKeyed.(hash.Cloner).Clone(); err == nil {
+				t.m = c.(hash.Hash)
+			}
+		}
+		if t.m == nil {
+			t.m = keyedHMAC(t.key)
+		}
 	} else {
 		t.m.Reset()
 	}

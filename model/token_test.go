@@ -2,6 +2,8 @@ package model
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
@@ -140,4 +142,30 @@ func BenchmarkTokenCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A TokenMAC for the default key starts from a clone of one keyed once
+// (defaultKeyed); its MACs are still HMAC-SHA256 under the key given,
+// also when a caller has changed DefaultTokenKey since.
+func TestTokenMACDefaultKeyClone(t *testing.T) {
+	bt := BlockToken{BlockID: 9, GenStamp: 1002, Modes: ModeRead, Expiry: time.Minute}
+	check := func(key []byte) {
+		t.Helper()
+		tok := IssueToken(key, bt)
+		m := hmac.New(sha256.New, key)
+		m.Write(tok[:TokenLen-sha256.Size])
+		if want := m.Sum(nil); !bytes.Equal(tok[TokenLen-sha256.Size:], want) {
+			t.Fatalf("key %q: MAC % x, want % x", key, tok[TokenLen-sha256.Size:], want)
+		}
+		var tm TokenMAC
+		if err := tm.Check(key, tok, bt.BlockID, bt.GenStamp, ModeRead, 0); err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+	}
+	check(DefaultTokenKey)
+	check([]byte("another key"))
+	old := DefaultTokenKey
+	defer func() { DefaultTokenKey = old }()
+	DefaultTokenKey = []byte("a key changed at run time")
+	check(DefaultTokenKey)
 }
