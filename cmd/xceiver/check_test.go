@@ -88,6 +88,7 @@ func TestCheckJSONAndShards(t *testing.T) {
 			Shard                 string
 			Failures              []any
 			CPU                   float64 `json:"cpu_s"`
+			Elapsed               float64 `json:"elapsed_s"`
 			PerCPU                float64 `json:"seeds_per_cpu_s"`
 			SimEvents             uint64  `json:"sim_events"`
 			EventsPerCPU          float64 `json:"sim_events_per_cpu_s"`
@@ -108,11 +109,21 @@ func TestCheckJSONAndShards(t *testing.T) {
 		}
 		// So do its simulated events, the systems' and the whole's.
 		var bySystem uint64
+		var busyBySystem float64
 		for _, s := range got.Systems {
 			if s.SimEvents == 0 {
 				t.Fatalf("shard %s: system %s's %d seeds simulated no events", shard, s.System, s.Checked)
 			}
+			if s.BusyS <= 0 {
+				t.Fatalf("shard %s: system %s's %d seeds took no time (busy_s %v)", shard, s.System, s.Checked, s.BusyS)
+			}
 			bySystem += s.SimEvents
+			busyBySystem += s.BusyS
+		}
+		// Two workers (the default): their seeds' time is at most
+		// twice the run's.
+		if busyBySystem > 2*got.Elapsed {
+			t.Fatalf("shard %s: the systems' seeds took %v s of the two workers, more than twice the check's %v s", shard, busyBySystem, got.Elapsed)
 		}
 		if got.SimEvents == 0 || bySystem != got.SimEvents || math.Abs(got.EventsPerCPU*got.CPU-float64(got.SimEvents)) > 1e-6*float64(got.SimEvents) {
 			t.Fatalf("shard %s: %d simulated events (systems: %d) in %v CPU-s but %v per CPU-second", shard, got.SimEvents, bySystem, got.CPU, got.EventsPerCPU)

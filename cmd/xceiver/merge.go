@@ -120,10 +120,13 @@ type merged struct {
 	// that a sum that overflows is blamed on the file that tipped it.
 	sum   checkSummary
 	bySys map[string]*systemCount
+	// busyUnknown: systems some shard counted seeds of without their
+	// workers' time.
+	busyUnknown map[string]bool
 }
 
 func mergeResults(files []string, partial bool) (*merged, error) {
-	m := &merged{bySys: map[string]*systemCount{}}
+	m := &merged{bySys: map[string]*systemCount{}, busyUnknown: map[string]bool{}}
 	seen := map[int]string{}
 	for _, path := range files {
 		r, i, n, err := readResult(path)
@@ -351,6 +354,8 @@ func checkResult(r *checkSummary, i, n int) error {
 			return fmt.Errorf("systems: %s, but system is %s", c.System, r.System)
 		case c.Checked < 0 || c.Failed < 0 || c.Failed > c.Checked:
 			return fmt.Errorf("systems: %s: checked %d and failed %d: want 0 ≤ failed ≤ checked", c.System, c.Checked, c.Failed)
+		case !(c.BusyS >= 0) || math.IsInf(c.BusyS, 1):
+			return fmt.Errorf("systems: %s: busy_s %v: want a finite number ≥ 0", c.System, c.BusyS)
 		}
 		have[c.System] = true
 		var ok1, ok2, ok3 bool
@@ -425,6 +430,14 @@ func (m *merged) add(r *checkSummary) error {
 		t.Checked += c.Checked
 		t.Failed += c.Failed
 		t.SimEvents += c.SimEvents
+		if c.Checked > 0 && c.BusyS == 0 {
+			// A shard that did not measure it (the real world, an
+			// older result): the system's total would be part of it.
+			m.busyUnknown[c.System] = true
+		}
+		if t.BusyS += c.BusyS; math.IsInf(t.BusyS, 0) {
+			return fmt.Errorf("systems: %s: busy_s: the shards' total overflows", c.System)
+		}
 	}
 	return nil
 }
@@ -559,7 +572,7 @@ func (m *merged) summary() *checkSummary {
 		eventsKnown = eventsKnown && r.SimEvents > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
 		for j := range r.Failures {
-			t.add(r.Failures[j].System, 0, &r.Failures[j])
+			t.add(r.Failures[j].System, 0, 0, &r.Failures[j])
 		}
 		// Failures a shard counted but did not list still count.
 		for _, g := range r.ByProperty {
@@ -593,6 +606,9 @@ func (m *merged) summary() *checkSummary {
 	// Per-system counts come from the shards' own counts, not from the
 	// failures listed (a listed failure was counted there already).
 	t.bySystem = m.bySys
+	for sys := range m.busyUnknown {
+		m.bySys[sys].BusyS = 0
+	}
 	s.Systems = t.systems()
 	s.Failed = t.failed
 	s.Failures = nonNil(t.listed)

@@ -104,18 +104,43 @@ func TestMergeShards(t *testing.T) {
 	if got.SimEvents == 0 || got.SimEvents != want.SimEvents || math.Abs(got.SimEventsPerCPUS*got.CPUS-float64(got.SimEvents)) > 1e-6*float64(got.SimEvents) {
 		t.Errorf("merged %d simulated events, %v per CPU-second over %v CPU-s; one check simulated %d", got.SimEvents, got.SimEventsPerCPUS, got.CPUS, want.SimEvents)
 	}
-	if len(got.Systems) != len(want.Systems) || len(got.Systems) == 0 || got.Systems[0] != want.Systems[0] {
+	// Each system's busy time is its shards' added up (the same seeds'
+	// time differs from run to run, so not the one check's).
+	sysCPU := map[string]float64{}
+	for _, f := range files {
+		var r checkSummary
+		b, _ := os.ReadFile(f)
+		json.Unmarshal(b, &r)
+		for _, c := range r.Systems {
+			sysCPU[c.System] += c.BusyS
+		}
+	}
+	if len(got.Systems) != len(want.Systems) || len(got.Systems) == 0 {
 		t.Errorf("merged systems %+v, one check's %+v", got.Systems, want.Systems)
+	}
+	for i, c := range got.Systems {
+		if i < len(want.Systems) {
+			w := want.Systems[i]
+			w.BusyS = c.BusyS
+			if c != w {
+				t.Errorf("merged system %+v, one check's %+v", c, want.Systems[i])
+			}
+		}
+		if c.BusyS <= 0 || math.Abs(c.BusyS-sysCPU[c.System]) > 1e-9 {
+			t.Errorf("merged system %s: busy %v s, the shards' %v", c.System, c.BusyS, sysCPU[c.System])
+		}
 	}
 	// A shard result from before check reported its CPU: the sweep's CPU
 	// is unknown, and merge gives no figure rather than a wrong one.
 	old := filepath.Join(work, "no-cpu.json")
 	b0, _ := os.ReadFile(files[0])
-	os.WriteFile(old, []byte(regexp.MustCompile(`"cpu_s":[0-9.e+-]+,"seeds_per_cpu_s":[0-9.e+-]+,`).ReplaceAllString(string(b0), "")), 0o644)
+	noCPU := regexp.MustCompile(`"cpu_s":[0-9.e+-]+,"seeds_per_cpu_s":[0-9.e+-]+,`).ReplaceAllString(string(b0), "")
+	noCPU = regexp.MustCompile(`,"busy_s":[0-9.e+-]+}`).ReplaceAllString(noCPU, "}") // each system's time
+	os.WriteFile(old, []byte(noCPU), 0o644)
 	code, stdout, stderr = runCLI(append([]string{"merge", "--json", "--traces", filepath.Join(work, "f2"), old}, files[1:]...)...)
 	var partial checkSummary
-	if json.Unmarshal([]byte(stdout), &partial) != nil || partial.CPUS != 0 || partial.SeedsPerCPUS != 0 {
-		t.Errorf("merge with a shard without cpu_s: exit %d, %v CPU-s, %v seeds per CPU-second, want 0 and 0: %s%s", code, partial.CPUS, partial.SeedsPerCPUS, stdout, stderr)
+	if json.Unmarshal([]byte(stdout), &partial) != nil || partial.CPUS != 0 || partial.SeedsPerCPUS != 0 || len(partial.Systems) == 0 || partial.Systems[0].BusyS != 0 {
+		t.Errorf("merge with a shard without cpu_s: exit %d, %v CPU-s, %v seeds per CPU-second, want 0 and 0 (and no system's busy time): %s%s", code, partial.CPUS, partial.SeedsPerCPUS, stdout, stderr)
 	}
 	// Nor from before it reported its simulated events.
 	noEvents := filepath.Join(work, "no-events.json")

@@ -206,6 +206,12 @@ func TestMergeRefusesInconsistentResults(t *testing.T) {
 		{name: "negative CPU", only: true, edit: func(k int, r map[string]any) {
 			r["cpu_s"] = n("-1")
 		}, want: "cpu_s -1: want a finite number ≥ 0"},
+		{name: "a system's negative busy time", only: true, edit: func(k int, r map[string]any) {
+			system(r, 1)["busy_s"] = n("-0.5")
+		}, want: "systems: rpc: busy_s -0.5: want a finite number ≥ 0"},
+		{name: "a system's busy time past a float64", edit: func(k int, r map[string]any) {
+			system(r, 0)["busy_s"] = n("1.7e308")
+		}, file: 1, want: "systems: datanode: busy_s: the shards' total overflows"},
 		{name: "CPU past a float64", edit: func(k int, r map[string]any) {
 			r["cpu_s"] = n("1.7e308")
 		}, file: 1, want: "cpu_s: the shards' total overflows"},
