@@ -50,10 +50,12 @@ type DatanodeConfig struct {
 	// TokenKey checks the block token of every request; nil means
 	// DefaultTokenKey.
 	TokenKey []byte
-	// MaxBuffered bounds the write data all connections buffer together;
-	// a write that would pass it fails (busy). A write's buffer grows
-	// with the data that arrives, so announcing a large write costs
-	// nothing.
+	// MaxBuffered bounds the write data all connections buffer together.
+	// A write's buffer grows with the data that arrives, so announcing a
+	// large write costs nothing; a write whose buffer cannot grow waits
+	// for room, for HandleWait at most (then fails, busy), while the
+	// writes holding room whose clients have sent nothing for
+	// StallTimeout are cut off.
 	MaxBuffered int
 	// RequestTimeout bounds how long a message (a request, a write
 	// packet, the final status) may take to arrive once its first byte
@@ -161,6 +163,11 @@ type DatanodeBugs struct {
 	ResetWhenFull bool
 	// Slowloris is issue 9 item 7: no deadline for a whole request.
 	Slowloris bool
+	// BusyWhenFull refuses a write whose buffer cannot grow within
+	// MaxBuffered at once (busy), as the datanode did before writes
+	// waited for room: writers that send most of a largest write and
+	// stop then lock well-behaved writes out until their read timeout.
+	BusyWhenFull bool
 	// SendfileOffsetStuck mishandles a partial sendfile: the count left
 	// shrinks but the file offset is not advanced, so the rest of the
 	// packet's data is sent again from where the packet's data began.
@@ -358,6 +365,9 @@ type Datanode struct {
 	trimT           Deadline
 	trimDueF, trimF func()
 	buffered        int // write buffer capacity reserved by all connections
+	// writers hold reservations of buffered; roomWaiters wait for room
+	// to grow their buffers, in the order they asked (both under lock).
+	writers, roomWaiters []*dnConn
 }
 
 // DatanodeStats counts what a datanode did.
@@ -579,6 +589,13 @@ func (dn *Datanode) SelectorConns() []int {
 // MaxBuffered (sim only, like VisitMemory: it reads a field under the
 // lock).
 func (dn *Datanode) ReservedWriteBytes() int { return dn.buffered }
+
+// WriteRoomLists is how many connections the datanode lists as holding
+// write room and as waiting for some (sim only, like ReservedWriteBytes):
+// both are 0 once no write is in progress.
+func (dn *Datanode) WriteRoomLists() (writers, waiters int) {
+	return len(dn.writers), len(dn.roomWaiters)
+}
 
 // Stop closes the listener and every connection, and releases the loops,
 // workers and idle handles: the datanode is gone, its process remains.
@@ -970,6 +987,16 @@ type dnConn struct {
 	queuedAt time.Duration
 	queued   bool
 	mac      *TokenMAC // threaded: this thread's (a reactor's selector has one)
+	// A write whose buffer found no room within MaxBuffered waits for
+	// some (roomWaiting, roomNeed), for HandleWait at most (roomT).
+	roomWaiting bool
+	roomNeed    int
+	roomT       Timer
+	// lastIn is when the client's last bytes arrived; stallT looks again
+	// at a writer silent for less than a stall timeout while writes wait
+	// for room.
+	lastIn time.Duration
+	stallT Timer
 }
 
 // tokenMAC is the token checker of dc's loop.
@@ -1047,6 +1074,7 @@ func (dc *dnConn) readInput() {
 		n, err := dc.c.Read(room)
 		if n > 0 {
 			dc.received += int64(n)
+			dc.lastIn = dc.loop.Now()
 			dc.in = dc.in[:len(dc.in)+n]
 			dc.process()
 			dc.watchInput()
@@ -1938,7 +1966,9 @@ const minWriteBuf = 64 << 10
 
 // grow makes room in the write buffer for need bytes: it reserves the
 // growth from the datanode's MaxBuffered under the lock, then goes on
-// with the packet that needed it (or fails the write, busy).
+// with the packet that needed it. Without room it waits for some, while
+// the writers holding room that have sent nothing for a stall timeout
+// are cut off (pressWriters), and fails busy after HandleWait.
 func (dc *dnConn) grow(need int) {
 	dn := dc.dn
 	newCap := int(min(int64(max(2*cap(dc.wdata), need, minWriteBuf)), dc.req.Length))
@@ -1955,19 +1985,45 @@ func (dc *dnConn) grow(need int) {
 		}
 		held := dn.buffered
 		ok := held+more <= dn.cfg.MaxBuffered
-		if ok {
+		wait := !ok && !dn.cfg.Bugs.BusyWhenFull
+		switch {
+		case ok:
 			dn.buffered += more
+			if !slices.Contains(dn.writers, dc) {
+				dn.writers = append(dn.writers, dc)
+			}
+		case wait:
+			dn.roomWaiters = append(dn.roomWaiters, dc)
+			dn.pressWriters(dc)
 		}
 		dc.loop.Post(func() {
 			if dc.closed {
 				if ok && !dn.cfg.Bugs.ClosedGrowKept {
-					dn.lock.Do(dc.releaseLoop(), func() { dn.buffered -= more })
+					dn.lock.Do(dc.releaseLoop(), func() {
+						dn.buffered -= more
+						dn.dropWriter(dc)
+						dn.wakeRoomWaiters()
+					})
+				}
+				if wait {
+					dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
+				}
+				return
+			}
+			if wait {
+				dc.roomWaiting, dc.roomNeed = true, need
+				if dc.roomT == nil {
+					dc.roomT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpRoom)
 				}
 				return
 			}
 			if !ok {
 				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: %d bytes of write data buffered, %d more would pass %d", held, more, dn.cfg.MaxBuffered)})
 				return
+			}
+			if dc.roomT != nil {
+				dc.roomT.Stop()
+				dc.roomT = nil
 			}
 			dc.reserved += more
 			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
@@ -1982,12 +2038,107 @@ func (dc *dnConn) grow(need int) {
 	})
 }
 
+// pressWriters asks every connection holding write room but dc whether
+// its client has gone silent mid-write (checkStall): a write waits for
+// room. Called under the lock.
+func (dn *Datanode) pressWriters(dc *dnConn) {
+	for _, w := range dn.writers {
+		if w != dc {
+			w.loop.Post(w.checkStall)
+		}
+	}
+}
+
+// checkStall cuts off a write whose client has sent nothing for a stall
+// timeout while other writes wait for room: it holds room it may never
+// use (a client that sends all of a write but its last packet and stops
+// would otherwise hold it until its read timeout, and enough of them
+// every write's). A write still receiving is looked at again when it
+// has been silent that long.
+func (dc *dnConn) checkStall() {
+	if dc.closed || dc.phase != phaseReceiving || dc.stallT != nil {
+		return
+	}
+	if silent := dc.loop.Now() - dc.lastIn; silent < dc.dn.cfg.StallTimeout {
+		dc.stallT = dc.loop.AfterFunc(dc.dn.cfg.StallTimeout-silent, func() {
+			dc.stallT = nil
+			dn := dc.dn
+			dn.lock.Do(dc.loop, func() {
+				if len(dn.roomWaiters) > 0 {
+					dc.loop.Post(dc.checkStall)
+				}
+			})
+		})
+		return
+	}
+	dc.st.Errors++
+	dc.dn.p.Log("dn-write-stalled", "conn", dc.id, "idle", (dc.loop.Now() - dc.lastIn).String())
+	dc.close("write stalled while writes wait for room")
+}
+
+// retryRoom: room was given back; the waiting write asks again.
+func (dc *dnConn) retryRoom() {
+	if dc.closed || !dc.roomWaiting {
+		return
+	}
+	dc.roomWaiting = false
+	dc.grow(dc.roomNeed)
+}
+
+// giveUpRoom fails a write that waited HandleWait for room.
+func (dc *dnConn) giveUpRoom() {
+	dc.roomT = nil
+	if dc.closed || !dc.roomWaiting {
+		return
+	}
+	dc.leaveRoomQueue()
+	dn := dc.dn
+	dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no room for write data within %v (%d bytes buffered at most)", dn.cfg.HandleWait, dn.cfg.MaxBuffered)})
+}
+
+// leaveRoomQueue takes a write that waits for room out of the queue.
+func (dc *dnConn) leaveRoomQueue() {
+	if !dc.roomWaiting {
+		return
+	}
+	dc.roomWaiting = false
+	dn := dc.dn
+	dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
+}
+
+// dropWriter and dropRoomWaiter take dc off the datanode's lists (under
+// the lock).
+func (dn *Datanode) dropWriter(dc *dnConn) {
+	if i := slices.Index(dn.writers, dc); i >= 0 {
+		dn.writers = slices.Delete(dn.writers, i, i+1)
+	}
+}
+
+func (dn *Datanode) dropRoomWaiter(dc *dnConn) {
+	if i := slices.Index(dn.roomWaiters, dc); i >= 0 {
+		dn.roomWaiters = slices.Delete(dn.roomWaiters, i, i+1)
+	}
+}
+
+// wakeRoomWaiters: room was given back (under the lock); every write
+// waiting for some asks again, in the order they asked.
+func (dn *Datanode) wakeRoomWaiters() {
+	for _, w := range dn.roomWaiters {
+		w.loop.Post(w.retryRoom)
+	}
+	dn.roomWaiters = dn.roomWaiters[:0]
+}
+
 // unreserve gives back the room reserved for the write buffer.
 func (dc *dnConn) unreserve() {
 	if r := dc.reserved; r > 0 {
 		dc.reserved = 0
 		dn := dc.dn
-		dn.lock.Do(dc.releaseLoop(), func() { dn.buffered -= r })
+		dn.lock.Do(dc.releaseLoop(), func() {
+			dn.buffered -= r
+			dn.dropWriter(dc)
+			dn.wakeRoomWaiters()
+		})
 	}
 }
 
@@ -2145,13 +2296,14 @@ func (dc *dnConn) close(why string) {
 		dc.ka = nil
 	}
 	dc.rt.Stop()
-	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT} {
+	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT, &dc.roomT, &dc.stallT} {
 		if *t != nil {
 			(*t).Stop()
 			*t = nil
 		}
 	}
 	dc.withdraw()
+	dc.leaveRoomQueue()
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 		dc.out, dc.lent = nil, false

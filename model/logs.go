@@ -16,6 +16,7 @@ var LogKeys = map[string][]string{
 	"dn-resume-timeout":  {"conn", "wait"},
 	"dn-send-timeout":    {"conn", "idle"},
 	"dn-stalled":         {"conn", "idle"},
+	"dn-write-stalled":   {"conn", "idle"},
 	"dn-request-timeout": {"conn", "phase", "bytes"},
 	"dn-read-timeout":    {"conn", "phase"},
 	"dn-op-error":        {"conn", "err"},

@@ -129,7 +129,7 @@ func (h *harness) checkStats() {
 
 // dnErrorKinds are the events a datanode logs as it counts an error
 // (DatanodeStats.Errors), one each.
-var dnErrorKinds = []string{"dn-read-error", "dn-resume-timeout", "dn-send-timeout", "dn-stalled",
+var dnErrorKinds = []string{"dn-read-error", "dn-resume-timeout", "dn-send-timeout", "dn-stalled", "dn-write-stalled",
 	"dn-request-timeout", "dn-read-timeout", "dn-op-error"}
 
 // dnErrorLogs is how many error events p has logged.

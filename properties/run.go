@@ -1128,6 +1128,10 @@ func (h *harness) leaks() {
 		h.fail(PropLeakFree, "datanode: %d work items pending", res.Work)
 	case dn.ReservedWriteBytes() != 0:
 		h.fail(PropLeakFree, "datanode: %d bytes of write buffer still reserved against MaxBuffered with no write in progress", dn.ReservedWriteBytes())
+	default:
+		if w, q := dn.WriteRoomLists(); w+q != 0 {
+			h.fail(PropLeakFree, "datanode: %d connections still listed as holding write room and %d as waiting for some, with no write in progress", w, q)
+		}
 	}
 	if h.failure != nil {
 		return
