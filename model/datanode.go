@@ -990,6 +990,7 @@ type dnConn struct {
 	// A write whose buffer found no room within MaxBuffered waits for
 	// some (roomWaiting, roomNeed), for HandleWait at most (roomT).
 	roomWaiting bool
+	roomLast    bool // its wait ran out: the next ask is the last
 	roomNeed    int
 	roomT       Timer
 	// lastIn is when the client's last bytes arrived; stallT looks again
@@ -1992,8 +1993,11 @@ func (dc *dnConn) grow(need int) {
 			if !slices.Contains(dn.writers, dc) {
 				dn.writers = append(dn.writers, dc)
 			}
+			dn.dropRoomWaiter(dc) // (listed still if its last ask found room)
 		case wait:
-			dn.roomWaiters = append(dn.roomWaiters, dc)
+			if !slices.Contains(dn.roomWaiters, dc) {
+				dn.roomWaiters = append(dn.roomWaiters, dc)
+			}
 			dn.pressWriters(dc)
 		}
 		dc.loop.Post(func() {
@@ -2008,6 +2012,11 @@ func (dc *dnConn) grow(need int) {
 				if wait {
 					dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
 				}
+				return
+			}
+			if wait && dc.roomLast {
+				dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
+				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no room for write data within %v (%d bytes buffered at most)", dn.cfg.HandleWait, dn.cfg.MaxBuffered)})
 				return
 			}
 			if wait {
@@ -2025,6 +2034,7 @@ func (dc *dnConn) grow(need int) {
 				dc.roomT.Stop()
 				dc.roomT = nil
 			}
+			dc.roomLast = false // a later growth that finds no room waits afresh
 			dc.reserved += more
 			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
 			copy(grown, dc.wdata)
@@ -2085,15 +2095,18 @@ func (dc *dnConn) retryRoom() {
 	dc.grow(dc.roomNeed)
 }
 
-// giveUpRoom fails a write that waited HandleWait for room.
+// giveUpRoom: the write has waited HandleWait for room. It asks once
+// more under the lock and fails busy only if there is still none: after
+// a stall (a slow disk under inline I/O, a paused process) its wait runs
+// out at the moment the timeouts that free room come due, and room they
+// gave back before this ask counts.
 func (dc *dnConn) giveUpRoom() {
 	dc.roomT = nil
 	if dc.closed || !dc.roomWaiting {
 		return
 	}
-	dc.leaveRoomQueue()
-	dn := dc.dn
-	dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no room for write data within %v (%d bytes buffered at most)", dn.cfg.HandleWait, dn.cfg.MaxBuffered)})
+	dc.roomLast = true
+	dc.retryRoom()
 }
 
 // leaveRoomQueue takes a write that waits for room out of the queue.
