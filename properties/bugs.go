@@ -173,6 +173,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileIdle + ":flood"},
 	},
 	{
+		Name:    "busy-when-full",
+		What:    "a write that finds MaxBuffered taken is refused busy at once, not made to wait while silent writers are cut off: clients that send half a largest write and stop lock well-behaved writes out until their read timeout (and a misfit's write is answered busy, not invalid)",
+		Catches: PropHostileAvail,
+		apply:   func(d drawer, cfg *Config) { cfg.BusyWhenFull = true },
+		hostile: []string{HostileHoarder},
+	},
+	{
 		Name:    "slowloris",
 		What:    "no deadline for a whole request: one dripped a byte at a time holds a connection for hours (issue 9 item 7)",
 		Catches: PropTimeout,

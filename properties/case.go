@@ -133,6 +133,7 @@ type Config struct {
 	InlineOvertakes         bool `json:"inline_overtakes,omitempty"` // the simulator's (sim.TCPConfig)
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
+	BusyWhenFull            bool `json:"busy_when_full,omitempty"`
 	Slowloris               bool `json:"slowloris,omitempty"`
 	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`
 	ReleaseOnThread         bool `json:"release_on_thread,omitempty"`
@@ -408,6 +409,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawFragment(d, cfg, b.fragment)
 	drawLiar(d, cfg, b.liar)
 	drawMisfits(d, cfg, b.hostile)
+	drawHoarders(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

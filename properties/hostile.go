@@ -13,7 +13,7 @@ import (
 
 // Hostile peers: connections that a well-behaved client never makes. They
 // send garbage or broken requests, drip a request a byte at a time,
-// announce writes and send nothing, stop reading, or stop at some protocol
+// announce writes and send nothing (or half), stop reading, or stop at some protocol
 // state and stay connected. Each keeps coming back: when the datanode
 // closes its connection it reconnects after a gap, until the run
 // quiesces, so during the liveness phase the peers still hold their share
@@ -39,12 +39,13 @@ const (
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
 	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
+	HostileHoarder   = "hoarder"   // announces a largest write, sends a little over half of it (the datanode's buffer for it grows to the whole) and holds
 	HostileMisfit    = "misfit"    // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
-	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit}
+	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -87,6 +88,8 @@ const (
 	hostileBlocks = 1 << 40
 	// hostileRcvBuf is the hostile process's receive buffer.
 	hostileRcvBuf = 4096
+	// hoardPacket is the data of a write hoarder's packets.
+	hoardPacket = 64 << 10
 	// nonReaderSndBuf is the datanode's send buffer in a run with
 	// non-readers, unless small ones were drawn: HDFS's
 	// dfs.datanode.transfer.socket.send.buffer.size before autotuning
@@ -127,6 +130,33 @@ func drawMisfits(d drawer, cfg *Config, force []string) {
 	}
 	cfg.Hostile = append(cfg.Hostile, drawPeer(d, HostileMisfit))
 }
+
+// drawHoarders adds write hoarders to some runs that have hostile peers
+// (to every run if force lists them), drawn after misfits: enough of
+// them to take all of MaxBuffered and more. Each sends more than half a
+// largest write, again at every return, so a run with them takes its
+// smallest bounds (no draw consumed: 256 KiB writes, 2 MiB buffered,
+// room for the well-behaved writers' 1.2 MB) and they come back slowly.
+func drawHoarders(d drawer, cfg *Config, force []string) {
+	drawn := d.chance(25, "hostile_hoarder")
+	if !slices.Contains(force, HostileHoarder) && (!drawn || len(cfg.Hostile) == 0) {
+		return
+	}
+	cfg.MaxWrite, cfg.MaxBuffered = hoardMaxWrite, hoardMaxBuffered
+	p := drawPeer(d, HostileHoarder)
+	p.Count = cfg.MaxBuffered/cfg.MaxWrite + 2
+	p.Gap = d.dur(time.Second, 2*time.Second, "hostile_hoarder_gap")
+	cfg.Hostile = append(cfg.Hostile, p)
+	// A write waits for room until the hoarders holding it have been
+	// silent a stall timeout: its client gives it that long.
+	cfg.Timeout = max(cfg.Timeout, time.Second)
+}
+
+// The bounds of a run with write hoarders (drawHoarders).
+const (
+	hoardMaxWrite    = 256 << 10
+	hoardMaxBuffered = 2 << 20
+)
 
 // drawPeer draws a few peers of kind k: how many, when the first
 // connects, the gap before each return and the key their messages come
@@ -191,8 +221,8 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
-		if k == HostileMisfit {
-			continue // drawn last (drawMisfits), so the draws before it stay as they were
+		if k == HostileMisfit || k == HostileHoarder {
+			continue // drawn last (drawMisfits, drawHoarders), so the draws before them stay as they were
 		}
 		forced, flood, spread := false, false, false
 		for _, f := range force {
@@ -329,6 +359,7 @@ type hostileH struct {
 	stopped  bool // quiescence: no more reconnects
 	nextScan time.Duration
 	sink     []byte // what mute peers read and drop (an array on the stack would escape, one per event)
+	hoard    []byte // what every write hoarder sends, made once
 }
 
 // startHostile spawns the hostile peers' process; each peer connects at
@@ -517,6 +548,23 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		return read(b.ID, int64(b.Size))
 	case HostileMute:
 		return read(small, 0)
+	case HostileHoarder:
+		// A write of a largest block, then packets of a little over
+		// half of it: the datanode's buffer for it doubles to the whole
+		// write. Every hoarder of a run sends the same (one block id).
+		if hs := h.hostile; hs.hoard != nil {
+			return hs.hoard
+		}
+		id := hostileBlocks + hc.peer.Key
+		length := max(cfg.MaxWrite, 1)
+		data := model.BlockContent(hc.peer.Key, length/2+hoardPacket)
+		msg := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: id, Length: int64(length), Token: abuse.Token(id)})
+		for off := 0; off < len(data) && off+hoardPacket < length; off += hoardPacket {
+			end := min(off+hoardPacket, len(data))
+			msg = model.AppendPacket(msg, model.PacketHeader{Offset: int64(off), Seqno: int64(off / hoardPacket)}, data[off:end], model.BytesPerChecksum)
+		}
+		h.hostile.hoard = msg
+		return msg
 	case HostileMisfit:
 		// A well-formed write request of a block no client uses, then
 		// packets that do not fit it (checksums valid): the datanode
@@ -634,8 +682,14 @@ func (h *harness) hostileAnswer(hc *hostileConn) {
 				hc.answer = append(hc.answer, hs.sink[:min(n, 2-len(hc.answer))]...)
 			}
 			if len(hc.answer) == 2 {
-				if what, want := hc.refusal(); model.Status(binary.BigEndian.Uint16(hc.answer)) != want {
-					h.fail(PropRefusal, "%s was answered %v, want %v", what, model.Status(binary.BigEndian.Uint16(hc.answer)), want)
+				got := model.Status(binary.BigEndian.Uint16(hc.answer))
+				// A misfit's write waits for buffer room like any
+				// other; a fault (a disk that stalls the loop past
+				// HandleWait) may run that wait out before its packets
+				// are judged, and then busy is the answer.
+				busy := got == model.StatusError && !h.faultFree && hc.peer.Kind == HostileMisfit && !hc.misfitUnserved()
+				if what, want := hc.refusal(); got != want && !busy {
+					h.fail(PropRefusal, "%s was answered %v, want %v", what, got, want)
 					h.failPeer(hc.peer.Kind)
 					return
 				}
@@ -672,6 +726,11 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
+	if hc.peer.Kind == HostileHoarder && h.phase != phaseWork {
+		// Only the workload writes: past it a hoarder's return would
+		// send its data again for nothing to wait behind it.
+		return
+	}
 	hs.loop.AfterFunc(hc.returnGap(), hc.dial)
 }
 

@@ -655,3 +655,26 @@ func TestRetiredHandleHolderGivesWay(t *testing.T) {
 		t.Run(name, func(t *testing.T) { mustPass(t, "testdata/retired-"+name+"-park-case.json") })
 	}
 }
+
+// Write hoarders (HostileHoarder) each send a little over half of a
+// largest write and stop, so the datanode's buffers for them take all of
+// MaxBuffered. A well-behaved write that then finds no room must wait
+// for some while the silent hoarders are cut off a stall timeout after
+// their last bytes (dn-write-stalled), not be refused busy at once, as
+// every write was before (busy-when-full). Seed 82 of that bug draws no
+// faults; it fails hostile-availability with the old refusal and passes
+// with the wait.
+func TestWritesWaitForRoomBehindHoarders(t *testing.T) {
+	c, err := Draw(SeedSource(82), 82, "busy-when-full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileHoarder) || !c.Config.BusyWhenFull {
+		t.Fatalf("seed 82 draws %d faults, hoarders %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileHoarder), c.Config.BusyWhenFull)
+	}
+	mustFail(t, c, PropHostileAvail, "busy: ", "a write refused busy at once")
+	c.Config.BusyWhenFull = false
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("writes waiting for room: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
