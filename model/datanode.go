@@ -53,9 +53,9 @@ type DatanodeConfig struct {
 	// MaxBuffered bounds the write data all connections buffer together.
 	// A write's buffer grows with the data that arrives, so announcing a
 	// large write costs nothing; a write whose buffer cannot grow waits
-	// for room, for HandleWait at most (then fails, busy), while the
-	// writes holding room whose clients have sent nothing for
-	// StallTimeout are cut off.
+	// for room, and fails busy if it finds none once HandleWait has
+	// passed, while the writes holding room whose clients have sent
+	// nothing for StallTimeout are cut off.
 	MaxBuffered int
 	// RequestTimeout bounds how long a message (a request, a write
 	// packet, the final status) may take to arrive once its first byte
@@ -66,9 +66,12 @@ type DatanodeConfig struct {
 	// SendTimeout closes a connection whose client took none of what it
 	// is being sent for this long.
 	SendTimeout time.Duration
-	// HandleWait bounds a read's wait for a pool handle; it then fails,
-	// busy. StallTimeout: a read holding a handle whose client took
-	// nothing for this long closes while other reads wait for one.
+	// HandleWait bounds a read's wait for a pool handle, and a write's
+	// for buffer room (MaxBuffered); it then fails, busy. StallTimeout: a
+	// read holding a handle whose client took nothing for this long
+	// closes while other reads wait for one, and a write holding room
+	// whose client sent nothing for this long while other writes wait
+	// for room.
 	HandleWait, StallTimeout time.Duration
 	// MaxConns caps the connections served (HDFS's
 	// dfs.datanode.max.transfer.threads); the cap is lowered further so
@@ -988,9 +991,9 @@ type dnConn struct {
 	queued   bool
 	mac      *TokenMAC // threaded: this thread's (a reactor's selector has one)
 	// A write whose buffer found no room within MaxBuffered waits for
-	// some (roomWaiting, roomNeed), for HandleWait at most (roomT).
-	roomWaiting bool
-	roomLast    bool // its wait ran out: the next ask is the last
+	// some (roomWaiting, roomNeed) until roomBy, HandleWait on (roomT).
+	roomWaiting bool          // listed, no ask of its own on its way
+	roomBy      time.Duration // while it waits: when HandleWait has passed
 	roomNeed    int
 	roomT       Timer
 	// lastIn is when the client's last bytes arrived; stallT looks again
@@ -1969,7 +1972,7 @@ const minWriteBuf = 64 << 10
 // growth from the datanode's MaxBuffered under the lock, then goes on
 // with the packet that needed it. Without room it waits for some, while
 // the writers holding room that have sent nothing for a stall timeout
-// are cut off (pressWriters), and fails busy after HandleWait.
+// are cut off (pressWriters), and fails busy once HandleWait has passed.
 func (dc *dnConn) grow(need int) {
 	dn := dc.dn
 	newCap := int(min(int64(max(2*cap(dc.wdata), need, minWriteBuf)), dc.req.Length))
@@ -1993,7 +1996,7 @@ func (dc *dnConn) grow(need int) {
 			if !slices.Contains(dn.writers, dc) {
 				dn.writers = append(dn.writers, dc)
 			}
-			dn.dropRoomWaiter(dc) // (listed still if its last ask found room)
+			dn.dropRoomWaiter(dc) // (listed still if an ask found room after a wake it missed)
 		case wait:
 			if !slices.Contains(dn.roomWaiters, dc) {
 				dn.roomWaiters = append(dn.roomWaiters, dc)
@@ -2001,27 +2004,29 @@ func (dc *dnConn) grow(need int) {
 			dn.pressWriters(dc)
 		}
 		dc.loop.Post(func() {
+			now := dc.loop.Now()
 			if dc.closed {
 				if ok && !dn.cfg.Bugs.ClosedGrowKept {
-					dn.lock.Do(dc.releaseLoop(), func() {
-						dn.buffered -= more
-						dn.dropWriter(dc)
-						dn.wakeRoomWaiters()
-					})
+					dn.lock.Do(dc.releaseLoop(), func() { dn.giveBackRoom(dc, more) })
 				}
 				if wait {
-					dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
+					dc.unlistWaiter()
 				}
 				return
 			}
-			if wait && dc.roomLast {
-				dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
+			if wait && dc.roomBy > 0 && now >= dc.roomBy {
+				// Still no room once HandleWait has passed: this ask
+				// was the last (giveUpRoom, or one pending when its
+				// timer fired).
+				dc.roomBy = 0
+				dc.unlistWaiter()
 				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no room for write data within %v (%d bytes buffered at most)", dn.cfg.HandleWait, dn.cfg.MaxBuffered)})
 				return
 			}
 			if wait {
 				dc.roomWaiting, dc.roomNeed = true, need
-				if dc.roomT == nil {
+				if dc.roomBy == 0 {
+					dc.roomBy = now + dn.cfg.HandleWait
 					dc.roomT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpRoom)
 				}
 				return
@@ -2030,11 +2035,15 @@ func (dc *dnConn) grow(need int) {
 				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: %d bytes of write data buffered, %d more would pass %d", held, more, dn.cfg.MaxBuffered)})
 				return
 			}
-			if dc.roomT != nil {
-				dc.roomT.Stop()
-				dc.roomT = nil
+			if dc.roomBy > 0 {
+				// Its wait is over. The client sent nothing while the
+				// datanode read nothing: its silence counts from now.
+				if dc.roomT != nil {
+					dc.roomT.Stop()
+					dc.roomT = nil
+				}
+				dc.roomBy, dc.lastIn = 0, now
 			}
-			dc.roomLast = false // a later growth that finds no room waits afresh
 			dc.reserved += more
 			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
 			copy(grown, dc.wdata)
@@ -2061,10 +2070,11 @@ func (dn *Datanode) pressWriters(dc *dnConn) {
 
 // checkStall cuts off a write whose client has sent nothing for a stall
 // timeout while other writes wait for room: it holds room it may never
-// use (a client that sends all of a write but its last packet and stops
-// would otherwise hold it until its read timeout, and enough of them
-// every write's). A write still receiving is looked at again when it
-// has been silent that long.
+// use (a client that sends half of a write and stops would otherwise
+// hold it until its read timeout, and enough of them every write's). A
+// write still receiving is looked at again when it has been silent that
+// long. (A writer itself waiting to grow is not cut: its client may be
+// sending; HandleWait bounds it.)
 func (dc *dnConn) checkStall() {
 	if dc.closed || dc.phase != phaseReceiving || dc.stallT != nil {
 		return
@@ -2086,35 +2096,30 @@ func (dc *dnConn) checkStall() {
 	dc.close("write stalled while writes wait for room")
 }
 
-// retryRoom: room was given back; the waiting write asks again.
+// retryRoom: room was given back, or the wait ran out; the waiting write
+// asks again (a last time once its HandleWait has passed).
 func (dc *dnConn) retryRoom() {
 	if dc.closed || !dc.roomWaiting {
-		return
+		return // (an ask of its own is on its way to the lock)
 	}
 	dc.roomWaiting = false
 	dc.grow(dc.roomNeed)
 }
 
 // giveUpRoom: the write has waited HandleWait for room. It asks once
-// more under the lock and fails busy only if there is still none: after
-// a stall (a slow disk under inline I/O, a paused process) its wait runs
-// out at the moment the timeouts that free room come due, and room they
-// gave back before this ask counts.
+// more under the lock, and fails busy only if there is still none
+// (grow): after a stall (a slow disk under inline I/O, a paused
+// process) its wait runs out at the moment the timeouts that free room
+// come due, and room they gave back before that ask counts. An ask
+// already on its way is the last one.
 func (dc *dnConn) giveUpRoom() {
 	dc.roomT = nil
-	if dc.closed || !dc.roomWaiting {
-		return
-	}
-	dc.roomLast = true
 	dc.retryRoom()
 }
 
-// leaveRoomQueue takes a write that waits for room out of the queue.
-func (dc *dnConn) leaveRoomQueue() {
-	if !dc.roomWaiting {
-		return
-	}
-	dc.roomWaiting = false
+// unlistWaiter takes a write that waited for room off the queue, under
+// the lock (a closed connection's, one that failed).
+func (dc *dnConn) unlistWaiter() {
 	dn := dc.dn
 	dn.lock.Do(dc.releaseLoop(), func() { dn.dropRoomWaiter(dc) })
 }
@@ -2133,9 +2138,12 @@ func (dn *Datanode) dropRoomWaiter(dc *dnConn) {
 	}
 }
 
-// wakeRoomWaiters: room was given back (under the lock); every write
-// waiting for some asks again, in the order they asked.
-func (dn *Datanode) wakeRoomWaiters() {
+// giveBackRoom returns n bytes of dc's room to MaxBuffered and asks every
+// write waiting for room to ask again, in the order they asked (under
+// the lock).
+func (dn *Datanode) giveBackRoom(dc *dnConn, n int) {
+	dn.buffered -= n
+	dn.dropWriter(dc)
 	for _, w := range dn.roomWaiters {
 		w.loop.Post(w.retryRoom)
 	}
@@ -2147,11 +2155,7 @@ func (dc *dnConn) unreserve() {
 	if r := dc.reserved; r > 0 {
 		dc.reserved = 0
 		dn := dc.dn
-		dn.lock.Do(dc.releaseLoop(), func() {
-			dn.buffered -= r
-			dn.dropWriter(dc)
-			dn.wakeRoomWaiters()
-		})
+		dn.lock.Do(dc.releaseLoop(), func() { dn.giveBackRoom(dc, r) })
 	}
 }
 
@@ -2316,7 +2320,11 @@ func (dc *dnConn) close(why string) {
 		}
 	}
 	dc.withdraw()
-	dc.leaveRoomQueue()
+	if dc.roomBy > 0 {
+		// Listed as waiting for room, or an ask of its own on its way.
+		dc.roomBy, dc.roomWaiting = 0, false
+		dc.unlistWaiter()
+	}
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 		dc.out, dc.lent = nil, false

@@ -15,9 +15,9 @@ import (
 // Hostile peers: connections that a well-behaved client never makes. They
 // send garbage or broken requests, drip a request a byte at a time,
 // announce writes and send nothing (or half), stop reading, or stop at some protocol
-// state and stay connected. Each keeps coming back: when the datanode
-// closes its connection it reconnects after a gap, until the run
-// quiesces, so during the liveness phase the peers still hold their share
+// state and stay connected. Each but a write hoarder keeps coming back:
+// when the datanode closes its connection it reconnects after a gap,
+// until the run quiesces, so during the liveness phase the peers still hold their share
 // of the datanode. Three properties watch the datanode under them
 // (memory.go, and checkHostile below):
 //
@@ -372,7 +372,7 @@ type hostileH struct {
 	stopped  bool // quiescence: no more reconnects
 	nextScan time.Duration
 	sink     []byte // what mute peers read and drop (an array on the stack would escape, one per event)
-	hoard    []byte // what every write hoarder sends, made once
+	hoard    []byte // what every write hoarder of the run sends: its request (the run's block id) and hoardPackets
 }
 
 // startHostile spawns the hostile peers' process; each peer connects at
