@@ -678,3 +678,25 @@ func TestWritesWaitForRoomBehindHoarders(t *testing.T) {
 		t.Fatalf("writes waiting for room: %s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// A write's wait for room runs out after HandleWait: with a HandleWait
+// of 100 ms, shorter than any stall timeout, the hoarders holding the
+// room of seed 22 of busy-when-full (no faults; the bug off) are not cut
+// off in time, and a well-behaved append fails busy ("no room for write
+// data within 100ms") after one last ask; nothing else breaks, and at
+// quiescence no connection is still listed as waiting.
+func TestWriteWaitForRoomRunsOut(t *testing.T) {
+	c, err := Draw(SeedSource(22), 22, "busy-when-full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileHoarder) {
+		t.Fatalf("seed 22 draws %d faults, hoarders %v: want none and some", len(c.Schedule.Faults), c.Config.hostileKind(HostileHoarder))
+	}
+	c.Bug, c.Config.BusyWhenFull, c.Config.HandleWait = "", false, 100*time.Millisecond
+	mustFail(t, c, PropHostileAvail, "no room for write data within 100ms", "a wait for room shorter than the stall timeout")
+	c.Ignore = []string{PropHostileAvail}
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("with hostile-availability ignored: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
