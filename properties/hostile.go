@@ -154,10 +154,10 @@ func drawHoarders(d drawer, cfg *Config, force []string) {
 
 // hoardPackets are a write hoarder's packets, the same in every run (a
 // run with hoarders has their MaxWrite): a little over half of a largest
-// write, made once per process, since their content and checksums cost
-// more than the rest of a run's setup.
+// write, made once per process, since their checksums cost more than the
+// rest of a run's setup. Their data is a window of the content pool.
 var hoardPackets = sync.OnceValue(func() []byte {
-	data := model.BlockContent(1, hoardMaxWrite/2+hoardPacket)
+	data := blockData(1, hoardMaxWrite/2+hoardPacket)
 	var msg []byte
 	for off := 0; off < len(data); off += hoardPacket {
 		msg = model.AppendPacket(msg, model.PacketHeader{Offset: int64(off), Seqno: int64(off / hoardPacket)}, data[off:off+hoardPacket], model.BytesPerChecksum)
