@@ -40,7 +40,9 @@ type DatanodeConfig struct {
 	// ReadTimeout bounds every other wait for the client — its first
 	// request, the rest of a request or a write, the final status — so
 	// a client that vanished without a FIN does not hold a connection
-	// forever (HDFS's socket timeout, 60 s).
+	// forever (HDFS's socket timeout, 60 s). Within a write it counts
+	// from the write's last step of progress (a packet's worth of data),
+	// not its last byte.
 	ReadTimeout time.Duration
 	NoDelay     bool
 	PacketSize  int // data bytes per packet
@@ -70,8 +72,8 @@ type DatanodeConfig struct {
 	// for buffer room (MaxBuffered); it then fails, busy. StallTimeout: a
 	// read holding a handle whose client took nothing for this long
 	// closes while other reads wait for one, and a write holding room
-	// whose client sent nothing for this long while other writes wait
-	// for room.
+	// whose client sent no packet's worth of data for this long while
+	// other writes wait for room.
 	HandleWait, StallTimeout time.Duration
 	// MaxConns caps the connections served (HDFS's
 	// dfs.datanode.max.transfer.threads); the cap is lowered further so
@@ -154,6 +156,12 @@ type DatanodeBugs struct {
 	// waiter queued behind several clients that stopped reading waits
 	// for all of them.
 	HoldWhileStalled bool
+	// WriteAnyByte counts any byte a write's client sends as progress:
+	// the read timeout restarts and a writer's stall clock resets on
+	// every read, so a client that sends a packet of one byte just
+	// under each stall timeout holds its connection and its buffer room
+	// for good (minWriteStep).
+	WriteAnyByte bool
 	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
 	// connection reads nothing, so its client's FIN goes unseen.
 	WaiterDeaf bool
@@ -996,10 +1004,13 @@ type dnConn struct {
 	roomBy      time.Duration // while it waits: when HandleWait has passed
 	roomNeed    int
 	roomT       Timer
-	// lastIn is when the client's last bytes arrived; stallT looks again
-	// at a writer silent for less than a stall timeout while writes wait
-	// for room.
+	// lastIn is when the write last made progress: since then its data
+	// grew by less than minWriteStep (writeStep), or it began or was
+	// granted room then, with inMark bytes of data. Its read timeout
+	// counts from lastIn, and stallT looks again at a writer without
+	// progress for less than a stall timeout while writes wait for room.
 	lastIn time.Duration
+	inMark int
 	stallT Timer
 }
 
@@ -1078,7 +1089,9 @@ func (dc *dnConn) readInput() {
 		n, err := dc.c.Read(room)
 		if n > 0 {
 			dc.received += int64(n)
-			dc.lastIn = dc.loop.Now()
+			if dc.dn.cfg.Bugs.WriteAnyByte {
+				dc.lastIn = dc.loop.Now()
+			}
 			dc.in = dc.in[:len(dc.in)+n]
 			dc.process()
 			dc.watchInput()
@@ -1199,6 +1212,7 @@ func (dc *dnConn) startOp(req Request) {
 			return
 		}
 		dc.phase = phaseReceiving
+		dc.lastIn, dc.inMark = dc.loop.Now(), 0
 		if dc.dn.cfg.Bugs.WritePrealloc {
 			dc.wdata = make([]byte, 0, req.Length)
 			dc.memChanged()
@@ -1954,6 +1968,9 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 	dc.dn.p.CPU(CPUChecksum, len(pkt.Data))
 	dc.wdata = append(dc.wdata, pkt.Data...)
 	dc.memChanged()
+	if len(dc.wdata)-dc.inMark >= min(minWriteStep, int(dc.req.Length)-dc.inMark) {
+		dc.lastIn, dc.inMark = dc.loop.Now(), len(dc.wdata)
+	}
 	if pkt.Last {
 		if int64(len(dc.wdata)) != dc.req.Length && !dc.dn.cfg.Bugs.PacketsUnchecked {
 			return invalid("write ended after %d of %d bytes", len(dc.wdata), dc.req.Length)
@@ -1967,6 +1984,18 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 // minWriteBuf is the first buffer of a write: most writes need one
 // reservation.
 const minWriteBuf = 64 << 10
+
+// minWriteStep is the progress a write must make, in data, per read
+// timeout (and per stall timeout while writes wait for room), or all
+// that is left of it if less: a packet of HDFS's default size. Any byte
+// counted once (WriteAnyByte), and a client sending a packet of one byte
+// just under each stall timeout held its connection and its room for
+// good: no message stayed incomplete for RequestTimeout, no silence
+// lasted a stall timeout. Now such a write ends a read timeout after its
+// last step, and with writes waiting, a stall timeout after it; a client
+// at minWriteStep per timeout finishes its write within MaxWrite /
+// minWriteStep of them.
+const minWriteStep = MaxPacketData
 
 // grow makes room in the write buffer for need bytes: it reserves the
 // growth from the datanode's MaxBuffered under the lock, then goes on
@@ -2042,7 +2071,7 @@ func (dc *dnConn) grow(need int) {
 					dc.roomT.Stop()
 					dc.roomT = nil
 				}
-				dc.roomBy, dc.lastIn = 0, now
+				dc.roomBy, dc.lastIn, dc.inMark = 0, now, len(dc.wdata)
 			}
 			dc.reserved += more
 			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
@@ -2068,13 +2097,14 @@ func (dn *Datanode) pressWriters(dc *dnConn) {
 	}
 }
 
-// checkStall cuts off a write whose client has sent nothing for a stall
-// timeout while other writes wait for room: it holds room it may never
-// use (a client that sends half of a write and stops would otherwise
-// hold it until its read timeout, and enough of them every write's). A
-// write still receiving is looked at again when it has been silent that
-// long. (A writer itself waiting to grow is not cut: its client may be
-// sending; HandleWait bounds it.)
+// checkStall cuts off a write whose client has made no progress
+// (minWriteStep) for a stall timeout while other writes wait for room: it
+// holds room it may never use (a client that sends half of a write and
+// stops, or then trickles a byte at a time, would otherwise hold it until
+// its read timeout, and enough of them every write's). A write still
+// receiving is looked at again when a stall timeout has passed since its
+// last step. (A writer itself waiting to grow is not cut: its client may
+// be sending; HandleWait bounds it.)
 func (dc *dnConn) checkStall() {
 	if dc.closed || dc.phase != phaseReceiving || dc.stallT != nil {
 		return
@@ -2271,7 +2301,12 @@ func (dc *dnConn) watchInput() {
 	if dc.readTimeoutF == nil {
 		dc.readTimeoutF = dc.readTimedOut
 	}
-	dc.rt.Arm(dc.loop, dc.dn.cfg.ReadTimeout, dc.readTimeoutF)
+	after := dc.dn.cfg.ReadTimeout
+	if dc.phase == phaseReceiving && !dc.dn.cfg.Bugs.WriteAnyByte {
+		// Bytes that are no step of progress do not put it back.
+		after -= dc.loop.Now() - dc.lastIn
+	}
+	dc.rt.Arm(dc.loop, after, dc.readTimeoutF)
 }
 
 func (dc *dnConn) readTimedOut() {
