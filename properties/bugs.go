@@ -180,6 +180,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileHoarder},
 	},
 	{
+		Name:    "write-trickle",
+		What:    "any byte a write's client sends counts as progress: the read timeout restarts and the stall clock resets on every read, so clients that send half a largest write, then a packet of one byte just under each stall timeout, hold their connections and the buffer room for good, and well-behaved writes fail busy",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.WriteAnyByte = true },
+		hostile: []string{HostileTrickler},
+	},
+	{
 		Name:    "slowloris",
 		What:    "no deadline for a whole request: one dripped a byte at a time holds a connection for hours (issue 9 item 7)",
 		Catches: PropTimeout,

@@ -134,6 +134,7 @@ type Config struct {
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	BusyWhenFull            bool `json:"busy_when_full,omitempty"`
+	WriteAnyByte            bool `json:"write_any_byte,omitempty"`
 	Slowloris               bool `json:"slowloris,omitempty"`
 	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`
 	ReleaseOnThread         bool `json:"release_on_thread,omitempty"`

@@ -41,12 +41,13 @@ const (
 	HostileMute      = "mute"      // reads a block and never sends the final status
 	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
 	HostileHoarder   = "hoarder"   // announces a largest write, sends a little over half of it (the datanode's buffer for it grows to the whole) and holds
+	HostileTrickler  = "trickler"  // a hoarder that then sends a packet of one byte just under each stall timeout (for HandleWait and two stall timeouts; then just under each read timeout): never silent, never progressing
 	HostileMisfit    = "misfit"    // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
-	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder}
+	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -137,15 +138,20 @@ func drawMisfits(d drawer, cfg *Config, force []string) {
 // them to take all of MaxBuffered and more. Each sends more than half a
 // largest write, so a run with them takes small bounds (no draw
 // consumed: 256 KiB writes, 1.5 MiB buffered, room for the well-behaved
-// writers' 1.2 MB), and they come once.
+// writers' 1.2 MB), and they come once. In a third of those runs they
+// trickle on (HostileTrickler), drawn last of all.
 func drawHoarders(d drawer, cfg *Config, force []string) {
 	drawn := d.chance(10, "hostile_hoarder")
-	if !slices.Contains(force, HostileHoarder) && (!drawn || len(cfg.Hostile) == 0) {
+	trickle := slices.Contains(force, HostileTrickler)
+	if !slices.Contains(force, HostileHoarder) && !trickle && (!drawn || len(cfg.Hostile) == 0) {
 		return
 	}
 	cfg.MaxWrite, cfg.MaxBuffered = hoardMaxWrite, hoardMaxBuffered
 	p := drawPeer(d, HostileHoarder)
 	p.Count = cfg.MaxBuffered/cfg.MaxWrite + 2
+	if d.chance(33, "hostile_trickler") || trickle {
+		p.Kind = HostileTrickler
+	}
 	cfg.Hostile = append(cfg.Hostile, p)
 	// A write waits for room until the hoarders holding it have been
 	// silent a stall timeout: its client gives it that long.
@@ -234,7 +240,7 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
-		if k == HostileMisfit || k == HostileHoarder {
+		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler {
 			continue // drawn last (drawMisfits, drawHoarders), so the draws before them stay as they were
 		}
 		forced, flood, spread := false, false, false
@@ -357,6 +363,7 @@ type hostileConn struct {
 	sent         int
 	whole        int // a drip peer sends msg[:whole] at once (a write's request), then drips the rest
 	drip         model.Timer
+	tail         []byte // a trickler's packets (trickle)
 	// first is what it sends on connecting, the same on every reconnect:
 	// built once (a token's HMAC, a name), not per reconnect.
 	first   []byte
@@ -561,7 +568,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		return read(b.ID, int64(b.Size))
 	case HostileMute:
 		return read(small, 0)
-	case HostileHoarder:
+	case HostileHoarder, HostileTrickler:
 		// A write of a largest block, then packets of a little over
 		// half of it: the datanode's buffer for it doubles to the whole
 		// write. Every hoarder of a run sends the same (one block id).
@@ -625,6 +632,53 @@ func (h *harness) hostileWrite(hc *hostileConn) {
 		hc.sent += n
 	}
 	hc.c.SetWriteInterest(false)
+	if hc.peer.Kind == HostileTrickler && hc.drip == nil {
+		h.armTrickle(hc, 0)
+	}
+}
+
+// trickle sends a trickler's next packet, one byte of data going on from
+// its write's first part (or what is left of the last one, if the socket
+// took only part of it), just under a stall timeout after the last: a
+// write never silent for a stall timeout and never making progress. Once
+// HandleWait and two stall timeouts have passed (a waiting write would
+// have failed busy by then) it slows to just under a read timeout, which
+// still holds a datanode that counts any byte as progress (write-trickle)
+// and costs a run a few events a peer rather than hundreds.
+func (h *harness) trickle(hc *hostileConn, ticks int) {
+	c := hc.c
+	hc.drip = nil
+	if hc.gone || c == nil {
+		return
+	}
+	if hc.sent == len(hc.msg) {
+		// hc.msg was the hoard, which every peer of the run shares: the
+		// next packet goes into a buffer of its own.
+		off := hoardMaxWrite/2 + hoardPacket + ticks
+		hc.msg = model.AppendPacket(hc.tail[:0], model.PacketHeader{Offset: int64(off), Seqno: int64(hoardMaxWrite/2/hoardPacket + 1 + ticks)},
+			blockData(hc.peer.Key+uint64(off), 1), model.BytesPerChecksum)
+		hc.tail, hc.sent = hc.msg, 0
+		ticks++
+	}
+	if n, err := c.Write(hc.msg[hc.sent:]); err == nil {
+		hc.sent += n
+	}
+	h.armTrickle(hc, ticks)
+}
+
+// armTrickle sets the timer of a trickler's next packet (trickle), its
+// ticks-th.
+func (h *harness) armTrickle(hc *hostileConn, ticks int) {
+	period := h.cfg.StallTimeout * 9 / 10
+	if time.Duration(ticks)*period > h.cfg.HandleWait+2*h.cfg.StallTimeout {
+		period = h.cfg.ReadTimeout * 9 / 10
+	}
+	c := hc.c
+	hc.drip = h.hostile.loop.AfterFunc(period, func() {
+		if hc.c == c {
+			h.trickle(hc, ticks)
+		}
+	})
 }
 
 // hostileDrip sends the next byte of the request just before the read
@@ -734,7 +788,7 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
-	if hc.peer.Kind == HostileHoarder {
+	if hc.peer.Kind == HostileHoarder || hc.peer.Kind == HostileTrickler {
 		// A hoarder does not come back: each return would send its
 		// data again, and more rounds of the same wait and cut-off
 		// cost a run's time without testing more (returning all the

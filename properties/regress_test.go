@@ -3,6 +3,7 @@ package properties
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -676,6 +677,39 @@ func TestWritesWaitForRoomBehindHoarders(t *testing.T) {
 	c.Config.BusyWhenFull = false
 	if r := Run(c, Options{}); r.Failure != nil {
 		t.Fatalf("writes waiting for room: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
+
+// Write tricklers (HostileTrickler) send what hoarders do, then a packet
+// of one byte just under each stall timeout: never silent for a stall
+// timeout, no message left incomplete, no progress. With any byte counted
+// as progress (write-trickle) they hold their connections and the room
+// for good. Seed 12 of that bug (no faults) has a well-behaved append
+// wait for room behind them and fail busy: the stall cut-off must judge
+// a packet's worth of data, not a byte. Seed 28 (no faults) has nothing
+// wait for room, and a trickler stays connected past the sum of its
+// timeouts: the read timeout must count from the write's last step.
+// Both pass with the steps counted.
+func TestTricklersAreCutOff(t *testing.T) {
+	for _, tc := range []struct {
+		seed       uint64
+		prop, text string
+	}{
+		{12, PropHostileAvail, "busy: no room for write data"},
+		{28, PropTimeout, "stuck trickler peer"},
+	} {
+		c, err := Draw(SeedSource(tc.seed), tc.seed, "write-trickle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileTrickler) || !c.Config.WriteAnyByte {
+			t.Fatalf("seed %d draws %d faults, tricklers %v, the bug %v: want none, some and on", tc.seed, len(c.Schedule.Faults), c.Config.hostileKind(HostileTrickler), c.Config.WriteAnyByte)
+		}
+		mustFail(t, c, tc.prop, tc.text, fmt.Sprintf("seed %d with any byte counted as progress", tc.seed))
+		c.Bug, c.Config.WriteAnyByte = "", false
+		if r := Run(c, Options{}); r.Failure != nil {
+			t.Fatalf("seed %d, steps counted: %s: %s", tc.seed, r.Failure.Property, r.Failure.Message)
+		}
 	}
 }
 

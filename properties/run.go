@@ -452,7 +452,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails, PoolRetireIdle: c.PoolRetireIdle, PressDelayAgain: c.PressDelayAgain, ParkedWakeLost: c.ParkedWakeLost, ClosedGrowKept: c.ClosedGrowKept,
-			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
+			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, WriteAnyByte: c.WriteAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,
 			FirstOpReused: c.FirstOpReused,
 		},
