@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// stepWriter is a raw client's write: a request, then packets the test
+// queues at its own times, flushed as the socket takes them.
+type stepWriter struct {
+	c    model.Conn
+	out  []byte
+	off  int64 // the next packet's offset in the block
+	seq  int64
+	data []byte
+	resp []byte // the datanode's answer, as it arrives
+	w    *World
+}
+
+// packet queues a packet of n bytes of data (the last, empty, if n is 0
+// and last).
+func (s *stepWriter) packet(n int, last bool) {
+	s.out = model.AppendPacket(s.out, model.PacketHeader{Offset: s.off, Seqno: s.seq, Last: last}, s.data[s.off:s.off+int64(n)], model.BytesPerChecksum)
+	s.off += int64(n)
+	s.seq++
+	s.flush()
+}
+
+func (s *stepWriter) flush() {
+	for len(s.out) > 0 {
+		n, err := s.c.Write(s.out)
+		s.out = s.out[n:]
+		if err == model.ErrWouldBlock {
+			s.c.SetWriteInterest(true)
+			return
+		}
+		if err != nil {
+			return // closed by the datanode: the test looks at its count
+		}
+	}
+	s.c.SetWriteInterest(false)
+}
+
+func (s *stepWriter) onEvent(ev model.Events) {
+	if ev&model.Writable != 0 {
+		s.flush()
+	}
+	if ev&model.Readable != 0 {
+		var b [512]byte
+		for {
+			n, err := s.c.Read(b[:])
+			s.resp = append(s.resp, b[:n]...)
+			if n == 0 || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// startWrite dials the datanode and sends a write request of size bytes
+// of block 5 (nothing else yet).
+func startWrite(w *World, pp model.Process, size int) *stepWriter {
+	s := &stepWriter{w: w, data: model.BlockContent(5, size)}
+	l := pp.MainLoop()
+	c, err := pp.Dial("tcp", "dn:50010", l, func(ev model.Events) { s.onEvent(ev) })
+	if err != nil {
+		w.Fail(err)
+		return s
+	}
+	s.c = c
+	s.out = request(model.OpWriteBlock, 5, 0, 0, int64(size))
+	c.SetReadInterest(true)
+	s.flush()
+	return s
+}
+
+// A write's read timeout runs from its last step of progress, a packet's
+// worth of data (64 KiB) or the rest of the write, not from its last
+// byte. A client that sends three 64 KiB packets and then the last 32 KiB
+// 600 ms apart, and the empty last packet 600 ms after that, under a read
+// timeout of 1 s, writes 224 KiB in 3 s: every packet a step, none of
+// the waits a timeout. Were the timeout counted from the write's start
+// (no step counted) it would be cut at 1 s; were the 32 KiB that end the
+// data no step, at 2.8 s, before the last packet.
+func TestWriteReadTimeoutRunsFromLastStep(t *testing.T) {
+	dcfg := model.DatanodeConfig{ReadTimeout: time.Second}
+	var s *stepWriter
+	sizes := []int{model.MaxPacketData, model.MaxPacketData, model.MaxPacketData, model.MaxPacketData / 2, 0}
+	datanodeWorld(t, dcfg, nil, "writer", func(w *World, dn *model.Datanode, _, pp model.Process) {
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		s = startWrite(w, pp, total)
+		l := pp.MainLoop()
+		for i, n := range sizes {
+			l.AfterFunc(time.Duration(i+1)*600*time.Millisecond, func() { s.packet(n, n == 0) })
+		}
+		l.AfterFunc(5*time.Second, func() { s.c.Close() })
+	})
+	if len(s.resp) < 2 {
+		t.Fatalf("no answer to the write (%d bytes)", len(s.resp))
+	}
+	resp, _, err := model.DecodeResponse(s.resp)
+	if err != nil || resp.Status != model.StatusSuccess {
+		t.Fatalf("write answered %v (%v), want success: a step every 600 ms is progress under a 1 s read timeout", resp.Status, err)
+	}
+}
+
+// A write whose client sends packets of one byte every 200 ms after a
+// first 64 KiB makes no step: its read timeout (1 s) runs out 1 s after
+// that packet, though bytes keep coming. With any byte counted as
+// progress (WriteAnyByte) the connection stays open for as long as the
+// client trickles.
+func TestTricklingWriteTimesOut(t *testing.T) {
+	for _, anyByte := range []bool{false, true} {
+		dcfg := model.DatanodeConfig{ReadTimeout: time.Second}
+		dcfg.Bugs.WriteAnyByte = anyByte
+		ats := []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond, 3 * time.Second}
+		open := make([]int, len(ats))
+		var first time.Duration
+		datanodeWorld(t, dcfg, nil, "trickler", func(w *World, dn *model.Datanode, _, pp model.Process) {
+			s := startWrite(w, pp, 4*model.MaxPacketData)
+			l := pp.MainLoop()
+			l.AfterFunc(100*time.Millisecond, func() {
+				first = l.Now()
+				s.packet(model.MaxPacketData, false)
+				var drip func()
+				drip = func() {
+					if l.Now() < 4*time.Second {
+						s.packet(1, false)
+						l.AfterFunc(200*time.Millisecond, drip)
+					}
+				}
+				l.AfterFunc(200*time.Millisecond, drip)
+			})
+			for i, at := range ats {
+				l.AfterFunc(100*time.Millisecond+at, func() { open[i] = dn.Conns() })
+			}
+			l.AfterFunc(4*time.Second, func() { s.c.Close() })
+		})
+		if first == 0 {
+			t.Fatal("the first packet was never sent")
+		}
+		want := []int{1, 0, 0}
+		if anyByte {
+			want = []int{1, 1, 1}
+		}
+		for i, at := range ats {
+			if open[i] != want[i] {
+				t.Errorf("any byte counted %v: %d connections %v after the last step, want %d", anyByte, open[i], at, want[i])
+			}
+		}
+	}
+}
