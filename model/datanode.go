@@ -1004,8 +1004,8 @@ type dnConn struct {
 	roomBy      time.Duration // while it waits: when HandleWait has passed
 	roomNeed    int
 	roomT       Timer
-	// lastIn is when the write last made progress: since then its data
-	// grew by less than minWriteStep (writeStep), or it began or was
+	// lastIn is when the write last made progress (acceptPacket): since
+	// then its data grew by less than minWriteStep, or it began or was
 	// granted room then, with inMark bytes of data. Its read timeout
 	// counts from lastIn, and stallT looks again at a writer without
 	// progress for less than a stall timeout while writes wait for room.
@@ -1968,7 +1968,9 @@ func (dc *dnConn) acceptPacket(pkt Packet) error {
 	dc.dn.p.CPU(CPUChecksum, len(pkt.Data))
 	dc.wdata = append(dc.wdata, pkt.Data...)
 	dc.memChanged()
-	if len(dc.wdata)-dc.inMark >= min(minWriteStep, int(dc.req.Length)-dc.inMark) {
+	// (Only data is progress: once a write has all its data, the empty
+	// packets a client may still send before the last one are none.)
+	if len(dc.wdata) > dc.inMark && len(dc.wdata)-dc.inMark >= min(minWriteStep, int(dc.req.Length)-dc.inMark) {
 		dc.lastIn, dc.inMark = dc.loop.Now(), len(dc.wdata)
 	}
 	if pkt.Last {
@@ -1989,8 +1991,8 @@ const minWriteBuf = 64 << 10
 // timeout (and per stall timeout while writes wait for room), or all
 // that is left of it if less: a packet of HDFS's default size. Any byte
 // counted once (WriteAnyByte), and a client sending a packet of one byte
-// just under each stall timeout held its connection and its room for
-// good: no message stayed incomplete for RequestTimeout, no silence
+// (or, its data all sent, an empty packet that is not the last) just
+// under each stall timeout held its connection and its room for good: no message stayed incomplete for RequestTimeout, no silence
 // lasted a stall timeout. Now such a write ends a read timeout after its
 // last step, and with writes waiting, a stall timeout after it; a client
 // at minWriteStep per timeout finishes its write within MaxWrite /
@@ -2000,8 +2002,9 @@ const minWriteStep = MaxPacketData
 // grow makes room in the write buffer for need bytes: it reserves the
 // growth from the datanode's MaxBuffered under the lock, then goes on
 // with the packet that needed it. Without room it waits for some, while
-// the writers holding room that have sent nothing for a stall timeout
-// are cut off (pressWriters), and fails busy once HandleWait has passed.
+// the writers holding room that have made no step of progress for a
+// stall timeout are cut off (pressWriters), and fails busy once
+// HandleWait has passed.
 func (dc *dnConn) grow(need int) {
 	dn := dc.dn
 	newCap := int(min(int64(max(2*cap(dc.wdata), need, minWriteBuf)), dc.req.Length))
@@ -2087,8 +2090,8 @@ func (dc *dnConn) grow(need int) {
 }
 
 // pressWriters asks every connection holding write room but dc whether
-// its client has gone silent mid-write (checkStall): a write waits for
-// room. Called under the lock.
+// its client has stopped making progress mid-write (checkStall): a write
+// waits for room. Called under the lock.
 func (dn *Datanode) pressWriters(dc *dnConn) {
 	for _, w := range dn.writers {
 		if w != dc {
@@ -2290,7 +2293,8 @@ func (dc *dnConn) watchMessage() {
 
 // watchInput (re)starts the read timeout while the connection waits for
 // the client outside a keep-alive wait (which has its own timeout), and
-// stops it otherwise. Every step of progress restarts it.
+// stops it otherwise. Every read restarts it, but within a write only a
+// step of progress (acceptPacket) does.
 func (dc *dnConn) watchInput() {
 	waiting := dc.phase == phaseReceiving || dc.phase == phaseStatus ||
 		(dc.phase == phaseRequest && (dc.opsOnConn == 0 || len(dc.in) > 0))

@@ -638,9 +638,11 @@ func (h *harness) hostileWrite(hc *hostileConn) {
 }
 
 // trickle sends a trickler's next packet, one byte of data going on from
-// its write's first part (or what is left of the last one, if the socket
-// took only part of it), just under a stall timeout after the last: a
-// write never silent for a stall timeout and never making progress. Once
+// its write's first part, or on an odd key the rest of the write's data
+// and then empty packets (or what is left of the last packet, if the
+// socket took only part of it), just under a stall timeout after the
+// last: a write never silent for a stall timeout and never making
+// progress. Once
 // HandleWait and two stall timeouts have passed (a waiting write would
 // have failed busy by then) it slows to just under a read timeout, which
 // still holds a datanode that counts any byte as progress (write-trickle)
@@ -653,10 +655,20 @@ func (h *harness) trickle(hc *hostileConn, ticks int) {
 	}
 	if hc.sent == len(hc.msg) {
 		// hc.msg was the hoard, which every peer of the run shares: the
-		// next packet goes into a buffer of its own.
-		off := hoardMaxWrite/2 + hoardPacket + ticks
-		hc.msg = model.AppendPacket(hc.tail[:0], model.PacketHeader{Offset: int64(off), Seqno: int64(hoardMaxWrite/2/hoardPacket + 1 + ticks)},
-			blockData(hc.peer.Key+uint64(off), 1), model.BytesPerChecksum)
+		// next packet goes into a buffer of its own. A connection with
+		// an odd key sends the rest of its data first, then empty
+		// packets that are not the last (data it no longer has to send
+		// is no progress either).
+		hoarded := hoardMaxWrite/2 + hoardPacket
+		off, n := hoarded+ticks, 1
+		if hc.key()%2 == 1 {
+			off, n = hoardMaxWrite, 0
+			if ticks == 0 {
+				off, n = hoarded, hoardMaxWrite-hoarded
+			}
+		}
+		hc.msg = model.AppendPacket(hc.tail[:0], model.PacketHeader{Offset: int64(off), Seqno: int64(hoarded/hoardPacket + ticks)},
+			blockData(hc.peer.Key+uint64(off), n), model.BytesPerChecksum)
 		hc.tail, hc.sent = hc.msg, 0
 		ticks++
 	}

@@ -111,46 +111,55 @@ func TestWriteReadTimeoutRunsFromLastStep(t *testing.T) {
 
 // A write whose client sends packets of one byte every 200 ms after a
 // first 64 KiB makes no step: its read timeout (1 s) runs out 1 s after
-// that packet, though bytes keep coming. With any byte counted as
-// progress (WriteAnyByte) the connection stays open for as long as the
-// client trickles.
+// that packet, though bytes keep coming. Nor does one that has sent all
+// its data (64 KiB) and then sends empty packets that are not the last.
+// With any byte counted as progress (WriteAnyByte) the connection stays
+// open for as long as the client trickles.
 func TestTricklingWriteTimesOut(t *testing.T) {
-	for _, anyByte := range []bool{false, true} {
-		dcfg := model.DatanodeConfig{ReadTimeout: time.Second}
-		dcfg.Bugs.WriteAnyByte = anyByte
-		ats := []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond, 3 * time.Second}
-		open := make([]int, len(ats))
-		var first time.Duration
-		datanodeWorld(t, dcfg, nil, "trickler", func(w *World, dn *model.Datanode, _, pp model.Process) {
-			s := startWrite(w, pp, 4*model.MaxPacketData)
-			l := pp.MainLoop()
-			l.AfterFunc(100*time.Millisecond, func() {
-				first = l.Now()
-				s.packet(model.MaxPacketData, false)
-				var drip func()
-				drip = func() {
-					if l.Now() < 4*time.Second {
-						s.packet(1, false)
-						l.AfterFunc(200*time.Millisecond, drip)
+	for _, tc := range []struct {
+		name       string
+		size, drip int // the write's data, and each later packet's
+	}{
+		{"one-byte packets", 4 * model.MaxPacketData, 1},
+		{"empty packets after the data", model.MaxPacketData, 0},
+	} {
+		for _, anyByte := range []bool{false, true} {
+			dcfg := model.DatanodeConfig{ReadTimeout: time.Second}
+			dcfg.Bugs.WriteAnyByte = anyByte
+			ats := []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond, 3 * time.Second}
+			open := make([]int, len(ats))
+			sent := false
+			datanodeWorld(t, dcfg, nil, "trickler", func(w *World, dn *model.Datanode, _, pp model.Process) {
+				s := startWrite(w, pp, tc.size)
+				l := pp.MainLoop()
+				l.AfterFunc(100*time.Millisecond, func() {
+					sent = true
+					s.packet(model.MaxPacketData, false)
+					var drip func()
+					drip = func() {
+						if l.Now() < 4*time.Second {
+							s.packet(tc.drip, false)
+							l.AfterFunc(200*time.Millisecond, drip)
+						}
 					}
+					l.AfterFunc(200*time.Millisecond, drip)
+				})
+				for i, at := range ats {
+					l.AfterFunc(100*time.Millisecond+at, func() { open[i] = dn.Conns() })
 				}
-				l.AfterFunc(200*time.Millisecond, drip)
+				l.AfterFunc(4*time.Second, func() { s.c.Close() })
 			})
-			for i, at := range ats {
-				l.AfterFunc(100*time.Millisecond+at, func() { open[i] = dn.Conns() })
+			if !sent {
+				t.Fatalf("%s: the first packet was never sent", tc.name)
 			}
-			l.AfterFunc(4*time.Second, func() { s.c.Close() })
-		})
-		if first == 0 {
-			t.Fatal("the first packet was never sent")
-		}
-		want := []int{1, 0, 0}
-		if anyByte {
-			want = []int{1, 1, 1}
-		}
-		for i, at := range ats {
-			if open[i] != want[i] {
-				t.Errorf("any byte counted %v: %d connections %v after the last step, want %d", anyByte, open[i], at, want[i])
+			want := []int{1, 0, 0}
+			if anyByte {
+				want = []int{1, 1, 1}
+			}
+			for i, at := range ats {
+				if open[i] != want[i] {
+					t.Errorf("%s, any byte counted %v: %d connections %v after the last step, want %d", tc.name, anyByte, open[i], at, want[i])
+				}
 			}
 		}
 	}
