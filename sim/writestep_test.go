@@ -37,7 +37,8 @@ func (s *stepWriter) flush() {
 			return
 		}
 		if err != nil {
-			return // closed by the datanode: the test looks at its count
+			s.out = nil // closed by the datanode: the test looks at its count
+			break
 		}
 	}
 	s.c.SetWriteInterest(false)
@@ -52,7 +53,11 @@ func (s *stepWriter) onEvent(ev model.Events) {
 		for {
 			n, err := s.c.Read(b[:])
 			s.resp = append(s.resp, b[:n]...)
-			if n == 0 || err != nil {
+			if err != nil && err != model.ErrWouldBlock {
+				s.c.SetReadInterest(false) // the end of the stream, or a reset
+				return
+			}
+			if n == 0 {
 				return
 			}
 		}
@@ -62,7 +67,12 @@ func (s *stepWriter) onEvent(ev model.Events) {
 // startWrite dials the datanode and sends a write request of size bytes
 // of block 5 (nothing else yet).
 func startWrite(w *World, pp model.Process, size int) *stepWriter {
-	s := &stepWriter{w: w, data: model.BlockContent(5, size)}
+	return startWriteOf(w, pp, 5, size)
+}
+
+// startWriteOf is startWrite of another block.
+func startWriteOf(w *World, pp model.Process, block uint64, size int) *stepWriter {
+	s := &stepWriter{w: w, data: model.BlockContent(block, size)}
 	l := pp.MainLoop()
 	c, err := pp.Dial("tcp", "dn:50010", l, func(ev model.Events) { s.onEvent(ev) })
 	if err != nil {
@@ -70,7 +80,7 @@ func startWrite(w *World, pp model.Process, size int) *stepWriter {
 		return s
 	}
 	s.c = c
-	s.out = request(model.OpWriteBlock, 5, 0, 0, int64(size))
+	s.out = request(model.OpWriteBlock, block, 0, 0, int64(size))
 	c.SetReadInterest(true)
 	s.flush()
 	return s
@@ -162,5 +172,62 @@ func TestTricklingWriteTimesOut(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A write granted room after waiting for it counts from the grant: its
+// step clock (it read nothing while it waited), and its wait's deadline
+// is gone, so a later wait is a wait afresh. MaxBuffered is 128 KiB. A
+// takes all of it (two 64 KiB packets, at 0 and 250 ms); B and C ask for
+// room at 300 and 320 ms with a 4 KiB packet each and wait; A, without a
+// step for a stall timeout (200 ms), is cut at 450 ms, and B and C get
+// 64 KiB each. At 500 ms B sends 64 KiB more, which needs room again: it
+// waits. At 550 ms D asks and presses the writers. At 600 ms B (waiting)
+// and C (granted 150 ms ago, no step since) must both still be open.
+// Were C's clock not reset at its grant it would be cut at 550 ms (its
+// last step its request, 230 ms before); were B's deadline left set, its
+// second wait would fail busy at once.
+func TestWriteGrantedRoomCountsFromTheGrant(t *testing.T) {
+	dcfg := model.DatanodeConfig{MaxWrite: 128 << 10, MaxBuffered: 128 << 10, StallTimeout: 200 * time.Millisecond,
+		HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
+	var a, b, c *stepWriter
+	openAt := map[*stepWriter]bool{}
+	datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
+		l := pp.MainLoop()
+		const kib = 1 << 10
+		a = startWriteOf(w, pp, 1, 128*kib)
+		a.packet(64*kib, false)
+		l.AfterFunc(250*time.Millisecond, func() { a.packet(64*kib, false) })
+		l.AfterFunc(300*time.Millisecond, func() {
+			b = startWriteOf(w, pp, 2, 128*kib)
+			b.packet(4*kib, false)
+		})
+		l.AfterFunc(320*time.Millisecond, func() {
+			c = startWriteOf(w, pp, 3, 128*kib)
+			c.packet(4*kib, false)
+		})
+		l.AfterFunc(500*time.Millisecond, func() { b.packet(64*kib, false) })
+		var d *stepWriter
+		l.AfterFunc(550*time.Millisecond, func() {
+			d = startWriteOf(w, pp, 4, 128*kib)
+			d.packet(4*kib, false)
+		})
+		l.AfterFunc(600*time.Millisecond, func() {
+			for _, s := range []*stepWriter{a, b, c} {
+				_, open, _ := PeerEnd(s.c)
+				openAt[s] = open
+			}
+		})
+		l.AfterFunc(3*time.Second, func() {
+			for _, s := range []*stepWriter{a, b, c, d} {
+				s.c.Close()
+			}
+		})
+	})
+	if openAt[a] {
+		t.Fatalf("at 600 ms A, which took all the room and made no step since 250 ms, is still open: want it cut off at 450 ms")
+	}
+	if !openAt[b] || !openAt[c] {
+		t.Errorf("at 600 ms: B (waiting for room again) open %v, C (granted room at 450 ms) open %v; want both open", openAt[b], openAt[c])
 	}
 }
