@@ -56,8 +56,8 @@ type DatanodeConfig struct {
 	// A write's buffer grows with the data that arrives, so announcing a
 	// large write costs nothing; a write whose buffer cannot grow waits
 	// for room, and fails busy if it finds none once HandleWait has
-	// passed, while the writes holding room whose clients have sent
-	// nothing for StallTimeout are cut off.
+	// passed, while the writes holding room that have made no step of
+	// progress (a packet's worth of data) for StallTimeout are cut off.
 	MaxBuffered int
 	// RequestTimeout bounds how long a message (a request, a write
 	// packet, the final status) may take to arrive once its first byte
@@ -1992,10 +1992,11 @@ const minWriteBuf = 64 << 10
 // that is left of it if less: a packet of HDFS's default size. Any byte
 // counted once (WriteAnyByte), and a client sending a packet of one byte
 // (or, its data all sent, an empty packet that is not the last) just
-// under each stall timeout held its connection and its room for good: no message stayed incomplete for RequestTimeout, no silence
-// lasted a stall timeout. Now such a write ends a read timeout after its
-// last step, and with writes waiting, a stall timeout after it; a client
-// at minWriteStep per timeout finishes its write within MaxWrite /
+// under each stall timeout held its connection and its room for good: no
+// message stayed incomplete for RequestTimeout, no silence lasted a stall
+// timeout. Now such a write ends a read timeout after its last step, and
+// with writes waiting, a stall timeout after it; a client at
+// minWriteStep per timeout finishes its write within MaxWrite /
 // minWriteStep of them.
 const minWriteStep = MaxPacketData
 
@@ -2068,8 +2069,8 @@ func (dc *dnConn) grow(need int) {
 				return
 			}
 			if dc.roomBy > 0 {
-				// Its wait is over. The client sent nothing while the
-				// datanode read nothing: its silence counts from now.
+				// Its wait is over. The client's data went unread
+				// meanwhile: its steps of progress count from now.
 				if dc.roomT != nil {
 					dc.roomT.Stop()
 					dc.roomT = nil

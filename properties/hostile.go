@@ -153,8 +153,9 @@ func drawHoarders(d drawer, cfg *Config, force []string) {
 		p.Kind = HostileTrickler
 	}
 	cfg.Hostile = append(cfg.Hostile, p)
-	// A write waits for room until the hoarders holding it have been
-	// silent a stall timeout: its client gives it that long.
+	// A write waits for room until the hoarders holding it have gone a
+	// stall timeout without a step of progress: its client gives it
+	// that long.
 	cfg.Timeout = max(cfg.Timeout, time.Second)
 }
 
@@ -642,11 +643,11 @@ func (h *harness) hostileWrite(hc *hostileConn) {
 // and then empty packets (or what is left of the last packet, if the
 // socket took only part of it), just under a stall timeout after the
 // last: a write never silent for a stall timeout and never making
-// progress. Once
-// HandleWait and two stall timeouts have passed (a waiting write would
-// have failed busy by then) it slows to just under a read timeout, which
-// still holds a datanode that counts any byte as progress (write-trickle)
-// and costs a run a few events a peer rather than hundreds.
+// progress. Once HandleWait and two stall timeouts have passed (a
+// waiting write would have failed busy by then) it slows to just under a
+// read timeout, which still holds a datanode that counts any byte as
+// progress (write-trickle) and costs a run a few events a peer rather
+// than hundreds.
 func (h *harness) trickle(hc *hostileConn, ticks int) {
 	c := hc.c
 	hc.drip = nil
