@@ -16,7 +16,6 @@ type stepWriter struct {
 	seq  int64
 	data []byte
 	resp []byte // the datanode's answer, as it arrives
-	w    *World
 }
 
 // packet queues a packet of n bytes of data (the last, empty, if n is 0
@@ -65,14 +64,9 @@ func (s *stepWriter) onEvent(ev model.Events) {
 }
 
 // startWrite dials the datanode and sends a write request of size bytes
-// of block 5 (nothing else yet).
-func startWrite(w *World, pp model.Process, size int) *stepWriter {
-	return startWriteOf(w, pp, 5, size)
-}
-
-// startWriteOf is startWrite of another block.
-func startWriteOf(w *World, pp model.Process, block uint64, size int) *stepWriter {
-	s := &stepWriter{w: w, data: model.BlockContent(block, size)}
+// of block (nothing else yet).
+func startWrite(w *World, pp model.Process, block uint64, size int) *stepWriter {
+	s := &stepWriter{data: model.BlockContent(block, size)}
 	l := pp.MainLoop()
 	c, err := pp.Dial("tcp", "dn:50010", l, func(ev model.Events) { s.onEvent(ev) })
 	if err != nil {
@@ -103,7 +97,7 @@ func TestWriteReadTimeoutRunsFromLastStep(t *testing.T) {
 		for _, n := range sizes {
 			total += n
 		}
-		s = startWrite(w, pp, total)
+		s = startWrite(w, pp, 5, total)
 		l := pp.MainLoop()
 		for i, n := range sizes {
 			l.AfterFunc(time.Duration(i+1)*600*time.Millisecond, func() { s.packet(n, n == 0) })
@@ -140,7 +134,7 @@ func TestTricklingWriteTimesOut(t *testing.T) {
 			open := make([]int, len(ats))
 			sent := false
 			datanodeWorld(t, dcfg, nil, "trickler", func(w *World, dn *model.Datanode, _, pp model.Process) {
-				s := startWrite(w, pp, tc.size)
+				s := startWrite(w, pp, 5, tc.size)
 				l := pp.MainLoop()
 				l.AfterFunc(100*time.Millisecond, func() {
 					sent = true
@@ -195,21 +189,21 @@ func TestWriteGrantedRoomCountsFromTheGrant(t *testing.T) {
 	datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
 		l := pp.MainLoop()
 		const kib = 1 << 10
-		a = startWriteOf(w, pp, 1, 128*kib)
+		a = startWrite(w, pp, 1, 128*kib)
 		a.packet(64*kib, false)
 		l.AfterFunc(250*time.Millisecond, func() { a.packet(64*kib, false) })
 		l.AfterFunc(300*time.Millisecond, func() {
-			b = startWriteOf(w, pp, 2, 128*kib)
+			b = startWrite(w, pp, 2, 128*kib)
 			b.packet(4*kib, false)
 		})
 		l.AfterFunc(320*time.Millisecond, func() {
-			c = startWriteOf(w, pp, 3, 128*kib)
+			c = startWrite(w, pp, 3, 128*kib)
 			c.packet(4*kib, false)
 		})
 		l.AfterFunc(500*time.Millisecond, func() { b.packet(64*kib, false) })
 		var d *stepWriter
 		l.AfterFunc(550*time.Millisecond, func() {
-			d = startWriteOf(w, pp, 4, 128*kib)
+			d = startWrite(w, pp, 4, 128*kib)
 			d.packet(4*kib, false)
 		})
 		l.AfterFunc(600*time.Millisecond, func() {
