@@ -575,9 +575,10 @@ func (c *fakeConn) Close() error {
 	c.closed = true
 	return nil
 }
-func (c *fakeConn) SetReadInterest(bool)     {}
-func (c *fakeConn) SetWriteInterest(bool)    {}
-func (c *fakeConn) SetHandler(Loop, Handler) {}
+func (c *fakeConn) SetReadInterest(bool)       {}
+func (c *fakeConn) SetPeerClosedInterest(bool) {}
+func (c *fakeConn) SetWriteInterest(bool)      {}
+func (c *fakeConn) SetHandler(Loop, Handler)   {}
 
 type refPeer struct {
 	c     *fakeConn

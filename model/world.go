@@ -254,6 +254,10 @@ const (
 	Readable Events = 1 << iota // data, EOF or an error to read
 	Writable                    // send buffer has room (or connect finished)
 	Hangup                      // peer reset, or connect failed
+	// PeerClosed: the peer has shut its sending side (its FIN arrived,
+	// or a reset), whatever is still unread before it: EPOLLRDHUP.
+	// Reported only with peer-closed interest on (SetPeerClosedInterest).
+	PeerClosed
 )
 
 // Handler receives a connection's readiness on its loop. Readiness is
@@ -277,6 +281,11 @@ type Conn interface {
 	SetWriteInterest(on bool)
 	// SetReadInterest asks for Readable events (on by default).
 	SetReadInterest(on bool)
+	// SetPeerClosedInterest asks for PeerClosed events (off by default),
+	// level-triggered like Readable: a connection that leaves its input
+	// in the socket (read interest off) still hears that its peer has
+	// gone, where Readable would fire for the unread data before the FIN.
+	SetPeerClosedInterest(on bool)
 
 	// Read copies received bytes into p; it returns (0, io.EOF) after the
 	// peer's FIN, ErrWouldBlock when nothing is queued, ErrReset after RST.

@@ -76,6 +76,7 @@ type conn struct {
 	handler    model.Handler
 	readOn     bool
 	writeOn    bool
+	closedOn   bool // peer-closed interest: EPOLLRDHUP without EPOLLIN
 	connecting bool
 	regLoop    *loop  // the loop whose epoll holds the fd, if any
 	regMask    uint32 // the events registered there
@@ -199,6 +200,16 @@ func (c *conn) SetReadInterest(on bool) {
 	c.update()
 }
 
+// SetPeerClosedInterest asks for PeerClosed events: EPOLLRDHUP is in the
+// epoll set while it is on, and with read interest off it comes without
+// EPOLLIN, so unread data does not wake the loop.
+func (c *conn) SetPeerClosedInterest(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closedOn = on
+	c.update()
+}
+
 // mask is the epoll interest the conn's state calls for. Called with mu
 // held.
 func (c *conn) mask() uint32 {
@@ -208,6 +219,9 @@ func (c *conn) mask() uint32 {
 	var m uint32
 	if c.readOn {
 		m |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if c.closedOn {
+		m |= unix.EPOLLRDHUP
 	}
 	if c.writeOn || c.connecting {
 		m |= unix.EPOLLOUT
@@ -253,6 +267,7 @@ func (c *conn) update() {
 //     epoll, so a model that does not close at once does not spin.
 //   - EPOLLHUP (both directions shut) → Readable and Writable as far as
 //     interest goes: reads return EOF, writes EPIPE.
+//   - EPOLLRDHUP or EPOLLHUP → PeerClosed, if peer-closed interest is on.
 func (c *conn) dispatch(l *loop, events uint32) {
 	c.mu.Lock()
 	if c.closed || c.regLoop != l || c.handler == nil {
@@ -298,6 +313,9 @@ func (c *conn) dispatch(l *loop, events uint32) {
 		}
 		if c.writeOn && events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			ev |= model.Writable
+		}
+		if c.closedOn && events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
+			ev |= model.PeerClosed
 		}
 		if c.dead.Load() {
 			ev |= model.Hangup

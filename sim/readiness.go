@@ -12,14 +12,15 @@ import (
 // dead connection is reported once, as in the real world, so model code
 // that ignores a hangup cannot make a loop spin.
 type socketEvents struct {
-	src           eventSource
-	tcp           *tcpConn // src, when it is a TCP socket: called directly, the common case
-	loop          *Loop
-	handler       model.Handler
-	readInterest  bool
-	writeInterest bool
-	queued        bool
-	hupDone       bool
+	src            eventSource
+	tcp            *tcpConn // src, when it is a TCP socket: called directly, the common case
+	loop           *Loop
+	handler        model.Handler
+	readInterest   bool
+	writeInterest  bool
+	closedInterest bool
+	queued         bool
+	hupDone        bool
 }
 
 // eventSource is a socket as socketEvents sees it.
@@ -67,6 +68,13 @@ func (s *socketEvents) SetReadInterest(on bool) {
 	}
 }
 
+func (s *socketEvents) SetPeerClosedInterest(on bool) {
+	s.closedInterest = on
+	if on {
+		s.notify()
+	}
+}
+
 // wanted is the socket's readiness that the model asked for.
 func (s *socketEvents) wanted() model.Events {
 	if s.hupDone {
@@ -78,6 +86,9 @@ func (s *socketEvents) wanted() model.Events {
 	}
 	if s.writeInterest {
 		mask |= model.Writable
+	}
+	if s.closedInterest {
+		mask |= model.PeerClosed
 	}
 	if s.tcp != nil {
 		return s.tcp.readiness() & mask

@@ -387,6 +387,10 @@ func (c *tcpConn) readiness() model.Events {
 	if c.rcvQueued > 0 || c.finRcvd || c.err != nil {
 		ev |= model.Readable
 	}
+	if c.finRcvd || c.err != nil {
+		// RCV_SHUTDOWN, which a reset sets too (tcp_done): EPOLLRDHUP.
+		ev |= model.PeerClosed
+	}
 	if c.err != nil {
 		ev |= model.Hangup | model.Writable
 	} else if c.finQ {

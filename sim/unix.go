@@ -152,6 +152,9 @@ func (c *unixConn) readiness() model.Events {
 	if c.rqBytes > 0 || c.eof || c.err != nil {
 		ev |= model.Readable
 	}
+	if c.eof || c.err != nil {
+		ev |= model.PeerClosed // (unix_poll: EPOLLRDHUP on RCV_SHUTDOWN)
+	}
 	if c.err != nil {
 		ev |= model.Hangup | model.Writable
 	} else if c.peer != nil && c.writable() {

@@ -1,0 +1,93 @@
+package model_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// eventNames spells a set of events, for comparing the worlds.
+func eventNames(ev model.Events) string {
+	var names []string
+	for _, e := range []struct {
+		bit  model.Events
+		name string
+	}{{model.Readable, "Readable"}, {model.Writable, "Writable"}, {model.Hangup, "Hangup"}, {model.PeerClosed, "PeerClosed"}} {
+		if ev&e.bit != 0 {
+			names = append(names, e.name)
+		}
+	}
+	return strings.Join(names, "|")
+}
+
+// peerClosedScenario: a server that reads nothing (read interest off),
+// with peer-closed interest as given; its client sends 5 bytes, and 30 ms
+// later closes. The server reports every event it hears (turning the
+// interest off at the first PeerClosed), then, 100 ms after the accept,
+// what two reads return.
+func peerClosedScenario(network, addr string, interest bool) func(p model.Process, done func(string)) {
+	return func(p model.Process, done func(string)) {
+		ln, err := p.Listen(network, addr, 4, p.MainLoop())
+		if err != nil {
+			done("listen: " + err.Error())
+			return
+		}
+		stopped := func() bool { return false }
+		var heard []string
+		ln.SetHandler(func() {
+			model.AcceptAll(p, p.MainLoop(), ln, "accept-error", stopped, func(c model.Conn) {
+				c.SetReadInterest(false)
+				c.SetPeerClosedInterest(interest)
+				c.SetHandler(p.MainLoop(), func(ev model.Events) {
+					heard = append(heard, eventNames(ev))
+					if ev&model.PeerClosed != 0 {
+						// Level-triggered: it would come again at once.
+						c.SetPeerClosedInterest(false)
+					}
+				})
+				p.MainLoop().AfterFunc(100*time.Millisecond, func() {
+					buf := make([]byte, 16)
+					n1, e1 := c.Read(buf)
+					n2, e2 := c.Read(buf)
+					c.Close()
+					ln.Close()
+					done(fmt.Sprintf("heard [%s], then read %s %s", strings.Join(heard, " "), opResult(n1, e1), opResult(n2, e2)))
+				})
+			})
+		})
+		var c model.Conn
+		sent := false
+		c, err = p.Dial(network, ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			if ev&model.Writable != 0 && !sent {
+				sent = true
+				c.Write([]byte("hello"))
+				p.MainLoop().AfterFunc(30*time.Millisecond, func() { c.Close() })
+			}
+		})
+		if err != nil {
+			done("dial: " + err.Error())
+			return
+		}
+		c.SetReadInterest(false)
+		c.SetWriteInterest(true)
+	}
+}
+
+// A connection that leaves its input in the socket hears its peer's FIN
+// as PeerClosed (EPOLLRDHUP), once it asks, and not the data before it;
+// the data and the EOF are still there to read. Without the interest it
+// hears nothing. The same in both worlds, over TCP and Unix sockets.
+func TestPeerClosedWithInputUnread(t *testing.T) {
+	for _, tc := range []struct {
+		network, addr string
+	}{{"tcp", "127.0.0.1:0"}, {"unix", "pc.sock"}} {
+		t.Run(tc.network, func(t *testing.T) {
+			sameInBoth(t, "heard [PeerClosed], then read 5 EOF")(untilDone(t, model.ProcessConfig{}, peerClosedScenario(tc.network, tc.addr, true)))
+			sameInBoth(t, "heard [], then read 5 EOF")(untilDone(t, model.ProcessConfig{}, peerClosedScenario(tc.network, tc.addr, false)))
+		})
+	}
+}
