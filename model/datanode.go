@@ -165,6 +165,12 @@ type DatanodeBugs struct {
 	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
 	// connection reads nothing, so its client's FIN goes unseen.
 	WaiterDeaf bool
+	// WriteWaiterDeaf is item 5 for writes: while a write waits for
+	// buffer room its input stays in the socket, unread, and nothing
+	// listens for its client's FIN behind it, so a client that has gone
+	// holds its connection and its place in the queue for room until
+	// HandleWait has passed.
+	WriteWaiterDeaf bool
 	// NoConnCap is issue 9 item 6: connections are accepted until the
 	// fd table is full, with no reserve for block files.
 	NoConnCap bool
@@ -1032,6 +1038,16 @@ func (dc *dnConn) onEvent(ev Events) {
 	if ev&Hangup != 0 && dc.c.Err() != nil {
 		dc.close("peer reset")
 		return
+	}
+	if ev&PeerClosed != 0 {
+		if dc.phase == phaseReserving {
+			// Its client has gone while its write waited for room
+			// (an HDFS client never half-closes a write): the rest of
+			// the write, unread in the socket, will never be answered.
+			dc.close("client closed while its write waited for room")
+			return
+		}
+		dc.c.SetPeerClosedInterest(false)
 	}
 	if ev&Writable != 0 && dc.pending() {
 		dc.flush()
@@ -2061,6 +2077,11 @@ func (dc *dnConn) grow(need int) {
 				if dc.roomBy == 0 {
 					dc.roomBy = now + dn.cfg.HandleWait
 					dc.roomT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpRoom)
+					// Its input stays in the socket until it has
+					// room (readInput), so it listens for its
+					// client's FIN alone: a client that has gone
+					// must not keep its place for HandleWait.
+					dc.c.SetPeerClosedInterest(!dn.cfg.Bugs.WriteWaiterDeaf)
 				}
 				return
 			}
@@ -2083,6 +2104,7 @@ func (dc *dnConn) grow(need int) {
 			dc.wdata = grown
 			dc.memChanged()
 			dc.phase = phaseReceiving
+			dc.c.SetPeerClosedInterest(false) // reading again hears the FIN
 			dc.c.SetReadInterest(true)
 			dc.process()
 			dc.watchInput()
@@ -2524,11 +2546,12 @@ func (dn *Datanode) ReadsWaiting() int {
 }
 
 // ConnWaiting reports whether the connection with socket id has a read
-// queued for a pool handle (sim only, like VisitMemory).
+// queued for a pool handle or a write waiting for buffer room (sim only,
+// like VisitMemory).
 func (dn *Datanode) ConnWaiting(id uint64) bool {
 	for _, dc := range dn.conns {
 		if dc.id == id {
-			return dc.waiter != nil
+			return dc.waiter != nil || dc.roomBy > 0
 		}
 	}
 	return false

@@ -225,3 +225,55 @@ func TestWriteGrantedRoomCountsFromTheGrant(t *testing.T) {
 		t.Errorf("at 600 ms: B (waiting for room again) open %v, C (granted room at 450 ms) open %v; want both open", openAt[b], openAt[c])
 	}
 }
+
+// A write waiting for buffer room hears its client leave. MaxBuffered is
+// 128 KiB and A holds all of it (a stall timeout of 10 s keeps A in). B
+// asks for room at 100 ms with a 4 KiB packet and waits; its next packet,
+// at 150 ms, stays in the socket, unread, and at 200 ms B closes. The
+// datanode closes B's connection within 10 ms, though the unread packet
+// lies before the FIN. With WriteWaiterDeaf it is still open at 1 s and
+// is closed only once HandleWait (2 s) has passed.
+func TestWriteWaitingForRoomHearsItsClientLeave(t *testing.T) {
+	for _, deaf := range []bool{false, true} {
+		dcfg := model.DatanodeConfig{MaxWrite: 128 << 10, MaxBuffered: 128 << 10, StallTimeout: 10 * time.Second,
+			HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
+		dcfg.Bugs.WriteWaiterDeaf = deaf
+		ats := []time.Duration{190 * time.Millisecond, 210 * time.Millisecond, time.Second, 2500 * time.Millisecond}
+		conns := make([]int, len(ats))
+		waiting := false
+		datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
+			l := pp.MainLoop()
+			const kib = 1 << 10
+			a := startWrite(w, pp, 1, 128*kib)
+			a.packet(64*kib, false)
+			l.AfterFunc(10*time.Millisecond, func() { a.packet(64*kib, false) })
+			var b *stepWriter
+			l.AfterFunc(100*time.Millisecond, func() {
+				b = startWrite(w, pp, 2, 128*kib)
+				b.packet(4*kib, false)
+			})
+			l.AfterFunc(150*time.Millisecond, func() {
+				id, _, _ := PeerEnd(b.c)
+				waiting = dn.ConnWaiting(id)
+				b.packet(4*kib, false)
+			})
+			l.AfterFunc(200*time.Millisecond, func() { b.c.Close() })
+			for i, at := range ats {
+				l.AfterFunc(at, func() { conns[i] = dn.Conns() })
+			}
+			l.AfterFunc(3*time.Second, func() { a.c.Close() })
+		})
+		if !waiting {
+			t.Fatalf("deaf %v: B's write is not waiting for room at 150 ms", deaf)
+		}
+		want := []int{2, 1, 1, 1}
+		if deaf {
+			want = []int{2, 2, 2, 1}
+		}
+		for i, at := range ats {
+			if conns[i] != want[i] {
+				t.Errorf("write waiter deaf %v: %d datanode connections at %v, want %d (B closed at 200 ms)", deaf, conns[i], at, want[i])
+			}
+		}
+	}
+}
