@@ -187,6 +187,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileTrickler},
 	},
 	{
+		Name:    "write-waiter-deaf",
+		What:    "a write waiting for buffer room leaves its input in the socket and listens for nothing behind it, so its client's FIN goes unseen: a client that has gone keeps its connection and its place among the waiting writes until HandleWait has passed (issue 9 item 5, for writes)",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.WriteWaiterDeaf = true },
+		hostile: []string{HostileWriteQuitter},
+	},
+	{
 		Name:    "slowloris",
 		What:    "no deadline for a whole request: one dripped a byte at a time holds a connection for hours (issue 9 item 7)",
 		Catches: PropTimeout,

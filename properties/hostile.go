@@ -42,12 +42,17 @@ const (
 	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
 	HostileHoarder   = "hoarder"   // announces a largest write, sends a little over half of it (the datanode's buffer for it grows to the whole) and holds
 	HostileTrickler  = "trickler"  // a hoarder that then sends a packet of one byte just under each stall timeout (for HandleWait and two stall timeouts; then just under each read timeout): never silent, never progressing
-	HostileMisfit    = "misfit"    // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
+	// HostileWriteQuitter: hoarders whose last two close half a stall
+	// timeout after connecting, while their writes wait for the room
+	// the others hold.
+	HostileWriteQuitter = "write-quitter"
+	HostileMisfit       = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
-	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler}
+	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler,
+	HostileWriteQuitter}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -64,11 +69,13 @@ const (
 	// must close within this of hearing so.
 	PeerGoneBound = time.Second
 	// WaiterGoneBound: within this if it heard while its read waited
-	// for a pool handle. A waiting read has nothing in flight and no
-	// reason to leave its client's FIN unread past a turn of its loop;
-	// the general bound would let one that reads nothing while it waits
-	// (waiter-deaf) through, since a handle comes within a stall
-	// timeout or so.
+	// for a pool handle, or its write for buffer room. A waiting read
+	// has nothing in flight and no reason to leave its client's FIN
+	// unread past a turn of its loop, nor a waiting write to miss it
+	// behind the input it leaves in the socket; the general bound would
+	// let one that hears nothing while it waits (waiter-deaf,
+	// write-waiter-deaf) through, since a handle or room comes within a
+	// stall timeout or so.
 	WaiterGoneBound = 50 * time.Millisecond
 	// quitterTail is what a quitter with an odd key pipelines after its
 	// request: a little under MaxRequestLen+64, the most a read waiting
@@ -139,18 +146,23 @@ func drawMisfits(d drawer, cfg *Config, force []string) {
 // largest write, so a run with them takes small bounds (no draw
 // consumed: 256 KiB writes, 1.5 MiB buffered, room for the well-behaved
 // writers' 1.2 MB), and they come once. In a third of those runs they
-// trickle on (HostileTrickler), drawn last of all.
+// trickle on (HostileTrickler); in a quarter of the rest, unless a bug
+// needs plain hoarders, the last two leave while their writes wait for
+// room (HostileWriteQuitter), drawn last of all.
 func drawHoarders(d drawer, cfg *Config, force []string) {
 	drawn := d.chance(10, "hostile_hoarder")
 	trickle := slices.Contains(force, HostileTrickler)
-	if !slices.Contains(force, HostileHoarder) && !trickle && (!drawn || len(cfg.Hostile) == 0) {
+	quit := slices.Contains(force, HostileWriteQuitter)
+	if !slices.Contains(force, HostileHoarder) && !trickle && !quit && (!drawn || len(cfg.Hostile) == 0) {
 		return
 	}
 	cfg.MaxWrite, cfg.MaxBuffered = hoardMaxWrite, hoardMaxBuffered
 	p := drawPeer(d, HostileHoarder)
 	p.Count = cfg.MaxBuffered/cfg.MaxWrite + 2
-	if d.chance(33, "hostile_trickler") || trickle {
+	if tr := d.chance(33, "hostile_trickler") || trickle; tr && !quit {
 		p.Kind = HostileTrickler
+	} else if quit || !slices.Contains(force, HostileHoarder) && d.chance(25, "hostile_write_quitter") {
+		p.Kind = HostileWriteQuitter
 	}
 	cfg.Hostile = append(cfg.Hostile, p)
 	// A write waits for room until the hoarders holding it have gone a
@@ -241,7 +253,7 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
-		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler {
+		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler || k == HostileWriteQuitter {
 			continue // drawn last (drawMisfits, drawHoarders), so the draws before them stay as they were
 		}
 		forced, flood, spread := false, false, false
@@ -356,7 +368,8 @@ type hostileConn struct {
 	openAt  time.Duration // when the datanode accepted it; -1 before
 	quitAt  time.Duration // when the peer closed its end; -1 if it did not
 	heardAt time.Duration // when the datanode's end heard of it; -1 before
-	// heardWaiting: the datanode's read waited for a pool handle then.
+	// heardWaiting: the datanode's read waited for a pool handle then,
+	// or its write for buffer room.
 	heardWaiting bool
 	gone         bool // the datanode closed it: a reconnect is due
 	returns      int  // how many times it came back (returnGap)
@@ -503,6 +516,19 @@ func (h *harness) hostileStart(hc *hostileConn) {
 		_ = hc.c.Close()
 		hc.quitAt = h.hostile.loop.Now()
 	}
+	if hc.peer.Kind == HostileWriteQuitter && hc.idx >= hc.peer.Count-2 {
+		// The others hold all the room by then (MaxBuffered is
+		// Count-2 largest writes), so these two wait for it: the
+		// datanode reads nothing of theirs meanwhile, and must hear
+		// their FIN behind the unread data (WaiterGoneBound).
+		c := hc.c
+		h.hostile.loop.AfterFunc(h.cfg.StallTimeout/2, func() {
+			if hc.c == c && !hc.gone {
+				_ = c.Close()
+				hc.quitAt = h.hostile.loop.Now()
+			}
+		})
+	}
 }
 
 // hostileMessage is what a peer sends on connecting: it depends on the
@@ -569,7 +595,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		return read(b.ID, int64(b.Size))
 	case HostileMute:
 		return read(small, 0)
-	case HostileHoarder, HostileTrickler:
+	case HostileHoarder, HostileTrickler, HostileWriteQuitter:
 		// A write of a largest block, then packets of a little over
 		// half of it: the datanode's buffer for it doubles to the whole
 		// write. Every hoarder of a run sends the same (one block id).
@@ -801,7 +827,7 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
-	if hc.peer.Kind == HostileHoarder || hc.peer.Kind == HostileTrickler {
+	if hc.peer.Kind == HostileHoarder || hc.peer.Kind == HostileTrickler || hc.peer.Kind == HostileWriteQuitter {
 		// A hoarder does not come back: each return would send its
 		// data again, and more rounds of the same wait and cut-off
 		// cost a run's time without testing more (returning all the
@@ -881,6 +907,9 @@ func (h *harness) scanHostile(force bool) {
 		gone, waiting := PeerGoneBound, ""
 		if hc.heardWaiting {
 			gone, waiting = WaiterGoneBound, " while its read waited for a pool handle"
+			if hc.peer.Kind == HostileWriteQuitter {
+				waiting = " while its write waited for buffer room"
+			}
 		}
 		switch {
 		case hc.heardAt >= 0 && now-max(hc.heardAt, since) > gone:

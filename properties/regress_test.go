@@ -734,3 +734,25 @@ func TestWriteWaitForRoomRunsOut(t *testing.T) {
 		t.Fatalf("with hostile-availability ignored: %s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// Write quitters (HostileWriteQuitter) are hoarders whose last two leave
+// half a stall timeout after connecting, while their writes wait for the
+// room the others hold. Seed 9 of write-waiter-deaf (no faults): the
+// datanode, reading nothing of a waiting write, heard its client's FIN
+// only once the holders were cut off and room came, some 60 ms later,
+// past WaiterGoneBound. It passes once a waiting write listens for the
+// FIN (PeerClosed).
+func TestWriteQuittersAreHeard(t *testing.T) {
+	c, err := Draw(SeedSource(9), 9, "write-waiter-deaf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileWriteQuitter) || !c.Config.WriteWaiterDeaf {
+		t.Fatalf("seed 9 draws %d faults, write quitters %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileWriteQuitter), c.Config.WriteWaiterDeaf)
+	}
+	mustFail(t, c, PropTimeout, "while its write waited for buffer room", "seed 9 with a waiting write deaf to its client's FIN")
+	c.Bug, c.Config.WriteWaiterDeaf = "", false
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("seed 9, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
