@@ -22,6 +22,8 @@ const (
 	NonReader    Kind = "nonreader"     // reads Length bytes of Block and never reads the answer
 	Quitter      Kind = "quitter"       // reads Block, then closes at once
 	Drip         Kind = "drip"          // a read request one byte every Every, never the last byte (slowloris)
+	Hoard        Kind = "hoard"         // announces a write of Length bytes, sends a little over half of its data and holds
+	HoardQuit    Kind = "hoard-quit"    // announces a write of Length bytes, sends a quarter of its data, and closes Every later
 	Garbage      Kind = "garbage"       // bytes that are no request
 )
 
@@ -31,7 +33,7 @@ type Attack struct {
 	Count  int
 	Block  uint64
 	Length int64
-	Every  time.Duration // Drip's period
+	Every  time.Duration // Drip's period; how long HoardQuit holds
 	At     time.Duration // when the peers connect, after the attack starts
 }
 
@@ -105,9 +107,28 @@ func message(a Attack, i int) []byte {
 			ClientName: string(model.BlockContent(uint64(i), model.MaxClientNameLen)), Token: Token(a.Block)})
 	case Garbage:
 		return []byte(fmt.Sprintf("GET /%d HTTP/1.0\r\n\r\n", i))
+	case Hoard, HoardQuit:
+		b := 1<<40 + 1<<20 + uint64(i)
+		if a.Kind == HoardQuit {
+			b += 1 << 10
+		}
+		msg := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: b, Length: a.Length, Token: Token(b)})
+		send := a.Length/2 + hoardPacket
+		if a.Kind == HoardQuit {
+			send = a.Length / 4
+		}
+		data := model.BlockContent(b, int(min(send, a.Length)))
+		for off := 0; off < len(data); off += hoardPacket {
+			end := min(off+hoardPacket, len(data))
+			msg = model.AppendPacket(msg, model.PacketHeader{Offset: int64(off), Seqno: int64(off / hoardPacket)}, data[off:end], model.BytesPerChecksum)
+		}
+		return msg
 	}
 	return nil
 }
+
+// hoardPacket is the data of a hoarding peer's packets.
+const hoardPacket = 16 << 10
 
 func (ps *Peers) event(pr *peer, ev model.Events) {
 	if pr.closed {
@@ -141,8 +162,11 @@ func (ps *Peers) event(pr *peer, ev model.Events) {
 		pr.sent += n
 	}
 	pr.c.SetWriteInterest(false)
-	if pr.a.Kind == Quitter || pr.a.Kind == AnnounceQuit {
+	switch pr.a.Kind {
+	case Quitter, AnnounceQuit:
 		ps.close(pr)
+	case HoardQuit:
+		pr.drip = ps.loop.AfterFunc(pr.a.Every, func() { ps.close(pr) })
 	}
 }
 

@@ -15,7 +15,8 @@ type Regression struct {
 	Run  func(w model.World, bug bool) error
 }
 
-// Regressions lists issue 9's defects, items 1 to 7.
+// Regressions lists issue 9's defects, items 1 to 7, and item 5's twin
+// for writes waiting for buffer room.
 var Regressions = []Regression{
 	{"closed-conns-reachable", closedConnsReachable},
 	{"write-prealloc", writePrealloc},
@@ -23,6 +24,7 @@ var Regressions = []Regression{
 	{"pool-wait-forever", poolWaitForever},
 	{"handle-held-stalled", handleHeldStalled},
 	{"waiter-deaf", waiterDeaf},
+	{"write-waiter-deaf", writeWaiterDeaf},
 	{"pool-sharers-sleep", sharersSleep},
 	{"reset-when-full", resetWhenFull},
 	{"slowloris", slowloris},
@@ -133,6 +135,29 @@ func waiterDeaf(w model.World, bug bool) error {
 	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
 		if n := dn.Conns(); n != 1 {
 			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed is still held", n)
+		}
+		return nil
+	})
+}
+
+// Item 5 for writes: a write waiting for buffer room notices its client's
+// FIN behind the data it leaves unread. A hoarder's write takes all of
+// MaxBuffered (and, with a stall timeout of 10 s, keeps it); a second
+// client's write then waits for room and closes 100 ms after sending a
+// quarter of its data.
+func writeWaiterDeaf(w model.World, bug bool) error {
+	const size = 256 << 10
+	s := Scenario{Attacks: []Attack{
+		{Kind: Hoard, Count: 1, Length: size},
+		{Kind: HoardQuit, Count: 1, Length: size, Every: 100 * time.Millisecond, At: 50 * time.Millisecond},
+	}}
+	s.Datanode.MaxWrite, s.Datanode.MaxBuffered = size, size
+	s.Datanode.StallTimeout = 10 * time.Second
+	s.Datanode.HandleWait = 10 * time.Second
+	s.Datanode.Bugs.WriteWaiterDeaf = bug
+	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
+		if n := dn.Conns(); n != 1 {
+			return fmt.Errorf("%d connections open, want the hoarder's alone: a write waiting for room whose client closed 350 ms ago is still held", n)
 		}
 		return nil
 	})
