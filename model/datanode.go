@@ -169,7 +169,7 @@ type DatanodeBugs struct {
 	// buffer room its input stays in the socket, unread, and nothing
 	// listens for its client's FIN behind it, so a client that has gone
 	// holds its connection and its place in the queue for room until
-	// HandleWait has passed.
+	// room comes or HandleWait has passed.
 	WriteWaiterDeaf bool
 	// NoConnCap is issue 9 item 6: connections are accepted until the
 	// fd table is full, with no reserve for block files.
@@ -608,8 +608,9 @@ func (dn *Datanode) SelectorConns() []int {
 func (dn *Datanode) ReservedWriteBytes() int { return dn.buffered }
 
 // WriteRoomLists is how many connections the datanode lists as holding
-// write room and as waiting for some (sim only, like ReservedWriteBytes):
-// both are 0 once no write is in progress.
+// write room and as waiting for some (both guarded by Lock, so in the
+// real world it is called under it): both are 0 once no write is in
+// progress.
 func (dn *Datanode) WriteRoomLists() (writers, waiters int) {
 	return len(dn.writers), len(dn.roomWaiters)
 }
@@ -1047,6 +1048,9 @@ func (dc *dnConn) onEvent(ev Events) {
 			dc.close("client closed while its write waited for room")
 			return
 		}
+		// Level-triggered, it would come again at once: the write that
+		// asked for it is no longer waiting (it failed busy, its answer
+		// still on its way out).
 		dc.c.SetPeerClosedInterest(false)
 	}
 	if ev&Writable != 0 && dc.pending() {
@@ -2080,7 +2084,10 @@ func (dc *dnConn) grow(need int) {
 					// Its input stays in the socket until it has
 					// room (readInput), so it listens for its
 					// client's FIN alone: a client that has gone
-					// must not keep its place for HandleWait.
+					// must not keep its place for HandleWait. (A
+					// FIN can arrive only if what the client still
+					// had to send fits in the socket buffers; if
+					// not, HandleWait bounds the wait.)
 					dc.c.SetPeerClosedInterest(!dn.cfg.Bugs.WriteWaiterDeaf)
 				}
 				return

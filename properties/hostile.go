@@ -176,12 +176,7 @@ func drawHoarders(d drawer, cfg *Config, force []string) {
 // write, made once per process, since their checksums cost more than the
 // rest of a run's setup. Their data is a window of the content pool.
 var hoardPackets = sync.OnceValue(func() []byte {
-	data := blockData(1, hoardMaxWrite/2+hoardPacket)
-	var msg []byte
-	for off := 0; off < len(data); off += hoardPacket {
-		msg = model.AppendPacket(msg, model.PacketHeader{Offset: int64(off), Seqno: int64(off / hoardPacket)}, data[off:off+hoardPacket], model.BytesPerChecksum)
-	}
-	return msg
+	return abuse.AppendPackets(nil, blockData(1, hoardMaxWrite/2+hoardPacket), hoardPacket)
 })
 
 // The bounds of a run with write hoarders (drawHoarders).

@@ -289,6 +289,9 @@ func (c *conn) dispatch(l *loop, events uint32) {
 		if soErr != nil {
 			c.fail("connect", soErr)
 			ev = model.Hangup
+			if c.closedOn {
+				ev |= model.PeerClosed // (tcp_done shuts both ways: EPOLLRDHUP too)
+			}
 		} else {
 			ev = model.Writable
 			if c.readOn && events&unix.EPOLLIN != 0 {

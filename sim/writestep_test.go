@@ -240,7 +240,7 @@ func TestWriteWaitingForRoomHearsItsClientLeave(t *testing.T) {
 		dcfg.Bugs.WriteWaiterDeaf = deaf
 		ats := []time.Duration{190 * time.Millisecond, 210 * time.Millisecond, time.Second, 2500 * time.Millisecond}
 		conns := make([]int, len(ats))
-		waiting := false
+		waiting, holderWaiting := false, false
 		datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
 			l := pp.MainLoop()
 			const kib = 1 << 10
@@ -254,7 +254,8 @@ func TestWriteWaitingForRoomHearsItsClientLeave(t *testing.T) {
 			})
 			l.AfterFunc(150*time.Millisecond, func() {
 				id, _, _ := PeerEnd(b.c)
-				waiting = dn.ConnWaiting(id)
+				idA, _, _ := PeerEnd(a.c)
+				waiting, holderWaiting = dn.ConnWaiting(id), dn.ConnWaiting(idA)
 				b.packet(4*kib, false)
 			})
 			l.AfterFunc(200*time.Millisecond, func() { b.c.Close() })
@@ -263,8 +264,8 @@ func TestWriteWaitingForRoomHearsItsClientLeave(t *testing.T) {
 			}
 			l.AfterFunc(3*time.Second, func() { a.c.Close() })
 		})
-		if !waiting {
-			t.Fatalf("deaf %v: B's write is not waiting for room at 150 ms", deaf)
+		if !waiting || holderWaiting {
+			t.Fatalf("deaf %v: at 150 ms B's write waiting for room %v, A's (holding it all) %v; want true and false", deaf, waiting, holderWaiting)
 		}
 		want := []int{2, 1, 1, 1}
 		if deaf {

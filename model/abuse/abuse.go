@@ -57,7 +57,7 @@ type peer struct {
 	sent    int
 	started bool
 	closed  bool
-	drip    model.Timer
+	timer   model.Timer // a drip's next byte, a hoard-quit's close
 }
 
 // Start connects the attacks' peers from p (on its main loop) to addr.
@@ -117,18 +117,24 @@ func message(a Attack, i int) []byte {
 		if a.Kind == HoardQuit {
 			send = a.Length / 4
 		}
-		data := model.BlockContent(b, int(min(send, a.Length)))
-		for off := 0; off < len(data); off += hoardPacket {
-			end := min(off+hoardPacket, len(data))
-			msg = model.AppendPacket(msg, model.PacketHeader{Offset: int64(off), Seqno: int64(off / hoardPacket)}, data[off:end], model.BytesPerChecksum)
-		}
-		return msg
+		return AppendPackets(msg, model.BlockContent(b, int(min(send, a.Length))), hoardPacket)
 	}
 	return nil
 }
 
 // hoardPacket is the data of a hoarding peer's packets.
 const hoardPacket = 16 << 10
+
+// AppendPackets appends data to msg as the first packets of a write, of
+// size bytes of data each (the last may be shorter), none marked last:
+// what a hoarding peer sends before it stops.
+func AppendPackets(msg, data []byte, size int) []byte {
+	for off := 0; off < len(data); off += size {
+		end := min(off+size, len(data))
+		msg = model.AppendPacket(msg, model.PacketHeader{Offset: int64(off), Seqno: int64(off / size)}, data[off:end], model.BytesPerChecksum)
+	}
+	return msg
+}
 
 func (ps *Peers) event(pr *peer, ev model.Events) {
 	if pr.closed {
@@ -166,7 +172,7 @@ func (ps *Peers) event(pr *peer, ev model.Events) {
 	case Quitter, AnnounceQuit:
 		ps.close(pr)
 	case HoardQuit:
-		pr.drip = ps.loop.AfterFunc(pr.a.Every, func() { ps.close(pr) })
+		pr.timer = ps.loop.AfterFunc(pr.a.Every, func() { ps.close(pr) })
 	}
 }
 
@@ -177,7 +183,7 @@ func (ps *Peers) drip(pr *peer) {
 	if n, err := pr.c.Write(pr.msg[pr.sent : pr.sent+1]); err == nil {
 		pr.sent += n
 	}
-	pr.drip = ps.loop.AfterFunc(pr.a.Every, func() { ps.drip(pr) })
+	pr.timer = ps.loop.AfterFunc(pr.a.Every, func() { ps.drip(pr) })
 }
 
 func (ps *Peers) close(pr *peer) {
@@ -185,8 +191,8 @@ func (ps *Peers) close(pr *peer) {
 		return
 	}
 	pr.closed = true
-	if pr.drip != nil {
-		pr.drip.Stop()
+	if pr.timer != nil {
+		pr.timer.Stop()
 	}
 	_ = pr.c.Close()
 }

@@ -144,7 +144,9 @@ func waiterDeaf(w model.World, bug bool) error {
 // FIN behind the data it leaves unread. A hoarder's write takes all of
 // MaxBuffered (and, with a stall timeout of 10 s, keeps it); a second
 // client's write then waits for room and closes 100 ms after sending a
-// quarter of its data.
+// quarter of its data. At 120 ms one write holds the room and one waits
+// (else the quitter's FIN would be read, and the run test nothing); at
+// 500 ms only the hoarder's connection may be open.
 func writeWaiterDeaf(w model.World, bug bool) error {
 	const size = 256 << 10
 	s := Scenario{Attacks: []Attack{
@@ -155,12 +157,25 @@ func writeWaiterDeaf(w model.World, bug bool) error {
 	s.Datanode.StallTimeout = 10 * time.Second
 	s.Datanode.HandleWait = 10 * time.Second
 	s.Datanode.Bugs.WriteWaiterDeaf = bug
-	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
-		if n := dn.Conns(); n != 1 {
-			return fmt.Errorf("%d connections open, want the hoarder's alone: a write waiting for room whose client closed 350 ms ago is still held", n)
+	writers, waiters := -1, -1
+	s.After = []time.Duration{120 * time.Millisecond, 380 * time.Millisecond}
+	var symptom error
+	s.Then = func(step int, dn *model.Datanode, _ *Peers) {
+		if step == 0 {
+			dn.Lock().Do(dn.Main(), func() { writers, waiters = dn.WriteRoomLists() })
+			return
 		}
-		return nil
-	})
+		if n := dn.Conns(); n != 1 {
+			symptom = fmt.Errorf("%d connections open, want the hoarder's alone: a write waiting for room whose client closed 350 ms ago is still held", n)
+		}
+	}
+	if err := Run(w, s, 30*time.Second); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if writers != 1 || waiters != 1 {
+		return fmt.Errorf("at 120 ms %d writes hold room and %d wait for it, want one each: the run tests nothing", writers, waiters)
+	}
+	return symptom
 }
 
 // Item 4 again: reads queued for a block are woken when a handle of it
