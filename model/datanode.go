@@ -165,6 +165,11 @@ type DatanodeBugs struct {
 	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
 	// connection reads nothing, so its client's FIN goes unseen.
 	WaiterDeaf bool
+	// WaiterDeafWhenFull is item 5's fix without PeerClosed: a read
+	// waiting for a handle reads on only until it has buffered all it
+	// may of its client's pipelined input (MaxRequestLen+64 bytes),
+	// then hears nothing, so a FIN behind more than that goes unseen.
+	WaiterDeafWhenFull bool
 	// WriteWaiterDeaf is item 5 for writes: while a write waits for
 	// buffer room its input stays in the socket, unread, and nothing
 	// listens for its client's FIN behind it, so a client that has gone
@@ -1041,11 +1046,16 @@ func (dc *dnConn) onEvent(ev Events) {
 		return
 	}
 	if ev&PeerClosed != 0 {
-		if dc.phase == phaseReserving {
-			// Its client has gone while its write waited for room
-			// (an HDFS client never half-closes a write): the rest of
-			// the write, unread in the socket, will never be answered.
+		// Its client has gone while its write waited for room or its
+		// read for a handle (an HDFS client never half-closes): what it
+		// sent is still unread in the socket, and will never be
+		// answered.
+		switch dc.phase {
+		case phaseReserving:
 			dc.close("client closed while its write waited for room")
+			return
+		case phaseOpening:
+			dc.close("client closed while its read waited for a handle")
 			return
 		}
 		// Level-triggered, it would come again at once: the write that
@@ -1071,9 +1081,11 @@ func (dc *dnConn) readInput() {
 		case phaseRequest, phaseStatus, phaseReceiving:
 		case phaseOpening:
 			// Waiting for a handle: keep reading (a pipelined status
-			// stays buffered) so a FIN or a reset is seen.
-			if dc.dn.cfg.Bugs.WaiterDeaf || len(dc.in) >= MaxRequestLen+64 {
+			// stays buffered) so a FIN or a reset is seen; once all it
+			// may buffer is in, listen for the FIN alone.
+			if bugs := &dc.dn.cfg.Bugs; bugs.WaiterDeaf || len(dc.in) >= MaxRequestLen+64 {
 				dc.c.SetReadInterest(false)
+				dc.c.SetPeerClosedInterest(!bugs.WaiterDeaf && !bugs.WaiterDeafWhenFull)
 				return
 			}
 		default:
@@ -1581,6 +1593,7 @@ func (dc *dnConn) opened(err error) {
 	}
 	dc.next, dc.end, dc.seq, dc.first = first, end, 0, true
 	dc.phase = phaseSending
+	dc.c.SetPeerClosedInterest(false) // (on if its wait for a handle filled its input)
 	if dc.thread {
 		// DataXceiver's BlockSender allocates its buffers per request;
 		// avoiding that (per-worker buffers) is part of what HDFS-918

@@ -156,6 +156,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileQuitter},
 	},
 	{
+		Name:    "waiter-deaf-when-full",
+		What:    "a read waiting for a pool handle reads its client's pipelined input only until it has buffered all it may (MaxRequestLen+64 bytes), then hears nothing: a FIN behind more than that goes unseen until a handle frees (waiter-deaf's fix before PeerClosed)",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.WaiterDeafWhenFull = true },
+		hostile: []string{HostileQuitter},
+	},
+	{
 		Name:    "handle-held-stalled",
 		What:    "a read keeps its pool handle while its client takes nothing; stalled holders are cut off one stall timeout after another, so a read queued behind several waits for all (issue 9 item 4's first fix)",
 		Catches: PropHostileAvail,

@@ -132,6 +132,7 @@ type Config struct {
 	ClosedGrowKept          bool `json:"closed_grow_kept,omitempty"`
 	InlineOvertakes         bool `json:"inline_overtakes,omitempty"` // the simulator's (sim.TCPConfig)
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
+	WaiterDeafWhenFull      bool `json:"waiter_deaf_when_full,omitempty"`
 	WriteWaiterDeaf         bool `json:"write_waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	BusyWhenFull            bool `json:"busy_when_full,omitempty"`

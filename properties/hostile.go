@@ -39,7 +39,7 @@ const (
 	HostileAnnounce  = "announce"  // announces the largest write allowed and sends no data
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
-	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk)
+	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk, 8 KiB on a key of 3 mod 4)
 	HostileHoarder   = "hoarder"   // announces a largest write, sends a little over half of it (the datanode's buffer for it grows to the whole) and holds
 	HostileTrickler  = "trickler"  // a hoarder that then sends a packet of one byte just under each stall timeout (for HandleWait and two stall timeouts; then just under each read timeout): never silent, never progressing
 	// HostileWriteQuitter: hoarders whose last two close half a stall
@@ -80,7 +80,8 @@ const (
 	// quitterTail is what a quitter with an odd key pipelines after its
 	// request: a little under MaxRequestLen+64, the most a read waiting
 	// for a pool handle buffers, so the datanode reads all of it and
-	// then its FIN.
+	// then its FIN; on a key of 3 mod 4, twice as much, so the datanode
+	// must hear the FIN behind the part it leaves unread.
 	quitterTail = model.MaxRequestLen + 32
 	// hostileScan is how often the harness looks at the hostile peers'
 	// connections (reconnects, timeouts).
@@ -634,8 +635,12 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 			// of junk, up to just under what a read waiting for a pool
 			// handle buffers (MaxRequestLen+64 bytes): the datanode must
 			// read that far to hear its FIN (WaiterGoneBound).
+			tail := quitterTail
+			if key%4 == 3 {
+				tail *= 2
+			}
 			msg = model.AppendStatus(msg, model.StatusSuccess)
-			msg = append(msg, model.BlockContent(key, quitterTail-2)...)
+			msg = append(msg, model.BlockContent(key, tail-2)...)
 		}
 		return msg
 	}

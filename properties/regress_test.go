@@ -756,3 +756,24 @@ func TestWriteQuittersAreHeard(t *testing.T) {
 		t.Fatalf("seed 9, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// Quitters with a key of 3 mod 4 pipeline twice what a read waiting for
+// a pool handle buffers (MaxRequestLen+64 bytes), then close. Seed 31
+// of waiter-deaf-when-full (no faults): the waiting read, its input
+// full, stopped reading and heard nothing of the FIN behind the rest,
+// past WaiterGoneBound. It passes once a full waiter listens for the FIN
+// alone (PeerClosed).
+func TestFullWaitersHearQuitters(t *testing.T) {
+	c, err := Draw(SeedSource(31), 31, "waiter-deaf-when-full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileQuitter) || !c.Config.WaiterDeafWhenFull {
+		t.Fatalf("seed 31 draws %d faults, quitters %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileQuitter), c.Config.WaiterDeafWhenFull)
+	}
+	mustFail(t, c, PropTimeout, "while its read waited for a pool handle", "seed 31 with a full waiter deaf to its client's FIN")
+	c.Bug, c.Config.WaiterDeafWhenFull = "", false
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("seed 31, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}

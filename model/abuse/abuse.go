@@ -21,6 +21,7 @@ const (
 	AnnounceQuit Kind = "announce-quit" // announces a write, then closes
 	NonReader    Kind = "nonreader"     // reads Length bytes of Block and never reads the answer
 	Quitter      Kind = "quitter"       // reads Block, then closes at once
+	QuitterTail  Kind = "quitter-tail"  // reads Block, pipelines more junk than a read waiting for a handle buffers, then closes
 	Drip         Kind = "drip"          // a read request one byte every Every, never the last byte (slowloris)
 	Hoard        Kind = "hoard"         // announces a write of Length bytes, sends a little over half of its data and holds
 	HoardQuit    Kind = "hoard-quit"    // announces a write of Length bytes, sends a quarter of its data, and closes Every later
@@ -102,6 +103,9 @@ func message(a Attack, i int) []byte {
 		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: b, Length: a.Length, Token: Token(b)})
 	case NonReader, Quitter:
 		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: a.Block, Length: a.Length, Token: Token(a.Block)})
+	case QuitterTail:
+		msg := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: a.Block, Length: a.Length, Token: Token(a.Block)})
+		return append(msg, model.BlockContent(uint64(i), 2*(model.MaxRequestLen+64))...)
 	case Drip:
 		return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: a.Block, Length: a.Length,
 			ClientName: string(model.BlockContent(uint64(i), model.MaxClientNameLen)), Token: Token(a.Block)})
@@ -169,7 +173,7 @@ func (ps *Peers) event(pr *peer, ev model.Events) {
 	}
 	pr.c.SetWriteInterest(false)
 	switch pr.a.Kind {
-	case Quitter, AnnounceQuit:
+	case Quitter, QuitterTail, AnnounceQuit:
 		ps.close(pr)
 	case HoardQuit:
 		pr.timer = ps.loop.AfterFunc(pr.a.Every, func() { ps.close(pr) })

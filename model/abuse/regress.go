@@ -24,6 +24,7 @@ var Regressions = []Regression{
 	{"pool-wait-forever", poolWaitForever},
 	{"handle-held-stalled", handleHeldStalled},
 	{"waiter-deaf", waiterDeaf},
+	{"waiter-deaf-when-full", waiterDeafWhenFull},
 	{"write-waiter-deaf", writeWaiterDeaf},
 	{"pool-sharers-sleep", sharersSleep},
 	{"reset-when-full", resetWhenFull},
@@ -135,6 +136,27 @@ func waiterDeaf(w model.World, bug bool) error {
 	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
 		if n := dn.Conns(); n != 1 {
 			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed is still held", n)
+		}
+		return nil
+	})
+}
+
+// Item 5 again: a read waiting for a handle notices its client's FIN
+// behind more pipelined input than it buffers (it stops reading once it
+// has MaxRequestLen+64 bytes).
+func waiterDeafWhenFull(w model.World, bug bool) error {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: 1000}, Attacks: []Attack{
+		{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock},
+		{Kind: QuitterTail, Count: 1, Block: 2, Length: 1000, At: 50 * time.Millisecond},
+	}}
+	s.Datanode.PoolMax = 2
+	// As in waiterDeaf: the non-reader keeps the only handle.
+	s.Datanode.StallTimeout = 10 * time.Second
+	s.Datanode.Bugs.HoldWhileStalled = true
+	s.Datanode.Bugs.WaiterDeafWhenFull = bug
+	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
+		if n := dn.Conns(); n != 1 {
+			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed behind %d bytes of input is still held", n, 2*(model.MaxRequestLen+64))
 		}
 		return nil
 	})
