@@ -30,37 +30,33 @@ func eventNames(ev model.Events) string {
 // what two reads return.
 func peerClosedScenario(network, addr string, interest bool) func(p model.Process, done func(string)) {
 	return func(p model.Process, done func(string)) {
-		ln, err := p.Listen(network, addr, 4, p.MainLoop())
-		if err != nil {
-			done("listen: " + err.Error())
-			return
-		}
-		stopped := func() bool { return false }
 		var heard []string
-		ln.SetHandler(func() {
-			model.AcceptAll(p, p.MainLoop(), ln, "accept-error", stopped, func(c model.Conn) {
-				c.SetReadInterest(false)
-				c.SetPeerClosedInterest(interest)
-				c.SetHandler(p.MainLoop(), func(ev model.Events) {
-					heard = append(heard, eventNames(ev))
-					if ev&model.PeerClosed != 0 {
-						// Level-triggered: it would come again at once.
-						c.SetPeerClosedInterest(false)
-					}
-				})
-				p.MainLoop().AfterFunc(100*time.Millisecond, func() {
-					buf := make([]byte, 16)
-					n1, e1 := c.Read(buf)
-					n2, e2 := c.Read(buf)
-					c.Close()
-					ln.Close()
-					done(fmt.Sprintf("heard [%s], then read %s %s", strings.Join(heard, " "), opResult(n1, e1), opResult(n2, e2)))
-				})
+		var ln model.Listener
+		ln = serve(p, network, addr, done, func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetPeerClosedInterest(interest)
+			c.SetHandler(p.MainLoop(), func(ev model.Events) {
+				heard = append(heard, eventNames(ev))
+				if ev&model.PeerClosed != 0 {
+					// Level-triggered: it would come again at once.
+					c.SetPeerClosedInterest(false)
+				}
+			})
+			p.MainLoop().AfterFunc(100*time.Millisecond, func() {
+				buf := make([]byte, 16)
+				n1, e1 := c.Read(buf)
+				n2, e2 := c.Read(buf)
+				c.Close()
+				ln.Close()
+				done(fmt.Sprintf("heard [%s], then read %s %s", strings.Join(heard, " "), opResult(n1, e1), opResult(n2, e2)))
 			})
 		})
+		if ln == nil {
+			return
+		}
 		var c model.Conn
 		sent := false
-		c, err = p.Dial(network, ln.Addr(), p.MainLoop(), func(ev model.Events) {
+		c, err := p.Dial(network, ln.Addr(), p.MainLoop(), func(ev model.Events) {
 			c.SetWriteInterest(false)
 			if ev&model.Writable != 0 && !sent {
 				sent = true

@@ -20,36 +20,45 @@ func opResult(n int, err error) string {
 	return errName(err)
 }
 
+// serve listens on addr from p's main loop and hands it every connection
+// it accepts, on that loop; a failed listen is reported to done, and
+// serve returns nil.
+func serve(p model.Process, network, addr string, done func(string), accepted func(c model.Conn)) model.Listener {
+	ln, err := p.Listen(network, addr, 4, p.MainLoop())
+	if err != nil {
+		done("listen: " + err.Error())
+		return nil
+	}
+	stopped := func() bool { return false }
+	ln.SetHandler(func() { model.AcceptAll(p, p.MainLoop(), ln, "accept-error", stopped, accepted) })
+	return ln
+}
+
 // resetScenario: a TCP server that writes pre (if any) and aborts 20 ms
 // after accepting; the client, interests off, runs ops on Hangup.
 func resetScenario(network, addr string, pre []byte, ops func(p model.Process, c model.Conn, f model.File) string) func(p model.Process, done func(string)) {
 	return func(p model.Process, done func(string)) {
-		ln, err := p.Listen(network, addr, 4, p.MainLoop())
-		if err != nil {
-			done("listen: " + err.Error())
-			return
-		}
-		stopped := func() bool { return false }
-		ln.SetHandler(func() {
-			model.AcceptAll(p, p.MainLoop(), ln, "accept-error", stopped, func(c model.Conn) {
-				c.SetReadInterest(false)
-				c.SetHandler(p.MainLoop(), func(model.Events) {})
-				if pre != nil {
-					c.Write(pre)
+		ln := serve(p, network, addr, done, func(c model.Conn) {
+			c.SetReadInterest(false)
+			c.SetHandler(p.MainLoop(), func(model.Events) {})
+			if pre != nil {
+				c.Write(pre)
+			}
+			p.MainLoop().AfterFunc(20*time.Millisecond, func() {
+				if network == "tcp" {
+					c.Abort()
+				} else {
+					c.Close()
 				}
-				p.MainLoop().AfterFunc(20*time.Millisecond, func() {
-					if network == "tcp" {
-						c.Abort()
-					} else {
-						c.Close()
-					}
-				})
 			})
 		})
+		if ln == nil {
+			return
+		}
 		f, _ := p.Disk().Open("f", model.ReadWrite|model.Create, model.FDFile)
 		f.WriteAt([]byte("hello"), 0)
 		var c model.Conn
-		c, err = p.Dial(network, ln.Addr(), p.MainLoop(), func(ev model.Events) {
+		c, err := p.Dial(network, ln.Addr(), p.MainLoop(), func(ev model.Events) {
 			c.SetWriteInterest(false)
 			c.SetReadInterest(false)
 			if ev&model.Hangup != 0 {

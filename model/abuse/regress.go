@@ -123,40 +123,36 @@ func handleHeldStalled(w model.World, bug bool) error {
 
 // Item 5: a read waiting for a handle notices its client's FIN.
 func waiterDeaf(w model.World, bug bool) error {
-	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: 1000}, Attacks: []Attack{
-		{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock},
-		{Kind: Quitter, Count: 1, Block: 2, Length: 1000},
-	}}
-	s.Datanode.PoolMax = 2
-	// The non-reader must keep the only handle while the quitter waits:
-	// it would give it back at once, so it holds it as before that fix.
-	s.Datanode.StallTimeout = 10 * time.Second
-	s.Datanode.Bugs.HoldWhileStalled = true
-	s.Datanode.Bugs.WaiterDeaf = bug
-	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
-		if n := dn.Conns(); n != 1 {
-			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed is still held", n)
-		}
-		return nil
-	})
+	return waiterHeard(w, Attack{Kind: Quitter, Count: 1, Block: 2, Length: 1000},
+		func(b *model.DatanodeBugs) { b.WaiterDeaf = bug }, "")
 }
 
 // Item 5 again: a read waiting for a handle notices its client's FIN
 // behind more pipelined input than it buffers (it stops reading once it
 // has MaxRequestLen+64 bytes).
 func waiterDeafWhenFull(w model.World, bug bool) error {
+	return waiterHeard(w, Attack{Kind: QuitterTail, Count: 1, Block: 2, Length: 1000, At: 50 * time.Millisecond},
+		func(b *model.DatanodeBugs) { b.WaiterDeafWhenFull = bug },
+		fmt.Sprintf(" behind %d bytes of input", 2*(model.MaxRequestLen+64)))
+}
+
+// waiterHeard runs quit, a client that asks for block 2 and closes,
+// while a non-reader holds the only pool handle; 500 ms on only the
+// non-reader's connection may be open.
+func waiterHeard(w model.World, quit Attack, bugs func(*model.DatanodeBugs), behind string) error {
 	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: 1000}, Attacks: []Attack{
 		{Kind: NonReader, Count: 1, Block: 1, Length: bigBlock},
-		{Kind: QuitterTail, Count: 1, Block: 2, Length: 1000, At: 50 * time.Millisecond},
+		quit,
 	}}
 	s.Datanode.PoolMax = 2
-	// As in waiterDeaf: the non-reader keeps the only handle.
+	// The non-reader must keep the only handle while the quitter waits:
+	// it would give it back at once, so it holds it as before that fix.
 	s.Datanode.StallTimeout = 10 * time.Second
 	s.Datanode.Bugs.HoldWhileStalled = true
-	s.Datanode.Bugs.WaiterDeafWhenFull = bug
+	bugs(&s.Datanode.Bugs)
 	return checkAt(w, s, 500*time.Millisecond, func(dn *model.Datanode, _ *Peers) error {
 		if n := dn.Conns(); n != 1 {
-			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed behind %d bytes of input is still held", n, 2*(model.MaxRequestLen+64))
+			return fmt.Errorf("%d connections open, want the non-reader's alone: a waiter whose client closed%s is still held", n, behind)
 		}
 		return nil
 	})
