@@ -168,7 +168,8 @@ type DatanodeBugs struct {
 	// WaiterDeafWhenFull is item 5's fix without PeerClosed: a read
 	// waiting for a handle reads on only until it has buffered all it
 	// may of its client's pipelined input (MaxRequestLen+64 bytes),
-	// then hears nothing, so a FIN behind more than that goes unseen.
+	// then hears nothing, so a FIN behind more than that goes unseen
+	// until a handle frees or HandleWait has passed.
 	WaiterDeafWhenFull bool
 	// WriteWaiterDeaf is item 5 for writes: while a write waits for
 	// buffer room its input stays in the socket, unread, and nothing
@@ -1024,6 +1025,19 @@ type dnConn struct {
 	lastIn time.Duration
 	inMark int
 	stallT Timer
+	// finWatched: peer-closed interest is on (watchFIN).
+	finWatched bool
+}
+
+// watchFIN sets the connection's peer-closed interest, which a wait that
+// leaves its input unread turns on. Every read that gets its handle turns
+// it off; the flag spares those that never had it on a call (in the real
+// world, a lock and an epoll registration's check).
+func (dc *dnConn) watchFIN(on bool) {
+	if on != dc.finWatched {
+		dc.finWatched = on
+		dc.c.SetPeerClosedInterest(on)
+	}
 }
 
 // tokenMAC is the token checker of dc's loop.
@@ -1058,10 +1072,11 @@ func (dc *dnConn) onEvent(ev Events) {
 			dc.close("client closed while its read waited for a handle")
 			return
 		}
-		// Level-triggered, it would come again at once: the write that
-		// asked for it is no longer waiting (it failed busy, its answer
-		// still on its way out).
-		dc.c.SetPeerClosedInterest(false)
+		// Level-triggered, it would come again at once: the write or
+		// read that asked for it is no longer waiting (it failed: busy
+		// after HandleWait, or a block it could not open), its answer
+		// still on its way out.
+		dc.watchFIN(false)
 	}
 	if ev&Writable != 0 && dc.pending() {
 		dc.flush()
@@ -1085,7 +1100,7 @@ func (dc *dnConn) readInput() {
 			// may buffer is in, listen for the FIN alone.
 			if bugs := &dc.dn.cfg.Bugs; bugs.WaiterDeaf || len(dc.in) >= MaxRequestLen+64 {
 				dc.c.SetReadInterest(false)
-				dc.c.SetPeerClosedInterest(!bugs.WaiterDeaf && !bugs.WaiterDeafWhenFull)
+				dc.watchFIN(!bugs.WaiterDeaf && !bugs.WaiterDeafWhenFull)
 				return
 			}
 		default:
@@ -1593,7 +1608,7 @@ func (dc *dnConn) opened(err error) {
 	}
 	dc.next, dc.end, dc.seq, dc.first = first, end, 0, true
 	dc.phase = phaseSending
-	dc.c.SetPeerClosedInterest(false) // (on if its wait for a handle filled its input)
+	dc.watchFIN(false) // (on if its wait for a handle filled its input)
 	if dc.thread {
 		// DataXceiver's BlockSender allocates its buffers per request;
 		// avoiding that (per-worker buffers) is part of what HDFS-918
@@ -2101,7 +2116,7 @@ func (dc *dnConn) grow(need int) {
 					// FIN can arrive only if what the client still
 					// had to send fits in the socket buffers; if
 					// not, HandleWait bounds the wait.)
-					dc.c.SetPeerClosedInterest(!dn.cfg.Bugs.WriteWaiterDeaf)
+					dc.watchFIN(!dn.cfg.Bugs.WriteWaiterDeaf)
 				}
 				return
 			}
@@ -2124,7 +2139,7 @@ func (dc *dnConn) grow(need int) {
 			dc.wdata = grown
 			dc.memChanged()
 			dc.phase = phaseReceiving
-			dc.c.SetPeerClosedInterest(false) // reading again hears the FIN
+			dc.watchFIN(false) // reading again hears the FIN
 			dc.c.SetReadInterest(true)
 			dc.process()
 			dc.watchInput()

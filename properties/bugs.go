@@ -157,7 +157,7 @@ var Bugs = []Bug{
 	},
 	{
 		Name:    "waiter-deaf-when-full",
-		What:    "a read waiting for a pool handle reads its client's pipelined input only until it has buffered all it may (MaxRequestLen+64 bytes), then hears nothing: a FIN behind more than that goes unseen until a handle frees (waiter-deaf's fix before PeerClosed)",
+		What:    "a read waiting for a pool handle reads its client's pipelined input only until it has buffered all it may (MaxRequestLen+64 bytes), then hears nothing: a FIN behind more than that goes unseen until a handle frees or HandleWait has passed (waiter-deaf's fix before PeerClosed)",
 		Catches: PropTimeout,
 		apply:   func(d drawer, cfg *Config) { cfg.WaiterDeafWhenFull = true },
 		hostile: []string{HostileQuitter},

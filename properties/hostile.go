@@ -74,7 +74,7 @@ const (
 	// unread past a turn of its loop, nor a waiting write to miss it
 	// behind the input it leaves in the socket; the general bound would
 	// let one that hears nothing while it waits (waiter-deaf,
-	// write-waiter-deaf) through, since a handle or room comes within a
+	// waiter-deaf-when-full, write-waiter-deaf) through, since a handle or room comes within a
 	// stall timeout or so.
 	WaiterGoneBound = 50 * time.Millisecond
 	// quitterTail is what a quitter with an odd key pipelines after its
@@ -634,7 +634,9 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 			// Before closing, it pipelines the read's status and a tail
 			// of junk, up to just under what a read waiting for a pool
 			// handle buffers (MaxRequestLen+64 bytes): the datanode must
-			// read that far to hear its FIN (WaiterGoneBound).
+			// read that far to hear its FIN (WaiterGoneBound). On a
+			// key of 3 mod 4, twice that: it must hear the FIN behind
+			// what it leaves unread (PeerClosed).
 			tail := quitterTail
 			if key%4 == 3 {
 				tail *= 2
