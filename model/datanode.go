@@ -118,6 +118,11 @@ type DatanodeBugs struct {
 	// ParkedWakeLost drops a parked read woken from the pool's queue as if
 	// it were gone: its client waits until it times out.
 	ParkedWakeLost bool
+	// ParkedWaiterDeaf: a parked read waiting to take its handle again
+	// listens for nothing (it reads nothing and has nothing it can
+	// send), so its client's FIN goes unseen until a handle frees or
+	// HandleWait has passed.
+	ParkedWaiterDeaf bool
 	// ClosedGrowKept keeps the reservation of a write buffer's growth
 	// whose answer finds the connection closed: MaxBuffered shrinks for
 	// good.
@@ -1030,8 +1035,8 @@ type dnConn struct {
 }
 
 // watchFIN sets the connection's peer-closed interest, which a wait that
-// leaves its input unread turns on. Every read that gets its handle turns
-// it off; the flag spares those that never had it on a call (in the real
+// hears nothing else turns on. Every read that gets its handle turns it
+// off; the flag spares those that never had it on a call (in the real
 // world, a lock and an epoll registration's check).
 func (dc *dnConn) watchFIN(on bool) {
 	if on != dc.finWatched {
@@ -1062,14 +1067,17 @@ func (dc *dnConn) onEvent(ev Events) {
 	if ev&PeerClosed != 0 {
 		// Its client has gone while its write waited for room or its
 		// read for a handle (an HDFS client never half-closes): what it
-		// sent is still unread in the socket, and will never be
-		// answered.
-		switch dc.phase {
-		case phaseReserving:
+		// sent is still unread in the socket, or what it asked for
+		// still to come, and will never be answered.
+		switch {
+		case dc.phase == phaseReserving:
 			dc.close("client closed while its write waited for room")
 			return
-		case phaseOpening:
+		case dc.phase == phaseOpening:
 			dc.close("client closed while its read waited for a handle")
+			return
+		case dc.parked != nil && dc.waiter != nil:
+			dc.close("client closed while its parked read waited for a handle")
 			return
 		}
 		// Level-triggered, it would come again at once: the write or
@@ -1356,6 +1364,13 @@ func (dc *dnConn) takeHandle() {
 	if errors.Is(err, ErrPoolFull) {
 		// Woken when a handle frees, or given up.
 		dc.waiter = w
+		if parked != nil {
+			// Parked mid-stream, it reads nothing and has nothing it
+			// can send while it waits: it listens for its client's
+			// FIN alone (a client that took all it was sent and left
+			// resets nothing).
+			dc.watchFIN(!dn.cfg.Bugs.ParkedWaiterDeaf)
+		}
 		if parked == nil && !dc.queued {
 			dc.queued, dc.queuedAt = true, now
 		}
@@ -1402,6 +1417,7 @@ func (dc *dnConn) takeHandle() {
 		return
 	}
 	dc.parked = nil
+	dc.watchFIN(false)
 	if err != nil {
 		// Its replica was replaced or deleted while it waited: the
 		// client sees a short stream, as after a disk error.

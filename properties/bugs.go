@@ -163,6 +163,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileQuitter},
 	},
 	{
+		Name:    "parked-waiter-deaf",
+		What:    "a parked read waiting to take its handle again listens for nothing, so a client that took all it was sent and closed goes unheard until a handle frees or HandleWait has passed",
+		Catches: PropTimeout,
+		apply:   func(d drawer, cfg *Config) { cfg.ParkedWaiterDeaf = true },
+		hostile: []string{HostileNonReader + ":spread", HostileDrainer},
+	},
+	{
 		Name:    "handle-held-stalled",
 		What:    "a read keeps its pool handle while its client takes nothing; stalled holders are cut off one stall timeout after another, so a read queued behind several waits for all (issue 9 item 4's first fix)",
 		Catches: PropHostileAvail,

@@ -129,6 +129,7 @@ type Config struct {
 	PoolRetireIdle          bool `json:"pool_retire_idle,omitempty"`
 	PressDelayAgain         bool `json:"press_delay_again,omitempty"`
 	ParkedWakeLost          bool `json:"parked_wake_lost,omitempty"`
+	ParkedWaiterDeaf        bool `json:"parked_waiter_deaf,omitempty"`
 	ClosedGrowKept          bool `json:"closed_grow_kept,omitempty"`
 	InlineOvertakes         bool `json:"inline_overtakes,omitempty"` // the simulator's (sim.TCPConfig)
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
@@ -413,6 +414,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawLiar(d, cfg, b.liar)
 	drawMisfits(d, cfg, b.hostile)
 	drawHoarders(d, cfg, b.hostile)
+	drawDrainers(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

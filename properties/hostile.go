@@ -46,13 +46,18 @@ const (
 	// timeout after connecting, while their writes wait for the room
 	// the others hold.
 	HostileWriteQuitter = "write-quitter"
-	HostileMisfit       = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
+	// HostileDrainer: a non-reader that, a stall timeout and a half
+	// after asking, takes all it was sent and closes: a FIN with
+	// nothing unread, which its read, parked and waiting to take its
+	// handle again, must hear.
+	HostileDrainer = "drainer"
+	HostileMisfit  = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
 	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler,
-	HostileWriteQuitter}
+	HostileWriteQuitter, HostileDrainer}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -69,12 +74,13 @@ const (
 	// must close within this of hearing so.
 	PeerGoneBound = time.Second
 	// WaiterGoneBound: within this if it heard while its read waited
-	// for a pool handle, or its write for buffer room. A waiting read
+	// for a pool handle (new or parked), or its write for buffer room. A waiting read
 	// has nothing in flight and no reason to leave its client's FIN
 	// unread past a turn of its loop, nor a waiting write to miss it
 	// behind the input it leaves in the socket; the general bound would
 	// let one that hears nothing while it waits (waiter-deaf,
-	// waiter-deaf-when-full, write-waiter-deaf) through, since a handle or room comes within a
+	// waiter-deaf-when-full, parked-waiter-deaf, write-waiter-deaf)
+	// through, since a handle or room comes within a
 	// stall timeout or so.
 	WaiterGoneBound = 50 * time.Millisecond
 	// quitterTail is what a quitter with an odd key pipelines after its
@@ -180,6 +186,16 @@ var hoardPackets = sync.OnceValue(func() []byte {
 	return abuse.AppendPackets(nil, blockData(1, hoardMaxWrite/2+hoardPacket), hoardPacket)
 })
 
+// drawDrainers adds drainers to a quarter of the runs with non-readers
+// (to every run if force lists them, with non-readers), drawn after
+// hoarders, last of all. They read the non-readers' blocks.
+func drawDrainers(d drawer, cfg *Config, force []string) {
+	if !cfg.hostileKind(HostileNonReader) || !slices.Contains(force, HostileDrainer) && !d.chance(25, "hostile_drainer") {
+		return
+	}
+	cfg.Hostile = append(cfg.Hostile, drawPeer(d, HostileDrainer))
+}
+
 // The bounds of a run with write hoarders (drawHoarders).
 const (
 	hoardMaxWrite    = 256 << 10
@@ -249,7 +265,7 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
-		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler || k == HostileWriteQuitter {
+		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler || k == HostileWriteQuitter || k == HostileDrainer {
 			continue // drawn last (drawMisfits, drawHoarders), so the draws before them stay as they were
 		}
 		forced, flood, spread := false, false, false
@@ -508,6 +524,14 @@ func (h *harness) hostileStart(hc *hostileConn) {
 		return
 	}
 	h.hostileWrite(hc)
+	if hc.peer.Kind == HostileDrainer {
+		c := hc.c
+		h.hostile.loop.AfterFunc(h.cfg.StallTimeout*3/2, func() {
+			if hc.c == c && !hc.gone {
+				h.drain(hc)
+			}
+		})
+	}
 	if hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg) {
 		_ = hc.c.Close()
 		hc.quitAt = h.hostile.loop.Now()
@@ -525,6 +549,22 @@ func (h *harness) hostileStart(hc *hostileConn) {
 			}
 		})
 	}
+}
+
+// drain takes all a drainer's connection holds and closes it: its read,
+// stalled by then and, with reads waiting, parked, must hear the FIN.
+func (h *harness) drain(hc *hostileConn) {
+	hs := h.hostile
+	if hs.sink == nil {
+		hs.sink = make([]byte, 4096)
+	}
+	for {
+		if n, _ := hc.c.Read(hs.sink); n == 0 {
+			break
+		}
+	}
+	_ = hc.c.Close()
+	hc.quitAt = hs.loop.Now()
 }
 
 // hostileMessage is what a peer sends on connecting: it depends on the
@@ -575,7 +615,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 			length = int64(model.DefaultDatanodeConfig().MaxWrite)
 		}
 		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: hostileBlocks + key, Length: length, Token: abuse.Token(hostileBlocks + key)})
-	case HostileNonReader:
+	case HostileNonReader, HostileDrainer:
 		// The large blocks drawn for non-readers: the i-th peer reads
 		// the (i mod n)-th.
 		var large []InitBlock
@@ -829,7 +869,7 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
-	if hc.peer.Kind == HostileHoarder || hc.peer.Kind == HostileTrickler || hc.peer.Kind == HostileWriteQuitter {
+	if hc.peer.Kind == HostileHoarder || hc.peer.Kind == HostileTrickler || hc.peer.Kind == HostileWriteQuitter || hc.peer.Kind == HostileDrainer {
 		// A hoarder does not come back: each return would send its
 		// data again, and more rounds of the same wait and cut-off
 		// cost a run's time without testing more (returning all the
@@ -909,8 +949,11 @@ func (h *harness) scanHostile(force bool) {
 		gone, waiting := PeerGoneBound, ""
 		if hc.heardWaiting {
 			gone, waiting = WaiterGoneBound, " while its read waited for a pool handle"
-			if hc.peer.Kind == HostileWriteQuitter {
+			switch hc.peer.Kind {
+			case HostileWriteQuitter:
 				waiting = " while its write waited for buffer room"
+			case HostileDrainer:
+				waiting = " while its parked read waited for a pool handle"
 			}
 		}
 		switch {

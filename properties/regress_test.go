@@ -777,3 +777,25 @@ func TestFullWaitersHearQuitters(t *testing.T) {
 		t.Fatalf("seed 31, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
 	}
 }
+
+// Drainers (HostileDrainer) are non-readers that, a stall timeout and a
+// half after asking, take all they were sent and close: a FIN with
+// nothing unread behind it, so no reset reaches the datanode. Seed 12 of
+// parked-waiter-deaf (no faults): a drainer's read, parked and waiting
+// to take its handle again, listened for nothing and heard the FIN only
+// once a handle freed, 73 ms later, past WaiterGoneBound. It passes once
+// a parked waiter listens for the FIN (PeerClosed).
+func TestParkedWaitersHearDrainers(t *testing.T) {
+	c, err := Draw(SeedSource(12), 12, "parked-waiter-deaf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileDrainer) || !c.Config.ParkedWaiterDeaf {
+		t.Fatalf("seed 12 draws %d faults, drainers %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileDrainer), c.Config.ParkedWaiterDeaf)
+	}
+	mustFail(t, c, PropTimeout, "while its parked read waited for a pool handle", "seed 12 with a parked waiter deaf to its client's FIN")
+	c.Bug, c.Config.ParkedWaiterDeaf = "", false
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("seed 12, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+}
