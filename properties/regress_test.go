@@ -735,67 +735,45 @@ func TestWriteWaitForRoomRunsOut(t *testing.T) {
 	}
 }
 
-// Write quitters (HostileWriteQuitter) are hoarders whose last two leave
-// half a stall timeout after connecting, while their writes wait for the
-// room the others hold. Seed 9 of write-waiter-deaf (no faults): the
-// datanode, reading nothing of a waiting write, heard its client's FIN
-// only once the holders were cut off and room came, some 60 ms later,
-// past WaiterGoneBound. It passes once a waiting write listens for the
-// FIN (PeerClosed).
-func TestWriteQuittersAreHeard(t *testing.T) {
-	c, err := Draw(SeedSource(9), 9, "write-waiter-deaf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileWriteQuitter) || !c.Config.WriteWaiterDeaf {
-		t.Fatalf("seed 9 draws %d faults, write quitters %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileWriteQuitter), c.Config.WriteWaiterDeaf)
-	}
-	mustFail(t, c, PropTimeout, "while its write waited for buffer room", "seed 9 with a waiting write deaf to its client's FIN")
-	c.Bug, c.Config.WriteWaiterDeaf = "", false
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("seed 9, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
-	}
-}
-
-// Quitters with a key of 3 mod 4 pipeline twice what a read waiting for
-// a pool handle buffers (MaxRequestLen+64 bytes), then close. Seed 31
-// of waiter-deaf-when-full (no faults): the waiting read, its input
-// full, stopped reading and heard nothing of the FIN behind the rest,
-// past WaiterGoneBound. It passes once a full waiter listens for the FIN
-// alone (PeerClosed).
-func TestFullWaitersHearQuitters(t *testing.T) {
-	c, err := Draw(SeedSource(31), 31, "waiter-deaf-when-full")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileQuitter) || !c.Config.WaiterDeafWhenFull {
-		t.Fatalf("seed 31 draws %d faults, quitters %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileQuitter), c.Config.WaiterDeafWhenFull)
-	}
-	mustFail(t, c, PropTimeout, "while its read waited for a pool handle", "seed 31 with a full waiter deaf to its client's FIN")
-	c.Bug, c.Config.WaiterDeafWhenFull = "", false
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("seed 31, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
-	}
-}
-
-// Drainers (HostileDrainer) are non-readers that, a stall timeout and a
-// half after asking, take all they were sent and close: a FIN with
-// nothing unread behind it, so no reset reaches the datanode. Seed 12 of
-// parked-waiter-deaf (no faults): a drainer's read, parked and waiting
-// to take its handle again, listened for nothing and heard the FIN only
-// once a handle freed, 73 ms later, past WaiterGoneBound. It passes once
-// a parked waiter listens for the FIN (PeerClosed).
-func TestParkedWaitersHearDrainers(t *testing.T) {
-	c, err := Draw(SeedSource(12), 12, "parked-waiter-deaf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileDrainer) || !c.Config.ParkedWaiterDeaf {
-		t.Fatalf("seed 12 draws %d faults, drainers %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileDrainer), c.Config.ParkedWaiterDeaf)
-	}
-	mustFail(t, c, PropTimeout, "while its parked read waited for a pool handle", "seed 12 with a parked waiter deaf to its client's FIN")
-	c.Bug, c.Config.ParkedWaiterDeaf = "", false
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("seed 12, the FIN heard: %s: %s", r.Failure.Property, r.Failure.Message)
+// A connection whose wait reads nothing must still hear its client leave
+// (PeerClosed), within WaiterGoneBound of the FIN. Each case is the first
+// seed, with no faults, at which check caught the deaf wait:
+//   - write quitters, hoarders whose last two leave while their writes
+//     wait for the room the others hold: at seed 9 of write-waiter-deaf
+//     the waiting write heard the FIN only once the holders were cut off
+//     and room came, some 60 ms later;
+//   - quitters that pipeline twice what a read waiting for a pool handle
+//     buffers (a key of 3 mod 4): at seed 31 of waiter-deaf-when-full the
+//     waiting read, its input full, had stopped reading;
+//   - drainers, non-readers that take all they were sent and close (a
+//     FIN with nothing unread, so no reset): at seed 12 of
+//     parked-waiter-deaf their parked read, waiting to take its handle
+//     again, heard it only once a handle freed, 73 ms later.
+//
+// Each passes with the wait listening for the FIN.
+func TestWaitersHearTheirClientsLeave(t *testing.T) {
+	for _, tc := range []struct {
+		seed      uint64
+		bug, kind string
+		text      string
+		deaf      func(*Config) *bool
+	}{
+		{9, "write-waiter-deaf", HostileWriteQuitter, "while its write waited for buffer room", func(c *Config) *bool { return &c.WriteWaiterDeaf }},
+		{31, "waiter-deaf-when-full", HostileQuitter, "while its read waited for a pool handle", func(c *Config) *bool { return &c.WaiterDeafWhenFull }},
+		{12, "parked-waiter-deaf", HostileDrainer, "while its parked read waited for a pool handle", func(c *Config) *bool { return &c.ParkedWaiterDeaf }},
+	} {
+		c, err := Draw(SeedSource(tc.seed), tc.seed, tc.bug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deaf := tc.deaf(&c.Config)
+		if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(tc.kind) || !*deaf {
+			t.Fatalf("seed %d of %s draws %d faults, %s peers %v, the bug %v: want none, some and on", tc.seed, tc.bug, len(c.Schedule.Faults), tc.kind, c.Config.hostileKind(tc.kind), *deaf)
+		}
+		mustFail(t, c, PropTimeout, tc.text, fmt.Sprintf("seed %d of %s", tc.seed, tc.bug))
+		c.Bug, *deaf = "", false
+		if r := Run(c, Options{}); r.Failure != nil {
+			t.Fatalf("seed %d of %s, the FIN heard: %s: %s", tc.seed, tc.bug, r.Failure.Property, r.Failure.Message)
+		}
 	}
 }
