@@ -957,7 +957,10 @@ func (h *harness) scanHostile(force bool) {
 			}
 		}
 		switch {
-		case hc.heardAt >= 0 && now-max(hc.heardAt, since) > gone:
+		case hc.heardAt >= 0 && (hc.heardWaiting || !sim.Dark(hc.c)) && now-max(hc.heardAt, since) > gone:
+			// (A connection that is not waiting hears a FIN mid-read
+			// as the reset its next send draws; once the path has
+			// gone dark, it has only its timeouts, as a stuck peer's.)
 			h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived%s (bound %v), in phase %s",
 				id, now-hc.heardAt, hc.peer.Kind, waiting, gone, h.connPhase(id))
 			h.failPeer(hc.peer.Kind)

@@ -777,3 +777,19 @@ func TestWaitersHearTheirClientsLeave(t *testing.T) {
 		}
 	}
 }
+
+// A drainer's read, sending when its client closed, learns of the close
+// from the reset its next send draws (a FIN alone says only that the
+// client has nothing more to send). Check's seed 80017186, shrunk: the
+// client's last ACK closed the window, and a vanish fault then took the
+// path dark, so the window probes and the reset went nowhere and the
+// connection stayed open until its send timeout, 28 s past the FIN. A
+// dark path gives the datanode only its timeouts, as for a stuck peer,
+// so the FIN's bound no longer holds it (a waiting connection, which
+// hears the FIN itself, still is).
+func TestDarkPathAfterFINIsAStuckPeer(t *testing.T) {
+	c := mustPass(t, "testdata/drainer-dark-case.json")
+	if !c.Config.hostileKind(HostileDrainer) || len(c.Schedule.Faults) == 0 {
+		t.Fatalf("the case has drainers %v and %d faults: want some of both", c.Config.hostileKind(HostileDrainer), len(c.Schedule.Faults))
+	}
+}

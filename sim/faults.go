@@ -319,6 +319,14 @@ func (p *Process) BusyUntil() time.Duration {
 	return t
 }
 
+// Dark reports whether a simulated TCP connection's path went dark
+// (VanishConn): its ends hear nothing more of each other, not even the
+// reset a closed end answers data with.
+func Dark(c model.Conn) bool {
+	tc, ok := c.(*tcpConn)
+	return ok && tc.vanished
+}
+
 // PeerEnd reports the far end of a simulated TCP connection: its id,
 // whether it holds an fd now (accepted and not yet closed), and whether
 // it has heard that c closed (a FIN or a reset arrived). Property checks
