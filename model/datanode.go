@@ -1082,8 +1082,10 @@ func (dc *dnConn) onEvent(ev Events) {
 		}
 		// Level-triggered, it would come again at once: the write or
 		// read that asked for it is no longer waiting (it failed: busy
-		// after HandleWait, or a block it could not open), its answer
-		// still on its way out.
+		// after HandleWait, or a block it could not open, its answer
+		// still on its way out; or a parked read was woken and asks
+		// for its handle, which a reset from its next send or its
+		// next wait will tell of).
 		dc.watchFIN(false)
 	}
 	if ev&Writable != 0 && dc.pending() {

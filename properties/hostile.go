@@ -71,7 +71,8 @@ type HostilePeer struct {
 // Bounds of the hostile-peer properties.
 const (
 	// PeerGoneBound: a datanode connection whose peer closed its end
-	// must close within this of hearing so.
+	// must close within this of hearing so (unless it only sends, and
+	// its path has gone dark: see scanHostile).
 	PeerGoneBound = time.Second
 	// WaiterGoneBound: within this if it heard while its read waited
 	// for a pool handle (new or parked), or its write for buffer room. A waiting read
@@ -155,7 +156,7 @@ func drawMisfits(d drawer, cfg *Config, force []string) {
 // writers' 1.2 MB), and they come once. In a third of those runs they
 // trickle on (HostileTrickler); in a quarter of the rest, unless a bug
 // needs plain hoarders, the last two leave while their writes wait for
-// room (HostileWriteQuitter), drawn last of all.
+// room (HostileWriteQuitter), drawn last but for drainers.
 func drawHoarders(d drawer, cfg *Config, force []string) {
 	drawn := d.chance(10, "hostile_hoarder")
 	trickle := slices.Contains(force, HostileTrickler)
@@ -266,7 +267,7 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
 		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler || k == HostileWriteQuitter || k == HostileDrainer {
-			continue // drawn last (drawMisfits, drawHoarders), so the draws before them stay as they were
+			continue // drawn last (drawMisfits, drawHoarders, drawDrainers), so the draws before them stay as they were
 		}
 		forced, flood, spread := false, false, false
 		for _, f := range force {
@@ -953,14 +954,13 @@ func (h *harness) scanHostile(force bool) {
 			case HostileWriteQuitter:
 				waiting = " while its write waited for buffer room"
 			case HostileDrainer:
-				waiting = " while its parked read waited for a pool handle"
+				if h.connPhase(id) == "sending" {
+					waiting = " while its parked read waited for a pool handle"
+				}
 			}
 		}
 		switch {
-		case hc.heardAt >= 0 && (hc.heardWaiting || !sim.Dark(hc.c)) && now-max(hc.heardAt, since) > gone:
-			// (A connection that is not waiting hears a FIN mid-read
-			// as the reset its next send draws; once the path has
-			// gone dark, it has only its timeouts, as a stuck peer's.)
+		case hc.heardAt >= 0 && now-max(hc.heardAt, since) > gone && !h.onlySendsInTheDark(hc, id):
 			h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived%s (bound %v), in phase %s",
 				id, now-hc.heardAt, hc.peer.Kind, waiting, gone, h.connPhase(id))
 			h.failPeer(hc.peer.Kind)
@@ -972,6 +972,22 @@ func (h *harness) scanHostile(force bool) {
 			return
 		}
 	}
+}
+
+// onlySendsInTheDark reports whether the datanode's connection id, which
+// heard its peer's FIN while not waiting, reads nothing in its phase
+// (sending, or flushing an answer) and its path has gone dark (a vanish
+// fault). Such a connection learns of the close only from the reset its
+// next send draws, which a dark path never brings: it has its timeouts,
+// as a stuck peer's connection does. (A connection that reads sees EOF
+// itself, and a waiting one hears the FIN: both stay held to their
+// bounds.)
+func (h *harness) onlySendsInTheDark(hc *hostileConn, id uint64) bool {
+	if hc.heardWaiting || !sim.Dark(hc.c) {
+		return false
+	}
+	phase := h.connPhase(id)
+	return phase == "sending" || phase == "flushing"
 }
 
 // connPhase names the phase of the datanode's connection id, for a
