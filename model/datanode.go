@@ -170,6 +170,10 @@ type DatanodeBugs struct {
 	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
 	// connection reads nothing, so its client's FIN goes unseen.
 	WaiterDeaf bool
+	// SpinOnUnread leaves reading on for a connection not expecting
+	// input (a pipelined status while it sends, a client's junk): its
+	// loop is woken for the unread bytes at every turn, a spin.
+	SpinOnUnread bool
 	// WaiterDeafWhenFull is item 5's fix without PeerClosed: a read
 	// waiting for a handle reads on only until it has buffered all it
 	// may of its client's pipelined input (MaxRequestLen+64 bytes),
@@ -1116,7 +1120,9 @@ func (dc *dnConn) readInput() {
 		default:
 			// Not expecting input: leave it in the socket (turning a
 			// close with unread data into a reset, as it should be).
-			dc.c.SetReadInterest(false)
+			if !dc.dn.cfg.Bugs.SpinOnUnread {
+				dc.c.SetReadInterest(false)
+			}
 			return
 		}
 		limit := MaxRequestLen + 64

@@ -170,6 +170,12 @@ var Bugs = []Bug{
 		hostile: []string{HostileNonReader + ":spread", HostileDrainer},
 	},
 	{
+		Name:    "spin-on-unread",
+		What:    "a connection not expecting input leaves reading on, so its loop is woken for the unread bytes (a status pipelined while it sends) at every turn: a spin, which the simulator fails once a handler is called 1,000 times in a row with readiness it neither reads nor writes on",
+		Catches: PropHarness,
+		apply:   func(d drawer, cfg *Config) { cfg.SpinOnUnread = true },
+	},
+	{
 		Name:    "handle-held-stalled",
 		What:    "a read keeps its pool handle while its client takes nothing; stalled holders are cut off one stall timeout after another, so a read queued behind several waits for all (issue 9 item 4's first fix)",
 		Catches: PropHostileAvail,

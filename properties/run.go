@@ -113,8 +113,9 @@ const (
 func worldConfig(seed uint64, maxEvents uint64, h hashing) sim.Config {
 	cfg := sim.DefaultConfig(seed)
 	cfg.MaxEvents = maxEvents
-	cfg.LogKeys = logKeys        // a log event off its schema fails the run
-	cfg.Unhashed = h == unhashed // (a traced world hashes: TraceTo)
+	cfg.SpinLimit = sim.DefaultSpinLimit // a loop spinning on readiness it ignores fails the run
+	cfg.LogKeys = logKeys                // a log event off its schema fails the run
+	cfg.Unhashed = h == unhashed         // (a traced world hashes: TraceTo)
 	return cfg
 }
 
@@ -450,7 +451,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			EmptyReadPanics: c.EmptyReadPanics, ReturnBufferEarly: c.ReturnBufferEarly,
 			WriteUnverified: c.WriteUnverified, PacketsUnchecked: c.PacketsUnchecked, SendfileOffsetStuck: c.SendfileOffsetStuck,
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
-			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf, WaiterDeafWhenFull: c.WaiterDeafWhenFull, WriteWaiterDeaf: c.WriteWaiterDeaf,
+			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf, WaiterDeafWhenFull: c.WaiterDeafWhenFull, SpinOnUnread: c.SpinOnUnread, WriteWaiterDeaf: c.WriteWaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails, PoolRetireIdle: c.PoolRetireIdle, PressDelayAgain: c.PressDelayAgain, ParkedWakeLost: c.ParkedWakeLost, ParkedWaiterDeaf: c.ParkedWaiterDeaf, ClosedGrowKept: c.ClosedGrowKept,
 			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, WriteAnyByte: c.WriteAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,

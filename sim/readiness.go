@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 
 	"xceiver/model"
 )
@@ -21,7 +22,21 @@ type socketEvents struct {
 	closedInterest bool
 	queued         bool
 	hupDone        bool
+	// calls counts the reads and writes made on the socket; idle, the
+	// callbacks in a row that made none while what they were told of
+	// stays wanted (Config.SpinLimit).
+	calls uint64
+	idle  int
 }
+
+// DefaultSpinLimit is Config.SpinLimit as check sets it: how many
+// callbacks in a row may leave a socket's readiness as they found it
+// without a read or a write on it. Readiness is level-triggered, so each
+// comes back at once: a loop that ignores what it asked to hear spins,
+// burning a core in the real world for as long as it ignores it. A few in
+// a row are a handler waiting a turn for something else; this many is a
+// spin.
+const DefaultSpinLimit = 1000
 
 // eventSource is a socket as socketEvents sees it.
 type eventSource interface {
@@ -153,6 +168,30 @@ func (s *socketEvents) dispatch() {
 		// owner, which this would otherwise undo.
 		s.hupDone = true
 	}
+	calls, l := s.calls, s.loop
 	s.handler(ev)
+	if lim := l.p.w.cfg.SpinLimit; lim > 0 {
+		if s.calls == calls && s.handler != nil && s.fdOpen() && s.wanted() == ev {
+			if s.idle++; s.idle == lim {
+				l.p.w.Fail(fmt.Errorf("process %s: loop %s spins: its handler was called %d times in a row with %s ready and neither read nor wrote", l.p.name, l.name, lim, eventNames(ev)))
+			}
+		} else {
+			s.idle = 0
+		}
+	}
 	s.notify()
+}
+
+// eventNames spells a set of readiness events.
+func eventNames(ev model.Events) string {
+	var names []string
+	for _, e := range []struct {
+		bit  model.Events
+		name string
+	}{{model.Readable, "Readable"}, {model.Writable, "Writable"}, {model.Hangup, "Hangup"}, {model.PeerClosed, "PeerClosed"}} {
+		if ev&e.bit != 0 {
+			names = append(names, e.name)
+		}
+	}
+	return strings.Join(names, "|")
 }

@@ -209,3 +209,53 @@ func TestHandOverDuringHangup(t *testing.T) {
 		t.Errorf("the new owner heard %v, want one Hangup", owner)
 	}
 }
+
+// With Config.SpinLimit set, a handler called that many times in a row
+// with readiness it neither reads nor writes on, and still asks for, fails
+// the run: a loop spinning, as it would burn a core in the real world. A
+// handler that reads, or turns the interest off, never trips it; nor does
+// a spin with the limit off (tests' bare handlers spin, harmlessly).
+func TestSpinningHandlerFailsTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		serve func(c model.Conn, buf []byte)
+		fails bool
+	}{
+		{"ignores its input", DefaultSpinLimit, func(model.Conn, []byte) {}, true},
+		{"reads its input", DefaultSpinLimit, func(c model.Conn, buf []byte) { c.Read(buf) }, false},
+		{"turns reading off", DefaultSpinLimit, func(c model.Conn, _ []byte) { c.SetReadInterest(false) }, false},
+		{"ignores it, limit off", 0, func(model.Conn, []byte) {}, false},
+	} {
+		cfg := DefaultConfig(1)
+		cfg.SpinLimit = tc.limit
+		w := New(cfg)
+		if _, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+			ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+				buf := make([]byte, 64)
+				c.SetHandler(p.MainLoop(), func(model.Events) { tc.serve(c, buf) })
+				p.MainLoop().AfterFunc(100*time.Millisecond, func() { c.Close() })
+			})
+			var c model.Conn
+			c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+				c.SetWriteInterest(false)
+				c.SetReadInterest(false)
+				if ev&model.Writable != 0 {
+					c.Write([]byte("unread"))
+				}
+			})
+			c.SetWriteInterest(true)
+			p.MainLoop().AfterFunc(200*time.Millisecond, func() { c.Close() })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.RunFor(time.Second)
+		err := w.Failure()
+		switch {
+		case tc.fails && (err == nil || !strings.Contains(err.Error(), "spins: its handler was called 1000 times in a row with Readable ready")):
+			t.Errorf("%s: run failed with %v, want a spin", tc.name, err)
+		case !tc.fails && err != nil:
+			t.Errorf("%s: run failed with %v, want none", tc.name, err)
+		}
+	}
+}

@@ -424,6 +424,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
+	c.calls++
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	c.w.interleave()
 	if c.rcvQueued > 0 && max > 0 {
@@ -540,6 +541,7 @@ func (c *tcpConn) write(p []byte, more, shared bool, pages *inode) (int, error) 
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
+	c.calls++
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	c.w.interleave()
 	if c.err != nil {

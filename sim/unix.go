@@ -183,6 +183,7 @@ func (c *unixConn) ReadFDs(p []byte) (int, []model.File, error) {
 }
 
 func (c *unixConn) read(p []byte, takeFiles bool) (int, []model.File, error) {
+	c.calls++
 	if c.fdClosed {
 		return 0, nil, model.ErrClosed
 	}
@@ -287,6 +288,7 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 	if c.fdClosed {
 		return 0, model.ErrClosed
 	}
+	c.calls++
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	// unix_stream_sendmsg looks at the shutdown state, never at sk_err:
 	// once the peer closed, even with data unread, a write is EPIPE

@@ -32,6 +32,13 @@ type Config struct {
 	// as processes on one machine talking over loopback do; otherwise each
 	// process has its own (ProcessConfig.Cores).
 	HostCores int
+	// SpinLimit, if above 0, fails the run when a socket's handler is
+	// called this many times in a row with readiness it neither reads
+	// nor writes on, and that it still asks for (socketEvents.dispatch):
+	// a loop spinning, as it would burn a core in the real world. Off by
+	// default, as tests' bare handlers that leave reading on do spin;
+	// check turns it on for the model's own code (DefaultSpinLimit).
+	SpinLimit int
 	// MaxEvents stops a run that never quiesces (a livelock in model code
 	// is a bug, not a hang). 0 means 200 million.
 	MaxEvents uint64
