@@ -9,20 +9,6 @@ import (
 	"xceiver/model"
 )
 
-// eventNames spells a set of events, for comparing the worlds.
-func eventNames(ev model.Events) string {
-	var names []string
-	for _, e := range []struct {
-		bit  model.Events
-		name string
-	}{{model.Readable, "Readable"}, {model.Writable, "Writable"}, {model.Hangup, "Hangup"}, {model.PeerClosed, "PeerClosed"}} {
-		if ev&e.bit != 0 {
-			names = append(names, e.name)
-		}
-	}
-	return strings.Join(names, "|")
-}
-
 // peerClosedScenario: a server that reads nothing (read interest off),
 // with peer-closed interest as given; its client sends 5 bytes, and 30 ms
 // later closes. The server reports every event it hears (turning the
@@ -36,7 +22,7 @@ func peerClosedScenario(network, addr string, interest bool) func(p model.Proces
 			c.SetReadInterest(false)
 			c.SetPeerClosedInterest(interest)
 			c.SetHandler(p.MainLoop(), func(ev model.Events) {
-				heard = append(heard, eventNames(ev))
+				heard = append(heard, ev.String())
 				if ev&model.PeerClosed != 0 {
 					// Level-triggered: it would come again at once.
 					c.SetPeerClosedInterest(false)

@@ -17,6 +17,7 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -259,6 +260,21 @@ const (
 	// Reported only with peer-closed interest on (SetPeerClosedInterest).
 	PeerClosed
 )
+
+// String names the events, joined by "|" ("" for none): for traces and
+// failures, and for tests that compare what the two worlds report.
+func (ev Events) String() string {
+	var names []string
+	for _, e := range []struct {
+		bit  Events
+		name string
+	}{{Readable, "Readable"}, {Writable, "Writable"}, {Hangup, "Hangup"}, {PeerClosed, "PeerClosed"}} {
+		if ev&e.bit != 0 {
+			names = append(names, e.name)
+		}
+	}
+	return strings.Join(names, "|")
+}
 
 // Handler receives a connection's readiness on its loop. Readiness is
 // level-triggered: while data stays unread (or room stays free with write

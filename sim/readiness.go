@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 
 	"xceiver/model"
 )
@@ -173,25 +172,11 @@ func (s *socketEvents) dispatch() {
 	if lim := l.p.w.cfg.SpinLimit; lim > 0 {
 		if s.calls == calls && s.handler != nil && s.fdOpen() && s.wanted() == ev {
 			if s.idle++; s.idle == lim {
-				l.p.w.Fail(fmt.Errorf("process %s: loop %s spins: its handler was called %d times in a row with %s ready and neither read nor wrote", l.p.name, l.name, lim, eventNames(ev)))
+				l.p.w.Fail(fmt.Errorf("process %s: loop %s spins: its handler was called %d times in a row with %s ready and neither read nor wrote", l.p.name, l.name, lim, ev))
 			}
 		} else {
 			s.idle = 0
 		}
 	}
 	s.notify()
-}
-
-// eventNames spells a set of readiness events.
-func eventNames(ev model.Events) string {
-	var names []string
-	for _, e := range []struct {
-		bit  model.Events
-		name string
-	}{{model.Readable, "Readable"}, {model.Writable, "Writable"}, {model.Hangup, "Hangup"}, {model.PeerClosed, "PeerClosed"}} {
-		if ev&e.bit != 0 {
-			names = append(names, e.name)
-		}
-	}
-	return strings.Join(names, "|")
 }
