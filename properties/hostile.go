@@ -54,6 +54,14 @@ const (
 	HostileMisfit  = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
+// drawnLast are the kinds drawn after every other part of a case
+// (drawMisfits, drawHoarders, drawDrainers), so that the draws before
+// them stayed as they were when each came.
+var drawnLast = []string{HostileMisfit, HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer}
+
+// comeOnce are the kinds that do not come back once closed (hostileGone).
+var comeOnce = []string{HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer}
+
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
 	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler,
@@ -266,8 +274,8 @@ func drawHostile(d drawer, cfg *Config, force []string) {
 	}
 	capacity := hostileCapacity(cfg)
 	for _, k := range HostileKinds {
-		if k == HostileMisfit || k == HostileHoarder || k == HostileTrickler || k == HostileWriteQuitter || k == HostileDrainer {
-			continue // drawn last (drawMisfits, drawHoarders, drawDrainers), so the draws before them stay as they were
+		if slices.Contains(drawnLast, k) {
+			continue
 		}
 		forced, flood, spread := false, false, false
 		for _, f := range force {
@@ -405,7 +413,7 @@ type hostileH struct {
 	conns    []*hostileConn
 	stopped  bool // quiescence: no more reconnects
 	nextScan time.Duration
-	sink     []byte // what mute peers read and drop (an array on the stack would escape, one per event)
+	sink     []byte // what peers read (buf; an array on the stack would escape, one per event)
 	hoard    []byte // what every write hoarder of the run sends: its request (the run's block id) and hoardPackets
 }
 
@@ -486,21 +494,47 @@ func (h *harness) hostileEvent(hc *hostileConn, ev model.Events) {
 		return
 	}
 	if ev&model.Readable != 0 && hc.peer.Kind == HostileMute {
-		hs := h.hostile
-		if hs.sink == nil {
-			hs.sink = make([]byte, 4096)
-		}
-		for {
-			n, err := c.Read(hs.sink)
-			if n > 0 {
-				continue
-			}
-			if err != nil && err != model.ErrWouldBlock {
-				h.hostileGone(hc)
-			}
-			return
+		if err := h.hostile.discard(c); err != nil && err != model.ErrWouldBlock {
+			h.hostileGone(hc)
 		}
 	}
+}
+
+// discard reads all that c holds and drops it (a mute peer's answer, a
+// drainer's before it closes); it returns what the read that found
+// nothing more said.
+func (hs *hostileH) discard(c model.Conn) error {
+	for {
+		n, err := c.Read(hs.buf())
+		if n == 0 {
+			return err
+		}
+	}
+}
+
+// buf is the hostile loop's read buffer, made at its first use.
+func (hs *hostileH) buf() []byte {
+	if hs.sink == nil {
+		hs.sink = make([]byte, 4096)
+	}
+	return hs.sink
+}
+
+// quit closes a peer's connection from its side, as its kind does.
+func (h *harness) quit(hc *hostileConn) {
+	_ = hc.c.Close()
+	hc.quitAt = h.hostile.loop.Now()
+}
+
+// later runs f after d on the hostile loop, if hc is still on the same
+// connection then and the datanode has not closed it.
+func (h *harness) later(hc *hostileConn, d time.Duration, f func()) model.Timer {
+	c := hc.c
+	return h.hostile.loop.AfterFunc(d, func() {
+		if hc.c == c && !hc.gone {
+			f()
+		}
+	})
 }
 
 // hostileStart sends what the peer's kind sends once connected.
@@ -525,47 +559,24 @@ func (h *harness) hostileStart(hc *hostileConn) {
 		return
 	}
 	h.hostileWrite(hc)
-	if hc.peer.Kind == HostileDrainer {
-		c := hc.c
-		h.hostile.loop.AfterFunc(h.cfg.StallTimeout*3/2, func() {
-			if hc.c == c && !hc.gone {
-				h.drain(hc)
-			}
+	switch {
+	case hc.peer.Kind == HostileDrainer:
+		// Its read stalled by then and, with reads waiting, parked:
+		// it takes all it was sent and closes, and the read must hear
+		// the FIN.
+		h.later(hc, h.cfg.StallTimeout*3/2, func() {
+			_ = h.hostile.discard(hc.c)
+			h.quit(hc)
 		})
-	}
-	if hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg) {
-		_ = hc.c.Close()
-		hc.quitAt = h.hostile.loop.Now()
-	}
-	if hc.peer.Kind == HostileWriteQuitter && hc.idx >= hc.peer.Count-2 {
+	case hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg):
+		h.quit(hc)
+	case hc.peer.Kind == HostileWriteQuitter && hc.idx >= hc.peer.Count-2:
 		// The others hold all the room by then (MaxBuffered is
 		// Count-2 largest writes), so these two wait for it: the
 		// datanode reads nothing of theirs meanwhile, and must hear
 		// their FIN behind the unread data (WaiterGoneBound).
-		c := hc.c
-		h.hostile.loop.AfterFunc(h.cfg.StallTimeout/2, func() {
-			if hc.c == c && !hc.gone {
-				_ = c.Close()
-				hc.quitAt = h.hostile.loop.Now()
-			}
-		})
+		h.later(hc, h.cfg.StallTimeout/2, func() { h.quit(hc) })
 	}
-}
-
-// drain takes all a drainer's connection holds and closes it: its read,
-// stalled by then and, with reads waiting, parked, must hear the FIN.
-func (h *harness) drain(hc *hostileConn) {
-	hs := h.hostile
-	if hs.sink == nil {
-		hs.sink = make([]byte, 4096)
-	}
-	for {
-		if n, _ := hc.c.Read(hs.sink); n == 0 {
-			break
-		}
-	}
-	_ = hc.c.Close()
-	hc.quitAt = hs.loop.Now()
 }
 
 // hostileMessage is what a peer sends on connecting: it depends on the
@@ -755,12 +766,7 @@ func (h *harness) armTrickle(hc *hostileConn, ticks int) {
 	if time.Duration(ticks)*period > h.cfg.HandleWait+2*h.cfg.StallTimeout {
 		period = h.cfg.ReadTimeout * 9 / 10
 	}
-	c := hc.c
-	hc.drip = h.hostile.loop.AfterFunc(period, func() {
-		if hc.c == c {
-			h.trickle(hc, ticks)
-		}
-	})
+	hc.drip = h.later(hc, period, func() { h.trickle(hc, ticks) })
 }
 
 // hostileDrip sends the next byte of the request just before the read
@@ -816,11 +822,8 @@ func (hc *hostileConn) refusal() (string, model.Status) {
 // (refusal), not take for some other request.
 func (h *harness) hostileAnswer(hc *hostileConn) {
 	hs := h.hostile
-	if hs.sink == nil {
-		hs.sink = make([]byte, 4096)
-	}
 	for {
-		n, err := hc.c.Read(hs.sink)
+		n, err := hc.c.Read(hs.buf())
 		if n > 0 {
 			if len(hc.answer) < 2 {
 				hc.answer = append(hc.answer, hs.sink[:min(n, 2-len(hc.answer))]...)
@@ -870,12 +873,14 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		_ = hc.c.Abort()
 	}
 	hc.c, hc.gone = nil, true
-	if hc.peer.Kind == HostileHoarder || hc.peer.Kind == HostileTrickler || hc.peer.Kind == HostileWriteQuitter || hc.peer.Kind == HostileDrainer {
+	if slices.Contains(comeOnce, hc.peer.Kind) {
 		// A hoarder does not come back: each return would send its
 		// data again, and more rounds of the same wait and cut-off
 		// cost a run's time without testing more (returning all the
 		// workload long, hoarder seeds took 7 ms each, four times
-		// other hostile seeds, and slowed the mix by a fifth).
+		// other hostile seeds, and slowed the mix by a fifth); nor does
+		// a drainer (returning, they made datanode seeds a third
+		// heavier in events).
 		return
 	}
 	hs.loop.AfterFunc(hc.returnGap(), hc.dial)
