@@ -667,17 +667,34 @@ func TestRetiredHandleHolderGivesWay(t *testing.T) {
 // faults; it fails hostile-availability with the old refusal and passes
 // with the wait.
 func TestWritesWaitForRoomBehindHoarders(t *testing.T) {
-	c, err := Draw(SeedSource(82), 82, "busy-when-full")
+	bugSeed{82, "busy-when-full", HostileHoarder, PropHostileAvail, "busy: ", func(c *Config) *bool { return &c.BusyWhenFull }}.check(t)
+}
+
+// bugSeed is a seed at which check catches a catalogued bug: drawn with
+// the bug, it has no faults, some peers of kind and the bug's switch
+// (on) set; it fails prop with text in the message, and passes once the
+// switch is off.
+type bugSeed struct {
+	seed       uint64
+	bug, kind  string
+	prop, text string
+	on         func(*Config) *bool
+}
+
+func (b bugSeed) check(t *testing.T) {
+	t.Helper()
+	c, err := Draw(SeedSource(b.seed), b.seed, b.bug)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileHoarder) || !c.Config.BusyWhenFull {
-		t.Fatalf("seed 82 draws %d faults, hoarders %v, the bug %v: want none, some and on", len(c.Schedule.Faults), c.Config.hostileKind(HostileHoarder), c.Config.BusyWhenFull)
+	on := b.on(&c.Config)
+	if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(b.kind) || !*on {
+		t.Fatalf("seed %d of %s draws %d faults, %s peers %v, the bug %v: want none, some and on", b.seed, b.bug, len(c.Schedule.Faults), b.kind, c.Config.hostileKind(b.kind), *on)
 	}
-	mustFail(t, c, PropHostileAvail, "busy: ", "a write refused busy at once")
-	c.Config.BusyWhenFull = false
+	mustFail(t, c, b.prop, b.text, fmt.Sprintf("seed %d of %s", b.seed, b.bug))
+	c.Bug, *on = "", false
 	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("writes waiting for room: %s: %s", r.Failure.Property, r.Failure.Message)
+		t.Fatalf("seed %d of %s, the bug off: %s: %s", b.seed, b.bug, r.Failure.Property, r.Failure.Message)
 	}
 }
 
@@ -692,25 +709,12 @@ func TestWritesWaitForRoomBehindHoarders(t *testing.T) {
 // timeouts: the read timeout must count from the write's last step.
 // Both pass with the steps counted.
 func TestTricklersAreCutOff(t *testing.T) {
-	for _, tc := range []struct {
-		seed       uint64
-		prop, text string
-	}{
-		{12, PropHostileAvail, "busy: no room for write data"},
-		{28, PropTimeout, "stuck trickler peer"},
+	anyByte := func(c *Config) *bool { return &c.WriteAnyByte }
+	for _, b := range []bugSeed{
+		{12, "write-trickle", HostileTrickler, PropHostileAvail, "busy: no room for write data", anyByte},
+		{28, "write-trickle", HostileTrickler, PropTimeout, "stuck trickler peer", anyByte},
 	} {
-		c, err := Draw(SeedSource(tc.seed), tc.seed, "write-trickle")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(HostileTrickler) || !c.Config.WriteAnyByte {
-			t.Fatalf("seed %d draws %d faults, tricklers %v, the bug %v: want none, some and on", tc.seed, len(c.Schedule.Faults), c.Config.hostileKind(HostileTrickler), c.Config.WriteAnyByte)
-		}
-		mustFail(t, c, tc.prop, tc.text, fmt.Sprintf("seed %d with any byte counted as progress", tc.seed))
-		c.Bug, c.Config.WriteAnyByte = "", false
-		if r := Run(c, Options{}); r.Failure != nil {
-			t.Fatalf("seed %d, steps counted: %s: %s", tc.seed, r.Failure.Property, r.Failure.Message)
-		}
+		b.check(t)
 	}
 }
 
@@ -753,29 +757,12 @@ func TestWriteWaitForRoomRunsOut(t *testing.T) {
 //
 // Each passes with the wait listening for the FIN.
 func TestWaitersHearTheirClientsLeave(t *testing.T) {
-	for _, tc := range []struct {
-		seed      uint64
-		bug, kind string
-		text      string
-		deaf      func(*Config) *bool
-	}{
-		{9, "write-waiter-deaf", HostileWriteQuitter, "while its write waited for buffer room", func(c *Config) *bool { return &c.WriteWaiterDeaf }},
-		{31, "waiter-deaf-when-full", HostileQuitter, "while its read waited for a pool handle", func(c *Config) *bool { return &c.WaiterDeafWhenFull }},
-		{12, "parked-waiter-deaf", HostileDrainer, "while its parked read waited for a pool handle", func(c *Config) *bool { return &c.ParkedWaiterDeaf }},
+	for _, b := range []bugSeed{
+		{9, "write-waiter-deaf", HostileWriteQuitter, PropTimeout, "while its write waited for buffer room", func(c *Config) *bool { return &c.WriteWaiterDeaf }},
+		{31, "waiter-deaf-when-full", HostileQuitter, PropTimeout, "while its read waited for a pool handle", func(c *Config) *bool { return &c.WaiterDeafWhenFull }},
+		{12, "parked-waiter-deaf", HostileDrainer, PropTimeout, "while its parked read waited for a pool handle", func(c *Config) *bool { return &c.ParkedWaiterDeaf }},
 	} {
-		c, err := Draw(SeedSource(tc.seed), tc.seed, tc.bug)
-		if err != nil {
-			t.Fatal(err)
-		}
-		deaf := tc.deaf(&c.Config)
-		if len(c.Schedule.Faults) != 0 || !c.Config.hostileKind(tc.kind) || !*deaf {
-			t.Fatalf("seed %d of %s draws %d faults, %s peers %v, the bug %v: want none, some and on", tc.seed, tc.bug, len(c.Schedule.Faults), tc.kind, c.Config.hostileKind(tc.kind), *deaf)
-		}
-		mustFail(t, c, PropTimeout, tc.text, fmt.Sprintf("seed %d of %s", tc.seed, tc.bug))
-		c.Bug, *deaf = "", false
-		if r := Run(c, Options{}); r.Failure != nil {
-			t.Fatalf("seed %d of %s, the FIN heard: %s: %s", tc.seed, tc.bug, r.Failure.Property, r.Failure.Message)
-		}
+		b.check(t)
 	}
 }
 
