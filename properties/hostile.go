@@ -39,7 +39,7 @@ const (
 	HostileAnnounce  = "announce"  // announces the largest write allowed and sends no data
 	HostileNonReader = "nonreader" // asks for a large block and never reads the answer
 	HostileMute      = "mute"      // reads a block and never sends the final status
-	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk, 8 KiB on a key of 3 mod 4)
+	HostileQuitter   = "quitter"   // asks for a block and closes at once (when its key is odd, after pipelining its status and 4 KiB of junk, 8 KiB on a key of 3 mod 4, and on a key of 7 mod 8 half a stall timeout later)
 	HostileHoarder   = "hoarder"   // announces a largest write, sends a little over half of it (the datanode's buffer for it grows to the whole) and holds
 	HostileTrickler  = "trickler"  // a hoarder that then sends a packet of one byte just under each stall timeout (for HandleWait and two stall timeouts; then just under each read timeout): never silent, never progressing
 	// HostileWriteQuitter: hoarders whose last two close half a stall
@@ -96,7 +96,11 @@ const (
 	// request: a little under MaxRequestLen+64, the most a read waiting
 	// for a pool handle buffers, so the datanode reads all of it and
 	// then its FIN; on a key of 3 mod 4, twice as much, so the datanode
-	// must hear the FIN behind the part it leaves unread.
+	// must hear the FIN behind the part it leaves unread. On a key of 7
+	// mod 8 the quitter holds its connection open with that part unread
+	// for half a stall timeout before closing: a waiting read that left
+	// reading on would be woken for it at every turn of its loop (the
+	// spin check).
 	quitterTail = model.MaxRequestLen + 32
 	// hostileScan is how often the harness looks at the hostile peers'
 	// connections (reconnects, timeouts).
@@ -569,6 +573,10 @@ func (h *harness) hostileStart(hc *hostileConn) {
 			h.quit(hc)
 		})
 	case hc.peer.Kind == HostileQuitter && hc.sent == len(hc.msg):
+		if hc.key()%8 == 7 {
+			h.later(hc, h.cfg.StallTimeout/2, func() { h.quit(hc) })
+			break
+		}
 		h.quit(hc)
 	case hc.peer.Kind == HostileWriteQuitter && hc.idx >= hc.peer.Count-2:
 		// The others hold all the room by then (MaxBuffered is
