@@ -180,6 +180,12 @@ type DatanodeBugs struct {
 	// then hears nothing, so a FIN behind more than that goes unseen
 	// until a handle frees or HandleWait has passed.
 	WaiterDeafWhenFull bool
+	// FullWaiterSpins is PeerClosed's fix with one line missing: a read
+	// waiting for a handle that has buffered all it may listens for the
+	// FIN but leaves reading on, so the unread rest of its client's
+	// pipelined input wakes its loop at every turn until a handle frees
+	// or the client leaves: a spin.
+	FullWaiterSpins bool
 	// WriteWaiterDeaf is item 5 for writes: while a write waits for
 	// buffer room its input stays in the socket, unread, and nothing
 	// listens for its client's FIN behind it, so a client that has gone
@@ -1113,7 +1119,9 @@ func (dc *dnConn) readInput() {
 			// stays buffered) so a FIN or a reset is seen; once all it
 			// may buffer is in, listen for the FIN alone.
 			if bugs := &dc.dn.cfg.Bugs; bugs.WaiterDeaf || len(dc.in) >= MaxRequestLen+64 {
-				dc.c.SetReadInterest(false)
+				if !bugs.FullWaiterSpins {
+					dc.c.SetReadInterest(false)
+				}
 				dc.watchFIN(!bugs.WaiterDeaf && !bugs.WaiterDeafWhenFull)
 				return
 			}

@@ -176,6 +176,13 @@ var Bugs = []Bug{
 		apply:   func(d drawer, cfg *Config) { cfg.SpinOnUnread = true },
 	},
 	{
+		Name:    "full-waiter-spins",
+		What:    "a read waiting for a pool handle that has buffered all it may of its client's pipelined input listens for the FIN but leaves reading on, so the unread rest wakes its loop at every turn while the client holds its connection: a spin (PeerClosed's fix with one line missing)",
+		Catches: PropHarness,
+		apply:   func(d drawer, cfg *Config) { cfg.FullWaiterSpins = true },
+		hostile: []string{HostileQuitter},
+	},
+	{
 		Name:    "handle-held-stalled",
 		What:    "a read keeps its pool handle while its client takes nothing; stalled holders are cut off one stall timeout after another, so a read queued behind several waits for all (issue 9 item 4's first fix)",
 		Catches: PropHostileAvail,

@@ -135,6 +135,7 @@ type Config struct {
 	WaiterDeaf              bool `json:"waiter_deaf,omitempty"`
 	WaiterDeafWhenFull      bool `json:"waiter_deaf_when_full,omitempty"`
 	SpinOnUnread            bool `json:"spin_on_unread,omitempty"`
+	FullWaiterSpins         bool `json:"full_waiter_spins,omitempty"`
 	WriteWaiterDeaf         bool `json:"write_waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	BusyWhenFull            bool `json:"busy_when_full,omitempty"`

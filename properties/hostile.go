@@ -100,7 +100,7 @@ const (
 	// mod 8 the quitter holds its connection open with that part unread
 	// for half a stall timeout before closing: a waiting read that left
 	// reading on would be woken for it at every turn of its loop (the
-	// spin check).
+	// spin check; full-waiter-spins).
 	quitterTail = model.MaxRequestLen + 32
 	// hostileScan is how often the harness looks at the hostile peers'
 	// connections (reconnects, timeouts).

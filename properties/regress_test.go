@@ -766,6 +766,17 @@ func TestWaitersHearTheirClientsLeave(t *testing.T) {
 	}
 }
 
+// A read waiting for a pool handle that has buffered all it may must
+// stop reading as well as listen for the FIN: the rest of its client's
+// pipelined input stays in the socket, and a loop left reading is woken
+// for it at every turn. At seed 31 of full-waiter-spins (no faults) a
+// quitter that pipelined 8 KiB holds its connection open for half a
+// stall timeout while its read waits, and the loop spins until the spin
+// check stops it; with reading off the seed passes.
+func TestFullWaiterStopsReading(t *testing.T) {
+	bugSeed{31, "full-waiter-spins", HostileQuitter, PropHarness, "spins: its handler was called 1000 times in a row with Readable ready", func(c *Config) *bool { return &c.FullWaiterSpins }}.check(t)
+}
+
 // A drainer's read, sending when its client closed, learns of the close
 // from the reset its next send draws (a FIN alone says only that the
 // client has nothing more to send). Check's seed 80017186, shrunk: the
