@@ -2420,6 +2420,15 @@ func (dc *dnConn) fail(err error) {
 		resp.Status = StatusError
 	}
 	dc.phase = phaseFlushing
+	if dc.wdata != nil || dc.reserved > 0 {
+		// A refused write's data and room are of no more use: give
+		// them back now, not once the answer is out, which a client
+		// that reads nothing holds off for SendTimeout while other
+		// writes wait for the room.
+		dc.wdata = nil
+		dc.memChanged()
+		dc.unreserve()
+	}
 	if dc.pending() {
 		dc.close("error mid-write")
 		return
