@@ -192,6 +192,11 @@ type DatanodeBugs struct {
 	// holds its connection and its place in the queue for room until
 	// room comes or HandleWait has passed.
 	WriteWaiterDeaf bool
+	// HoldersWaitForRoom lets a write that holds room wait for more as
+	// long as one holding none, HandleWait: writes that each hold part of
+	// the room and all wait for more hold it all until then, and every
+	// write behind them waits as long (yieldRoom).
+	HoldersWaitForRoom bool
 	// NoConnCap is issue 9 item 6: connections are accepted until the
 	// fd table is full, with no reserve for block files.
 	NoConnCap bool
@@ -1032,6 +1037,10 @@ type dnConn struct {
 	roomBy      time.Duration // while it waits: when HandleWait has passed
 	roomNeed    int
 	roomT       Timer
+	// yieldT: a write that holds room and waits for more looks, a stall
+	// timeout into its wait and at each stall timeout after, whether it
+	// must give its room up (yieldRoom).
+	yieldT Timer
 	// lastIn is when the write last made progress (acceptPacket): since
 	// then its data grew by less than minWriteStep, or it began or was
 	// granted room then, with inMark bytes of data. Its read timeout
@@ -2088,8 +2097,7 @@ const minWriteStep = MaxPacketData
 // HandleWait has passed.
 func (dc *dnConn) grow(need int) {
 	dn := dc.dn
-	newCap := int(min(int64(max(2*cap(dc.wdata), need, minWriteBuf)), dc.req.Length))
-	more := newCap - cap(dc.wdata)
+	newCap, more := dc.growth(need)
 	dc.phase = phaseReserving
 	dc.watchInput()
 	dn.lock.Do(dc.loop, func() {
@@ -2141,6 +2149,9 @@ func (dc *dnConn) grow(need int) {
 				if dc.roomBy == 0 {
 					dc.roomBy = now + dn.cfg.HandleWait
 					dc.roomT = dc.loop.AfterFunc(dn.cfg.HandleWait, dc.giveUpRoom)
+					if dc.reserved > 0 && dn.cfg.StallTimeout < dn.cfg.HandleWait && !dn.cfg.Bugs.HoldersWaitForRoom {
+						dc.yieldT = dc.loop.AfterFunc(dn.cfg.StallTimeout, dc.yieldRoom)
+					}
 					// Its input stays in the socket until it has
 					// room (readInput), so it listens for its
 					// client's FIN alone: a client that has gone
@@ -2159,9 +2170,11 @@ func (dc *dnConn) grow(need int) {
 			if dc.roomBy > 0 {
 				// Its wait is over. The client's data went unread
 				// meanwhile: its steps of progress count from now.
-				if dc.roomT != nil {
-					dc.roomT.Stop()
-					dc.roomT = nil
+				for _, t := range []*Timer{&dc.roomT, &dc.yieldT} {
+					if *t != nil {
+						(*t).Stop()
+						*t = nil
+					}
 				}
 				dc.roomBy, dc.lastIn, dc.inMark = 0, now, len(dc.wdata)
 			}
@@ -2175,6 +2188,66 @@ func (dc *dnConn) grow(need int) {
 			dc.c.SetReadInterest(true)
 			dc.process()
 			dc.watchInput()
+		})
+	})
+}
+
+// growth is the capacity the write buffer grows to for need bytes, and
+// the room that takes beyond what it holds.
+func (dc *dnConn) growth(need int) (newCap, more int) {
+	newCap = int(min(int64(max(2*cap(dc.wdata), need, minWriteBuf)), dc.req.Length))
+	return newCap, newCap - cap(dc.wdata)
+}
+
+// yieldRoom: a write that holds room has waited a stall timeout for more.
+// If another write waits for room too and there is still too little for
+// this one, it gives up, busy, and gives its room back at once. A write
+// holding room while it waits makes no progress and lets none use that
+// room: when every write holding room waits so (each a packet short of
+// what it needs), none gives any back before HandleWait, and neither the
+// stall cut-off, which judges writes still receiving, nor the writes
+// finishing frees it, so every write behind them waits as long (1 to 10
+// s). Given back under the lock, the room is there for the next ask, so
+// of several holders waiting alike only as many give up as must. Looked
+// at again a stall timeout later if it stays.
+func (dc *dnConn) yieldRoom() {
+	dc.yieldT = nil
+	dn := dc.dn
+	if dc.closed || dc.roomBy == 0 {
+		return
+	}
+	dn.lock.Do(dc.loop, func() {
+		if dc.closed || dc.roomBy == 0 || dc.reserved == 0 {
+			return
+		}
+		_, more := dc.growth(dc.roomNeed)
+		others := false
+		for _, w := range dn.roomWaiters {
+			others = others || w != dc
+		}
+		if !others || dn.buffered+more <= dn.cfg.MaxBuffered {
+			// Alone in its wait (the room is the writes' that are
+			// receiving, which finish or are cut off), or room has
+			// come and its ask will find it.
+			dc.yieldT = dc.loop.AfterFunc(dn.cfg.StallTimeout, dc.yieldRoom)
+			return
+		}
+		held := dc.reserved
+		dc.reserved, dc.wdata = 0, nil
+		dc.memChanged()
+		dn.dropRoomWaiter(dc)
+		dn.giveBackRoom(dc, held)
+		// Its wait is over: no ask of its own may follow.
+		dc.roomBy, dc.roomWaiting = 0, false
+		if dc.roomT != nil {
+			dc.roomT.Stop()
+			dc.roomT = nil
+		}
+		dn.p.Log("dn-write-yielded", "conn", dc.id, "held", held)
+		dc.loop.Post(func() {
+			if !dc.closed {
+				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: holding %d bytes of write room, no more within %v while other writes waited (%d bytes buffered at most)", held, dn.cfg.StallTimeout, dn.cfg.MaxBuffered)})
+			}
 		})
 	})
 }
@@ -2451,7 +2524,7 @@ func (dc *dnConn) close(why string) {
 		dc.ka = nil
 	}
 	dc.rt.Stop()
-	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT, &dc.roomT, &dc.stallT} {
+	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT, &dc.roomT, &dc.yieldT, &dc.stallT} {
 		if *t != nil {
 			(*t).Stop()
 			*t = nil

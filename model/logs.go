@@ -17,6 +17,7 @@ var LogKeys = map[string][]string{
 	"dn-send-timeout":    {"conn", "idle"},
 	"dn-stalled":         {"conn", "idle"},
 	"dn-write-stalled":   {"conn", "idle"},
+	"dn-write-yielded":   {"conn", "held"},
 	"dn-request-timeout": {"conn", "phase", "bytes"},
 	"dn-read-timeout":    {"conn", "phase"},
 	"dn-op-error":        {"conn", "err"},

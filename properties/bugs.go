@@ -221,6 +221,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileWriteQuitter},
 	},
 	{
+		Name:    "holders-wait-for-room",
+		What:    "a write that holds room waits for more as long as one holding none (HandleWait): writes that each hold part of the room and all wait for more (grabbers) hold it all until then, and well-behaved writes behind them wait as long",
+		Catches: PropHostileAvail,
+		apply:   func(d drawer, cfg *Config) { cfg.HoldersWaitForRoom = true },
+		hostile: []string{HostileGrabber},
+	},
+	{
 		Name:    "slowloris",
 		What:    "no deadline for a whole request: one dripped a byte at a time holds a connection for hours (issue 9 item 7)",
 		Catches: PropTimeout,

@@ -136,6 +136,7 @@ type Config struct {
 	WaiterDeafWhenFull      bool `json:"waiter_deaf_when_full,omitempty"`
 	SpinOnUnread            bool `json:"spin_on_unread,omitempty"`
 	FullWaiterSpins         bool `json:"full_waiter_spins,omitempty"`
+	HoldersWaitForRoom      bool `json:"holders_wait_for_room,omitempty"`
 	WriteWaiterDeaf         bool `json:"write_waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	BusyWhenFull            bool `json:"busy_when_full,omitempty"`
@@ -417,6 +418,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawMisfits(d, cfg, b.hostile)
 	drawHoarders(d, cfg, b.hostile)
 	drawDrainers(d, cfg, b.hostile)
+	drawGrabbers(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

@@ -51,21 +51,27 @@ const (
 	// nothing unread, which its read, parked and waiting to take its
 	// handle again, must hear.
 	HostileDrainer = "drainer"
+	// HostileGrabber: a writer that announces a largest write, sends
+	// two 64 KiB packets (its buffer grows to 128 KiB) and, a little
+	// later, a third, for which its buffer must double: enough of them
+	// to take all of MaxBuffered that way, so that every write holding
+	// room then waits for more, which none gives back.
+	HostileGrabber = "grabber"
 	HostileMisfit  = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // drawnLast are the kinds drawn after every other part of a case
 // (drawMisfits, drawHoarders, drawDrainers), so that the draws before
 // them stayed as they were when each came.
-var drawnLast = []string{HostileMisfit, HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer}
+var drawnLast = []string{HostileMisfit, HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer, HostileGrabber}
 
 // comeOnce are the kinds that do not come back once closed (hostileGone).
-var comeOnce = []string{HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer}
+var comeOnce = []string{HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer, HostileGrabber}
 
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
 	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler,
-	HostileWriteQuitter, HostileDrainer}
+	HostileWriteQuitter, HostileDrainer, HostileGrabber}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -173,7 +179,8 @@ func drawHoarders(d drawer, cfg *Config, force []string) {
 	drawn := d.chance(10, "hostile_hoarder")
 	trickle := slices.Contains(force, HostileTrickler)
 	quit := slices.Contains(force, HostileWriteQuitter)
-	if !slices.Contains(force, HostileHoarder) && !trickle && !quit && (!drawn || len(cfg.Hostile) == 0) {
+	grab := slices.Contains(force, HostileGrabber) // (drawGrabbers makes them grabbers)
+	if !slices.Contains(force, HostileHoarder) && !trickle && !quit && !grab && (!drawn || len(cfg.Hostile) == 0) {
 		return
 	}
 	cfg.MaxWrite, cfg.MaxBuffered = hoardMaxWrite, hoardMaxBuffered
@@ -199,6 +206,16 @@ var hoardPackets = sync.OnceValue(func() []byte {
 	return abuse.AppendPackets(nil, blockData(1, hoardMaxWrite/2+hoardPacket), hoardPacket)
 })
 
+// grabPrefix is how many bytes of hoardPackets its first two packets
+// take; grabLast is its third packet, which a grabber sends grabDelay
+// after them.
+var (
+	grabPrefix = sync.OnceValue(func() int {
+		return len(abuse.AppendPackets(nil, blockData(1, grabHeld), hoardPacket))
+	})
+	grabLast = sync.OnceValue(func() []byte { return hoardPackets()[grabPrefix():] })
+)
+
 // drawDrainers adds drainers to a quarter of the runs with non-readers
 // (to every run if force lists them, with non-readers), drawn after
 // hoarders, last of all. They read the non-readers' blocks.
@@ -208,6 +225,34 @@ func drawDrainers(d drawer, cfg *Config, force []string) {
 	}
 	cfg.Hostile = append(cfg.Hostile, drawPeer(d, HostileDrainer))
 }
+
+// drawGrabbers makes the plain hoarders of a quarter of the runs that
+// have them grabbers (every run's hoarders, of whatever kind, if force
+// lists grabbers), drawn last of all: as many as hold all of MaxBuffered
+// at 128 KiB each, and one more, which then holds none.
+func drawGrabbers(d drawer, cfg *Config, force []string) {
+	forced := slices.Contains(force, HostileGrabber)
+	for i, p := range cfg.Hostile {
+		switch p.Kind {
+		case HostileHoarder, HostileTrickler, HostileWriteQuitter:
+		default:
+			continue
+		}
+		if forced || p.Kind == HostileHoarder && !slices.Contains(force, HostileHoarder) && d.chance(25, "hostile_grabber") {
+			cfg.Hostile[i].Kind = HostileGrabber
+			cfg.Hostile[i].Count = cfg.MaxBuffered/grabHeld + 1
+		}
+		return
+	}
+}
+
+// grabHeld is the room each grabber takes before it asks for more (two
+// packets, its buffer doubled once), and grabDelay how long after those
+// it sends the third.
+const (
+	grabHeld  = 2 * hoardPacket
+	grabDelay = 20 * time.Millisecond
+)
 
 // The bounds of a run with write hoarders (drawHoarders).
 const (
@@ -418,7 +463,7 @@ type hostileH struct {
 	stopped  bool // quiescence: no more reconnects
 	nextScan time.Duration
 	sink     []byte // what peers read (buf; an array on the stack would escape, one per event)
-	hoard    []byte // what every write hoarder of the run sends: its request (the run's block id) and hoardPackets
+	hoard    []byte // what every write hoarder of the run sends: its request (the run's block id) and hoardPackets (a grabber, their first two)
 }
 
 // startHostile spawns the hostile peers' process; each peer connects at
@@ -564,6 +609,16 @@ func (h *harness) hostileStart(hc *hostileConn) {
 	}
 	h.hostileWrite(hc)
 	switch {
+	case hc.peer.Kind == HostileGrabber:
+		// By then every grabber holds 128 KiB: each asks for 128 KiB
+		// more, which only another's giving up can free.
+		h.later(hc, grabDelay, func() {
+			hc.msg, hc.sent = grabLast(), 0
+			h.hostileWrite(hc)
+			if hc.sent < len(hc.msg) {
+				hc.c.SetWriteInterest(true)
+			}
+		})
 	case hc.peer.Kind == HostileDrainer:
 		// Its read stalled by then and, with reads waiting, parked:
 		// it takes all it was sent and closes, and the read must hear
@@ -651,16 +706,22 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		return read(b.ID, int64(b.Size))
 	case HostileMute:
 		return read(small, 0)
-	case HostileHoarder, HostileTrickler, HostileWriteQuitter:
+	case HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileGrabber:
 		// A write of a largest block, then packets of a little over
 		// half of it: the datanode's buffer for it doubles to the whole
 		// write. Every hoarder of a run sends the same (one block id).
+		// A grabber sends the first two packets (grabLast is the third;
+		// a run has hoarders of one kind).
 		if hs := h.hostile; hs.hoard != nil {
 			return hs.hoard
 		}
 		id := hostileBlocks + hc.peer.Key
 		msg := model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: id, Length: hoardMaxWrite, Token: abuse.Token(id)})
-		msg = append(msg, hoardPackets()...)
+		packets := hoardPackets()
+		if hc.peer.Kind == HostileGrabber {
+			packets = packets[:grabPrefix()]
+		}
+		msg = append(msg, packets...)
 		h.hostile.hoard = msg
 		return msg
 	case HostileMisfit:

@@ -718,6 +718,17 @@ func TestTricklersAreCutOff(t *testing.T) {
 	}
 }
 
+// Grabbers (HostileGrabber) each take 128 KiB of room, all of it between
+// them, and then each asks for 128 KiB more: every write holding room
+// waits, and none gives any back. At seed 12 of holders-wait-for-room (no
+// faults), where a write holding room waits for more until HandleWait
+// (1 s), a well-behaved append waits behind them that long and is refused
+// busy; with holders giving room up a stall timeout into their wait it
+// passes.
+func TestGrabbersGiveRoomUp(t *testing.T) {
+	bugSeed{12, "holders-wait-for-room", HostileGrabber, PropHostileAvail, "busy: no room for write data within 1s", func(c *Config) *bool { return &c.HoldersWaitForRoom }}.check(t)
+}
+
 // A write's wait for room runs out after HandleWait: with a HandleWait
 // of 100 ms, shorter than any stall timeout, the hoarders holding the
 // room of seed 22 of busy-when-full (no faults; the bug off) are not cut

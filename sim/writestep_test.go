@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -275,6 +276,62 @@ func TestWriteWaitingForRoomHearsItsClientLeave(t *testing.T) {
 			if conns[i] != want[i] {
 				t.Errorf("write waiter deaf %v: %d datanode connections at %v, want %d (B closed at 200 ms)", deaf, conns[i], at, want[i])
 			}
+		}
+	}
+}
+
+// Writes that each hold part of the room and all wait for more give it
+// up rather than hold it until HandleWait. MaxBuffered is 256 KiB; A and
+// B each send two 64 KiB packets of a 256 KiB write (128 KiB of room
+// each, all of it), then a third at 20 and 25 ms, for which each must
+// grow to 256 KiB: both wait, and neither can ever get room from the
+// other. A stall timeout (200 ms) into its wait, with B waiting too, A
+// gives up, busy, and its room goes to B, whose write then completes.
+// With HoldersWaitForRoom both wait until HandleWait (2 s) has passed.
+func TestHoldersWaitingForRoomGiveItUp(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		dcfg := model.DatanodeConfig{MaxWrite: 256 << 10, MaxBuffered: 256 << 10, StallTimeout: 200 * time.Millisecond,
+			HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
+		dcfg.Bugs.HoldersWaitForRoom = bug
+		var a, b *stepWriter
+		var aOpen, bOpen bool
+		datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
+			l := pp.MainLoop()
+			const kib = 1 << 10
+			a = startWrite(w, pp, 1, 256*kib)
+			a.packet(64*kib, false)
+			a.packet(64*kib, false)
+			l.AfterFunc(5*time.Millisecond, func() {
+				b = startWrite(w, pp, 2, 256*kib)
+				b.packet(64*kib, false)
+				b.packet(64*kib, false)
+			})
+			l.AfterFunc(20*time.Millisecond, func() { a.packet(64*kib, false) })
+			l.AfterFunc(25*time.Millisecond, func() { b.packet(64*kib, false) })
+			l.AfterFunc(300*time.Millisecond, func() {
+				_, aOpen, _ = PeerEnd(a.c)
+				_, bOpen, _ = PeerEnd(b.c)
+				b.packet(64*kib, false)
+				b.packet(0, true)
+			})
+			l.AfterFunc(3*time.Second, func() {
+				a.c.Close()
+				b.c.Close()
+			})
+		})
+		ra, _, errA := model.DecodeResponse(a.resp)
+		rb, _, errB := model.DecodeResponse(b.resp)
+		if bug {
+			if !aOpen || !bOpen {
+				t.Errorf("holders wait for room: at 300 ms A open %v, B open %v; want both still waiting", aOpen, bOpen)
+			}
+			continue
+		}
+		if aOpen || errA != nil || ra.Status == model.StatusSuccess || !strings.Contains(ra.Message, "busy: holding") {
+			t.Errorf("A, waiting for room it can never get while B waits: open at 300 ms %v, answered %v %q (%v); want closed, refused busy", aOpen, ra.Status, ra.Message, errA)
+		}
+		if !bOpen || errB != nil || rb.Status != model.StatusSuccess {
+			t.Errorf("B, given A's room: open at 300 ms %v, answered %v %q (%v); want its write done", bOpen, rb.Status, rb.Message, errB)
 		}
 	}
 }
