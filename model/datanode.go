@@ -2476,6 +2476,9 @@ func (dc *dnConn) endOp() {
 		dc.process()
 	}
 	dc.watchInput()
+	// A next request's first bytes may have come with the status: its
+	// whole-message deadline counts from them, not from the next read.
+	dc.watchMessage()
 }
 
 // watchMessage runs the whole-message deadline: armed when the first
