@@ -397,6 +397,10 @@ func (sc *srvConn) handOver() {
 func (sc *srvConn) serve(req Request) {
 	s := sc.s
 	sc.busy = true
+	// It reads nothing until the answer is out (reply): left reading,
+	// a byte or an EOF that came meanwhile would call its handler again
+	// at every turn of the loop while the request waits for the lock.
+	sc.c.SetReadInterest(false)
 	sc.watch()
 	switch req.Op {
 	case OpRequestShm:
@@ -543,6 +547,7 @@ func (sc *srvConn) reply(b []byte, files []model.File) bool {
 		return false
 	}
 	sc.busy = false
+	sc.c.SetReadInterest(true)
 	sc.served++
 	sc.watch()
 	if len(sc.in) > 0 {
