@@ -460,7 +460,7 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 			path = p
 		}
 		ml := sh.p.MainLoop()
-		job := func() {
+		start := func() {
 			ex := &exchange{sh: sh, loop: ml, path: path, req: Request{Op: OpReleaseSlot, ShmID: s.id, Slot: uint32(slot.idx)}, keep: true, c: sh.rel.take(path)}
 			ex.done = func(resp Response, files []model.File, c model.Conn, err error) {
 				for _, f := range files {
@@ -469,8 +469,6 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 				if c != nil {
 					sh.rel.park(ml, path, c)
 				}
-				sh.relBusy = false
-				sh.pumpReleases()
 				sh.lock.Do(ml, func() {
 					sh.releasing--
 					if err != nil {
@@ -488,9 +486,35 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 					}
 					sh.stats.SlotsReleased++
 					sh.freeSlot(slot)
+					// The next release starts once this one's failure
+					// has dropped the segment, if it did.
+					ml.Post(func() {
+						sh.relBusy = false
+						sh.pumpReleases()
+					})
 				})
 			}
 			ex.start()
+		}
+		job := func() {
+			// Released one at a time, a release may have waited behind
+			// others long enough for its segment to go (an earlier
+			// release to a hung datanode failed, and dropping the
+			// segment freed every slot at the datanode): there is no
+			// one to tell, and asking would wait out a timeout more.
+			sh.lock.Do(ml, func() {
+				if !s.gone {
+					ml.Post(start)
+					return
+				}
+				sh.releasing--
+				sh.stats.SlotsReleased++
+				sh.freeSlot(slot)
+				ml.Post(func() {
+					sh.relBusy = false
+					sh.pumpReleases()
+				})
+			})
 		}
 		ml.Post(func() {
 			sh.relQ = append(sh.relQ, job)
