@@ -49,7 +49,7 @@ type Replica struct {
 }
 
 // valid reports whether the datanode still vouches for the replica.
-func (r *Replica) valid() bool { return r.Slot == nil || r.Slot.Valid() }
+func (r *Replica) valid() bool { return r.Slot == nil || r.Slot.vouchesFor(r.Key) }
 
 // CacheConfig shapes the cache. Zero values take HDFS's defaults.
 type CacheConfig struct {

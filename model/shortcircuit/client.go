@@ -154,6 +154,17 @@ func (s *Slot) Valid() bool {
 	return s.shm.seg.Load(s.idx*SlotSize+slotFlags)&flagValid != 0
 }
 
+// vouchesFor reports whether the slot is valid for replica k: valid, and
+// registered for k's block and stamp, which the datanode writes before it
+// sets the valid bit (and clears after it clears it). The valid bit alone
+// would let a slot the datanode cleared, then registered again for another
+// block (a request naming this segment's slot, from whoever learnt the
+// segment's id), vouch for a replica whose block has since changed.
+func (s *Slot) vouchesFor(k Key) bool {
+	off := s.idx * SlotSize
+	return s.Valid() && s.shm.seg.Load(off+slotBlock) == k.Block && s.shm.seg.Load(off+slotStamp) == k.Stamp
+}
+
 // NewShared makes the short-circuit state of process p.
 func NewShared(p model.Process, cfg SharedConfig) (*Shared, error) {
 	if cfg.TokenKey == nil {

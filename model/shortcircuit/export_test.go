@@ -1,0 +1,11 @@
+package shortcircuit
+
+// SegmentIDs lists the ids of the segments sh has mapped, for tests that
+// play a local user who has learnt one.
+func SegmentIDs(sh *Shared) []uint64 {
+	var ids []uint64
+	for _, s := range sh.all {
+		ids = append(ids, s.id)
+	}
+	return ids
+}
