@@ -41,6 +41,7 @@ var LogKeys = map[string][]string{
 	"rpc-bad-frame":            {"conn", "err"},
 	"rpc-close":                {"conn", "why"},
 	"rpc-responses-over-bound": {"conn", "bound"},
+	"rpc-purge":                {"conn", "waiting"},
 	// namespace
 	"editlog-replay-refused": {"method", "path", "code"},
 	"editlog-sync-failed":    {"err"},

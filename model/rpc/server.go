@@ -130,6 +130,7 @@ type ServerStats struct {
 	Deferred                            int // responses the responder finished
 	ReaderBlocks                        int // times a reader found the queue full
 	OverBound                           int // connections closed for responses past MaxPending
+	Purged                              int // connections closed for responses untaken for IdleTimeout
 	PeakQueue                           int
 }
 
@@ -326,6 +327,7 @@ func (s *Server) Stats() ServerStats {
 		st.Calls += r.calls
 		st.ReaderBlocks += r.blocks
 		st.OverBound += r.overBound
+		st.Purged += r.purged
 		for _, sc := range r.conns {
 			st.Responses += sc.answered - sc.dropped
 			st.Dropped += sc.dropped
@@ -437,7 +439,7 @@ type reader struct {
 	idle    model.Timer
 	stopped bool // the server stopped: connections handed over now are closed
 	// counters, owned by the loop
-	calls, closed, idleClosed, fatal, blocks, overBound int
+	calls, closed, idleClosed, fatal, blocks, overBound, purged int
 	// counts of connections closed and forgotten
 	doneResponses, doneDropped, doneDeferred int
 	// scratch is what the loop reads into before appending to a
@@ -466,11 +468,14 @@ type serverConn struct {
 	queued     int // calls put into the queue
 
 	// guarded by lk
-	lk       model.Lock
-	closed   bool
-	out      [][]byte
-	outOff   int
-	pending  int // bytes of out not yet written
+	lk      model.Lock
+	closed  bool
+	out     [][]byte
+	outOff  int
+	pending int // bytes of out not yet written
+	// outMoved is when out last moved: its first response queued, or
+	// bytes of it taken by the client.
+	outMoved time.Duration
 	answered int // responses written or dropped
 	dropped  int
 	deferred int
@@ -548,11 +553,25 @@ func (r *reader) scanIdle() {
 			continue
 		}
 		sc.lk.Do(r.loop, func() {
-			if sc.closed || sc.answered < sc.queued || len(sc.out) > 0 || r.loop.Now()-sc.lastRead < r.s.cfg.IdleTimeout {
-				return
+			now := r.loop.Now()
+			// Answers its client has taken nothing of for the idle
+			// timeout: it has stopped reading (a stopped process, a
+			// frozen JVM) and may never read again. MaxPending bounds
+			// what it holds beyond its first answer, not for how long;
+			// Hadoop's Responder purges answers waiting 15 minutes and
+			// closes their connection.
+			untaken := len(sc.out) > 0 && now-sc.outMoved >= r.s.cfg.IdleTimeout
+			switch {
+			case sc.closed || now-sc.lastRead < r.s.cfg.IdleTimeout:
+			case untaken:
+				r.purged++
+				r.s.p.Log("rpc-purge", "conn", sc.seq, "waiting", len(sc.out))
+				r.loop.Post(func() { r.close(sc, "answers untaken") })
+			case sc.answered < sc.queued || len(sc.out) > 0:
+			default:
+				r.idleClosed++
+				r.loop.Post(func() { r.close(sc, "idle") })
 			}
-			r.idleClosed++
-			r.loop.Post(func() { r.close(sc, "idle") })
 		})
 	}
 	r.armIdle()
@@ -1032,6 +1051,9 @@ func (h *handler) reply(c *call, frame []byte) {
 		if !h.s.cfg.Bugs.QueuedReplySharesFrame {
 			frame = slices.Clone(frame) // (frame is the handler's)
 		}
+		if len(sc.out) == 0 {
+			sc.outMoved = h.loop.Now()
+		}
 		sc.out = append(sc.out, frame)
 		sc.pending += len(frame) - written
 		sc.deferred++
@@ -1067,6 +1089,9 @@ func (sc *serverConn) respond(loop model.Loop) {
 			}
 			sc.outOff += n
 			sc.pending -= n
+			if n > 0 {
+				sc.outMoved = loop.Now()
+			}
 			if sc.outOff < len(b) {
 				continue
 			}

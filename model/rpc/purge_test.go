@@ -1,0 +1,44 @@
+package rpc_test
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/rpc"
+	"xceiver/sim"
+)
+
+// A client that asks for answers larger than the socket buffers hold and
+// then never reads again, nor closes (a stopped process), loses its
+// connection once its answers have gone untaken for the idle timeout
+// (500 ms): the server no longer holds them and the connection forever.
+// MaxPending bounds only what waits beyond the first answer, and a 4 MiB
+// answer alone stayed, with its connection, until the client closed at
+// 61 s.
+func TestUntakenAnswersArePurged(t *testing.T) {
+	var at, later rpc.Pending
+	e := world(t, rpc.ServerConfig{Handlers: 2, IdleTimeout: 500 * time.Millisecond}, rpc.ClientConfig{}, 1,
+		func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			p.(*sim.Process).SlowReader(4096)
+			for _, size := range []uint32{4 << 20, 300 << 10} {
+				var n [4]byte
+				binary.BigEndian.PutUint32(n[:], size)
+				cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
+			}
+			cl.PauseReading(srvAddr)
+			p.MainLoop().AfterFunc(200*time.Millisecond, func() { at = e.srv.Pending() })
+			p.MainLoop().AfterFunc(10*time.Second, func() { later = e.srv.Pending() })
+			p.MainLoop().AfterFunc(61*time.Second, func() { cl.Close() })
+		})
+	if at.Conns != 1 || at.Bytes == 0 {
+		t.Fatalf("at 200 ms the server holds %d connections and %d bytes of answers: want the stalled client's, with its answers (the case no longer stalls them)", at.Conns, at.Bytes)
+	}
+	if later.Conns != 0 || later.Bytes != 0 {
+		t.Errorf("10 s after its client stopped reading the server still holds %d connections and %d bytes of answers: want them purged within 1.5 idle timeouts", later.Conns, later.Bytes)
+	}
+	if st := e.srv.Stats(); st.Purged != 1 {
+		t.Errorf("%d connections purged, want 1 (stats %+v)", st.Purged, st)
+	}
+}
