@@ -112,6 +112,7 @@ type RPCConfig struct {
 	QueuePastBound       bool `json:"queue_past_bound,omitempty"`
 	QueuedReplyShares    bool `json:"queued_reply_shares_frame,omitempty"`
 	StopMidCall          bool `json:"stop_mid_call,omitempty"`
+	KeepInput            bool `json:"keep_input,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -275,6 +276,17 @@ var RPCBugs = []RPCBug{
 		},
 	},
 	{
+		Name: "rpc-input-kept", Catches: PropMemory,
+		What: "a connection's input buffer stays the size its largest call grew it to for as long as the connection lives (up to MaxFrame each, where Hadoop's reader allocates each call's buffer afresh)",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.KeepInput = true
+			f := drawRPCFault(d, &c.Config, RPCFaultBigCalls, faultNearOp(d, c))
+			c.Config.Pieces[f.Client] = 0
+			c.Faults = append(c.Faults, f)
+			sortRPCFaults(c.Faults)
+		},
+	},
+	{
 		Name: "queue-past-bound", Catches: PropQueueBound,
 		What: "readers queue calls whatever the call queue holds, where Hadoop's put blocks them: a burst grows the queue without bound",
 		apply: func(d drawer, c *RPCCase) {
@@ -354,7 +366,7 @@ func (c RPCCase) Fixed() RPCCase {
 	cfg := &c.Config
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
 	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO, cfg.ReplaySyncOnly = false, false, false, false, false
-	cfg.QueuePastBound, cfg.QueuedReplyShares, cfg.StopMidCall = false, false, false
+	cfg.QueuePastBound, cfg.QueuedReplyShares, cfg.StopMidCall, cfg.KeepInput = false, false, false, false
 	return c
 }
 
@@ -1037,7 +1049,8 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
 				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, HadoopReader: cfg.HadoopReader,
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
-					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares, StopMidCall: cfg.StopMidCall}},
+					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares, StopMidCall: cfg.StopMidCall,
+					KeepInput: cfg.KeepInput}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 			Image:    image,
 		})
@@ -1757,8 +1770,13 @@ func (h *rpcHarness) afterEach() {
 		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses), bound %d per connection", p.Bytes, p.Conns, p.Worst, p.Responses, bound)
 		return
 	}
-	if in, inBound := srv.Input(), srv.InputBound(); in.Worst > inBound {
+	in, inBound := srv.Input(), srv.InputBound()
+	if in.Worst > inBound {
 		h.fail(PropMemory, "namenode holds %d bytes of input not yet taken as calls on one connection (%d on all), bound %d", in.Worst, in.Bytes, inBound)
+		return
+	}
+	if in.Kept > 0 {
+		h.fail(PropMemory, "namenode keeps a connection's input buffer %d bytes larger than its input may need (twice it, or %d kept between calls): the buffer a large call grew, held after it was queued", in.Kept, rpc.InputKeep)
 		return
 	}
 	if p.Counted != p.Bytes {

@@ -74,6 +74,9 @@ type ServerConfig struct {
 
 // ServerBugs switch on catalogued bugs, for tests and `check --bug`.
 type ServerBugs struct {
+	// KeepInput keeps a connection's input buffer at the size its
+	// largest call grew it to, for as long as the connection lives.
+	KeepInput bool
 	// HandlerWaitsForWrite makes a handler whose response did not fit in
 	// one write wait until the responder has written all of it, so a client
 	// that stops reading holds the handler (the responder's whole point is
@@ -400,6 +403,11 @@ func (s *Server) Pending() Pending {
 // calls: Bytes in all, Worst on one connection.
 type Input struct {
 	Bytes, Worst int
+	// Kept is the most capacity one connection's input buffer holds
+	// beyond what its input may need: twice what it holds and the rest of
+	// the call it is reading (a growing buffer doubles), or InputKeep,
+	// whichever is more.
+	Kept int
 }
 
 // Input sums the connections' input buffers; for per-event bound checks
@@ -410,10 +418,17 @@ func (s *Server) Input() Input {
 		for _, sc := range r.conns {
 			in.Bytes += len(sc.in)
 			in.Worst = max(in.Worst, len(sc.in))
+			in.Kept = max(in.Kept, cap(sc.in)-max(2*(len(sc.in)+max(sc.need(), 0)), InputKeep))
 		}
 	}
 	return in
 }
+
+// InputKeep is the input buffer a connection keeps between calls: a
+// buffer grown for a large call (up to MaxFrame) goes once the call is
+// queued, as Hadoop's reader allocates each call's buffer afresh, or every
+// connection that ever sent one would hold its size until it closed.
+const InputKeep = inHigh + readChunk
 
 // InputBound is the most input one connection may hold: a reader reads
 // on while a connection holds less than inHigh, or less than the whole
@@ -780,6 +795,9 @@ func (r *reader) fill(sc *serverConn) {
 	off := 0
 	defer func() {
 		sc.in = sc.in[:copy(sc.in, sc.in[off:])]
+		if cap(sc.in) > InputKeep && len(sc.in)+max(sc.need(), 0) <= InputKeep/2 && !r.s.cfg.Bugs.KeepInput {
+			sc.in = append(make([]byte, 0, max(len(sc.in), readChunk)), sc.in...)
+		}
 		if !sc.closing && r.blocked == nil && sc.readMore() {
 			sc.c.SetReadInterest(true)
 		}
