@@ -335,3 +335,48 @@ func TestHoldersWaitingForRoomGiveItUp(t *testing.T) {
 		}
 	}
 }
+
+// A write that holds room and waits for more alone keeps waiting: the
+// room is the writes' that are receiving, which finish or are cut off,
+// and nothing else waits for what it holds. MaxBuffered is 256 KiB. R's
+// write of 128 KiB takes 64 KiB at 0 and grows to 128 KiB at 150 ms; H
+// holds 128 KiB from 10 ms and at 20 ms asks for 128 KiB more, which
+// waits. R, a step every 150 ms, is not stalled, and ends at 300 ms: its
+// room goes to H, whose write then completes, though H waited longer than
+// a stall timeout (200 ms).
+func TestHolderWaitingAloneKeepsItsRoom(t *testing.T) {
+	dcfg := model.DatanodeConfig{MaxWrite: 256 << 10, MaxBuffered: 256 << 10, StallTimeout: 200 * time.Millisecond,
+		HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
+	var r, h *stepWriter
+	datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
+		l := pp.MainLoop()
+		const kib = 1 << 10
+		r = startWrite(w, pp, 1, 128*kib)
+		r.packet(64*kib, false)
+		l.AfterFunc(10*time.Millisecond, func() {
+			h = startWrite(w, pp, 2, 256*kib)
+			h.packet(64*kib, false)
+			h.packet(64*kib, false)
+		})
+		l.AfterFunc(20*time.Millisecond, func() { h.packet(64*kib, false) })
+		l.AfterFunc(150*time.Millisecond, func() { r.packet(64*kib, false) })
+		l.AfterFunc(300*time.Millisecond, func() { r.packet(0, true) })
+		l.AfterFunc(400*time.Millisecond, func() {
+			h.packet(64*kib, false)
+			h.packet(0, true)
+		})
+		l.AfterFunc(3*time.Second, func() {
+			r.c.Close()
+			h.c.Close()
+		})
+	})
+	for _, s := range []struct {
+		name string
+		w    *stepWriter
+	}{{"R", r}, {"H", h}} {
+		resp, _, err := model.DecodeResponse(s.w.resp)
+		if err != nil || resp.Status != model.StatusSuccess {
+			t.Errorf("%s's write answered %v %q (%v); want done", s.name, resp.Status, resp.Message, err)
+		}
+	}
+}
