@@ -2246,16 +2246,18 @@ func (dc *dnConn) growth(need int) (newCap, more int) {
 }
 
 // yieldRoom: a write that holds room has waited a stall timeout for more.
-// If another write waits for room too and there is still too little for
-// this one, it gives up, busy, and gives its room back at once. A write
-// holding room while it waits makes no progress and lets none use that
-// room: when every write holding room waits so (each a packet short of
-// what it needs), none gives any back before HandleWait, and neither the
-// stall cut-off, which judges writes still receiving, nor the writes
-// finishing frees it, so every write behind them waits as long (1 to 10
-// s). Given back under the lock, the room is there for the next ask, so
-// of several holders waiting alike only as many give up as must. Looked
-// at again a stall timeout later if it stays.
+// If another write that holds room waits for more too, and there is still
+// too little for this one, it gives up, busy, and gives its room back at
+// once. A write holding room while it waits makes no progress and lets
+// none use that room: when the writes holding room all wait so (each a
+// packet short of what it needs), none gives any back before HandleWait,
+// and neither the stall cut-off, which judges writes still receiving, nor
+// a write finishing frees it, so every write behind them waits as long (1
+// to 10 s). A holder waiting with no other holder waiting keeps waiting:
+// the room is the receiving writes', which finish or are cut off. Given
+// back under the lock, the room is there for the next ask, so of holders
+// that waited alike the later ones may find enough. Looked at again a
+// stall timeout later if it stays.
 func (dc *dnConn) yieldRoom() {
 	dc.yieldT = nil
 	dn := dc.dn
@@ -2267,14 +2269,15 @@ func (dc *dnConn) yieldRoom() {
 			return
 		}
 		_, more := dc.growth(dc.roomNeed)
-		others := false
+		holders := false // another write holding room waits for more
 		for _, w := range dn.roomWaiters {
-			others = others || w != dc
+			holders = holders || w != dc && slices.Contains(dn.writers, w)
 		}
-		if !others || dn.buffered+more <= dn.cfg.MaxBuffered {
-			// Alone in its wait (the room is the writes' that are
-			// receiving, which finish or are cut off), or room has
-			// come and its ask will find it.
+		if !dc.roomWaiting || !holders || dn.buffered+more <= dn.cfg.MaxBuffered {
+			// An ask of its own is on its way to the lock (room was
+			// given back, and it asks again: it must not give up what
+			// that ask may be granted), or no other holder waits, or
+			// room has come and its ask will find it.
 			dc.yieldT = dc.loop.AfterFunc(dn.cfg.StallTimeout, dc.yieldRoom)
 			return
 		}
@@ -2292,7 +2295,7 @@ func (dc *dnConn) yieldRoom() {
 		dn.p.Log("dn-write-yielded", "conn", dc.id, "held", held)
 		dc.loop.Post(func() {
 			if !dc.closed {
-				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: holding %d bytes of write room, no more within %v while other writes waited (%d bytes buffered at most)", held, dn.cfg.StallTimeout, dn.cfg.MaxBuffered)})
+				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: holding %d bytes of write room, no more within %v while other writes holding room waited for more (%d bytes buffered at most)", held, dn.cfg.StallTimeout, dn.cfg.MaxBuffered)})
 			}
 		})
 	})

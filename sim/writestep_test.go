@@ -336,18 +336,26 @@ func TestHoldersWaitingForRoomGiveItUp(t *testing.T) {
 	}
 }
 
-// A write that holds room and waits for more alone keeps waiting: the
-// room is the writes' that are receiving, which finish or are cut off,
-// and nothing else waits for what it holds. MaxBuffered is 256 KiB. R's
-// write of 128 KiB takes 64 KiB at 0 and grows to 128 KiB at 150 ms; H
-// holds 128 KiB from 10 ms and at 20 ms asks for 128 KiB more, which
-// waits. R, a step every 150 ms, is not stalled, and ends at 300 ms: its
-// room goes to H, whose write then completes, though H waited longer than
-// a stall timeout (200 ms).
+// A write that holds room and waits for more, with no other holder
+// waiting, keeps waiting: the room is the writes' that are receiving,
+// which finish or are cut off. MaxBuffered is 256 KiB. R's write of 128
+// KiB takes 64 KiB at 0 and grows to 128 KiB at 150 ms; H holds 128 KiB
+// from 10 ms and at 20 ms asks for 128 KiB more, which waits; with a
+// third write, X, X asks for its first 64 KiB at 160 ms and waits too,
+// holding none. R, a step every 150 ms, is not stalled, and ends at 300
+// ms: its room goes to H (and X), whose writes then complete, though H
+// waited longer than a stall timeout (200 ms). (Giving up whenever any
+// other write waited, H was refused busy at 220 ms: a review found it.)
 func TestHolderWaitingAloneKeepsItsRoom(t *testing.T) {
+	for _, third := range []bool{false, true} {
+		holderWaitingAlone(t, third)
+	}
+}
+
+func holderWaitingAlone(t *testing.T, third bool) {
 	dcfg := model.DatanodeConfig{MaxWrite: 256 << 10, MaxBuffered: 256 << 10, StallTimeout: 200 * time.Millisecond,
 		HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
-	var r, h *stepWriter
+	var r, h, x *stepWriter
 	datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
 		l := pp.MainLoop()
 		const kib = 1 << 10
@@ -360,23 +368,100 @@ func TestHolderWaitingAloneKeepsItsRoom(t *testing.T) {
 		})
 		l.AfterFunc(20*time.Millisecond, func() { h.packet(64*kib, false) })
 		l.AfterFunc(150*time.Millisecond, func() { r.packet(64*kib, false) })
+		if third {
+			l.AfterFunc(160*time.Millisecond, func() {
+				x = startWrite(w, pp, 3, 64*kib)
+				x.packet(64*kib, false)
+			})
+		}
 		l.AfterFunc(300*time.Millisecond, func() { r.packet(0, true) })
 		l.AfterFunc(400*time.Millisecond, func() {
 			h.packet(64*kib, false)
 			h.packet(0, true)
+			if x != nil {
+				x.packet(0, true)
+			}
 		})
 		l.AfterFunc(3*time.Second, func() {
-			r.c.Close()
-			h.c.Close()
+			for _, s := range []*stepWriter{r, h, x} {
+				if s != nil {
+					s.c.Close()
+				}
+			}
 		})
 	})
 	for _, s := range []struct {
 		name string
 		w    *stepWriter
-	}{{"R", r}, {"H", h}} {
+	}{{"R", r}, {"H", h}, {"X", x}} {
+		if s.w == nil {
+			continue
+		}
 		resp, _, err := model.DecodeResponse(s.w.resp)
 		if err != nil || resp.Status != model.StatusSuccess {
-			t.Errorf("%s's write answered %v %q (%v); want done", s.name, resp.Status, resp.Message, err)
+			t.Errorf("with X %v: %s's write answered %v %q (%v); want done", third, s.name, resp.Status, resp.Message, err)
+		}
+	}
+}
+
+// A holder's give-up never takes back room its own ask was granted. R
+// holds 128 KiB and ends about when H1, which with H2 holds the rest and
+// waits for more, looks whether to give up (220 ms): R's room goes back,
+// H1 asks again, and its ask may be on its way to the lock when H1 looks.
+// Giving up then, H1 gave back the room that ask was granted, and the
+// write went on with its buffer gone: its next packet was refused, "write
+// packet at offset 131072, want 0" (a review found it). Across R's end
+// from 219.5 to 220.1 ms each write completes or, if its holder looked
+// before R's room came back, is refused busy; and no room stays reserved.
+func TestYieldNeverTakesBackAGrantedAsk(t *testing.T) {
+	const kib = 1 << 10
+	dcfg := model.DatanodeConfig{MaxWrite: 256 * kib, MaxBuffered: 384 * kib, StallTimeout: 200 * time.Millisecond,
+		HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
+	for end := 219500 * time.Microsecond; end <= 220100*time.Microsecond; end += 20 * time.Microsecond {
+		var r, h1, h2 *stepWriter
+		reserved := -1
+		datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
+			l := pp.MainLoop()
+			r = startWrite(w, pp, 1, 128*kib)
+			r.packet(64*kib, false)
+			l.AfterFunc(10*time.Millisecond, func() {
+				h1 = startWrite(w, pp, 2, 256*kib)
+				h1.packet(64*kib, false)
+				h1.packet(64*kib, false)
+			})
+			l.AfterFunc(15*time.Millisecond, func() {
+				h2 = startWrite(w, pp, 3, 256*kib)
+				h2.packet(64*kib, false)
+				h2.packet(64*kib, false)
+			})
+			l.AfterFunc(20*time.Millisecond, func() { h1.packet(64*kib, false) })
+			l.AfterFunc(25*time.Millisecond, func() { h2.packet(64*kib, false) })
+			l.AfterFunc(100*time.Millisecond, func() { r.packet(64*kib, false) })
+			l.AfterFunc(end, func() { r.packet(0, true) })
+			l.AfterFunc(400*time.Millisecond, func() {
+				for _, h := range []*stepWriter{h1, h2} {
+					h.packet(64*kib, false)
+					h.packet(0, true)
+				}
+			})
+			l.AfterFunc(3*time.Second, func() {
+				reserved = dn.ReservedWriteBytes()
+				for _, s := range []*stepWriter{r, h1, h2} {
+					s.c.Close()
+				}
+			})
+		})
+		for _, s := range []struct {
+			name string
+			w    *stepWriter
+		}{{"R", r}, {"H1", h1}, {"H2", h2}} {
+			resp, _, err := model.DecodeResponse(s.w.resp)
+			if err != nil || resp.Status != model.StatusSuccess && !strings.Contains(resp.Message, "busy: holding") {
+				t.Errorf("R ends at %v: %s's write answered %v %q (%v); want done, or refused busy", end, s.name, resp.Status, resp.Message, err)
+			}
+		}
+		if reserved != 0 {
+			t.Errorf("R ends at %v: %d bytes of write room still reserved at 3 s, with every write over", end, reserved)
 		}
 	}
 }
