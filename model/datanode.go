@@ -473,6 +473,13 @@ func (s *selector) putBuf(b []byte) {
 	freed(s.loop.Process(), b)
 	s.out--
 	s.free = append(s.free, b)
+	if s.out == 0 && len(s.free) > maxSpareBufs {
+		// None lent: nothing uses the spares now, and the trim need not
+		// wait (nor its timer outlive the connections).
+		s.lowFree = len(s.free)
+		s.trim()
+		return
+	}
 	if len(s.free) > maxSpareBufs && !s.trimSpare.Armed() {
 		s.lowFree = len(s.free)
 		s.trimSpare.Arm(s.loop, spareTrimEvery, s.trim)
@@ -503,6 +510,8 @@ func (s *selector) trim() {
 	s.lowFree = len(s.free)
 	if len(s.free) > maxSpareBufs {
 		s.trimSpare.Arm(s.loop, spareTrimEvery, s.trim)
+	} else {
+		s.trimSpare.Stop()
 	}
 }
 
@@ -642,7 +651,8 @@ func (dn *Datanode) BuffersOut() int {
 }
 
 // SpareBuffers is the number of packet buffers the selectors keep for
-// reuse, lent to no connection.
+// reuse, lent to no connection. It reads every selector's state, so only
+// a single-threaded world (sim) may call it.
 func (dn *Datanode) SpareBuffers() int {
 	n := 0
 	for _, s := range dn.selectors {

@@ -8,21 +8,24 @@ import (
 )
 
 // A selector keeps the packet buffers its connections give back, but not
-// those that go unused: past 64, every second it drops the ones that
-// stayed free all the while. 100 readers ask for a 1 MiB block and read
+// those that go unused. 150 readers ask for a 1 MiB block and read
 // nothing (a 4 KiB receive buffer, the datanode's send buffer 16 KiB), so
-// each stays mid-packet with a buffer lent; at 1 s they close. Kept
-// without bound, all 100 buffers stayed in the free list for the
-// datanode's life; now the trim a second after the first was given back
-// finds them all unused since, and 64 are left by 3 s.
+// each stays mid-packet with a buffer lent. At 1 s, 100 of them close:
+// their buffers are kept for reuse while 50 are still lent, and a second
+// after the first went unused the trim leaves 64. At 3 s the rest close:
+// with none lent the spares drop to 64 at once (114 were kept until the
+// trim's timer came round, which outlived the connections). Kept without bound, all 150 stayed for the datanode's
+// life.
 func TestSpareBuffersAreBounded(t *testing.T) {
-	const readers = 100
+	const readers = 150
 	dcfg := model.DatanodeConfig{Selectors: 1, PoolMax: 2 * readers, MaxConns: 4 * readers, SendTimeout: time.Minute,
 		StallTimeout: time.Minute, HandleWait: time.Minute}
 	block := model.BlockContent(1, 1<<20)
-	peak, spare, out, kept := 0, -1, -1, -1
+	peak := 0
+	spare := map[time.Duration]int{}
 	datanodeWorld(t, dcfg, [][]byte{block}, "readers", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
-		dnProc.(*Process).SetSocketBuffers(16<<10, 0)
+		dp := dnProc.(*Process)
+		dp.SetSocketBuffers(16<<10, 0)
 		pp.(*Process).SlowReader(4096)
 		l := pp.MainLoop()
 		var conns []model.Conn
@@ -48,20 +51,26 @@ func TestSpareBuffersAreBounded(t *testing.T) {
 		}
 		l.AfterFunc(time.Second, func() {
 			peak = dn.BuffersOut()
-			for _, c := range conns {
+			for _, c := range conns[:100] {
 				c.Close()
 			}
 		})
-		l.AfterFunc(1500*time.Millisecond, func() { kept = dn.SpareBuffers() })
-		l.AfterFunc(3*time.Second, func() { spare, out = dn.SpareBuffers(), dn.BuffersOut() })
+		for _, at := range []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond, 3500 * time.Millisecond} {
+			l.AfterFunc(at, func() { spare[at] = dn.SpareBuffers() })
+		}
+		l.AfterFunc(3*time.Second, func() {
+			for _, c := range conns[100:] {
+				c.Close()
+			}
+		})
 	})
 	if peak < readers {
 		t.Fatalf("%d packet buffers lent with %d readers stuck mid-packet: want one each (the test no longer fills the free list)", peak, readers)
 	}
-	if kept != readers {
-		t.Errorf("half a second after the readers closed, %d buffers kept for reuse; want all %d (none has gone unused for a second yet)", kept, readers)
-	}
-	if out != 0 || spare != 64 {
-		t.Errorf("2 s after the readers closed: %d buffers lent, %d kept for reuse; want 0 and 64", out, spare)
+	want := map[time.Duration]int{1500 * time.Millisecond: 100, 2500 * time.Millisecond: 64, 3500 * time.Millisecond: 64}
+	for at, n := range want {
+		if spare[at] != n {
+			t.Errorf("at %v the selector keeps %d spare buffers, want %d", at, spare[at], n)
+		}
 	}
 }
