@@ -42,3 +42,34 @@ func TestUntakenAnswersArePurged(t *testing.T) {
 		t.Errorf("%d connections purged, want 1 (stats %+v)", st.Purged, st)
 	}
 }
+
+// A connection's input buffer goes back to what its input needs once a
+// large call is queued, whatever follows it: a call of 1,000 KiB, then
+// one of 100 KiB pipelined behind it. At every event the buffer is at
+// most twice what it holds and the rest of the call it is reading, or
+// InputKeep. (A buffer shrunk only when what followed was small kept the
+// first call's 1 MB while it read the second: a review found it.)
+func TestInputBufferShrinksAfterALargeCall(t *testing.T) {
+	worst := 0
+	done := 0
+	worldEach(t, rpc.ServerConfig{Handlers: 1}, rpc.ClientConfig{}, 1,
+		func(e *env) { worst = max(worst, e.srv.Input().Kept) },
+		func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			for _, size := range []int{1000 << 10, 100 << 10} {
+				cl.Call(srvAddr, mEcho, make([]byte, size), func(r rpc.Reply) {
+					if r.Err != nil {
+						e.w.Fail(r.Err)
+					}
+					if done++; done == 2 {
+						cl.Close()
+					}
+				})
+			}
+		})
+	if done != 2 {
+		t.Fatalf("%d of the 2 calls answered", done)
+	}
+	if worst > 0 {
+		t.Errorf("a connection's input buffer held %d bytes more than its input needed (twice it, or %d)", worst, rpc.InputKeep)
+	}
+}

@@ -795,8 +795,8 @@ func (r *reader) fill(sc *serverConn) {
 	off := 0
 	defer func() {
 		sc.in = sc.in[:copy(sc.in, sc.in[off:])]
-		if cap(sc.in) > InputKeep && len(sc.in)+max(sc.need(), 0) <= InputKeep/2 && !r.s.cfg.Bugs.KeepInput {
-			sc.in = append(make([]byte, 0, max(len(sc.in), readChunk)), sc.in...)
+		if needs := len(sc.in) + max(sc.need(), 0); cap(sc.in) > max(2*needs, InputKeep) && !r.s.cfg.Bugs.KeepInput {
+			sc.in = append(make([]byte, 0, max(needs, readChunk)), sc.in...)
 		}
 		if !sc.closing && r.blocked == nil && sc.readMore() {
 			sc.c.SetReadInterest(true)
