@@ -2490,7 +2490,7 @@ func (dc *dnConn) endOp() {
 	}
 	dc.watchInput()
 	// A next request's first bytes may have come with the status: its
-	// whole-message deadline counts from them, not from the next read.
+	// whole-message deadline starts now, not at the next read.
 	dc.watchMessage()
 }
 

@@ -495,14 +495,9 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 						// slot.
 						sh.disconnect(s)
 					}
-					sh.stats.SlotsReleased++
-					sh.freeSlot(slot)
 					// The next release starts once this one's failure
 					// has dropped the segment, if it did.
-					ml.Post(func() {
-						sh.relBusy = false
-						sh.pumpReleases()
-					})
+					sh.released(ml, slot)
 				})
 			}
 			ex.start()
@@ -519,18 +514,24 @@ func (sh *Shared) releaseSlot(loop model.Loop, slot *Slot) {
 					return
 				}
 				sh.releasing--
-				sh.stats.SlotsReleased++
-				sh.freeSlot(slot)
-				ml.Post(func() {
-					sh.relBusy = false
-					sh.pumpReleases()
-				})
+				sh.released(ml, slot)
 			})
 		}
 		ml.Post(func() {
 			sh.relQ = append(sh.relQ, job)
 			sh.pumpReleases()
 		})
+	})
+}
+
+// released frees a slot whose release is over (told, failed, or with no
+// one left to tell) and starts the next queued release. Under the lock.
+func (sh *Shared) released(ml model.Loop, slot *Slot) {
+	sh.stats.SlotsReleased++
+	sh.freeSlot(slot)
+	ml.Post(func() {
+		sh.relBusy = false
+		sh.pumpReleases()
 	})
 }
 
