@@ -269,10 +269,7 @@ var RPCBugs = []RPCBug{
 		What: "a reader stops reading a connection at 64 KiB of input even in the middle of a call (this model's did until check sent calls as long as block reports): a longer call never arrives whole, and it and the calls behind it wait until the idle timeout resets the connection",
 		apply: func(d drawer, c *RPCCase) {
 			c.Config.StopMidCall = true
-			f := drawRPCFault(d, &c.Config, RPCFaultBigCalls, faultNearOp(d, c))
-			c.Config.Pieces[f.Client] = 0
-			c.Faults = append(c.Faults, f)
-			sortRPCFaults(c.Faults)
+			addBigCalls(d, c)
 		},
 	},
 	{
@@ -280,10 +277,7 @@ var RPCBugs = []RPCBug{
 		What: "a connection's input buffer stays the size its largest call grew it to for as long as the connection lives (up to MaxFrame each, where Hadoop's reader allocates each call's buffer afresh)",
 		apply: func(d drawer, c *RPCCase) {
 			c.Config.KeepInput = true
-			f := drawRPCFault(d, &c.Config, RPCFaultBigCalls, faultNearOp(d, c))
-			c.Config.Pieces[f.Client] = 0
-			c.Faults = append(c.Faults, f)
-			sortRPCFaults(c.Faults)
+			addBigCalls(d, c)
 		},
 	},
 	{
@@ -395,6 +389,15 @@ func ensureFault(d drawer, c *RPCCase, kind string) {
 	}
 	at := d.dur(0, 2*time.Millisecond, "bug_at")
 	c.Faults = append(c.Faults, drawRPCFault(d, &c.Config, kind, at))
+	sortRPCFaults(c.Faults)
+}
+
+// addBigCalls adds a big-calls fault near an op of c's workload, on a
+// client that writes whole calls (a big call sent in pieces is not one).
+func addBigCalls(d drawer, c *RPCCase) {
+	f := drawRPCFault(d, &c.Config, RPCFaultBigCalls, faultNearOp(d, c))
+	c.Config.Pieces[f.Client] = 0
+	c.Faults = append(c.Faults, f)
 	sortRPCFaults(c.Faults)
 }
 

@@ -21,23 +21,10 @@ func TestPipelinedPartialRequestTimesOut(t *testing.T) {
 		l := pp.MainLoop()
 		msg := model.AppendStatus(request(model.OpReadBlock, 1, 0, 0, 100), model.StatusSuccess)
 		msg = append(msg, request(model.OpReadBlock, 1, 0, 0, 100)[0])
-		var c model.Conn
-		sent := false
-		c, err := pp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
-			if ev&model.Writable != 0 && !sent {
-				sent = true
-				c.SetWriteInterest(false)
-				if _, err := c.Write(msg); err != nil {
-					w.Fail(err)
-				}
-			}
-		})
-		if err != nil {
-			w.Fail(err)
+		c := sendAndIgnore(w, pp, msg)
+		if c == nil {
 			return
 		}
-		c.SetReadInterest(false)
-		c.SetWriteInterest(true)
 		for i, at := range ats {
 			l.AfterFunc(at, func() { conns[i] = dn.Conns() })
 		}
@@ -46,4 +33,28 @@ func TestPipelinedPartialRequestTimesOut(t *testing.T) {
 	if conns[0] != 1 || conns[1] != 0 {
 		t.Errorf("a request's first byte pipelined behind a status, then nothing: %d datanode connections at %v and %d at %v; want 1, then 0 (RequestTimeout 1 s)", conns[0], ats[0], conns[1], ats[1])
 	}
+}
+
+// sendAndIgnore dials the datanode from pp, writes msg once connected, and
+// reads nothing: what the datanode answers stays in the socket. It
+// returns the connection, or nil (the world failed) if the dial did.
+func sendAndIgnore(w *World, pp model.Process, msg []byte) model.Conn {
+	var c model.Conn
+	sent := false
+	c, err := pp.Dial("tcp", "dn:50010", pp.MainLoop(), func(ev model.Events) {
+		if ev&model.Writable != 0 && !sent {
+			sent = true
+			c.SetWriteInterest(false)
+			if _, err := c.Write(msg); err != nil {
+				w.Fail(err)
+			}
+		}
+	})
+	if err != nil {
+		w.Fail(err)
+		return nil
+	}
+	c.SetReadInterest(false)
+	c.SetWriteInterest(true)
+	return c
 }

@@ -30,23 +30,10 @@ func TestSpareBuffersAreBounded(t *testing.T) {
 		l := pp.MainLoop()
 		var conns []model.Conn
 		for i := 0; i < readers; i++ {
-			var c model.Conn
-			sent := false
-			c, err := pp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
-				if ev&model.Writable != 0 && !sent {
-					sent = true
-					c.SetWriteInterest(false)
-					if _, err := c.Write(request(model.OpReadBlock, 1, 0, 0, int64(len(block)))); err != nil {
-						w.Fail(err)
-					}
-				}
-			})
-			if err != nil {
-				w.Fail(err)
+			c := sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, int64(len(block))))
+			if c == nil {
 				return
 			}
-			c.SetReadInterest(false)
-			c.SetWriteInterest(true)
 			conns = append(conns, c)
 		}
 		l.AfterFunc(time.Second, func() {

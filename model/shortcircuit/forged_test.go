@@ -2,7 +2,7 @@ package shortcircuit_test
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,49 +10,25 @@ import (
 	"xceiver/model/shortcircuit"
 )
 
-// rogueExchange sends b on a fresh domain connection from p, sends the
-// receipt if the answer asks for one (closing the fds it got), and calls
-// then with the answer, keeping the connection open.
+// rogueExchange sends b on a fresh domain connection from p, and a
+// millisecond later sends the receipt if the answer asks for one (closing
+// the fds it got), then calls then with the answer, leaving the
+// connection open.
 func rogueExchange(p model.Process, path string, b []byte, then func(shortcircuit.Response)) {
-	loop := p.MainLoop()
-	var c model.Conn
-	var in []byte
-	sent, done := false, false
-	c, err := p.Dial("unix", path, loop, func(ev model.Events) {
-		if done {
+	rawExchange(p, path, b, time.Millisecond, func(r rawResult, c model.Conn) {
+		for _, f := range r.files {
+			f.Close()
+		}
+		resp, _, err := shortcircuit.DecodeResponse(r.got)
+		if err != nil {
+			p.World().Fail(fmt.Errorf("rogue's answer: %w", err))
 			return
 		}
-		if !sent && ev&model.Writable != 0 {
-			sent = true
-			c.Write(b)
-			c.SetWriteInterest(false)
+		if resp.Receipt && !r.closed {
+			c.Write([]byte{shortcircuit.ReceiptByte})
 		}
-		for {
-			var buf [512]byte
-			n, files, err := c.ReadFDs(buf[:])
-			in = append(in, buf[:n]...)
-			for _, f := range files {
-				f.Close()
-			}
-			if resp, _, derr := shortcircuit.DecodeResponse(in); derr == nil {
-				done = true
-				if resp.Receipt {
-					c.Write([]byte{shortcircuit.ReceiptByte})
-				}
-				c.SetReadInterest(false)
-				then(resp)
-				return
-			}
-			if errors.Is(err, model.ErrWouldBlock) || err != nil || n == 0 {
-				return
-			}
-		}
+		then(resp)
 	})
-	if err != nil {
-		p.World().Fail(err)
-		return
-	}
-	c.SetWriteInterest(true)
 }
 
 // A slot vouches for the replica it was registered for, not for whatever
@@ -74,14 +50,7 @@ func TestForgedSlotDoesNotRevalidateAReplica(t *testing.T) {
 			func(next func()) {
 				e.cl.ReadVia(1, 0, 0, 512, func(model.Result, bool) { next() })
 			},
-			func(next func()) {
-				e.tcp.Replace(1, newData, func(r model.Result) {
-					if r.Err != nil {
-						e.w.Fail(r.Err)
-					}
-					next()
-				})
-			},
+			e.replaceStep(1, newData),
 			func(next func()) {
 				shm := shortcircuit.SegmentIDs(e.sh)[0]
 				e.w.Spawn("rogue", model.ProcessConfig{}, func(rp model.Process) {

@@ -152,6 +152,19 @@ func (e *env) checkRest(t *testing.T, after rest) {
 
 func simWorld() model.World { return sim.New(sim.DefaultConfig(1)) }
 
+// replaceStep is a step (see steps) that replaces block with data over
+// TCP, failing the world if the replace fails.
+func (e *env) replaceStep(block uint64, data []byte) func(next func()) {
+	return func(next func()) {
+		e.tcp.Replace(block, data, func(r model.Result) {
+			if r.Err != nil {
+				e.w.Fail(r.Err)
+			}
+			next()
+		})
+	}
+}
+
 func realWorld(t *testing.T) (model.World, func() error) {
 	w, err := real.New(real.Config{Seed: 1, Root: t.TempDir()})
 	if err != nil {
@@ -215,14 +228,7 @@ func readLifecycle(t *testing.T, w model.World, tcpAddr, path string) {
 					next()
 				})
 			},
-			func(next func()) {
-				e.tcp.Replace(1, newData, func(r model.Result) {
-					if r.Err != nil {
-						e.w.Fail(r.Err)
-					}
-					next()
-				})
-			},
+			e.replaceStep(1, newData),
 			func(next func()) {
 				e.cl.Read(1, 0, 0, int64(len(newData)), func(r model.Result) {
 					check("read after replace", r, newData)
