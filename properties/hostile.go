@@ -615,7 +615,9 @@ func (h *harness) hostileStart(hc *hostileConn) {
 		h.later(hc, grabDelay, func() {
 			hc.msg, hc.sent = grabLast(), 0
 			h.hostileWrite(hc)
-			if hc.sent < len(hc.msg) {
+			// (A write the datanode refused, reset, ends the peer:
+			// hostileGone.)
+			if hc.c != nil && !hc.gone && hc.sent < len(hc.msg) {
 				hc.c.SetWriteInterest(true)
 			}
 		})
