@@ -275,13 +275,15 @@ func drawNSHistory(t *rapid.T) []porcupine.Operation {
 // responder-blocks-handler bug, porcupine gave up after 60 s on seed 74
 // (66 calls, 28 unknown) and seed 1478 (76 calls, 22 unknown, two of
 // them creates of other paths than the create whose block ids show they
-// took effect).
+// took effect; 80 calls and 21 unknown since readers refill the queue a
+// call a connection in turn, its answered calls still fitting no order
+// alone).
 func TestNSWitnessPlacesNeededUnknowns(t *testing.T) {
 	for _, c := range []struct {
 		seed           uint64
 		bug            string
 		calls, unknown int
-	}{{90155042, "", 108, 13}, {74, "responder-blocks-handler", 66, 28}, {1478, "responder-blocks-handler", 76, 22}} {
+	}{{90155042, "", 108, 13}, {74, "responder-blocks-handler", 66, 28}, {1478, "responder-blocks-handler", 80, 21}} {
 		init, hist := rpcSeedHistory(t, c.seed, c.bug, c.calls)
 		unknown := 0
 		for _, op := range hist {
