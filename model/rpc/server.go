@@ -539,7 +539,8 @@ func (r *reader) armIdle() {
 // select reports before it cleans up, but here the scan is a timer of its
 // own, and a call may wait unread in the socket while the connection
 // looks quiet. It does while the reader is blocked on a full queue (it
-// reads none of its connections then), and when the reader's loop was
+// reads only connections that hold no whole call then, and Hadoop's
+// reader none), and when the reader's loop was
 // stopped past the idle timeout: check's seed 70424311 (--system rpc)
 // reset a client whose calls had waited in the socket through a namenode
 // pause, behind a full queue.
@@ -597,7 +598,15 @@ func (r *reader) scanIdle() {
 // put blocks. (A connection holding one is not read on: its input is
 // bounded.)
 func (sc *serverConn) holdsCall() bool {
-	_, _, err := DecodeFrame(sc.in, sc.s.cfg.MaxFrame)
+	in := sc.in
+	if !sc.greeted {
+		// (The preamble, read as a length prefix, is no call.)
+		if CheckPreamble(in) != nil {
+			return false
+		}
+		in = in[len(Preamble):]
+	}
+	_, _, err := DecodeFrame(in, sc.s.cfg.MaxFrame)
 	return err == nil
 }
 
@@ -785,8 +794,9 @@ func (sc *serverConn) decode() {
 }
 
 // fill moves the whole calls buffered on sc into the queue, under the
-// queue's lock. A full queue blocks the reader: it stops reading every one
-// of its connections until a handler makes room.
+// queue's lock. A full queue blocks the reader: it stops reading its
+// connections, but for those that hold no whole call
+// (readsWhileBlocked), until a handler makes room.
 func (r *reader) fill(sc *serverConn) { r.fillUpTo(sc, -1) }
 
 // fillUpTo is fill that queues at most limit calls (all, if negative),
@@ -859,9 +869,10 @@ func (r *reader) fillUpTo(sc *serverConn, limit int) (queued int) {
 // up to its next one, so that the call takes its turn when room comes
 // (refill), rather than wait unread behind a connection that buffered
 // thousands (a reader that read none while blocked kept a call sent
-// after them out for as long as they lasted). What it reads is bounded by
-// a call. Hadoop's reader, blocked in its put, reads nothing, and holds
-// one call a connection anyway.
+// after them out for as long as they lasted). It stops once it holds a
+// whole call, so it reads at most a call and a read's chunk. Hadoop's
+// reader, blocked in its put, reads nothing, and holds one call a
+// connection anyway.
 func (r *reader) readsWhileBlocked(o *serverConn) bool {
 	return !r.s.cfg.HadoopReader && !o.closing && !o.holdsCall() && o.readMore()
 }
@@ -894,6 +905,9 @@ func (r *reader) refill(first *serverConn) {
 	// they were: a fatal frame closes its connection, which leaves
 	// r.conns, and a round must still reach every other one.
 	start := slices.Index(r.conns, first) + 1 // (0 if first is gone)
+	if r.s.cfg.HadoopReader {
+		start = 0 // (its order as Hadoop's listener took them)
+	}
 	turn := append(slices.Clone(r.conns[start:]), r.conns[:start]...)
 	for r.blocked == nil {
 		queued := false
