@@ -1475,12 +1475,7 @@ func (dc *dnConn) takeHandle() {
 		}
 		return
 	}
-	for _, t := range []*Timer{&dc.waitT, &dc.pressT} {
-		if *t != nil {
-			(*t).Stop()
-			*t = nil
-		}
-	}
+	stopTimers(&dc.waitT, &dc.pressT)
 	dn.pressed = dn.pressed && dn.pool.Waiting() > 0
 	if dc.queued {
 		dc.queued = false
@@ -2195,7 +2190,7 @@ func (dc *dnConn) grow(need int) {
 				// Still no room once HandleWait has passed: this ask
 				// was the last (giveUpRoom, or one pending when its
 				// timer fired).
-				dc.roomBy = 0
+				dc.endRoomWait()
 				dc.unlistWaiter()
 				dc.fail(&ProtocolError{Status: StatusError, Msg: fmt.Sprintf("busy: no room for write data within %v (%d bytes buffered at most)", dn.cfg.HandleWait, dn.cfg.MaxBuffered)})
 				return
@@ -2226,13 +2221,8 @@ func (dc *dnConn) grow(need int) {
 			if dc.roomBy > 0 {
 				// Its wait is over. The client's data went unread
 				// meanwhile: its steps of progress count from now.
-				for _, t := range []*Timer{&dc.roomT, &dc.yieldT} {
-					if *t != nil {
-						(*t).Stop()
-						*t = nil
-					}
-				}
-				dc.roomBy, dc.lastIn, dc.inMark = 0, now, len(dc.wdata)
+				dc.endRoomWait()
+				dc.lastIn, dc.inMark = now, len(dc.wdata)
 			}
 			dc.reserved += more
 			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
@@ -2246,6 +2236,32 @@ func (dc *dnConn) grow(need int) {
 			dc.watchInput()
 		})
 	})
+}
+
+// endRoomWait ends a write's wait for room, however it ends (room came,
+// it gave up or was given up, its connection closed): its deadline and
+// its look at yielding go with it.
+func (dc *dnConn) endRoomWait() {
+	dc.roomBy, dc.roomWaiting = 0, false
+	stopTimers(&dc.roomT, &dc.yieldT)
+}
+
+// stopTimers stops the timers that are set and clears them.
+func stopTimers(ts ...*Timer) {
+	for _, t := range ts {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
+	}
+}
+
+// dropWriteData lets a write's data go (applied, or the write refused)
+// and gives its room back.
+func (dc *dnConn) dropWriteData() {
+	dc.wdata = nil
+	dc.memChanged()
+	dc.unreserve()
 }
 
 // growth is the capacity the write buffer grows to for need bytes, and
@@ -2296,12 +2312,7 @@ func (dc *dnConn) yieldRoom() {
 		dc.memChanged()
 		dn.dropRoomWaiter(dc)
 		dn.giveBackRoom(dc, held)
-		// Its wait is over: no ask of its own may follow.
-		dc.roomBy, dc.roomWaiting = 0, false
-		if dc.roomT != nil {
-			dc.roomT.Stop()
-			dc.roomT = nil
-		}
+		dc.endRoomWait() // (no ask of its own may follow)
 		dn.p.Log("dn-write-yielded", "conn", dc.id, "held", held)
 		dc.loop.Post(func() {
 			if !dc.closed {
@@ -2431,9 +2442,7 @@ func (dc *dnConn) releaseLoop() Loop {
 func (dc *dnConn) apply() {
 	dn := dc.dn
 	req, data := dc.req, dc.wdata
-	dc.wdata = nil
-	dc.memChanged()
-	dc.unreserve()
+	dc.dropWriteData()
 	dn.lock.Do(dc.loop, func() {
 		var stamp uint64
 		var err error
@@ -2560,9 +2569,7 @@ func (dc *dnConn) fail(err error) {
 		// them back now, not once the answer is out, which a client
 		// that reads nothing holds off for SendTimeout while other
 		// writes wait for the room.
-		dc.wdata = nil
-		dc.memChanged()
-		dc.unreserve()
+		dc.dropWriteData()
 	}
 	if dc.pending() {
 		dc.close("error mid-write")
@@ -2586,18 +2593,13 @@ func (dc *dnConn) close(why string) {
 		dc.ka = nil
 	}
 	dc.rt.Stop()
-	for _, t := range []*Timer{&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT, &dc.roomT, &dc.yieldT, &dc.stallT} {
-		if *t != nil {
-			(*t).Stop()
-			*t = nil
-		}
-	}
+	stopTimers(&dc.msgT, &dc.sendT, &dc.waitT, &dc.pressT, &dc.stallT)
 	dc.withdraw()
 	if dc.roomBy > 0 {
 		// Listed as waiting for room, or an ask of its own on its way.
-		dc.roomBy, dc.roomWaiting = 0, false
 		dc.unlistWaiter()
 	}
+	dc.endRoomWait()
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 		dc.out, dc.lent = nil, false
