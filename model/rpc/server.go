@@ -457,6 +457,10 @@ type reader struct {
 	calls, closed, idleClosed, fatal, blocks, overBound, purged int
 	// counts of connections closed and forgotten
 	doneResponses, doneDropped, doneDeferred int
+	// turn is refill's order of its connections, kept from one refill
+	// to the next (refills run per call taken while the reader is
+	// blocked).
+	turn []*serverConn
 	// scratch is what the loop reads into before appending to a
 	// connection's input, one for all its connections (a local array
 	// escapes through Conn.Read: 16 KiB allocated and zeroed per read).
@@ -908,7 +912,9 @@ func (r *reader) refill(first *serverConn) {
 	if r.s.cfg.HadoopReader {
 		start = 0 // (its order as Hadoop's listener took them)
 	}
-	turn := append(slices.Clone(r.conns[start:]), r.conns[:start]...)
+	turn := append(append(r.turn[:0], r.conns[start:]...), r.conns[:start]...)
+	r.turn = turn
+	defer clear(turn) // (it keeps no connection alive)
 	for r.blocked == nil {
 		queued := false
 		for _, o := range turn {
