@@ -612,14 +612,11 @@ func (h *harness) hostileStart(hc *hostileConn) {
 	case hc.peer.Kind == HostileGrabber:
 		// By then every grabber holds 128 KiB: each asks for 128 KiB
 		// more, which only another's giving up can free.
+		// (Sent as any message is, when the socket says it can take
+		// it: hostileEvent's hostileWrite.)
 		h.later(hc, grabDelay, func() {
 			hc.msg, hc.sent = grabLast(), 0
-			h.hostileWrite(hc)
-			// (A write the datanode refused, reset, ends the peer:
-			// hostileGone.)
-			if hc.c != nil && !hc.gone && hc.sent < len(hc.msg) {
-				hc.c.SetWriteInterest(true)
-			}
+			hc.c.SetWriteInterest(true)
 		})
 	case hc.peer.Kind == HostileDrainer:
 		// Its read stalled by then and, with reads waiting, parked:
