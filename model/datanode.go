@@ -1092,7 +1092,10 @@ type dnConn struct {
 	roomWaiting bool          // listed, no ask of its own on its way
 	roomBy      time.Duration // while it waits: when HandleWait has passed
 	roomNeed    int
-	roomT       Timer
+	// roomHeld is the room the write holds as the lock sees it: set and
+	// read under the lock (reserved is its loop's count).
+	roomHeld int
+	roomT    Timer
 	// yieldT: a write that holds room and waits for more looks, a stall
 	// timeout into its wait and at each stall timeout after, whether it
 	// must give its room up (yieldRoom).
@@ -2165,6 +2168,7 @@ func (dc *dnConn) grow(need int) {
 		switch {
 		case ok:
 			dn.buffered += more
+			dc.roomHeld += more
 			if !slices.Contains(dn.writers, dc) {
 				dn.writers = append(dn.writers, dc)
 			}
@@ -2273,8 +2277,13 @@ func (dc *dnConn) growth(need int) (newCap, more int) {
 
 // yieldRoom: a write that holds room has waited a stall timeout for more.
 // If another write that holds room waits for more too, and there is still
-// too little for this one, it gives up, busy, and gives its room back at
-// once. A write holding room while it waits makes no progress and lets
+// too little for this one, the waiting holder that holds the most (this
+// one, if none holds more) gives up, busy, and gives its room back at
+// once: one refusal frees the most, and a write that took little is not
+// refused for one that took much (giving up whoever looked first refused
+// the write that had waited longest: check seed 240024651, a replace
+// holding 64 KiB among 13 grabbers holding 128 KiB each). A write
+// holding room while it waits makes no progress and lets
 // none use that room: when the writes holding room all wait so (each a
 // packet short of what it needs), none gives any back before HandleWait,
 // and neither the stall cut-off, which judges writes still receiving, nor
@@ -2286,6 +2295,19 @@ func (dc *dnConn) growth(need int) (newCap, more int) {
 // stall timeout later if it stays.
 func (dc *dnConn) yieldRoom() {
 	dc.yieldT = nil
+	dc.lookToYield(true)
+}
+
+// yieldAsLargest: another write holding room that waits for more found
+// them all stuck, and dc the one holding the most; dc gives it up if that
+// still holds.
+func (dc *dnConn) yieldAsLargest() { dc.lookToYield(false) }
+
+// lookToYield looks, under the lock, whether dc must give its room up
+// (yieldRoom); timer: its own look, which comes again a stall timeout
+// later unless it gave up. (Holders' room is compared as the lock counts
+// it, roomHeld: reserved is each connection's loop's.)
+func (dc *dnConn) lookToYield(timer bool) {
 	dn := dc.dn
 	if dc.closed || dc.roomBy == 0 {
 		return
@@ -2295,16 +2317,22 @@ func (dc *dnConn) yieldRoom() {
 			return
 		}
 		_, more := dc.growth(dc.roomNeed)
-		holders := false // another write holding room waits for more
+		others, largest := false, dc
 		for _, w := range dn.roomWaiters {
-			holders = holders || w != dc && slices.Contains(dn.writers, w)
+			if w != dc && slices.Contains(dn.writers, w) {
+				others = true
+				if w.roomHeld > largest.roomHeld {
+					largest = w
+				}
+			}
 		}
-		if !dc.roomWaiting || !holders || dn.buffered+more <= dn.cfg.MaxBuffered {
-			// An ask of its own is on its way to the lock (room was
-			// given back, and it asks again: it must not give up what
-			// that ask may be granted), or no other holder waits, or
-			// room has come and its ask will find it.
-			dc.yieldT = dc.loop.AfterFunc(dn.cfg.StallTimeout, dc.yieldRoom)
+		if !dc.roomWaiting || !others || dn.buffered+more <= dn.cfg.MaxBuffered || largest != dc {
+			if largest != dc && dc.roomWaiting && dn.buffered+more > dn.cfg.MaxBuffered {
+				largest.loop.Post(largest.yieldAsLargest)
+			}
+			if timer {
+				dc.yieldT = dc.loop.AfterFunc(dn.cfg.StallTimeout, dc.yieldRoom)
+			}
 			return
 		}
 		held := dc.reserved
@@ -2409,6 +2437,7 @@ func (dn *Datanode) dropRoomWaiter(dc *dnConn) {
 // the lock).
 func (dn *Datanode) giveBackRoom(dc *dnConn, n int) {
 	dn.buffered -= n
+	dc.roomHeld -= n
 	dn.dropWriter(dc)
 	for _, w := range dn.roomWaiters {
 		w.loop.Post(w.retryRoom)
