@@ -337,43 +337,48 @@ func TestHoldersWaitingForRoomGiveItUp(t *testing.T) {
 }
 
 // Of writes holding room that all wait for more, the one holding the
-// most gives it up, whichever looked first. MaxBuffered is 192 KiB. S
-// (a write of 96 KiB) holds 64 KiB and at 10 ms asks for the last 32; L
-// holds the other 128 KiB and at 20 ms asks for 128 more: both wait. A
-// stall timeout (200 ms) into its wait S looks first, and L, holding
-// twice what S does, gives its room up, busy: S's write completes. When
-// the first to look gave its own room up, S was refused and L waited on
-// alone for HandleWait (check seed 240024651: a well-behaved replace
-// refused while 13 grabbers each held 128 KiB).
+// most gives it up, whichever looked: the one that looks asks it to. S
+// (a write of 96 KiB) holds 64 KiB and at 10 ms asks for its last 32; L
+// holds the other 128 KiB of MaxBuffered (192 KiB) and at 150 ms asks
+// for 128 more: both wait. A stall timeout (200 ms) into its wait S
+// looks and L gives its room up, busy, at once, not at its own look (350
+// ms), after S's HandleWait (300 ms) would have run out; S's write
+// completes. When the one that looked gave its own room up, S was
+// refused at 210 ms (check seed 240024651: a well-behaved replace
+// holding 64 KiB refused while 13 grabbers held 128 KiB each); without
+// S's ask, at 310 ms. Reactor and threaded (each connection's loop its
+// own thread: L gives up on its loop).
 func TestLargestHolderGivesUpItsRoom(t *testing.T) {
 	const kib = 1 << 10
-	dcfg := model.DatanodeConfig{MaxWrite: 256 * kib, MaxBuffered: 192 * kib, StallTimeout: 200 * time.Millisecond,
-		HandleWait: 2 * time.Second, ReadTimeout: 10 * time.Second}
-	var s, lw *stepWriter
-	datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
-		l := pp.MainLoop()
-		s = startWrite(w, pp, 1, 96*kib)
-		s.packet(64*kib, false)
-		l.AfterFunc(5*time.Millisecond, func() {
-			lw = startWrite(w, pp, 2, 256*kib)
-			lw.packet(64*kib, false)
-			lw.packet(64*kib, false)
+	for _, mode := range []model.ServerMode{model.Reactor, model.Threaded} {
+		dcfg := model.DatanodeConfig{Mode: mode, MaxWrite: 256 * kib, MaxBuffered: 192 * kib, StallTimeout: 200 * time.Millisecond,
+			HandleWait: 300 * time.Millisecond, ReadTimeout: 10 * time.Second}
+		var s, lw *stepWriter
+		datanodeWorld(t, dcfg, nil, "writers", func(w *World, dn *model.Datanode, _, pp model.Process) {
+			l := pp.MainLoop()
+			s = startWrite(w, pp, 1, 96*kib)
+			s.packet(64*kib, false)
+			l.AfterFunc(5*time.Millisecond, func() {
+				lw = startWrite(w, pp, 2, 256*kib)
+				lw.packet(64*kib, false)
+				lw.packet(64*kib, false)
+			})
+			l.AfterFunc(10*time.Millisecond, func() { s.packet(32*kib, false) })
+			l.AfterFunc(150*time.Millisecond, func() { lw.packet(64*kib, false) })
+			l.AfterFunc(250*time.Millisecond, func() { s.packet(0, true) })
+			l.AfterFunc(3*time.Second, func() {
+				s.c.Close()
+				lw.c.Close()
+			})
 		})
-		l.AfterFunc(10*time.Millisecond, func() { s.packet(32*kib, false) })
-		l.AfterFunc(20*time.Millisecond, func() { lw.packet(64*kib, false) })
-		l.AfterFunc(300*time.Millisecond, func() { s.packet(0, true) })
-		l.AfterFunc(3*time.Second, func() {
-			s.c.Close()
-			lw.c.Close()
-		})
-	})
-	rs, _, errS := model.DecodeResponse(s.resp)
-	rl, _, errL := model.DecodeResponse(lw.resp)
-	if errS != nil || rs.Status != model.StatusSuccess {
-		t.Errorf("S, holding 64 KiB: answered %v %q (%v); want its write done", rs.Status, rs.Message, errS)
-	}
-	if errL != nil || rl.Status == model.StatusSuccess || !strings.Contains(rl.Message, "busy: holding 131072") {
-		t.Errorf("L, holding 128 KiB: answered %v %q (%v); want refused busy, holding 131072 bytes", rl.Status, rl.Message, errL)
+		rs, _, errS := model.DecodeResponse(s.resp)
+		rl, _, errL := model.DecodeResponse(lw.resp)
+		if errS != nil || rs.Status != model.StatusSuccess {
+			t.Errorf("%v: S, holding 64 KiB: answered %v %q (%v); want its write done", mode, rs.Status, rs.Message, errS)
+		}
+		if errL != nil || rl.Status == model.StatusSuccess || !strings.Contains(rl.Message, "busy: holding 131072") {
+			t.Errorf("%v: L, holding 128 KiB: answered %v %q (%v); want refused busy, holding 131072 bytes", mode, rl.Status, rl.Message, errL)
+		}
 	}
 }
 
