@@ -130,9 +130,11 @@ func (s *shard) pushLRU(r *Replica) {
 	s.lruLen++
 }
 
-// CacheStats counts what a cache did.
+// CacheStats counts what a cache did. Stale counts the inserts of
+// replicas already invalid (fetched before a change their slot then
+// told of): each served the read that fetched it and was not cached.
 type CacheStats struct {
-	Hits, Misses, Inserts, Evicted, Expired, Purged int
+	Hits, Misses, Inserts, Evicted, Expired, Purged, Stale int
 }
 
 func (s *CacheStats) add(o CacheStats) {
@@ -142,6 +144,7 @@ func (s *CacheStats) add(o CacheStats) {
 	s.Evicted += o.Evicted
 	s.Expired += o.Expired
 	s.Purged += o.Purged
+	s.Stale += o.Stale
 }
 
 // NewCache makes a cache whose shard locks come from p. onClose is called
@@ -184,7 +187,8 @@ func (c *Cache) Lookup(loop model.Loop, block, stamp uint64, done func(*Replica)
 
 // Insert caches r with one reader's reference taken (the caller's), then
 // calls done on loop. A replica of the same block already cached is
-// purged.
+// purged; but one already invalid is not cached (the caller's reference
+// is its only one), and leaves what is cached alone.
 func (c *Cache) Insert(loop model.Loop, r *Replica, done func()) {
 	s := c.insertShard(r.Key)
 	s.lock.Do(loop, func() {
@@ -291,6 +295,22 @@ func (s *shard) lookup(c *Cache, loop model.Loop, block, stamp uint64) *Replica 
 }
 
 func (s *shard) insert(c *Cache, loop model.Loop, r *Replica) {
+	if !r.valid() {
+		// Fetched before a change to its block, which its slot has
+		// told of since: a lookup would purge it at once, and the
+		// replica cached may be the newer one. Caching it, several
+		// readers that missed together and fetched across a change
+		// each put one in, each purged in turn: one change purged two
+		// replicas (check seed 300268036, sc-stats). HDFS has one
+		// fetch per block at a time (ShortCircuitCache.fetchOrCreate);
+		// here each reader fetches its own.
+		s.stats.Inserts++
+		s.stats.Stale++
+		c.work(1)
+		r.purged = true
+		r.refs = 1 // the inserting reader's
+		return
+	}
 	if old := s.byBlock[r.Key.Block]; old != nil {
 		s.purge(c, loop, old)
 	}

@@ -130,11 +130,26 @@ func (m *cacheMachine) valid(rr *refRep) bool { return rr.r.valid() }
 func (m *cacheMachine) Insert(t *rapid.T) {
 	block := rapid.Uint64Range(1, 6).Draw(t, "block")
 	stamp := rapid.Uint64Range(1, 3).Draw(t, "stamp")
+	// Stale: fetched before a change its slot has told of since.
+	stale := rapid.IntRange(0, 4).Draw(t, "stale") == 0
 	idx := m.nextIdx % SlotsPerSegment
 	m.nextIdx++
-	m.seg.Store(idx*SlotSize, flagValid)
+	off := idx * SlotSize
+	m.seg.Store(off+slotBlock, block)
+	m.seg.Store(off+slotStamp, stamp)
+	m.seg.Store(off+slotFlags, 0)
+	if !stale {
+		m.seg.Store(off+slotFlags, flagValid)
+	}
 	r := &Replica{Key: Key{block, stamp}, Length: 1, Data: &fakeFile{closed: &m.closes}, Meta: &fakeFile{closed: &m.closes}, Slot: &Slot{shm: m.shm, idx: idx}}
 	rr := &refRep{r: r, readers: 1}
+	if stale {
+		// Not cached, and what is cached stays: the reader's alone.
+		m.reps = append(m.reps, rr)
+		m.held = append(m.held, rr)
+		m.shardOf(block).insert(m.c, m.loop, r)
+		return
+	}
 	if old := m.refCached(block); old != nil {
 		m.refDrop(old)
 	}
