@@ -502,6 +502,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// check at rest.
 			reads := make([]int, len(readers))
 			local, overTCP, changes := 0, 0, 0
+			// overlapped: reads during which their block was being changed
+			// (only they can fetch a replica already stale on insert).
+			overlapped, chg := 0, map[uint64]int{}
 			// The rogue's process (spawned at the first rogue op), and the
 			// fds and segments the datanode passed it.
 			var rogueProc model.Process
@@ -512,7 +515,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			end := func() {
 				(&scEnd{w: w, run: run, cp: cp, main: main, sh: sh, readers: readers, loops: loops, writer: writer, base: base,
 					dnProc: dnProc, dn: dn, srv: srv, dnBase: dnBase, dn2Proc: dn2Proc, dn2: dn2, srv2: srv2, expiry: c.Expiry,
-					reads: reads, local: local, overTCP: overTCP, changes: changes, anyFault: anyFault,
+					reads: reads, local: local, overTCP: overTCP, changes: changes, overlapped: overlapped, anyFault: anyFault,
 					rogueFDs: rogueFDs, rogueSegs: rogueSegs}).finish()
 			}
 			if len(c.Ops) == 0 {
@@ -699,11 +702,15 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							inflight++
 							reads[idx]++
 							l := loops[idx]
+							epoch, w0 := chg[block], writing[block]
 							l.Post(func() {
 								readers[idx].ReadVia(block, 0, off, 512, func(r model.Result, viaFDs bool) {
 									end := l.Now()
 									main.Post(func() {
 										inflight--
+										if w0 || writing[block] || chg[block] != epoch {
+											overlapped++
+										}
 										if viaFDs {
 											local++
 										} else {
@@ -747,6 +754,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					data := model.BlockContent(op.Data, 4096)
 					writing[block] = true
 					changes++
+					chg[block]++
 					record := func(r model.Result, newData []byte, also [][]byte) {
 						writing[block] = false
 						if r.Err == nil || r.Unknown {
@@ -839,28 +847,29 @@ func scAppended(vs []scVersion, start time.Duration, tail []byte) (grown []byte,
 // scEnd is what the checks at rest look at: the processes, and what the
 // harness saw of the reads.
 type scEnd struct {
-	w        *sim.World
-	run      *scRun
-	cp       model.Process
-	main     model.Loop
-	sh       *shortcircuit.Shared
-	readers  []*shortcircuit.Client
-	loops    []model.Loop
-	writer   *model.Client
-	base     int
-	dnProc   model.Process
-	dn       *model.Datanode
-	srv      *shortcircuit.Server
-	dnBase   int
-	dn2Proc  model.Process
-	dn2      *model.Datanode
-	srv2     *shortcircuit.Server
-	expiry   time.Duration
-	reads    []int // given to each reader
-	local    int   // reads served from passed fds
-	overTCP  int   // reads served over TCP
-	changes  int   // blocks replaced, appended to, deleted or written
-	anyFault bool  // a fault of any kind was injected
+	w          *sim.World
+	run        *scRun
+	cp         model.Process
+	main       model.Loop
+	sh         *shortcircuit.Shared
+	readers    []*shortcircuit.Client
+	loops      []model.Loop
+	writer     *model.Client
+	base       int
+	dnProc     model.Process
+	dn         *model.Datanode
+	srv        *shortcircuit.Server
+	dnBase     int
+	dn2Proc    model.Process
+	dn2        *model.Datanode
+	srv2       *shortcircuit.Server
+	expiry     time.Duration
+	reads      []int // given to each reader
+	local      int   // reads served from passed fds
+	overTCP    int   // reads served over TCP
+	changes    int   // blocks replaced, appended to, deleted or written
+	overlapped int   // reads that overlapped a change to their block
+	anyFault   bool  // a fault of any kind was injected
 	// rogueFDs and rogueSegs: what the datanode passed rogues.
 	rogueFDs, rogueSegs int
 }
@@ -932,6 +941,9 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 	}
 	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived+e.rogueFDs || srv.Segments != ss.Segments+e.rogueSegs {
 		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received, rogues %d and %d", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments, e.rogueFDs, e.rogueSegs)
+	}
+	if cs.Stale > e.overlapped {
+		e.run.fail(PropSCStats, "with no fault the cache refused %d replicas as stale; %d reads overlapped a change to their block", cs.Stale, e.overlapped)
 	}
 	if cs.Purged > e.changes {
 		e.run.fail(PropSCStats, "with no fault the cache purged %d invalid replicas after %d changes", cs.Purged, e.changes)

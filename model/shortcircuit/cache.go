@@ -131,8 +131,9 @@ func (s *shard) pushLRU(r *Replica) {
 }
 
 // CacheStats counts what a cache did. Stale counts the inserts of
-// replicas already invalid (fetched before a change their slot then
-// told of): each served the read that fetched it and was not cached.
+// replicas already invalid (fetched before a change their slot has told
+// of since, or in a segment the client has dropped): each was left to
+// the read that fetched it and not cached.
 type CacheStats struct {
 	Hits, Misses, Inserts, Evicted, Expired, Purged, Stale int
 }
@@ -297,8 +298,8 @@ func (s *shard) lookup(c *Cache, loop model.Loop, block, stamp uint64) *Replica 
 func (s *shard) insert(c *Cache, loop model.Loop, r *Replica) {
 	if !r.valid() {
 		// Fetched before a change to its block, which its slot has
-		// told of since: a lookup would purge it at once, and the
-		// replica cached may be the newer one. Caching it, several
+		// told of since (or its segment is gone): a lookup would purge
+		// it at once, and the replica cached may be the newer one. Caching it, several
 		// readers that missed together and fetched across a change
 		// each put one in, each purged in turn: one change purged two
 		// replicas (check seed 300268036, sc-stats). HDFS has one

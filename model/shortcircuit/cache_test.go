@@ -69,6 +69,8 @@ type cacheMachine struct {
 	held    []*refRep // one entry per reader reference
 	seq     int
 	nextIdx int
+	// What the cache's counters must say.
+	inserts, stale, purged int
 }
 
 func newCacheMachine(t *rapid.T) *cacheMachine {
@@ -132,8 +134,13 @@ func (m *cacheMachine) Insert(t *rapid.T) {
 	stamp := rapid.Uint64Range(1, 3).Draw(t, "stamp")
 	// Stale: fetched before a change its slot has told of since.
 	stale := rapid.IntRange(0, 4).Draw(t, "stale") == 0
-	idx := m.nextIdx % SlotsPerSegment
+	// Each replica its own slot, never reused: a reused slot could make
+	// an invalidated replica valid again, which the datanode never does.
+	idx := m.nextIdx
 	m.nextIdx++
+	if need := (idx + 1) * SlotSize / 8; need > len(m.seg.words) {
+		m.seg.words = append(m.seg.words, make([]uint64, need-len(m.seg.words))...)
+	}
 	off := idx * SlotSize
 	m.seg.Store(off+slotBlock, block)
 	m.seg.Store(off+slotStamp, stamp)
@@ -143,7 +150,9 @@ func (m *cacheMachine) Insert(t *rapid.T) {
 	}
 	r := &Replica{Key: Key{block, stamp}, Length: 1, Data: &fakeFile{closed: &m.closes}, Meta: &fakeFile{closed: &m.closes}, Slot: &Slot{shm: m.shm, idx: idx}}
 	rr := &refRep{r: r, readers: 1}
+	m.inserts++
 	if stale {
+		m.stale++
 		// Not cached, and what is cached stays: the reader's alone.
 		m.reps = append(m.reps, rr)
 		m.held = append(m.held, rr)
@@ -166,6 +175,7 @@ func (m *cacheMachine) Lookup(t *rapid.T) {
 	m.refExpire(block)
 	want := m.refCached(block)
 	if want != nil && (!m.valid(want) || want.r.Key.Stamp < stamp) {
+		m.purged++
 		m.refDrop(want)
 		want = nil
 	}
@@ -192,6 +202,7 @@ func (m *cacheMachine) Unref(t *rapid.T) {
 	rr.readers--
 	if rr.readers == 0 && rr.cached {
 		if !m.valid(rr) {
+			m.purged++
 			m.refDrop(rr)
 		} else {
 			m.seq++
@@ -221,7 +232,7 @@ func (m *cacheMachine) Invalidate(t *rapid.T) {
 	block := rapid.Uint64Range(1, 6).Draw(t, "block")
 	for _, rr := range m.reps {
 		if rr.r.Key.Block == block {
-			m.seg.Store(rr.r.Slot.idx*SlotSize, 0)
+			m.seg.Store(rr.r.Slot.idx*SlotSize+slotFlags, 0)
 		}
 	}
 }
@@ -231,6 +242,13 @@ func (m *cacheMachine) Tick(t *rapid.T) {
 }
 
 func (m *cacheMachine) Check(t *rapid.T) {
+	var st CacheStats
+	for _, s := range m.c.shards {
+		st.add(s.stats)
+	}
+	if st.Inserts != m.inserts || st.Stale != m.stale || st.Purged != m.purged {
+		t.Fatalf("cache counts %d inserts, %d stale, %d purged as invalid; the reference %d, %d and %d", st.Inserts, st.Stale, st.Purged, m.inserts, m.stale, m.purged)
+	}
 	open := 0
 	for _, rr := range m.reps {
 		wantClosed := !rr.cached && rr.readers == 0
