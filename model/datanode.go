@@ -2326,14 +2326,16 @@ func (dc *dnConn) lookToYield(timer bool) {
 				}
 			}
 		}
-		if !dc.roomWaiting || !others || dn.buffered+more <= dn.cfg.MaxBuffered || largest != dc {
-			// An ask of its own is on its way to the lock (room was
-			// given back, and it asks again: it must not give up what
-			// that ask may be granted), or no other holder waits, or
-			// room has come and its ask will find it; or another holds
-			// more, and is asked to look: on its own loop, under the
-			// lock, it gives up only if all this still holds for it.
-			if largest != dc && dc.roomWaiting && dn.buffered+more > dn.cfg.MaxBuffered {
+		// Stuck unless an ask of its own is on its way to the lock
+		// (room was given back, and it asks again: it must not give up
+		// what that ask may be granted), or no other holder waits, or
+		// room has come and its ask will find it.
+		stuck := dc.roomWaiting && others && dn.buffered+more > dn.cfg.MaxBuffered
+		if !stuck || largest != dc {
+			if stuck {
+				// Another holds more, and is asked to look: on its own
+				// loop, under the lock, it gives up only if it is stuck
+				// and holds the most.
 				largest.loop.Post(largest.yieldAsLargest)
 			}
 			if timer {
