@@ -404,9 +404,7 @@ func (s *Server) Pending() Pending {
 type Input struct {
 	Bytes, Worst int
 	// Kept is the most capacity one connection's input buffer holds
-	// beyond what its input may need: twice what it holds and the rest of
-	// the call it is reading (a growing buffer doubles), or InputKeep,
-	// whichever is more.
+	// beyond what its input may need (serverConn.inputAllowance).
 	Kept int
 }
 
@@ -418,7 +416,7 @@ func (s *Server) Input() Input {
 		for _, sc := range r.conns {
 			in.Bytes += len(sc.in)
 			in.Worst = max(in.Worst, len(sc.in))
-			in.Kept = max(in.Kept, cap(sc.in)-max(2*(len(sc.in)+max(sc.need(), 0)), InputKeep))
+			in.Kept = max(in.Kept, cap(sc.in)-sc.inputAllowance())
 		}
 	}
 	return in
@@ -732,6 +730,14 @@ func (sc *serverConn) readAll() bool {
 // need is how many bytes sc.in lacks for its next whole unit: the
 // preamble, a length prefix, or the call it announces; 0 or less when it
 // holds one, or a prefix the decoder will refuse.
+// inputNeeds is the input buffer sc's input needs: what it holds and the
+// rest of the call it is reading. inputAllowance is the most buffer it
+// may keep (fill trims to it, Input reports what is kept past it): twice
+// that (a growing buffer doubles), or InputKeep between calls, whichever
+// is more.
+func (sc *serverConn) inputNeeds() int     { return len(sc.in) + max(sc.need(), 0) }
+func (sc *serverConn) inputAllowance() int { return max(2*sc.inputNeeds(), InputKeep) }
+
 func (sc *serverConn) need() int {
 	switch {
 	case !sc.greeted:
@@ -816,8 +822,8 @@ func (r *reader) fillUpTo(sc *serverConn, limit int) (queued int) {
 	off := 0
 	defer func() {
 		sc.in = sc.in[:copy(sc.in, sc.in[off:])]
-		if needs := len(sc.in) + max(sc.need(), 0); cap(sc.in) > max(2*needs, InputKeep) && !r.s.cfg.Bugs.KeepInput {
-			sc.in = append(make([]byte, 0, max(needs, readChunk)), sc.in...)
+		if cap(sc.in) > sc.inputAllowance() && !r.s.cfg.Bugs.KeepInput {
+			sc.in = append(make([]byte, 0, max(sc.inputNeeds(), readChunk)), sc.in...)
 		}
 		if !sc.closing && r.blocked == nil && sc.readMore() {
 			sc.c.SetReadInterest(true)
