@@ -35,8 +35,10 @@ import (
 //   - sc-refusal: a rogue local client's malformed or forbidden request
 //     (scrogue.go) is answered with an error and hung up, never served;
 //   - sc-stats: the counters agree with what the harness saw and with
-//     each other (reads, hits and misses, local and TCP reads, inserts;
-//     without faults, fds and segments passed and received);
+//     each other (reads, hits and misses, local and TCP reads, inserts,
+//     misses served by another reader's fetch, never two fetches of one
+//     block at once; without faults, fds and segments passed and
+//     received);
 //   - leak-freedom: after closing, the client holds no passed fd, segment
 //     or extra fd, and the datanode no segment, slot or extra fd.
 
@@ -153,6 +155,11 @@ var SCBugs = []SCBug{
 		Name: "sc-second-segment", Catches: PropLeakFree,
 		What:   "the datanode reads requests on a segment's connection, so a rogue's second REQUEST_SHM there is served and the first segment is never freed (found by check's rogue clients)",
 		server: shortcircuit.ServerBugs{ServeOnSegmentConn: true},
+	},
+	{
+		Name: "sc-fetch-per-reader", Catches: PropSCStats,
+		What:  "every reader that misses fetches its own replica, as the client did before HDFS's ShortCircuitCache shared one fetch per block (fetchOrCreate): readers that miss a block together each take a slot and two fds",
+		cache: shortcircuit.CacheBugs{FetchPerReader: true},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -907,8 +914,9 @@ func (e *scEnd) finish() {
 
 // checkStats holds the counters that run sc-read reports to what the
 // harness saw and to each other: every read is a cache hit or a miss,
-// served locally or over TCP, and every miss inserts a replica or ends
-// over TCP. Without faults, the fds and segments the datanode counts
+// served locally or over TCP, and every miss inserts a replica, shares
+// the one another reader's fetch of the block brought (never two
+// fetches of a block at once), or ends over TCP. Without faults, the fds and segments the datanode counts
 // passing are those the client counts receiving, and only a change to a
 // block purges a replica as invalid: at most one cached replica each.
 func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedStats) {
@@ -933,8 +941,12 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 		e.run.fail(PropSCStats, "readers count %d local and %d TCP reads, %d and %d were served", sum.LocalReads, sum.TCPReads, e.local, e.overTCP)
 	case cs.Hits != sum.Hits || cs.Misses != sum.Misses:
 		e.run.fail(PropSCStats, "cache counts %d hits and %d misses, readers %d and %d", cs.Hits, cs.Misses, sum.Hits, sum.Misses)
-	case cs.Inserts != sum.Misses-(sum.TCPReads-sum.LocalErrors):
-		e.run.fail(PropSCStats, "cache counts %d inserts; readers %d misses, %d of them (%d TCP reads less %d after a local error) over TCP", cs.Inserts, sum.Misses, sum.TCPReads-sum.LocalErrors, sum.TCPReads, sum.LocalErrors)
+	case cs.Inserts+cs.Shared+cs.Failed != sum.Misses:
+		e.run.fail(PropSCStats, "cache counts %d inserts, %d misses served by another's fetch and %d whose fetch failed; readers %d misses", cs.Inserts, cs.Shared, cs.Failed, sum.Misses)
+	case cs.Failed != sum.TCPReads-sum.LocalErrors:
+		e.run.fail(PropSCStats, "cache counts %d misses whose fetch failed; readers %d TCP reads less %d after a local error", cs.Failed, sum.TCPReads, sum.LocalErrors)
+	case cs.MaxFetches > 1:
+		e.run.fail(PropSCStats, "the cache had %d fetches of one block under way at once: readers that miss a block together share one fetch", cs.MaxFetches)
 	}
 	if e.anyFault {
 		return
@@ -1048,7 +1060,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/11"
+const SCTraceFormat = "xceiver-sc-trace/12"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

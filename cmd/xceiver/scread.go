@@ -80,6 +80,7 @@ func (r scReadRunner) run(w model.World) (result, error) {
 		{"client_peak_fds", res.ClientPeakFDs},
 		{"cache_hits", res.Hits},
 		{"cache_misses", res.Misses},
+		{"cache_shared", res.Shared},
 		{"fds_received", res.FDsReceived},
 		{"fallbacks", res.Fallbacks},
 		{"leaked_server_fds", res.LeakedServerFDs},

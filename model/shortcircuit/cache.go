@@ -17,6 +17,13 @@ import (
 // recently used evicted first, and none older than Expiry. A replica whose
 // slot the datanode invalidated is purged when next looked up.
 //
+// One fetch per block at a time (HDFS's fetchOrCreate): a reader that
+// misses while another's fetch of the block is under way waits for it and
+// shares its replica, rather than asking the datanode for fds and a slot
+// of its own. Readers that missed together and each fetched across a
+// change put one replica in after another, each purging the one before:
+// one change cost several purges (check seed 300268036).
+//
 // HDFS-15202 shards the cache N ways by block id, one lock per shard, so
 // many reader threads do not queue on one lock. Every shard operation runs
 // under its shard's model.Lock (a modelled lock with queueing and wake-up
@@ -61,6 +68,12 @@ type CacheConfig struct {
 
 // CacheBugs switch on historic cache bugs.
 type CacheBugs struct {
+	// FetchPerReader lets every reader that misses fetch its own
+	// replica, as if no fetch of the block were under way (the
+	// client's fd cache before HDFS's ShortCircuitCache): readers that
+	// miss a block together each take a slot and two fds, and each
+	// insert purges the replica before it.
+	FetchPerReader bool
 	// InsertShardByStamp picks the shard for an insert by (block+stamp)
 	// mod N and for a lookup by block mod N: after the first bump, a
 	// block's replica lands where lookups never look, so its invalid
@@ -111,6 +124,11 @@ type Cache struct {
 type shard struct {
 	lock    model.Lock
 	byBlock map[uint64]*Replica
+	// fetching holds, for each block a reader is fetching, the readers
+	// waiting for that fetch (HDFS's replicaInfoMap Waitable). fetches
+	// counts the fetches under way per block, for the stats' MaxFetches.
+	fetching map[uint64][]*fetchWait
+	fetches  map[uint64]int
 	// The evictable replicas, least recently used first: a linked list,
 	// so taking one out is one step, as in HDFS's LinkedMap.
 	lruHead, lruTail *Replica
@@ -133,9 +151,14 @@ func (s *shard) pushLRU(r *Replica) {
 // CacheStats counts what a cache did. Stale counts the inserts of
 // replicas already invalid (fetched before a change their slot has told
 // of since, or in a segment the client has dropped): each was left to
-// the read that fetched it and not cached.
+// the read that fetched it and not cached. Shared counts the misses
+// served by a replica another reader's fetch brought in, Failed those
+// whose fetch (their own or the one they waited on) failed; every miss
+// is one of Inserts, Shared or Failed. MaxFetches is the most fetches of
+// one block ever under way at once: 1 when fetches are shared.
 type CacheStats struct {
 	Hits, Misses, Inserts, Evicted, Expired, Purged, Stale int
+	Shared, Failed, MaxFetches                             int
 }
 
 func (s *CacheStats) add(o CacheStats) {
@@ -146,6 +169,39 @@ func (s *CacheStats) add(o CacheStats) {
 	s.Expired += o.Expired
 	s.Purged += o.Purged
 	s.Stale += o.Stale
+	s.Shared += o.Shared
+	s.Failed += o.Failed
+	s.MaxFetches = max(s.MaxFetches, o.MaxFetches)
+}
+
+// A miss's outcome, as Lookup tells it.
+type Outcome int
+
+const (
+	LookupHit    Outcome = iota // a valid cached replica
+	LookupFetch                 // a miss: fetch the replica, then Insert or FetchFailed
+	LookupShared                // a miss, served by another reader's fetch
+	LookupFailed                // a miss whose shared fetch failed (the error says why)
+)
+
+// fetchWait is a reader waiting for another's fetch of its block.
+type fetchWait struct {
+	loop  model.Loop
+	stamp uint64
+	done  func(*Replica, Outcome, error)
+}
+
+// wake is what a waiter is told when the fetch it waited for ends.
+type wake struct {
+	w   *fetchWait
+	r   *Replica
+	how Outcome
+	err error
+}
+
+func (wk wake) post() {
+	w, r, how, err := wk.w, wk.r, wk.how, wk.err
+	w.loop.Post(func() { w.done(r, how, err) })
 }
 
 // NewCache makes a cache whose shard locks come from p. onClose is called
@@ -156,9 +212,13 @@ func NewCache(p model.Process, cfg CacheConfig, onClose func(model.Loop, *Replic
 	}
 	c := &Cache{cfg: cfg, p: p, onClose: onClose}
 	for i := 0; i < cfg.Shards; i++ {
-		c.shards = append(c.shards, &shard{lock: p.NewLock(fmt.Sprintf("sc-cache-%d", i)), byBlock: map[uint64]*Replica{}})
+		c.shards = append(c.shards, newShard(p.NewLock(fmt.Sprintf("sc-cache-%d", i))))
 	}
 	return c, nil
+}
+
+func newShard(lock model.Lock) *shard {
+	return &shard{lock: lock, byBlock: map[uint64]*Replica{}, fetching: map[uint64][]*fetchWait{}, fetches: map[uint64]int{}}
 }
 
 // Config is the cache's configuration, defaults filled in.
@@ -176,25 +236,58 @@ func (c *Cache) insertShard(k Key) *shard {
 }
 
 // Lookup finds a valid replica of block with at least stamp (0: any) and
-// takes a reader's reference on it, then calls done on loop with it (nil
-// on a miss). A stale or invalid replica found on the way is purged.
-func (c *Cache) Lookup(loop model.Loop, block, stamp uint64, done func(*Replica)) {
+// takes a reader's reference on it, then calls done on loop with it and
+// Hit. A stale or invalid replica found on the way is purged. On a miss
+// done is told to Fetch (the caller fetches, then calls Insert or
+// Failed), or, when another reader's fetch of the block is under way,
+// waits for it: then Shared with its replica (a reference taken),
+// Failed with its error, or Fetch when its replica will not do (stale,
+// or older than stamp).
+func (c *Cache) Lookup(loop model.Loop, block, stamp uint64, done func(*Replica, Outcome, error)) {
 	s := c.lookupShard(block)
 	s.lock.Do(loop, func() {
-		r := s.lookup(c, loop, block, stamp)
-		loop.Post(func() { done(r) })
+		w := &fetchWait{loop: loop, stamp: stamp, done: done}
+		if r, how, waits := s.lookup(c, loop, w, block); !waits {
+			loop.Post(func() { done(r, how, nil) })
+		}
 	})
 }
 
-// Insert caches r with one reader's reference taken (the caller's), then
-// calls done on loop. A replica of the same block already cached is
-// purged; but one already invalid is not cached (the caller's reference
-// is its only one), and leaves what is cached alone.
+// Insert caches r, fetched after a miss told to Fetch, with one reader's
+// reference taken (the caller's), hands it to the readers waiting for
+// the fetch, then calls done on loop. A replica of the same block already
+// cached is purged; but one already invalid is not cached (the caller's
+// reference is its only one), and leaves what is cached alone.
 func (c *Cache) Insert(loop model.Loop, r *Replica, done func()) {
-	s := c.insertShard(r.Key)
+	s, ls := c.insertShard(r.Key), c.lookupShard(r.Key.Block)
 	s.lock.Do(loop, func() {
 		s.insert(c, loop, r)
+		if ls == s {
+			for _, wk := range s.fetched(c, r.Key.Block, r, nil) {
+				wk.post()
+			}
+		}
 		loop.Post(done)
+	})
+	if ls != s {
+		// Filed where lookups do not look (InsertShardByStamp): the
+		// waiters, under their own shard's lock, fetch again.
+		ls.lock.Do(loop, func() {
+			for _, wk := range ls.fetched(c, r.Key.Block, nil, nil) {
+				wk.post()
+			}
+		})
+	}
+}
+
+// FetchFailed ends a fetch told to by Lookup that brought no replica:
+// the readers waiting for it are told err.
+func (c *Cache) FetchFailed(loop model.Loop, block uint64, err error) {
+	s := c.lookupShard(block)
+	s.lock.Do(loop, func() {
+		for _, wk := range s.fetched(c, block, nil, err) {
+			wk.post()
+		}
 	})
 }
 
@@ -273,42 +366,97 @@ func (c *Cache) work(n int) {
 // deterministic order.
 func (s *shard) blocks() []uint64 { return slices.Sorted(maps.Keys(s.byBlock)) }
 
-func (s *shard) lookup(c *Cache, loop model.Loop, block, stamp uint64) *Replica {
+// lookup serves w's lookup of block: a hit, a fetch for w to make, or
+// (waits) w queued behind the fetch of the block under way.
+func (s *shard) lookup(c *Cache, loop model.Loop, w *fetchWait, block uint64) (r *Replica, how Outcome, waits bool) {
 	s.expire(c, loop)
 	c.work(1)
-	r := s.byBlock[block]
+	r = s.byBlock[block]
+	if r != nil && (!r.valid() || r.Key.Stamp < w.stamp) {
+		s.stats.Purged++
+		s.purge(c, loop, r)
+		r = nil
+	}
 	if r == nil {
 		s.stats.Misses++
-		return nil
-	}
-	if !r.valid() || r.Key.Stamp < stamp {
-		s.stats.Purged++
-		s.stats.Misses++
-		s.purge(c, loop, r)
-		return nil
+		if _, under := s.fetching[block]; under && !c.cfg.Bugs.FetchPerReader {
+			s.fetching[block] = append(s.fetching[block], w)
+			return nil, LookupFailed, true
+		}
+		s.startFetch(block)
+		return nil, LookupFetch, false
 	}
 	s.stats.Hits++
 	if r.refs == 1 {
 		s.unlru(c, r)
 	}
 	r.refs++
-	return r
+	return r, LookupHit, false
+}
+
+func (s *shard) startFetch(block uint64) {
+	if _, under := s.fetching[block]; !under {
+		s.fetching[block] = nil
+	}
+	s.fetches[block]++
+	s.stats.MaxFetches = max(s.stats.MaxFetches, s.fetches[block])
+}
+
+// fetched ends a fetch of block, bringing r (nil: none, err says why
+// when it failed), and says what each reader waiting for it is told: r
+// if r is cached and new enough for it, the error if the fetch failed;
+// otherwise the first of them fetches again and the rest wait for that.
+func (s *shard) fetched(c *Cache, block uint64, r *Replica, err error) []wake {
+	if s.fetches[block]--; s.fetches[block] <= 0 {
+		delete(s.fetches, block)
+	}
+	if err != nil {
+		s.stats.Failed++
+	}
+	waiting, under := s.fetching[block]
+	if !under || s.fetches[block] > 0 {
+		// Another fetch of the block is still under way (FetchPerReader):
+		// the waiters, if any, are its.
+		return nil
+	}
+	delete(s.fetching, block)
+	var wakes []wake
+	again := false
+	for _, w := range waiting {
+		switch {
+		case err != nil:
+			s.stats.Failed++
+			wakes = append(wakes, wake{w: w, how: LookupFailed, err: err})
+		case r != nil && r.cached && r.Key.Stamp >= w.stamp:
+			s.stats.Shared++
+			c.work(1)
+			r.refs++
+			wakes = append(wakes, wake{w: w, r: r, how: LookupShared})
+		case !again:
+			again = true
+			s.startFetch(block)
+			wakes = append(wakes, wake{w: w, how: LookupFetch})
+		default:
+			s.fetching[block] = append(s.fetching[block], w)
+		}
+	}
+	return wakes
 }
 
 func (s *shard) insert(c *Cache, loop model.Loop, r *Replica) {
 	if !r.valid() {
 		// Fetched before a change to its block, which its slot has
 		// told of since (or its segment is gone): a lookup would purge
-		// it at once, and the replica cached may be the newer one.
-		// Caching it, several readers that missed together and fetched
-		// across a change each put one in, each purged in turn: one
-		// change purged two replicas (check seed 300268036, sc-stats).
-		// HDFS has one fetch per block at a time
-		// (ShortCircuitCache.fetchOrCreate); here each reader fetches
-		// its own. (It counts and charges the insert as the cached path
-		// below does; hoisting those two lines above that path's purge
-		// of the old replica reorders its CPU charges: 72 of sc seeds
-		// 1-600 ran differently.)
+		// it at once, and the replica cached may be the newer one. It
+		// serves the read that fetched it; the readers waiting for the
+		// fetch fetch again (fetched), as HDFS's fetchOrCreate purges a
+		// stale replica it waited for and loads its own. Caching it,
+		// readers that each fetched across a change (FetchPerReader)
+		// each put one in, each purged in turn: one change purged two
+		// replicas (check seed 300268036, sc-stats). (It counts and
+		// charges the insert as the cached path below does; hoisting
+		// those two lines above that path's purge of the old replica
+		// reorders its CPU charges.)
 		s.stats.Inserts++
 		s.stats.Stale++
 		c.work(1)

@@ -13,7 +13,8 @@ import (
 
 // The cache's critical sections (the shard methods) against a small
 // reference: which replicas are cached, who holds them, which are
-// evictable in what order, which are closed.
+// evictable in what order, which are closed, and which readers fetch a
+// block and which wait for that fetch and are handed its replica.
 
 type fakeLoop struct{ now time.Duration }
 
@@ -70,7 +71,12 @@ type cacheMachine struct {
 	seq     int
 	nextIdx int
 	// What the cache's counters must say.
-	inserts, stale, purged int
+	inserts, stale, purged, hits, misses, shared, failed int
+	// fetches are the blocks readers were told to fetch and have not
+	// finished; waiting, the readers queued behind each block's fetch.
+	fetches  []uint64
+	waiting  map[uint64][]*fetchWait
+	underway map[uint64]bool
 }
 
 func newCacheMachine(t *rapid.T) *cacheMachine {
@@ -80,7 +86,7 @@ func newCacheMachine(t *rapid.T) *cacheMachine {
 		Capacity: rapid.IntRange(shards, 8).Draw(t, "capacity"),
 		Expiry:   time.Duration(rapid.IntRange(1, 5).Draw(t, "expiry")) * time.Second,
 	}
-	m := &cacheMachine{loop: &fakeLoop{}, seg: &fakeSeg{words: make([]uint64, 1024)}}
+	m := &cacheMachine{loop: &fakeLoop{}, seg: &fakeSeg{words: make([]uint64, 1024)}, waiting: map[uint64][]*fetchWait{}, underway: map[uint64]bool{}}
 	m.shm = &clientShm{seg: m.seg}
 	m.c = &Cache{cfg: cfg, onClose: func(_ model.Loop, r *Replica) {
 		_ = r.Data.Close()
@@ -95,7 +101,7 @@ func newCacheMachine(t *rapid.T) *cacheMachine {
 		}
 	}}
 	for i := 0; i < cfg.Shards; i++ {
-		m.c.shards = append(m.c.shards, &shard{byBlock: map[uint64]*Replica{}})
+		m.c.shards = append(m.c.shards, newShard(nil))
 	}
 	return m
 }
@@ -129,8 +135,60 @@ func (m *cacheMachine) refExpire(block uint64) {
 
 func (m *cacheMachine) valid(rr *refRep) bool { return rr.r.valid() }
 
+// fetchDone picks a fetch under way and ends it.
+func (m *cacheMachine) fetchDone(t *rapid.T) uint64 {
+	if len(m.fetches) == 0 {
+		t.Skip("no fetch under way")
+	}
+	i := rapid.IntRange(0, len(m.fetches)-1).Draw(t, "fetch")
+	block := m.fetches[i]
+	m.fetches = slices.Delete(m.fetches, i, i+1)
+	return block
+}
+
+// handOut is the reference's end of block's fetch, bringing r (nil: it
+// failed), and checks what the cache told the readers waiting for it.
+func (m *cacheMachine) handOut(t *rapid.T, block uint64, rr *refRep, got []wake) {
+	waiting := m.waiting[block]
+	delete(m.waiting, block)
+	m.underway[block] = false
+	var want []wake
+	for _, w := range waiting {
+		switch {
+		case rr == nil:
+			m.failed++
+			want = append(want, wake{w: w, how: LookupFailed})
+		case rr.cached && rr.r.Key.Stamp >= w.stamp:
+			m.shared++
+			rr.readers++
+			m.held = append(m.held, rr)
+			want = append(want, wake{w: w, r: rr.r, how: LookupShared})
+		case !m.underway[block]:
+			m.underway[block] = true
+			m.fetches = append(m.fetches, block)
+			want = append(want, wake{w: w, how: LookupFetch})
+		default:
+			m.waiting[block] = append(m.waiting[block], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("block %d's fetch ended: %d waiters told, want %d", block, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].w != want[i].w || got[i].r != want[i].r || got[i].how != want[i].how || (got[i].err != nil) != (rr == nil) {
+			t.Fatalf("block %d's fetch ended: waiter %d told %+v, want %+v", block, i, got[i], want[i])
+		}
+	}
+}
+
+func (m *cacheMachine) FetchFailed(t *rapid.T) {
+	block := m.fetchDone(t)
+	m.failed++
+	m.handOut(t, block, nil, m.shardOf(block).fetched(m.c, block, nil, fmt.Errorf("refused")))
+}
+
 func (m *cacheMachine) Insert(t *rapid.T) {
-	block := rapid.Uint64Range(1, 6).Draw(t, "block")
+	block := m.fetchDone(t)
 	stamp := rapid.Uint64Range(1, 3).Draw(t, "stamp")
 	// Stale: fetched before a change its slot has told of since.
 	stale := rapid.IntRange(0, 4).Draw(t, "stale") == 0
@@ -157,6 +215,7 @@ func (m *cacheMachine) Insert(t *rapid.T) {
 		m.reps = append(m.reps, rr)
 		m.held = append(m.held, rr)
 		m.shardOf(block).insert(m.c, m.loop, r)
+		m.handOut(t, block, rr, m.shardOf(block).fetched(m.c, block, r, nil))
 		return
 	}
 	if old := m.refCached(block); old != nil {
@@ -167,6 +226,7 @@ func (m *cacheMachine) Insert(t *rapid.T) {
 	m.held = append(m.held, rr)
 	m.refExpire(block)
 	m.shardOf(block).insert(m.c, m.loop, r)
+	m.handOut(t, block, rr, m.shardOf(block).fetched(m.c, block, r, nil))
 }
 
 func (m *cacheMachine) Lookup(t *rapid.T) {
@@ -179,16 +239,30 @@ func (m *cacheMachine) Lookup(t *rapid.T) {
 		m.refDrop(want)
 		want = nil
 	}
-	got := m.shardOf(block).lookup(m.c, m.loop, block, stamp)
+	w := &fetchWait{stamp: stamp}
+	got, how, waits := m.shardOf(block).lookup(m.c, m.loop, w, block)
 	switch {
 	case want == nil && got != nil:
 		t.Fatalf("lookup(%d, %d) hit %v; the reference misses", block, stamp, got.Key)
-	case want != nil && got != want.r:
-		t.Fatalf("lookup(%d, %d) = %v; the reference hits %v", block, stamp, got, want.r.Key)
+	case want != nil && (got != want.r || how != LookupHit || waits):
+		t.Fatalf("lookup(%d, %d) = %v, %v, waits %v; the reference hits %v", block, stamp, got, how, waits, want.r.Key)
+	case want == nil && waits != m.underway[block]:
+		t.Fatalf("lookup(%d, %d) misses and waits %v; the reference says a fetch is under way: %v", block, stamp, waits, m.underway[block])
+	case want == nil && !waits && how != LookupFetch:
+		t.Fatalf("lookup(%d, %d) misses, tells %v; the reference says fetch", block, stamp, how)
 	}
-	if want != nil {
+	switch {
+	case want != nil:
+		m.hits++
 		want.readers++
 		m.held = append(m.held, want)
+	case waits:
+		m.misses++
+		m.waiting[block] = append(m.waiting[block], w)
+	default:
+		m.misses++
+		m.underway[block] = true
+		m.fetches = append(m.fetches, block)
 	}
 }
 
@@ -249,6 +323,20 @@ func (m *cacheMachine) Check(t *rapid.T) {
 	if st.Inserts != m.inserts || st.Stale != m.stale || st.Purged != m.purged {
 		t.Fatalf("cache counts %d inserts, %d stale, %d purged as invalid; the reference %d, %d and %d", st.Inserts, st.Stale, st.Purged, m.inserts, m.stale, m.purged)
 	}
+	if st.Hits != m.hits || st.Misses != m.misses || st.Shared != m.shared || st.Failed != m.failed {
+		t.Fatalf("cache counts %d hits, %d misses, %d shared, %d failed; the reference %d, %d, %d and %d", st.Hits, st.Misses, st.Shared, st.Failed, m.hits, m.misses, m.shared, m.failed)
+	}
+	if st.MaxFetches > 1 {
+		t.Fatalf("the cache had %d fetches of one block under way at once", st.MaxFetches)
+	}
+	// Every miss ends inserted, shared or failed, or is still waiting.
+	waiting := 0
+	for _, ws := range m.waiting {
+		waiting += len(ws)
+	}
+	if st.Inserts+st.Shared+st.Failed+len(m.fetches)+waiting != st.Misses {
+		t.Fatalf("%d misses: %d inserted, %d shared, %d failed, %d fetching, %d waiting", st.Misses, st.Inserts, st.Shared, st.Failed, len(m.fetches), waiting)
+	}
 	open := 0
 	for _, rr := range m.reps {
 		wantClosed := !rr.cached && rr.readers == 0
@@ -302,14 +390,14 @@ func TestCacheShardingBugIsFound(t *testing.T) {
 			}()
 			c := &Cache{cfg: CacheConfig{Shards: 3, Capacity: 6, Expiry: time.Hour, Bugs: CacheBugs{InsertShardByStamp: true}}, onClose: func(model.Loop, *Replica) {}}
 			for i := 0; i < 3; i++ {
-				c.shards = append(c.shards, &shard{byBlock: map[uint64]*Replica{}})
+				c.shards = append(c.shards, newShard(nil))
 			}
 			loop := &fakeLoop{}
 			block, stamp := seed%7+1, seed%5+1
 			r := &Replica{Key: Key{block, stamp}, Data: &fakeFile{closed: new(int)}, Meta: &fakeFile{closed: new(int)}}
 			c.insertShard(r.Key).insert(c, loop, r)
 			c.lookupShard(block).unref(c, loop, r)
-			if got := c.lookupShard(block).lookup(c, loop, block, 0); got != r {
+			if got, _, _ := c.lookupShard(block).lookup(c, loop, &fetchWait{}, block); got != r {
 				panic(fmt.Sprintf("block %d stamp %d cached but not found", block, stamp))
 			}
 		}()

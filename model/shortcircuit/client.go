@@ -729,6 +729,9 @@ type ClientConfig struct {
 // ClientStats counts what a short-circuit client did.
 type ClientStats struct {
 	Reads, LocalReads, TCPReads, Fallbacks, Hits, Misses, FDsReceived, LocalErrors int
+	// Shared counts the misses served by the replica another reader's
+	// fetch of the block brought in: they received no fds of their own.
+	Shared int
 }
 
 // Client reads blocks short-circuit where it can and over TCP where it
@@ -803,26 +806,39 @@ func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Re
 		c.viaTCP(block, stamp, off, n, finish)
 		return
 	}
-	c.sh.cache.Lookup(c.loop, block, stamp, func(r *Replica) {
-		if r != nil {
+	c.sh.cache.Lookup(c.loop, block, stamp, func(r *Replica, how Outcome, err error) {
+		if how == LookupHit {
 			c.stats.Hits++
-			c.readLocal(r, block, stamp, off, n, finish)
-			return
+		} else {
+			c.stats.Misses++
 		}
-		c.stats.Misses++
-		c.fetch(block, stamp, func(r *Replica, err error) {
-			if err != nil {
-				if !errors.Is(err, errPathDisabled) {
-					c.fallback(err)
+		if how == LookupShared {
+			c.stats.Shared++
+		}
+		switch how {
+		case LookupHit, LookupShared:
+			c.readLocal(r, block, stamp, off, n, finish)
+		case LookupFailed:
+			// The fetch this read waited for failed; its reader has
+			// recorded the failure (fallback), as HDFS's waiters in
+			// fetchOrCreate go on to the next block reader.
+			c.viaTCP(block, stamp, off, n, finish)
+		case LookupFetch:
+			c.fetch(block, stamp, func(r *Replica, err error) {
+				if err != nil {
+					c.sh.cache.FetchFailed(c.loop, block, err)
+					if !errors.Is(err, errPathDisabled) {
+						c.fallback(err)
+					}
+					c.viaTCP(block, stamp, off, n, finish)
+					return
 				}
-				c.viaTCP(block, stamp, off, n, finish)
-				return
-			}
-			c.sh.cache.Insert(c.loop, r, func() {
-				c.sh.armCleaner(c.loop)
-				c.readLocal(r, block, stamp, off, n, finish)
+				c.sh.cache.Insert(c.loop, r, func() {
+					c.sh.armCleaner(c.loop)
+					c.readLocal(r, block, stamp, off, n, finish)
+				})
 			})
-		})
+		}
 	})
 }
 

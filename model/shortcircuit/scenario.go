@@ -83,6 +83,7 @@ type ReadResult struct {
 	Elapsed       time.Duration // first call to last return (world time)
 	ClientPeakFDs int
 	Hits, Misses  int
+	Shared        int // misses served by another reader's fetch
 	FDsReceived   int
 	Fallbacks     int
 	// DialRetries counts the uds path's connects that found the domain
@@ -261,6 +262,7 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 			st := c.Stats()
 			res.Hits += st.Hits
 			res.Misses += st.Misses
+			res.Shared += st.Shared
 			res.FDsReceived += st.FDsReceived
 			res.Fallbacks += st.Fallbacks
 		}
