@@ -88,6 +88,7 @@ type Namespace struct {
 	root      *inode
 	nextBlock uint64
 	log       *editLog
+	logClosed bool     // Close closed the log: no change can be made durable
 	txid      uint64   // last change logged; under the lock held exclusively
 	gone      []uint64 // blocks of files the op under the lock deleted
 	// Invalidate is told the blocks of deleted files once the delete is
@@ -199,6 +200,13 @@ func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done f
 	}
 	req := c.req
 	apply := func() {
+		if ns.logClosed && changes(method) {
+			// Closed: a change made now would be answered and never
+			// logged, and a power loss would take it back. Refused,
+			// unmade, as HDFS's closed FSEditLog refuses edits.
+			done(rpc.StatusError, []byte{byte(EIO)})
+			return
+		}
 		resp, code := ns.Apply(req)
 		var gone []uint64
 		if changes(method) { // held exclusively: readers must not write
@@ -318,6 +326,7 @@ func (ns *Namespace) Close() {
 	if ns.log != nil {
 		ns.log.close()
 		ns.log = nil
+		ns.logClosed = true
 	}
 }
 

@@ -51,9 +51,11 @@ const (
 	EINVAL      Code = 5 // bad path, rename into itself, complete that does not match
 	EINCOMPLETE Code = 6 // the file is still being written
 	EBADREQ     Code = 7 // the request did not decode
-	// EIO: the change could not be made durable. This namenode never
-	// answers it (a failed sync is fatal, as in HDFS); only the catalogued
-	// bug Bugs.AnswerEIO does.
+	// EIO: the change could not be made durable. This namenode answers
+	// it only for a change that came after its edit log was closed, and
+	// leaves that change unmade; a failed sync is fatal instead, as in
+	// HDFS (the catalogued bug Bugs.AnswerEIO answers EIO for a change
+	// it has made).
 	EIO Code = 8
 )
 
