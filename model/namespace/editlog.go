@@ -59,7 +59,10 @@ func openEditLog(p model.Process, path string, fatal func(error), bugs Bugs) (*e
 // order, from txid 1, and returns the last txid. The log ends at the first
 // record that is cut short, does not decode or does not follow its
 // predecessor (a write torn by a crash, or bytes of an older, longer
-// tail); the next sync writes over it. What it replayed is written again
+// tail). What follows the last whole record is zeroed, not only written
+// over by the next edits: those may be shorter, and what they left of a
+// torn record could decode, at the next replay, as an edit no one made (a
+// path may hold an encoded record). What it replayed is written again
 // and synced before the namenode serves: a crash can leave edits written
 // but never synced, and once served they must not be lost (Hadoop 0.20's
 // namenode saved a new, synced image of what it loaded before serving).
@@ -85,13 +88,14 @@ func (el *editLog) replay(apply func(Request)) (uint64, error) {
 		txid, off = id, off+n
 	}
 	el.off = int64(off)
-	if off > 0 {
+	if size > 0 {
 		// Written again before the fsync: an fsync alone would not do,
 		// for a sync that failed before the crash left its pages clean
 		// though never written (Linux since 4.13), and a later fsync
 		// skips them; rewriting dirties them.
 		if !el.bugs.ReplaySyncOnly {
-			if _, err := el.f.WriteAt(b[:off], 0); err != nil {
+			clear(b[off:])
+			if _, err := el.f.WriteAt(b, 0); err != nil {
 				return 0, fmt.Errorf("edit log: rewrite after replay: %w", err)
 			}
 		}
