@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -442,9 +443,16 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 			resp.Entries = []namespace.Entry{{Name: parts[len(parts)-1], Length: length(n)}}
 			return s, resp, namespace.OK
 		}
-		for _, ch := range t.children(p) {
+		children := t.children(p)
+		from := 0
+		if r.After != "" {
+			from = sort.Search(len(children), func(i int) bool { return children[i].path > r.After })
+		}
+		to := min(len(children), from+namespace.ListLimit)
+		for _, ch := range children[from:to] {
 			resp.Entries = append(resp.Entries, namespace.Entry{Name: ch.path, Dir: ch.node.dir, Length: length(ch.node)})
 		}
+		resp.Remaining = len(children) - to
 		return s, resp, namespace.OK
 	case namespace.MethodGetBlockLocations:
 		n, _, c := t.lookup(parts)
@@ -638,7 +646,7 @@ func nsModel(datanode string, init nsState, canonical bool) porcupine.Model {
 // sameResponse compares answers without their tokens (signed with an
 // expiry the model does not know; the datanode checks them).
 func sameResponse(a, b namespace.Response) bool {
-	return slices.Equal(a.Blocks, b.Blocks) && slices.Equal(a.Entries, b.Entries) &&
+	return slices.Equal(a.Blocks, b.Blocks) && slices.Equal(a.Entries, b.Entries) && a.Remaining == b.Remaining &&
 		slices.EqualFunc(a.Locations, b.Locations, sameLocation)
 }
 

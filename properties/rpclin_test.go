@@ -499,3 +499,31 @@ func TestNSWitnessBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// The model pages a listing as the namespace does (namespace's
+// TestBigDirectoryListsInPages): ListLimit entries after After, in name
+// order, and how many remain.
+func TestNSModelPagesListings(t *testing.T) {
+	s := newNSState(1)
+	s.put("/d", nsNode{dir: true})
+	var names []string
+	for i := range 2500 {
+		name := fmt.Sprintf("%05d", 2*i)
+		names = append(names, name)
+		s.put("/d/"+name, nsNode{complete: true})
+	}
+	s.put("/d/00002/below", nsNode{complete: true}) // not an entry of /d
+	for _, c := range []struct {
+		after               string
+		from, to, remaining int
+	}{{"", 0, 1000, 1500}, {names[999], 1000, 2000, 500}, {"01999", 1000, 2000, 500}, {"02999", 1500, 2500, 0}, {names[2499], 2500, 2500, 0}} {
+		_, resp, code := s.apply(namespace.Request{Method: namespace.MethodList, Path: "/d", After: c.after}, "dn")
+		var got []string
+		for _, e := range resp.Entries {
+			got = append(got, e.Name)
+		}
+		if code != namespace.OK || !slices.Equal(got, names[c.from:c.to]) || resp.Remaining != c.remaining {
+			t.Errorf("list /d after %q: %v, %d entries, %d remaining; want entries %d to %d, %d remaining", c.after, code, len(got), resp.Remaining, c.from, c.to, c.remaining)
+		}
+	}
+}

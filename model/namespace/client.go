@@ -90,6 +90,29 @@ func (c *Client) Do(r Request, done func(Response, error)) {
 	})
 }
 
+// List lists a directory whole, a page (ListLimit entries) per call, as
+// HDFS's listStatus pages through getListing. Like HDFS's, the whole is
+// not one snapshot: a change between two pages shows in the later ones
+// only.
+func (c *Client) List(path string, done func([]Entry, error)) {
+	var all []Entry
+	var page func(after string)
+	page = func(after string) {
+		c.Do(Request{Method: MethodList, Path: path, After: after}, func(resp Response, err error) {
+			all = append(all, resp.Entries...)
+			switch {
+			case err != nil:
+				done(nil, err)
+			case resp.Remaining == 0 || len(resp.Entries) == 0:
+				done(all, nil)
+			default:
+				page(resp.Entries[len(resp.Entries)-1].Name)
+			}
+		})
+	}
+	page("")
+}
+
 // MaxStaleRetries bounds how often a read re-resolves a file whose blocks
 // turned out to be gone or re-stamped.
 const MaxStaleRetries = 3

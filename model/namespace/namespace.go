@@ -396,10 +396,20 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			return Response{Entries: []Entry{{Name: parts[len(parts)-1], Length: n.length()}}}, OK
 		}
 		var resp Response
-		if len(n.names) > 0 {
-			resp.Entries = make([]Entry, 0, len(n.names))
+		from := 0
+		if r.After != "" {
+			i, found := slices.BinarySearch(n.names, r.After)
+			if found {
+				i++
+			}
+			from = i
 		}
-		for _, name := range n.names {
+		to := min(len(n.names), from+ListLimit)
+		resp.Remaining = len(n.names) - to
+		if to > from {
+			resp.Entries = make([]Entry, 0, to-from)
+		}
+		for _, name := range n.names[from:to] {
 			c := n.children[name]
 			ns.p.CPU(model.CPUInode, 1)
 			resp.Entries = append(resp.Entries, Entry{Name: name, Dir: c.dir, Length: c.length()})

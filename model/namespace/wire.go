@@ -11,7 +11,7 @@ import (
 const (
 	MethodMkdir             uint8 = 1 // path → ()
 	MethodCreate            uint8 = 2 // path, blocks → block ids
-	MethodList              uint8 = 3 // path → entries
+	MethodList              uint8 = 3 // path, after → entries (a page), remaining
 	MethodGetBlockLocations uint8 = 4 // path → locations
 	MethodComplete          uint8 = 5 // path, blocks (id, stamp, length) → ()
 	MethodDelete            uint8 = 6 // path → ()
@@ -84,6 +84,13 @@ const (
 	MaxPathLen      = 4096
 	MaxComponentLen = 255
 	MaxBlocks       = 1 << 10 // blocks in one file
+	// ListLimit bounds the entries one list answers (dfs.ls.limit): a
+	// client pages through a bigger directory (Request.After,
+	// Response.Remaining). Unpaged, 4,000 names of MaxComponentLen
+	// answered more than an rpc frame may hold, and the client took
+	// the answer for a broken stream. A full page is at most
+	// ListLimit × (2 + MaxComponentLen + 9) bytes, 266 KB.
+	ListLimit = 1000
 )
 
 // Location is where a block of a file lives.
@@ -191,6 +198,10 @@ func (d *dec) done() bool { return !d.bad && len(d.b) == 0 }
 type Request struct {
 	Method uint8
 	Path   string
+	// After pages a list: the entries named after it (none: from the
+	// first), as HDFS's getListing startAfter. On the wire only when
+	// set, so an unpaged list is the bytes it always was.
+	After  string
 	Dst    string     // rename
 	Blocks int        // create
 	Done   []Location // complete: id, stamp, length (Datanode unused)
@@ -203,6 +214,10 @@ func EncodeRequest(r Request) []byte {
 	switch r.Method {
 	case MethodRename:
 		e.str(r.Dst)
+	case MethodList:
+		if r.After != "" {
+			e.str(r.After)
+		}
 	case MethodCreate:
 		e.u32(uint32(r.Blocks))
 	case MethodComplete:
@@ -238,7 +253,15 @@ func DecodeRequest(method uint8, payload []byte) (Request, bool) {
 		for i := uint32(0); i < n; i++ {
 			r.Done = append(r.Done, Location{Block: d.u64(), Stamp: d.u64(), Length: int64(d.u64())})
 		}
-	case MethodMkdir, MethodList, MethodGetBlockLocations, MethodDelete:
+	case MethodList:
+		if len(d.b) > 0 {
+			// (An empty After is never sent: refused, so that a
+			// decoded request encodes to the bytes it came from.)
+			if r.After = d.str(); r.After == "" {
+				return r, false
+			}
+		}
+	case MethodMkdir, MethodGetBlockLocations, MethodDelete:
 	default:
 		return r, false
 	}
@@ -247,9 +270,13 @@ func DecodeRequest(method uint8, payload []byte) (Request, bool) {
 
 // Response is a decoded answer.
 type Response struct {
-	Blocks    []uint64   // create
-	Tokens    [][]byte   // create: a write token per block
-	Entries   []Entry    // list
+	Blocks  []uint64 // create
+	Tokens  [][]byte // create: a write token per block
+	Entries []Entry  // list
+	// Remaining counts the entries of a listed directory after this
+	// page (HDFS's DirectoryListing.remainingEntries): 0 when the page
+	// holds the last. On the wire only when not 0.
+	Remaining int
 	Locations []Location // getBlockLocations
 }
 
@@ -284,6 +311,9 @@ func EncodeResponse(method uint8, r Response) []byte {
 			}
 			e.u64(uint64(en.Length))
 		}
+		if r.Remaining > 0 {
+			e.u32(uint32(r.Remaining))
+		}
 	case MethodGetBlockLocations:
 		e.u32(uint32(len(r.Locations)))
 		for _, l := range r.Locations {
@@ -313,6 +343,9 @@ func responseSize(method uint8, r Response) int {
 	case MethodList:
 		for _, en := range r.Entries {
 			n += 2 + len(en.Name) + 1 + 8
+		}
+		if r.Remaining > 0 {
+			n += 4
 		}
 	case MethodGetBlockLocations:
 		for _, l := range r.Locations {
@@ -359,6 +392,12 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 		r.Entries = room[Entry](n)
 		for ; n > 0; n-- {
 			r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})
+		}
+		if len(d.b) == 4 {
+			// (0 is never sent: refused, for an exact round trip.)
+			if r.Remaining = int(d.u32()); r.Remaining == 0 {
+				d.bad = true
+			}
 		}
 	case MethodGetBlockLocations:
 		n := count(28)
