@@ -21,6 +21,10 @@ type socketEvents struct {
 	closedInterest bool
 	queued         bool
 	hupDone        bool
+	// connected: a connect just completed, reported as Writable once
+	// whatever the write interest (model.Process.Dial; real registers
+	// EPOLLOUT while connecting).
+	connected bool
 	// calls counts the reads and writes made on the socket; idle, the
 	// callbacks in a row that made none while what they were told of
 	// stays wanted (Config.SpinLimit).
@@ -98,7 +102,7 @@ func (s *socketEvents) wanted() model.Events {
 	if s.readInterest {
 		mask |= model.Readable
 	}
-	if s.writeInterest {
+	if s.writeInterest || s.connected {
 		mask |= model.Writable
 	}
 	if s.closedInterest {
@@ -161,6 +165,7 @@ func (s *socketEvents) dispatch() {
 	if ev == 0 {
 		return
 	}
+	s.connected = false
 	if ev&model.Hangup != 0 {
 		// Before the call, as the real world marks it: a handler that
 		// hands the socket over (SetHandler) re-arms it for the new

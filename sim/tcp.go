@@ -271,6 +271,7 @@ type tcpConn struct {
 	rcvWup    uint64 // rcv_nxt when we last sent a window
 	advWnd    int    // window we last advertised (rcv_wnd)
 	rcvMss    int
+	lastSeg   int // icsk_ack.last_seg_size: the last small segment's size, if it told rcv_mss anything
 	// The receive buffer and the window it allows (see rcvwin.go).
 	rcvBuf       int  // sk_rcvbuf
 	rcvBufLocked bool // set by the application or a fault: not autotuned
@@ -1250,6 +1251,15 @@ func (c *tcpConn) receive(s *segment) {
 			c.onDuplicate() // the FIN again: a tail loss probe
 		}
 	}
+	// tcp_data_snd_check, after the data is queued (tcp_rcv_established
+	// queues it before sending what the ACK released, fast path and
+	// slow): what leaves now carries the ACK of what just arrived.
+	if s.flags&flagACK != 0 && c.state != tcpClosed && (c.sndNxt != c.sndEnd || c.finQ || c.vanished) {
+		c.push(false) // else it would find nothing to send and no timer to arm
+	}
+	if n > 0 && c.ackSched && c.state != tcpClosed {
+		c.ackSndCheck()
+	}
 	c.maybeFinish()
 }
 
@@ -1294,9 +1304,6 @@ func (c *tcpConn) onAck(s *segment) {
 	if c.peerWnd > c.maxWnd {
 		c.maxWnd = c.peerWnd
 	}
-	if c.sndNxt != c.sndEnd || c.finQ || c.vanished {
-		c.push(false) // else it would find nothing to send and no timer to arm
-	}
 	// An ACK changes only writability: with no write interest, notify
 	// can find something only if the socket is readable (or dead), which
 	// it is not in the common case of a drained receive queue.
@@ -1336,22 +1343,41 @@ func (c *tcpConn) onData(s *segment) {
 	// tcp_measure_rcv_mss: full-sized segments teach rcv_mss (and a new
 	// size the scaling ratio); small ones mark the ACK as pushed (twice:
 	// pushed2).
+	lss := c.lastSeg
+	c.lastSeg = 0
 	if n >= c.rcvMss {
 		if n != c.rcvMss {
 			c.measureRatio(n)
 		}
 		c.rcvMss = min(n, c.cfg.MSS)
-	} else {
-		if c.pushed {
-			c.pushed2 = true
+		// Linux 6.6+: a full-sized segment with PSH likely ends a
+		// write, so a drain outside pingpong ACKs it at once.
+		if s.flags&flagPSH != 0 {
+			c.pushed = true
 		}
-		c.pushed = true
+	} else if hdr := tcpHeaderLen; n+hdr >= tcpMSSDefault+20 || n+hdr >= tcpMinMSS+20 && s.flags&flagPSH == 0 {
+		// A segment this size is a size the sender uses: a second one
+		// of the same size lowers rcv_mss to it, unpushed.
+		c.lastSeg = n
+		if n == lss {
+			c.rcvMss = n
+		} else {
+			c.markPushed()
+		}
+	} else {
+		c.markPushed()
 	}
 	c.measureRcvRTT()
 	c.dataRecv()
 	if n >= 128 {
 		c.growWindow(n)
 	}
+	c.notifyReadable()
+}
+
+// ackSndCheck is tcp_ack_snd_check, after the data is queued and what
+// can be sent was sent (receive).
+func (c *tcpConn) ackSndCheck() {
 	// __tcp_ack_snd_check: more than one full frame received and the
 	// right edge of the window advancing at least as far (the fresh
 	// window, from rcv_nxt, no smaller than the last one, from rcv_wup),
@@ -1363,7 +1389,22 @@ func (c *tcpConn) onData(s *segment) {
 	} else {
 		c.scheduleDelack()
 	}
-	c.notifyReadable()
+}
+
+// tcpHeaderLen is a loopback segment's TCP header: 20 bytes and the
+// timestamp option (tp->tcp_header_len).
+const tcpHeaderLen = 20 + tcpTimestampLen
+
+// tcpMinMSS is TCP_MIN_MSS.
+const tcpMinMSS = 88
+
+// markPushed is the end of tcp_measure_rcv_mss for a small segment: the
+// ACK is pushed, twice if it was already.
+func (c *tcpConn) markPushed() {
+	if c.pushed {
+		c.pushed2 = true
+	}
+	c.pushed = true
 }
 
 // dataRecv is tcp_event_data_recv: the first data starts quick-ACK mode;
@@ -1779,6 +1820,7 @@ func (c *tcpConn) onSynAck(s *tcpConn) {
 	c.lrcvtm = c.w.Now()
 	c.w.record(Event{Proc: c.p.name, Kind: "seg", Conn: c.id, D: int64(c.advWnd), S: flagStrings[flagACK]})
 	c.w.postConn(c.w.handshakeArrival(c.w.now, c.p, s.p), connHandshakeAck, s, nil)
+	c.connected = true
 	c.notify()
 }
 
