@@ -400,22 +400,32 @@ func (l *loop) runPosted() bool {
 
 // runTimers runs the timers due now, in (deadline, creation) order, but
 // not timers set by these callbacks, so a zero-delay timer re-arming
-// itself cannot starve readiness.
+// itself cannot starve readiness. A timer leaves the heap only once its
+// callback is past the world's gate: one that comes due while the world
+// is parked can still be stopped or reset meanwhile.
 func (l *loop) runTimers() bool {
 	now := l.Now()
 	l.mu.Lock()
 	limit := l.tseq
 	l.mu.Unlock()
+	due := func() bool {
+		return len(l.timers) > 0 && l.timers[0].when <= now && l.timers[0].seq < limit
+	}
 	for {
 		l.mu.Lock()
-		if len(l.timers) == 0 || l.timers[0].when > now || l.timers[0].seq >= limit {
-			l.mu.Unlock()
+		more := due()
+		l.mu.Unlock()
+		if !more {
 			return true
 		}
-		t := heap.Pop(&l.timers).(*timer)
-		t.state = timerFired
-		l.mu.Unlock()
-		if !l.callback(t.f) {
+		if !l.callbackTake(func() func() {
+			if !due() {
+				return nil // stopped or reset while the world was parked
+			}
+			t := heap.Pop(&l.timers).(*timer)
+			t.state = timerFired
+			return t.f
+		}) {
 			return false
 		}
 	}
@@ -425,6 +435,12 @@ func (l *loop) runTimers() bool {
 // unless the loop was closed, and turns a panic into a world failure. It
 // reports whether the loop is still open.
 func (l *loop) callback(f func()) bool {
+	return l.callbackTake(func() func() { return f })
+}
+
+// callbackTake is callback for the function take returns, called with mu
+// held once past the gate (nil: nothing to run).
+func (l *loop) callbackTake(take func() func()) bool {
 	w := l.world()
 	if !w.enter(&l.closing) {
 		return false
@@ -434,6 +450,12 @@ func (l *loop) callback(f func()) bool {
 		l.mu.Unlock()
 		w.exit()
 		return false
+	}
+	f := take()
+	if f == nil {
+		l.mu.Unlock()
+		w.exit()
+		return true
 	}
 	l.inCB = true
 	l.mu.Unlock()
