@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 )
@@ -13,10 +14,23 @@ import (
 // Writes writes of Msg bytes, the server reads them all and answers Reply
 // bytes, and the client reads the reply. Two small writes per request with
 // Nagle on is what stalled reused HDFS connections for a delayed ACK.
+//
+// With Reply 0 an op is one-way: the server answers nothing (it never
+// enters pingpong), the client makes each write Gap after the server has
+// read the one before, and the op's latency runs from its first write to
+// the server's reading its last. Whether a Nagle-held write then waits
+// 40 ms turns on what the server's reads do to its delayed ACK: Linux
+// ACKs a pushed segment when a reader drains it (a small one, or since
+// 6.6 a full-sized one with PSH), but not the second of two equal small
+// ones, which lowers rcv_mss to their size instead.
 type TCPPattern struct {
-	Writes  int
-	Msg     int
+	Writes int
+	Msg    int
+	// Sizes, when set, are the op's writes in order, in bytes (Writes
+	// and Msg are then unused): a request whose messages differ.
+	Sizes   []int
 	Reply   int
+	Gap     time.Duration // between one-way writes (Reply 0)
 	Ops     int
 	NoDelay bool
 	// Addr is where the server listens ("" picks a default per world).
@@ -35,21 +49,46 @@ type TCPPatternBugs struct {
 
 // Validate reports a configuration that cannot run.
 func (c TCPPattern) Validate() error {
+	total := 0
+	for i, n := range c.Sizes {
+		if n < 1 || n > 1<<30 {
+			return fmt.Errorf("--sizes: write %d of %d bytes, want 1 to 2^30", i+1, n)
+		}
+		if total += n; total > 1<<30 || i >= 1<<20 {
+			return fmt.Errorf("--sizes: request larger than 1 GiB or than 2^20 writes")
+		}
+	}
 	switch {
-	case c.Writes < 1:
+	case len(c.Sizes) == 0 && c.Writes < 1:
 		return fmt.Errorf("--writes must be at least 1 (got %d)", c.Writes)
-	case c.Msg < 1:
+	case len(c.Sizes) == 0 && c.Msg < 1:
 		return fmt.Errorf("--msg must be at least 1 byte (got %d)", c.Msg)
-	case c.Reply < 1:
-		return fmt.Errorf("--reply must be at least 1 byte (got %d)", c.Reply)
+	case c.Reply < 0:
+		return fmt.Errorf("--reply must be at least 0 bytes (got %d)", c.Reply)
+	case c.Gap < 0 || c.Gap > time.Minute:
+		return fmt.Errorf("--gap %v outside 0 to 1m", c.Gap)
+	case c.Gap > 0 && c.Reply > 0:
+		return fmt.Errorf("--gap paces one-way writes: it needs --reply 0 (got --reply %d)", c.Reply)
 	case c.Ops < 1:
 		return fmt.Errorf("--ops must be at least 1 (got %d)", c.Ops)
-	case c.Writes > 1<<30 || c.Msg > 1<<30 || c.Writes*c.Msg > 1<<30 || c.Reply > 1<<30:
+	case len(c.Sizes) == 0 && (c.Writes > 1<<30 || c.Msg > 1<<30 || c.Writes*c.Msg > 1<<30) || c.Reply > 1<<30:
 		// Each bounded first, the product cannot wrap (--msg 2^62 with
 		// --writes 4 did, to 0, and the request's buffer then panicked).
 		return fmt.Errorf("request or reply larger than 1 GiB")
 	}
 	return nil
+}
+
+// WriteSizes are an op's writes in order, in bytes.
+func (c TCPPattern) WriteSizes() []int {
+	if len(c.Sizes) > 0 {
+		return c.Sizes
+	}
+	sizes := make([]int, c.Writes)
+	for i := range sizes {
+		sizes[i] = c.Msg
+	}
+	return sizes
 }
 
 // Latencies is a list of per-op latencies with summary statistics.
@@ -109,6 +148,10 @@ func percentileIndex(n, pct int) int {
 // TCPPatternResult is what one run measured.
 type TCPPatternResult struct {
 	Latencies Latencies
+	// WriteLatencies, one-way, are for each write of an op (by index)
+	// the times from the client's write to the server's reading it whole:
+	// which write of an op waited for a delayed ACK.
+	WriteLatencies []Latencies
 	// ServerRcvBuf is the server's receive buffer after the last op, in
 	// bytes (0: the world cannot tell), as autotuning left it.
 	ServerRcvBuf int
@@ -121,12 +164,20 @@ func RunTCPPattern(w World, cfg TCPPattern, limit time.Duration) (*TCPPatternRes
 		return nil, err
 	}
 	res := &TCPPatternResult{Latencies: make(Latencies, 0, cfg.Ops)}
+	if cfg.Reply == 0 {
+		res.WriteLatencies = make([]Latencies, len(cfg.WriteSizes()))
+	}
 	addr := cfg.Addr
 	if addr == "" {
 		addr = DefaultAddr(w, "server", 7000)
 	}
+	sizes := cfg.WriteSizes()
+	req := 0
+	for _, n := range sizes {
+		req += n
+	}
 	_, err := w.Spawn("server", ProcessConfig{}, func(p Process) {
-		srv := &patternServer{cfg: cfg, p: p, buf: make([]byte, 64<<10), reply: make([]byte, cfg.Reply)}
+		srv := &patternServer{cfg: cfg, p: p, sizes: sizes, req: req, buf: make([]byte, 64<<10), reply: make([]byte, cfg.Reply)}
 		ln, err := p.Listen("tcp", addr, 128, p.MainLoop())
 		if err != nil {
 			w.Fail(fmt.Errorf("tcp-pattern server: %w", err))
@@ -134,12 +185,20 @@ func RunTCPPattern(w World, cfg TCPPattern, limit time.Duration) (*TCPPatternRes
 		}
 		srv.ln = ln
 		ln.SetHandler(srv.accept)
-		if _, err := w.Spawn("client", ProcessConfig{}, func(cp Process) {
-			cl := &patternClient{cfg: cfg, p: cp, res: res, srv: srv, buf: make([]byte, 64<<10), msg: make([]byte, cfg.Msg)}
+		cp, err := w.Spawn("client", ProcessConfig{}, func(cp Process) {
+			cl := &patternClient{cfg: cfg, p: cp, res: res, srv: srv, sizes: sizes, buf: make([]byte, 64<<10), msg: make([]byte, slices.Max(sizes))}
+			if cfg.Reply == 0 {
+				cl.wstart = make([]time.Duration, len(sizes))
+			}
+			// (Set on the client's loop, where the server's notes run.)
+			srv.link.read = cl.serverRead
 			cl.dial(ln.Addr())
-		}); err != nil {
+		})
+		if err != nil {
 			w.Fail(err)
+			return
 		}
+		srv.clientLoop = cp.MainLoop()
 	})
 	if err != nil {
 		return nil, err
@@ -166,12 +225,24 @@ type patternServer struct {
 	cfg   TCPPattern
 	p     Process
 	ln    Listener
+	sizes []int
+	req   int // bytes of a request
 	buf   []byte
 	reply []byte
 	conns []*patternConn
+	// One-way: the server tells the client, on the client's loop, when
+	// it has read each write (and when, by the world's clock).
+	clientLoop Loop
+	link       patternLink
 	// How much of buf and reply the process has used (their first use
 	// maps their pages).
 	bufUsed, replyUsed Touched
+}
+
+// patternLink carries the server's notes to the client: read is set on
+// the client's loop and called only there.
+type patternLink struct {
+	read func(write int, at time.Duration)
 }
 
 type patternConn struct {
@@ -180,6 +251,8 @@ type patternConn struct {
 	sent     int // reply bytes written in this op
 	replying bool
 	ops      int // replies written
+	next     int // one-way: the write being read, and where it ends
+	nextEnd  int
 }
 
 func (s *patternServer) accept() {
@@ -203,7 +276,11 @@ func (s *patternServer) accept() {
 }
 
 func (s *patternServer) serve(pc *patternConn, ev Events) {
-	want := s.cfg.Writes * s.cfg.Msg
+	if s.cfg.Reply == 0 {
+		s.serveOneWay(pc)
+		return
+	}
+	want := s.req
 	for !pc.replying {
 		b := s.buf[:min(len(s.buf), want-pc.got)]
 		s.bufUsed.Use(s.p, len(b))
@@ -225,6 +302,39 @@ func (s *patternServer) serve(pc *patternConn, ev Events) {
 		}
 	}
 	s.writeReply(pc)
+}
+
+// serveOneWay reads the op's writes and tells the client of each as it
+// is read whole; it answers nothing.
+func (s *patternServer) serveOneWay(pc *patternConn) {
+	for {
+		if pc.nextEnd == 0 {
+			pc.nextEnd = s.sizes[0]
+		}
+		b := s.buf[:min(len(s.buf), s.req-pc.got)]
+		s.bufUsed.Use(s.p, len(b))
+		n, err := ReadView(pc.c, b, nil)
+		if errors.Is(err, ErrWouldBlock) {
+			return
+		}
+		if err != nil {
+			pc.c.Close()
+			if !errors.Is(err, io.EOF) {
+				s.p.Log("server-conn-error", "err", err.Error())
+			}
+			return
+		}
+		pc.got += n
+		for pc.nextEnd > 0 && pc.got >= pc.nextEnd {
+			k, at, link := pc.next, s.p.MainLoop().Now(), &s.link
+			s.clientLoop.Post(func() { link.read(k, at) })
+			if pc.next++; pc.next == len(s.sizes) {
+				pc.got, pc.next, pc.nextEnd = 0, 0, 0
+				break
+			}
+			pc.nextEnd += s.sizes[pc.next]
+		}
+	}
 }
 
 // writeReply sends the reply, shared: it is built once and never changes,
@@ -253,13 +363,19 @@ func (s *patternServer) writeReply(pc *patternConn) {
 }
 
 type patternClient struct {
-	cfg TCPPattern
-	p   Process
-	srv *patternServer
-	res *TCPPatternResult
-	c   Conn
-	buf []byte
-	msg []byte
+	cfg   TCPPattern
+	p     Process
+	srv   *patternServer
+	res   *TCPPatternResult
+	c     Conn
+	sizes []int
+	buf   []byte
+	msg   []byte
+	// until is the writes the client may have made so far in the op: all
+	// of them, or one-way the ones the server has read and the next.
+	until int
+	// wstart, one-way: when the client began each write of the op.
+	wstart []time.Duration
 	// How much of buf and msg the process has used.
 	bufUsed, msgUsed Touched
 	start            time.Duration
@@ -299,9 +415,12 @@ func (cl *patternClient) handle(ev Events) {
 	if !cl.inOp {
 		return
 	}
-	if cl.wi < cl.cfg.Writes {
+	if cl.wi < cl.until {
 		cl.writeRequest()
 		return
+	}
+	if cl.cfg.Reply == 0 {
+		return // (the server's notes end a one-way op)
 	}
 	for cl.got < cl.cfg.Reply {
 		b := cl.buf[:min(len(cl.buf), cl.cfg.Reply-cl.got)]
@@ -316,7 +435,13 @@ func (cl *patternClient) handle(ev Events) {
 		}
 		cl.got += n
 	}
-	cl.res.Latencies = append(cl.res.Latencies, cl.p.MainLoop().Now()-cl.start)
+	cl.endOp(cl.p.MainLoop().Now())
+}
+
+// endOp records an op that ended at end and starts the next, or ends the
+// run.
+func (cl *patternClient) endOp(end time.Duration) {
+	cl.res.Latencies = append(cl.res.Latencies, end-cl.start)
 	cl.inOp = false
 	cl.op++
 	if cl.op == cl.cfg.Ops {
@@ -330,21 +455,50 @@ func (cl *patternClient) handle(ev Events) {
 		cl.p.World().Stop()
 		return
 	}
+	if cl.cfg.Reply == 0 && cl.cfg.Gap > 0 {
+		cl.p.MainLoop().AfterFunc(cl.cfg.Gap, cl.beginOp)
+		return
+	}
 	cl.beginOp()
 }
 
 func (cl *patternClient) beginOp() {
 	cl.inOp, cl.got, cl.wi, cl.woff = true, 0, 0, 0
+	cl.until = len(cl.sizes)
+	if cl.cfg.Reply == 0 {
+		cl.until = 1
+	}
 	cl.start = cl.p.MainLoop().Now()
 	cl.writeRequest()
+}
+
+// serverRead is the server's note, one-way, that it read write k whole
+// at the given time: the op ends with its last write, and the next write
+// goes Gap later.
+func (cl *patternClient) serverRead(k int, at time.Duration) {
+	if !cl.inOp || k != cl.until-1 {
+		cl.fail(fmt.Errorf("tcp-pattern op %d: the server read write %d, the client has made %d", cl.op, k, cl.until))
+		return
+	}
+	cl.res.WriteLatencies[k] = append(cl.res.WriteLatencies[k], at-cl.wstart[k])
+	if k == len(cl.sizes)-1 {
+		cl.endOp(at)
+		return
+	}
+	cl.until++
+	cl.p.MainLoop().AfterFunc(cl.cfg.Gap, cl.writeRequest)
 }
 
 // writeRequest issues the op's writes, one Write call per message, and
 // waits for writability when the send buffer is full.
 func (cl *patternClient) writeRequest() {
-	cl.msgUsed.Use(cl.p, len(cl.msg)) // every write sends the whole message
-	for cl.wi < cl.cfg.Writes {
-		n, err := cl.c.Write(cl.msg[cl.woff:])
+	for cl.wi < cl.until {
+		if cl.woff == 0 && cl.wstart != nil {
+			cl.wstart[cl.wi] = cl.p.MainLoop().Now()
+		}
+		msg := cl.msg[:cl.sizes[cl.wi]]
+		cl.msgUsed.Use(cl.p, len(msg)) // every write sends the whole message
+		n, err := cl.c.Write(msg[cl.woff:])
 		if errors.Is(err, ErrWouldBlock) {
 			cl.c.SetWriteInterest(true)
 			return
@@ -354,7 +508,7 @@ func (cl *patternClient) writeRequest() {
 			return
 		}
 		cl.woff += n
-		if cl.woff == len(cl.msg) {
+		if cl.woff == len(msg) {
 			cl.wi, cl.woff = cl.wi+1, 0
 		}
 	}

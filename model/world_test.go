@@ -101,7 +101,11 @@ func TestTCPPatternValidateBounds(t *testing.T) {
 	}{
 		{func(c *TCPPattern) { c.Writes = 0 }, "--writes"},
 		{func(c *TCPPattern) { c.Msg = 0 }, "--msg"},
-		{func(c *TCPPattern) { c.Reply = 0 }, "--reply"},
+		{func(c *TCPPattern) { c.Reply = -1 }, "--reply"},
+		{func(c *TCPPattern) { c.Gap = time.Millisecond }, "--gap"}, // (with a reply)
+		{func(c *TCPPattern) { c.Reply, c.Gap = 0, time.Minute+1 }, "--gap"},
+		{func(c *TCPPattern) { c.Sizes = []int{1, 0} }, "--sizes"},
+		{func(c *TCPPattern) { c.Sizes = []int{1 << 30, 1} }, "--sizes"},
 		{func(c *TCPPattern) { c.Ops = 0 }, "--ops"},
 		{func(c *TCPPattern) { c.Writes = 1<<30 + 1 }, "1 GiB"},
 		{func(c *TCPPattern) { c.Msg = 1<<30 + 1 }, "1 GiB"},

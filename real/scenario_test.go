@@ -26,6 +26,21 @@ func TestModelScenarios(t *testing.T) {
 			}
 		}
 	})
+	// One-way (no reply): the server tells the client of each write it
+	// read, across processes; every write of every op is measured.
+	t.Run("tcp-pattern-one-way", func(t *testing.T) {
+		w := newWorld(t)
+		res, err := model.RunTCPPattern(w, model.TCPPattern{Sizes: []int{600, 100, 600}, Gap: time.Millisecond, Ops: 5}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Latencies) != 5 || len(res.WriteLatencies) != 3 || len(res.WriteLatencies[2]) != 5 {
+			t.Errorf("%d ops, writes measured %d", len(res.Latencies), len(res.WriteLatencies))
+		}
+		if err := w.CheckFDs(); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, mode := range []model.ServerMode{model.Reactor, model.Threaded} {
 		t.Run("read-"+string(mode), func(t *testing.T) {
 			w := newWorld(t)

@@ -59,3 +59,49 @@ func TestPatternTraceShowsStall(t *testing.T) {
 	}
 	t.Log(buf.String())
 }
+
+// One-way ops (Reply 0), writes 1 ms apart after the server read the one
+// before: which write waits for a delayed ACK is Linux's rcv_mss rules
+// (rcvmss_test.go), end to end through the scenario validate runs in
+// both worlds. 600, 600: the second goes at once (a full-sized segment
+// with PSH is ACKed at the read). 1000, 530, 530, 530: the fourth waits
+// for the delayed ACK (the second 530 lowered rcv_mss, unpushed), the
+// rest go at once.
+func TestPatternOneWayWrites(t *testing.T) {
+	for _, c := range []struct {
+		sizes []int
+		stall int // the write that waits (-1: none)
+	}{{[]int{600, 600}, -1}, {[]int{1000, 530, 530, 530}, 3}, {[]int{100, 100, 100}, -1}} {
+		res, _ := runPattern(t, 1, model.TCPPattern{Sizes: c.sizes, Gap: time.Millisecond, Ops: 40})
+		if len(res.WriteLatencies) != len(c.sizes) {
+			t.Fatalf("%v: latencies for %d writes", c.sizes, len(res.WriteLatencies))
+		}
+		for i, l := range res.WriteLatencies {
+			p50 := l.Summarize().P50
+			if len(l) != 40 {
+				t.Errorf("%v: write %d measured %d times, want 40", c.sizes, i+1, len(l))
+			}
+			switch {
+			case i == c.stall && (p50 < 36*time.Millisecond || p50 > 48*time.Millisecond):
+				t.Errorf("%v: write %d p50 %v, want the delayed ACK's 36-48 ms", c.sizes, i+1, p50)
+			case i != c.stall && p50 > time.Millisecond:
+				t.Errorf("%v: write %d p50 %v, want under 1 ms", c.sizes, i+1, p50)
+			}
+		}
+		// The op runs from its first write to the server's reading its
+		// last: the gaps, and the stall if any.
+		want := time.Duration(len(c.sizes)-1) * time.Millisecond
+		if p50 := res.Latencies.Summarize().P50; p50 < want || c.stall < 0 && p50 > want+time.Millisecond {
+			t.Errorf("%v: op p50 %v, want %v and a little (or a stall)", c.sizes, p50, want)
+		}
+	}
+	for _, bad := range []model.TCPPattern{
+		{Sizes: []int{600}, Reply: 1, Gap: time.Millisecond, Ops: 1},
+		{Sizes: []int{600, 0}, Ops: 1},
+		{Writes: 1, Msg: 1, Gap: -1, Ops: 1},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v: valid", bad)
+		}
+	}
+}

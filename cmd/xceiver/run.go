@@ -110,10 +110,25 @@ func tcpPatternFlags(fs *flag.FlagSet) func() (runner, error) {
 	cfg := model.TCPPattern{}
 	fs.IntVar(&cfg.Writes, "writes", 2, "writes per request")
 	fs.IntVar(&cfg.Msg, "msg", 8, "bytes per write")
-	fs.IntVar(&cfg.Reply, "reply", 32768, "reply bytes")
+	fs.IntVar(&cfg.Reply, "reply", 32768, "reply bytes (0: one-way ops, the server answers nothing)")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations")
 	fs.BoolVar(&cfg.NoDelay, "nodelay", false, "set TCP_NODELAY on both ends")
+	sizes := fs.String("sizes", "", "comma-separated `BYTES` of each write of an op, in order (instead of --writes and --msg)")
+	fs.DurationVar(&cfg.Gap, "gap", 0, "with --reply 0, write each message this long after the server has read the one before")
 	return func() (runner, error) {
+		if *sizes != "" {
+			for _, f := range strings.Split(*sizes, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil {
+					return nil, usagef("run tcp-pattern: --sizes %q: %q is not a number of bytes", *sizes, f)
+				}
+				cfg.Sizes = append(cfg.Sizes, n)
+				if len(cfg.Sizes) > maxPatternWrites {
+					return nil, usagef("run tcp-pattern: --sizes: more than %d writes", maxPatternWrites)
+				}
+			}
+			cfg.Writes, cfg.Msg = len(cfg.Sizes), 0
+		}
 		if err := cfg.Validate(); err != nil {
 			return nil, usagef("run tcp-pattern: %v", err)
 		}
@@ -140,15 +155,20 @@ func (r tcpPatternRunner) run(w model.World) (result, error) {
 		return nil, err
 	}
 	s := res.Latencies.Summarize()
+	var writeP50 []float64 // one-way: each write's p50, by index
+	for _, l := range res.WriteLatencies {
+		writeP50 = append(writeP50, us(l.Summarize().P50))
+	}
 	return result{
 		{"ops", len(res.Latencies)},
-		{"writes", r.cfg.Writes}, {"msg", r.cfg.Msg}, {"reply", r.cfg.Reply}, {"nodelay", r.cfg.NoDelay},
+		{"writes", r.cfg.Writes}, {"msg", r.cfg.Msg}, {"sizes", r.cfg.Sizes}, {"reply", r.cfg.Reply}, {"gap_us", us(r.cfg.Gap)}, {"nodelay", r.cfg.NoDelay},
 		{"first_op_us", us(s.First)},
 		{"p50_us", us(s.P50)},
 		{"p99_us", us(s.P99)},
 		{"mean_us", us(s.Mean)},
 		{"max_us", us(s.Max)},
 		{"stall_share", res.Latencies.StallShare()},
+		{"write_p50_us", writeP50},
 		// The server's receive buffer at the end, as autotuning grew it
 		// in either world (ops stall while the window climbs to it).
 		{"server_rcvbuf", nilIfZero(res.ServerRcvBuf)},

@@ -67,6 +67,15 @@ func num(r result, key string) float64 {
 	return math.NaN()
 }
 
+// writeP50 is a one-way tcp-pattern's p50 for its write i (from 0), in
+// µs: from the client's write to the server's reading it.
+func writeP50(r result, i int) float64 {
+	if l, ok := r.get("write_p50_us").([]float64); ok && i < len(l) {
+		return l[i]
+	}
+	return math.NaN()
+}
+
 // within compares real to sim as a ratio with a symmetric tolerance.
 func within(scn, metric string, s, r, tol float64) row {
 	ratio := r / s
@@ -260,6 +269,35 @@ func checks() []check {
 			runs: []runner{tcp(1, false, 200)},
 			rows: func(s, r []result) []row {
 				return []row{bothBelow("tcp-pattern writes=1 nagle", "p50_us", num(s[0], "p50_us"), num(r[0], "p50_us"), 1000)}
+			},
+		},
+		{
+			// One-way writes 1 ms apart to a reader that never answers
+			// (never pingpong), Nagle on: the second 600-byte write is
+			// held until the first is ACKed, and Linux (6.6+) ACKs a
+			// full-sized segment with PSH when the reader drains it, so
+			// it goes at once (the sim before this row held it 79 ms).
+			name: "tcp-oneway-full", desc: "tcp-pattern --sizes 600,600 --reply 0 --gap 1ms (Nagle on): the second write goes at once",
+			runs: []runner{tcpPatternRunner{model.TCPPattern{Sizes: []int{600, 600}, Gap: time.Millisecond, Ops: 40}}},
+			rows: func(s, r []result) []row {
+				return []row{bothBelow("tcp-pattern one-way 600,600 gap 1ms", "write 2 p50_us", writeP50(s[0], 1), writeP50(r[0], 1), 1000)}
+			},
+		},
+		{
+			// The same with 1000, then 530 three times: the 1000 and
+			// the first 530 are ACKed at the read, but the second 530
+			// lowers rcv_mss to 530 and is not, so the third waits for
+			// the delayed ACK. (The sim before this row held the first
+			// 530 instead, behind the 1000's delayed ACK, and sent the
+			// third at once.)
+			name: "tcp-oneway-rcvmss", desc: "tcp-pattern --sizes 1000,530,530,530 --reply 0 --gap 1ms (Nagle on): the third 530 waits",
+			runs: []runner{tcpPatternRunner{model.TCPPattern{Sizes: []int{1000, 530, 530, 530}, Gap: time.Millisecond, Ops: 40}}},
+			rows: func(s, r []result) []row {
+				first := func(x result) float64 { return max(writeP50(x, 0), writeP50(x, 1), writeP50(x, 2)) }
+				return []row{
+					bothBelow("tcp-pattern one-way 1000,530×3 gap 1ms", "writes 1-3 p50_us (most)", first(s[0]), first(r[0]), 1000),
+					within("tcp-pattern one-way 1000,530×3 gap 1ms", "write 4 p50_us", writeP50(s[0], 3), writeP50(r[0], 3), 0.15),
+				}
 			},
 		},
 		{
