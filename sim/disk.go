@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -79,6 +80,9 @@ type inode struct {
 	// would fail their checksums at the next read (model.Client verifies
 	// every chunk), and the copy would give back what sharing saves.
 	borrowed bool
+	// wbErrs counts the fsyncs of the inode that failed: Linux's
+	// errseq_t (mapping->wb_err), which each open file samples.
+	wbErrs int
 	// lent: sendfile queued bytes of data's array on a socket by
 	// reference, as the kernel queues page-cache pages, and they must
 	// stay as they were sent: a change to bytes already there copies
@@ -105,9 +109,14 @@ func (ino *inode) ownFrom(off int64) {
 // Disk is a process's simulated file system. Names map to inodes; an open
 // File holds its inode, so rename and unlink behave as POSIX says.
 type Disk struct {
-	w      *World
-	p      *Process
-	names  map[string]*inode
+	w     *World
+	p     *Process
+	names map[string]*inode
+	// dirs are the directories there are besides the disk's own: made
+	// with the first file created or renamed into them, as the real
+	// world makes them (the interface has no Mkdir), and kept until an
+	// Unlink removes them empty.
+	dirs   map[string]bool
 	used   int64
 	faults DiskFaults // in force: base and every added fault together
 	base   DiskFaults // SetFaults'
@@ -159,7 +168,7 @@ func (d *Disk) PowerLoss() {
 }
 
 func newDisk(w *World, p *Process) *Disk {
-	return &Disk{w: w, p: p, names: make(map[string]*inode)}
+	return &Disk{w: w, p: p, names: make(map[string]*inode), dirs: make(map[string]bool)}
 }
 
 // SetFaults switches disk faults on (or off with the zero value),
@@ -262,6 +271,9 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 	if err := d.p.fdRoom(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
+	if err := d.pathErr(p); err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
 	ino := d.names[p]
 	if ino == nil && flag&model.Create == 0 {
 		return nil, fmt.Errorf("open %s: %w", p, model.ErrNotExist)
@@ -277,6 +289,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		d.w.nextID++
 		ino = &inode{ino: d.w.nextID, nlink: 1}
 		d.names[p] = ino
+		d.makeParents(p)
 	} else if flag&model.Truncate != 0 {
 		// (Read-only too: Linux truncates a file opened O_RDONLY|O_TRUNC
 		// that it may write.)
@@ -286,7 +299,7 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		ino.dirty, ino.cut = true, true
 	}
 	ino.refs++
-	f := &File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen}
+	f := &File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen, wbSeen: new(ino.wbErrs)}
 	d.p.setFDObject(fd, f)
 	return f, nil
 }
@@ -312,6 +325,10 @@ func (d *Disk) Rename(from, to string) error {
 	if f == t {
 		return nil
 	}
+	if err := d.pathErr(t); err != nil {
+		return fmt.Errorf("rename %s %s: %w", f, t, err)
+	}
+	d.makeParents(t)
 	if old := d.names[t]; old != nil {
 		d.drop(old)
 	}
@@ -332,6 +349,14 @@ func (d *Disk) Unlink(name string) error {
 	}
 	d.w.charge(d.w.cfg.CPU.Syscall)
 	ino := d.names[p]
+	if ino == nil && d.dirs[p] {
+		// (The real world's Unlink removes an empty directory too.)
+		if d.hasEntries(p) {
+			return fmt.Errorf("unlink %s: directory not empty: %w", p, model.ErrExist)
+		}
+		delete(d.dirs, p)
+		return nil
+	}
 	if ino == nil {
 		return fmt.Errorf("unlink %s: %w", p, model.ErrNotExist)
 	}
@@ -339,6 +364,56 @@ func (d *Disk) Unlink(name string) error {
 	d.drop(ino)
 	d.w.record(Event{Proc: d.p.name, Kind: "disk", Conn: ino.ino, S: "unlink " + p})
 	return nil
+}
+
+var (
+	errIsDir  = errors.New("is a directory")  // EISDIR
+	errNotDir = errors.New("not a directory") // ENOTDIR
+)
+
+// pathErr is why p cannot name a file: it names a directory, or one of
+// the directories on it is a file.
+func (d *Disk) pathErr(p string) error {
+	if d.dirs[p] {
+		return errIsDir
+	}
+	for i := strings.IndexByte(p, '/'); i >= 0; i = next(p, i) {
+		if d.names[p[:i]] != nil {
+			return errNotDir
+		}
+	}
+	return nil
+}
+
+// next is the index of the slash after the one at i, or -1.
+func next(p string, i int) int {
+	if j := strings.IndexByte(p[i+1:], '/'); j >= 0 {
+		return i + 1 + j
+	}
+	return -1
+}
+
+// makeParents makes the directories on p.
+func (d *Disk) makeParents(p string) {
+	for i := strings.IndexByte(p, '/'); i >= 0; i = next(p, i) {
+		d.dirs[p[:i]] = true
+	}
+}
+
+// hasEntries reports whether directory dir holds a file or a directory.
+func (d *Disk) hasEntries(dir string) bool {
+	prefix := dir + "/"
+	for _, n := range d.sortedNames() {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(d.dirs)) {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // drop removes a name's link; the inode's space is freed once no name and
@@ -352,14 +427,22 @@ func (d *Disk) drop(ino *inode) {
 
 // Stat implements model.Disk.
 func (d *Disk) Stat(name string) (int64, error) {
-	p, err := cleanPath(name)
-	if err != nil {
-		return 0, err
+	p := "."
+	if name != "" && name != "." { // (the disk itself, as in List)
+		var err error
+		if p, err = cleanPath(name); err != nil {
+			return 0, err
+		}
 	}
 	if err := d.step(false, nil); err != nil {
 		return 0, fmt.Errorf("stat %s: %w", p, err)
 	}
 	ino := d.names[p]
+	if ino == nil && (p == "." || d.dirs[p]) {
+		// A directory: its size is its file system's (the real world
+		// reports it); the sim's are 0.
+		return 0, nil
+	}
 	if ino == nil {
 		return 0, fmt.Errorf("stat %s: %w", p, model.ErrNotExist)
 	}
@@ -383,12 +466,24 @@ func (d *Disk) List(dir string) ([]string, error) {
 	if err := d.p.fdRoom(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
+	if dir := strings.TrimSuffix(prefix, "/"); dir != "" && !d.dirs[dir] {
+		if d.names[dir] != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, errNotDir)
+		}
+		return nil, fmt.Errorf("list %s: %w", dir, model.ErrNotExist)
+	}
 	var out []string
 	for _, n := range d.sortedNames() {
 		if rest, ok := strings.CutPrefix(n, prefix); ok && !strings.Contains(rest, "/") {
 			out = append(out, rest)
 		}
 	}
+	for _, n := range slices.Sorted(maps.Keys(d.dirs)) {
+		if rest, ok := strings.CutPrefix(n, prefix); ok && !strings.Contains(rest, "/") {
+			out = append(out, rest)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 
@@ -523,6 +618,10 @@ type File struct {
 	writable bool
 	closed   bool
 	gen      int
+	// wbSeen is the inode's wbErrs this open file description has
+	// reported (Linux's file->f_wb_err): shared by the fds passed from
+	// it, as the kernel shares the struct file. nil: none (a segment).
+	wbSeen *int
 }
 
 // Kind implements model.File.
@@ -613,16 +712,23 @@ func (f *File) writeAt(b []byte, off int64, shared bool) (int, error) {
 	w := f.d.w
 	w.charge(w.cfg.CPU.Syscall)
 	end := off + int64(len(b))
-	grow := end - int64(len(f.ino.data))
-	if grow > 0 && f.d.used+grow > w.cfg.Disk.Capacity {
+	var full error
+	if grow := end - int64(len(f.ino.data)); grow > 0 && f.d.used+grow > w.cfg.Disk.Capacity {
+		// write(2) writes what fits and the next one fails ENOSPC; the
+		// real world's WriteAt, which loops, returns both.
 		w.record(Event{Proc: f.p.name, Kind: "diskErr", Conn: f.ino.ino, A: off, B: int64(len(b)), S: "ENOSPC"})
-		return 0, fmt.Errorf("pwrite: %w", model.ErrNoSpace)
+		full = fmt.Errorf("pwrite: %w", model.ErrNoSpace)
+		fits := int64(len(f.ino.data)) + w.cfg.Disk.Capacity - f.d.used - off
+		if fits <= 0 {
+			return 0, full
+		}
+		b, shared = b[:fits], false
 	}
 	if err := f.d.ioCost(f.ino, off, len(b), true); err != nil {
 		return 0, fmt.Errorf("pwrite: %w", err)
 	}
 	f.apply(b, off, shared)
-	return len(b), nil
+	return len(b), full
 }
 
 // apply puts b at off into the file's inode; shared: the inode may keep b
@@ -676,6 +782,10 @@ func (f *File) Sync() error {
 		// Writeback failed: the pages are marked clean anyway, so
 		// their bytes never reach the device unless written again.
 		f.ino.dirtyPages = f.ino.dirtyPages[:0]
+		f.ino.wbErrs++
+		if f.wbSeen != nil {
+			*f.wbSeen = f.ino.wbErrs
+		}
 		return fmt.Errorf("fsync: %w", model.ErrIO)
 	}
 	lat := w.cfg.Disk.Latency
@@ -685,6 +795,13 @@ func (f *File) Sync() error {
 	w.wait(lat)
 	if d.track && f.ino.dirty {
 		f.ino.writeback()
+	}
+	// A failure through another open file is reported here too, once
+	// (file_check_and_advance_wb_err, Linux since 4.13).
+	if f.wbSeen != nil && *f.wbSeen != f.ino.wbErrs {
+		*f.wbSeen = f.ino.wbErrs
+		w.record(Event{Proc: f.p.name, Kind: "diskErr", Conn: f.ino.ino, S: "fsync EIO (seen)"})
+		return fmt.Errorf("fsync: an earlier writeback failed: %w", model.ErrIO)
 	}
 	return nil
 }
@@ -749,7 +866,7 @@ func (f *File) dup(p *Process, kind model.FDKind) (*File, error) {
 		return nil, err
 	}
 	f.ino.refs++
-	nf := &File{d: f.d, p: p, ino: f.ino, fd: fd, kind: kind, writable: f.writable, gen: p.gen}
+	nf := &File{d: f.d, p: p, ino: f.ino, fd: fd, kind: kind, writable: f.writable, gen: p.gen, wbSeen: f.wbSeen}
 	p.setFDObject(fd, nf)
 	return nf, nil
 }

@@ -109,6 +109,9 @@ func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (mod
 	s := &unixConn{w: w, p: ln.p, id: w.nextID, fd: -1, local: addr, remote: c.local}
 	s.socketEvents = socketEvents{src: s, readInterest: true}
 	c.peer, s.peer = s, c
+	// The connect completes at once, and is reported as Writable once
+	// whatever the write interest, as a TCP dial's is (model.Process.Dial).
+	c.connected = true
 	p.setFDObject(fd, c)
 	w.record(Event{Proc: p.name, Kind: "connect", Conn: c.id, S: "unix " + addr})
 	ln.pending = append(ln.pending, s)
@@ -307,7 +310,7 @@ func (c *unixConn) send(p []byte, files []*File) (int, error) {
 	var inflight []*File
 	for _, f := range files {
 		f.ino.refs++
-		inflight = append(inflight, &File{d: f.d, p: f.p, ino: f.ino, fd: -1, kind: model.FDPassed, writable: f.writable, gen: -1})
+		inflight = append(inflight, &File{d: f.d, p: f.p, ino: f.ino, fd: -1, kind: model.FDPassed, writable: f.writable, gen: -1, wbSeen: f.wbSeen})
 	}
 	sndbuf := c.w.cfg.Unix.BufSize
 	skbMax := min(sndbuf/2-64, unixSkbMax)
