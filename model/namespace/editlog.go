@@ -93,9 +93,15 @@ func (el *editLog) replay(apply func(Request)) (uint64, error) {
 		// for a sync that failed before the crash left its pages clean
 		// though never written (Linux since 4.13), and a later fsync
 		// skips them; rewriting dirties them.
-		if !el.bugs.ReplaySyncOnly {
-			clear(b[off:])
-			if _, err := el.f.WriteAt(b, 0); err != nil {
+		clear(b[off:])
+		rewrite, at := b, 0
+		if el.bugs.ReplaySyncOnly {
+			// (The bug skips rewriting what was replayed, not the
+			// zeroing of the torn tail, a fix of its own.)
+			rewrite, at = b[off:], off
+		}
+		if len(rewrite) > 0 {
+			if _, err := el.f.WriteAt(rewrite, int64(at)); err != nil {
 				return 0, fmt.Errorf("edit log: rewrite after replay: %w", err)
 			}
 		}
