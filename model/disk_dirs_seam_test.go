@@ -74,3 +74,26 @@ func TestDirectorySemantics(t *testing.T) {
 		t.Errorf("worlds differ:\nsim:  %s\nreal: %s", simGot, realGot)
 	}
 }
+
+// O_EXCL on a directory's name is EEXIST (Linux checks it before
+// EISDIR), and a path through a file is ENOTDIR for stat and unlink. (A
+// read-only open of a directory still differs: the real world hands back
+// a directory fd, the sim has no inode for one; no model code opens a
+// directory.)
+func TestDirectoryExclAndPathThroughAFile(t *testing.T) {
+	simGot, realGot := inBothWorlds(t, model.ProcessConfig{}, func(p model.Process) string {
+		d := p.Disk()
+		var out []string
+		add := func(k, v string) { out = append(out, k+"="+v) }
+		touch(p, "d/sub/x")
+		touch(p, "d/y")
+		_, err := d.Open("d/sub", model.ReadWrite|model.Create|model.Excl, model.FDFile)
+		add("open-dir-create-excl", dirErr(err))
+		add("stat-under-file", statResult(d.Stat("d/y/z")))
+		add("unlink-under-file", dirErr(d.Unlink("d/y/z")))
+		return fmt.Sprint(out)
+	})
+	if simGot != realGot {
+		t.Errorf("worlds differ:\nsim:  %s\nreal: %s", simGot, realGot)
+	}
+}

@@ -164,14 +164,14 @@ func RunTCPPattern(w World, cfg TCPPattern, limit time.Duration) (*TCPPatternRes
 		return nil, err
 	}
 	res := &TCPPatternResult{Latencies: make(Latencies, 0, cfg.Ops)}
+	sizes := cfg.WriteSizes()
 	if cfg.Reply == 0 {
-		res.WriteLatencies = make([]Latencies, len(cfg.WriteSizes()))
+		res.WriteLatencies = make([]Latencies, len(sizes))
 	}
 	addr := cfg.Addr
 	if addr == "" {
 		addr = DefaultAddr(w, "server", 7000)
 	}
-	sizes := cfg.WriteSizes()
 	req := 0
 	for _, n := range sizes {
 		req += n

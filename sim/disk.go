@@ -271,6 +271,9 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 	if err := d.p.fdRoom(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
+	if d.dirs[p] && flag&model.Create != 0 && flag&model.Excl != 0 {
+		return nil, fmt.Errorf("open %s: %w", p, model.ErrExist) // (O_EXCL before EISDIR, as Linux)
+	}
 	if err := d.pathErr(p); err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
@@ -358,7 +361,7 @@ func (d *Disk) Unlink(name string) error {
 		return nil
 	}
 	if ino == nil {
-		return fmt.Errorf("unlink %s: %w", p, model.ErrNotExist)
+		return fmt.Errorf("unlink %s: %w", p, d.missing(p))
 	}
 	delete(d.names, p)
 	d.drop(ino)
@@ -400,20 +403,22 @@ func (d *Disk) makeParents(p string) {
 	}
 }
 
+// missing is why p names nothing: ENOTDIR when a directory on its path
+// is a file, as Linux says, else ENOENT.
+func (d *Disk) missing(p string) error {
+	if err := d.pathErr(p); errors.Is(err, errNotDir) {
+		return err
+	}
+	return model.ErrNotExist
+}
+
 // hasEntries reports whether directory dir holds a file or a directory.
+// (It sorts every name, as the package ranges over no map unsorted; only
+// an Unlink of a directory asks.)
 func (d *Disk) hasEntries(dir string) bool {
 	prefix := dir + "/"
-	for _, n := range d.sortedNames() {
-		if strings.HasPrefix(n, prefix) {
-			return true
-		}
-	}
-	for _, n := range slices.Sorted(maps.Keys(d.dirs)) {
-		if strings.HasPrefix(n, prefix) {
-			return true
-		}
-	}
-	return false
+	has := func(n string) bool { return strings.HasPrefix(n, prefix) }
+	return slices.ContainsFunc(d.sortedNames(), has) || slices.ContainsFunc(slices.Sorted(maps.Keys(d.dirs)), has)
 }
 
 // drop removes a name's link; the inode's space is freed once no name and
@@ -444,7 +449,7 @@ func (d *Disk) Stat(name string) (int64, error) {
 		return 0, nil
 	}
 	if ino == nil {
-		return 0, fmt.Errorf("stat %s: %w", p, model.ErrNotExist)
+		return 0, fmt.Errorf("stat %s: %w", p, d.missing(p))
 	}
 	return int64(len(ino.data)), nil
 }

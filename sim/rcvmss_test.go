@@ -34,7 +34,7 @@ func TestFullSizedPushedSegmentAckedOnDrain(t *testing.T) {
 // The user-visible effect: a sender with Nagle on whose messages are all
 // one size (≥ rcv_mss) to a reader that does not answer. On Linux 6.6+
 // each drained message is ACKed at the read, so the next message leaves
-// at once; the sim holds it for the 40 ms delayed ACK.
+// at once; the sim before 2c6eee8 held it for the 40 ms delayed ACK.
 func TestEqualSizedWritesDoNotStallOnNagle(t *testing.T) {
 	h := newPair(t)
 	h.exhaustQuick()
@@ -57,8 +57,9 @@ func TestEqualSizedWritesDoNotStallOnNagle(t *testing.T) {
 // segment's data before it sends what the segment's ACK released
 // (tcp_data_queue, then tcp_data_snd_check), so the released data carries
 // the ACK of the data that just arrived and __tcp_ack_snd_check finds no
-// ACK scheduled. The sim sends the released data from onAck first, with
-// the old rcv_nxt, and then delays the ACK of the new data.
+// ACK scheduled. The sim before 2c6eee8 sent the released data from
+// onAck first, with the old rcv_nxt, and then delayed the ACK of the new
+// data.
 func TestReleasedDataAcksTheSegmentThatReleasedIt(t *testing.T) {
 	h := newPair(t)
 	step := func(d time.Duration, f func()) { f(); h.runTo(h.now() + d) }
@@ -92,8 +93,8 @@ func TestReleasedDataAcksTheSegmentThatReleasedIt(t *testing.T) {
 // the next of the same size takes rcv_mss down to it and returns before
 // marking ICSK_ACK_PUSHED. So the second of two equal small messages is
 // not ACKed when a reader outside pingpong drains it: the delayed ACK
-// (40 ms) is what lets a Nagle-held third message go. The sim marks every
-// small segment pushed and never lowers rcv_mss.
+// (40 ms) is what lets a Nagle-held third message go. The sim before
+// 2c6eee8 marked every small segment pushed and never lowered rcv_mss.
 func TestSecondEqualSmallSegmentLowersRcvMss(t *testing.T) {
 	h := newPair(t)
 	h.exhaustQuick() // rcv_mss 536, not pingpong, no quick-ACK credit

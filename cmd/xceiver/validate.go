@@ -276,7 +276,7 @@ func checks() []check {
 			// (never pingpong), Nagle on: the second 600-byte write is
 			// held until the first is ACKed, and Linux (6.6+) ACKs a
 			// full-sized segment with PSH when the reader drains it, so
-			// it goes at once (the sim before this row held it 79 ms).
+			// it goes at once (the sim before this row held it 39 ms).
 			name: "tcp-oneway-full", desc: "tcp-pattern --sizes 600,600 --reply 0 --gap 1ms (Nagle on): the second write goes at once",
 			runs: []runner{tcpPatternRunner{model.TCPPattern{Sizes: []int{600, 600}, Gap: time.Millisecond, Ops: 40}}},
 			rows: func(s, r []result) []row {

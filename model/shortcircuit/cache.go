@@ -246,8 +246,7 @@ func (c *Cache) insertShard(k Key) *shard {
 func (c *Cache) Lookup(loop model.Loop, block, stamp uint64, done func(*Replica, Outcome, error)) {
 	s := c.lookupShard(block)
 	s.lock.Do(loop, func() {
-		w := &fetchWait{loop: loop, stamp: stamp, done: done}
-		if r, how, waits := s.lookup(c, loop, w, block); !waits {
+		if r, how, queued := s.lookup(c, loop, block, fetchWait{loop: loop, stamp: stamp, done: done}); queued == nil {
 			loop.Post(func() { done(r, how, nil) })
 		}
 	})
@@ -367,8 +366,9 @@ func (c *Cache) work(n int) {
 func (s *shard) blocks() []uint64 { return slices.Sorted(maps.Keys(s.byBlock)) }
 
 // lookup serves w's lookup of block: a hit, a fetch for w to make, or
-// (waits) w queued behind the fetch of the block under way.
-func (s *shard) lookup(c *Cache, loop model.Loop, w *fetchWait, block uint64) (r *Replica, how Outcome, waits bool) {
+// w queued behind the fetch of the block under way (queued: the waiter,
+// made only then, as a hit must not allocate).
+func (s *shard) lookup(c *Cache, loop model.Loop, block uint64, w fetchWait) (r *Replica, how Outcome, queued *fetchWait) {
 	s.expire(c, loop)
 	c.work(1)
 	r = s.byBlock[block]
@@ -380,18 +380,19 @@ func (s *shard) lookup(c *Cache, loop model.Loop, w *fetchWait, block uint64) (r
 	if r == nil {
 		s.stats.Misses++
 		if _, under := s.fetching[block]; under && !c.cfg.Bugs.FetchPerReader {
-			s.fetching[block] = append(s.fetching[block], w)
-			return nil, LookupFailed, true
+			queued = &w
+			s.fetching[block] = append(s.fetching[block], queued)
+			return nil, LookupFailed, queued
 		}
 		s.startFetch(block)
-		return nil, LookupFetch, false
+		return nil, LookupFetch, nil
 	}
 	s.stats.Hits++
 	if r.refs == 1 {
 		s.unlru(c, r)
 	}
 	r.refs++
-	return r, LookupHit, false
+	return r, LookupHit, nil
 }
 
 func (s *shard) startFetch(block uint64) {

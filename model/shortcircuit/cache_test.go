@@ -239,8 +239,8 @@ func (m *cacheMachine) Lookup(t *rapid.T) {
 		m.refDrop(want)
 		want = nil
 	}
-	w := &fetchWait{stamp: stamp}
-	got, how, waits := m.shardOf(block).lookup(m.c, m.loop, w, block)
+	got, how, w := m.shardOf(block).lookup(m.c, m.loop, block, fetchWait{stamp: stamp})
+	waits := w != nil
 	switch {
 	case want == nil && got != nil:
 		t.Fatalf("lookup(%d, %d) hit %v; the reference misses", block, stamp, got.Key)
@@ -397,7 +397,7 @@ func TestCacheShardingBugIsFound(t *testing.T) {
 			r := &Replica{Key: Key{block, stamp}, Data: &fakeFile{closed: new(int)}, Meta: &fakeFile{closed: new(int)}}
 			c.insertShard(r.Key).insert(c, loop, r)
 			c.lookupShard(block).unref(c, loop, r)
-			if got, _, _ := c.lookupShard(block).lookup(c, loop, &fetchWait{}, block); got != r {
+			if got, _, _ := c.lookupShard(block).lookup(c, loop, block, fetchWait{}); got != r {
 				panic(fmt.Sprintf("block %d stamp %d cached but not found", block, stamp))
 			}
 		}()
