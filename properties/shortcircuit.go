@@ -158,7 +158,7 @@ var SCBugs = []SCBug{
 	},
 	{
 		Name: "sc-fetch-per-reader", Catches: PropSCStats,
-		What:  "every reader that misses fetches its own replica, as the client did before HDFS's ShortCircuitCache shared one fetch per block (fetchOrCreate): readers that miss a block together each take a slot and two fds",
+		What:  "every reader that misses fetches its own replica, as the client did before HDFS's ShortCircuitCache shared one fetch per block (fetchOrCreate): readers that miss a block together each take a slot and two fds (caught mostly by the cache's own count of fetches under way; what the datanode sees alone, two fd requests for a block from one segment before the first's receipt, catches 4 of the first 100 seeds)",
 		cache: shortcircuit.CacheBugs{FetchPerReader: true},
 	},
 	{
@@ -953,6 +953,13 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 	}
 	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived+e.rogueFDs || srv.Segments != ss.Segments+e.rogueSegs {
 		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received, rogues %d and %d", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments, e.rogueFDs, e.rogueSegs)
+	}
+	if srv := e.srv.Stats(); srv.MaxFetches > 1 {
+		// What the datanode sees, apart from what the cache counts of
+		// itself: one client segment asking for one block's fds twice
+		// before its first receipt (with a fault a reader may give up
+		// on a fetch the datanode still serves, so only without).
+		e.run.fail(PropSCStats, "with no fault the datanode had %d fd requests for one block from one client under way at once: readers that miss a block together share one fetch", srv.MaxFetches)
 	}
 	if cs.Stale > e.overlapped {
 		e.run.fail(PropSCStats, "with no fault the cache refused %d replicas as stale; %d reads overlapped a change to their block", cs.Stale, e.overlapped)

@@ -46,9 +46,13 @@ type ServerBugs struct {
 	ServeOnSegmentConn bool
 }
 
-// ServerStats counts what a domain endpoint did.
+// ServerStats counts what a domain endpoint did. MaxFetches is the most
+// fd requests for one block on one segment it had under way at once, each
+// from its arrival to the client's receipt (or the end of its exchange):
+// a client that shares one fetch per block (fetchOrCreate) makes 1.
 type ServerStats struct {
 	Accepted, DataConns, FDRequests, FDsPassed, Releases, Segments, Errors int
+	MaxFetches                                                             int
 }
 
 // Server is a datanode's Unix-domain endpoint: data traffic (handed to
@@ -65,6 +69,9 @@ type Server struct {
 	stopped bool
 	conns   []*srvConn // loop only
 	stats   ServerStats
+	// fetches counts the fd requests under way by segment and block
+	// (loop only): for MaxFetches.
+	fetches map[fetchKey]int
 
 	// under lock
 	segs    map[uint64]*dnShm
@@ -72,6 +79,9 @@ type Server struct {
 	slots   int // registered slots
 	passed  int // fds passed and not yet closed by the datanode (0 at rest)
 }
+
+// fetchKey names a client's fetches of a block: its segment and the block.
+type fetchKey struct{ shm, block uint64 }
 
 type dnShm struct {
 	id    uint64
@@ -100,7 +110,7 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 	if err := p.CheckSocketPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
 	}
-	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}}
+	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}, fetches: map[fetchKey]int{}}
 	ln, err := p.Listen("unix", cfg.Path, cfg.Backlog, s.loop)
 	if err != nil {
 		return nil, fmt.Errorf("short-circuit: %w", err)
@@ -264,9 +274,29 @@ type srvConn struct {
 	// receipt has not come yet; the slot is freed if the connection
 	// fails first (HDFS-7915's fix).
 	receipt *slotRef
-	rt      model.Timer
-	closed  bool
-	served  int // requests served on it
+	// fetch is the fd request under way on it, if any (for MaxFetches).
+	fetch  *fetchKey
+	rt     model.Timer
+	closed bool
+	served int // requests served on it
+}
+
+// beginFetch and endFetch bracket an fd request, for MaxFetches.
+func (sc *srvConn) beginFetch(k fetchKey) {
+	sc.endFetch()
+	s := sc.s
+	s.fetches[k]++
+	s.stats.MaxFetches = max(s.stats.MaxFetches, s.fetches[k])
+	sc.fetch = &k
+}
+
+func (sc *srvConn) endFetch() {
+	if k := sc.fetch; k != nil {
+		sc.fetch = nil
+		if sc.s.fetches[*k]--; sc.s.fetches[*k] <= 0 {
+			delete(sc.s.fetches, *k)
+		}
+	}
 }
 
 func (sc *srvConn) onEvent(ev model.Events) {
@@ -346,6 +376,7 @@ func (sc *srvConn) process() {
 		}
 		sc.in = sc.in[:copy(sc.in, sc.in[1:])]
 		sc.receipt = nil // the client has the fds: the slot is its own now
+		sc.endFetch()
 	}
 	if sc.receipt != nil {
 		return // no request is read before the receipt
@@ -419,6 +450,7 @@ func (sc *srvConn) serve(req Request) {
 		})
 	case OpRequestFDs:
 		s.stats.FDRequests++
+		sc.beginFetch(fetchKey{req.ShmID, req.BlockID})
 		// The token first: a refused client learns nothing and no file
 		// is opened.
 		if err := model.CheckToken(s.dn.TokenKey(), req.Token, req.BlockID, req.Stamp, model.ModeRead, s.loop.Now()); err != nil {
@@ -514,6 +546,9 @@ func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err er
 		resp := AppendResponse(nil, Response{Status: model.StatusSuccess, Stamp: files.Stamp, Length: files.Length, Receipt: verify})
 		ok = sc.reply(resp, []model.File{files.Data, files.Meta})
 	}
+	if pending || !ok {
+		sc.endFetch() // (no receipt comes)
+	}
 	// The datanode keeps no block fd once they are passed (or not).
 	_ = files.Close()
 	if ok {
@@ -581,6 +616,7 @@ func (sc *srvConn) close(why string) {
 		sc.rt = nil
 	}
 	_ = sc.c.Close()
+	sc.endFetch()
 	s := sc.s
 	s.forget(sc)
 	if r := sc.receipt; r != nil {
