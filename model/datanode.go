@@ -107,6 +107,10 @@ type DatanodeBugs struct {
 	// PoolRetakeAppendedFails fails a parked read whose handle was
 	// evicted once its block is appended to (HandlePoolConfig).
 	PoolRetakeAppendedFails bool
+	// PoolRetakeWakeLost: a parked read's retake that fails (its block
+	// replaced or deleted) does not pass on the wake-up it was given
+	// (HandlePoolConfig.RetakeWakeLost; check seed 440179954).
+	PoolRetakeWakeLost bool
 	// PoolRetireIdle retires a handle a stalled read parked before the
 	// retire ran (HandlePoolConfig.RetireIdle).
 	PoolRetireIdle bool
@@ -532,6 +536,7 @@ func StartDatanode(p Process, loop Loop, cfg DatanodeConfig) (*Datanode, error) 
 			Max: cfg.PoolMax, Min: cfg.PoolMin, IdleTimeout: cfg.PoolIdle,
 			KeyIgnoresStamp: cfg.Bugs.PoolKeyIgnoresStamp, CloseInUse: cfg.Bugs.PoolClosesInUse,
 			SharersSleep: cfg.Bugs.PoolSharersSleep, RetakeAppendedFails: cfg.Bugs.PoolRetakeAppendedFails, RetireIdle: cfg.Bugs.PoolRetireIdle,
+			RetakeWakeLost: cfg.Bugs.PoolRetakeWakeLost,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("datanode: %w", err)

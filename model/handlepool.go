@@ -69,6 +69,11 @@ type HandlePoolConfig struct {
 	// RetryToBack: a read woken from the queue that must wait again
 	// (another read took the room first) queues at the back.
 	RetryToBack bool
+	// RetakeWakeLost: a retake that fails (its replica was replaced or
+	// deleted while its handle was closed) wakes no one, though it used
+	// no room: a read woken for that room swallows the wake-up, and the
+	// reads queued behind it sleep beside an idle handle.
+	RetakeWakeLost bool
 }
 
 type handleKey struct {
@@ -300,10 +305,19 @@ func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func(), prev *Wa
 		}
 		return got, w, err
 	}
+	// A retake that fails uses no room, as AcquireOrWait's errors use
+	// none: if room is left, wake the next waiter. The read may have
+	// been woken from the queue for that room (a release woke it, and
+	// its block was replaced or deleted while it waited); its client
+	// sees a short stream and no one retries, so a read queued behind
+	// it would sleep beside an idle handle until some other release,
+	// past the press delay and a stall timeout (check seed 440179954).
 	if err := hp.store.reopenable(h.Files); err != nil {
+		hp.wakeIfRoomAfterRetake()
 		return nil, nil, err
 	}
 	if hp.cfg.RetakeAppendedFails {
+		hp.wakeIfRoomAfterRetake()
 		return nil, nil, fmt.Errorf("model: read block %d: replica %d was appended to: %w", id, h.Files.Stamp, ErrStaleReplica)
 	}
 	if w := hp.makeRoom(id, wake, prev); w != nil {
@@ -320,6 +334,14 @@ func (hp *HandlePool) Retake(h *Handle, now time.Duration, wake func(), prev *Wa
 	}
 	hp.wakeIfRoom()
 	return nil, nil, err
+}
+
+// wakeIfRoomAfterRetake is wakeIfRoom for a failed retake, unless the
+// RetakeWakeLost test switch brings the old behaviour back.
+func (hp *HandlePool) wakeIfRoomAfterRetake() {
+	if !hp.cfg.RetakeWakeLost {
+		hp.wakeIfRoom()
+	}
 }
 
 // Withdraw takes w out of the queue (nothing if it was woken already).

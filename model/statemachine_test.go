@@ -317,6 +317,11 @@ func (m *poolMachine) retake(t *rapid.T) {
 			t.Fatalf("retake of block %d after it was replaced or deleted: %v, want ErrStaleReplica", id, err)
 		}
 		m.parked = slices.Delete(m.parked, i, i+1)
+		// It used no room: with room left, the next waiter is woken
+		// (the read may have been woken for that room itself).
+		if len(m.waiting) > 0 && (m.open()+2 <= m.cfg.Max || len(m.idle) > 0) {
+			m.wake()
+		}
 	default:
 		// Only appended to: the read gets a handle of its own on the
 		// files, read as its replica, once there is room.

@@ -102,7 +102,7 @@ type Config struct {
 	BadConfig string `json:"bad_config,omitempty"`
 
 	// Bug switches: set by the catalogue (see bugs.go), or, for
-	// PoolSharersSleep, PoolRetakeAppendedFails, PoolRetireIdle,
+	// PoolSharersSleep, PoolRetakeAppendedFails, PoolRetakeWakeLost, PoolRetireIdle,
 	// PressDelayAgain, ParkedWakeLost, ClosedGrowKept and
 	// InlineOvertakes, by the regression test that shows its saved case
 	// failing with the bug (the old behaviour, or for ParkedWakeLost and
@@ -126,6 +126,7 @@ type Config struct {
 	HoldWhileStalled        bool `json:"hold_while_stalled,omitempty"`
 	PoolSharersSleep        bool `json:"pool_sharers_sleep,omitempty"`
 	PoolRetakeAppendedFails bool `json:"pool_retake_appended_fails,omitempty"`
+	PoolRetakeWakeLost      bool `json:"pool_retake_wake_lost,omitempty"`
 	PoolRetireIdle          bool `json:"pool_retire_idle,omitempty"`
 	PressDelayAgain         bool `json:"press_delay_again,omitempty"`
 	ParkedWakeLost          bool `json:"parked_wake_lost,omitempty"`

@@ -395,6 +395,77 @@ func TestRequeuedReadPressesAgain(t *testing.T) {
 	mustFail(t, c, PropHostileAvail, "for a pool handle", "with a requeued read waiting a second press delay")
 }
 
+// check's seed 440179954 failed hostile-availability: a read waited 962 ms
+// for the pool's one handle (bound 500 ms). A parked read whose block was
+// replaced while it queued was woken for an idle handle; its retake failed
+// and woke no one, so the new read queued behind it slept until other
+// reads barged in and parked. A failed retake now wakes the next waiter
+// if room is left. The shrunk case must pass, and fail with the wake-up
+// lost (PoolRetakeWakeLost).
+func TestFailedRetakePassesWakeUpOn(t *testing.T) {
+	c := mustPass(t, "testdata/retake-stale-wake-case.json")
+	c.Config.PoolRetakeWakeLost = true
+	mustFail(t, c, PropHostileAvail, "for a pool handle", "with a failed retake's wake-up lost")
+}
+
+// The pool-level rule, in the trace's order: parked P queues behind X and
+// ahead of new read N; P's block is replaced; X takes the room and parks
+// at once, waking P; P's retake fails and must wake N.
+func TestPoolFailedRetakeWakesNext(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		inProcess(t, func(p model.Process) {
+			s := model.NewBlockStore(p.Disk(), "d")
+			for id := uint64(1); id <= 4; id++ {
+				s.Write(id, []byte("data"))
+			}
+			pool, err := model.NewHandlePool(s, model.HandlePoolConfig{Max: 2, IdleTimeout: time.Second, RetakeWakeLost: lost})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h1, _ := pool.Acquire(1, 0, 0, nil)
+			pool.Park(h1, 0) // P parks mid-read
+			h2, err := pool.Acquire(2, 0, 0, nil)
+			if err != nil || !h1.Closed() {
+				t.Fatalf("acquire of block 2: %v; P's handle closed %v, want evicted", err, h1.Closed())
+			}
+			woke := map[string]int{}
+			waker := func(name string) func() { return func() { woke[name]++ } }
+			_, wx, err := pool.AcquireOrWait(3, 0, 0, waker("X"), nil)
+			if !errors.Is(err, model.ErrPoolFull) {
+				t.Fatalf("X: %v, want to wait", err)
+			}
+			if _, _, err := pool.Retake(h1, 0, waker("P"), nil); !errors.Is(err, model.ErrPoolFull) {
+				t.Fatalf("P: %v, want to wait", err)
+			}
+			if _, err := pool.Acquire(4, 0, 0, waker("N")); !errors.Is(err, model.ErrPoolFull) {
+				t.Fatalf("N: %v, want to wait", err)
+			}
+			s.Replace(1, []byte("new data")) // wakes X, which finds no room
+			if woke["X"] != 1 {
+				t.Fatalf("the replace woke %v, want X", woke)
+			}
+			if _, wx, err = pool.AcquireOrWait(3, 0, 0, waker("X"), wx); !errors.Is(err, model.ErrPoolFull) {
+				t.Fatalf("X again: %v, want to wait at its place", err)
+			}
+			pool.Release(h2, 0) // wakes X
+			h3, _, err := pool.AcquireOrWait(3, 0, 0, nil, wx)
+			if woke["X"] != 2 || err != nil {
+				t.Fatalf("X after the release: %v, woken %v", err, woke)
+			}
+			pool.Park(h3, 0) // its client reads nothing: wakes P
+			if woke["P"] != 1 || woke["N"] != 0 {
+				t.Fatalf("X's park woke %v, want P", woke)
+			}
+			if _, _, err := pool.Retake(h1, 0, nil, nil); !errors.Is(err, model.ErrStaleReplica) {
+				t.Fatalf("P's retake after the replace: %v, want ErrStaleReplica", err)
+			}
+			if got := woke["N"] == 1; got == lost {
+				t.Fatalf("RetakeWakeLost %v: N woken %v, with X's handle idle", lost, got)
+			}
+		})
+	}
+}
+
 // check's seeds 36609 and 46409 failed leak-freedom: "datanode: 61
 // connections still open" (and 40). An idle flood's peers returned while
 // the datanode, restarted after a crash point, spent seconds starting on a
