@@ -280,28 +280,36 @@ func (s *patternServer) serve(pc *patternConn, ev Events) {
 		s.serveOneWay(pc)
 		return
 	}
-	want := s.req
 	for !pc.replying {
-		b := s.buf[:min(len(s.buf), want-pc.got)]
-		s.bufUsed.Use(s.p, len(b))
-		n, err := ReadView(pc.c, b, nil)
-		if errors.Is(err, ErrWouldBlock) {
+		if !s.readRequest(pc) {
 			return
 		}
-		if err != nil {
-			// The client closed (io.EOF) or reset: the pattern is over.
-			pc.c.Close()
-			if !errors.Is(err, io.EOF) {
-				s.p.Log("server-conn-error", "err", err.Error())
-			}
-			return
-		}
-		pc.got += n
-		if pc.got == want {
+		if pc.got == s.req {
 			pc.replying, pc.got, pc.sent = true, 0, 0
 		}
 	}
 	s.writeReply(pc)
+}
+
+// readRequest reads what the connection has of the op's request, up to
+// its end; false when there is nothing more now, or the connection is
+// over (the client closed, io.EOF, or reset: the pattern is over).
+func (s *patternServer) readRequest(pc *patternConn) bool {
+	b := s.buf[:min(len(s.buf), s.req-pc.got)]
+	s.bufUsed.Use(s.p, len(b))
+	n, err := ReadView(pc.c, b, nil)
+	if errors.Is(err, ErrWouldBlock) {
+		return false
+	}
+	if err != nil {
+		pc.c.Close()
+		if !errors.Is(err, io.EOF) {
+			s.p.Log("server-conn-error", "err", err.Error())
+		}
+		return false
+	}
+	pc.got += n
+	return true
 }
 
 // serveOneWay reads the op's writes and tells the client of each as it
@@ -311,20 +319,9 @@ func (s *patternServer) serveOneWay(pc *patternConn) {
 		if pc.nextEnd == 0 {
 			pc.nextEnd = s.sizes[0]
 		}
-		b := s.buf[:min(len(s.buf), s.req-pc.got)]
-		s.bufUsed.Use(s.p, len(b))
-		n, err := ReadView(pc.c, b, nil)
-		if errors.Is(err, ErrWouldBlock) {
+		if !s.readRequest(pc) {
 			return
 		}
-		if err != nil {
-			pc.c.Close()
-			if !errors.Is(err, io.EOF) {
-				s.p.Log("server-conn-error", "err", err.Error())
-			}
-			return
-		}
-		pc.got += n
 		for pc.nextEnd > 0 && pc.got >= pc.nextEnd {
 			k, at, link := pc.next, s.p.MainLoop().Now(), &s.link
 			s.clientLoop.Post(func() { link.read(k, at) })
