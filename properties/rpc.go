@@ -87,6 +87,8 @@ type RPCConfig struct {
 	Pieces []int `json:"pieces"`
 	// BigDir files under /big make list answers large (the slow fault).
 	BigDir int `json:"big_dir"`
+	// ListLimit is the namenode's list page size (0: 1,000).
+	ListLimit int `json:"list_limit,omitempty"`
 	// MaxPending bounds the response bytes a namenode connection holds
 	// beyond its first response (0: the server's default).
 	MaxPending int `json:"max_pending,omitempty"`
@@ -125,6 +127,8 @@ type RPCOp struct {
 	Dst    string        `json:"dst,omitempty"`
 	Blocks int           `json:"blocks,omitempty"`
 	Size   int           `json:"size,omitempty"`
+	// After: a list's first page starts after this name.
+	After string `json:"after,omitempty"`
 }
 
 // RPCFault is one fault.
@@ -548,6 +552,16 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		}
 	}
 	sortRPCFaults(c.Faults)
+	// Drawn last (not for a bug's cases): small list pages, some lists
+	// starting after a name the directory may not hold ("bb").
+	if bug == "" && d.chance(30, "list_limit") {
+		cfg.ListLimit = d.n(1, 2, "list_limit_n")
+		for i := range c.Ops {
+			if c.Ops[i].Kind == "list" && d.chance(30, "list_after") {
+				c.Ops[i].After = pick(d, "list_after_name", "a", "b", "bb", "c")
+			}
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -731,6 +745,8 @@ func (c *RPCCase) Validate() error {
 		return fmt.Errorf("rpc: call timeout %v, idle timeouts %v and %v: want at most %v and %v", cfg.CallTimeout, cfg.ServerIdle, cfg.ClientIdle, rpcMaxCallTimeout, rpcMaxIdle)
 	case cfg.BigDir < 0 || cfg.BigDir > rpcMaxBigDir:
 		return fmt.Errorf("rpc: big dir %d outside [0, %d]", cfg.BigDir, rpcMaxBigDir)
+	case cfg.ListLimit < 0 || cfg.ListLimit > namespace.ListLimit:
+		return fmt.Errorf("rpc: list limit %d outside [0, %d]", cfg.ListLimit, namespace.ListLimit)
 	case cfg.MaxPending < 0 || cfg.MaxPending > 1<<30:
 		return fmt.Errorf("rpc: max pending out of range")
 	case cfg.NNSndBuf != 0 && (cfg.NNSndBuf < rpcMinSndBuf || cfg.NNSndBuf > 1<<30):
@@ -774,6 +790,9 @@ func (c *RPCCase) Validate() error {
 			}
 			if _, ok := namespace.SplitPath(op.Dst); (op.Kind == "rename") != ok {
 				return fmt.Errorf("rpc: %s op: destination %.64q: want an absolute path on a rename, none otherwise", op.Kind, op.Dst)
+			}
+			if op.After != "" && (op.Kind != "list" || len(op.After) > namespace.MaxComponentLen) {
+				return fmt.Errorf("rpc: %s op: after %.64q: want a name of at most %d bytes, on a list only", op.Kind, op.After, namespace.MaxComponentLen)
 			}
 			if op.Gap < 0 || op.Gap > rpcMaxGap {
 				return fmt.Errorf("rpc: %s op: gap %v outside [0, %v]", op.Kind, op.Gap, rpcMaxGap)
@@ -1032,7 +1051,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 	h.dnProc = dp.(*sim.Process)
 	np, _ := w.Spawn("namenode", model.ProcessConfig{Cores: 2, FDLimit: 256}, func(p model.Process) {
 		first := h.nn == nil
-		ncfg := namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock,
+		ncfg := namespace.Config{Lock: namespace.LockKind(cfg.Lock), FirstBlock: rpcFirstBlock, ListLimit: cfg.ListLimit,
 			Bugs: namespace.Bugs{AnswerBeforeSync: cfg.AnswerBeforeSync, LoseGroupWaiters: cfg.LoseGroupWaiters, InvalidateBeforeSync: cfg.InvalidateBeforeSync, AnswerEIO: cfg.AnswerEIO, ReplaySyncOnly: cfg.ReplaySyncOnly}}
 		if cfg.EditLog {
 			ncfg.EditLog = "edits"
@@ -1293,6 +1312,9 @@ func (h *rpcHarness) runOps(ch *rpcClient, ops []RPCOp, live bool, done func()) 
 	})
 }
 
+// rpcMaxListPages bounds one list op's pages.
+const rpcMaxListPages = rpcMaxBigDir + 8
+
 // do makes one namespace call and records it.
 func (h *rpcHarness) do(ch *rpcClient, r namespace.Request, live bool, then func(namespace.Response, error)) {
 	h.call(ch, r, live, false, then)
@@ -1307,7 +1329,7 @@ func (h *rpcHarness) load(ch *rpcClient, r namespace.Request) {
 }
 
 func (h *rpcHarness) call(ch *rpcClient, r namespace.Request, live, load bool, then func(namespace.Response, error)) {
-	c := &rpcCall{input: NSInput{Req: r}, client: ch.i, call: int64(h.w.Now()) + histOffset, live: live, untouch: !ch.faulty, load: load, epoch: h.epoch, down: h.nnDown}
+	c := &rpcCall{input: NSInput{Req: r, Limit: h.c.Config.ListLimit}, client: ch.i, call: int64(h.w.Now()) + histOffset, live: live, untouch: !ch.faulty, load: load, epoch: h.epoch, down: h.nnDown}
 	h.calls = append(h.calls, c)
 	ups := h.nnUps
 	c.idle = h.markIdle(ch)
@@ -1437,7 +1459,28 @@ func (h *rpcHarness) issue(ch *rpcClient, op RPCOp, live bool, next func()) {
 	case "mkdir":
 		h.do(ch, req(namespace.MethodMkdir), live, ignore)
 	case "list":
-		h.do(ch, req(namespace.MethodList), live, ignore)
+		// Page by page (as namespace.Client.List), each page a call.
+		pages := 0
+		var page func(r namespace.Request)
+		page = func(r namespace.Request) {
+			h.do(ch, r, live, func(resp namespace.Response, err error) {
+				if err != nil || resp.Remaining == 0 || len(resp.Entries) == 0 {
+					next()
+					return
+				}
+				pages++
+				if last := resp.Entries[len(resp.Entries)-1].Name; last <= r.After || pages > rpcMaxListPages {
+					h.fail(PropLinearizable, "client %d: list %s after %q: page %d ends at %q, not past it (%d entries, %d remaining)", ch.i, r.Path, r.After, pages, last, len(resp.Entries), resp.Remaining)
+					next()
+					return
+				}
+				r.After = resp.Entries[len(resp.Entries)-1].Name
+				page(r)
+			})
+		}
+		r := req(namespace.MethodList)
+		r.After = op.After
+		page(r)
 	case "stat":
 		h.do(ch, req(namespace.MethodGetBlockLocations), live, ignore)
 	case "delete":

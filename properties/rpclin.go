@@ -22,6 +22,8 @@ import (
 // NSInput is a namespace call.
 type NSInput struct {
 	Req namespace.Request
+	// Limit is the namenode's ListLimit (0: namespace.ListLimit).
+	Limit int
 	// image, if set, makes the op the tree a restarted namenode
 	// replayed: it fits only a state equal to it.
 	image *nsState
@@ -381,6 +383,14 @@ func length(n nsNode) int64 {
 
 // apply runs one request on a copy of s.
 func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace.Response, namespace.Code) {
+	return s.applyLimit(r, datanode, 0)
+}
+
+// applyLimit: apply with list pages of limit entries (0: ListLimit).
+func (s nsState) applyLimit(r namespace.Request, datanode string, limit int) (nsState, namespace.Response, namespace.Code) {
+	if limit <= 0 {
+		limit = namespace.ListLimit
+	}
 	var resp namespace.Response
 	parts, ok := namespace.SplitPath(r.Path)
 	if !ok {
@@ -448,7 +458,7 @@ func (s nsState) apply(r namespace.Request, datanode string) (nsState, namespace
 		if r.After != "" {
 			from = sort.Search(len(children), func(i int) bool { return children[i].path > r.After })
 		}
-		to := min(len(children), from+namespace.ListLimit)
+		to := min(len(children), from+limit)
 		for _, ch := range children[from:to] {
 			resp.Entries = append(resp.Entries, namespace.Entry{Name: ch.path, Dir: ch.node.dir, Length: length(ch.node)})
 		}
@@ -605,7 +615,7 @@ func nsModel(datanode string, init nsState, canonical bool) porcupine.Model {
 			case out.Unknown && s.ended:
 				return true, s
 			}
-			t, resp, code := s.apply(in.Req, datanode)
+			t, resp, code := s.applyLimit(in.Req, datanode, in.Limit)
 			if out.Unknown {
 				return !canonical || !t.equal(s), t
 			}

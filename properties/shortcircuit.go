@@ -280,6 +280,15 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 			c.Backlog = 1
 		}
 	}
+	// Drawn last: reads at a block's end (4,096 bytes plus 0-2 appends).
+	if d.chance(30, "sc_edge_reads") {
+		for i := range c.Ops {
+			if c.Ops[i].Op == "read" && d.chance(30, "sc_edge_read") {
+				end := 4096 + 100*d.n(0, 2, "sc_edge_len")
+				c.Ops[i].Off = int64(end + []int{-513, -512, -511, -1, 0, 1}[d.n(0, 5, "sc_edge_at")])
+			}
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -341,8 +350,8 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d: block %d, want 1..%d", i, op.Block, scBlocks)
 		case op.Reader < 0 || op.Reader >= c.Readers:
 			return fmt.Errorf("sc case: op %d: reader %d, want 0..%d", i, op.Reader, c.Readers-1)
-		case op.Off < 0 || op.Off > 2048:
-			return fmt.Errorf("sc case: op %d: offset %d, want 0..2048", i, op.Off)
+		case op.Off < 0 || op.Off > 8192:
+			return fmt.Errorf("sc case: op %d: offset %d, want 0..8192", i, op.Off)
 		case op.Left < 0 || op.Left > 64:
 			return fmt.Errorf("sc case: op %d: left %d, want 0..64", i, op.Left)
 		case op.Hold < 0 || op.Hold > time.Minute:
@@ -719,7 +728,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 											overlapped++
 										}
 										if viaFDs {
-											local++
+											// (not a read past the end refused)
+											if r.Err == nil {
+												local++
+											}
 										} else {
 											overTCP++
 										}

@@ -44,6 +44,8 @@ type Config struct {
 	// the datanode's default. Tokens last TokenLifetime.
 	TokenKey      []byte
 	TokenLifetime time.Duration
+	// ListLimit is the page size of a list (0: ListLimit).
+	ListLimit int
 	// EditLog is the path, on the process's disk, of the log that makes
 	// every change durable before it is answered (Hadoop's edits file);
 	// "" keeps changes in memory only. A log left by an earlier run is
@@ -124,6 +126,9 @@ func New(p model.Process, cfg Config) (*Namespace, error) {
 	}
 	if cfg.TokenLifetime == 0 {
 		cfg.TokenLifetime = model.DefaultTokenLifetime
+	}
+	if cfg.ListLimit <= 0 {
+		cfg.ListLimit = ListLimit
 	}
 	ns := &Namespace{cfg: cfg, p: p, root: newDir(), nextBlock: cfg.FirstBlock}
 	if cfg.EditLog != "" {
@@ -404,7 +409,7 @@ func (ns *Namespace) Apply(r Request) (Response, Code) {
 			}
 			from = i
 		}
-		to := min(len(n.names), from+ListLimit)
+		to := min(len(n.names), from+ns.cfg.ListLimit)
 		resp.Remaining = len(n.names) - to
 		if to > from {
 			resp.Entries = make([]Entry, 0, to-from)
