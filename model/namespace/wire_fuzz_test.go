@@ -91,3 +91,24 @@ func FuzzDecodeEditRecord(f *testing.F) {
 		}
 	})
 }
+
+// The wire's numbers are the protocol: a method or an error code whose
+// value moved would still agree with this package (the check's model uses
+// the same constants), but not with a client or a trace of before.
+func TestWireValuesArePinned(t *testing.T) {
+	methods := []uint8{MethodMkdir, MethodCreate, MethodList, MethodGetBlockLocations, MethodComplete, MethodDelete, MethodRename}
+	codes := []Code{OK, ENOENT, EEXIST, ENOTDIR, EISDIR, EINVAL, EINCOMPLETE, EBADREQ, EIO}
+	for i, m := range methods {
+		if m != uint8(i+1) {
+			t.Errorf("method %s is %d, want %d", MethodName(m), m, i+1)
+		}
+	}
+	for i, c := range codes {
+		if c != Code(i) {
+			t.Errorf("code %s is %d, want %d", c, c, i)
+		}
+	}
+	if ListLimit != 1000 || MaxComponentLen != 255 || MaxPathLen != 4096 || MaxBlocks != 1024 {
+		t.Errorf("limits %d, %d, %d, %d: want HDFS's 1000, 255, 4096 and 1024", ListLimit, MaxComponentLen, MaxPathLen, MaxBlocks)
+	}
+}
