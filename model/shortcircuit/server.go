@@ -538,6 +538,12 @@ func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err er
 	// way, or fds the client's kernel dropped, free it when the
 	// connection fails. Without, the datanode cannot tell.
 	verify := !s.cfg.Bugs.KeepSlotOnLostReply
+	if sc.closed || !verify {
+		// No receipt comes: the fetch ends here, before the reply lets
+		// the connection's next request begin (a failed reply closes
+		// the connection, which ends it too).
+		sc.endFetch()
+	}
 	ok, pending := false, true
 	if !sc.closed {
 		if verify {
@@ -545,9 +551,6 @@ func (sc *srvConn) sendFDs(shm *dnShm, slot int, files *model.BlockFiles, err er
 		}
 		resp := AppendResponse(nil, Response{Status: model.StatusSuccess, Stamp: files.Stamp, Length: files.Length, Receipt: verify})
 		ok = sc.reply(resp, []model.File{files.Data, files.Meta})
-	}
-	if pending || !ok {
-		sc.endFetch() // (no receipt comes)
 	}
 	// The datanode keeps no block fd once they are passed (or not).
 	_ = files.Close()
