@@ -124,11 +124,10 @@ type Cache struct {
 type shard struct {
 	lock    model.Lock
 	byBlock map[uint64]*Replica
-	// fetching holds, for each block a reader is fetching, the readers
-	// waiting for that fetch (HDFS's replicaInfoMap Waitable). fetches
-	// counts the fetches under way per block, for the stats' MaxFetches.
-	fetching map[uint64][]*fetchWait
-	fetches  map[uint64]int
+	// fetching holds, for each block readers are fetching, the fetch
+	// under way and the readers waiting for it (HDFS's replicaInfoMap
+	// Waitable).
+	fetching map[uint64]*blockFetch
 	// The evictable replicas, least recently used first: a linked list,
 	// so taking one out is one step, as in HDFS's LinkedMap.
 	lruHead, lruTail *Replica
@@ -191,6 +190,13 @@ type fetchWait struct {
 	done  func(*Replica, Outcome, error)
 }
 
+// blockFetch is a block's fetch under way: how many (one, or more with
+// FetchPerReader, for MaxFetches) and the readers waiting for it.
+type blockFetch struct {
+	under   int
+	waiters []*fetchWait
+}
+
 // wake is what a waiter is told when the fetch it waited for ends.
 type wake struct {
 	w   *fetchWait
@@ -218,7 +224,7 @@ func NewCache(p model.Process, cfg CacheConfig, onClose func(model.Loop, *Replic
 }
 
 func newShard(lock model.Lock) *shard {
-	return &shard{lock: lock, byBlock: map[uint64]*Replica{}, fetching: map[uint64][]*fetchWait{}, fetches: map[uint64]int{}}
+	return &shard{lock: lock, byBlock: map[uint64]*Replica{}, fetching: map[uint64]*blockFetch{}}
 }
 
 // Config is the cache's configuration, defaults filled in.
@@ -379,9 +385,9 @@ func (s *shard) lookup(c *Cache, loop model.Loop, block uint64, w fetchWait) (r 
 	}
 	if r == nil {
 		s.stats.Misses++
-		if _, under := s.fetching[block]; under && !c.cfg.Bugs.FetchPerReader {
+		if f := s.fetching[block]; f != nil && !c.cfg.Bugs.FetchPerReader {
 			queued = &w
-			s.fetching[block] = append(s.fetching[block], queued)
+			f.waiters = append(f.waiters, queued)
 			return nil, LookupFailed, queued
 		}
 		s.startFetch(block)
@@ -396,11 +402,13 @@ func (s *shard) lookup(c *Cache, loop model.Loop, block uint64, w fetchWait) (r 
 }
 
 func (s *shard) startFetch(block uint64) {
-	if _, under := s.fetching[block]; !under {
-		s.fetching[block] = nil
+	f := s.fetching[block]
+	if f == nil {
+		f = &blockFetch{}
+		s.fetching[block] = f
 	}
-	s.fetches[block]++
-	s.stats.MaxFetches = max(s.stats.MaxFetches, s.fetches[block])
+	f.under++
+	s.stats.MaxFetches = max(s.stats.MaxFetches, f.under)
 }
 
 // fetched ends a fetch of block, bringing r (nil: none, err says why
@@ -408,19 +416,20 @@ func (s *shard) startFetch(block uint64) {
 // if r is cached and new enough for it, the error if the fetch failed;
 // otherwise the first of them fetches again and the rest wait for that.
 func (s *shard) fetched(c *Cache, block uint64, r *Replica, err error) []wake {
-	if s.fetches[block]--; s.fetches[block] <= 0 {
-		delete(s.fetches, block)
-	}
 	if err != nil {
 		s.stats.Failed++
 	}
-	waiting, under := s.fetching[block]
-	if !under || s.fetches[block] > 0 {
+	f := s.fetching[block]
+	if f == nil {
+		return nil
+	}
+	if f.under--; f.under > 0 {
 		// Another fetch of the block is still under way (FetchPerReader):
 		// the waiters, if any, are its.
 		return nil
 	}
 	delete(s.fetching, block)
+	waiting := f.waiters
 	var wakes []wake
 	again := false
 	for _, w := range waiting {
@@ -438,7 +447,8 @@ func (s *shard) fetched(c *Cache, block uint64, r *Replica, err error) []wake {
 			s.startFetch(block)
 			wakes = append(wakes, wake{w: w, how: LookupFetch})
 		default:
-			s.fetching[block] = append(s.fetching[block], w)
+			f := s.fetching[block] // (the one the first waiter started)
+			f.waiters = append(f.waiters, w)
 		}
 	}
 	return wakes
