@@ -380,26 +380,20 @@ func (d *Disk) pathErr(p string) error {
 	if d.dirs[p] {
 		return errIsDir
 	}
-	for i := strings.IndexByte(p, '/'); i >= 0; i = next(p, i) {
-		if d.names[p[:i]] != nil {
+	for i := range len(p) {
+		if p[i] == '/' && d.names[p[:i]] != nil {
 			return errNotDir
 		}
 	}
 	return nil
 }
 
-// next is the index of the slash after the one at i, or -1.
-func next(p string, i int) int {
-	if j := strings.IndexByte(p[i+1:], '/'); j >= 0 {
-		return i + 1 + j
-	}
-	return -1
-}
-
 // makeParents makes the directories on p.
 func (d *Disk) makeParents(p string) {
-	for i := strings.IndexByte(p, '/'); i >= 0; i = next(p, i) {
-		d.dirs[p[:i]] = true
+	for i := range len(p) {
+		if p[i] == '/' {
+			d.dirs[p[:i]] = true
+		}
 	}
 }
 
