@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -142,7 +141,7 @@ func TestRecordHistory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("block %q: %v", parts[1], err)
 	}
-	r := Run(loadCase(t, parts[0]), Options{LinTimeout: time.Millisecond}) // only the history
+	r := Run(loadCase(t, parts[0]), Options{LinBudget: 1}) // only the history
 	ops, err := recordHistory(r.History, block)
 	if err != nil {
 		t.Fatal(err)

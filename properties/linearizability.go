@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -409,15 +408,16 @@ func rejectedOK(s blockState, in LinInput, st model.Status) bool {
 }
 
 // CheckHistory checks a history against the model, partitioned by block,
-// giving up after timeout: a checker that gives up reports Unknown, and
-// Unknown is a failure ("unknown"), never a pass. verbose keeps what the
-// HTML view needs.
+// giving up once its searches have spent budget (DefaultLinBudget's
+// units): a checker that gives up reports Unknown, and Unknown is a
+// failure ("unknown"), never a pass. verbose keeps what the HTML view
+// needs.
 //
 // Each block's unknown ops are first pinned after the reads that show
 // they had not yet taken effect (pinUnknowns; seed 235722). A block whose
 // ops do not overlap in time is then decided by stepping the plain model
-// through them (sequentialVerdict): no search, so no timeout, even one
-// already past. Any other block's history is checked against the plain model
+// through them (sequentialVerdict): no search, so nothing spent. Any
+// other block's history is checked against the plain model
 // (PlainModel: unknown ops may take effect anywhere), which decides nearly
 // every history in a few thousand steps, but only for up to plainSteps
 // steps; a block it leaves undecided is checked against Model, which keeps
@@ -434,8 +434,7 @@ func rejectedOK(s blockState, in LinInput, st model.Status) bool {
 // block the plain model left undecided is offered to witness, which
 // builds a linearization where a search would lose itself among unknown
 // ops (seed 40420901); what it cannot build, Model searches for.
-func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose bool) (porcupine.CheckResult, porcupine.LinearizationInfo, *Failure) {
-	deadline := time.Now().Add(timeout)
+func CheckHistory(history []porcupine.Operation, budget int64, verbose bool) (porcupine.CheckResult, porcupine.LinearizationInfo, *Failure) {
 	ops := 0
 	for _, op := range history {
 		if op.Input.(LinInput).Kind != kInit {
@@ -445,8 +444,9 @@ func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose 
 	res := porcupine.Ok
 	canonical := false
 	var illegal []porcupine.Operation
+	left := newLinBudget(budget)
 	for _, part := range byBlock(history) {
-		r, plain := checkBlock(part, deadline)
+		r, plain := checkBlock(part, left)
 		canonical = canonical || !plain
 		if r == porcupine.Illegal {
 			res, illegal = r, part
@@ -462,7 +462,7 @@ func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose 
 		if canonical {
 			m = Model()
 		}
-		_, info = porcupine.CheckOperationsVerbose(m, history, max(time.Until(deadline), time.Millisecond))
+		_, info = porcupine.CheckOperationsVerbose(m, history, linInfoTimeout)
 	}
 	switch res {
 	case porcupine.Illegal:
@@ -470,62 +470,100 @@ func CheckHistory(history []porcupine.Operation, timeout time.Duration, verbose 
 		return res, info, &Failure{PropLinearizable, fmt.Sprintf(
 			"the history of block %d (%d of %d ops) fits no order of the block-store model", b, len(illegal)-1, ops)}
 	case porcupine.Unknown:
-		return res, info, &Failure{PropLinearizable, fmt.Sprintf("unknown: the checker gave up after %v on %d ops (not a pass)", timeout, ops)}
+		return res, info, &Failure{PropLinearizable, fmt.Sprintf("unknown: the checker gave up after %d steps and state comparisons on %d ops (not a pass)", budget, ops)}
 	}
 	return res, info, nil
 }
+
+// linInfoTimeout bounds the search for what the HTML view shows of a
+// history (porcupine's partial linearizations). Only the view depends on
+// it, never a verdict: porcupine searches the blocks at once, each in a
+// goroutine of its own, so its work cannot be metered per search.
+const linInfoTimeout = 5 * time.Second
 
 // plainSteps bounds the plain model's steps on one block's history before
 // Model takes over (seeds 1–10,000 of check need at most some 10,000).
 const plainSteps = 100_000
 
-// checkBlock checks one block's history, giving up at deadline; plain:
-// the plain model decided it.
-func checkBlock(part []porcupine.Operation, deadline time.Time) (res porcupine.CheckResult, plain bool) {
+// checkBlock checks one block's history, spending budget; plain: the
+// plain model decided it.
+func checkBlock(part []porcupine.Operation, budget *linBudget) (res porcupine.CheckResult, plain bool) {
 	part = pinUnknowns(part)
 	if r, ok := sequentialVerdict(part); ok {
 		return r, true
 	}
 	m := PlainModel()
 	m.Partition = nil // part is one block's history already
-	steps := limitSteps(&m, plainSteps)
-	left := time.Until(deadline)
-	if left <= 0 {
-		return porcupine.Unknown, true
+	search := budget.meter(&m, plainSteps)
+	if porcupine.CheckOperations(m, part) {
+		return porcupine.Ok, true
 	}
-	res = porcupine.CheckOperationsTimeout(m, part, left)
-	if res == porcupine.Ok || res == porcupine.Illegal && steps.Load() <= plainSteps {
-		return res, true
+	if !search.cut {
+		return porcupine.Illegal, true
 	}
-	// Undecided: out of time or past the budget (an Illegal then is no
-	// verdict).
+	// Undecided: past the plain model's steps or the budget (an Illegal
+	// then is no verdict).
 	if witness(part) {
 		return porcupine.Ok, true
 	}
-	if steps.Load() <= plainSteps {
-		return res, true
+	if budget.left <= 0 {
+		return porcupine.Unknown, true
 	}
-	if left = time.Until(deadline); left <= 0 {
+	m = Model()
+	search = budget.meter(&m, math.MaxInt64)
+	switch {
+	case porcupine.CheckOperations(m, part):
+		return porcupine.Ok, false
+	case search.cut:
 		return porcupine.Unknown, false
 	}
-	return porcupine.CheckOperationsTimeout(Model(), part, left), false
+	return porcupine.Illegal, false
 }
 
-// limitSteps makes m refuse every step past the first budget, so that
-// its search unwinds at once (an Illegal after that is no verdict; an Ok
-// is still a linearization), and returns the count of steps taken. The
-// count is atomic: on a timeout porcupine returns without waiting for its
-// search goroutine, which may still be stepping.
-func limitSteps(m *porcupine.Model, budget int64) *atomic.Int64 {
-	var steps atomic.Int64
-	step := m.Step
+// linBudget is the work that a run's linearizability searches may do, in
+// DefaultLinBudget's units; each search spends from it in turn.
+type linBudget struct {
+	total int64
+	left  int64
+}
+
+func newLinBudget(total int64) *linBudget { return &linBudget{total: total, left: total} }
+
+// searchMeter is what one metered search took.
+type searchMeter struct {
+	steps int64
+	// cut: a step was refused for want of budget or of steps, so an
+	// Illegal verdict is none.
+	cut bool
+}
+
+// meter makes m's search spend b, a unit for each step and each
+// comparison of two states (porcupine's cache compares a new state with
+// those of its bucket, which on some histories is most of the work), and
+// take at most steps steps. Past either bound m refuses every step, so
+// that porcupine's search unwinds at once: an Ok is still a
+// linearization, an Illegal no verdict. For one search of one partition
+// at a time: porcupine runs each partition in a goroutine of its own and
+// stops waiting for the others once one fails.
+func (b *linBudget) meter(m *porcupine.Model, steps int64) *searchMeter {
+	s := &searchMeter{}
+	step, equal := m.Step, m.Equal
 	m.Step = func(state, input, output any) (bool, any) {
-		if steps.Add(1) > budget {
+		s.steps++
+		b.left--
+		if s.steps > steps || b.left < 0 {
+			s.cut = true
 			return false, state
 		}
 		return step(state, input, output)
 	}
-	return &steps
+	if equal != nil {
+		m.Equal = func(x, y any) bool {
+			b.left--
+			return equal(x, y)
+		}
+	}
+	return s
 }
 
 // pinUnknowns returns one block's history with the calls of unknown ops

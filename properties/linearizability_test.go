@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
@@ -381,7 +380,7 @@ func TestSequentialVerdictOnRuns(t *testing.T) {
 			for _, part := range byBlock(res.History) {
 				pinned := pinUnknowns(part)
 				want := porcupine.CheckOperations(PlainModel(), pinned)
-				got, _ := checkBlock(part, time.Now().Add(time.Minute))
+				got, _ := checkBlock(part, newLinBudget(DefaultLinBudget))
 				if got == porcupine.Unknown || (got == porcupine.Ok) != want {
 					t.Fatalf("bug %q seed %d block %d: checkBlock %v, porcupine: linearizable %v", bug, seed, part[0].Input.(LinInput).Block, got, want)
 				}
@@ -422,7 +421,7 @@ func TestSequentialVerdictTies(t *testing.T) {
 	if got, ok := sequentialVerdict(h); ok {
 		t.Errorf("sequentialVerdict decided %v a history whose ops touch at time 3", got)
 	}
-	if got, _ := checkBlock(h, time.Now().Add(time.Minute)); got != porcupine.Ok {
+	if got, _ := checkBlock(h, newLinBudget(DefaultLinBudget)); got != porcupine.Ok {
 		t.Errorf("checkBlock: %v, want Ok", got)
 	}
 }

@@ -249,7 +249,7 @@ func RunReal(c Case, root string) (*Result, error) {
 		}
 		res.History = history
 		var lf *Failure
-		res.Lin, _, lf = CheckHistory(history, DefaultLinTimeout, false)
+		res.Lin, _, lf = CheckHistory(history, DefaultLinBudget, false)
 		if lf != nil {
 			fail(lf.Property, "%s", lf.Message)
 		}

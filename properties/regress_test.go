@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -527,16 +528,17 @@ func TestWriteTailNotLostBehindFragments(t *testing.T) {
 func TestUnknownMutationsDecidedInTime(t *testing.T) {
 	mustPass(t, "testdata/lin-unknowns-case.json")
 	h := loadHistory(t, "testdata/lin-unknowns-history.json")
-	if res, _, f := CheckHistory(h, DefaultLinTimeout, false); res != porcupine.Ok || f != nil {
+	if res, _, f := CheckHistory(h, DefaultLinBudget, false); res != porcupine.Ok || f != nil {
 		t.Fatalf("%v: %v", res, f)
 	}
 	for _, part := range byBlock(h) {
 		if part[0].Input.(LinInput).Block != 2 {
 			continue
 		}
-		start := time.Now()
-		if res := porcupine.CheckOperationsTimeout(Model(), pinUnknowns(part), DefaultLinTimeout); res != porcupine.Ok {
-			t.Fatalf("block 2 by Model alone: %v after %v", res, time.Since(start))
+		m := Model()
+		search := (newLinBudget(DefaultLinBudget)).meter(&m, math.MaxInt64)
+		if !porcupine.CheckOperations(m, pinUnknowns(part)) {
+			t.Fatalf("block 2 by Model alone: no linearization in %d steps (cut short: %v)", search.steps, search.cut)
 		}
 		return
 	}
@@ -552,13 +554,13 @@ func TestUnknownMutationsDecidedInTime(t *testing.T) {
 // (testdata/lin-plain-history.json), since a saved case's run changes
 // with the simulator.
 func TestPlainModelDecidesWithinBudget(t *testing.T) {
-	deadline := time.Now().Add(time.Minute)
+	budget := newLinBudget(DefaultLinBudget) // shared by the blocks, as in CheckHistory
 	parts := byBlock(loadHistory(t, "testdata/lin-plain-history.json"))
 	if len(parts) < 4 {
 		t.Fatalf("%d blocks, want 4", len(parts))
 	}
 	for _, part := range parts {
-		res, plain := checkBlock(part, deadline)
+		res, plain := checkBlock(part, budget)
 		if res != porcupine.Ok || !plain {
 			t.Errorf("block %d: %v, plain model decided: %v", part[0].Input.(LinInput).Block, res, plain)
 		}
@@ -585,9 +587,9 @@ func TestPinnedUnknownsDecidedInTime(t *testing.T) {
 // decided without Model's search (the plain model, or a witness).
 func decidedWithoutModel(t *testing.T, history []porcupine.Operation) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	budget := newLinBudget(DefaultLinBudget) // shared by the blocks, as in CheckHistory
 	for _, part := range byBlock(history) {
-		if res, plain := checkBlock(part, deadline); res != porcupine.Ok || !plain {
+		if res, plain := checkBlock(part, budget); res != porcupine.Ok || !plain {
 			t.Errorf("block %d: %v, decided without Model: %v", part[0].Input.(LinInput).Block, res, plain)
 		}
 	}

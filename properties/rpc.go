@@ -959,46 +959,43 @@ type rpcHarness struct {
 }
 
 // RunRPC runs an rpc case in sim and checks its properties.
-func RunRPC(c RPCCase, linTimeout time.Duration) *RPCResult {
-	return RunRPCTraced(c, linTimeout, nil)
+func RunRPC(c RPCCase) *RPCResult {
+	return RunRPCTraced(c, nil)
 }
 
 // RunRPCTraced is RunRPC writing every event as a JSON line to out (nil:
 // nowhere), for replay's HTML view.
-func RunRPCTraced(c RPCCase, linTimeout time.Duration, out io.Writer) *RPCResult {
-	return runRPC(c, linTimeout, out, hashed)
+func RunRPCTraced(c RPCCase, out io.Writer) *RPCResult {
+	return runRPC(c, out, hashed)
 }
 
 // RunRPCUnhashed is RunRPC without the trace hash (sim's
 // Config.Unhashed; TraceHash says "unhashed"), for check's first run of
 // a seed, which it runs again for the hash (RPCTraceHash) to save a
 // failure, or in full to compare.
-func RunRPCUnhashed(c RPCCase, linTimeout time.Duration) *RPCResult {
-	return runRPC(c, linTimeout, nil, unhashed)
+func RunRPCUnhashed(c RPCCase) *RPCResult {
+	return runRPC(c, nil, unhashed)
 }
 
 // RPCTraceHash runs an rpc case for its trace's hash and events alone,
-// without checking its history, whose verdict by a wall-clock bound a
-// second run need not repeat: check's run again of a failing seed it ran
-// unhashed.
+// without checking its history again (the verdict is the first run's,
+// and the check can take seconds): check's run again of a failing seed
+// it ran unhashed.
 func RPCTraceHash(c RPCCase) (hash string, events uint64) {
-	r := runRPC(c, 0, nil, hashOnly)
+	r := runRPC(c, nil, hashOnly)
 	return r.TraceHash, r.Events
 }
 
-func runRPC(c RPCCase, linTimeout time.Duration, out io.Writer, hashing hashing) *RPCResult {
+func runRPC(c RPCCase, out io.Writer, hashing hashing) *RPCResult {
 	if err := c.Validate(); err != nil {
 		return &RPCResult{Failure: &Failure{PropHarness, "invalid case: " + err.Error()}}
-	}
-	if linTimeout == 0 {
-		linTimeout = DefaultLinTimeout
 	}
 	h := newRPCHarness(c, hashing)
 	if out != nil {
 		h.w.TraceTo(out)
 	}
 	defer useArena(h.w)()
-	return h.run(linTimeout)
+	return h.run()
 }
 
 // newRPCHarness is the harness of a valid case, its world not yet run.
@@ -1031,7 +1028,7 @@ func (h *rpcHarness) fail(prop, format string, a ...any) {
 	h.w.Stop()
 }
 
-func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
+func (h *rpcHarness) run() *RPCResult {
 	w := h.w
 	cfg := &h.c.Config
 	w.AfterEach(h.afterEach)
@@ -1135,7 +1132,7 @@ func (h *rpcHarness) run(linTimeout time.Duration) *RPCResult {
 	res.History = h.history()
 	res.NamenodeCrashes = h.epoch
 	if h.failure == nil && !h.hashOnly {
-		h.failure = h.checkHistory(linTimeout)
+		h.failure = h.checkHistory()
 	}
 	res.Failure = h.failure
 	res.TraceHash = w.TraceHashString()
@@ -2021,7 +2018,8 @@ func (h *rpcHarness) epochHistory() (epochs [][]porcupine.Operation, changes [][
 // tree is what the changes made before the crash give, in some order that
 // fits their answers, with any subset of the unanswered ones (a change
 // that failed is left out, as a read is: see epochHistory).
-func (h *rpcHarness) checkHistory(linTimeout time.Duration) *Failure {
+func (h *rpcHarness) checkHistory() *Failure {
+	budget := newLinBudget(DefaultLinBudget) // the run's, over every check
 	epochs, changes := h.epochHistory()
 	img := func(k int) *nsState {
 		if k < len(h.images) {
@@ -2046,14 +2044,14 @@ func (h *rpcHarness) checkHistory(linTimeout time.Duration) *Failure {
 		}
 		m := nsModelFrom(rpcDN, *img(k))
 		if !h.ignored(PropLinearizable) {
-			if f := checkNS(m, ops, linTimeout, PropLinearizable, what); f != nil {
+			if f := checkNS(m, ops, budget, PropLinearizable, what); f != nil {
 				return f
 			}
 		}
 		if next := img(j); next != nil && !h.ignored(PropDurable) {
 			at := h.crashes[j-1]
 			ch = append(ch, porcupine.Operation{ClientId: 1 << 20, Input: NSInput{image: next}, Call: at, Output: NSOutput{}, Return: at})
-			if f := checkNS(m, ch, linTimeout, PropDurable, fmt.Sprintf("namenode restart %d: ", j)); f != nil {
+			if f := checkNS(m, ch, budget, PropDurable, fmt.Sprintf("namenode restart %d: ", j)); f != nil {
 				return f
 			}
 		}

@@ -22,7 +22,7 @@ func rpcSeed(t *testing.T, seed uint64, bug string) (RPCCase, *RPCResult) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, RunRPC(c, 10*time.Second)
+	return c, RunRPC(c)
 }
 
 // historicRPCSeed is seed's case as drawn before the namenode's send
@@ -38,7 +38,7 @@ func historicRPCSeed(t *testing.T, seed uint64) (RPCCase, *RPCResult) {
 	c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool {
 		return f.Kind == RPCFaultSlowRead || f.Kind == RPCFaultDiskEIO || f.Kind == RPCFaultStall
 	})
-	return c, RunRPC(c, 10*time.Second)
+	return c, RunRPC(c)
 }
 
 func TestRPCSeedsPass(t *testing.T) {
@@ -91,7 +91,7 @@ func TestRPCResponsesBounded(t *testing.T) {
 			t.Errorf("seed %d with the bug: %v, want %s", seed, r.Failure, PropMemory)
 		}
 		c.Bug, c.Config.UnboundedResponses = "", false
-		r = RunRPC(c, 10*time.Second)
+		r = RunRPC(c)
 		if r.Failure != nil {
 			t.Errorf("seed %d without the bug: %v", seed, r.Failure)
 		}
@@ -110,7 +110,7 @@ func TestRPCPropertiesRapid(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		if r := RunRPC(c, 10*time.Second); r.Failure != nil {
+		if r := RunRPC(c); r.Failure != nil {
 			b, _ := json.Marshal(c)
 			rt.Fatalf("%v\ncase: %s", r.Failure, b)
 		}
@@ -131,7 +131,7 @@ func TestRPCDurabilityFailedChangeIsARead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := RunRPC(tr.Case, 10*time.Second)
+		r := RunRPC(tr.Case)
 		if r.NamenodeCrashes == 0 {
 			t.Errorf("%s: no namenode crash: the durability check did not run", f)
 		}
@@ -155,7 +155,7 @@ func TestRPCPowerLossAtRest(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultNNPower })
-		r := RunRPC(c, 10*time.Second)
+		r := RunRPC(c)
 		if r.Failure == nil {
 			continue
 		}
@@ -165,7 +165,7 @@ func TestRPCPowerLossAtRest(t *testing.T) {
 		}
 		caught++
 		c.Config.ReplaySyncOnly = false
-		if r := RunRPC(c, 10*time.Second); r.Failure != nil {
+		if r := RunRPC(c); r.Failure != nil {
 			t.Errorf("seed %d without the bug: %v", seed, r.Failure)
 		}
 	}
@@ -216,7 +216,7 @@ func TestRPCInvalidationFDs(t *testing.T) {
 		c.Ops = append(c.Ops, RPCOp{Gap: 10 * time.Microsecond, Kind: "write", Path: fmt.Sprintf("/a/f%d", i), Blocks: 8, Size: 8})
 	}
 	c.Ops = append(c.Ops, RPCOp{Gap: 10 * time.Microsecond, Kind: "delete", Path: "/a"})
-	if r := RunRPC(c, 10*time.Second); r.Failure != nil {
+	if r := RunRPC(c); r.Failure != nil {
 		t.Errorf("a delete of 256 blocks: %v", r.Failure)
 	}
 }
@@ -372,7 +372,7 @@ func TestRPCPauseTimesOutCalls(t *testing.T) {
 			continue
 		}
 		cases++
-		r := RunRPC(c, 10*time.Second)
+		r := RunRPC(c)
 		if r.Failure != nil {
 			t.Errorf("seed %d: %v", seed, r.Failure)
 		}

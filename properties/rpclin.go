@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -664,17 +663,18 @@ func sameLocation(x, y namespace.Location) bool {
 	return x.Block == y.Block && x.Stamp == y.Stamp && x.Length == y.Length && x.Datanode == y.Datanode
 }
 
-// CheckNSHistory checks a namespace history; Unknown (the checker gave up)
-// is a failure, never a pass.
-func CheckNSHistory(h []porcupine.Operation, datanode string, first uint64, timeout time.Duration) *Failure {
-	return checkNS(nsModelFrom(datanode, newNSState(first)), h, timeout, PropLinearizable, "")
+// CheckNSHistory checks a namespace history, giving up once its searches
+// have spent budget (DefaultLinBudget's units); Unknown (the checker gave
+// up) is a failure, never a pass.
+func CheckNSHistory(h []porcupine.Operation, datanode string, first uint64, budget int64) *Failure {
+	return checkNS(nsModelFrom(datanode, newNSState(first)), h, newLinBudget(budget), PropLinearizable, "")
 }
 
-// checkNS checks h, withEnd, against m (nsModelFrom's). The calls with a
-// known answer are tried alone first (fitsWithoutUnknowns), then a
-// linearization is built (witnessNS) and checked (validLinearization), and
-// only then does porcupine search.
-func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, prop, what string) *Failure {
+// checkNS checks h, withEnd, against m (nsModelFrom's), spending budget.
+// The calls with a known answer are tried alone first
+// (fitsWithoutUnknowns), then a linearization is built (witnessNS) and
+// checked (validLinearization), and only then does porcupine search.
+func checkNS(m porcupine.Model, h []porcupine.Operation, budget *linBudget, prop, what string) *Failure {
 	n := len(h)
 	calls := n
 	if prop == PropDurable {
@@ -684,25 +684,25 @@ func checkNS(m porcupine.Model, h []porcupine.Operation, timeout time.Duration, 
 	// none, and then nothing to try.
 	if slices.ContainsFunc(h, func(op porcupine.Operation) bool { return op.Output.(NSOutput).Unknown }) {
 		h = neverAnswered(h)
-		if fitsWithoutUnknowns(m, h, knownSteps) {
+		if fitsWithoutUnknowns(m, h, knownSteps, budget) {
 			return nil
 		}
 		if order := witnessNS(m, h, witnessSteps); order != nil && validLinearization(m, h, order) == nil {
 			return nil
 		}
 	}
-	switch porcupine.CheckOperationsTimeout(m, withEnd(h), timeout) {
-	case porcupine.Illegal:
-		if prop == PropDurable {
-			return &Failure{prop, fmt.Sprintf("%sthe tree the restarted namenode replayed is not what any order of the %d changes called before its crash gives, with every change answered OK applied", what, calls)}
-		}
-		return &Failure{prop, fmt.Sprintf("%sthe namespace history of %d calls fits no order of the namespace model", what, n)}
-	case porcupine.Unknown:
+	search := budget.meter(&m, math.MaxInt64)
+	switch {
+	case porcupine.CheckOperations(m, withEnd(h)):
+		return nil
+	case search.cut:
 		// Named for the check that gave up: a durability check's was
 		// called linearizability, and --ignore durability missed it.
-		return &Failure{prop, fmt.Sprintf("unknown: %sthe checker gave up after %v on %d namespace calls (not a pass)", what, timeout, calls)}
+		return &Failure{prop, fmt.Sprintf("unknown: %sthe checker gave up after %d steps and state comparisons on %d namespace calls (not a pass)", what, budget.total, calls)}
+	case prop == PropDurable:
+		return &Failure{prop, fmt.Sprintf("%sthe tree the restarted namenode replayed is not what any order of the %d changes called before its crash gives, with every change answered OK applied", what, calls)}
 	}
-	return nil
+	return &Failure{prop, fmt.Sprintf("%sthe namespace history of %d calls fits no order of the namespace model", what, n)}
 }
 
 // neverAnswered is h with each call of unknown outcome returning at +∞:
@@ -722,7 +722,8 @@ func neverAnswered(h []porcupine.Operation) []porcupine.Operation {
 const knownSteps = 200_000
 
 // fitsWithoutUnknowns reports whether the calls of h with a known answer,
-// alone, fit an order of m, found within budget steps. If they do, so does h:
+// alone, fit an order of m, found within steps steps (spending budget).
+// If they do, so does h:
 // its unknown calls go last, where nothing sees them, and a call never
 // answered need precede nothing. Porcupine's search tries each call as
 // soon as it meets it, so it places unknown calls early, in every subset
@@ -730,7 +731,7 @@ const knownSteps = 200_000
 // with the responder-blocks-handler bug, 39 calls, 25 of them unknown
 // (the responder blocked, so its calls timed out) and the 14 others fit
 // with none applied, gave up after 60 s.
-func fitsWithoutUnknowns(m porcupine.Model, h []porcupine.Operation, budget int64) bool {
+func fitsWithoutUnknowns(m porcupine.Model, h []porcupine.Operation, steps int64, budget *linBudget) bool {
 	known := make([]porcupine.Operation, 0, len(h))
 	for _, op := range h {
 		if !op.Output.(NSOutput).Unknown {
@@ -740,7 +741,7 @@ func fitsWithoutUnknowns(m porcupine.Model, h []porcupine.Operation, budget int6
 	if len(known) == len(h) {
 		return false // the same search
 	}
-	limitSteps(&m, budget)
+	budget.meter(&m, steps)
 	return porcupine.CheckOperations(m, known)
 }
 

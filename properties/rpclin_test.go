@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
@@ -138,7 +137,7 @@ func nsVerdictsAgree(legal, illegal, images, unknowns, short, witnessed *int) fu
 		if plain := porcupine.CheckOperations(nsPlainModelFrom("dn", init), withEnd(h)); plain != want {
 			t.Fatalf("the end op changed the plain model's verdict: %v, without it %v", plain, want)
 		}
-		if fitsWithoutUnknowns(nsModelFrom("dn", init), h, knownSteps) {
+		if fitsWithoutUnknowns(nsModelFrom("dn", init), h, knownSteps, newLinBudget(DefaultLinBudget)) {
 			if !want {
 				t.Fatalf("the calls with a known answer fit alone, but the history fits no order")
 			}
@@ -295,7 +294,7 @@ func TestNSWitnessPlacesNeededUnknowns(t *testing.T) {
 		switch {
 		case unknown != c.unknown:
 			t.Fatalf("seed %d: %d calls of unknown outcome, want %d", c.seed, unknown, c.unknown)
-		case fitsWithoutUnknowns(m, hist, knownSteps):
+		case fitsWithoutUnknowns(m, hist, knownSteps, newLinBudget(DefaultLinBudget)):
 			t.Fatalf("seed %d: the calls with an answer fit alone: the history no longer shows what the witness is for", c.seed)
 		}
 		order := witnessNS(m, hist, witnessSteps)
@@ -345,8 +344,11 @@ func TestNSNoOpUnknownsCostNothing(t *testing.T) {
 // every step is refused, and an Illegal is no verdict), and returns the
 // verdict with the steps taken.
 func stepsToDecide(m porcupine.Model, h []porcupine.Operation, budget int64) (porcupine.CheckResult, int64) {
-	n := limitSteps(&m, budget)
-	return porcupine.CheckOperationsTimeout(m, h, time.Minute), n.Load()
+	search := newLinBudget(math.MaxInt64).meter(&m, budget)
+	if porcupine.CheckOperations(m, h) {
+		return porcupine.Ok, search.steps
+	}
+	return porcupine.Illegal, search.steps
 }
 
 // Rpc seed 184 with the responder-blocks-handler bug: 39 calls, 25 of
@@ -358,7 +360,7 @@ func stepsToDecide(m porcupine.Model, h []porcupine.Operation, budget int64) (po
 func TestNSKnownCallsTriedAloneFirst(t *testing.T) {
 	init, hist := rpcSeedHistory(t, 184, "responder-blocks-handler", 39)
 	m := nsModelFrom(rpcDN, init)
-	if !fitsWithoutUnknowns(m, hist, knownSteps) {
+	if !fitsWithoutUnknowns(m, hist, knownSteps, newLinBudget(DefaultLinBudget)) {
 		t.Fatalf("the calls with a known answer do not fit alone")
 	}
 	const budget = 1_000_000
@@ -380,15 +382,18 @@ func TestNSKnownCallsBudget(t *testing.T) {
 	fits := []porcupine.Operation{mkdir(0, namespace.OK), mkdir(2, namespace.OK), mkdir(4, namespace.OK), unknown}
 	lies := []porcupine.Operation{mkdir(0, namespace.OK), mkdir(2, namespace.EEXIST), mkdir(4, namespace.OK), unknown}
 	for _, budget := range []int64{0, 1, 2, knownSteps} {
-		if fitsWithoutUnknowns(m, lies, budget) {
+		if fitsWithoutUnknowns(m, lies, budget, newLinBudget(DefaultLinBudget)) {
 			t.Errorf("budget %d: a history whose answered calls fit no order fits", budget)
 		}
 	}
-	if fitsWithoutUnknowns(m, fits, 1) {
+	if fitsWithoutUnknowns(m, fits, 1, newLinBudget(DefaultLinBudget)) {
 		t.Errorf("one step found an order of three calls")
 	}
-	if !fitsWithoutUnknowns(m, fits, knownSteps) {
+	if !fitsWithoutUnknowns(m, fits, knownSteps, newLinBudget(DefaultLinBudget)) {
 		t.Errorf("three mkdirs of a directory there, answered OK, do not fit")
+	}
+	if fitsWithoutUnknowns(m, fits, knownSteps, newLinBudget(0)) {
+		t.Errorf("a run's spent budget found an order of three calls")
 	}
 }
 
@@ -407,14 +412,14 @@ func TestNSUnknownCallsNeverReturn(t *testing.T) {
 		{call(1, namespace.MethodMkdir, "/a", 0, 1, NSOutput{}), call(2, namespace.MethodMkdir, "/a", 2, 3, unknown),
 			call(3, namespace.MethodMkdir, "/b", 0, math.MaxInt64, unknown), call(4, namespace.MethodGetBlockLocations, "/b", 4, 5, NSOutput{Code: namespace.EISDIR})},
 	} {
-		if f := CheckNSHistory(h, "dn", 1, time.Minute); f != nil {
+		if f := CheckNSHistory(h, "dn", 1, DefaultLinBudget); f != nil {
 			t.Errorf("history %d: %v", i, f)
 		}
 	}
 }
 
 // rpcSeedHistory runs rpc seed seed (with bug), as runRPC does but
-// unhashed and with a check that gives up at once, and returns the tree its namenode started
+// without its hash or the check of its history, and returns the tree its namenode started
 // from and the history of calls to it, which must be its only
 // incarnation's and hold calls calls (else the seed no longer makes the
 // history a test is about).
@@ -424,9 +429,9 @@ func rpcSeedHistory(t *testing.T, seed uint64, bug string, calls int) (nsState, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newRPCHarness(c, unhashed)
+	h := newRPCHarness(c, hashOnly)
 	release := useArena(h.w)
-	h.run(time.Nanosecond)
+	h.run()
 	release()
 	epochs, _ := h.epochHistory()
 	if len(epochs) != 1 || len(epochs[0]) != calls {

@@ -1,9 +1,5 @@
 package properties
 
-import (
-	"time"
-)
-
 // ShrinkRPC removes faults and ops from a failing case while the same
 // property still fails, within budget runs; it returns the smallest case,
 // its run, and how many runs it took.
@@ -15,7 +11,7 @@ func ShrinkRPC(c RPCCase, r *RPCResult, budget int) (RPCCase, *RPCResult, int) {
 			return false
 		}
 		runs++
-		cr := RunRPC(cand, 10*time.Second)
+		cr := RunRPC(cand)
 		if cr.Failure != nil && cr.Failure.Property == prop && !cr.Failure.Unknown() {
 			c, r = cand, cr
 			return true
@@ -63,7 +59,7 @@ const RPCTraceFormat = "xceiver-rpc-trace/6"
 
 // RecordRPC runs c and returns its trace.
 func RecordRPC(c RPCCase) (RPCTrace, *RPCResult) {
-	r := RunRPC(c, 10*time.Second)
+	r := RunRPC(c)
 	return RPCTraceOf(c, r), r
 }
 
@@ -97,7 +93,7 @@ func WriteRPCTrace(path string, t RPCTrace) error {
 // ReplayRPC re-runs a trace: nil when it fails the same property with the
 // same event hash.
 func ReplayRPC(t RPCTrace) (*RPCResult, error) {
-	r := RunRPC(t.Case, 10*time.Second)
+	r := RunRPC(t.Case)
 	got, msg := "", ""
 	if r.Failure != nil {
 		got, msg = r.Failure.Property, r.Failure.Message
@@ -111,7 +107,7 @@ func CheckRPCSeed(seed uint64, bug string, budget int) (RPCCase, *RPCResult, err
 	if err != nil {
 		return c, nil, err
 	}
-	r := RunRPC(c, 10*time.Second)
+	r := RunRPC(c)
 	if r.Failure == nil || r.Failure.Unknown() {
 		return c, r, nil // a checker that gave up is reported as it is
 	}

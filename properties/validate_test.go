@@ -220,7 +220,7 @@ func TestRPCCaseValidateRefusesEdits(t *testing.T) {
 		c := base
 		c.Config.Pieces = slices.Clone(base.Config.Pieces)
 		e.edit(&c)
-		wantRefused(t, e.name, c.Validate(), func() (string, string) { return failureOf(RunRPC(c, 0).Failure) })
+		wantRefused(t, e.name, c.Validate(), func() (string, string) { return failureOf(RunRPC(c).Failure) })
 	}
 }
 

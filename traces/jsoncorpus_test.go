@@ -96,7 +96,7 @@ func TestRPCCorpus(t *testing.T) {
 			}
 			_, replayErr := properties.ReplayRPC(tr)
 			fixed := ""
-			if r := properties.RunRPC(tr.Case.Fixed(), 0); r.Failure != nil {
+			if r := properties.RunRPC(tr.Case.Fixed()); r.Failure != nil {
 				fixed = fmt.Sprint(r.Failure)
 			}
 			return tr.Case.Bug, tr.Property, replayErr, fixed, nil

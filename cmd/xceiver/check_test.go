@@ -147,7 +147,7 @@ func TestCheckSimEventsAreTheFirstRuns(t *testing.T) {
 		direct["datanode"] = properties.Run(c, properties.Options{}).SimEvents
 	}
 	if c, err := properties.DrawRPC(src(), seed, ""); err == nil {
-		direct["rpc"] = properties.RunRPC(c, rpcLinTimeout).SimEvents
+		direct["rpc"] = properties.RunRPC(c).SimEvents
 	}
 	if c, err := properties.DrawSC(src(), seed, ""); err == nil {
 		direct["sc"] = properties.RunSC(c).SimEvents

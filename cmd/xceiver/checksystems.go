@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"xceiver/model"
 	"xceiver/properties"
@@ -235,19 +234,6 @@ func systemTraceName(system string, seed uint64, bug string) string {
 	return fmt.Sprintf("%s-seed-%d.json", system, seed)
 }
 
-// rpcLinTimeout bounds the namespace linearizability check of an rpc run.
-// A checker that gives up is a failure ("unknown"), and its time is the
-// wall clock's, so a bound a heavy history only just meets makes a verdict
-// that depends on the machine's load. Nearly every history takes
-// milliseconds; the tail is histories with many calls of unknown outcome
-// (namenode pauses past the call timeout), which took 12.6 to 19.1 s
-// (seeds 80194222 and 80260321) and 50 s and 2.8 GB (90155042) until the
-// check tried the answered calls alone, then built a linearization
-// placing unknown calls only where answers need them, before porcupine's
-// search, whose model places them only where they change the tree
-// (properties.checkNS): each of those seeds now runs in 10 to 30 ms.
-const rpcLinTimeout = 60 * time.Second
-
 // checkRPCSeed checks one seed of the rpc system (model/rpc and
 // model/namespace end to end with the datanode).
 func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure) {
@@ -261,11 +247,11 @@ func checkRPCSeed(seed uint64, opt checkOptions) (events uint64, _ *checkFailure
 	if twice {
 		run = properties.RunRPC
 	}
-	r := run(c, rpcLinTimeout)
+	r := run(c)
 	events = r.SimEvents
 	if r.Failure == nil {
 		if twice {
-			if again := properties.RunRPC(c, rpcLinTimeout); again.TraceHash != r.TraceHash || again.Events != r.Events {
+			if again := properties.RunRPC(c); again.TraceHash != r.TraceHash || again.Events != r.Events {
 				return events, determinismFailure("rpc", seed, r.Events, r.TraceHash, again.Events, again.TraceHash)
 			}
 		}

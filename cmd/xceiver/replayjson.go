@@ -43,7 +43,7 @@ func replayJSONTrace(stdout, stderr io.Writer, system, path, htmlPath string, as
 		if err != nil {
 			return report(stderr, usagef("replay: %v", err))
 		}
-		r := properties.RunRPCTraced(t.Case, rpcLinTimeout, out)
+		r := properties.RunRPCTraced(t.Case, out)
 		rep = jsonReplay{seed: t.Case.Seed, bug: t.Case.Bug, head: t.TraceHead, events: r.Events, hash: r.TraceHash}
 		if r.Failure != nil {
 			rep.property, rep.msg = r.Failure.Property, r.Failure.Message
