@@ -44,7 +44,9 @@ import (
 //     client reports each close or reset it reads: OnServerClose);
 //   - leak-freedom: at quiescence the server holds no connection, queued
 //     call, pending response or busy handler, the namenode is back to its
-//     fds, and clients hold no connection or call;
+//     fds, and clients hold no connection or call; and in runs without a
+//     crash the datanode holds no block of a file removed after the
+//     block was written (checkReclaimed);
 //   - durability (with the edit log): a namenode that crashed — a drawn
 //     crash, or a failed edit-log sync, which is fatal as in HDFS —
 //     replays a tree that some order of the changes called before the
@@ -562,6 +564,19 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 			}
 		}
 	}
+	// Drawn last (not for a bug's cases): some writes followed at once
+	// by deleting what they wrote, whose blocks the datanode must then
+	// lose (leak-freedom); the drawn paths seldom delete a file written.
+	if bug == "" && d.chance(25, "delete_written") {
+		var ops []RPCOp
+		for _, op := range c.Ops {
+			ops = append(ops, op)
+			if op.Kind == "write" && op.Blocks > 0 && len(ops) < rpcMaxOps-len(c.Live) && d.chance(50, "delete_written_op") {
+				ops = append(ops, RPCOp{Client: op.Client, Worker: op.Worker, Kind: "delete", Path: op.Path})
+			}
+		}
+		c.Ops = ops
+	}
 	return c, c.Validate()
 }
 
@@ -941,6 +956,12 @@ type rpcHarness struct {
 	dnDown   bool
 	crashed  bool
 	extraFDs int // connections faults open on their own
+	// written is each block a client wrote, by id: where and when its
+	// write ended OK (checkReclaimed).
+	written map[uint64]blockWrite
+	// invErrs is the namenode's InvalidateErrors as the run began to
+	// quiesce, and invPending its deletions not yet done then.
+	invErrs, invPending int
 	// The namenode's incarnations: epoch counts its crashes, images[k]
 	// is the tree incarnation k started from (replayed from the log).
 	epoch   int
@@ -1000,7 +1021,8 @@ func runRPC(c RPCCase, out io.Writer, hashing hashing) *RPCResult {
 
 // newRPCHarness is the harness of a valid case, its world not yet run.
 func newRPCHarness(c RPCCase, hashing hashing) *rpcHarness {
-	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, hashing)), phase: "work", hashOnly: hashing == hashOnly}
+	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, hashing)), phase: "work", hashOnly: hashing == hashOnly,
+		written: map[uint64]blockWrite{}}
 	for _, f := range c.Faults {
 		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
 			h.crashed = true
@@ -1526,6 +1548,7 @@ func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, ids []uint64, toks [][
 			next()
 			return
 		}
+		h.written[id] = blockWrite{path: op.Path, end: h.w.Now()}
 		h.writeBlocks(ch, op, ids, toks, append(done, namespace.Location{Block: id, Stamp: r.Stamp, Length: r.Length}), live, next)
 	})
 }
@@ -1790,14 +1813,30 @@ func (h *rpcHarness) quiesce() {
 	for _, ch := range h.clients {
 		ch.p.MainLoop().Post(ch.dc.Close)
 	}
-	h.nnProc.MainLoop().Post(func() {
+	// The namenode is closed once its block deletions are done: a delete
+	// answered last may still have them queued, and closing drops them.
+	// (Within rpcInvalidateWait: one still pending then has stalled.)
+	deadline := h.w.Now() + rpcInvalidateWait
+	var closeNN func()
+	closeNN = func() {
+		if h.nn.Invalidating() > 0 && h.w.Now() < deadline {
+			h.w.At(h.w.Now()+time.Millisecond, func() { h.nnProc.MainLoop().Post(closeNN) })
+			return
+		}
+		h.invErrs, h.invPending = h.nn.InvalidateErrors, h.nn.Invalidating()
 		// The edit log's file and threads were part of the baseline.
 		open := h.nnProc.FDs().Open
 		h.nn.NS.Close()
 		h.nnBase -= open - h.nnProc.FDs().Open
 		h.nn.Close()
-	})
+	}
+	h.nnProc.MainLoop().Post(closeNN)
 }
+
+// rpcInvalidateWait bounds how long a run at rest waits for the
+// namenode's block deletions (each a round trip to the datanode, four at
+// a time) before it closes the namenode.
+const rpcInvalidateWait = time.Second
 
 func (h *rpcHarness) afterEach() {
 	if h.failure != nil || h.nn == nil || h.atRest != nil {
@@ -1904,6 +1943,64 @@ func (h *rpcHarness) finalChecks() {
 		return
 	}
 	h.checkBlocks("at quiescence")
+	h.checkReclaimed()
+}
+
+// blockWrite is a block's write that ended OK: the path of the file it
+// was created in, and when it ended.
+type blockWrite struct {
+	path string
+	end  time.Duration
+}
+
+// checkReclaimed holds the namenode to deleting a removed file's blocks
+// on the datanode (HDFS's invalidation): at rest the datanode holds no
+// block that no file holds, of those whose write ended before any call
+// that could remove or move their file (a delete or rename of its path
+// or a directory above it) was made. Such a block was on the datanode
+// when its file went, so the deletion found it. A block written later
+// may have raced the deletion (it fails, and the block arrives after),
+// which HDFS cleans up from block reports this model does not have; so
+// may one whose write failed. Nor is it held in runs with a crash of
+// either node, or with a deletion that failed as the namenode closed:
+// both leave blocks in place, by design. Without a crash, the namenode
+// must have done its deletions within rpcInvalidateWait of the rest.
+func (h *rpcHarness) checkReclaimed() {
+	if h.failure != nil || h.crashed || h.dn == nil || h.ignored(PropLeakFree) {
+		return
+	}
+	if h.invPending > 0 {
+		h.fail(PropLeakFree, "the namenode still had %d block deletions to do %v after the run came to rest", h.invPending, rpcInvalidateWait)
+		return
+	}
+	if h.nn.InvalidateErrors != h.invErrs {
+		return
+	}
+	held := map[uint64]bool{}
+	h.nn.NS.Walk(func(_ string, _, _ bool, blocks []namespace.Location) {
+		for _, b := range blocks {
+			held[b.Block] = true
+		}
+	})
+	for _, id := range h.dn.Store().Blocks() {
+		w, ok := h.written[id]
+		if held[id] || !ok || h.removedBefore(w) {
+			continue
+		}
+		h.fail(PropLeakFree, "block %d of %s, written by %v, is still on the datanode at rest, and no file holds it: it was removed after the write (no crash, no deletion failed or dropped)", id, w.path, w.end)
+		return
+	}
+}
+
+// removedBefore reports whether a call that could remove or move w's
+// file was made before w ended.
+func (h *rpcHarness) removedBefore(w blockWrite) bool {
+	end := int64(w.end) + histOffset
+	return slices.ContainsFunc(h.calls, func(c *rpcCall) bool {
+		m := c.input.Req.Method
+		return (m == namespace.MethodDelete || m == namespace.MethodRename) && c.call < end &&
+			(c.input.Req.Path == w.path || within(w.path, c.input.Req.Path))
+	})
 }
 
 // replayAtRest cuts the namenode's power once the run is at rest, and

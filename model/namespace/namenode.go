@@ -120,6 +120,10 @@ func (nn *Namenode) invalidated(r model.Result) {
 	nn.pumpInvalidate()
 }
 
+// Invalidating is how many block deletions are queued or in flight to the
+// datanode (on loop).
+func (nn *Namenode) Invalidating() int { return len(nn.invQueue) + nn.invFlight }
+
 // Close closes the namenode's datanode client (its cached connections)
 // and its edit log. Deletions in flight finish; those still queued are
 // dropped (counted in InvalidateErrors), their blocks left in place as a
