@@ -161,16 +161,17 @@ const (
 	RPCFaultNNPause  = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
 	RPCFaultStall    = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
 	RPCFaultBigCalls = "big-calls"      // a client sends two calls of N KiB at once, of a method the namespace does not have
+	RPCFaultSlowOver = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds, and reads them
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver}
 
 // rpcFaultsDrawnLast are drawn each on its own after everything else, so
 // that the cases drawn before each came stay as they were; the swarm draw
 // of client faults leaves them out.
-var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls}
+var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver}
 
 // touchesClient reports whether a fault of kind makes its client faulty:
 // excused from availability outside the liveness phase. The namenode's
@@ -577,6 +578,25 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		}
 		c.Ops = ops
 	}
+	// Drawn last: a client that reads on, slowly, while it asks for more
+	// than MaxPending holds, so that the server closes over the bound a
+	// connection its client is reading (the slow fault's client has
+	// stopped): nothing more may be written to it, and what the client
+	// took must still be whole frames (stream-integrity). Only where the
+	// slow listings' bound leaves room for it.
+	if d.chance(15, "fault_"+RPCFaultSlowOver) {
+		f := drawRPCFault(d, cfg, RPCFaultSlowOver, nearOp(d, starts))
+		slow := f.N
+		for _, g := range c.Faults {
+			if g.Kind == RPCFaultSlow || g.Kind == RPCFaultSlowRead || g.Kind == RPCFaultStall {
+				slow += g.N
+			}
+		}
+		if slow*cfg.BigDir <= rpcMaxSlowListings && len(c.Faults) < rpcMaxFaults {
+			c.Faults = append(c.Faults, f)
+			sortRPCFaults(c.Faults)
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -625,6 +645,9 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	case RPCFaultSlowRead:
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
 		f.N = d.n(1, 4, "slow_read_calls")
+	case RPCFaultSlowOver:
+		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
+		f.N = d.n(100, 300, "slow_over_calls")
 	case RPCFaultStall:
 		// Under the server's idle timeout, so that the server keeps the
 		// connection even when the answers fit in the socket buffers.
@@ -729,6 +752,7 @@ var rpcFaultN = map[string][2]int{
 	RPCFaultSlow:     {0, 2000}, // (300 or 500)
 	RPCFaultSlowRead: {0, 4},    // (1 to 4: under the bound on what a connection may hold)
 	RPCFaultStall:    {0, 4},    // (likewise)
+	RPCFaultSlowOver: {0, 2000}, // (100 to 300: past the bound)
 	RPCFaultBigCalls: {1, rpcMaxBigCallKiB},
 	RPCFaultBurst:    {0, 2000}, // (20 to 300)
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
@@ -849,7 +873,7 @@ func (c *RPCCase) Validate() error {
 			return fmt.Errorf("rpc: fault %s on client %d, which writes in pieces of %d bytes", f.Kind, f.Client, cfg.Pieces[f.Client])
 		}
 		switch f.Kind {
-		case RPCFaultSlow, RPCFaultSlowRead, RPCFaultStall:
+		case RPCFaultSlow, RPCFaultSlowRead, RPCFaultStall, RPCFaultSlowOver:
 			slow += f.N
 		case RPCFaultBurst:
 			burst += f.N
@@ -1629,7 +1653,7 @@ func (h *rpcHarness) inject(f RPCFault) {
 				ch.rc.ResumeReading(rpcNN)
 			})
 		})
-	case RPCFaultSlowRead:
+	case RPCFaultSlowRead, RPCFaultSlowOver:
 		loop.Post(func() {
 			ch.p.SlowReader(4096)
 			for i := 0; i < f.N; i++ {
