@@ -138,3 +138,38 @@ func TestFatalAnswerNeverFollowsAHalfWrittenOne(t *testing.T) {
 		}
 	}
 }
+
+// A connection's call ids wrap past FatalID, the id of an answer about
+// the connection itself: a call given it would take its own answer for
+// the server's fatal error, and fail every call on the connection with
+// it. Hadoop masks its ids to stay clear of its own. Three calls made
+// from FatalID-1 on are answered whole.
+func TestCallIDsSkipFatalID(t *testing.T) {
+	right, failed := 0, 0
+	e := world(t, rpc.ServerConfig{Handlers: 1}, rpc.ClientConfig{CallTimeout: time.Second}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		call := func(k byte, then func()) {
+			want := []byte{k, k}
+			cl.Call(srvAddr, mEcho, want, func(r rpc.Reply) {
+				if r.Err == nil && bytes.Equal(r.Payload, want) {
+					right++
+				} else {
+					failed++
+					t.Errorf("call %d: %v, payload %q", k, r.Err, r.Payload)
+				}
+				if then != nil {
+					then()
+				}
+			})
+		}
+		call(0, func() {
+			rpc.SetNextCallID(cl, srvAddr, rpc.FatalID-1)
+			call(1, nil)
+			call(2, nil)
+			call(3, nil)
+		})
+	})
+	e.quiet()
+	if right != 4 || failed != 0 {
+		t.Errorf("%d calls answered whole, %d failed; want 4 and 0", right, failed)
+	}
+}
