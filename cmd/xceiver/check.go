@@ -268,7 +268,11 @@ func (o *checkOptions) validate(c *call) error {
 		}
 		o.system = sys
 	}
-	if o.world == "real" && !explicit {
+	if o.world == "real" && o.bug != "" && o.system != "datanode" {
+		// The bug's own system, which the real world does not check.
+		return c.usagef("%s %s is %s: checked in sim only (the real world checks the datanode)", c.typed("bug"), o.bug, bugOf(o.system))
+	}
+	if o.world == "real" && !isSet(c.fs, "system") {
 		o.system = "datanode" // the real world checks the data path alone
 	}
 	if o.system == systemAll && o.world == "real" {
