@@ -93,8 +93,8 @@ func TestUnixWriterWokenAfterPeerClose(t *testing.T) {
 	if len(evs) == 0 || evs[0]&model.Writable == 0 {
 		t.Fatalf("events %v after the peer closed, want Writable", evs)
 	}
-	if _, err := cc.Write([]byte("x")); !errors.Is(err, model.ErrPipe) {
-		t.Fatalf("write after the peer closed: %v, want EPIPE", err)
+	if n, err := cc.Write([]byte("x")); !errors.Is(err, model.ErrPipe) || n != 0 {
+		t.Fatalf("write after the peer closed: %d bytes, %v; want 0 and EPIPE (unix_stream_sendmsg writes nothing)", n, err)
 	}
 }
 
@@ -131,8 +131,8 @@ func TestUnixCloseWithDataInTransitResetsWriter(t *testing.T) {
 	// fails with EPIPE (unix_stream_sendmsg sees the peer shut down, not
 	// sk_err), the read with ECONNRESET (sock_error, once), and later
 	// reads see EOF (the receive side is shut).
-	if _, err := cc.Write([]byte("x")); !errors.Is(err, model.ErrPipe) {
-		t.Errorf("write after the reset close: %v, want EPIPE", err)
+	if n, err := cc.Write([]byte("x")); !errors.Is(err, model.ErrPipe) || n != 0 {
+		t.Errorf("write after the reset close: %d bytes, %v; want 0 and EPIPE", n, err)
 	}
 	buf := make([]byte, 16)
 	if _, err := cc.Read(buf); !errors.Is(err, model.ErrReset) {
