@@ -22,3 +22,16 @@ func TestFragmentedSegmentAcrossChunksArrivesWhole(t *testing.T) {
 	h.runTo(t0 + 100*ms)
 	h.srv.checkGot(h.cli.wrote)
 }
+
+// Fragmentation turned off while bytes it would have cut wait behind
+// Nagle: they leave whole, in one segment, when the ACK releases them.
+func TestFragmentOffWithBytesHeld(t *testing.T) {
+	h := newPair(t)
+	h.cli.p.Fragment(8, 256, 5*us)
+	t0 := h.now()
+	h.cli.write(10)
+	h.cli.write(100) // held by Nagle behind the first
+	h.cli.p.Fragment(0, 0, 0)
+	h.runTo(t0 + 100*ms)
+	h.srv.checkGot(110)
+}
