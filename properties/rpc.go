@@ -565,14 +565,17 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 			}
 		}
 	}
-	// Drawn last (not for a bug's cases): some writes followed at once
-	// by deleting what they wrote, whose blocks the datanode must then
-	// lose (leak-freedom); the drawn paths seldom delete a file written.
+	// Drawn after the rest (not for a bug's cases): some writes followed
+	// at once by deleting what they wrote, whose blocks the datanode must
+	// then lose (leak-freedom); the drawn paths seldom delete a file
+	// written.
 	if bug == "" && d.chance(25, "delete_written") {
 		var ops []RPCOp
+		added := 0
 		for _, op := range c.Ops {
 			ops = append(ops, op)
-			if op.Kind == "write" && op.Blocks > 0 && len(ops) < rpcMaxOps-len(c.Live) && d.chance(50, "delete_written_op") {
+			if op.Kind == "write" && op.Blocks > 0 && len(c.Ops)+len(c.Live)+added < rpcMaxOps && d.chance(50, "delete_written_op") {
+				added++
 				ops = append(ops, RPCOp{Client: op.Client, Worker: op.Worker, Kind: "delete", Path: op.Path})
 			}
 		}
@@ -983,8 +986,9 @@ type rpcHarness struct {
 	// written is each block a client wrote, by id: where and when its
 	// write ended OK (checkReclaimed).
 	written map[uint64]blockWrite
-	// invErrs is the namenode's InvalidateErrors as the run began to
-	// quiesce, and invPending its deletions not yet done then.
+	// invErrs is the namenode's InvalidateErrors when it is closed at
+	// rest (after waiting for its deletions), and invPending its
+	// deletions not yet done then.
 	invErrs, invPending int
 	// The namenode's incarnations: epoch counts its crashes, images[k]
 	// is the tree incarnation k started from (replayed from the log).
@@ -1533,12 +1537,13 @@ func (h *rpcHarness) issue(ch *rpcClient, op RPCOp, live bool, next func()) {
 	case "write":
 		r := req(namespace.MethodCreate)
 		r.Blocks = op.Blocks
+		start := h.w.Now()
 		h.do(ch, r, live, func(resp namespace.Response, err error) {
 			if err != nil {
 				next()
 				return
 			}
-			h.writeBlocks(ch, op, resp.Blocks, resp.Tokens, nil, live, next)
+			h.writeBlocks(ch, op, start, resp.Blocks, resp.Tokens, nil, live, next)
 		})
 	case "read":
 		h.read(ch, op.Path, 0, live, next)
@@ -1553,7 +1558,7 @@ func (h *rpcHarness) dataErr(ch *rpcClient, live bool, what string, err error) {
 	}
 }
 
-func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, ids []uint64, toks [][]byte, done []namespace.Location, live bool, next func()) {
+func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, start time.Duration, ids []uint64, toks [][]byte, done []namespace.Location, live bool, next func()) {
 	if len(done) == len(ids) {
 		r := namespace.Request{Method: namespace.MethodComplete, Path: op.Path, Done: done}
 		h.do(ch, r, live, func(namespace.Response, error) { next() })
@@ -1572,8 +1577,8 @@ func (h *rpcHarness) writeBlocks(ch *rpcClient, op RPCOp, ids []uint64, toks [][
 			next()
 			return
 		}
-		h.written[id] = blockWrite{path: op.Path, end: h.w.Now()}
-		h.writeBlocks(ch, op, ids, toks, append(done, namespace.Location{Block: id, Stamp: r.Stamp, Length: r.Length}), live, next)
+		h.written[id] = blockWrite{path: op.Path, start: start, end: h.w.Now()}
+		h.writeBlocks(ch, op, start, ids, toks, append(done, namespace.Location{Block: id, Stamp: r.Stamp, Length: r.Length}), live, next)
 	})
 }
 
@@ -1973,22 +1978,25 @@ func (h *rpcHarness) finalChecks() {
 // blockWrite is a block's write that ended OK: the path of the file it
 // was created in, and when it ended.
 type blockWrite struct {
-	path string
-	end  time.Duration
+	path       string
+	start, end time.Duration // the create's call; the block's write's end
 }
 
 // checkReclaimed holds the namenode to deleting a removed file's blocks
 // on the datanode (HDFS's invalidation): at rest the datanode holds no
 // block that no file holds, of those whose write ended before any call
-// that could remove or move their file (a delete or rename of its path
-// or a directory above it) was made. Such a block was on the datanode
-// when its file went, so the deletion found it. A block written later
-// may have raced the deletion (it fails, and the block arrives after),
-// which HDFS cleans up from block reports this model does not have; so
-// may one whose write failed. Nor is it held in runs with a crash of
-// either node, or with a deletion that failed as the namenode closed:
-// both leave blocks in place, by design. Without a crash, the namenode
-// must have done its deletions within rpcInvalidateWait of the rest.
+// that could have removed or moved their file did (removedBefore). Such
+// a block was on the datanode when its file went (the first call to move
+// or remove a file names its path at create or a directory above it:
+// create and rename never overwrite), so the deletion found it. A block
+// written later may have raced the deletion (it fails, and the block
+// arrives after), which HDFS cleans up from block reports this model
+// does not have; so may one whose write failed. Nor is it held in runs
+// with any fault of either node (h.crashed; slow fsyncs included) or a
+// deletion dropped as the namenode closed (a guard: with none pending
+// the namenode drops none): both leave blocks in place, by design.
+// Without such a fault, the namenode must have done its deletions within
+// rpcInvalidateWait of the rest.
 func (h *rpcHarness) checkReclaimed() {
 	if h.failure != nil || h.crashed || h.dn == nil || h.ignored(PropLeakFree) {
 		return
@@ -2011,18 +2019,22 @@ func (h *rpcHarness) checkReclaimed() {
 		if held[id] || !ok || h.removedBefore(w) {
 			continue
 		}
-		h.fail(PropLeakFree, "block %d of %s, written by %v, is still on the datanode at rest, and no file holds it: it was removed after the write (no crash, no deletion failed or dropped)", id, w.path, w.end)
+		h.fail(PropLeakFree, "block %d of %s, written by %v, is still on the datanode at rest, and no file holds it: it was removed after the write (no crash; no deletion dropped at rest)", id, w.path, w.end)
 		return
 	}
 }
 
-// removedBefore reports whether a call that could remove or move w's
-// file was made before w ended.
+// removedBefore reports whether a call that could have removed or moved
+// w's file was made before w ended: a delete or rename of its path or of
+// a directory above it, answered OK (or never) after its create was
+// called. One answered before that ran before the file existed, and one
+// that failed changed nothing (namespace calls are never retried).
 func (h *rpcHarness) removedBefore(w blockWrite) bool {
-	end := int64(w.end) + histOffset
+	start, end := int64(w.start)+histOffset, int64(w.end)+histOffset
 	return slices.ContainsFunc(h.calls, func(c *rpcCall) bool {
 		m := c.input.Req.Method
-		return (m == namespace.MethodDelete || m == namespace.MethodRename) && c.call < end &&
+		return (m == namespace.MethodDelete || m == namespace.MethodRename) && c.call < end && c.ret > start &&
+			(c.out.Unknown || c.out.Code == namespace.OK) &&
 			(c.input.Req.Path == w.path || within(w.path, c.input.Req.Path))
 	})
 }

@@ -27,8 +27,10 @@ const (
 	// DefaultLinBudget bounds the linearizability check of one run: the
 	// work porcupine's searches may do, counted as model steps and
 	// comparisons of states, before the checker gives up, which is a
-	// failure ("unknown"). A unit costs 0.2 to 1.3 µs on the hardest
-	// histories saved in testdata (one to six seconds for the budget);
+	// failure ("unknown"). A unit of the block model costs 0.1 to 1.3 µs
+	// on the hardest histories saved in testdata (up to six seconds for
+	// the budget), one of the namespace model some 4 µs (rpc seed 184
+	// with responder-blocks-handler, searched whole: 20 s);
 	// check's seeds spend at most some tens of thousands (23,626 in
 	// 20,000 mix seeds from 530000001). The bound was the wall clock's
 	// once, and each caller's own (check's rpc runs 60 s, their shrinking

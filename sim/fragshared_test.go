@@ -34,4 +34,13 @@ func TestFragmentOffWithBytesHeld(t *testing.T) {
 	h.cli.p.Fragment(0, 0, 0)
 	h.runTo(t0 + 100*ms)
 	h.srv.checkGot(110)
+	var last segRec
+	for _, s := range h.segs {
+		if s.From == "client" && s.Len > 0 {
+			last = s
+		}
+	}
+	if last.Len != 100 {
+		t.Errorf("the held bytes left in a segment of %d bytes, want one of 100 (segments %v)", last.Len, lens(h.segs))
+	}
 }

@@ -8,11 +8,13 @@ import (
 )
 
 // A socket has one retransmission timer (icsk_retransmit_timer), and
-// sending more data while data is unacknowledged does not restart it:
-// tcp_event_new_data_sent re-arms the RTO only when nothing was in flight
-// (prior_packets == 0). So how long a connection whose peer vanished
-// lasts (tcp_write_timeout: retransmits_timed_out) counts from its first
-// unacknowledged send, however often the application writes after it.
+// writing more while data is unacknowledged does not restart it (the
+// writes here are held back by Nagle, so nothing new is sent; new data
+// sent would not restart it either: tcp_event_new_data_sent re-arms the
+// RTO only when nothing was in flight). So how long a connection whose
+// peer vanished lasts (tcp_write_timeout: retransmits_timed_out) counts
+// from its first unacknowledged send, however often the application
+// writes after it.
 // Here: RTOMin steps from the first write's push, failing with ETIMEDOUT
 // exactly RetryLimit after it (both on the RTO's 200 ms grid), not
 // RetryLimit after the last write made before the first timeout.
