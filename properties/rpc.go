@@ -343,14 +343,7 @@ var RPCBugs = []RPCBug{
 			c.Config.EditLog, c.Config.InvalidateBeforeSync = true, true
 			// Deletes of complete files, which the drawn paths seldom
 			// make: some writes are followed by deleting what they wrote.
-			var ops []RPCOp
-			for _, op := range c.Ops {
-				ops = append(ops, op)
-				if op.Kind == "write" && op.Blocks > 0 && d.chance(50, "bug_delete") {
-					ops = append(ops, RPCOp{Client: op.Client, Worker: op.Worker, Gap: d.dur(0, 500*time.Microsecond, "bug_gap"), Kind: "delete", Path: op.Path})
-				}
-			}
-			c.Ops = ops
+			c.Ops = deleteWritten(d, c, "bug_delete", func() time.Duration { return d.dur(0, 500*time.Microsecond, "bug_gap") })
 			// Those come anywhere in a worker's ops: so do the faults.
 			for i := 0; i < 3; i++ {
 				c.Faults = append(c.Faults, drawRPCFault(d, &c.Config, RPCFaultSlowSync, faultNearOp(d, c)),
@@ -570,16 +563,7 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	// then lose (leak-freedom); the drawn paths seldom delete a file
 	// written.
 	if bug == "" && d.chance(25, "delete_written") {
-		var ops []RPCOp
-		added := 0
-		for _, op := range c.Ops {
-			ops = append(ops, op)
-			if op.Kind == "write" && op.Blocks > 0 && len(c.Ops)+len(c.Live)+added < rpcMaxOps && d.chance(50, "delete_written_op") {
-				added++
-				ops = append(ops, RPCOp{Client: op.Client, Worker: op.Worker, Kind: "delete", Path: op.Path})
-			}
-		}
-		c.Ops = ops
+		c.Ops = deleteWritten(d, &c, "delete_written_op", nil)
 	}
 	// Drawn last: a client that reads on, slowly, while it asks for more
 	// than MaxPending holds, so that the server closes over the bound a
@@ -589,18 +573,45 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	// slow listings' bound leaves room for it.
 	if d.chance(15, "fault_"+RPCFaultSlowOver) {
 		f := drawRPCFault(d, cfg, RPCFaultSlowOver, nearOp(d, starts))
-		slow := f.N
-		for _, g := range c.Faults {
-			if g.Kind == RPCFaultSlow || g.Kind == RPCFaultSlowRead || g.Kind == RPCFaultStall {
-				slow += g.N
-			}
-		}
-		if slow*cfg.BigDir <= rpcMaxSlowListings && len(c.Faults) < rpcMaxFaults {
+		if (slowListings(c.Faults)+f.N)*cfg.BigDir <= rpcMaxSlowListings && len(c.Faults) < rpcMaxFaults {
 			c.Faults = append(c.Faults, f)
 			sortRPCFaults(c.Faults)
 		}
 	}
 	return c, c.Validate()
+}
+
+// deleteWritten is c's ops with, after some writes of blocks (each drawn
+// with label, half the time), a delete by the same worker of what the
+// write wrote, gap after it (nil: none), as far as rpcMaxOps allows.
+func deleteWritten(d drawer, c *RPCCase, label string, gap func() time.Duration) []RPCOp {
+	var ops []RPCOp
+	added := 0
+	for _, op := range c.Ops {
+		ops = append(ops, op)
+		if op.Kind == "write" && op.Blocks > 0 && len(c.Ops)+len(c.Live)+added < rpcMaxOps && d.chance(50, label) {
+			added++
+			del := RPCOp{Client: op.Client, Worker: op.Worker, Kind: "delete", Path: op.Path}
+			if gap != nil {
+				del.Gap = gap()
+			}
+			ops = append(ops, del)
+		}
+	}
+	return ops
+}
+
+// slowListings is how many listings of /big the slow clients of faults
+// ask for, which Validate bounds (rpcMaxSlowListings names in all).
+func slowListings(faults []RPCFault) int {
+	n := 0
+	for _, f := range faults {
+		switch f.Kind {
+		case RPCFaultSlow, RPCFaultSlowRead, RPCFaultStall, RPCFaultSlowOver:
+			n += f.N
+		}
+	}
+	return n
 }
 
 // nearOp draws a time shortly after one of starts, the ops' estimated
@@ -858,7 +869,7 @@ func (c *RPCCase) Validate() error {
 	if len(c.Faults) > rpcMaxFaults {
 		return fmt.Errorf("rpc: %d faults, more than %d", len(c.Faults), rpcMaxFaults)
 	}
-	slow, burst := 0, 0
+	burst := 0
 	for _, f := range c.Faults {
 		n := rpcFaultN[f.Kind]
 		switch {
@@ -875,14 +886,11 @@ func (c *RPCCase) Validate() error {
 		if f.Kind == RPCFaultBigCalls && cfg.Pieces[f.Client] > 0 {
 			return fmt.Errorf("rpc: fault %s on client %d, which writes in pieces of %d bytes", f.Kind, f.Client, cfg.Pieces[f.Client])
 		}
-		switch f.Kind {
-		case RPCFaultSlow, RPCFaultSlowRead, RPCFaultStall, RPCFaultSlowOver:
-			slow += f.N
-		case RPCFaultBurst:
+		if f.Kind == RPCFaultBurst {
 			burst += f.N
 		}
 	}
-	switch {
+	switch slow := slowListings(c.Faults); {
 	case slow*cfg.BigDir > rpcMaxSlowListings:
 		return fmt.Errorf("rpc: slow clients list /big (%d files) %d times: more than %d names in all", cfg.BigDir, slow, rpcMaxSlowListings)
 	case burst > rpcMaxBurstCalls:
