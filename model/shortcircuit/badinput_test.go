@@ -235,3 +235,55 @@ func TestBadInputReal(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A request that arrives a byte at a time (a sender whose writes the
+// kernel delivers in pieces) is served once it is whole: the datanode
+// looks at the op byte only once it has come.
+func TestRequestInPiecesIsServed(t *testing.T) {
+	var res rawResult
+	var after rest
+	e := startEnvCfg(t, simWorld(), shortcircuit.ServerBugs{}, func(e *env) {
+		p := e.cp
+		loop := p.MainLoop()
+		req := shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "dribble"})
+		steps(
+			func(next func()) {
+				var c model.Conn
+				c, err := p.Dial("unix", "/run/dn_socket", loop, func(model.Events) {
+					for !res.closed {
+						var buf [512]byte
+						n, files, err := c.ReadFDs(buf[:])
+						res.got = append(res.got, buf[:n]...)
+						res.files = append(res.files, files...)
+						if errors.Is(err, model.ErrWouldBlock) {
+							return
+						}
+						if err != nil || n == 0 {
+							res.closed = true
+						}
+					}
+				})
+				if err != nil {
+					e.w.Fail(err)
+					return
+				}
+				for i := range req {
+					loop.AfterFunc(time.Duration(i+1)*time.Millisecond, func() { c.Write(req[i : i+1]) })
+				}
+				loop.AfterFunc(time.Duration(len(req)+10)*time.Millisecond, func() {
+					for _, f := range res.files {
+						f.Close()
+					}
+					c.Close()
+					loop.AfterFunc(10*time.Millisecond, next)
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	resp, _, err := shortcircuit.DecodeResponse(res.got)
+	if err != nil || resp.Status != model.StatusSuccess || resp.Size != shortcircuit.SegmentSize || len(res.files) != 1 || res.closed {
+		t.Errorf("a segment request sent a byte at a time: %+v (%v), %d fds, closed %v; want a segment, its fd, the connection open", resp, err, len(res.files), res.closed)
+	}
+	e.checkRest(t, after)
+}

@@ -406,3 +406,37 @@ func TestCacheShardingBugIsFound(t *testing.T) {
 		t.Error("inserting and looking up in different shards went unnoticed")
 	}
 }
+
+// MaxFetches counts the fetches of one block under way at once: readers
+// that miss a block together share one fetch, so 1; with FetchPerReader
+// each fetches its own, which is how check's sc-stats finds that bug.
+func TestCacheCountsFetchesUnderWay(t *testing.T) {
+	for _, perReader := range []bool{false, true} {
+		c := &Cache{cfg: CacheConfig{Shards: 1, Capacity: 4, Expiry: time.Hour, Bugs: CacheBugs{FetchPerReader: perReader}}, onClose: func(model.Loop, *Replica) {}}
+		c.shards = append(c.shards, newShard(nil))
+		s, loop := c.shards[0], &fakeLoop{}
+		fetches := 0
+		for i := 0; i < 3; i++ {
+			if _, how, _ := s.lookup(c, loop, 1, fetchWait{}); how == LookupFetch {
+				fetches++
+			}
+		}
+		want := 1
+		if perReader {
+			want = 3
+		}
+		if fetches != want || s.stats.MaxFetches != want {
+			t.Errorf("FetchPerReader %v: 3 readers missed block 1 together: %d told to fetch, MaxFetches %d; want %d and %d", perReader, fetches, s.stats.MaxFetches, want, want)
+		}
+		// The fetch of the block ends when its last fetcher's does.
+		for i := 0; i < fetches; i++ {
+			if s.fetching[1] == nil {
+				t.Errorf("FetchPerReader %v: no fetch of block 1 under way after %d of %d ended", perReader, i, fetches)
+			}
+			s.fetched(c, 1, nil, fmt.Errorf("refused"))
+		}
+		if s.fetching[1] != nil {
+			t.Errorf("FetchPerReader %v: a fetch of block 1 still under way after all %d ended", perReader, fetches)
+		}
+	}
+}

@@ -586,3 +586,91 @@ func TestCachedConnectionClosedUnderReuseIsRetried(t *testing.T) {
 		t.Errorf("the read whose cached connection the datanode closed: error %v, from passed fds %v; want no error, from passed fds", r.Err, local)
 	}
 }
+
+// A domain socket that answers REQUEST_SHM with success but passes no
+// segment's fd is not trusted: the client maps nothing, reads over TCP
+// (turning short-circuit to that path off), and nothing leaks.
+func TestSegmentReplyWithoutAnFDFallsBack(t *testing.T) {
+	const liarPath = "/run/liar_socket"
+	var r model.Result
+	var local bool
+	var segs []uint64
+	var st shortcircuit.ClientStats
+	var requests int
+	var after rest
+	e := startEnvCfg(t, simWorld(), shortcircuit.ServerBugs{}, func(e *env) {
+		loop := e.cp.MainLoop()
+		var liarLoop model.Loop
+		var ln model.Listener
+		var conns []model.Conn
+		var cl *shortcircuit.Client
+		steps(
+			func(next func()) {
+				e.w.Spawn("liar", model.ProcessConfig{}, func(lp model.Process) {
+					liarLoop = lp.MainLoop()
+					var err error
+					if ln, err = lp.Listen("unix", liarPath, 0, liarLoop); err != nil {
+						e.w.Fail(err)
+						return
+					}
+					ln.SetHandler(func() {
+						for {
+							c, err := ln.Accept()
+							if err != nil {
+								return
+							}
+							conns = append(conns, c)
+							var in []byte
+							c.SetHandler(liarLoop, func(model.Events) {
+								for {
+									var b [512]byte
+									n, err := c.Read(b[:])
+									in = append(in, b[:n]...)
+									if _, k, derr := shortcircuit.DecodeRequest(in); derr == nil {
+										in = in[k:]
+										requests++
+										c.Write(shortcircuit.AppendResponse(nil, shortcircuit.Response{Status: model.StatusSuccess, ShmID: 7, Size: shortcircuit.SegmentSize}))
+									}
+									if err != nil {
+										if !errors.Is(err, model.ErrWouldBlock) {
+											c.Close()
+										}
+										return
+									}
+								}
+							})
+						}
+					})
+					loop.Post(next)
+				})
+			},
+			func(next func()) {
+				var err error
+				cl, err = shortcircuit.NewClient(e.cp, loop, 2, e.sh, shortcircuit.ClientConfig{Path: liarPath, TCP: model.ClientConfig{Datanode: e.dn.Addr(), NoDelay: true}})
+				if err != nil {
+					e.w.Fail(err)
+					return
+				}
+				cl.ReadVia(1, 0, 0, 100, func(rr model.Result, viaFDs bool) {
+					r, local, st, segs = rr, viaFDs, cl.Stats(), shortcircuit.SegmentIDs(e.sh)
+					cl.Close()
+					liarLoop.Post(func() {
+						ln.Close()
+						for _, c := range conns {
+							c.Close()
+						}
+						loop.Post(next)
+					})
+				})
+			},
+			e.finish(&after),
+		)
+	})
+	if r.Err != nil || !bytes.Equal(r.Data, model.BlockContent(1, blockLen)[:100]) || local {
+		t.Errorf("read via a socket that passed no segment: error %v, from passed fds %v; want the bytes, over TCP", r.Err, local)
+	}
+	if requests != 1 || len(segs) != 0 || st.Fallbacks != 1 || st.TCPReads != 1 || st.FDsReceived != 0 {
+		t.Errorf("%d requests to the liar, segments mapped %v, stats %+v; want 1, none, one fallback to one TCP read", requests, segs, st)
+	}
+	e.checkRest(t, after)
+}

@@ -1,11 +1,14 @@
 package shortcircuit_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"xceiver/model"
 	"xceiver/model/shortcircuit"
+	"xceiver/sim"
 )
 
 // Each path reads every byte right, and short-circuit passes two fds per
@@ -60,6 +63,113 @@ func TestReadScenarioWaitsForRoomInTheAcceptQueue(t *testing.T) {
 			if res.LeakedClientFDs != 0 || res.LeakedServerFDs != 0 {
 				t.Errorf("%s %s: leaked %d client and %d server fds", world, path, res.LeakedClientFDs, res.LeakedServerFDs)
 			}
+		}
+	}
+}
+
+// The read patterns: sequential reads each block from its start in
+// ReadSize steps, moving to the next block, after the last back to the
+// first, when a read would run past the block's end (3 reads a block
+// here, over blocks 1, 2, 1, 2); random may read a whole block, at
+// offset 0, the only one there is. Every read returns the bytes of the
+// block it asked for.
+func TestReadScenarioPatterns(t *testing.T) {
+	for _, tc := range []struct {
+		pattern                   string
+		blocks, blockSize, readSz int
+	}{
+		{"sequential", 2, 100_000, 30_000},
+		{"random", 4, 64 << 10, 64 << 10},
+	} {
+		s := shortcircuit.DefaultReadScenario()
+		s.Path, s.Pattern, s.Readers, s.Ops = "sc", tc.pattern, 2, 12
+		s.Blocks, s.BlockSize, s.ReadSize = tc.blocks, tc.blockSize, tc.readSz
+		res, err := shortcircuit.RunRead(simWorld(), s, time.Hour)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pattern, err)
+		}
+		if res.Ops != 24 || res.Errors != 0 || res.Mismatches != 0 || res.BytesRead != 24*int64(tc.readSz) {
+			t.Errorf("%s: %d ops, %d errors (%s), %d mismatches, %d bytes read", tc.pattern, res.Ops, res.Errors, res.FirstError, res.Mismatches, res.BytesRead)
+		}
+	}
+}
+
+// Each reader takes fds of its own (a loop, connections), so the client
+// process's fd limit grows with the readers: a thousand of them read
+// without running out.
+func TestReadScenarioManyReadersHaveFDs(t *testing.T) {
+	s := shortcircuit.DefaultReadScenario()
+	s.Path, s.Readers, s.Ops = "sc", 1000, 1
+	res, err := shortcircuit.RunRead(simWorld(), s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops != 1000 || res.Errors != 0 || res.Mismatches != 0 {
+		t.Errorf("%d ops, %d errors (%s), %d mismatches", res.Ops, res.Errors, res.FirstError, res.Mismatches)
+	}
+	if res.LeakedClientFDs != 0 || res.LeakedServerFDs != 0 {
+		t.Errorf("leaked %d client and %d server fds", res.LeakedClientFDs, res.LeakedServerFDs)
+	}
+}
+
+// The datanode holds the blocks the readers draw from, 1 to Blocks, and
+// no other.
+func TestReadScenarioStoresOnlyItsBlocks(t *testing.T) {
+	s := shortcircuit.DefaultReadScenario()
+	s.Path, s.Readers, s.Ops, s.Blocks = "sc", 1, 1, 3
+	w := sim.New(sim.DefaultConfig(1))
+	if _, err := shortcircuit.RunRead(w, s, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	names, err := w.Process("datanode").Disk().List("data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, ".meta") })
+	if want := []string{"blk_1", "blk_2", "blk_3"}; !slices.Equal(names, want) {
+		t.Errorf("the datanode's block files %q, want %q", names, want)
+	}
+}
+
+// Validate takes each field's bounds and refuses one past them.
+func TestReadScenarioValidate(t *testing.T) {
+	for _, tc := range []struct {
+		what string
+		set  func(s *shortcircuit.ReadScenario)
+		ok   bool
+	}{
+		{"the default", func(s *shortcircuit.ReadScenario) {}, true},
+		{"path uds", func(s *shortcircuit.ReadScenario) { s.Path = "uds" }, true},
+		{"path nfs", func(s *shortcircuit.ReadScenario) { s.Path = "nfs" }, false},
+		{"1 reader", func(s *shortcircuit.ReadScenario) { s.Readers = 1 }, true},
+		{"0 readers", func(s *shortcircuit.ReadScenario) { s.Readers = 0 }, false},
+		{"4097 readers", func(s *shortcircuit.ReadScenario) { s.Readers, s.Ops = 4097, 1 }, false},
+		{"0 ops", func(s *shortcircuit.ReadScenario) { s.Ops = 0 }, false},
+		{"1 block", func(s *shortcircuit.ReadScenario) { s.Blocks = 1 }, true},
+		{"0 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks = 0 }, false},
+		{"65536 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1, 1 }, true},
+		{"65537 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16+1, 1, 1 }, false},
+		{"block size 0", func(s *shortcircuit.ReadScenario) { s.BlockSize = 0 }, false},
+		{"read size = block size", func(s *shortcircuit.ReadScenario) { s.ReadSize = s.BlockSize }, true},
+		{"read size past the block size", func(s *shortcircuit.ReadScenario) { s.ReadSize = s.BlockSize + 1 }, false},
+		{"read size 0", func(s *shortcircuit.ReadScenario) { s.ReadSize = 0 }, false},
+		{"4 GiB of blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 16, 256<<20 }, true},
+		{"past 4 GiB of blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 17, 256<<20 }, false},
+		{"pattern sequential", func(s *shortcircuit.ReadScenario) { s.Pattern = "sequential" }, true},
+		{"pattern strided", func(s *shortcircuit.ReadScenario) { s.Pattern = "strided" }, false},
+		{"0 cores", func(s *shortcircuit.ReadScenario) { s.Cores = 0 }, false},
+		{"1025 cores", func(s *shortcircuit.ReadScenario) { s.Cores = 1025 }, false},
+		{"backlog 0", func(s *shortcircuit.ReadScenario) { s.Backlog = 0 }, true},
+		{"backlog 65535", func(s *shortcircuit.ReadScenario) { s.Backlog = 65535 }, true},
+		{"backlog -1", func(s *shortcircuit.ReadScenario) { s.Backlog = -1 }, false},
+		{"backlog 65536", func(s *shortcircuit.ReadScenario) { s.Backlog = 65536 }, false},
+		{"cache of 0 shards (the default)", func(s *shortcircuit.ReadScenario) { s.Cache = shortcircuit.CacheConfig{} }, true},
+		{"cache of 4 shards, capacity 3", func(s *shortcircuit.ReadScenario) { s.Cache.Shards, s.Cache.Capacity = 4, 3 }, false},
+	} {
+		s := shortcircuit.DefaultReadScenario()
+		tc.set(&s)
+		if err := s.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate says %v, want ok %v", tc.what, err, tc.ok)
 		}
 	}
 }
