@@ -30,6 +30,7 @@ const (
 	ByCheck        = "check"         // a property failed
 	ByCheckCrash   = "check-crash"   // check exited abnormally (a panic outside the harness)
 	ByCheckTimeout = "check-timeout" // check ran past the timeout: a hang or a livelock
+	ByVet          = "vet"           // go vet of the mutated package failed: CI runs it, so the mutant could not land
 	ByTests        = "tests"         // go test of the mutated package (or of Judge.TestPackages) failed
 	ByTestsTimeout = "tests-timeout"
 )
@@ -85,6 +86,13 @@ func (j *Judge) Baseline(ctx context.Context, dirs []string) (check, tests time.
 	bin := filepath.Join(dir, "checker")
 	if out, err := j.goCmd(ctx, j.BuildTimeout, j.args("build", "-o", bin, j.Main)...); err != nil {
 		return 0, 0, fmt.Errorf("building %s: %v: %s", j.Main, err, compileError(out))
+	}
+	var pkgs []string
+	for _, d := range dirs {
+		pkgs = append(pkgs, "./"+d)
+	}
+	if out, err := j.goCmd(ctx, j.BuildTimeout, j.args(append([]string{"vet"}, pkgs...)...)...); err != nil {
+		return 0, 0, fmt.Errorf("the unmutated code fails go vet (every mutant would seem killed by it): %v: %s", err, vetFailure(out))
 	}
 	start := time.Now()
 	st, by, detail := j.check(ctx, bin, dir)
@@ -153,10 +161,21 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 	t = time.Now()
 	r.Status, r.By, r.Detail = j.check(ctx, bin, dir)
 	r.CheckS = time.Since(t).Seconds()
+	if r.Status == Survived {
+		// A swapped format and argument, say, is no bug anyone ships:
+		// vet refuses it (go test's own vet runs only a few analyzers,
+		// and the tests below run without it).
+		t = time.Now()
+		out, err := j.goCmd(ctx, j.BuildTimeout, j.args("vet", "-overlay", overlay, "./"+path.Dir(m.File))...)
+		r.TestS = time.Since(t).Seconds()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			r.Status, r.By, r.Detail = Killed, ByVet, vetFailure(out)
+		}
+	}
 	if r.Status == Survived && j.Tests {
 		t = time.Now()
 		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, j.testPatterns(path.Dir(m.File))...)...)...)
-		r.TestS = time.Since(t).Seconds()
+		r.TestS += time.Since(t).Seconds()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			r.Status, r.By, r.Detail = Killed, ByTestsTimeout, fmt.Sprintf("go test ran past %v", j.TestTimeout)
@@ -251,6 +270,18 @@ func testFailure(out []byte) string {
 		}
 	}
 	return first
+}
+
+// vetFailure is the first finding in go vet's output (its "# package"
+// headers skipped).
+func vetFailure(out []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			return l
+		}
+	}
+	return "go vet failed"
 }
 
 //go:embed equivalent.txt

@@ -2,6 +2,7 @@ package mutation
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +73,49 @@ func TestJudgeOnModel(t *testing.T) {
 	j.Tests, j.TestPackages, j.TestTimeout = true, []string{"sim"}, 5*time.Minute
 	if r := j.Run(ctx, unserved, 0); r.Status != Killed || r.By != ByTests || !strings.Contains(r.Detail, "TestPipelinedRequestsAreServed") {
 		t.Errorf("%v: %s by %s (%s), want killed by sim's TestPipelinedRequestsAreServed", unserved, r.Status, r.By, r.Detail)
+	}
+}
+
+// A mutant go vet refuses is killed by vet (CI runs it: the mutant could
+// not land), even when the check and the tests pass it: here a checker
+// that passes everything, and a swap that puts the failure's property
+// where its format was.
+func TestJudgeVetKills(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module tiny\n\ngo 1.22\n",
+		"lib/lib.go": `package lib
+
+import "fmt"
+
+// Fail formats a failure of prop.
+func Fail(prop, format string, a ...any) string { return prop + ": " + fmt.Sprintf(format, a...) }
+
+// Count fails with n.
+func Count(n int) string { return Fail("count", "%d items", n) }
+`,
+		"cmd/check/main.go": "package main\n\nfunc main() {}\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	src, err := Load(ctx, root, []string{"lib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := find(t, src, "lib/lib.go", "Count", OpSwapArgs, `"count", "%d items"`, `"%d items", "count"`, `Fail("%d items", "count", n)`)
+	j := &Judge{Root: root, Work: t.TempDir(), Files: src.Files, Main: "./cmd/check", BuildTimeout: time.Minute, CheckTimeout: time.Minute}
+	if _, _, err := j.Baseline(ctx, []string{"lib"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := j.Run(ctx, swapped, 0); r.Status != Killed || r.By != ByVet || !strings.Contains(r.Detail, "lib.go") {
+		t.Errorf("%v: %s by %s (%s), want killed by vet", swapped, r.Status, r.By, r.Detail)
 	}
 }

@@ -53,7 +53,8 @@ is built with go build -overlay, never touching the working tree, and judged
 by check --seeds N --system S --parallel 1 --max-failures 1 --no-shrink: a
 failed property, a crash or a run past --timeout kills it (--system narrows
 check to the system whose code is mutated: sc for model/shortcircuit, rpc
-for model/rpc and model/namespace, whose seeds are 7% of the mix each); with --tests a mutant check misses is also given
+for model/rpc and model/namespace, whose seeds are 7% of the mix each); a mutant check misses goes to go vet
+of its package (CI runs it: one vet refuses could not land); with --tests it is also given
 to go test of its package, and with --test-packages to those packages' tests
 too (the simulator's and the properties' tests exercise model/ as well). A mutant that does not compile is invalid. Prints
 each verdict, the survivors with their diffs, the score and the time per
@@ -420,7 +421,7 @@ func summarize(opt mutateOptions, dirs []string, enumerated int, results []mutat
 			s.Killed++
 			s.KilledBy[r.By]++
 			k[0]++
-			if r.By != mutation.ByTests && r.By != mutation.ByTestsTimeout {
+			if r.By == mutation.ByCheck || r.By == mutation.ByCheckCrash || r.By == mutation.ByCheckTimeout {
 				byCheck++
 			}
 		case mutation.Survived:

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"xceiver/mutation"
 )
 
 func TestMutateBadUsageIsOneLineAndExit2(t *testing.T) {
@@ -100,5 +102,19 @@ func TestWilsonInterval(t *testing.T) {
 		if math.Abs(lo-tc.lo) > 0.001 || math.Abs(hi-tc.hi) > 0.001 {
 			t.Errorf("wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
 		}
+	}
+}
+
+// The score counts every kill; "check alone" only the check's (a failed
+// property, a crash, a hang), not go vet's or the tests'.
+func TestSummaryCheckAloneCountsOnlyCheck(t *testing.T) {
+	var results []mutation.Result
+	for _, by := range []string{mutation.ByCheck, mutation.ByCheckTimeout, mutation.ByVet, mutation.ByTests, mutation.ByTestsTimeout} {
+		results = append(results, mutation.Result{Status: mutation.Killed, By: by})
+	}
+	results = append(results, mutation.Result{Status: mutation.Survived}, mutation.Result{Status: mutation.Equivalent})
+	s := summarize(mutateOptions{}, nil, len(results), results, 0, 0)
+	if s.Killed != 5 || s.Survived != 1 || s.Score != 5.0/6 || s.CheckScore != 2.0/6 {
+		t.Errorf("killed %d, survived %d, score %v, check alone %v; want 5, 1, 5/6, 2/6", s.Killed, s.Survived, s.Score, s.CheckScore)
 	}
 }
