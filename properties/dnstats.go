@@ -74,6 +74,9 @@ func (o *dnObserved) add(op Op, r model.Result) {
 // than the clients saw it do.
 func (h *harness) checkStats() {
 	st := h.dn.Stats()
+	if h.opt.tamperStats != nil {
+		h.opt.tamperStats(&st)
+	}
 	pool := h.dn.Pool()
 	disk := h.dnProc.Disk().(*sim.Disk)
 	sendfiles := disk.Sendfiles

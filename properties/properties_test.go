@@ -129,20 +129,44 @@ func TestLinearizabilityOverBudgetIsUnknownNotPass(t *testing.T) {
 
 // --- runs ---
 
+func (s *RunStats) add(o RunStats) {
+	s.Errors += o.Errors
+	s.Rejected += o.Rejected
+	s.Unknown += o.Unknown
+	s.Timeouts += o.Timeouts
+	s.DeadPeers += o.DeadPeers
+	s.Retries += o.Retries
+	s.Faults += o.Faults
+	s.Crashes += o.Crashes
+}
+
 func TestSeedsPass(t *testing.T) {
 	n := uint64(150)
 	if testing.Short() {
 		n = 30
 	}
+	var sum RunStats
 	for s := uint64(1); s <= n; s++ {
 		c, err := Draw(SeedSource(s), s, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := Run(c, Options{}); r.Failure != nil {
+		r := Run(c, Options{})
+		if r.Failure != nil {
 			b, _ := json.Marshal(c)
 			t.Fatalf("seed %d: %v\ncase: %s", s, r.Failure, b)
 		}
+		sum.add(r.Stats)
+	}
+	// The seeds push the code into every outcome the run counts: failed,
+	// rejected and unanswered ops, timeouts, cached peers found dead (each
+	// retried), faults and crashes (30 seeds reach each of them). A draw
+	// that stopped reaching one would leave its checks judging nothing.
+	if sum.Errors == 0 || sum.Rejected == 0 || sum.Unknown == 0 || sum.Timeouts == 0 || sum.DeadPeers == 0 || sum.Faults == 0 || sum.Crashes == 0 {
+		t.Errorf("seeds 1-%d reached no op of some outcome: %+v", n, sum)
+	}
+	if sum.Retries != sum.DeadPeers {
+		t.Errorf("seeds 1-%d counted %d dead cached peers and %d retries of them", n, sum.DeadPeers, sum.Retries)
 	}
 }
 

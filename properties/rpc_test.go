@@ -386,3 +386,21 @@ func TestRPCPauseTimesOutCalls(t *testing.T) {
 		t.Errorf("%d cases with a pause past the call timeout, %d calls of unknown outcome; want 4 and some", cases, unknown)
 	}
 }
+
+// MaxPending is bounded as its error says: a gibibyte is the most a case
+// may hold for a connection, and no less than none.
+func TestRPCConfigMaxPendingBounds(t *testing.T) {
+	c, err := DrawRPC(SeedSource(1), 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		max int
+		ok  bool
+	}{{0, true}, {1 << 30, true}, {1<<30 + 1, false}, {-1, false}} {
+		c.Config.MaxPending = tc.max
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("max pending %d: %v, want accepted %v", tc.max, err, tc.ok)
+		}
+	}
+}

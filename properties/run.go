@@ -96,6 +96,10 @@ type Options struct {
 	// the running accounting it checks after each event (0:
 	// DefaultMemoryScan; 1: after every event, as the tests do).
 	MemoryScan int
+	// tamperStats, if set, alters the datanode's counters before the
+	// stats property judges them: the tests' way to show each of its
+	// comparisons fires on its own.
+	tamperStats func(*model.DatanodeStats)
 	// hashing is what the run keeps of its trace's hash
 	// (CheckSeedShrinking's runs).
 	hashing hashing

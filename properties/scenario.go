@@ -531,6 +531,9 @@ type scenarioRun struct {
 	c         *ScenarioCase
 	w         *sim.World
 	prop, msg string
+	// tamperRead, if set, alters the read scenario's result before its
+	// report is checked: the tests' way to show the report check fires.
+	tamperRead func(*model.ReadResult)
 }
 
 func (r *scenarioRun) fail(prop, format string, a ...any) {
@@ -556,7 +559,13 @@ func RunScenarioTraced(c ScenarioCase, out io.Writer) *ScenarioResult {
 // or to save.
 func RunScenarioUnhashed(c ScenarioCase) *ScenarioResult { return runScenario(c, nil, unhashed) }
 
-func runScenario(c ScenarioCase, out io.Writer, hashing hashing) (res *ScenarioResult) {
+func runScenario(c ScenarioCase, out io.Writer, hashing hashing) *ScenarioResult {
+	return runScenarioTampered(c, out, hashing, nil)
+}
+
+// runScenarioTampered is runScenario with the read scenario's result
+// altered by tamperRead (if not nil) before its report is checked.
+func runScenarioTampered(c ScenarioCase, out io.Writer, hashing hashing, tamperRead func(*model.ReadResult)) (res *ScenarioResult) {
 	cfg := worldConfig(c.Seed, 20_000_000, hashing)
 	cfg.CheckShared = true // tcp-pattern's reply is a shared write
 	w := sim.New(cfg)
@@ -566,7 +575,7 @@ func runScenario(c ScenarioCase, out io.Writer, hashing hashing) (res *ScenarioR
 	// Deferred first, so it runs last: the result below reads only the
 	// trace's counters, never the buffers handed back.
 	defer useArena(w)()
-	r := &scenarioRun{c: &c, w: w}
+	r := &scenarioRun{c: &c, w: w, tamperRead: tamperRead}
 	defer func() {
 		if p := recover(); p != nil {
 			r.prop, r.msg = PropHarness, fmt.Sprintf("panic at %v: %v", w.Now(), p)
@@ -706,6 +715,9 @@ func (r *scenarioRun) read() error {
 	}
 	if r.prop != "" {
 		return nil
+	}
+	if r.tamperRead != nil {
+		r.tamperRead(res)
 	}
 	r.checkReadReport(s, res, obs, clients, dn, dnProc)
 	if r.prop != "" {

@@ -2,8 +2,11 @@ package properties
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 
+	"xceiver/model"
 	"xceiver/model/shortcircuit"
 	"xceiver/sim"
 )
@@ -135,6 +138,90 @@ func TestSCReadRetriesFullAcceptQueue(t *testing.T) {
 			t.Errorf("backlog 1: no connect retried: the readers no longer meet a full accept queue")
 		case backlog == 0 && res.DialRetries > 0:
 			t.Errorf("default backlog: %d connects retried", res.DialRetries)
+		}
+	}
+}
+
+// A case's bug belongs to its scenario; a trace naming another's is
+// refused, and the error names the bug before the scenarios.
+func TestScenarioCaseRefusesAnotherScenariosBug(t *testing.T) {
+	b := ScenarioBugs[0]
+	other := Scenarios[0]
+	if other == b.Scenario {
+		other = Scenarios[1]
+	}
+	c := ScenarioCase{Scenario: other, Bug: b.Name}
+	want := fmt.Sprintf("scenario case: bug %s is in scenario %s, not %s", b.Name, b.Scenario, other)
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("bug %s in scenario %s: %v, want %q", b.Name, other, err, want)
+	}
+}
+
+// The read scenario's report is checked figure by figure against what the
+// clients and the datanode did: a report wrong in any one of them fails
+// the run, as the figure's property (the report, or leak-freedom for the
+// fds left at the end).
+func TestReadReportCheckedFigureByFigure(t *testing.T) {
+	var c ScenarioCase
+	for s := uint64(1); ; s++ {
+		d, err := DrawScenario(SeedSource(s), s, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Scenario == ScenarioRead && d.Clients > 1 {
+			c = d
+			break
+		}
+	}
+	if r := runScenarioTampered(c, nil, unhashed, nil); r.Property != "" {
+		t.Fatalf("seed %d as drawn: %s: %s", c.Seed, r.Property, r.Message)
+	}
+	for _, tc := range []struct {
+		name   string
+		prop   string
+		tamper func(*model.ReadResult)
+	}{
+		{"ops", PropReport, func(r *model.ReadResult) { r.Ops++ }},
+		{"errors", PropReport, func(r *model.ReadResult) { r.Errors++ }},
+		{"bytes read", PropReport, func(r *model.ReadResult) { r.BytesRead++ }},
+		{"elapsed", PropReport, func(r *model.ReadResult) { r.Elapsed++ }},
+		{"latencies", PropReport, func(r *model.ReadResult) { r.Latencies = model.Latencies{} }},
+		{"client dials", PropReport, func(r *model.ReadResult) { r.ClientStats.Dials++ }},
+		{"datanode ops", PropReport, func(r *model.ReadResult) { r.Server.Ops++ }},
+		{"peak block files", PropReport, func(r *model.ReadResult) { r.PeakBlockFiles++ }},
+		{"connections at the end", PropReport, func(r *model.ReadResult) { r.ServerEndConns++ }},
+		{"buffers at the end", PropReport, func(r *model.ReadResult) { r.ServerEndBufs++ }},
+		{"handles at the end", PropReport, func(r *model.ReadResult) { r.ServerEndHandles++ }},
+		{"peak fds", PropReport, func(r *model.ReadResult) { r.ServerPeakFDs++ }},
+		{"fds at the end", PropReport, func(r *model.ReadResult) { r.ServerEndFDs++ }},
+		{"peak threads", PropReport, func(r *model.ReadResult) { r.ServerPeakThr++ }},
+		{"baseline fds", PropLeakFree, func(r *model.ReadResult) { r.ServerBaselineFDs++ }},
+	} {
+		r := runScenarioTampered(c, nil, unhashed, tc.tamper)
+		if r.Property != tc.prop {
+			t.Errorf("a report with %s one off: %q (%s), want a %s failure", tc.name, r.Property, r.Message, tc.prop)
+		}
+	}
+}
+
+// A probe of a bound wants its value accepted at the bound and refused,
+// with an error naming it, past it; anything else is what it reports.
+func TestConfigProbeVerdicts(t *testing.T) {
+	at := configProbe{name: "ops 1", ok: true}
+	past := configProbe{name: "ops 0", says: "--ops 0:"}
+	for _, tc := range []struct {
+		p    configProbe
+		err  error
+		want string
+	}{
+		{at, nil, ""},
+		{at, errors.New("--ops 1: too few"), `ops 1 refused at its bound: --ops 1: too few`},
+		{past, errors.New("--ops 0: want at least 1"), ""},
+		{past, nil, "ops 0 accepted"},
+		{past, errors.New("bad ops"), `ops 0 refused with "bad ops", which does not say "--ops 0:"`},
+	} {
+		if got := tc.p.wrong(tc.err); got != tc.want {
+			t.Errorf("%s given %v: %q, want %q", tc.p.name, tc.err, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package properties
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -537,13 +538,22 @@ func (r *scenarioRun) checkConfig() {
 		default:
 			continue
 		}
-		switch {
-		case p.ok && err != nil:
-			r.fail(PropConfig, "%s: %s refused at its bound: %v", r.c.Scenario, p.name, err)
-		case !p.ok && err == nil:
-			r.fail(PropConfig, "%s: %s accepted", r.c.Scenario, p.name)
-		case !p.ok && !strings.Contains(err.Error(), p.says):
-			r.fail(PropConfig, "%s: %s refused with %q, which does not say %q", r.c.Scenario, p.name, err, p.says)
+		if why := p.wrong(err); why != "" {
+			r.fail(PropConfig, "%s: %s", r.c.Scenario, why)
 		}
 	}
+}
+
+// wrong says how err, what validating the probe's value returned, is not
+// what the probe wants ("" if it is).
+func (p *configProbe) wrong(err error) string {
+	switch {
+	case p.ok && err != nil:
+		return fmt.Sprintf("%s refused at its bound: %v", p.name, err)
+	case !p.ok && err == nil:
+		return p.name + " accepted"
+	case !p.ok && !strings.Contains(err.Error(), p.says):
+		return fmt.Sprintf("%s refused with %q, which does not say %q", p.name, err, p.says)
+	}
+	return ""
 }

@@ -1,0 +1,40 @@
+package properties
+
+import (
+	"testing"
+
+	"xceiver/model"
+)
+
+// The stats property compares each of the datanode's counters with what
+// the clients saw it do, and a counter that falls short fails it on its
+// own: a datanode that forgets its reads, its writes, the bytes it sent,
+// the ops it rejected or its errors is caught whatever the other
+// counters say.
+func TestStatsCatchEachCounterShort(t *testing.T) {
+	// A seed that runs one datanode to the end, with reads and writes
+	// answered, some ops rejected and errors counted.
+	const seed = 9
+	c, err := Draw(SeedSource(seed), seed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Run(c, Options{}); r.Failure != nil {
+		t.Fatalf("seed %d as drawn: %v", seed, r.Failure)
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func(*model.DatanodeStats)
+	}{
+		{"reads", func(s *model.DatanodeStats) { s.Reads = 0 }},
+		{"writes", func(s *model.DatanodeStats) { s.Writes = 0 }},
+		{"bytes sent", func(s *model.DatanodeStats) { s.BytesSent = 0 }},
+		{"rejected ops", func(s *model.DatanodeStats) { s.Ops = s.Reads + s.Writes }},
+		{"errors", func(s *model.DatanodeStats) { s.Errors = 0 }},
+	} {
+		r := Run(c, Options{tamperStats: tc.tamper})
+		if r.Failure == nil || r.Failure.Property != PropStats {
+			t.Errorf("datanode counting no %s: %v, want a %s failure", tc.name, r.Failure, PropStats)
+		}
+	}
+}
