@@ -381,6 +381,9 @@ type SCResult struct {
 	// (sim.World.Events, what BenchmarkSimEvents counts); Events counts
 	// the trace's records.
 	SimEvents uint64
+	// Readers are the readers' counters summed, as the checks at rest
+	// found them (zero if the run ended before).
+	Readers shortcircuit.ClientStats
 }
 
 type scVersion struct {
@@ -399,6 +402,7 @@ type scRun struct {
 	prop, msg string
 	finished  bool // the checks at rest ran
 	ignore    []string
+	readers   shortcircuit.ClientStats
 }
 
 func (r *scRun) fail(prop, format string, a ...any) {
@@ -816,7 +820,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 	if !run.finished {
 		run.fail(PropHarness, "the case did not finish: the world went idle before the checks at rest")
 	}
-	res.Property, res.Message = run.prop, run.msg
+	res.Property, res.Message, res.Readers = run.prop, run.msg, run.readers
 	res.Events, res.SimEvents, res.TraceHash = w.TraceEvents(), w.Events(), w.TraceHashString()
 	return res
 }
@@ -945,7 +949,9 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 		sum.TCPReads += st.TCPReads
 		sum.LocalErrors += st.LocalErrors
 		sum.FDsReceived += st.FDsReceived
+		sum.Redials += st.Redials
 	}
+	e.run.readers = sum
 	switch {
 	case sum.Hits+sum.Misses != sum.Reads:
 		e.run.fail(PropSCStats, "readers count %d hits and %d misses in %d reads", sum.Hits, sum.Misses, sum.Reads)

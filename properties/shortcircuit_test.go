@@ -184,3 +184,26 @@ func TestSCHangTimesOutExchanges(t *testing.T) {
 		t.Errorf("%d hung cases: %d exchanges timed out, %d late answers to gone readers; want 5 cases and some of each", cases, timeouts, lateAnswers)
 	}
 }
+
+// An idle-read has the datanode close the domain connection each reader
+// cached, so that the reader's next fd request meets it closed and asks
+// again on a fresh one (the dead cached socket of HDFS's peer cache): a
+// read of block 1 caches the connection of its fd request, and the
+// idle-read of block 2 redials once. Without the close it would reuse
+// the connection, and the case would not reach the retry at all.
+func TestSCIdleReadRedials(t *testing.T) {
+	c := SCCase{Seed: 1, Shards: 1, Capacity: 4, Readers: 1, Ops: []SCOp{
+		{Op: "read", Block: 1},
+		{Gap: time.Millisecond, Op: "idle-read", Block: 2},
+	}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := RunSC(c)
+	if r.Property != "" {
+		t.Fatalf("%s: %s", r.Property, r.Message)
+	}
+	if r.Readers.Redials != 1 || r.Readers.LocalReads != 2 {
+		t.Errorf("%d fd requests asked again, %d reads local; want 1 and 2", r.Readers.Redials, r.Readers.LocalReads)
+	}
+}

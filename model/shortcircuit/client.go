@@ -563,6 +563,7 @@ type exchange struct {
 	done func(resp Response, files []model.File, c model.Conn, err error)
 
 	reused   bool // c came from a cache
+	redials  int  // times it started again on a fresh connection
 	out      []byte
 	outOff   int
 	in       []byte
@@ -695,6 +696,7 @@ func (ex *exchange) finish(resp Response, err error) {
 		// try once more on a fresh one, as HDFS does with a cached peer.
 		_ = ex.c.Close()
 		ex.c, ex.reused, ex.outOff = nil, false, 0
+		ex.redials++
 		ex.start()
 		return
 	}
@@ -732,6 +734,10 @@ type ClientStats struct {
 	// Shared counts the misses served by the replica another reader's
 	// fetch of the block brought in: they received no fds of their own.
 	Shared int
+	// Redials counts fd requests sent again on a fresh connection after
+	// the cached one turned out closed by the datanode (the dead cached
+	// socket of HDFS's peer cache).
+	Redials int
 }
 
 // Client reads blocks short-circuit where it can and over TCP where it
@@ -882,6 +888,7 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 				}
 			}
 			c.stats.FDsReceived += len(files)
+			c.stats.Redials += ex.redials
 			if err == nil && len(files) != 2 {
 				err = fmt.Errorf("%d fds passed for block %d, want 2: %w", len(files), block, ErrFallback)
 			}
