@@ -829,6 +829,29 @@ func TestBlockStoreLoadDiskError(t *testing.T) {
 	}
 }
 
+// Load recovers replicas in block id order, whatever order the directory
+// lists them in (blk_10 sorts before blk_2 by name), so the disk error it
+// returns is the lowest failing block's.
+func TestBlockStoreLoadGoesByBlockID(t *testing.T) {
+	d, s := bsNewStore(t)
+	for _, id := range []uint64{10, 2, 9} {
+		if _, err := s.Write(id, protoData(700)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.fail = func(op, path string) error {
+		if op == "read" {
+			return ErrIO
+		}
+		return nil
+	}
+	r := NewBlockStore(d, "/data/current")
+	err := r.Load()
+	if !errors.Is(err, ErrIO) || !strings.HasPrefix(err.Error(), "model: load block 2: ") {
+		t.Fatalf("Load = %v, want block 2's ErrIO", err)
+	}
+}
+
 // A read that gave its files back mid-stream reopens its replica after
 // appends, served as it was (its length, the checksum its partial last
 // chunk had, from memory or, after a restart, from its meta file), and

@@ -62,3 +62,41 @@ func TestDatanodeConfigBounds(t *testing.T) {
 		t.Errorf("zero config filled as %+v, want the defaults %+v", c, d)
 	}
 }
+
+// The defaults are HDFS's: dfs.datanode.socket.reuse.keepalive (4000 ms),
+// dfs.client.socket-timeout (60000 ms), dfs.client-write-packet-size
+// (65536).
+func TestDatanodeConfigDefaultsAreHDFSs(t *testing.T) {
+	d := DefaultDatanodeConfig()
+	if d.Keepalive != 4*time.Second || d.ReadTimeout != 60*time.Second || d.PacketSize != 64<<10 {
+		t.Errorf("keep-alive %v, read timeout %v, packet size %d; want 4s, 1m0s, 65536", d.Keepalive, d.ReadTimeout, d.PacketSize)
+	}
+}
+
+// A read run's configuration: --keepalive 0 is the datanode's default
+// (only a negative one is refused), and a read size outside the block is
+// refused naming both figures, each as itself.
+func TestReadScenarioValidate(t *testing.T) {
+	s := DefaultReadScenario()
+	s.Server.Keepalive = 0
+	if err := s.Validate(); err != nil {
+		t.Errorf("--keepalive 0: %v", err)
+	}
+	s.Server.Keepalive = -time.Nanosecond
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "--keepalive") {
+		t.Errorf("--keepalive -1ns: %v, want it refused", err)
+	}
+	for _, tc := range []struct {
+		read, block int
+		want        string
+	}{
+		{2000, 1000, "--read-size 2000 outside [1, block size 1000]"},
+		{0, 1000, "--read-size 0 outside [1, block size 1000]"},
+	} {
+		s := DefaultReadScenario()
+		s.ReadSize, s.BlockSize = tc.read, tc.block
+		if err := s.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("read size %d, block size %d: %v, want %q", tc.read, tc.block, err, tc.want)
+		}
+	}
+}

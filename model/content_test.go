@@ -36,3 +36,17 @@ func BenchmarkBlockContent(b *testing.B) {
 		BlockContent(uint64(i), 64<<10)
 	}
 }
+
+// SplitMix64 is splitmix64's step (Vigna): from state 1234567 the
+// generator's published first outputs, and from state 0 its first.
+func TestSplitMix64ReferenceOutputs(t *testing.T) {
+	const golden = 0x9e3779b97f4a7c15
+	for i, want := range []uint64{6457827717110365317, 3203168211198807973, 9817491932198370423} {
+		if got := SplitMix64(1234567 + uint64(i)*golden); got != want {
+			t.Errorf("output %d from state 1234567: %d, want %d", i, got, want)
+		}
+	}
+	if got := SplitMix64(0); got != 0xe220a8397b1dcdaf {
+		t.Errorf("SplitMix64(0) = %#x, want 0xe220a8397b1dcdaf", got)
+	}
+}

@@ -160,6 +160,20 @@ func TestHandlePoolBugsAreObservable(t *testing.T) {
 	if !a.Closed() || hp2.ClosedInUse != 1 {
 		t.Fatalf("CloseInUse: closed %v, ClosedInUse %d", a.Closed(), hp2.ClosedInUse)
 	}
+	// Of several handles in use it closes the least recently used, not
+	// whichever comes first or last by block id.
+	for _, order := range [][2]uint64{{1, 2}, {2, 1}} {
+		hp3, _, _ := newTestPool(t, HandlePoolConfig{Max: 4, IdleTimeout: time.Second, CloseInUse: true}, 3)
+		older, _ := hp3.Acquire(order[0], 0, 1, nil)
+		newer, _ := hp3.Acquire(order[1], 0, 2, nil)
+		if _, err := hp3.Acquire(3, 0, 3, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !older.Closed() || newer.Closed() || hp3.ClosedInUse != 1 {
+			t.Errorf("CloseInUse, block %d used before block %d: closed %v and %v, ClosedInUse %d; want the first only",
+				order[0], order[1], older.Closed(), newer.Closed(), hp3.ClosedInUse)
+		}
+	}
 }
 
 func TestHandlePoolConfigBounds(t *testing.T) {

@@ -29,9 +29,11 @@ func TestLatenciesSummarize(t *testing.T) {
 	if (Latencies{}).Summarize() != (Summary{}) || (Latencies{}).StallShare() != 0 {
 		t.Errorf("no ops: not zero")
 	}
+	// Nearest rank is ceil(n·pct/100): a rank just past a whole number
+	// (n·pct = 9801, 101) rounds up.
 	for _, tc := range []struct {
 		n, pct, want int
-	}{{1, 50, 0}, {1, 99, 0}, {2, 50, 0}, {2, 99, 1}, {10, 50, 4}, {10, 99, 9}, {200, 99, 197}} {
+	}{{1, 50, 0}, {1, 99, 0}, {2, 50, 0}, {2, 99, 1}, {10, 50, 4}, {10, 99, 9}, {200, 99, 197}, {99, 99, 98}, {101, 1, 1}} {
 		if got := percentileIndex(tc.n, tc.pct); got != tc.want {
 			t.Errorf("percentileIndex(%d, %d) = %d, want %d", tc.n, tc.pct, got, tc.want)
 		}

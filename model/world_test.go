@@ -120,3 +120,64 @@ func TestTCPPatternValidateBounds(t *testing.T) {
 		}
 	}
 }
+
+// plainConn is a connection that can neither hand over views nor keep
+// shared bytes (as the real world's): Read and Write only.
+type plainConn struct {
+	Conn
+	in, out []byte
+}
+
+func (c *plainConn) Read(p []byte) (int, error) {
+	if len(c.in) == 0 {
+		return 0, ErrWouldBlock
+	}
+	n := copy(p, c.in)
+	c.in = c.in[n:]
+	return n, nil
+}
+
+func (c *plainConn) Write(p []byte) (int, error) {
+	c.out = append(c.out, p...)
+	return len(p), nil
+}
+
+// sharingConn keeps what WriteShared gives it.
+type sharingConn struct {
+	plainConn
+	shared []byte
+}
+
+func (c *sharingConn) WriteShared(p []byte) (int, error) {
+	c.shared = append(c.shared, p...)
+	return len(p), nil
+}
+
+// On a connection without views ReadView reads into buf and hands f what
+// it read, and nothing when it read nothing; WriteShared writes there,
+// and where the connection can keep the bytes it gives them over.
+func TestReadViewAndWriteSharedFallBack(t *testing.T) {
+	c := &plainConn{in: []byte("abcdef")}
+	var got []string
+	f := func(b []byte) { got = append(got, string(b)) }
+	buf := make([]byte, 4)
+	if n, err := ReadView(c, buf, f); n != 4 || err != nil {
+		t.Fatalf("ReadView = %d, %v", n, err)
+	}
+	if n, err := ReadView(c, buf, f); n != 2 || err != nil {
+		t.Fatalf("second ReadView = %d, %v", n, err)
+	}
+	if n, err := ReadView(c, buf, f); n != 0 || err != ErrWouldBlock {
+		t.Fatalf("ReadView of nothing = %d, %v", n, err)
+	}
+	if strings.Join(got, "|") != "abcd|ef" {
+		t.Errorf("f was handed %q, want abcd then ef", got)
+	}
+	if n, err := WriteShared(c, []byte("xyz")); n != 3 || err != nil || string(c.out) != "xyz" {
+		t.Errorf("WriteShared to a plain conn = %d, %v, wrote %q", n, err, c.out)
+	}
+	s := &sharingConn{}
+	if n, err := WriteShared(s, []byte("xyz")); n != 3 || err != nil || string(s.shared) != "xyz" || len(s.out) != 0 {
+		t.Errorf("WriteShared to a sharing conn = %d, %v: shared %q, copied %q", n, err, s.shared, s.out)
+	}
+}
