@@ -45,7 +45,7 @@ type Result struct {
 	Diff    string  `json:"diff"`
 	BuildS  float64 `json:"build_s"`
 	CheckS  float64 `json:"check_s"`
-	TestS   float64 `json:"test_s"`
+	TestS   float64 `json:"test_s"` // go vet's and go test's
 	Seconds float64 `json:"seconds"`
 }
 
