@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -174,7 +175,10 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 	}
 	if r.Status == Survived && j.Tests {
 		t = time.Now()
-		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, j.testPatterns(path.Dir(m.File))...)...)...)
+		pkgs := j.testPatterns(path.Dir(m.File))
+		before := j.rapidPaths(pkgs)
+		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, pkgs...)...)...)
+		j.removeNewRapidPaths(pkgs, before)
 		r.TestS += time.Since(t).Seconds()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
@@ -191,6 +195,43 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 		}
 	}
 	return r
+}
+
+// rapidPaths lists what is under the packages' testdata/rapid, where
+// rapid writes a fail file for each property a test breaks, with the
+// directories it may make for them.
+func (j *Judge) rapidPaths(pkgs []string) map[string]bool {
+	paths := map[string]bool{}
+	for _, p := range pkgs {
+		testdata := filepath.Join(j.Root, filepath.FromSlash(p), "testdata")
+		if _, err := os.Stat(testdata); err == nil {
+			paths[testdata] = true
+		}
+		filepath.WalkDir(filepath.Join(testdata, "rapid"), func(path string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				paths[path] = true
+			}
+			return nil
+		})
+	}
+	return paths
+}
+
+// removeNewRapidPaths deletes what a mutant's tests left under
+// testdata/rapid (and testdata, if they made it), so that judging never
+// touches the working tree.
+func (j *Judge) removeNewRapidPaths(pkgs []string, before map[string]bool) {
+	var made []string
+	for p := range j.rapidPaths(pkgs) {
+		if !before[p] {
+			made = append(made, p)
+		}
+	}
+	// Deepest first: files, then the directories that held them.
+	slices.SortFunc(made, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range made {
+		os.Remove(p)
+	}
 }
 
 // check runs the checker binary; exit 1 with a JSON report is a failed

@@ -96,15 +96,7 @@ func Count(n int) string { return Fail("count", "%d items", n) }
 `,
 		"cmd/check/main.go": "package main\n\nfunc main() {}\n",
 	}
-	for name, text := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	ctx := context.Background()
 	src, err := Load(ctx, root, []string{"lib"})
 	if err != nil {
@@ -117,5 +109,68 @@ func Count(n int) string { return Fail("count", "%d items", n) }
 	}
 	if r := j.Run(ctx, swapped, 0); r.Status != Killed || r.By != ByVet || !strings.Contains(r.Detail, "lib.go") {
 		t.Errorf("%v: %s by %s (%s), want killed by vet", swapped, r.Status, r.By, r.Detail)
+	}
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Judging leaves the working tree as it found it: a mutant's failing
+// test may write a fail file into its package's testdata/rapid (rapid
+// does, for each property it breaks), and the judge takes it away, with
+// the directories made for it, keeping those that were there.
+func TestJudgeLeavesNoRapidFailFiles(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"go.mod":            "module tiny\n\ngo 1.22\n",
+		"lib/lib.go":        "package lib\n\n// Two is two.\nfunc Two() int { return 2 }\n",
+		"cmd/check/main.go": "package main\n\nfunc main() {}\n",
+		"lib/lib_test.go": `package lib
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// As rapid does when a property fails.
+func TestTwo(t *testing.T) {
+	if Two() != 2 {
+		dir := filepath.Join("testdata", "rapid", "TestTwo")
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "TestTwo-1.fail"), nil, 0o644)
+		t.Fatal("two is not 2")
+	}
+}
+`,
+		"sim/sim_test.go": "package sim\n\nimport \"testing\"\n\nfunc TestNothing(t *testing.T) {}\n",
+		"sim/testdata/rapid/TestOld/TestOld-0.fail": "",
+	})
+	ctx := context.Background()
+	src, err := Load(ctx, root, []string{"lib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := find(t, src, "lib/lib.go", "Two", OpOffByOne, "2", "3", "return 3")
+	j := &Judge{Root: root, Work: t.TempDir(), Files: src.Files, Main: "./cmd/check", BuildTimeout: time.Minute, CheckTimeout: time.Minute,
+		Tests: true, TestPackages: []string{"sim"}, TestTimeout: time.Minute}
+	if r := j.Run(ctx, three, 0); r.Status != Killed || r.By != ByTests {
+		t.Fatalf("%v: %s by %s (%s), want killed by tests", three, r.Status, r.By, r.Detail)
+	}
+	if _, err := os.Stat(filepath.Join(root, "lib", "testdata")); !os.IsNotExist(err) {
+		t.Errorf("lib/testdata after judging: %v, want it gone", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "sim", "testdata", "rapid", "TestOld", "TestOld-0.fail")); err != nil {
+		t.Errorf("a fail file there before judging: %v", err)
 	}
 }
