@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -169,16 +168,16 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 		t = time.Now()
 		out, err := j.goCmd(ctx, j.BuildTimeout, j.args("vet", "-overlay", overlay, "./"+path.Dir(m.File))...)
 		r.TestS = time.Since(t).Seconds()
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			r.Detail = fmt.Sprintf("go vet ran past %v: not judged by it", j.BuildTimeout)
+		case err != nil:
 			r.Status, r.By, r.Detail = Killed, ByVet, vetFailure(out)
 		}
 	}
 	if r.Status == Survived && j.Tests {
 		t = time.Now()
-		pkgs := j.testPatterns(path.Dir(m.File))
-		before := j.rapidPaths(pkgs)
-		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, pkgs...)...)...)
-		j.removeNewRapidPaths(pkgs, before)
+		out, err := j.goCmd(ctx, j.TestTimeout, j.args(append([]string{"test", "-overlay", overlay, "-vet=off", "-count=1"}, j.testPatterns(path.Dir(m.File))...)...)...)
 		r.TestS += time.Since(t).Seconds()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
@@ -195,43 +194,6 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 		}
 	}
 	return r
-}
-
-// rapidPaths lists what is under the packages' testdata/rapid, where
-// rapid writes a fail file for each property a test breaks, with the
-// directories it may make for them.
-func (j *Judge) rapidPaths(pkgs []string) map[string]bool {
-	paths := map[string]bool{}
-	for _, p := range pkgs {
-		testdata := filepath.Join(j.Root, filepath.FromSlash(p), "testdata")
-		if _, err := os.Stat(testdata); err == nil {
-			paths[testdata] = true
-		}
-		filepath.WalkDir(filepath.Join(testdata, "rapid"), func(path string, _ fs.DirEntry, err error) error {
-			if err == nil {
-				paths[path] = true
-			}
-			return nil
-		})
-	}
-	return paths
-}
-
-// removeNewRapidPaths deletes what a mutant's tests left under
-// testdata/rapid (and testdata, if they made it), so that judging never
-// touches the working tree.
-func (j *Judge) removeNewRapidPaths(pkgs []string, before map[string]bool) {
-	var made []string
-	for p := range j.rapidPaths(pkgs) {
-		if !before[p] {
-			made = append(made, p)
-		}
-	}
-	// Deepest first: files, then the directories that held them.
-	slices.SortFunc(made, func(a, b string) int { return len(b) - len(a) })
-	for _, p := range made {
-		os.Remove(p)
-	}
 }
 
 // check runs the checker binary; exit 1 with a JSON report is a failed
@@ -277,6 +239,11 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = j.Root
+	// rapid writes a fail file into the package's testdata for every
+	// property a mutant's tests break, and replays those it finds: in a
+	// shared tree one worker's mutant would meet another's counterexample,
+	// and judging would leave files in the working tree.
+	cmd.Env = append(os.Environ(), "RAPID_NOFAILFILE=1")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {

@@ -498,7 +498,7 @@ func printMutateSummary(w io.Writer, s mutateSummary) {
 	}
 	fmt.Fprintf(w, "judged %d of %d selected%s, of %d mutants: %d killed (%s), %d survived, %d equivalent, %d invalid\n",
 		s.Judged, s.Selected, stop, s.Enumerated, s.Killed, strings.Join(parts, ", "), s.Survived, s.Equivalent, s.Invalid)
-	fmt.Fprintf(w, "time per mutant %.1fs (build %.1fs, check %.1fs, tests %.1fs); %.0fs in all with --parallel %d\n",
+	fmt.Fprintf(w, "time per mutant %.1fs (build %.1fs, check %.1fs, vet and tests %.1fs); %.0fs in all with --parallel %d\n",
 		s.PerMutantS, s.BuildS, s.CheckS, s.TestS, s.ElapsedS, s.Parallel)
 	fmt.Fprintf(w, "mutation score %.1f%% (%d of %d non-equivalent mutants killed; 95%% interval %.1f–%.1f%%; check alone %.1f%%)\n",
 		100*s.Score, s.Killed, s.Killed+s.Survived, 100*s.ScoreLow, 100*s.ScoreHigh, 100*s.CheckScore)
