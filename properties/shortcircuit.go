@@ -950,6 +950,8 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 		sum.LocalErrors += st.LocalErrors
 		sum.FDsReceived += st.FDsReceived
 		sum.Redials += st.Redials
+		sum.Fallbacks += st.Fallbacks
+		sum.Shared += st.Shared
 	}
 	e.run.readers = sum
 	switch {

@@ -734,9 +734,10 @@ type ClientStats struct {
 	// Shared counts the misses served by the replica another reader's
 	// fetch of the block brought in: they received no fds of their own.
 	Shared int
-	// Redials counts fd requests sent again on a fresh connection after
-	// the cached one turned out closed by the datanode (the dead cached
-	// socket of HDFS's peer cache).
+	// Redials counts fd requests started again on a fresh connection
+	// after the cached one turned out closed by the datanode (the dead
+	// cached socket of HDFS's peer cache), whether or not the new dial
+	// then connected.
 	Redials int
 }
 

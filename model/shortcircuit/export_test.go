@@ -9,3 +9,8 @@ func SegmentIDs(sh *Shared) []uint64 {
 	}
 	return ids
 }
+
+// SequentialRead is the sequential pattern's read at position seq.
+func (s *ReadScenario) SequentialRead(seq int64) (block uint64, off, next int64) {
+	return s.sequentialRead(seq)
+}

@@ -35,6 +35,22 @@ type ReadScenario struct {
 	CPUTime func(model.Process) time.Duration
 }
 
+// sequentialRead is the read a reader of the sequential pattern makes at
+// position seq of its walk over the blocks (seq/BlockSize whole blocks
+// in, counting from block 1 and back to it after the last), and the
+// position after it: ReadSize steps from a block's start, on to the next
+// block's start when a read would run past the block's end.
+func (s *ReadScenario) sequentialRead(seq int64) (block uint64, off, next int64) {
+	block = uint64(seq/int64(s.BlockSize))%uint64(s.Blocks) + 1
+	off = seq % int64(s.BlockSize)
+	if off+int64(s.ReadSize) > int64(s.BlockSize) {
+		off = 0
+		block = block%uint64(s.Blocks) + 1
+		seq = (seq/int64(s.BlockSize) + 1) * int64(s.BlockSize)
+	}
+	return block, off, seq + int64(s.ReadSize)
+}
+
 // DefaultReadScenario is a small run of each path.
 func DefaultReadScenario() ReadScenario {
 	return ReadScenario{Path: "sc", Readers: 4, Ops: 100, ReadSize: 64 << 10, Blocks: 8, BlockSize: 1 << 20, Pattern: "random", Cores: 4, Cache: DefaultCacheConfig()}
@@ -304,14 +320,7 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 			var block uint64
 			var off int64
 			if s.Pattern == "sequential" {
-				block = uint64(seq/int64(s.BlockSize))%uint64(s.Blocks) + 1
-				off = seq % int64(s.BlockSize)
-				if off+int64(s.ReadSize) > int64(s.BlockSize) {
-					off = 0
-					block = block%uint64(s.Blocks) + 1
-					seq = (seq/int64(s.BlockSize) + 1) * int64(s.BlockSize)
-				}
-				seq += int64(s.ReadSize)
+				block, off, seq = s.sequentialRead(seq)
 			} else {
 				block = uint64(rng.IntN(s.Blocks)) + 1
 				off = int64(rng.IntN(s.BlockSize - s.ReadSize + 1))

@@ -92,6 +92,23 @@ func TestReadScenarioPatterns(t *testing.T) {
 			t.Errorf("%s: %d ops, %d errors (%s), %d mismatches, %d bytes read", tc.pattern, res.Ops, res.Errors, res.FirstError, res.Mismatches, res.BytesRead)
 		}
 	}
+	// The walk itself, read by read.
+	s := shortcircuit.DefaultReadScenario()
+	s.Blocks, s.BlockSize, s.ReadSize = 2, 100_000, 30_000
+	type read struct {
+		block uint64
+		off   int64
+	}
+	var got []read
+	for seq, i := int64(0), 0; i < 7; i++ {
+		var r read
+		r.block, r.off, seq = s.SequentialRead(seq)
+		got = append(got, r)
+	}
+	want := []read{{1, 0}, {1, 30_000}, {1, 60_000}, {2, 0}, {2, 30_000}, {2, 60_000}, {1, 0}}
+	if !slices.Equal(got, want) {
+		t.Errorf("sequential reads %v, want %v", got, want)
+	}
 }
 
 // Each reader takes fds of its own (a loop, connections), so the client
@@ -131,7 +148,7 @@ func TestReadScenarioStoresOnlyItsBlocks(t *testing.T) {
 	}
 }
 
-// Validate takes each field's bounds and refuses one past them.
+// Validate takes each field at its bounds and refuses it past them.
 func TestReadScenarioValidate(t *testing.T) {
 	for _, tc := range []struct {
 		what string
@@ -143,8 +160,11 @@ func TestReadScenarioValidate(t *testing.T) {
 		{"path nfs", func(s *shortcircuit.ReadScenario) { s.Path = "nfs" }, false},
 		{"1 reader", func(s *shortcircuit.ReadScenario) { s.Readers = 1 }, true},
 		{"0 readers", func(s *shortcircuit.ReadScenario) { s.Readers = 0 }, false},
+		{"4096 readers", func(s *shortcircuit.ReadScenario) { s.Readers, s.Ops = 4096, 1 }, true},
 		{"4097 readers", func(s *shortcircuit.ReadScenario) { s.Readers, s.Ops = 4097, 1 }, false},
 		{"0 ops", func(s *shortcircuit.ReadScenario) { s.Ops = 0 }, false},
+		{"as many reads as a run holds", func(s *shortcircuit.ReadScenario) { s.Readers, s.Ops = 4, model.MaxReads/4 }, true},
+		{"more reads than a run holds", func(s *shortcircuit.ReadScenario) { s.Readers, s.Ops = 4, model.MaxReads/4+1 }, false},
 		{"1 block", func(s *shortcircuit.ReadScenario) { s.Blocks = 1 }, true},
 		{"0 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks = 0 }, false},
 		{"65536 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1, 1 }, true},
@@ -157,7 +177,9 @@ func TestReadScenarioValidate(t *testing.T) {
 		{"past 4 GiB of blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 17, 256<<20 }, false},
 		{"pattern sequential", func(s *shortcircuit.ReadScenario) { s.Pattern = "sequential" }, true},
 		{"pattern strided", func(s *shortcircuit.ReadScenario) { s.Pattern = "strided" }, false},
+		{"1 core", func(s *shortcircuit.ReadScenario) { s.Cores = 1 }, true},
 		{"0 cores", func(s *shortcircuit.ReadScenario) { s.Cores = 0 }, false},
+		{"1024 cores", func(s *shortcircuit.ReadScenario) { s.Cores = 1024 }, true},
 		{"1025 cores", func(s *shortcircuit.ReadScenario) { s.Cores = 1025 }, false},
 		{"backlog 0", func(s *shortcircuit.ReadScenario) { s.Backlog = 0 }, true},
 		{"backlog 65535", func(s *shortcircuit.ReadScenario) { s.Backlog = 65535 }, true},
