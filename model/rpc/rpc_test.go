@@ -514,6 +514,25 @@ func TestClientSilent(t *testing.T) {
 	}
 }
 
+// Silent counts from the last byte written, whatever the write's size: a
+// call sent a byte a millisecond (its preamble and frame, 15 bytes) has
+// sent nothing for less than the gap when its answer comes, not since the
+// connection was dialled.
+func TestClientSilentAfterOneByteWrites(t *testing.T) {
+	var took, silent time.Duration
+	world(t, rpc.ServerConfig{}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		cl.PieceWrites(srvAddr, 1, time.Millisecond)
+		start := p.MainLoop().Now()
+		cl.Call(srvAddr, mEcho, []byte{1}, func(rpc.Reply) {
+			took = p.MainLoop().Now() - start
+			silent, _ = cl.Silent(srvAddr)
+		})
+	})
+	if took < 14*time.Millisecond || silent >= time.Millisecond {
+		t.Errorf("answered %v after the call, in 1-byte pieces 1 ms apart (want 14 ms or more); silent then for %v, want less than the gap", took, silent)
+	}
+}
+
 // A call that arrives a few bytes at a time is answered; with the
 // DropPartial bug it is lost.
 func TestCallInPieces(t *testing.T) {

@@ -1,0 +1,168 @@
+package namespace_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"xceiver/model/namespace"
+	"xceiver/sim"
+)
+
+// smallScenario is a scenario of a few clients over a tree of 2 levels of
+// 2 directories with 2 files each (8 files), reads and writes end to end.
+func smallScenario() namespace.Scenario {
+	s := namespace.DefaultScenario()
+	s.Clients, s.Threads = 2, 2
+	s.Depth, s.Fanout, s.Files, s.FileSize = 2, 2, 2, 4096
+	s.Reads, s.Writes = 1, 1
+	s.NamenodeCores, s.DatanodeCores = 2, 2
+	s.Warmup, s.Duration = 10*time.Millisecond, 50*time.Millisecond
+	return s
+}
+
+// The scenario runs its mix end to end without an error: reads descend
+// the tree to a file (list after list) and read it, writes create files;
+// the datanode holds file k's block as block 2^30+k, the id the
+// namenode's tree gives it; in the sim, the servers listen on their fixed
+// names (a real world's 127.0.0.1:0 is for the real world only).
+func TestScenarioRunsEndToEnd(t *testing.T) {
+	s := smallScenario()
+	w := sim.New(sim.DefaultConfig(1))
+	var listens []string
+	w.Observe(func(e *sim.Event) {
+		if e.Kind == "listen" {
+			listens = append(listens, e.Proc+" "+e.S)
+		}
+	})
+	res, err := namespace.RunScenario(w, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.FirstError != "" || res.Reads == 0 || res.Writes == 0 || res.Calls == 0 {
+		t.Errorf("%d reads, %d writes, %d calls, %d errors (%s): want reads and writes, no error", res.Reads, res.Writes, res.Calls, res.Errors, res.FirstError)
+	}
+	if res.Server.Calls == 0 || res.EditLog.Syncs == 0 || res.EditLog.Edits < 2*res.Writes {
+		t.Errorf("server calls %d, edit log %+v, for %d writes (a create and a complete each)", res.Server.Calls, res.EditLog, res.Writes)
+	}
+	names, err := w.Process("datanode").Disk().List("data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 8; k++ {
+		if name := fmt.Sprintf("blk_%d", 1<<30+k); !slices.Contains(names, name) {
+			t.Errorf("the datanode holds no %s, file %d of the tree (it holds %d files, the first %q)", name, k, len(names), names[:min(len(names), 4)])
+		}
+	}
+	want := []string{"datanode tcp datanode:50010", "namenode tcp namenode:8020"}
+	if !slices.Equal(listens, want) {
+		t.Errorf("listens %q, want %q", listens, want)
+	}
+}
+
+// A datanode that cannot store the tree's blocks fails the run at once:
+// its files would be missing, every read of them failing.
+func TestScenarioFailsWhenTheBlocksDoNotFit(t *testing.T) {
+	s := smallScenario()
+	s.Reads, s.Writes = 1, 0
+	cfg := sim.DefaultConfig(1)
+	cfg.Disk.Capacity = 3 * int64(s.FileSize) // 3 of the 8 files
+	_, err := namespace.RunScenario(sim.New(cfg), s)
+	if err == nil || !strings.Contains(err.Error(), "space") {
+		t.Errorf("run on a datanode with room for 3 of 8 files: error %v, want one of space", err)
+	}
+}
+
+// A sim run is bounded: one whose namenode cannot stop the world within
+// 10 s of its window's end (here its reader takes 20 s of CPU to take a
+// call off the wire, so the stop at the window's end waits behind it)
+// ends at the simulator's limit, with its error, rather than run on.
+func TestScenarioStopsAtItsLimit(t *testing.T) {
+	s := smallScenario()
+	s.Clients, s.Threads = 1, 1
+	cfg := sim.DefaultConfig(1)
+	cfg.CPU.Frame = 20 * time.Second
+	_, err := namespace.RunScenario(sim.New(cfg), s)
+	if !errors.Is(err, sim.ErrLimit) || !strings.Contains(err.Error(), "10.06s") {
+		t.Errorf("run: error %v, want the simulator's limit at the window's end and 10 s (10.06s)", err)
+	}
+}
+
+// DefaultScenario is `run rpc`'s default: 32 clients of 4 ops at once over
+// a tree of 3 levels of 4 directories with 4 files of 4 KiB in each leaf
+// (256 files), read-only, end to end, with the edit log, on 8 cores each.
+func TestDefaultScenario(t *testing.T) {
+	s := namespace.DefaultScenario()
+	got := fmt.Sprintf("clients %d threads %d depth %d fanout %d files %d size %d mix %d:%d data %v log %v cores %d/%d lock %s readers %d handlers %d warmup %v duration %v",
+		s.Clients, s.Threads, s.Depth, s.Fanout, s.Files, s.FileSize, s.Reads, s.Writes, s.ReadData, s.EditLog, s.NamenodeCores, s.DatanodeCores, s.Lock, s.RPC.Readers, s.RPC.Handlers, s.Warmup, s.Duration)
+	want := "clients 32 threads 4 depth 3 fanout 4 files 4 size 4096 mix 1:0 data true log true cores 8/8 lock rwlock readers 1 handlers 10 warmup 50ms duration 200ms"
+	if got != want {
+		t.Errorf("DefaultScenario:\n %s\nwant\n %s", got, want)
+	}
+	if err := s.Validate(); err != nil {
+		t.Errorf("DefaultScenario does not validate: %v", err)
+	}
+}
+
+// Validate takes each field's bounds and refuses one past them.
+func TestScenarioValidate(t *testing.T) {
+	for _, tc := range []struct {
+		what string
+		set  func(s *namespace.Scenario)
+		ok   bool
+	}{
+		{"the default", func(s *namespace.Scenario) {}, true},
+		{"1 client", func(s *namespace.Scenario) { s.Clients = 1 }, true},
+		{"0 clients", func(s *namespace.Scenario) { s.Clients = 0 }, false},
+		{"4097 clients", func(s *namespace.Scenario) { s.Clients = 4097 }, false},
+		{"0 threads", func(s *namespace.Scenario) { s.Threads = 0 }, false},
+		{"4097 threads", func(s *namespace.Scenario) { s.Threads = 4097 }, false},
+		{"depth 0", func(s *namespace.Scenario) { s.Depth = 0 }, true},
+		{"depth -1", func(s *namespace.Scenario) { s.Depth = -1 }, false},
+		{"fanout 1: a chain of MaxDepth", func(s *namespace.Scenario) { s.Fanout, s.Depth = 1, namespace.MaxDepth }, true},
+		{"depth past MaxDepth", func(s *namespace.Scenario) { s.Fanout, s.Depth = 1, namespace.MaxDepth+1 }, false},
+		{"fanout 0", func(s *namespace.Scenario) { s.Fanout = 0 }, false},
+		{"1 file", func(s *namespace.Scenario) { s.Files = 1 }, true},
+		{"0 files", func(s *namespace.Scenario) { s.Files = 0 }, false},
+		{"file size 1", func(s *namespace.Scenario) { s.FileSize = 1 }, true},
+		{"file size 0", func(s *namespace.Scenario) { s.FileSize = 0 }, false},
+		{"file size 256 MiB", func(s *namespace.Scenario) { s.Depth, s.FileSize = 0, 256<<20 }, true},
+		{"file size past 256 MiB", func(s *namespace.Scenario) { s.Depth, s.FileSize = 0, 256<<20+1 }, false},
+		{"MaxFiles files", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 2, 1024, 1, 1 }, true},
+		{"past MaxFiles files", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 2, 1024, 2, 1 }, false},
+		{"4 GiB of data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 16, 256<<20 }, true},
+		{"past 4 GiB of data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 17, 256<<20 }, false},
+		{"past 4 GiB without data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize, s.ReadData = 0, 17, 256<<20, false }, true},
+		{"mix 0:1", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 1 }, true},
+		{"mix 0:0", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 0 }, false},
+		{"mix -1:2", func(s *namespace.Scenario) { s.Reads, s.Writes = -1, 2 }, false},
+		{"mix past MaxMix", func(s *namespace.Scenario) { s.Reads = namespace.MaxMix + 1 }, false},
+		{"MaxLoops readers", func(s *namespace.Scenario) { s.RPC.Readers = namespace.MaxLoops }, true},
+		{"readers past MaxLoops", func(s *namespace.Scenario) { s.RPC.Readers = namespace.MaxLoops + 1 }, false},
+		{"handlers past MaxLoops", func(s *namespace.Scenario) { s.RPC.Handlers = namespace.MaxLoops + 1 }, false},
+		{"readers -1", func(s *namespace.Scenario) { s.RPC.Readers = -1 }, false},
+		{"handlers -1", func(s *namespace.Scenario) { s.RPC.Handlers = -1 }, false},
+		{"queue -1", func(s *namespace.Scenario) { s.RPC.QueueSize = -1 }, false},
+		{"0 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 0 }, false},
+		{"1025 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 1025 }, false},
+		{"0 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 0 }, false},
+		{"1025 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 1025 }, false},
+		{"no warmup", func(s *namespace.Scenario) { s.Warmup = 0 }, true},
+		{"warmup -1", func(s *namespace.Scenario) { s.Warmup = -1 }, false},
+		{"warmup past MaxWindow", func(s *namespace.Scenario) { s.Warmup = namespace.MaxWindow + 1 }, false},
+		{"duration MaxWindow", func(s *namespace.Scenario) { s.Duration = namespace.MaxWindow }, true},
+		{"duration 0", func(s *namespace.Scenario) { s.Duration = 0 }, false},
+		{"duration past MaxWindow", func(s *namespace.Scenario) { s.Duration = namespace.MaxWindow + 1 }, false},
+		{"lock mutex", func(s *namespace.Scenario) { s.Lock = namespace.Mutex }, true},
+		{"lock spin", func(s *namespace.Scenario) { s.Lock = "spin" }, false},
+	} {
+		s := namespace.DefaultScenario()
+		tc.set(&s)
+		if err := s.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate says %v, want ok %v", tc.what, err, tc.ok)
+		}
+	}
+}
