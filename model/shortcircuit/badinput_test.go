@@ -17,6 +17,24 @@ type rawResult struct {
 	closed bool
 }
 
+// take reads what c has, bytes and fds, until it would block; true once
+// the peer has closed (or the read failed).
+func (r *rawResult) take(c model.Conn) bool {
+	for !r.closed {
+		var buf [512]byte
+		n, files, err := c.ReadFDs(buf[:])
+		r.got = append(r.got, buf[:n]...)
+		r.files = append(r.files, files...)
+		if errors.Is(err, model.ErrWouldBlock) {
+			return false
+		}
+		if err != nil || n == 0 {
+			r.closed = true
+		}
+	}
+	return true
+}
+
 // rawExchange sends b on a fresh domain connection and collects the reply
 // (and fds) until the datanode closes or wait passes; keep leaves the
 // connection open (for a segment's) and hands it to then.
@@ -41,20 +59,9 @@ func rawExchange(p model.Process, path string, b []byte, wait time.Duration, the
 			c.Write(b)
 			c.SetWriteInterest(false)
 		}
-		for {
-			var buf [512]byte
-			n, files, err := c.ReadFDs(buf[:])
-			res.got = append(res.got, buf[:n]...)
-			res.files = append(res.files, files...)
-			if errors.Is(err, model.ErrWouldBlock) {
-				return
-			}
-			if err != nil || n == 0 {
-				res.closed = true
-				c.Close()
-				end()
-				return
-			}
+		if res.take(c) {
+			c.Close()
+			end()
 		}
 	})
 	if err != nil {
@@ -163,18 +170,7 @@ func badInput(t *testing.T, w model.World, tcpAddr, path string) {
 				// and lost the first).
 				var r rawResult
 				shmConn.SetHandler(p.MainLoop(), func(model.Events) {
-					for !r.closed {
-						var buf [512]byte
-						n, files, err := shmConn.ReadFDs(buf[:])
-						r.got = append(r.got, buf[:n]...)
-						r.files = append(r.files, files...)
-						if errors.Is(err, model.ErrWouldBlock) {
-							return
-						}
-						if err != nil || n == 0 {
-							r.closed = true
-						}
-					}
+					r.take(shmConn)
 				})
 				shmConn.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "raw"}))
 				p.MainLoop().AfterFunc(200*time.Millisecond, func() { record("second segment", next)(r, shmConn) })
@@ -250,18 +246,7 @@ func TestRequestInPiecesIsServed(t *testing.T) {
 			func(next func()) {
 				var c model.Conn
 				c, err := p.Dial("unix", "/run/dn_socket", loop, func(model.Events) {
-					for !res.closed {
-						var buf [512]byte
-						n, files, err := c.ReadFDs(buf[:])
-						res.got = append(res.got, buf[:n]...)
-						res.files = append(res.files, files...)
-						if errors.Is(err, model.ErrWouldBlock) {
-							return
-						}
-						if err != nil || n == 0 {
-							res.closed = true
-						}
-					}
+					res.take(c)
 				})
 				if err != nil {
 					e.w.Fail(err)
