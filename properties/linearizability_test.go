@@ -445,6 +445,28 @@ func TestWitnessPlacesUnknownsInARow(t *testing.T) {
 	}
 }
 
+// witness goes back on known ops it placed, and remembers each placement
+// that failed by the set of known ops placed before it: taking an op
+// back must leave that set as it was, or a later placement is refused as
+// one that failed. Here the ops in the order of their calls lead nowhere:
+// the delete called at 6 placed before the read called at 7 (which sees
+// the block) leaves the rejected delete placed and the read refused, and
+// witness must take both deletes back to place the read first.
+func TestWitnessGoesBackOnKnownOps(t *testing.T) {
+	h := initReturns(hist(initOp(1, true, 10, "ba"),
+		rejected(mut(2, 5, kWrite, 1, "ba", 0, 0), model.StatusErrorExists),
+		readOp(7, 8, 1, 1, 0, 10, "", 2),
+		mut(6, 9, kDelete, 1, "", 0, 0),
+		rejected(mut(4, 7, kDelete, 1, "", 0, 0), model.StatusErrorInvalid),
+		unknown(mut(8, 0, kDelete, 1, "", 0, 0))))
+	if !porcupine.CheckOperations(PlainModel(), h) {
+		t.Fatal("porcupine refuses the history")
+	}
+	if !witness(h) {
+		t.Error("witness found no linearization")
+	}
+}
+
 // A witness (witness) is a linearization: whenever it finds one, porcupine
 // agrees the history is linearizable; and it finds one for nearly every
 // history porcupine passes, or it would seldom spare porcupine a search
@@ -482,5 +504,35 @@ func TestWitnessIsALinearization(t *testing.T) {
 	t.Logf("witness found %d of %d linearizable histories", found, legal)
 	if found*100 < legal*99 {
 		t.Errorf("witness found only %d of %d linearizable histories", found, legal)
+	}
+}
+
+// A state's description (the HTML view's, porcupine's DescribeState)
+// names its stamp (">N" when unknown, above N), length and contents.
+func TestDescribeState(t *testing.T) {
+	m := Model()
+	at := func(ops ...hop) any {
+		s := m.Init()
+		for i, o := range ops {
+			ok, next := m.Step(s, o.in, o.out)
+			if !ok {
+				t.Fatalf("op %d refused", i)
+			}
+			s = next
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		ops  []hop
+		want string
+	}{
+		{[]hop{initOp(1, true, 7, "hello")}, "stamp 7, 5 bytes " + digest("hello")},
+		{[]hop{initOp(1, true, 7, "hello"), unknown(mut(0, 0, kAppend, 1, "!", 0, 0))}, "stamp >7, 6 bytes " + digest("hello!")},
+		{[]hop{initOp(1, false, 0, "")}, "absent (stamps so far ≤ 0)"},
+		{nil, "unset"},
+	} {
+		if got := m.DescribeState(at(tc.ops...)); got != tc.want {
+			t.Errorf("state after %d ops described as %q, want %q", len(tc.ops), got, tc.want)
+		}
 	}
 }

@@ -794,6 +794,51 @@ func TestTricklersAreCutOff(t *testing.T) {
 	}
 }
 
+// A trickler of odd key sends the rest of its write first, then empty
+// packets that are not the last (data it no longer has to send is no
+// progress either); one of even key, packets of one byte. Seed 28 of
+// write-trickle (the bug off) has both: its trace shows connections of
+// the hostile process sending past the write's whole data
+// (hoardMaxWrite), and others only past what hoarders send.
+func TestTricklersOfBothKeys(t *testing.T) {
+	c, err := Draw(SeedSource(28), 28, "write-trickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Bug, c.Config.WriteAnyByte = "", false
+	var trace bytes.Buffer
+	if r := Run(c, Options{Trace: &trace}); r.Failure != nil {
+		t.Fatalf("seed 28 of write-trickle, the bug off: %s: %s", r.Failure.Property, r.Failure.Message)
+	}
+	sent := map[int]int64{} // by connection: the end of what it sent
+	dec := json.NewDecoder(&trace)
+	for dec.More() {
+		var ev struct {
+			Proc, Kind string
+			Conn       int
+			Seq, Len   int64
+		}
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Proc == "hostile" && ev.Kind == "seg" {
+			sent[ev.Conn] = max(sent[ev.Conn], ev.Seq+ev.Len)
+		}
+	}
+	whole, part := 0, 0
+	for _, n := range sent {
+		switch {
+		case n > hoardMaxWrite:
+			whole++
+		case n > hoardMaxWrite/2+hoardPacket:
+			part++
+		}
+	}
+	if whole == 0 || part == 0 {
+		t.Errorf("%d hostile connections sent past a whole write, %d past a hoarder's part only: want some of each", whole, part)
+	}
+}
+
 // Grabbers (HostileGrabber) each take 128 KiB of room, all of it between
 // them, and then each asks for 128 KiB more: every write holding room
 // waits, and none gives any back. At seed 12 of holders-wait-for-room (no

@@ -3,6 +3,7 @@ package properties
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 
 	"pgregory.net/rapid"
 
+	"xceiver/model"
 	"xceiver/model/namespace"
+	"xceiver/model/rpc"
+	"xceiver/sim"
 )
 
 func rpcSeed(t *testing.T, seed uint64, bug string) (RPCCase, *RPCResult) {
@@ -262,6 +266,52 @@ func TestRPCIdleCloseRaceSeeds(t *testing.T) {
 	}
 }
 
+// noService serves nothing: a server for what is asked of it alone.
+type noService struct{}
+
+func (noService) Serve(model.Loop, uint8, []byte, func(rpc.Status, []byte)) {}
+
+// The idle-close race excuses a connection error (the client's, wrapping
+// ErrConnection) of a call marked as sent on a connection silent for the
+// server's idle timeout, once the server has closed a connection as idle
+// since the mark; nothing else: no mark, no idle close since, or another
+// error (a timeout) is held to availability.
+func TestIdleRaceExcusesOnlyConnectionErrorsAfterAnIdleClose(t *testing.T) {
+	w := sim.New(worldConfig(1, 0, unhashed))
+	var srv *rpc.Server
+	if _, err := w.Spawn("namenode", model.ProcessConfig{}, func(p model.Process) {
+		var err error
+		if srv, err = rpc.StartServer(p, p.MainLoop(), noService{}, rpc.ServerConfig{Addr: "nn:8020", Readers: 1, Handlers: 1, QueueSize: 1}); err != nil {
+			w.Fail(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Second); err != nil && !errors.Is(err, sim.ErrLimit) {
+		t.Fatal(err)
+	}
+	if srv == nil {
+		t.Fatal("no server")
+	}
+	closes := srv.Stats().IdleClosed
+	reset := fmt.Errorf("%w: nn:8020: %w", rpc.ErrConnection, errors.New("connection reset"))
+	for _, tc := range []struct {
+		name string
+		m    idleMark
+		err  error
+		want bool
+	}{
+		{"no mark", idleMark{}, reset, false},
+		{"no idle close since the mark", idleMark{srv: srv, closes: closes}, reset, false},
+		{"an idle close since the mark", idleMark{srv: srv, closes: closes - 1}, reset, true},
+		{"a timeout after an idle close", idleMark{srv: srv, closes: closes - 1}, rpc.ErrCallTimeout, false},
+	} {
+		if got := tc.m.raced(tc.err); got != tc.want {
+			t.Errorf("%s: raced %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // Seeds 70424311 and 70911256, the two failures of a million fresh seeds
 // on 4 December, failed availability the same way: a namenode pause (1.1
 // s, over the server's idle timeout of 500 ms) stopped the handlers with
@@ -401,6 +451,28 @@ func TestRPCConfigMaxPendingBounds(t *testing.T) {
 		c.Config.MaxPending = tc.max
 		if err := c.Validate(); (err == nil) != tc.ok {
 			t.Errorf("max pending %d: %v, want accepted %v", tc.max, err, tc.ok)
+		}
+	}
+}
+
+// Every rpc fault kind is drawn within a few seeds: a kind the draw makes
+// and then drops (slow-over, drawn last and kept only where its bound
+// leaves room) would leave what it covers to no seed.
+func TestRPCDrawsEveryFaultKind(t *testing.T) {
+	const seeds = 200 // (all are drawn by seed 24)
+	drawn := map[string]bool{}
+	for seed := uint64(1); seed <= seeds && len(drawn) < len(RPCFaultKinds); seed++ {
+		c, err := DrawRPC(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range c.Faults {
+			drawn[f.Kind] = true
+		}
+	}
+	for _, k := range RPCFaultKinds {
+		if !drawn[k] {
+			t.Errorf("no rpc case of seeds 1–%d has a %s fault", seeds, k)
 		}
 	}
 }

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"xceiver/model"
+	"xceiver/model/namespace"
 	"xceiver/model/shortcircuit"
 	"xceiver/sim"
 )
@@ -203,6 +207,88 @@ func TestReadReportCheckedFigureByFigure(t *testing.T) {
 		if r.Property != tc.prop {
 			t.Errorf("a report with %s one off: %q (%s), want a %s failure", tc.name, r.Property, r.Message, tc.prop)
 		}
+	}
+}
+
+// A probe named by a number ("cores 1024", "queue -1") sets a field to
+// that number: a probe at a bound that set one less would pass a model
+// that refuses the bound itself.
+func TestConfigProbesSetTheNumberTheyName(t *testing.T) {
+	ints := func(v reflect.Value) map[int64]bool {
+		found := map[int64]bool{}
+		var walk func(reflect.Value)
+		walk = func(v reflect.Value) {
+			switch v.Kind() {
+			case reflect.Struct:
+				for i := range v.NumField() {
+					walk(v.Field(i))
+				}
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				found[v.Int()] = true
+			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+				found[int64(v.Uint())] = true
+			}
+		}
+		walk(v)
+		return found
+	}
+	// edited is the numbers in a zero value of what edit edits, edited.
+	edited := func(edit any) map[int64]bool {
+		f := reflect.ValueOf(edit)
+		v := reflect.New(f.Type().In(0).Elem())
+		f.Call([]reflect.Value{v})
+		return ints(v.Elem())
+	}
+	named := regexp.MustCompile(`^[a-z ]+ (-?[0-9]+)$`)
+	probes := 0
+	for _, p := range scenarioConfigProbes {
+		m := named.FindStringSubmatch(p.name)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, edit := range []any{p.read, p.pat, p.par, p.pairs, p.rpc, p.sc} {
+			if reflect.ValueOf(edit).IsNil() {
+				continue
+			}
+			probes++
+			if !edited(edit)[n] {
+				t.Errorf("probe %q sets no field to %d", p.name, n)
+			}
+		}
+	}
+	if probes < 60 {
+		t.Errorf("%d probes named by a number: want more", probes)
+	}
+}
+
+// The rpc tree's probes make a tree of the size they name, at the bound
+// and one past it, whatever fanout and depth the case drew: a past probe
+// that also set a depth of 1 would make its tree fanout times too big,
+// and pass a bound off by up to that much.
+func TestRPCTreeProbesStraddleTheBound(t *testing.T) {
+	want := map[string]int{"files 2^20": namespace.MaxFiles, "files 2^20 + 1": namespace.MaxFiles + 1, "files 4^10": namespace.MaxFiles}
+	for _, p := range scenarioConfigProbes {
+		n, ok := want[p.name]
+		if !ok {
+			continue
+		}
+		delete(want, p.name)
+		s := namespace.Scenario{Fanout: 3, Depth: 2, Files: 2}
+		p.rpc(&s)
+		files := s.Files
+		for range s.Depth {
+			files *= s.Fanout
+		}
+		if files != n || p.ok != (n == namespace.MaxFiles) {
+			t.Errorf("probe %q makes a tree of %d files (ok %v): want %d", p.name, files, p.ok, n)
+		}
+	}
+	for name := range want {
+		t.Errorf("no probe %q", name)
 	}
 }
 

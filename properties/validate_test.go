@@ -2,6 +2,7 @@ package properties
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -172,6 +173,29 @@ func TestCaseValidateRefusesEdits(t *testing.T) {
 	}
 }
 
+// A fault's arg or size out of its kind's range is refused naming the
+// range, low end first.
+func TestCaseValidateNamesFaultRanges(t *testing.T) {
+	base, err := Draw(SeedSource(5), 5, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct {
+		f    Fault
+		says string
+	}{
+		{Fault{Kind: FaultSlowReader, Size: 1, Dur: time.Millisecond}, fmt.Sprintf("fault %s: size 1 outside [1024, 1048576]", FaultSlowReader)},
+		{Fault{Kind: FaultEIO, Arg: 2000, Dur: time.Millisecond}, fmt.Sprintf("fault %s: arg 2000 outside [0, 1000]", FaultEIO)},
+	} {
+		c := base
+		c.Schedule = cloneSchedule(base.Schedule)
+		c.Schedule.Faults = []Fault{e.f}
+		if err := c.Validate(); err == nil || err.Error() != e.says {
+			t.Errorf("%s: %v, want %q", e.f.Kind, err, e.says)
+		}
+	}
+}
+
 func TestRPCCaseValidateRefusesEdits(t *testing.T) {
 	base, err := DrawRPC(SeedSource(2), 2, "")
 	if err != nil {
@@ -273,6 +297,19 @@ func TestScenarioCaseValidateRefusesEdits(t *testing.T) {
 	}
 }
 
+// A regular file whose read fails (Linux's /proc/self/mem, EIO at offset
+// 0) is refused naming the file and what it is not.
+func TestReadJSONTraceNamesAnUnreadableFile(t *testing.T) {
+	const mem = "/proc/self/mem"
+	if st, err := os.Stat(mem); err != nil || !st.Mode().IsRegular() {
+		t.Skipf("%s: no regular file whose read fails here", mem)
+	}
+	_, err := ReadSCTrace(mem)
+	if want := mem + ": not a short-circuit trace: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("%v, want an error starting %q", err, want)
+	}
+}
+
 // A JSON trace is read from a regular file of bounded size, holding one
 // object of the trace's fields and nothing else; a trace of another
 // format says how to record it again.
@@ -318,8 +355,8 @@ func TestReadJSONTraceRefuses(t *testing.T) {
 		{"a second object", write("two.json", []byte(body+"{}\n")), "more after its object"},
 		{"zeros after the object", write("zeros.json", append(slices.Clone(b), 0, 0, 0)), "more after its object"},
 		{"a file past the bound", sparse, "more than a trace's"},
-		{"a FIFO", fifo, "not a regular file"},
-		{"a directory", dir, "not a regular file"},
+		{"a FIFO", fifo, fifo + ": not a short-circuit trace: not a regular file"},
+		{"a directory", dir, dir + ": not a short-circuit trace: not a regular file"},
 		// A trace records a failure: without one it replayed as
 		// diverged (exit 1), not refused as malformed.
 		{"no property", write("noprop.json", []byte(strings.Replace(body, `"property": "leak-freedom"`, `"property": ""`, 1))), "no property"},
