@@ -868,7 +868,8 @@ func (r *scenarioRun) rpc() error {
 	}
 	switch {
 	case res.Errors > 0:
-		r.fail(PropAvailability, "%d of %d calls failed (first: %s)", res.Errors, res.Calls, res.FirstError)
+		// An op's failed call or datanode read or write, one each.
+		r.fail(PropAvailability, "%d ops failed, %d calls in the window (first: %s)", res.Errors, res.Calls, res.FirstError)
 	case res.Calls == 0:
 		r.fail(PropLiveness, "no call completed in a window of %v", s.Duration)
 	}

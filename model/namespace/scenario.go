@@ -147,8 +147,9 @@ func (s Scenario) fileCount() int {
 // ScenarioResult is what the measured window saw.
 type ScenarioResult struct {
 	Window        time.Duration
-	Calls, Errors int              // rpc calls completed in the window, and failed ones
-	Reads, Writes int              // client ops completed in the window
+	Calls         int              // rpc calls completed in the window
+	Errors        int              // client ops that failed in the window (see scenarioClient.end)
+	Reads, Writes int              // client ops that succeeded in the window
 	Latencies     model.LatencyLog // of the window's calls: bounded, however long the window
 	NamenodeCPU   time.Duration    // over the window; 0 when not measured
 	DatanodeCPU   time.Duration    // likewise
@@ -349,18 +350,14 @@ func (c *scenarioClient) start(p model.Process, id int, nnAddr, dnAddr string) {
 		}
 	}
 	c.nc.Datanode = func(string) *model.Client { return dc }
-	c.nc.OnCall = func(_ uint8, d time.Duration, err error) {
+	// A failed call is counted as an error by the op it ends (end), not
+	// here: so is a failed datanode read or write, which is no call.
+	c.nc.OnCall = func(_ uint8, d time.Duration, _ error) {
 		if !c.inWindow() {
 			return
 		}
 		c.res.Calls++
 		c.res.Latencies.Add(d)
-		if err != nil && !IsCode(err, EINCOMPLETE) {
-			c.res.Errors++
-			if c.firstError == "" {
-				c.firstError = err.Error()
-			}
-		}
 	}
 	c.seq = id << 20
 	for t := 0; t < c.s.Threads; t++ {
@@ -371,6 +368,32 @@ func (c *scenarioClient) start(p model.Process, id int, nnAddr, dnAddr string) {
 func (c *scenarioClient) inWindow() bool {
 	now := c.loop.Now()
 	return now >= c.from && now < c.to
+}
+
+// end ends an op of one of the client's threads, counting it in done
+// (Reads or Writes) if it succeeded, and starts the thread's next op.
+// One that failed is an error instead, counted here once: every failed
+// call ends its op (a read's list or getBlockLocations, a write's create
+// or complete), as does a failed datanode read or write, so each failed
+// op has one error, whether a call's or the datanode's. A read refused
+// EINCOMPLETE is neither: the scenario's own writers create files in the
+// directories readers descend, and a reader that picks one between its
+// create and its complete is rightly refused it; that is the workload's
+// race, not a failure, but no file was read.
+func (c *scenarioClient) end(done *int, err error) {
+	if c.inWindow() {
+		switch {
+		case err == nil:
+			*done++
+		case IsCode(err, EINCOMPLETE):
+		default:
+			c.res.Errors++
+			if c.firstError == "" {
+				c.firstError = err.Error()
+			}
+		}
+	}
+	c.next()
 }
 
 // next starts the next op of one of the client's threads.
@@ -389,12 +412,7 @@ func (c *scenarioClient) next() {
 	}
 	c.seq++
 	path := fmt.Sprintf("%s/w%d", dir, c.seq)
-	done := func(err error) {
-		if c.inWindow() {
-			c.res.Writes++
-		}
-		c.next()
-	}
+	done := func(err error) { c.end(&c.res.Writes, err) }
 	if c.s.ReadData {
 		c.nc.WriteFile(path, model.BlockContent(uint64(c.seq), c.s.FileSize), c.s.FileSize, "", done)
 		return
@@ -416,8 +434,12 @@ func (c *scenarioClient) descend(dir string) {
 		path = "/"
 	}
 	c.nc.Do(Request{Method: MethodList, Path: path}, func(resp Response, err error) {
-		if err != nil || len(resp.Entries) == 0 {
-			c.next()
+		if err != nil {
+			c.end(&c.res.Reads, err)
+			return
+		}
+		if len(resp.Entries) == 0 {
+			c.next() // nothing to read (the tree has no empty directory)
 			return
 		}
 		e := resp.Entries[c.p.Rand().IntN(len(resp.Entries))]
@@ -426,12 +448,7 @@ func (c *scenarioClient) descend(dir string) {
 			c.descend(child)
 			return
 		}
-		finish := func(error) {
-			if c.inWindow() {
-				c.res.Reads++
-			}
-			c.next()
-		}
+		finish := func(err error) { c.end(&c.res.Reads, err) }
 		if c.s.ReadData {
 			c.nc.ReadFile(child, func(_ []byte, err error) { finish(err) })
 			return

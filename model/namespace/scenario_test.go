@@ -63,6 +63,37 @@ func TestScenarioRunsEndToEnd(t *testing.T) {
 	}
 }
 
+// An op whose datanode read or write fails is a failed op, not a read or
+// a write: with the datanode's disk failing every read (or write) from
+// half-way through the warm-up (the tree long written), no op of the
+// window succeeds, each counts as an error, and FirstError names the
+// first. Counting every op that ended, whatever its error, reported these
+// as reads (writes) and no error.
+func TestScenarioCountsFailedDataOpsAsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		what   string
+		mix    [2]int
+		faults sim.DiskFaults
+		says   string
+	}{
+		{"reads", [2]int{1, 0}, sim.DiskFaults{ReadEIO: 1}, "namespace read /d"},
+		{"writes", [2]int{0, 1}, sim.DiskFaults{WriteEIO: 1}, "namespace write /d"},
+	} {
+		s := smallScenario()
+		s.Reads, s.Writes = tc.mix[0], tc.mix[1]
+		w := sim.New(sim.DefaultConfig(1))
+		w.At(s.Warmup/2, func() { w.Process("datanode").AddDiskFaults(tc.faults) })
+		res, err := namespace.RunScenario(w, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Reads != 0 || res.Writes != 0 || res.Errors == 0 || res.Calls == 0 || !strings.Contains(res.FirstError, tc.says) {
+			t.Errorf("every datanode %s failing: %d reads, %d writes, %d calls, %d errors (first: %q); want no read or write, errors, the first %q...",
+				tc.what, res.Reads, res.Writes, res.Calls, res.Errors, res.FirstError, tc.says)
+		}
+	}
+}
+
 // A datanode that cannot store the tree's blocks fails the run at once:
 // its files would be missing, every read of them failing.
 func TestScenarioFailsWhenTheBlocksDoNotFit(t *testing.T) {
