@@ -37,11 +37,11 @@ var LogKeys = map[string][]string{
 	"sc-send-error":    {"conn", "err"},
 	"sc-error":         {"conn", "err"},
 	// rpc
-	"rpc-bad-response":         {"conn", "err"},
-	"rpc-bad-frame":            {"conn", "err"},
-	"rpc-close":                {"conn", "why"},
-	"rpc-responses-over-bound": {"conn", "bound"},
-	"rpc-purge":                {"conn", "waiting"},
+	"rpc-bad-response": {"conn", "err"},
+	"rpc-bad-frame":    {"conn", "err"},
+	"rpc-close":        {"conn", "why"},
+	"rpc-throttled":    {"conn", "calls", "pending"},
+	"rpc-purge":        {"conn", "waiting"},
 	// namespace
 	"editlog-replay-refused": {"method", "path", "code"},
 	"editlog-sync-failed":    {"err"},

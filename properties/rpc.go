@@ -30,11 +30,12 @@ import (
 //     request the client sent (TCP delivers the server's bytes exactly);
 //   - queue-bound: the call queue never holds more than its bound (every
 //     event);
-//   - bounded-memory: no namenode connection holds more response bytes
-//     than MaxPending beyond its first response, and all of them together
-//     no more than that per connection, measured from the queues, which
-//     the server's own count must equal; and no connection's input not
-//     yet taken as calls is past InputBound (every event);
+//   - bounded-memory: no namenode connection holds more responses than
+//     MaxInFlight (a response is held only for a call in flight), nor more
+//     response bytes than MaxPending + MaxInFlight × the largest response
+//     it holds, measured from the queues, which the server's own count
+//     must equal; and no connection's input not yet taken as calls is
+//     past InputBound (every event);
 //   - fd-bounds: the namenode's sockets stay within its clients and the
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
@@ -91,9 +92,12 @@ type RPCConfig struct {
 	BigDir int `json:"big_dir"`
 	// ListLimit is the namenode's list page size (0: 1,000).
 	ListLimit int `json:"list_limit,omitempty"`
-	// MaxPending bounds the response bytes a namenode connection holds
-	// beyond its first response (0: the server's default).
+	// MaxPending is the response bytes past which the namenode takes no
+	// more of a connection's calls (0: the server's default).
 	MaxPending int `json:"max_pending,omitempty"`
+	// MaxInFlight caps a namenode connection's calls in flight (0: the
+	// server's default, 100).
+	MaxInFlight int `json:"max_in_flight,omitempty"`
 	// NNSndBuf is the namenode's socket send buffer (0: the world's):
 	// small, an answer that does not fit waits in the server, queued
 	// for the responder.
@@ -161,7 +165,7 @@ const (
 	RPCFaultNNPause  = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
 	RPCFaultStall    = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
 	RPCFaultBigCalls = "big-calls"      // a client sends two calls of N KiB at once, of a method the namespace does not have
-	RPCFaultSlowOver = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds, and reads them
+	RPCFaultSlowOver = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds at once, and reads them all
 )
 
 // RPCFaultKinds lists them.
@@ -182,6 +186,14 @@ func touchesClient(kind string) bool {
 		return false
 	}
 	return !nnFault(kind)
+}
+
+// readingFault reports whether a fault of kind leaves its client reading
+// every answer (through a small window): the namenode must never close
+// its connection, however much it asks at once. A client no other fault
+// touches is held to that (serverClosed), though its calls may time out.
+func readingFault(kind string) bool {
+	return kind == RPCFaultSlowRead || kind == RPCFaultSlowOver
 }
 
 // opensConn reports whether a fault of kind may open a namenode
@@ -565,12 +577,14 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	if bug == "" && d.chance(25, "delete_written") {
 		c.Ops = deleteWritten(d, &c, "delete_written_op", nil)
 	}
-	// Drawn last: a client that reads on, slowly, while it asks for more
-	// than MaxPending holds, so that the server closes over the bound a
-	// connection its client is reading (the slow fault's client has
-	// stopped): nothing more may be written to it, and what the client
-	// took must still be whole frames (stream-integrity). Only where the
-	// slow listings' bound leaves room for it.
+	// Drawn last: a client that reads on, slowly, while it asks at once
+	// for more than MaxPending holds (the slow fault's client has
+	// stopped): the server must throttle it, never close it
+	// (serverClosed holds its connection to the idle rule, as an
+	// untouched client's), and what it takes must be whole frames
+	// (stream-integrity). A server that closed a connection over the
+	// bound closed it. Only where the slow listings' bound leaves room
+	// for it.
 	if d.chance(15, "fault_"+RPCFaultSlowOver) {
 		f := drawRPCFault(d, cfg, RPCFaultSlowOver, nearOp(d, starts))
 		if (slowListings(c.Faults)+f.N)*cfg.BigDir <= rpcMaxSlowListings && len(c.Faults) < rpcMaxFaults {
@@ -578,6 +592,11 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 			sortRPCFaults(c.Faults)
 		}
 	}
+	// Drawn last: the namenode's cap on a connection's calls in flight.
+	// The default (100) throttles only the faults' hundreds of calls; a
+	// cap of one makes every connection's calls go one at a time, and a
+	// few throttle the workers' own.
+	cfg.MaxInFlight = pick(d, "max_in_flight", 0, 0, 1, 4, 16)
 	return c, c.Validate()
 }
 
@@ -739,6 +758,9 @@ const (
 	rpcMaxBurstCalls   = 2000
 	// A client's write piece (64; the partial-call-lost bug's 16).
 	rpcMaxPiece = 1 << 16
+	// The namenode's cap on a connection's calls in flight (16; the
+	// default 100).
+	rpcMaxInFlight = 1 << 16
 	// The namenode's least send buffer (the smallest drawn): at 1 KiB
 	// the server sends a KiB per delayed ACK, some 23 KB/s, and a slow
 	// reader's listings hold its liveness call past its timeout on
@@ -802,6 +824,8 @@ func (c *RPCCase) Validate() error {
 		return fmt.Errorf("rpc: list limit %d outside [0, %d]", cfg.ListLimit, namespace.ListLimit)
 	case cfg.MaxPending < 0 || cfg.MaxPending > 1<<30:
 		return fmt.Errorf("rpc: max pending out of range")
+	case cfg.MaxInFlight < 0 || cfg.MaxInFlight > rpcMaxInFlight:
+		return fmt.Errorf("rpc: max in flight %d outside [0, %d] (0: the server's default)", cfg.MaxInFlight, rpcMaxInFlight)
 	case cfg.NNSndBuf != 0 && (cfg.NNSndBuf < rpcMinSndBuf || cfg.NNSndBuf > 1<<30):
 		return fmt.Errorf("rpc: namenode send buffer %d outside [%d, %d] (0: the world's)", cfg.NNSndBuf, rpcMinSndBuf, 1<<30)
 	}
@@ -923,9 +947,10 @@ type RPCResult struct {
 	TraceHash string
 	Calls     int
 	History   []porcupine.Operation
-	// OverBound counts namenode connections closed for holding more
-	// responses than their bound (read when the run ended quietly).
-	OverBound int
+	// Throttled counts the times the namenode stopped taking a
+	// connection's calls for what it had in flight or pending (read when
+	// the run ended quietly).
+	Throttled int
 	// NamenodeCrashes counts the namenode's crashes (drawn, or fatal
 	// edit-log syncs).
 	NamenodeCrashes int
@@ -964,6 +989,10 @@ type rpcClient struct {
 	dc     *model.Client
 	base   int // fds after start
 	faulty bool
+	// reading: every fault that touches the client leaves it reading
+	// (readingFault), so the namenode's closes of its connection are
+	// judged as an untouched client's are.
+	reading bool
 	// garbled counts the garbage faults sent on the client's connection:
 	// each may earn one fatal answer, the only response stream a correct
 	// server sends that the client cannot follow.
@@ -1124,7 +1153,7 @@ func (h *rpcHarness) run() *RPCResult {
 		nn, err := namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
 			Namespace: ncfg,
 			RPC: rpc.ServerConfig{Addr: rpcNN, Readers: cfg.Readers, Handlers: cfg.Handlers, QueueSize: cfg.QueueSize,
-				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, HadoopReader: cfg.HadoopReader,
+				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, MaxInFlight: cfg.MaxInFlight, HadoopReader: cfg.HadoopReader,
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
 					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares, StopMidCall: cfg.StopMidCall,
 					KeepInput: cfg.KeepInput}},
@@ -1181,7 +1210,7 @@ func (h *rpcHarness) run() *RPCResult {
 		h.failAfter(PropHarness, runErr.Error())
 	default:
 		h.finalChecks()
-		res.OverBound = h.nn.Server.Stats().OverBound
+		res.Throttled = h.nn.Server.Stats().Throttled
 		if h.failure == nil && cfg.EditLog && !h.ignored(PropDurable) {
 			h.replayAtRest()
 			res.Events, res.SimEvents = w.TraceEvents(), w.Events()
@@ -1278,15 +1307,16 @@ func (h *rpcHarness) restartNN() {
 
 func (h *rpcHarness) startClients() {
 	cfg := &h.c.Config
-	faulty := make([]bool, cfg.Clients)
+	faulty, unread := make([]bool, cfg.Clients), make([]bool, cfg.Clients)
 	for _, f := range h.c.Faults {
 		if touchesClient(f.Kind) {
 			faulty[f.Client] = true
+			unread[f.Client] = unread[f.Client] || !readingFault(f.Kind)
 		}
 	}
 	started := 0
 	for i := 0; i < cfg.Clients; i++ {
-		ch := &rpcClient{i: i, faulty: faulty[i]}
+		ch := &rpcClient{i: i, faulty: faulty[i], reading: faulty[i] && !unread[i]}
 		h.clients = append(h.clients, ch)
 		p, _ := h.w.Spawn(fmt.Sprintf("client%d", i), model.ProcessConfig{}, func(p model.Process) {
 			var err error
@@ -1810,8 +1840,12 @@ func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, start time.Duration, id
 // its idle rule: the namenode closes on its own only a connection that has
 // sent nothing for its idle timeout and has no call outstanding. Its
 // other closes have causes the harness made: a crash or a fatal restart,
-// and the over-bound and fatal closes of a client that stops reading or
-// sends garbage (a faulty client, whose closes are not judged). Nor is a
+// and the purge and fatal closes of a client that stops reading or sends
+// garbage (a faulty client, whose closes are not judged). A client whose
+// only faults leave it reading (slow-read, slow-over: a small window,
+// and hundreds of large answers asked for at once) is judged: however
+// far its answers pass MaxPending, the namenode must throttle it, not
+// close it (it once closed such a connection over the bound). Nor is a
 // close judged that comes within rpcCloseSlack of a crash or of the end
 // of a pause (after which the namenode's idle scan and its reads of what
 // came during the pause run in no set order); and one is excused that
@@ -1819,7 +1853,13 @@ func (h *rpcHarness) bigCallDone(ch *rpcClient, kib int, start time.Duration, id
 // for the idle timeout until then (the race of an idle close with a call,
 // which neither side can see coming).
 func (h *rpcHarness) serverClosed(ch *rpcClient, sc rpc.ServerClose) {
-	if h.failure != nil || ch.faulty || h.nnDown {
+	// (A reading client's close is judged only before the namenode's
+	// first crash or pause: it takes its answers through a small window,
+	// so it reads the FIN a crash sent, behind the answers sent before
+	// it, long after rpcCloseSlack; and a pause stops the responder, so
+	// its answers may sit untaken for the idle timeout, and be purged,
+	// while the client reads all the kernel holds.)
+	if h.failure != nil || ch.faulty && (!ch.reading || len(h.crashes) > 0 || len(h.pauses) > 0) || h.nnDown {
 		return
 	}
 	now := h.w.Now()
@@ -1883,10 +1923,18 @@ func (h *rpcHarness) afterEach() {
 		h.fail(PropQueueBound, "call queue holds %d calls, bound %d", q, c)
 		return
 	}
+	// A connection holds a response only for a call in flight, and the
+	// reader takes no call past MaxInFlight in flight, nor from a
+	// connection holding more than MaxPending: so it holds at most
+	// MaxInFlight responses, and at most MaxPending + MaxInFlight × its
+	// largest response in bytes (the count alone gives MaxInFlight × the
+	// largest; MaxPending is what stops a reader before the cap when
+	// the answers are large, and keeps the usual figure near it).
 	srv := h.nn.Server
-	p, bound := srv.Pending(), srv.Config().MaxPending
-	if p.Worst > bound || p.Bytes > bound*p.Conns {
-		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses), bound %d per connection", p.Bytes, p.Conns, p.Worst, p.Responses, bound)
+	p, scfg := srv.Pending(), srv.Config()
+	if p.Most > scfg.MaxInFlight || p.Over > 0 {
+		h.fail(PropMemory, "namenode holds %d bytes of responses not yet written on %d connections (%d on one, in %d responses; the most on one %d responses, bound %d; %d bytes past MaxPending %d + %d × its largest response on one)",
+			p.Bytes, p.Conns, p.Worst, p.Responses, p.Most, scfg.MaxInFlight, p.Over, scfg.MaxPending, scfg.MaxInFlight)
 		return
 	}
 	in, inBound := srv.Input(), srv.InputBound()

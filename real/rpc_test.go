@@ -23,11 +23,16 @@ func TestRPCServerRealSockets(t *testing.T) {
 	// Hadoop's reader and the edit log too: both hand work between
 	// goroutines (reader to handler, handler to log loop to worker).
 	for _, hadoop := range []bool{false, true} {
-		t.Run(fmt.Sprintf("hadoop=%v", hadoop), func(t *testing.T) { realRPCServer(t, hadoop) })
+		t.Run(fmt.Sprintf("hadoop=%v", hadoop), func(t *testing.T) { realRPCServer(t, hadoop, 0) })
 	}
+	// A cap of two calls in flight a connection: its readers stop and
+	// resume each client's connection at nearly every call, handing the
+	// count between reader, handler and responder goroutines under the
+	// connection's lock.
+	t.Run("max-in-flight=2", func(t *testing.T) { realRPCServer(t, false, 2) })
 }
 
-func realRPCServer(t *testing.T, hadoop bool) {
+func realRPCServer(t *testing.T, hadoop bool, inFlight int) {
 	editLog := ""
 	if hadoop {
 		editLog = "edits"
@@ -47,7 +52,7 @@ func realRPCServer(t *testing.T, hadoop bool) {
 		nnProc = p
 		nn, err = namespace.StartNamenode(p, p.MainLoop(), namespace.NamenodeConfig{
 			Namespace: namespace.Config{Lock: namespace.RWLock, Datanode: "dn", EditLog: editLog},
-			RPC:       rpc.ServerConfig{Addr: "127.0.0.1:0", Readers: 2, Handlers: 3, QueueSize: 8, IdleTimeout: 200 * time.Millisecond, HadoopReader: hadoop},
+			RPC:       rpc.ServerConfig{Addr: "127.0.0.1:0", Readers: 2, Handlers: 3, QueueSize: 8, IdleTimeout: 200 * time.Millisecond, HadoopReader: hadoop, MaxInFlight: inFlight},
 		})
 		if err != nil {
 			w.Fail(err)
@@ -146,6 +151,9 @@ func realRPCServer(t *testing.T, hadoop bool) {
 	}
 	if badClosed != 3 {
 		t.Errorf("%d of 3 bad clients saw their connection closed", badClosed)
+	}
+	if st := nn.Server.Stats(); inFlight > 0 && st.Throttled == 0 {
+		t.Errorf("a cap of %d calls in flight never throttled a connection of %d pipelined calls", inFlight, calls)
 	}
 	conns, queued, pending, busy, blocked := nn.Server.Quiet()
 	if conns+queued+pending+busy+blocked != 0 {

@@ -385,10 +385,27 @@ func (cc *clientConn) read() {
 	buf := cc.cl.scratch
 	var readErr error
 	closed, reset := false, false
-	for {
+	// Answers that arrived with the close are handled first: on loopback
+	// a server's last answer and its FIN or RST often land together.
+	defer func() {
+		if readErr != nil && !cc.dead {
+			if f := cc.cl.cfg.OnServerClose; closed && f != nil {
+				f(cc.serverClose(reset))
+			}
+			cc.c.Close()
+			cc.fail(readErr)
+		}
+	}()
+	for !cc.dead {
 		n, err := cc.c.Read(buf)
 		if n > 0 {
 			cc.in = append(cc.in, buf[:n]...)
+			// The answers read so far are taken at each read, not once
+			// the socket is drained: a client that had let megabytes
+			// of answers pile up in its socket grew its buffer to all
+			// of them at once, a third of an rpc check's CPU (its
+			// slow clients, once the server no longer closed them).
+			cc.take()
 		}
 		if errors.Is(err, model.ErrWouldBlock) {
 			break
@@ -403,17 +420,10 @@ func (cc *clientConn) read() {
 			break
 		}
 	}
-	// Answers that arrived with the close are handled first: on loopback
-	// a server's last answer and its FIN or RST often land together.
-	defer func() {
-		if readErr != nil && !cc.dead {
-			if f := cc.cl.cfg.OnServerClose; closed && f != nil {
-				f(cc.serverClose(reset))
-			}
-			cc.c.Close()
-			cc.fail(readErr)
-		}
-	}()
+}
+
+// take answers the whole frames cc.in holds and keeps the rest.
+func (cc *clientConn) take() {
 	off := 0
 	for !cc.dead {
 		f, n, err := DecodeFrame(cc.in[off:], cc.cl.cfg.MaxFrame)
@@ -428,7 +438,7 @@ func (cc *clientConn) read() {
 		off += n
 		cc.answer(f)
 	}
-	if !cc.dead {
+	if !cc.dead && off > 0 {
 		cc.in = cc.in[:copy(cc.in, cc.in[off:])]
 	}
 }

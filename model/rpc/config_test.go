@@ -28,6 +28,7 @@ func TestStartServerRefusesBadConfig(t *testing.T) {
 		{"max frame", rpc.ServerConfig{Addr: srvAddr, MaxFrame: -1}, &testService{}},
 		{"idle timeout", rpc.ServerConfig{Addr: srvAddr, IdleTimeout: -time.Second}, &testService{}},
 		{"max pending", rpc.ServerConfig{Addr: srvAddr, MaxPending: -1}, &testService{}},
+		{"max in flight", rpc.ServerConfig{Addr: srvAddr, MaxInFlight: -1}, &testService{}},
 	}
 	w := sim.New(sim.DefaultConfig(1))
 	ran := false

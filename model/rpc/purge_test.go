@@ -14,9 +14,9 @@ import (
 // then never reads again, nor closes (a stopped process), loses its
 // connection once its answers have gone untaken for the idle timeout
 // (500 ms): the server no longer holds them and the connection forever.
-// MaxPending bounds only what waits beyond the first answer, and a 4 MiB
-// answer alone stayed, with its connection, until the client closed at
-// 61 s.
+// MaxInFlight and MaxPending bound how much it holds, not for how long,
+// and a 4 MiB answer alone stayed, with its connection, until the client
+// closed at 61 s.
 func TestUntakenAnswersArePurged(t *testing.T) {
 	var at, later rpc.Pending
 	e := world(t, rpc.ServerConfig{Handlers: 2, IdleTimeout: 500 * time.Millisecond}, rpc.ClientConfig{}, 1,

@@ -237,24 +237,28 @@ func TestSlowClientDoesNotHoldHandlers(t *testing.T) {
 		t.Errorf("the responder finished no response; the test did not exercise it")
 	}
 	e.quiet()
-	// Two 8 MB answers pass the default bound on pending responses, whose
-	// close would free the waiting handlers; the bound is raised here so
-	// that what shows is the handlers waiting.
+	// Nothing closes the slow client's connection for the 16 MB it
+	// holds (a server that closed it over MaxPending freed the waiting
+	// handlers; the bound was raised here then so that what showed was
+	// the handlers waiting), so its handlers stay held until it closes.
 	answered, _ = slowClient(t, rpc.ServerBugs{HandlerWaitsForWrite: true})
 	if answered != 0 {
 		t.Errorf("with handlers waiting for their writes, the other client still got %d answers", answered)
 	}
 }
 
-// A client that makes calls and reads none of the answers: with the bound
-// the server never holds more than MaxPending bytes of its responses
-// beyond the first, closes it, and every call ends once; with
-// UnboundedResponses the server holds them all.
+// A client that makes calls and reads none of the answers: with the cap
+// and the bound the server never holds more than MaxInFlight of its
+// responses, nor more than MaxPending + MaxInFlight answers, throttles
+// it rather than close it, and every call ends once (answered as the
+// client closes, or failed by its close); with UnboundedResponses the
+// server holds them all.
 func TestPendingResponsesBounded(t *testing.T) {
 	const (
-		calls = 200 // 3 MB of answers: more than the 1 MiB send buffer takes
-		size  = 16 << 10
-		bound = 64 << 10
+		calls    = 200 // 3 MB of answers: more than the 1 MiB send buffer takes
+		size     = 16 << 10
+		bound    = 64 << 10
+		inFlight = 8
 	)
 	for _, unbounded := range []bool{false, true} {
 		var peak rpc.Pending
@@ -263,8 +267,10 @@ func TestPendingResponsesBounded(t *testing.T) {
 			p := e.srv.Pending()
 			peak.Bytes = max(peak.Bytes, p.Bytes)
 			peak.Worst = max(peak.Worst, p.Worst)
+			peak.Most = max(peak.Most, p.Most)
+			peak.Over = max(peak.Over, p.Over)
 		}
-		e := worldEach(t, rpc.ServerConfig{Handlers: 2, MaxPending: bound, Bugs: rpc.ServerBugs{UnboundedResponses: unbounded}},
+		e := worldEach(t, rpc.ServerConfig{Handlers: 2, MaxPending: bound, MaxInFlight: inFlight, Bugs: rpc.ServerBugs{UnboundedResponses: unbounded}},
 			rpc.ClientConfig{}, 1, each, func(e *env, _ int, p model.Process, cl *rpc.Client) {
 				var n [4]byte
 				binary.BigEndian.PutUint32(n[:], size)
@@ -287,12 +293,12 @@ func TestPendingResponsesBounded(t *testing.T) {
 			t.Errorf("unbounded=%v: %d of %d calls ended", unbounded, ended, calls)
 		}
 		if unbounded {
-			if peak.Bytes < calls*size/2 || st.OverBound != 0 {
-				t.Errorf("unbounded: peak pending %d bytes (want most of %d), closed over the bound %d times", peak.Bytes, calls*size, st.OverBound)
+			if peak.Bytes < calls*size/2 || st.Throttled != 0 {
+				t.Errorf("unbounded: peak pending %d bytes (want most of %d), throttled %d times", peak.Bytes, calls*size, st.Throttled)
 			}
-		} else if peak.Worst > bound || peak.Bytes > bound+size || st.OverBound != 1 || failed == 0 {
-			t.Errorf("bound %d: peak pending %d bytes (worst connection %d), closed over the bound %d times (want 1), %d calls failed",
-				bound, peak.Bytes, peak.Worst, st.OverBound, failed)
+		} else if peak.Most > inFlight || peak.Over > 0 || peak.Worst > bound+inFlight*(size+5) || st.Throttled == 0 || failed == 0 || st.Purged != 0 {
+			t.Errorf("bound %d, cap %d: peak pending %d bytes (worst connection %d, %d past its bound), at most %d responses on one; throttled %d times, %d calls failed, %d purged",
+				bound, inFlight, peak.Bytes, peak.Worst, peak.Over, peak.Most, st.Throttled, failed, st.Purged)
 		}
 		e.quiet()
 	}
@@ -332,43 +338,62 @@ func TestResumeSkipsPreamble(t *testing.T) {
 	e.quiet()
 }
 
-// A connection closed over MaxPending while its reader is blocked on it
-// (its calls filled the queue) must not strand the calls other
-// connections of that reader have buffered: with the reader out of the
-// queue's blocked list no handler resumes it, and their bytes are read
-// already, so no readable event comes either. Found by
-// TestRPCPropertiesRapid: a client with no fault timed out on a call that
-// sat in the server's input buffer. Two clients that do not read fill the
-// queue in turn: after the first one's close the reader blocks on the
-// second with client 1's call read behind it (a resumed reader serves the
-// connection it blocked on first), and then closes the second over the
-// bound. Client 1's call is sent at a range of moments around that.
-func TestOverBoundCloseOfBlockedConnection(t *testing.T) {
-	blocks, overBound := 0, 0
-	for at := time.Duration(0); at <= 400*time.Microsecond; at += 40 * time.Microsecond {
+// A connection closed while its reader is blocked on it (its calls filled
+// the queue) must not strand the calls other connections of that reader
+// have buffered: with the reader out of the queue's blocked list no
+// handler resumes it, and their bytes are read already, so no readable
+// event comes either. Found by TestRPCPropertiesRapid: a client with no
+// fault timed out on a call that sat in the server's input buffer. The
+// close was then the server's own, over MaxPending, which no longer
+// closes anyone; a client's reset closes a blocked connection as well.
+// Two clients that pipeline calls fill the queue in turn and reset their
+// connections 1 ms and 1.5 ms in: after the first one's close the reader
+// blocks on the second with client 1's call read behind it (a resumed
+// reader serves the connection it blocked on first), and then closes the
+// second. Client 1's call is sent at a range of moments around that.
+func TestCloseOfBlockedConnection(t *testing.T) {
+	blocked, runs := 0, 0
+	for at := 500 * time.Microsecond; at <= 2*time.Millisecond; at += 50 * time.Microsecond {
 		var r rpc.Reply
 		got := false
-		e := world(t, rpc.ServerConfig{Readers: 1, Handlers: 1, QueueSize: 1, MaxPending: 32 << 10}, rpc.ClientConfig{CallTimeout: time.Second}, 3,
+		e := world(t, rpc.ServerConfig{Readers: 1, Handlers: 1, QueueSize: 1}, rpc.ClientConfig{CallTimeout: time.Second}, 3,
 			func(e *env, i int, p model.Process, cl *rpc.Client) {
-				if i == 1 {
+				switch i {
+				case 1:
 					p.MainLoop().AfterFunc(at, func() {
 						cl.Call(srvAddr, mEcho, []byte("x"), func(rr rpc.Reply) { r, got = rr, true })
 					})
-					return
+				case 0:
+					floodReset(e, p, cl, time.Millisecond, &blocked)
+				case 2:
+					floodReset(e, p, cl, 1500*time.Microsecond, &blocked)
 				}
-				floodUnread(p, cl)
 			})
-		st := e.srv.Stats()
-		blocks += st.ReaderBlocks
-		overBound += st.OverBound
+		runs++
 		if !got || r.Err != nil {
 			t.Errorf("client 1's call sent at %v: answered %v, err %v", at, got, r.Err)
 		}
 		e.quiet()
 	}
-	if blocks == 0 || overBound == 0 {
-		t.Errorf("reader blocks %d, closes over the bound %d: the test did not exercise the close of a blocked connection", blocks, overBound)
+	if blocked < runs {
+		t.Errorf("%d resets of %d runs came while the reader was blocked: the test did not exercise the close of a blocked connection", blocked, 2*runs)
 	}
+}
+
+// floodReset has cl pipeline 100 calls of 1 ms each and reset its
+// connection after d; it counts in blocked the resets that came while a
+// reader was blocked on the full queue (the reset's connection holds the
+// most calls of any: the one it blocked on, in the tests that use it).
+func floodReset(e *env, p model.Process, cl *rpc.Client, d time.Duration, blocked *int) {
+	for k := 0; k < 100; k++ {
+		cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(rpc.Reply) {})
+	}
+	p.MainLoop().AfterFunc(d, func() {
+		if _, _, _, _, b := e.srv.Quiet(); b > 0 {
+			*blocked++
+		}
+		cl.Abort(srvAddr)
+	})
 }
 
 // A reader a handler has woken to make room in the queue must pass the
@@ -379,18 +404,18 @@ func TestOverBoundCloseOfBlockedConnection(t *testing.T) {
 // LinkedBlockingQueue.put signals the next putter while room remains).
 // Found by check (rpc seeds 196921, 251785, 252328): a client with no
 // fault timed out on calls that sat in its connection's input while the
-// queue stayed empty. Client 0 asks for large answers and does not read,
-// so a handler closes its connection over MaxPending and then takes the
-// next call, waking client 0's reader, whose close had not yet reached
-// the queue; client 1, on the other reader, sends a burst that fills the
-// queue, at a range of moments.
+// queue stayed empty. Client 0 pipelines calls and resets its connection
+// 1 ms in, which its reader closes as a handler takes the next call and
+// wakes that reader (the close was then the server's own, over
+// MaxPending, which no longer closes anyone); client 1, on the other
+// reader, sends a burst that fills the queue, at a range of moments.
 func TestWakeOfClosedReaderPassesOn(t *testing.T) {
-	blocks, overBound, runs := 0, 0, 0
+	blocks, runs := 0, 0
 	for handlers := 1; handlers <= 2; handlers++ {
-		for at := time.Duration(0); at <= 400*time.Microsecond; at += 20 * time.Microsecond {
+		for at := 600 * time.Microsecond; at <= 1400*time.Microsecond; at += 20 * time.Microsecond {
 			const calls = 40
 			answered, failed := 0, 0
-			e, err := worldRun(t, rpc.ServerConfig{Readers: 2, Handlers: handlers, QueueSize: 1, MaxPending: 32 << 10}, rpc.ClientConfig{CallTimeout: time.Second}, 2, nil,
+			e, err := worldRun(t, rpc.ServerConfig{Readers: 2, Handlers: handlers, QueueSize: 1}, rpc.ClientConfig{CallTimeout: time.Second}, 2, nil,
 				func(e *env, i int, p model.Process, cl *rpc.Client) {
 					if i == 1 {
 						p.MainLoop().AfterFunc(at, func() {
@@ -406,7 +431,7 @@ func TestWakeOfClosedReaderPassesOn(t *testing.T) {
 						})
 						return
 					}
-					floodUnread(p, cl)
+					floodReset(e, p, cl, time.Millisecond, new(int))
 				})
 			runs++
 			if err != nil {
@@ -417,15 +442,14 @@ func TestWakeOfClosedReaderPassesOn(t *testing.T) {
 			}
 			st := e.srv.Stats()
 			blocks += st.ReaderBlocks
-			overBound += st.OverBound
 			if answered != calls {
 				t.Errorf("handlers %d, client 1's burst sent at %v: %d of %d calls answered, %d failed", handlers, at, answered, calls, failed)
 			}
 			e.quiet()
 		}
 	}
-	if blocks == 0 || overBound == 0 {
-		t.Errorf("%d runs: reader blocks %d, closes over the bound %d: the test did not exercise the close of a blocked connection", runs, blocks, overBound)
+	if blocks == 0 {
+		t.Errorf("%d runs: reader blocks %d: the test did not exercise a blocked reader", runs, blocks)
 	}
 }
 

@@ -51,16 +51,30 @@ type ServerConfig struct {
 	// sent nothing for this long (Hadoop's server uses twice the client's
 	// ipc.client.connection.maxidletime).
 	IdleTimeout time.Duration
-	// MaxPending bounds the response bytes a connection may have waiting
-	// for the responder beyond its first response: a handler whose answer
-	// would pass it drops the connection's responses and closes it, so a
-	// client that asks and never reads cannot make the server hold every
-	// answer. Hadoop's Responder has no byte bound; it closes a connection
-	// whose oldest response has waited ipc.server.purge.interval (15
-	// minutes, Responder.doPurge), which bounds time, not memory. Closing
-	// is Hadoop's remedy; the byte bound is what makes memory bounded.
-	// The first response is exempt so that an answer larger than the bound
-	// still reaches a client that reads.
+	// MaxInFlight caps a connection's calls in flight: calls its reader
+	// took whose responses are not yet fully written (or dropped). At the
+	// cap the reader takes no more of that connection's calls and stops
+	// reading it, leaving its input in the socket so that TCP pushes back
+	// on the client, and goes on when one of its responses is written.
+	// 100 by default: Hadoop's client allows as many outstanding calls
+	// (ipc.client.async.calls.max, HADOOP-12957), and its server queues
+	// as many per handler (ipc.server.handler.queue.size). A connection
+	// holds a response only for a call in flight, so it never holds more
+	// than MaxInFlight of them, whether or not its client reads.
+	MaxInFlight int
+	// MaxPending bounds the response bytes past which a reader takes no
+	// more of a connection's calls (until the responder has written it
+	// back to MaxPending or less): the calls already in flight are still
+	// answered, so a connection holds at most MaxPending plus MaxInFlight
+	// answers in responses (and, by the cap alone, at most MaxInFlight of
+	// its largest). Nothing closes a connection for what it holds: a
+	// client that pipelines many calls whose answers together pass the
+	// bound and reads them all (a Hadoop client process shares one
+	// connection among all its threads) is slowed, never dropped. One
+	// that asks and never reads holds that much, at most, until the
+	// idle scan purges it (its answers untaken for IdleTimeout), as
+	// Hadoop's Responder.doPurge closes a connection whose oldest response
+	// has waited ipc.server.purge.interval (15 minutes).
 	MaxPending int
 	// HadoopReader reads as Hadoop 0.20's Connection.readAndProcess did:
 	// one call per readable event, its 4-byte length in one read and its
@@ -90,7 +104,8 @@ type ServerBugs struct {
 	// frames its next response: the queued one then carries the next
 	// one's bytes.
 	QueuedReplySharesFrame bool
-	// UnboundedResponses ignores MaxPending: a connection's responses queue
+	// UnboundedResponses ignores MaxInFlight and MaxPending: a reader
+	// takes every call a connection sends, and its responses queue
 	// without limit while its client does not read.
 	UnboundedResponses bool
 	// QueuePastBound makes readers queue calls whatever the queue holds:
@@ -114,6 +129,7 @@ func DefaultServerConfig() ServerConfig {
 		QueueSize:   1000, // ipc.server.handler.queue.size (100) per handler
 		MaxFrame:    DefaultMaxFrame,
 		IdleTimeout: 20 * time.Second,
+		MaxInFlight: 100,
 		MaxPending:  1 << 20,
 	}
 }
@@ -132,9 +148,12 @@ type ServerStats struct {
 	Calls, Responses, Dropped           int // calls queued; responses fully written; responses dropped on closed conns
 	Deferred                            int // responses the responder finished
 	ReaderBlocks                        int // times a reader found the queue full
-	OverBound                           int // connections closed for responses past MaxPending
-	Purged                              int // connections closed for responses untaken for IdleTimeout
-	PeakQueue                           int
+	// Throttled counts the times a reader stopped taking a connection's
+	// calls until one of its responses was written: its calls in flight
+	// at MaxInFlight, or its responses past MaxPending.
+	Throttled int
+	Purged    int // connections closed for responses untaken for IdleTimeout
+	PeakQueue int
 }
 
 // Server is an RPC server. Its acceptor runs on the loop it was started
@@ -218,10 +237,11 @@ func StartServer(p model.Process, loop model.Loop, svc Service, cfg ServerConfig
 	orDefault(&cfg.MaxFrame, d.MaxFrame)
 	orDefault(&cfg.IdleTimeout, d.IdleTimeout)
 	orDefault(&cfg.MaxPending, d.MaxPending)
+	orDefault(&cfg.MaxInFlight, d.MaxInFlight)
 	switch {
 	case cfg.Addr == "":
 		return nil, errors.New("rpc server: no address")
-	case cfg.Readers < 0 || cfg.Handlers < 0 || cfg.QueueSize < 0 || cfg.MaxFrame < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0:
+	case cfg.Readers < 0 || cfg.Handlers < 0 || cfg.QueueSize < 0 || cfg.MaxFrame < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0 || cfg.MaxInFlight < 0:
 		return nil, errors.New("rpc server: negative size or timeout")
 	case svc == nil:
 		return nil, errors.New("rpc server: no service")
@@ -329,7 +349,7 @@ func (s *Server) Stats() ServerStats {
 		st.Fatal += r.fatal
 		st.Calls += r.calls
 		st.ReaderBlocks += r.blocks
-		st.OverBound += r.overBound
+		st.Throttled += r.throttled
 		st.Purged += r.purged
 		for _, sc := range r.conns {
 			st.Responses += sc.answered - sc.dropped
@@ -366,15 +386,19 @@ func (s *Server) Quiet() (conns, queued, pending, busy, blocked int) {
 }
 
 // Pending is what a server's connections hold in responses not yet
-// written: Bytes in all, over Conns open connections; Worst, the most any
-// connection holding two or more responses holds (the figure MaxPending
-// bounds), and Responses, how many that connection holds. These are
-// measured from the queues themselves; Counted is the server's running
-// count of the same bytes, which its bound acts on, so a check can hold
-// the count to what is held. A connection being closed by its reader
-// drops out of the figures a moment before its responses are freed.
+// written: Bytes in all, over Conns open connections; Worst, the most one
+// connection holds, in Responses responses; Most, the most responses one
+// connection holds (MaxInFlight bounds it: a response is held only for a
+// call in flight); and Over, the most bytes one connection holds past
+// MaxPending + MaxInFlight × the largest response it holds (0 when none
+// is past it). These are measured from the queues themselves; Counted is
+// the server's running count of the same bytes, which its throttle acts
+// on, so a check can hold the count to what is held. A connection being
+// closed by its reader drops out of the figures a moment before its
+// responses are freed.
 type Pending struct {
 	Bytes, Conns, Worst, Responses int
+	Most, Over                     int
 	Counted                        int
 }
 
@@ -385,15 +409,18 @@ func (s *Server) Pending() Pending {
 	for _, r := range s.readers {
 		p.Conns += len(r.conns)
 		for _, sc := range r.conns {
-			held := -sc.outOff
+			held, largest := -sc.outOff, 0
 			for _, b := range sc.out {
 				held += len(b)
+				largest = max(largest, len(b))
 			}
 			p.Bytes += held
 			p.Counted += sc.pending
-			if len(sc.out) > 1 && held > p.Worst {
+			if held > p.Worst {
 				p.Worst, p.Responses = held, len(sc.out)
 			}
+			p.Most = max(p.Most, len(sc.out))
+			p.Over = max(p.Over, held-(s.cfg.MaxPending+s.cfg.MaxInFlight*largest))
 		}
 	}
 	return p
@@ -452,7 +479,7 @@ type reader struct {
 	idle    model.Timer
 	stopped bool // the server stopped: connections handed over now are closed
 	// counters, owned by the loop
-	calls, closed, idleClosed, fatal, blocks, overBound, purged int
+	calls, closed, idleClosed, fatal, blocks, throttled, purged int
 	// counts of connections closed and forgotten
 	doneResponses, doneDropped, doneDeferred int
 	// turn is refill's order of its connections, kept from one refill
@@ -483,6 +510,19 @@ type serverConn struct {
 	fillQueued bool
 	lastRead   time.Duration
 	queued     int // calls put into the queue
+	// credit is how many more calls the reader may take from the
+	// connection before it looks again, under lk, at what the connection
+	// has in flight and pending (throttle): MaxInFlight less the calls in
+	// flight when it last looked, less those taken since. A stale count
+	// errs low, as responses only complete; so a connection never has
+	// more than MaxInFlight calls in flight, without a lock per call.
+	credit int
+	// throttled: the reader holds a whole call of the connection it may
+	// not take, and reads it no further until a response completes.
+	throttled bool
+	// logged: its first throttle was logged (one a connection: a
+	// pipeliner at the cap is throttled at every call).
+	logged bool
 
 	// guarded by lk
 	lk      model.Lock
@@ -490,6 +530,12 @@ type serverConn struct {
 	out     [][]byte
 	outOff  int
 	pending int // bytes of out not yet written
+	// waiting: the reader, throttled on the connection, waits for a
+	// response to complete; waitQueued is its count of calls queued then
+	// (which stays put while it takes none), so that the handler or
+	// responder that completes one can tell the calls in flight.
+	waiting    bool
+	waitQueued int
 	// outMoved is when out last moved: its first response queued, or
 	// bytes of it taken by the client.
 	outMoved time.Duration
@@ -515,6 +561,7 @@ func (r *reader) add(sc *serverConn) {
 		return
 	}
 	sc.lastRead = r.loop.Now()
+	sc.credit = r.s.cfg.MaxInFlight
 	r.conns = append(r.conns, sc)
 	sc.c.SetHandler(r.loop, sc.onEvent)
 	if r.blocked != nil {
@@ -552,8 +599,11 @@ func (r *reader) scanIdle() {
 	for _, sc := range r.conns {
 		// Half a call counts as nothing: a client that sends part of one
 		// and falls silent is idle, or it would hold a reader's
-		// connection forever.
-		if !sc.closing && now-sc.lastRead >= r.s.cfg.IdleTimeout && !sc.holdsCall() {
+		// connection forever. A throttled connection holds a whole call,
+		// but is judged too: it has stopped sending because the reader
+		// stopped reading it, and if its client takes none of its
+		// answers it must be purged, or it holds them for ever.
+		if !sc.closing && now-sc.lastRead >= r.s.cfg.IdleTimeout && (sc.throttled || !sc.holdsCall()) {
 			quiet = append(quiet, sc)
 		}
 	}
@@ -574,10 +624,11 @@ func (r *reader) scanIdle() {
 			now := r.loop.Now()
 			// Answers its client has taken nothing of for the idle
 			// timeout: it has stopped reading (a stopped process, a
-			// frozen JVM) and may never read again. MaxPending bounds
-			// what it holds beyond its first answer, not for how long;
-			// Hadoop's Responder purges answers waiting 15 minutes and
-			// closes their connection.
+			// frozen JVM) and may never read again. MaxInFlight and
+			// MaxPending bound what it holds, not for how long; Hadoop's
+			// Responder purges answers waiting 15 minutes and closes
+			// their connection. (A throttled connection whose answers
+			// move is never closed here: it has calls in flight.)
 			untaken := len(sc.out) > 0 && now-sc.outMoved >= r.s.cfg.IdleTimeout
 			switch {
 			case sc.closed || now-sc.lastRead < r.s.cfg.IdleTimeout:
@@ -643,6 +694,12 @@ func (sc *serverConn) onEvent(ev model.Events) {
 
 func (sc *serverConn) read() {
 	r := sc.r
+	if sc.throttled {
+		// (A readable event queued before the throttle turned reading
+		// off: what it would read waits in the socket.)
+		sc.c.SetReadInterest(false)
+		return
+	}
 	if r.s.cfg.HadoopReader {
 		if !sc.readOne() {
 			return
@@ -685,6 +742,9 @@ func (sc *serverConn) read() {
 // the middle of a call longer than inHigh left the call, and every call
 // behind it, unread until the idle timeout closed the connection.
 func (sc *serverConn) readMore() bool {
+	if sc.throttled {
+		return false // (it holds a whole call it may not take)
+	}
 	if sc.s.cfg.Bugs.StopMidCall {
 		return len(sc.in) < inHigh
 	}
@@ -815,7 +875,7 @@ func (r *reader) fillUpTo(sc *serverConn, limit int) (queued int) {
 	// A connection still in its preamble has no calls yet: resume reaches
 	// every connection with input, and a half preamble read as a length
 	// prefix would close it as garbage.
-	if sc.closing || !sc.greeted || r.blocked != nil {
+	if sc.closing || !sc.greeted || r.blocked != nil || sc.throttled {
 		return 0
 	}
 	q := r.s.q
@@ -844,6 +904,14 @@ func (r *reader) fillUpTo(sc *serverConn, limit int) (queued int) {
 			off = len(sc.in)
 			return
 		}
+		// A connection out of credit is throttled before the queue is
+		// looked at: a reader blocked on a call it may not take would
+		// keep every other connection's calls out until one of this
+		// one's responses completed.
+		if sc.credit <= 0 && !r.s.cfg.Bugs.UnboundedResponses {
+			r.throttle(sc)
+			return
+		}
 		if q.len() >= q.cap && !r.s.cfg.Bugs.QueuePastBound {
 			r.blocked = sc
 			r.blocks++
@@ -863,6 +931,7 @@ func (r *reader) fillUpTo(sc *serverConn, limit int) (queued int) {
 		}
 		off += n
 		sc.queued++
+		sc.credit--
 		r.calls++
 		q.push(c)
 		if k := len(q.idle); k > 0 {
@@ -872,6 +941,70 @@ func (r *reader) fillUpTo(sc *serverConn, limit int) (queued int) {
 		}
 	}
 	return queued
+}
+
+// throttle stops the reader taking sc's calls, out of credit, and looks
+// under sc's lock at what sc has in flight and pending: if it may take
+// more, it goes on at once; if not, the handler or responder that
+// completes the response that makes room resumes it (wake). Meanwhile sc
+// is not read: its client's further calls wait in the socket, and TCP
+// pushes back on it, as on a Hadoop client whose server reads slowly.
+func (r *reader) throttle(sc *serverConn) {
+	sc.throttled = true
+	sc.c.SetReadInterest(false)
+	sc.lk.Do(r.loop, func() {
+		if sc.closed || sc.closing {
+			return
+		}
+		if grant := sc.grant(sc.queued); grant > 0 {
+			r.unthrottle(sc, grant)
+			return
+		}
+		sc.waiting, sc.waitQueued = true, sc.queued
+		r.throttled++
+		if !sc.logged {
+			sc.logged = true
+			r.s.p.Log("rpc-throttled", "conn", sc.seq, "calls", sc.queued-sc.answered, "pending", sc.pending)
+		}
+	})
+}
+
+// grant is how many more calls a connection that has queued queued calls
+// may have taken now: none while MaxInFlight are in flight (queued, being
+// served, or with a response not yet written whole) or its responses
+// pass MaxPending. Under sc.lk.
+func (sc *serverConn) grant(queued int) int {
+	cfg := &sc.s.cfg
+	inFlight := queued - sc.answered
+	if inFlight >= cfg.MaxInFlight || sc.pending > cfg.MaxPending {
+		return 0
+	}
+	return cfg.MaxInFlight - inFlight
+}
+
+// wake resumes the reader throttled on sc once a completed response (or
+// bytes written) has made room. Under sc.lk, by the handler or responder
+// that completed it.
+func (sc *serverConn) wake() {
+	if !sc.waiting || sc.closed {
+		return
+	}
+	if grant := sc.grant(sc.waitQueued); grant > 0 {
+		sc.waiting = false
+		r := sc.r
+		r.loop.Post(func() { r.unthrottle(sc, grant) })
+	}
+}
+
+// unthrottle lets the reader take grant more of sc's calls, and takes
+// those it holds. Reading resumes once they are queued (fill), or when
+// room comes if the reader is blocked on a full queue (refill).
+func (r *reader) unthrottle(sc *serverConn, grant int) {
+	if sc.closing || !sc.throttled {
+		return
+	}
+	sc.throttled, sc.credit = false, grant
+	r.s.q.lk.Do(r.loop, func() { r.fill(sc) })
 }
 
 // readsWhileBlocked reports whether the reader, blocked on a full queue,
@@ -1102,32 +1235,11 @@ func (h *handler) reply(c *call, frame []byte) {
 			}
 			if n == len(frame) {
 				sc.answered++
+				sc.wake()
 				h.loop.Post(h.nextF)
 				return
 			}
 			sc.outOff, written = n, n
-		} else if sc.pending+len(frame) > h.s.cfg.MaxPending && !h.s.cfg.Bugs.UnboundedResponses {
-			// A client this far behind is not reading: drop what it was
-			// to get and close it (its calls fail with a connection
-			// error) rather than hold answers it may never take.
-			sc.answered++
-			sc.dropped++
-			sc.closed = true
-			sc.dropOut()
-			for _, w := range sc.waiters {
-				w.loop.Post(w.nextF)
-			}
-			sc.waiters = nil
-			h.s.p.Log("rpc-responses-over-bound", "conn", sc.seq, "bound", h.s.cfg.MaxPending)
-			r := sc.r
-			r.loop.Post(func() {
-				if !sc.closing {
-					r.overBound++
-				}
-				r.close(sc, "responses over bound")
-			})
-			h.loop.Post(h.nextF)
-			return
 		}
 		if !h.s.cfg.Bugs.QueuedReplySharesFrame {
 			frame = slices.Clone(frame) // (frame is the handler's)
@@ -1136,8 +1248,16 @@ func (h *handler) reply(c *call, frame []byte) {
 			sc.outMoved = h.loop.Now()
 		}
 		sc.out = append(sc.out, frame)
+		before := sc.pending
 		sc.pending += len(frame) - written
 		sc.deferred++
+		if bound := h.s.cfg.MaxPending; before <= bound && sc.pending > bound && !h.s.cfg.Bugs.UnboundedResponses {
+			// Past the bound: the reader takes no more of sc's calls,
+			// from its next one on (an answer pending here is one of
+			// the calls in flight, which are answered all the same).
+			r := sc.r
+			r.loop.Post(func() { sc.credit = 0 })
+		}
 		if len(sc.out) == 1 {
 			sc.c.SetWriteInterest(true)
 		}
@@ -1161,6 +1281,7 @@ func (sc *serverConn) respond(loop model.Loop) {
 			n, err := sc.c.Write(b[sc.outOff:])
 			if errors.Is(err, model.ErrWouldBlock) {
 				sc.c.SetWriteInterest(true)
+				sc.wake()
 				return
 			}
 			if err != nil {
@@ -1182,6 +1303,7 @@ func (sc *serverConn) respond(loop model.Loop) {
 			sc.answered++
 		}
 		sc.out = nil
+		sc.wake()
 		for _, h := range sc.waiters {
 			h.loop.Post(h.nextF)
 		}

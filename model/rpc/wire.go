@@ -3,7 +3,11 @@
 // reader loops (HADOOP-6713), a bounded call queue, M handler loops and a
 // responder; a client that multiplexes many outstanding calls over one
 // connection per server. A service (package model/namespace) plugs in
-// behind the handlers.
+// behind the handlers. A reader throttles a connection that has
+// ServerConfig.MaxInFlight calls in flight, or responses past MaxPending,
+// by leaving its input in the socket until one of its responses is
+// written: what a connection's server holds is bounded, and a client that
+// pipelines many calls and reads their answers is slowed, never closed.
 //
 // Like package model, it is deterministic: no goroutines, no sync, no wall
 // clock, no map-order dependence (model/imports_test.go checks it).

@@ -1,0 +1,183 @@
+package rpc_test
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/rpc"
+	"xceiver/sim"
+)
+
+// pipeline has one client make n calls at once for answers of size
+// bytes and read every answer, as a Hadoop client process whose threads
+// share one connection does (200 threads listing a large directory at
+// once). It returns how many were answered and how many failed, and
+// the server's stats.
+func pipeline(t *testing.T, scfg rpc.ServerConfig, n, size, sndBuf int, each func(e *env)) (answered, failed int, st rpc.ServerStats) {
+	t.Helper()
+	e := worldEach(t, scfg, rpc.ClientConfig{CallTimeout: 10 * time.Second}, 1, each, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		if sndBuf > 0 {
+			e.sp.SetSocketBuffers(sndBuf, 0)
+		}
+		arg := binary.BigEndian.AppendUint32(nil, uint32(size))
+		for k := 0; k < n; k++ {
+			cl.Call(srvAddr, mBig, arg, func(r rpc.Reply) {
+				if r.Err != nil || r.Status != rpc.StatusOK || len(r.Payload) != size {
+					failed++
+					return
+				}
+				answered++
+			})
+		}
+	})
+	e.quiet()
+	return answered, failed, e.srv.Stats()
+}
+
+// A client that pipelines 200 calls whose answers together pass
+// MaxPending (200 of 32 KiB, 6.4 MB against the default 1 MiB) and reads
+// every answer is served in full on its one connection: nothing closes
+// it. The reader takes the calls into the queue before any answer
+// exists; their answers then pass the bound together, and a server that
+// closed a connection over MaxPending closed this healthy one and failed
+// every call on it.
+func TestPipelinerThatReadsIsServedInFull(t *testing.T) {
+	for _, snd := range []int{0, 16 << 10} {
+		answered, failed, st := pipeline(t, rpc.ServerConfig{}, 200, 32<<10, snd, nil)
+		if answered != 200 || failed != 0 || st.Closed != 1 || st.Accepted != 1 || st.Responses != 200 || st.Dropped != 0 {
+			t.Errorf("server send buffer %d: %d of 200 calls answered, %d failed; server: %d connections accepted, %d closed, %d responses written, %d dropped (stats %+v); want all answered on one connection the client closed",
+				snd, answered, failed, st.Accepted, st.Closed, st.Responses, st.Dropped, st)
+		}
+	}
+}
+
+// A client that asks for 300 answers of 16 KiB at once and never reads
+// (nor closes: a stopped process) holds at most MaxInFlight responses, and
+// at most MaxPending + MaxInFlight answers, at every event: the reader
+// takes no more of its calls once its cap is in flight, or its responses
+// pass MaxPending, and leaves the rest unread in the socket. Once its
+// answers have gone untaken for the idle timeout (500 ms) the idle scan
+// purges it (within one more scan, half a timeout), and every call ends
+// once. With the default cap and bound (100 calls, 1 MiB) and with small
+// ones (8 calls, 64 KiB).
+func TestNonReaderIsBoundedAndPurged(t *testing.T) {
+	const (
+		calls = 300
+		size  = 16 << 10
+		idle  = 500 * time.Millisecond
+	)
+	for _, c := range []struct{ inFlight, bound int }{{0, 0}, {8, 64 << 10}} {
+		var peak rpc.Pending
+		var stopped, gone time.Duration
+		seen := false
+		ended, failed := 0, 0
+		scfg := rpc.ServerConfig{Handlers: 2, MaxInFlight: c.inFlight, MaxPending: c.bound, IdleTimeout: idle}
+		each := func(e *env) {
+			p := e.srv.Pending()
+			peak.Worst = max(peak.Worst, p.Worst)
+			peak.Most = max(peak.Most, p.Most)
+			peak.Over = max(peak.Over, p.Over)
+			seen = seen || p.Conns > 0
+			if seen && p.Conns == 0 && gone == 0 {
+				gone = e.w.Now()
+			}
+		}
+		e := worldEach(t, scfg, rpc.ClientConfig{}, 1, each, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			// A small window, or the socket buffers would take every
+			// answer.
+			p.(*sim.Process).SlowReader(4096)
+			arg := binary.BigEndian.AppendUint32(nil, size)
+			for k := 0; k < calls; k++ {
+				cl.Call(srvAddr, mBig, arg, func(r rpc.Reply) {
+					if ended++; r.Err != nil {
+						failed++
+					}
+				})
+			}
+			cl.PauseReading(srvAddr)
+			stopped = p.MainLoop().Now()
+			p.MainLoop().AfterFunc(10*time.Second, func() { cl.Close() })
+		})
+		cfg := e.srv.Config()
+		st := e.srv.Stats()
+		t.Logf("cap %d, bound %d: at most %d responses and %d bytes held; %d calls read, throttled %d times, purged %v after the client stopped reading",
+			cfg.MaxInFlight, cfg.MaxPending, peak.Most, peak.Worst, st.Calls, st.Throttled, gone-stopped)
+		if peak.Most > cfg.MaxInFlight || peak.Over > 0 || peak.Worst > cfg.MaxPending+cfg.MaxInFlight*(size+5) {
+			t.Errorf("cap %d, bound %d: at most %d responses held on the connection, %d bytes (%d past MaxPending + the cap × the largest response)",
+				cfg.MaxInFlight, cfg.MaxPending, peak.Most, peak.Worst, peak.Over)
+		}
+		if st.Throttled == 0 || st.Purged != 1 || st.Calls >= calls {
+			t.Errorf("cap %d, bound %d: throttled %d times, %d purged, %d of %d calls read; want throttled, purged once, and calls left unread",
+				cfg.MaxInFlight, cfg.MaxPending, st.Throttled, st.Purged, st.Calls, calls)
+		}
+		if gone-stopped < idle || gone-stopped > idle*3/2+10*time.Millisecond {
+			t.Errorf("cap %d, bound %d: the connection went %v after its client stopped reading; want after the idle timeout (%v), within one more scan", cfg.MaxInFlight, cfg.MaxPending, gone-stopped, idle)
+		}
+		if ended != calls {
+			t.Errorf("cap %d, bound %d: %d of %d calls ended (%d failed)", cfg.MaxInFlight, cfg.MaxPending, ended, calls, failed)
+		}
+		e.quiet()
+	}
+}
+
+// A pipeliner at the cap whose answers fill the server's socket buffer
+// (4 KiB) and its own (4 KiB), and which stops reading for 100 ms, goes
+// on as it reads again: each response the responder finishes writing
+// resumes the reader, which takes the next call from the input it left
+// in the socket. No deadlock, with the batch reader and Hadoop's, one
+// handler or three: all 200 calls are answered, and while the client
+// was not reading the server held exactly the cap's worth of calls (the
+// rest waited unread).
+func TestThrottledPipelinerResumes(t *testing.T) {
+	const (
+		calls    = 200
+		size     = 8 << 10
+		inFlight = 4
+	)
+	for _, hadoop := range []bool{false, true} {
+		for _, handlers := range []int{1, 3} {
+			answered, failed := 0, 0
+			var during rpc.ServerStats
+			var held rpc.Pending
+			var took time.Duration
+			e := world(t, rpc.ServerConfig{Handlers: handlers, MaxInFlight: inFlight, HadoopReader: hadoop}, rpc.ClientConfig{CallTimeout: 10 * time.Second}, 1,
+				func(e *env, _ int, p model.Process, cl *rpc.Client) {
+					l := p.MainLoop()
+					p.(*sim.Process).SetSocketBuffers(0, 4<<10)
+					e.sp.SetSocketBuffers(4<<10, 0)
+					arg := binary.BigEndian.AppendUint32(nil, size)
+					start := l.Now()
+					for k := 0; k < calls; k++ {
+						cl.Call(srvAddr, mBig, arg, func(r rpc.Reply) {
+							if r.Err != nil || len(r.Payload) != size {
+								failed++
+								return
+							}
+							if answered++; answered == calls {
+								took = l.Now() - start
+							}
+						})
+					}
+					cl.PauseReading(srvAddr)
+					l.AfterFunc(100*time.Millisecond, func() {
+						during, held = e.srv.Stats(), e.srv.Pending()
+						cl.ResumeReading(srvAddr)
+					})
+				})
+			st := e.srv.Stats()
+			t.Logf("Hadoop's reader %v, %d handlers: %d calls taken and %d bytes held during the pause; all %d answered in %v, throttled %d times",
+				hadoop, handlers, during.Calls, held.Bytes, answered, took, st.Throttled)
+			if during.Calls != inFlight || held.Conns != 1 || held.Bytes == 0 {
+				t.Errorf("Hadoop's reader %v, %d handlers: 100 ms into the pause the server had taken %d calls (want the cap, %d) and held %d bytes of answers on %d connections",
+					hadoop, handlers, during.Calls, inFlight, held.Bytes, held.Conns)
+			}
+			if answered != calls || failed != 0 || st.Responses != calls || st.Throttled == 0 || took > time.Second {
+				t.Errorf("Hadoop's reader %v, %d handlers: %d of %d calls answered in %v, %d failed; server: %d responses, throttled %d times",
+					hadoop, handlers, answered, calls, took, failed, st.Responses, st.Throttled)
+			}
+			e.quiet()
+		}
+	}
+}
