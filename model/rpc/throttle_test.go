@@ -181,3 +181,59 @@ func TestThrottledPipelinerResumes(t *testing.T) {
 		}
 	}
 }
+
+// MaxPending stops a reader before the cap: a client that asks for
+// answers of 16 KiB one at a time, 5 ms apart (each answered before the
+// next call comes), and never reads, has its calls taken only while
+// what its connection holds is within MaxPending (64 KiB). So the
+// connection holds at most MaxPending plus the one answer taken at the
+// bound, and the reader takes about MaxPending's worth of calls and
+// what the socket buffers hold, far below the cap of 100. The cap alone
+// would let it take 100 and hold 1.6 MB: the byte bound is what keeps a
+// slow trickle of large answers near MaxPending.
+func TestMaxPendingStopsTheReaderBeforeTheCap(t *testing.T) {
+	const (
+		calls   = 60
+		size    = 16 << 10
+		bound   = 64 << 10
+		spacing = 5 * time.Millisecond
+	)
+	var peak rpc.Pending
+	var during rpc.ServerStats
+	each := func(e *env) {
+		if during.Accepted > 0 {
+			return // (the client reads again: the calls left are taken together)
+		}
+		p := e.srv.Pending()
+		peak.Worst = max(peak.Worst, p.Worst)
+		peak.Most = max(peak.Most, p.Most)
+	}
+	e := worldEach(t, rpc.ServerConfig{Handlers: 2, MaxInFlight: 100, MaxPending: bound}, rpc.ClientConfig{CallTimeout: 10 * time.Second}, 1, each,
+		func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			l := p.MainLoop()
+			p.(*sim.Process).SetSocketBuffers(0, 4<<10)
+			e.sp.SetSocketBuffers(4<<10, 0)
+			arg := binary.BigEndian.AppendUint32(nil, size)
+			var call func(k int)
+			call = func(k int) {
+				if k == calls {
+					during = e.srv.Stats()
+					l.AfterFunc(100*time.Millisecond, func() { cl.ResumeReading(srvAddr) })
+					return
+				}
+				cl.Call(srvAddr, mBig, arg, func(rpc.Reply) {})
+				if k == 0 {
+					cl.PauseReading(srvAddr) // (its connection is dialled now)
+				}
+				l.AfterFunc(spacing, func() { call(k + 1) })
+			}
+			call(0)
+		})
+	t.Logf("%d of %d calls taken while the client did not read; at most %d bytes in %d responses held", during.Calls, calls, peak.Worst, peak.Most)
+	// The socket buffers take about 8 KiB of answers, half of one.
+	if peak.Worst > bound+size+5 || during.Calls > bound/size+2 || during.Throttled == 0 {
+		t.Errorf("MaxPending %d, answers of %d bytes asked for one at a time: %d calls taken while the client did not read (throttled %d times), at most %d bytes held; want at most %d bytes (the bound and the answer taken at it), %d calls",
+			bound, size, during.Calls, during.Throttled, peak.Worst, bound+size+5, bound/size+2)
+	}
+	e.quiet()
+}
