@@ -389,16 +389,15 @@ func (s *Server) Quiet() (conns, queued, pending, busy, blocked int) {
 // written: Bytes in all, over Conns open connections; Worst, the most one
 // connection holds, in Responses responses; Most, the most responses one
 // connection holds (MaxInFlight bounds it: a response is held only for a
-// call in flight); and Over, the most bytes one connection holds past
-// MaxPending + MaxInFlight × the largest response it holds (0 when none
-// is past it). These are measured from the queues themselves; Counted is
+// call in flight, so what a connection holds is at most MaxInFlight of
+// its largest). These are measured from the queues themselves; Counted is
 // the server's running count of the same bytes, which its throttle acts
 // on, so a check can hold the count to what is held. A connection being
 // closed by its reader drops out of the figures a moment before its
 // responses are freed.
 type Pending struct {
 	Bytes, Conns, Worst, Responses int
-	Most, Over                     int
+	Most                           int
 	Counted                        int
 }
 
@@ -409,10 +408,9 @@ func (s *Server) Pending() Pending {
 	for _, r := range s.readers {
 		p.Conns += len(r.conns)
 		for _, sc := range r.conns {
-			held, largest := -sc.outOff, 0
+			held := -sc.outOff
 			for _, b := range sc.out {
 				held += len(b)
-				largest = max(largest, len(b))
 			}
 			p.Bytes += held
 			p.Counted += sc.pending
@@ -420,7 +418,6 @@ func (s *Server) Pending() Pending {
 				p.Worst, p.Responses = held, len(sc.out)
 			}
 			p.Most = max(p.Most, len(sc.out))
-			p.Over = max(p.Over, held-(s.cfg.MaxPending+s.cfg.MaxInFlight*largest))
 		}
 	}
 	return p
@@ -637,6 +634,11 @@ func (r *reader) scanIdle() {
 				r.s.p.Log("rpc-purge", "conn", sc.seq, "waiting", len(sc.out))
 				r.loop.Post(func() { r.close(sc, "answers untaken") })
 			case sc.answered < sc.queued || len(sc.out) > 0:
+			case sc.holdsCall():
+				// A whole call waits in its input: the connection is
+				// throttled (its last call in flight answered just now,
+				// the unthrottle that takes the next one posted) or
+				// behind a full queue. Its client has a call outstanding.
 			default:
 				r.idleClosed++
 				r.loop.Post(func() { r.close(sc, "idle") })

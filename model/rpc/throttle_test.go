@@ -78,7 +78,6 @@ func TestNonReaderIsBoundedAndPurged(t *testing.T) {
 			p := e.srv.Pending()
 			peak.Worst = max(peak.Worst, p.Worst)
 			peak.Most = max(peak.Most, p.Most)
-			peak.Over = max(peak.Over, p.Over)
 			seen = seen || p.Conns > 0
 			if seen && p.Conns == 0 && gone == 0 {
 				gone = e.w.Now()
@@ -104,9 +103,9 @@ func TestNonReaderIsBoundedAndPurged(t *testing.T) {
 		st := e.srv.Stats()
 		t.Logf("cap %d, bound %d: at most %d responses and %d bytes held; %d calls read, throttled %d times, purged %v after the client stopped reading",
 			cfg.MaxInFlight, cfg.MaxPending, peak.Most, peak.Worst, st.Calls, st.Throttled, gone-stopped)
-		if peak.Most > cfg.MaxInFlight || peak.Over > 0 || peak.Worst > cfg.MaxPending+cfg.MaxInFlight*(size+5) {
-			t.Errorf("cap %d, bound %d: at most %d responses held on the connection, %d bytes (%d past MaxPending + the cap × the largest response)",
-				cfg.MaxInFlight, cfg.MaxPending, peak.Most, peak.Worst, peak.Over)
+		if peak.Most > cfg.MaxInFlight || peak.Worst > cfg.MaxPending+cfg.MaxInFlight*(size+5) {
+			t.Errorf("cap %d, bound %d: at most %d responses held on the connection, %d bytes; want at most the cap, and MaxPending + the cap × an answer",
+				cfg.MaxInFlight, cfg.MaxPending, peak.Most, peak.Worst)
 		}
 		if st.Throttled == 0 || st.Purged != 1 || st.Calls >= calls {
 			t.Errorf("cap %d, bound %d: throttled %d times, %d purged, %d of %d calls read; want throttled, purged once, and calls left unread",
@@ -236,4 +235,79 @@ func TestMaxPendingStopsTheReaderBeforeTheCap(t *testing.T) {
 			bound, size, during.Calls, during.Throttled, peak.Worst, bound+size+5, bound/size+2)
 	}
 	e.quiet()
+}
+
+// delayService answers every call after d.
+type delayService struct{ d time.Duration }
+
+func (s *delayService) Serve(loop model.Loop, _ uint8, payload []byte, done func(rpc.Status, []byte)) {
+	loop.AfterFunc(s.d, func() { done(rpc.StatusOK, payload) })
+}
+
+// A throttled connection with calls waiting is never closed as idle. A
+// client sends 40 calls at once and nothing more, so its connection has
+// been silent for the idle timeout (500 ms) long before they are
+// served; at MaxInFlight 1 the reader takes them one at a time, each
+// answered after d, and the connection is throttled between them. When
+// the call in flight was answered between the idle scan's timer and
+// its look under the connection's lock, the scan saw no call in flight
+// and no answer held, and closed the connection with the next call
+// whole in its input (its unthrottle posted, not yet run), failing the
+// rest. The window is a few µs wide: the sweep moves the answers
+// against the scans (every 250 ms), d = (750 ms - δ)/15 for δ across
+// 300 µs in 2 µs steps, and 2 of its 150 runs closed the connection
+// after the 20th answer, failing 20 calls (a review found 47 of 8,000
+// runs of a finer sweep with the batch reader, none with Hadoop's).
+func TestThrottledConnWithCallsWaitingIsNotIdle(t *testing.T) {
+	const calls = 40
+	bad := 0
+	for delta := time.Duration(0); delta < 300*time.Microsecond; delta += 2 * time.Microsecond {
+		d := (750*time.Millisecond - delta) / 15
+		w := sim.New(sim.DefaultConfig(1))
+		var srv *rpc.Server
+		answered, failed := 0, 0
+		var closes []rpc.ServerClose
+		_, err := w.Spawn("server", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+			var err error
+			if srv, err = rpc.StartServer(p, p.MainLoop(), &delayService{d}, rpc.ServerConfig{Addr: srvAddr, MaxInFlight: 1, IdleTimeout: 500 * time.Millisecond}); err != nil {
+				w.Fail(err)
+				return
+			}
+			w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+				cl, err := rpc.NewClient(cp, cp.MainLoop(), rpc.ClientConfig{CallTimeout: time.Minute, IdleTimeout: time.Minute,
+					OnServerClose: func(sc rpc.ServerClose) { closes = append(closes, sc) }})
+				if err != nil {
+					w.Fail(err)
+					return
+				}
+				for k := 0; k < calls; k++ {
+					cl.Call(srvAddr, mEcho, []byte{byte(k)}, func(r rpc.Reply) {
+						if r.Err != nil {
+							failed++
+						} else {
+							answered++
+						}
+						if answered+failed == calls {
+							cl.Close()
+						}
+					})
+				}
+			})
+		})
+		if err == nil {
+			err = w.Run(time.Hour)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed > 0 || len(closes) > 0 {
+			if bad++; bad <= 3 {
+				st := srv.Stats()
+				t.Errorf("calls served in %v each: %d answered, %d failed; %d idle closes, %d purges; the client saw %+v", d, answered, failed, st.IdleClosed, st.Purged, closes)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of 150 runs closed a throttled connection with calls waiting", bad)
+	}
 }
