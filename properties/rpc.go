@@ -999,7 +999,11 @@ type rpcClient struct {
 	// each may earn one fatal answer, the only response stream a correct
 	// server sends that the client cannot follow.
 	garbled int
-	raw     []model.Conn
+	// garbageDials is the client's count of dials when it last sent
+	// garbage: while it is still the count, the garbage went on the
+	// connection the client has now.
+	garbageDials int
+	raw          []model.Conn
 	// The namenode's rpc server and its count of idle closes when the
 	// client last made a call.
 	idleSrv    *rpc.Server
@@ -1749,6 +1753,7 @@ func (h *rpcHarness) inject(f RPCFault) {
 		loop.Post(func() {
 			if ch.rc.SendRaw(rpcNN, []byte{0xff, 0xff, 0xff, 0xf0}) == nil {
 				ch.garbled++
+				ch.garbageDials = ch.rc.Stats().Dials
 			}
 		})
 	case RPCFaultNNCrash:
@@ -1800,7 +1805,21 @@ func (h *rpcHarness) heal() {
 	h.restartNN()
 	for _, ch := range h.clients {
 		ch.p.SlowReader(0)
-		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
+		ch.p.MainLoop().Post(func() {
+			// A connection still carrying garbage the namenode has not
+			// answered (it reads a connection's calls in order, and one
+			// it throttles, or holds behind a client that stopped
+			// reading, it may not read for seconds) will be closed
+			// fatally when it does, failing every call sent behind the
+			// garbage: the client drops it, so that the liveness calls
+			// go on a connection of their own (seed 691207196: a list
+			// sent behind garbage, behind 500 answers the client took
+			// slowly, was reset by the garbage's fatal close).
+			if st := ch.rc.Stats(); ch.garbled > st.Fatal && st.Dials == ch.garbageDials {
+				ch.rc.Abort(rpcNN)
+			}
+			ch.rc.ResumeReading(rpcNN)
+		})
 	}
 	// A pause is not cut short: the liveness phase waits for its end.
 	start := h.w.Now()
