@@ -1306,8 +1306,11 @@ func (c *tcpConn) onAck(s *segment) {
 	}
 	// An ACK changes only writability: with no write interest, notify
 	// can find something only if the socket is readable (or dead), which
-	// it is not in the common case of a drained receive queue.
-	if c.writeInterest || c.rcvQueued > 0 || c.finRcvd || c.err != nil {
+	// it is not in the common case of a drained receive queue, or if a
+	// connect's completion is still to be told (connected: Writable
+	// whatever the interest, as real keeps EPOLLOUT registered until it
+	// has told it).
+	if c.writeInterest || c.rcvQueued > 0 || c.finRcvd || c.err != nil || c.connected {
 		c.notify()
 	}
 }
