@@ -98,3 +98,38 @@ func TestBargingReaderYieldsToQueuedWriter(t *testing.T) {
 		t.Errorf("ends %v (barged %d): want reader A, writer B, then reader C", ends, barged)
 	}
 }
+
+// A thread a lock woke goes to the front of the line for a core
+// (waitFront), ahead of every arrival; once it has its core, the line is
+// in arrival order again: a thread that kept an earlier turn (its
+// dispatch waited out a callback of its process, deferDispatch) goes
+// ahead of one that became runnable after it. The front is the threads
+// put there and still waiting, not every one ever put there. One core,
+// busy: A is woken by a lock, B queues, A gets the core, then C, stamped
+// before B, queues: the line is C, B.
+func TestLineFrontIsOnlyThreadsStillWaiting(t *testing.T) {
+	w := New(DefaultConfig(1))
+	w.now = ms
+	c := newCPU(w, 1)
+	c.cores[0] = w.now + 50*us // busy
+	var ran []string
+	arrC := w.arrive() // C's turn, kept from before B's
+	c.waitFront(nil, func() { ran = append(ran, "A"); c.cores[0] = w.now + 10*us })
+	c.wait(nil, func() { ran = append(ran, "B") }, new(uint64))
+	// The core frees; the line's wake hands it to A, who takes it.
+	w.now, c.cores[0] = w.now+50*us, w.now+50*us
+	c.wakeArmed, c.wakeAt = true, w.now
+	c.wake()
+	if len(ran) != 1 || ran[0] != "A" || len(c.waitQ) != 1 {
+		t.Fatalf("after the wake: ran %v, %d waiting; want A ran, B waiting", ran, len(c.waitQ))
+	}
+	turn := arrC
+	c.wait(nil, func() { ran = append(ran, "C") }, &arrC)
+	if len(c.waitQ) != 2 || c.waitQ[0].arrival != turn {
+		var line []uint64
+		for _, wt := range c.waitQ {
+			line = append(line, wt.arrival)
+		}
+		t.Errorf("C (arrival %d) queued behind B: line of arrivals %v, want C first", turn, line)
+	}
+}

@@ -138,3 +138,49 @@ func TestCPUNeverExceedsTheCores(t *testing.T) {
 		}
 	})
 }
+
+// model.ProcessConfig.Cores 0 (or less) means one core: on a machine
+// without a shared host (HostCores 0), two loops of such a process that
+// each want 10 µs at 1 ms run one after the other, as with Cores 1, and
+// not side by side, as with Cores 2. (Without the default the process had
+// no core at all: none of its callbacks ran, and Run returned without an
+// error.)
+func TestZeroCoresMeansOne(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 0
+	step := cfg.CPU.Callback + 50*cfg.CPU.Parse // a dispatch and 10 µs
+	for _, c := range []struct {
+		cores int
+		want  []time.Duration
+	}{
+		{0, []time.Duration{ms + step, ms + 2*step}},
+		{-1, []time.Duration{ms + step, ms + 2*step}},
+		{1, []time.Duration{ms + step, ms + 2*step}},
+		{2, []time.Duration{ms + step, ms + step}},
+	} {
+		w := New(cfg)
+		var ends []time.Duration
+		_, err := w.Spawn("p", model.ProcessConfig{Cores: c.cores}, func(p model.Process) {
+			for range 2 {
+				l, err := p.NewLoop("t")
+				if err != nil {
+					w.Fail(err)
+					return
+				}
+				l.AfterFunc(ms-l.Now(), func() {
+					p.CPU(model.CPUParse, 50)
+					ends = append(ends, l.Now())
+				})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(ends) != fmt.Sprint(c.want) {
+			t.Errorf("Cores %d: the two callbacks ended at %v, want %v", c.cores, ends, c.want)
+		}
+	}
+}

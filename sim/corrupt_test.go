@@ -126,3 +126,50 @@ func TestBufferFaults(t *testing.T) {
 		t.Fatalf("in flight at 1000‰: %d bits flipped, %d counted; want 1", ones, sp.Flips)
 	}
 }
+
+// A fault that strikes a whole process is recorded as a "fault" event of
+// that process with connection 0: Conn names the connection (or, for bit
+// rot, the inode) a fault hit, as the trace's "conn" that the traces
+// package reads back, and none is hit here. Disarming a crash
+// point that has not fired is recorded too; disarming none records
+// nothing.
+func TestProcessFaultsNameNoConnection(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var faults []Event
+	w.Observe(func(e *Event) {
+		if e.Kind == "fault" {
+			faults = append(faults, *e)
+		}
+	})
+	sp, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.(*Process)
+	for _, c := range []struct {
+		arm  func()
+		want string
+	}{
+		{func() { p.Spike(5 * ms) }, "spike 5ms"},
+		{func() { p.Pause(5 * ms) }, "pause 5ms"},
+		{func() { p.SlowReader(4096) }, "slow-reader 4096"},
+		{func() { p.Fragment(100, 1000, ms) }, "fragment 100/1000/1ms"},
+		{func() { p.ResetNextFDPass(true) }, "reset next fd pass (after true)"},
+		{func() { p.CrashAtDiskOp(3, true, nil) }, "crash at disk op 3 (writes only true)"},
+		{p.DisarmCrash, "crash point disarmed"},
+		{p.DisarmCrash, ""}, // none armed
+	} {
+		n := len(faults)
+		c.arm()
+		got := faults[n:]
+		if c.want == "" {
+			if len(got) != 0 {
+				t.Errorf("disarming no crash point recorded %+v", got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Proc != "p" || got[0].Conn != 0 || got[0].S != c.want {
+			t.Errorf("recorded %+v, want one fault of p on connection 0: %q", got, c.want)
+		}
+	}
+}

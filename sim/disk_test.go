@@ -1,12 +1,16 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
 	"testing"
 	"time"
+
+	"xceiver/model"
 )
 
 // cleanPath's shortcut for names already clean gives what cleaning them
@@ -62,5 +66,44 @@ func TestDiskAddFaultsOverlap(t *testing.T) {
 	eio()
 	if want := (DiskFaults{WriteEIO: 0.2}); d.faults != want {
 		t.Fatalf("after SetFaults and a stale end: %+v, want %+v", d.faults, want)
+	}
+}
+
+// ReadAt keeps io.ReaderAt's contract, as the real world's file does (its
+// pread loop ends on a read of 0 with io.EOF): fewer bytes than asked
+// only with an error saying why, io.EOF at and past the end (pread(2)'s
+// 0); a read of nothing reads nothing, even past the end. A reader that loops until an error would otherwise never stop
+// at a file's end.
+func TestReadAtStopsAtTheEndWithEOF(t *testing.T) {
+	w := New(DefaultConfig(1))
+	sp, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := sp.Disk().Open("blk", model.ReadWrite|model.Create, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.WriteAt(bytes.Repeat([]byte{7}, 1000), 0); n != 1000 || err != nil {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	for _, c := range []struct {
+		off   int64
+		len   int
+		n     int
+		isEOF bool
+	}{
+		{0, 1000, 1000, false},
+		{500, 100, 100, false},
+		{500, 1000, 500, true},
+		{999, 2, 1, true},
+		{1000, 10, 0, true},
+		{5000, 10, 0, true},
+		{5000, 0, 0, false},
+	} {
+		n, err := f.ReadAt(make([]byte, c.len), c.off)
+		if n != c.n || (err == io.EOF) != c.isEOF || err != nil && err != io.EOF {
+			t.Errorf("ReadAt of %d bytes at %d of 1000 = %d, %v; want %d (EOF %v)", c.len, c.off, n, err, c.n, c.isEOF)
+		}
 	}
 }

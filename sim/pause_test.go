@@ -110,3 +110,38 @@ func TestPauseHoldsNoCore(t *testing.T) {
 		t.Errorf("another process's 1 ms timer fired %d times during a 50 ms pause of a busy one, want about 50", n)
 	}
 }
+
+// BusyUntil counts the work items a process's pools started, not only its
+// loops' callbacks: a loop that spent 1 ms in a callback at 1 ms and
+// handed a worker 5 ms of work is idle from 2 ms, but the process is busy
+// until the item ends, and a harness waiting for it (properties' tryHeal,
+// which heals only once the datanode has finished what a slow disk
+// started) must wait for that.
+func TestBusyUntilCountsWorkItems(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var workEnd, cbEnd time.Duration
+	p, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		wp := p.NewWorkerPool("w", 1)
+		l.AfterFunc(ms, func() {
+			w.charge(ms)
+			wp.Submit(l, func() { w.charge(5 * ms); workEnd = w.Now() }, nil)
+			cbEnd = l.Now()
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := p.(*Process)
+	var at3 time.Duration
+	w.At(3*ms, func() { at3 = sp.BusyUntil() })
+	if err := w.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if cbEnd > 3*ms || workEnd < 6*ms || at3 != workEnd {
+		t.Errorf("at 3 ms, with the loop idle since %v and a work item running until %v, BusyUntil = %v; want the item's end", cbEnd, workEnd, at3)
+	}
+	if b := sp.BusyUntil(); b != workEnd {
+		t.Errorf("at rest BusyUntil = %v, want the item's end %v", b, workEnd)
+	}
+}

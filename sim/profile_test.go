@@ -112,6 +112,18 @@ func TestEmbeddedProfileParsesAndMapsOntoTheCPUModel(t *testing.T) {
 	}
 }
 
+// Only a probe's 0 (a profile that predates it) keeps the hand-set cost:
+// any measured value is the profile's, however small. A loop start of
+// 1 ns (a valid time, 0 to 1 s) is a thread start of 1 ns, and a spawn of
+// 3 ns costs 2 ns beyond it.
+func TestProfileTakesTheSmallestMeasuredLoopStart(t *testing.T) {
+	p := DefaultProfile()
+	p.LoopStartNs, p.SpawnNs = 1, 3
+	if c := p.CPU(); c.ThreadStart != 1 || c.Spawn != 2 {
+		t.Errorf("loop start 1 ns, spawn 3 ns: thread start %v, spawn %v; want 1ns and 2ns", c.ThreadStart, c.Spawn)
+	}
+}
+
 // A profile written before the rpc costs were measured still loads, and
 // keeps the hand-set ones.
 func TestProfileWithoutRPCCostsKeepsTheDefaults(t *testing.T) {
@@ -153,6 +165,11 @@ func TestParseProfileRejectsBadProfiles(t *testing.T) {
 		"too many cores":  {withField(good, "cores", 100000), "profile: cores = 100000, want 0 to 4096"},
 		"stack cores":     {withField(good, "stack_cores", -1), "profile: stack_cores = -1, want 0 to 4096 cores"},
 		"a negative time": {withField(good, "read_ns", -1), "profile: read_ns = -1, want a time from 0 to 1 s (in ns)"},
+		// Percentiles out of order are said in their order: 10th,
+		// 50th, 90th.
+		"syscall hold order": {withPercentiles(good, "syscall_hold", 300, 200, 400), "profile: syscall hold percentiles out of order (300, 200, 400)"},
+		"poller wake order":  {withPercentiles(good, "poller_wake", 300, 200, 400), "profile: poller wake-up percentiles out of order (300, 200, 400)"},
+		"wake-up order":      {withPercentiles(good, "wakeup", 100, 300, 200), "profile: wake-up percentiles out of order (100, 300, 200)"},
 	} {
 		if _, err := ParseProfile([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one mentioning %q", name, err, tc.want)
@@ -164,6 +181,14 @@ func TestParseProfileRejectsBadProfiles(t *testing.T) {
 // embedded one, measured on a machine it had alone).
 func withSlices(profile string, on, off float64) string {
 	return withField(withField(profile, "slice_on_ns", on), "slice_off_ns", off)
+}
+
+// withPercentiles is profile with the 10th, 50th and 90th percentiles of
+// one figure set.
+func withPercentiles(profile, name string, p10, p50, p90 float64) string {
+	profile = withField(profile, name+"_p10_ns", p10)
+	profile = withField(profile, name+"_p50_ns", p50)
+	return withField(profile, name+"_p90_ns", p90)
 }
 
 // withField is profile with one figure set.

@@ -69,3 +69,22 @@ func TestScripts(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) { runScript(t, sc) })
 	}
 }
+
+// A script pins a rule only if its windows are narrow: the timers behind
+// its segments (delayed ACK, the probe timer, the tail loss probe) fire on
+// the jiffy grid (HZ=250 here: a 4 ms tick), so a segment may come up to
+// a tick after its rule's time and no later, and a window wider than that
+// would pass a segment that broke the rule (an ACK sent at once where the
+// delayed ACK is due 40 ms later). Each window starts at or after the
+// script's start, ends no earlier than it starts, and spans a tick at
+// most.
+func TestScriptWindowsAreATickWide(t *testing.T) {
+	tick := DefaultTCPConfig().Tick
+	for _, sc := range Scripts() {
+		for i, s := range sc.Segs {
+			if s.Lo < 0 || s.Hi < s.Lo || s.Hi-s.Lo > tick {
+				t.Errorf("%s: segment %d (%s len %d %s) in [%v, %v]: want a window of at most %v", sc.Name, i, s.From, s.Len, s.Flags, s.Lo, s.Hi, tick)
+			}
+		}
+	}
+}

@@ -1749,6 +1749,33 @@ func TestUnixResetConn(t *testing.T) {
 	}
 }
 
+// ResetUnix resets the connection with the id it is given, by either
+// end's id, and no other: with two connections open between the same
+// processes, resetting the second by its client end's id (found through
+// the server end, whose peer it is) leaves the first working.
+func TestUnixResetOnlyTheConnectionNamed(t *testing.T) {
+	h, sc, cc, sp, cp, _, _ := unixPair(t)
+	c2, err := cp.Dial("unix", "/run/dn.sock", cp.MainLoop(), func(model.Events) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(h.now() + ms)
+	second := c2.(*unixConn)
+	if ids := sp.UnixConns(); len(ids) != 2 || ids[0] != sc.id || second.peer == nil || ids[1] != second.peer.id {
+		t.Fatalf("server unix conns %v, want [%d, the second's server end]", ids, sc.id)
+	}
+	if !h.w.ResetUnix(second.id) {
+		t.Fatal("ResetUnix found no connection")
+	}
+	if !second.reset || !second.peer.reset || sc.reset || cc.reset {
+		t.Errorf("reset of the second connection: second %v (its server end %v), first %v (its client end %v); want the second's ends only",
+			second.reset, second.peer.reset, sc.reset, cc.reset)
+	}
+	if n, err := cc.Write([]byte("still")); n != 5 || err != nil {
+		t.Errorf("the first connection writes %d, %v after the second's reset", n, err)
+	}
+}
+
 // --- tail loss probe (RFC 8985, tcp_schedule_loss_probe) ---
 
 // tlpWindow is when a probe armed at t may fire.

@@ -173,3 +173,50 @@ func TestPassedFileOutlivesSender(t *testing.T) {
 		t.Fatalf("pread after the sender crashed = %d, %v, %q; want 5 bytes of hello", n, err, buf[:n])
 	}
 }
+
+// An fd pass that finds the send buffer full passes nothing: sendmsg
+// fails with EAGAIN before any skb is allocated (unix_stream_sendmsg's
+// sock_alloc_send_pskb, non-blocking), so a reset armed for the next pass
+// (ResetNextFDPass) is still armed, the connection is not reset and the
+// file's inode gains no in-flight reference. The pass that goes once the
+// reader has made room is the one reset.
+func TestUnixFDPassThatWouldBlockLeavesTheResetArmed(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			h, sc, cc, sp, _, _, _ := unixPair(t)
+			cc.SetReadInterest(false)
+			for {
+				k, err := sc.Write(make([]byte, 64<<10))
+				if errors.Is(err, model.ErrWouldBlock) {
+					break
+				}
+				if err != nil || k == 0 {
+					t.Fatalf("write: %d, %v", k, err)
+				}
+			}
+			f, err := sp.Disk().Open("blk_1", model.Create|model.ReadWrite, model.FDBlockFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ino := f.(*File).ino
+			sp.ResetNextFDPass(after)
+			if n, err := sc.SendFDs([]byte{7}, []model.File{f}); n != 0 || !errors.Is(err, model.ErrWouldBlock) {
+				t.Fatalf("SendFDs on a full send buffer = %d, %v; want 0, EAGAIN", n, err)
+			}
+			if sc.reset || sc.Err() != nil || sp.netFaults.resetFDPass == 0 || ino.refs != 1 {
+				t.Fatalf("after a pass that would block: reset %v, error %v, fault armed %v, inode refs %d; want no reset, still armed, 1 ref",
+					sc.reset, sc.Err(), sp.netFaults.resetFDPass != 0, ino.refs)
+			}
+			cc.SetReadInterest(true) // the client drains: room again
+			h.runTo(h.now() + ms)
+			n, err := sc.SendFDs([]byte{7}, []model.File{f})
+			if after && (n != 1 || err != nil) || !after && (n != 0 || !errors.Is(err, model.ErrReset)) {
+				t.Errorf("SendFDs with room (reset after %v) = %d, %v", after, n, err)
+			}
+			if !sc.reset || sp.netFaults.resetFDPass != 0 {
+				t.Errorf("the pass with room: reset %v, fault still armed %v; want reset, spent", sc.reset, sp.netFaults.resetFDPass != 0)
+			}
+			f.Close()
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"xceiver/model"
+)
+
+// New fills each zero part of a Config with its default and keeps every
+// part that is set: a world made from a bare Config{Seed: s} has the
+// defaults' TCP, Unix sockets, disk and CPU costs (a zero Unix config
+// would leave a send buffer of 0 bytes, every AF_UNIX write EAGAIN for
+// ever), and one made with its own parts runs with those.
+func TestNewFillsZeroPartsOfTheConfig(t *testing.T) {
+	// differ names the parts of got that are not want's.
+	differ := func(got, want Config) []string {
+		var d []string
+		for _, c := range []struct {
+			name string
+			same bool
+		}{
+			{"FDLimit", got.FDLimit == want.FDLimit}, {"MaxEvents", got.MaxEvents == want.MaxEvents},
+			{"TCP", got.TCP == want.TCP}, {"Unix", got.Unix == want.Unix},
+			{"Disk", got.Disk == want.Disk}, {"CPU", got.CPU == want.CPU},
+		} {
+			if !c.same {
+				d = append(d, c.name)
+			}
+		}
+		return d
+	}
+	def := DefaultConfig(1)
+	def.MaxEvents = 200_000_000
+	if d := differ(New(Config{Seed: 1}).cfg, def); d != nil {
+		t.Errorf("New(Config{Seed: 1}): %v not the defaults", d)
+	}
+	own := def
+	own.FDLimit, own.MaxEvents = 77, 12345
+	own.TCP.MSS = 1000
+	own.Unix = UnixConfig{Delay: 5 * time.Microsecond, BufSize: 4096}
+	own.Disk.Bandwidth = def.Disk.Bandwidth / 2
+	own.CPU.Callback = 3 * def.CPU.Callback
+	if d := differ(New(own).cfg, own); d != nil {
+		t.Errorf("New replaced the config's own %v", d)
+	}
+}
+
+// A busy loop that never drains its queue (each callback posts the next
+// while two more wait) slides its pending tasks down once it has run 64
+// and at least as many as wait, so its queue holds what is pending, not
+// every task it ever ran: after 10,000 callbacks it is at most 64 run
+// slots and the pending three long.
+func TestBusyLoopQueueStaysBounded(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var loop *Loop
+	ran, longest := 0, 0
+	_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		loop = l.(*Loop)
+		var step func()
+		step = func() {
+			ran++
+			longest = max(longest, len(loop.queue))
+			if ran < 10_000 {
+				l.Post(step)
+			}
+		}
+		for range 3 {
+			l.Post(step)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ran < 10_000 || longest > 64+3 {
+		t.Errorf("%d callbacks ran; the queue grew to %d tasks, want at most %d", ran, longest, 64+3)
+	}
+}
