@@ -1805,21 +1805,7 @@ func (h *rpcHarness) heal() {
 	h.restartNN()
 	for _, ch := range h.clients {
 		ch.p.SlowReader(0)
-		ch.p.MainLoop().Post(func() {
-			// A connection still carrying garbage the namenode has not
-			// answered (it reads a connection's calls in order, and one
-			// it throttles, or holds behind a client that stopped
-			// reading, it may not read for seconds) will be closed
-			// fatally when it does, failing every call sent behind the
-			// garbage: the client drops it, so that the liveness calls
-			// go on a connection of their own (seed 691207196: a list
-			// sent behind garbage, behind 500 answers the client took
-			// slowly, was reset by the garbage's fatal close).
-			if st := ch.rc.Stats(); ch.garbled > st.Fatal && st.Dials == ch.garbageDials {
-				ch.rc.Abort(rpcNN)
-			}
-			ch.rc.ResumeReading(rpcNN)
-		})
+		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
 	}
 	// A pause is not cut short: the liveness phase waits for its end.
 	start := h.w.Now()
@@ -1845,7 +1831,7 @@ func (h *rpcHarness) startLive() {
 	for cl := range h.clients {
 		if ops := byClient[cl]; len(ops) > 0 {
 			left++
-			h.runOps(h.clients[cl], ops, true, done)
+			h.afterGarbage(h.clients[cl], func() { h.runOps(h.clients[cl], ops, true, done) })
 		}
 	}
 	h.w.At(h.w.Now()+rpcLiveTimeout, func() {
@@ -1854,6 +1840,23 @@ func (h *rpcHarness) startLive() {
 		}
 	})
 	done()
+}
+
+// afterGarbage runs then once ch's connection carries no garbage the
+// namenode has not answered. The namenode reads a connection's calls in
+// order, and one it throttles behind a client that stopped reading it may
+// not read for seconds: a call sent behind the garbage then fails with
+// the garbage's fatal close (seed 691207196: a liveness list behind
+// garbage behind 500 answers the client took slowly). The client reads
+// at full speed again from the heal, so the answer comes; one that never
+// does (a connection left throttled for ever) holds the liveness phase
+// past its deadline, a failure.
+func (h *rpcHarness) afterGarbage(ch *rpcClient, then func()) {
+	if st := ch.rc.Stats(); ch.garbled > st.Fatal && st.Dials == ch.garbageDials && ch.rc.Conns() > 0 && h.phase == "live" {
+		h.w.At(h.w.Now()+10*time.Millisecond, func() { h.afterGarbage(ch, then) })
+		return
+	}
+	then()
 }
 
 // bigCallDone checks the answer to a call of the big-calls fault, made at
@@ -1901,7 +1904,7 @@ func (h *rpcHarness) serverClosed(ch *rpcClient, sc rpc.ServerClose) {
 	// or pause excusing them, a server that closed slow-over clients
 	// over MaxPending passed 13 of the 91 rpc seeds of 1-5,000 that
 	// catch it.)
-	if h.failure != nil || ch.faulty && (!ch.reading || h.outageSince(ch.slowFrom)) || h.nnDown {
+	if h.failure != nil || ch.faulty && (!ch.reading || ch.slowFrom > 0 && h.outageSince(ch.slowFrom)) || h.nnDown {
 		return
 	}
 	now := h.w.Now()

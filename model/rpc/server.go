@@ -510,7 +510,8 @@ type serverConn struct {
 	// credit is how many more calls the reader may take from the
 	// connection before it looks again, under lk, at what the connection
 	// has in flight and pending (throttle): MaxInFlight less the calls in
-	// flight when it last looked, less those taken since. A stale count
+	// flight when it last looked, less those taken since (or 0, set by
+	// the handler whose response took it past MaxPending). A stale count
 	// errs low, as responses only complete; so a connection never has
 	// more than MaxInFlight calls in flight, without a lock per call.
 	credit int
@@ -636,9 +637,9 @@ func (r *reader) scanIdle() {
 			case sc.answered < sc.queued || len(sc.out) > 0:
 			case sc.holdsCall():
 				// A whole call waits in its input: the connection is
-				// throttled (its last call in flight answered just now,
-				// the unthrottle that takes the next one posted) or
-				// behind a full queue. Its client has a call outstanding.
+				// throttled, its last call in flight answered just now
+				// and the unthrottle that takes the next one posted. Its
+				// client has a call outstanding.
 			default:
 				r.idleClosed++
 				r.loop.Post(func() { r.close(sc, "idle") })
