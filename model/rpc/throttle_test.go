@@ -311,3 +311,48 @@ func TestThrottledConnWithCallsWaitingIsNotIdle(t *testing.T) {
 		t.Errorf("%d of 150 runs closed a throttled connection with calls waiting", bad)
 	}
 }
+
+// A reader throttled for MaxPending goes on as soon as the responder's
+// writes bring the connection's pending bytes back within the bound, not
+// only once all of its output has drained: with a 1 KiB send buffer the
+// server's writes go out a KiB per delayed ACK, and waiting for a drain
+// would leave the connection idle between every batch of calls. Seen as
+// a call taken after the first throttle while the connection still holds
+// answers.
+func TestMaxPendingThrottleLiftsBeforeTheDrain(t *testing.T) {
+	const (
+		calls = 12
+		size  = 8 << 10
+	)
+	early := 0
+	var last rpc.ServerStats
+	each := func(e *env) {
+		st, p := e.srv.Stats(), e.srv.Pending()
+		if last.Throttled > 0 && st.Calls > last.Calls && p.Bytes > 0 {
+			early++
+		}
+		last = st
+	}
+	answered := 0
+	e := worldEach(t, rpc.ServerConfig{Handlers: 2, MaxInFlight: 100, MaxPending: 16 << 10}, rpc.ClientConfig{CallTimeout: time.Minute}, 1, each,
+		func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			e.sp.SetSocketBuffers(1<<10, 0)
+			arg := binary.BigEndian.AppendUint32(nil, size)
+			l := p.MainLoop()
+			for k := 0; k < calls; k++ {
+				l.AfterFunc(time.Duration(k)*time.Millisecond, func() {
+					cl.Call(srvAddr, mBig, arg, func(r rpc.Reply) {
+						if r.Err == nil && len(r.Payload) == size {
+							answered++
+						}
+					})
+				})
+			}
+		})
+	st := e.srv.Stats()
+	t.Logf("%d of %d answered; throttled %d times; %d calls taken while answers were still queued after a throttle", answered, calls, st.Throttled, early)
+	if answered != calls || st.Throttled == 0 || early == 0 {
+		t.Errorf("%d of %d answered, throttled %d times, %d calls taken before the connection's output drained; want all, throttled, and some taken before a drain", answered, calls, st.Throttled, early)
+	}
+	e.quiet()
+}
