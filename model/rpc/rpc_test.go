@@ -19,10 +19,14 @@ const (
 	mSlow  = 2 // answers the payload after 1 ms
 	mBig   = 3 // answers uint32(payload) bytes
 	mHold  = 4 // answers the payload after 2 s
+	mDelay = 5 // answers the payload after the service's delay
 	mUnset = 9 // not a method
 )
 
-type testService struct{ served int }
+type testService struct {
+	served int
+	delay  time.Duration // mDelay's
+}
 
 func (s *testService) Serve(loop model.Loop, m uint8, payload []byte, done func(rpc.Status, []byte)) {
 	s.served++
@@ -35,6 +39,8 @@ func (s *testService) Serve(loop model.Loop, m uint8, payload []byte, done func(
 		done(rpc.StatusOK, make([]byte, binary.BigEndian.Uint32(payload)))
 	case mHold:
 		loop.AfterFunc(2*time.Second, func() { done(rpc.StatusOK, payload) })
+	case mDelay:
+		loop.AfterFunc(s.delay, func() { done(rpc.StatusOK, payload) })
 	default:
 		done(rpc.StatusUnknownMethod, nil)
 	}

@@ -237,13 +237,6 @@ func TestMaxPendingStopsTheReaderBeforeTheCap(t *testing.T) {
 	e.quiet()
 }
 
-// delayService answers every call after d.
-type delayService struct{ d time.Duration }
-
-func (s *delayService) Serve(loop model.Loop, _ uint8, payload []byte, done func(rpc.Status, []byte)) {
-	loop.AfterFunc(s.d, func() { done(rpc.StatusOK, payload) })
-}
-
 // A throttled connection with calls waiting is never closed as idle. A
 // client sends 40 calls at once and nothing more, so its connection has
 // been silent for the idle timeout (500 ms) long before they are
@@ -256,53 +249,36 @@ func (s *delayService) Serve(loop model.Loop, _ uint8, payload []byte, done func
 // rest. The window is a few µs wide: the sweep moves the answers
 // against the scans (every 250 ms), d = (750 ms - δ)/15 for δ across
 // 300 µs in 2 µs steps, and 2 of its 150 runs closed the connection
-// after the 20th answer, failing 20 calls (a review found 47 of 8,000
+// (after the 20th and the 25th answers, failing the rest) without the
+// idle scan's look for a whole call (a review found 47 of 8,000
 // runs of a finer sweep with the batch reader, none with Hadoop's).
 func TestThrottledConnWithCallsWaitingIsNotIdle(t *testing.T) {
 	const calls = 40
 	bad := 0
 	for delta := time.Duration(0); delta < 300*time.Microsecond; delta += 2 * time.Microsecond {
 		d := (750*time.Millisecond - delta) / 15
-		w := sim.New(sim.DefaultConfig(1))
-		var srv *rpc.Server
 		answered, failed := 0, 0
 		var closes []rpc.ServerClose
-		_, err := w.Spawn("server", model.ProcessConfig{Cores: 4}, func(p model.Process) {
-			var err error
-			if srv, err = rpc.StartServer(p, p.MainLoop(), &delayService{d}, rpc.ServerConfig{Addr: srvAddr, MaxInFlight: 1, IdleTimeout: 500 * time.Millisecond}); err != nil {
-				w.Fail(err)
-				return
+		ccfg := rpc.ClientConfig{CallTimeout: time.Minute, IdleTimeout: time.Minute,
+			OnServerClose: func(sc rpc.ServerClose) { closes = append(closes, sc) }}
+		e := world(t, rpc.ServerConfig{MaxInFlight: 1, IdleTimeout: 500 * time.Millisecond}, ccfg, 1, func(e *env, _ int, _ model.Process, cl *rpc.Client) {
+			e.svc.delay = d
+			for k := 0; k < calls; k++ {
+				cl.Call(srvAddr, mDelay, []byte{byte(k)}, func(r rpc.Reply) {
+					if r.Err != nil {
+						failed++
+					} else {
+						answered++
+					}
+					if answered+failed == calls {
+						cl.Close()
+					}
+				})
 			}
-			w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
-				cl, err := rpc.NewClient(cp, cp.MainLoop(), rpc.ClientConfig{CallTimeout: time.Minute, IdleTimeout: time.Minute,
-					OnServerClose: func(sc rpc.ServerClose) { closes = append(closes, sc) }})
-				if err != nil {
-					w.Fail(err)
-					return
-				}
-				for k := 0; k < calls; k++ {
-					cl.Call(srvAddr, mEcho, []byte{byte(k)}, func(r rpc.Reply) {
-						if r.Err != nil {
-							failed++
-						} else {
-							answered++
-						}
-						if answered+failed == calls {
-							cl.Close()
-						}
-					})
-				}
-			})
 		})
-		if err == nil {
-			err = w.Run(time.Hour)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
 		if failed > 0 || len(closes) > 0 {
 			if bad++; bad <= 3 {
-				st := srv.Stats()
+				st := e.srv.Stats()
 				t.Errorf("calls served in %v each: %d answered, %d failed; %d idle closes, %d purges; the client saw %+v", d, answered, failed, st.IdleClosed, st.Purged, closes)
 			}
 		}
