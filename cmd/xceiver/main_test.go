@@ -253,6 +253,31 @@ func TestBenchCPUScale(t *testing.T) {
 	}
 }
 
+// In real the reactor out-reads the thread-per-connection server (HDFS-918);
+// the sim must rank them alike. A selector that dropped its spare packet
+// buffers each time none was lent turned the sim's ranking round for a
+// day (693 MB/s against 735) while real kept it.
+func TestBenchHDFS918SimRanksTheReactorFirst(t *testing.T) {
+	var got struct {
+		Rows []benchRow `json:"rows"`
+	}
+	if code, stderr := cliJSON(t, &got, "bench", "hdfs-918", "--json"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	tp := map[string]float64{}
+	for _, r := range got.Rows {
+		if r.World == "sim" && r.Metric == "throughput" {
+			tp[r.Case] = r.Value
+		}
+	}
+	if tp["reactor"] == 0 || tp["threaded"] == 0 {
+		t.Fatalf("sim throughput rows %v: want reactor and threaded", tp)
+	}
+	if tp["reactor"] <= tp["threaded"] {
+		t.Errorf("sim reactor %.0f MB/s, threaded %.0f: want the reactor ahead, as in real", tp["reactor"], tp["threaded"])
+	}
+}
+
 // validate --cpu-scale auto measures the machine and scales the sim's
 // costs by how much dearer its work is than the profile's reference.
 func TestValidateScalesByTheMachineWithAuto(t *testing.T) {
