@@ -201,7 +201,7 @@ func (h TraceHead) check(path, want, system string, seed uint64, bug string, val
 // Ignore may name (check --ignore gives each system the ones it checks).
 var (
 	RPCProperties = []string{PropLinearizable, PropExactlyOnce, PropStream, PropQueueBound, PropMemory, PropFDBounds, PropAvailability,
-		PropLiveness, PropLeakFree, PropDurable, PropDeterminism, PropHarness}
+		PropLiveness, PropLeakFree, PropDurable, PropTimeout, PropDeterminism, PropHarness}
 	SCProperties       = []string{PropLinearizable, PropAvailability, PropLocalReads, PropFDBounds, PropSCStats, PropSCRefusal, PropLeakFree, PropDeterminism, PropHarness}
 	ScenarioProperties = []string{PropLiveness, PropAvailability, PropStream, PropFDBounds, PropPoolBound, PropLeakFree,
 		PropShared, PropReport, PropConfig, PropDeterminism, PropHarness}

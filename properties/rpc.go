@@ -34,7 +34,12 @@ import (
 //     MaxInFlight (a response is held only for a call in flight; so no
 //     more bytes than MaxInFlight of its largest), measured from the
 //     queues, whose bytes the server's own count must equal; and no connection's input not yet taken as calls is
-//     past InputBound (every event);
+//     past InputBound (every event); and the reader takes none of a stuck
+//     pipeliner's calls once the answers held for it have stayed past
+//     MaxPending for rpcStopLag (checkStuck);
+//   - state-timeout: the namenode purges a stuck pipeliner's connection
+//     within an idle timeout and a scan of its last move on it, and
+//     (availability) not before an idle timeout of silence (checkStuck);
 //   - fd-bounds: the namenode's sockets stay within its clients and the
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
@@ -165,23 +170,25 @@ const (
 	RPCFaultStall    = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
 	RPCFaultBigCalls = "big-calls"      // a client sends two calls of N KiB at once, of a method the namespace does not have
 	RPCFaultSlowOver = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds at once, and reads them all
+	RPCFaultStuck    = "stuck"          // a process of its own pipelines N calls for large answers, more than MaxInFlight, on a connection it never reads again
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck}
 
 // rpcFaultsDrawnLast are drawn each on its own after everything else, so
 // that the cases drawn before each came stay as they were; the swarm draw
 // of client faults leaves them out.
-var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver}
+var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck}
 
 // touchesClient reports whether a fault of kind makes its client faulty:
 // excused from availability outside the liveness phase. The namenode's
-// faults, a datanode crash, a burst and big calls leave the client whole.
+// faults, a datanode crash, a burst and big calls leave the client whole,
+// and so does a stuck pipeliner, a process of its own.
 func touchesClient(kind string) bool {
 	switch kind {
-	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls:
+	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls, RPCFaultStuck:
 		return false
 	}
 	return !nnFault(kind)
@@ -596,6 +603,16 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 	// cap of one makes every connection's calls go one at a time, and a
 	// few throttle the workers' own.
 	cfg.MaxInFlight = pick(d, "max_in_flight", 0, 0, 1, 4, 16)
+	// Drawn last: a client that asks for more than its connection may
+	// hold and never reads again (a stopped process). The throttle
+	// bounds what the namenode holds for it, and only the purge ends it:
+	// the namenode must close it within an idle timeout and a scan of
+	// its last reading from or writing to it, and no sooner
+	// (checkStuck), while the other clients are served as ever.
+	if d.chance(15, "fault_"+RPCFaultStuck) && len(c.Faults) < rpcMaxFaults {
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultStuck, nearOp(d, starts)))
+		sortRPCFaults(c.Faults)
+	}
 	return c, c.Validate()
 }
 
@@ -687,6 +704,12 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 		f.N = d.n(1, 4, "stall_calls")
 	case RPCFaultBigCalls:
 		f.N = pick(d, "big_call_kib", 100, 400, rpcMaxBigCallKiB)
+	case RPCFaultStuck:
+		// Past the default cap; Dur holds the workload phase open past
+		// the purge, which comes within 1.5 idle timeouts of the
+		// namenode's last move on the connection.
+		f.N = d.n(101, 300, "stuck_calls")
+		f.Dur = 2 * cfg.ServerIdle
 	case RPCFaultBurst:
 		f.N = pick(d, "burst", 20, 100, 300)
 	case RPCFaultCrash, RPCFaultNNCrash, RPCFaultNNPower:
@@ -789,6 +812,7 @@ var rpcFaultN = map[string][2]int{
 	RPCFaultStall:    {0, 4},    // (likewise)
 	RPCFaultSlowOver: {0, 2000}, // (100 to 300: past the bound)
 	RPCFaultBigCalls: {1, rpcMaxBigCallKiB},
+	RPCFaultStuck:    {1, 2000}, // (101 to 300)
 	RPCFaultBurst:    {0, 2000}, // (20 to 300)
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:  {0, 1000},
@@ -950,6 +974,9 @@ type RPCResult struct {
 	// connection's calls for what it had in flight or pending (read when
 	// the run ended quietly).
 	Throttled int
+	// Purged counts the connections the namenode purged for answers
+	// untaken (read likewise).
+	Purged int
 	// NamenodeCrashes counts the namenode's crashes (drawn, or fatal
 	// edit-log syncs).
 	NamenodeCrashes int
@@ -1048,6 +1075,24 @@ type rpcHarness struct {
 	// after the power loss at the end must replay (replayAtRest).
 	atRest *nsState
 	dn     *model.Datanode
+	// stuck are the stuck faults' connections (checkStuck).
+	stuck []*stuckConn
+}
+
+// stuckConn is a stuck fault's connection, which the namenode must purge
+// on time.
+type stuckConn struct {
+	client int
+	local  string // its address: the namenode's connection's remote
+	dialed time.Duration
+	peer   func() (sim.Activity, bool)
+	done   bool // closed and judged, or no longer judged
+	// over is when the namenode's responses on it last went past
+	// MaxPending and have stayed there since (0: they are within it);
+	// overCalls, the calls it had taken rpcStopLag after that (-1: not
+	// yet looked).
+	over      time.Duration
+	overCalls int
 }
 
 // RunRPC runs an rpc case in sim and checks its properties.
@@ -1216,7 +1261,8 @@ func (h *rpcHarness) run() *RPCResult {
 		h.failAfter(PropHarness, runErr.Error())
 	default:
 		h.finalChecks()
-		res.Throttled = h.nn.Server.Stats().Throttled
+		st := h.nn.Server.Stats()
+		res.Throttled, res.Purged = st.Throttled, st.Purged
 		if h.failure == nil && cfg.EditLog && !h.ignored(PropDurable) {
 			h.replayAtRest()
 			res.Events, res.SimEvents = w.TraceEvents(), w.Events()
@@ -1736,6 +1782,8 @@ func (h *rpcHarness) inject(f RPCFault) {
 				ch.rc.Call(rpcNN, rpcBigCallMethod, payload, func(r rpc.Reply) { h.bigCallDone(ch, f.N, start, idle, r) })
 			}
 		})
+	case RPCFaultStuck:
+		h.injectStuck(f)
 	case RPCFaultBurst:
 		loop.Post(func() {
 			for i := 0; i < f.N; i++ {
@@ -1788,6 +1836,144 @@ func (h *rpcHarness) inject(f RPCFault) {
 		}
 		// Faults that overlap are in force together (Disk.AddFaults).
 		h.w.At(h.w.Now()+f.Dur, h.nnProc.SimDisk().AddFaults(df))
+	}
+}
+
+// injectStuck starts a stuck fault: a process of its own, whose receive
+// buffer is small so that the answers back up into the namenode at once,
+// dials the namenode, sends f.N calls listing /big, and never reads.
+func (h *rpcHarness) injectStuck(f RPCFault) {
+	s := &stuckConn{client: f.Client, dialed: h.w.Now()}
+	h.stuck = append(h.stuck, s)
+	h.w.Spawn(fmt.Sprintf("stuck%d", len(h.stuck)-1), model.ProcessConfig{}, func(p model.Process) {
+		p.(*sim.Process).SetSocketBuffers(0, 4096)
+		loop := p.MainLoop()
+		out := append([]byte(nil), rpc.Preamble[:]...)
+		list := namespace.EncodeRequest(namespace.Request{Method: namespace.MethodList, Path: "/big"})
+		for i := 1; i <= f.N; i++ {
+			out = rpc.AppendFrame(out, rpc.Frame{ID: uint32(i), Code: namespace.MethodList, Payload: list})
+		}
+		// Half of the calls at once, the rest a millisecond apart: the
+		// reader must stop taking them once it holds MaxPending of
+		// answers, not only at the cap.
+		one := (len(out) - len(rpc.Preamble)) / f.N
+		upTo, sent := len(out)-(f.N/2)*one, 0
+		var c model.Conn
+		closed, ticking := false, false
+		var send func()
+		send = func() {
+			for sent < upTo {
+				n, _ := c.Write(out[sent:upTo])
+				if n == 0 {
+					c.SetWriteInterest(true)
+					return
+				}
+				sent += n
+			}
+			c.SetWriteInterest(false)
+			if upTo < len(out) && !ticking {
+				ticking = true
+				loop.AfterFunc(time.Millisecond, func() {
+					if ticking = false; !closed {
+						upTo += one
+						send()
+					}
+				})
+			}
+		}
+		c, err := p.Dial("tcp", rpcNN, loop, func(ev model.Events) {
+			switch {
+			case closed:
+			case ev&model.Hangup != 0:
+				closed = true
+				c.Close()
+			case ev&model.Writable != 0:
+				send()
+			}
+		})
+		if err != nil {
+			s.done = true
+			return
+		}
+		s.local = c.LocalAddr()
+		c.SetReadInterest(false)
+		if pa, ok := c.(interface{ PeerActivity() (sim.Activity, bool) }); ok {
+			s.peer = pa.PeerActivity
+		} else {
+			s.done = true
+		}
+	})
+}
+
+// rpcPurgeSlack is how late past its scan's time the namenode's purge of a
+// stuck client may close the connection: the scan's timer and the close
+// it posts wait for the reader's loop and a core.
+const rpcPurgeSlack = 10 * time.Millisecond
+
+// rpcStopLag is how long after a connection's answers pass MaxPending the
+// namenode's reader may still take its calls: the handler that passed it
+// tells the reader through the reader's loop, behind what is queued there.
+const rpcStopLag = 20 * time.Millisecond
+
+// checkStuck holds the namenode's close of a stuck fault's connection to
+// its idle scan (rpc.Server.scanIdle): a connection whose client sent
+// nothing it read, and took none of its answers, for the idle timeout is
+// purged (answers waiting) or closed as idle (none) by the scan after
+// that, and the scan runs every half idle timeout. So the close comes
+// within 1.5 idle timeouts (and rpcPurgeSlack) of the namenode's last
+// read from the connection or write to it (a write that queued nothing
+// included: a response queued behind a full socket starts its clock), and
+// never before an idle timeout has passed since its last read or write
+// that moved bytes. Those are the socket's, not the server's own
+// clocks. And once the answers the namenode holds for it have stayed
+// past MaxPending for rpcStopLag, its reader takes no more of its calls
+// while they stay there (the pipeliner sends half of them a millisecond
+// apart, so there are calls to take). Not judged once the namenode has
+// crashed or paused since the connection was made (its scan runs late,
+// or its connections die with it), nor once the run is at rest, when
+// the namenode closes every connection.
+func (h *rpcHarness) checkStuck() {
+	idle := h.c.Config.ServerIdle
+	for _, s := range h.stuck {
+		if s.done || s.peer == nil {
+			continue
+		}
+		if h.phase == "quiesce" || h.nnDown || h.outageSince(s.dialed) {
+			s.done = true
+			continue
+		}
+		a, ok := s.peer()
+		if !ok {
+			continue
+		}
+		now := h.w.Now()
+		if !a.Open {
+			s.done = true
+			if from := max(s.dialed, a.Read); now+rpcIdleSlack < from+idle {
+				h.fail(PropAvailability, "stuck client of client %d: the namenode closed its connection %v after it last read from it, before its idle timeout (%v)", s.client, now-from, idle)
+			}
+			continue
+		}
+		if calls, held, ok := h.nn.Server.ConnHeld(s.local); ok {
+			switch {
+			case held <= h.nn.Server.Config().MaxPending:
+				s.over = 0
+			case s.over == 0:
+				s.over, s.overCalls = now, -1
+			case now-s.over < rpcStopLag:
+			case s.overCalls < 0:
+				s.overCalls = calls
+			case calls > s.overCalls:
+				h.fail(PropMemory, "stuck client of client %d: the namenode took %d more of its calls %v after the answers it holds for it passed MaxPending (%d bytes held, bound %d), and they have stayed past it since", s.client, calls-s.overCalls, now-s.over, held, h.nn.Server.Config().MaxPending)
+				return
+			}
+		}
+		if a.Read == 0 {
+			continue // (not read yet: its clock starts at the first read)
+		}
+		if from := max(s.dialed, a.Read, a.WriteCall); now > from+idle+idle/2+rpcPurgeSlack {
+			h.fail(PropTimeout, "stuck client of client %d: the namenode still holds its connection %v after it last read from or wrote to it (it took none of its answers; the idle timeout is %v, and the scan that purges it runs every %v)", s.client, now-from, idle, idle/2)
+		}
 	}
 }
 
@@ -1964,6 +2150,11 @@ func (h *rpcHarness) afterEach() {
 	if h.failure != nil || h.nn == nil || h.atRest != nil {
 		return
 	}
+	if len(h.stuck) > 0 {
+		if h.checkStuck(); h.failure != nil {
+			return
+		}
+	}
 	if q, c := h.nn.Server.QueueLen(), h.nn.Server.QueueCap(); q > c {
 		h.fail(PropQueueBound, "call queue holds %d calls, bound %d", q, c)
 		return
@@ -1974,7 +2165,8 @@ func (h *rpcHarness) afterEach() {
 	// bytes. (MaxPending, past which the reader takes no more, lowers the
 	// usual figure but not that bound: every call in flight when a
 	// connection passes it is still answered. Its stop is held by
-	// model/rpc's TestMaxPendingStopsTheReaderBeforeTheCap.)
+	// checkStuck, and by model/rpc's
+	// TestMaxPendingStopsTheReaderBeforeTheCap.)
 	srv := h.nn.Server
 	p, scfg := srv.Pending(), srv.Config()
 	if p.Most > scfg.MaxInFlight {

@@ -432,6 +432,9 @@ func rpcSeedHistory(t *testing.T, seed uint64, bug string, calls int) (nsState, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// (Drawn after these histories were found, a stuck pipeliner holds
+	// responder-blocks-handler's handlers for good: not the history.)
+	c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultStuck })
 	h := newRPCHarness(c, hashOnly)
 	release := useArena(h.w)
 	h.run()

@@ -314,6 +314,8 @@ type tcpConn struct {
 	fdClosed  bool
 	err       error
 	errReturn bool // the error was returned once (later writes get EPIPE, reads EOF)
+	// act is what the application last did on this end (Activity).
+	act Activity
 	// spliced are the ranges of this end's stream it sent with
 	// sendfile that the peer has not read yet, in order (kept only
 	// while CPUConfig.TCPRecvSplicedPerKB is set).
@@ -377,6 +379,28 @@ func (c *tcpConn) ID() uint64         { return c.id }
 func (c *tcpConn) LocalAddr() string  { return c.local }
 func (c *tcpConn) RemoteAddr() string { return c.remote }
 func (c *tcpConn) Err() error         { return c.err }
+
+// Activity is what an application last did on its end of a TCP
+// connection, for a harness that holds a server to its own timeouts
+// (a server's idle clock runs from what it read and wrote, which its
+// peer cannot see): when it last read bytes, and last called write (one
+// that queued nothing included); 0 for never.
+type Activity struct {
+	Open            bool // its fd is still open
+	Read, WriteCall time.Duration
+}
+
+// PeerActivity reports on the other end of the connection (the one a
+// listener accepted, for a dialled one); ok is false before the peer
+// exists.
+func (c *tcpConn) PeerActivity() (a Activity, ok bool) {
+	if c.peer == nil {
+		return Activity{}, false
+	}
+	a = c.peer.act
+	a.Open = !c.peer.fdClosed
+	return a, true
+}
 
 // ReceiveBuffer implements model.ReceiveBufferer: the receive buffer
 // (SO_RCVBUF), as autotuning has grown it or as an application or a fault
@@ -461,6 +485,7 @@ func (c *tcpConn) read(p []byte, max int, f func([]byte)) (int, error) {
 			}
 		}
 		c.rcvQueued -= n
+		c.act.Read = c.w.now
 		if c.rcvHead == len(c.rcv) {
 			// Drained: reuse the queue's array instead of growing a new one.
 			c.rcv, c.rcvHead = c.rcv[:0], 0
@@ -545,6 +570,7 @@ func (c *tcpConn) write(p []byte, more, shared bool, pages *inode) (int, error) 
 	c.calls++
 	c.w.charge(c.w.cfg.CPU.Syscall)
 	c.w.interleave()
+	c.act.WriteCall = c.w.now
 	if c.err != nil {
 		return 0, c.takeErr()
 	}

@@ -423,6 +423,27 @@ func (s *Server) Pending() Pending {
 	return p
 }
 
+// ConnHeld is what the server holds for the connection from remote (its
+// client's address): the calls its reader has taken from it, and the
+// bytes of responses not yet written, measured from its queue; ok is
+// false when it holds no such connection. For per-event checks in sim
+// (in real it would race).
+func (s *Server) ConnHeld(remote string) (calls, pending int, ok bool) {
+	for _, r := range s.readers {
+		for _, sc := range r.conns {
+			if sc.c.RemoteAddr() != remote {
+				continue
+			}
+			held := -sc.outOff
+			for _, b := range sc.out {
+				held += len(b)
+			}
+			return sc.queued, held, true
+		}
+	}
+	return 0, 0, false
+}
+
 // Input is what a server's connections hold in input not yet queued as
 // calls: Bytes in all, Worst on one connection.
 type Input struct {
