@@ -59,3 +59,42 @@ func TestStartServerRefusesBadConfig(t *testing.T) {
 		t.Fatal("the server process never ran")
 	}
 }
+
+// NewClient refuses a config with any one size or timeout negative, as
+// StartServer does, and takes one with none: a negative CallTimeout
+// alone would otherwise make a client whose calls never time out (Call
+// arms a timer only for a positive one), where its user asked for a
+// bound.
+func TestNewClientRefusesBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  rpc.ClientConfig
+		ok   bool
+	}{
+		{"defaults", rpc.ClientConfig{}, true},
+		{"all set", rpc.ClientConfig{MaxFrame: 1 << 20, IdleTimeout: time.Second, CallTimeout: time.Second}, true},
+		{"max frame", rpc.ClientConfig{MaxFrame: -1}, false},
+		{"idle timeout", rpc.ClientConfig{IdleTimeout: -time.Second}, false},
+		{"call timeout", rpc.ClientConfig{CallTimeout: -time.Second}, false},
+	}
+	w := sim.New(sim.DefaultConfig(1))
+	ran := false
+	_, err := w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		ran = true
+		for _, c := range cases {
+			cl, err := rpc.NewClient(p, p.MainLoop(), c.cfg)
+			if ok := err == nil && cl != nil; ok != c.ok {
+				t.Errorf("%s: made a client %v, error %v; want made %v", c.name, cl != nil, err, c.ok)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("the client process never ran")
+	}
+}

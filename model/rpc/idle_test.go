@@ -170,3 +170,35 @@ func TestDeadConnectionIsClosedWhenReported(t *testing.T) {
 		}
 	}
 }
+
+// A reader's idle scan is one timer, however many connections it has
+// taken: armed with its first connection, re-armed by each scan while it
+// has any. A reader that lost track of its timer would arm another at
+// every connection it took, each re-arming itself for as long as the
+// reader had a connection, so the scans (and their CPU) would grow with
+// every connection ever made (20 timers here). 20 clients connect a few ms apart, make a call
+// and stay (the server's idle timeout is far off); once all are
+// answered the server holds one timer a reader, with one reader and
+// with three.
+func TestIdleScanIsOneTimerAReader(t *testing.T) {
+	const clients = 20
+	for _, readers := range []int{1, 3} {
+		answered, timers := 0, -1
+		world(t, rpc.ServerConfig{Readers: readers, IdleTimeout: 10 * time.Second}, rpc.ClientConfig{IdleTimeout: time.Second}, clients,
+			func(e *env, i int, p model.Process, cl *rpc.Client) {
+				p.MainLoop().AfterFunc(time.Duration(i)*3*time.Millisecond, func() {
+					cl.Call(srvAddr, mEcho, []byte{byte(i)}, func(r rpc.Reply) {
+						if r.Err == nil {
+							answered++
+						}
+						if answered == clients {
+							timers = e.sp.Resources().Timers
+						}
+					})
+				})
+			})
+		if answered != clients || timers != readers {
+			t.Errorf("%d readers: %d of %d calls answered; the server held %d timers once all were, want one a reader", readers, answered, clients, timers)
+		}
+	}
+}
