@@ -8,6 +8,24 @@ import (
 	"xceiver/model"
 )
 
+// stuckReaders dials n readers that each ask for block 1 (size bytes)
+// and read nothing through a 4 KiB receive buffer, against a datanode
+// whose send buffer is 16 KiB: each stays mid-packet with a packet buffer
+// lent. nil if a dial failed (the world is failed).
+func stuckReaders(w *World, dnProc, pp model.Process, n, size int) []model.Conn {
+	dnProc.(*Process).SetSocketBuffers(16<<10, 0)
+	pp.(*Process).SlowReader(4096)
+	conns := make([]model.Conn, 0, n)
+	for i := 0; i < n; i++ {
+		c := sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, int64(size)))
+		if c == nil {
+			return nil
+		}
+		conns = append(conns, c)
+	}
+	return conns
+}
+
 // A selector keeps the packet buffers its connections give back, but not
 // those that go unused. 150 readers ask for a 1 MiB block and read
 // nothing (a 4 KiB receive buffer, the datanode's send buffer 16 KiB), so
@@ -25,18 +43,11 @@ func TestSpareBuffersAreBounded(t *testing.T) {
 	peak := 0
 	spare := map[time.Duration]int{}
 	datanodeWorld(t, dcfg, [][]byte{block}, "readers", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
-		dp := dnProc.(*Process)
-		dp.SetSocketBuffers(16<<10, 0)
-		pp.(*Process).SlowReader(4096)
-		l := pp.MainLoop()
-		var conns []model.Conn
-		for i := 0; i < readers; i++ {
-			c := sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, int64(len(block))))
-			if c == nil {
-				return
-			}
-			conns = append(conns, c)
+		conns := stuckReaders(w, dnProc, pp, readers, len(block))
+		if conns == nil {
+			return
 		}
+		l := pp.MainLoop()
 		l.AfterFunc(time.Second, func() {
 			peak = dn.BuffersOut()
 			for _, c := range conns[:100] {
@@ -79,17 +90,11 @@ func TestSparesOutliveALentCountOfZero(t *testing.T) {
 	peak, atZero, later := 0, -1, -1
 	var zeroAt time.Duration
 	datanodeWorld(t, dcfg, [][]byte{block}, "readers", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
-		dnProc.(*Process).SetSocketBuffers(16<<10, 0)
-		pp.(*Process).SlowReader(4096)
-		l := pp.MainLoop()
-		var conns []model.Conn
-		for i := 0; i < readers; i++ {
-			c := sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, int64(len(block))))
-			if c == nil {
-				return
-			}
-			conns = append(conns, c)
+		conns := stuckReaders(w, dnProc, pp, readers, len(block))
+		if conns == nil {
+			return
 		}
+		l := pp.MainLoop()
 		l.AfterFunc(time.Second, func() {
 			peak = dn.BuffersOut()
 			buf := make([]byte, 64<<10)
