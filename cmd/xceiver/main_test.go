@@ -253,28 +253,135 @@ func TestBenchCPUScale(t *testing.T) {
 	}
 }
 
-// In real the reactor out-reads the thread-per-connection server (HDFS-918);
-// the sim must rank them alike. A selector that dropped its spare packet
-// buffers each time none was lent turned the sim's ranking round for a
-// day (693 MB/s against 735) while real kept it.
-func TestBenchHDFS918SimRanksTheReactorFirst(t *testing.T) {
+// simBench runs bench name in sim with --json and returns its figures by
+// case and metric.
+func simBench(t *testing.T, name string) map[string]map[string]float64 {
+	t.Helper()
 	var got struct {
 		Rows []benchRow `json:"rows"`
 	}
-	if code, stderr := cliJSON(t, &got, "bench", "hdfs-918", "--json"); code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code, stderr := cliJSON(t, &got, "bench", name, "--json"); code != exitOK {
+		t.Fatalf("bench %s: exit %d: %s", name, code, stderr)
 	}
-	tp := map[string]float64{}
+	fig := map[string]map[string]float64{}
 	for _, r := range got.Rows {
-		if r.World == "sim" && r.Metric == "throughput" {
-			tp[r.Case] = r.Value
+		if r.World != "sim" {
+			continue
+		}
+		if fig[r.Case] == nil {
+			fig[r.Case] = map[string]float64{}
+		}
+		fig[r.Case][r.Metric] = r.Value
+	}
+	return fig
+}
+
+// In real the reactor out-reads the thread-per-connection server (HDFS-918);
+// the sim must rank them alike. A selector that dropped its spare packet
+// buffers each time none was lent turned the sim's ranking round for a
+// day (693 MB/s against 735) while real kept it. HDFS-918 also cut a
+// random read's latency (3.42 ms thread per request → 2.83 ms
+// multiplexed): the sim's p50s today are 10.12 ms for the reactor
+// against 10.73 for the threaded server (1.06×, where HDFS had 1.21×), a
+// thin margin, so the test asks for the order only (the dropped spares
+// put the reactor's at 12.19 ms). With 128 clients reading in a closed
+// loop a p50 moves against the throughput, whose order real shares;
+// real's p50s are not recorded in README.md.
+func TestBenchHDFS918SimRanksTheReactorFirst(t *testing.T) {
+	fig := simBench(t, "hdfs-918")
+	r, th := fig["reactor"], fig["threaded"]
+	if r["throughput"] == 0 || th["throughput"] == 0 || r["p50"] == 0 || th["p50"] == 0 {
+		t.Fatalf("sim rows %v: want reactor and threaded, throughput and p50", fig)
+	}
+	if r["throughput"] <= th["throughput"] {
+		t.Errorf("sim reactor %.0f MB/s, threaded %.0f: want the reactor ahead, as in real", r["throughput"], th["throughput"])
+	}
+	if r["p50"] >= th["p50"] {
+		t.Errorf("sim p50 reactor %.2f ms, threaded %.2f: want the reactor's lower, as HDFS-918 measured", r["p50"], th["p50"])
+	}
+}
+
+// HDFS-941: without TCP_NODELAY every read waits out a delayed ACK (a
+// p50 of 44 ms in both worlds), and NODELAY is many times faster, in
+// every case of TestParallelRead. bench hdfs-941's sim on/off ratios
+// today: 133× with 4 readers (4.2 against 554 MB/s), 50× with 16 (16.8
+// against 830), 102× with 2 files × 4 (8.3 against 851); real 94–191×,
+// 36–74× and 61–136×; published 23× (12 against 274 MB/s). The test runs
+// the bench's cases as it does (runScenario, the embedded profile) with
+// a quarter of the reads, 256 a reader, which gives the same ratios
+// within 3% (137×, 50×, 103×) for a quarter of the 2 s of CPU. It asks
+// for at least 10×, as validate's read-keepalive row does of both
+// worlds: well under every figure, and far over the 2× the cases give
+// with NODELAY set at the datanode alone. (sim's
+// TestParallelReadVerifiesEveryReadAndNagleSlowsIt asks 5× of the
+// 4-reader case with the hand-set costs; this is the bench's
+// configuration, every case.)
+func TestBenchHDFS941SimNoDelayIsManyTimesFaster(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		files, readers int
+	}{{"4 readers", 1, 4}, {"16 readers", 1, 16}, {"2 files x 4", 2, 4}} {
+		var tput, p50 [2]float64
+		for i, nd := range []bool{false, true} {
+			s := model.DefaultParallelRead()
+			s.Files, s.Readers, s.NoDelay, s.Iterations = c.files, c.readers, nd, 256
+			res, err := runScenario("parallel-read", parallelReadRunner{s}, benchOptions("sim", 1))
+			if err != nil {
+				t.Fatalf("%s, nodelay=%v: %v", c.name, nd, err)
+			}
+			tput[i], p50[i] = num(res, "throughput_mbps"), num(res, "p50_us")/1e3
+		}
+		t.Logf("%s: nodelay off %.1f MB/s (p50 %.2f ms), on %.1f (p50 %.2f ms): %.1f×", c.name, tput[0], p50[0], tput[1], p50[1], tput[1]/tput[0])
+		if !(tput[1] >= 10*tput[0]) || tput[0] <= 0 {
+			t.Errorf("%s: nodelay on %.1f MB/s, off %.1f (%.1f×): want NODELAY at least 10× faster", c.name, tput[1], tput[0], tput[1]/tput[0])
+		}
+		if p50[0] < 40 {
+			t.Errorf("%s: nodelay=false p50 %.2f ms: want each read to wait out a delayed ACK (≥ 40 ms)", c.name, p50[0])
 		}
 	}
-	if tp["reactor"] == 0 || tp["threaded"] == 0 {
-		t.Fatalf("sim throughput rows %v: want reactor and threaded", tp)
+}
+
+// HADOOP-6713: several rpc reader threads (with a read-write namespace
+// lock) let the namenode use its cores: CPU 175% with one reader → 750%
+// read-only and 550% at 8:1. Bench hadoop-6713's sim sweep ends, as
+// `run rpc` runs them (barging locks, wake-ups on, Hadoop 0.20's reader,
+// 64 clients × 8, 32 handlers, 8 cores, namenode calls only), today:
+// readers=1 mutex 46.1k calls/s at 312% (8:1: 46.1k, 318%), readers=8
+// rwlock 119.8k at 800% (8:1: 118.1k, 800%), 2.6× the calls and 2.5×
+// the CPU. The test asks for 2× of both on both loads: inside today's
+// 2.5–2.6× (which the 8 cores cap) by a fifth, and over what two readers
+// give (1.83–1.86× of both, read-only; a server dealing its
+// connections to 2 of its 8 readers gave 1.86× and 1.83×), so it fails
+// a server whose extra readers do not all read. (Real on 2 shared cores
+// cannot tell the cases apart; the published figure is the reality
+// here.)
+func TestRunRPCMoreReadersGiveMoreCallsAndCPU(t *testing.T) {
+	run := func(readers, lock, mix string) (calls, cpu float64) {
+		t.Helper()
+		var got struct {
+			Calls  float64 `json:"calls_per_s"`
+			CPU    float64 `json:"cpu_percent"`
+			Errors float64 `json:"errors"`
+		}
+		args := []string{"run", "rpc", "--json", "--readers", readers, "--lock", lock, "--mix", mix,
+			"--hadoop-reader", "--handlers", "32", "--clients", "64", "--threads", "8",
+			"--read-data=false", "--warmup", "20ms", "--duration", "50ms"}
+		if code, stderr := cliJSON(t, &got, args...); code != exitOK || got.Errors != 0 {
+			t.Fatalf("%q: exit %d, %v errors: %s", args, code, got.Errors, stderr)
+		}
+		return got.Calls, got.CPU
 	}
-	if tp["reactor"] <= tp["threaded"] {
-		t.Errorf("sim reactor %.0f MB/s, threaded %.0f: want the reactor ahead, as in real", tp["reactor"], tp["threaded"])
+	for _, mix := range []string{"1:0", "8:1"} {
+		c1, cpu1 := run("1", "mutex", mix)
+		c8, cpu8 := run("8", "rwlock", mix)
+		t.Logf("%s: readers=1 mutex %.0f calls/s at %.0f%%, readers=8 rwlock %.0f at %.0f%%", mix, c1, cpu1, c8, cpu8)
+		if c1 <= 0 || cpu1 <= 0 {
+			t.Fatalf("%s: readers=1 %v calls/s at %v%%", mix, c1, cpu1)
+		}
+		if c8 < 2*c1 || cpu8 < 2*cpu1 {
+			t.Errorf("%s: readers=8 rwlock %.0f calls/s at %.0f%% CPU, readers=1 mutex %.0f at %.0f%% (%.2f×, %.2f×): want at least 2× of both",
+				mix, c8, cpu8, c1, cpu1, c8/c1, cpu8/cpu1)
+		}
 	}
 }
 
