@@ -669,6 +669,18 @@ func (dn *Datanode) BuffersOut() int {
 	return n
 }
 
+// SelectorsLive is the number of connections the selectors count as
+// theirs (started on a selector's loop, not closed): at rest it must be
+// zero, or a selector keeps its spares for connections that are gone.
+// Only a single-threaded world (sim) may call it.
+func (dn *Datanode) SelectorsLive() int {
+	n := 0
+	for _, s := range dn.selectors {
+		n += s.live
+	}
+	return n
+}
+
 // SpareBuffers is the number of packet buffers the selectors keep for
 // reuse, lent to no connection. It reads every selector's state, so only
 // a single-threaded world (sim) may call it.
@@ -2661,13 +2673,17 @@ func (dc *dnConn) close(why string) {
 		dc.unlistWaiter()
 	}
 	dc.endRoomWait()
+	counted := dc.live
+	if counted {
+		// (Before the buffer goes back: putBuf then sees the selector as
+		// it is once this connection is gone.)
+		dc.live = false
+		dc.sel.live--
+	}
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 		dc.out, dc.lent = nil, false
-	}
-	if dc.live {
-		dc.live = false
-		dc.sel.live--
+	} else if counted {
 		dc.sel.atRest()
 	}
 	dc.releaseReplica()

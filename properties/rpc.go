@@ -812,7 +812,7 @@ var rpcFaultN = map[string][2]int{
 	RPCFaultStall:    {0, 4},    // (likewise)
 	RPCFaultSlowOver: {0, 2000}, // (100 to 300: past the bound)
 	RPCFaultBigCalls: {1, rpcMaxBigCallKiB},
-	RPCFaultStuck:    {1, 2000}, // (101 to 300)
+	RPCFaultStuck:    {1, 300},  // (101 to 300; each call's answer lists /big)
 	RPCFaultBurst:    {0, 2000}, // (20 to 300)
 	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:  {0, 1000},
@@ -977,6 +977,9 @@ type RPCResult struct {
 	// Purged counts the connections the namenode purged for answers
 	// untaken (read likewise).
 	Purged int
+	// StuckJudged counts the stuck pipeliners' connections whose close
+	// checkStuck judged.
+	StuckJudged int
 	// NamenodeCrashes counts the namenode's crashes (drawn, or fatal
 	// edit-log syncs).
 	NamenodeCrashes int
@@ -1075,8 +1078,10 @@ type rpcHarness struct {
 	// after the power loss at the end must replay (replayAtRest).
 	atRest *nsState
 	dn     *model.Datanode
-	// stuck are the stuck faults' connections (checkStuck).
-	stuck []*stuckConn
+	// stuck are the stuck faults' connections (checkStuck), stuckJudged
+	// the closes of them it judged.
+	stuck       []*stuckConn
+	stuckJudged int
 }
 
 // stuckConn is a stuck fault's connection, which the namenode must purge
@@ -1085,8 +1090,8 @@ type stuckConn struct {
 	client int
 	local  string // its address: the namenode's connection's remote
 	dialed time.Duration
-	peer   func() (sim.Activity, bool)
-	done   bool // closed and judged, or no longer judged
+	conn   model.Conn // the stuck process's end (sim.PeerActivity)
+	done   bool       // closed and judged, or no longer judged
 	// over is when the namenode's responses on it last went past
 	// MaxPending and have stayed there since (0: they are within it);
 	// overCalls, the calls it had taken rpcStopLag after that (-1: not
@@ -1262,7 +1267,7 @@ func (h *rpcHarness) run() *RPCResult {
 	default:
 		h.finalChecks()
 		st := h.nn.Server.Stats()
-		res.Throttled, res.Purged = st.Throttled, st.Purged
+		res.Throttled, res.Purged, res.StuckJudged = st.Throttled, st.Purged, h.stuckJudged
 		if h.failure == nil && cfg.EditLog && !h.ignored(PropDurable) {
 			h.replayAtRest()
 			res.Events, res.SimEvents = w.TraceEvents(), w.Events()
@@ -1895,13 +1900,8 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 			s.done = true
 			return
 		}
-		s.local = c.LocalAddr()
+		s.local, s.conn = c.LocalAddr(), c
 		c.SetReadInterest(false)
-		if pa, ok := c.(interface{ PeerActivity() (sim.Activity, bool) }); ok {
-			s.peer = pa.PeerActivity
-		} else {
-			s.done = true
-		}
 	})
 }
 
@@ -1935,20 +1935,21 @@ const rpcStopLag = 20 * time.Millisecond
 func (h *rpcHarness) checkStuck() {
 	idle := h.c.Config.ServerIdle
 	for _, s := range h.stuck {
-		if s.done || s.peer == nil {
+		if s.done || s.conn == nil {
 			continue
 		}
 		if h.phase == "quiesce" || h.nnDown || h.outageSince(s.dialed) {
 			s.done = true
 			continue
 		}
-		a, ok := s.peer()
+		a, ok := sim.PeerActivity(s.conn)
 		if !ok {
-			continue
+			continue // (not accepted yet)
 		}
 		now := h.w.Now()
 		if !a.Open {
 			s.done = true
+			h.stuckJudged++
 			if from := max(s.dialed, a.Read); now+rpcIdleSlack < from+idle {
 				h.fail(PropAvailability, "stuck client of client %d: the namenode closed its connection %v after it last read from it, before its idle timeout (%v)", s.client, now-from, idle)
 			}

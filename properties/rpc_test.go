@@ -480,11 +480,12 @@ func TestRPCDrawsEveryFaultKind(t *testing.T) {
 
 // A stuck pipeliner (a process of its own that asks for more than its
 // connection may hold and never reads) is purged, and on time: among
-// the first cases with one, some see the namenode purge connections, and
-// none fails. With the purge switched off in model/rpc, 284 of rpc seeds
-// 1-3,000 fail (state-timeout, or liveness: the run never comes to rest).
+// the first cases with one, some see the namenode purge connections and
+// checkStuck judge the closes, and none fails. With the purge switched
+// off in model/rpc, 284 of rpc seeds 1-3,000 fail (state-timeout, or
+// liveness: the run never comes to rest).
 func TestRPCStuckPipelinerIsPurged(t *testing.T) {
-	cases, purged := 0, 0
+	cases, purged, judged := 0, 0, 0
 	for seed := uint64(1); seed <= 400 && cases < 25; seed++ {
 		c, err := DrawRPC(SeedSource(seed), seed, "")
 		if err != nil {
@@ -501,8 +502,11 @@ func TestRPCStuckPipelinerIsPurged(t *testing.T) {
 		if r.Purged > 0 {
 			purged++
 		}
+		if r.StuckJudged > 0 {
+			judged++
+		}
 	}
-	if cases < 25 || purged < 5 {
-		t.Errorf("%d cases with a stuck pipeliner, %d with a purge; want 25, and 5 with one", cases, purged)
+	if cases < 25 || purged < 5 || judged < 5 {
+		t.Errorf("%d cases with a stuck pipeliner, %d with a purge, %d with a close judged; want 25, and 5 with each", cases, purged, judged)
 	}
 }

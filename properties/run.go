@@ -1128,6 +1128,8 @@ func (h *harness) leaks() {
 		h.fail(PropLeakFree, "datanode: %d reads still counted as waiting for a pool handle", dn.ReadsWaiting())
 	case dn.BuffersOut() > 0:
 		h.fail(PropLeakFree, "datanode: %d packet buffers still lent", dn.BuffersOut())
+	case dn.SelectorsLive() > 0:
+		h.fail(PropLeakFree, "datanode: its selectors still count %d connections as theirs", dn.SelectorsLive())
 	case h.reachableConns() > 0:
 		h.fail(PropLeakFree, "datanode: %d closed connections still reachable (through a freed slot of its list)", h.reachableConns())
 	case dn.Holders() > 0:

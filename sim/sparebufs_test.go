@@ -32,7 +32,7 @@ func stuckReaders(w *World, dnProc, pp model.Process, n, size int) []model.Conn 
 // each stays mid-packet with a buffer lent. At 1 s, 100 of them close:
 // their buffers are kept for reuse while 50 are still lent, and a second
 // after the first went unused the trim leaves 64. At 3 s the rest close:
-// with none lent the spares drop to 64 at once (114 were kept until the
+// with no connection left the spares drop to 64 at once (114 were kept until the
 // trim's timer came round, which outlived the connections). Kept without bound, all 150 stayed for the datanode's
 // life.
 func TestSpareBuffersAreBounded(t *testing.T) {

@@ -390,18 +390,6 @@ type Activity struct {
 	Read, WriteCall time.Duration
 }
 
-// PeerActivity reports on the other end of the connection (the one a
-// listener accepted, for a dialled one); ok is false before the peer
-// exists.
-func (c *tcpConn) PeerActivity() (a Activity, ok bool) {
-	if c.peer == nil {
-		return Activity{}, false
-	}
-	a = c.peer.act
-	a.Open = !c.peer.fdClosed
-	return a, true
-}
-
 // ReceiveBuffer implements model.ReceiveBufferer: the receive buffer
 // (SO_RCVBUF), as autotuning has grown it or as an application or a fault
 // set it.
@@ -1880,4 +1868,17 @@ func PeerNoDelay(c model.Conn) (on, ok bool) {
 		return false, false
 	}
 	return tc.peer.nodelay, true
+}
+
+// PeerActivity reports what the other end of c (the one a listener
+// accepted, for a dialled one) last did; ok is false if c is not a
+// simulated TCP connection or its peer does not exist yet.
+func PeerActivity(c model.Conn) (a Activity, ok bool) {
+	tc, isTCP := c.(*tcpConn)
+	if !isTCP || tc.peer == nil {
+		return Activity{}, false
+	}
+	a = tc.peer.act
+	a.Open = !tc.peer.fdClosed
+	return a, true
 }

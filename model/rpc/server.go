@@ -408,10 +408,7 @@ func (s *Server) Pending() Pending {
 	for _, r := range s.readers {
 		p.Conns += len(r.conns)
 		for _, sc := range r.conns {
-			held := -sc.outOff
-			for _, b := range sc.out {
-				held += len(b)
-			}
+			held := sc.held()
 			p.Bytes += held
 			p.Counted += sc.pending
 			if held > p.Worst {
@@ -431,17 +428,22 @@ func (s *Server) Pending() Pending {
 func (s *Server) ConnHeld(remote string) (calls, pending int, ok bool) {
 	for _, r := range s.readers {
 		for _, sc := range r.conns {
-			if sc.c.RemoteAddr() != remote {
-				continue
+			if sc.c.RemoteAddr() == remote {
+				return sc.queued, sc.held(), true
 			}
-			held := -sc.outOff
-			for _, b := range sc.out {
-				held += len(b)
-			}
-			return sc.queued, held, true
 		}
 	}
 	return 0, 0, false
+}
+
+// held is the bytes of the connection's responses not yet written,
+// measured from its queue (pending is the running count of them).
+func (sc *serverConn) held() int {
+	n := -sc.outOff
+	for _, b := range sc.out {
+		n += len(b)
+	}
+	return n
 }
 
 // Input is what a server's connections hold in input not yet queued as
