@@ -82,6 +82,7 @@ func (w *World) fromArena(c int) *sndArray {
 // as make's, since the data path's memory bounds count capacities.
 func (p *Process) NewBuffer(n int) []byte {
 	w := p.w
+	p.buffersMade++
 	// What the real world pays for the allocation (an arena's reuse is
 	// the simulator's own saving, not the data path's).
 	w.charge(time.Duration(int64(n) * int64(w.cfg.CPU.AllocPerKB) / 1024))

@@ -34,6 +34,9 @@ type Process struct {
 	peakThr  int
 	timers   int // pending AfterFuncs
 	work     int // submitted work not yet completed
+	// buffersMade counts the model buffers it allocated (NewBuffer), for
+	// tests of what its free lists keep.
+	buffersMade int
 	// pausedUntil: the process is stopped (Pause) until then; its
 	// threads start no callback or work item before it.
 	pausedUntil time.Duration

@@ -39,12 +39,12 @@ func pathRead(t *testing.T, path string) *shortcircuit.ReadResult {
 // 6.7; on this machine's costs both worlds put uds ahead: README.md,
 // bench, and validate's uds-vs-tcp row.)
 //
-// bench hdfs-347 in sim (6 December, 1 GiB): sc 0.56 s, uds 2.08 s, tcp
-// 2.98 s (sc 3.7× faster than uds; uds 1.43× faster than tcp, p50 127
+// bench hdfs-347 in sim (6 December, 1 GiB): sc 0.56 s, uds 2.05 s, tcp
+// 2.98 s (sc 3.7× faster than uds; uds 1.45× faster than tcp, p50 125
 // against 179 µs); real on the shared 2-core machine: sc 4.4 s, uds
 // 11.0 s, tcp 14.0 s (2.5× and 1.27×); validate uds-vs-tcp's p50 ratio
-// sim 0.69, real 0.55. This test reads a sixteenth of the GiB, which
-// keeps the ratios (today sc 35 ms, uds 130 ms, tcp 193 ms; p50 34, 127
+// sim 0.685, real 0.55. This test reads a sixteenth of the GiB, which
+// keeps the ratios (today sc 35 ms, uds 128 ms, tcp 193 ms; p50 34, 125
 // and 183 µs). It asks for sc at least twice as fast as uds, well inside
 // the sim's 3.7× and real's 2.5×, and for uds ahead of tcp in time and
 // p50, a ranking only: real's margin there is no wider than the sim's.
