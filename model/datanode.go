@@ -502,17 +502,21 @@ func (s *selector) getIn(n int) []byte {
 // (run rpc --mix 1:1 --file-size 65536: a fifth of the datanode's CPU).
 // What stays unused the trim drops (trimSpare), and at rest all of them.
 func (s *selector) putIn(b []byte) {
-	// Poisoned (when a fault asks): a slice still held into a buffer
-	// given back would read another connection's bytes once reused.
-	freed(s.loop.Process(), b)
+	// Poisoned whole (when a fault asks): a slice still held into a
+	// buffer given back would read another connection's bytes once
+	// reused. (Its length says little: reads lengthen the input, not
+	// inBuf.)
+	freed(s.loop.Process(), b[:cap(b)])
 	k, ok := inClass(cap(b))
 	switch {
 	case !ok:
 	case k < 0:
-		if len(s.freeIn) < 64 {
+		if len(s.freeIn) < maxSpareBufs {
 			s.freeIn = append(s.freeIn, b[:0])
 		}
-	default:
+	case len(s.grownIn[k]) < maxSpareBufs:
+		// (Capped as the first size's: a burst of writes leaves no more
+		// than 64 of each size for the trim to drop.)
 		s.grownIn[k] = append(s.grownIn[k], b[:0])
 		if !s.atRest() && !s.trimSpare.Armed() {
 			s.armTrim()
