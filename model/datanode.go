@@ -496,8 +496,8 @@ func (s *selector) getIn(n int) []byte {
 }
 
 // putIn takes back an input buffer no connection uses any more (closed,
-// or grown out of). Grown ones are kept for the next connection to grow
-// into: dropped at close, a steady load of writes (a connection each)
+// or grown out of), or a write's data buffer (spareWriteData). Grown ones
+// are kept for the next connection to grow into: dropped at close, a steady load of writes (a connection each)
 // allocated the whole doubling, 4 to 128 KiB, again for every write
 // (run rpc --mix 1:1 --file-size 65536: a fifth of the datanode's CPU).
 // What stays unused the trim drops (trimSpare), and at rest all of them.
@@ -2365,8 +2365,14 @@ func (dc *dnConn) grow(need int) {
 				dc.lastIn, dc.inMark = now, len(dc.wdata)
 			}
 			dc.reserved += more
-			grown := newBuffer(dn.p, newCap)[:len(dc.wdata)]
+			var grown []byte
+			if dc.sel != nil {
+				grown = dc.sel.getIn(newCap)[:len(dc.wdata)]
+			} else {
+				grown = newBuffer(dn.p, newCap)[:len(dc.wdata)]
+			}
 			copy(grown, dc.wdata)
+			dc.spareWriteData(dc.wdata) // grown out of
 			dc.wdata = grown
 			dc.memChanged()
 			dc.phase = phaseReceiving
@@ -2399,9 +2405,23 @@ func stopTimers(ts ...*Timer) {
 // dropWriteData lets a write's data go (applied, or the write refused)
 // and gives its room back.
 func (dc *dnConn) dropWriteData() {
+	dc.spareWriteData(dc.wdata)
 	dc.wdata = nil
 	dc.memChanged()
 	dc.unreserve()
+}
+
+// spareWriteData gives a write's data buffer that nothing holds any more
+// (applied and copied by the store, refused, grown out of, yielded or
+// closed) to the selector, which keeps it by size with the grown input
+// buffers (putIn: same sizes, cap, trim and poisoning): a steady load of
+// 64 KiB writes allocated one for every write (run rpc --mix 1:1
+// --file-size 65536). Its room goes back as before (unreserve); a spare
+// is no write's data. (WritePrealloc's are not the selector's.)
+func (dc *dnConn) spareWriteData(b []byte) {
+	if b != nil && dc.sel != nil && !dc.dn.cfg.Bugs.WritePrealloc {
+		dc.sel.putIn(b)
+	}
 }
 
 // growth is the capacity the write buffer grows to for need bytes, and
@@ -2480,6 +2500,7 @@ func (dc *dnConn) lookToYield(timer bool) {
 			return
 		}
 		held := dc.reserved
+		dc.spareWriteData(dc.wdata) // (f runs on dc.loop)
 		dc.reserved, dc.wdata = 0, nil
 		dc.memChanged()
 		dn.dropRoomWaiter(dc)
@@ -2615,6 +2636,7 @@ func (dc *dnConn) releaseLoop() Loop {
 func (dc *dnConn) apply() {
 	dn := dc.dn
 	req, data := dc.req, dc.wdata
+	dc.wdata = nil // the store's until it has copied it (below)
 	dc.dropWriteData()
 	dn.lock.Do(dc.loop, func() {
 		var stamp uint64
@@ -2629,6 +2651,9 @@ func (dc *dnConn) apply() {
 		case OpDeleteBlock:
 			err = dn.store.Delete(req.BlockID)
 		}
+		// The store copied the data (Write, Append and Replace write
+		// through WriteAt, never WriteAtShared): the buffer is free.
+		dc.spareWriteData(data)
 		var length int64
 		if err == nil && req.Op != OpDeleteBlock {
 			_, length, _ = dn.store.Info(req.BlockID)
@@ -2794,6 +2819,7 @@ func (dc *dnConn) close(why string) {
 		if dc.sel != nil {
 			dc.sel.putIn(dc.inBuf)
 		}
+		dc.spareWriteData(dc.wdata)
 		dc.in, dc.inBuf, dc.wdata, dc.buf, dc.out = nil, nil, nil, nil, nil
 	}
 	_ = dc.c.Close()

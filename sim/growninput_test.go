@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -81,5 +82,73 @@ func TestGrownInputBuffersOutliveAWrite(t *testing.T) {
 	}
 	if grownRest != 0 {
 		t.Errorf("with no connection left the selector keeps %d grown input buffers, want 0", grownRest)
+	}
+}
+
+// A write's data buffer (64 KiB for a 64 KiB block) goes to the selector
+// once the store has copied it, and the next write's data grows into it,
+// as its input buffer does into the grown input buffers: a steady load of
+// writes allocates no buffer a write (one, its data, before). Poisoned
+// when given back, so a write whose data were still read after would
+// store poison: every block reads back as written.
+func TestWriteDataBuffersOutliveAWrite(t *testing.T) {
+	const writes = 30
+	dcfg := model.DatanodeConfig{Selectors: 1, SendTimeout: time.Minute, StallTimeout: time.Minute, HandleWait: time.Minute}
+	block := model.BlockContent(1, 1<<20)
+	made, stamps := map[int]int{}, map[int]uint64{}
+	read := 0
+	datanodeWorld(t, dcfg, [][]byte{block}, "writer", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
+		dnProc.(*Process).SetBufferFaults(0, true)
+		stuck := stuckReaders(w, dnProc, pp, 1, len(block))
+		if stuck == nil {
+			return
+		}
+		l := pp.MainLoop()
+		cl, err := model.NewClient(pp, l, 1, model.ClientConfig{Datanode: "dn:50010"})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		data := func(i int) []byte { return model.BlockContent(uint64(100+i), 64<<10) }
+		var readBack func(i int)
+		readBack = func(i int) {
+			if i == writes {
+				stuck[0].Close()
+				cl.Close()
+				return
+			}
+			cl.Read(uint64(100+i), stamps[i], 0, 64<<10, func(r model.Result) {
+				if r.Err != nil {
+					t.Errorf("read %d: %v", i, r.Err)
+				} else if !bytes.Equal(r.Data, data(i)) {
+					t.Errorf("block %d reads back other bytes than were written", 100+i)
+				} else {
+					read++
+				}
+				readBack(i + 1)
+			})
+		}
+		var write func(i int)
+		write = func(i int) {
+			made[i] = dnProc.(*Process).buffersMade
+			if i == writes {
+				readBack(0)
+				return
+			}
+			cl.Write(uint64(100+i), data(i), func(r model.Result) {
+				if r.Err != nil {
+					t.Errorf("write %d: %v", i, r.Err)
+				}
+				stamps[i] = r.Stamp
+				write(i + 1)
+			})
+		}
+		l.AfterFunc(100*time.Millisecond, func() { write(0) })
+	})
+	if n := made[writes] - made[5]; n != 0 {
+		t.Errorf("the datanode allocated %d buffers for writes 5 to %d of a steady load (%.1f a write; %d for the first 5), want none", n, writes, float64(n)/float64(writes-5), made[5]-made[0])
+	}
+	if read != writes {
+		t.Errorf("%d of %d blocks read back as written", read, writes)
 	}
 }
