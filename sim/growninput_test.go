@@ -8,6 +8,23 @@ import (
 	"xceiver/model"
 )
 
+// writerBesideAStuckReader starts one reader stuck mid-packet on block 1
+// (size bytes), so that the selector is never at rest, and a client on
+// pp's main loop to write with; nil if either failed (the world is
+// failed).
+func writerBesideAStuckReader(w *World, dnProc, pp model.Process, size int) ([]model.Conn, *model.Client) {
+	stuck := stuckReaders(w, dnProc, pp, 1, size)
+	if stuck == nil {
+		return nil, nil
+	}
+	cl, err := model.NewClient(pp, pp.MainLoop(), 1, model.ClientConfig{Datanode: "dn:50010"})
+	if err != nil {
+		w.Fail(err)
+		return nil, nil
+	}
+	return stuck, cl
+}
+
 // A write's connection grows its input buffer to hold a packet (4 KiB
 // doubled to 128 KiB for a 64 KiB one) and closes after its write. The
 // selector keeps the grown buffers for the next write to grow into: when
@@ -27,16 +44,11 @@ func TestGrownInputBuffersOutliveAWrite(t *testing.T) {
 	made := map[int]int{}
 	grownAfter, grownIdle, grownRest, idleFirst := -1, -1, -1, -1
 	datanodeWorld(t, dcfg, [][]byte{block}, "writer", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
-		stuck := stuckReaders(w, dnProc, pp, 1, len(block))
-		if stuck == nil {
+		stuck, cl := writerBesideAStuckReader(w, dnProc, pp, len(block))
+		if cl == nil {
 			return
 		}
 		l := pp.MainLoop()
-		cl, err := model.NewClient(pp, l, 1, model.ClientConfig{Datanode: "dn:50010"})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
 		data := model.BlockContent(2, 64<<10)
 		var write func(i int)
 		write = func(i int) {
@@ -99,16 +111,11 @@ func TestWriteDataBuffersOutliveAWrite(t *testing.T) {
 	read := 0
 	datanodeWorld(t, dcfg, [][]byte{block}, "writer", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
 		dnProc.(*Process).SetBufferFaults(0, true)
-		stuck := stuckReaders(w, dnProc, pp, 1, len(block))
-		if stuck == nil {
+		stuck, cl := writerBesideAStuckReader(w, dnProc, pp, len(block))
+		if cl == nil {
 			return
 		}
 		l := pp.MainLoop()
-		cl, err := model.NewClient(pp, l, 1, model.ClientConfig{Datanode: "dn:50010"})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
 		data := func(i int) []byte { return model.BlockContent(uint64(100+i), 64<<10) }
 		var readBack func(i int)
 		readBack = func(i int) {
