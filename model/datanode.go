@@ -430,25 +430,18 @@ type DatanodeStats struct {
 // buffers, which its connections borrow for a packet and give back.
 type selector struct {
 	loop Loop
-	free [][]byte
-	out  int // buffers lent out
+	free spares // packet buffers given back
+	out  int    // packet buffers lent out
 	size int
-	// lowFree is the fewest buffers free since the spare trim last ran:
-	// that many went unused all along (trimSpare).
-	lowFree   int
+	// trimSpare drops, every spareTrimEvery, the spares that went unused
+	// all that while (trim).
 	trimSpare Deadline
-	// freeIn holds the input buffers of closed connections, at their
-	// first size (inputFirst): a flood of short connections reuses a few
-	// instead of allocating one each.
-	freeIn [][]byte
-	// grownIn holds input buffers that grew past inputFirst (a write's
-	// connection grows its buffer to hold a packet, 8 to 128 KiB, and
-	// closes after its write), by size: grownIn[k] those of inputFirst<<
-	// (k+1) bytes. lowGrown[k] is the fewest of them free since the
-	// spare trim last ran: the trim drops those, as it does the packet
-	// buffers that went unused (trimSpare).
-	grownIn  [grownClasses][][]byte
-	lowGrown [grownClasses]int
+	// in holds input buffers no connection uses (and write data
+	// buffers, of the same sizes) by size: in[k] those of inputFirst<<k
+	// bytes. At their first size (in[0]) a flood of short connections
+	// reuses a few instead of allocating one each; grown (8 to 128 KiB),
+	// the next write's connection grows into them (putIn).
+	in [inClasses]spares
 	// holders are its connections that hold a pool handle, so that a
 	// read queueing for one can have them told (see contend).
 	holders []*dnConn
@@ -462,34 +455,58 @@ type selector struct {
 // inputFirst is the capacity of a connection's first input buffer.
 const inputFirst = 4096
 
-// grownClasses is how many sizes an input buffer grows to (doubling from
-// inputFirst): 8 KiB to 128 KiB, which holds a packet of MaxPacketLen.
-const grownClasses = 5
+// inClasses is how many sizes a selector keeps input buffers of: the
+// first, and those it grows to, doubling, up to 128 KiB, which holds a
+// packet of MaxPacketLen.
+const inClasses = 6
 
-// inClass is the grownIn index of an input buffer of n bytes, -1 for
-// inputFirst, or false if the selector keeps none of its size.
+// inClass is the index in selector.in of an input buffer of n bytes, or
+// false if the selector keeps none of its size.
 func inClass(n int) (int, bool) {
-	for k := -1; k < grownClasses; k++ {
-		if n == inputFirst<<(k+1) {
+	for k := 0; k < inClasses; k++ {
+		if n == inputFirst<<k {
 			return k, true
 		}
 	}
 	return 0, false
 }
 
+// spares is a free list of buffers of one size, which the spare trim
+// thins: low is the fewest it held since the trim last looked (mark), so
+// that many went unused all along.
+type spares struct {
+	bufs [][]byte
+	low  int
+}
+
+func (l *spares) get() ([]byte, bool) {
+	b, ok := popFree(&l.bufs)
+	if ok {
+		l.low = min(l.low, len(l.bufs))
+	}
+	return b[:0], ok
+}
+
+func (l *spares) put(b []byte) { l.bufs = append(l.bufs, b) }
+
+// mark starts a trim's period: what stays free from now on went unused.
+func (l *spares) mark() { l.low = len(l.bufs) }
+
+// drop lets go the buffers that went unused since mark, keeping at least
+// keep, and marks again.
+func (l *spares) drop(keep int) {
+	for n := min(l.low, len(l.bufs)-keep); n > 0; n-- {
+		popFree(&l.bufs)
+	}
+	l.mark()
+}
+
 // getIn gives an input buffer of n bytes: a spare of that size if the
 // selector has one, else a new one.
 func (s *selector) getIn(n int) []byte {
 	if k, ok := inClass(n); ok {
-		list := &s.freeIn
-		if k >= 0 {
-			list = &s.grownIn[k]
-		}
-		if b, ok := popFree(list); ok {
-			if k >= 0 {
-				s.lowGrown[k] = min(s.lowGrown[k], len(*list))
-			}
-			return b[:0]
+		if b, ok := s.in[k].get(); ok {
+			return b
 		}
 	}
 	return newBuffer(s.loop.Process(), n)
@@ -507,18 +524,11 @@ func (s *selector) putIn(b []byte) {
 	// reused. (Its length says little: reads lengthen the input, not
 	// inBuf.)
 	freed(s.loop.Process(), b[:cap(b)])
-	k, ok := inClass(cap(b))
-	switch {
-	case !ok:
-	case k < 0:
-		if len(s.freeIn) < maxSpareBufs {
-			s.freeIn = append(s.freeIn, b[:0])
-		}
-	case len(s.grownIn[k]) < maxSpareBufs:
-		// (Capped as the first size's: a burst of writes leaves no more
-		// than 64 of each size for the trim to drop.)
-		s.grownIn[k] = append(s.grownIn[k], b[:0])
-		if !s.atRest() && !s.trimSpare.Armed() {
+	// Each size capped at 64: a burst of writes leaves no more for the
+	// trim to drop. The first size is never trimmed, only capped.
+	if k, ok := inClass(cap(b)); ok && len(s.in[k].bufs) < maxSpareBufs {
+		s.in[k].put(b[:0])
+		if k > 0 && !s.atRest() && !s.trimSpare.Armed() {
 			s.armTrim()
 		}
 	}
@@ -527,17 +537,16 @@ func (s *selector) putIn(b []byte) {
 // grownSpares is the number of grown input buffers kept.
 func (s *selector) grownSpares() int {
 	n := 0
-	for _, l := range s.grownIn {
-		n += len(l)
+	for _, l := range s.in[1:] {
+		n += len(l.bufs)
 	}
 	return n
 }
 
 func (s *selector) getBuf() []byte {
 	s.out++
-	if b, ok := popFree(&s.free); ok {
-		s.lowFree = min(s.lowFree, len(s.free))
-		return b[:0]
+	if b, ok := s.free.get(); ok {
+		return b
 	}
 	return newBuffer(s.loop.Process(), s.size)
 }
@@ -545,11 +554,11 @@ func (s *selector) getBuf() []byte {
 func (s *selector) putBuf(b []byte) {
 	freed(s.loop.Process(), b)
 	s.out--
-	s.free = append(s.free, b)
+	s.free.put(b)
 	if s.atRest() {
 		return
 	}
-	if len(s.free) > maxSpareBufs && !s.trimSpare.Armed() {
+	if len(s.free.bufs) > maxSpareBufs && !s.trimSpare.Armed() {
 		s.armTrim()
 	}
 }
@@ -557,11 +566,22 @@ func (s *selector) putBuf(b []byte) {
 // armTrim starts the spare trim's second: what stays free from now until
 // it runs goes.
 func (s *selector) armTrim() {
-	s.lowFree = len(s.free)
-	for k, l := range s.grownIn {
-		s.lowGrown[k] = len(l)
-	}
+	s.markSpares()
 	s.trimSpare.Arm(s.loop, spareTrimEvery, s.trim)
+}
+
+func (s *selector) markSpares() {
+	s.free.mark()
+	for k := range s.in {
+		s.in[k].mark()
+	}
+}
+
+// excessSpares reports whether the selector keeps spares the trim would
+// drop were they unused: packet buffers past maxSpareBufs, or grown
+// input buffers.
+func (s *selector) excessSpares() bool {
+	return len(s.free.bufs) > maxSpareBufs || s.grownSpares() > 0
 }
 
 // A selector keeps the packet buffers its connections give back for the
@@ -585,13 +605,10 @@ const (
 // spares there made every burst allocate its buffers again (bench
 // hdfs-918 in sim, 128 clients: the reactor's 775 MB/s fell to 693).
 func (s *selector) atRest() bool {
-	if s.out > 0 || s.live > 0 || (len(s.free) <= maxSpareBufs && s.grownSpares() == 0) {
+	if s.out > 0 || s.live > 0 || !s.excessSpares() {
 		return false
 	}
-	s.lowFree = len(s.free)
-	for k, l := range s.grownIn {
-		s.lowGrown[k] = len(l)
-	}
+	s.markSpares()
 	s.trim()
 	return true
 }
@@ -600,18 +617,11 @@ func (s *selector) atRest() bool {
 // buffers down to maxSpareBufs and grown input buffers all, and looks
 // again in spareTrimEvery while there are more.
 func (s *selector) trim() {
-	drop := min(s.lowFree, len(s.free)-maxSpareBufs)
-	for i := 0; i < drop; i++ {
-		popFree(&s.free)
+	s.free.drop(maxSpareBufs)
+	for k := 1; k < inClasses; k++ {
+		s.in[k].drop(0)
 	}
-	s.lowFree = len(s.free)
-	for k := range s.grownIn {
-		for i := 0; i < s.lowGrown[k]; i++ {
-			popFree(&s.grownIn[k])
-		}
-		s.lowGrown[k] = len(s.grownIn[k])
-	}
-	if len(s.free) > maxSpareBufs || s.grownSpares() > 0 {
+	if s.excessSpares() {
 		s.trimSpare.Arm(s.loop, spareTrimEvery, s.trim)
 	} else {
 		s.trimSpare.Stop()
@@ -772,7 +782,7 @@ func (dn *Datanode) SelectorsLive() int {
 func (dn *Datanode) SpareBuffers() int {
 	n := 0
 	for _, s := range dn.selectors {
-		n += len(s.free)
+		n += len(s.free.bufs)
 	}
 	return n
 }
@@ -781,7 +791,7 @@ func (dn *Datanode) SpareBuffers() int {
 // the next connections: at their first size, and grown (a write's).
 func (dn *Datanode) SpareInputBuffers() (first, grown int) {
 	for _, s := range dn.selectors {
-		first += len(s.freeIn)
+		first += len(s.in[0].bufs)
 		grown += s.grownSpares()
 	}
 	return first, grown
@@ -1342,17 +1352,9 @@ func (dc *dnConn) readInput() {
 		}
 		dc.in = compactInput(dc.inBuf, dc.in)
 		if cap(dc.in)-len(dc.in) < inputFirst {
-			n := max(2*cap(dc.in), len(dc.in)+inputFirst)
-			var grown []byte
-			if dc.sel != nil {
-				grown = dc.sel.getIn(n)[:len(dc.in)]
-			} else {
-				grown = newBuffer(dc.dn.p, n)[:len(dc.in)]
-			}
+			grown := dc.newBuf(max(2*cap(dc.in), len(dc.in)+inputFirst))[:len(dc.in)]
 			copy(grown, dc.in)
-			if dc.sel != nil && dc.inBuf != nil {
-				dc.sel.putIn(dc.inBuf) // grown out of
-			}
+			dc.spare(dc.inBuf) // grown out of
 			dc.in = grown
 			dc.inBuf = dc.in
 			dc.memChanged()
@@ -2365,12 +2367,7 @@ func (dc *dnConn) grow(need int) {
 				dc.lastIn, dc.inMark = now, len(dc.wdata)
 			}
 			dc.reserved += more
-			var grown []byte
-			if dc.sel != nil {
-				grown = dc.sel.getIn(newCap)[:len(dc.wdata)]
-			} else {
-				grown = newBuffer(dn.p, newCap)[:len(dc.wdata)]
-			}
+			grown := dc.newBuf(newCap)[:len(dc.wdata)]
 			copy(grown, dc.wdata)
 			dc.spareWriteData(dc.wdata) // grown out of
 			dc.wdata = grown
@@ -2419,7 +2416,24 @@ func (dc *dnConn) dropWriteData() {
 // --file-size 65536). Its room goes back as before (unreserve); a spare
 // is no write's data. (WritePrealloc's are not the selector's.)
 func (dc *dnConn) spareWriteData(b []byte) {
-	if b != nil && dc.sel != nil && !dc.dn.cfg.Bugs.WritePrealloc {
+	if !dc.dn.cfg.Bugs.WritePrealloc {
+		dc.spare(b)
+	}
+}
+
+// newBuf gives an input or write data buffer of n bytes: its selector's
+// spare of that size if it has one (a thread of its own has none).
+func (dc *dnConn) newBuf(n int) []byte {
+	if dc.sel != nil {
+		return dc.sel.getIn(n)
+	}
+	return newBuffer(dc.dn.p, n)
+}
+
+// spare gives an input or write data buffer nothing holds any more to
+// its selector (putIn).
+func (dc *dnConn) spare(b []byte) {
+	if b != nil && dc.sel != nil {
 		dc.sel.putIn(b)
 	}
 }
@@ -2816,9 +2830,7 @@ func (dc *dnConn) close(why string) {
 	if !dc.dn.cfg.Bugs.ClosedConnsReachable {
 		// A closed connection may stay reachable a while (callbacks
 		// queued for it); its buffers must not.
-		if dc.sel != nil {
-			dc.sel.putIn(dc.inBuf)
-		}
+		dc.spare(dc.inBuf)
 		dc.spareWriteData(dc.wdata)
 		dc.in, dc.inBuf, dc.wdata, dc.buf, dc.out = nil, nil, nil, nil, nil
 	}
