@@ -1088,10 +1088,12 @@ type rpcHarness struct {
 // on time.
 type stuckConn struct {
 	client int
-	local  string // its address: the namenode's connection's remote
 	dialed time.Duration
-	conn   model.Conn // the stuck process's end (sim.PeerActivity)
-	done   bool       // closed and judged, or no longer judged
+	// conn is the stuck process's end: its address is the namenode's
+	// connection's remote (ConnHeld), its peer the namenode's end
+	// (sim.PeerActivity).
+	conn model.Conn
+	done bool // closed and judged, or no longer judged
 	// over is when the namenode's responses on it last went past
 	// MaxPending and have stayed there since (0: they are within it);
 	// overCalls, the calls it had taken rpcStopLag after that (-1: not
@@ -1900,7 +1902,7 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 			s.done = true
 			return
 		}
-		s.local, s.conn = c.LocalAddr(), c
+		s.conn = c
 		c.SetReadInterest(false)
 	})
 }
@@ -1955,7 +1957,7 @@ func (h *rpcHarness) checkStuck() {
 			}
 			continue
 		}
-		if calls, held, ok := h.nn.Server.ConnHeld(s.local); ok {
+		if calls, held, ok := h.nn.Server.ConnHeld(s.conn.LocalAddr()); ok {
 			switch {
 			case held <= h.nn.Server.Config().MaxPending:
 				s.over = 0
