@@ -617,3 +617,22 @@ func dropNumber(name string) string {
 		name = name[:i-1]
 	}
 }
+
+// PeerUserConn is implemented by the Unix connections of a world that can
+// tell who is at the other end, as SO_PEERCRED tells a listener who
+// connected.
+type PeerUserConn interface {
+	// PeerUser names the user at the other end as of the connect (a uid
+	// in real; in sim, whose processes have no users, the peer's
+	// process stands for one), or "" when it cannot be told.
+	PeerUser() string
+}
+
+// PeerUser names the user at the other end of c, or "" when c cannot tell
+// (a TCP connection, a world without SO_PEERCRED).
+func PeerUser(c Conn) string {
+	if pc, ok := c.(PeerUserConn); ok {
+		return pc.PeerUser()
+	}
+	return ""
+}

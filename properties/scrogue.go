@@ -40,7 +40,23 @@ var SCRogueKinds = []string{
 	"token-overrun",       // a token length one byte past the body
 	"name-cut",            // a token length that eats the name's length
 	"second-segment",      // a second segment asked for on a segment's connection
+	// Drawn apart, last (scFirstRogueKinds):
+	"pipelined", // requests sent before the answers to those before them
+	"squat",     // segments asked for on connection after connection, all held
 }
+
+// scFirstRogueKinds is how many of SCRogueKinds the first rogue draw picks
+// from; the kinds after them have a draw of their own, last, so that a
+// seed drawn before them draws the same attacks.
+const scFirstRogueKinds = 17
+
+// scSquatMax bounds a squatting rogue's segments: past the datanode's
+// 1,024-fd table, which an unbounded datanode fills with their
+// connections. scRogueFDs is the rogue's fd table, room for them.
+const (
+	scSquatMax = 1100
+	scRogueFDs = 4096
+)
 
 // scRogue runs one attack on its process's main loop and reports to the
 // harness: fail for a property broken, received for the fds and segments
@@ -61,6 +77,7 @@ type scRogue struct {
 	conns  []model.Conn
 	files  []model.File
 	checks []func() // run when the rogue lets go
+	over   bool     // it let go: nothing more is sent or dialled
 }
 
 // rogueConn is a rogue's connection: what came back so far.
@@ -193,6 +210,8 @@ func (r *scRogue) run(kind string) {
 			binary.BigEndian.PutUint16(b[at:], uint16(len(req.Token)+grow))
 		}
 		r.refused(kind, b)
+	case "squat":
+		r.squat()
 	default:
 		// The rest need a segment of the rogue's own.
 		var seg *rogueConn
@@ -227,6 +246,8 @@ func (r *scRogue) withSegment(kind string, shm uint64) {
 		r.refused(kind, shortcircuit.AppendRequest(nil, r.fdRequest(shm, shortcircuit.SlotsPerSegment, true)))
 	case "release-unallocated":
 		r.refused(kind, shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpReleaseSlot, ShmID: shm, Slot: 5, ClientID: "rogue"}))
+	case "pipelined":
+		r.pipelined(shm)
 	case "slot-in-use", "bad-receipt", "stall":
 		var rc *rogueConn
 		rc = r.dial(func(resp shortcircuit.Response, files []model.File, ok bool) {
@@ -251,6 +272,106 @@ func (r *scRogue) withSegment(kind string, shm uint64) {
 		if rc != nil {
 			r.send(rc, shortcircuit.AppendRequest(nil, r.fdRequest(shm, 0, true)))
 		}
+	}
+}
+
+// pipelined asks for two slots' fds on one connection, each answer's
+// receipt riding with the next request, then sends both releases in one
+// write, so the second arrives while the first is served. A client may
+// send its next request before an answer (HDFS's DataXceiver reads its
+// ops off one stream in turn): each is answered in order, the fds with
+// their two and the releases with none, or the connection is refused
+// and hung up; none is left unanswered on a connection kept open.
+func (r *scRogue) pipelined(shm uint64) {
+	const kind, total = "pipelined", 4
+	answered, refused := 0, false
+	var rc *rogueConn
+	var step func(shortcircuit.Response, []model.File, bool)
+	step = func(resp shortcircuit.Response, files []model.File, ok bool) {
+		if !ok || r.over {
+			return // hung up: refused, or closed idle once answered
+		}
+		answered++
+		if resp.Status != model.StatusSuccess {
+			refused = true // the block gone, or the datanode squeezed
+			return
+		}
+		want := 0
+		if answered <= 2 {
+			want = 2
+		}
+		if len(files) != want {
+			r.fail("rogue %q: answer %d of %d carried %d fds, want %d (answered out of order?)", kind, answered, total, len(files), want)
+			return
+		}
+		r.received(len(files), 0)
+		if answered == total {
+			return
+		}
+		rc.want = step
+		var b []byte
+		if resp.Receipt {
+			b = append(b, shortcircuit.ReceiptByte)
+		}
+		if answered == 1 {
+			b = shortcircuit.AppendRequest(b, r.fdRequest(shm, 1, true))
+		} else if answered == 2 {
+			for slot := uint32(0); slot < 2; slot++ {
+				b = shortcircuit.AppendRequest(b, shortcircuit.Request{Op: shortcircuit.OpReleaseSlot, ShmID: shm, Slot: slot, ClientID: "rogue"})
+			}
+		}
+		r.send(rc, b)
+	}
+	rc = r.dial(step)
+	if rc == nil {
+		return
+	}
+	r.checks = append(r.checks, func() {
+		if !r.faulted() && !refused && !rc.eof && answered < total {
+			r.fail("rogue %q: %d of %d requests answered and the connection open after %v", kind, answered, total, r.hold)
+		}
+	})
+	r.send(rc, shortcircuit.AppendRequest(nil, r.fdRequest(shm, 0, true)))
+}
+
+// squat asks for segments on connection after connection, a few at a
+// time, and holds every one it is granted until it lets go; it stops at
+// the first refusal (or silence: an fd table full no longer accepts) or
+// at scSquatMax, and asks nothing in the second half of its hold, so that
+// the answers it gets are all in when it lets go (sc-stats counts the
+// segments the datanode passed against those received). Nothing is wrong with any one request: the harm, if
+// any, is to the honest readers, whose reads local-reads and
+// availability judge (a rogue is no fault), and to what the datanode
+// holds at rest (leak-freedom).
+func (r *scRogue) squat() {
+	const inFlight = 8
+	asked, stopped := 0, false
+	until := r.loop.Now() + r.hold/2
+	var ask func()
+	ask = func() {
+		if r.over || stopped || asked == scSquatMax || r.loop.Now() >= until {
+			return
+		}
+		asked++
+		rc := r.dial(func(resp shortcircuit.Response, files []model.File, ok bool) {
+			if r.over {
+				return
+			}
+			if !ok || resp.Status != model.StatusSuccess || len(files) != 1 {
+				stopped = true
+				return
+			}
+			r.received(0, 1)
+			ask()
+		})
+		if rc == nil {
+			stopped = true
+			return
+		}
+		r.send(rc, shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "rogue"}))
+	}
+	for range inFlight {
+		ask()
 	}
 }
 
@@ -289,6 +410,7 @@ func (r *scRogue) expectRefusal(kind string, rc *rogueConn) {
 // finish checks that refused connections were hung up, then closes the
 // rogue's connections and the files passed to it.
 func (r *scRogue) finish() {
+	r.over = true
 	for _, check := range r.checks {
 		check()
 	}

@@ -162,6 +162,11 @@ var SCBugs = []SCBug{
 		cache: shortcircuit.CacheBugs{FetchPerReader: true},
 	},
 	{
+		Name: "sc-segment-squat", Catches: PropSCRefusal,
+		What:   "the datanode grants every REQUEST_SHM, whatever the user already holds, and a segment's connection never times out: a local user who asks for segment after segment fills the datanode's fd table, so no one else's connection is accepted (another rogue's request goes unanswered: sc-refusal, seed 20) and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads, seed 44) or failing (availability, seed 131)",
+		server: shortcircuit.ServerBugs{NoSegmentBound: true},
+	},
+	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
 		What:   "deleting a replica does not clear its slots' valid bit, so clients keep reading the unlinked replica through cached fds",
 		server: shortcircuit.ServerBugs{NoInvalidateOnDelete: true},
@@ -246,7 +251,7 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	}
 	if d.chance(30, "sc_rogue") {
 		for k := d.n(1, 3, "sc_rogues"); k > 0; k-- {
-			op := SCOp{Op: "rogue", Block: uint64(d.n(1, scBlocks, "sc_rogue_block")), Rogue: SCRogueKinds[d.n(0, len(SCRogueKinds)-1, "sc_rogue_kind")],
+			op := SCOp{Op: "rogue", Block: uint64(d.n(1, scBlocks, "sc_rogue_block")), Rogue: SCRogueKinds[d.n(0, scFirstRogueKinds-1, "sc_rogue_kind")],
 				Hold: time.Duration(d.n(1, 10, "sc_rogue_hold")) * time.Millisecond}
 			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_at"), op)
 		}
@@ -287,6 +292,17 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 				end := 4096 + 100*d.n(0, 2, "sc_edge_len")
 				c.Ops[i].Off = int64(end + []int{-513, -512, -511, -1, 0, 1}[d.n(0, 5, "sc_edge_at")])
 			}
+		}
+	}
+	// Drawn last: the rogue kinds after the first draw's (a client that
+	// pipelines its requests; a squatter holding segments), held longer,
+	// so that the readers read while a squatter holds its segments.
+	if d.chance(25, "sc_rogue_late") {
+		for k := d.n(1, 2, "sc_rogues_late"); k > 0; k-- {
+			op := SCOp{Op: "rogue", Block: uint64(d.n(1, scBlocks, "sc_rogue_late_block")),
+				Rogue: SCRogueKinds[scFirstRogueKinds+d.n(0, len(SCRogueKinds)-scFirstRogueKinds-1, "sc_rogue_late_kind")],
+				Hold:  time.Duration(d.n(5, 30, "sc_rogue_late_hold")) * time.Millisecond}
+			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_late_at"), op)
 		}
 	}
 	return c, c.Validate()
@@ -661,7 +677,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						// attacks before it runs wait for it.
 						rogueWait = append(rogueWait, attack)
 						if len(rogueWait) == 1 {
-							if _, err := w.Spawn("rogue", model.ProcessConfig{}, func(p model.Process) {
+							if _, err := w.Spawn("rogue", model.ProcessConfig{FDLimit: scRogueFDs}, func(p model.Process) {
 								rogueProc = p
 								for _, a := range rogueWait {
 									a(p)
@@ -1087,7 +1103,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/15"
+const SCTraceFormat = "xceiver-sc-trace/16"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

@@ -161,6 +161,23 @@ func (c *conn) use(op string, f func(fd int) error) error {
 	return f(c.sysfd)
 }
 
+// PeerUser implements model.PeerUserConn for a Unix connection: the uid
+// SO_PEERCRED reports.
+func (c *conn) PeerUser() string {
+	if c.network != "unix" {
+		return ""
+	}
+	var uid string
+	_ = c.use("getsockopt", func(fd int) error {
+		cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err == nil {
+			uid = fmt.Sprintf("uid %d", cred.Uid)
+		}
+		return err
+	})
+	return uid
+}
+
 // SetHandler registers the conn on loop with handler h (see the type's
 // doc for the ownership rule). Misuse — a loop of another process or
 // world, a closed loop — fails the world, as SetHandler has no error.

@@ -57,6 +57,9 @@ type unixConn struct {
 	local  string
 	remote string
 	peer   *unixConn
+	// peerProc is the process at the other end as of the connect
+	// (SO_PEERCRED's, which outlives the peer).
+	peerProc string
 
 	socketEvents
 
@@ -109,6 +112,7 @@ func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (mod
 	s := &unixConn{w: w, p: ln.p, id: w.nextID, fd: -1, local: addr, remote: c.local}
 	s.socketEvents = socketEvents{src: s, readInterest: true}
 	c.peer, s.peer = s, c
+	c.peerProc, s.peerProc = ln.p.name, p.name
 	// The connect completes at once, and is reported as Writable once
 	// whatever the write interest, as a TCP dial's is (model.Process.Dial).
 	c.connected = true
@@ -123,7 +127,17 @@ func (w *World) dialUnix(p *Process, addr string, l *Loop, h model.Handler) (mod
 func (c *unixConn) ID() uint64         { return c.id }
 func (c *unixConn) LocalAddr() string  { return c.local }
 func (c *unixConn) RemoteAddr() string { return c.remote }
-func (c *unixConn) Err() error         { return c.err }
+
+// PeerUser implements model.PeerUserConn: sim's processes have no users,
+// so each stands for one of its own.
+func (c *unixConn) PeerUser() string {
+	if c.peerProc == "" {
+		return ""
+	}
+	return "process " + c.peerProc
+}
+
+func (c *unixConn) Err() error { return c.err }
 
 // room reports whether a send may allocate an skb now.
 func (c *unixConn) room() bool {

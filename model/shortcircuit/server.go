@@ -22,8 +22,21 @@ type ServerConfig struct {
 	// model.DefaultBacklog). A client whose connect finds it full waits
 	// for room (model.RetryUnixDial).
 	Backlog int
-	Bugs    ServerBugs
+	// MaxSegmentsPerUser bounds the segments one user (the peer's
+	// SO_PEERCRED) holds at once (0: DefaultMaxSegmentsPerUser); a
+	// REQUEST_SHM past it is refused. A segment's connection has no read
+	// timeout, so without a bound one local user could hold segments
+	// until the datanode's fd table is full, and every client's fd
+	// requests, block opens and accepts fail with it.
+	MaxSegmentsPerUser int
+	Bugs               ServerBugs
 }
+
+// DefaultMaxSegmentsPerUser is 8,192 slots a user: a client asks for a
+// segment only when its segments are full, one slot a replica it caches
+// or reads (HDFS's default cache keeps 256), so none needs near as many;
+// and with a 1,024-fd table most fds stay for others.
+const DefaultMaxSegmentsPerUser = 128
 
 // ServerBugs switch on historic datanode-side bugs.
 type ServerBugs struct {
@@ -44,6 +57,10 @@ type ServerBugs struct {
 	// found it: a second REQUEST_SHM there is served and the first
 	// segment is lost (never freed).
 	ServeOnSegmentConn bool
+	// NoSegmentBound grants every REQUEST_SHM, whatever the user holds
+	// (MaxSegmentsPerUser ignored), as this datanode did until check's
+	// squatting rogue filled its fd table with segments' connections.
+	NoSegmentBound bool
 }
 
 // ServerStats counts what a domain endpoint did. MaxFetches is the most
@@ -76,8 +93,9 @@ type Server struct {
 	// under lock
 	segs    map[uint64]*dnShm
 	byBlock map[uint64][]slotRef
-	slots   int // registered slots
-	passed  int // fds passed and not yet closed by the datanode (0 at rest)
+	byUser  map[string]int // segments held, by user
+	slots   int            // registered slots
+	passed  int            // fds passed and not yet closed by the datanode (0 at rest)
 }
 
 // fetchKey names a client's fetches of a block: its segment and the block.
@@ -87,6 +105,7 @@ type dnShm struct {
 	id    uint64
 	seg   model.Segment
 	owner *srvConn
+	user  string
 	used  [SlotsPerSegment]bool
 	block [SlotsPerSegment]uint64
 }
@@ -106,11 +125,17 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = 60 * time.Second
 	}
+	if cfg.MaxSegmentsPerUser == 0 {
+		cfg.MaxSegmentsPerUser = DefaultMaxSegmentsPerUser
+	}
+	if cfg.MaxSegmentsPerUser < 0 {
+		return nil, fmt.Errorf("short-circuit: negative segment bound %d", cfg.MaxSegmentsPerUser)
+	}
 	p := dn.Process()
 	if err := p.CheckSocketPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
 	}
-	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}, fetches: map[fetchKey]int{}}
+	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}, byUser: map[string]int{}, fetches: map[fetchKey]int{}}
 	ln, err := p.Listen("unix", cfg.Path, cfg.Backlog, s.loop)
 	if err != nil {
 		return nil, fmt.Errorf("short-circuit: %w", err)
@@ -172,7 +197,7 @@ func (s *Server) accept() {
 
 func (s *Server) serve(c model.Conn) {
 	s.stats.Accepted++
-	sc := &srvConn{s: s, c: c}
+	sc := &srvConn{s: s, c: c, user: model.PeerUser(c)}
 	s.conns = append(s.conns, sc)
 	c.SetHandler(s.loop, sc.onEvent)
 	sc.watch()
@@ -260,6 +285,9 @@ func (s *Server) freeShm(shm *dnShm) {
 	}
 	_ = shm.seg.Unmap()
 	delete(s.segs, shm.id)
+	if s.byUser[shm.user]--; s.byUser[shm.user] <= 0 {
+		delete(s.byUser, shm.user)
+	}
 }
 
 // srvConn is one domain connection. Its fields belong to the acceptor
@@ -267,6 +295,7 @@ func (s *Server) freeShm(shm *dnShm) {
 type srvConn struct {
 	s    *Server
 	c    model.Conn
+	user string // the peer's, as of the connect ("" unknown: one user)
 	in   []byte
 	busy bool   // a request is being served
 	shm  *dnShm // the segment this connection watches, if any
@@ -436,6 +465,11 @@ func (sc *srvConn) serve(req Request) {
 	switch req.Op {
 	case OpRequestShm:
 		s.lock.Do(s.loop, func() {
+			if n := s.byUser[sc.user]; n >= s.cfg.MaxSegmentsPerUser && !s.cfg.Bugs.NoSegmentBound {
+				err := &model.ProtocolError{Status: model.StatusError, Msg: fmt.Sprintf("%d segments held, the most one user may", n)}
+				s.loop.Post(func() { sc.sentShm(nil, nil, err) })
+				return
+			}
 			seg, f, err := s.p.NewSegment("shm", SegmentSize)
 			var shm *dnShm
 			if err == nil {
@@ -443,8 +477,9 @@ func (sc *srvConn) serve(req Request) {
 				for s.segs[id] != nil {
 					id = s.p.Rand().Uint64() | 1
 				}
-				shm = &dnShm{id: id, seg: seg, owner: sc}
+				shm = &dnShm{id: id, seg: seg, owner: sc, user: sc.user}
 				s.segs[id] = shm
+				s.byUser[sc.user]++
 			}
 			s.loop.Post(func() { sc.sentShm(shm, f, err) })
 		})
@@ -514,7 +549,6 @@ func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
 		s.lock.Do(s.loop, func() { s.freeShm(shm) })
 		return
 	}
-	s.stats.Segments++
 	// The connection stands for the segment from its reply on: when it
 	// closes (a failed reply too), the client is gone and the segment and
 	// its slots are freed.
@@ -523,6 +557,9 @@ func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
 	ok := sc.reply(resp, []model.File{f})
 	_ = f.Close() // the datanode keeps its mapping, not the fd
 	if ok {
+		// Counted once sent, as fds are: a client that hung up while
+		// it waited to be accepted (a squatter letting go) got none.
+		s.stats.Segments++
 		sc.watch()
 	}
 }
