@@ -40,13 +40,16 @@ import (
 //   - state-timeout: the namenode purges a stuck pipeliner's connection
 //     within an idle timeout and a scan of its last move on it, and
 //     (availability) not before an idle timeout of silence (checkStuck);
+//     and closes a connection whose client's FIN or reset has arrived
+//     within rpcGoneBound, read or not (checkGone);
 //   - fd-bounds: the namenode's sockets stay within its clients and the
 //     faults' extra connections (every event);
 //   - availability: a client no fault touches gets every answer in time,
 //     however others misbehave, and every client does in the liveness
 //     phase after the faults; and the namenode closes on its own only
 //     a connection silent for its idle timeout with no call waiting (the
-//     client reports each close or reset it reads: OnServerClose);
+//     client reports each close or reset it reads: OnServerClose), nor
+//     one holding a whole call a full queue refuses (sync-stall);
 //   - leak-freedom: at quiescence the server holds no connection, queued
 //     call, pending response or busy handler, the namenode is back to its
 //     fds, and clients hold no connection or call; and in runs without a
@@ -125,6 +128,8 @@ type RPCConfig struct {
 	QueuedReplyShares    bool `json:"queued_reply_shares_frame,omitempty"`
 	StopMidCall          bool `json:"stop_mid_call,omitempty"`
 	KeepInput            bool `json:"keep_input,omitempty"`
+	IdleClosesHeldCall   bool `json:"idle_closes_held_call,omitempty"`
+	DeafWhenNotReading   bool `json:"deaf_when_not_reading,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -160,27 +165,28 @@ const (
 	RPCFaultCrash    = "dn-crash"  // the datanode crashes and restarts
 	RPCFaultGarbage  = "garbage"   // a client's connection carries an oversized length prefix
 	// The namenode's, drawn only with the edit log:
-	RPCFaultNNCrash  = "nn-crash"       // the namenode crashes and restarts Dur later, replaying its log
-	RPCFaultNNTorn   = "nn-crash-write" // likewise, at its Nth disk write or fsync from now (a write met is torn)
-	RPCFaultNNPower  = "nn-power-loss"  // likewise, and its host loses the writes no fsync made durable
-	RPCFaultSyncEIO  = "sync-eio"       // for Dur, a share N‰ of the namenode's fsyncs fail (fatal: it restarts)
-	RPCFaultSlowSync = "slow-sync"      // for Dur, a share N‰ of its fsyncs take 1-20 ms longer
-	RPCFaultDiskEIO  = "disk-eio"       // for Dur, a share N‰ of its disk reads, writes and fsyncs fail with EIO
-	RPCFaultNNPause  = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
-	RPCFaultStall    = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
-	RPCFaultBigCalls = "big-calls"      // a client sends two calls of N KiB at once, of a method the namespace does not have
-	RPCFaultSlowOver = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds at once, and reads them all
-	RPCFaultStuck    = "stuck"          // a process of its own pipelines N calls for large answers, more than MaxInFlight, on a connection it never reads again
+	RPCFaultNNCrash   = "nn-crash"       // the namenode crashes and restarts Dur later, replaying its log
+	RPCFaultNNTorn    = "nn-crash-write" // likewise, at its Nth disk write or fsync from now (a write met is torn)
+	RPCFaultNNPower   = "nn-power-loss"  // likewise, and its host loses the writes no fsync made durable
+	RPCFaultSyncEIO   = "sync-eio"       // for Dur, a share N‰ of the namenode's fsyncs fail (fatal: it restarts)
+	RPCFaultSlowSync  = "slow-sync"      // for Dur, a share N‰ of its fsyncs take 1-20 ms longer
+	RPCFaultDiskEIO   = "disk-eio"       // for Dur, a share N‰ of its disk reads, writes and fsyncs fail with EIO
+	RPCFaultNNPause   = "nn-pause"       // the namenode stops for Dur (as SIGSTOP): its kernel takes calls, it answers none
+	RPCFaultStall     = "stall"          // a client stops reading for Dur with a few large answers coming, then reads on
+	RPCFaultBigCalls  = "big-calls"      // a client sends two calls of N KiB at once, of a method the namespace does not have
+	RPCFaultSlowOver  = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds at once, and reads them all
+	RPCFaultStuck     = "stuck"          // a process of its own pipelines N calls for large answers, more than MaxInFlight, on a connection it never reads again
+	RPCFaultSyncStall = "sync-stall"     // the namenode's first fsync within Dur takes Dur longer: the handlers whose changes wait for it hold, the queue fills, readers block
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck, RPCFaultSyncStall}
 
 // rpcFaultsDrawnLast are drawn each on its own after everything else, so
 // that the cases drawn before each came stay as they were; the swarm draw
 // of client faults leaves them out.
-var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck}
+var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck, RPCFaultSyncStall}
 
 // touchesClient reports whether a fault of kind makes its client faulty:
 // excused from availability outside the liveness phase. The namenode's
@@ -215,7 +221,7 @@ func opensConn(kind string) bool {
 // nnFault reports whether kind is a namenode fault.
 func nnFault(kind string) bool {
 	return kind == RPCFaultNNCrash || kind == RPCFaultNNTorn || kind == RPCFaultNNPower || kind == RPCFaultSyncEIO || kind == RPCFaultSlowSync ||
-		kind == RPCFaultDiskEIO
+		kind == RPCFaultDiskEIO || kind == RPCFaultSyncStall
 }
 
 // Property names besides the data path's.
@@ -314,6 +320,22 @@ var RPCBugs = []RPCBug{
 		},
 	},
 	{
+		Name: "rpc-idle-closes-held-call", Catches: PropAvailability,
+		What: "the idle scan counts a connection's calls from the queue's put on (as Hadoop's rpcCount is counted after callQueue.put): a connection whose one call waits whole in its reader for room in a full queue looks idle once the reader has read nothing more of it for the idle timeout, and is closed under the call",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.EditLog, c.Config.IdleClosesHeldCall = true, true
+			ensureFault(d, c, RPCFaultSyncStall)
+		},
+	},
+	{
+		Name: "rpc-deaf-when-not-reading", Catches: PropTimeout,
+		What: "the server hears a client hang up only by reading its connection (this model's did until the sync-stall fault): one that closes while its reader has stopped reading it (throttled, or holding a call a full queue refuses) keeps its fd, input and answers until a handler answers one of its calls",
+		apply: func(d drawer, c *RPCCase) {
+			c.Config.EditLog, c.Config.DeafWhenNotReading = true, true
+			ensureFault(d, c, RPCFaultSyncStall)
+		},
+	},
+	{
 		Name: "editlog-answer-before-sync", Catches: PropDurable,
 		What: "a change is answered once it is logged, before the sync that makes it durable: a namenode crash loses changes its clients were told were done",
 		apply: func(d drawer, c *RPCCase) {
@@ -378,7 +400,8 @@ func (c RPCCase) Fixed() RPCCase {
 	cfg := &c.Config
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
 	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO, cfg.ReplaySyncOnly = false, false, false, false, false
-	cfg.QueuePastBound, cfg.QueuedReplyShares, cfg.StopMidCall, cfg.KeepInput = false, false, false, false
+	cfg.QueuePastBound, cfg.QueuedReplyShares, cfg.StopMidCall, cfg.KeepInput, cfg.IdleClosesHeldCall = false, false, false, false, false
+	cfg.DeafWhenNotReading = false
 	return c
 }
 
@@ -613,6 +636,17 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultStuck, nearOp(d, starts)))
 		sortRPCFaults(c.Faults)
 	}
+	// Drawn last (with the edit log): a sync that stalls for seconds, as
+	// a namenode's edits disk may. Every handler whose change waits for
+	// it is held, the queue fills and the readers block on it for longer
+	// than the idle timeout, with whole calls waiting in connections they
+	// hold unqueued, which the idle scan must not close; clients whose
+	// calls time out meanwhile hang up idle while the reader is not
+	// reading them, and must be heard (checkGone).
+	if cfg.EditLog && d.chance(15, "fault_"+RPCFaultSyncStall) && len(c.Faults) < rpcMaxFaults {
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultSyncStall, nearOp(d, starts)))
+		sortRPCFaults(c.Faults)
+	}
 	return c, c.Validate()
 }
 
@@ -729,6 +763,10 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 		// in turn, and so many changes of unknown outcome leave the
 		// history past what the linearizability checker can decide.)
 		f.Dur = pick(d, "pause_dur", 50*time.Millisecond, cfg.CallTimeout+100*time.Millisecond)
+	case RPCFaultSyncStall:
+		// Past an idle timeout and the scan after it, for a call read
+		// once the queue is full.
+		f.Dur = pick(d, "sync_stall_dur", 2*cfg.ServerIdle, 3*cfg.ServerIdle)
 	case RPCFaultSlowSync:
 		f.Dur = pick(d, "slow_sync_dur", 5*time.Millisecond, 50*time.Millisecond)
 		f.N = pick(d, "slow_sync_permille", 300, 1000)
@@ -1072,6 +1110,15 @@ type rpcHarness struct {
 	nnUps   int // restarts of the namenode
 	// pauses are when each namenode pause began and ended.
 	pauses [][2]time.Duration
+	// stalls are when each sync-stall fault began, and when its stall
+	// ends at the latest.
+	stalls [][2]time.Duration
+	// stallHold is when the last sync-stall ends at the latest: the
+	// workers issue nothing before it.
+	stallHold time.Duration
+	// heard is when each namenode connection (by id) was first seen to
+	// have heard its client's FIN or reset (checkGone).
+	heard map[uint64]time.Duration
 	// bigFixed is /big as the model keeps it apart (populate).
 	bigFixed *nsFixed
 	// atRest is the tree the namenode served at rest, which the restart
@@ -1145,7 +1192,7 @@ func runRPC(c RPCCase, out io.Writer, hashing hashing) *RPCResult {
 // newRPCHarness is the harness of a valid case, its world not yet run.
 func newRPCHarness(c RPCCase, hashing hashing) *rpcHarness {
 	h := &rpcHarness{c: &c, w: sim.New(worldConfig(c.Seed, 20_000_000, hashing)), phase: "work", hashOnly: hashing == hashOnly,
-		written: map[uint64]blockWrite{}}
+		written: map[uint64]blockWrite{}, heard: map[uint64]time.Duration{}}
 	for _, f := range c.Faults {
 		if f.Kind == RPCFaultCrash || nnFault(f.Kind) {
 			h.crashed = true
@@ -1214,7 +1261,8 @@ func (h *rpcHarness) run() *RPCResult {
 				IdleTimeout: cfg.ServerIdle, MaxPending: cfg.MaxPending, MaxInFlight: cfg.MaxInFlight, HadoopReader: cfg.HadoopReader,
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
 					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares, StopMidCall: cfg.StopMidCall,
-					KeepInput: cfg.KeepInput}},
+					KeepInput: cfg.KeepInput, IdleClosesHeldCall: cfg.IdleClosesHeldCall,
+					DeafWhenNotReading: cfg.DeafWhenNotReading}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 			Image:    image,
 		})
@@ -1413,6 +1461,9 @@ func (h *rpcHarness) startWork() {
 		if opensConn(f.Kind) {
 			h.extraFDs++
 		}
+		if f.Kind == RPCFaultSyncStall {
+			h.extraFDs += 2 // (its waiter and its quitter)
+		}
 		h.w.At(now+f.At, func() { h.inject(f) })
 	}
 	byWorker := map[[2]int][]RPCOp{}
@@ -1451,8 +1502,18 @@ func (h *rpcHarness) runOps(ch *rpcClient, ops []RPCOp, live bool, done func()) 
 		return
 	}
 	loop := ch.p.MainLoop()
+	issue := func() { h.issue(ch, ops[0], live, func() { h.runOps(ch, ops[1:], live, done) }) }
 	loop.AfterFunc(ops[0].Gap, func() {
-		h.issue(ch, ops[0], live, func() { h.runOps(ch, ops[1:], live, done) })
+		// A worker makes no call while a sync is stalled: each would
+		// time out in turn, a change of unknown outcome every call
+		// timeout for seconds, more than the linearizability checker
+		// decides (two of 20,000 seeds gave up); the calls in flight
+		// when it struck are unknown as across a pause.
+		if wait := h.stallHold - h.w.Now(); wait > 0 && !live {
+			loop.AfterFunc(wait, issue)
+			return
+		}
+		issue()
 	})
 }
 
@@ -1555,6 +1616,17 @@ func (h *rpcHarness) outageSince(from time.Duration) bool {
 	}
 	for _, p := range h.pauses {
 		if p[1] >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// stalledSince reports whether a sync-stall fault struck at or after
+// from, or was still in force then.
+func (h *rpcHarness) stalledSince(from time.Duration) bool {
+	for _, st := range h.stalls {
+		if st[1] >= from {
 			return true
 		}
 	}
@@ -1828,6 +1900,8 @@ func (h *rpcHarness) inject(f RPCFault) {
 		if !h.nnDown {
 			h.nnProc.CrashAtDiskOp(f.N, true, func() { h.nnCrashed(f.Dur) })
 		}
+	case RPCFaultSyncStall:
+		h.injectSyncStall(f)
 	case RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultDiskEIO:
 		// 1-20 ms longer: a slow fsync, from the fault's own seed.
 		slow := time.Millisecond + time.Duration(f.At%(19*time.Millisecond))
@@ -1907,6 +1981,104 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 	})
 }
 
+// injectSyncStall starts a sync-stall fault: the namenode's first fsync
+// within f.Dur takes f.Dur longer (the log's next one, behind it, starts
+// past the window). Its client makes changes enough to hold every
+// handler on the stalled sync and calls enough behind them to fill the
+// queue, so that the readers block; then a process of its own sends one
+// call on each of two connections, which the readers hold whole and
+// unqueued for the stall: the waiter waits for its answer, and the
+// namenode must not close it as idle meanwhile (the call is
+// outstanding); the quitter hangs up after half an idle timeout, and the
+// namenode must hear it, though it reads the connection no further
+// (checkGone).
+func (h *rpcHarness) injectSyncStall(f RPCFault) {
+	now, cfg := h.w.Now(), &h.c.Config
+	h.stalls = append(h.stalls, [2]time.Duration{now, now + 2*f.Dur})
+	h.stallHold = max(h.stallHold, now+2*f.Dur)
+	h.w.At(now+f.Dur, h.nnProc.SimDisk().AddFaults(sim.DiskFaults{SlowSync: 1, SlowDelay: f.Dur}))
+	ch := h.clients[f.Client]
+	ch.p.MainLoop().Post(func() {
+		// (A mkdir of the root is logged, so it waits for the sync, and
+		// changes nothing: unknown once it times out, it adds nothing
+		// the linearizability checker must place.)
+		for k := 0; k < cfg.Handlers; k++ {
+			h.do(ch, namespace.Request{Method: namespace.MethodMkdir, Path: "/"}, false, func(namespace.Response, error) {})
+		}
+		for k := 0; k <= cfg.QueueSize; k++ {
+			h.load(ch, namespace.Request{Method: namespace.MethodList, Path: "/"})
+		}
+	})
+	h.w.At(now+5*time.Millisecond, func() {
+		h.w.Spawn(fmt.Sprintf("stalled%d", len(h.stalls)-1), model.ProcessConfig{}, func(p model.Process) {
+			loop := p.MainLoop()
+			call := append(append([]byte(nil), rpc.Preamble[:]...), rpc.AppendFrame(nil, rpc.Frame{ID: 1, Code: namespace.MethodList,
+				Payload: namespace.EncodeRequest(namespace.Request{Method: namespace.MethodList, Path: "/"})})...)
+			dialed := h.w.Now()
+			var waiter, quitter model.Conn
+			answered, closed, sent, quitSent, quit := false, false, false, false, false
+			waiter, err := p.Dial("tcp", rpcNN, loop, func(ev model.Events) {
+				if closed {
+					return
+				}
+				if !sent && ev&model.Writable != 0 {
+					sent = true // (one call: a loopback socket takes it whole)
+					waiter.Write(call)
+				}
+				var b [4096]byte
+				for {
+					n, err := waiter.Read(b[:])
+					if n > 0 {
+						answered = true
+					}
+					if errors.Is(err, model.ErrWouldBlock) {
+						break
+					}
+					if err != nil || n == 0 {
+						closed = true
+						waiter.Close()
+						// The namenode closed it under its call (a FIN:
+						// a reset or a refused connect is a namenode
+						// down), fair only across a crash or pause.
+						if !answered && errors.Is(err, io.EOF) && h.phase == "work" && !h.nnDown && !h.outageSince(dialed) {
+							h.fail(PropAvailability, "sync-stall: the namenode closed a connection %v after its one call arrived, unanswered (a call it holds whole for room in the queue is outstanding: not idle)", h.w.Now()-dialed)
+						}
+						return
+					}
+				}
+				if answered {
+					closed = true
+					waiter.Close()
+				}
+			})
+			if err != nil {
+				return
+			}
+			quitter, err = p.Dial("tcp", rpcNN, loop, func(ev model.Events) {
+				switch {
+				case quit:
+				case ev&model.Hangup != 0:
+					quit = true
+					quitter.Close()
+				case !quitSent && ev&model.Writable != 0:
+					quitSent = true
+					quitter.Write(call)
+				}
+			})
+			if err != nil {
+				return
+			}
+			quitter.SetReadInterest(false)
+			loop.AfterFunc(cfg.ServerIdle/2, func() {
+				if !quit {
+					quit = true
+					quitter.Close()
+				}
+			})
+		})
+	})
+}
+
 // rpcPurgeSlack is how late past its scan's time the namenode's purge of a
 // stuck client may close the connection: the scan's timer and the close
 // it posts wait for the reader's loop and a core.
@@ -1940,7 +2112,9 @@ func (h *rpcHarness) checkStuck() {
 		if s.done || s.conn == nil {
 			continue
 		}
-		if h.phase == "quiesce" || h.nnDown || h.outageSince(s.dialed) {
+		// (Nor once a sync has stalled since: its calls may wait in the
+		// queue behind the held handlers, with no answer yet to purge.)
+		if h.phase == "quiesce" || h.nnDown || h.outageSince(s.dialed) || h.stalledSince(s.dialed) {
 			s.done = true
 			continue
 		}
@@ -2000,6 +2174,9 @@ func (h *rpcHarness) heal() {
 	start := h.w.Now()
 	for _, p := range h.pauses {
 		start = max(start, p[1])
+	}
+	for _, st := range h.stalls { // (likewise a stalled sync)
+		start = max(start, st[1])
 	}
 	h.w.At(start+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
 }
@@ -2158,6 +2335,9 @@ func (h *rpcHarness) afterEach() {
 			return
 		}
 	}
+	if h.checkGone(); h.failure != nil {
+		return
+	}
 	if q, c := h.nn.Server.QueueLen(), h.nn.Server.QueueCap(); q > c {
 		h.fail(PropQueueBound, "call queue holds %d calls, bound %d", q, c)
 		return
@@ -2216,6 +2396,39 @@ func (h *rpcHarness) afterEach() {
 			return
 		}
 	}
+}
+
+// rpcGoneBound is how long the namenode may hold a connection after its
+// client's FIN or reset arrived: a turn of its reader's loop. Whether
+// the reader is reading the connection or not (throttled, or holding a
+// call the full queue refuses), it must hear that the client has gone;
+// a connection it has stopped reading otherwise holds its fd, input and
+// answers until a handler answers one of its calls, which a stalled
+// namenode may not do for seconds.
+const rpcGoneBound = 50 * time.Millisecond
+
+// checkGone holds the namenode to rpcGoneBound on each connection whose
+// client has gone, but across a pause or crash of the namenode.
+func (h *rpcHarness) checkGone() {
+	if h.nnDown {
+		return
+	}
+	now := h.w.Now()
+	h.nn.Server.EachConn(func(c model.Conn, throttled bool) {
+		if h.failure != nil || !sim.Heard(c) {
+			return
+		}
+		at, ok := h.heard[c.ID()]
+		if !ok {
+			h.heard[c.ID()] = now
+			return
+		}
+		// (A crash since: the connection died with the incarnation
+		// that held it, which the harness may not have replaced yet.)
+		if now-at > rpcGoneBound && !h.inPause(at, now, rpcPauseSlack) && !h.outageSince(at) {
+			h.fail(PropTimeout, "namenode connection %d still open %v after its client's FIN or reset arrived (bound %v; throttled: %v)", c.ID(), now-at, rpcGoneBound, throttled)
+		}
+	})
 }
 
 func (h *rpcHarness) finalChecks() {

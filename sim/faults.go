@@ -327,6 +327,13 @@ func Dark(c model.Conn) bool {
 	return ok && tc.vanished
 }
 
+// Heard reports whether c's own end has heard its peer close (a FIN or
+// a reset arrived), read or not: what EPOLLRDHUP would report.
+func Heard(c model.Conn) bool {
+	tc, ok := c.(*tcpConn)
+	return ok && (tc.finRcvd || tc.err != nil)
+}
+
 // PeerEnd reports the far end of a simulated TCP connection: its id,
 // whether it holds an fd now (accepted and not yet closed), and whether
 // it has heard that c closed (a FIN or a reset arrived). Property checks

@@ -118,6 +118,19 @@ type ServerBugs struct {
 	// never arrives whole, and it and the calls behind it wait until the
 	// idle timeout resets the connection.
 	StopMidCall bool
+	// IdleClosesHeldCall has the idle scan judge a connection by its
+	// calls queued alone, as Hadoop counts rpcCount from the put on: a
+	// connection whose call waits whole in its input for room in a full
+	// queue looks idle once the reader has read nothing more of it for
+	// the idle timeout, and is closed under its call.
+	IdleClosesHeldCall bool
+	// DeafWhenNotReading listens for a connection's hangup only by
+	// reading it (this model's server did until check held its handlers
+	// long enough): a client that closes while its reader has stopped
+	// reading it (throttled, or holding a call a full queue refuses) is
+	// not heard until a response to it draws a reset or the idle scan
+	// purges it, and what the server holds for it stays until then.
+	DeafWhenNotReading bool
 }
 
 // DefaultServerConfig returns Hadoop's defaults where it has them.
@@ -385,6 +398,17 @@ func (s *Server) Quiet() (conns, queued, pending, busy, blocked int) {
 	return conns, s.q.len(), pending, busy, len(s.q.blocked)
 }
 
+// EachConn calls f with each connection the server holds open, and
+// whether its reader has stopped taking its calls (throttled); for
+// per-event checks in sim (in real it would race).
+func (s *Server) EachConn(f func(c model.Conn, throttled bool)) {
+	for _, r := range s.readers {
+		for _, sc := range r.conns {
+			f(sc.c, sc.throttled)
+		}
+	}
+}
+
 // Pending is what a server's connections hold in responses not yet
 // written: Bytes in all, over Conns open connections; Worst, the most one
 // connection holds, in Responses responses; Most, the most responses one
@@ -585,6 +609,12 @@ func (r *reader) add(sc *serverConn) {
 	sc.credit = r.s.cfg.MaxInFlight
 	r.conns = append(r.conns, sc)
 	sc.c.SetHandler(r.loop, sc.onEvent)
+	// Its client's FIN is heard even while the reader leaves its input
+	// in the socket (throttled, or behind a full queue), where a read
+	// would reach it only once the input before it is taken.
+	if !r.s.cfg.Bugs.DeafWhenNotReading {
+		sc.c.SetPeerClosedInterest(true)
+	}
 	if r.blocked != nil {
 		sc.c.SetReadInterest(r.readsWhileBlocked(sc))
 	}
@@ -624,7 +654,7 @@ func (r *reader) scanIdle() {
 		// but is judged too: it has stopped sending because the reader
 		// stopped reading it, and if its client takes none of its
 		// answers it must be purged, or it holds them for ever.
-		if !sc.closing && now-sc.lastRead >= r.s.cfg.IdleTimeout && (sc.throttled || !sc.holdsCall()) {
+		if !sc.closing && now-sc.lastRead >= r.s.cfg.IdleTimeout && (sc.throttled || !sc.holdsCall() || r.s.cfg.Bugs.IdleClosesHeldCall) {
 			quiet = append(quiet, sc)
 		}
 	}
@@ -658,7 +688,7 @@ func (r *reader) scanIdle() {
 				r.s.p.Log("rpc-purge", "conn", sc.seq, "waiting", len(sc.out))
 				r.loop.Post(func() { r.close(sc, "answers untaken") })
 			case sc.answered < sc.queued || len(sc.out) > 0:
-			case sc.holdsCall():
+			case sc.holdsCall() && !r.s.cfg.Bugs.IdleClosesHeldCall:
 				// A whole call waits in its input: the connection is
 				// throttled, its last call in flight answered just now
 				// and the unthrottle that takes the next one posted. Its
@@ -704,6 +734,16 @@ func (sc *serverConn) onEvent(ev model.Events) {
 			err = io.ErrUnexpectedEOF
 		}
 		sc.r.close(sc, "read: "+errString(err))
+		return
+	}
+	if ev&model.PeerClosed != 0 && ev&model.Readable == 0 {
+		// Its client has gone while the reader is not reading it (a
+		// read reaches the FIN itself): the calls it left unread will
+		// never be answered, the answers it has coming never taken (a
+		// Hadoop client never half-closes), and its throttle lifts, or
+		// the queue takes its call, only when some handler has served
+		// calls of its own, which may be long in coming.
+		sc.r.close(sc, "peer closed")
 		return
 	}
 	if ev&model.Writable != 0 {
@@ -1130,6 +1170,7 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 	sc.closing = true
 	sc.c.SetReadInterest(false)
 	sc.c.SetWriteInterest(false)
+	sc.c.SetPeerClosedInterest(false) // (a closing conn heard again would spin)
 	for i, o := range r.conns {
 		if o == sc {
 			r.conns = append(r.conns[:i], r.conns[i+1:]...)

@@ -332,3 +332,45 @@ func TestMaxPendingThrottleLiftsBeforeTheDrain(t *testing.T) {
 	}
 	e.quiet()
 }
+
+// A client that hangs up while its reader has stopped reading it (its
+// one call in flight, MaxInFlight 1, the next two waiting unread in the
+// socket) is heard at once: its connection goes within a few ms of the
+// FIN, not when the handler answers its held call 2 s later and the
+// answer draws a reset, which is when a server deaf to a connection it
+// does not read (DeafWhenNotReading) lets it go.
+func TestThrottledConnHeardWhenItsClientHangsUp(t *testing.T) {
+	const closeAt = 100 * time.Millisecond
+	for _, deaf := range []bool{false, true} {
+		var closed, gone time.Duration
+		seen := false
+		scfg := rpc.ServerConfig{MaxInFlight: 1, IdleTimeout: 10 * time.Second, Bugs: rpc.ServerBugs{DeafWhenNotReading: deaf}}
+		each := func(e *env) {
+			p := e.srv.Pending()
+			seen = seen || p.Conns > 0
+			if seen && p.Conns == 0 && gone == 0 {
+				gone = e.w.Now()
+			}
+		}
+		e := worldEach(t, scfg, rpc.ClientConfig{CallTimeout: time.Minute}, 1, each, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+			for k := 0; k < 3; k++ {
+				cl.Call(srvAddr, mHold, []byte{byte(k)}, func(rpc.Reply) {})
+			}
+			p.MainLoop().AfterFunc(closeAt, func() {
+				closed = p.MainLoop().Now()
+				cl.Close()
+			})
+		})
+		st := e.srv.Stats()
+		took := gone - closed
+		switch {
+		case st.Throttled == 0 || closed == 0 || gone == 0:
+			t.Errorf("deaf %v: throttled %d times, client closed at %v, connection gone at %v; want a throttled connection closed by its client", deaf, st.Throttled, closed, gone)
+		case !deaf && took > 10*time.Millisecond:
+			t.Errorf("the server let its connection go %v after the client hung up; want within 10ms", took)
+		case deaf && took < time.Second:
+			t.Errorf("deaf to a connection it does not read, the server still let it go %v after its client hung up; want when its held call is answered, about 1.9s after (the test no longer reaches a throttled hangup)", took)
+		}
+		e.quiet()
+	}
+}
