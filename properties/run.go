@@ -1076,6 +1076,13 @@ func (h *harness) done() {
 	h.w.Stop()
 }
 
+// grownSpares is how many grown input buffers the datanode's selectors
+// keep as spares (the first size's are kept for good, as packet buffers).
+func grownSpares(dn *model.Datanode) int {
+	_, grown := dn.SpareInputBuffers()
+	return grown
+}
+
 func (h *harness) leaks() {
 	h.scanHostile(true)
 	if h.failure != nil {
@@ -1130,6 +1137,10 @@ func (h *harness) leaks() {
 		h.fail(PropLeakFree, "datanode: %d packet buffers still lent", dn.BuffersOut())
 	case dn.SelectorsLive() > 0:
 		h.fail(PropLeakFree, "datanode: its selectors still count %d connections as theirs", dn.SelectorsLive())
+	case grownSpares(dn) > 0:
+		// With no connection left nothing will grow into them: a
+		// selector drops them at once (atRest), not a trim later.
+		h.fail(PropLeakFree, "datanode: its selectors keep %d grown input buffers with no connection left", grownSpares(dn))
 	case h.reachableConns() > 0:
 		h.fail(PropLeakFree, "datanode: %d closed connections still reachable (through a freed slot of its list)", h.reachableConns())
 	case dn.Holders() > 0:
