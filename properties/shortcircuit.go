@@ -2,6 +2,7 @@ package properties
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -31,7 +32,15 @@ import (
 //   - local-reads: until the first fault of the case, a read of a block
 //     that is there is served from the replica's passed fds, never over
 //     TCP (a short-circuit failure with nothing wrong turns short-circuit
-//     off for the path: every read after it pays for TCP);
+//     off for the path: every read after it pays for TCP); and so again
+//     once every fault has ended, model.AcceptBackoff has passed, no read
+//     from before is in flight, no reset is armed and DisableFor has
+//     passed since the last failure (short-circuit comes back);
+//   - sc-off: after a short-circuit failure that is not a refusal, no
+//     fetch asks the datanode for DisableFor: not the failed reader's
+//     next, nor, once the path is off, any reader's; and once DisableFor
+//     has passed since the last failure, every fetch asks (a refusal, or
+//     a fetch that found the path off, turns nothing off);
 //   - sc-refusal: a rogue local client's malformed or forbidden request
 //     (scrogue.go) is answered with an error and hung up, never served;
 //   - sc-stats: the counters agree with what the harness saw and with
@@ -48,6 +57,7 @@ import (
 const (
 	PropLocalReads = "local-reads"
 	PropSCStats    = "sc-stats"
+	PropSCOff      = "sc-off"
 )
 
 // scBlocks is how many blocks a short-circuit case reads and changes.
@@ -165,6 +175,16 @@ var SCBugs = []SCBug{
 		Name: "sc-segment-squat", Catches: PropSCRefusal,
 		What:   "the datanode grants every REQUEST_SHM, whatever the user already holds, and a segment's connection never times out: a local user who asks for segment after segment fills the datanode's fd table, so no one else's connection is accepted (another rogue's request goes unanswered: sc-refusal, seed 20) and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads, seed 44) or failing (availability, seed 131)",
 		server: shortcircuit.ServerBugs{NoSegmentBound: true},
+	},
+	{
+		Name: "sc-never-off", Catches: PropSCOff,
+		What:   "a failed short-circuit attempt turns the path off for no time (the window computed as now − DisableFor), so every miss after a failure asks the datanode again, waiting out a timeout each time it is down or paused",
+		client: shortcircuit.ClientBugs{NeverDisable: true},
+	},
+	{
+		Name: "sc-off-extended", Catches: PropSCOff,
+		What:   "a fetch that finds short-circuit off is taken for a failure and turns it off again from then, so with misses coming more often than DisableFor the path stays off for good once it failed: a fetch finds it off after the last failure's DisableFor (sc-off), and reads of blocks that are there go over TCP with every fault long over (local-reads, which alone catches 10 of the first 200 seeds)",
+		client: shortcircuit.ClientBugs{OffExtendedByTCP: true},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -304,6 +324,12 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 				Hold:  time.Duration(d.n(5, 30, "sc_rogue_late_hold")) * time.Millisecond}
 			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_late_at"), op)
 		}
+	}
+	// Drawn last: short-circuit off for 1-20 ms after a failure in a case
+	// without pauses too (their timeouts stay a minute), so that it
+	// comes back within the case after the other faults (local-reads).
+	if c.DisableFor == 0 && d.chance(30, "sc_disable_short") {
+		c.DisableFor = time.Duration(d.n(1, 20, "sc_disable_short_ms")) * time.Millisecond
 	}
 	return c, c.Validate()
 }
@@ -507,8 +533,55 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			}
 		})
 		w.Spawn("client", model.ProcessConfig{Cores: 2}, func(cp model.Process) {
+			// The path's state as the client's hooks show it, in the
+			// order they run (sc-off): a failure that is not a refusal
+			// keeps the failed reader's later fetches from the datanode
+			// for DisableFor (its loop runs its lock's tasks in order, so
+			// the path is off before they look), and once the path is off
+			// (Off) every fetch that looks after.
+			disableFor := c.DisableFor
+			if disableFor == 0 {
+				disableFor = shortcircuit.DefaultDisableFor
+			}
+			offLoop := map[model.Loop]time.Duration{}
+			pendingOff := map[model.Loop][]time.Duration{}
+			var offAll time.Duration
+			// failUntil: when the last failure's DisableFor ends, after
+			// which local-reads wants short-circuit back.
+			var failUntil time.Duration
+			watch := &shortcircuit.PathWatch{
+				Failed: func(l model.Loop, err error) {
+					if errors.Is(err, model.ErrRejected) || shortcircuit.IsPathDisabled(err) {
+						return
+					}
+					until := l.Now() + disableFor
+					offLoop[l] = max(offLoop[l], until)
+					pendingOff[l] = append(pendingOff[l], until)
+					failUntil = max(failUntil, until)
+				},
+				Off: func(l model.Loop) {
+					if q := pendingOff[l]; len(q) > 0 {
+						offAll = max(offAll, q[0])
+						pendingOff[l] = q[1:]
+					}
+				},
+				Asking: func(l model.Loop) func(bool) {
+					from, until := l.Now(), max(offLoop[l], offAll)
+					return func(ask bool) {
+						now := l.Now()
+						if ask && now < until {
+							run.fail(PropSCOff, "a fetch that looked at the path at %v asked the datanode at %v, short-circuit off until %v after a failure (DisableFor %v)", from, now, until, disableFor)
+						}
+						// failUntil counts every failure heard, whether
+						// or not it has turned the path off yet.
+						if !ask && now >= failUntil {
+							run.fail(PropSCOff, "a fetch found short-circuit off at %v, the last failure's DisableFor of %v over at %v", now, disableFor, failUntil)
+						}
+					}
+				},
+			}
 			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: c.Shards, Capacity: c.Capacity, Expiry: c.Expiry, Bugs: bug.cache},
-				Timeout: c.Timeout, Bugs: bug.client})
+				Timeout: c.Timeout, Bugs: bug.client, Watch: watch})
 			if err != nil {
 				w.Fail(err)
 				return
@@ -580,6 +653,11 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// accept failed stops accepting for model.AcceptBackoff.
 			lastFaultEnd := -time.Hour
 			endFault := func(now time.Duration) { faults--; lastFaultEnd = now }
+			// resets counts the resets armed (a reset has no end: it is in
+			// force until the datanode's next fd pass); lingering, the
+			// reads in flight that started before short-circuit was due
+			// back (one may still fail, or hold a fetch another shares).
+			resets, lingering := 0, 0
 			var t time.Duration
 			for i, op := range c.Ops {
 				t += op.Gap
@@ -691,6 +769,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					case "reset":
 						if !dnSim.Crashed() {
 							dnSim.ResetNextFDPass(op.After)
+							resets++
 						}
 						done()
 						return
@@ -735,6 +814,17 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							// the minute's timeout the read only waits.)
 							backoff := c.Timeout > 0 && main.Now()-lastFaultEnd < model.AcceptBackoff
 							faultedAt, begunAt := faults > 0 || backoff, faultsBegun
+							// Short-circuit is due back (local-reads) once
+							// faults were and all have ended, the accept
+							// backoff has passed, the last failure's
+							// DisableFor has passed, no reset is armed, and
+							// no read from before is in flight.
+							now := main.Now()
+							back := anyFault && faults == 0 && now >= lastFaultEnd+model.AcceptBackoff && now >= failUntil && lingering == 0 && !dnSim.FDPassResetArmed()
+							resetsAt, faultEndAt, failUntilAt := resets, lastFaultEnd, failUntil
+							if !back {
+								lingering++
+							}
 							inflight++
 							reads[idx]++
 							l := loops[idx]
@@ -744,6 +834,13 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 									end := l.Now()
 									main.Post(func() {
 										inflight--
+										if !back {
+											lingering--
+										}
+										// ...and stays back while no fault
+										// began nor reset was armed during
+										// the read.
+										backAll := back && faultsBegun == begunAt && resets == resetsAt
 										if w0 || writing[block] || chg[block] != epoch {
 											overlapped++
 										}
@@ -769,6 +866,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 											}
 											if !viaFDs && beforeFaults && there {
 												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
+											}
+											if !viaFDs && backAll && there {
+												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP, the block there, with every fault over (the last at %v), no reset armed, and the last failure's DisableFor of %v over by %v: short-circuit did not come back", n, block, start, end, faultEndAt, disableFor, failUntilAt)
 											}
 											if r.Err == nil {
 												if !slices.ContainsFunc(allowed, func(v []byte) bool {
@@ -1103,7 +1203,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/16"
+const SCTraceFormat = "xceiver-sc-trace/17"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

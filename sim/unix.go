@@ -510,3 +510,7 @@ func (p *Process) ResetNextFDPass(after bool) {
 	p.w.fault(p.name, 0, fmt.Sprintf("reset next fd pass (after %v)", after))
 	p.netFaults.resetFDPass = arm
 }
+
+// FDPassResetArmed reports whether a ResetNextFDPass has not fired yet:
+// such a fault has no end time, it is in force until the next fd pass.
+func (p *Process) FDPassResetArmed() bool { return p.netFaults.resetFDPass != 0 }

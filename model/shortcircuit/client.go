@@ -17,6 +17,46 @@ type SharedConfig struct {
 	// Timeout fails a domain-socket exchange that makes no progress.
 	Timeout time.Duration
 	Bugs    ClientBugs
+	// Watch, if set, hears the path state's decisions as they are made
+	// (nil: no one listens).
+	Watch *PathWatch
+}
+
+// PathWatch hears what turns short-circuit to a path off and what it
+// keeps from the datanode, as HDFS's tests read DomainSocketFactory's
+// path state: check holds their timing to DisableFor. Each hook runs
+// inline, on the loop named, and must not block, post or charge CPU.
+type PathWatch struct {
+	// Failed: a read's short-circuit attempt on loop failed with err,
+	// heard before the client decides what the failure means for the
+	// path (a refusal and IsPathDisabled's error turn nothing off).
+	Failed func(loop model.Loop, err error)
+	// Off: the failure last heard on loop has turned the path off, under
+	// the lock every fetch's look at the path takes.
+	Off func(loop model.Loop)
+	// Asking: a fetch on loop is about to look at the path's state; the
+	// func returned hears, under that lock, whether the fetch goes on to
+	// ask the datanode (false: the path is off).
+	Asking func(loop model.Loop) func(ask bool)
+}
+
+func (pw *PathWatch) failed(loop model.Loop, err error) {
+	if pw != nil && pw.Failed != nil {
+		pw.Failed(loop, err)
+	}
+}
+
+func (pw *PathWatch) off(loop model.Loop) {
+	if pw != nil && pw.Off != nil {
+		pw.Off(loop)
+	}
+}
+
+func (pw *PathWatch) asking(loop model.Loop) func(bool) {
+	if pw != nil && pw.Asking != nil {
+		return pw.Asking(loop)
+	}
+	return func(bool) {}
 }
 
 // ClientBugs switch on historic client bugs.
@@ -25,6 +65,13 @@ type ClientBugs struct {
 	// domain socket at this address (another datanode on the host)
 	// instead of the one that registered the slot.
 	ReleaseToWrongPath string
+	// NeverDisable: a failed attempt turns short-circuit off for no
+	// time, so the next miss asks the datanode again at once.
+	NeverDisable bool
+	// OffExtendedByTCP: a fetch that finds the path off counts as a
+	// failure and turns it off again from then, so reads made while it
+	// is off keep it off for good.
+	OffExtendedByTCP bool
 }
 
 // Shared is a process's short-circuit state (HDFS's ClientContext): the
@@ -64,6 +111,10 @@ const idleExpiry = 3 * time.Second
 
 // errPathDisabled: short-circuit is off for the path after a failure.
 var errPathDisabled = errors.New("short-circuit is off for this domain socket path after a failure")
+
+// IsPathDisabled reports whether err is a fetch's that found short-circuit
+// off for its path (no attempt was made, so nothing failed).
+func IsPathDisabled(err error) bool { return errors.Is(err, errPathDisabled) }
 
 // idleConn caches one idle domain connection to a path, owned by one
 // loop; it is dropped when it expires or when anything happens on it
@@ -290,15 +341,18 @@ func (sh *Shared) closeReplica(loop model.Loop, r *Replica) {
 // allocSlot gives a free slot in the segment of the datanode at path,
 // asking the datanode for a segment first if there is none.
 func (sh *Shared) allocSlot(loop model.Loop, path string, cb func(*Slot, error)) {
+	decided := sh.cfg.Watch.asking(loop)
 	sh.lock.Do(loop, func() {
 		if sh.closed {
 			loop.Post(func() { cb(nil, model.ErrClientClosed) })
 			return
 		}
 		if loop.Now() < sh.disabled[path] {
+			decided(false)
 			loop.Post(func() { cb(nil, fmt.Errorf("%s: %w", path, errPathDisabled)) })
 			return
 		}
+		decided(true)
 		for _, s := range sh.all {
 			if s.path == path && !s.gone && s.nused < SlotsPerSegment {
 				slot, err := sh.take(s)
@@ -728,6 +782,10 @@ type ClientConfig struct {
 	DisableFor time.Duration
 }
 
+// DefaultDisableFor is how long short-circuit stays off after a failure
+// unless configured (HDFS's dfs.client.domain.socket.disable.interval).
+const DefaultDisableFor = 10 * time.Minute
+
 // ClientStats counts what a short-circuit client did.
 type ClientStats struct {
 	Reads, LocalReads, TCPReads, Fallbacks, Hits, Misses, FDsReceived, LocalErrors int
@@ -760,7 +818,7 @@ type Client struct {
 // NewClient makes a short-circuit client on loop sharing sh.
 func NewClient(p model.Process, loop model.Loop, id int, sh *Shared, cfg ClientConfig) (*Client, error) {
 	if cfg.DisableFor == 0 {
-		cfg.DisableFor = 10 * time.Minute
+		cfg.DisableFor = DefaultDisableFor
 	}
 	if cfg.TCP.TokenKey == nil {
 		cfg.TCP.TokenKey = sh.cfg.TokenKey
@@ -834,7 +892,8 @@ func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Re
 			c.fetch(block, stamp, func(r *Replica, err error) {
 				if err != nil {
 					c.sh.cache.FetchFailed(c.loop, block, err)
-					if !errors.Is(err, errPathDisabled) {
+					c.sh.cfg.Watch.failed(c.loop, err)
+					if !errors.Is(err, errPathDisabled) || c.sh.cfg.Bugs.OffExtendedByTCP {
 						c.fallback(err)
 					}
 					c.viaTCP(block, stamp, off, n, finish)
@@ -863,7 +922,13 @@ func (c *Client) fallback(err error) {
 	c.p.Log("sc-fallback", "err", err.Error())
 	if !errors.Is(err, model.ErrRejected) {
 		sh, path, until := c.sh, c.cfg.Path, c.loop.Now()+c.cfg.DisableFor
-		sh.lock.Do(c.loop, func() { sh.disabled[path] = max(sh.disabled[path], until) })
+		if c.sh.cfg.Bugs.NeverDisable {
+			until = c.loop.Now()
+		}
+		sh.lock.Do(c.loop, func() {
+			sh.disabled[path] = max(sh.disabled[path], until)
+			sh.cfg.Watch.off(c.loop)
+		})
 	}
 }
 
@@ -955,6 +1020,7 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done
 		// A broken replica: read over TCP, which reports what the
 		// datanode sees.
 		c.stats.LocalErrors++
+		c.sh.cfg.Watch.failed(c.loop, err)
 		c.fallback(err)
 		done(model.Result{}, true)
 		return
