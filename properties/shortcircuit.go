@@ -34,8 +34,9 @@ import (
 //     TCP (a short-circuit failure with nothing wrong turns short-circuit
 //     off for the path: every read after it pays for TCP); and so again
 //     once every fault has ended, model.AcceptBackoff has passed, no read
-//     from before is in flight, no reset is armed and DisableFor has
-//     passed since the last failure (short-circuit comes back);
+//     is in flight that began before or that a fault or reset has
+//     overlapped since, no reset is armed and DisableFor has passed since
+//     the last failure (short-circuit comes back);
 //   - sc-off: after a short-circuit failure that is not a refusal, no
 //     fetch asks the datanode for DisableFor: not the failed reader's
 //     next, nor, once the path is off, any reader's; and once DisableFor
@@ -648,16 +649,19 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// full, the datanode down); faultsBegun counts every one that
 			// began, so a read knows whether one overlapped it.
 			faults, faultsBegun := 0, 0
-			beginFault := func() { faults++; faultsBegun++ }
+			// resets counts the resets armed (a reset has no end: it is in
+			// force until the datanode's next fd pass). lingering counts
+			// the reads in flight that may yet fail or hold a fetch
+			// another shares: begun before short-circuit was due back, or
+			// overlapped since by a fault or a reset armed (fenced); clean,
+			// the rest.
+			resets, lingering, clean := 0, 0, 0
+			fence := func() { lingering += clean; clean = 0 }
+			beginFault := func() { faults++; faultsBegun++; fence() }
 			// lastFaultEnd: when the last fault ended; a datanode whose
 			// accept failed stops accepting for model.AcceptBackoff.
 			lastFaultEnd := -time.Hour
 			endFault := func(now time.Duration) { faults--; lastFaultEnd = now }
-			// resets counts the resets armed (a reset has no end: it is in
-			// force until the datanode's next fd pass); lingering, the
-			// reads in flight that started before short-circuit was due
-			// back (one may still fail, or hold a fetch another shares).
-			resets, lingering := 0, 0
 			var t time.Duration
 			for i, op := range c.Ops {
 				t += op.Gap
@@ -770,6 +774,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						if !dnSim.Crashed() {
 							dnSim.ResetNextFDPass(op.After)
 							resets++
+							fence()
 						}
 						done()
 						return
@@ -822,7 +827,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							now := main.Now()
 							back := anyFault && faults == 0 && now >= lastFaultEnd+model.AcceptBackoff && now >= failUntil && lingering == 0 && !dnSim.FDPassResetArmed()
 							resetsAt, faultEndAt, failUntilAt := resets, lastFaultEnd, failUntil
-							if !back {
+							if back {
+								clean++
+							} else {
 								lingering++
 							}
 							inflight++
@@ -834,13 +841,15 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 									end := l.Now()
 									main.Post(func() {
 										inflight--
-										if !back {
-											lingering--
-										}
 										// ...and stays back while no fault
 										// began nor reset was armed during
 										// the read.
 										backAll := back && faultsBegun == begunAt && resets == resetsAt
+										if backAll {
+											clean--
+										} else {
+											lingering--
+										}
 										if w0 || writing[block] || chg[block] != epoch {
 											overlapped++
 										}

@@ -207,3 +207,33 @@ func TestSCIdleReadRedials(t *testing.T) {
 		t.Errorf("%d fd requests asked again, %d reads local; want 1 and 2", r.Readers.Redials, r.Readers.LocalReads)
 	}
 }
+
+// A reset armed while a read is in flight, with short-circuit due back
+// when it began, fences that read out of local-reads' "due back" like
+// one begun before: check seed 920053640 (--system sc), shrunk. Read 3
+// began due back; the reset armed next reset its fd request, and its
+// retry met the next reset; read 7 began after that reset had fired,
+// with read 3 still in flight and its failure not yet heard, then found
+// the path off that failure had turned off, and went over TCP, rightly.
+func TestSCResetDuringADueBackReadFencesIt(t *testing.T) {
+	c := SCCase{Seed: 920053640, Shards: 2, Capacity: 2, Expiry: 21 * time.Millisecond, Backlog: 1, Readers: 1, Ops: []SCOp{
+		{Gap: 2363 * time.Microsecond, Op: "read", Block: 1, Off: 475},
+		{Gap: 2490 * time.Microsecond, Op: "read", Block: 3, Off: 1825},
+		{Op: "reset", Block: 1, After: true},
+		{Gap: 2884 * time.Microsecond, Op: "read", Block: 2, Off: 2033},
+		{Op: "reset", Block: 1},
+		{Op: "rogue", Block: 1, Hold: 7 * time.Millisecond, Rogue: "pipelined"},
+		{Op: "reset", Block: 1},
+		{Op: "idle-read", Block: 1, Off: 1322},
+	}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := RunSC(c)
+	if r.Property != "" {
+		t.Fatalf("%s: %s", r.Property, r.Message)
+	}
+	if r.Readers.Fallbacks != 1 || r.Readers.TCPReads != 2 {
+		t.Errorf("%d fallbacks, %d reads over TCP; want 1 and 2 (the reset read's and the idle-read's): the case no longer reaches the race", r.Readers.Fallbacks, r.Readers.TCPReads)
+	}
+}
