@@ -194,7 +194,7 @@ var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultSta
 // and so does a stuck pipeliner, a process of its own.
 func touchesClient(kind string) bool {
 	switch kind {
-	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls, RPCFaultStuck:
+	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls, RPCFaultStuck, RPCFaultSyncStall:
 		return false
 	}
 	return !nnFault(kind)
@@ -212,16 +212,19 @@ func readingFault(kind string) bool {
 // connection besides its client's own (the fd bound allows one each).
 func opensConn(kind string) bool {
 	switch kind {
-	case RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls:
+	case RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSyncStall:
 		return false
 	}
 	return !nnFault(kind)
 }
 
-// nnFault reports whether kind is a namenode fault.
+// nnFault reports whether kind is a namenode fault: one that excuses every
+// client from availability outside the liveness phase (h.crashed). A
+// stalled sync is not one: like a pause, it excuses only the calls that
+// time out across it (pauseTimeout).
 func nnFault(kind string) bool {
 	return kind == RPCFaultNNCrash || kind == RPCFaultNNTorn || kind == RPCFaultNNPower || kind == RPCFaultSyncEIO || kind == RPCFaultSlowSync ||
-		kind == RPCFaultDiskEIO || kind == RPCFaultSyncStall
+		kind == RPCFaultDiskEIO
 }
 
 // Property names besides the data path's.
@@ -965,7 +968,7 @@ func (c *RPCCase) Validate() error {
 		case f.At < 0 || f.At > rpcMaxFaultAt || f.Dur < 0 || f.Dur > rpcMaxFaultDur:
 			return fmt.Errorf("rpc: fault %s at %v for %v: want [0, %v], for [0, %v]", f.Kind, f.At, f.Dur, rpcMaxFaultAt, rpcMaxFaultDur)
 		}
-		if nnFault(f.Kind) && !cfg.EditLog {
+		if (nnFault(f.Kind) || f.Kind == RPCFaultSyncStall) && !cfg.EditLog {
 			return fmt.Errorf("rpc: fault %s needs the edit log", f.Kind)
 		}
 		if f.Kind == RPCFaultBigCalls && cfg.Pieces[f.Client] > 0 {
@@ -1581,7 +1584,15 @@ func (h *rpcHarness) pauseTimeout(start time.Duration, err error) bool {
 	if !errors.Is(err, rpc.ErrCallTimeout) {
 		return false
 	}
-	return h.inPause(start, h.w.Now(), rpcPauseSlack)
+	if h.inPause(start, h.w.Now(), rpcPauseSlack) {
+		return true
+	}
+	for _, st := range h.stalls { // (a stalled sync holds calls as a pause does)
+		if start < st[1]+rpcPauseSlack && h.w.Now() >= st[0] {
+			return true
+		}
+	}
+	return false
 }
 
 // inPause reports whether the span from..to meets a namenode pause or the
