@@ -196,13 +196,7 @@ func TestSCIdleReadRedials(t *testing.T) {
 		{Op: "read", Block: 1},
 		{Gap: time.Millisecond, Op: "idle-read", Block: 2},
 	}}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	r := RunSC(c)
-	if r.Property != "" {
-		t.Fatalf("%s: %s", r.Property, r.Message)
-	}
+	r := passingSC(t, c)
 	if r.Readers.Redials != 1 || r.Readers.LocalReads != 2 {
 		t.Errorf("%d fd requests asked again, %d reads local; want 1 and 2", r.Readers.Redials, r.Readers.LocalReads)
 	}
@@ -226,6 +220,15 @@ func TestSCResetDuringADueBackReadFencesIt(t *testing.T) {
 		{Op: "reset", Block: 1},
 		{Op: "idle-read", Block: 1, Off: 1322},
 	}}
+	r := passingSC(t, c)
+	if r.Readers.Fallbacks != 1 || r.Readers.TCPReads != 2 {
+		t.Errorf("%d fallbacks, %d reads over TCP; want 1 and 2 (the reset read's and the idle-read's): the case no longer reaches the race", r.Readers.Fallbacks, r.Readers.TCPReads)
+	}
+}
+
+// passingSC runs a valid case c that must pass every property.
+func passingSC(t *testing.T, c SCCase) *SCResult {
+	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +236,5 @@ func TestSCResetDuringADueBackReadFencesIt(t *testing.T) {
 	if r.Property != "" {
 		t.Fatalf("%s: %s", r.Property, r.Message)
 	}
-	if r.Readers.Fallbacks != 1 || r.Readers.TCPReads != 2 {
-		t.Errorf("%d fallbacks, %d reads over TCP; want 1 and 2 (the reset read's and the idle-read's): the case no longer reaches the race", r.Readers.Fallbacks, r.Readers.TCPReads)
-	}
+	return r
 }
