@@ -409,3 +409,35 @@ func TestLastCloseDropsTheGrownSpares(t *testing.T) {
 		t.Errorf("with no connection left the selector keeps %d grown input buffers (trim armed: %v), want none", grown, s.trimSpare.Armed())
 	}
 }
+
+// The last close leaves a selector with at most maxSpareBufs packet
+// buffers and no trim armed, whether more were given back while a
+// connection was open (100: the trim was armed at the 65th; the close
+// drops those past the cap at once, not a trim's second later) or
+// exactly maxSpareBufs (none to drop, and nothing armed that would look
+// again every second for the selector's life).
+func TestLastCloseLeavesTheCapAndNoTrim(t *testing.T) {
+	for _, lent := range []int{maxSpareBufs, 100} {
+		l := &procLoop{fakeLoop: &fakeLoop{}, p: &poisonProc{}}
+		s := &selector{loop: l, size: 1000}
+		dn := &Datanode{p: l.p, main: l, selectors: []*selector{s}}
+		c := &dnConn{dn: dn, sel: s, loop: l, c: &fakeConn{}, index: -1, live: true}
+		s.live++
+		var bufs [][]byte
+		for range lent {
+			bufs = append(bufs, s.getBuf())
+		}
+		l.advance(l.now + 300*time.Millisecond)
+		for _, b := range bufs {
+			s.putBuf(b)
+		}
+		c.close("done")
+		if n := len(s.free.bufs); n != min(lent, maxSpareBufs) || s.trimSpare.Armed() {
+			t.Errorf("%d lent and given back: the last close leaves %d spare packet buffers (trim armed: %v), want %d and no trim", lent, n, s.trimSpare.Armed(), min(lent, maxSpareBufs))
+		}
+		l.advance(l.now + 5*time.Second)
+		if s.trimSpare.Armed() {
+			t.Errorf("%d lent and given back: a trim armed 5 s after the last close", lent)
+		}
+	}
+}
