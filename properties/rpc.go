@@ -1112,13 +1112,11 @@ type rpcHarness struct {
 	nnDown  bool
 	nnUps   int // restarts of the namenode
 	// pauses are when each namenode pause began and ended.
-	pauses [][2]time.Duration
+	pauses spans
 	// stalls are when each sync-stall fault began, and when its stall
 	// ends at the latest.
-	stalls [][2]time.Duration
-	// stallHold is when the last sync-stall ends at the latest: the
-	// workers issue nothing before it.
-	stallHold time.Duration
+	// The workers issue nothing before the last one's end.
+	stalls spans
 	// heard is when each namenode connection (by id) was first seen to
 	// have heard its client's FIN or reset (checkGone).
 	heard map[uint64]time.Duration
@@ -1512,7 +1510,7 @@ func (h *rpcHarness) runOps(ch *rpcClient, ops []RPCOp, live bool, done func()) 
 		// timeout for seconds, more than the linearizability checker
 		// decides (two of 20,000 seeds gave up); the calls in flight
 		// when it struck are unknown as across a pause.
-		if wait := h.stallHold - h.w.Now(); wait > 0 && !live {
+		if wait := h.stalls.end() - h.w.Now(); wait > 0 && !live {
 			loop.AfterFunc(wait, issue)
 			return
 		}
@@ -1584,26 +1582,43 @@ func (h *rpcHarness) pauseTimeout(start time.Duration, err error) bool {
 	if !errors.Is(err, rpc.ErrCallTimeout) {
 		return false
 	}
-	if h.inPause(start, h.w.Now(), rpcPauseSlack) {
-		return true
-	}
-	for _, st := range h.stalls { // (a stalled sync holds calls as a pause does)
-		if start < st[1]+rpcPauseSlack && h.w.Now() >= st[0] {
+	// (A stalled sync holds calls as a pause does.)
+	return h.inPause(start, h.w.Now(), rpcPauseSlack) || h.stalls.meet(start, h.w.Now(), rpcPauseSlack)
+}
+
+// inPause reports whether the span from..to meets a namenode pause or the
+// slack after its end.
+func (h *rpcHarness) inPause(from, to, slack time.Duration) bool {
+	return h.pauses.meet(from, to, slack)
+}
+
+// spans are when each of a kind of namenode outage (pauses, stalled
+// syncs) began and ended.
+type spans [][2]time.Duration
+
+// meet reports whether the span from..to meets one of s or the slack
+// after its end.
+func (s spans) meet(from, to, slack time.Duration) bool {
+	for _, p := range s {
+		if from < p[1]+slack && to >= p[0] {
 			return true
 		}
 	}
 	return false
 }
 
-// inPause reports whether the span from..to meets a namenode pause or the
-// slack after its end.
-func (h *rpcHarness) inPause(from, to, slack time.Duration) bool {
-	for _, p := range h.pauses {
-		if from < p[1]+slack && to >= p[0] {
-			return true
-		}
+// endAfter reports whether one of s ended at or after from (or has yet to).
+func (s spans) endAfter(from time.Duration) bool {
+	return len(s) > 0 && s.end() >= from
+}
+
+// end is when the last of s ends (0 for none).
+func (s spans) end() time.Duration {
+	var end time.Duration
+	for _, p := range s {
+		end = max(end, p[1])
 	}
-	return false
+	return end
 }
 
 // quietPastIdle reports whether a connection silent for d has been silent
@@ -1622,26 +1637,14 @@ const histOffset = 1 << 20
 // outageSince reports whether the namenode crashed, or was paused, at or
 // after from.
 func (h *rpcHarness) outageSince(from time.Duration) bool {
-	if n := len(h.crashes); n > 0 && h.crashes[n-1] >= int64(from)+histOffset {
-		return true
-	}
-	for _, p := range h.pauses {
-		if p[1] >= from {
-			return true
-		}
-	}
-	return false
+	n := len(h.crashes)
+	return (n > 0 && h.crashes[n-1] >= int64(from)+histOffset) || h.pauses.endAfter(from)
 }
 
 // stalledSince reports whether a sync-stall fault struck at or after
 // from, or was still in force then.
 func (h *rpcHarness) stalledSince(from time.Duration) bool {
-	for _, st := range h.stalls {
-		if st[1] >= from {
-			return true
-		}
-	}
-	return false
+	return h.stalls.endAfter(from)
 }
 
 // rpcPauseSlack is how long after a pause the namenode may still be
@@ -2006,7 +2009,6 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 func (h *rpcHarness) injectSyncStall(f RPCFault) {
 	now, cfg := h.w.Now(), &h.c.Config
 	h.stalls = append(h.stalls, [2]time.Duration{now, now + 2*f.Dur})
-	h.stallHold = max(h.stallHold, now+2*f.Dur)
 	h.w.At(now+f.Dur, h.nnProc.SimDisk().AddFaults(sim.DiskFaults{SlowSync: 1, SlowDelay: f.Dur}))
 	ch := h.clients[f.Client]
 	ch.p.MainLoop().Post(func() {
@@ -2182,13 +2184,8 @@ func (h *rpcHarness) heal() {
 		ch.p.MainLoop().Post(func() { ch.rc.ResumeReading(rpcNN) })
 	}
 	// A pause is not cut short: the liveness phase waits for its end.
-	start := h.w.Now()
-	for _, p := range h.pauses {
-		start = max(start, p[1])
-	}
-	for _, st := range h.stalls { // (likewise a stalled sync)
-		start = max(start, st[1])
-	}
+	// (Likewise a stalled sync.)
+	start := max(h.w.Now(), h.pauses.end(), h.stalls.end())
 	h.w.At(start+2*h.c.Config.CallTimeout+100*time.Millisecond, h.startLive)
 }
 
