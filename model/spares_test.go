@@ -241,31 +241,30 @@ func size(t *rapid.T, have int) int {
 	return n
 }
 
-// grow grows c's input buffer as readInput does: into a buffer of the next
-// size, and the one grown out of goes back.
-func (m *sparesMachine) grow(t *rapid.T) {
-	c := m.pick(t, func(c *spareConn) bool { return cap(c.dc.inBuf) < inputFirst<<inClasses })
-	n := size(t, cap(c.dc.inBuf))
+// growInto grows a connection's buffer (*buf: its input, or its write's
+// data) as the datanode does: into a buffer of the next size, the one
+// grown out of given back through spare.
+func (m *sparesMachine) growInto(t *rapid.T, buf func(*spareConn) *[]byte, spare func(*dnConn, []byte)) (*spareConn, []byte) {
+	c := m.pick(t, func(c *spareConn) bool { return cap(*buf(c)) < inputFirst<<inClasses })
+	n := size(t, cap(*buf(c)))
 	made := m.p.made
 	b := m.took(t, c, c.dc.newBuf(n), n, made)
-	if old := c.dc.inBuf; old != nil {
-		m.giveBack(t, c, [][]byte{old}, func() { c.dc.spare(old) })
+	if old := *buf(c); old != nil {
+		m.giveBack(t, c, [][]byte{old}, func() { spare(c.dc, old) })
 	}
-	c.dc.inBuf = b
+	*buf(c) = b
+	return c, b
 }
 
-// write takes a write's data buffer (grown into, the old one given back,
-// as grow does) and, once the store has copied it, maybe gives it back
-// (apply).
+// grow grows c's input buffer as readInput does.
+func (m *sparesMachine) grow(t *rapid.T) {
+	m.growInto(t, func(c *spareConn) *[]byte { return &c.dc.inBuf }, (*dnConn).spare)
+}
+
+// write takes a write's data buffer (grown into as grow does) and, once
+// the store has copied it, maybe gives it back (apply).
 func (m *sparesMachine) write(t *rapid.T) {
-	c := m.pick(t, func(c *spareConn) bool { return cap(c.dc.wdata) < inputFirst<<inClasses })
-	n := size(t, cap(c.dc.wdata))
-	made := m.p.made
-	b := m.took(t, c, c.dc.newBuf(n), n, made)
-	if old := c.dc.wdata; old != nil {
-		m.giveBack(t, c, [][]byte{old}, func() { c.dc.spareWriteData(old) })
-	}
-	c.dc.wdata = b
+	c, b := m.growInto(t, func(c *spareConn) *[]byte { return &c.dc.wdata }, (*dnConn).spareWriteData)
 	if rapid.Bool().Draw(t, "applied") {
 		c.dc.wdata = nil
 		m.giveBack(t, c, [][]byte{b}, func() { c.dc.spareWriteData(b) })
