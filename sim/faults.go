@@ -331,8 +331,12 @@ func Dark(c model.Conn) bool {
 // a reset arrived), read or not: what EPOLLRDHUP would report.
 func Heard(c model.Conn) bool {
 	tc, ok := c.(*tcpConn)
-	return ok && (tc.finRcvd || tc.err != nil)
+	return ok && tc.heard()
 }
+
+// heard reports whether this end has heard its peer close: a FIN or a
+// reset arrived.
+func (c *tcpConn) heard() bool { return c.finRcvd || c.err != nil }
 
 // PeerEnd reports the far end of a simulated TCP connection: its id,
 // whether it holds an fd now (accepted and not yet closed), and whether
@@ -344,5 +348,5 @@ func PeerEnd(c model.Conn) (id uint64, open, heard bool) {
 		return 0, false, false
 	}
 	p := tc.peer
-	return p.id, p.fd >= 0 && !p.fdClosed, p.finRcvd || p.err != nil
+	return p.id, p.fd >= 0 && !p.fdClosed, p.heard()
 }
