@@ -130,6 +130,7 @@ type RPCConfig struct {
 	KeepInput            bool `json:"keep_input,omitempty"`
 	IdleClosesHeldCall   bool `json:"idle_closes_held_call,omitempty"`
 	DeafWhenNotReading   bool `json:"deaf_when_not_reading,omitempty"`
+	ServesDeadCalls      bool `json:"serves_dead_calls,omitempty"`
 }
 
 // RPCOp is one client op; a worker's ops run one after another.
@@ -177,24 +178,25 @@ const (
 	RPCFaultSlowOver  = "slow-over"      // a client with a small window asks for more large answers than MaxPending holds at once, and reads them all
 	RPCFaultStuck     = "stuck"          // a process of its own pipelines N calls for large answers, more than MaxInFlight, on a connection it never reads again
 	RPCFaultSyncStall = "sync-stall"     // the namenode's first fsync within Dur takes Dur longer: the handlers whose changes wait for it hold, the queue fills, readers block
+	RPCFaultQuitBurst = "quit-burst"     // a process of its own pipelines N calls, more than the queue holds, and hangs up Dur later, reading no answer
 )
 
 // RPCFaultKinds lists them.
 var RPCFaultKinds = []string{RPCFaultVanish, RPCFaultResetMid, RPCFaultSlow, RPCFaultBurst, RPCFaultCrash, RPCFaultGarbage,
-	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck, RPCFaultSyncStall}
+	RPCFaultNNCrash, RPCFaultNNTorn, RPCFaultNNPower, RPCFaultSyncEIO, RPCFaultSlowSync, RPCFaultSlowRead, RPCFaultDiskEIO, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck, RPCFaultSyncStall, RPCFaultQuitBurst}
 
 // rpcFaultsDrawnLast are drawn each on its own after everything else, so
 // that the cases drawn before each came stay as they were; the swarm draw
 // of client faults leaves them out.
-var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck, RPCFaultSyncStall}
+var rpcFaultsDrawnLast = []string{RPCFaultSlowRead, RPCFaultNNPause, RPCFaultStall, RPCFaultBigCalls, RPCFaultSlowOver, RPCFaultStuck, RPCFaultSyncStall, RPCFaultQuitBurst}
 
 // touchesClient reports whether a fault of kind makes its client faulty:
 // excused from availability outside the liveness phase. The namenode's
 // faults, a datanode crash, a burst and big calls leave the client whole,
-// and so does a stuck pipeliner, a process of its own.
+// and so do a stuck pipeliner and a quitting one, processes of their own.
 func touchesClient(kind string) bool {
 	switch kind {
-	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls, RPCFaultStuck, RPCFaultSyncStall:
+	case RPCFaultCrash, RPCFaultBurst, RPCFaultNNPause, RPCFaultBigCalls, RPCFaultStuck, RPCFaultSyncStall, RPCFaultQuitBurst:
 		return false
 	}
 	return !nnFault(kind)
@@ -404,7 +406,7 @@ func (c RPCCase) Fixed() RPCCase {
 	cfg.HandlerWaitsForWrite, cfg.DropPartial, cfg.ReuseIDs, cfg.OrphanOnBadResponse, cfg.UnboundedResponses = false, false, false, false, false
 	cfg.AnswerBeforeSync, cfg.LoseGroupWaiters, cfg.InvalidateBeforeSync, cfg.AnswerEIO, cfg.ReplaySyncOnly = false, false, false, false, false
 	cfg.QueuePastBound, cfg.QueuedReplyShares, cfg.StopMidCall, cfg.KeepInput, cfg.IdleClosesHeldCall = false, false, false, false, false
-	cfg.DeafWhenNotReading = false
+	cfg.DeafWhenNotReading, cfg.ServesDeadCalls = false, false
 	return c
 }
 
@@ -650,6 +652,14 @@ func DrawRPC(src Source, seed uint64, bug string) (RPCCase, error) {
 		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultSyncStall, nearOp(d, starts)))
 		sortRPCFaults(c.Faults)
 	}
+	// Drawn last: a client that pipelines a burst and hangs up without
+	// waiting for the answers (one that gave up, about to retry on a new
+	// connection). The calls of it still queued when the namenode hears
+	// it go are skipped, each freeing a place in the queue.
+	if d.chance(15, "fault_"+RPCFaultQuitBurst) && len(c.Faults) < rpcMaxFaults {
+		c.Faults = append(c.Faults, drawRPCFault(d, cfg, RPCFaultQuitBurst, nearOp(d, starts)))
+		sortRPCFaults(c.Faults)
+	}
 	return c, c.Validate()
 }
 
@@ -749,6 +759,13 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 		f.Dur = 2 * cfg.ServerIdle
 	case RPCFaultBurst:
 		f.N = pick(d, "burst", 20, 100, 300)
+	case RPCFaultQuitBurst:
+		// More than the queue (16 at most) and the handlers (3) take at
+		// once, so that some wait in the queue when the hangup comes;
+		// after one handler's call at least (a hangup heard with the
+		// calls, in the same read, leaves none queued).
+		f.N = d.n(20, 100, "quit_burst_calls")
+		f.Dur = pick(d, "quit_burst_after", 50*time.Microsecond, 300*time.Microsecond, time.Millisecond)
 	case RPCFaultCrash, RPCFaultNNCrash, RPCFaultNNPower:
 		f.Dur = pick(d, "downtime", 5*time.Millisecond, 100*time.Millisecond)
 	case RPCFaultNNTorn:
@@ -848,17 +865,18 @@ var rpcOpKinds = []string{"mkdir", "write", "list", "stat", "read", "delete", "r
 // slow client or a burst, a disk op to crash at, a per mille share of
 // syncs. The other kinds take none.
 var rpcFaultN = map[string][2]int{
-	RPCFaultSlow:     {0, 2000}, // (300 or 500)
-	RPCFaultSlowRead: {0, 4},    // (1 to 4: under the bound on what a connection may hold)
-	RPCFaultStall:    {0, 4},    // (likewise)
-	RPCFaultSlowOver: {0, 2000}, // (100 to 300: past the bound)
-	RPCFaultBigCalls: {1, rpcMaxBigCallKiB},
-	RPCFaultStuck:    {1, 300},  // (101 to 300; each call's answer lists /big)
-	RPCFaultBurst:    {0, 2000}, // (20 to 300)
-	RPCFaultNNTorn:   {0, 1000}, // (0 to 15)
-	RPCFaultSyncEIO:  {0, 1000},
-	RPCFaultSlowSync: {0, 1000},
-	RPCFaultDiskEIO:  {0, 1000},
+	RPCFaultSlow:      {0, 2000}, // (300 or 500)
+	RPCFaultSlowRead:  {0, 4},    // (1 to 4: under the bound on what a connection may hold)
+	RPCFaultStall:     {0, 4},    // (likewise)
+	RPCFaultSlowOver:  {0, 2000}, // (100 to 300: past the bound)
+	RPCFaultBigCalls:  {1, rpcMaxBigCallKiB},
+	RPCFaultStuck:     {1, 300},  // (101 to 300; each call's answer lists /big)
+	RPCFaultBurst:     {0, 2000}, // (20 to 300)
+	RPCFaultQuitBurst: {1, 2000}, // (20 to 100)
+	RPCFaultNNTorn:    {0, 1000}, // (0 to 15)
+	RPCFaultSyncEIO:   {0, 1000},
+	RPCFaultSlowSync:  {0, 1000},
+	RPCFaultDiskEIO:   {0, 1000},
 }
 
 // Validate refuses a case that cannot run.
@@ -1021,6 +1039,9 @@ type RPCResult struct {
 	// StuckJudged counts the stuck pipeliners' connections whose close
 	// checkStuck judged.
 	StuckJudged int
+	// Skipped counts the calls the namenode's handlers took and did not
+	// serve, their connection closed while they waited (read likewise).
+	Skipped int
 	// NamenodeCrashes counts the namenode's crashes (drawn, or fatal
 	// edit-log syncs).
 	NamenodeCrashes int
@@ -1130,6 +1151,7 @@ type rpcHarness struct {
 	// the closes of them it judged.
 	stuck       []*stuckConn
 	stuckJudged int
+	quitters    int // quit-burst faults' processes spawned
 }
 
 // stuckConn is a stuck fault's connection, which the namenode must purge
@@ -1263,7 +1285,7 @@ func (h *rpcHarness) run() *RPCResult {
 				Bugs: rpc.ServerBugs{HandlerWaitsForWrite: cfg.HandlerWaitsForWrite, DropPartial: cfg.DropPartial, UnboundedResponses: cfg.UnboundedResponses,
 					QueuePastBound: cfg.QueuePastBound, QueuedReplySharesFrame: cfg.QueuedReplyShares, StopMidCall: cfg.StopMidCall,
 					KeepInput: cfg.KeepInput, IdleClosesHeldCall: cfg.IdleClosesHeldCall,
-					DeafWhenNotReading: cfg.DeafWhenNotReading}},
+					DeafWhenNotReading: cfg.DeafWhenNotReading, ServesDeadCalls: cfg.ServesDeadCalls}},
 			Datanode: model.ClientConfig{Datanode: rpcDN, CacheExpiry: 100 * time.Millisecond, Timeout: time.Second},
 			Image:    image,
 		})
@@ -1318,7 +1340,7 @@ func (h *rpcHarness) run() *RPCResult {
 	default:
 		h.finalChecks()
 		st := h.nn.Server.Stats()
-		res.Throttled, res.Purged, res.StuckJudged = st.Throttled, st.Purged, h.stuckJudged
+		res.Throttled, res.Purged, res.StuckJudged, res.Skipped = st.Throttled, st.Purged, h.stuckJudged, st.Skipped
 		if h.failure == nil && cfg.EditLog && !h.ignored(PropDurable) {
 			h.replayAtRest()
 			res.Events, res.SimEvents = w.TraceEvents(), w.Events()
@@ -1877,6 +1899,8 @@ func (h *rpcHarness) inject(f RPCFault) {
 		})
 	case RPCFaultStuck:
 		h.injectStuck(f)
+	case RPCFaultQuitBurst:
+		h.injectQuitBurst(f)
 	case RPCFaultBurst:
 		loop.Post(func() {
 			for i := 0; i < f.N; i++ {
@@ -1993,6 +2017,50 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 		s.conn = c
 		c.SetReadInterest(false)
 	})
+}
+
+// injectQuitBurst starts a quit-burst fault: a process of its own dials
+// the namenode, sends f.N calls at once and closes the connection f.Dur
+// after they are written, reading no answer. Its calls are mkdirs of the
+// root, logged (with the edit log) and so each held for a sync, and
+// changing nothing: a dead one served is a handler's time lost, and
+// no change the history must place.
+func (h *rpcHarness) injectQuitBurst(f RPCFault) {
+	h.w.Spawn(fmt.Sprintf("quitter%d", h.quitters), model.ProcessConfig{}, func(p model.Process) {
+		loop := p.MainLoop()
+		out := append([]byte(nil), rpc.Preamble[:]...)
+		mkdir := namespace.EncodeRequest(namespace.Request{Method: namespace.MethodMkdir, Path: "/"})
+		for i := 1; i <= f.N; i++ {
+			out = rpc.AppendFrame(out, rpc.Frame{ID: uint32(i), Code: namespace.MethodMkdir, Payload: mkdir})
+		}
+		var c model.Conn
+		sent, closed := 0, false
+		c, err := p.Dial("tcp", rpcNN, loop, func(ev model.Events) {
+			switch {
+			case closed:
+			case ev&model.Hangup != 0:
+				closed = true
+				c.Close()
+			case ev&model.Writable != 0 && sent < len(out):
+				n, _ := c.Write(out[sent:])
+				if sent += n; sent < len(out) {
+					return
+				}
+				c.SetWriteInterest(false)
+				loop.AfterFunc(f.Dur, func() {
+					if !closed {
+						closed = true
+						c.Close()
+					}
+				})
+			}
+		})
+		if err != nil {
+			return
+		}
+		c.SetReadInterest(false)
+	})
+	h.quitters++
 }
 
 // injectSyncStall starts a sync-stall fault: the namenode's first fsync
@@ -2480,12 +2548,12 @@ func (h *rpcHarness) finalChecks() {
 	}
 	// The server's counters at rest: what run and bench report of it
 	// must add up (every connection it accepted it closed, every call it
-	// queued it answered or dropped once).
+	// queued it answered, dropped or skipped once).
 	if st := h.nn.Server.Stats(); st.Closed != st.Accepted {
 		h.fail(PropLeakFree, "server stats at rest: %d connections accepted, %d counted closed", st.Accepted, st.Closed)
 		return
-	} else if st.Responses+st.Dropped != st.Calls {
-		h.fail(PropExactlyOnce, "server stats at rest: %d calls queued, %d responses written and %d dropped", st.Calls, st.Responses, st.Dropped)
+	} else if st.Responses+st.Dropped+st.Skipped != st.Calls {
+		h.fail(PropExactlyOnce, "server stats at rest: %d calls queued, %d responses written, %d dropped and %d skipped", st.Calls, st.Responses, st.Dropped, st.Skipped)
 		return
 	}
 	h.checkBlocks("at quiescence")

@@ -107,6 +107,32 @@ func TestRPCResponsesBounded(t *testing.T) {
 	}
 }
 
+// The quit-burst fault reaches the handlers' skip: among the first cases
+// that draw it, some have calls skipped, and they pass.
+func TestRPCQuitBurstSkips(t *testing.T) {
+	drawn, skipping := 0, 0
+	for seed := uint64(1); seed <= 200 && skipping < 3; seed++ {
+		c, err := DrawRPC(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultQuitBurst }) {
+			continue
+		}
+		drawn++
+		r := RunRPC(c)
+		if r.Failure != nil {
+			t.Fatalf("seed %d: %v", seed, r.Failure)
+		}
+		if r.Skipped > 0 {
+			skipping++
+		}
+	}
+	if skipping < 3 {
+		t.Errorf("%d of %d cases with a quit-burst in seeds 1-200 skipped calls; want 3", skipping, drawn)
+	}
+}
+
 // rapid draws rpc cases (configuration, ops and faults, swarm style) and
 // shrinks any that fails.
 func TestRPCPropertiesRapid(t *testing.T) {

@@ -436,8 +436,13 @@ func rpcSeedHistory(t *testing.T, seed uint64, bug string, calls int) (nsState, 
 		t.Fatal(err)
 	}
 	// (Drawn after these histories were found, a stuck pipeliner holds
-	// responder-blocks-handler's handlers for good: not the history.)
-	c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultStuck })
+	// responder-blocks-handler's handlers for good, and a quitter's calls
+	// take turns in the queue: not the history.)
+	c.Faults = slices.DeleteFunc(c.Faults, func(f RPCFault) bool { return f.Kind == RPCFaultStuck || f.Kind == RPCFaultQuitBurst })
+	// The server these histories were found on served the calls a
+	// vanished client left queued: skipped, seed 74's has one more call
+	// answered, and porcupine decides it in 289,464 steps.
+	c.Config.ServesDeadCalls = true
 	h := newRPCHarness(c, hashOnly)
 	release := useArena(h.w)
 	h.run()

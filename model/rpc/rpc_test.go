@@ -749,12 +749,13 @@ func TestStop(t *testing.T) {
 	}
 }
 
-// A client that vanishes with calls in the handlers: their answers are
-// dropped on the closed connection, and the server's counts still add up,
-// every call queued is answered or dropped once.
+// A client that vanishes with calls in the handlers and two more queued
+// behind them: the handlers' answers are dropped on the closed
+// connection, the queued calls skipped, and the server's counts still add
+// up, every call queued answered, dropped or skipped once.
 func TestStatsCountAnswersAfterClose(t *testing.T) {
-	const calls = 6
-	e := world(t, rpc.ServerConfig{Handlers: 4}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+	const calls, handlers = 6, 4
+	e := world(t, rpc.ServerConfig{Handlers: handlers}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
 		for k := 0; k < calls; k++ {
 			cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(rpc.Reply) {})
 		}
@@ -763,10 +764,62 @@ func TestStatsCountAnswersAfterClose(t *testing.T) {
 		p.MainLoop().AfterFunc(300*time.Microsecond, func() { cl.Abort(srvAddr) })
 	})
 	st := e.srv.Stats()
-	if st.Calls != calls || st.Dropped != calls || st.Responses != 0 {
-		t.Errorf("calls %d, responses %d, dropped %d; want %d calls, all dropped", st.Calls, st.Responses, st.Dropped, calls)
+	if st.Calls != calls || st.Dropped != handlers || st.Skipped != calls-handlers || st.Responses != 0 || e.svc.served != handlers {
+		t.Errorf("calls %d, responses %d, dropped %d, skipped %d, served %d; want %d calls, %d served and dropped, %d skipped", st.Calls, st.Responses, st.Dropped, st.Skipped, e.svc.served, calls, handlers, calls-handlers)
 	}
 	e.quiet()
+}
+
+// A client that pipelines calls and hangs up while they wait for the one
+// handler: the call being served when the hangup comes runs to its end
+// (its answer dropped), the ones still queued are skipped, as Hadoop's
+// Handler.run skips a call whose channel has closed, and a live client's
+// call sent just after the hangup is answered once that one call is
+// done. A server that serves them (ServesDeadCalls) keeps its handler on
+// them for 4 ms more, with nobody to read the answers, while the live
+// client waits.
+func TestQueuedCallsOfAClosedConnectionAreSkipped(t *testing.T) {
+	const calls = 5
+	for _, bug := range []bool{false, true} {
+		var live time.Duration
+		scfg := rpc.ServerConfig{Handlers: 1, Bugs: rpc.ServerBugs{ServesDeadCalls: bug}}
+		e := world(t, scfg, rpc.ClientConfig{}, 2, func(e *env, i int, p model.Process, cl *rpc.Client) {
+			loop := p.MainLoop()
+			if i == 0 {
+				for k := 0; k < calls; k++ {
+					cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(rpc.Reply) {})
+				}
+				loop.AfterFunc(300*time.Microsecond, func() { cl.Abort(srvAddr) })
+				return
+			}
+			loop.AfterFunc(400*time.Microsecond, func() {
+				start := loop.Now()
+				cl.Call(srvAddr, mEcho, []byte("live"), func(r rpc.Reply) {
+					if r.Err != nil {
+						t.Errorf("bug %v: the live call failed: %v", bug, r.Err)
+					}
+					live = loop.Now() - start
+				})
+			})
+		})
+		st := e.srv.Stats()
+		t.Logf("bug %v: live call %v, skipped %d, served dead %d", bug, live, st.Skipped, st.DeadServed)
+		want := rpc.ServerStats{Skipped: calls - 1}
+		served, slowest := 1, 2*time.Millisecond
+		if bug {
+			want = rpc.ServerStats{DeadServed: calls - 1}
+			served, slowest = calls, 10*time.Millisecond
+		}
+		switch {
+		case st.Skipped != want.Skipped || st.DeadServed != want.DeadServed || e.svc.served != served+1:
+			t.Errorf("bug %v: skipped %d, served dead %d, served %d in all; want skipped %d, served dead %d, served %d (and the live call)", bug, st.Skipped, st.DeadServed, e.svc.served-1, want.Skipped, want.DeadServed, served)
+		case st.Responses+st.Dropped+st.Skipped != st.Calls:
+			t.Errorf("bug %v: %d calls, %d responses, %d dropped, %d skipped: they do not add up", bug, st.Calls, st.Responses, st.Dropped, st.Skipped)
+		case live == 0 || live > slowest || bug && live < 4*time.Millisecond:
+			t.Errorf("bug %v: the live call took %v; want at most %v (and 4 ms or more with the bug)", bug, live, slowest)
+		}
+		e.quiet()
+	}
 }
 
 // decodingService is testService as a Decoder: the reader decodes (here,

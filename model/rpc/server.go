@@ -131,6 +131,13 @@ type ServerBugs struct {
 	// not heard until a response to it draws a reset or the idle scan
 	// purges it, and what the server holds for it stays until then.
 	DeafWhenNotReading bool
+	// ServesDeadCalls has a handler serve a call whose connection closed
+	// while the call waited in the queue (this model's server did until
+	// the quit-burst fault): its answer is dropped, and the handler's time
+	// on it (a change's sync, under the edit log) is taken from the calls
+	// of clients still there, where Hadoop's Handler.run skips a call
+	// whose channel is no longer open.
+	ServesDeadCalls bool
 }
 
 // DefaultServerConfig returns Hadoop's defaults where it has them.
@@ -159,8 +166,12 @@ func orDefault[T comparable](v *T, d T) {
 type ServerStats struct {
 	Accepted, Closed, IdleClosed, Fatal int
 	Calls, Responses, Dropped           int // calls queued; responses fully written; responses dropped on closed conns
-	Deferred                            int // responses the responder finished
-	ReaderBlocks                        int // times a reader found the queue full
+	// Skipped counts calls a handler took from the queue and did not
+	// serve, their connection closed while they waited; DeadServed, those
+	// it served all the same (ServerBugs.ServesDeadCalls).
+	Skipped, DeadServed int
+	Deferred            int // responses the responder finished
+	ReaderBlocks        int // times a reader found the queue full
 	// Throttled counts the times a reader stopped taking a connection's
 	// calls until one of its responses was written: its calls in flight
 	// at MaxInFlight, or its responses past MaxPending.
@@ -337,9 +348,9 @@ func (s *Server) serve(c model.Conn) {
 	r.loop.Post(func() { r.add(sc) })
 }
 
-// Stop closes the listener and every connection; queued calls are
-// answered into closed connections and dropped. Loops stay up (their
-// threads are the server's baseline). Call it on the acceptor loop.
+// Stop closes the listener and every connection; their queued calls are
+// skipped. Loops stay up (their threads are the server's baseline). Call
+// it on the acceptor loop.
 func (s *Server) Stop() {
 	s.stopped = true
 	s.ln.Close()
@@ -375,6 +386,8 @@ func (s *Server) Stats() ServerStats {
 	}
 	for _, h := range s.handlers {
 		st.Dropped += h.late
+		st.Skipped += h.skipped
+		st.DeadServed += h.deadServed
 	}
 	return st
 }
@@ -552,8 +565,11 @@ type serverConn struct {
 	greeted    bool
 	closing    bool
 	fillQueued bool
-	lastRead   time.Duration
-	queued     int // calls put into the queue
+	// gone: its reader has closed it (under the queue's lock), so handlers
+	// skip its queued calls.
+	gone     bool
+	lastRead time.Duration
+	queued   int // calls put into the queue
 	// credit is how many more calls the reader may take from the
 	// connection before it looks again, under lk, at what the connection
 	// has in flight and pending (throttle): MaxInFlight less the calls in
@@ -1177,28 +1193,28 @@ func (r *reader) closeWith(sc *serverConn, why string, last []byte) {
 			break
 		}
 	}
-	if r.blocked == sc {
-		// Its call never made it into the queue. The reader leaves the
-		// queue's blocked list and goes on with its other connections,
-		// whose buffered calls must be put in the queue here: with the
-		// reader out of the list no handler will resume it. Checked again
-		// under the queue's lock, where a handler's resume may have got
-		// there first.
-		r.s.q.lk.Do(r.loop, func() {
-			if r.blocked != sc {
-				return
+	// Marked under the queue's lock, where handlers take its calls: those
+	// still queued are skipped. If its reader is blocked on it, its call
+	// never made it into the queue. The reader leaves the queue's blocked
+	// list and goes on with its other connections, whose buffered calls
+	// must be put in the queue here: with the reader out of the list no
+	// handler will resume it. Checked under the queue's lock, where a
+	// handler's resume may have got there first.
+	r.s.q.lk.Do(r.loop, func() {
+		sc.gone = true
+		if r.blocked != sc {
+			return
+		}
+		r.blocked = nil
+		q := r.s.q
+		for i, b := range q.blocked {
+			if b == r {
+				q.blocked = append(q.blocked[:i], q.blocked[i+1:]...)
+				break
 			}
-			r.blocked = nil
-			q := r.s.q
-			for i, b := range q.blocked {
-				if b == r {
-					q.blocked = append(q.blocked[:i], q.blocked[i+1:]...)
-					break
-				}
-			}
-			r.refill(nil)
-		})
-	}
+		}
+		r.refill(nil)
+	})
 	r.closed++
 	r.s.p.Log("rpc-close", "conn", sc.seq, "why", why)
 	sc.lk.Do(r.loop, func() {
@@ -1235,6 +1251,9 @@ type handler struct {
 	// late counts answers dropped because their connection had closed
 	// and been forgotten by its reader (whose counts it had taken).
 	late int
+	// skipped and deadServed count calls taken whose connection had
+	// closed (Stats).
+	skipped, deadServed int
 	// next and take, bound once: a handler posts them at every call.
 	nextF, takeF func()
 	// frame is the buffer a reply is framed in, the handler's for its
@@ -1253,14 +1272,30 @@ func (h *handler) next() {
 // take is next under the queue's lock.
 func (h *handler) take() {
 	q := h.s.q
-	c := q.pop()
-	if c == nil {
-		q.idle = append(q.idle, h)
+	for {
+		c := q.pop()
+		if c == nil {
+			q.idle = append(q.idle, h)
+			return
+		}
+		q.wakeReader()
+		if c.sc.gone {
+			// Its client has gone: nobody will read the answer, and a
+			// change made for it now is one it may have given up on
+			// and made again on a new connection. Skipped, as Hadoop's
+			// Handler.run skips a call whose channel is closed; a call
+			// already being served when its connection closes runs to
+			// its end.
+			if !h.s.cfg.Bugs.ServesDeadCalls {
+				h.skipped++
+				continue
+			}
+			h.deadServed++
+		}
+		h.busy = true
+		h.loop.Post(func() { h.serve(c) })
 		return
 	}
-	h.busy = true
-	q.wakeReader()
-	h.loop.Post(func() { h.serve(c) })
 }
 
 func (h *handler) serve(c *call) {
