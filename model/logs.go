@@ -36,6 +36,7 @@ var LogKeys = map[string][]string{
 	"sc-read-timeout":  {"conn"},
 	"sc-send-error":    {"conn", "err"},
 	"sc-error":         {"conn", "err"},
+	"sc-conn-refused":  {"conn", "open"},
 	// rpc
 	"rpc-bad-response": {"conn", "err"},
 	"rpc-bad-frame":    {"conn", "err"},

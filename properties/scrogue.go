@@ -43,6 +43,8 @@ var SCRogueKinds = []string{
 	// Drawn apart, last (scFirstRogueKinds):
 	"pipelined", // requests sent before the answers to those before them
 	"squat",     // segments asked for on connection after connection, all held
+	// Drawn apart, after everything else (the flood's own draw):
+	"flood", // connection after connection, each sending nothing, all held
 }
 
 // scFirstRogueKinds is how many of SCRogueKinds the first rogue draw picks
@@ -50,11 +52,16 @@ var SCRogueKinds = []string{
 // seed drawn before them draws the same attacks.
 const scFirstRogueKinds = 17
 
+// scLateRogueKinds is how many kinds the late rogue draw picks from
+// (pipelined, squat): the flood, after them, has its own draw, last.
+const scLateRogueKinds = 2
+
 // scSquatMax bounds a squatting rogue's segments: past the datanode's
 // 1,024-fd table, which an unbounded datanode fills with their
 // connections. scRogueFDs is the rogue's fd table, room for them.
 const (
 	scSquatMax = 1100
+	scFloodMax = 1100
 	scRogueFDs = 4096
 )
 
@@ -212,6 +219,8 @@ func (r *scRogue) run(kind string) {
 		r.refused(kind, b)
 	case "squat":
 		r.squat()
+	case "flood":
+		r.flood()
 	default:
 		// The rest need a segment of the rogue's own.
 		var seg *rogueConn
@@ -373,6 +382,37 @@ func (r *scRogue) squat() {
 	for range inFlight {
 		ask()
 	}
+}
+
+// flood opens domain connections a batch at a time and sends nothing on
+// them, holding every one until it lets go: it stops at the first sign
+// of refusal (a connection hung up, or a dial that fails: an fd table
+// full no longer accepts, and the accept queue fills) or at scFloodMax,
+// past the datanode's 1,024-fd table. An idle connection holds no
+// segment, so MaxSegmentsPerUser does not count it; only the read
+// timeout (a minute unless the case cuts it) would end it. As with the
+// squatter, no one connection is wrong: the harm, if any, is to the
+// honest readers (local-reads, availability) and to other rogues' answers
+// (sc-refusal).
+func (r *scRogue) flood() {
+	const batch, every = 16, 20 * time.Microsecond
+	dialled, stopped := 0, false
+	until := r.loop.Now() + r.hold/2
+	var more func()
+	more = func() {
+		for i := 0; i < batch; i++ {
+			if r.over || stopped || dialled == scFloodMax || r.loop.Now() >= until {
+				return
+			}
+			dialled++
+			if rc := r.dial(func(shortcircuit.Response, []model.File, bool) { stopped = true }); rc == nil {
+				stopped = true
+				return
+			}
+		}
+		r.loop.AfterFunc(every, more)
+	}
+	more()
 }
 
 // refused sends b on a new connection and expects a refusal.

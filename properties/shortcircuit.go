@@ -21,7 +21,7 @@ import (
 //   - no stale read (linearizability): a read returns the contents of the
 //     last change that returned before it started, or of a change
 //     concurrent with it, never older data (through a cached fd or
-//     otherwise);
+//     otherwise), nor bytes rotted on disk (scrot.go);
 //   - fd bound: the client's passed fds never exceed 2 × cache capacity +
 //     2 × reads in flight, and at rest the cache holds at most one
 //     replica per block;
@@ -29,6 +29,8 @@ import (
 //     short (a delete concurrent with it or before it), or when a fault
 //     was in force while it ran (a full fd table, the datanode down): a
 //     failed short-circuit attempt falls back to TCP, never fails the read;
+//     a checksum error fails it only where rot may be (and a read that
+//     may meet rot is excused from local-reads);
 //   - local-reads: until the first fault of the case, a read of a block
 //     that is there is served from the replica's passed fds, never over
 //     TCP (a short-circuit failure with nothing wrong turns short-circuit
@@ -118,7 +120,9 @@ type SCCase struct {
 //   - pause: the datanode stops for Hold (sim.Process.Pause), its kernel
 //     still taking requests: readers whose Timeout passes give up, and
 //     the datanode answers them once it runs again, to connections that
-//     are gone.
+//     are gone;
+//   - rot: a bit of Block's data file (Meta: of its meta file) flips on
+//     the datanode's disk (scrot.go).
 type SCOp struct {
 	Gap    time.Duration `json:"gap"`
 	Op     string        `json:"op"` // read, idle-read, replace, append, delete, squeeze
@@ -130,6 +134,7 @@ type SCOp struct {
 	Hold   time.Duration `json:"hold,omitempty"`  // squeeze: for how long; crash: down for how long; pause: stopped for how long
 	After  bool          `json:"after,omitempty"` // reset: after the fds are sent
 	Rogue  string        `json:"rogue,omitempty"` // rogue: the attack (SCRogueKinds)
+	Meta   bool          `json:"meta,omitempty"`  // rot: the chunk's checksum, not its data
 }
 
 // SCBug is a catalogued short-circuit bug.
@@ -138,6 +143,7 @@ type SCBug struct {
 	server              shortcircuit.ServerBugs
 	cache               shortcircuit.CacheBugs
 	client              shortcircuit.ClientBugs
+	tcp                 model.ClientBugs // the readers' TCP fallback's
 }
 
 // SCBugs is the short-circuit catalogue: the bugs the drawn cases find.
@@ -178,14 +184,29 @@ var SCBugs = []SCBug{
 		server: shortcircuit.ServerBugs{NoSegmentBound: true},
 	},
 	{
+		Name: "sc-conn-unbounded", Catches: PropLocalReads,
+		What:   "the datanode accepts every domain connection, however many its user holds open: a connection that sends nothing keeps its fd until the read timeout (a minute), so a local user who opens connection after connection fills the datanode's fd table, and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads) or failing (availability), and another rogue's request goes unanswered (sc-refusal) (found by check's flooding rogue)",
+		server: shortcircuit.ServerBugs{NoConnBound: true},
+	},
+	{
 		Name: "sc-never-off", Catches: PropSCOff,
 		What:   "a failed short-circuit attempt turns the path off for no time (the window computed as now − DisableFor), so every miss after a failure asks the datanode again, waiting out a timeout each time it is down or paused",
 		client: shortcircuit.ClientBugs{NeverDisable: true},
 	},
 	{
 		Name: "sc-off-extended", Catches: PropSCOff,
-		What:   "a fetch that finds short-circuit off is taken for a failure and turns it off again from then, so with misses coming more often than DisableFor the path stays off for good once it failed: a fetch finds it off after the last failure's DisableFor (sc-off), and reads of blocks that are there go over TCP with every fault long over (local-reads, which alone catches 10 of the first 200 seeds)",
+		What:   "a fetch that finds short-circuit off is taken for a failure and turns it off again from then, so with misses coming more often than DisableFor the path stays off for good once it failed: a fetch finds it off after the last failure's DisableFor (sc-off), and reads of blocks that are there go over TCP with every fault long over (local-reads, which alone catches 14 of the first 200 seeds)",
 		client: shortcircuit.ClientBugs{OffExtendedByTCP: true},
+	},
+	{
+		Name: "sc-local-unverified", Catches: PropLinearizable,
+		What:   "the client reads a replica through its passed fds without verifying its checksums, though skip.checksum is off: a chunk rotted on the datanode's disk comes back as good data (found by the rot fault)",
+		client: shortcircuit.ClientBugs{LocalUnverified: true},
+	},
+	{
+		Name: "sc-fallback-first-chunk", Catches: PropLinearizable,
+		What: "the readers' TCP fallback verifies only the first chunk of each packet: a read that fails short-circuit on a rotted chunk and falls back gets the rot from the datanode as good data when it is not the packet's first (found by the rot fault)",
+		tcp:  model.ClientBugs{VerifyFirstChunk: true},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -321,7 +342,7 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	if d.chance(25, "sc_rogue_late") {
 		for k := d.n(1, 2, "sc_rogues_late"); k > 0; k-- {
 			op := SCOp{Op: "rogue", Block: uint64(d.n(1, scBlocks, "sc_rogue_late_block")),
-				Rogue: SCRogueKinds[scFirstRogueKinds+d.n(0, len(SCRogueKinds)-scFirstRogueKinds-1, "sc_rogue_late_kind")],
+				Rogue: SCRogueKinds[scFirstRogueKinds+d.n(0, scLateRogueKinds-1, "sc_rogue_late_kind")],
 				Hold:  time.Duration(d.n(5, 30, "sc_rogue_late_hold")) * time.Millisecond}
 			c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_late_at"), op)
 		}
@@ -332,6 +353,13 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	if c.DisableFor == 0 && d.chance(30, "sc_disable_short") {
 		c.DisableFor = time.Duration(d.n(1, 20, "sc_disable_short_ms")) * time.Millisecond
 	}
+	// Drawn last: a rogue that floods the domain socket with connections
+	// that send nothing, held while the readers read.
+	if d.chance(20, "sc_rogue_flood") {
+		op := SCOp{Op: "rogue", Block: 1, Rogue: "flood", Hold: time.Duration(d.n(5, 30, "sc_rogue_flood_hold")) * time.Millisecond}
+		c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_flood_at"), op)
+	}
+	drawSCRot(d, &c) // drawn last
 	return c, c.Validate()
 }
 
@@ -404,9 +432,12 @@ func (c *SCCase) Validate() error {
 			return fmt.Errorf("sc case: op %d starts at %v, want at most %v", i, t, scMaxStart)
 		}
 		switch op.Op {
-		case "read", "idle-read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "pause", "rogue":
+		case "read", "idle-read", "replace", "append", "delete", "squeeze", "client-squeeze", "reset", "crash", "pause", "rogue", "rot":
 		default:
-			return fmt.Errorf("sc case: op %d: op %q, want read, idle-read, replace, append, delete, squeeze, client-squeeze, reset, crash, pause or rogue", i, op.Op)
+			return fmt.Errorf("sc case: op %d: op %q, want read, idle-read, replace, append, delete, squeeze, client-squeeze, reset, crash, pause, rogue or rot", i, op.Op)
+		}
+		if op.Op == "rot" && op.Off >= scRotSpan {
+			return fmt.Errorf("sc case: op %d: rot at %d, want 0..%d (never a block's last chunk)", i, op.Off, scRotSpan-1)
 		}
 		if (op.Op == "rogue") != (op.Rogue != "") || op.Rogue != "" && !slices.Contains(SCRogueKinds, op.Rogue) {
 			return fmt.Errorf("sc case: op %d: %s with rogue %q, want a rogue op to have one of %s", i, op.Op, op.Rogue, strings.Join(SCRogueKinds, ", "))
@@ -594,7 +625,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			for i := 0; i < c.Readers; i++ {
 				l, _ := cp.NewLoop(fmt.Sprintf("reader-%d", i))
 				cl, err := shortcircuit.NewClient(cp, l, i, sh, shortcircuit.ClientConfig{Path: "/run/dn_socket", DisableFor: c.DisableFor,
-					TCP: model.ClientConfig{Datanode: "dn:50010", NoDelay: true, Timeout: c.Timeout}})
+					TCP: model.ClientConfig{Datanode: "dn:50010", NoDelay: true, Timeout: c.Timeout, Bugs: bug.tcp}})
 				if err != nil {
 					w.Fail(err)
 					return
@@ -622,10 +653,13 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			rogueFDs, rogueSegs := 0, 0
 			// anyFault: a fault of any kind (a reset's too) was injected.
 			anyFault := false
+			// passFault: a fault that may disturb fd passing: any but rot,
+			// which leaves the counters' checks without faults standing.
+			passFault := false
 			end := func() {
 				(&scEnd{w: w, run: run, cp: cp, main: main, sh: sh, readers: readers, loops: loops, writer: writer, base: base,
 					dnProc: dnProc, dn: dn, srv: srv, dnBase: dnBase, dn2Proc: dn2Proc, dn2: dn2, srv2: srv2, expiry: c.Expiry,
-					reads: reads, local: local, overTCP: overTCP, changes: changes, overlapped: overlapped, anyFault: anyFault,
+					reads: reads, local: local, overTCP: overTCP, changes: changes, overlapped: overlapped, anyFault: passFault,
 					rogueFDs: rogueFDs, rogueSegs: rogueSegs}).finish()
 			}
 			if len(c.Ops) == 0 {
@@ -657,6 +691,12 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// the rest.
 			resets, lingering, clean := 0, 0, 0
 			fence := func() { lingering += clean; clean = 0 }
+			// rots: the rot injected, by block (scrot.go). A read that
+			// meets rot fails short-circuit, turning it off for the path,
+			// so rot fences the reads in flight, and a read that may meet
+			// rot fences those beside it and is not clean itself;
+			// rotFences counts both.
+			rots, rotFences := scRots{}, 0
 			beginFault := func() { faults++; faultsBegun++; fence() }
 			// lastFaultEnd: when the last fault ended; a datanode whose
 			// accept failed stops accepting for model.AcceptBackoff.
@@ -680,6 +720,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					dnSim := w.Process("datanode")
 					if kind != "read" && kind != "idle-read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" {
 						anyFault = true
+						passFault = passFault || kind != "rot"
 					}
 					idxs := []int{op.Reader}
 					if kind == "idle-read" {
@@ -790,6 +831,16 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							done()
 						})
 						return
+					case "rot":
+						// Not while the block changes: which files the
+						// flip lands in would be unknown.
+						if !writing[block] && scRotInject(dnSim, op) {
+							rots.add(block, op.Off, main.Now())
+							rotFences++
+							fence()
+						}
+						done()
+						return
 					case "crash":
 						if dnSim.Crashed() {
 							done()
@@ -826,7 +877,12 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							// no read from before is in flight.
 							now := main.Now()
 							back := anyFault && faults == 0 && now >= lastFaultEnd+model.AcceptBackoff && now >= failUntil && lingering == 0 && !dnSim.FDPassResetArmed()
-							resetsAt, faultEndAt, failUntilAt := resets, lastFaultEnd, failUntil
+							if _, rotted := rots.may(block, off, 512, now, now); rotted {
+								rotFences++
+								fence()
+								back = false
+							}
+							resetsAt, faultEndAt, failUntilAt, rotFencesAt := resets, lastFaultEnd, failUntil, rotFences
 							if back {
 								clean++
 							} else {
@@ -844,7 +900,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 										// ...and stays back while no fault
 										// began nor reset was armed during
 										// the read.
-										backAll := back && faultsBegun == begunAt && resets == resetsAt
+										backAll := back && faultsBegun == begunAt && resets == resetsAt && rotFences == rotFencesAt
 										if backAll {
 											clean--
 										} else {
@@ -867,23 +923,32 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 											allowed := scAllowed(versions[block], start, end)
 											there := !slices.ContainsFunc(allowed, func(v []byte) bool { return int64(len(v)) < off+512 })
 											faulted := faultedAt || faults > 0 || faultsBegun != begunAt
-											if r.Err != nil && !faulted && there {
+											// Rot explains a checksum error, and nothing else does.
+											rotAt, rotted := rots.may(block, off, 512, start, end)
+											switch csum := isChecksumErr(r.Err); {
+											case csum && !rotted:
+												run.fail(PropAvailability, "read %d of block %d at %v–%v failed with a checksum error, no rot in its chunks: %v", n, block, start, end, r.Err)
+											case r.Err != nil && !csum && !faulted && there:
 												run.fail(PropAvailability, "read %d of block %d at %v–%v failed with no fault in force and the block there: %v", n, block, start, end, r.Err)
 											}
 											if c.Timeout > 0 && end-start > scReadBound*c.Timeout {
 												run.fail(PropAvailability, "read %d of block %d at %v–%v took %v, over %d× the readers' timeout of %v: it waited on a datanode that did not answer", n, block, start, end, end-start, scReadBound, c.Timeout)
 											}
-											if !viaFDs && beforeFaults && there {
+											if !viaFDs && beforeFaults && there && !rotted {
 												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
 											}
-											if !viaFDs && backAll && there {
+											if !viaFDs && backAll && there && !rotted {
 												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP, the block there, with every fault over (the last at %v), no reset armed, and the last failure's DisableFor of %v over by %v: short-circuit did not come back", n, block, start, end, faultEndAt, disableFor, failUntilAt)
 											}
 											if r.Err == nil {
 												if !slices.ContainsFunc(allowed, func(v []byte) bool {
 													return v != nil && int64(len(v)) >= off+512 && bytes.Equal(v[off:off+512], r.Data)
 												}) {
-													run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
+													if rotted {
+														run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed: bytes rotted on disk at %v returned as good", n, block, start, end, rotAt)
+													} else {
+														run.fail(PropLinearizable, "read %d of block %d at %v–%v returned data no version allowed (stale read)", n, block, start, end)
+													}
 												}
 											}
 											done()
@@ -903,8 +968,14 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					writing[block] = true
 					changes++
 					chg[block]++
+					// All but an append write new files, without the rot
+					// of the old (scrot.go).
+					rewrites := kind != "append" || versions[block][len(versions[block])-1].data == nil
 					record := func(r model.Result, newData []byte, also [][]byte) {
 						writing[block] = false
+						if rewrites && r.Err == nil && !r.Unknown {
+							rots.clear(block, main.Now())
+						}
 						if r.Err == nil || r.Unknown {
 							v := scVersion{start: start, end: main.Now(), data: newData, also: also}
 							if r.Unknown {
@@ -1017,7 +1088,7 @@ type scEnd struct {
 	overTCP    int   // reads served over TCP
 	changes    int   // blocks replaced, appended to, deleted or written
 	overlapped int   // reads that overlapped a change to their block
-	anyFault   bool  // a fault of any kind was injected
+	anyFault   bool  // a fault that may disturb fd passing was injected (not rot)
 	// rogueFDs and rogueSegs: what the datanode passed rogues.
 	rogueFDs, rogueSegs int
 }
@@ -1212,7 +1283,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/17"
+const SCTraceFormat = "xceiver-sc-trace/18"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

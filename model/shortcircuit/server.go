@@ -29,7 +29,16 @@ type ServerConfig struct {
 	// until the datanode's fd table is full, and every client's fd
 	// requests, block opens and accepts fail with it.
 	MaxSegmentsPerUser int
-	Bugs               ServerBugs
+	// MaxConnsPerUser bounds the connections one user holds open that
+	// keep no segment (0: half the datanode's fd table); a connection past it
+	// is closed as it is accepted, unanswered, as HDFS's
+	// DataXceiverServer closes a peer past maxXceiverCount. Such a
+	// connection holds a datanode fd until the read timeout, restarted
+	// by every byte: without a bound one local user could open them
+	// until the fd table is full, failing everyone's block opens and
+	// accepts, as a squatter's segments did before MaxSegmentsPerUser.
+	MaxConnsPerUser int
+	Bugs            ServerBugs
 }
 
 // DefaultMaxSegmentsPerUser is 8,192 slots a user: a client asks for a
@@ -61,6 +70,10 @@ type ServerBugs struct {
 	// (MaxSegmentsPerUser ignored), as this datanode did until check's
 	// squatting rogue filled its fd table with segments' connections.
 	NoSegmentBound bool
+	// NoConnBound accepts every connection, whatever the user holds open
+	// (MaxConnsPerUser ignored), as this datanode did until check's
+	// flooding rogue filled its fd table with idle connections.
+	NoConnBound bool
 }
 
 // ServerStats counts what a domain endpoint did. MaxFetches is the most
@@ -70,6 +83,9 @@ type ServerBugs struct {
 type ServerStats struct {
 	Accepted, DataConns, FDRequests, FDsPassed, Releases, Segments, Errors int
 	MaxFetches                                                             int
+	// Refused counts connections closed as accepted: their user had
+	// MaxConnsPerUser open.
+	Refused int
 }
 
 // Server is a datanode's Unix-domain endpoint: data traffic (handed to
@@ -89,6 +105,9 @@ type Server struct {
 	// fetches counts the fd requests under way by segment and block
 	// (loop only): for MaxFetches.
 	fetches map[fetchKey]int
+	// connsByUser counts the open connections that keep no segment, by
+	// user (loop only): for MaxConnsPerUser.
+	connsByUser map[string]int
 
 	// under lock
 	segs    map[uint64]*dnShm
@@ -131,11 +150,22 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 	if cfg.MaxSegmentsPerUser < 0 {
 		return nil, fmt.Errorf("short-circuit: negative segment bound %d", cfg.MaxSegmentsPerUser)
 	}
+	if cfg.MaxConnsPerUser == 0 {
+		// Not a fixed count: one client process with hundreds of reader
+		// threads connects them all at once (sc-read's 256 over uds are
+		// all accepted before the first request is read), and none may
+		// be refused; half the table, with the segments a user may hold,
+		// still leaves the rest for other users and block files.
+		cfg.MaxConnsPerUser = max(1, dn.Process().FDs().Limit/2)
+	}
+	if cfg.MaxConnsPerUser < 0 {
+		return nil, fmt.Errorf("short-circuit: negative connection bound %d", cfg.MaxConnsPerUser)
+	}
 	p := dn.Process()
 	if err := p.CheckSocketPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
 	}
-	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}, byUser: map[string]int{}, fetches: map[fetchKey]int{}}
+	s := &Server{cfg: cfg, dn: dn, p: p, loop: dn.Main(), lock: dn.Lock(), segs: map[uint64]*dnShm{}, byBlock: map[uint64][]slotRef{}, byUser: map[string]int{}, connsByUser: map[string]int{}, fetches: map[fetchKey]int{}}
 	ln, err := p.Listen("unix", cfg.Path, cfg.Backlog, s.loop)
 	if err != nil {
 		return nil, fmt.Errorf("short-circuit: %w", err)
@@ -197,10 +227,36 @@ func (s *Server) accept() {
 
 func (s *Server) serve(c model.Conn) {
 	s.stats.Accepted++
-	sc := &srvConn{s: s, c: c, user: model.PeerUser(c)}
+	user := model.PeerUser(c)
+	if n := s.connsByUser[user]; n >= s.cfg.MaxConnsPerUser && !s.cfg.Bugs.NoConnBound {
+		// Before any read: nothing of its request is served, and its fd
+		// goes back at once.
+		s.stats.Refused++
+		s.p.Log("sc-conn-refused", "conn", c.ID(), "open", n)
+		_ = c.Close()
+		return
+	}
+	sc := &srvConn{s: s, c: c, user: user}
+	sc.count(true)
 	s.conns = append(s.conns, sc)
 	c.SetHandler(s.loop, sc.onEvent)
 	sc.watch()
+}
+
+// count adds the connection to its user's count of connections that keep
+// no segment, or takes it out (once its segment, its close or its hand-over
+// to the datanode ends it as one).
+func (sc *srvConn) count(in bool) {
+	if sc.counted == in {
+		return
+	}
+	sc.counted = in
+	m := sc.s.connsByUser
+	if in {
+		m[sc.user]++
+	} else if m[sc.user]--; m[sc.user] <= 0 {
+		delete(m, sc.user)
+	}
 }
 
 // changed runs under the lock when the store appends to, replaces or
@@ -308,6 +364,9 @@ type srvConn struct {
 	rt     model.Timer
 	closed bool
 	served int // requests served on it
+	// counted: in its user's connsByUser (from its accept until its
+	// segment, close or hand-over).
+	counted bool
 }
 
 // beginFetch and endFetch bracket an fd request, for MaxFetches.
@@ -447,6 +506,7 @@ func (sc *srvConn) handOver() {
 		sc.rt = nil
 	}
 	s.forget(sc)
+	sc.count(false) // the datanode's connection cap counts it now
 	s.stats.DataConns++
 	sc.c.SetReadInterest(false)
 	sc.c.SetHandler(s.loop, func(model.Events) {})
@@ -553,6 +613,7 @@ func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
 	// closes (a failed reply too), the client is gone and the segment and
 	// its slots are freed.
 	sc.shm = shm
+	sc.count(false) // MaxSegmentsPerUser bounds it now
 	resp := AppendResponse(nil, Response{Status: model.StatusSuccess, ShmID: shm.id, Size: SegmentSize})
 	ok := sc.reply(resp, []model.File{f})
 	_ = f.Close() // the datanode keeps its mapping, not the fd
@@ -659,6 +720,7 @@ func (sc *srvConn) close(why string) {
 	sc.endFetch()
 	s := sc.s
 	s.forget(sc)
+	sc.count(false)
 	if r := sc.receipt; r != nil {
 		sc.receipt = nil
 		s.lock.Do(s.loop, func() { s.unregister(r.shm, r.slot) })
