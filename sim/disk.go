@@ -302,7 +302,11 @@ func (d *Disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 		ino.dirty, ino.cut = true, true
 	}
 	ino.refs++
-	f := &File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen, wbSeen: new(ino.wbErrs)}
+	// The file and its wbSeen in one allocation (the fds passed from it
+	// point into it, as the kernel's share one struct file).
+	of := &openFile{File: File{d: d, p: d.p, ino: ino, fd: fd, kind: kind, writable: flag&model.ReadWrite != 0, gen: d.p.gen}, seen: ino.wbErrs}
+	f := &of.File
+	f.wbSeen = &of.seen
 	d.p.setFDObject(fd, f)
 	return f, nil
 }
@@ -621,6 +625,12 @@ type File struct {
 	// reported (Linux's file->f_wb_err): shared by the fds passed from
 	// it, as the kernel shares the struct file. nil: none (a segment).
 	wbSeen *int
+}
+
+// openFile is a File opened by Open, with the count its wbSeen points to.
+type openFile struct {
+	File
+	seen int
 }
 
 // Kind implements model.File.

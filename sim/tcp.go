@@ -257,7 +257,6 @@ type tcpConn struct {
 	inflightHead int
 	srtt         time.Duration
 	tlpEv        *event
-	onTLPF       func() // c.onTLP, bound at the first probe armed
 	tlpOn        bool
 	tlpHigh      uint64
 	tlpFin       bool
@@ -845,7 +844,7 @@ func (c *tcpConn) armProbe() {
 	if c.probeEv != nil || c.vanished {
 		return
 	}
-	c.probeEv = c.w.at(c.onTick(c.w.Now(), c.cfg.RTOMin), c.onProbe)
+	c.probeEv = c.w.atConn(c.onTick(c.w.Now(), c.cfg.RTOMin), connProbe, c)
 }
 
 func (c *tcpConn) onProbe() {
@@ -1173,7 +1172,7 @@ func (c *tcpConn) armRetransmit() {
 		return
 	}
 	c.rtxFrom = c.w.Now()
-	c.rtxEv = c.w.after(c.cfg.RTOMin, c.onRetransmit)
+	c.rtxEv = c.w.atConn(c.w.Now()+c.cfg.RTOMin, connRetransmit, c)
 }
 
 func (c *tcpConn) onRetransmit() {
@@ -1188,7 +1187,7 @@ func (c *tcpConn) onRetransmit() {
 		c.die(model.ErrTimedOut)
 		return
 	}
-	c.rtxEv = c.w.at(c.w.now+c.cfg.RTOMin, c.onRetransmit)
+	c.rtxEv = c.w.atConn(c.w.now+c.cfg.RTOMin, connRetransmit, c)
 }
 
 // awaitsPeer reports whether the connection has sent data or a FIN the
@@ -1683,7 +1682,11 @@ func (w *World) dialTCP(p *Process, addr string, l *Loop, h model.Handler) (mode
 		return nil, fmt.Errorf("dial tcp %s: %w", addr, err)
 	}
 	w.nextPort++
-	c := w.newTCPConn(p, p.name+":"+strconv.Itoa(w.nextPort), addr)
+	// One allocation for the address, where Itoa's string and the
+	// concatenation took two.
+	var buf [64]byte
+	local := append(append(buf[:0], p.name...), ':')
+	c := w.newTCPConn(p, string(strconv.AppendInt(local, int64(w.nextPort), 10)), addr)
 	c.fd = fd
 	c.state = tcpSynSent
 	p.setFDObject(fd, c)
@@ -1756,6 +1759,11 @@ const (
 	connHandshakeAck               // the handshake's ACK arrives: c.onHandshakeAck()
 	connRST                        // an RST arrives at c
 	connDelack                     // c.onDelack()
+	// Timers armed through atConn: a method value (c.onRetransmit) put
+	// in an event is a closure allocated at every arming.
+	connRetransmit // c.onRetransmit()
+	connProbe      // c.onProbe()
+	connTLP        // c.onTLP()
 )
 
 func (c *tcpConn) run(op connOp, peer *tcpConn) {
@@ -1772,6 +1780,12 @@ func (c *tcpConn) run(op connOp, peer *tcpConn) {
 		c.receive(&segment{flags: flagRST})
 	case connDelack:
 		c.onDelack()
+	case connRetransmit:
+		c.onRetransmit()
+	case connProbe:
+		c.onProbe()
+	case connTLP:
+		c.onTLP()
 	}
 }
 

@@ -105,10 +105,7 @@ func (c *tcpConn) rescheduleTLP() {
 		}
 		c.tlpEv.cancel()
 	}
-	if c.onTLPF == nil {
-		c.onTLPF = c.onTLP
-	}
-	c.tlpEv = c.w.at(at, c.onTLPF)
+	c.tlpEv = c.w.atConn(at, connTLP, c)
 }
 
 func (c *tcpConn) onTLP() {
