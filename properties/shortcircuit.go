@@ -30,7 +30,8 @@ import (
 //     was in force while it ran (a full fd table, the datanode down): a
 //     failed short-circuit attempt falls back to TCP, never fails the read;
 //     a checksum error fails it only where rot may be (and a read that
-//     may meet rot is excused from local-reads);
+//     may meet rot is excused from local-reads, it alone: rot is no
+//     fault, and its checksum error leaves short-circuit on);
 //   - local-reads: until the first fault of the case, a read of a block
 //     that is there is served from the replica's passed fds, never over
 //     TCP (a short-circuit failure with nothing wrong turns short-circuit
@@ -39,11 +40,12 @@ import (
 //     is in flight that began before or that a fault or reset has
 //     overlapped since, no reset is armed and DisableFor has passed since
 //     the last failure (short-circuit comes back);
-//   - sc-off: after a short-circuit failure that is not a refusal, no
-//     fetch asks the datanode for DisableFor: not the failed reader's
-//     next, nor, once the path is off, any reader's; and once DisableFor
-//     has passed since the last failure, every fetch asks (a refusal, or
-//     a fetch that found the path off, turns nothing off);
+//   - sc-off: after a failed fd request that is not a refusal, no fetch
+//     asks the datanode for DisableFor: not the failed reader's next,
+//     nor, once the path is off, any reader's; and once DisableFor has
+//     passed since the last failure, every fetch asks (a refusal, a
+//     fetch that found the path off, or a replica that failed its read
+//     through the passed fds, turns nothing off);
 //   - sc-refusal: a rogue local client's malformed or forbidden request
 //     (scrogue.go) is answered with an error and hung up, never served;
 //   - sc-stats: the counters agree with what the harness saw and with
@@ -195,8 +197,13 @@ var SCBugs = []SCBug{
 	},
 	{
 		Name: "sc-off-extended", Catches: PropSCOff,
-		What:   "a fetch that finds short-circuit off is taken for a failure and turns it off again from then, so with misses coming more often than DisableFor the path stays off for good once it failed: a fetch finds it off after the last failure's DisableFor (sc-off), and reads of blocks that are there go over TCP with every fault long over (local-reads, which alone catches 14 of the first 200 seeds)",
+		What:   "a fetch that finds short-circuit off is taken for a failure and turns it off again from then, so with misses coming more often than DisableFor the path stays off for good once it failed: a fetch finds it off after the last failure's DisableFor (sc-off), and reads of blocks that are there go over TCP with every fault long over (local-reads, which alone catches 11 of the first 200 seeds)",
 		client: shortcircuit.ClientBugs{OffExtendedByTCP: true},
+	},
+	{
+		Name: "sc-off-on-checksum", Catches: PropSCOff,
+		What:   "a checksum error reading a replica through its passed fds (rot on the datanode's disk) turns short-circuit to the path off for DisableFor, as a failed fd request does, though the domain socket is fine (HDFS's DFSInputStream reports the block corrupt and tries the next replica; only BlockReaderFactory's fd request disables the path): a fetch finds the path off with no real failure's DisableFor in force (sc-off), and reads of other blocks, or of the block's sound chunks, go over TCP (local-reads) (found by the rot fault)",
+		client: shortcircuit.ClientBugs{OffOnLocalError: true},
 	},
 	{
 		Name: "sc-local-unverified", Catches: PropLinearizable,
@@ -583,7 +590,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			var failUntil time.Duration
 			watch := &shortcircuit.PathWatch{
 				Failed: func(l model.Loop, err error) {
-					if errors.Is(err, model.ErrRejected) || shortcircuit.IsPathDisabled(err) {
+					// Only a failed fd request is a failure of the path:
+					// a replica that fails its read (rot) is not.
+					if errors.Is(err, model.ErrRejected) || shortcircuit.IsPathDisabled(err) || shortcircuit.IsLocalReadError(err) {
 						return
 					}
 					until := l.Now() + disableFor
@@ -651,15 +660,14 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			var rogueProc model.Process
 			var rogueWait []func(model.Process)
 			rogueFDs, rogueSegs := 0, 0
-			// anyFault: a fault of any kind (a reset's too) was injected.
+			// anyFault: a fault (a reset's too) was injected. Rot is none:
+			// it fails the reads that meet it, and only them, leaving fd
+			// passing and the path alone.
 			anyFault := false
-			// passFault: a fault that may disturb fd passing: any but rot,
-			// which leaves the counters' checks without faults standing.
-			passFault := false
 			end := func() {
 				(&scEnd{w: w, run: run, cp: cp, main: main, sh: sh, readers: readers, loops: loops, writer: writer, base: base,
 					dnProc: dnProc, dn: dn, srv: srv, dnBase: dnBase, dn2Proc: dn2Proc, dn2: dn2, srv2: srv2, expiry: c.Expiry,
-					reads: reads, local: local, overTCP: overTCP, changes: changes, overlapped: overlapped, anyFault: passFault,
+					reads: reads, local: local, overTCP: overTCP, changes: changes, overlapped: overlapped, anyFault: anyFault,
 					rogueFDs: rogueFDs, rogueSegs: rogueSegs}).finish()
 			}
 			if len(c.Ops) == 0 {
@@ -692,11 +700,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			resets, lingering, clean := 0, 0, 0
 			fence := func() { lingering += clean; clean = 0 }
 			// rots: the rot injected, by block (scrot.go). A read that
-			// meets rot fails short-circuit, turning it off for the path,
-			// so rot fences the reads in flight, and a read that may meet
-			// rot fences those beside it and is not clean itself;
-			// rotFences counts both.
-			rots, rotFences := scRots{}, 0
+			// may meet rot is excused from local-reads, and only it: its
+			// checksum error leaves short-circuit on for every other.
+			rots := scRots{}
 			beginFault := func() { faults++; faultsBegun++; fence() }
 			// lastFaultEnd: when the last fault ended; a datanode whose
 			// accept failed stops accepting for model.AcceptBackoff.
@@ -718,9 +724,8 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 					}
 					kind := op.Op
 					dnSim := w.Process("datanode")
-					if kind != "read" && kind != "idle-read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" {
+					if kind != "read" && kind != "idle-read" && kind != "replace" && kind != "append" && kind != "delete" && kind != "rogue" && kind != "rot" {
 						anyFault = true
-						passFault = passFault || kind != "rot"
 					}
 					idxs := []int{op.Reader}
 					if kind == "idle-read" {
@@ -836,8 +841,6 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						// flip lands in would be unknown.
 						if !writing[block] && scRotInject(dnSim, op) {
 							rots.add(block, op.Off, main.Now())
-							rotFences++
-							fence()
 						}
 						done()
 						return
@@ -877,12 +880,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							// no read from before is in flight.
 							now := main.Now()
 							back := anyFault && faults == 0 && now >= lastFaultEnd+model.AcceptBackoff && now >= failUntil && lingering == 0 && !dnSim.FDPassResetArmed()
-							if _, rotted := rots.may(block, off, 512, now, now); rotted {
-								rotFences++
-								fence()
-								back = false
-							}
-							resetsAt, faultEndAt, failUntilAt, rotFencesAt := resets, lastFaultEnd, failUntil, rotFences
+							resetsAt, faultEndAt, failUntilAt := resets, lastFaultEnd, failUntil
 							if back {
 								clean++
 							} else {
@@ -900,7 +898,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 										// ...and stays back while no fault
 										// began nor reset was armed during
 										// the read.
-										backAll := back && faultsBegun == begunAt && resets == resetsAt && rotFences == rotFencesAt
+										backAll := back && faultsBegun == begunAt && resets == resetsAt
 										if backAll {
 											clean--
 										} else {
@@ -1283,7 +1281,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/18"
+const SCTraceFormat = "xceiver-sc-trace/19"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

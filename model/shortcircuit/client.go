@@ -29,7 +29,8 @@ type SharedConfig struct {
 type PathWatch struct {
 	// Failed: a read's short-circuit attempt on loop failed with err,
 	// heard before the client decides what the failure means for the
-	// path (a refusal and IsPathDisabled's error turn nothing off).
+	// path (a refusal, IsPathDisabled's error and IsLocalReadError's turn
+	// nothing off).
 	Failed func(loop model.Loop, err error)
 	// Off: the failure last heard on loop has turned the path off, under
 	// the lock every fetch's look at the path takes.
@@ -76,6 +77,11 @@ type ClientBugs struct {
 	// checked against its checksums though SkipChecksum is off, so bytes
 	// rotted on the datanode's disk come back as good data.
 	LocalUnverified bool
+	// OffOnLocalError: a read of a replica through its passed fds that
+	// fails (a checksum error: rot on the datanode's disk) turns
+	// short-circuit to the path off for DisableFor, as a failed fd
+	// request does, though nothing is wrong with the domain socket.
+	OffOnLocalError bool
 }
 
 // Shared is a process's short-circuit state (HDFS's ClientContext): the
@@ -119,6 +125,14 @@ var errPathDisabled = errors.New("short-circuit is off for this domain socket pa
 // IsPathDisabled reports whether err is a fetch's that found short-circuit
 // off for its path (no attempt was made, so nothing failed).
 func IsPathDisabled(err error) bool { return errors.Is(err, errPathDisabled) }
+
+// errLocalRead: reading a replica through its passed fds failed.
+var errLocalRead = errors.New("read through passed fds")
+
+// IsLocalReadError reports whether err is a failed read of a replica
+// through its passed fds (a checksum error, mostly), which says nothing
+// about the domain socket, so it turns nothing off.
+func IsLocalReadError(err error) bool { return errors.Is(err, errLocalRead) }
 
 // idleConn caches one idle domain connection to a path, owned by one
 // loop; it is dropped when it expires or when anything happens on it
@@ -918,13 +932,14 @@ func (c *Client) viaTCP(block, stamp uint64, off, n int64, done func(model.Resul
 }
 
 // fallback records a failed short-circuit attempt. A rejection (missing
-// block, refused token) says nothing about the path; anything else turns
+// block, refused token) says nothing about the path, nor does a replica
+// that failed its read; anything else (the fd request failed) turns
 // short-circuit to the path off for a while for the whole process, as
 // HDFS's DomainSocketFactory.disableShortCircuitForPath does.
 func (c *Client) fallback(err error) {
 	c.stats.Fallbacks++
 	c.p.Log("sc-fallback", "err", err.Error())
-	if !errors.Is(err, model.ErrRejected) {
+	if !errors.Is(err, model.ErrRejected) && (!IsLocalReadError(err) || c.sh.cfg.Bugs.OffOnLocalError) {
 		sh, path, until := c.sh, c.cfg.Path, c.loop.Now()+c.cfg.DisableFor
 		if c.sh.cfg.Bugs.NeverDisable {
 			until = c.loop.Now()
@@ -1021,8 +1036,17 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done
 		c.p.CPU(model.CPUChecksum, len(data))
 	}
 	if err != nil {
-		// A broken replica: read over TCP, which reports what the
-		// datanode sees.
+		// A broken replica (HDFS's BlockReaderLocal throws a
+		// ChecksumException): DFSInputStream reports the block corrupt
+		// and reads this range from the next replica, here the datanode
+		// over TCP, which sends what is on disk for the client to verify
+		// again. It is no failure of the domain socket, whose path state
+		// HDFS changes only where an fd request fails
+		// (BlockReaderFactory), so short-circuit stays on for the next
+		// read; and the replica stays cached, as ShortCircuitCache drops
+		// one only when its slot turns invalid (the datanode changed or
+		// deleted the block) or it expires.
+		err = fmt.Errorf("%w: %w", errLocalRead, err)
 		c.stats.LocalErrors++
 		c.sh.cfg.Watch.failed(c.loop, err)
 		c.fallback(err)
