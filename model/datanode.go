@@ -386,7 +386,10 @@ type Datanode struct {
 	// every accept over the cap, was quadratic in the cap (check's seed
 	// 1265 ran 27,000 such asks for 4,900 connections, 58% of its tasks).
 	byAccept     []*dnConn
-	acceptPaused bool  // full: accepting again once a connection closes
+	acceptPaused bool // full: accepting again once a connection closes
+	// peers are the connections another endpoint on the acceptor loop
+	// holds open (the short-circuit domain socket's: TakePeer).
+	peers        int
 	evictT       Timer // full, with the idle connections too young to close yet
 	acceptErrs   int
 	acceptLogged time.Duration
@@ -936,8 +939,11 @@ func (dn *Datanode) overCap() int {
 // connCap is the most connections the datanode serves at once: MaxConns,
 // lowered so that fds stay in reserve for the listener, the loops and
 // block files (a thread per connection also needs its loop's fds and its
-// own block files).
-func (dn *Datanode) connCap() int {
+// own block files); another endpoint's peers (TakePeer) take their share
+// of both.
+func (dn *Datanode) connCap() int { return max(1, dn.capWith(dn.peers)) }
+
+func (dn *Datanode) capWith(peers int) int {
 	// Writes open their files outside the pool: keep room for them too.
 	reserve, perConn := 64, 1
 	if dn.pool != nil {
@@ -945,7 +951,40 @@ func (dn *Datanode) connCap() int {
 	} else {
 		perConn = 5 // socket, the thread's epoll and eventfd, data and meta
 	}
-	return max(1, min(dn.cfg.MaxConns, (dn.p.FDs().Limit-reserve)/perConn))
+	return min(dn.cfg.MaxConns-peers, (dn.p.FDs().Limit-reserve-peers)/perConn)
+}
+
+// TakePeer counts a connection another endpoint accepted (the
+// short-circuit domain socket's) against the datanode's cap, as HDFS's
+// DataXceiverServer counts every peer, domain or TCP, against
+// dfs.datanode.max.transfer.threads; it reports false, counting nothing,
+// when the cap leaves no room for it beside the datanode's own: the
+// endpoint then closes it, as HDFS closes a peer past maxXceiverCount.
+// A peer holds an fd as a TCP connection does, so without this every
+// local user, each within the endpoint's own bounds, adds to a count
+// that nothing bounds, until block opens and accepts fail with EMFILE.
+// Acceptor loop only; ReleasePeer gives the room back.
+func (dn *Datanode) TakePeer() bool {
+	if !dn.PeerRoom() {
+		return false
+	}
+	dn.peers++
+	return true
+}
+
+// PeerRoom reports whether TakePeer would find room. Acceptor loop only.
+func (dn *Datanode) PeerRoom() bool {
+	return dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.capWith(dn.peers+1)
+}
+
+// ReleasePeer gives back a peer's room (closed, or adopted: Adopt counts
+// it as the datanode's own). Acceptor loop only.
+func (dn *Datanode) ReleasePeer() {
+	dn.peers--
+	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
+		dn.acceptPaused = false
+		dn.ln.SetHandler(dn.accept)
+	}
 }
 
 // IdleGrace is how long a connection must have been open, with nothing

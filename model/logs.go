@@ -37,6 +37,8 @@ var LogKeys = map[string][]string{
 	"sc-send-error":    {"conn", "err"},
 	"sc-error":         {"conn", "err"},
 	"sc-conn-refused":  {"conn", "open"},
+	"sc-conn-evicted":  {"conn"},
+	"sc-conns-full":    {"conn", "peers", "conns"},
 	// rpc
 	"rpc-bad-response": {"conn", "err"},
 	"rpc-bad-frame":    {"conn", "err"},

@@ -3,6 +3,7 @@ package properties
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"xceiver/model"
@@ -64,6 +65,41 @@ const (
 	scFloodMax = 1100
 	scRogueFDs = 4096
 )
+
+// scRogueUsers bounds the local users rogues run as: each user is a
+// process of its own, as sim's SO_PEERCRED tells users apart. User 0 runs
+// every rogue but those drawSCRogueUsers draws.
+const scRogueUsers = 4
+
+// scRogueProcess names user u's rogue process.
+func scRogueProcess(u int) string {
+	if u == 0 {
+		return "rogue"
+	}
+	return fmt.Sprintf("rogue-%d", u)
+}
+
+// drawSCRogueUsers draws, last of all (20% of cases), 2-3 local users
+// who flood or squat the domain socket together, each held for 5-30 ms
+// and starting within a millisecond of the one before: each stays within
+// the per-user bounds, so only a bound on all of them keeps the
+// datanode's fd table from filling.
+func drawSCRogueUsers(d drawer, c *SCCase) {
+	if !d.chance(20, "sc_rogue_users") {
+		return
+	}
+	at := d.n(0, len(c.Ops), "sc_rogue_users_at")
+	for u := d.n(2, 3, "sc_rogue_users_n"); u > 0; u-- {
+		kind := "flood"
+		if d.chance(30, "sc_rogue_user_squat") {
+			kind = "squat"
+		}
+		op := SCOp{Op: "rogue", Block: 1, User: u, Rogue: kind,
+			Gap:  time.Duration(d.n(0, 999, "sc_rogue_user_gap")) * time.Microsecond,
+			Hold: time.Duration(d.n(5, 30, "sc_rogue_user_hold")) * time.Millisecond}
+		c.Ops = scInsert(c.Ops, at, op)
+	}
+}
 
 // scRogue runs one attack on its process's main loop and reports to the
 // harness: fail for a property broken, received for the fds and segments

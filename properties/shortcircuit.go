@@ -136,7 +136,11 @@ type SCOp struct {
 	Hold   time.Duration `json:"hold,omitempty"`  // squeeze: for how long; crash: down for how long; pause: stopped for how long
 	After  bool          `json:"after,omitempty"` // reset: after the fds are sent
 	Rogue  string        `json:"rogue,omitempty"` // rogue: the attack (SCRogueKinds)
-	Meta   bool          `json:"meta,omitempty"`  // rot: the chunk's checksum, not its data
+	// User is the rogue's local user (a process of its own each: sim's
+	// SO_PEERCRED), 0 to scRogueUsers-1; 0 is the process every rogue
+	// op drawn before users existed runs in.
+	User int  `json:"user,omitempty"`
+	Meta bool `json:"meta,omitempty"` // rot: the chunk's checksum, not its data
 }
 
 // SCBug is a catalogued short-circuit bug.
@@ -182,13 +186,18 @@ var SCBugs = []SCBug{
 	},
 	{
 		Name: "sc-segment-squat", Catches: PropSCRefusal,
-		What:   "the datanode grants every REQUEST_SHM, whatever the user already holds, and a segment's connection never times out: a local user who asks for segment after segment fills the datanode's fd table, so no one else's connection is accepted (another rogue's request goes unanswered: sc-refusal, seed 20) and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads, seed 44) or failing (availability, seed 131)",
+		What:   "the datanode grants every REQUEST_SHM, whatever the user already holds, and a segment's connection never times out: a local user who asks for segment after segment fills the datanode's connection cap (before the cap counted domain connections, its fd table), so no one else's connection is accepted (another rogue's request goes unanswered: sc-refusal, seeds 5, 20 and 131) and the honest readers' connects wait, their reads going over TCP (local-reads, seed 44) or, before the cap, failing to open the block (availability)",
 		server: shortcircuit.ServerBugs{NoSegmentBound: true},
 	},
 	{
-		Name: "sc-conn-unbounded", Catches: PropLocalReads,
-		What:   "the datanode accepts every domain connection, however many its user holds open: a connection that sends nothing keeps its fd until the read timeout (a minute), so a local user who opens connection after connection fills the datanode's fd table, and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads) or failing (availability), and another rogue's request goes unanswered (sc-refusal) (found by check's flooding rogue)",
-		server: shortcircuit.ServerBugs{NoConnBound: true},
+		Name: "sc-conn-unbounded", Catches: PropAvailability,
+		What:   "the datanode accepts every domain connection, however many its user holds open, and counts none against its connection cap (sc-conns-uncapped too, as before either bound): a connection that sends nothing keeps its fd until the read timeout (a minute), so a local user who opens connection after connection fills the datanode's fd table, and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads) or failing (availability), and another rogue's request goes unanswered (sc-refusal) (found by check's flooding rogue; with the cap, which closes connections silent for model.IdleGrace to make room, one user's flood does no harm, and the per-user bound alone is not caught)",
+		server: shortcircuit.ServerBugs{NoConnBound: true, UncappedConns: true},
+	},
+	{
+		Name: "sc-conns-uncapped", Catches: PropAvailability,
+		What:   "the datanode counts no domain connection against its connection cap (dfs.datanode.max.transfer.threads, lowered to keep fds spare), only each user's against per-user bounds: local users who flood or squat together, each within its bounds, fill the datanode's fd table, and the honest readers' block opens fail, their reads going over TCP (local-reads) and failing there too (availability) (found by check's rogues drawn as several users)",
+		server: shortcircuit.ServerBugs{UncappedConns: true},
 	},
 	{
 		Name: "sc-never-off", Catches: PropSCOff,
@@ -366,7 +375,8 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		op := SCOp{Op: "rogue", Block: 1, Rogue: "flood", Hold: time.Duration(d.n(5, 30, "sc_rogue_flood_hold")) * time.Millisecond}
 		c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_flood_at"), op)
 	}
-	drawSCRot(d, &c) // drawn last
+	drawSCRot(d, &c)
+	drawSCRogueUsers(d, &c) // drawn last
 	return c, c.Validate()
 }
 
@@ -448,6 +458,9 @@ func (c *SCCase) Validate() error {
 		}
 		if (op.Op == "rogue") != (op.Rogue != "") || op.Rogue != "" && !slices.Contains(SCRogueKinds, op.Rogue) {
 			return fmt.Errorf("sc case: op %d: %s with rogue %q, want a rogue op to have one of %s", i, op.Op, op.Rogue, strings.Join(SCRogueKinds, ", "))
+		}
+		if op.User < 0 || op.User >= scRogueUsers || op.User > 0 && op.Op != "rogue" {
+			return fmt.Errorf("sc case: op %d: %s by user %d, want 0, or 0..%d on a rogue op", i, op.Op, op.User, scRogueUsers-1)
 		}
 	}
 	return nil
@@ -655,10 +668,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// overlapped: reads during which their block was being changed
 			// (only they can fetch a replica already stale on insert).
 			overlapped, chg := 0, map[uint64]int{}
-			// The rogue's process (spawned at the first rogue op), and the
-			// fds and segments the datanode passed it.
-			var rogueProc model.Process
-			var rogueWait []func(model.Process)
+			// The rogues' processes, one a user (each spawned at its first
+			// rogue op), and the fds and segments the datanode passed them.
+			var rogueProc [scRogueUsers]model.Process
+			var rogueWait [scRogueUsers][]func(model.Process)
 			rogueFDs, rogueSegs := 0, 0
 			// anyFault: a fault (a reset's too) was injected. Rot is none:
 			// it fails the reads that meet it, and only them, leaving fd
@@ -796,21 +809,21 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 								done:     func() { main.Post(done) }}
 							r.run(op.Rogue)
 						}
-						if rogueProc != nil {
-							p := rogueProc
+						u := op.User
+						if p := rogueProc[u]; p != nil {
 							p.MainLoop().Post(func() { attack(p) })
 							return
 						}
-						// The rogue's process starts at the first rogue op;
+						// A user's process starts at its first rogue op;
 						// attacks before it runs wait for it.
-						rogueWait = append(rogueWait, attack)
-						if len(rogueWait) == 1 {
-							if _, err := w.Spawn("rogue", model.ProcessConfig{FDLimit: scRogueFDs}, func(p model.Process) {
-								rogueProc = p
-								for _, a := range rogueWait {
+						rogueWait[u] = append(rogueWait[u], attack)
+						if len(rogueWait[u]) == 1 {
+							if _, err := w.Spawn(scRogueProcess(u), model.ProcessConfig{FDLimit: scRogueFDs}, func(p model.Process) {
+								rogueProc[u] = p
+								for _, a := range rogueWait[u] {
 									a(p)
 								}
-								rogueWait = nil
+								rogueWait[u] = nil
 							}); err != nil {
 								w.Fail(err)
 							}
@@ -1281,7 +1294,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/19"
+const SCTraceFormat = "xceiver-sc-trace/20"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

@@ -37,6 +37,10 @@ type ServerConfig struct {
 	// by every byte: without a bound one local user could open them
 	// until the fd table is full, failing everyone's block opens and
 	// accepts, as a squatter's segments did before MaxSegmentsPerUser.
+	// Every user's connections together count against the datanode's
+	// connection cap (model.Datanode.TakePeer), which idle ones are closed
+	// to make room under: a bound per user alone lets each local user add
+	// its own.
 	MaxConnsPerUser int
 	Bugs            ServerBugs
 }
@@ -74,6 +78,11 @@ type ServerBugs struct {
 	// (MaxConnsPerUser ignored), as this datanode did until check's
 	// flooding rogue filled its fd table with idle connections.
 	NoConnBound bool
+	// UncappedConns counts no domain connection against the datanode's
+	// connection cap (model.Datanode.TakePeer), as this datanode did until
+	// check's rogues flooded as several users, each within its own
+	// bounds, and filled the fd table together.
+	UncappedConns bool
 }
 
 // ServerStats counts what a domain endpoint did. MaxFetches is the most
@@ -84,8 +93,11 @@ type ServerStats struct {
 	Accepted, DataConns, FDRequests, FDsPassed, Releases, Segments, Errors int
 	MaxFetches                                                             int
 	// Refused counts connections closed as accepted: their user had
-	// MaxConnsPerUser open.
+	// MaxConnsPerUser open, or the datanode's cap had no room.
 	Refused int
+	// Evicted counts connections closed to make room under the
+	// datanode's cap: they had sent nothing since their accept.
+	Evicted int
 }
 
 // Server is a datanode's Unix-domain endpoint: data traffic (handed to
@@ -100,6 +112,11 @@ type Server struct {
 	lock    model.Lock
 	ln      model.Listener
 	stopped bool
+	// waiting is an accepted connection kept unread while the
+	// datanode's cap is full, nothing more accepted until it gets in
+	// (admit); retryT looks for room again.
+	waiting model.Conn
+	retryT  model.Timer
 	conns   []*srvConn // loop only
 	stats   ServerStats
 	// fetches counts the fd requests under way by segment and block
@@ -202,6 +219,10 @@ func (s *Server) Stop() {
 	}
 	s.stopped = true
 	s.ln.Close()
+	if s.waiting != nil {
+		_ = s.waiting.Close()
+		s.waiting = nil
+	}
 	for _, sc := range slices.Clone(s.conns) {
 		sc.close("shutdown")
 	}
@@ -222,11 +243,24 @@ func (s *Server) CloseIdle() {
 }
 
 func (s *Server) accept() {
-	model.AcceptAll(s.p, s.loop, s.ln, "sc-accept-error", func() bool { return s.stopped }, s.serve)
+	model.AcceptAll(s.p, s.loop, s.ln, "sc-accept-error", func() bool { return s.stopped || s.waiting != nil }, s.serve)
 }
 
 func (s *Server) serve(c model.Conn) {
 	s.stats.Accepted++
+	s.admit(c)
+}
+
+// admit serves an accepted connection, or closes it (its user's bound),
+// or, with the datanode's cap full (model.Datanode.TakePeer) and no idle
+// connection to close for room, keeps it waiting, unread, and accepts
+// nothing more until there is room: the next connections wait in the
+// accept queue, as the datanode leaves TCP ones in its backlog when full
+// (closing them would drop the requests they carry). Room comes when a
+// domain connection closes, or when the oldest that has sent nothing
+// has been silent for model.IdleGrace (with the cap full of the
+// datanode's own, admit looks again every IdleGrace).
+func (s *Server) admit(c model.Conn) {
 	user := model.PeerUser(c)
 	if n := s.connsByUser[user]; n >= s.cfg.MaxConnsPerUser && !s.cfg.Bugs.NoConnBound {
 		// Before any read: nothing of its request is served, and its fd
@@ -236,11 +270,83 @@ func (s *Server) serve(c model.Conn) {
 		_ = c.Close()
 		return
 	}
-	sc := &srvConn{s: s, c: c, user: user}
+	// Counted against the datanode's cap, whatever the user: a bound per
+	// user alone lets every local user add its own.
+	capped := !s.cfg.Bugs.UncappedConns
+	if capped && !s.dn.TakePeer() {
+		closed, retry := s.closeIdle()
+		if !closed || !s.dn.TakePeer() {
+			s.p.Log("sc-conns-full", "conn", c.ID(), "peers", len(s.conns), "conns", s.dn.Conns())
+			s.waiting = c
+			s.ln.SetHandler(nil)
+			if s.retryT == nil {
+				s.retryT = s.loop.AfterFunc(retry-s.loop.Now(), func() {
+					s.retryT = nil
+					s.resume()
+				})
+			}
+			return
+		}
+	}
+	sc := &srvConn{s: s, c: c, user: user, capped: capped, acceptAt: s.loop.Now()}
 	sc.count(true)
 	s.conns = append(s.conns, sc)
 	c.SetHandler(s.loop, sc.onEvent)
 	sc.watch()
+}
+
+// resume admits the connection kept waiting for room, and accepts again
+// if it got in.
+func (s *Server) resume() {
+	c := s.waiting
+	if c == nil || s.stopped {
+		return
+	}
+	s.waiting = nil
+	s.admit(c)
+	if s.waiting == nil {
+		s.ln.SetHandler(s.accept)
+	}
+}
+
+// closeIdle closes the oldest connection that has sent nothing in the
+// model.IdleGrace since it was accepted, to make room under the
+// datanode's cap, as the datanode closes its oldest idle TCP connection
+// when full: without, connections that send nothing, several users' each
+// within its own bound, would fill the cap and keep every honest client
+// out until their read timeouts. A client sends its request as it
+// connects, so only one that never will is closed. It reports whether a
+// connection closed, and if none, when to look again: once the oldest
+// silent one is old enough to tell, or IdleGrace from now. Acceptor loop.
+func (s *Server) closeIdle() (closed bool, retry time.Duration) {
+	now := s.loop.Now()
+	for i := 0; i < len(s.conns); i++ {
+		sc := s.conns[i]
+		if !sc.silent() {
+			continue
+		}
+		if ripe := sc.acceptAt + model.IdleGrace; now < ripe {
+			return false, ripe // accepted in order: the rest are younger still
+		}
+		// Read what has arrived first: a request under way is no idler.
+		sc.onEvent(model.Readable)
+		switch {
+		case sc.closed:
+			return true, 0 // its client had gone: room made
+		case sc.silent():
+			s.stats.Evicted++
+			s.p.Log("sc-conn-evicted", "conn", sc.c.ID())
+			sc.close("idle, datanode full")
+			return true, 0
+		}
+		// (Busy now, and still in place: on to the next.)
+	}
+	return false, now + model.IdleGrace
+}
+
+// silent reports whether nothing was ever received on the connection.
+func (sc *srvConn) silent() bool {
+	return !sc.closed && sc.served == 0 && len(sc.in) == 0 && !sc.busy && sc.shm == nil && sc.receipt == nil
 }
 
 // count adds the connection to its user's count of connections that keep
@@ -367,6 +473,11 @@ type srvConn struct {
 	// counted: in its user's connsByUser (from its accept until its
 	// segment, close or hand-over).
 	counted bool
+	// capped: counted against the datanode's cap (TakePeer) until it
+	// closes or is handed over, a segment's too: its socket is an fd
+	// like any other.
+	capped   bool
+	acceptAt time.Duration
 }
 
 // beginFetch and endFetch bracket an fd request, for MaxFetches.
@@ -732,6 +843,11 @@ func (sc *srvConn) close(why string) {
 }
 
 func (s *Server) forget(sc *srvConn) {
+	if sc.capped {
+		sc.capped = false
+		s.dn.ReleasePeer()
+		s.resume()
+	}
 	for i, o := range s.conns {
 		if o == sc {
 			s.conns = append(s.conns[:i], s.conns[i+1:]...)

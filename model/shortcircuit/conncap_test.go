@@ -1,0 +1,119 @@
+package shortcircuit_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"xceiver/model"
+	"xceiver/model/shortcircuit"
+	"xceiver/sim"
+)
+
+// Domain connections count against the datanode's connection cap
+// (Datanode.TakePeer), whoever holds them: three users flooding 4 idle
+// connections each, every one within MaxConnsPerUser, hold no more than
+// MaxConns-1 between them (one is left for TCP; the rest wait in the
+// accept queue), and an honest client's REQUEST_SHM is answered once the
+// oldest of them have been silent for model.IdleGrace, each closed to make
+// room. With Bugs.UncappedConns (sc-conns-uncapped) all 12 are served,
+// and nothing bounds them but each user's own bound.
+func TestDomainConnsCountAgainstDatanodeCap(t *testing.T) {
+	for _, tc := range []struct {
+		bugs                shortcircuit.ServerBugs
+		peers, evicted      int
+		answeredAfterGrace  bool
+		finalPeersAtMostCap bool
+	}{
+		{shortcircuit.ServerBugs{}, 7, 6, true, true},
+		{shortcircuit.ServerBugs{UncappedConns: true}, 12, 0, false, false},
+	} {
+		r := connCapRun(t, tc.bugs)
+		if r.peers != tc.peers {
+			t.Errorf("%+v: %d domain connections served during the flood, want %d", tc.bugs, r.peers, tc.peers)
+		}
+		if r.status != model.StatusSuccess || r.fds != 1 {
+			t.Errorf("%+v: the honest REQUEST_SHM got %s with %d fds, want SUCCESS with 1", tc.bugs, r.status, r.fds)
+		}
+		if after := r.answeredAt >= model.IdleGrace; after != tc.answeredAfterGrace {
+			t.Errorf("%+v: the honest REQUEST_SHM answered at %v (IdleGrace %v)", tc.bugs, r.answeredAt, model.IdleGrace)
+		}
+		if r.evicted != tc.evicted {
+			t.Errorf("%+v: Stats().Evicted %d, want %d", tc.bugs, r.evicted, tc.evicted)
+		}
+		if r.maxPeers > 7 && tc.finalPeersAtMostCap {
+			t.Errorf("%+v: up to %d domain connections at once, cap 8 with 1 left for TCP", tc.bugs, r.maxPeers)
+		}
+	}
+}
+
+type connCapResult struct {
+	peers, maxPeers, evicted, fds int
+	status                        model.Status
+	answeredAt                    time.Duration
+}
+
+func connCapRun(t *testing.T, bugs shortcircuit.ServerBugs) (r connCapResult) {
+	w := sim.New(sim.DefaultConfig(1))
+	r.status = model.Status(255)
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: 8})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		srv, err := shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", MaxConnsPerUser: 4, Bugs: bugs})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		var sample func()
+		sample = func() {
+			r.maxPeers = max(r.maxPeers, srv.Conns())
+			if p.MainLoop().Now() < 20*time.Millisecond {
+				p.MainLoop().AfterFunc(100*time.Microsecond, sample)
+			}
+		}
+		sample()
+		p.MainLoop().AfterFunc(time.Millisecond, func() { r.peers = srv.Conns() })
+		p.MainLoop().AfterFunc(20*time.Millisecond, func() { r.evicted = srv.Stats().Evicted })
+		for u := range 3 {
+			w.Spawn(fmt.Sprintf("flooder-%d", u), model.ProcessConfig{}, func(fl model.Process) {
+				for range 4 {
+					if _, err := fl.Dial("unix", "/run/dn_socket", fl.MainLoop(), func(model.Events) {}); err != nil {
+						w.Fail(err)
+					}
+				}
+			})
+		}
+		w.Spawn("reader", model.ProcessConfig{}, func(rp model.Process) {
+			l := rp.MainLoop()
+			l.AfterFunc(time.Millisecond, func() {
+				var c model.Conn
+				var in []byte
+				var files []model.File
+				c, err := rp.Dial("unix", "/run/dn_socket", l, func(model.Events) {
+					var b [256]byte
+					n, fs, _ := c.ReadFDs(b[:])
+					in, files = append(in, b[:n]...), append(files, fs...)
+					if resp, _, err := shortcircuit.DecodeResponse(in); err == nil && r.answeredAt == 0 {
+						r.status, r.fds, r.answeredAt = resp.Status, len(files), l.Now()
+					}
+				})
+				if err != nil {
+					w.Fail(err)
+					return
+				}
+				c.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "reader"}))
+			})
+		})
+		p.MainLoop().AfterFunc(30*time.Millisecond, w.Stop)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
