@@ -1967,56 +1967,89 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 	h.w.Spawn(fmt.Sprintf("stuck%d", len(h.stuck)-1), model.ProcessConfig{}, func(p model.Process) {
 		p.(*sim.Process).SetSocketBuffers(0, 4096)
 		loop := p.MainLoop()
-		out := append([]byte(nil), rpc.Preamble[:]...)
-		list := namespace.EncodeRequest(namespace.Request{Method: namespace.MethodList, Path: "/big"})
-		for i := 1; i <= f.N; i++ {
-			out = rpc.AppendFrame(out, rpc.Frame{ID: uint32(i), Code: namespace.MethodList, Payload: list})
-		}
+		out := pipelinedCalls(namespace.MethodList, "/big", f.N)
 		// Half of the calls at once, the rest a millisecond apart: the
 		// reader must stop taking them once it holds MaxPending of
 		// answers, not only at the cap.
 		one := (len(out) - len(rpc.Preamble)) / f.N
 		upTo, sent := len(out)-(f.N/2)*one, 0
-		var c model.Conn
-		closed, ticking := false, false
+		var d *deafConn
+		ticking := false
 		var send func()
 		send = func() {
 			for sent < upTo {
-				n, _ := c.Write(out[sent:upTo])
+				n, _ := d.c.Write(out[sent:upTo])
 				if n == 0 {
-					c.SetWriteInterest(true)
+					d.c.SetWriteInterest(true)
 					return
 				}
 				sent += n
 			}
-			c.SetWriteInterest(false)
+			d.c.SetWriteInterest(false)
 			if upTo < len(out) && !ticking {
 				ticking = true
 				loop.AfterFunc(time.Millisecond, func() {
-					if ticking = false; !closed {
+					if ticking = false; !d.closed {
 						upTo += one
 						send()
 					}
 				})
 			}
 		}
-		c, err := p.Dial("tcp", rpcNN, loop, func(ev model.Events) {
-			switch {
-			case closed:
-			case ev&model.Hangup != 0:
-				closed = true
-				c.Close()
-			case ev&model.Writable != 0:
-				send()
-			}
-		})
+		d, err := dialDeaf(p, send)
 		if err != nil {
 			s.done = true
 			return
 		}
-		s.conn = c
-		c.SetReadInterest(false)
+		s.conn = d.c
 	})
+}
+
+// pipelinedCalls is the preamble and n calls of method on path, ids 1 to
+// n, as a client that pipelines them writes them.
+func pipelinedCalls(method uint8, path string, n int) []byte {
+	out := append([]byte(nil), rpc.Preamble[:]...)
+	req := namespace.EncodeRequest(namespace.Request{Method: method, Path: path})
+	for i := 1; i <= n; i++ {
+		out = rpc.AppendFrame(out, rpc.Frame{ID: uint32(i), Code: method, Payload: req})
+	}
+	return out
+}
+
+// deafConn is a fault process's connection to the namenode that reads
+// nothing: it writes when writable (calls to pile up in the namenode)
+// and closes when it hears the namenode hang up, or when told.
+type deafConn struct {
+	c      model.Conn
+	closed bool
+}
+
+// dialDeaf dials the namenode from p's main loop, with writable called
+// while the connection is open and writable.
+func dialDeaf(p model.Process, writable func()) (*deafConn, error) {
+	d := &deafConn{}
+	c, err := p.Dial("tcp", rpcNN, p.MainLoop(), func(ev model.Events) {
+		switch {
+		case d.closed:
+		case ev&model.Hangup != 0:
+			d.close()
+		case ev&model.Writable != 0:
+			writable()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.c = c
+	c.SetReadInterest(false)
+	return d, nil
+}
+
+func (d *deafConn) close() {
+	if !d.closed {
+		d.closed = true
+		d.c.Close()
+	}
 }
 
 // injectQuitBurst starts a quit-burst fault: a process of its own dials
@@ -2027,38 +2060,19 @@ func (h *rpcHarness) injectStuck(f RPCFault) {
 // no change the history must place.
 func (h *rpcHarness) injectQuitBurst(f RPCFault) {
 	h.w.Spawn(fmt.Sprintf("quitter%d", h.quitters), model.ProcessConfig{}, func(p model.Process) {
-		loop := p.MainLoop()
-		out := append([]byte(nil), rpc.Preamble[:]...)
-		mkdir := namespace.EncodeRequest(namespace.Request{Method: namespace.MethodMkdir, Path: "/"})
-		for i := 1; i <= f.N; i++ {
-			out = rpc.AppendFrame(out, rpc.Frame{ID: uint32(i), Code: namespace.MethodMkdir, Payload: mkdir})
-		}
-		var c model.Conn
-		sent, closed := 0, false
-		c, err := p.Dial("tcp", rpcNN, loop, func(ev model.Events) {
-			switch {
-			case closed:
-			case ev&model.Hangup != 0:
-				closed = true
-				c.Close()
-			case ev&model.Writable != 0 && sent < len(out):
-				n, _ := c.Write(out[sent:])
-				if sent += n; sent < len(out) {
-					return
-				}
-				c.SetWriteInterest(false)
-				loop.AfterFunc(f.Dur, func() {
-					if !closed {
-						closed = true
-						c.Close()
-					}
-				})
+		out, sent := pipelinedCalls(namespace.MethodMkdir, "/", f.N), 0
+		var d *deafConn
+		d, _ = dialDeaf(p, func() {
+			if sent == len(out) {
+				return
 			}
+			n, _ := d.c.Write(out[sent:])
+			if sent += n; sent < len(out) {
+				return
+			}
+			d.c.SetWriteInterest(false)
+			p.MainLoop().AfterFunc(f.Dur, d.close)
 		})
-		if err != nil {
-			return
-		}
-		c.SetReadInterest(false)
 	})
 	h.quitters++
 }

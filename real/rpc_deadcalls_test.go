@@ -27,41 +27,9 @@ func (s *slowService) Serve(loop model.Loop, _ uint8, payload []byte, done func(
 func TestRPCDeadCallsSkippedReal(t *testing.T) {
 	for _, bug := range []bool{false, true} {
 		t.Run(fmt.Sprintf("serves-dead=%v", bug), func(t *testing.T) {
-			w, err := New(Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var srv *rpc.Server
 			svc := &slowService{}
-			_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
-				srv, err = rpc.StartServer(p, p.MainLoop(), svc, rpc.ServerConfig{Addr: "127.0.0.1:0", Readers: 1, Handlers: 1,
-					IdleTimeout: 10 * time.Second, Bugs: rpc.ServerBugs{ServesDeadCalls: bug}})
-				if err != nil {
-					w.Fail(err)
-					return
-				}
-				addr := srv.Addr()
-				w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
-					loop := cp.MainLoop()
-					cl, err := rpc.NewClient(cp, loop, rpc.ClientConfig{CallTimeout: time.Minute})
-					if err != nil {
-						w.Fail(err)
-						return
-					}
-					for k := 0; k < 4; k++ {
-						cl.Call(addr, 1, []byte{byte(k)}, func(rpc.Reply) {})
-					}
-					loop.AfterFunc(100*time.Millisecond, cl.Close)
-					// Past the first call's end, before a second's.
-					loop.AfterFunc(500*time.Millisecond, w.Stop)
-				})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Run(20 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			w, srv := hangUpAfterCalls(t, svc, rpc.ServerConfig{Bugs: rpc.ServerBugs{ServesDeadCalls: bug}},
+				4, 500*time.Millisecond) // past the first call's end, before a second's
 			st := srv.Stats()
 			_ = w.Close()
 			switch {

@@ -25,40 +25,8 @@ func (holdService) Serve(loop model.Loop, _ uint8, payload []byte, done func(rpc
 func TestRPCThrottledHangupHeardReal(t *testing.T) {
 	for _, deaf := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deaf=%v", deaf), func(t *testing.T) {
-			w, err := New(Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var srv *rpc.Server
-			_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
-				srv, err = rpc.StartServer(p, p.MainLoop(), holdService{}, rpc.ServerConfig{Addr: "127.0.0.1:0", Readers: 1, Handlers: 1,
-					MaxInFlight: 1, IdleTimeout: 10 * time.Second, Bugs: rpc.ServerBugs{DeafWhenNotReading: deaf}})
-				if err != nil {
-					w.Fail(err)
-					return
-				}
-				addr := srv.Addr()
-				w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
-					loop := cp.MainLoop()
-					cl, err := rpc.NewClient(cp, loop, rpc.ClientConfig{CallTimeout: time.Minute})
-					if err != nil {
-						w.Fail(err)
-						return
-					}
-					for k := 0; k < 3; k++ {
-						cl.Call(addr, 1, []byte{byte(k)}, func(rpc.Reply) {})
-					}
-					loop.AfterFunc(100*time.Millisecond, cl.Close)
-					// Past the FIN, well before the held call's answer.
-					loop.AfterFunc(700*time.Millisecond, w.Stop)
-				})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Run(20 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			w, srv := hangUpAfterCalls(t, holdService{}, rpc.ServerConfig{MaxInFlight: 1, Bugs: rpc.ServerBugs{DeafWhenNotReading: deaf}},
+				3, 700*time.Millisecond) // past the FIN, well before the held call's answer
 			conns, _, _, _, _ := srv.Quiet()
 			throttled := srv.Stats().Throttled
 			_ = w.Close()
@@ -72,4 +40,47 @@ func TestRPCThrottledHangupHeardReal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hangUpAfterCalls runs, on real sockets, a server with one reader and one
+// handler (cfg's Addr, Readers, Handlers and IdleTimeout set here) and a
+// client that sends calls calls at once, hangs up 100 ms later and stops
+// the world at stop. It returns the world, run and not yet closed, for
+// the caller to read the server's state before closing it.
+func hangUpAfterCalls(t *testing.T, svc rpc.Service, cfg rpc.ServerConfig, calls int, stop time.Duration) (*World, *rpc.Server) {
+	t.Helper()
+	cfg.Addr, cfg.Readers, cfg.Handlers, cfg.IdleTimeout = "127.0.0.1:0", 1, 1, 10*time.Second
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srv *rpc.Server
+	_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		srv, err = rpc.StartServer(p, p.MainLoop(), svc, cfg)
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		addr := srv.Addr()
+		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+			loop := cp.MainLoop()
+			cl, err := rpc.NewClient(cp, loop, rpc.ClientConfig{CallTimeout: time.Minute})
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			for k := 0; k < calls; k++ {
+				cl.Call(addr, 1, []byte{byte(k)}, func(rpc.Reply) {})
+			}
+			loop.AfterFunc(100*time.Millisecond, cl.Close)
+			loop.AfterFunc(stop, w.Stop)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return w, srv
 }
