@@ -972,15 +972,24 @@ func (dn *Datanode) TakePeer() bool {
 	return true
 }
 
-// PeerRoom reports whether TakePeer would find room. Acceptor loop only.
+// PeerRoom reports whether TakePeer would find room: the cap less the
+// peers, this one included, must exceed the datanode's connections, so
+// that peers never take the last place from TCP clients. Acceptor loop
+// only.
 func (dn *Datanode) PeerRoom() bool {
 	return dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.capWith(dn.peers+1)
 }
 
-// ReleasePeer gives back a peer's room (closed, or adopted: Adopt counts
-// it as the datanode's own). Acceptor loop only.
+// ReleasePeer gives back a closed peer's room (an adopted one's passes to
+// its connection: Adopt). Acceptor loop only.
 func (dn *Datanode) ReleasePeer() {
 	dn.peers--
+	dn.acceptIfRoom()
+}
+
+// acceptIfRoom accepts again, if it had stopped at the cap and a
+// connection or a peer has given back room.
+func (dn *Datanode) acceptIfRoom() {
 	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
 		dn.acceptPaused = false
 		dn.ln.SetHandler(dn.accept)
@@ -1085,9 +1094,16 @@ func (dn *Datanode) acceptIndex(seq uint64) (int, bool) {
 
 // Adopt serves c, a connection accepted elsewhere (the short-circuit
 // domain socket's data traffic), as if the datanode had accepted it; in
-// holds the bytes already read from it.
-func (dn *Datanode) Adopt(c Conn, in []byte) {
+// holds the bytes already read from it. With peer, c was counted by
+// TakePeer, and its room passes to the connection in the same step: in
+// between, counted by neither, it would leave room the cap does not have
+// for the next peer or accept (a burst of hand-overs took the datanode
+// past its cap to a full fd table).
+func (dn *Datanode) Adopt(c Conn, in []byte, peer bool) {
 	dn.main.Post(func() {
+		if peer {
+			dn.peers--
+		}
 		if dn.stopped {
 			_ = c.Close()
 			return
@@ -1165,10 +1181,7 @@ func (dn *Datanode) forget(dc *dnConn) {
 	}
 	dc.index = -1
 	dc.memChanged()
-	if dn.acceptPaused && !dn.connsFull() && !dn.stopped {
-		dn.acceptPaused = false
-		dn.ln.SetHandler(dn.accept)
-	}
+	dn.acceptIfRoom()
 }
 
 type connPhase uint8

@@ -38,7 +38,7 @@ var LogKeys = map[string][]string{
 	"sc-error":         {"conn", "err"},
 	"sc-conn-refused":  {"conn", "open"},
 	"sc-conn-evicted":  {"conn"},
-	"sc-conns-full":    {"conn", "peers", "conns"},
+	"sc-conns-full":    {"conn", "domain", "conns"},
 	// rpc
 	"rpc-bad-response": {"conn", "err"},
 	"rpc-bad-frame":    {"conn", "err"},

@@ -161,6 +161,7 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = 60 * time.Second
 	}
+	p := dn.Process()
 	if cfg.MaxSegmentsPerUser == 0 {
 		cfg.MaxSegmentsPerUser = DefaultMaxSegmentsPerUser
 	}
@@ -173,12 +174,11 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 		// all accepted before the first request is read), and none may
 		// be refused; half the table, with the segments a user may hold,
 		// still leaves the rest for other users and block files.
-		cfg.MaxConnsPerUser = max(1, dn.Process().FDs().Limit/2)
+		cfg.MaxConnsPerUser = max(1, p.FDs().Limit/2)
 	}
 	if cfg.MaxConnsPerUser < 0 {
 		return nil, fmt.Errorf("short-circuit: negative connection bound %d", cfg.MaxConnsPerUser)
 	}
-	p := dn.Process()
 	if err := p.CheckSocketPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("short-circuit: domain socket %s: %w", cfg.Path, err)
 	}
@@ -219,6 +219,10 @@ func (s *Server) Stop() {
 	}
 	s.stopped = true
 	s.ln.Close()
+	if s.retryT != nil {
+		s.retryT.Stop()
+		s.retryT = nil
+	}
 	if s.waiting != nil {
 		_ = s.waiting.Close()
 		s.waiting = nil
@@ -276,11 +280,11 @@ func (s *Server) admit(c model.Conn) {
 	if capped && !s.dn.TakePeer() {
 		closed, retry := s.closeIdle()
 		if !closed || !s.dn.TakePeer() {
-			s.p.Log("sc-conns-full", "conn", c.ID(), "peers", len(s.conns), "conns", s.dn.Conns())
+			s.p.Log("sc-conns-full", "conn", c.ID(), "domain", len(s.conns), "conns", s.dn.Conns())
 			s.waiting = c
 			s.ln.SetHandler(nil)
 			if s.retryT == nil {
-				s.retryT = s.loop.AfterFunc(retry-s.loop.Now(), func() {
+				s.retryT = s.loop.AfterFunc(max(retry-s.loop.Now(), 0), func() {
 					s.retryT = nil
 					s.resume()
 				})
@@ -329,15 +333,20 @@ func (s *Server) closeIdle() (closed bool, retry time.Duration) {
 			return false, ripe // accepted in order: the rest are younger still
 		}
 		// Read what has arrived first: a request under way is no idler.
+		// (What it does, a close or a hand-over included, splices
+		// s.conns only before the return below.)
 		sc.onEvent(model.Readable)
 		switch {
 		case sc.closed:
-			return true, 0 // its client had gone: room made
+			// Its client had gone (room made), or it asked for data and
+			// went to the datanode, its room with it (none): the caller
+			// asks the cap, and looks again now if it is still full.
+			return true, now
 		case sc.silent():
 			s.stats.Evicted++
 			s.p.Log("sc-conn-evicted", "conn", sc.c.ID())
 			sc.close("idle, datanode full")
-			return true, 0
+			return true, now
 		}
 		// (Busy now, and still in place: on to the next.)
 	}
@@ -616,12 +625,14 @@ func (sc *srvConn) handOver() {
 		sc.rt.Stop()
 		sc.rt = nil
 	}
+	capped := sc.capped
+	sc.capped = false // its room passes to the datanode's connection (Adopt)
 	s.forget(sc)
 	sc.count(false) // the datanode's connection cap counts it now
 	s.stats.DataConns++
 	sc.c.SetReadInterest(false)
 	sc.c.SetHandler(s.loop, func(model.Events) {})
-	s.dn.Adopt(sc.c, sc.in)
+	s.dn.Adopt(sc.c, sc.in, capped)
 	sc.in = nil
 }
 
