@@ -963,7 +963,11 @@ func (dn *Datanode) capWith(peers int) int {
 // A peer holds an fd as a TCP connection does, so without this every
 // local user, each within the endpoint's own bounds, adds to a count
 // that nothing bounds, until block opens and accepts fail with EMFILE.
-// Acceptor loop only; ReleasePeer gives the room back.
+// A peer takes one place, as a reactor's connection does; a threaded
+// datanode's adopted peer costs its thread's fds too, which the cap
+// counts only once Adopt has made it a connection (no driver runs the
+// domain endpoint beside a threaded datanode). Acceptor loop only;
+// ReleasePeer gives the room back.
 func (dn *Datanode) TakePeer() bool {
 	if !dn.PeerRoom() {
 		return false
