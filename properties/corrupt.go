@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/sim"
 )
 
 // Faults that corrupt bytes or cut disk updates short (sim/corrupt.go),
@@ -68,31 +69,45 @@ func (h *harness) rot(f Fault) {
 	if b := h.blockBeingRead(); b != 0 {
 		block = b
 	}
-	data := path.Join(dnDir, fmt.Sprintf("blk_%d", block))
-	var metas []string
-	for _, name := range dn.DiskNames(dnDir) {
-		if strings.HasPrefix(name, fmt.Sprintf("blk_%d_", block)) && strings.HasSuffix(name, ".meta") {
-			metas = append(metas, path.Join(dnDir, name))
-		}
-	}
-	if len(metas) != 1 {
+	meta, ok := replicaMeta(dn, dnDir, block)
+	if !ok {
 		return
 	}
-	msize, ok := dn.FileSize(metas[0])
-	const header = 7 // the meta file's header
-	chunks := (msize - header) / model.ChecksumSize
+	msize, ok := dn.FileSize(meta)
+	chunks := (msize - metaHeaderLen) / model.ChecksumSize
 	if !ok || chunks < 2 {
 		return
 	}
-	chunk := int64(f.Arg/2) % (chunks - 1)
-	pos := int64(f.Size)
+	off := int64(f.Arg/2)%(chunks-1)*model.BytesPerChecksum + int64(f.Size)%model.BytesPerChecksum
 	var done bool
 	if f.Arg%2 == 0 {
-		done = dn.FlipBit(data, chunk*model.BytesPerChecksum+pos%model.BytesPerChecksum, f.Size)
+		done = dn.FlipBit(path.Join(dnDir, fmt.Sprintf("blk_%d", block)), off, f.Size)
 	} else {
-		done = dn.FlipBit(metas[0], header+chunk*model.ChecksumSize+pos%model.ChecksumSize, f.Size)
+		done = dn.FlipBit(meta, checksumByteOf(off), f.Size)
 	}
 	h.rotted = h.rotted || done
+}
+
+// metaHeaderLen is the size of a meta file's header (model's block store).
+const metaHeaderLen = 7
+
+// replicaMeta is the path of block's one meta file under dir on dn's
+// disk; false when there is not exactly one, as a crash in a change may
+// leave, where which one the datanode reads is its recovery's choice.
+func replicaMeta(dn *sim.Process, dir string, block uint64) (string, bool) {
+	prefix, meta, n := fmt.Sprintf("blk_%d_", block), "", 0
+	for _, name := range dn.DiskNames(dir) {
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".meta") {
+			meta, n = path.Join(dir, name), n+1
+		}
+	}
+	return meta, n == 1
+}
+
+// checksumByteOf is where in a meta file byte off%ChecksumSize of the
+// checksum of the chunk holding data byte off lies.
+func checksumByteOf(off int64) int64 {
+	return metaHeaderLen + off/model.BytesPerChecksum*model.ChecksumSize + off%model.ChecksumSize
 }
 
 // blockBeingRead is a block some client reads now, or 0.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"xceiver/model"
@@ -64,22 +63,11 @@ const scDataDir = "data"
 // exactly one meta file, as a crash in a change may leave, where which one
 // the datanode reads is its recovery's choice).
 func scRotInject(dn *sim.Process, op SCOp) bool {
-	prefix := fmt.Sprintf("blk_%d", op.Block)
 	if !op.Meta {
-		return dn.FlipBit(path.Join(scDataDir, prefix), op.Off, int(op.Off%8))
+		return dn.FlipBit(path.Join(scDataDir, fmt.Sprintf("blk_%d", op.Block)), op.Off, int(op.Off%8))
 	}
-	var metas []string
-	for _, name := range dn.DiskNames(scDataDir) {
-		if strings.HasPrefix(name, prefix+"_") && strings.HasSuffix(name, ".meta") {
-			metas = append(metas, name)
-		}
-	}
-	if len(metas) != 1 {
-		return false
-	}
-	const header = 7 // the meta file's header
-	at := header + op.Off/model.BytesPerChecksum*model.ChecksumSize + op.Off%model.ChecksumSize
-	return dn.FlipBit(path.Join(scDataDir, metas[0]), at, int(op.Off%8))
+	meta, ok := replicaMeta(dn, scDataDir, op.Block)
+	return ok && dn.FlipBit(meta, checksumByteOf(op.Off), int(op.Off%8))
 }
 
 // scRot is one rot of a block: the chunk, when it was injected and when a
