@@ -54,19 +54,8 @@ type connCapResult struct {
 }
 
 func connCapRun(t *testing.T, bugs shortcircuit.ServerBugs) (r connCapResult) {
-	w := sim.New(sim.DefaultConfig(1))
 	r.status = model.Status(255)
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: 8})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
-		srv, err := shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket", MaxConnsPerUser: 4, Bugs: bugs})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
+	cappedWorld(t, 8, shortcircuit.ServerConfig{MaxConnsPerUser: 4, Bugs: bugs}, nil, func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
 		var sample func()
 		sample = func() {
 			r.maxPeers = max(r.maxPeers, srv.Conns())
@@ -78,35 +67,42 @@ func connCapRun(t *testing.T, bugs shortcircuit.ServerBugs) (r connCapResult) {
 		p.MainLoop().AfterFunc(time.Millisecond, func() { r.peers = srv.Conns() })
 		p.MainLoop().AfterFunc(20*time.Millisecond, func() { r.evicted = srv.Stats().Evicted })
 		for u := range 3 {
-			w.Spawn(fmt.Sprintf("flooder-%d", u), model.ProcessConfig{}, func(fl model.Process) {
-				for range 4 {
-					if _, err := fl.Dial("unix", "/run/dn_socket", fl.MainLoop(), func(model.Events) {}); err != nil {
-						w.Fail(err)
-					}
-				}
-			})
+			floodDomain(w, fmt.Sprintf("flooder-%d", u), 4)
 		}
-		w.Spawn("reader", model.ProcessConfig{}, func(rp model.Process) {
-			l := rp.MainLoop()
-			l.AfterFunc(time.Millisecond, func() {
-				var c model.Conn
-				var in []byte
-				var files []model.File
-				c, err := rp.Dial("unix", "/run/dn_socket", l, func(model.Events) {
-					var b [256]byte
-					n, fs, _ := c.ReadFDs(b[:])
-					in, files = append(in, b[:n]...), append(files, fs...)
-					if resp, _, err := shortcircuit.DecodeResponse(in); err == nil && r.answeredAt == 0 {
-						r.status, r.fds, r.answeredAt = resp.Status, len(files), l.Now()
-					}
-				})
-				if err != nil {
-					w.Fail(err)
-					return
-				}
-				c.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "reader"}))
-			})
+		askShm(w, "reader", func(resp shortcircuit.Response, fds int, at time.Duration) {
+			r.status, r.fds, r.answeredAt = resp.Status, fds, at
 		})
+	})
+	return r
+}
+
+// cappedWorld runs, for 30 ms of a sim world, a datanode with maxConns
+// and its domain endpoint at /run/dn_socket (scfg, its Path set here);
+// setup (nil: none) runs on the datanode's process before either starts,
+// script once both are up.
+func cappedWorld(t *testing.T, maxConns int, scfg shortcircuit.ServerConfig, setup func(p model.Process) error,
+	script func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server)) {
+	t.Helper()
+	w := sim.New(sim.DefaultConfig(1))
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		if setup != nil {
+			if err := setup(p); err != nil {
+				w.Fail(err)
+				return
+			}
+		}
+		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: maxConns})
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		scfg.Path = "/run/dn_socket"
+		srv, err := shortcircuit.Start(dn, scfg)
+		if err != nil {
+			w.Fail(err)
+			return
+		}
+		script(w, p, dn, srv)
 		p.MainLoop().AfterFunc(30*time.Millisecond, w.Stop)
 	})
 	if err != nil {
@@ -115,7 +111,47 @@ func connCapRun(t *testing.T, bugs shortcircuit.ServerBugs) (r connCapResult) {
 	if err := w.Run(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	return r
+}
+
+// floodDomain spawns a process named name that opens n domain
+// connections and sends nothing on them.
+func floodDomain(w *sim.World, name string, n int) {
+	w.Spawn(name, model.ProcessConfig{}, func(fl model.Process) {
+		for range n {
+			if _, err := fl.Dial("unix", "/run/dn_socket", fl.MainLoop(), func(model.Events) {}); err != nil {
+				w.Fail(err)
+			}
+		}
+	})
+}
+
+// askShm spawns a process named name that, 1 ms in, sends a REQUEST_SHM
+// on a domain connection of its own; got hears the first response, with
+// the fds that came with it and when.
+func askShm(w *sim.World, name string, got func(resp shortcircuit.Response, fds int, at time.Duration)) {
+	w.Spawn(name, model.ProcessConfig{}, func(rp model.Process) {
+		l := rp.MainLoop()
+		l.AfterFunc(time.Millisecond, func() {
+			var c model.Conn
+			var in []byte
+			var files []model.File
+			answered := false
+			c, err := rp.Dial("unix", "/run/dn_socket", l, func(model.Events) {
+				var b [256]byte
+				n, fs, _ := c.ReadFDs(b[:])
+				in, files = append(in, b[:n]...), append(files, fs...)
+				if resp, _, err := shortcircuit.DecodeResponse(in); err == nil && !answered {
+					answered = true
+					got(resp, len(files), l.Now())
+				}
+			})
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			c.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: name}))
+		})
+	})
 }
 
 // A burst of domain connections that each ask for data (handed over to
@@ -126,24 +162,13 @@ func connCapRun(t *testing.T, bugs shortcircuit.ServerBugs) (r connCapResult) {
 // counted by neither in between, and 30 such connections reached 10
 // against a cap of 8 (a burst of 1,500 filled a 1,024-fd table).
 func TestHandOverKeepsTheCap(t *testing.T) {
-	w := sim.New(sim.DefaultConfig(1))
+	const size = 1 << 20
 	most := 0
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		const size = 1 << 20
-		if _, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, size)); err != nil {
-			w.Fail(err)
-			return
-		}
-		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: 8})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
-		srv, err := shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket"})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
+	writeBlock := func(p model.Process) error {
+		_, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, size))
+		return err
+	}
+	cappedWorld(t, 8, shortcircuit.ServerConfig{}, writeBlock, func(w *sim.World, _ model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
 		w.AfterEach(func() { most = max(most, dn.Conns()+srv.Conns()) })
 		w.Spawn("reader", model.ProcessConfig{}, func(rp model.Process) {
 			// Whole-block reads, never read back: each holds its
@@ -158,14 +183,7 @@ func TestHandOverKeepsTheCap(t *testing.T) {
 				c.Write(req)
 			}
 		})
-		p.MainLoop().AfterFunc(30*time.Millisecond, w.Stop)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	if most == 0 || most > 8 {
 		t.Errorf("up to %d connections, the datanode's and the domain endpoint's together, with a cap of 8", most)
 	}
