@@ -202,7 +202,7 @@ func (h TraceHead) check(path, want, system string, seed uint64, bug string, val
 var (
 	RPCProperties = []string{PropLinearizable, PropExactlyOnce, PropStream, PropQueueBound, PropMemory, PropFDBounds, PropAvailability,
 		PropLiveness, PropLeakFree, PropDurable, PropTimeout, PropDeterminism, PropHarness}
-	SCProperties       = []string{PropLinearizable, PropAvailability, PropLocalReads, PropSCOff, PropFDBounds, PropSCStats, PropSCRefusal, PropLeakFree, PropDeterminism, PropHarness}
+	SCProperties       = []string{PropLinearizable, PropAvailability, PropLocalReads, PropSCOff, PropFDBounds, PropSCStats, PropSCRefusal, PropHostileAvail, PropLeakFree, PropDeterminism, PropHarness}
 	ScenarioProperties = []string{PropLiveness, PropAvailability, PropStream, PropFDBounds, PropPoolBound, PropLeakFree,
 		PropShared, PropReport, PropConfig, PropDeterminism, PropHarness}
 )

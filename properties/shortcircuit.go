@@ -48,6 +48,10 @@ import (
 //     through the passed fds, turns nothing off);
 //   - sc-refusal: a rogue local client's malformed or forbidden request
 //     (scrogue.go) is answered with an error and hung up, never served;
+//   - hostile-availability: while a flooding or squatting rogue holds all
+//     it got, a new local client's REQUEST_SHM on a new domain connection
+//     is answered with a segment within scProbeBound, model.IdleGrace and
+//     a little (scprobe.go), unless a fault was in force;
 //   - sc-stats: the counters agree with what the harness saw and with
 //     each other (reads, hits and misses, local and TCP reads, inserts,
 //     misses served by another reader's fetch, never two fetches of one
@@ -186,17 +190,17 @@ var SCBugs = []SCBug{
 	},
 	{
 		Name: "sc-segment-squat", Catches: PropSCRefusal,
-		What:   "the datanode grants every REQUEST_SHM, whatever the user already holds, and a segment's connection never times out: a local user who asks for segment after segment fills the datanode's connection cap (before the cap counted domain connections, its fd table), so no one else's connection is accepted (another rogue's request goes unanswered: sc-refusal, seeds 5, 20 and 131) and the honest readers' connects wait, their reads going over TCP (local-reads, seed 44) or, before the cap, failing to open the block (availability)",
+		What:   "the datanode grants every REQUEST_SHM, whatever the user already holds, and a segment's connection never times out: a local user who asks for segment after segment fills the datanode's connection cap (before the cap counted domain connections, its fd table), so no one else's connection is accepted (another rogue's request goes unanswered: sc-refusal, seeds 5, 20 and 131) and the honest readers' connects wait, their reads going over TCP (local-reads, seed 44) or, before the cap, failing to open the block (availability), and a new local client gets no segment in time (hostile-availability)",
 		server: shortcircuit.ServerBugs{NoSegmentBound: true},
 	},
 	{
 		Name: "sc-conn-unbounded", Catches: PropAvailability,
-		What:   "the datanode accepts every domain connection, however many its user holds open, and counts none against its connection cap (sc-conns-uncapped too, as before either bound): a connection that sends nothing keeps its fd until the read timeout (a minute), so a local user who opens connection after connection fills the datanode's fd table, and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads) or failing (availability), and another rogue's request goes unanswered (sc-refusal) (found by check's flooding rogue; with the cap, which closes connections silent for model.IdleGrace to make room, one user's flood does no harm, and the per-user bound alone is not caught)",
+		What:   "the datanode accepts every domain connection, however many its user holds open, and counts none against its connection cap (sc-conns-uncapped too, as before either bound): a connection that sends nothing keeps its fd until the read timeout (a minute), so a local user who opens connection after connection fills the datanode's fd table, and the honest readers' fd requests fail to open the block, their reads going over TCP (local-reads) or failing (availability), and another rogue's request goes unanswered (sc-refusal), or a new local client gets no segment in time (hostile-availability) (found by check's flooding rogue; with the cap, which closes connections silent for model.IdleGrace to make room, one user's flood does no harm, and the per-user bound alone is not caught)",
 		server: shortcircuit.ServerBugs{NoConnBound: true, UncappedConns: true},
 	},
 	{
-		Name: "sc-conns-uncapped", Catches: PropAvailability,
-		What:   "the datanode counts no domain connection against its connection cap (dfs.datanode.max.transfer.threads, lowered to keep fds spare), only each user's against per-user bounds: local users who flood or squat together, each within its bounds, fill the datanode's fd table, and the honest readers' block opens fail, their reads going over TCP (local-reads) and failing there too (availability) (found by check's rogues drawn as several users)",
+		Name: "sc-conns-uncapped", Catches: PropHostileAvail,
+		What:   "the datanode counts no domain connection against its connection cap (dfs.datanode.max.transfer.threads, lowered to keep fds spare), only each user's against per-user bounds: local users who flood or squat together, each within its bounds, fill the datanode's fd table, and the honest readers' block opens fail, their reads going over TCP (local-reads) and failing there too (availability), and a new local client gets no segment in time (hostile-availability) (found by check's rogues drawn as several users)",
 		server: shortcircuit.ServerBugs{UncappedConns: true},
 	},
 	{
@@ -673,6 +677,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			var rogueProc [scRogueUsers]model.Process
 			var rogueWait [scRogueUsers][]func(model.Process)
 			rogueFDs, rogueSegs := 0, 0
+			// The probes' process, and the segments the datanode passed
+			// them (scprobe.go).
+			probes := &scProbes{w: w}
+			probeSegs := 0
 			// anyFault: a fault (a reset's too) was injected. Rot is none:
 			// it fails the reads that meet it, and only them, leaving fd
 			// passing and the path alone.
@@ -681,7 +689,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 				(&scEnd{w: w, run: run, cp: cp, main: main, sh: sh, readers: readers, loops: loops, writer: writer, base: base,
 					dnProc: dnProc, dn: dn, srv: srv, dnBase: dnBase, dn2Proc: dn2Proc, dn2: dn2, srv2: srv2, expiry: c.Expiry,
 					reads: reads, local: local, overTCP: overTCP, changes: changes, overlapped: overlapped, anyFault: anyFault,
-					rogueFDs: rogueFDs, rogueSegs: rogueSegs}).finish()
+					rogueFDs: rogueFDs, rogueSegs: rogueSegs, probeSegs: probeSegs}).finish()
 			}
 			if len(c.Ops) == 0 {
 				main.Post(end)
@@ -721,6 +729,40 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			// accept failed stops accepting for model.AcceptBackoff.
 			lastFaultEnd := -time.Hour
 			endFault := func(now time.Duration) { faults--; lastFaultEnd = now }
+			// probe runs the honest newcomer (scprobe.go), excused if a
+			// fault, or a reset armed, was in force while it ran (a
+			// datanode whose accept failed accepts nothing for
+			// model.AcceptBackoff).
+			probe := func(n int, done func()) {
+				dnSim := w.Process("datanode")
+				if dnSim.Crashed() {
+					done()
+					return
+				}
+				faultedAt := faults > 0 || main.Now()-lastFaultEnd < model.AcceptBackoff || dnSim.FDPassResetArmed()
+				begunAt, resetsAt := faultsBegun, resets
+				err := probes.run(func(p model.Process) {
+					scProbe(p, scProbePatience, func(wait time.Duration, err error) {
+						main.Post(func() {
+							if err == nil {
+								probeSegs++
+							}
+							excused := faultedAt || faults > 0 || faultsBegun != begunAt || resets != resetsAt
+							switch {
+							case excused:
+							case err != nil:
+								run.fail(PropHostileAvail, "a new local client asked for a segment on a new domain connection at half rogue op %d's hold and got none after %v: %v", n, wait, err)
+							case wait > scProbeBound:
+								run.fail(PropHostileAvail, "a new local client asked for a segment on a new domain connection at half rogue op %d's hold and had it after %v, over %v (model.IdleGrace %v: the rogues kept it out)", n, wait, scProbeBound, model.IdleGrace)
+							}
+							done()
+						})
+					})
+				})
+				if err != nil {
+					w.Fail(err)
+				}
+			}
 			var t time.Duration
 			for i, op := range c.Ops {
 				t += op.Gap
@@ -808,6 +850,11 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 								received: func(fds, segs int) { main.Post(func() { rogueFDs += fds; rogueSegs += segs }) },
 								done:     func() { main.Post(done) }}
 							r.run(op.Rogue)
+						}
+						if op.Rogue == "flood" || op.Rogue == "squat" {
+							// Once it asks no more and holds what it got.
+							pending++
+							main.AfterFunc(op.Hold/2, func() { probe(n, done) })
 						}
 						u := op.User
 						if p := rogueProc[u]; p != nil {
@@ -1100,8 +1147,9 @@ type scEnd struct {
 	changes    int   // blocks replaced, appended to, deleted or written
 	overlapped int   // reads that overlapped a change to their block
 	anyFault   bool  // a fault that may disturb fd passing was injected (not rot)
-	// rogueFDs and rogueSegs: what the datanode passed rogues.
-	rogueFDs, rogueSegs int
+	// rogueFDs and rogueSegs: what the datanode passed rogues;
+	// probeSegs, the probes (scprobe.go).
+	rogueFDs, rogueSegs, probeSegs int
 }
 
 // finish runs the checks at rest. Each runs in the callback of the one
@@ -1178,8 +1226,8 @@ func (e *scEnd) checkStats(cs shortcircuit.CacheStats, ss shortcircuit.SharedSta
 	if e.anyFault {
 		return
 	}
-	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived+e.rogueFDs || srv.Segments != ss.Segments+e.rogueSegs {
-		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received, rogues %d and %d", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments, e.rogueFDs, e.rogueSegs)
+	if srv := e.srv.Stats(); srv.FDsPassed != sum.FDsReceived+e.rogueFDs || srv.Segments != ss.Segments+e.rogueSegs+e.probeSegs {
+		e.run.fail(PropSCStats, "with no fault the datanode counts %d fds and %d segments passed, the client %d and %d received, rogues %d and %d, probes 0 and %d", srv.FDsPassed, srv.Segments, sum.FDsReceived, ss.Segments, e.rogueFDs, e.rogueSegs, e.probeSegs)
 	}
 	if srv := e.srv.Stats(); srv.MaxFetches > 1 {
 		// What the datanode sees, apart from what the cache counts of
@@ -1294,7 +1342,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/21"
+const SCTraceFormat = "xceiver-sc-trace/22"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

@@ -188,3 +188,39 @@ func TestHandOverKeepsTheCap(t *testing.T) {
 		t.Errorf("up to %d connections, the datanode's and the domain endpoint's together, with a cap of 8", most)
 	}
 }
+
+// With the cap full of connections that are not idle (each keeps a
+// segment), a new connection waits unread for room; when one of them
+// closes, the waiting one is let in at once, not at the endpoint's next
+// look for room (every model.IdleGrace while nothing is silent), which
+// would add up to IdleGrace to every connect behind a full cap. check's
+// probe (properties/scprobe.go) allows IdleGrace for the oldest silent
+// connection to ripen, so only this sees the delay.
+func TestCloseLetsWaitingConnIn(t *testing.T) {
+	const closeAt = 3500 * time.Microsecond
+	answeredAt := time.Duration(-1)
+	cappedWorld(t, 8, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
+		w.Spawn("squatter", model.ProcessConfig{}, func(sq model.Process) {
+			var conns []model.Conn
+			for range 7 { // the cap's 8 less the one left for TCP
+				c, err := sq.Dial("unix", "/run/dn_socket", sq.MainLoop(), func(model.Events) {})
+				if err != nil {
+					w.Fail(err)
+					return
+				}
+				c.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "squatter"}))
+				conns = append(conns, c)
+			}
+			sq.MainLoop().AfterFunc(closeAt, func() { conns[0].Close() })
+		})
+		askShm(w, "reader", func(resp shortcircuit.Response, fds int, at time.Duration) {
+			if resp.Status == model.StatusSuccess && fds == 1 {
+				answeredAt = at
+			}
+		})
+	})
+	// (Asked at 1 ms: the endpoint looks for room again at 3 ms and 5 ms.)
+	if answeredAt < closeAt || answeredAt > closeAt+200*time.Microsecond {
+		t.Errorf("the REQUEST_SHM waiting for room was answered at %v; a connection closed at %v, want within 200µs of it", answeredAt, closeAt)
+	}
+}
