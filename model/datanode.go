@@ -390,7 +390,8 @@ type Datanode struct {
 	// peers are the connections another endpoint on the acceptor loop
 	// holds open (the short-circuit domain socket's: TakePeer).
 	peers        int
-	evictT       Timer // full, with the idle connections too young to close yet
+	peerEnd      PeerEndpoint // that endpoint, if it has registered (SetPeerEndpoint)
+	evictT       Timer        // full, with the idle connections too young to close yet
 	acceptErrs   int
 	acceptLogged time.Duration
 
@@ -913,7 +914,12 @@ func (dn *Datanode) accept() {
 		dn.serve(c, nil, true)
 		if !dn.cfg.Bugs.NoConnCap && len(dn.conns) > dn.connCap() {
 			// Over the cap: close an idle connection to make room.
-			dn.evictIdle(dn.conns[len(dn.conns)-1])
+			dn.evictIdle(dn.conns[len(dn.conns)-1], false)
+		} else if !dn.cfg.Bugs.NoConnCap && dn.needsRoom(false) {
+			// A peer waits for room: this one too may turn out the
+			// idler to close once it is old enough (no newest: nothing
+			// is reset for a peer, ResetWhenFull or not).
+			dn.evictIdle(nil, false)
 		}
 	}
 }
@@ -1018,20 +1024,67 @@ func (dn *Datanode) acceptIfRoom() {
 // 100 µs (a datanode working through requests sent a byte a segment).
 const IdleGrace = 2 * time.Millisecond
 
+// PeerEndpoint is the other endpoint whose connections count against the
+// datanode's cap (TakePeer: the short-circuit domain socket's), as seen
+// by the datanode's eviction: with the cap shared, room must come from
+// the oldest idle connection of either kind, or idle connections of one
+// kind hold the cap against clients of the other until their read
+// timeouts. Its methods run on the acceptor loop.
+type PeerEndpoint interface {
+	// OldestSilent is when the oldest of its connections counted by
+	// TakePeer that has sent nothing since was accepted (ok false: none).
+	OldestSilent() (acceptAt time.Duration, ok bool)
+	// CloseSilent reads what has arrived on that connection and closes
+	// it if it is still silent (giving its room back, ReleasePeer); one
+	// that turns out busy is silent no more.
+	CloseSilent()
+	// Waiting reports whether it keeps a connection waiting for room
+	// (MakePeerRoom found none at once).
+	Waiting() bool
+	// Resume lets the waiting connection try again: there may be room.
+	Resume()
+}
+
+// SetPeerEndpoint registers the endpoint whose peers (TakePeer) evictIdle
+// may close for room, and tells of room (Resume). Acceptor loop only.
+func (dn *Datanode) SetPeerEndpoint(e PeerEndpoint) { dn.peerEnd = e }
+
+// MakePeerRoom closes, for a peer TakePeer found no room for, the oldest
+// idle connection of either kind (evictIdle): a peer's at once, one of
+// the datanode's on its loop; if none is old enough yet, once it is. The
+// endpoint then keeps its connection waiting (PeerEndpoint.Waiting)
+// until Resume. Acceptor loop only.
+func (dn *Datanode) MakePeerRoom() {
+	if !dn.cfg.Bugs.NoConnCap {
+		dn.evictIdle(nil, true)
+	}
+}
+
+// needsRoom reports whether the datanode serves past its cap, or a peer
+// (asking now, or kept waiting) finds no room.
+func (dn *Datanode) needsRoom(peerAsks bool) bool {
+	if len(dn.conns) > dn.connCap() {
+		return true
+	}
+	return dn.peerEnd != nil && (peerAsks || dn.peerEnd.Waiting()) && !dn.PeerRoom()
+}
+
 // evictIdle closes the oldest idle connection other than newest — one
-// that never sent a byte in the IdleGrace since it was accepted — asking
-// each connection's loop in accept order. Connections kept alive between
-// ops are left to their keep-alive timeout: a client's cached peer is
-// worth keeping, and closing it would send the client to the back of a
-// flooded listen queue. If none is idle, nothing is closed: a connection
-// that has sent a request is never reset to make room (connsFull stops
-// accepting instead); if some are only too young to tell, evictIdle runs
-// again once the oldest of them is old enough. Runs on the acceptor loop.
+// that never sent a byte in the IdleGrace since it was accepted — of the
+// datanode's, asking each connection's loop in accept order, or of the
+// peer endpoint's (PeerEndpoint), whichever was accepted first.
+// Connections kept alive between ops are left to their keep-alive timeout:
+// a client's cached peer is worth keeping, and closing it would send the
+// client to the back of a flooded listen queue. If none is idle, nothing
+// is closed: a connection that has sent a request is never reset to make
+// room (connsFull stops accepting instead); if some are only too young to
+// tell, evictIdle runs again once the oldest of them is old enough. Runs
+// on the acceptor loop; peerAsks: for a peer that TakePeer just refused.
 //
 // A connection leaves byAccept when it is asked, so each pick is the
 // oldest not yet asked, and none is asked twice: an idle one is closed,
 // and a busy one stays busy.
-func (dn *Datanode) evictIdle(newest *dnConn) {
+func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	// (A connection whose thread could not start has no loop; it is
 	// closing already.)
 	j := slices.IndexFunc(dn.byAccept, func(dc *dnConn) bool { return dc != newest && dc.loop != nil })
@@ -1045,18 +1098,36 @@ func (dn *Datanode) evictIdle(newest *dnConn) {
 		newest.loop.Post(func() { newest.close("datanode full") })
 		return
 	}
-	if oldest == nil || dn.stopped || len(dn.conns) <= dn.connCap() {
+	var peerAt time.Duration
+	peer := false
+	if dn.peerEnd != nil {
+		peerAt, peer = dn.peerEnd.OldestSilent()
+		// (Accepted at the same instant: the datanode's goes first.)
+		peer = peer && (oldest == nil || peerAt < oldest.acceptAt)
+	}
+	if (oldest == nil && !peer) || dn.stopped || !dn.needsRoom(peerAsks) {
 		return
 	}
-	if ripe := oldest.acceptAt + IdleGrace; !dn.cfg.Bugs.EvictFresh && dn.main.Now() < ripe {
+	at := peerAt
+	if !peer {
+		at = oldest.acceptAt
+	}
+	if ripe := at + IdleGrace; !dn.cfg.Bugs.EvictFresh && dn.main.Now() < ripe {
 		// Accepted in order, so every other candidate is younger
 		// still: look again when this one is old enough.
 		if dn.evictT == nil {
 			dn.evictT = dn.main.AfterFunc(ripe-dn.main.Now(), func() {
 				dn.evictT = nil
-				dn.evictIdle(nil)
+				dn.evictIdle(nil, false)
 			})
 		}
+		return
+	}
+	if peer {
+		// Closed on this loop, or busy and a candidate no more: look
+		// again while room is still short.
+		dn.peerEnd.CloseSilent()
+		dn.evictIdle(newest, peerAsks)
 		return
 	}
 	// Asked once: a concurrent walk (the next accept's) picks the next
@@ -1082,7 +1153,7 @@ func (dn *Datanode) evictIdle(newest *dnConn) {
 		}
 		dn.main.Post(func() {
 			if !idle && !dn.stopped {
-				dn.evictIdle(newest)
+				dn.evictIdle(newest, false)
 			}
 		})
 	})
@@ -1186,6 +1257,11 @@ func (dn *Datanode) forget(dc *dnConn) {
 	dc.index = -1
 	dc.memChanged()
 	dn.acceptIfRoom()
+	if dn.peerEnd != nil && dn.PeerRoom() {
+		// A peer kept waiting for room (evictIdle closed an idle
+		// connection of ours for it) gets in now.
+		dn.peerEnd.Resume()
+	}
 }
 
 type connPhase uint8

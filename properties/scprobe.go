@@ -18,8 +18,9 @@ import (
 // honest clients out for longer than it takes the oldest silent
 // connection to ripen (model.IdleGrace) and be closed for room; the
 // readers, whose domain connections are cached, seldom meet a full cap
-// with a new connection, so without the probe an endpoint that never
-// looked for room again, or never made it, went unseen.
+// with a new connection, so without the probe a datanode that never
+// closed the idle connection it picked, or never let the waiting one in
+// when a domain connection closed, went unseen.
 
 // scProbeBound is how long the probe may wait for its segment: the
 // oldest silent connection ripens within model.IdleGrace of the cap

@@ -191,11 +191,9 @@ func TestHandOverKeepsTheCap(t *testing.T) {
 
 // With the cap full of connections that are not idle (each keeps a
 // segment), a new connection waits unread for room; when one of them
-// closes, the waiting one is let in at once, not at the endpoint's next
-// look for room (every model.IdleGrace while nothing is silent), which
-// would add up to IdleGrace to every connect behind a full cap. check's
-// probe (properties/scprobe.go) allows IdleGrace for the oldest silent
-// connection to ripen, so only this sees the delay.
+// closes, the waiting one is let in at once. Nothing else lets it in:
+// there is no idle connection of either kind to close, and the endpoint
+// does not poll for room.
 func TestCloseLetsWaitingConnIn(t *testing.T) {
 	const closeAt = 3500 * time.Microsecond
 	answeredAt := time.Duration(-1)
@@ -219,7 +217,6 @@ func TestCloseLetsWaitingConnIn(t *testing.T) {
 			}
 		})
 	})
-	// (Asked at 1 ms: the endpoint looks for room again at 3 ms and 5 ms.)
 	if answeredAt < closeAt || answeredAt > closeAt+200*time.Microsecond {
 		t.Errorf("the REQUEST_SHM waiting for room was answered at %v; a connection closed at %v, want within 200µs of it", answeredAt, closeAt)
 	}

@@ -114,9 +114,8 @@ type Server struct {
 	stopped bool
 	// waiting is an accepted connection kept unread while the
 	// datanode's cap is full, nothing more accepted until it gets in
-	// (admit); retryT looks for room again.
+	// (admit): the datanode tells of room (peerSide.Resume).
 	waiting model.Conn
-	retryT  model.Timer
 	conns   []*srvConn // loop only
 	stats   ServerStats
 	// fetches counts the fd requests under way by segment and block
@@ -188,6 +187,7 @@ func Start(dn *model.Datanode, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("short-circuit: %w", err)
 	}
 	s.ln = ln
+	dn.SetPeerEndpoint(peerSide{s})
 	dn.Store().OnChange(s.changed)
 	ln.SetHandler(s.accept)
 	return s, nil
@@ -219,10 +219,6 @@ func (s *Server) Stop() {
 	}
 	s.stopped = true
 	s.ln.Close()
-	if s.retryT != nil {
-		s.retryT.Stop()
-		s.retryT = nil
-	}
 	if s.waiting != nil {
 		_ = s.waiting.Close()
 		s.waiting = nil
@@ -257,13 +253,13 @@ func (s *Server) serve(c model.Conn) {
 
 // admit serves an accepted connection, or closes it (its user's bound),
 // or, with the datanode's cap full (model.Datanode.TakePeer) and no idle
-// connection to close for room, keeps it waiting, unread, and accepts
-// nothing more until there is room: the next connections wait in the
-// accept queue, as the datanode leaves TCP ones in its backlog when full
-// (closing them would drop the requests they carry). Room comes when a
-// domain connection closes, or when the oldest that has sent nothing
-// has been silent for model.IdleGrace (with the cap full of the
-// datanode's own, admit looks again every IdleGrace).
+// connection to close for room at once, keeps it waiting, unread, and
+// accepts nothing more until there is room: the next connections wait in
+// the accept queue, as the datanode leaves TCP ones in its backlog when
+// full (closing them would drop the requests they carry). Room is made
+// by the datanode's one eviction over both kinds of connection
+// (MakePeerRoom): the oldest silent for model.IdleGrace, a domain one or
+// a TCP one, is closed, now or once it is old enough.
 func (s *Server) admit(c model.Conn) {
 	user := model.PeerUser(c)
 	if n := s.connsByUser[user]; n >= s.cfg.MaxConnsPerUser && !s.cfg.Bugs.NoConnBound {
@@ -278,17 +274,11 @@ func (s *Server) admit(c model.Conn) {
 	// user alone lets every local user add its own.
 	capped := !s.cfg.Bugs.UncappedConns
 	if capped && !s.dn.TakePeer() {
-		closed, retry := s.closeIdle()
-		if !closed || !s.dn.TakePeer() {
+		s.dn.MakePeerRoom()
+		if !s.dn.TakePeer() {
 			s.p.Log("sc-conns-full", "conn", c.ID(), "domain", len(s.conns), "conns", s.dn.Conns())
 			s.waiting = c
 			s.ln.SetHandler(nil)
-			if s.retryT == nil {
-				s.retryT = s.loop.AfterFunc(max(retry-s.loop.Now(), 0), func() {
-					s.retryT = nil
-					s.resume()
-				})
-			}
 			return
 		}
 	}
@@ -313,45 +303,50 @@ func (s *Server) resume() {
 	}
 }
 
-// closeIdle closes the oldest connection that has sent nothing in the
-// model.IdleGrace since it was accepted, to make room under the
-// datanode's cap, as the datanode closes its oldest idle TCP connection
-// when full: without, connections that send nothing, several users' each
-// within its own bound, would fill the cap and keep every honest client
-// out until their read timeouts. A client sends its request as it
-// connects, so only one that never will is closed. It reports whether a
-// connection closed, and if none, when to look again: once the oldest
-// silent one is old enough to tell, or IdleGrace from now. Acceptor loop.
-func (s *Server) closeIdle() (closed bool, retry time.Duration) {
-	now := s.loop.Now()
-	for i := 0; i < len(s.conns); i++ {
-		sc := s.conns[i]
-		if !sc.silent() {
-			continue
+// peerSide is the endpoint as the datanode's eviction sees it
+// (model.PeerEndpoint): the cap is shared, so the datanode closes the
+// oldest idle connection of either kind for room, for a TCP client as for
+// a domain one; each side closing only its own left the cap full of the
+// other's idlers, closed for nobody until their read timeouts.
+type peerSide struct{ s *Server }
+
+// oldestSilent is the first connection in accept order, counted against
+// the cap, that has sent nothing: a client sends its request as it
+// connects, so only one that never will is closed.
+func (p peerSide) oldestSilent() *srvConn {
+	for _, sc := range p.s.conns {
+		if sc.capped && sc.silent() {
+			return sc
 		}
-		if ripe := sc.acceptAt + model.IdleGrace; now < ripe {
-			return false, ripe // accepted in order: the rest are younger still
-		}
-		// Read what has arrived first: a request under way is no idler.
-		// (What it does, a close or a hand-over included, splices
-		// s.conns only before the return below.)
-		sc.onEvent(model.Readable)
-		switch {
-		case sc.closed:
-			// Its client had gone (room made), or it asked for data and
-			// went to the datanode, its room with it (none): the caller
-			// asks the cap, and looks again now if it is still full.
-			return true, now
-		case sc.silent():
-			s.stats.Evicted++
-			s.p.Log("sc-conn-evicted", "conn", sc.c.ID())
-			sc.close("idle, datanode full")
-			return true, now
-		}
-		// (Busy now, and still in place: on to the next.)
 	}
-	return false, now + model.IdleGrace
+	return nil
 }
+
+func (p peerSide) OldestSilent() (time.Duration, bool) {
+	if sc := p.oldestSilent(); sc != nil {
+		return sc.acceptAt, true
+	}
+	return 0, false
+}
+
+func (p peerSide) CloseSilent() {
+	sc := p.oldestSilent()
+	if sc == nil {
+		return
+	}
+	// Read what has arrived first: a request under way is no idler (it
+	// is served, or handed to the datanode with its room).
+	sc.onEvent(model.Readable)
+	if sc.silent() {
+		p.s.stats.Evicted++
+		p.s.p.Log("sc-conn-evicted", "conn", sc.c.ID())
+		sc.close("idle, datanode full")
+	}
+}
+
+func (p peerSide) Waiting() bool { return p.s.waiting != nil && !p.s.stopped }
+
+func (p peerSide) Resume() { p.s.resume() }
 
 // silent reports whether nothing was ever received on the connection.
 func (sc *srvConn) silent() bool {
