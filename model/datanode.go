@@ -1050,8 +1050,9 @@ type PeerEndpoint interface {
 func (dn *Datanode) SetPeerEndpoint(e PeerEndpoint) { dn.peerEnd = e }
 
 // MakePeerRoom closes, for a peer TakePeer found no room for, the oldest
-// idle connection of either kind (evictIdle): a peer's at once, one of
-// the datanode's on its loop; if none is old enough yet, once it is. The
+// idle connections of either kind (evictIdle) until it has room: a peer's
+// at once, one of the datanode's on its loop; if none is old enough yet,
+// once it is. The
 // endpoint then keeps its connection waiting (PeerEndpoint.Waiting)
 // until Resume. Acceptor loop only.
 func (dn *Datanode) MakePeerRoom() {
@@ -1098,14 +1099,19 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		newest.loop.Post(func() { newest.close("datanode full") })
 		return
 	}
+	if dn.stopped || !dn.needsRoom(peerAsks) {
+		return
+	}
 	var peerAt time.Duration
 	peer := false
 	if dn.peerEnd != nil {
+		// (A walk over the endpoint's connections: only when room is
+		// short.)
 		peerAt, peer = dn.peerEnd.OldestSilent()
 		// (Accepted at the same instant: the datanode's goes first.)
 		peer = peer && (oldest == nil || peerAt < oldest.acceptAt)
 	}
-	if (oldest == nil && !peer) || dn.stopped || !dn.needsRoom(peerAsks) {
+	if oldest == nil && !peer {
 		return
 	}
 	at := peerAt
@@ -1152,7 +1158,10 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 			victim.close("datanode full")
 		}
 		dn.main.Post(func() {
-			if !idle && !dn.stopped {
+			// A peer kept waiting may need more than one closed: it
+			// leaves TCP's last place free.
+			peerShort := dn.peerEnd != nil && dn.peerEnd.Waiting() && !dn.PeerRoom()
+			if (!idle || peerShort) && !dn.stopped {
 				dn.evictIdle(newest, false)
 			}
 		})
@@ -1257,7 +1266,7 @@ func (dn *Datanode) forget(dc *dnConn) {
 	dc.index = -1
 	dc.memChanged()
 	dn.acceptIfRoom()
-	if dn.peerEnd != nil && dn.PeerRoom() {
+	if dn.peerEnd != nil && !dn.stopped && dn.PeerRoom() {
 		// A peer kept waiting for room (evictIdle closed an idle
 		// connection of ours for it) gets in now.
 		dn.peerEnd.Resume()

@@ -164,11 +164,7 @@ func askShm(w *sim.World, name string, got func(resp shortcircuit.Response, fds 
 func TestHandOverKeepsTheCap(t *testing.T) {
 	const size = 1 << 20
 	most := 0
-	writeBlock := func(p model.Process) error {
-		_, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, size))
-		return err
-	}
-	cappedWorld(t, 8, shortcircuit.ServerConfig{}, writeBlock, func(w *sim.World, _ model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
+	cappedWorld(t, 8, shortcircuit.ServerConfig{}, writeBlock(size), func(w *sim.World, _ model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
 		w.AfterEach(func() { most = max(most, dn.Conns()+srv.Conns()) })
 		w.Spawn("reader", model.ProcessConfig{}, func(rp model.Process) {
 			// Whole-block reads, never read back: each holds its
