@@ -39,29 +39,32 @@ const scProbePatience = 5 * time.Second
 // (sim's SO_PEERCRED), apart from the readers and the rogues.
 const scProbeProcess = "probe"
 
-// scProbes runs probes in one process, spawned at the first.
-type scProbes struct {
+// lazyProc is a process of the case's spawned at its first use (a rogue
+// user's, the probes'): work for it before it runs waits for it.
+type lazyProc struct {
 	w    *sim.World
+	name string
+	cfg  model.ProcessConfig
 	p    model.Process
 	wait []func(model.Process)
 }
 
-// run runs f on the probe process's loop.
-func (ps *scProbes) run(f func(model.Process)) error {
-	if ps.p != nil {
-		ps.p.MainLoop().Post(func() { f(ps.p) })
+// run runs f on the process's loop, spawning it first if need be.
+func (lp *lazyProc) run(f func(model.Process)) error {
+	if lp.p != nil {
+		lp.p.MainLoop().Post(func() { f(lp.p) })
 		return nil
 	}
-	ps.wait = append(ps.wait, f)
-	if len(ps.wait) > 1 {
+	lp.wait = append(lp.wait, f)
+	if len(lp.wait) > 1 {
 		return nil
 	}
-	_, err := ps.w.Spawn(scProbeProcess, model.ProcessConfig{}, func(p model.Process) {
-		ps.p = p
-		for _, f := range ps.wait {
+	_, err := lp.w.Spawn(lp.name, lp.cfg, func(p model.Process) {
+		lp.p = p
+		for _, f := range lp.wait {
 			f(p)
 		}
-		ps.wait = nil
+		lp.wait = nil
 	})
 	return err
 }

@@ -674,12 +674,14 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			overlapped, chg := 0, map[uint64]int{}
 			// The rogues' processes, one a user (each spawned at its first
 			// rogue op), and the fds and segments the datanode passed them.
-			var rogueProc [scRogueUsers]model.Process
-			var rogueWait [scRogueUsers][]func(model.Process)
+			var rogueProc [scRogueUsers]*lazyProc
+			for u := range rogueProc {
+				rogueProc[u] = &lazyProc{w: w, name: scRogueProcess(u), cfg: model.ProcessConfig{FDLimit: scRogueFDs}}
+			}
 			rogueFDs, rogueSegs := 0, 0
 			// The probes' process, and the segments the datanode passed
 			// them (scprobe.go).
-			probes := &scProbes{w: w}
+			probes := &lazyProc{w: w, name: scProbeProcess}
 			probeSegs := 0
 			// anyFault: a fault (a reset's too) was injected. Rot is none:
 			// it fails the reads that meet it, and only them, leaving fd
@@ -856,24 +858,9 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							pending++
 							main.AfterFunc(op.Hold/2, func() { probe(n, done) })
 						}
-						u := op.User
-						if p := rogueProc[u]; p != nil {
-							p.MainLoop().Post(func() { attack(p) })
-							return
-						}
-						// A user's process starts at its first rogue op;
-						// attacks before it runs wait for it.
-						rogueWait[u] = append(rogueWait[u], attack)
-						if len(rogueWait[u]) == 1 {
-							if _, err := w.Spawn(scRogueProcess(u), model.ProcessConfig{FDLimit: scRogueFDs}, func(p model.Process) {
-								rogueProc[u] = p
-								for _, a := range rogueWait[u] {
-									a(p)
-								}
-								rogueWait[u] = nil
-							}); err != nil {
-								w.Fail(err)
-							}
+						// A user's process starts at its first rogue op.
+						if err := rogueProc[op.User].run(attack); err != nil {
+							w.Fail(err)
 						}
 						return
 					case "reset":
