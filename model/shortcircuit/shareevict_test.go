@@ -183,3 +183,94 @@ func holdRead(w *sim.World, name string, at, closeAt time.Duration, req []byte, 
 		})
 	})
 }
+
+// A cap exactly full, or full but for TCP's last place, with nothing
+// waiting for room, needs no room: no idle connection is closed for it,
+// however long its idlers stay silent (closing one at the cap, or for a
+// peer that is not there, drops a client's connection for nobody).
+func TestFullCapWithNoOneWaitingClosesNothing(t *testing.T) {
+	for _, idlers := range []int{7, 8} {
+		var asks, evicted, conns int
+		cappedWorld(t, 8, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
+			p.MainLoop().AfterFunc(20*time.Millisecond, func() {
+				asks, evicted, conns = dn.Stats().IdleAsks, srv.Stats().Evicted, dn.Conns()
+			})
+			w.Spawn("tcp-idler", model.ProcessConfig{}, func(ip model.Process) {
+				for range idlers {
+					if _, err := ip.Dial("tcp", "dn:50010", ip.MainLoop(), func(model.Events) {}); err != nil {
+						w.Fail(err)
+					}
+				}
+			})
+		})
+		if asks != 0 || evicted != 0 || conns != idlers {
+			t.Errorf("%d idle TCP connections, cap 8, no one waiting: datanode idle asks %d, domain evictions %d, %d connections left: want none asked or closed",
+				idlers, asks, evicted, conns)
+		}
+	}
+}
+
+// The eviction closes the oldest idle connection of either kind first:
+// one idle TCP connection and 6 idle domain ones (all the cap but TCP's
+// last place), one kind 500µs before the other, and a REQUEST_SHM at 1 ms
+// that needs one closed. Whichever connected first is closed, and only it.
+func TestEvictionClosesTheOlderKindFirst(t *testing.T) {
+	const later = 500 * time.Microsecond
+	for _, tcpFirst := range []bool{true, false} {
+		var asks, evicted int
+		answered := false
+		cappedWorld(t, 8, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
+			p.MainLoop().AfterFunc(20*time.Millisecond, func() { asks, evicted = dn.Stats().IdleAsks, srv.Stats().Evicted })
+			tcpAt, domainAt := time.Duration(0), later
+			if !tcpFirst {
+				tcpAt, domainAt = later, 0
+			}
+			w.Spawn("idler", model.ProcessConfig{}, func(ip model.Process) {
+				l := ip.MainLoop()
+				l.AfterFunc(tcpAt, func() {
+					if _, err := ip.Dial("tcp", "dn:50010", l, func(model.Events) {}); err != nil {
+						w.Fail(err)
+					}
+				})
+				l.AfterFunc(domainAt, func() {
+					for range 6 {
+						if _, err := ip.Dial("unix", "/run/dn_socket", l, func(model.Events) {}); err != nil {
+							w.Fail(err)
+						}
+					}
+				})
+			})
+			askShm(w, "reader", func(resp shortcircuit.Response, _ int, _ time.Duration) {
+				answered = resp.Status == model.StatusSuccess
+			})
+		})
+		wantAsks, wantEvicted := 1, 0
+		if !tcpFirst {
+			wantAsks, wantEvicted = 0, 1
+		}
+		if !answered || asks != wantAsks || evicted != wantEvicted {
+			t.Errorf("TCP idler first %v: REQUEST_SHM answered %v, datanode idle asks %d, domain evictions %d: want answered, %d and %d",
+				tcpFirst, answered, asks, evicted, wantAsks, wantEvicted)
+		}
+	}
+}
+
+// TCP readers that hold their connections take the datanode past its cap
+// while the domain idlers that fill it are too young to close: once they
+// are old enough, one walk closes as many of them as the cap needs (each
+// closed gives back one place), not one per walk with no walk after it.
+func TestOneWalkClosesEnoughIdleDomainConns(t *testing.T) {
+	const readers = 4
+	var evicted, conns, peers int
+	cappedWorld(t, 8, shortcircuit.ServerConfig{}, writeBlock(4096), func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
+		p.MainLoop().AfterFunc(20*time.Millisecond, func() { evicted, conns, peers = srv.Stats().Evicted, dn.Conns(), srv.Conns() })
+		floodDomain(w, "domain-idler", 7)
+		for i := range readers {
+			holdRead(w, fmt.Sprintf("reader-%d", i), 500*time.Microsecond, 0, readRequest(4096), func(time.Duration) {})
+		}
+	})
+	if conns != readers || evicted != readers-1 || conns+peers > 8 {
+		t.Errorf("%d busy TCP readers over 7 idle domain connections, cap 8: %d TCP and %d domain connections left, %d evicted: want %d evicted, none over the cap",
+			readers, conns, peers, evicted, readers-1)
+	}
+}
