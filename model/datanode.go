@@ -1067,7 +1067,13 @@ func (dn *Datanode) needsRoom(peerAsks bool) bool {
 	if len(dn.conns) > dn.connCap() {
 		return true
 	}
-	return dn.peerEnd != nil && (peerAsks || dn.peerEnd.Waiting()) && !dn.PeerRoom()
+	return dn.peerShort() || peerAsks && dn.peerEnd != nil && !dn.PeerRoom()
+}
+
+// peerShort reports whether the peer endpoint keeps a connection waiting
+// for room that is not there yet.
+func (dn *Datanode) peerShort() bool {
+	return dn.peerEnd != nil && dn.peerEnd.Waiting() && !dn.PeerRoom()
 }
 
 // evictIdle closes the oldest idle connection other than newest — one
@@ -1160,8 +1166,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		dn.main.Post(func() {
 			// A peer kept waiting may need more than one closed: it
 			// leaves TCP's last place free.
-			peerShort := dn.peerEnd != nil && dn.peerEnd.Waiting() && !dn.PeerRoom()
-			if (!idle || peerShort) && !dn.stopped {
+			if (!idle || dn.peerShort()) && !dn.stopped {
 				dn.evictIdle(newest, false)
 			}
 		})
