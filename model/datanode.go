@@ -242,6 +242,13 @@ type DatanodeBugs struct {
 	// holds against real sockets) says every op found a kept-alive
 	// connection.
 	FirstOpReused bool
+	// EvictOwnKind makes room for a connection from the idle ones of its
+	// own kind only: a peer's (the domain socket's) from the peer
+	// endpoint's, a TCP client's from the datanode's, as each side
+	// evicted its own before one eviction served both. Idle connections
+	// of one kind then hold the shared cap against newcomers of the
+	// other until their read timeouts.
+	EvictOwnKind bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -1108,9 +1115,13 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	if dn.stopped || !dn.needsRoom(peerAsks) {
 		return
 	}
+	ownKind, forPeer := dn.cfg.Bugs.EvictOwnKind, peerAsks || dn.peerShort()
+	if ownKind && forPeer {
+		oldest = nil
+	}
 	var peerAt time.Duration
 	peer := false
-	if dn.peerEnd != nil {
+	if dn.peerEnd != nil && (!ownKind || forPeer) {
 		// (A walk over the endpoint's connections: only when room is
 		// short.)
 		peerAt, peer = dn.peerEnd.OldestSilent()

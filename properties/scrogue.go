@@ -46,6 +46,8 @@ var SCRogueKinds = []string{
 	"squat",     // segments asked for on connection after connection, all held
 	// Drawn apart, after everything else (the flood's own draw):
 	"flood", // connection after connection, each sending nothing, all held
+	// Drawn apart, after the rogue users (drawSCTCPFlood):
+	"tcp-flood", // the flood on the datanode's TCP port: the cap both kinds share
 }
 
 // scFirstRogueKinds is how many of SCRogueKinds the first rogue draw picks
@@ -101,6 +103,20 @@ func drawSCRogueUsers(d drawer, c *SCCase) {
 	}
 }
 
+// drawSCTCPFlood draws, last of all (20% of cases), a rogue that floods
+// the datanode's TCP port with connections that send nothing, held for
+// 5-30 ms: they count against the connection cap the domain socket's
+// share, so at half its hold the probe (a new domain connection) finds
+// the cap full of idle TCP connections, and only an eviction that looks
+// at both kinds lets it in within scProbeBound.
+func drawSCTCPFlood(d drawer, c *SCCase) {
+	if !d.chance(20, "sc_rogue_tcp_flood") {
+		return
+	}
+	op := SCOp{Op: "rogue", Block: 1, Rogue: "tcp-flood", Hold: time.Duration(d.n(5, 30, "sc_rogue_tcp_flood_hold")) * time.Millisecond}
+	c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_tcp_flood_at"), op)
+}
+
 // scRogue runs one attack on its process's main loop and reports to the
 // harness: fail for a property broken, received for the fds and segments
 // the datanode passed it (the counters' check counts them).
@@ -116,6 +132,9 @@ type scRogue struct {
 	faulted  func() bool
 	received func(fds, segs int)
 	done     func()
+	// tcpQueue is how many connections wait on the datanode's TCP listen
+	// queue (tcpFlood).
+	tcpQueue func() int
 
 	conns  []model.Conn
 	files  []model.File
@@ -257,6 +276,8 @@ func (r *scRogue) run(kind string) {
 		r.squat()
 	case "flood":
 		r.flood()
+	case "tcp-flood":
+		r.tcpFlood()
 	default:
 		// The rest need a segment of the rogue's own.
 		var seg *rogueConn
@@ -447,6 +468,50 @@ func (r *scRogue) flood() {
 			}
 		}
 		r.loop.AfterFunc(every, more)
+	}
+	more()
+}
+
+// tcpFlood is flood on the datanode's TCP port. A full listen queue
+// drops a SYN without a word (sent again a second later), anyone's: an
+// honest reader's connect then waits out TCP's initial RTO, which no
+// datanode can prevent (what Linux does under a SYN flood). So the
+// flooder keeps the queue short, as ss -lnt shows any local user, and
+// the harm left is the one a datanode can prevent: its connection cap,
+// shared with the domain socket, filled with connections that send
+// nothing. It stops at the first connection hung up (the cap's idle
+// eviction), a dial that fails, or scFloodMax.
+func (r *scRogue) tcpFlood() {
+	const batch, every, window = 16, 20 * time.Microsecond, 32
+	dialled, stopped := 0, false
+	until := r.loop.Now() + r.hold/2
+	var more func()
+	more = func() {
+		for n := min(batch, window-r.tcpQueue()); n > 0; n-- {
+			if r.over || stopped || dialled == scFloodMax || r.loop.Now() >= until {
+				return
+			}
+			dialled++
+			var c model.Conn
+			var err error
+			c, err = r.p.Dial("tcp", "dn:50010", r.loop, func(ev model.Events) {
+				if ev&(model.Hangup|model.Readable) != 0 {
+					// Hung up (or, against the protocol, answered
+					// unasked): a sign of refusal, and EOF stays
+					// readable.
+					stopped = true
+					c.SetReadInterest(false)
+				}
+			})
+			if err != nil {
+				stopped = true
+				return
+			}
+			r.conns = append(r.conns, c)
+		}
+		if !r.over && !stopped && dialled < scFloodMax && r.loop.Now() < until {
+			r.loop.AfterFunc(every, more)
+		}
 	}
 	more()
 }

@@ -154,6 +154,7 @@ type SCBug struct {
 	cache               shortcircuit.CacheBugs
 	client              shortcircuit.ClientBugs
 	tcp                 model.ClientBugs // the readers' TCP fallback's
+	datanode            model.DatanodeBugs
 }
 
 // SCBugs is the short-circuit catalogue: the bugs the drawn cases find.
@@ -202,6 +203,11 @@ var SCBugs = []SCBug{
 		Name: "sc-conns-uncapped", Catches: PropHostileAvail,
 		What:   "the datanode counts no domain connection against its connection cap (dfs.datanode.max.transfer.threads, lowered to keep fds spare), only each user's against per-user bounds: local users who flood or squat together, each within its bounds, fill the datanode's fd table, and the honest readers' block opens fail, their reads going over TCP (local-reads) and failing there too (availability), and a new local client gets no segment in time (hostile-availability) (found by check's rogues drawn as several users)",
 		server: shortcircuit.ServerBugs{UncappedConns: true},
+	},
+	{
+		Name: "sc-evict-own-kind", Catches: PropLocalReads,
+		What:     "the datanode makes room in its shared connection cap from idle connections of the newcomer's kind only (each endpoint evicting its own, as before one eviction served both): a rogue's idle TCP connections fill the cap, and a domain connection waits for the flood to end, so a reader's read goes over TCP (local-reads) and a new local client gets no segment in time (hostile-availability) (found by check's TCP-flooding rogue; without it, 0 of seeds 1-1,000)",
+		datanode: model.DatanodeBugs{EvictOwnKind: true},
 	},
 	{
 		Name: "sc-never-off", Catches: PropSCOff,
@@ -380,7 +386,8 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 		c.Ops = scInsert(c.Ops, d.n(0, len(c.Ops), "sc_rogue_flood_at"), op)
 	}
 	drawSCRot(d, &c)
-	drawSCRogueUsers(d, &c) // drawn last
+	drawSCRogueUsers(d, &c)
+	drawSCTCPFlood(d, &c) // drawn last
 	return c, c.Validate()
 }
 
@@ -560,7 +567,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			}
 		}
 		var err error
-		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond}); err != nil {
+		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond, Bugs: bug.datanode}); err != nil {
 			w.Fail(err)
 			return
 		}
@@ -850,10 +857,11 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 									main.Post(func() { run.fail(PropSCRefusal, "%s", msg) })
 								},
 								received: func(fds, segs int) { main.Post(func() { rogueFDs += fds; rogueSegs += segs }) },
-								done:     func() { main.Post(done) }}
+								done:     func() { main.Post(done) },
+								tcpQueue: func() int { q, _, _ := w.ListenQueue("tcp", "dn:50010"); return q }}
 							r.run(op.Rogue)
 						}
-						if op.Rogue == "flood" || op.Rogue == "squat" {
+						if op.Rogue == "flood" || op.Rogue == "squat" || op.Rogue == "tcp-flood" {
 							// Once it asks no more and holds what it got.
 							pending++
 							main.AfterFunc(op.Hold/2, func() { probe(n, done) })
@@ -1329,7 +1337,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/23"
+const SCTraceFormat = "xceiver-sc-trace/24"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

@@ -1592,6 +1592,19 @@ func (w *World) listenOn(p *Process, network, addr string, backlog int, l *Loop)
 
 func (ln *listener) Addr() string { return ln.addr }
 
+// ListenQueue reports the connections waiting on the socket listening at
+// network and addr (TCP's half-open ones included) and its backlog, as any
+// local user reads them on Linux (ss -lnt, /proc/net/tcp): a flooder that
+// keeps the queue short fills a server's connection cap without dropping
+// anyone's SYN (ok false: nothing listens there).
+func (w *World) ListenQueue(network, addr string) (queued, backlog int, ok bool) {
+	ln := w.listen[network+"/"+addr]
+	if ln == nil || ln.closed {
+		return 0, 0, false
+	}
+	return len(ln.pending) + ln.synRcvd, ln.backlog, true
+}
+
 func (ln *listener) SetHandler(h func()) {
 	ln.handler = h
 	ln.notify()

@@ -1032,8 +1032,18 @@ func TestAcceptBacklogDropsSynAndClientRetries(t *testing.T) {
 	if drops != 1 || conns[0].state != tcpEstablished || conns[1].state != tcpEstablished || conns[2].state != tcpSynSent {
 		t.Fatalf("drops=%d states %v %v %v: want two queued, the third's SYN dropped", drops, conns[0].state, conns[1].state, conns[2].state)
 	}
+	// What ss -lnt shows any local user: the queue full, backlog 1.
+	if q, b, ok := h.w.ListenQueue("tcp", harnessAddr); q != 2 || b != 1 || !ok {
+		t.Errorf("ListenQueue = %d, %d, %v with two queued; want 2, 1, true", q, b, ok)
+	}
 	if _, err := ln.Accept(); err != nil {
 		t.Fatal(err)
+	}
+	if q, _, _ := h.w.ListenQueue("tcp", harnessAddr); q != 1 {
+		t.Errorf("ListenQueue = %d after an accept, want 1", q)
+	}
+	if _, _, ok := h.w.ListenQueue("tcp", "nowhere:1"); ok {
+		t.Errorf("ListenQueue reports a socket where none listens")
 	}
 	h.runTo(2 * time.Second)
 	var syns []time.Duration
