@@ -138,62 +138,135 @@ func TestDefaultScenario(t *testing.T) {
 	}
 }
 
-// Validate takes each field's bounds and refuses one past them.
+// Validate takes each field at its bounds and refuses it just past them,
+// with the one line a user of run rpc (or a hand-edited scenario case)
+// is shown: which flag, its value and its range. A line with the wrong
+// value or range in it would send them the wrong way.
 func TestScenarioValidate(t *testing.T) {
 	for _, tc := range []struct {
 		what string
 		set  func(s *namespace.Scenario)
-		ok   bool
+		says string // the error, exactly; "": accepted
 	}{
-		{"the default", func(s *namespace.Scenario) {}, true},
-		{"1 client", func(s *namespace.Scenario) { s.Clients = 1 }, true},
-		{"0 clients", func(s *namespace.Scenario) { s.Clients = 0 }, false},
-		{"4097 clients", func(s *namespace.Scenario) { s.Clients = 4097 }, false},
-		{"0 threads", func(s *namespace.Scenario) { s.Threads = 0 }, false},
-		{"4097 threads", func(s *namespace.Scenario) { s.Threads = 4097 }, false},
-		{"depth 0", func(s *namespace.Scenario) { s.Depth = 0 }, true},
-		{"depth -1", func(s *namespace.Scenario) { s.Depth = -1 }, false},
-		{"fanout 1: a chain of MaxDepth", func(s *namespace.Scenario) { s.Fanout, s.Depth = 1, namespace.MaxDepth }, true},
-		{"depth past MaxDepth", func(s *namespace.Scenario) { s.Fanout, s.Depth = 1, namespace.MaxDepth+1 }, false},
-		{"fanout 0", func(s *namespace.Scenario) { s.Fanout = 0 }, false},
-		{"1 file", func(s *namespace.Scenario) { s.Files = 1 }, true},
-		{"0 files", func(s *namespace.Scenario) { s.Files = 0 }, false},
-		{"file size 1", func(s *namespace.Scenario) { s.FileSize = 1 }, true},
-		{"file size 0", func(s *namespace.Scenario) { s.FileSize = 0 }, false},
-		{"file size 256 MiB", func(s *namespace.Scenario) { s.Depth, s.FileSize = 0, 256<<20 }, true},
-		{"file size past 256 MiB", func(s *namespace.Scenario) { s.Depth, s.FileSize = 0, 256<<20+1 }, false},
-		{"MaxFiles files", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 2, 1024, 1, 1 }, true},
-		{"past MaxFiles files", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 2, 1024, 2, 1 }, false},
-		{"4 GiB of data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 16, 256<<20 }, true},
-		{"past 4 GiB of data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 17, 256<<20 }, false},
-		{"past 4 GiB without data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize, s.ReadData = 0, 17, 256<<20, false }, true},
-		{"mix 0:1", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 1 }, true},
-		{"mix 0:0", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 0 }, false},
-		{"mix -1:2", func(s *namespace.Scenario) { s.Reads, s.Writes = -1, 2 }, false},
-		{"mix past MaxMix", func(s *namespace.Scenario) { s.Reads = namespace.MaxMix + 1 }, false},
-		{"MaxLoops readers", func(s *namespace.Scenario) { s.RPC.Readers = namespace.MaxLoops }, true},
-		{"readers past MaxLoops", func(s *namespace.Scenario) { s.RPC.Readers = namespace.MaxLoops + 1 }, false},
-		{"handlers past MaxLoops", func(s *namespace.Scenario) { s.RPC.Handlers = namespace.MaxLoops + 1 }, false},
-		{"readers -1", func(s *namespace.Scenario) { s.RPC.Readers = -1 }, false},
-		{"handlers -1", func(s *namespace.Scenario) { s.RPC.Handlers = -1 }, false},
-		{"queue -1", func(s *namespace.Scenario) { s.RPC.QueueSize = -1 }, false},
-		{"0 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 0 }, false},
-		{"1025 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 1025 }, false},
-		{"0 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 0 }, false},
-		{"1025 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 1025 }, false},
-		{"no warmup", func(s *namespace.Scenario) { s.Warmup = 0 }, true},
-		{"warmup -1", func(s *namespace.Scenario) { s.Warmup = -1 }, false},
-		{"warmup past MaxWindow", func(s *namespace.Scenario) { s.Warmup = namespace.MaxWindow + 1 }, false},
-		{"duration MaxWindow", func(s *namespace.Scenario) { s.Duration = namespace.MaxWindow }, true},
-		{"duration 0", func(s *namespace.Scenario) { s.Duration = 0 }, false},
-		{"duration past MaxWindow", func(s *namespace.Scenario) { s.Duration = namespace.MaxWindow + 1 }, false},
-		{"lock mutex", func(s *namespace.Scenario) { s.Lock = namespace.Mutex }, true},
-		{"lock spin", func(s *namespace.Scenario) { s.Lock = "spin" }, false},
+		{"the default", func(s *namespace.Scenario) {}, ""},
+		{"1 client", func(s *namespace.Scenario) { s.Clients = 1 }, ""},
+		{"0 clients", func(s *namespace.Scenario) { s.Clients = 0 }, "--clients 0 outside [1, 4096]"},
+		{"4096 clients", func(s *namespace.Scenario) { s.Clients = 4096 }, ""},
+		{"4097 clients", func(s *namespace.Scenario) { s.Clients = 4097 }, "--clients 4097 outside [1, 4096]"},
+		{"1 thread", func(s *namespace.Scenario) { s.Threads = 1 }, ""},
+		{"0 threads", func(s *namespace.Scenario) { s.Threads = 0 }, "--threads 0 outside [1, 4096]"},
+		{"4096 threads", func(s *namespace.Scenario) { s.Threads = 4096 }, ""},
+		{"4097 threads", func(s *namespace.Scenario) { s.Threads = 4097 }, "--threads 4097 outside [1, 4096]"},
+		{"depth 0", func(s *namespace.Scenario) { s.Depth = 0 }, ""},
+		{"depth -1", func(s *namespace.Scenario) { s.Depth = -1 }, "--depth -1 outside [0, 1000]"},
+		{"fanout 1: a chain of MaxDepth", func(s *namespace.Scenario) { s.Fanout, s.Depth = 1, namespace.MaxDepth }, ""},
+		{"depth past MaxDepth", func(s *namespace.Scenario) { s.Fanout, s.Depth = 1, namespace.MaxDepth+1 }, "--depth 1001 outside [0, 1000]"},
+		{"fanout 0", func(s *namespace.Scenario) { s.Fanout = 0 }, "--fanout 0: want at least 1"},
+		{"1 file", func(s *namespace.Scenario) { s.Files = 1 }, ""},
+		{"0 files", func(s *namespace.Scenario) { s.Files = 0 }, "--files 0: want at least 1"},
+		{"file size 1", func(s *namespace.Scenario) { s.FileSize = 1 }, ""},
+		{"file size 0", func(s *namespace.Scenario) { s.FileSize = 0 }, "--file-size 0 outside [1, 256 MiB]"},
+		{"file size 256 MiB", func(s *namespace.Scenario) { s.Depth, s.FileSize = 0, 256<<20 }, ""},
+		{"file size past 256 MiB", func(s *namespace.Scenario) { s.Depth, s.FileSize = 0, 256<<20+1 }, "--file-size 268435457 outside [1, 256 MiB]"},
+		{"MaxFiles files", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 2, 1024, 1, 1 }, ""},
+		{"past MaxFiles files", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 2, 1024, 2, 1 },
+			"tree: --fanout 1024 to the power --depth 2, times --files 2, is more than 1048576 files"},
+		// Three values apart, so each flag is seen to name its own.
+		{"MaxFiles files in a binary tree", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 20, 2, 1, 1 }, ""},
+		{"past MaxFiles files in a binary tree", func(s *namespace.Scenario) { s.Depth, s.Fanout, s.Files, s.FileSize = 21, 2, 1, 1 },
+			"tree: --fanout 2 to the power --depth 21, times --files 1, is more than 1048576 files"},
+		{"4 GiB of data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 16, 256<<20 }, ""},
+		{"past 4 GiB of data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize = 0, 17, 256<<20 },
+			"tree: 17 files of --file-size 268435456 exceeds 4 GiB of block data (--read-data)"},
+		{"past 4 GiB without data", func(s *namespace.Scenario) { s.Depth, s.Files, s.FileSize, s.ReadData = 0, 17, 256<<20, false }, ""},
+		{"mix 0:1", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 1 }, ""},
+		{"mix MaxMix:MaxMix", func(s *namespace.Scenario) { s.Reads, s.Writes = namespace.MaxMix, namespace.MaxMix }, ""},
+		{"mix 0:0", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, 0 }, "--mix 0:0: want reads and writes from 0 to 1048576, not both 0"},
+		{"mix -1:2", func(s *namespace.Scenario) { s.Reads, s.Writes = -1, 2 }, "--mix -1:2: want reads and writes from 0 to 1048576, not both 0"},
+		{"reads past MaxMix", func(s *namespace.Scenario) { s.Reads, s.Writes = namespace.MaxMix+1, 0 },
+			"--mix 1048577:0: want reads and writes from 0 to 1048576, not both 0"},
+		{"writes past MaxMix", func(s *namespace.Scenario) { s.Reads, s.Writes = 0, namespace.MaxMix+1 },
+			"--mix 0:1048577: want reads and writes from 0 to 1048576, not both 0"},
+		{"0 readers: the default", func(s *namespace.Scenario) { s.RPC.Readers = 0 }, ""},
+		{"MaxLoops readers", func(s *namespace.Scenario) { s.RPC.Readers = namespace.MaxLoops }, ""},
+		{"readers past MaxLoops", func(s *namespace.Scenario) { s.RPC.Readers = namespace.MaxLoops + 1 }, "--readers 1025 outside [0, 1024]"},
+		{"0 handlers: the default", func(s *namespace.Scenario) { s.RPC.Handlers = 0 }, ""},
+		{"MaxLoops handlers", func(s *namespace.Scenario) { s.RPC.Handlers = namespace.MaxLoops }, ""},
+		{"handlers past MaxLoops", func(s *namespace.Scenario) { s.RPC.Handlers = namespace.MaxLoops + 1 }, "--handlers 1025 outside [0, 1024]"},
+		{"readers -1", func(s *namespace.Scenario) { s.RPC.Readers = -1 }, "--readers -1: want at least 0 (0: the default)"},
+		{"handlers -1", func(s *namespace.Scenario) { s.RPC.Handlers = -1 }, "--handlers -1: want at least 0 (0: the default)"},
+		{"queue 0: the default", func(s *namespace.Scenario) { s.RPC.QueueSize = 0 }, ""},
+		{"queue -1", func(s *namespace.Scenario) { s.RPC.QueueSize = -1 }, "--queue -1: want at least 0 (0: 100 per handler)"},
+		{"1 namenode core", func(s *namespace.Scenario) { s.NamenodeCores = 1 }, ""},
+		{"0 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 0 }, "--namenode-cores 0 outside [1, 1024]"},
+		{"1024 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 1024 }, ""},
+		{"1025 namenode cores", func(s *namespace.Scenario) { s.NamenodeCores = 1025 }, "--namenode-cores 1025 outside [1, 1024]"},
+		{"1 datanode core", func(s *namespace.Scenario) { s.DatanodeCores = 1 }, ""},
+		{"0 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 0 }, "datanode cores 0 outside [1, 1024]"},
+		{"1024 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 1024 }, ""},
+		{"1025 datanode cores", func(s *namespace.Scenario) { s.DatanodeCores = 1025 }, "datanode cores 1025 outside [1, 1024]"},
+		{"no warmup", func(s *namespace.Scenario) { s.Warmup = 0 }, ""},
+		{"warmup -1", func(s *namespace.Scenario) { s.Warmup = -1 }, "--warmup -1ns outside [0, 24h0m0s]"},
+		{"warmup MaxWindow", func(s *namespace.Scenario) { s.Warmup = namespace.MaxWindow }, ""},
+		{"warmup past MaxWindow", func(s *namespace.Scenario) { s.Warmup = namespace.MaxWindow + 1 }, "--warmup 24h0m0.000000001s outside [0, 24h0m0s]"},
+		{"duration 1 ns", func(s *namespace.Scenario) { s.Duration = 1 }, ""},
+		{"duration MaxWindow", func(s *namespace.Scenario) { s.Duration = namespace.MaxWindow }, ""},
+		{"duration 0", func(s *namespace.Scenario) { s.Duration = 0 }, "--duration 0s outside (0, 24h0m0s]"},
+		{"duration past MaxWindow", func(s *namespace.Scenario) { s.Duration = namespace.MaxWindow + 1 }, "--duration 24h0m0.000000001s outside (0, 24h0m0s]"},
+		{"lock mutex", func(s *namespace.Scenario) { s.Lock = namespace.Mutex }, ""},
+		{"lock spin", func(s *namespace.Scenario) { s.Lock = "spin" }, `namespace: lock "spin" is neither mutex nor rwlock`},
 	} {
 		s := namespace.DefaultScenario()
 		tc.set(&s)
-		if err := s.Validate(); (err == nil) != tc.ok {
-			t.Errorf("%s: Validate says %v, want ok %v", tc.what, err, tc.ok)
+		err := s.Validate()
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%s: refused (%v), want it accepted", tc.what, err)
+		case tc.says != "" && (err == nil || err.Error() != tc.says):
+			t.Errorf("%s: Validate says %v, want %q", tc.what, err, tc.says)
+		}
+	}
+}
+
+// ParseMix takes run rpc's --mix: READS:WRITES, each side from 0 to
+// MaxMix and not both 0. It takes each side at its bounds and gives the
+// mix back as written (a mix read backwards, or one side lost, would run
+// another load than asked for); anything else it refuses with one line
+// that quotes what was given and says what is wanted.
+func TestParseMix(t *testing.T) {
+	for _, tc := range []struct {
+		mix           string
+		reads, writes int
+	}{
+		{"8:1", 8, 1},
+		{"1:0", 1, 0},
+		{"0:1", 0, 1},
+		{"1:1", 1, 1},
+		{"1048576:0", namespace.MaxMix, 0},
+		{"0:1048576", 0, namespace.MaxMix},
+		{"1048576:1048576", namespace.MaxMix, namespace.MaxMix},
+	} {
+		r, w, err := namespace.ParseMix(tc.mix)
+		if err != nil || r != tc.reads || w != tc.writes {
+			t.Errorf("ParseMix(%q) = %d, %d, %v; want %d, %d", tc.mix, r, w, err, tc.reads, tc.writes)
+		}
+	}
+	for _, bad := range []string{
+		"8",                      // no colon
+		"",                       // nothing
+		"x:1",                    // reads not a number
+		"1:x",                    // writes not a number
+		"8:1:2",                  // a third side
+		"-1:2",                   // reads below 0 (with a sum above 0)
+		"2:-1",                   // writes below 0 (likewise)
+		"0:0",                    // neither
+		"1048577:0",              // reads past MaxMix
+		"0:1048577",              // writes past MaxMix
+		"99999999999999999999:1", // past an int
+	} {
+		want := fmt.Sprintf("mix %q: want READS:WRITES, each 0 to 1048576 and not both 0, e.g. 8:1", bad)
+		if r, w, err := namespace.ParseMix(bad); err == nil || err.Error() != want {
+			t.Errorf("ParseMix(%q) = %d, %d, %v; want the error %q", bad, r, w, err, want)
 		}
 	}
 }

@@ -120,3 +120,45 @@ func TestClosedClientHoldsNoTimers(t *testing.T) {
 		}
 	}
 }
+
+// A call longer than the client's send buffer goes out as the socket
+// makes room: the client waits for the writable event, with no timer of
+// its own. The gap timer is PieceWrites' alone: armed after a short
+// write of a whole-call send, it would poll at a gap of 0, a wake-up and
+// a write that would block for every short write of the call, CPU that
+// no latency shows. With no call timeout, the client holds no timer while
+// its call is outstanding.
+func TestShortSendWaitsForRoomNotATimer(t *testing.T) {
+	payload := make([]byte, 256<<10)
+	var (
+		cp                  *sim.Process
+		outstanding, sent   bool
+		maxTimers, answered int
+	)
+	worldEach(t, rpc.ServerConfig{}, rpc.ClientConfig{IdleTimeout: 10 * time.Second}, 1, func(e *env) {
+		if outstanding {
+			maxTimers = max(maxTimers, cp.Resources().Timers)
+		}
+	}, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		cp = p.(*sim.Process)
+		// 4 KiB of send buffer: the 256 KiB call takes dozens of writes.
+		cp.SetSocketBuffers(4<<10, 0)
+		// A first call makes the connection, so the long one is written
+		// from Call on a connection already up.
+		cl.Call(srvAddr, mEcho, []byte("x"), func(rpc.Reply) {
+			outstanding, sent = true, true
+			cl.Call(srvAddr, mEcho, payload, func(r rpc.Reply) {
+				outstanding = false
+				if r.Err == nil && len(r.Payload) == len(payload) {
+					answered++
+				}
+			})
+		})
+	})
+	if !sent || answered != 1 {
+		t.Fatalf("the 256 KiB call: sent %v, answered in full %d times; want sent and answered once", sent, answered)
+	}
+	if maxTimers != 0 {
+		t.Errorf("the client held up to %d timers while its 256 KiB call was outstanding (no call timeout); want none", maxTimers)
+	}
+}
