@@ -1165,11 +1165,15 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		if open && victim.phase == phaseRequest && len(victim.in) == 0 {
 			victim.readInput()
 		}
-		// Busy for good: closed, or it has received a byte (a request
-		// under way, or a connection kept alive after its ops).
+		// Busy for good: it has received a byte (a request under way,
+		// or a connection kept alive after its ops).
 		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 && victim.opsOnConn == 0
-		if open && victim.closed {
-			idle = true // its client had gone: room made
+		if victim.closed {
+			// Its client had gone, found by this read or before the
+			// ask (its forget still queued): room made either way.
+			// Going on would close another idler for nobody once a
+			// concurrent walk (the next accept's) closes its own.
+			idle = true
 		} else if idle {
 			dn.p.Log("dn-full-evict", "conn", victim.id, "ops", victim.opsOnConn)
 			victim.close("datanode full")
