@@ -452,65 +452,66 @@ func (r *scRogue) squat() {
 // honest readers (local-reads, availability) and to other rogues' answers
 // (sc-refusal).
 func (r *scRogue) flood() {
-	const batch, every = 16, 20 * time.Microsecond
-	dialled, stopped := 0, false
-	until := r.loop.Now() + r.hold/2
-	var more func()
-	more = func() {
-		for i := 0; i < batch; i++ {
-			if r.over || stopped || dialled == scFloodMax || r.loop.Now() >= until {
-				return
-			}
-			dialled++
-			if rc := r.dial(func(shortcircuit.Response, []model.File, bool) { stopped = true }); rc == nil {
-				stopped = true
-				return
-			}
-		}
-		r.loop.AfterFunc(every, more)
-	}
-	more()
+	r.floodBy(func() int { return scFloodBatch }, func(stop func()) bool {
+		return r.dial(func(shortcircuit.Response, []model.File, bool) { stop() }) != nil
+	})
 }
 
 // tcpFlood is flood on the datanode's TCP port. A full listen queue
 // drops a SYN without a word (sent again a second later), anyone's: an
 // honest reader's connect then waits out TCP's initial RTO, which no
 // datanode can prevent (what Linux does under a SYN flood). So the
-// flooder keeps the queue short, as ss -lnt shows any local user, and
-// the harm left is the one a datanode can prevent: its connection cap,
-// shared with the domain socket, filled with connections that send
-// nothing. It stops at the first connection hung up (the cap's idle
-// eviction), a dial that fails, or scFloodMax.
+// flooder keeps the queue under scTCPFloodQueue, as ss -lnt shows any
+// local user, and the harm left is the one a datanode can prevent: its
+// connection cap, shared with the domain socket, filled with connections
+// that send nothing. The cap's idle eviction hangs them up.
 func (r *scRogue) tcpFlood() {
-	const batch, every, window = 16, 20 * time.Microsecond, 32
+	r.floodBy(func() int { return scTCPFloodQueue - r.tcpQueue() }, func(stop func()) bool {
+		var c model.Conn
+		var err error
+		c, err = r.p.Dial("tcp", "dn:50010", r.loop, func(ev model.Events) {
+			if ev&(model.Hangup|model.Readable) != 0 {
+				// Hung up (or, against the protocol, answered
+				// unasked), and EOF stays readable.
+				stop()
+				c.SetReadInterest(false)
+			}
+		})
+		if err != nil {
+			return false
+		}
+		r.conns = append(r.conns, c)
+		return true
+	})
+}
+
+// A flood dials up to scFloodBatch connections every scFloodEvery; a TCP
+// flood fewer, to keep the listen queue under scTCPFloodQueue.
+const (
+	scFloodBatch    = 16
+	scFloodEvery    = 20 * time.Microsecond
+	scTCPFloodQueue = 32
+)
+
+// floodBy dials connection after connection, as many as room allows
+// every scFloodEvery (at most scFloodBatch), until half the hold,
+// scFloodMax, a dial that fails, or the first sign of refusal (a dialled
+// connection calls stop).
+func (r *scRogue) floodBy(room func() int, dial func(stop func()) bool) {
 	dialled, stopped := 0, false
+	stop := func() { stopped = true }
 	until := r.loop.Now() + r.hold/2
+	done := func() bool { return r.over || stopped || dialled == scFloodMax || r.loop.Now() >= until }
 	var more func()
 	more = func() {
-		for n := min(batch, window-r.tcpQueue()); n > 0; n-- {
-			if r.over || stopped || dialled == scFloodMax || r.loop.Now() >= until {
-				return
-			}
+		for n := min(scFloodBatch, room()); n > 0 && !done(); n-- {
 			dialled++
-			var c model.Conn
-			var err error
-			c, err = r.p.Dial("tcp", "dn:50010", r.loop, func(ev model.Events) {
-				if ev&(model.Hangup|model.Readable) != 0 {
-					// Hung up (or, against the protocol, answered
-					// unasked): a sign of refusal, and EOF stays
-					// readable.
-					stopped = true
-					c.SetReadInterest(false)
-				}
-			})
-			if err != nil {
+			if !dial(stop) {
 				stopped = true
-				return
 			}
-			r.conns = append(r.conns, c)
 		}
-		if !r.over && !stopped && dialled < scFloodMax && r.loop.Now() < until {
-			r.loop.AfterFunc(every, more)
+		if !done() {
+			r.loop.AfterFunc(scFloodEvery, more)
 		}
 	}
 	more()
