@@ -140,6 +140,16 @@ type scRogue struct {
 	files  []model.File
 	checks []func() // run when the rogue lets go
 	over   bool     // it let go: nothing more is sent or dialled
+	// waits are the refusals expected (expectRefusal); graced, whether
+	// the let-go already waited for those still unanswered.
+	waits  []refusalWait
+	graced bool
+}
+
+// refusalWait is a refusal expected since the request went out.
+type refusalWait struct {
+	since    time.Duration
+	answered *bool
 }
 
 // rogueConn is a rogue's connection: what came back so far.
@@ -531,6 +541,8 @@ func (r *scRogue) refused(kind string, b []byte) {
 // and the datanode to have hung up by the time the rogue lets go.
 func (r *scRogue) expectRefusal(kind string, rc *rogueConn) {
 	answered := false
+	since := r.loop.Now()
+	r.waits = append(r.waits, refusalWait{since: since, answered: &answered})
 	rc.want = func(resp shortcircuit.Response, files []model.File, ok bool) {
 		answered = true
 		if ok && (resp.Status == model.StatusSuccess || len(files) > 0) {
@@ -542,7 +554,7 @@ func (r *scRogue) expectRefusal(kind string, rc *rogueConn) {
 		switch {
 		case r.faulted():
 		case !answered:
-			r.fail("rogue %q: no answer and the connection open after %v", kind, r.hold)
+			r.fail("rogue %q: no answer and the connection open after %v", kind, r.loop.Now()-since)
 		case !rc.eof:
 			r.fail("rogue %q: the datanode refused it but kept the connection open for %v", kind, r.hold)
 		}
@@ -552,6 +564,24 @@ func (r *scRogue) expectRefusal(kind string, rc *rogueConn) {
 // finish checks that refused connections were hung up, then closes the
 // rogue's connections and the files passed to it.
 func (r *scRogue) finish() {
+	if !r.graced && !r.faulted() {
+		// A request may wait for room, as any new connection may when
+		// other rogues fill the datanode's cap with connections too
+		// young to close (the probe's bound): one still unanswered is
+		// judged only once it has had that long. (A fault excuses it
+		// anyway.)
+		r.graced = true
+		var until time.Duration
+		for _, w := range r.waits {
+			if !*w.answered {
+				until = max(until, w.since+scProbeBound)
+			}
+		}
+		if now := r.loop.Now(); until > now {
+			r.loop.AfterFunc(until-now, r.finish)
+			return
+		}
+	}
 	r.over = true
 	for _, check := range r.checks {
 		check()
