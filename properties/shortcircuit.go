@@ -205,8 +205,8 @@ var SCBugs = []SCBug{
 		server: shortcircuit.ServerBugs{UncappedConns: true},
 	},
 	{
-		Name: "sc-evict-own-kind", Catches: PropLocalReads,
-		What:     "the datanode makes room in its shared connection cap from idle connections of the newcomer's kind only (each endpoint evicting its own, as before one eviction served both): a rogue's idle TCP connections fill the cap, and a domain connection waits for the flood to end, so a reader's read goes over TCP (local-reads) and a new local client gets no segment in time (hostile-availability) (found by check's TCP-flooding rogue; without it, 0 of seeds 1-1,000)",
+		Name: "sc-evict-own-kind", Catches: PropHostileAvail,
+		What:     "the datanode makes room in its shared connection cap from idle connections of the newcomer's kind only (each endpoint evicting its own, as before one eviction served both): a rogue's idle TCP connections fill the cap, and a domain connection waits for the flood to end, so a new local client gets no segment in time (hostile-availability) and a reader's read goes over TCP (local-reads) (found by check's TCP-flooding rogue; without it, 0 of seeds 1-1,000)",
 		datanode: model.DatanodeBugs{EvictOwnKind: true},
 	},
 	{
@@ -1337,7 +1337,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/24"
+const SCTraceFormat = "xceiver-sc-trace/25"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {
