@@ -48,6 +48,8 @@ var SCRogueKinds = []string{
 	"flood", // connection after connection, each sending nothing, all held
 	// Drawn apart, after the rogue users (drawSCTCPFlood):
 	"tcp-flood", // the flood on the datanode's TCP port: the cap both kinds share
+	// Drawn apart, after the TCP flood (drawSCDrip):
+	"drip", // connection after connection, each dripping a REQUEST_SHM a byte at a time, all held
 }
 
 // scFirstRogueKinds is how many of SCRogueKinds the first rogue draw picks
@@ -103,7 +105,7 @@ func drawSCRogueUsers(d drawer, c *SCCase) {
 	}
 }
 
-// drawSCTCPFlood draws, last of all (20% of cases), a rogue that floods
+// drawSCTCPFlood draws, after the rogue users (20% of cases), a rogue that floods
 // the datanode's TCP port with connections that send nothing, held for
 // 5-30 ms: they count against the connection cap the domain socket's
 // share, so at half its hold the probe (a new domain connection) finds
@@ -127,6 +129,32 @@ func drawSCTCPFlood(d drawer, c *SCCase) {
 	c.Ops = scInsert(c.Ops, at, op)
 }
 
+// drawSCDrip draws, last of all (20% of cases), 2-3 local users who each
+// open connection after connection on the domain socket and drip a
+// REQUEST_SHM into every one a byte each Every (1-5 ms: under most drawn
+// read timeouts), held for 5-30 ms and starting within a millisecond of
+// the one before: a connection that has sent a byte is not silent, and
+// each byte restarts its read timeout, so only a bound on how long a
+// request may stay partial lets the probe, at half each one's hold, into
+// a cap they fill together (one user's connections, MaxConnsPerUser,
+// cannot fill it). Not faster: at a byte each 100-500 µs 700-odd
+// connections keep the datanode's acceptor loop busy with reads alone,
+// and the probe waits for its turn with the cap not full, a load no
+// bound on connections prevents.
+func drawSCDrip(d drawer, c *SCCase) {
+	if !d.chance(20, "sc_rogue_drip") {
+		return
+	}
+	at := d.n(0, len(c.Ops), "sc_rogue_drip_at")
+	for u := d.n(2, 3, "sc_rogue_drip_users"); u > 0; u-- {
+		op := SCOp{Op: "rogue", Block: 1, User: u, Rogue: "drip",
+			Gap:   time.Duration(d.n(0, 999, "sc_rogue_drip_gap")) * time.Microsecond,
+			Hold:  time.Duration(d.n(5, 30, "sc_rogue_drip_hold")) * time.Millisecond,
+			Every: time.Duration(d.n(1000, 5000, "sc_rogue_drip_every")) * time.Microsecond}
+		c.Ops = scInsert(c.Ops, at, op)
+	}
+}
+
 // scRogue runs one attack on its process's main loop and reports to the
 // harness: fail for a property broken, received for the fds and segments
 // the datanode passed it (the counters' check counts them).
@@ -135,6 +163,7 @@ type scRogue struct {
 	loop  model.Loop
 	block uint64
 	hold  time.Duration
+	every time.Duration // drip: between bytes
 	fail  func(format string, a ...any)
 	// faulted reports whether a fault (a full fd table, the datanode
 	// down) was in force since the attack began: a datanode that cannot
@@ -298,6 +327,8 @@ func (r *scRogue) run(kind string) {
 		r.flood()
 	case "tcp-flood":
 		r.tcpFlood()
+	case "drip":
+		r.drip()
 	default:
 		// The rest need a segment of the rogue's own.
 		var seg *rogueConn
@@ -503,6 +534,48 @@ func (r *scRogue) tcpFlood() {
 		r.conns = append(r.conns, c)
 		return true
 	})
+}
+
+// drip is flood with a byte sent on each connection as it is dialled and
+// one more on each every r.every, of a REQUEST_SHM whose client name is as
+// long as the bound lets it (300 bytes: longer than any hold at a byte
+// each 100 µs), its last byte never sent: no connection is ever silent,
+// none ever asks for anything, and every byte restarts the read timeout.
+// It dials as flood does, and drips until it lets go.
+func (r *scRogue) drip() {
+	req := shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: string(make([]byte, model.MaxClientNameLen))})
+	type dripConn struct {
+		rc   *rogueConn
+		sent int
+	}
+	var conns []*dripConn
+	next := func(dc *dripConn) {
+		if !dc.rc.eof && dc.sent < len(req)-1 {
+			r.send(dc.rc, req[dc.sent:dc.sent+1])
+			dc.sent++
+		}
+	}
+	r.floodBy(func() int { return scFloodBatch }, func(stop func()) bool {
+		rc := r.dial(func(shortcircuit.Response, []model.File, bool) { stop() })
+		if rc == nil {
+			return false
+		}
+		dc := &dripConn{rc: rc}
+		conns = append(conns, dc)
+		next(dc)
+		return true
+	})
+	var tick func()
+	tick = func() {
+		if r.over {
+			return
+		}
+		for _, dc := range conns {
+			next(dc)
+		}
+		r.loop.AfterFunc(r.every, tick)
+	}
+	r.loop.AfterFunc(r.every, tick)
 }
 
 // A flood dials up to scFloodBatch connections every scFloodEvery; a TCP

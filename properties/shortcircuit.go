@@ -145,6 +145,8 @@ type SCOp struct {
 	// op drawn before users existed runs in.
 	User int  `json:"user,omitempty"`
 	Meta bool `json:"meta,omitempty"` // rot: the chunk's checksum, not its data
+	// Every is a dripping rogue's time between bytes.
+	Every time.Duration `json:"every,omitempty"`
 }
 
 // SCBug is a catalogued short-circuit bug.
@@ -208,6 +210,11 @@ var SCBugs = []SCBug{
 		Name: "sc-evict-own-kind", Catches: PropHostileAvail,
 		What:     "the datanode makes room in its shared connection cap from idle connections of the newcomer's kind only (each endpoint evicting its own, as before one eviction served both): a rogue's idle TCP connections fill the cap, and a domain connection waits for the flood to end, so a new local client gets no segment in time (hostile-availability) and a reader's read goes over TCP (local-reads) (found by check's TCP-flooding rogue; without it, 0 of seeds 1-1,000)",
 		datanode: model.DatanodeBugs{EvictOwnKind: true},
+	},
+	{
+		Name: "sc-drip", Catches: PropHostileAvail,
+		What:   "the datanode makes room in its connection cap only from domain connections that never sent a byte: local users who each open connection after connection, within MaxConnsPerUser, and drip a REQUEST_SHM into every one a byte at a time, each byte restarting the read timeout, fill the cap together with connections nothing closes until they let go, and a new local client gets no segment in time (hostile-availability) (found by check's dripping rogue)",
+		server: shortcircuit.ServerBugs{EvictSilentOnly: true},
 	},
 	{
 		Name: "sc-never-off", Catches: PropSCOff,
@@ -387,7 +394,8 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	}
 	drawSCRot(d, &c)
 	drawSCRogueUsers(d, &c)
-	drawSCTCPFlood(d, &c) // drawn last
+	drawSCTCPFlood(d, &c)
+	drawSCDrip(d, &c) // drawn last
 	return c, c.Validate()
 }
 
@@ -469,6 +477,9 @@ func (c *SCCase) Validate() error {
 		}
 		if (op.Op == "rogue") != (op.Rogue != "") || op.Rogue != "" && !slices.Contains(SCRogueKinds, op.Rogue) {
 			return fmt.Errorf("sc case: op %d: %s with rogue %q, want a rogue op to have one of %s", i, op.Op, op.Rogue, strings.Join(SCRogueKinds, ", "))
+		}
+		if (op.Rogue == "drip") != (op.Every > 0) || op.Every < 0 || op.Every > time.Second {
+			return fmt.Errorf("sc case: op %d: %s %q every %v, want 1ns..1s on a drip, none on any other op", i, op.Op, op.Rogue, op.Every)
 		}
 		if op.User < 0 || op.User >= scRogueUsers || op.User > 0 && op.Op != "rogue" {
 			return fmt.Errorf("sc case: op %d: %s by user %d, want 0, or 0..%d on a rogue op", i, op.Op, op.User, scRogueUsers-1)
@@ -850,7 +861,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 						}
 						faultedAt, begunAt := faults > 0 || main.Now()-lastFaultEnd < model.AcceptBackoff, faultsBegun
 						attack := func(p model.Process) {
-							r := &scRogue{p: p, loop: p.MainLoop(), block: op.Block, hold: op.Hold,
+							r := &scRogue{p: p, loop: p.MainLoop(), block: op.Block, hold: op.Hold, every: op.Every,
 								faulted: func() bool { return faultedAt || faults > 0 || faultsBegun != begunAt },
 								fail: func(format string, a ...any) {
 									msg := fmt.Sprintf(format, a...)
@@ -861,7 +872,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 								tcpQueue: func() int { q, _, _ := w.ListenQueue("tcp", "dn:50010"); return q }}
 							r.run(op.Rogue)
 						}
-						if op.Rogue == "flood" || op.Rogue == "squat" || op.Rogue == "tcp-flood" {
+						if op.Rogue == "flood" || op.Rogue == "squat" || op.Rogue == "tcp-flood" || op.Rogue == "drip" {
 							// Once it asks no more and holds what it got.
 							pending++
 							main.AfterFunc(op.Hold/2, func() { probe(n, done) })
@@ -1337,7 +1348,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/25"
+const SCTraceFormat = "xceiver-sc-trace/26"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

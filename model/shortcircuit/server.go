@@ -83,6 +83,11 @@ type ServerBugs struct {
 	// check's rogues flooded as several users, each within its own
 	// bounds, and filled the fd table together.
 	UncappedConns bool
+	// EvictSilentOnly makes room in the datanode's cap only from
+	// connections that never sent a byte, as this datanode did until
+	// check's dripping rogue kept a request partial on each of its
+	// connections, a byte at a time.
+	EvictSilentOnly bool
 }
 
 // ServerStats counts what a domain endpoint did. MaxFetches is the most
@@ -96,7 +101,8 @@ type ServerStats struct {
 	// MaxConnsPerUser open, or the datanode's cap had no room.
 	Refused int
 	// Evicted counts connections closed to make room under the
-	// datanode's cap: they had sent nothing since their accept.
+	// datanode's cap: they had sent nothing since their accept, or kept a
+	// request partial for model.IdleGrace.
 	Evicted int
 }
 
@@ -310,34 +316,37 @@ func (s *Server) resume() {
 // other's idlers, closed for nobody until their read timeouts.
 type peerSide struct{ s *Server }
 
-// oldestSilent is the first connection in accept order, counted against
-// the cap, that has sent nothing: a client sends its request as it
-// connects, so only one that never will is closed.
-func (p peerSide) oldestSilent() *srvConn {
+// oldestSilent is the connection counted against the cap that has been
+// idle longest (idleSince; the first in accept order of those idle as
+// long): a client sends its request, whole, as it connects, so only one
+// that never will, or that keeps it partial, is closed.
+func (p peerSide) oldestSilent() (*srvConn, time.Duration) {
+	var oldest *srvConn
+	var at time.Duration
 	for _, sc := range p.s.conns {
-		if sc.capped && sc.silent() {
-			return sc
+		if since, ok := sc.idleSince(); ok && (oldest == nil || since < at) {
+			oldest, at = sc, since
 		}
 	}
-	return nil
+	return oldest, at
 }
 
 func (p peerSide) OldestSilent() (time.Duration, bool) {
-	if sc := p.oldestSilent(); sc != nil {
-		return sc.acceptAt, true
-	}
-	return 0, false
+	sc, at := p.oldestSilent()
+	return at, sc != nil
 }
 
 func (p peerSide) CloseSilent() {
-	sc := p.oldestSilent()
+	sc, at := p.oldestSilent()
 	if sc == nil {
 		return
 	}
 	// Read what has arrived first: a request under way is no idler (it
-	// is served, or handed to the datanode with its room).
+	// is served, or handed to the datanode with its room), unless it was
+	// partial before (a request that had only begun then has not come in
+	// whole since: it is still as old).
 	sc.onEvent(model.Readable)
-	if sc.silent() {
+	if since, ok := sc.idleSince(); ok && since == at {
 		p.s.stats.Evicted++
 		p.s.p.Log("sc-conn-evicted", "conn", sc.c.ID())
 		sc.close("idle, datanode full")
@@ -351,6 +360,28 @@ func (p peerSide) Resume() { p.s.resume() }
 // silent reports whether nothing was ever received on the connection.
 func (sc *srvConn) silent() bool {
 	return !sc.closed && sc.served == 0 && len(sc.in) == 0 && !sc.busy && sc.shm == nil && sc.receipt == nil
+}
+
+// idleSince reports whether the connection, counted against the cap, may
+// be closed for room once idle for model.IdleGrace, and idle since when:
+// silent since its accept, or holding part of a request since its first
+// byte came. An honest client writes a request (a few hundred bytes at
+// most) in one write, so a request still partial IdleGrace after it began
+// is dripped; and each byte restarts the read timeout, so without this a
+// few users dripping bytes into connection after connection, each within
+// MaxConnsPerUser, held the cap for as long as they liked.
+func (sc *srvConn) idleSince() (time.Duration, bool) {
+	switch {
+	case !sc.capped:
+		return 0, false
+	case sc.silent():
+		return sc.acceptAt, true
+	case sc.s.cfg.Bugs.EvictSilentOnly:
+		return 0, false
+	case !sc.closed && len(sc.in) > 0 && !sc.busy && sc.shm == nil && sc.receipt == nil:
+		return sc.partialAt, true
+	}
+	return 0, false
 }
 
 // count adds the connection to its user's count of connections that keep
@@ -474,6 +505,9 @@ type srvConn struct {
 	rt     model.Timer
 	closed bool
 	served int // requests served on it
+	// partialAt is when the first of the bytes in in arrived, or the
+	// request before them was taken off (idleSince).
+	partialAt time.Duration
 	// counted: in its user's connsByUser (from its accept until its
 	// segment, close or hand-over).
 	counted bool
@@ -522,6 +556,9 @@ func (sc *srvConn) onEvent(ev model.Events) {
 		room := buf[:min(len(buf), MaxRequestLen+64-len(sc.in))]
 		n, err := sc.c.Read(room)
 		if n > 0 {
+			if len(sc.in) == 0 {
+				sc.partialAt = sc.s.loop.Now()
+			}
 			sc.in = append(sc.in, room[:n]...)
 			sc.process()
 			continue
@@ -578,6 +615,7 @@ func (sc *srvConn) process() {
 			return
 		}
 		sc.in = sc.in[:copy(sc.in, sc.in[1:])]
+		sc.partialAt = sc.s.loop.Now()
 		sc.receipt = nil // the client has the fds: the slot is its own now
 		sc.endFetch()
 	}
@@ -604,6 +642,7 @@ func (sc *srvConn) process() {
 			return
 		}
 		sc.in = sc.in[:copy(sc.in, sc.in[n:])]
+		sc.partialAt = sc.s.loop.Now()
 		sc.p().CPU(model.CPUParse, 1)
 		sc.serve(req)
 	}
