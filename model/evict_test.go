@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -61,43 +60,6 @@ func TestYoungConnectionIsNotClosedForRoom(t *testing.T) {
 		t.Errorf("read sent %v after connecting answered %s, the next client's %s (255: never; datanode idle asks %d): want both SUCCESS",
 			delay, slow, prompt, asks)
 	}
-}
-
-// dialReadAfter is dialRead whose request goes delay after the
-// connection is made: until then the datanode has nothing from it.
-func dialReadAfter(w *sim.World, p model.Process, delay time.Duration, length int64, got func(model.Status)) {
-	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: 1, Modes: model.ModeFor(model.OpReadBlock), Expiry: time.Hour})
-	req := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: length, ClientName: p.Name(), Token: tok})
-	l := p.MainLoop()
-	var c model.Conn
-	var in []byte
-	c, err := p.Dial("tcp", "dn:50010", l, func(ev model.Events) {
-		if ev&model.Writable != 0 {
-			c.SetWriteInterest(false)
-			l.AfterFunc(delay, func() { c.Write(req) })
-		}
-		if ev&model.Readable != 0 && got != nil {
-			var b [4096]byte
-			n, err := c.Read(b[:])
-			if n == 0 && !errors.Is(err, model.ErrWouldBlock) {
-				// Closed on it: no answer will come.
-				c.SetReadInterest(false)
-				return
-			}
-			in = append(in, b[:n]...)
-			if resp, _, err := model.DecodeResponse(in); err == nil {
-				got(resp.Status)
-				got = nil
-				c.SetReadInterest(false)
-			}
-		}
-	})
-	if err != nil {
-		w.Fail(err)
-		return
-	}
-	c.SetWriteInterest(true)
-	c.SetReadInterest(true)
 }
 
 // Walks that run at once, one per connection past the cap, close no more

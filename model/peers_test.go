@@ -117,12 +117,24 @@ func TestReleasedPeerResumesAccept(t *testing.T) {
 // answer. Without got the answer is never read: the datanode's send
 // stalls on the full socket and the connection stays busy.
 func dialRead(w *sim.World, p model.Process, length int64, got func(model.Status)) {
+	dialReadAfter(w, p, 0, length, got)
+}
+
+// dialReadAfter is dialRead whose request goes delay after the
+// connection is made: until then the datanode has nothing from it.
+func dialReadAfter(w *sim.World, p model.Process, delay time.Duration, length int64, got func(model.Status)) {
 	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: 1, Modes: model.ModeFor(model.OpReadBlock), Expiry: time.Hour})
 	req := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: length, ClientName: p.Name(), Token: tok})
+	l := p.MainLoop()
 	var c model.Conn
 	var in []byte
-	c, err := p.Dial("tcp", "dn:50010", p.MainLoop(), func(ev model.Events) {
+	c, err := p.Dial("tcp", "dn:50010", l, func(ev model.Events) {
 		if ev&model.Writable != 0 && len(req) > 0 {
+			if delay > 0 {
+				c.SetWriteInterest(false)
+				l.AfterFunc(delay, func() { delay = 0; c.SetWriteInterest(true) })
+				return
+			}
 			n, _ := c.Write(req)
 			if req = req[n:]; len(req) == 0 {
 				c.SetWriteInterest(false)
@@ -130,7 +142,12 @@ func dialRead(w *sim.World, p model.Process, length int64, got func(model.Status
 		}
 		if ev&model.Readable != 0 && got != nil {
 			var b [4096]byte
-			n, _ := c.Read(b[:])
+			n, err := c.Read(b[:])
+			if n == 0 && !errors.Is(err, model.ErrWouldBlock) {
+				// Closed on it: no answer will come.
+				c.SetReadInterest(false)
+				return
+			}
 			in = append(in, b[:n]...)
 			if resp, _, err := model.DecodeResponse(in); err == nil {
 				got(resp.Status)
