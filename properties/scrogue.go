@@ -151,6 +151,12 @@ func drawSCDrip(d drawer, c *SCCase) {
 			Gap:   time.Duration(d.n(0, 999, "sc_rogue_drip_gap")) * time.Microsecond,
 			Hold:  time.Duration(d.n(5, 30, "sc_rogue_drip_hold")) * time.Millisecond,
 			Every: time.Duration(d.n(1000, 5000, "sc_rogue_drip_every")) * time.Microsecond}
+		if c.ReadTimeout == 0 {
+			// The read timeout is a minute: the first byte alone keeps
+			// each connection partial for the hold, and more would only
+			// cost events.
+			op.Every = op.Hold
+		}
 		c.Ops = scInsert(c.Ops, at, op)
 	}
 }
