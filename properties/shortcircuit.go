@@ -48,10 +48,11 @@ import (
 //     through the passed fds, turns nothing off);
 //   - sc-refusal: a rogue local client's malformed or forbidden request
 //     (scrogue.go) is answered with an error and hung up, never served;
-//   - hostile-availability: while a flooding or squatting rogue holds all
-//     it got, a new local client's REQUEST_SHM on a new domain connection
-//     is answered with a segment within scProbeBound, model.IdleGrace and
-//     a little (scprobe.go), unless a fault was in force;
+//   - hostile-availability: while a flooding (domain or TCP), dripping or
+//     squatting rogue holds all it got, a new local client's REQUEST_SHM
+//     on a new domain connection is answered with a segment within
+//     scProbeBound, model.IdleGrace and a little (scprobe.go), unless a
+//     fault was in force;
 //   - sc-stats: the counters agree with what the harness saw and with
 //     each other (reads, hits and misses, local and TCP reads, inserts,
 //     misses served by another reader's fetch, never two fetches of one
