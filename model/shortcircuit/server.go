@@ -324,6 +324,11 @@ func (p peerSide) oldestSilent() (*srvConn, time.Duration) {
 	var oldest *srvConn
 	var at time.Duration
 	for _, sc := range p.s.conns {
+		if oldest != nil && sc.acceptAt >= at {
+			// In accept order, and idle no earlier than accepted: none
+			// after it is older (a flood's walk stops at its first).
+			break
+		}
 		if since, ok := sc.idleSince(); ok && (oldest == nil || since < at) {
 			oldest, at = sc, since
 		}
