@@ -1038,13 +1038,15 @@ const IdleGrace = 2 * time.Millisecond
 // kind hold the cap against clients of the other until their read
 // timeouts. Its methods run on the acceptor loop.
 type PeerEndpoint interface {
-	// OldestSilent is when the oldest of its connections counted by
-	// TakePeer that has sent nothing since was accepted (ok false: none).
-	OldestSilent() (acceptAt time.Duration, ok bool)
-	// CloseSilent reads what has arrived on that connection and closes
-	// it if it is still silent (giving its room back, ReleasePeer); one
-	// that turns out busy is silent no more.
-	CloseSilent()
+	// OldestIdle is since when the longest idle of its connections
+	// counted by TakePeer has been idle (ok false: none): silent since
+	// its accept, or holding a request still partial since its first
+	// byte (an honest client writes one whole).
+	OldestIdle() (since time.Duration, ok bool)
+	// CloseIdle reads what has arrived on that connection and closes it
+	// if it is still as idle (giving its room back, ReleasePeer); one
+	// that turns out busy is idle no more.
+	CloseIdle()
 	// Waiting reports whether it keeps a connection waiting for room
 	// (MakePeerRoom found none at once).
 	Waiting() bool
@@ -1059,9 +1061,8 @@ func (dn *Datanode) SetPeerEndpoint(e PeerEndpoint) { dn.peerEnd = e }
 // MakePeerRoom closes, for a peer TakePeer found no room for, the oldest
 // idle connections of either kind (evictIdle) until it has room: a peer's
 // at once, one of the datanode's on its loop; if none is old enough yet,
-// once it is. The
-// endpoint then keeps its connection waiting (PeerEndpoint.Waiting)
-// until Resume. Acceptor loop only.
+// once it is. The endpoint then keeps its connection waiting
+// (PeerEndpoint.Waiting) until Resume. Acceptor loop only.
 func (dn *Datanode) MakePeerRoom() {
 	if !dn.cfg.Bugs.NoConnCap {
 		dn.evictIdle(nil, true)
@@ -1086,7 +1087,8 @@ func (dn *Datanode) peerShort() bool {
 // evictIdle closes the oldest idle connection other than newest — one
 // that never sent a byte in the IdleGrace since it was accepted — of the
 // datanode's, asking each connection's loop in accept order, or of the
-// peer endpoint's (PeerEndpoint), whichever was accepted first.
+// peer endpoint's (PeerEndpoint.OldestIdle, a request kept partial
+// counting as idle there), whichever has been idle longer.
 // Connections kept alive between ops are left to their keep-alive timeout:
 // a client's cached peer is worth keeping, and closing it would send the
 // client to the back of a flooded listen queue. If none is idle, nothing
@@ -1124,7 +1126,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	if dn.peerEnd != nil && (!ownKind || forPeer) {
 		// (A walk over the endpoint's connections: only when room is
 		// short.)
-		peerAt, peer = dn.peerEnd.OldestSilent()
+		peerAt, peer = dn.peerEnd.OldestIdle()
 		// (Accepted at the same instant: the datanode's goes first.)
 		peer = peer && (oldest == nil || peerAt < oldest.acceptAt)
 	}
@@ -1149,7 +1151,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	if peer {
 		// Closed on this loop, or busy and a candidate no more: look
 		// again while room is still short.
-		dn.peerEnd.CloseSilent()
+		dn.peerEnd.CloseIdle()
 		dn.evictIdle(newest, peerAsks)
 		return
 	}

@@ -264,8 +264,9 @@ func (s *Server) serve(c model.Conn) {
 // the accept queue, as the datanode leaves TCP ones in its backlog when
 // full (closing them would drop the requests they carry). Room is made
 // by the datanode's one eviction over both kinds of connection
-// (MakePeerRoom): the oldest silent for model.IdleGrace, a domain one or
-// a TCP one, is closed, now or once it is old enough.
+// (MakePeerRoom): the one idle longest, for model.IdleGrace at least (a
+// domain one silent or keeping a request partial, or a TCP one silent),
+// is closed, now or once it is old enough.
 func (s *Server) admit(c model.Conn) {
 	user := model.PeerUser(c)
 	if n := s.connsByUser[user]; n >= s.cfg.MaxConnsPerUser && !s.cfg.Bugs.NoConnBound {
@@ -316,11 +317,11 @@ func (s *Server) resume() {
 // other's idlers, closed for nobody until their read timeouts.
 type peerSide struct{ s *Server }
 
-// oldestSilent is the connection counted against the cap that has been
+// oldestIdle is the connection counted against the cap that has been
 // idle longest (idleSince; the first in accept order of those idle as
 // long): a client sends its request, whole, as it connects, so only one
 // that never will, or that keeps it partial, is closed.
-func (p peerSide) oldestSilent() (*srvConn, time.Duration) {
+func (p peerSide) oldestIdle() (*srvConn, time.Duration) {
 	var oldest *srvConn
 	var at time.Duration
 	for _, sc := range p.s.conns {
@@ -336,13 +337,13 @@ func (p peerSide) oldestSilent() (*srvConn, time.Duration) {
 	return oldest, at
 }
 
-func (p peerSide) OldestSilent() (time.Duration, bool) {
-	sc, at := p.oldestSilent()
+func (p peerSide) OldestIdle() (time.Duration, bool) {
+	sc, at := p.oldestIdle()
 	return at, sc != nil
 }
 
-func (p peerSide) CloseSilent() {
-	sc, at := p.oldestSilent()
+func (p peerSide) CloseIdle() {
+	sc, at := p.oldestIdle()
 	if sc == nil {
 		return
 	}
@@ -362,11 +363,6 @@ func (p peerSide) Waiting() bool { return p.s.waiting != nil && !p.s.stopped }
 
 func (p peerSide) Resume() { p.s.resume() }
 
-// silent reports whether nothing was ever received on the connection.
-func (sc *srvConn) silent() bool {
-	return !sc.closed && sc.served == 0 && len(sc.in) == 0 && !sc.busy && sc.shm == nil && sc.receipt == nil
-}
-
 // idleSince reports whether the connection, counted against the cap, may
 // be closed for room once idle for model.IdleGrace, and idle since when:
 // silent since its accept, or holding part of a request since its first
@@ -376,17 +372,16 @@ func (sc *srvConn) silent() bool {
 // few users dripping bytes into connection after connection, each within
 // MaxConnsPerUser, held the cap for as long as they liked.
 func (sc *srvConn) idleSince() (time.Duration, bool) {
+	if !sc.capped || sc.closed || sc.busy || sc.shm != nil || sc.receipt != nil {
+		return 0, false // not counted, or doing or holding something
+	}
 	switch {
-	case !sc.capped:
-		return 0, false
-	case sc.silent():
-		return sc.acceptAt, true
-	case sc.s.cfg.Bugs.EvictSilentOnly:
-		return 0, false
-	case !sc.closed && len(sc.in) > 0 && !sc.busy && sc.shm == nil && sc.receipt == nil:
+	case sc.served == 0 && len(sc.in) == 0:
+		return sc.acceptAt, true // nothing ever received
+	case len(sc.in) > 0 && !sc.s.cfg.Bugs.EvictSilentOnly:
 		return sc.partialAt, true
 	}
-	return 0, false
+	return 0, false // kept after its requests, holding nothing
 }
 
 // count adds the connection to its user's count of connections that keep
@@ -605,6 +600,13 @@ func (sc *srvConn) readTimeout() {
 	}
 }
 
+// take drops the first n bytes of in (a receipt, a request served): what
+// follows is a request of its own, partial from now (idleSince).
+func (sc *srvConn) take(n int) {
+	sc.in = sc.in[:copy(sc.in, sc.in[n:])]
+	sc.partialAt = sc.s.loop.Now()
+}
+
 func (sc *srvConn) process() {
 	if sc.shm != nil && len(sc.in) > 0 && !sc.closed && !sc.s.cfg.Bugs.ServeOnSegmentConn {
 		// A segment's connection carries nothing after the segment: HDFS
@@ -619,8 +621,7 @@ func (sc *srvConn) process() {
 			sc.fail(invalid("receipt byte %d, want %d", sc.in[0], ReceiptByte))
 			return
 		}
-		sc.in = sc.in[:copy(sc.in, sc.in[1:])]
-		sc.partialAt = sc.s.loop.Now()
+		sc.take(1)
 		sc.receipt = nil // the client has the fds: the slot is its own now
 		sc.endFetch()
 	}
@@ -646,8 +647,7 @@ func (sc *srvConn) process() {
 			sc.fail(err)
 			return
 		}
-		sc.in = sc.in[:copy(sc.in, sc.in[n:])]
-		sc.partialAt = sc.s.loop.Now()
+		sc.take(n)
 		sc.p().CPU(model.CPUParse, 1)
 		sc.serve(req)
 	}
