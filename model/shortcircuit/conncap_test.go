@@ -115,10 +115,15 @@ func cappedWorld(t *testing.T, maxConns int, scfg shortcircuit.ServerConfig, set
 
 // floodDomain spawns a process named name that opens n domain
 // connections and sends nothing on them.
-func floodDomain(w *sim.World, name string, n int) {
+func floodDomain(w *sim.World, name string, n int) { flood(w, name, "unix", "/run/dn_socket", n) }
+
+// floodTCP is floodDomain on the datanode's TCP port.
+func floodTCP(w *sim.World, name string, n int) { flood(w, name, "tcp", "dn:50010", n) }
+
+func flood(w *sim.World, name, network, addr string, n int) {
 	w.Spawn(name, model.ProcessConfig{}, func(fl model.Process) {
 		for range n {
-			if _, err := fl.Dial("unix", "/run/dn_socket", fl.MainLoop(), func(model.Events) {}); err != nil {
+			if _, err := fl.Dial(network, addr, fl.MainLoop(), func(model.Events) {}); err != nil {
 				w.Fail(err)
 			}
 		}

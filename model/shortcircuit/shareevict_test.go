@@ -32,13 +32,7 @@ func TestDomainRequestEvictsIdleTCP(t *testing.T) {
 		)
 		cappedWorld(t, 8, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
 			p.MainLoop().AfterFunc(20*time.Millisecond, func() { asks, evicted = dn.Stats().IdleAsks, srv.Stats().Evicted })
-			w.Spawn("tcp-idler", model.ProcessConfig{}, func(ip model.Process) {
-				for range idlers {
-					if _, err := ip.Dial("tcp", "dn:50010", ip.MainLoop(), func(model.Events) {}); err != nil {
-						w.Fail(err)
-					}
-				}
-			})
+			floodTCP(w, "tcp-idler", idlers)
 			askShm(w, "reader", func(resp shortcircuit.Response, _ int, at time.Duration) {
 				answered, status, answeredAt = true, resp.Status, at
 			})
@@ -195,13 +189,7 @@ func TestFullCapWithNoOneWaitingClosesNothing(t *testing.T) {
 			p.MainLoop().AfterFunc(20*time.Millisecond, func() {
 				asks, evicted, conns = dn.Stats().IdleAsks, srv.Stats().Evicted, dn.Conns()
 			})
-			w.Spawn("tcp-idler", model.ProcessConfig{}, func(ip model.Process) {
-				for range idlers {
-					if _, err := ip.Dial("tcp", "dn:50010", ip.MainLoop(), func(model.Events) {}); err != nil {
-						w.Fail(err)
-					}
-				}
-			})
+			floodTCP(w, "tcp-idler", idlers)
 		})
 		if asks != 0 || evicted != 0 || conns != idlers {
 			t.Errorf("%d idle TCP connections, cap 8, no one waiting: datanode idle asks %d, domain evictions %d, %d connections left: want none asked or closed",
