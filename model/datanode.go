@@ -1117,8 +1117,11 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	if dn.stopped || !dn.needsRoom(peerAsks) {
 		return
 	}
-	ownKind, forPeer := dn.cfg.Bugs.EvictOwnKind, peerAsks || dn.peerShort()
-	if ownKind && forPeer {
+	// (The catalogued EvictOwnKind bug: a peer's room from peers only, a
+	// TCP client's from the datanode's only.)
+	ownKind := dn.cfg.Bugs.EvictOwnKind
+	forPeer := ownKind && (peerAsks || dn.peerShort())
+	if forPeer {
 		oldest = nil
 	}
 	var peerAt time.Duration
