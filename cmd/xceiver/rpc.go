@@ -233,7 +233,10 @@ func benchHADOOP6713(world string, seed uint64) ([]benchRow, error) {
 	}
 	run := func(c benchCase) (result, error) {
 		s := namespace.DefaultScenario()
-		s.Reads, s.Writes, _ = namespace.ParseMix(c.mix)
+		var err error
+		if s.Reads, s.Writes, err = namespace.ParseMix(c.mix); err != nil {
+			return nil, err
+		}
 		s.Lock = c.lock
 		s.RPC.Readers = c.readers
 		s.RPC.Handlers = 32

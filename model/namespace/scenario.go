@@ -52,19 +52,29 @@ func DefaultScenario() Scenario {
 	}
 }
 
-// ParseMix parses "R:W".
+// ParseMix parses "R:W", each a plain decimal count: strconv.Atoi alone
+// would take "+8" and "08", spellings no user means and no flag prints.
 func ParseMix(s string) (reads, writes int, err error) {
 	r, w, ok := strings.Cut(s, ":")
+	ok = ok && plainCount(r) && plainCount(w)
 	if ok {
 		reads, err = strconv.Atoi(r)
 		if err == nil {
 			writes, err = strconv.Atoi(w)
 		}
 	}
-	if !ok || err != nil || reads < 0 || writes < 0 || reads > MaxMix || writes > MaxMix || reads+writes == 0 {
+	if !ok || err != nil || reads > MaxMix || writes > MaxMix || reads+writes == 0 {
 		return 0, 0, fmt.Errorf("mix %q: want READS:WRITES, each 0 to %d and not both 0, e.g. 8:1", s, MaxMix)
 	}
 	return reads, writes, nil
+}
+
+// plainCount reports whether s is digits without a sign or a leading zero.
+func plainCount(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	return strings.Trim(s, "0123456789") == ""
 }
 
 // Validate checks the scenario's sizes.

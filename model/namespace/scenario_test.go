@@ -263,6 +263,13 @@ func TestParseMix(t *testing.T) {
 		"1048577:0",              // reads past MaxMix
 		"0:1048577",              // writes past MaxMix
 		"99999999999999999999:1", // past an int
+		"+8:1",                   // a sign
+		"8:+1",                   // likewise
+		"08:1",                   // a leading zero
+		"8:01",                   // likewise
+		" 8:1",                   // a space
+		":1",                     // reads empty
+		"1:",                     // writes empty
 	} {
 		want := fmt.Sprintf("mix %q: want READS:WRITES, each 0 to 1048576 and not both 0, e.g. 8:1", bad)
 		if r, w, err := namespace.ParseMix(bad); err == nil || err.Error() != want {
