@@ -392,7 +392,13 @@ type Datanode struct {
 	// walk starts at the front. Asking every busy connection again, at
 	// every accept over the cap, was quadratic in the cap (check's seed
 	// 1265 ran 27,000 such asks for 4,900 connections, 58% of its tasks).
-	byAccept     []*dnConn
+	byAccept []*dnConn
+	// asking is how many of evictIdle's asks are on their way to a
+	// connection's loop or back: each may yet close one, so a walk going
+	// on after an idle close counts them as closed. (One whose victim
+	// is closed and forgotten already counts twice until its answer,
+	// which then sees the true count and goes on itself if need be.)
+	asking       int
 	acceptPaused bool // full: accepting again once a connection closes
 	// peers are the connections another endpoint on the acceptor loop
 	// holds open (the short-circuit domain socket's: TakePeer).
@@ -1163,6 +1169,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	victim := oldest
 	dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
 	dn.stats.IdleAsks++
+	dn.asking++
 	victim.loop.Post(func() {
 		// Read what has arrived first: a request in the socket makes
 		// it busy, and closing it unread would reset it.
@@ -1184,9 +1191,16 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 			victim.close("datanode full")
 		}
 		dn.main.Post(func() {
+			dn.asking--
 			// A peer kept waiting may need more than one closed: it
-			// leaves TCP's last place free.
-			if (!idle || dn.peerShort()) && !dn.stopped {
+			// leaves TCP's last place free. So may the walk the evict
+			// timer started, the one walk for every connection that
+			// came too young to close (idlers dialed at once): it goes
+			// on while the datanode serves past its cap less the asks
+			// still on their way (a concurrent walk's), which may close
+			// as many; without them counted it would close one more
+			// than the cap needs.
+			if (!idle || dn.peerShort() || len(dn.conns)-dn.asking > dn.connCap()) && !dn.stopped {
 				dn.evictIdle(newest, false)
 			}
 		})
