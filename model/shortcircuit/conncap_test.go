@@ -83,7 +83,14 @@ func connCapRun(t *testing.T, bugs shortcircuit.ServerBugs) (r connCapResult) {
 func cappedWorld(t *testing.T, maxConns int, scfg shortcircuit.ServerConfig, setup func(p model.Process) error,
 	script func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server)) {
 	t.Helper()
-	w := sim.New(sim.DefaultConfig(1))
+	cappedWorldCfg(t, sim.DefaultConfig(1), maxConns, scfg, setup, script)
+}
+
+// cappedWorldCfg is cappedWorld in a world of cfg.
+func cappedWorldCfg(t *testing.T, cfg sim.Config, maxConns int, scfg shortcircuit.ServerConfig, setup func(p model.Process) error,
+	script func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server)) {
+	t.Helper()
+	w := sim.New(cfg)
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		if setup != nil {
 			if err := setup(p); err != nil {
