@@ -1118,6 +1118,10 @@ type rpcHarness struct {
 	dnDown   bool
 	crashed  bool
 	extraFDs int // connections faults open on their own
+	// worldEpoch is the world's epoch when afterEach last checked the
+	// namenode and clients (epochSeen: it has).
+	worldEpoch uint64
+	epochSeen  bool
 	// written is each block a client wrote, by id: where and when its
 	// write ended OK (checkReclaimed).
 	written map[uint64]blockWrite
@@ -2428,6 +2432,14 @@ func (h *rpcHarness) afterEach() {
 	if h.checkGone(); h.failure != nil {
 		return
 	}
+	// What is checked below is the namenode's and the clients' state,
+	// which changes only with some process's epoch (sim.World.Epoch);
+	// the checks above go by the clock and by segments that arrived.
+	e := h.w.Epoch()
+	if h.epochSeen && e == h.worldEpoch {
+		return
+	}
+	h.worldEpoch, h.epochSeen = e, true
 	if q, c := h.nn.Server.QueueLen(), h.nn.Server.QueueCap(); q > c {
 		h.fail(PropQueueBound, "call queue holds %d calls, bound %d", q, c)
 		return

@@ -42,7 +42,7 @@ func (w *World) At(t time.Duration, fn func()) {
 	w.at(t, func() {
 		// The harness may touch any process's state.
 		for _, p := range w.procs {
-			p.epoch++
+			p.bumpEpoch()
 		}
 		fn()
 	}).barrier = true

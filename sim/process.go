@@ -357,6 +357,9 @@ func (p *Process) CPUTime() time.Duration { return p.cpuTime }
 // checked again while its epoch stays the same.
 func (p *Process) Epoch() uint64 { return p.epoch }
 
+// bumpEpoch moves the process's epoch and the world's with it.
+func (p *Process) bumpEpoch() { p.epoch++; p.w.epoch++ }
+
 // Crashed reports whether the process is down.
 func (p *Process) Crashed() bool { return p.crashed }
 
@@ -370,7 +373,7 @@ func (p *Process) Crash() {
 	open := p.fds.open
 	p.w.record(Event{Proc: p.name, Kind: "crash", A: int64(open)})
 	p.crashed = true
-	p.epoch++
+	p.bumpEpoch()
 	p.gen++
 	for fd := range p.fds.objs {
 		if o := p.fds.objs[fd]; o != nil {
@@ -401,7 +404,7 @@ func (p *Process) Restart() {
 		return
 	}
 	p.restarts++
-	p.epoch++
+	p.bumpEpoch()
 	p.pausedUntil = 0 // a stopped process killed starts afresh
 	p.reset()
 	p.start()
@@ -463,7 +466,7 @@ func (p *Process) allocFD(kind model.FDKind, obj fdObject) (int, error) {
 	t.objs[fd] = obj
 	t.kinds[fd] = kind
 	t.hint = fd + 1
-	p.epoch++
+	p.bumpEpoch()
 	t.open++
 	t.byKind[kind]++
 	if kind == model.FDSocket {
@@ -493,7 +496,7 @@ func (p *Process) freeFD(fd int) {
 		return
 	}
 	kind := t.kinds[fd]
-	p.epoch++
+	p.bumpEpoch()
 	t.objs[fd] = nil
 	t.kinds[fd] = fdFree
 	t.open--
@@ -1241,7 +1244,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	woken := t.woken
 	t.woken = false
 	p.active++
-	p.epoch++
+	p.bumpEpoch()
 	// The dispatch and the accounting: the thread's, but outside the
 	// callback proper (in the real world they run around what its
 	// accounting measures), so not its kind's (ThreadCPU).
@@ -1258,7 +1261,7 @@ func (w *World) runOn(t *thread, core int, fn func()) time.Duration {
 	p.active--
 	// Again at the end: events interleaved into fn may have looked at
 	// the process half-way.
-	p.epoch++
+	p.bumpEpoch()
 	end := w.ctx
 	w.running = nil
 	w.reached = max(w.reached, end)

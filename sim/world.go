@@ -361,6 +361,7 @@ type World struct {
 	fifoHead int
 	fifoAt   time.Duration // fifo[fifoHead].at, or noEvent if it is empty
 	events   uint64
+	epoch    uint64 // moves with every process's epoch (Epoch)
 
 	// ctx is the clock of the callback now running: it starts at the
 	// event's time and advances with the CPU the callback spends, so what
@@ -516,6 +517,13 @@ func (w *World) Now() time.Duration {
 
 // Events is the number of events processed so far.
 func (w *World) Events() uint64 { return w.events }
+
+// Epoch changes whenever any process's epoch does (Process.Epoch). Most
+// events run no callback (a segment delivered, a timer queueing its task,
+// a dispatch waiting for its core), and after those a harness's per-event
+// checks of process state would find what they found last time: one
+// compare tells it so, where it looked at every process's epoch.
+func (w *World) Epoch() uint64 { return w.epoch }
 
 // Stop implements model.World.
 func (w *World) Stop() { w.stopped = true }
