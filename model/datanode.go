@@ -171,13 +171,6 @@ type DatanodeBugs struct {
 	// under each stall timeout holds its connection and its buffer room
 	// for good (minWriteStep).
 	WriteAnyByte bool
-	// ReadAnyByte counts any byte a read's client takes as progress:
-	// the send timeout and a holder's stall clock restart whenever the
-	// socket takes more, so a client that takes a few KiB of a large
-	// block just under each stall timeout holds its connection (and,
-	// while no read waits long, its handle) for the block's length over
-	// its sip (minSendStep).
-	ReadAnyByte bool
 	// WaiterDeaf is issue 9 item 5: while a read waits for a handle its
 	// connection reads nothing, so its client's FIN goes unseen.
 	WaiterDeaf bool
@@ -1398,7 +1391,7 @@ type dnConn struct {
 
 	msgT     Timer         // the whole-message deadline (RequestTimeout)
 	sendT    Timer         // send progress (SendTimeout, StallTimeout)
-	lastSend time.Duration // when the client last took a step of what it is sent (outStep), or the output began
+	lastSend time.Duration // when the client last took bytes
 	waitT    Timer         // the wait for a pool handle (HandleWait)
 	waiter   *Waiter       // in the pool's queue while waiting
 	ticket   *Waiter       // woken from the queue: its place, should it wait again
@@ -1436,16 +1429,6 @@ type dnConn struct {
 	lastIn time.Duration
 	inMark int
 	stallT Timer
-	// outStep is what a read's client took since its last step of
-	// progress (lastSend, minSendStep); until the socket first fills
-	// (filling) what it takes is the datanode's own writing, and every
-	// byte counts. While the read has nothing in the socket's way (its
-	// next packet being read, its handle given back) the clock stands:
-	// sendPaused, since pausedAt.
-	outStep    int
-	filling    bool
-	sendPaused bool
-	pausedAt   time.Duration
 	// finWatched: peer-closed interest is on (watchFIN).
 	finWatched bool
 }
@@ -1844,7 +1827,7 @@ func (dc *dnConn) takeHandle() {
 	if dc.pending() {
 		// Parked mid-packet with its data still to send from the
 		// replica (transferTo).
-		dc.resumeSend(false)
+		dc.lastSend = dc.loop.Now()
 		dc.flush()
 		return
 	}
@@ -2212,33 +2195,7 @@ func (dc *dnConn) packetReady(out []byte, lent, last bool, err error) {
 	if dc.packetSentF == nil {
 		dc.packetSentF = dc.packetSent
 	}
-	dc.resumeSend(dc.job.first)
 	dc.setOut(out, lent, dc.packetSentF)
-}
-
-// resumeSend restarts a read's progress clock as its output starts
-// again: from now for its first packet, from its last step for the
-// others, the time it stood (the datanode reading the packet, the read
-// waiting for its handle again) not counted against the client.
-func (dc *dnConn) resumeSend(first bool) {
-	now := dc.loop.Now()
-	switch {
-	case first:
-		dc.lastSend, dc.outStep, dc.filling = now, 0, true
-	case dc.dn.cfg.Bugs.ReadAnyByte:
-		dc.lastSend = now
-	case dc.sendPaused:
-		dc.lastSend += now - dc.pausedAt
-	}
-	dc.sendPaused = false
-}
-
-// pauseSend stops a read's progress clock: nothing of it is in the
-// socket's way.
-func (dc *dnConn) pauseSend() {
-	if !dc.sendPaused {
-		dc.sendPaused, dc.pausedAt = true, dc.loop.Now()
-	}
 }
 
 // packetSent runs once a packet is all in the socket: the next packet, or
@@ -2268,15 +2225,11 @@ func (dc *dnConn) packetSent() {
 	dc.sendNext()
 }
 
-// setOut writes out, and once all of it is in the socket runs then. A
-// read's packets have set its progress clock (resumeSend); any other
-// message starts its own.
+// setOut writes out, and once all of it is in the socket runs then.
 func (dc *dnConn) setOut(out []byte, lent bool, then func()) {
 	dc.out, dc.outOff, dc.lent, dc.afterOut = out, 0, lent, then
 	dc.memChanged()
-	if dc.phase != phaseSending {
-		dc.lastSend = dc.loop.Now()
-	}
+	dc.lastSend = dc.loop.Now()
 	dc.flush()
 }
 
@@ -2295,7 +2248,6 @@ func (dc *dnConn) flush() {
 			dc.sendT.Stop()
 			dc.sendT = nil
 		}
-		dc.pauseSend()
 		if !dc.unparking && dc.waiter == nil {
 			dc.unparking = true
 			dc.unpark(false)
@@ -2313,17 +2265,10 @@ func (dc *dnConn) flush() {
 		dc.close("write error")
 		return
 	}
-	if taken := dc.outOff - before + beforeLeft - dc.sfLeft; taken > 0 {
-		// (Only a step is progress: a client that takes a few KiB just
-		// under each stall timeout would otherwise hold its read, and
-		// its handle, for its block's length over its sip.)
-		dc.outStep += taken
-		if dc.outStep >= minSendStep || dc.filling || dc.dn.cfg.Bugs.ReadAnyByte {
-			dc.lastSend, dc.outStep = dc.loop.Now(), 0
-		}
+	if dc.outOff > before || dc.sfLeft < beforeLeft {
+		dc.lastSend = dc.loop.Now()
 	}
 	if !done {
-		dc.filling = false
 		if dc.dn.cfg.Bugs.ReturnBufferEarly && dc.lent && dc.outOff > 0 {
 			// The bug: the packet "went out", so its buffer goes back,
 			// while the socket has taken only part of it.
@@ -2341,7 +2286,6 @@ func (dc *dnConn) flush() {
 		dc.sendT.Stop()
 		dc.sendT = nil
 	}
-	dc.pauseSend()
 	if dc.lent {
 		dc.sel.putBuf(dc.out)
 	}
@@ -2516,16 +2460,6 @@ const minWriteBuf = 64 << 10
 // minWriteStep per timeout finishes its write within MaxWrite /
 // minWriteStep of them.
 const minWriteStep = MaxPacketData
-
-// minSendStep is the progress a read's client must make, in what it
-// takes of the read, per send timeout (and per stall timeout while it
-// holds a handle others wait for): a packet of HDFS's default size. Any
-// byte counted once (ReadAnyByte), and a client taking a few KiB of a
-// large block just under each stall timeout held its connection for the
-// block's length over its sip: no silence lasted a stall timeout. The
-// clock stands while the read has nothing in the socket's way, so a
-// read's last packets, less than a step, are timed from its last step.
-const minSendStep = MaxPacketData
 
 // grow makes room in the write buffer for need bytes: it reserves the
 // growth from the datanode's MaxBuffered under the lock, then goes on

@@ -214,13 +214,6 @@ var Bugs = []Bug{
 		hostile: []string{HostileTrickler},
 	},
 	{
-		Name:    "read-sip",
-		What:    "any byte a read's client takes counts as progress: the send timeout and the stall clock restart whenever the socket takes more, so clients that ask for a large block and take a few KiB just under each stall timeout hold their connections for the block's length over the sip, past the sum of the datanode's timeouts",
-		Catches: PropTimeout,
-		apply:   func(d drawer, cfg *Config) { cfg.ReadAnyByte = true },
-		hostile: []string{HostileNonReader, HostileSipper},
-	},
-	{
 		Name:    "write-waiter-deaf",
 		What:    "a write waiting for buffer room leaves its input in the socket and listens for nothing behind it, so its client's FIN goes unseen: a client that has gone keeps its connection and its place among the waiting writes until HandleWait has passed (issue 9 item 5, for writes)",
 		Catches: PropTimeout,

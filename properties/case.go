@@ -142,7 +142,6 @@ type Config struct {
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	BusyWhenFull            bool `json:"busy_when_full,omitempty"`
 	WriteAnyByte            bool `json:"write_any_byte,omitempty"`
-	ReadAnyByte             bool `json:"read_any_byte,omitempty"`
 	Slowloris               bool `json:"slowloris,omitempty"`
 	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`
 	ReleaseOnThread         bool `json:"release_on_thread,omitempty"`
@@ -421,7 +420,6 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawHoarders(d, cfg, b.hostile)
 	drawDrainers(d, cfg, b.hostile)
 	drawGrabbers(d, cfg, b.hostile)
-	drawSippers(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

@@ -57,18 +57,13 @@ const (
 	// to take all of MaxBuffered that way, so that every write holding
 	// room then waits for more, which none gives back.
 	HostileGrabber = "grabber"
-	// HostileSipper: a non-reader that takes a sip (sipBytes, less than
-	// a packet but enough to open its window) just under each stall
-	// timeout: never still for a stall timeout, never taking a packet's
-	// worth in one.
-	HostileSipper = "sipper"
-	HostileMisfit = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
+	HostileMisfit  = "misfit" // a request that parses but does not fit: a write whose packets come at a wrong offset, pass the announced length or end short of it, or an op the data port does not serve
 )
 
 // drawnLast are the kinds drawn after every other part of a case
 // (drawMisfits, drawHoarders, drawDrainers), so that the draws before
 // them stayed as they were when each came.
-var drawnLast = []string{HostileMisfit, HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer, HostileGrabber, HostileSipper}
+var drawnLast = []string{HostileMisfit, HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer, HostileGrabber}
 
 // comeOnce are the kinds that do not come back once closed (hostileGone).
 var comeOnce = []string{HostileHoarder, HostileTrickler, HostileWriteQuitter, HostileDrainer, HostileGrabber}
@@ -76,7 +71,7 @@ var comeOnce = []string{HostileHoarder, HostileTrickler, HostileWriteQuitter, Ho
 // HostileKinds lists every hostile peer kind.
 var HostileKinds = []string{HostileIdle, HostileGarbage, HostileOversized, HostileTruncated, HostileDrip,
 	HostileAnnounce, HostileNonReader, HostileMute, HostileQuitter, HostileMisfit, HostileHoarder, HostileTrickler,
-	HostileWriteQuitter, HostileDrainer, HostileGrabber, HostileSipper}
+	HostileWriteQuitter, HostileDrainer, HostileGrabber}
 
 // HostilePeer is Count peers of one kind.
 type HostilePeer struct {
@@ -126,10 +121,6 @@ const (
 	// write they make names one): no client's block is numbered so high,
 	// and none of their writes may ever be stored (leaks).
 	hostileBlocks = 1 << 40
-	// sipBytes is what a sipper takes in each sip: an eighth of a
-	// packet of HDFS's default size, a couple of its receive windows
-	// (hostileRcvBuf), so its window opens each time.
-	sipBytes = model.MaxPacketData / 8
 	// hostileRcvBuf is the hostile process's receive buffer.
 	hostileRcvBuf = 4096
 	// hoardPacket is the data of a write hoarder's packets.
@@ -253,16 +244,6 @@ func drawGrabbers(d drawer, cfg *Config, force []string) {
 		}
 		return
 	}
-}
-
-// drawSippers adds sippers to a quarter of the runs with non-readers (to
-// every run if force lists them, with non-readers), drawn after
-// grabbers, last of all. They read the non-readers' blocks.
-func drawSippers(d drawer, cfg *Config, force []string) {
-	if !cfg.hostileKind(HostileNonReader) || !slices.Contains(force, HostileSipper) && !d.chance(25, "hostile_sipper") {
-		return
-	}
-	cfg.Hostile = append(cfg.Hostile, drawPeer(d, HostileSipper))
 }
 
 // grabHeld is the room each grabber takes before it asks for more (two
@@ -467,7 +448,6 @@ type hostileConn struct {
 	whole        int // a drip peer sends msg[:whole] at once (a write's request), then drips the rest
 	drip         model.Timer
 	tail         []byte // a trickler's packets (trickle)
-	sipLeft      int    // what a sipper's current sip has still to take
 	// first is what it sends on connecting, the same on every reconnect:
 	// built once (a token's HMAC, a name), not per reconnect.
 	first   []byte
@@ -562,10 +542,6 @@ func (h *harness) hostileEvent(hc *hostileConn, ev model.Events) {
 		h.hostileAnswer(hc)
 		return
 	}
-	if ev&model.Readable != 0 && hc.peer.Kind == HostileSipper {
-		h.sipRead(hc)
-		return
-	}
 	if ev&model.Readable != 0 && hc.peer.Kind == HostileMute {
 		if err := h.hostile.discard(c); err != nil && err != model.ErrWouldBlock {
 			h.hostileGone(hc)
@@ -642,8 +618,6 @@ func (h *harness) hostileStart(hc *hostileConn) {
 			hc.msg, hc.sent = grabLast(), 0
 			hc.c.SetWriteInterest(true)
 		})
-	case hc.peer.Kind == HostileSipper:
-		h.armSip(hc, 0)
 	case hc.peer.Kind == HostileDrainer:
 		// Its read stalled by then and, with reads waiting, parked:
 		// it takes all it was sent and closes, and the read must hear
@@ -715,7 +689,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 			length = int64(model.DefaultDatanodeConfig().MaxWrite)
 		}
 		return model.AppendRequest(nil, model.Request{Op: model.OpWriteBlock, BlockID: hostileBlocks + key, Length: length, Token: abuse.Token(hostileBlocks + key)})
-	case HostileNonReader, HostileDrainer, HostileSipper:
+	case HostileNonReader, HostileDrainer:
 		// The large blocks drawn for non-readers: the i-th peer reads
 		// the (i mod n)-th.
 		var large []InitBlock
@@ -861,53 +835,6 @@ func (h *harness) armTrickle(hc *hostileConn, ticks int) {
 		period = h.cfg.ReadTimeout * 9 / 10
 	}
 	hc.drip = h.later(hc, period, func() { h.trickle(hc, ticks) })
-}
-
-// sip starts a sipper's next sip, its ticks-th: sipBytes of its answer,
-// read as its window lets them come. The datanode never sees it still
-// for a stall timeout, nor take a packet's worth in one sip.
-func (h *harness) sip(hc *hostileConn, ticks int) {
-	hc.drip = nil
-	if hc.gone || hc.c == nil {
-		return
-	}
-	hc.sipLeft = sipBytes
-	h.armSip(hc, ticks+1)
-	h.sipRead(hc)
-}
-
-// armSip sets the timer of a sipper's ticks-th sip: just under a stall
-// timeout after the last for HandleWait and two stall timeouts (a read
-// waiting behind it would have failed busy by then), then just under a
-// send timeout, which still holds a datanode that counts any byte as
-// progress (read-sip) and takes less than a packet's worth per send
-// timeout, however long that is.
-func (h *harness) armSip(hc *hostileConn, ticks int) {
-	period := h.cfg.StallTimeout * 9 / 10
-	if time.Duration(ticks)*period > h.cfg.HandleWait+2*h.cfg.StallTimeout {
-		period = h.cfg.SendTimeout * 9 / 10
-	}
-	hc.drip = h.later(hc, period, func() { h.sip(hc, ticks) })
-}
-
-// sipRead reads on in a sipper's sip until it has taken the sip, then
-// stops listening until the next.
-func (h *harness) sipRead(hc *hostileConn) {
-	buf := h.hostile.buf()
-	for hc.sipLeft > 0 {
-		n, err := hc.c.Read(buf[:min(len(buf), hc.sipLeft)])
-		hc.sipLeft -= n
-		if n > 0 {
-			continue
-		}
-		if err != nil && err != model.ErrWouldBlock {
-			h.hostileGone(hc)
-			return
-		}
-		hc.c.SetReadInterest(true)
-		return
-	}
-	hc.c.SetReadInterest(false)
 }
 
 // hostileDrip sends the next byte of the request just before the read
@@ -1111,25 +1038,13 @@ func (h *harness) scanHostile(force bool) {
 				id, now-hc.heardAt, hc.peer.Kind, waiting, gone, h.connPhase(id))
 			h.failPeer(hc.peer.Kind)
 			return
-		case now-since > bound+hc.stepGrace(h.cfg):
+		case now-since > bound:
 			h.fail(PropTimeout, "datanode connection %d to a stuck %s peer open for %v (bound %v: the sum of its timeouts), in phase %s",
-				id, hc.peer.Kind, now-hc.openAt, bound+hc.stepGrace(h.cfg), h.connPhase(id))
+				id, hc.peer.Kind, now-hc.openAt, bound, h.connPhase(id))
 			h.failPeer(hc.peer.Kind)
 			return
 		}
 	}
-}
-
-// stepGrace is how much longer than the sum of its timeouts a peer may
-// rightly hold its connection: a sipper, one send timeout. What it took
-// before it slowed may leave its read just short of a step of progress
-// (minSendStep), which its first slow sip completes; only the next send
-// timeout without another ends it.
-func (hc *hostileConn) stepGrace(cfg *Config) time.Duration {
-	if hc.peer.Kind == HostileSipper {
-		return cfg.SendTimeout
-	}
-	return 0
 }
 
 // onlySendsInTheDark reports whether the datanode's connection id, which

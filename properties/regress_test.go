@@ -403,18 +403,8 @@ func TestRequeuedReadPressesAgain(t *testing.T) {
 // reads barged in and parked. A failed retake now wakes the next waiter
 // if room is left. The shrunk case must pass, and fail with the wake-up
 // lost (PoolRetakeWakeLost).
-//
-// The case was shrunk when a read's progress clock started again at every
-// retake of its handle (and at any byte its client took): its non-readers,
-// which take nothing, held on past the stall timeout that now ends them
-// before the retake the case needs. It keeps that rule (ReadAnyByte, the
-// datanode as it was then) to reach the path.
 func TestFailedRetakePassesWakeUpOn(t *testing.T) {
-	c := loadCase(t, "testdata/retake-stale-wake-case.json")
-	c.Config.ReadAnyByte = true
-	if r := Run(c, Options{}); r.Failure != nil {
-		t.Fatalf("%s: %s", r.Failure.Property, r.Failure.Message)
-	}
+	c := mustPass(t, "testdata/retake-stale-wake-case.json")
 	c.Config.PoolRetakeWakeLost = true
 	mustFail(t, c, PropHostileAvail, "for a pool handle", "with a failed retake's wake-up lost")
 }
@@ -799,24 +789,6 @@ func TestTricklersAreCutOff(t *testing.T) {
 	for _, b := range []bugSeed{
 		{12, "write-trickle", HostileTrickler, PropHostileAvail, "busy: no room for write data", anyByte},
 		{28, "write-trickle", HostileTrickler, PropTimeout, "stuck trickler peer", anyByte},
-	} {
-		b.check(t)
-	}
-}
-
-// Sippers (HostileSipper) ask for a large block and take 8 KiB of it just
-// under each stall timeout, then just under each send timeout: never
-// still for either, never a packet's worth in one. With any byte counted
-// as progress (read-sip) a datanode with a small send buffer sees every
-// sip and keeps the read for the block's length: seeds 12 (a reactor) and
-// 66 (threads, no pool: the hold is the connection's, not a handle's)
-// have no faults and a sipper connected past the sum of its timeouts.
-// Both pass with a read's progress counted in steps (minSendStep).
-func TestSippersAreCutOff(t *testing.T) {
-	anyByte := func(c *Config) *bool { return &c.ReadAnyByte }
-	for _, b := range []bugSeed{
-		{12, "read-sip", HostileSipper, PropTimeout, "stuck sipper peer", anyByte},
-		{66, "read-sip", HostileSipper, PropTimeout, "stuck sipper peer", anyByte},
 	} {
 		b.check(t)
 	}

@@ -472,7 +472,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf, WaiterDeafWhenFull: c.WaiterDeafWhenFull, SpinOnUnread: c.SpinOnUnread, FullWaiterSpins: c.FullWaiterSpins, HoldersWaitForRoom: c.HoldersWaitForRoom, WriteWaiterDeaf: c.WriteWaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails, PoolRetakeWakeLost: c.PoolRetakeWakeLost, PoolRetireIdle: c.PoolRetireIdle, PressDelayAgain: c.PressDelayAgain, ParkedWakeLost: c.ParkedWakeLost, ParkedWaiterDeaf: c.ParkedWaiterDeaf, ClosedGrowKept: c.ClosedGrowKept,
-			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, WriteAnyByte: c.WriteAnyByte, ReadAnyByte: c.ReadAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
+			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, WriteAnyByte: c.WriteAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,
 			FirstOpReused: c.FirstOpReused,
 		},
@@ -959,9 +959,6 @@ func (h *harness) quiesce() {
 		// must have timed out by then.
 		h.stopHostile()
 		wait = max(wait, c.stuckBound()+time.Second)
-		if c.hostileKind(HostileSipper) {
-			wait += c.SendTimeout // (stepGrace)
-		}
 	}
 	at := h.w.Now() + wait
 	if h.vanished {
