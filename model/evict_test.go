@@ -25,13 +25,8 @@ func TestYoungConnectionIsNotClosedForRoom(t *testing.T) {
 	var asks int
 	w := sim.New(sim.DefaultConfig(1))
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-		if _, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, 512)); err != nil {
-			w.Fail(err)
-			return
-		}
-		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: 1})
-		if err != nil {
-			w.Fail(err)
+		dn := startCapped(w, p, 1, 512)
+		if dn == nil {
 			return
 		}
 		l := p.MainLoop()
@@ -82,13 +77,8 @@ func TestConcurrentWalksCloseNoMoreThanNeeded(t *testing.T) {
 		cfg.LogKeys = model.LogKeys // as check's runs: a closed idler's log line fits its schema
 		w := sim.New(cfg)
 		_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-			if _, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, 1<<20)); err != nil {
-				w.Fail(err)
-				return
-			}
-			dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: 3})
-			if err != nil {
-				w.Fail(err)
+			dn := startCapped(w, p, 3, 1<<20)
+			if dn == nil {
 				return
 			}
 			l := p.MainLoop()
@@ -157,13 +147,8 @@ func TestIdlersPastTheCapAllCloseOnceRipe(t *testing.T) {
 			cfg.LogKeys = model.LogKeys // as check's runs: a closed idler's log line fits its schema
 			w := sim.New(cfg)
 			_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
-				if _, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, 1<<20)); err != nil {
-					w.Fail(err)
-					return
-				}
-				dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: maxConns})
-				if err != nil {
-					w.Fail(err)
+				dn := startCapped(w, p, maxConns, 1<<20)
+				if dn == nil {
 					return
 				}
 				l := p.MainLoop()
@@ -197,4 +182,19 @@ func TestIdlersPastTheCapAllCloseOnceRipe(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startCapped writes block 1 (size bytes) and starts a datanode capped at
+// maxConns on p; nil, the world failed, if either fails.
+func startCapped(w *sim.World, p model.Process, maxConns, size int) *model.Datanode {
+	if _, err := model.NewBlockStore(p.Disk(), "data").Write(1, model.BlockContent(1, size)); err != nil {
+		w.Fail(err)
+		return nil
+	}
+	dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: maxConns})
+	if err != nil {
+		w.Fail(err)
+		return nil
+	}
+	return dn
 }
