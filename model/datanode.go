@@ -249,6 +249,11 @@ type DatanodeBugs struct {
 	// of one kind then hold the shared cap against newcomers of the
 	// other until their read timeouts.
 	EvictOwnKind bool
+	// TCPDrip counts a TCP connection idle only while nothing has
+	// arrived on it: one whose request stays partial is busy however
+	// long, so a flood dripping requests holds the cap until each
+	// connection's RequestTimeout (TCPPartialGrace).
+	TCPDrip bool
 }
 
 // DefaultDatanodeConfig returns HDFS's defaults.
@@ -393,6 +398,10 @@ type Datanode struct {
 	// every accept over the cap, was quadratic in the cap (check's seed
 	// 1265 ran 27,000 such asks for 4,900 connections, 58% of its tasks).
 	byAccept []*dnConn
+	// dripping are the connections an ask found holding a request still
+	// partial, by since when (oldest first): each is asked again once
+	// that request has been partial for TCPPartialGrace.
+	dripping []dripping
 	// asking is how many of evictIdle's asks are on their way to a
 	// connection's loop or back: each may yet close one, so a walk going
 	// on after an idle close counts them as closed. (One whose victim
@@ -403,8 +412,9 @@ type Datanode struct {
 	// peers are the connections another endpoint on the acceptor loop
 	// holds open (the short-circuit domain socket's: TakePeer).
 	peers        int
-	peerEnd      PeerEndpoint // that endpoint, if it has registered (SetPeerEndpoint)
-	evictT       Timer        // full, with the idle connections too young to close yet
+	peerEnd      PeerEndpoint  // that endpoint, if it has registered (SetPeerEndpoint)
+	evictT       Timer         // full, with the idle connections too young to close yet
+	evictAt      time.Duration // when evictT fires
 	acceptErrs   int
 	acceptLogged time.Duration
 
@@ -434,12 +444,22 @@ type Datanode struct {
 	writers, roomWaiters []*dnConn
 }
 
+// dripping is a connection whose request has been partial since since
+// (evictIdle).
+type dripping struct {
+	dc    *dnConn
+	since time.Duration
+}
+
 // DatanodeStats counts what a datanode did.
 type DatanodeStats struct {
 	Accepted, Ops, Reads, Writes, Errors, KeepaliveReuses, KeepaliveTimeouts int
 	BytesSent                                                                int64
 	// IdleAsks counts the connections a full datanode asked whether they
-	// were idle (evictIdle): at most one ask per connection accepted.
+	// were idle (evictIdle): at most one ask per connection accepted. (One
+	// found holding a partial request is asked again once that request
+	// has been partial TCPPartialGrace, at most once a request: not
+	// counted.)
 	IdleAsks int
 }
 
@@ -1037,6 +1057,28 @@ func (dn *Datanode) acceptIfRoom() {
 // 100 µs (a datanode working through requests sent a byte a segment).
 const IdleGrace = 2 * time.Millisecond
 
+// TCPPartialGrace is how long a TCP connection's request must have stayed
+// partial before a full datanode counts the connection idle since its
+// first byte and may close it. Each byte restarts the read timeout and
+// only RequestTimeout (up to a minute) bounds a whole request, so without
+// it connections dripping requests (check's drip flood) held the cap
+// that long each time they came. IdleGrace's 2 ms, which the domain
+// socket uses for the same test, is too short here: an honest client
+// writes its request whole, but TCP may deliver it in pieces — check's
+// fragmentation 100 µs apart (a request in 10 to 30 ms at a byte a
+// piece), a client with Nagle on holding a second write for the first's
+// ACK, which Linux's delayed ACK holds 40 ms at first. It stays under a
+// delayed ACK grown to 200 ms and the 200 ms minimum RTO: a request late
+// so is closed if the datanode is full and it is the oldest partial one,
+// as one whose only segment was lost already is under IdleGrace. A longer
+// grace holds a flood's clients longer: a client waits behind the
+// drippers ahead of it in the listen backlog a grace per cap's worth of
+// them, and a flood arriving faster than the cap's room per grace
+// overflows the backlog (check's drip floods arrived 50 µs apart; at
+// 100 ms 12 of 1,000 forced ones failed hostile-availability, at 200 ms
+// 29, mostly clients' 150 and 500 ms timeouts and SYNs dropped).
+const TCPPartialGrace = 100 * time.Millisecond
+
 // PeerEndpoint is the other endpoint whose connections count against the
 // datanode's cap (TakePeer: the short-circuit domain socket's), as seen
 // by the datanode's eviction: with the cap shared, room must come from
@@ -1130,6 +1172,20 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 	if forPeer {
 		oldest = nil
 	}
+	// The datanode's candidate: the oldest not yet asked, or the one
+	// whose request has been partial longest, whichever may be closed
+	// first.
+	var tcpRipe time.Duration
+	if oldest != nil {
+		tcpRipe = oldest.acceptAt + IdleGrace
+	}
+	drip := false
+	if len(dn.dripping) > 0 && !forPeer {
+		if r := dn.dripping[0].since + TCPPartialGrace; oldest == nil || r < tcpRipe {
+			drip, tcpRipe = true, r
+		}
+	}
+	tcp := oldest != nil || drip
 	var peerAt time.Duration
 	peer := false
 	if dn.peerEnd != nil && (!ownKind || forPeer) {
@@ -1137,19 +1193,24 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		// short.)
 		peerAt, peer = dn.peerEnd.OldestIdle()
 		// (Accepted at the same instant: the datanode's goes first.)
-		peer = peer && (oldest == nil || peerAt < oldest.acceptAt)
+		peer = peer && (!tcp || peerAt+IdleGrace < tcpRipe)
 	}
-	if oldest == nil && !peer {
+	if !tcp && !peer {
 		return
 	}
-	at := peerAt
-	if !peer {
-		at = oldest.acceptAt
+	ripe := tcpRipe
+	if peer {
+		ripe = peerAt + IdleGrace
 	}
-	if ripe := at + IdleGrace; !dn.cfg.Bugs.EvictFresh && dn.main.Now() < ripe {
-		// Accepted in order, so every other candidate is younger
-		// still: look again when this one is old enough.
-		if dn.evictT == nil {
+	if (drip && !peer || !dn.cfg.Bugs.EvictFresh) && dn.main.Now() < ripe {
+		// Accepted in order, and partial since in order, so every
+		// other candidate is younger still: look again when this one
+		// is old enough (sooner, if one came since that will be).
+		if dn.evictT == nil || ripe < dn.evictAt {
+			if dn.evictT != nil {
+				dn.evictT.Stop()
+			}
+			dn.evictAt = ripe
 			dn.evictT = dn.main.AfterFunc(ripe-dn.main.Now(), func() {
 				dn.evictT = nil
 				dn.evictIdle(nil, false)
@@ -1165,21 +1226,32 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		return
 	}
 	// Asked once: a concurrent walk (the next accept's) picks the next
-	// one, and whatever the answer this one is no candidate after it.
+	// one, and whatever the answer this one is no candidate after it,
+	// unless it holds a partial request (dripping).
 	victim := oldest
-	dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
-	dn.stats.IdleAsks++
+	if drip {
+		victim = dn.dripping[0].dc
+		dn.dripping = slices.Delete(dn.dripping, 0, 1)
+	} else {
+		dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
+		dn.stats.IdleAsks++
+	}
 	dn.asking++
 	victim.loop.Post(func() {
 		// Read what has arrived first: a request in the socket makes
-		// it busy, and closing it unread would reset it.
+		// it busy, and closing it unread would reset it; so would
+		// closing one whose partial request has just come whole.
 		open := !victim.closed
-		if open && victim.phase == phaseRequest && len(victim.in) == 0 {
+		ripe := victim.partial && victim.loop.Now()-victim.partialAt >= TCPPartialGrace && !dn.cfg.Bugs.TCPDrip
+		if open && victim.phase == phaseRequest && (len(victim.in) == 0 || ripe) {
 			victim.readInput()
 		}
 		// Busy for good: it has received a byte (a request under way,
-		// or a connection kept alive after its ops).
+		// or a connection kept alive after its ops), unless that
+		// request stays partial (TCPPartialGrace).
 		idle := !victim.closed && victim.phase == phaseRequest && len(victim.in) == 0 && victim.opsOnConn == 0
+		partial := !victim.closed && victim.partial && !dn.cfg.Bugs.TCPDrip
+		since := victim.partialAt
 		if victim.closed {
 			// Its client had gone, found by this read or before the
 			// ask (its forget still queued): room made either way.
@@ -1189,9 +1261,21 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		} else if idle {
 			dn.p.Log("dn-full-evict", "conn", victim.id, "ops", victim.opsOnConn)
 			victim.close("datanode full")
+		} else if partial && victim.loop.Now()-since >= TCPPartialGrace {
+			dn.p.Log("dn-full-evict", "conn", victim.id, "ops", victim.opsOnConn, "partial", len(victim.in))
+			victim.close("datanode full")
+			idle, partial = true, false
 		}
 		dn.main.Post(func() {
 			dn.asking--
+			if partial && victim.index >= 0 && !dn.stopped {
+				// Asked again once partial long enough: a flood
+				// dripping its requests holds the cap no longer.
+				i, _ := slices.BinarySearchFunc(dn.dripping, since, func(d dripping, t time.Duration) int {
+					return cmp.Compare(d.since, t+1) // (after those partial as long)
+				})
+				dn.dripping = slices.Insert(dn.dripping, i, dripping{victim, since})
+			}
 			// A peer kept waiting may need more than one closed: it
 			// leaves TCP's last place free. So may the walk the evict
 			// timer started, the one walk for every connection that
@@ -1301,6 +1385,11 @@ func (dn *Datanode) forget(dc *dnConn) {
 		// (Delete clears the freed slot: a forgotten connection stays
 		// reachable from neither list.)
 		dn.byAccept = slices.Delete(dn.byAccept, j, j+1)
+	}
+	if len(dn.dripping) > 0 {
+		if k := slices.IndexFunc(dn.dripping, func(d dripping) bool { return d.dc == dc }); k >= 0 {
+			dn.dripping = slices.Delete(dn.dripping, k, k+1)
+		}
 	}
 	dc.index = -1
 	dc.memChanged()
@@ -1431,6 +1520,10 @@ type dnConn struct {
 	stallT Timer
 	// finWatched: peer-closed interest is on (watchFIN).
 	finWatched bool
+	// partial: a request has been partial since partialAt (watchMessage),
+	// as a full datanode's eviction sees it (TCPPartialGrace).
+	partial   bool
+	partialAt time.Duration
 }
 
 // watchFIN sets the connection's peer-closed interest, which a wait that
@@ -2898,6 +2991,9 @@ func (dc *dnConn) endOp() {
 // watchMessage runs the whole-message deadline: armed when the first
 // bytes of a message are buffered, stopped once none are.
 func (dc *dnConn) watchMessage() {
+	if req := len(dc.in) > 0 && dc.phase == phaseRequest; req != dc.partial {
+		dc.partial, dc.partialAt = req, dc.loop.Now()
+	}
 	partial := len(dc.in) > 0 && (dc.phase == phaseRequest || dc.phase == phaseReceiving || dc.phase == phaseStatus)
 	switch {
 	case dc.closed || !partial || dc.dn.cfg.Bugs.Slowloris:

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -197,4 +198,118 @@ func startCapped(w *sim.World, p model.Process, maxConns, size int) *model.Datan
 		return nil
 	}
 	return dn
+}
+
+// A full datanode closes, for room, a TCP connection whose request has
+// stayed partial for model.TCPPartialGrace, though bytes of it keep
+// coming: each byte restarts the read timeout, and only RequestTimeout
+// (a minute) bounds a whole request. A cap of 2 and its 16 of room past
+// it (18 connections) are filled at 0 by a client that writes its
+// request in two, the second half 60 ms after the first (a delayed ACK
+// holding Nagle's second write), and 17 drippers, each sending a read's
+// first byte on connecting and one more every 30 ms. A reader connecting
+// at 1 ms waits in the listen backlog until a dripper is closed; it must
+// be answered by 250 ms, and the split request too. (Counting idle only a
+// connection that never sent a byte, the drippers held the datanode until
+// their RequestTimeout and the reader was never answered; with a grace of
+// 50 ms the split request was closed.)
+func TestDrippersPastTheCapAreClosed(t *testing.T) {
+	const (
+		maxConns = 2
+		drippers = 16 + maxConns - 1 // the cap and its room past it, with the split client
+		gap      = 60 * time.Millisecond
+	)
+	split, reader := model.Status(255), model.Status(255)
+	conns := -1
+	cfg := sim.DefaultConfig(1)
+	cfg.LogKeys = model.LogKeys // as check's runs: a closed dripper's log line fits its schema
+	w := sim.New(cfg)
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		dn := startCapped(w, p, maxConns, 512)
+		if dn == nil {
+			return
+		}
+		p.MainLoop().AfterFunc(250*time.Millisecond, func() {
+			conns = dn.Conns()
+			w.Stop()
+		})
+		w.Spawn("split", model.ProcessConfig{}, func(sp model.Process) {
+			dialSplit(w, sp, gap, func(st model.Status) { split = st })
+		})
+		w.Spawn("dripper", model.ProcessConfig{}, func(dp model.Process) {
+			dp.MainLoop().AfterFunc(100*time.Microsecond, func() {
+				for range drippers {
+					dialSplit(w, dp, -30*time.Millisecond, nil)
+				}
+			})
+		})
+		w.Spawn("reader", model.ProcessConfig{}, func(rp model.Process) {
+			rp.MainLoop().AfterFunc(time.Millisecond, func() {
+				dialRead(w, rp, 512, func(st model.Status) { reader = st })
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if split != model.StatusSuccess || reader != model.StatusSuccess {
+		t.Errorf("%d drippers and a request split %v apart filling a cap of %d and its room past it: the split request answered %s, a reader behind them %s by 250 ms (255: never; %d connections then); want both SUCCESS",
+			drippers, gap, maxConns, split, reader, conns)
+	}
+}
+
+// dialSplit dials the datanode and sends a read request in two: its first
+// byte at once, the rest gap later. A negative gap drips the request a
+// byte every -gap, all but its last byte.
+func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.Status)) {
+	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: 1, Modes: model.ModeFor(model.OpReadBlock), Expiry: time.Hour})
+	req := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: 512, ClientName: p.Name(), Token: tok})
+	l := p.MainLoop()
+	var c model.Conn
+	var in []byte
+	sent := 0
+	var send func()
+	send = func() {
+		n := 1
+		if gap > 0 && sent > 0 {
+			n = len(req) // the rest
+		}
+		if gap < 0 && len(req) == 1 {
+			return // a dripper never completes its request
+		}
+		m, _ := c.Write(req[:n])
+		req, sent = req[m:], sent+m
+		if len(req) > 0 {
+			l.AfterFunc(max(gap, -gap), send)
+		}
+	}
+	c, err := p.Dial("tcp", "dn:50010", l, func(ev model.Events) {
+		if ev&model.Writable != 0 {
+			c.SetWriteInterest(false)
+			send()
+		}
+		if ev&model.Readable != 0 && got != nil {
+			var b [4096]byte
+			n, err := c.Read(b[:])
+			if n == 0 && !errors.Is(err, model.ErrWouldBlock) {
+				c.SetReadInterest(false)
+				return
+			}
+			in = append(in, b[:n]...)
+			if resp, _, err := model.DecodeResponse(in); err == nil {
+				got(resp.Status)
+				got = nil
+				c.SetReadInterest(false)
+			}
+		}
+	})
+	if err != nil {
+		w.Fail(err)
+		return
+	}
+	c.SetWriteInterest(true)
+	c.SetReadInterest(got != nil)
 }

@@ -9,7 +9,7 @@ package model
 var LogKeys = map[string][]string{
 	// datanode.go
 	"accept-error":       {"err", "failures"},
-	"dn-full-evict":      {"conn", "ops", "newest"},
+	"dn-full-evict":      {"conn", "ops", "newest", "partial"},
 	"thread-error":       {"err"},
 	"dn-truncated":       {"conn", "bytes"},
 	"dn-read-error":      {"block", "err"},

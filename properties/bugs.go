@@ -289,6 +289,13 @@ var Bugs = []Bug{
 		fragment: true,
 	},
 	{
+		Name:    "tcp-drip",
+		What:    "a full datanode counts a TCP connection idle only while nothing has arrived on it: clients dripping requests into connections up to past the cap hold it until each one's request timeout, and well-behaved clients wait in the listen backlog as long",
+		Catches: PropHostileAvail,
+		apply:   func(d drawer, cfg *Config) { cfg.TCPDrip = true },
+		hostile: []string{HostileDrip + ":flood"},
+	},
+	{
 		Name:    "first-op-reused",
 		What:    "the datanode counts a connection's first op as a keep-alive reuse: run read's keepalive_reuses, the figure validate holds against real sockets, says every op found a kept-alive connection",
 		Catches: PropStats,

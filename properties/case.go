@@ -149,6 +149,7 @@ type Config struct {
 	EvictFresh              bool `json:"evict_fresh,omitempty"`
 	AcceptShortStream       bool `json:"accept_short_stream,omitempty"`
 	FirstOpReused           bool `json:"first_op_reused,omitempty"`
+	TCPDrip                 bool `json:"tcp_drip,omitempty"`
 }
 
 // InitBlock is a block on the datanode's disk at the start.
@@ -420,6 +421,7 @@ func Draw(src Source, seed uint64, bug string) (Case, error) {
 	drawHoarders(d, cfg, b.hostile)
 	drawDrainers(d, cfg, b.hostile)
 	drawGrabbers(d, cfg, b.hostile)
+	drawDripFlood(d, cfg, b.hostile)
 	// What check runs passes the same validation as what replay reads.
 	if err := c.Validate(); err != nil {
 		return Case{}, fmt.Errorf("drew an invalid case (a bug in Draw): %w", err)

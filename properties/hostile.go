@@ -483,6 +483,9 @@ func (h *harness) startHostile() {
 			apart := 10 * time.Microsecond
 			if peer.Count > 4 { // (more than drawHostile's few)
 				apart = floodApart
+				if peer.Kind == HostileDrip {
+					apart = dripFloodApart(peer.Count)
+				}
 			}
 			for i := 0; i < peer.Count; i++ {
 				hc := &hostileConn{peer: peer, idx: i, openAt: -1, quitAt: -1, heardAt: -1}
@@ -672,7 +675,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		full := read(small, 100)
 		return full[:int(key%uint64(len(full)-1))+1]
 	case HostileDrip:
-		if key%2 == 1 {
+		if key%2 == 1 && hc.peer.Count <= 4 { // (a flood drips reads: drawDripFlood)
 			// A whole write request, then its packet a byte at a time:
 			// the datanode receives a message with no end in sight.
 			id := hostileBlocks + key

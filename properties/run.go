@@ -474,7 +474,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails, PoolRetakeWakeLost: c.PoolRetakeWakeLost, PoolRetireIdle: c.PoolRetireIdle, PressDelayAgain: c.PressDelayAgain, ParkedWakeLost: c.ParkedWakeLost, ParkedWaiterDeaf: c.ParkedWaiterDeaf, ClosedGrowKept: c.ClosedGrowKept,
 			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, WriteAnyByte: c.WriteAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,
-			FirstOpReused: c.FirstOpReused,
+			FirstOpReused: c.FirstOpReused, TCPDrip: c.TCPDrip,
 		},
 	}
 }
