@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -292,18 +291,7 @@ func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.
 			send()
 		}
 		if ev&model.Readable != 0 && got != nil {
-			var b [4096]byte
-			n, err := c.Read(b[:])
-			if n == 0 && !errors.Is(err, model.ErrWouldBlock) {
-				c.SetReadInterest(false)
-				return
-			}
-			in = append(in, b[:n]...)
-			if resp, _, err := model.DecodeResponse(in); err == nil {
-				got(resp.Status)
-				got = nil
-				c.SetReadInterest(false)
-			}
+			readStatus(c, &in, &got)
 		}
 	})
 	if err != nil {

@@ -141,19 +141,7 @@ func dialReadAfter(w *sim.World, p model.Process, delay time.Duration, length in
 			}
 		}
 		if ev&model.Readable != 0 && got != nil {
-			var b [4096]byte
-			n, err := c.Read(b[:])
-			if n == 0 && !errors.Is(err, model.ErrWouldBlock) {
-				// Closed on it: no answer will come.
-				c.SetReadInterest(false)
-				return
-			}
-			in = append(in, b[:n]...)
-			if resp, _, err := model.DecodeResponse(in); err == nil {
-				got(resp.Status)
-				got = nil
-				c.SetReadInterest(false)
-			}
+			readStatus(c, &in, &got)
 		}
 	})
 	if err != nil {
@@ -162,4 +150,22 @@ func dialReadAfter(w *sim.World, p model.Process, delay time.Duration, length in
 	}
 	c.SetWriteInterest(true)
 	c.SetReadInterest(got != nil)
+}
+
+// readStatus reads what has come on c into in and, once a whole response
+// is there, hands its status to got and stops listening (got nil).
+func readStatus(c model.Conn, in *[]byte, got *func(model.Status)) {
+	var b [4096]byte
+	n, err := c.Read(b[:])
+	if n == 0 && !errors.Is(err, model.ErrWouldBlock) {
+		// Closed on it: no answer will come.
+		c.SetReadInterest(false)
+		return
+	}
+	*in = append(*in, b[:n]...)
+	if resp, _, err := model.DecodeResponse(*in); err == nil {
+		(*got)(resp.Status)
+		*got = nil
+		c.SetReadInterest(false)
+	}
 }
