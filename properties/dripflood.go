@@ -55,5 +55,5 @@ func dripFloodApart(n int) time.Duration {
 
 // idleFlood reports whether the case has a flood of idle peers.
 func idleFlood(cfg *Config) bool {
-	return slices.ContainsFunc(cfg.Hostile, func(p HostilePeer) bool { return p.Kind == HostileIdle && p.Count > 4 })
+	return slices.ContainsFunc(cfg.Hostile, func(p HostilePeer) bool { return p.Kind == HostileIdle && p.flood() })
 }

@@ -264,9 +264,17 @@ const (
 // connects, the gap before each return and the key their messages come
 // from.
 func drawPeer(d drawer, k string) HostilePeer {
-	return HostilePeer{Kind: k, Count: d.n(1, 4, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
+	return HostilePeer{Kind: k, Count: d.n(1, fewPeers, "hostile_count"), At: d.dur(0, 20*time.Millisecond, "hostile_at"),
 		Gap: d.dur(time.Millisecond, 100*time.Millisecond, "hostile_gap"), Key: d.key("hostile_key")}
 }
+
+// fewPeers is the most peers of a kind drawPeer draws; more are a flood
+// (an idle or drip flood up to the capacity, or the hoarders, tricklers
+// and grabbers drawn to fill a bound).
+const fewPeers = 4
+
+// flood reports whether p is more peers than drawPeer's few.
+func (p HostilePeer) flood() bool { return p.Count > fewPeers }
 
 // drawDatanodeLimits draws the datanode's defences: its timeouts and
 // buffer bounds. It runs after everything else is drawn, so the cases of
@@ -481,7 +489,7 @@ func (h *harness) startHostile() {
 		}
 		for _, peer := range h.cfg.Hostile {
 			apart := 10 * time.Microsecond
-			if peer.Count > 4 { // (more than drawHostile's few)
+			if peer.flood() {
 				apart = floodApart
 				if peer.Kind == HostileDrip {
 					apart = dripFloodApart(peer.Count)
@@ -675,7 +683,7 @@ func (h *harness) hostileMessage(hc *hostileConn) []byte {
 		full := read(small, 100)
 		return full[:int(key%uint64(len(full)-1))+1]
 	case HostileDrip:
-		if key%2 == 1 && hc.peer.Count <= 4 { // (a flood drips reads: drawDripFlood)
+		if key%2 == 1 && !hc.peer.flood() { // (a flood drips reads: drawDripFlood)
 			// A whole write request, then its packet a byte at a time:
 			// the datanode receives a message with no end in sight.
 			id := hostileBlocks + key
