@@ -1242,8 +1242,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		// it busy, and closing it unread would reset it; so would
 		// closing one whose partial request has just come whole.
 		open := !victim.closed
-		ripe := victim.partial && victim.loop.Now()-victim.partialAt >= TCPPartialGrace && !dn.cfg.Bugs.TCPDrip
-		if open && victim.phase == phaseRequest && (len(victim.in) == 0 || ripe) {
+		if open && victim.phase == phaseRequest && (len(victim.in) == 0 || victim.dripRipe()) {
 			victim.readInput()
 		}
 		// Busy for good: it has received a byte (a request under way,
@@ -1261,7 +1260,7 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 		} else if idle {
 			dn.p.Log("dn-full-evict", "conn", victim.id, "ops", victim.opsOnConn)
 			victim.close("datanode full")
-		} else if partial && victim.loop.Now()-since >= TCPPartialGrace {
+		} else if victim.dripRipe() {
 			dn.p.Log("dn-full-evict", "conn", victim.id, "ops", victim.opsOnConn, "partial", len(victim.in))
 			victim.close("datanode full")
 			idle, partial = true, false
@@ -1289,6 +1288,12 @@ func (dn *Datanode) evictIdle(newest *dnConn, peerAsks bool) {
 			}
 		})
 	})
+}
+
+// dripRipe reports whether dc's request has stayed partial for
+// TCPPartialGrace: a full datanode may close it as idle.
+func (dc *dnConn) dripRipe() bool {
+	return dc.partial && dc.loop.Now()-dc.partialAt >= TCPPartialGrace && !dc.dn.cfg.Bugs.TCPDrip
 }
 
 // acceptIndex is where the connection accepted as seq is, or would be, in
