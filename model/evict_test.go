@@ -264,8 +264,7 @@ func TestDrippersPastTheCapAreClosed(t *testing.T) {
 // byte at once, the rest gap later. A negative gap drips the request a
 // byte every -gap, all but its last byte.
 func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.Status)) {
-	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: 1, Modes: model.ModeFor(model.OpReadBlock), Expiry: time.Hour})
-	req := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: 512, ClientName: p.Name(), Token: tok})
+	req := readRequest(p, 512)
 	l := p.MainLoop()
 	var c model.Conn
 	var in []byte

@@ -123,8 +123,7 @@ func dialRead(w *sim.World, p model.Process, length int64, got func(model.Status
 // dialReadAfter is dialRead whose request goes delay after the
 // connection is made: until then the datanode has nothing from it.
 func dialReadAfter(w *sim.World, p model.Process, delay time.Duration, length int64, got func(model.Status)) {
-	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: 1, Modes: model.ModeFor(model.OpReadBlock), Expiry: time.Hour})
-	req := model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: length, ClientName: p.Name(), Token: tok})
+	req := readRequest(p, length)
 	l := p.MainLoop()
 	var c model.Conn
 	var in []byte
@@ -168,4 +167,10 @@ func readStatus(c model.Conn, in *[]byte, got *func(model.Status)) {
 		*got = nil
 		c.SetReadInterest(false)
 	}
+}
+
+// readRequest is p's request for length bytes of block 1, with a token.
+func readRequest(p model.Process, length int64) []byte {
+	tok := model.IssueToken(model.DefaultTokenKey, model.BlockToken{BlockID: 1, Modes: model.ModeFor(model.OpReadBlock), Expiry: time.Hour})
+	return model.AppendRequest(nil, model.Request{Op: model.OpReadBlock, BlockID: 1, Length: length, ClientName: p.Name(), Token: tok})
 }
