@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,12 @@ func TestTCPPatternValidateBounds(t *testing.T) {
 			t.Errorf("%+v refused: %v", c, err)
 		}
 	}
+	// The count of --sizes writes is bounded on its own: a megabyte of
+	// 1-byte writes stays under the byte bound.
+	ones := func(n int) []int { return slices.Repeat([]int{1}, n) }
+	if c := (TCPPattern{Sizes: ones(1 << 20), Ops: 1}); c.Validate() != nil {
+		t.Errorf("2^20 writes of --sizes refused: %v", c.Validate())
+	}
 	for _, tc := range []struct {
 		change func(*TCPPattern)
 		want   string
@@ -106,6 +113,7 @@ func TestTCPPatternValidateBounds(t *testing.T) {
 		{func(c *TCPPattern) { c.Reply, c.Gap = 0, time.Minute+1 }, "--gap"},
 		{func(c *TCPPattern) { c.Sizes = []int{1, 0} }, "--sizes"},
 		{func(c *TCPPattern) { c.Sizes = []int{1 << 30, 1} }, "--sizes"},
+		{func(c *TCPPattern) { c.Sizes = ones(1<<20 + 1) }, "2^20 writes"},
 		{func(c *TCPPattern) { c.Ops = 0 }, "--ops"},
 		{func(c *TCPPattern) { c.Writes = 1<<30 + 1 }, "1 GiB"},
 		{func(c *TCPPattern) { c.Msg = 1<<30 + 1 }, "1 GiB"},
