@@ -24,7 +24,7 @@ import (
 )
 
 // defaultSeeds is how many seeds `xceiver check` runs without --seeds:
-// about a minute on a 2-core machine.
+// about ten seconds on a quiet 2-core machine.
 const defaultSeeds = 10000
 
 type checkOptions struct {

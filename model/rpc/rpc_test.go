@@ -206,6 +206,31 @@ func TestBurstBlocksReaders(t *testing.T) {
 	e.quiet()
 }
 
+// Without a bound given, the queue holds QueuePerHandler calls for each
+// handler, as Hadoop sizes it (run rpc --queue 0 promises so): a fixed
+// 1,000 let one handler's queue grow ten times past it.
+func TestQueueBoundDefaultsPerHandler(t *testing.T) {
+	for _, handlers := range []int{1, 2} {
+		const clients, each = 4, 100
+		got := 0
+		e := world(t, rpc.ServerConfig{Handlers: handlers, Readers: 2}, rpc.ClientConfig{}, clients, func(en *env, i int, p model.Process, cl *rpc.Client) {
+			for k := range each {
+				cl.Call(srvAddr, mSlow, []byte{byte(k)}, func(r rpc.Reply) {
+					if r.Err != nil {
+						t.Errorf("%v", r.Err)
+					}
+					got++
+				})
+			}
+		})
+		st := e.srv.Stats()
+		if bound := handlers * rpc.QueuePerHandler; got != clients*each || st.PeakQueue != bound || st.ReaderBlocks == 0 {
+			t.Errorf("%d handlers: answers %d of %d; peak queue %d (want the bound, %d); reader blocks %d", handlers, got, clients*each, st.PeakQueue, bound, st.ReaderBlocks)
+		}
+		e.quiet()
+	}
+}
+
 // bigWorld: client 0 asks for a large answer and never reads; client 1
 // then makes calls. Returns how many of client 1's calls were answered
 // before the deadline.

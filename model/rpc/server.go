@@ -43,7 +43,8 @@ type ServerConfig struct {
 	// Handlers is the number of handler loops (dfs.namenode.handler.count).
 	Handlers int
 	// QueueSize bounds the call queue; a reader that finds it full stops
-	// reading until a handler takes a call (Hadoop's put blocks).
+	// reading until a handler takes a call (Hadoop's put blocks). Zero:
+	// QueuePerHandler for each handler, as Hadoop sizes it.
 	QueueSize int
 	// MaxFrame bounds a call's length prefix.
 	MaxFrame int
@@ -140,13 +141,17 @@ type ServerBugs struct {
 	ServesDeadCalls bool
 }
 
+// QueuePerHandler is Hadoop's ipc.server.handler.queue.size: the call
+// queue holds this many calls for each handler.
+const QueuePerHandler = 100
+
 // DefaultServerConfig returns Hadoop's defaults where it has them.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
 		Backlog:     128,
 		Readers:     1,
 		Handlers:    10,
-		QueueSize:   1000, // ipc.server.handler.queue.size (100) per handler
+		QueueSize:   10 * QueuePerHandler,
 		MaxFrame:    DefaultMaxFrame,
 		IdleTimeout: 20 * time.Second,
 		MaxInFlight: 100,
@@ -257,7 +262,11 @@ func StartServer(p model.Process, loop model.Loop, svc Service, cfg ServerConfig
 	orDefault(&cfg.Backlog, d.Backlog)
 	orDefault(&cfg.Readers, d.Readers)
 	orDefault(&cfg.Handlers, d.Handlers)
-	orDefault(&cfg.QueueSize, d.QueueSize)
+	if cfg.QueueSize == 0 && cfg.Handlers > 0 {
+		// (Bounded before the product: a count of handlers that large
+		// fails to start them anyway.)
+		cfg.QueueSize = QueuePerHandler * min(cfg.Handlers, 1<<20)
+	}
 	orDefault(&cfg.MaxFrame, d.MaxFrame)
 	orDefault(&cfg.IdleTimeout, d.IdleTimeout)
 	orDefault(&cfg.MaxPending, d.MaxPending)
