@@ -16,14 +16,16 @@ import (
 // equivalent.txt lists.
 var equivalentsCover = []string{"model/...", "sim", "properties"}
 
-// An ID hashes the mutant's function, operator, texts and ordinal, so a
-// rewrite of the function leaves its entries naming no mutant, or another
-// one of the same function: a real gap then counts as equivalent. So
+// An ID hashes the mutant's function, operator, texts and line, so an
+// edit of the mutated line leaves its entry naming no mutant, which must
+// then be judged again rather than still counted as equivalent. So
 // every entry must name a mutant that exists, and an entry that begins
 // with a function's name (`ID [pkg] Func: why`) must name a mutant of that
-// function (or of a closure in it). An entry that names another mutant of
-// the same function still passes: what it says is for a reviewer to hold
-// against the mutant's diff (`xceiver mutate --list --ids ID`).
+// function (or of a closure in it). An entry can still come to name
+// another mutant when its function gains an identical line above it (the
+// ordinal tells identical lines apart); that passes here, and what the
+// entry says is for a reviewer to hold against the mutant's diff
+// (`xceiver mutate --list --ids ID`).
 func TestEquivalentsNameLiveMutants(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {

@@ -42,7 +42,11 @@ var Operators = []string{OpBoundary, OpNegate, OpLogical, OpArith, OpOffByOne, O
 
 // Mutant is one change: the bytes [Start, End) of File become New.
 type Mutant struct {
-	ID       string `json:"id"`   // stable across unrelated edits: a hash of file, function, operator, texts and ordinal
+	// ID hashes the file, function, operator, the edit's texts, the
+	// mutated line(s) (trimmed) and an ordinal, so it survives edits to
+	// other lines and vanishes when its own line changes: an ID kept
+	// somewhere (equivalent.txt) then names no mutant rather than another.
+	ID       string `json:"id"`
 	File     string `json:"file"` // slash-separated, relative to the module root
 	Line     int    `json:"line"`
 	Col      int    `json:"col"`
@@ -115,11 +119,16 @@ func Enumerate(fset *token.FileSet, files []File, info *types.Info) []Mutant {
 			}
 			return ms[i].operIndex < ms[j].operIndex
 		})
-		// Ordinals tell identical edits in one function apart, so an ID
-		// survives edits elsewhere in the file.
+		// The key holds the mutated line, not just the edit: with the edit
+		// alone, the ordinal told apart every same edit in a function, so
+		// adding one on an earlier line shifted the later ones' IDs onto
+		// each other, and an equivalent.txt entry came to name another
+		// mutant (a real gap counted as equivalent). With the line, the
+		// ordinal tells apart only identical edits of identical lines.
 		seen := map[string]int{}
 		for i := range ms {
-			k := ms[i].File + "\x00" + ms[i].Func + "\x00" + ms[i].Operator + "\x00" + ms[i].Old + "\x00" + ms[i].New
+			k := ms[i].File + "\x00" + ms[i].Func + "\x00" + ms[i].Operator + "\x00" + ms[i].Old + "\x00" + ms[i].New +
+				"\x00" + lineText(f.Src, ms[i].Start, ms[i].End)
 			ms[i].ordinal = seen[k]
 			seen[k]++
 			sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", k, ms[i].ordinal))
@@ -128,6 +137,22 @@ func Enumerate(fset *token.FileSet, files []File, info *types.Info) []Mutant {
 		all = append(all, ms...)
 	}
 	return all
+}
+
+// lineText is the whole lines holding src[start:end], each trimmed of
+// surrounding white space, so re-indenting them (wrapping in an if) keeps
+// the mutant's ID.
+func lineText(src []byte, start, end int) string {
+	ls := bytes.LastIndexByte(src[:start], '\n') + 1
+	le := len(src)
+	if i := bytes.IndexByte(src[end:], '\n'); i >= 0 {
+		le = end + i
+	}
+	lines := strings.Split(string(src[ls:le]), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Sample picks k of ms at random (seeded), keeping their order; k ≤ 0 or

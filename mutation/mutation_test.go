@@ -134,6 +134,62 @@ func TestIDsSurviveUnrelatedEdits(t *testing.T) {
 	}
 }
 
+// An ID is keyed by its line: a same edit added on an earlier line of the
+// function leaves a later mutant's ID as it was (with the edit alone as
+// key, the ordinals shifted, and the added mutant took the later one's
+// ID, so an equivalent.txt entry came to name it), while an edit of the
+// mutated line itself leaves the old ID naming no mutant.
+func TestIDKeyedByLine(t *testing.T) {
+	const before = `package p
+
+func f(a, b int) int {
+	if a > b {
+		b++
+	}
+	return a + b
+}
+`
+	// arith + → - of the return line, the mutant an entry would name.
+	ret := func(src string, line string) (Mutant, map[string]Mutant) {
+		ms, b := enumerateSource(t, src)
+		byID := map[string]Mutant{}
+		var found []Mutant
+		for _, m := range ms {
+			byID[m.ID] = m
+			if m.Operator == OpArith && m.Old == "+" && lineText(b, m.Start, m.End) == line {
+				found = append(found, m)
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("%d arith mutants of %q in\n%s", len(found), line, src)
+		}
+		return found[0], byID
+	}
+	m, _ := ret(before, "return a + b")
+
+	inserted := strings.Replace(before, "\tif a > b {", "\ta = a + 1\n\tif a > b {", 1)
+	m2, byID := ret(inserted, "return a + b")
+	if m2.ID != m.ID {
+		t.Errorf("a + added on an earlier line moved %v to %v", m, m2)
+	}
+	if other, ok := byID[m.ID]; ok && other.Line != m2.Line {
+		t.Errorf("%s now names the added line's mutant %v", m.ID, other)
+	}
+
+	edited := strings.Replace(before, "return a + b", "return a + b + 0", 1)
+	ms, _ := enumerateSource(t, edited)
+	for _, x := range ms {
+		if x.ID == m.ID {
+			t.Errorf("%s still names %v after its line changed", m.ID, x)
+		}
+	}
+	// Re-indenting the line keeps it.
+	wrapped := strings.Replace(before, "\treturn a + b\n", "\t{\n\t\treturn a + b\n\t}\n", 1)
+	if m3, _ := ret(wrapped, "return a + b"); m3.ID != m.ID {
+		t.Errorf("re-indenting moved %v to %v", m, m3)
+	}
+}
+
 func TestSampleAndShard(t *testing.T) {
 	ms, _ := enumerateSource(t, fixture)
 	s1, s2, s3 := Sample(ms, 10, 7), Sample(ms, 10, 7), Sample(ms, 10, 8)

@@ -203,7 +203,7 @@ func TestParkedReadLostToReplaceIsExcused(t *testing.T) {
 // sendfile. A read that parked there has its packet copied out already:
 // once the packet is sent it takes its replica back with nothing pending
 // and must go on to its next packet. retired-append-park is the case that
-// takes that path; with takeHandle's sendNext removed (mutant bdac88ab5b,
+// takes that path; with takeHandle's sendNext removed (mutant 7f0b1c4dbe,
 // which survived 3,000 check seeds) its read stalls until the client
 // times out. Every case must pass.
 func TestParkedReadsWithoutTransferTo(t *testing.T) {
@@ -357,7 +357,7 @@ func TestRetireLeavesParkedHandle(t *testing.T) {
 // waits in the pool's queue like a new read, and when a handle frees it
 // must take its replica back and go on sending. check reaches that path
 // in about one seed in 300 (67 wake-ups in 20,000 seeds), so a wake-up
-// that dropped a parked read (mutant a56805f4f3: "gone", the wake-up
+// that dropped a parked read (mutant b413106559: "gone", the wake-up
 // passed on) survived check's 300 seeds and every test; at 20,000 seeds it
 // fails at 9463, 13547 and 17991. testdata/parked-woken-case.json, seed
 // 17991 shrunk (four reads, three non-readers, one handle), must pass; with
@@ -387,7 +387,7 @@ func TestParkedReadWokenFromQueueResumes(t *testing.T) {
 // second's wake-up and its try. It must pass (the woken read presses at
 // once and waits 250 ms), and fail with the old behaviour
 // (PressDelayAgain: 500.07 ms). A press timer left set after it fired
-// (mutant fc4e343539, which survived 150,000 check seeds) fails it too:
+// (mutant aa868975ea, which survived 150,000 check seeds) fails it too:
 // the read never presses again and waits out the new holder's stall.
 func TestRequeuedReadPressesAgain(t *testing.T) {
 	mustPass(t, "testdata/press-requeue-case.json")
@@ -669,8 +669,9 @@ func TestSixUnknownsWitnessed(t *testing.T) {
 // reservation back. testdata/grow-answer-after-close-case.json is the
 // same case with its reset moved 8.4 µs earlier and onto another target
 // (arg 0), which closes there. It must pass; with that reservation kept
-// (ClosedGrowKept; mutants a8ace8e90b and 6ef8b7d5d5, which had survived
-// check and every test) 2,940 bytes stay reserved at quiescence
+// (ClosedGrowKept; mutant a88ed49835, and one of the `dn.buffered -=
+// more` that giveBackRoom has since replaced, which had survived check and
+// every test) 2,940 bytes stay reserved at quiescence
 // (leak-freedom).
 func TestGrowAfterCloseReservesNothing(t *testing.T) {
 	mustPass(t, "testdata/grow-after-close-case.json")

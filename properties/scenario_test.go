@@ -117,7 +117,7 @@ func FuzzScenarioCase(f *testing.F) {
 // an accept queue that holds two (Backlog 1), find it full and retry
 // their connects; every read must still be done. Until the draw gave
 // sc-read a backlog, no check seed reached the client's retry (mutant
-// ced315dcd4, a retry that ended the op as if its client had closed,
+// 09a6efd450, a retry that ended the op as if its client had closed,
 // survived 20,000 seeds; it now fails this case, and check within 112
 // scenario seeds). The retries are counted, so the case shows it still
 // reaches them; with the default queue there are none.
