@@ -114,6 +114,7 @@ func TestTCPPatternValidateBounds(t *testing.T) {
 		{func(c *TCPPattern) { c.Sizes = []int{1, 0} }, "--sizes"},
 		{func(c *TCPPattern) { c.Sizes = []int{1 << 30, 1} }, "--sizes"},
 		{func(c *TCPPattern) { c.Sizes = ones(1<<20 + 1) }, "2^20 writes"},
+		{func(c *TCPPattern) { c.Sizes = []int{1<<30 + 1} }, "want 1 to 2^30"}, // (one write, past the bound alone)
 		{func(c *TCPPattern) { c.Ops = 0 }, "--ops"},
 		{func(c *TCPPattern) { c.Writes = 1<<30 + 1 }, "1 GiB"},
 		{func(c *TCPPattern) { c.Msg = 1<<30 + 1 }, "1 GiB"},
