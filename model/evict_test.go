@@ -310,3 +310,80 @@ func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.
 	c.SetWriteInterest(true)
 	c.SetReadInterest(got != nil)
 }
+
+// A full datanode closes the connection whose request has been partial
+// longest, whatever the order it asked them in. Cap 2: A connects at 0
+// and sends its request's first byte at 1.5 ms; B connects at 0.1 ms and
+// sends its first at 0.4 ms (each then a byte every 30 ms); C, at 50 ms,
+// takes the datanode past its cap. Its walk asks A, then B, before
+// either has been partial TCPPartialGrace, and lists them to ask again
+// by when they began: B, partial since 0.4 ms, is closed at 100.4 ms,
+// and the datanode, at its cap again, closes nothing more. (Listed in the order asked, A was
+// closed instead, and B kept its place.)
+//
+// And with A's first byte at 0.3 ms and B's at 1.5 ms, A is the one: the
+// first connection the datanode holds is listed again as any other is.
+func TestOldestPartialRequestClosedFirst(t *testing.T) {
+	for _, tc := range []struct {
+		aFirst, bFirst time.Duration
+		want           string
+	}{{1500 * time.Microsecond, 300 * time.Microsecond, "B"}, {300 * time.Microsecond, 1400 * time.Microsecond, "A"}} {
+		oldestPartialClosedFirst(t, tc.aFirst, tc.bFirst, tc.want)
+	}
+}
+
+func oldestPartialClosedFirst(t *testing.T, aFirst, bFirst time.Duration, want string) {
+	closed := map[string]time.Duration{}
+	w := sim.New(sim.DefaultConfig(1))
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		if startCapped(w, p, 2, 512) == nil {
+			return
+		}
+		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
+			l := cp.MainLoop()
+			drip := func(name string, at, first time.Duration) {
+				l.AfterFunc(at, func() {
+					req := readRequest(cp, 512)
+					var c model.Conn
+					var tick func()
+					tick = func() {
+						if _, ok := closed[name]; ok || len(req) == 1 {
+							return // (a dripper never completes its request)
+						}
+						n, _ := c.Write(req[:1])
+						req = req[n:]
+						l.AfterFunc(30*time.Millisecond, tick)
+					}
+					var err error
+					c, err = cp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
+						if ev&(model.Readable|model.Hangup|model.PeerClosed) != 0 {
+							if _, ok := closed[name]; !ok {
+								closed[name] = l.Now()
+								_ = c.Close()
+							}
+						}
+					})
+					if err != nil {
+						w.Fail(err)
+						return
+					}
+					c.SetReadInterest(true)
+					l.AfterFunc(first, tick)
+				})
+			}
+			drip("A", 0, aFirst)
+			drip("B", 100*time.Microsecond, bFirst)
+			drip("C", 50*time.Millisecond, 300*time.Microsecond)
+			l.AfterFunc(150*time.Millisecond, w.Stop)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := closed[want]; len(closed) != 1 || !ok {
+		t.Errorf("first bytes of A at %v and B at %v after their dials: closed by 150 ms (name: when): %v; want %s alone, partial longest", aFirst, bFirst, closed, want)
+	}
+}
