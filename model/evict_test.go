@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -242,13 +243,13 @@ func drippersPastTheCap(t *testing.T, start time.Duration) {
 		})
 		w.Spawn("split", model.ProcessConfig{}, func(sp model.Process) {
 			sp.MainLoop().AfterFunc(start, func() {
-				dialSplit(w, sp, gap, func(st model.Status) { split = st })
+				dialSplit(w, sp, 0, gap, func(st model.Status) { split = st })
 			})
 		})
 		w.Spawn("dripper", model.ProcessConfig{}, func(dp model.Process) {
 			dp.MainLoop().AfterFunc(start+100*time.Microsecond, func() {
 				for range drippers {
-					dialSplit(w, dp, -30*time.Millisecond, nil)
+					dialSplit(w, dp, 0, -30*time.Millisecond, nil)
 				}
 			})
 		})
@@ -271,9 +272,10 @@ func drippersPastTheCap(t *testing.T, start time.Duration) {
 }
 
 // dialSplit dials the datanode and sends a read request in two: its first
-// byte at once, the rest gap later. A negative gap drips the request a
-// byte every -gap, all but its last byte.
-func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.Status)) {
+// byte first after the connection is made, the rest gap later. A negative
+// gap drips the request a byte every -gap, all but its last byte. It
+// returns the connection (nil if the dial failed).
+func dialSplit(w *sim.World, p model.Process, first, gap time.Duration, got func(model.Status)) model.Conn {
 	req := readRequest(p, 512)
 	l := p.MainLoop()
 	var c model.Conn
@@ -297,7 +299,7 @@ func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.
 	c, err := p.Dial("tcp", "dn:50010", l, func(ev model.Events) {
 		if ev&model.Writable != 0 {
 			c.SetWriteInterest(false)
-			send()
+			l.AfterFunc(first, send)
 		}
 		if ev&model.Readable != 0 && got != nil {
 			readStatus(c, &in, &got)
@@ -305,21 +307,23 @@ func dialSplit(w *sim.World, p model.Process, gap time.Duration, got func(model.
 	})
 	if err != nil {
 		w.Fail(err)
-		return
+		return nil
 	}
 	c.SetWriteInterest(true)
 	c.SetReadInterest(got != nil)
+	return c
 }
 
 // A full datanode closes the connection whose request has been partial
 // longest, whatever the order it asked them in. Cap 2: A connects at 0
-// and sends its request's first byte at 1.5 ms; B connects at 0.1 ms and
-// sends its first at 0.4 ms (each then a byte every 30 ms); C, at 50 ms,
+// and sends its request's first byte 1.5 ms after; B connects at 0.1 ms
+// and sends its first 0.3 ms after (each then a byte every 30 ms,
+// dialSplit's drippers); C, at 50 ms,
 // takes the datanode past its cap. Its walk asks A, then B, before
 // either has been partial TCPPartialGrace, and lists them to ask again
 // by when they began: B, partial since 0.4 ms, is closed at 100.4 ms,
-// and the datanode, at its cap again, closes nothing more. (Listed in the order asked, A was
-// closed instead, and B kept its place.)
+// and the datanode, at its cap again, closes nothing more. (Listed in the
+// order asked, A was closed instead, and B kept its place.)
 //
 // And with A's first byte at 0.3 ms and B's at 1.5 ms, A is the one: the
 // first connection the datanode holds is listed again as any other is.
@@ -333,7 +337,8 @@ func TestOldestPartialRequestClosedFirst(t *testing.T) {
 }
 
 func oldestPartialClosedFirst(t *testing.T, aFirst, bFirst time.Duration, want string) {
-	closed := map[string]time.Duration{}
+	conns := map[string]model.Conn{}
+	var closed []string
 	w := sim.New(sim.DefaultConfig(1))
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		if startCapped(w, p, 2, 512) == nil {
@@ -342,39 +347,24 @@ func oldestPartialClosedFirst(t *testing.T, aFirst, bFirst time.Duration, want s
 		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
 			l := cp.MainLoop()
 			drip := func(name string, at, first time.Duration) {
-				l.AfterFunc(at, func() {
-					req := readRequest(cp, 512)
-					var c model.Conn
-					var tick func()
-					tick = func() {
-						if _, ok := closed[name]; ok || len(req) == 1 {
-							return // (a dripper never completes its request)
-						}
-						n, _ := c.Write(req[:1])
-						req = req[n:]
-						l.AfterFunc(30*time.Millisecond, tick)
-					}
-					var err error
-					c, err = cp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
-						if ev&(model.Readable|model.Hangup|model.PeerClosed) != 0 {
-							if _, ok := closed[name]; !ok {
-								closed[name] = l.Now()
-								_ = c.Close()
-							}
-						}
-					})
-					if err != nil {
-						w.Fail(err)
-						return
-					}
-					c.SetReadInterest(true)
-					l.AfterFunc(first, tick)
-				})
+				l.AfterFunc(at, func() { conns[name] = dialSplit(w, cp, first, -30*time.Millisecond, nil) })
 			}
 			drip("A", 0, aFirst)
 			drip("B", 100*time.Microsecond, bFirst)
 			drip("C", 50*time.Millisecond, 300*time.Microsecond)
-			l.AfterFunc(150*time.Millisecond, w.Stop)
+			l.AfterFunc(150*time.Millisecond, func() {
+				// Closed by the datanode: its FIN (or, after a drip
+				// it refused, its reset) is what a read finds.
+				var b [1]byte
+				for _, name := range []string{"A", "B", "C"} {
+					if c := conns[name]; c != nil {
+						if _, err := c.Read(b[:]); !errors.Is(err, model.ErrWouldBlock) {
+							closed = append(closed, name)
+						}
+					}
+				}
+				w.Stop()
+			})
 		})
 	})
 	if err != nil {
@@ -383,7 +373,7 @@ func oldestPartialClosedFirst(t *testing.T, aFirst, bFirst time.Duration, want s
 	if err := w.Run(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := closed[want]; len(closed) != 1 || !ok {
-		t.Errorf("first bytes of A at %v and B at %v after their dials: closed by 150 ms (name: when): %v; want %s alone, partial longest", aFirst, bFirst, closed, want)
+	if len(closed) != 1 || closed[0] != want {
+		t.Errorf("first bytes of A at %v and B at %v after their connects: closed by 150 ms %v; want %s alone, partial longest", aFirst, bFirst, closed, want)
 	}
 }
