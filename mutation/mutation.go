@@ -79,13 +79,7 @@ func (m Mutant) Apply(src []byte) []byte {
 // Diff shows the changed lines of src: "-" the original, "+" the mutant,
 // each prefixed with File:line.
 func (m Mutant) Diff(src []byte) string {
-	ls := bytes.LastIndexByte(src[:m.Start], '\n') + 1
-	le := m.End
-	if i := bytes.IndexByte(src[m.End:], '\n'); i >= 0 {
-		le += i
-	} else {
-		le = len(src)
-	}
+	ls, le := lineBounds(src, m.Start, m.End)
 	old := string(src[ls:le])
 	mutated := string(src[ls:m.Start]) + m.New + string(src[m.End:le])
 	var b strings.Builder
@@ -139,15 +133,22 @@ func Enumerate(fset *token.FileSet, files []File, info *types.Info) []Mutant {
 	return all
 }
 
+// lineBounds is where the whole lines holding src[start:end] begin and
+// end (before the last one's newline).
+func lineBounds(src []byte, start, end int) (ls, le int) {
+	ls = bytes.LastIndexByte(src[:start], '\n') + 1
+	le = len(src)
+	if i := bytes.IndexByte(src[end:], '\n'); i >= 0 {
+		le = end + i
+	}
+	return ls, le
+}
+
 // lineText is the whole lines holding src[start:end], each trimmed of
 // surrounding white space, so re-indenting them (wrapping in an if) keeps
 // the mutant's ID.
 func lineText(src []byte, start, end int) string {
-	ls := bytes.LastIndexByte(src[:start], '\n') + 1
-	le := len(src)
-	if i := bytes.IndexByte(src[end:], '\n'); i >= 0 {
-		le = end + i
-	}
+	ls, le := lineBounds(src, start, end)
 	lines := strings.Split(string(src[ls:le]), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
