@@ -737,13 +737,21 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 	switch kind {
 	case RPCFaultSlow:
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
-		f.N = pick(d, "slow_calls", 300, 500)
+		// Twice the default cap on calls in flight (MaxInFlight, 100)
+		// or more, so that a server that ignores it holds past it
+		// (rpc-unbounded-responses) even when another fault cuts the
+		// connection early (at 150, 2 of that bug's first 200 seeds
+		// passed). Each answer, some 22 KB, is drained in the end:
+		// 300 or 500 calls were a third of the rpc seeds' events.
+		f.N = pick(d, "slow_calls", 200, 300)
 	case RPCFaultSlowRead:
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
 		f.N = d.n(1, 4, "slow_read_calls")
 	case RPCFaultSlowOver:
 		f.Dur = pick(d, "slow_dur", 2*time.Second, 4*time.Second)
-		f.N = d.n(100, 300, "slow_over_calls")
+		// Past MaxPending (1 MiB at most, some 48 answers of /big) by
+		// a quarter at least.
+		f.N = d.n(60, 180, "slow_over_calls")
 	case RPCFaultStall:
 		// Under the server's idle timeout, so that the server keeps the
 		// connection even when the answers fit in the socket buffers.
@@ -758,7 +766,9 @@ func drawRPCFault(d drawer, cfg *RPCConfig, kind string, at time.Duration) RPCFa
 		f.N = d.n(101, 300, "stuck_calls")
 		f.Dur = 2 * cfg.ServerIdle
 	case RPCFaultBurst:
-		f.N = pick(d, "burst", 20, 100, 300)
+		// Past the queue (16 at most), and at most twice the default
+		// cap on calls in flight (300 caught no catalogued bug more).
+		f.N = pick(d, "burst", 20, 100, 200)
 	case RPCFaultQuitBurst:
 		// More than the queue (16 at most) and the handlers (3) take at
 		// once, so that some wait in the queue when the hangup comes;
@@ -865,13 +875,13 @@ var rpcOpKinds = []string{"mkdir", "write", "list", "stat", "read", "delete", "r
 // slow client or a burst, a disk op to crash at, a per mille share of
 // syncs. The other kinds take none.
 var rpcFaultN = map[string][2]int{
-	RPCFaultSlow:      {0, 2000}, // (300 or 500)
+	RPCFaultSlow:      {0, 2000}, // (200 or 300)
 	RPCFaultSlowRead:  {0, 4},    // (1 to 4: under the bound on what a connection may hold)
 	RPCFaultStall:     {0, 4},    // (likewise)
-	RPCFaultSlowOver:  {0, 2000}, // (100 to 300: past the bound)
+	RPCFaultSlowOver:  {0, 2000}, // (60 to 180: past the bound)
 	RPCFaultBigCalls:  {1, rpcMaxBigCallKiB},
 	RPCFaultStuck:     {1, 300},  // (101 to 300; each call's answer lists /big)
-	RPCFaultBurst:     {0, 2000}, // (20 to 300)
+	RPCFaultBurst:     {0, 2000}, // (20 to 200)
 	RPCFaultQuitBurst: {1, 2000}, // (20 to 100)
 	RPCFaultNNTorn:    {0, 1000}, // (0 to 15)
 	RPCFaultSyncEIO:   {0, 1000},

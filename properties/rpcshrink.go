@@ -55,7 +55,7 @@ type RPCTrace struct {
 
 // RPCTraceFormat names the file layout (and the code version: a change
 // that alters an rpc run's events bumps it and re-records the corpus).
-const RPCTraceFormat = "xceiver-rpc-trace/12"
+const RPCTraceFormat = "xceiver-rpc-trace/13"
 
 // RecordRPC runs c and returns its trace.
 func RecordRPC(c RPCCase) (RPCTrace, *RPCResult) {

@@ -61,9 +61,10 @@ const scFirstRogueKinds = 17
 // (pipelined, squat): the flood, after them, has its own draw, last.
 const scLateRogueKinds = 2
 
-// scSquatMax bounds a squatting rogue's segments: past the datanode's
-// 1,024-fd table, which an unbounded datanode fills with their
-// connections. scRogueFDs is the rogue's fd table, room for them.
+// scSquatMax bounds a squatting rogue's segments: past a datanode's
+// 1,024-fd table (the sc cases' has scDatanodeFDs), which an unbounded
+// datanode fills with their connections. scRogueFDs is the rogue's fd
+// table, room for them.
 const (
 	scSquatMax = 1100
 	scFloodMax = 1100
@@ -184,7 +185,10 @@ type scRogue struct {
 	conns  []model.Conn
 	files  []model.File
 	checks []func() // run when the rogue lets go
-	over   bool     // it let go: nothing more is sent or dialled
+	// buf is what a read lands in: an array on the stack escaped
+	// through ReadFDs, half a kilobyte on the heap at every read.
+	buf  [512]byte
+	over bool // it let go: nothing more is sent or dialled
 	// waits are the refusals expected (expectRefusal); graced, whether
 	// the let-go already waited for those still unanswered.
 	waits  []refusalWait
@@ -228,9 +232,8 @@ func (r *scRogue) dial(want func(shortcircuit.Response, []model.File, bool)) *ro
 
 func (r *scRogue) onEvent(rc *rogueConn) {
 	for !rc.eof {
-		var b [512]byte
-		n, files, err := rc.c.ReadFDs(b[:])
-		rc.in = append(rc.in, b[:n]...)
+		n, files, err := rc.c.ReadFDs(r.buf[:])
+		rc.in = append(rc.in, r.buf[:n]...)
 		rc.files = append(rc.files, files...)
 		r.files = append(r.files, files...)
 		for rc.want != nil && len(rc.in) > 0 {
@@ -502,12 +505,12 @@ func (r *scRogue) squat() {
 // them, holding every one until it lets go: it stops at the first sign
 // of refusal (a connection hung up, or a dial that fails: an fd table
 // full no longer accepts, and the accept queue fills) or at scFloodMax,
-// past the datanode's 1,024-fd table. An idle connection holds no
-// segment, so MaxSegmentsPerUser does not count it; only the read
-// timeout (a minute unless the case cuts it) would end it. As with the
-// squatter, no one connection is wrong: the harm, if any, is to the
-// honest readers (local-reads, availability) and to other rogues' answers
-// (sc-refusal).
+// past a 1,024-fd table (the sc cases' datanode has scDatanodeFDs). An
+// idle connection holds no segment, so MaxSegmentsPerUser does not count
+// it; only the read timeout (a minute unless the case cuts it) would end
+// it. As with the squatter, no one connection is wrong: the harm, if any,
+// is to the honest readers (local-reads, availability) and to other
+// rogues' answers (sc-refusal).
 func (r *scRogue) flood() {
 	r.floodBy(func() int { return scFloodBatch }, func(stop func()) bool {
 		return r.dial(func(shortcircuit.Response, []model.File, bool) { stop() }) != nil

@@ -447,7 +447,7 @@ func checkOutFile(path string) error {
 }
 
 // isTrace reports whether path holds a trace by its first fields: a JSON
-// trace's format ("xceiver-rpc-trace/12"), or a data-path trace's number
+// trace's format ("xceiver-rpc-trace/13"), or a data-path trace's number
 // with the simulator's code version beside it. Only the head is read, not
 // the whole file verified: a trace of another version, or a damaged one,
 // is still all that may be left of a failure.

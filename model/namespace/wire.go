@@ -142,6 +142,10 @@ func (e *enc) str(s string) {
 type dec struct {
 	b   []byte
 	bad bool
+	// s, if set, is b as a string, kept in step with it: str takes its
+	// strings from it, one allocation for all of them, where a listing
+	// of /big made a hundred.
+	s string
 }
 
 func (d *dec) take(n int) []byte {
@@ -151,6 +155,9 @@ func (d *dec) take(n int) []byte {
 	}
 	v := d.b[:n]
 	d.b = d.b[n:]
+	if d.s != "" {
+		d.s = d.s[n:]
+	}
 	return v
 }
 
@@ -180,7 +187,13 @@ func (d *dec) str() string {
 	if n == nil {
 		return ""
 	}
-	return string(d.take(int(binary.BigEndian.Uint16(n))))
+	l := int(binary.BigEndian.Uint16(n))
+	if len(d.s) >= l && l <= len(d.b) {
+		v := d.s[:l]
+		d.take(l)
+		return v
+	}
+	return string(d.take(l))
 }
 
 // bytes is str for binary data; empty is nil, so a round trip is exact.
@@ -389,6 +402,7 @@ func DecodeResponse(method uint8, payload []byte) (Response, error) {
 		}
 	case MethodList:
 		n := count(11)
+		d.s = string(d.b)
 		r.Entries = room[Entry](n)
 		for ; n > 0; n-- {
 			r.Entries = append(r.Entries, Entry{Name: d.str(), Dir: d.u8() == 1, Length: int64(d.u64())})

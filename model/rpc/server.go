@@ -1266,9 +1266,9 @@ type handler struct {
 	// next and take, bound once: a handler posts them at every call.
 	nextF, takeF func()
 	// frame is the buffer a reply is framed in, the handler's for its
-	// next call once the reply is written whole (reply copies one it
-	// must queue): a fresh frame a call was a twentieth of an rpc
-	// check's CPU.
+	// next call once the reply is written whole (one reply must queue
+	// it hands over, and the handler makes another): a fresh frame a
+	// call was a twentieth of an rpc check's CPU.
 	frame []byte
 }
 
@@ -1311,7 +1311,16 @@ func (h *handler) serve(c *call) {
 	done := func(st Status, resp []byte) {
 		h.s.p.CPU(model.CPUParse, 1)
 		h.s.p.CPU(model.CPUCopy, len(resp))
-		h.frame = AppendFrame(slices.Grow(h.frame[:0], FrameLen(len(resp))), Frame{ID: c.id, Code: uint8(st), Payload: resp})
+		// A handler without a buffer gave its last to a reply that had
+		// to queue (reply): the append makes the next, where
+		// slices.Grow would zero the room the frame then fills. (The
+		// bug's shared buffer is grown as it always was, so its queued
+		// replies are overwritten as before.)
+		frame := h.frame[:0]
+		if frame != nil || h.s.cfg.Bugs.QueuedReplySharesFrame {
+			frame = slices.Grow(frame, FrameLen(len(resp)))
+		}
+		h.frame = AppendFrame(frame, Frame{ID: c.id, Code: uint8(st), Payload: resp})
 		h.reply(c, h.frame)
 	}
 	if d, ok := h.s.svc.(Decoder); ok && c.decoded {
@@ -1353,7 +1362,10 @@ func (h *handler) reply(c *call, frame []byte) {
 			sc.outOff, written = n, n
 		}
 		if !h.s.cfg.Bugs.QueuedReplySharesFrame {
-			frame = slices.Clone(frame) // (frame is the handler's)
+			// The frame goes with the response, not a copy of it (a
+			// listing of /big is tens of KB): the handler frames its
+			// next answer in a buffer of its own.
+			h.frame = nil
 		}
 		if len(sc.out) == 0 {
 			sc.outMoved = h.loop.Now()

@@ -130,6 +130,10 @@ type Server struct {
 	// connsByUser counts the open connections that keep no segment, by
 	// user (loop only): for MaxConnsPerUser.
 	connsByUser map[string]int
+	// buf is what a connection's read lands in before it joins its
+	// input (loop only): an array on the stack escaped through Read, a
+	// zeroed kilobyte on the heap at every read.
+	buf [1024]byte
 
 	// under lock
 	segs    map[uint64]*dnShm
@@ -552,7 +556,7 @@ func (sc *srvConn) onEvent(ev model.Events) {
 			sc.fail(invalid("short-circuit request larger than %d bytes", MaxRequestLen))
 			return
 		}
-		var buf [1024]byte
+		buf := &sc.s.buf
 		room := buf[:min(len(buf), MaxRequestLen+64-len(sc.in))]
 		n, err := sc.c.Read(room)
 		if n > 0 {
