@@ -117,6 +117,9 @@ const (
 	hostileBlockSize = 2 * nonReaderSndBuf
 	// returnGapMax bounds a returning peer's backoff (returnGap).
 	returnGapMax = 1000 * time.Millisecond
+	// floodReturnGapMax bounds the backoff of a flood's peer that the
+	// datanode evicted (returnGap).
+	floodReturnGapMax = 8 * time.Second
 	// hostileBlocks is where the blocks hostile peers write begin (every
 	// write they make names one): no client's block is numbered so high,
 	// and none of their writes may ever be stored (leaks).
@@ -128,13 +131,19 @@ const (
 	// nonReaderSndBuf is the datanode's send buffer in a run with
 	// non-readers, unless small ones were drawn: HDFS's
 	// dfs.datanode.transfer.socket.send.buffer.size before autotuning
-	// became its default (128 KiB), doubled to hold two loopback
-	// segments. Each non-reader's connection fills the send buffer before
-	// it is stuck, and comes back after every send timeout; at the
-	// default 1 MiB in packets down to 512 bytes that was 4,000 disk
-	// events a return, 38% of check's time over 2,000 seeds, to test
-	// nothing a quarter of it does not.
-	nonReaderSndBuf = 256 << 10
+	// became its default (128 KiB), which holds two loopback segments
+	// (2 × 65,483 bytes), so a well-behaved read is not held to one
+	// segment a delayed ACK (liveBound). Each non-reader's connection
+	// fills the send buffer before it is stuck, and comes back after
+	// every send timeout; at the default 1 MiB in packets down to 512
+	// bytes that was 4,000 disk events a return, 38% of check's time
+	// over 2,000 seeds, to test nothing a quarter of it does not. At
+	// 256 KiB (that default doubled) non-readers were still 14% of the
+	// events of datanode seeds 1-3,000 (3,660 a seed that had them, three
+	// quarters of it with 512-byte packets); at 128 KiB 8%, and every
+	// catalogued bug that needs non-readers fails the same of its first
+	// 200 seeds: a stuck state is the same however much filled it.
+	nonReaderSndBuf = 128 << 10
 	// floodApart is how far apart the peers of a flood arrive. A flood
 	// tests the connection cap, not the listener: at 10 µs apart (100,000 SYNs/s) it outran a
 	// threaded datanode's acceptor (about 15 µs an accept, eviction
@@ -449,8 +458,10 @@ type hostileConn struct {
 	// heardWaiting: the datanode's read waited for a pool handle then,
 	// or its write for buffer room.
 	heardWaiting bool
-	gone         bool // the datanode closed it: a reconnect is due
-	returns      int  // how many times it came back (returnGap)
+	gone         bool          // the datanode closed it: a reconnect is due
+	returns      int           // how many times it came back (returnGap)
+	dialAt       time.Duration // when it last connected
+	evicted      bool          // closed sooner than a timeout could have (hostileGone)
 	msg          []byte
 	sent         int
 	whole        int // a drip peer sends msg[:whole] at once (a write's request), then drips the rest
@@ -518,6 +529,7 @@ func (h *harness) hostileDial(hc *hostileConn) {
 	if hs.stopped || h.failure != nil {
 		return
 	}
+	hc.dialAt = hs.loop.Now()
 	hc.started, hc.openAt, hc.quitAt, hc.heardAt, hc.heardWaiting, hc.gone, hc.sent, hc.msg = false, -1, -1, -1, false, false, 0, nil
 	c, err := hs.p.Dial("tcp", dnAddr, hs.loop, hc.onEvent)
 	if err != nil {
@@ -962,6 +974,13 @@ func (h *harness) hostileGone(hc *hostileConn) {
 		// heavier in events).
 		return
 	}
+	// Evicted: closed sooner after it connected than its read or request
+	// timeout could have (counted from the dial, which is before the
+	// accept, so a timeout is never taken for an eviction). Faults close
+	// connections too (a crash, a reset): closed while one may be in
+	// force, a peer comes back as usual.
+	hc.evicted = hc.openAt >= 0 && hs.loop.Now()-hc.dialAt < min(h.cfg.ReadTimeout, h.cfg.RequestTimeout) &&
+		(h.faultFree || h.phase >= phaseRecover)
 	hs.loop.AfterFunc(hc.returnGap(), hc.dial)
 }
 
@@ -975,10 +994,30 @@ func (h *harness) hostileGone(hc *hostileConn) {
 // seeds, 38% of the datanode's, still took 63% of its check time; a
 // return a second cut their time by a quarter, and every catalogued bug
 // is still caught within the seeds it was.
+//
+// A flood's peer that the datanode evicted stays away up to
+// floodReturnGapMax: while the flood overfills the cap, a return only
+// makes the datanode evict another idle peer, the same eviction again,
+// and the cap stays full with the peer away as with it back. Idle and
+// drip floods (5% of datanode seeds) made a fifth of the events of seeds
+// 1-3,000 (2.69 M of 12.38 M; the costliest seeds 70,000 to 190,000
+// events, most of them peers going round a datanode at its cap); so,
+// 2.28 M. One closed by its timeout still comes back within a second,
+// so a flood keeps its share of a datanode whose clock, not its cap,
+// empties it, and no-conn-cap, tcp-drip and evict-fresh fail the seeds
+// they did. (Slowing every return of a flood, 1.06 M fewer events, lost
+// 6 of tcp-drip's 59 seeds of its first 200; timing from the accept as
+// the scan saw it took read timeouts for evictions and lost 3 of
+// no-conn-cap's 45; taking a fault's close for one lost 2 of
+// slowloris's 170.)
 func (hc *hostileConn) returnGap() time.Duration {
 	g := hc.peer.Gap << min(hc.returns, 16)
 	hc.returns++
-	return min(g, max(hc.peer.Gap, returnGapMax))
+	most := returnGapMax
+	if hc.peer.flood() && hc.evicted {
+		most = floodReturnGapMax
+	}
+	return min(g, max(hc.peer.Gap, most))
 }
 
 // scanHostile runs after events, at most once per hostileScan of virtual

@@ -41,7 +41,7 @@ const Format = 2
 // case produces (the corpus test says when): a trace from another code
 // version is refused with a clear error instead of replaying into a
 // spurious divergence.
-const CodeVersion = "xceiver-sim-2026.12-53"
+const CodeVersion = "xceiver-sim-2026.12-54"
 
 // Header is a trace's first line.
 type Header struct {
