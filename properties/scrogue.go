@@ -61,10 +61,9 @@ const scFirstRogueKinds = 17
 // (pipelined, squat): the flood, after them, has its own draw, last.
 const scLateRogueKinds = 2
 
-// scSquatMax bounds a squatting rogue's segments: past a datanode's
-// 1,024-fd table (the sc cases' has scDatanodeFDs), which an unbounded
-// datanode fills with their connections. scRogueFDs is the rogue's fd
-// table, room for them.
+// scSquatMax bounds a squatting rogue's segments: past the datanode's
+// 1,024-fd table, which an unbounded datanode fills with their
+// connections. scRogueFDs is the rogue's fd table, room for them.
 const (
 	scSquatMax = 1100
 	scFloodMax = 1100
@@ -505,12 +504,12 @@ func (r *scRogue) squat() {
 // them, holding every one until it lets go: it stops at the first sign
 // of refusal (a connection hung up, or a dial that fails: an fd table
 // full no longer accepts, and the accept queue fills) or at scFloodMax,
-// past a 1,024-fd table (the sc cases' datanode has scDatanodeFDs). An
-// idle connection holds no segment, so MaxSegmentsPerUser does not count
-// it; only the read timeout (a minute unless the case cuts it) would end
-// it. As with the squatter, no one connection is wrong: the harm, if any,
-// is to the honest readers (local-reads, availability) and to other
-// rogues' answers (sc-refusal).
+// past the datanode's 1,024-fd table. An idle connection holds no
+// segment, so MaxSegmentsPerUser does not count it; only the read
+// timeout (a minute unless the case cuts it) would end it. As with the
+// squatter, no one connection is wrong: the harm, if any, is to the
+// honest readers (local-reads, availability) and to other rogues' answers
+// (sc-refusal).
 func (r *scRogue) flood() {
 	r.floodBy(func() int { return scFloodBatch }, func(stop func()) bool {
 		return r.dial(func(shortcircuit.Response, []model.File, bool) { stop() }) != nil
