@@ -464,7 +464,6 @@ type hostileConn struct {
 	gone         bool          // the datanode closed it: a reconnect is due
 	returns      int           // how many times it came back (returnGap)
 	dialAt       time.Duration // when it last connected
-	evicted      bool          // closed sooner than a timeout could have (hostileGone)
 	msg          []byte
 	sent         int
 	whole        int // a drip peer sends msg[:whole] at once (a write's request), then drips the rest
@@ -982,9 +981,9 @@ func (h *harness) hostileGone(hc *hostileConn) {
 	// accept, so a timeout is never taken for an eviction). Faults close
 	// connections too (a crash, a reset): closed while one may be in
 	// force, a peer comes back as usual.
-	hc.evicted = hc.openAt >= 0 && hs.loop.Now()-hc.dialAt < min(h.cfg.ReadTimeout, h.cfg.RequestTimeout) &&
+	evicted := hc.openAt >= 0 && hs.loop.Now()-hc.dialAt < min(h.cfg.ReadTimeout, h.cfg.RequestTimeout) &&
 		(h.faultFree || h.phase >= phaseRecover)
-	hs.loop.AfterFunc(hc.returnGap(), hc.dial)
+	hs.loop.AfterFunc(hc.returnGap(evicted), hc.dial)
 }
 
 // returnGap is how long a peer stays away once the datanode closed it:
@@ -1016,11 +1015,11 @@ func (h *harness) hostileGone(hc *hostileConn) {
 // the scan saw it took read timeouts for evictions and lost 3 of
 // no-conn-cap's 45; taking a fault's close for one lost 2 of
 // slowloris's 170.)
-func (hc *hostileConn) returnGap() time.Duration {
+func (hc *hostileConn) returnGap(evicted bool) time.Duration {
 	g := hc.peer.Gap << min(hc.returns, 16)
 	hc.returns++
 	most := returnGapMax
-	if hc.peer.flood() && hc.evicted {
+	if hc.peer.flood() && evicted {
 		most = floodReturnGapMax
 	}
 	return min(g, max(hc.peer.Gap, most))

@@ -188,7 +188,7 @@ func (d *dec) str() string {
 		return ""
 	}
 	l := int(binary.BigEndian.Uint16(n))
-	if len(d.s) >= l && l <= len(d.b) {
+	if l <= len(d.s) { // (s, when set, is as long as b)
 		v := d.s[:l]
 		d.take(l)
 		return v

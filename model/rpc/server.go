@@ -1311,16 +1311,7 @@ func (h *handler) serve(c *call) {
 	done := func(st Status, resp []byte) {
 		h.s.p.CPU(model.CPUParse, 1)
 		h.s.p.CPU(model.CPUCopy, len(resp))
-		// A handler without a buffer gave its last to a reply that had
-		// to queue (reply): the append makes the next, where
-		// slices.Grow would zero the room the frame then fills. (The
-		// bug's shared buffer is grown as it always was, so its queued
-		// replies are overwritten as before.)
-		frame := h.frame[:0]
-		if frame != nil || h.s.cfg.Bugs.QueuedReplySharesFrame {
-			frame = slices.Grow(frame, FrameLen(len(resp)))
-		}
-		h.frame = AppendFrame(frame, Frame{ID: c.id, Code: uint8(st), Payload: resp})
+		h.frame = AppendFrame(slices.Grow(h.frame[:0], FrameLen(len(resp))), Frame{ID: c.id, Code: uint8(st), Payload: resp})
 		h.reply(c, h.frame)
 	}
 	if d, ok := h.s.svc.(Decoder); ok && c.decoded {
