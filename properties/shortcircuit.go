@@ -1349,7 +1349,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/29"
+const SCTraceFormat = "xceiver-sc-trace/28"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {
