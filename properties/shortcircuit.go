@@ -844,25 +844,15 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							}
 							p, l, gen = dnProc, dnProc.MainLoop(), starts
 						}
-						var hog []model.File
+						release := func() {}
 						beginFault()
-						l.Post(func() {
-							for p.FDs().Open < p.FDs().Limit-op.Left {
-								f, err := p.Disk().Open(fmt.Sprintf("squeeze-%d-%d", n, len(hog)), model.Create|model.ReadWrite, model.FDFile)
-								if err != nil {
-									break
-								}
-								hog = append(hog, f)
-							}
-						})
+						l.Post(func() { release = p.(*sim.Process).SqueezeFDs(op.Left) })
 						// The release is timed on the client's loop, which
 						// never crashes; a crash closed the datanode's hog.
 						main.AfterFunc(op.Hold, func() {
 							if p == cp || !dnSim.Crashed() && gen == starts {
 								l.Post(func() {
-									for _, f := range hog {
-										f.Close()
-									}
+									release()
 									endFault(l.Now())
 								})
 							} else {

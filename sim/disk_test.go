@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -105,5 +106,75 @@ func TestReadAtStopsAtTheEndWithEOF(t *testing.T) {
 		if n != c.n || (err == io.EOF) != c.isEOF || err != nil && err != io.EOF {
 			t.Errorf("ReadAt of %d bytes at %d of 1000 = %d, %v; want %d (EOF %v)", c.len, c.off, n, err, c.n, c.isEOF)
 		}
+	}
+}
+
+// A squeeze's unnamed files are opened as Open of fresh names opens
+// them: the same fds and trace, the same CPU, the same inode numbers (so
+// the ids of the connections after them), a crash point met at the same
+// open. Releasing them frees their fds, and after a crash frees nothing
+// (the fd numbers may be others' by then).
+func TestSqueezeFDsOpensAsNamedFilesDo(t *testing.T) {
+	type outcome struct {
+		hash, events uint64
+		opened       int // fds open at the end, less those at the start
+		base         int
+		cpu          time.Duration
+	}
+	run := func(named bool, crashAt int) outcome {
+		w := New(DefaultConfig(1))
+		var sp *Process
+		base := 0
+		p, err := w.Spawn("p", model.ProcessConfig{FDLimit: 40}, func(p model.Process) {
+			l := p.MainLoop()
+			l.Post(func() {
+				base = p.FDs().Open
+				if crashAt >= 0 {
+					sp.CrashAtDiskOp(crashAt, false, nil)
+				}
+				release := func() {}
+				if named {
+					var hog []model.File
+					for p.FDs().Open < p.FDs().Limit-2 {
+						f, err := p.Disk().Open(fmt.Sprintf("hog-%d", len(hog)), model.Create|model.ReadWrite, model.FDFile)
+						if err != nil {
+							break
+						}
+						hog = append(hog, f)
+					}
+					release = func() {
+						for _, f := range hog {
+							f.Close()
+						}
+					}
+				} else {
+					release = sp.SqueezeFDs(2)
+				}
+				if _, err := p.Listen("unix", "/s", 1, l); err == nil {
+					p.Dial("unix", "/s", l, func(model.Events) {})
+				}
+				release()
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp = p.(*Process)
+		if err := w.Run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return outcome{w.TraceHash(), w.TraceEvents(), sp.FDs().Open - base, base, sp.CPUTime()}
+	}
+	for _, crashAt := range []int{-1, 0, 5} {
+		named, squeezed := run(true, crashAt), run(false, crashAt)
+		if named != squeezed {
+			t.Errorf("crash point %d: files opened by name gave %+v, squeezed %+v", crashAt, named, squeezed)
+		}
+	}
+	if o := run(false, -1); o.opened != 2 {
+		t.Errorf("after the release %d more fds open, want the listener's and the dial's 2", o.opened)
+	}
+	if o := run(false, 5); o.opened != -o.base {
+		t.Errorf("after a crash and the release %d fds open, want 0", o.opened+o.base)
 	}
 }
