@@ -262,3 +262,40 @@ func passingSC(t *testing.T, c SCCase) *SCResult {
 	}
 	return r
 }
+
+// A hand-written case with rogues that fill the cap together beside
+// readers whose timeout is within scProbeBound is refused, as the draws
+// never make one (drawSCRogueUsers, drawSCTCPFlood): its reads may rightly
+// fall back while they wait. One user's flood, or drips, may have it.
+func TestSCCaseRefusesCapFillersWithShortTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		rogue   string
+		user    int
+		timeout time.Duration
+		refused bool
+	}{
+		{"flood", 1, 2 * time.Millisecond, true},
+		{"squat", 2, scProbeBound, true},
+		{"tcp-flood", 0, 3 * time.Millisecond, true},
+		{"flood", 1, scProbeBound + time.Millisecond, false},
+		{"flood", 0, 2 * time.Millisecond, false},
+		{"flood", 1, 0, false},
+	} {
+		c := SCCase{Seed: 1, Shards: 1, Capacity: 1, Readers: 1, Timeout: tc.timeout,
+			Ops: []SCOp{{Op: "rogue", Block: 1, Rogue: tc.rogue, User: tc.user, Hold: 5 * time.Millisecond}}}
+		err := c.Validate()
+		if (err != nil) != tc.refused || err != nil && !strings.Contains(err.Error(), "scProbeBound") {
+			t.Errorf("%s by user %d, timeout %v: %v; refused want %v", tc.rogue, tc.user, tc.timeout, err, tc.refused)
+		}
+	}
+	// Every drawn case is valid.
+	for seed := uint64(1); seed <= 2000; seed++ {
+		c, err := DrawSC(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}

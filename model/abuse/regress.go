@@ -233,7 +233,7 @@ func sharersSleep(w model.World, bug bool) error {
 	return nil
 }
 
-// Item 6: when every connection the cap allows is busy (drips: each has
+// Item 6: when every connection the cap allows is busy (a drip: it has
 // sent part of a request), a well-behaved client connecting is served
 // past the cap, not closed (which would reset it once its request had
 // arrived).
