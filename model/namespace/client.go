@@ -75,7 +75,9 @@ func (c *Client) Do(r Request, done func(Response, error)) {
 			inner(resp, err)
 		}
 	}
-	c.RPC.Call(c.Addr, r.Method, EncodeRequest(r), func(rep rpc.Reply) {
+	// (Decoded before the reply's done returns, and DecodeResponse
+	// keeps nothing of it: the rpc client need not copy it.)
+	c.RPC.CallView(c.Addr, r.Method, EncodeRequest(r), func(rep rpc.Reply) {
 		switch {
 		case rep.Err != nil:
 			done(Response{}, rep.Err)

@@ -294,13 +294,21 @@ type Response struct {
 }
 
 // EncodeResponse is the payload of a successful answer to method.
-func EncodeResponse(method uint8, r Response) []byte {
+func EncodeResponse(method uint8, r Response) []byte { return encodeResponse(method, r, nil) }
+
+// encodeResponse is EncodeResponse in the buffer buf returns, if buf is
+// set (rpc.FrameEncoder's).
+func encodeResponse(method uint8, r Response, buf func(n int) []byte) []byte {
 	// Sized first: a listing of a big directory is tens of KB, and
 	// growing it by appends copied it a dozen times (a tenth of an rpc
 	// seed's CPU in check).
 	var e enc
 	if n := responseSize(method, r); n > 0 {
-		e.b = make([]byte, 0, n)
+		if buf != nil {
+			e.b = buf(n)
+		} else {
+			e.b = make([]byte, 0, n)
+		}
 	}
 	switch method {
 	case MethodCreate:
@@ -380,7 +388,8 @@ func room[T any](n int) []T {
 	return make([]T, 0, min(n, 256))
 }
 
-// DecodeResponse decodes a successful answer to method.
+// DecodeResponse decodes a successful answer to method. The response
+// shares no memory with payload.
 func DecodeResponse(method uint8, payload []byte) (Response, error) {
 	d := dec{b: payload}
 	var r Response

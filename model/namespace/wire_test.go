@@ -63,3 +63,30 @@ func TestIsCode(t *testing.T) {
 		}
 	}
 }
+
+// An answer encoded in a lent buffer (rpc.FrameEncoder's buf) is the
+// bytes EncodeResponse makes, and lies where it was lent: the room asked
+// for is exactly what it takes, or the handler would copy it after all.
+func TestEncodeResponseInLentBuffer(t *testing.T) {
+	for _, c := range []struct {
+		m uint8
+		r Response
+	}{
+		{MethodCreate, Response{Blocks: []uint64{1, 2}, Tokens: [][]byte{[]byte("tok"), nil}}},
+		{MethodList, Response{Entries: []Entry{{Name: "a", Dir: true}, {Name: "bb", Length: 9}}, Remaining: 3}},
+		{MethodList, Response{}},
+		{MethodGetBlockLocations, Response{Locations: []Location{{Block: 1, Stamp: 2, Length: 3, Datanode: "dn:1", Token: []byte("t")}}}},
+	} {
+		var lent []byte
+		asked := -1
+		got := encodeResponse(c.m, c.r, func(n int) []byte {
+			asked = n
+			lent = make([]byte, 0, n)
+			return lent
+		})
+		want := EncodeResponse(c.m, c.r)
+		if string(got) != string(want) || asked != len(want) || len(got) == 0 || &got[0] != &lent[:1][0] {
+			t.Errorf("%s: %d bytes (%d asked for), want %d, in the lent buffer", MethodName(c.m), len(got), asked, len(want))
+		}
+	}
+}

@@ -137,6 +137,7 @@ type clientConn struct {
 type pending struct {
 	id    uint32
 	done  func(Reply)
+	view  bool // CallView's: its reply's payload is not copied
 	timer model.Timer
 	// made is when the call was made, and quiet how long its connection
 	// had been silent then (ServerClose).
@@ -186,6 +187,17 @@ func (cl *Client) Outstanding() int {
 // Call sends a call to the server at addr and calls done once with its
 // outcome.
 func (cl *Client) Call(addr string, method uint8, payload []byte, done func(Reply)) {
+	cl.call(addr, method, payload, false, done)
+}
+
+// CallView is Call for a caller that is done with the reply's payload
+// when done returns (it decodes it there): the payload is the client's
+// input buffer, not a copy of it, valid only until then.
+func (cl *Client) CallView(addr string, method uint8, payload []byte, done func(Reply)) {
+	cl.call(addr, method, payload, true, done)
+}
+
+func (cl *Client) call(addr string, method uint8, payload []byte, view bool, done func(Reply)) {
 	if cl.closed {
 		done(Reply{Err: fmt.Errorf("%w: client closed", ErrConnection)})
 		return
@@ -210,7 +222,7 @@ func (cl *Client) Call(addr string, method uint8, payload []byte, done func(Repl
 		}
 	}
 	now := cl.loop.Now()
-	pc := &pending{id: id, done: done, made: now, quiet: now - cc.lastSend}
+	pc := &pending{id: id, done: done, view: view, made: now, quiet: now - cc.lastSend}
 	cc.calls[id] = pc
 	if cc.idle != nil {
 		cc.idle.Stop()
@@ -501,7 +513,10 @@ func (cc *clientConn) answer(f Frame) {
 	}
 	cl.stats.Replies++
 	cc.armIdle()
-	pc.done(Reply{Status: Status(f.Code), Payload: append([]byte(nil), f.Payload...)})
+	if !pc.view {
+		f.Payload = append([]byte(nil), f.Payload...)
+	}
+	pc.done(Reply{Status: Status(f.Code), Payload: f.Payload})
 }
 
 func (cc *clientConn) timeout(pc *pending) {

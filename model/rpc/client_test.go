@@ -1,6 +1,7 @@
 package rpc_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -160,5 +161,43 @@ func TestShortSendWaitsForRoomNotATimer(t *testing.T) {
 	}
 	if maxTimers != 0 {
 		t.Errorf("the client held up to %d timers while its 256 KiB call was outstanding (no call timeout); want none", maxTimers)
+	}
+}
+
+// CallView hands done the answer where it lies in the client's input,
+// each call its own (answers back to back, in one read and across
+// reads); Call's answers stay the caller's after later answers come.
+func TestCallViewAnswers(t *testing.T) {
+	const calls = 40
+	viewed, kept := 0, map[int][]byte{}
+	want := func(k int) []byte {
+		b := make([]byte, 100+k*997)
+		for i := range b {
+			b[i] = byte(k)
+		}
+		return b
+	}
+	world(t, rpc.ServerConfig{}, rpc.ClientConfig{}, 1, func(e *env, _ int, p model.Process, cl *rpc.Client) {
+		for k := range calls {
+			if k%2 == 0 {
+				cl.CallView(srvAddr, mEcho, want(k), func(r rpc.Reply) {
+					if r.Err != nil || !bytes.Equal(r.Payload, want(k)) {
+						t.Errorf("view %d: %d bytes, error %v", k, len(r.Payload), r.Err)
+					}
+					viewed++
+				})
+				continue
+			}
+			cl.Call(srvAddr, mEcho, want(k), func(r rpc.Reply) { kept[k] = r.Payload })
+		}
+		p.MainLoop().AfterFunc(time.Second, func() { cl.Close() })
+	})
+	if viewed != calls/2 || len(kept) != calls/2 {
+		t.Fatalf("%d views and %d calls answered, want %d each", viewed, len(kept), calls/2)
+	}
+	for k, b := range kept {
+		if !bytes.Equal(b, want(k)) {
+			t.Errorf("call %d: its answer changed after it came (%d bytes)", k, len(b))
+		}
 	}
 }

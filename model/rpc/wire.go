@@ -102,6 +102,13 @@ func AppendFrame(b []byte, f Frame) []byte {
 	return append(b, f.Payload...)
 }
 
+// putHeader writes f's header, all but its payload, to b[:frameHeader].
+func putHeader(b []byte, f Frame) {
+	binary.BigEndian.PutUint32(b, uint32(4+1+len(f.Payload)))
+	binary.BigEndian.PutUint32(b[4:], f.ID)
+	b[8] = f.Code
+}
+
 // FrameLen is the encoded size of a frame with an n-byte payload.
 func FrameLen(n int) int { return frameHeader + n }
 
