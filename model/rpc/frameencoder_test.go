@@ -28,6 +28,13 @@ func (s *encodingService) ServeDecoded(loop model.Loop, m uint8, arg any, done f
 	s.ServeEncoded(loop, m, arg, nil, done)
 }
 
+// Serve is Decode then ServeDecoded, as rpc.FrameEncoder asks: a server
+// whose handler does not lend its frame (the catalogued
+// QueuedReplySharesFrame) serves the calls so.
+func (s *encodingService) Serve(loop model.Loop, m uint8, payload []byte, done func(rpc.Status, []byte)) {
+	s.ServeDecoded(loop, m, s.Decode(m, payload), done)
+}
+
 func (s *encodingService) ServeEncoded(loop model.Loop, m uint8, arg any, buf func(int) []byte, done func(rpc.Status, []byte)) {
 	p := arg.([]byte)
 	if m != mFill || len(p) != 5 {

@@ -37,7 +37,9 @@ type Decoder interface {
 // buf, which returns an empty buffer with room for n bytes: a payload
 // appended to it within that room and passed to done goes out where it
 // lies; any other payload is copied, as ServeDecoded's are. The buffer is
-// the handler's: it may be written until done is called, not after.
+// the handler's: it may be written until done is called, not after. The
+// handler calls Decode and ServeEncoded in Serve's place, so Serve must
+// be Decode then ServeDecoded.
 type FrameEncoder interface {
 	Decoder
 	ServeEncoded(loop model.Loop, method uint8, arg any, buf func(n int) []byte, done func(Status, []byte))
@@ -1329,6 +1331,9 @@ func (h *handler) take() {
 func (h *handler) serve(c *call) {
 	done := func(st Status, resp []byte) {
 		h.s.p.CPU(model.CPUParse, 1)
+		// (Charged as the copy into a response buffer Hadoop's server
+		// makes, whether or not this one copies: the modelled CPU is
+		// the server's, and runs keep their events.)
 		h.s.p.CPU(model.CPUCopy, len(resp))
 		h.frame = h.frameAnswer(Frame{ID: c.id, Code: uint8(st), Payload: resp})
 		h.reply(c, h.frame)
