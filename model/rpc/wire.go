@@ -96,13 +96,13 @@ type Frame struct {
 
 // AppendFrame appends the encoding of f to b.
 func AppendFrame(b []byte, f Frame) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(4+1+len(f.Payload)))
-	b = binary.BigEndian.AppendUint32(b, f.ID)
-	b = append(b, f.Code)
-	return append(b, f.Payload...)
+	var h [frameHeader]byte
+	putHeader(h[:], f)
+	return append(append(b, h[:]...), f.Payload...)
 }
 
-// putHeader writes f's header, all but its payload, to b[:frameHeader].
+// putHeader writes f's header, all but its payload, to b[:frameHeader]
+// (AppendFrame's, and a handler's framing an answer encoded in place).
 func putHeader(b []byte, f Frame) {
 	binary.BigEndian.PutUint32(b, uint32(4+1+len(f.Payload)))
 	binary.BigEndian.PutUint32(b[4:], f.ID)
