@@ -32,6 +32,13 @@ import (
 // 0.16 ms: its connections are ripe by then).
 const scProbeBound = model.IdleGrace + model.UnixDialRetry + time.Millisecond
 
+// shortTimeout reports whether the readers' timeout is within
+// scProbeBound: a reader that meets the cap filled by rogues, with
+// connections too young to close, may rightly give up before its turn,
+// so no rogue that fills it is drawn beside such readers
+// (drawSCRogueUsers, drawSCTCPFlood) nor accepted (Validate).
+func (c *SCCase) shortTimeout() bool { return c.Timeout > 0 && c.Timeout <= scProbeBound }
+
 // scProbePatience is how long the probe waits at all: past the longest
 // hang (3 s), so that a probe a fault excuses still ends in the case.
 const scProbePatience = 5 * time.Second

@@ -102,7 +102,7 @@ func drawSCRogueUsers(d drawer, c *SCCase) {
 		return
 	}
 	at := d.n(0, len(c.Ops), "sc_rogue_users_at")
-	short := c.Timeout > 0 && c.Timeout <= scProbeBound
+	short := c.shortTimeout()
 	for u := d.n(2, 3, "sc_rogue_users_n"); u > 0; u-- {
 		kind := "flood"
 		if d.chance(30, "sc_rogue_user_squat") {
@@ -135,7 +135,7 @@ func drawSCTCPFlood(d drawer, c *SCCase) {
 	}
 	op := SCOp{Op: "rogue", Block: 1, Rogue: "tcp-flood", Hold: time.Duration(d.n(5, 30, "sc_rogue_tcp_flood_hold")) * time.Millisecond}
 	at := d.n(0, len(c.Ops), "sc_rogue_tcp_flood_at")
-	if c.Timeout > 0 && c.Timeout <= scProbeBound {
+	if c.shortTimeout() {
 		return
 	}
 	c.Ops = scInsert(c.Ops, at, op)

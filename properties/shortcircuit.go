@@ -505,7 +505,7 @@ func (c *SCCase) Validate() error {
 		// that fill the cap faster than its oldest connection ripens,
 		// beside readers whose timeout a newcomer's wait may outlast.
 		fills := op.Rogue == "tcp-flood" || op.User > 0 && (op.Rogue == "flood" || op.Rogue == "squat")
-		if fills && c.Timeout > 0 && c.Timeout <= scProbeBound {
+		if fills && c.shortTimeout() {
 			return fmt.Errorf("sc case: op %d: rogue %q by user %d with the readers' timeout %v, want none within scProbeBound (%v): a reader may rightly wait that long", i, op.Rogue, op.User, c.Timeout, scProbeBound)
 		}
 	}
