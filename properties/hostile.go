@@ -453,6 +453,9 @@ func validateHostile(cfg *Config) error {
 type hostileConn struct {
 	peer    HostilePeer
 	idx     int
+	at      int // its place in hostileH.conns, the order scans go in
+	dirty   bool
+	changed func() // marks it dirty (sim.WatchPeerEnd)
 	c       model.Conn
 	started bool
 	openAt  time.Duration // when the datanode accepted it; -1 before
@@ -483,8 +486,18 @@ type hostileH struct {
 	conns    []*hostileConn
 	stopped  bool // quiescence: no more reconnects
 	nextScan time.Duration
-	sink     []byte // what peers read (buf; an array on the stack would escape, one per event)
-	hoard    []byte // what every write hoarder of the run sends: its request (the run's block id) and hoardPackets (a grabber, their first two)
+	// dirty lists the peers whose connection may have changed since the
+	// last scan (sim.WatchPeerEnd, a quit); due is the earliest
+	// moment one of the others may break its bound, and key what the
+	// bounds were worked out under. A scan looks at every peer only past
+	// due or when key changed, and otherwise at the dirty ones alone:
+	// a look at every peer each millisecond was a tenth of a datanode
+	// seed's instructions, and found a change in about one in a hundred.
+	dirty []*hostileConn
+	due   time.Duration
+	key   hostileScanKey
+	sink  []byte // what peers read (buf; an array on the stack would escape, one per event)
+	hoard []byte // what every write hoarder of the run sends: its request (the run's block id) and hoardPackets (a grabber, their first two)
 }
 
 // startHostile spawns the hostile peers' process; each peer connects at
@@ -509,9 +522,10 @@ func (h *harness) startHostile() {
 				}
 			}
 			for i := 0; i < peer.Count; i++ {
-				hc := &hostileConn{peer: peer, idx: i, openAt: -1, quitAt: -1, heardAt: -1}
+				hc := &hostileConn{peer: peer, idx: i, at: len(hs.conns), openAt: -1, quitAt: -1, heardAt: -1}
 				hc.onEvent = func(ev model.Events) { h.hostileEvent(hc, ev) }
 				hc.dial = func() { h.hostileDial(hc) }
+				hc.changed = func() { hs.markDirty(hc) }
 				hs.conns = append(hs.conns, hc)
 				// Peers of a kind arrive 10 µs apart; a flood's slower.
 				hs.loop.AfterFunc(peer.At+time.Duration(i)*apart, hc.dial)
@@ -539,6 +553,7 @@ func (h *harness) hostileDial(hc *hostileConn) {
 		return
 	}
 	hc.c = c
+	sim.WatchPeerEnd(c, hc.changed)
 	c.SetWriteInterest(true)
 	hc.answer = hc.answer[:0]
 	if hc.peer.Kind != HostileMute && !hc.readsAnswer() {
@@ -598,6 +613,10 @@ func (hs *hostileH) buf() []byte {
 func (h *harness) quit(hc *hostileConn) {
 	_ = hc.c.Close()
 	hc.quitAt = h.hostile.loop.Now()
+	// Heard by the datanode's end before (its error, a reset) is noted
+	// as its peer's close from now on: the FIN this close sends may never
+	// change what the end has heard.
+	h.hostile.markDirty(hc)
 }
 
 // later runs f after d on the hostile loop, if hc is still on the same
@@ -1044,40 +1063,111 @@ func (h *harness) scanHostile(force bool) {
 	// stalled network may rightly delay them. (In a run with faults,
 	// from the moment they stopped.)
 	judged := h.faultFree || h.phase >= phaseRecover
-	for _, hc := range hs.conns {
-		if hc.c == nil || hc.gone {
-			continue
+	key := hostileScanKey{judged: judged, faultFree: h.faultFree, healedAt: h.healedAt}
+	if force || now > hs.due || key != hs.key || h.opt.scanAllHostile {
+		hs.key, hs.due = key, noHostileDue
+		for _, hc := range hs.dirty {
+			hc.dirty = false
 		}
-		id, open, heard := sim.PeerEnd(hc.c)
-		if open && heard && hc.quitAt >= 0 && hc.heardAt < 0 {
-			// (Counted from the accept: a connection still queued is
-			// the listener's business, which availability watches.)
-			hc.heardAt = now
-			hc.heardWaiting = h.dn != nil && h.dn.ConnWaiting(id)
+		hs.dirty = hs.dirty[:0]
+		for _, hc := range hs.conns {
+			if !h.scanPeer(hc, now, bound, judged) {
+				return
+			}
 		}
-		switch {
-		case open && hc.openAt < 0:
-			hc.openAt = now
-		case !open && hc.openAt >= 0:
-			// The datanode closed it.
-			hc.gone = true
-			hs.loop.Post(func() {
-				if hc.gone && hc.c != nil {
-					h.hostileGone(hc)
-				}
-			})
-			continue
+		return
+	}
+	// The peers not listed are as the last scan left them, and none is
+	// due: looking at them would change nothing. (A peer dialled again
+	// has nothing to note until the datanode accepts it, which tells.)
+	// The listed ones go in the order a look at every peer takes, so the
+	// reconnects they post and the failure they find are the same.
+	list := hs.dirty
+	slices.SortFunc(list, func(a, b *hostileConn) int { return a.at - b.at })
+	for _, hc := range list {
+		hc.dirty = false
+	}
+	for _, hc := range list {
+		if !h.scanPeer(hc, now, bound, judged) {
+			break
 		}
-		if !open || !judged {
-			continue
-		}
-		since := hc.openAt
-		if !h.faultFree {
-			since = max(since, h.healedAt)
-		}
-		gone, waiting := PeerGoneBound, ""
+	}
+	// (Marked again while scanning, which nothing here does: kept.)
+	hs.dirty = append(hs.dirty[:0], hs.dirty[len(list):]...)
+}
+
+// hostileScanKey is what the peers' bounds are worked out under: a
+// change of it makes the next scan look at every peer.
+type hostileScanKey struct {
+	judged, faultFree bool
+	healedAt          time.Duration
+}
+
+// noHostileDue is hostileH.due when no open peer is judged.
+const noHostileDue = time.Duration(1<<63 - 1)
+
+// markDirty lists hc for the next scan.
+func (hs *hostileH) markDirty(hc *hostileConn) {
+	if !hc.dirty {
+		hc.dirty = true
+		hs.dirty = append(hs.dirty, hc)
+	}
+}
+
+// scanPeer notes what became of hc's connection since the last look (the
+// datanode accepted it, heard it close, or closed it) and checks that the
+// datanode keeps it no longer than its bounds allow; it reports false
+// once a check failed. It lowers hostileH.due to when hc may next break
+// a bound.
+func (h *harness) scanPeer(hc *hostileConn, now, bound time.Duration, judged bool) bool {
+	hs := h.hostile
+	if hc.c == nil || hc.gone {
+		return true
+	}
+	id, open, heard := sim.PeerEnd(hc.c)
+	if open && heard && hc.quitAt >= 0 && hc.heardAt < 0 {
+		// (Counted from the accept: a connection still queued is
+		// the listener's business, which availability watches.)
+		hc.heardAt = now
+		hc.heardWaiting = h.dn != nil && h.dn.ConnWaiting(id)
+	}
+	switch {
+	case open && hc.openAt < 0:
+		hc.openAt = now
+	case !open && hc.openAt >= 0:
+		// The datanode closed it.
+		hc.gone = true
+		hs.loop.Post(func() {
+			if hc.gone && hc.c != nil {
+				h.hostileGone(hc)
+			}
+		})
+		return true
+	}
+	if !open || !judged {
+		return true
+	}
+	since := hc.openAt
+	if !h.faultFree {
+		since = max(since, h.healedAt)
+	}
+	gone := PeerGoneBound
+	if hc.heardWaiting {
+		gone = WaiterGoneBound
+	}
+	due := since + bound
+	if hc.heardAt >= 0 {
+		due = min(due, max(hc.heardAt, since)+gone)
+	}
+	hs.due = min(hs.due, due)
+	if now <= due {
+		return true
+	}
+	switch {
+	case hc.heardAt >= 0 && now-max(hc.heardAt, since) > gone && !h.onlySendsInTheDark(hc, id):
+		waiting := ""
 		if hc.heardWaiting {
-			gone, waiting = WaiterGoneBound, " while its read waited for a pool handle"
+			waiting = " while its read waited for a pool handle"
 			switch hc.peer.Kind {
 			case HostileWriteQuitter:
 				waiting = " while its write waited for buffer room"
@@ -1087,19 +1177,17 @@ func (h *harness) scanHostile(force bool) {
 				}
 			}
 		}
-		switch {
-		case hc.heardAt >= 0 && now-max(hc.heardAt, since) > gone && !h.onlySendsInTheDark(hc, id):
-			h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived%s (bound %v), in phase %s",
-				id, now-hc.heardAt, hc.peer.Kind, waiting, gone, h.connPhase(id))
-			h.failPeer(hc.peer.Kind)
-			return
-		case now-since > bound:
-			h.fail(PropTimeout, "datanode connection %d to a stuck %s peer open for %v (bound %v: the sum of its timeouts), in phase %s",
-				id, hc.peer.Kind, now-hc.openAt, bound, h.connPhase(id))
-			h.failPeer(hc.peer.Kind)
-			return
-		}
+		h.fail(PropTimeout, "datanode connection %d still open %v after the FIN of its %s peer arrived%s (bound %v), in phase %s",
+			id, now-hc.heardAt, hc.peer.Kind, waiting, gone, h.connPhase(id))
+		h.failPeer(hc.peer.Kind)
+		return false
+	case now-since > bound:
+		h.fail(PropTimeout, "datanode connection %d to a stuck %s peer open for %v (bound %v: the sum of its timeouts), in phase %s",
+			id, hc.peer.Kind, now-hc.openAt, bound, h.connPhase(id))
+		h.failPeer(hc.peer.Kind)
+		return false
 	}
+	return true
 }
 
 // onlySendsInTheDark reports whether the datanode's connection id, which

@@ -100,6 +100,10 @@ type Options struct {
 	// stats property judges them: the tests' way to show each of its
 	// comparisons fires on its own.
 	tamperStats func(*model.DatanodeStats)
+	// scanAllHostile makes every scan of the hostile peers look at all
+	// of them, as scans did before they looked only at those that
+	// changed: the tests' reference for the shortcut.
+	scanAllHostile bool
 	// hashing is what the run keeps of its trace's hash
 	// (CheckSeedShrinking's runs).
 	hashing hashing

@@ -338,6 +338,29 @@ func Heard(c model.Conn) bool {
 // reset arrived.
 func (c *tcpConn) heard() bool { return c.finRcvd || c.err != nil }
 
+// WatchPeerEnd has f called whenever what PeerEnd reports of c may have
+// changed: the far end got its fd (accepted), closed it, or heard that c
+// closed. A harness that watches many connections then looks only at
+// those that changed, where a look at every one each millisecond was a
+// tenth of a datanode seed's instructions. f runs inside the simulator's
+// step (a delivery, a syscall): it should only note the change. It
+// reports false for a connection that is not a simulated TCP one.
+func WatchPeerEnd(c model.Conn, f func()) bool {
+	tc, ok := c.(*tcpConn)
+	if ok {
+		tc.peerWatch = f
+	}
+	return ok
+}
+
+// peerChanged tells c's peer's watcher that c changed what PeerEnd
+// reports of it.
+func (c *tcpConn) peerChanged() {
+	if q := c.peer; q != nil && q.peerWatch != nil {
+		q.peerWatch()
+	}
+}
+
 // PeerEnd reports the far end of a simulated TCP connection: its id,
 // whether it holds an fd now (accepted and not yet closed), and whether
 // it has heard that c closed (a FIN or a reset arrived). Property checks

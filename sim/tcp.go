@@ -249,7 +249,10 @@ type tcpConn struct {
 	lsndtm  time.Duration
 	rtxEv   *event
 	rtxFrom time.Duration
-	probeEv *event // flushes corked data when nothing is in flight
+	// peerWatch, if set, is called when the far end changes what PeerEnd
+	// reports of this end (WatchPeerEnd).
+	peerWatch func()
+	probeEv   *event // flushes corked data when nothing is in flight
 	// Tail loss probe (tlp.go): segments in flight with their send
 	// times, the smoothed RTT they measure, the probe timer, and the
 	// probe of the current episode (none while tlpOn is false).
@@ -702,6 +705,7 @@ func (c *tcpConn) Close() error {
 // was left unread (as tcp_close does), a FIN after queued data otherwise.
 func (c *tcpConn) release(how string) {
 	c.fdClosed = true
+	c.peerChanged()
 	c.handler = nil
 	unread := c.rcvQueued
 	c.w.record(Event{Proc: c.p.name, Kind: "close", Conn: c.id, A: int64(unread), S: how})
@@ -1145,6 +1149,7 @@ func (c *tcpConn) die(err error) {
 	}
 	if err != nil && c.err == nil {
 		c.err = err
+		c.peerChanged()
 	}
 	if c.delack != nil {
 		c.delack.disarm()
@@ -1258,6 +1263,7 @@ func (c *tcpConn) receive(s *segment) {
 	if s.flags&flagFIN != 0 {
 		if !c.finRcvd {
 			c.finRcvd = true
+			c.peerChanged()
 			c.onFin()
 			c.notify()
 		} else if n == 0 {
@@ -1653,6 +1659,7 @@ func (ln *listener) Accept() (model.Conn, error) {
 		c.fd = fd
 		c.ln = nil
 		ln.p.setFDObject(fd, c)
+		c.peerChanged()
 		ln.w.charge(ln.w.cfg.CPU.TCPAccept)
 		ln.w.record(Event{Proc: ln.p.name, Kind: "accept", Conn: c.id, S: c.remote})
 	case *unixConn:

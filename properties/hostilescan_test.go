@@ -1,0 +1,67 @@
+package properties
+
+import (
+	"fmt"
+	"testing"
+)
+
+// A scan of the hostile peers looks only at those whose connection
+// changed since the last one (sim.WatchPeerEnd, a dial, a quit) until one
+// may pass its bound; with scanAllHostile every scan looks at all of them,
+// as scans once did. Over seeds with hostile peers (floods among them)
+// the two give the same trace and verdict, and bugs that scans catch
+// (a connection held past its peer's bound) fail the same way.
+func TestHostileScanOfChangedPeersMatchesFullScan(t *testing.T) {
+	want, floods := 24, 3
+	if testing.Short() {
+		want, floods = 8, 1
+	}
+	same := func(name string, c Case) *Result {
+		t.Helper()
+		all, def := Run(c, Options{scanAllHostile: true}), Run(c, Options{})
+		switch {
+		case (all.Failure == nil) != (def.Failure == nil) || all.Failure != nil && *all.Failure != *def.Failure:
+			t.Fatalf("%s: %v scanning every peer, %v scanning changed ones", name, all.Failure, def.Failure)
+		case all.TraceHash != def.TraceHash || all.Events != def.Events:
+			t.Fatalf("%s: trace %s (%d events) scanning every peer, %s (%d) scanning changed ones", name, all.TraceHash, all.Events, def.TraceHash, def.Events)
+		}
+		return def
+	}
+	ran, flooded := 0, 0
+	for s := uint64(1); ran < want || flooded < floods; s++ {
+		c, err := Draw(SeedSource(s), s, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood := false
+		for _, p := range c.Config.Hostile {
+			flood = flood || p.flood()
+		}
+		if len(c.Config.Hostile) == 0 || ran >= want && !flood {
+			continue
+		}
+		if r := same(fmt.Sprint("seed ", s), c); r.Failure != nil {
+			t.Fatalf("seed %d: %v", s, r.Failure)
+		}
+		ran++
+		if flood {
+			flooded++
+		}
+	}
+	caught := 0
+	for _, bug := range []string{"no-send-timeout", "slowloris", "write-waiter-deaf"} {
+		for s := uint64(1); s <= 4; s++ {
+			c, err := Draw(SeedSource(s), s, bug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := same(fmt.Sprint(bug, " seed ", s), c); r.Failure != nil && r.Failure.Property == PropTimeout {
+				caught++
+			}
+		}
+	}
+	t.Logf("%d bug runs failed %s", caught, PropTimeout)
+	if caught == 0 {
+		t.Fatalf("no bug failed %s in these seeds: the comparison tested no failure the scan finds", PropTimeout)
+	}
+}
