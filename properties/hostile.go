@@ -1063,7 +1063,7 @@ func (h *harness) scanHostile(force bool) {
 	// stalled network may rightly delay them. (In a run with faults,
 	// from the moment they stopped.)
 	judged := h.faultFree || h.phase >= phaseRecover
-	key := hostileScanKey{judged: judged, faultFree: h.faultFree, healedAt: h.healedAt}
+	key := hostileScanKey{judged: judged, healedAt: h.healedAt}
 	if force || now > hs.due || key != hs.key || h.opt.scanAllHostile {
 		hs.key, hs.due = key, noHostileDue
 		for _, hc := range hs.dirty {
@@ -1092,15 +1092,15 @@ func (h *harness) scanHostile(force bool) {
 			break
 		}
 	}
-	// (Marked again while scanning, which nothing here does: kept.)
+	// (Any marked while scanning stay listed.)
 	hs.dirty = append(hs.dirty[:0], hs.dirty[len(list):]...)
 }
 
 // hostileScanKey is what the peers' bounds are worked out under: a
 // change of it makes the next scan look at every peer.
 type hostileScanKey struct {
-	judged, faultFree bool
-	healedAt          time.Duration
+	judged   bool
+	healedAt time.Duration
 }
 
 // noHostileDue is hostileH.due when no open peer is judged.

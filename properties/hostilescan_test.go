@@ -6,7 +6,7 @@ import (
 )
 
 // A scan of the hostile peers looks only at those whose connection
-// changed since the last one (sim.WatchPeerEnd, a dial, a quit) until one
+// changed since the last one (sim.WatchPeerEnd, a quit) until one
 // may pass its bound; with scanAllHostile every scan looks at all of them,
 // as scans once did. Over seeds with hostile peers (floods among them)
 // the two give the same trace and verdict, and bugs that scans catch

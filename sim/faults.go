@@ -344,7 +344,8 @@ func (c *tcpConn) heard() bool { return c.finRcvd || c.err != nil }
 // those that changed, where a look at every one each millisecond was a
 // tenth of a datanode seed's instructions. f runs inside the simulator's
 // step (a delivery, a syscall): it should only note the change. It
-// reports false for a connection that is not a simulated TCP one.
+// replaces a watcher set before, and reports false for a connection
+// that is not a simulated TCP one.
 func WatchPeerEnd(c model.Conn, f func()) bool {
 	tc, ok := c.(*tcpConn)
 	if ok {
