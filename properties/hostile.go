@@ -1121,6 +1121,9 @@ func (hs *hostileH) markDirty(hc *hostileConn) {
 // a bound.
 func (h *harness) scanPeer(hc *hostileConn, now, bound time.Duration, judged bool) bool {
 	hs := h.hostile
+	if v := h.opt.hostileVisits; v != nil {
+		*v++
+	}
 	if hc.c == nil || hc.gone {
 		return true
 	}

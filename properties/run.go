@@ -104,6 +104,9 @@ type Options struct {
 	// of them, as scans did before they looked only at those that
 	// changed: the tests' reference for the shortcut.
 	scanAllHostile bool
+	// hostileVisits, if set, counts the peers the hostile scans looked
+	// at: the tests' measure of what the shortcut saves.
+	hostileVisits *int
 	// hashing is what the run keeps of its trace's hash
 	// (CheckSeedShrinking's runs).
 	hashing hashing
