@@ -194,19 +194,15 @@ func (ns *Namespace) Decode(method uint8, payload []byte) any {
 // ServeDecoded implements rpc.Decoder: it runs a decoded call under the
 // namespace lock, shared for the ops that only read.
 func (ns *Namespace) ServeDecoded(loop model.Loop, method uint8, arg any, done func(rpc.Status, []byte)) {
-	ns.serve(loop, method, arg, nil, done)
+	ns.ServeEncoded(loop, method, arg, nil, done)
 }
 
 // ServeEncoded implements rpc.FrameEncoder: ServeDecoded with its answer
-// encoded in the handler's frame. (A listing of /big is tens of KB:
-// encoded apart, answers were a quarter of the bytes an rpc check
-// allocated, and each was copied again into its frame.)
+// encoded in the buffer buf lends (the handler's frame), or in one of its
+// own when buf is nil. (A listing of /big is tens of KB: encoded apart,
+// answers were a quarter of the bytes an rpc check allocated, and each
+// was copied again into its frame.)
 func (ns *Namespace) ServeEncoded(loop model.Loop, method uint8, arg any, buf func(int) []byte, done func(rpc.Status, []byte)) {
-	ns.serve(loop, method, arg, buf, done)
-}
-
-// serve is ServeDecoded, encoding in buf's buffer if buf is set.
-func (ns *Namespace) serve(loop model.Loop, method uint8, arg any, buf func(int) []byte, done func(rpc.Status, []byte)) {
 	c, ok := arg.(call)
 	if !ok {
 		done(rpc.StatusBadRequest, nil)
