@@ -1064,27 +1064,20 @@ func (h *harness) scanHostile(force bool) {
 	// from the moment they stopped.)
 	judged := h.faultFree || h.phase >= phaseRecover
 	key := hostileScanKey{judged: judged, healedAt: h.healedAt}
-	if force || now > hs.due || key != hs.key || h.opt.scanAllHostile {
-		hs.key, hs.due = key, noHostileDue
-		for _, hc := range hs.dirty {
-			hc.dirty = false
-		}
-		hs.dirty = hs.dirty[:0]
-		for _, hc := range hs.conns {
-			if !h.scanPeer(hc, now, bound, judged) {
-				return
-			}
-		}
-		return
-	}
-	// The peers not listed are as the last scan left them, and none is
+	// Past due, or with new terms, every peer is looked at. Otherwise
+	// the peers not listed are as the last scan left them, and none is
 	// due: looking at them would change nothing. (A peer dialled again
 	// has nothing to note until the datanode accepts it, which tells.)
 	// The listed ones go in the order a look at every peer takes, so the
 	// reconnects they post and the failure they find are the same.
-	list := hs.dirty
-	slices.SortFunc(list, func(a, b *hostileConn) int { return a.at - b.at })
-	for _, hc := range list {
+	list := hs.conns
+	if force || now > hs.due || key != hs.key || h.opt.scanAllHostile {
+		hs.key, hs.due = key, noHostileDue
+	} else {
+		list = hs.dirty
+		slices.SortFunc(list, func(a, b *hostileConn) int { return a.at - b.at })
+	}
+	for _, hc := range hs.dirty {
 		hc.dirty = false
 	}
 	for _, hc := range list {
@@ -1092,8 +1085,9 @@ func (h *harness) scanHostile(force bool) {
 			break
 		}
 	}
-	// (Any marked while scanning stay listed.)
-	hs.dirty = append(hs.dirty[:0], hs.dirty[len(list):]...)
+	// (Nothing a scan does changes a connection, so none was marked
+	// meanwhile.)
+	hs.dirty = hs.dirty[:0]
 }
 
 // hostileScanKey is what the peers' bounds are worked out under: a
