@@ -50,6 +50,72 @@ func BenchmarkCheckSeeds(b *testing.B) {
 	b.ReportMetric(float64(events)/cpu, "sim-events/cpu-s")
 }
 
+// seedKind sorts datanode seeds by what makes them heavy, so that a change
+// aimed at one kind is measured on that kind (in the mix of BenchmarkCheckSeeds
+// a gain on the 5% of seeds that are floods is lost in the noise): plain
+// (neither hostile peers nor messages in pieces), pieces (messages in
+// pieces, no peers), peers (1 to 49 hostile peers) and flood (50 or
+// more: idle and drip floods).
+func seedKind(c *Case) string {
+	peers := 0
+	for _, h := range c.Config.Hostile {
+		peers += h.Count
+	}
+	switch {
+	case peers >= 50:
+		return "flood"
+	case peers > 0:
+		return "peers"
+	case c.Config.FragPiece > 0:
+		return "pieces"
+	}
+	return "plain"
+}
+
+// BenchmarkCheckSeedsByKind is BenchmarkCheckSeeds for one kind of
+// datanode seed at a time (seedKind), taking the kind's seeds in order
+// from seed 1. Besides seeds and events per CPU second it reports the
+// kind's share of the seeds drawn, so share × CPU per seed says where a
+// check's time goes. The CPU counted is the checks' alone, not the draws
+// that pass over other kinds' seeds.
+func BenchmarkCheckSeedsByKind(b *testing.B) {
+	for _, kind := range []string{"plain", "pieces", "peers", "flood"} {
+		b.Run(kind, func(b *testing.B) {
+			defer TuneGC(1)()
+			seed, drawn, checked, events := uint64(0), 0, 0, uint64(0)
+			var cpu time.Duration
+			for b.Loop() {
+				for {
+					seed++
+					drawn++
+					c, err := Draw(SeedSource(seed), seed, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if seedKind(&c) == kind {
+						break
+					}
+				}
+				cpu0 := cpuTime()
+				o, err := CheckSeed(seed, "", Options{}, false)
+				cpu += cpuTime() - cpu0
+				if err != nil {
+					b.Fatal(err)
+				}
+				if o.Failed() {
+					b.Fatalf("seed %d: %v", seed, o.Result.Failure)
+				}
+				checked++
+				events += o.SimEvents
+			}
+			b.ReportMetric(float64(checked)/cpu.Seconds(), "seeds/cpu-s")
+			b.ReportMetric(float64(events)/float64(checked), "sim-events/seed")
+			b.ReportMetric(float64(events)/cpu.Seconds(), "sim-events/cpu-s")
+			b.ReportMetric(100*float64(checked)/float64(drawn), "share-%")
+		})
+	}
+}
+
 func BenchmarkCheckSeedsParallel(b *testing.B) {
 	defer TuneGC(runtime.GOMAXPROCS(0))()
 	var next, done atomic.Uint64
