@@ -982,7 +982,7 @@ type ScenarioTrace struct {
 // ScenarioTraceFormat names the file layout (and the code version: a
 // change that alters a scenario run's events bumps it and re-records the
 // corpus).
-const ScenarioTraceFormat = "xceiver-scenario-trace/10"
+const ScenarioTraceFormat = "xceiver-scenario-trace/11"
 
 // CheckScenarioSeed draws and runs one scenario seed, shrinking a failure.
 func CheckScenarioSeed(seed uint64, bug string, budget int) (ScenarioCase, *ScenarioResult, error) {

@@ -282,22 +282,34 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 			res.FDsReceived += st.FDsReceived
 			res.Fallbacks += st.Fallbacks
 		}
-		for i, r := range readers {
-			l := loops[i]
-			r := r
-			l.Post(r.close)
-		}
 		closeLoops := func() {
 			for _, l := range loops {
 				l.Close()
 			}
 			stop(w.Stop)
 		}
-		if sh == nil {
-			main.AfterFunc(time.Millisecond, closeLoops)
-			return
+		// Each reader closes on its own loop and says so; only then are
+		// the loops closed, which drops whatever they have pending. A
+		// close merely posted could still be waiting when a loaded real
+		// world got there (CI: one reader's connection left open, 1
+		// client and 1 server fd counted as leaked).
+		open := len(readers)
+		closed := func() {
+			if open--; open > 0 {
+				return
+			}
+			if sh == nil {
+				closeLoops()
+				return
+			}
+			sh.Close(main, closeLoops)
 		}
-		sh.Close(main, func() { main.AfterFunc(time.Millisecond, closeLoops) })
+		for i, r := range readers {
+			loops[i].Post(func() {
+				r.close()
+				main.Post(closed)
+			})
+		}
 	}
 	rng := cp.Rand()
 	for i, r := range readers {
