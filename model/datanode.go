@@ -388,6 +388,10 @@ type Datanode struct {
 	workers   WorkerPool
 	conns     []*dnConn // main loop only
 	stopped   bool
+	// main loop only: what StopThen runs once the datanode is gone, and
+	// whether it is (released: the loops, workers and handles are).
+	onReleased []func()
+	released   bool
 
 	// main loop only: the connection cap (accept, evictIdle)
 	accepted uint64
@@ -872,7 +876,22 @@ func (dn *Datanode) WriteRoomLists() (writers, waiters int) {
 
 // Stop closes the listener and every connection, and releases the loops,
 // workers and idle handles: the datanode is gone, its process remains.
-func (dn *Datanode) Stop() {
+// It returns at once; the connections close on their own loops and the
+// rest goes after them.
+func (dn *Datanode) Stop() { dn.StopThen(nil) }
+
+// StopThen is Stop, calling released on the main loop once the loops,
+// workers and idle handles are gone: a caller that counts the process's
+// fds or threads waits for it, not for a time (a real main loop running
+// late had not yet released them). Called on the main loop.
+func (dn *Datanode) StopThen(released func()) {
+	if released != nil {
+		if dn.released {
+			dn.main.Post(released)
+		} else {
+			dn.onReleased = append(dn.onReleased, released)
+		}
+	}
 	if dn.stopped {
 		return
 	}
@@ -895,7 +914,14 @@ func (dn *Datanode) Stop() {
 			if dn.pool != nil {
 				dn.pool.CloseAll()
 			}
-			dn.main.Post(dn.closeLoops)
+			dn.main.Post(func() {
+				dn.closeLoops()
+				dn.released = true
+				for _, f := range dn.onReleased {
+					f()
+				}
+				dn.onReleased = nil
+			})
 		})
 	}
 	for _, dc := range append([]*dnConn(nil), dn.conns...) {

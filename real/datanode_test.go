@@ -111,10 +111,7 @@ func TestDatanodeSurvivesBadClients(t *testing.T) {
 		t.Error(err)
 	}
 	// Stopping the datanode leaves its process with its main loop only.
-	dnProc.MainLoop().Post(func() {
-		dn.Stop()
-		dnProc.MainLoop().AfterFunc(50*time.Millisecond, w.Stop)
-	})
+	dnProc.MainLoop().Post(func() { dn.StopThen(w.Stop) })
 	if err := w.Run(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
