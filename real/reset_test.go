@@ -101,13 +101,17 @@ func TestCloseWaitResetTakenByWrite(t *testing.T) {
 	var werr error
 	hangups := 0
 	addr := make(chan string, 1)
+	aborted := make(chan struct{})
 	spawn(t, w, "b", 0, func(p model.Process) {
 		ln := listenTCP(p, 4)
 		acceptAll(p, ln, func(c model.Conn) {
 			c.SetReadInterest(false)
 			c.SetHandler(p.MainLoop(), func(model.Events) {})
 			c.CloseWrite()
-			p.MainLoop().AfterFunc(20*time.Millisecond, func() { c.Abort() })
+			p.MainLoop().AfterFunc(20*time.Millisecond, func() {
+				c.Abort()
+				close(aborted)
+			})
 		})
 		addr <- ln.Addr()
 	})
@@ -126,12 +130,19 @@ func TestCloseWaitResetTakenByWrite(t *testing.T) {
 		}
 		c.SetWriteInterest(true)
 		p.MainLoop().AfterFunc(10*time.Millisecond, func() {
-			time.Sleep(60 * time.Millisecond) // a long callback: the FIN and RST land meanwhile
+			// A long callback: the FIN and RST land meanwhile. It waits
+			// for the server's abort, not for a time (a server loop
+			// running late aborted after the write), then a little for
+			// the RST to be taken in.
+			select {
+			case <-aborted:
+			case <-time.After(5 * time.Second):
+				failf(p, "the server never aborted")
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
 			_, werr = c.Write([]byte("x"))
-		})
-		p.MainLoop().AfterFunc(200*time.Millisecond, func() {
-			c.Close()
-			p.World().Stop()
+			closeAndStopAfter(p, c, 200*time.Millisecond)
 		})
 	})
 	run(t, w, 5*time.Second)

@@ -29,7 +29,7 @@ func TestRPCDeadCallsSkippedReal(t *testing.T) {
 		t.Run(fmt.Sprintf("serves-dead=%v", bug), func(t *testing.T) {
 			svc := &slowService{}
 			w, srv := hangUpAfterCalls(t, svc, rpc.ServerConfig{Bugs: rpc.ServerBugs{ServesDeadCalls: bug}},
-				4, 500*time.Millisecond) // past the first call's end, before a second's
+				4, 400*time.Millisecond) // past the first call's end, before a second's
 			st := srv.Stats()
 			_ = w.Close()
 			switch {

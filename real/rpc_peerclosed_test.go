@@ -2,6 +2,7 @@ package real
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestRPCThrottledHangupHeardReal(t *testing.T) {
 	for _, deaf := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deaf=%v", deaf), func(t *testing.T) {
 			w, srv := hangUpAfterCalls(t, holdService{}, rpc.ServerConfig{MaxInFlight: 1, Bugs: rpc.ServerBugs{DeafWhenNotReading: deaf}},
-				3, 700*time.Millisecond) // past the FIN, well before the held call's answer
+				3, 600*time.Millisecond) // past the FIN, well before the held call's answer
 			conns, _, _, _, _ := srv.Quiet()
 			throttled := srv.Stats().Throttled
 			_ = w.Close()
@@ -44,9 +45,10 @@ func TestRPCThrottledHangupHeardReal(t *testing.T) {
 
 // hangUpAfterCalls runs, on real sockets, a server with one reader and one
 // handler (cfg's Addr, Readers, Handlers and IdleTimeout set here) and a
-// client that sends calls calls at once, hangs up 100 ms later and stops
-// the world at stop. It returns the world, run and not yet closed, for
-// the caller to read the server's state before closing it.
+// client that sends calls calls at once, hangs up 100 ms later (or once
+// the handler has begun the first call, if that is later) and stops the
+// world stop after it hangs up. It returns the world, run and not yet
+// closed, for the caller to read the server's state before closing it.
 func hangUpAfterCalls(t *testing.T, svc rpc.Service, cfg rpc.ServerConfig, calls int, stop time.Duration) (*World, *rpc.Server) {
 	t.Helper()
 	cfg.Addr, cfg.Readers, cfg.Handlers, cfg.IdleTimeout = "127.0.0.1:0", 1, 1, 10*time.Second
@@ -54,9 +56,13 @@ func hangUpAfterCalls(t *testing.T, svc rpc.Service, cfg rpc.ServerConfig, calls
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both tests need the first call in service when the client hangs
+	// up; a handler loop running 100 ms late on a loaded machine had not
+	// begun it.
+	begun := &begunService{Service: svc, begun: make(chan struct{})}
 	var srv *rpc.Server
 	_, err = w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
-		srv, err = rpc.StartServer(p, p.MainLoop(), svc, cfg)
+		srv, err = rpc.StartServer(p, p.MainLoop(), begun, cfg)
 		if err != nil {
 			w.Fail(err)
 			return
@@ -72,8 +78,17 @@ func hangUpAfterCalls(t *testing.T, svc rpc.Service, cfg rpc.ServerConfig, calls
 			for k := 0; k < calls; k++ {
 				cl.Call(addr, 1, []byte{byte(k)}, func(rpc.Reply) {})
 			}
-			loop.AfterFunc(100*time.Millisecond, cl.Close)
-			loop.AfterFunc(stop, w.Stop)
+			var hangUp func()
+			hangUp = func() {
+				select {
+				case <-begun.begun:
+					cl.Close()
+					loop.AfterFunc(stop, w.Stop)
+				default:
+					loop.AfterFunc(10*time.Millisecond, hangUp)
+				}
+			}
+			loop.AfterFunc(100*time.Millisecond, hangUp)
 		})
 	})
 	if err != nil {
@@ -83,4 +98,17 @@ func hangUpAfterCalls(t *testing.T, svc rpc.Service, cfg rpc.ServerConfig, calls
 		t.Fatal(err)
 	}
 	return w, srv
+}
+
+// begunService is a Service that closes begun when it is given its first
+// call.
+type begunService struct {
+	rpc.Service
+	once  sync.Once
+	begun chan struct{}
+}
+
+func (s *begunService) Serve(loop model.Loop, method uint8, payload []byte, done func(rpc.Status, []byte)) {
+	s.once.Do(func() { close(s.begun) })
+	s.Service.Serve(loop, method, payload, done)
 }
