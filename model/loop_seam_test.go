@@ -6,6 +6,7 @@ package model_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -84,46 +85,79 @@ func TestClosedLoopFreesItsTimers(t *testing.T) {
 // waiting for the lock, which loop B holds; B closes A and releases the
 // lock: A's f never runs. (Before, the real world's ran it after Close
 // returned: A's goroutine was blocked on the mutex inside a callback.)
+// B posts that it has closed A to the main loop, which then, a while
+// later (time for A's waiter to run if it were going to), reads under the
+// lock whether f ran: nothing is read on a timer that B may not have met.
 func TestLockWaiterDroppedWithItsLoop(t *testing.T) {
 	sameInBoth(t, "closed; fA ran: false")(untilDone(t, model.ProcessConfig{Cores: 2}, func(p model.Process, done func(string)) {
 		lk := p.NewLock("k")
 		la, _ := p.NewLoop("A")
 		lb, _ := p.NewLoop("B")
-		ran := false
-		var log []string
+		main := p.MainLoop()
+		ran := false // written by A under the lock, if ever
 		lb.Post(func() {
 			lk.Do(lb, func() {
 				lk.Do(la, func() { ran = true })
+				state := "closed"
 				if p.World().Kind() == "real" {
-					time.Sleep(50 * time.Millisecond) // A now blocks on the mutex
+					// A now blocks on the mutex, inside its callback.
+					if !waitParked("sync.Mutex.Lock", "xceiver/real.(*lock).Do.func1", 1) {
+						state = "A never waited"
+					}
 				} else {
 					p.CPU(model.CPUParse, 5000)
 				}
 				la.Close()
-				log = append(log, "closed")
+				main.Post(func() {
+					main.AfterFunc(50*time.Millisecond, func() {
+						lk.Do(main, func() { done(fmt.Sprintf("%s; fA ran: %v", state, ran)) })
+					})
+				})
 			})
-		})
-		p.MainLoop().AfterFunc(200*time.Millisecond, func() {
-			done(fmt.Sprintf("%s; fA ran: %v", strings.Join(log, " "), ran))
 		})
 	}))
 }
 
 // RWLock: "Waiters are served in arrival order". W1 holds the lock; W2
 // then R arrive and wait: W2 goes first. (Before, the real world's
-// sync.RWMutex woke the waiting readers first at Unlock.)
+// sync.RWMutex woke the waiting readers first at Unlock.) W1 queues R only
+// once W2 waits, and lets go only once R waits too. In the real world a
+// waiting loop is blocked inside its callback and can post nothing, so
+// the witness that it waits is the runtime: its goroutine parked in the
+// lock's acquire; the sim's loops run W1 through in virtual time.
 func TestRWLockArrivalOrder(t *testing.T) {
 	sameInBoth(t, "W2 R")(untilDone(t, model.ProcessConfig{Cores: 4}, func(p model.Process, done func(string)) {
 		lk := p.NewRWLock("ns")
 		l1, _ := p.NewLoop("L1")
 		l2, _ := p.NewLoop("L2")
 		l3, _ := p.NewLoop("L3")
+		main := p.MainLoop()
 		var mu = make(chan struct{}, 1) // guards got across real loops
 		var got []string
-		add := func(s string) { mu <- struct{}{}; got = append(got, s); <-mu }
-		pause := func() {
+		reported := false
+		report := func() { // on the main loop
+			if !reported {
+				reported = true
+				mu <- struct{}{}
+				s := strings.Join(got, " ")
+				<-mu
+				done(s)
+			}
+		}
+		add := func(s string) {
+			mu <- struct{}{}
+			got = append(got, s)
+			n := len(got)
+			<-mu
+			if n == 2 {
+				main.Post(report)
+			}
+		}
+		waiting := func(n int) { // until n waiters wait for the lock
 			if p.World().Kind() == "real" {
-				time.Sleep(30 * time.Millisecond)
+				if !waitParked("chan receive", "xceiver/real.(*rwlock).acquire", n) {
+					add(fmt.Sprintf("(no %d waiters)", n))
+				}
 			} else {
 				p.CPU(model.CPUParse, 1000) // 200 µs
 			}
@@ -131,17 +165,12 @@ func TestRWLockArrivalOrder(t *testing.T) {
 		l1.Post(func() {
 			lk.Do(l1, func() {
 				lk.Do(l2, func() { add("W2") })
-				pause()
+				waiting(1)
 				lk.RDo(l3, func() { add("R") })
-				pause()
+				waiting(2)
 			})
 		})
-		p.MainLoop().AfterFunc(300*time.Millisecond, func() {
-			mu <- struct{}{}
-			s := strings.Join(got, " ")
-			<-mu
-			done(s)
-		})
+		main.AfterFunc(3*time.Second, report) // the failure path: a waiter never ran
 	}))
 }
 
@@ -233,4 +262,33 @@ func TestNoCallbackAfterStop(t *testing.T) {
 		rw.Close()
 	}
 	sameInBoth(t, "100")(fmt.Sprint(sn), fmt.Sprint(rn))
+}
+
+// waitParked waits, for 1 s at most, until at least n goroutines are
+// parked in state (as runtime.Stack names it, "chan receive") with fn on
+// their stacks, and reports whether they were: in the real world, the
+// only witness that a loop has reached a lock's wait, for it is blocked
+// inside its callback and can post nothing.
+func waitParked(state, fn string, n int) bool {
+	buf := make([]byte, 1<<16)
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		k := runtime.Stack(buf, true)
+		for k == len(buf) {
+			buf = make([]byte, 2*len(buf))
+			k = runtime.Stack(buf, true)
+		}
+		parked := 0
+		for _, g := range strings.Split(string(buf[:k]), "\n\n") {
+			head, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(head, "["+state) && strings.Contains(g, "\n"+fn+"(") {
+				parked++
+			}
+		}
+		if parked >= n {
+			return true
+		}
+		if time.Since(start) > time.Second {
+			return false
+		}
+	}
 }
