@@ -24,7 +24,7 @@ const (
 	QuitterTail  Kind = "quitter-tail"  // reads Block, pipelines more junk than a read waiting for a handle buffers, then closes
 	Drip         Kind = "drip"          // a read request one byte every Every, never the last byte (slowloris)
 	Hoard        Kind = "hoard"         // announces a write of Length bytes, sends a little over half of its data and holds
-	HoardQuit    Kind = "hoard-quit"    // announces a write of Length bytes, sends a quarter of its data, and closes Every later
+	HoardQuit    Kind = "hoard-quit"    // announces a write of Length bytes, sends a quarter of its data, and closes once told to (Peers.Quit)
 	Garbage      Kind = "garbage"       // bytes that are no request
 )
 
@@ -34,7 +34,7 @@ type Attack struct {
 	Count  int
 	Block  uint64
 	Length int64
-	Every  time.Duration // Drip's period; how long HoardQuit holds
+	Every  time.Duration // Drip's period
 	At     time.Duration // when the peers connect, after the attack starts
 }
 
@@ -49,6 +49,8 @@ type Peers struct {
 	// Reads and ReadErrs count a well-behaved client's reads that
 	// completed, and those that failed (Scenario.Reads).
 	Reads, ReadErrs int
+	// quit: hoard-quit peers close once they have sent their data.
+	quit bool
 }
 
 type peer struct {
@@ -58,7 +60,7 @@ type peer struct {
 	sent    int
 	started bool
 	closed  bool
-	timer   model.Timer // a drip's next byte, a hoard-quit's close
+	timer   model.Timer // a drip's next byte
 }
 
 // Start connects the attacks' peers from p (on its main loop) to addr.
@@ -176,7 +178,9 @@ func (ps *Peers) event(pr *peer, ev model.Events) {
 	case Quitter, QuitterTail, AnnounceQuit:
 		ps.close(pr)
 	case HoardQuit:
-		pr.timer = ps.loop.AfterFunc(pr.a.Every, func() { ps.close(pr) })
+		if ps.quit {
+			ps.close(pr)
+		}
 	}
 }
 
@@ -199,6 +203,20 @@ func (ps *Peers) close(pr *peer) {
 		pr.timer.Stop()
 	}
 	_ = pr.c.Close()
+}
+
+// Quit tells the hoard-quit peers to close, from any loop: on the peers'
+// loop, each closes at once if it has sent its data, else once it has
+// (and one not yet dialed, once it has sent its).
+func (ps *Peers) Quit() {
+	ps.loop.Post(func() {
+		ps.quit = true
+		for _, pr := range ps.conns {
+			if pr.a.Kind == HoardQuit && pr.sent == len(pr.msg) {
+				ps.close(pr)
+			}
+		}
+	})
 }
 
 // Open is the number of peers still connected (as far as they know).
@@ -249,8 +267,8 @@ type Scenario struct {
 	Blocks   map[uint64]int // block id → size
 	Attacks  []Attack
 	// Then runs on the datanode's loop at each step: After[i] after the
-	// previous one (the first after the attacks started); the last step
-	// ends the scenario.
+	// previous one ran (the first after the attacks started); the last
+	// step ends the scenario.
 	After []time.Duration
 	Then  func(step int, dn *model.Datanode, peers *Peers)
 	// Reads are blocks a well-behaved client reads (whole), one after
@@ -312,20 +330,24 @@ func Run(w model.World, s Scenario, limit time.Duration) error {
 				}
 				ap.MainLoop().AfterFunc(s.ReadsAt, func() { next(0) })
 			}
-			p.MainLoop().Post(func() {
-				var at time.Duration
-				for i, d := range s.After {
-					at += d
-					p.MainLoop().AfterFunc(at, func() {
-						s.Then(i, dn, peers)
-						if i == len(s.After)-1 {
-							ap.MainLoop().Post(peers.Close)
-							dn.Stop()
-							p.MainLoop().AfterFunc(50*time.Millisecond, w.Stop)
-						}
-					})
-				}
-			})
+			// Each step is armed when the one before has run: After[i]
+			// counts from step i-1, however late its loop ran it.
+			var step func(i int)
+			step = func(i int) {
+				p.MainLoop().AfterFunc(s.After[i], func() {
+					s.Then(i, dn, peers)
+					if i < len(s.After)-1 {
+						step(i + 1)
+						return
+					}
+					ap.MainLoop().Post(peers.Close)
+					dn.Stop()
+					p.MainLoop().AfterFunc(50*time.Millisecond, w.Stop)
+				})
+			}
+			if len(s.After) > 0 {
+				p.MainLoop().Post(func() { step(0) })
+			}
 		})
 		if err != nil {
 			w.Fail(err)
