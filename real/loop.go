@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -54,6 +56,7 @@ type loop struct {
 	closing atomic.Bool
 
 	events []unix.EpollEvent // used only by the loop goroutine
+	late   *rand.Rand        // Config.Late's draws, nil without; loop goroutine only
 
 	mu       sync.Mutex
 	closed   bool // Close was called (or the loop died): no more callbacks
@@ -140,6 +143,11 @@ func (p *process) newLoop(name string) (*loop, error) {
 		done:   make(chan struct{}),
 		events: make([]unix.EpollEvent, 128),
 		regs:   make(map[uint64]pollable),
+	}
+	if p.w.cfg.Late > 0 {
+		h := fnv.New64a()
+		h.Write([]byte(obj))
+		l.late = rand.New(rand.NewPCG(p.w.cfg.Seed, h.Sum64()))
 	}
 	p.mu.Lock()
 	if p.shuttingDown {
@@ -280,6 +288,9 @@ func (l *loop) run() {
 			return
 		}
 		n, err := l.wait(deadline, now)
+		if l.late != nil && l.late.Float64() < l.p.w.cfg.LateShare {
+			time.Sleep(time.Duration(l.late.Int64N(int64(l.p.w.cfg.Late))))
+		}
 		if err != nil {
 			l.world().Fail(wrapErr("epoll_wait", l.String(), err))
 			return

@@ -85,6 +85,47 @@ type Config struct {
 	// What runs outside them (epoll_wait, Go's scheduler, the garbage
 	// collector) is no process's. It costs two clock reads per callback.
 	AccountCPU bool
+	// Late makes loops run late, as on a machine busy with other work:
+	// a share LateShare of the wake-ups (zero: a tenth) sleeps for a
+	// time drawn below Late before its callbacks run. It flushes out
+	// code and tests that assume another loop runs at once (a post
+	// followed by a timed stop, a count taken a fixed time after a
+	// close). Zero Late takes both from XCEIVER_REAL_LATE, if set:
+	// "20ms", or "20ms@0.5" for a share.
+	Late      time.Duration
+	LateShare float64
+}
+
+// LateEnv names the environment variable that sets Config.Late and
+// LateShare for a world whose Config leaves them zero.
+const LateEnv = "XCEIVER_REAL_LATE"
+
+// fillLate checks Late and LateShare, taking them from LateEnv when Late
+// is zero.
+func (cfg *Config) fillLate() error {
+	if cfg.Late == 0 {
+		v := os.Getenv(LateEnv)
+		if v == "" {
+			return nil
+		}
+		d, share, hasShare := strings.Cut(v, "@")
+		var err error
+		if cfg.Late, err = time.ParseDuration(d); err != nil || cfg.Late <= 0 {
+			return fmt.Errorf("real: %s=%q: want a positive duration, optionally @share (20ms@0.5)", LateEnv, v)
+		}
+		if hasShare {
+			if cfg.LateShare, err = strconv.ParseFloat(share, 64); err != nil || !(cfg.LateShare > 0 && cfg.LateShare <= 1) {
+				return fmt.Errorf("real: %s=%q: want a share in (0, 1] after @", LateEnv, v)
+			}
+		}
+	}
+	if cfg.Late < 0 || !(cfg.LateShare >= 0 && cfg.LateShare <= 1) {
+		return fmt.Errorf("real: Late %v and LateShare %v: want Late ≥ 0 and a share in [0, 1]", cfg.Late, cfg.LateShare)
+	}
+	if cfg.LateShare == 0 {
+		cfg.LateShare = 0.1
+	}
+	return nil
 }
 
 // DefaultFDLimit is a process's fd limit when neither ProcessConfig nor
@@ -189,6 +230,9 @@ func New(cfg Config) (*World, error) {
 	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = 2 * time.Second
+	}
+	if err := cfg.fillLate(); err != nil {
+		return nil, err
 	}
 	parent := cfg.Root
 	if parent == "" {
