@@ -68,6 +68,13 @@ func TestLateFromTheEnvironment(t *testing.T) {
 		{"-1ms", 0, 0, true},
 		{"5ms@2", 0, 0, true},
 		{"5ms@", 0, 0, true},
+		{"0ms", 0, 0, true},
+		{"2s", 0, 0, true},
+		{"10ms@0", 0, 0, true},
+		{"10ms@NaN", 0, 0, true},
+		{" 10ms", 0, 0, true},
+		{"10ms@0.5@1", 0, 0, true},
+		{"1s@1", time.Second, 1, false},
 	} {
 		t.Setenv(LateEnv, tc.env)
 		w, err := New(Config{Root: t.TempDir()})
@@ -88,6 +95,14 @@ func TestLateFromTheEnvironment(t *testing.T) {
 			t.Errorf("%s=%q: Late %v share %v, want %v and %v", LateEnv, tc.env, w.cfg.Late, w.cfg.LateShare, tc.late, tc.share)
 		}
 		w.Close()
+	}
+	t.Setenv(LateEnv, "")
+	for _, cfg := range []Config{{Late: -time.Millisecond}, {Late: 2 * time.Second}, {LateShare: 7}, {Late: time.Millisecond, LateShare: -0.5}} {
+		cfg.Root = t.TempDir()
+		if w, err := New(cfg); err == nil {
+			t.Errorf("Late %v, LateShare %v: New took them", cfg.Late, cfg.LateShare)
+			w.Close()
+		}
 	}
 	t.Setenv(LateEnv, "20ms")
 	w, err := New(Config{Root: t.TempDir(), Late: time.Millisecond})

@@ -232,7 +232,8 @@ func (l *loop) wakeLocked() {
 // the loop is idle (between callbacks, in epoll_wait or parked by the
 // world), it wakes the goroutine and waits for it to exit, which it does
 // without running another callback. Either way the fds are gone when Close
-// returns, and Close never waits for a callback. Connections still
+// returns, and Close never waits for a callback (with Config.Late, it may
+// wait out the goroutine's sleep before one). Connections still
 // registered on the loop stay open (and accounted) until closed; they get
 // no more events.
 func (l *loop) Close() {

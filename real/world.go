@@ -86,32 +86,33 @@ type Config struct {
 	// collector) is no process's. It costs two clock reads per callback.
 	AccountCPU bool
 	// Late makes loops run late, as on a machine busy with other work:
-	// a share LateShare of the wake-ups (zero: a tenth) sleeps for a
-	// time drawn below Late before its callbacks run. It flushes out
-	// code and tests that assume another loop runs at once (a post
-	// followed by a timed stop, a count taken a fixed time after a
-	// close). Zero Late takes both from XCEIVER_REAL_LATE, if set:
-	// "20ms", or "20ms@0.5" for a share.
+	// a share LateShare of a loop's turns (zero: a tenth) sleeps for a
+	// time drawn below Late after epoll_wait, before its callbacks run
+	// (worker pools are not delayed). It flushes out code and tests that
+	// assume another loop runs at once (a post followed by a timed stop,
+	// a count taken a fixed time after a close). At most MaxLate. Zero
+	// Late takes it, and LateShare when it gives one, from
+	// XCEIVER_REAL_LATE if that is set: "20ms", or "20ms@0.5".
 	Late      time.Duration
 	LateShare float64
 }
 
-// LateEnv names the environment variable that sets Config.Late and
-// LateShare for a world whose Config leaves them zero.
+// LateEnv names the environment variable that sets Config.Late (and
+// LateShare) for a world whose Config leaves Late zero.
 const LateEnv = "XCEIVER_REAL_LATE"
 
-// fillLate checks Late and LateShare, taking them from LateEnv when Late
-// is zero.
+// MaxLate bounds Config.Late: a loop asleep longer would hold up Close
+// past the leak check's Settle.
+const MaxLate = time.Second
+
+// fillLate takes Late and LateShare from LateEnv when Late is zero, and
+// checks them.
 func (cfg *Config) fillLate() error {
-	if cfg.Late == 0 {
-		v := os.Getenv(LateEnv)
-		if v == "" {
-			return nil
-		}
+	if v := os.Getenv(LateEnv); cfg.Late == 0 && v != "" {
 		d, share, hasShare := strings.Cut(v, "@")
 		var err error
-		if cfg.Late, err = time.ParseDuration(d); err != nil || cfg.Late <= 0 {
-			return fmt.Errorf("real: %s=%q: want a positive duration, optionally @share (20ms@0.5)", LateEnv, v)
+		if cfg.Late, err = time.ParseDuration(d); err != nil || cfg.Late <= 0 || cfg.Late > MaxLate {
+			return fmt.Errorf("real: %s=%q: want a duration in (0, %v], optionally @share (20ms@0.5)", LateEnv, v, MaxLate)
 		}
 		if hasShare {
 			if cfg.LateShare, err = strconv.ParseFloat(share, 64); err != nil || !(cfg.LateShare > 0 && cfg.LateShare <= 1) {
@@ -119,10 +120,10 @@ func (cfg *Config) fillLate() error {
 			}
 		}
 	}
-	if cfg.Late < 0 || !(cfg.LateShare >= 0 && cfg.LateShare <= 1) {
-		return fmt.Errorf("real: Late %v and LateShare %v: want Late ≥ 0 and a share in [0, 1]", cfg.Late, cfg.LateShare)
+	if cfg.Late < 0 || cfg.Late > MaxLate || !(cfg.LateShare >= 0 && cfg.LateShare <= 1) {
+		return fmt.Errorf("real: Late %v, LateShare %v: want Late in [0, %v] and a share in [0, 1]", cfg.Late, cfg.LateShare, MaxLate)
 	}
-	if cfg.LateShare == 0 {
+	if cfg.Late > 0 && cfg.LateShare == 0 {
 		cfg.LateShare = 0.1
 	}
 	return nil

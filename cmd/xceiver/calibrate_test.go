@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"xceiver/model"
+	"xceiver/real"
 	"xceiver/sim"
 )
 
@@ -192,5 +193,16 @@ func TestCalibrateRoundsFlag(t *testing.T) {
 		if code := run([]string{"calibrate", "--rounds", bad}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--rounds "+bad+": want 1 to 20") {
 			t.Errorf("--rounds %s: exit %d, stderr %q", bad, code, errb.String())
 		}
+	}
+}
+
+// calibrate refuses to run with the real world's loops made late on
+// purpose: the profile it writes would carry the sleeps as this
+// machine's costs.
+func TestCalibrateRefusesLateLoops(t *testing.T) {
+	t.Setenv(real.LateEnv, "5ms")
+	var out, errb strings.Builder
+	if code := run([]string{"calibrate"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), real.LateEnv+`="5ms"`) || out.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want a usage error naming the variable and no profile", code, out.String(), errb.String())
 	}
 }
