@@ -880,10 +880,11 @@ func (dn *Datanode) WriteRoomLists() (writers, waiters int) {
 // rest goes after them.
 func (dn *Datanode) Stop() { dn.StopThen(nil) }
 
-// StopThen is Stop, calling released on the main loop once the loops,
-// workers and idle handles are gone: a caller that counts the process's
-// fds or threads waits for it, not for a time (a real main loop running
-// late had not yet released them). Called on the main loop.
+// StopThen is Stop, calling released on the loop the datanode was
+// started with (Main) once the loops, workers and idle handles are gone:
+// a caller that counts the process's fds or threads waits for it, not
+// for a time (a real loop running late had not yet released them).
+// Called on that loop, as Stop is.
 func (dn *Datanode) StopThen(released func()) {
 	if released != nil {
 		if dn.released {

@@ -7,6 +7,7 @@ package model_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,22 +96,26 @@ func TestLockWaiterDroppedWithItsLoop(t *testing.T) {
 		lb, _ := p.NewLoop("B")
 		main := p.MainLoop()
 		ran := false // written by A under the lock, if ever
-		lb.Post(func() {
-			lk.Do(lb, func() {
-				lk.Do(la, func() { ran = true })
-				state := "closed"
-				if p.World().Kind() == "real" {
-					// A now blocks on the mutex, inside its callback.
-					if !waitParked("sync.Mutex.Lock", "xceiver/real.(*lock).Do.func1", 1) {
-						state = "A never waited"
+		var a string // A's goroutine (real)
+		la.Post(func() {
+			a = goroutineID()
+			lb.Post(func() {
+				lk.Do(lb, func() {
+					lk.Do(la, func() { ran = true })
+					state := "closed"
+					if p.World().Kind() == "real" {
+						// A now blocks on the mutex, inside its callback.
+						if !waitParked("sync.Mutex.Lock", "xceiver/real.(*lock).Do", a) {
+							state = "A never waited"
+						}
+					} else {
+						p.CPU(model.CPUParse, 5000)
 					}
-				} else {
-					p.CPU(model.CPUParse, 5000)
-				}
-				la.Close()
-				main.Post(func() {
-					main.AfterFunc(50*time.Millisecond, func() {
-						lk.Do(main, func() { done(fmt.Sprintf("%s; fA ran: %v", state, ran)) })
+					la.Close()
+					main.Post(func() {
+						main.AfterFunc(50*time.Millisecond, func() {
+							lk.Do(main, func() { done(fmt.Sprintf("%s; fA ran: %v", state, ran)) })
+						})
 					})
 				})
 			})
@@ -153,21 +158,28 @@ func TestRWLockArrivalOrder(t *testing.T) {
 				main.Post(report)
 			}
 		}
-		waiting := func(n int) { // until n waiters wait for the lock
+		var w2, r string               // L2's and L3's goroutines (real)
+		waiting := func(g ...string) { // until the goroutines g wait for the lock
 			if p.World().Kind() == "real" {
-				if !waitParked("chan receive", "xceiver/real.(*rwlock).acquire", n) {
-					add(fmt.Sprintf("(no %d waiters)", n))
+				if !waitParked("chan receive", "xceiver/real.(*rwlock).acquire", g...) {
+					add(fmt.Sprintf("(no %d waiters)", len(g)))
 				}
 			} else {
 				p.CPU(model.CPUParse, 1000) // 200 µs
 			}
 		}
-		l1.Post(func() {
-			lk.Do(l1, func() {
-				lk.Do(l2, func() { add("W2") })
-				waiting(1)
-				lk.RDo(l3, func() { add("R") })
-				waiting(2)
+		l2.Post(func() {
+			w2 = goroutineID()
+			l3.Post(func() {
+				r = goroutineID()
+				l1.Post(func() {
+					lk.Do(l1, func() {
+						lk.Do(l2, func() { add("W2") })
+						waiting(w2)
+						lk.RDo(l3, func() { add("R") })
+						waiting(w2, r)
+					})
+				})
 			})
 		})
 		main.AfterFunc(3*time.Second, report) // the failure path: a waiter never ran
@@ -264,12 +276,14 @@ func TestNoCallbackAfterStop(t *testing.T) {
 	sameInBoth(t, "100")(fmt.Sprint(sn), fmt.Sprint(rn))
 }
 
-// waitParked waits, for 1 s at most, until at least n goroutines are
-// parked in state (as runtime.Stack names it, "chan receive") with fn on
-// their stacks, and reports whether they were: in the real world, the
-// only witness that a loop has reached a lock's wait, for it is blocked
-// inside its callback and can post nothing.
-func waitParked(state, fn string, n int) bool {
+// waitParked waits, for 1 s at most, until each of the goroutines gs is
+// parked in state (as runtime.Stack names it, "chan receive") with a
+// frame of fn on its stack, and reports whether they were: in the real
+// world, the only witness that a loop has reached a lock's wait, for it
+// is blocked inside its callback and can post nothing. Goroutines are
+// named by id (goroutineID, taken on the loop beforehand): another
+// world's loop still parked in the same place must not count.
+func waitParked(state, fn string, gs ...string) bool {
 	buf := make([]byte, 1<<16)
 	for start := time.Now(); ; time.Sleep(time.Millisecond) {
 		k := runtime.Stack(buf, true)
@@ -280,15 +294,24 @@ func waitParked(state, fn string, n int) bool {
 		parked := 0
 		for _, g := range strings.Split(string(buf[:k]), "\n\n") {
 			head, _, _ := strings.Cut(g, "\n")
-			if strings.Contains(head, "["+state) && strings.Contains(g, "\n"+fn+"(") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(head, "goroutine "), " ")
+			if slices.Contains(gs, id) && strings.Contains(head, "["+state) && strings.Contains(g, "\n"+fn) {
 				parked++
 			}
 		}
-		if parked >= n {
+		if parked == len(gs) {
 			return true
 		}
 		if time.Since(start) > time.Second {
 			return false
 		}
 	}
+}
+
+// goroutineID is the calling goroutine's id, as runtime.Stack prints it.
+func goroutineID() string {
+	var buf [64]byte
+	head := string(buf[:runtime.Stack(buf[:], false)])
+	id, _, _ := strings.Cut(strings.TrimPrefix(head, "goroutine "), " ")
+	return id
 }

@@ -13,7 +13,7 @@ import (
 // end of a connection that was open when it stopped), runs only its main
 // loop, and a StopThen asked after that still runs.
 func TestDatanodeStopThenRunsOnceReleased(t *testing.T) {
-	const want = "while serving: 5 threads; released: 0 fds and 1 thread beyond the start and the client's end, the client heard the close: true; asked again: ran"
+	const want = "while serving: 5 threads; released: 0 fds beyond the start and the client's end, 1 thread, the client heard the close: true; asked again: ran"
 	sameInBoth(t, want)(untilDone(t, model.ProcessConfig{}, func(p model.Process, done func(string)) {
 		fds0 := p.FDs().Open
 		addr := "dn:50010"
@@ -39,7 +39,7 @@ func TestDatanodeStopThenRunsOnceReleased(t *testing.T) {
 			serving, _ := p.Threads()
 			dn.StopThen(func() {
 				threads, _ := p.Threads()
-				got := fmt.Sprintf("while serving: %d threads; released: %d fds and %d thread beyond the start and the client's end", serving, p.FDs().Open-fds0-1, threads)
+				got := fmt.Sprintf("while serving: %d threads; released: %d fds beyond the start and the client's end, %d thread", serving, p.FDs().Open-fds0-1, threads)
 				// The datanode's end closed on its selector before the
 				// loops went; the client's end hears of it a little later.
 				p.MainLoop().AfterFunc(20*time.Millisecond, func() {

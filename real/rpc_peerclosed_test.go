@@ -101,7 +101,8 @@ func hangUpAfterCalls(t *testing.T, svc rpc.Service, cfg rpc.ServerConfig, calls
 }
 
 // begunService is a Service that closes begun when it is given its first
-// call.
+// call. It hides any Decoder or FrameEncoder the wrapped service has (the
+// server looks for them on its Service): wrap only services without.
 type begunService struct {
 	rpc.Service
 	once  sync.Once

@@ -166,7 +166,9 @@ func waiterHeard(w model.World, quit Attack, bugs func(*model.DatanodeBugs), beh
 // would be read, and the run test nothing); only once that is seen is the
 // second client told to close (Peers.Quit: a close on a timer of its own
 // would race the look, a late datanode loop finding the waiter already
-// gone); 380 ms after the look only the hoarder's connection may be open.
+// gone); 380 ms after the step that asked for the look (the look itself
+// runs under the lock, a little later) only the hoarder's connection may
+// be open.
 func writeWaiterDeaf(w model.World, bug bool) error {
 	const size = 256 << 10
 	s := Scenario{Attacks: []Attack{
@@ -189,7 +191,7 @@ func writeWaiterDeaf(w model.World, bug bool) error {
 			return
 		}
 		if n := dn.Conns(); n != 1 {
-			symptom = fmt.Errorf("%d connections open, want the hoarder's alone: a write waiting for room whose client was told to close 380 ms ago is still held", n)
+			symptom = fmt.Errorf("%d connections open, want the hoarder's alone: a write waiting for room whose client was told to close some 380 ms before is still held", n)
 		}
 	}
 	if err := Run(w, s, 30*time.Second); err != nil {
@@ -244,16 +246,15 @@ func sharersSleep(w model.World, bug bool) error {
 // once its request had arrived).
 func resetWhenFull(w model.World, bug bool) error {
 	// (The read is long enough to be under way when the cap decides.
-	// The busy connection is a non-reader: once its request has
-	// arrived (the datanode's ask reads it first) it is busy for good,
-	// in its op or kept alive after it. A drip was busy only until it
-	// had been partial model.TCPPartialGrace: a datanode whose selector
-	// answered the ask that late closed it for room, the read got in
-	// with the defect on too, and the defect went unseen. Nothing now
-	// bounds the read from above, so it comes late enough for a late
-	// acceptor to have taken the non-reader model.IdleGrace before it:
-	// taken together, the non-reader is too young to ask, and the walk
-	// the evict timer starts has no newest to close.)
+	// The busy connection is a client that never reads: once its
+	// request has arrived it stays busy, in its op and then kept
+	// alive. A drip, used before, was busy only for its first
+	// model.TCPPartialGrace, so a late datanode loop could find it
+	// idle, close it for room, and let the read in with the defect on.
+	// The read comes at 200 ms so that the non-reader was accepted
+	// more than model.IdleGrace before it even when the acceptor runs
+	// late: a connection younger than that is never asked, and with
+	// nothing to ask the cap has nobody to close.)
 	s := Scenario{Blocks: map[uint64]int{1: 1000, 2: bigBlock}, Reads: []uint64{2}, ReadsAt: 200 * time.Millisecond,
 		Attacks: []Attack{{Kind: NonReader, Count: 1, Block: 1, Length: 1000}}}
 	// 68 fds kept in reserve (64, the pool's 2, the selector's 2): a
