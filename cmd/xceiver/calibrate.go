@@ -43,11 +43,6 @@ func calibrateCommand() *command {
 				if *rounds < 1 || *rounds > maxCalibrateRounds {
 					return report(c.stderr, c.usagef("--rounds %d: want 1 to %d", *rounds, maxCalibrateRounds))
 				}
-				if v := os.Getenv(real.LateEnv); v != "" {
-					// A profile outlives the run: its costs would carry
-					// the late loops as this machine's.
-					return report(c.stderr, c.usagef("%s=%q makes the real world's loops late on purpose: unset it to measure this machine", real.LateEnv, v))
-				}
 				if *out != "" {
 					// Before the rounds, not after minutes of them.
 					if err := checkOutFile(*out); err != nil {
@@ -56,6 +51,11 @@ func calibrateCommand() *command {
 				}
 				if dryRun {
 					return exitOK
+				}
+				if v := os.Getenv(real.LateEnv); v != "" {
+					// A profile outlives the run: its costs would carry
+					// the late loops as this machine's.
+					return report(c.stderr, c.usagef("%s=%q makes the real world's loops late on purpose: unset it to measure this machine", real.LateEnv, v))
 				}
 				p, err := measureRounds(*rounds, nil, c.stderr)
 				if err != nil {

@@ -101,21 +101,26 @@ func poolWaitForever(w model.World, bug bool) error {
 
 // Item 4 again: clients that stop reading, each of its own block, queue
 // for the only handle ahead of a well-behaved read. Cutting them off one
-// stall timeout after another (400 ms each) keeps the read waiting past
+// stall timeout after another (750 ms each) keeps the read waiting past
 // the handle wait (1 s); a handle given back while a client's window is
-// closed lets it through at once.
+// closed lets it through at once. (Two of them, 750 ms: the second takes
+// the handle at about 0.8 s, before its own wait runs out, and keeps it
+// to about 1.55 s, past the read's. Four at 400 ms left the waiting
+// clients' waits running out just before the read's, a few ms from a
+// cut: with loops running late, XCEIVER_REAL_LATE=20ms@0.15, a cut fell
+// between them and the read got through with the defect on.)
 func handleHeldStalled(w model.World, bug bool) error {
-	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: bigBlock, 3: bigBlock, 4: bigBlock, 5: 1000}, Reads: []uint64{5}, ReadsAt: 100 * time.Millisecond}
-	for b := uint64(1); b <= 4; b++ {
+	s := Scenario{Blocks: map[uint64]int{1: bigBlock, 2: bigBlock, 3: 1000}, Reads: []uint64{3}, ReadsAt: 100 * time.Millisecond}
+	for b := uint64(1); b <= 2; b++ {
 		s.Attacks = append(s.Attacks, Attack{Kind: NonReader, Count: 1, Block: b, Length: bigBlock})
 	}
 	s.Datanode.PoolMax = 2
-	s.Datanode.StallTimeout = 400 * time.Millisecond
+	s.Datanode.StallTimeout = 600 * time.Millisecond
 	s.Datanode.HandleWait = time.Second
 	s.Datanode.Bugs.HoldWhileStalled = bug
 	return checkAt(w, s, 3*time.Second, func(dn *model.Datanode, peers *Peers) error {
 		if peers.Reads != 1 {
-			return fmt.Errorf("a read queued behind 4 non-readers for the only handle did not complete (%d failed; handle wait 1 s, stall timeout 400 ms)", peers.ReadErrs)
+			return fmt.Errorf("a read queued behind 2 non-readers for the only handle did not complete (%d failed; handle wait 1 s, stall timeout 600 ms)", peers.ReadErrs)
 		}
 		return nil
 	})
