@@ -294,8 +294,7 @@ func waitParked(state, fn string, gs ...string) bool {
 		parked := 0
 		for _, g := range strings.Split(string(buf[:k]), "\n\n") {
 			head, _, _ := strings.Cut(g, "\n")
-			id, _, _ := strings.Cut(strings.TrimPrefix(head, "goroutine "), " ")
-			if slices.Contains(gs, id) && strings.Contains(head, "["+state) && strings.Contains(g, "\n"+fn) {
+			if slices.Contains(gs, stackGoroutine(head)) && strings.Contains(head, "["+state) && strings.Contains(g, "\n"+fn) {
 				parked++
 			}
 		}
@@ -311,7 +310,12 @@ func waitParked(state, fn string, gs ...string) bool {
 // goroutineID is the calling goroutine's id, as runtime.Stack prints it.
 func goroutineID() string {
 	var buf [64]byte
-	head := string(buf[:runtime.Stack(buf[:], false)])
+	return stackGoroutine(string(buf[:runtime.Stack(buf[:], false)]))
+}
+
+// stackGoroutine is the id in a runtime.Stack goroutine header
+// ("goroutine 7 [chan receive]:").
+func stackGoroutine(head string) string {
 	id, _, _ := strings.Cut(strings.TrimPrefix(head, "goroutine "), " ")
 	return id
 }
