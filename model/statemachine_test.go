@@ -714,10 +714,6 @@ type storeMachine struct {
 	disk  *bsDisk
 	store *BlockStore
 	ref   map[uint64][]byte
-	// maybe holds, after a crash during an update, the state the update
-	// would have made: recovery must give the old state or this one.
-	maybe map[uint64][]byte
-	crash bool
 }
 
 func (m *storeMachine) init(t *rapid.T) {

@@ -1105,7 +1105,6 @@ type rpcClient struct {
 	// garbage: while it is still the count, the garbage went on the
 	// connection the client has now.
 	garbageDials int
-	raw          []model.Conn
 	// The namenode's rpc server and its count of idle closes when the
 	// client last made a call.
 	idleSrv    *rpc.Server

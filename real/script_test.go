@@ -24,12 +24,11 @@ import (
 // its start for clock granularity).
 
 type capSeg struct {
-	t          time.Time
-	sport      int
-	dport      int
-	len        int
-	flags      string
-	cwrOrOther bool
+	t     time.Time
+	sport int
+	dport int
+	len   int
+	flags string
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -175,7 +175,6 @@ type scenarioClient struct {
 	loop       model.Loop
 	nc         *Client
 	from, to   time.Duration
-	stopped    bool
 	seq        int
 	res        ScenarioResult
 	firstError string

@@ -916,20 +916,6 @@ func TestHadoopReaderOneCallPerEvent(t *testing.T) {
 	}
 }
 
-// floodUnread has cl ask for 100 answers of 16 KiB, reading 4 KiB at a
-// time, then stop reading: the server's responses to it pile up while its
-// calls fill the queue. cl closes after 2 s.
-func floodUnread(p model.Process, cl *rpc.Client) {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], 16<<10)
-	p.(*sim.Process).SlowReader(4096)
-	for k := 0; k < 100; k++ {
-		cl.Call(srvAddr, mBig, n[:], func(rpc.Reply) {})
-	}
-	cl.PauseReading(srvAddr)
-	p.MainLoop().AfterFunc(2*time.Second, func() { cl.Close() })
-}
-
 // Replies the server must queue (their client is not reading) keep their
 // bytes while the handler frames the next ones in its own buffer: each
 // call gets its own answer, whole.
