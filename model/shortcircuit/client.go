@@ -1054,8 +1054,16 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done
 		return
 	}
 	c.stats.LocalReads++
+	// The copy into the reader's buffer is charged; the bytes are not
+	// copied again: data is this read's own buffer, so the result is a
+	// window of it, capped so that an append cannot reach past it.
+	// (bench hdfs-15202's 100,000 reads a run spent 15% of their CPU
+	// zeroing and filling a second 64 KiB buffer each.)
 	c.p.CPU(model.CPUCopy, int(n))
-	out := make([]byte, n)
-	copy(out, data[off-first:])
+	lo := off - first
+	out := data[lo : lo+n : lo+n]
+	if out == nil {
+		out = []byte{} // (an empty read's Data is empty, not nil, as before)
+	}
 	done(model.Result{Status: model.StatusSuccess, Stamp: r.Key.Stamp, Length: r.Length, Data: out}, false)
 }
