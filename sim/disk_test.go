@@ -109,6 +109,77 @@ func TestReadAtStopsAtTheEndWithEOF(t *testing.T) {
 	}
 }
 
+// AppendAt (model.FileAppender) reads as ReadAt does: the same bytes,
+// appended after dst's; the same errors (io.EOF where the file ends
+// first, a refusal of a negative offset, an EIO fault, a closed file);
+// and the same trace and CPU, so that a caller moved from one to the
+// other runs the same events. Half the reads draw an EIO.
+func TestAppendAtReadsAsReadAtDoes(t *testing.T) {
+	type read struct {
+		off int64
+		n   int
+	}
+	reads := []read{{0, 1000}, {500, 100}, {500, 1000}, {999, 2}, {1000, 10}, {5000, 10}, {5000, 0}, {-1, 10}, {0, 0}}
+	content := model.BlockContent(3, 1000)
+	run := func(appendAt bool) (got []string, hash uint64, cpu time.Duration) {
+		w := New(DefaultConfig(7))
+		// (In a callback, where reads are charged to the process.)
+		sp, err := w.Spawn("p", model.ProcessConfig{}, func(mp model.Process) {
+			p := mp.(*Process)
+			f, err := p.Disk().Open("blk", model.ReadWrite|model.Create, model.FDFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := f.WriteAt(content, 0); n != len(content) || err != nil {
+				t.Fatalf("write: %d, %v", n, err)
+			}
+			p.disk.SetFaults(DiskFaults{ReadEIO: 0.5})
+			for round := 0; round < 8; round++ {
+				for _, r := range reads {
+					var b []byte
+					var err error
+					if appendAt {
+						b, err = f.(model.FileAppender).AppendAt([]byte("head"), r.off, r.n)
+					} else {
+						b = make([]byte, max(r.n, 0))
+						var n int
+						n, err = f.ReadAt(b, r.off)
+						b = append([]byte("head"), b[:n]...)
+					}
+					got = append(got, fmt.Sprintf("%d+%d: %q %v", r.off, r.n, b, err))
+				}
+			}
+			f.Close()
+			_, err = f.(model.FileAppender).AppendAt(nil, 0, 10)
+			got = append(got, fmt.Sprintf("closed: %v", err))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return got, w.TraceHash(), sp.(*Process).CPUTime()
+	}
+	viaRead, readHash, readCPU := run(false)
+	appended, appendHash, appendCPU := run(true)
+	eio := 0
+	for i := range viaRead {
+		if viaRead[i] != appended[i] {
+			t.Errorf("read %d: ReadAt gave %.80s, AppendAt %.80s", i, viaRead[i], appended[i])
+		}
+		if strings.Contains(viaRead[i], "EIO") || strings.Contains(viaRead[i], "input/output") {
+			eio++
+		}
+	}
+	if readHash != appendHash || readCPU != appendCPU {
+		t.Errorf("ReadAt's trace %x and CPU %v, AppendAt's %x and %v", readHash, readCPU, appendHash, appendCPU)
+	}
+	if eio == 0 {
+		t.Errorf("no read drew an EIO: the faults were not compared")
+	}
+}
+
 // A squeeze's unnamed files are opened as Open of fresh names opens
 // them: the same fds and trace, the same CPU, the same inode numbers (so
 // the ids of the connections after them), a crash point met at the same
