@@ -871,10 +871,32 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 	c.ReadVia(block, stamp, off, n, func(r model.Result, _ bool) { done(r) })
 }
 
+// ReadInto is Read into the caller's buffer, as model.Client's ReadInto:
+// done's Result.Data is held in buf when buf can hold the read (a local
+// read's whole checksum chunks and their checksums: ReadRoom), else in a
+// buffer of its own. A reader that reads over and over (a pread into its
+// buffer, as bench hdfs-15202's threads) spares a buffer of the read's
+// size each time. buf is the client's until done is called.
+func (c *Client) ReadInto(block, stamp uint64, off, n int64, buf []byte, done func(model.Result)) {
+	c.readVia(block, stamp, off, n, buf, func(r model.Result, _ bool) { done(r) })
+}
+
+// ReadRoom is the room ReadInto's buffer needs for a read of n bytes:
+// the chunks the read touches, at most two more than its own bytes fill,
+// and their checksums.
+func ReadRoom(n int64) int {
+	chunks := (n+model.BytesPerChecksum-1)/model.BytesPerChecksum + 1
+	return int(n) + 2*model.BytesPerChecksum + int(chunks)*model.ChecksumSize
+}
+
 // ReadVia is Read telling done whether the read was served from the
 // replica's passed fds (local) or over TCP, as HDFS's ReadStatistics
 // count short-circuit bytes apart from the rest.
 func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Result, local bool)) {
+	c.readVia(block, stamp, off, n, nil, done)
+}
+
+func (c *Client) readVia(block, stamp uint64, off, n int64, into []byte, done func(r model.Result, local bool)) {
 	c.ops++
 	c.stats.Reads++
 	finish := func(r model.Result, local bool) {
@@ -886,7 +908,7 @@ func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Re
 	// readable. HDFS looks before its cache lookup, in a concurrent map;
 	// here that would put a process-wide lock on every read.
 	if c.cfg.Path == "" || off < 0 || n < 0 {
-		c.viaTCP(block, stamp, off, n, finish)
+		c.viaTCP(block, stamp, off, n, into, finish)
 		return
 	}
 	c.sh.cache.Lookup(c.loop, block, stamp, func(r *Replica, how Outcome, err error) {
@@ -900,12 +922,12 @@ func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Re
 		}
 		switch how {
 		case LookupHit, LookupShared:
-			c.readLocal(r, block, stamp, off, n, finish)
+			c.readLocal(r, block, stamp, off, n, into, finish)
 		case LookupFailed:
 			// The fetch this read waited for failed; its reader has
 			// recorded the failure (fallback), as HDFS's waiters in
 			// fetchOrCreate go on to the next block reader.
-			c.viaTCP(block, stamp, off, n, finish)
+			c.viaTCP(block, stamp, off, n, into, finish)
 		case LookupFetch:
 			c.fetch(block, stamp, func(r *Replica, err error) {
 				if err != nil {
@@ -914,21 +936,21 @@ func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Re
 					if !errors.Is(err, errPathDisabled) || c.sh.cfg.Bugs.OffExtendedByTCP {
 						c.fallback(err)
 					}
-					c.viaTCP(block, stamp, off, n, finish)
+					c.viaTCP(block, stamp, off, n, into, finish)
 					return
 				}
 				c.sh.cache.Insert(c.loop, r, func() {
 					c.sh.armCleaner(c.loop)
-					c.readLocal(r, block, stamp, off, n, finish)
+					c.readLocal(r, block, stamp, off, n, into, finish)
 				})
 			})
 		}
 	})
 }
 
-func (c *Client) viaTCP(block, stamp uint64, off, n int64, done func(model.Result, bool)) {
+func (c *Client) viaTCP(block, stamp uint64, off, n int64, into []byte, done func(model.Result, bool)) {
 	c.stats.TCPReads++
-	c.tcp.Read(block, stamp, off, n, func(r model.Result) { done(r, false) })
+	c.tcp.ReadInto(block, stamp, off, n, into, func(r model.Result) { done(r, false) })
 }
 
 // fallback records a failed short-circuit attempt. A rejection (missing
@@ -998,11 +1020,11 @@ func (c *Client) fetch(block, stamp uint64, cb func(*Replica, error)) {
 // readLocal reads from a replica's fds (the caller holds a reference,
 // given back before done runs, so a read that returned holds no fd),
 // verifying checksums unless told not to.
-func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done func(model.Result, bool)) {
-	c.readReplica(r, block, stamp, off, n, func(res model.Result, fallback bool) {
+func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, into []byte, done func(model.Result, bool)) {
+	c.readReplica(r, block, stamp, off, n, into, func(res model.Result, fallback bool) {
 		c.sh.cache.Unref(c.loop, r, func() {
 			if fallback {
-				c.viaTCP(block, stamp, off, n, done)
+				c.viaTCP(block, stamp, off, n, into, done)
 				return
 			}
 			done(res, true)
@@ -1010,7 +1032,7 @@ func (c *Client) readLocal(r *Replica, block, stamp uint64, off, n int64, done f
 	})
 }
 
-func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done func(model.Result, bool)) {
+func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, into []byte, done func(model.Result, bool)) {
 	if off > r.Length || n > r.Length-off {
 		done(model.Result{Status: model.StatusErrorInvalid, Stamp: r.Key.Stamp, Length: r.Length,
 			Err: fmt.Errorf("read of %d bytes at %d past the end of block %d (%d bytes): %w", n, off, block, r.Length, model.ErrRejected)}, false)
@@ -1024,7 +1046,11 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done
 	var data []byte
 	var err error
 	if c.cfg.SkipChecksum || c.sh.cfg.Bugs.LocalUnverified {
-		data = make([]byte, end-first)
+		if int64(cap(into)) >= end-first {
+			data = into[:end-first]
+		} else {
+			data = make([]byte, end-first)
+		}
 		var m int
 		m, err = r.Data.ReadAt(data, first)
 		if err == io.EOF && int64(m) == end-first {
@@ -1032,7 +1058,11 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done
 		}
 	} else {
 		bf := model.BlockFiles{ID: block, Stamp: r.Key.Stamp, Length: r.Length, Data: r.Data, Meta: r.Meta}
-		data, _, err = bf.ReadChunks(nil, first, int(end-first))
+		var dst []byte
+		if cap(into) >= ReadRoom(n) {
+			dst = into[:0]
+		}
+		data, _, err = bf.ReadChunks(dst, first, int(end-first))
 		c.p.CPU(model.CPUChecksum, len(data))
 	}
 	if err != nil {
@@ -1055,8 +1085,9 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, done
 	}
 	c.stats.LocalReads++
 	// The copy into the reader's buffer is charged; the bytes are not
-	// copied again: data is this read's own buffer, so the result is a
-	// window of it, capped so that an append cannot reach past it.
+	// copied again: data is this read's own buffer (or the caller's,
+	// ReadInto), so the result is a window of it, capped so that an
+	// append cannot reach past it.
 	// (bench hdfs-15202's 100,000 reads a run spent 15% of their CPU
 	// zeroing and filling a second 64 KiB buffer each.)
 	c.p.CPU(model.CPUCopy, int(n))

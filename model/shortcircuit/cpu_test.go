@@ -96,7 +96,7 @@ func TestLocalReadChargesItsCopy(t *testing.T) {
 	closes := 0
 	r := &Replica{Key: Key{1, 1}, Length: 4096, Data: &fakeFile{closed: &closes}, Meta: &fakeFile{closed: &closes}}
 	var res model.Result
-	cl.readReplica(r, 1, 0, 100, 1000, func(got model.Result, fallback bool) {
+	cl.readReplica(r, 1, 0, 100, 1000, nil, func(got model.Result, fallback bool) {
 		if fallback {
 			t.Fatalf("the read fell back: %v", got.Err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,5 +285,62 @@ func TestReadLifecycleReal(t *testing.T) {
 	readLifecycle(t, w, "127.0.0.1:0", "dn_socket")
 	if err := closeWorld(); err != nil {
 		t.Error(err)
+	}
+}
+
+// ReadInto reads into the caller's buffer when it has ReadRoom for the
+// read, short-circuit or over TCP (no path), and into a buffer of its own
+// when it has less; the bytes are the block's either way, and a read's
+// bytes stay put until done returns (the next read may reuse buf).
+func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
+	want := model.BlockContent(1, blockLen)
+	// within: whether data lies in buf (a change to it shows in buf).
+	within := func(buf, data []byte) bool {
+		before := bytes.Clone(buf[:cap(buf)])
+		data[0] ^= 0xff
+		in := !bytes.Equal(before, buf[:cap(buf)])
+		data[0] ^= 0xff
+		return in
+	}
+	var got []string
+	startEnv(t, simWorld(), "dn:50010", "/run/dn_socket", shortcircuit.SharedConfig{}, shortcircuit.ClientConfig{}, func(e *env) {
+		room := make([]byte, shortcircuit.ReadRoom(1000))
+		small := make([]byte, 999)
+		tcpOnly, err := shortcircuit.NewClient(e.cp, e.cp.MainLoop(), 2, e.sh, shortcircuit.ClientConfig{TCP: model.ClientConfig{Datanode: e.dn.Addr(), NoDelay: true}})
+		if err != nil {
+			e.w.Fail(err)
+			return
+		}
+		read := func(cl *shortcircuit.Client, name string, off int64, buf []byte) func(next func()) {
+			return func(next func()) {
+				cl.ReadInto(1, 0, off, 1000, buf, func(r model.Result) {
+					match := bytes.Equal(r.Data, want[off:off+1000])
+					got = append(got, fmt.Sprintf("%s: err %v match %v in buf %v", name, r.Err, match, match && within(buf, r.Data)))
+					next()
+				})
+			}
+		}
+		steps(
+			read(e.cl, "first local, unaligned", 100, room),
+			read(e.cl, "cached local, aligned", 512, room),
+			read(e.cl, "local, small buffer", 100, small),
+			read(tcpOnly, "tcp", 100, room),
+			read(tcpOnly, "tcp, small buffer", 100, small),
+			func(next func()) {
+				tcpOnly.Close()
+				next()
+			},
+			e.finish(new(rest)),
+		)
+	})
+	want2 := []string{
+		"first local, unaligned: err <nil> match true in buf true",
+		"cached local, aligned: err <nil> match true in buf true",
+		"local, small buffer: err <nil> match true in buf false",
+		"tcp: err <nil> match true in buf true",
+		"tcp, small buffer: err <nil> match true in buf false",
+	}
+	if strings.Join(got, "\n") != strings.Join(want2, "\n") {
+		t.Errorf("reads:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want2, "\n"))
 	}
 }

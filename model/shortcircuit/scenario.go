@@ -192,17 +192,25 @@ type reader interface {
 	close()
 }
 
-type tcpReader struct{ c *model.Client }
+// The readers read into a buffer of their own, as a thread's pread into
+// its buffer: each read's data is checked in done and then let go.
+type tcpReader struct {
+	c   *model.Client
+	buf []byte
+}
 
 func (r tcpReader) read(block uint64, off, n int64, done func(model.Result)) {
-	r.c.Read(block, 0, off, n, done)
+	r.c.ReadInto(block, 0, off, n, r.buf, done)
 }
 func (r tcpReader) close() { r.c.Close() }
 
-type scReader struct{ c *Client }
+type scReader struct {
+	c   *Client
+	buf []byte
+}
 
 func (r scReader) read(block uint64, off, n int64, done func(model.Result)) {
-	r.c.Read(block, 0, off, n, done)
+	r.c.ReadInto(block, 0, off, n, r.buf, done)
 }
 func (r scReader) close() { r.c.Close() }
 
@@ -236,7 +244,7 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 				w.Fail(err)
 				return
 			}
-			readers = append(readers, tcpReader{c})
+			readers = append(readers, tcpReader{c, make([]byte, s.ReadSize)})
 		case "uds":
 			tcfg.Datanode, tcfg.Network = path, "unix"
 			c, err := model.NewClient(cp, l, i, tcfg)
@@ -244,7 +252,7 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 				w.Fail(err)
 				return
 			}
-			readers = append(readers, tcpReader{c})
+			readers = append(readers, tcpReader{c, make([]byte, s.ReadSize)})
 		case "sc":
 			c, err := NewClient(cp, l, i, sh, ClientConfig{Path: path, TCP: tcfg, SkipChecksum: s.SkipChecksum})
 			if err != nil {
@@ -252,7 +260,7 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 				return
 			}
 			scs = append(scs, c)
-			readers = append(readers, scReader{c})
+			readers = append(readers, scReader{c, make([]byte, ReadRoom(int64(s.ReadSize)))})
 		}
 	}
 	main := cp.MainLoop()
