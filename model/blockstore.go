@@ -619,33 +619,16 @@ func (b *BlockFiles) readChunks(dst []byte, off int64, n int, verify bool) (data
 	}
 	sumsLen := numChunks(n, BytesPerChecksum) * ChecksumSize
 	start := len(dst)
-	// A FileAppender's data grows the buffer behind the checksums
-	// without zeroing it first; other files' are read into room made
-	// for both at once.
-	appender, _ := b.Data.(FileAppender)
-	room := sumsLen + n
-	if appender != nil {
-		room = sumsLen
-	}
-	buf := slices.Grow(dst, room)[:start+sumsLen]
-	if err := readFull(b.Meta, buf[start:], metaHeaderLen+off/BytesPerChecksum*ChecksumSize); err != nil {
-		return nil, nil, fmt.Errorf("model: block %d: meta file: %w", b.ID, err)
-	}
-	b.patchLast(buf[start:], off)
-	switch {
-	case appender == nil:
-		buf = buf[:start+sumsLen+n]
-		err = readFull(b.Data, buf[start+sumsLen:], off)
-	case n > 0: // (readFull reads nothing for nothing)
-		if buf, err = appender.AppendAt(buf, off, n); err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("model: block %d: data file: %w", b.ID, err)
-	}
+	buf := slices.Grow(dst, sumsLen+n)[:start+sumsLen+n]
 	sums = buf[start : start+sumsLen]
 	data = buf[start+sumsLen:]
+	if err := readFull(b.Meta, sums, metaHeaderLen+off/BytesPerChecksum*ChecksumSize); err != nil {
+		return nil, nil, fmt.Errorf("model: block %d: meta file: %w", b.ID, err)
+	}
+	b.patchLast(sums, off)
+	if err := readFull(b.Data, data, off); err != nil {
+		return nil, nil, fmt.Errorf("model: block %d: data file: %w", b.ID, err)
+	}
 	if !verify {
 		return data, sums, nil
 	}

@@ -399,17 +399,6 @@ type SharedFileWriter interface {
 	WriteAtShared(p []byte, off int64) (int, error)
 }
 
-// FileAppender is implemented by a File that can read into fresh memory
-// without zeroing it first (sim's files). AppendAt appends to dst the n
-// bytes at off, as ReadAt into a buffer of n bytes reads them: at ReadAt's
-// modelled cost, with its faults and errors, and io.EOF, with what there
-// was appended, where the file ends before n. A buffer made for a read is
-// zeroed and then filled, each a pass over its bytes: bench hdfs-15202's
-// short-circuit reads spent a sixth of their CPU zeroing theirs.
-type FileAppender interface {
-	AppendAt(dst []byte, off int64, n int) ([]byte, error)
-}
-
 // WorkerPool runs blocking work (disk reads, checksums) off the loops.
 type WorkerPool interface {
 	// Submit runs work on a free worker, then posts done to loop. Work

@@ -690,51 +690,37 @@ func (f *File) step(write bool, tear func(keep int)) error {
 
 // ReadAt implements model.File.
 func (f *File) ReadAt(b []byte, off int64) (int, error) {
-	src, err := f.pread(len(b), off)
-	return copy(b, src), err
-}
-
-// AppendAt implements model.FileAppender.
-func (f *File) AppendAt(dst []byte, off int64, n int) ([]byte, error) {
-	src, err := f.pread(n, off)
-	return append(dst, src...), err
-}
-
-// pread is a pread of n bytes at off: its checks, faults, costs and
-// record. It returns the bytes read as a window of the file, valid until
-// the file is next written, and io.EOF where there were fewer than n.
-func (f *File) pread(n int, off int64) ([]byte, error) {
 	if f.closed {
-		return nil, model.ErrClosed
+		return 0, model.ErrClosed
 	}
 	if err := f.step(false, nil); err != nil {
-		return nil, fmt.Errorf("pread: %w", err)
+		return 0, fmt.Errorf("pread: %w", err)
 	}
 	w := f.d.w
 	w.charge(w.cfg.CPU.Syscall)
 	if off < 0 {
-		return nil, fmt.Errorf("pread: negative offset %d: %w", off, fs.ErrInvalid)
+		return 0, fmt.Errorf("pread: negative offset %d: %w", off, fs.ErrInvalid)
 	}
-	if n <= 0 {
-		return nil, nil // pread of nothing reads nothing, even past the end
+	if len(b) == 0 {
+		return 0, nil // pread of nothing reads nothing, even past the end
 	}
 	size := int64(len(f.ino.data))
 	if off >= size {
-		return nil, io.EOF
+		return 0, io.EOF
 	}
-	m := n
-	if int64(m) > size-off {
-		m = int(size - off)
+	n := len(b)
+	if int64(n) > size-off {
+		n = int(size - off)
 	}
-	if err := f.d.ioCost(f.ino, off, m, false); err != nil {
-		return nil, fmt.Errorf("pread: %w", err)
+	if err := f.d.ioCost(f.ino, off, n, false); err != nil {
+		return 0, fmt.Errorf("pread: %w", err)
 	}
-	w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(m), S: "read"})
-	src := f.ino.data[off : off+int64(m)]
-	if m < n {
-		return src, io.EOF
+	copy(b, f.ino.data[off:off+int64(n)])
+	w.record(Event{Proc: f.p.name, Kind: "disk", Conn: f.ino.ino, A: off, B: int64(n), S: "read"})
+	if n < len(b) {
+		return n, io.EOF
 	}
-	return src, nil
+	return n, nil
 }
 
 // WriteAt implements model.File.
