@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"xceiver/model"
@@ -871,22 +872,22 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 	c.ReadVia(block, stamp, off, n, func(r model.Result, _ bool) { done(r) })
 }
 
-// ReadInto is Read into the caller's buffer, as model.Client's ReadInto:
-// done's Result.Data is held in buf when buf can hold the read (a local
-// read's whole checksum chunks and their checksums: ReadRoom), else in a
-// buffer of its own. A reader that reads over and over (a pread into its
-// buffer, as bench hdfs-15202's threads) spares a buffer of the read's
-// size each time. buf is the client's until done is called.
-func (c *Client) ReadInto(block, stamp uint64, off, n int64, buf []byte, done func(model.Result)) {
-	c.readVia(block, stamp, off, n, buf, func(r model.Result, _ bool) { done(r) })
+// ReadInto is ReadVia into the caller's buffer, as model.Client's
+// ReadInto: done's Result.Data is held in buf when buf can hold the read
+// (a local read's whole checksum chunks and their checksums: ReadRoom),
+// else in a buffer of its own. A reader that reads over and over (a pread
+// into its buffer, as bench hdfs-15202's threads) spares a buffer of the
+// read's size each time. buf is the client's until done is called.
+func (c *Client) ReadInto(block, stamp uint64, off, n int64, buf []byte, done func(r model.Result, local bool)) {
+	c.readVia(block, stamp, off, n, buf, done)
 }
 
 // ReadRoom is the room ReadInto's buffer needs for a read of n bytes:
-// the chunks the read touches, at most two more than its own bytes fill,
-// and their checksums.
+// the most checksum chunks n bytes can touch (a local read takes whole
+// chunks), and their checksums.
 func ReadRoom(n int64) int {
-	chunks := (n+model.BytesPerChecksum-1)/model.BytesPerChecksum + 1
-	return int(n) + 2*model.BytesPerChecksum + int(chunks)*model.ChecksumSize
+	chunks := (n+model.BytesPerChecksum-2)/model.BytesPerChecksum + 1
+	return int(chunks) * (model.BytesPerChecksum + model.ChecksumSize)
 }
 
 // ReadVia is Read telling done whether the read was served from the
@@ -1045,12 +1046,11 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, into
 	}
 	var data []byte
 	var err error
+	if cap(into) < ReadRoom(n) {
+		into = nil // (a buffer of the read's own)
+	}
 	if c.cfg.SkipChecksum || c.sh.cfg.Bugs.LocalUnverified {
-		if int64(cap(into)) >= end-first {
-			data = into[:end-first]
-		} else {
-			data = make([]byte, end-first)
-		}
+		data = slices.Grow(into[:0], int(end-first))[:end-first]
 		var m int
 		m, err = r.Data.ReadAt(data, first)
 		if err == io.EOF && int64(m) == end-first {
@@ -1058,11 +1058,7 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, into
 		}
 	} else {
 		bf := model.BlockFiles{ID: block, Stamp: r.Key.Stamp, Length: r.Length, Data: r.Data, Meta: r.Meta}
-		var dst []byte
-		if cap(into) >= ReadRoom(n) {
-			dst = into[:0]
-		}
-		data, _, err = bf.ReadChunks(dst, first, int(end-first))
+		data, _, err = bf.ReadChunks(into[:0], first, int(end-first))
 		c.p.CPU(model.CPUChecksum, len(data))
 	}
 	if err != nil {
@@ -1087,14 +1083,11 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, into
 	// The copy into the reader's buffer is charged; the bytes are not
 	// copied again: data is this read's own buffer (or the caller's,
 	// ReadInto), so the result is a window of it, capped so that an
-	// append cannot reach past it.
-	// (bench hdfs-15202's 100,000 reads a run spent 15% of their CPU
-	// zeroing and filling a second 64 KiB buffer each.)
+	// append cannot reach past it. (bench hdfs-15202's 100,000 reads a
+	// run spent 15% of their CPU zeroing and filling a second 64 KiB
+	// buffer each.)
 	c.p.CPU(model.CPUCopy, int(n))
 	lo := off - first
 	out := data[lo : lo+n : lo+n]
-	if out == nil {
-		out = []byte{} // (an empty read's Data is empty, not nil, as before)
-	}
 	done(model.Result{Status: model.StatusSuccess, Stamp: r.Key.Stamp, Length: r.Length, Data: out}, false)
 }

@@ -311,9 +311,14 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 			e.w.Fail(err)
 			return
 		}
+		unverified, err := shortcircuit.NewClient(e.cp, e.cp.MainLoop(), 3, e.sh, shortcircuit.ClientConfig{Path: "/run/dn_socket", SkipChecksum: true, TCP: model.ClientConfig{Datanode: e.dn.Addr(), NoDelay: true}})
+		if err != nil {
+			e.w.Fail(err)
+			return
+		}
 		read := func(cl *shortcircuit.Client, name string, off int64, buf []byte) func(next func()) {
 			return func(next func()) {
-				cl.ReadInto(1, 0, off, 1000, buf, func(r model.Result) {
+				cl.ReadInto(1, 0, off, 1000, buf, func(r model.Result, _ bool) {
 					match := bytes.Equal(r.Data, want[off:off+1000])
 					got = append(got, fmt.Sprintf("%s: err %v match %v in buf %v", name, r.Err, match, match && within(buf, r.Data)))
 					next()
@@ -324,10 +329,16 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 			read(e.cl, "first local, unaligned", 100, room),
 			read(e.cl, "cached local, aligned", 512, room),
 			read(e.cl, "local, small buffer", 100, small),
+			// Room for this read (two whole chunks) but under ReadRoom:
+			// its own buffer, as documented.
+			read(e.cl, "local, under ReadRoom", 512, make([]byte, 2*(model.BytesPerChecksum+model.ChecksumSize))),
 			read(tcpOnly, "tcp", 100, room),
 			read(tcpOnly, "tcp, small buffer", 100, small),
+			read(unverified, "skipping checksums", 600, room),
+			read(unverified, "skipping checksums, small buffer", 600, small),
 			func(next func()) {
 				tcpOnly.Close()
+				unverified.Close()
 				next()
 			},
 			e.finish(new(rest)),
@@ -337,10 +348,37 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 		"first local, unaligned: err <nil> match true in buf true",
 		"cached local, aligned: err <nil> match true in buf true",
 		"local, small buffer: err <nil> match true in buf false",
+		"local, under ReadRoom: err <nil> match true in buf false",
 		"tcp: err <nil> match true in buf true",
 		"tcp, small buffer: err <nil> match true in buf false",
+		"skipping checksums: err <nil> match true in buf true",
+		"skipping checksums, small buffer: err <nil> match true in buf false",
 	}
 	if strings.Join(got, "\n") != strings.Join(want2, "\n") {
 		t.Errorf("reads:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want2, "\n"))
+	}
+}
+
+// ReadRoom is the most room a local read of n bytes takes (its whole
+// checksum chunks and their checksums) over every offset: never less, so
+// that a buffer of it holds any read of n bytes, and no more.
+func TestReadRoomIsTheMostAReadTakes(t *testing.T) {
+	const bpc, sum = model.BytesPerChecksum, model.ChecksumSize
+	sizes := []int64{64<<10 - 1, 64 << 10, 64<<10 + 1}
+	for n := int64(0); n <= 3*bpc+3; n++ {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		most := int64(0)
+		for off := int64(0); off < 2*bpc; off++ {
+			first, end := off/bpc*bpc, off+n
+			if end%bpc != 0 {
+				end = (end/bpc + 1) * bpc
+			}
+			most = max(most, end-first+(end-first)/bpc*sum)
+		}
+		if got := shortcircuit.ReadRoom(n); int64(got) != most {
+			t.Errorf("ReadRoom(%d) = %d, the most a read of %d bytes takes is %d", n, got, n, most)
+		}
 	}
 }

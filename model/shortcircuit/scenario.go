@@ -210,7 +210,7 @@ type scReader struct {
 }
 
 func (r scReader) read(block uint64, off, n int64, done func(model.Result)) {
-	r.c.ReadInto(block, 0, off, n, r.buf, done)
+	r.c.ReadInto(block, 0, off, n, r.buf, func(res model.Result, _ bool) { done(res) })
 }
 func (r scReader) close() { r.c.Close() }
 
