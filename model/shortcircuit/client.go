@@ -873,9 +873,9 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 }
 
 // ReadInto is ReadVia into the caller's buffer, as model.Client's
-// ReadInto: done's Result.Data is held in buf when buf can hold the read
-// (a local read's whole checksum chunks and their checksums: ReadRoom),
-// else in a buffer of its own. A reader that reads over and over (a pread
+// ReadInto: done's Result.Data is held in buf when cap(buf) is at least
+// ReadRoom(n) (a local read takes whole checksum chunks, and their
+// checksums), else in a buffer of its own. A reader that reads over and over (a pread
 // into its buffer, as bench hdfs-15202's threads) spares a buffer of the
 // read's size each time. buf is the client's until done is called.
 func (c *Client) ReadInto(block, stamp uint64, off, n int64, buf []byte, done func(r model.Result, local bool)) {

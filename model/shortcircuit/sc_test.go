@@ -344,7 +344,7 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 			e.finish(new(rest)),
 		)
 	})
-	want2 := []string{
+	wantReads := []string{
 		"first local, unaligned: err <nil> match true in buf true",
 		"cached local, aligned: err <nil> match true in buf true",
 		"local, small buffer: err <nil> match true in buf false",
@@ -354,8 +354,8 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 		"skipping checksums: err <nil> match true in buf true",
 		"skipping checksums, small buffer: err <nil> match true in buf false",
 	}
-	if strings.Join(got, "\n") != strings.Join(want2, "\n") {
-		t.Errorf("reads:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want2, "\n"))
+	if strings.Join(got, "\n") != strings.Join(wantReads, "\n") {
+		t.Errorf("reads:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantReads, "\n"))
 	}
 }
 
