@@ -873,9 +873,11 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 }
 
 // ReadInto is ReadVia into the caller's buffer, as model.Client's
-// ReadInto: done's Result.Data is held in buf when cap(buf) is at least
-// ReadRoom(n) (a local read takes whole checksum chunks, and their
-// checksums), else in a buffer of its own. A reader that reads over and over (a pread
+// ReadInto: done's Result.Data lies within buf (a local read's after the
+// chunks' checksums and the first chunk's lead, not at buf[:n]) when
+// cap(buf) is at least ReadRoom(n), since a local read takes whole
+// checksum chunks and their checksums; else, over TCP too, it is in a
+// buffer of its own. A reader that reads over and over (a pread
 // into its buffer, as bench hdfs-15202's threads) spares a buffer of the
 // read's size each time. buf is the client's until done is called.
 func (c *Client) ReadInto(block, stamp uint64, off, n int64, buf []byte, done func(r model.Result, local bool)) {
@@ -898,6 +900,9 @@ func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Re
 }
 
 func (c *Client) readVia(block, stamp uint64, off, n int64, into []byte, done func(r model.Result, local bool)) {
+	if cap(into) < ReadRoom(n) {
+		into = nil // (a buffer of the read's own, whichever way it goes)
+	}
 	c.ops++
 	c.stats.Reads++
 	finish := func(r model.Result, local bool) {
@@ -1046,9 +1051,6 @@ func (c *Client) readReplica(r *Replica, block, stamp uint64, off, n int64, into
 	}
 	var data []byte
 	var err error
-	if cap(into) < ReadRoom(n) {
-		into = nil // (a buffer of the read's own)
-	}
 	if c.cfg.SkipChecksum || c.sh.cfg.Bugs.LocalUnverified {
 		data = slices.Grow(into[:0], int(end-first))[:end-first]
 		var m int

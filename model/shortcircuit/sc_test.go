@@ -290,8 +290,8 @@ func TestReadLifecycleReal(t *testing.T) {
 
 // ReadInto reads into the caller's buffer when it has ReadRoom for the
 // read, short-circuit or over TCP (no path), and into a buffer of its own
-// when it has less; the bytes are the block's either way, and a read's
-// bytes stay put until done returns (the next read may reuse buf).
+// when it has less, even room enough for this one read; the bytes are the
+// block's either way.
 func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 	want := model.BlockContent(1, blockLen)
 	// within: whether data lies in buf (a change to it shows in buf).
@@ -318,9 +318,9 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 		}
 		read := func(cl *shortcircuit.Client, name string, off int64, buf []byte) func(next func()) {
 			return func(next func()) {
-				cl.ReadInto(1, 0, off, 1000, buf, func(r model.Result, _ bool) {
+				cl.ReadInto(1, 0, off, 1000, buf, func(r model.Result, local bool) {
 					match := bytes.Equal(r.Data, want[off:off+1000])
-					got = append(got, fmt.Sprintf("%s: err %v match %v in buf %v", name, r.Err, match, match && within(buf, r.Data)))
+					got = append(got, fmt.Sprintf("%s: local %v err %v match %v in buf %v", name, local, r.Err, match, match && within(buf, r.Data)))
 					next()
 				})
 			}
@@ -334,6 +334,7 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 			read(e.cl, "local, under ReadRoom", 512, make([]byte, 2*(model.BytesPerChecksum+model.ChecksumSize))),
 			read(tcpOnly, "tcp", 100, room),
 			read(tcpOnly, "tcp, small buffer", 100, small),
+			read(tcpOnly, "tcp, under ReadRoom", 100, make([]byte, 1000)),
 			read(unverified, "skipping checksums", 600, room),
 			read(unverified, "skipping checksums, small buffer", 600, small),
 			func(next func()) {
@@ -345,14 +346,15 @@ func TestReadIntoUsesTheCallersBuffer(t *testing.T) {
 		)
 	})
 	wantReads := []string{
-		"first local, unaligned: err <nil> match true in buf true",
-		"cached local, aligned: err <nil> match true in buf true",
-		"local, small buffer: err <nil> match true in buf false",
-		"local, under ReadRoom: err <nil> match true in buf false",
-		"tcp: err <nil> match true in buf true",
-		"tcp, small buffer: err <nil> match true in buf false",
-		"skipping checksums: err <nil> match true in buf true",
-		"skipping checksums, small buffer: err <nil> match true in buf false",
+		"first local, unaligned: local true err <nil> match true in buf true",
+		"cached local, aligned: local true err <nil> match true in buf true",
+		"local, small buffer: local true err <nil> match true in buf false",
+		"local, under ReadRoom: local true err <nil> match true in buf false",
+		"tcp: local false err <nil> match true in buf true",
+		"tcp, small buffer: local false err <nil> match true in buf false",
+		"tcp, under ReadRoom: local false err <nil> match true in buf false",
+		"skipping checksums: local true err <nil> match true in buf true",
+		"skipping checksums, small buffer: local true err <nil> match true in buf false",
 	}
 	if strings.Join(got, "\n") != strings.Join(wantReads, "\n") {
 		t.Errorf("reads:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantReads, "\n"))
