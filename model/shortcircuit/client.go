@@ -872,18 +872,6 @@ func (c *Client) Read(block, stamp uint64, off, n int64, done func(model.Result)
 	c.ReadVia(block, stamp, off, n, func(r model.Result, _ bool) { done(r) })
 }
 
-// ReadInto is ReadVia into the caller's buffer, as model.Client's
-// ReadInto: done's Result.Data lies within buf (a local read's after the
-// chunks' checksums and the first chunk's lead, not at buf[:n]) when
-// cap(buf) is at least ReadRoom(n), since a local read takes whole
-// checksum chunks and their checksums; else, over TCP too, it is in a
-// buffer of its own. A reader that reads over and over (a pread
-// into its buffer, as bench hdfs-15202's threads) spares a buffer of the
-// read's size each time. buf is the client's until done is called.
-func (c *Client) ReadInto(block, stamp uint64, off, n int64, buf []byte, done func(r model.Result, local bool)) {
-	c.readVia(block, stamp, off, n, buf, done)
-}
-
 // ReadRoom is the room ReadInto's buffer needs for a read of n bytes:
 // the most checksum chunks n bytes can touch (a local read takes whole
 // chunks), and their checksums.
@@ -896,10 +884,19 @@ func ReadRoom(n int64) int {
 // replica's passed fds (local) or over TCP, as HDFS's ReadStatistics
 // count short-circuit bytes apart from the rest.
 func (c *Client) ReadVia(block, stamp uint64, off, n int64, done func(r model.Result, local bool)) {
-	c.readVia(block, stamp, off, n, nil, done)
+	c.ReadInto(block, stamp, off, n, nil, done)
 }
 
-func (c *Client) readVia(block, stamp uint64, off, n int64, into []byte, done func(r model.Result, local bool)) {
+// ReadInto is ReadVia into the caller's buffer, as model.Client's
+// ReadInto: done's Result.Data lies within into (a local read's after
+// the chunks' checksums and the first chunk's lead, not at into[:n]) when
+// cap(into) is at least ReadRoom(n), since a local read takes whole
+// checksum chunks and their checksums; else, over TCP too, it is in a
+// buffer of its own (nil: ReadVia). A reader that reads over and over (a
+// pread into its buffer, as bench hdfs-15202's threads) spares a buffer
+// of the read's size each time. into is the client's until done is
+// called.
+func (c *Client) ReadInto(block, stamp uint64, off, n int64, into []byte, done func(r model.Result, local bool)) {
 	if cap(into) < ReadRoom(n) {
 		into = nil // (a buffer of the read's own, whichever way it goes)
 	}
