@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -88,6 +89,10 @@ func checkLog(t *rapid.T, log *LatencyLog, list Latencies) {
 	}
 	got, want := log.Summarize(), list.Summarize()
 	if log.Exact() {
+		// Listed in the order given, a merged log's after its own.
+		if !slices.Equal(log.Listed(), list) {
+			t.Fatalf("exact log of %d lists %d latencies, not those given in order", len(list), len(log.Listed()))
+		}
 		if got != want {
 			t.Fatalf("exact log of %d: %+v, want %+v", len(list), got, want)
 		}
@@ -95,6 +100,9 @@ func checkLog(t *rapid.T, log *LatencyLog, list Latencies) {
 	}
 	if len(list) <= logExact {
 		t.Fatalf("folded with %d latencies, at most %d listed", len(list), logExact)
+	}
+	if log.Listed() != nil {
+		t.Fatalf("folded log of %d still lists %d", len(list), len(log.Listed()))
 	}
 	if got.First != want.First || got.Mean != want.Mean || got.Max != want.Max {
 		t.Fatalf("folded log of %d: first, mean, max %v %v %v, want %v %v %v", len(list), got.First, got.Mean, got.Max, want.First, want.Mean, want.Max)

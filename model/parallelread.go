@@ -47,7 +47,7 @@ type ParallelReadResult struct {
 	Errors         int
 	Mismatches     int
 	Elapsed        time.Duration // first read issued to last read returned
-	Latencies      Latencies     // of every read
+	Latencies      LatencyLog    // of every read
 	FirstError     string
 }
 
@@ -96,7 +96,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 			res.Bytes += t.bytes
 			res.Errors += t.errors
 			res.Mismatches += t.mismatches
-			res.Latencies = append(res.Latencies, t.latencies...)
+			res.Latencies.Merge(&t.latencies)
 			if res.FirstError == "" {
 				res.FirstError = t.firstError
 			}
@@ -153,7 +153,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 			}
 			check := func(r Result, off int64, n int, stream bool) {
 				t.last = loop.Now()
-				t.latencies = append(t.latencies, t.last-start)
+				t.latencies.Add(t.last - start)
 				switch {
 				case r.Err != nil:
 					t.errors++
@@ -262,7 +262,7 @@ type parallelTally struct {
 	bytes                              int64
 	first, last                        time.Duration
 	firstError                         string
-	latencies                          Latencies
+	latencies                          LatencyLog
 }
 
 // ops is the reads done, whatever their outcome: a read that returned

@@ -80,7 +80,7 @@ func DefaultReadScenario() ReadScenario {
 }
 
 // MaxReads bounds a read run's reads (clients × ops): a few minutes of
-// simulation, and a list of latencies of 80 MB.
+// simulation.
 const MaxReads = 10_000_000
 
 // MaxIdleWait bounds the keep-alive and the peer cache's expiry a read
@@ -129,7 +129,7 @@ func (s *ReadScenario) Validate() error {
 
 // ReadResult is what a read run measured.
 type ReadResult struct {
-	Latencies      Latencies
+	Latencies      LatencyLog // of every read: listed up to logExact a client, then in buckets
 	Ops            int
 	Errors         int
 	BytesRead      int64
@@ -298,7 +298,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 			res.BytesRead += t.bytesRead
 			res.BytesVerified += t.bytesVerified
 			res.Mismatches += t.mismatches
-			res.Latencies = append(res.Latencies, t.latencies...)
+			res.Latencies.Merge(&t.latencies)
 			if res.FirstError == "" {
 				res.FirstError = t.firstError
 			}
@@ -383,7 +383,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 					end := p.MainLoop().Now()
 					t.lastReturn = end
 					t.ops++
-					t.latencies = append(t.latencies, end-start)
+					t.latencies.Add(end - start)
 					if r.Err != nil {
 						t.errors++
 						if t.firstError == "" {
@@ -515,7 +515,7 @@ func RunRead(w World, s ReadScenario, limit time.Duration) (*ReadResult, error) 
 type readTally struct {
 	ops, errors, mismatches  int
 	bytesRead, bytesVerified int64
-	latencies                Latencies
+	latencies                LatencyLog
 	firstCall, lastReturn    time.Duration
 	firstError               string
 }

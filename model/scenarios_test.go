@@ -105,14 +105,14 @@ func TestTCPPatternRunsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatalf("with replies: %v", err)
 	}
-	if len(res.Latencies) != 3 || res.ServerRcvBuf != 65536 {
-		t.Errorf("with replies: %d ops, server receive buffer %d; want 3 and 65536", len(res.Latencies), res.ServerRcvBuf)
+	if res.Latencies.Len() != 3 || res.ServerRcvBuf != 65536 {
+		t.Errorf("with replies: %d ops, server receive buffer %d; want 3 and 65536", res.Latencies.Len(), res.ServerRcvBuf)
 	}
 	res, err = model.RunTCPPattern(sim.New(c), model.TCPPattern{Sizes: []int{600, 100, 600}, Gap: time.Millisecond, Ops: 5}, time.Hour)
 	if err != nil {
 		t.Fatalf("one-way: %v", err)
 	}
-	if len(res.Latencies) != 5 || len(res.WriteLatencies) != 3 || len(res.WriteLatencies[2]) != 5 || res.ServerRcvBuf != 65536 {
-		t.Errorf("one-way: %d ops, write latencies %v, server receive buffer %d", len(res.Latencies), res.WriteLatencies, res.ServerRcvBuf)
+	if res.Latencies.Len() != 5 || len(res.WriteLatencies) != 3 || res.WriteLatencies[2].Len() != 5 || res.ServerRcvBuf != 65536 {
+		t.Errorf("one-way: %d ops, %d writes measured, server receive buffer %d", res.Latencies.Len(), len(res.WriteLatencies), res.ServerRcvBuf)
 	}
 }

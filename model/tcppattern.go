@@ -147,11 +147,11 @@ func percentileIndex(n, pct int) int {
 
 // TCPPatternResult is what one run measured.
 type TCPPatternResult struct {
-	Latencies Latencies
+	Latencies LatencyLog // of every op: listed up to a few thousand, then in buckets
 	// WriteLatencies, one-way, are for each write of an op (by index)
 	// the times from the client's write to the server's reading it whole:
 	// which write of an op waited for a delayed ACK.
-	WriteLatencies []Latencies
+	WriteLatencies []LatencyLog
 	// ServerRcvBuf is the server's receive buffer after the last op, in
 	// bytes (0: the world cannot tell), as autotuning left it.
 	ServerRcvBuf int
@@ -163,10 +163,10 @@ func RunTCPPattern(w World, cfg TCPPattern, limit time.Duration) (*TCPPatternRes
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	res := &TCPPatternResult{Latencies: make(Latencies, 0, cfg.Ops)}
+	res := &TCPPatternResult{}
 	sizes := cfg.WriteSizes()
 	if cfg.Reply == 0 {
-		res.WriteLatencies = make([]Latencies, len(sizes))
+		res.WriteLatencies = make([]LatencyLog, len(sizes))
 	}
 	addr := cfg.Addr
 	if addr == "" {
@@ -206,8 +206,8 @@ func RunTCPPattern(w World, cfg TCPPattern, limit time.Duration) (*TCPPatternRes
 	if err := w.Run(limit); err != nil {
 		return res, err
 	}
-	if len(res.Latencies) != cfg.Ops {
-		return res, fmt.Errorf("tcp-pattern: %d of %d ops finished", len(res.Latencies), cfg.Ops)
+	if res.Latencies.Len() != cfg.Ops {
+		return res, fmt.Errorf("tcp-pattern: %d of %d ops finished", res.Latencies.Len(), cfg.Ops)
 	}
 	return res, nil
 }
@@ -438,7 +438,7 @@ func (cl *patternClient) handle(ev Events) {
 // endOp records an op that ended at end and starts the next, or ends the
 // run.
 func (cl *patternClient) endOp(end time.Duration) {
-	cl.res.Latencies = append(cl.res.Latencies, end-cl.start)
+	cl.res.Latencies.Add(end - cl.start)
 	cl.inOp = false
 	cl.op++
 	if cl.op == cl.cfg.Ops {
@@ -477,7 +477,7 @@ func (cl *patternClient) serverRead(k int, at time.Duration) {
 		cl.fail(fmt.Errorf("tcp-pattern op %d: the server read write %d, the client has made %d", cl.op, k, cl.until))
 		return
 	}
-	cl.res.WriteLatencies[k] = append(cl.res.WriteLatencies[k], at-cl.wstart[k])
+	cl.res.WriteLatencies[k].Add(at - cl.wstart[k])
 	if k == len(cl.sizes)-1 {
 		cl.endOp(at)
 		return

@@ -23,7 +23,7 @@ func TestPlainConnsRunAsSims(t *testing.T) {
 		if err != nil {
 			t.Fatalf("plain %v: %v", plain, err)
 		}
-		return w.TraceHashString(), res.Latencies
+		return w.TraceHashString(), res.Latencies.Listed()
 	}
 	h0, l0 := run(false)
 	h1, l1 := run(true)

@@ -752,8 +752,8 @@ func (r *scenarioRun) tcpPattern() error {
 	if r.prop != "" || err != nil {
 		return err
 	}
-	if len(res.Latencies) != s.Ops {
-		r.fail(PropLiveness, "%d of %d ops done", len(res.Latencies), s.Ops)
+	if res.Latencies.Len() != s.Ops {
+		r.fail(PropLiveness, "%d of %d ops done", res.Latencies.Len(), s.Ops)
 		return nil
 	}
 	// With NODELAY no write waits for an ACK: an op takes a few round
@@ -764,7 +764,7 @@ func (r *scenarioRun) tcpPattern() error {
 			return nil
 		}
 	}
-	if r.checkPatternReport(res.Latencies); r.prop != "" {
+	if r.checkPatternReport(&res.Latencies); r.prop != "" {
 		return nil
 	}
 	return r.settle()

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"xceiver/model"
 	"xceiver/model/namespace"
@@ -191,7 +192,13 @@ func TestReadReportCheckedFigureByFigure(t *testing.T) {
 		{"errors", PropReport, func(r *model.ReadResult) { r.Errors++ }},
 		{"bytes read", PropReport, func(r *model.ReadResult) { r.BytesRead++ }},
 		{"elapsed", PropReport, func(r *model.ReadResult) { r.Elapsed++ }},
-		{"latencies", PropReport, func(r *model.ReadResult) { r.Latencies = model.Latencies{} }},
+		{"latencies", PropReport, func(r *model.ReadResult) { r.Latencies = model.LatencyLog{} }},
+		{"a latency more", PropReport, func(r *model.ReadResult) { r.Latencies.Add(time.Millisecond) }},
+		{"latencies folded", PropReport, func(r *model.ReadResult) {
+			for range 5000 {
+				r.Latencies.Add(time.Millisecond)
+			}
+		}},
 		{"client dials", PropReport, func(r *model.ReadResult) { r.ClientStats.Dials++ }},
 		{"datanode ops", PropReport, func(r *model.ReadResult) { r.Server.Ops++ }},
 		{"peak block files", PropReport, func(r *model.ReadResult) { r.PeakBlockFiles++ }},

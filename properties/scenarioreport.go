@@ -123,9 +123,30 @@ func closeTo(got, want float64) bool {
 	return math.Abs(got-want) <= 1e-9*math.Max(1, math.Abs(want))
 }
 
-// checkSummary recomputes the statistics of l.
-func (r *scenarioRun) checkSummary(l model.Latencies) {
-	if r.prop != "" || len(l) == 0 {
+// listed is the latencies in a run's log, for the checks that go through
+// them one by one. A run of check's size (at most 20 ops a client, or a
+// reader) is far from the thousands a log lists before it folds them
+// into buckets, so a folded log, or a list that is not the log's count,
+// fails the report.
+func (r *scenarioRun) listed(log *model.LatencyLog) (model.Latencies, bool) {
+	l := log.Listed()
+	switch {
+	case r.prop != "":
+		return nil, false
+	case !log.Exact():
+		r.fail(PropReport, "the run folded its %d latencies into buckets; a run this small lists them all", log.Len())
+		return nil, false
+	case len(l) != log.Len():
+		r.fail(PropReport, "the run's log counts %d latencies and lists %d", log.Len(), len(l))
+		return nil, false
+	}
+	return l, true
+}
+
+// checkSummary recomputes the statistics of a run's latencies.
+func (r *scenarioRun) checkSummary(log *model.LatencyLog) {
+	l, ok := r.listed(log)
+	if !ok || len(l) == 0 {
 		return
 	}
 	sorted := slices.Clone(l)
@@ -143,11 +164,11 @@ func (r *scenarioRun) checkSummary(l model.Latencies) {
 		}
 	}
 	want := model.Summary{First: l[0], P50: rank(50), P99: rank(99), Mean: sum / time.Duration(len(l)), Max: sorted[len(sorted)-1]}
-	if got := l.Summarize(); got != want {
+	if got := log.Summarize(); got != want {
 		r.fail(PropReport, "the latency summary of %d ops is %+v, their latencies give %+v", len(l), got, want)
 		return
 	}
-	if got, want := l.StallShare(), float64(stalls)/float64(len(l)); got != want {
+	if got, want := log.StallShare(), float64(stalls)/float64(len(l)); got != want {
 		r.fail(PropReport, "stall share %v reported, %d of %d ops took %v or more", got, stalls, len(l), model.StallThreshold)
 	}
 }
@@ -205,8 +226,8 @@ func (r *scenarioRun) checkReadReport(s model.ReadScenario, res *model.ReadResul
 			res.Ops, res.Errors, res.BytesRead, f.ops, f.errors, f.bytes)
 	case res.Elapsed != f.elapsed():
 		r.fail(PropReport, "reported elapsed %v; the ops ran from %v to %v (%v)", res.Elapsed, f.first, f.last, f.elapsed())
-	case !sameLatencies(res.Latencies, f.latencies):
-		r.fail(PropReport, "the %d reported latencies are not those of the %d ops", len(res.Latencies), len(f.latencies))
+	case !sameLatencies(res.Latencies.Listed(), f.latencies):
+		r.fail(PropReport, "the %d reported latencies are not those of the %d ops", res.Latencies.Len(), len(f.latencies))
 	case !closeTo(res.ThroughputMBps(), float64(f.bytes)/1e6/f.elapsed().Seconds()):
 		r.fail(PropReport, "reported %v MB/s for %d bytes in %v", res.ThroughputMBps(), f.bytes, f.elapsed())
 	case res.ClientStats != stats:
@@ -224,7 +245,7 @@ func (r *scenarioRun) checkReadReport(s model.ReadScenario, res *model.ReadResul
 		r.fail(PropLeakFree, "after every timeout the datanode holds %d fds: %d when it started serving, and %d pooled handles",
 			res.ServerEndFDs, res.ServerBaselineFDs, res.ServerEndHandles)
 	}
-	r.checkSummary(res.Latencies)
+	r.checkSummary(&res.Latencies)
 }
 
 // checkParallelReport checks RunParallelRead's result against the
@@ -256,18 +277,22 @@ func (r *scenarioRun) checkParallelReport(res *model.ParallelReadResult, hists [
 			res.Reads, res.Streams, res.Errors, res.Bytes, f.reads, f.streams, f.errors, f.bytes)
 	case res.Elapsed != f.elapsed():
 		r.fail(PropReport, "reported elapsed %v; the reads ran from %v to %v (%v)", res.Elapsed, f.first, f.last, f.elapsed())
-	case !sameLatencies(res.Latencies, f.latencies):
-		r.fail(PropReport, "the %d reported latencies are not those of the %d reads", len(res.Latencies), len(f.latencies))
+	case !sameLatencies(res.Latencies.Listed(), f.latencies):
+		r.fail(PropReport, "the %d reported latencies are not those of the %d reads", res.Latencies.Len(), len(f.latencies))
 	case !closeTo(res.MBps(), float64(f.bytes)/1e6/f.elapsed().Seconds()):
 		r.fail(PropReport, "reported %v MB/s for %d bytes in %v", res.MBps(), f.bytes, f.elapsed())
 	}
-	r.checkSummary(res.Latencies)
+	r.checkSummary(&res.Latencies)
 }
 
 // checkPatternReport checks tcp-pattern's latencies: one per op, each a
 // positive time, and (the ops run one after another on one connection)
 // adding up to no more than the run took.
-func (r *scenarioRun) checkPatternReport(l model.Latencies) {
+func (r *scenarioRun) checkPatternReport(log *model.LatencyLog) {
+	l, ok := r.listed(log)
+	if !ok {
+		return
+	}
 	var sum time.Duration
 	for i, d := range l {
 		if d <= 0 {
@@ -280,7 +305,7 @@ func (r *scenarioRun) checkPatternReport(l model.Latencies) {
 		r.fail(PropReport, "the %d ops' latencies add up to %v, more than the run's %v", len(l), sum, now)
 		return
 	}
-	r.checkSummary(l)
+	r.checkSummary(log)
 }
 
 // checkLimit runs the case again with a limit of 1 ns: the scenario must

@@ -34,8 +34,8 @@ func TestModelScenarios(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Latencies) != 5 || len(res.WriteLatencies) != 3 || len(res.WriteLatencies[2]) != 5 {
-			t.Errorf("%d ops, writes measured %d", len(res.Latencies), len(res.WriteLatencies))
+		if res.Latencies.Len() != 5 || len(res.WriteLatencies) != 3 || res.WriteLatencies[2].Len() != 5 {
+			t.Errorf("%d ops, writes measured %d", res.Latencies.Len(), len(res.WriteLatencies))
 		}
 		if err := w.CheckFDs(); err != nil {
 			t.Error(err)

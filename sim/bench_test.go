@@ -25,7 +25,7 @@ func BenchmarkSimEvents(b *testing.B) {
 			b.Fatal(err)
 		}
 		events += w.Events()
-		ops += uint64(len(res.Latencies))
+		ops += uint64(res.Latencies.Len())
 	}
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(events)/sec, "events/s")

@@ -76,10 +76,11 @@ func TestPatternOneWayWrites(t *testing.T) {
 		if len(res.WriteLatencies) != len(c.sizes) {
 			t.Fatalf("%v: latencies for %d writes", c.sizes, len(res.WriteLatencies))
 		}
-		for i, l := range res.WriteLatencies {
+		for i := range res.WriteLatencies {
+			l := &res.WriteLatencies[i]
 			p50 := l.Summarize().P50
-			if len(l) != 40 {
-				t.Errorf("%v: write %d measured %d times, want 40", c.sizes, i+1, len(l))
+			if l.Len() != 40 {
+				t.Errorf("%v: write %d measured %d times, want 40", c.sizes, i+1, l.Len())
 			}
 			switch {
 			case i == c.stall && (p50 < 36*time.Millisecond || p50 > 48*time.Millisecond):

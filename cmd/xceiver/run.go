@@ -156,11 +156,11 @@ func (r tcpPatternRunner) run(w model.World) (result, error) {
 	}
 	s := res.Latencies.Summarize()
 	var writeP50 []float64 // one-way: each write's p50, by index
-	for _, l := range res.WriteLatencies {
-		writeP50 = append(writeP50, us(l.Summarize().P50))
+	for i := range res.WriteLatencies {
+		writeP50 = append(writeP50, us(res.WriteLatencies[i].Summarize().P50))
 	}
 	return result{
-		{"ops", len(res.Latencies)},
+		{"ops", res.Latencies.Len()},
 		{"writes", r.cfg.Writes}, {"msg", r.cfg.Msg}, {"sizes", r.cfg.Sizes}, {"reply", r.cfg.Reply}, {"gap_us", us(r.cfg.Gap)}, {"nodelay", r.cfg.NoDelay},
 		{"first_op_us", us(s.First)},
 		{"p50_us", us(s.P50)},

@@ -92,7 +92,7 @@ func (s *ReadScenario) Validate() error {
 
 // ReadResult is what a run measured.
 type ReadResult struct {
-	Latencies     model.Latencies
+	Latencies     model.LatencyLog // of every read: listed up to a few thousand, then in buckets
 	Ops, Errors   int
 	Mismatches    int
 	BytesRead     int64
@@ -356,7 +356,7 @@ func runReaders(w model.World, cp, dnProc model.Process, tcpAddr, path string, s
 				same := err != nil || bytes.Equal(rr.Data, contents[block][off:off+int64(s.ReadSize)])
 				main.Post(func() {
 					res.Ops++
-					res.Latencies = append(res.Latencies, t1-t0)
+					res.Latencies.Add(t1 - t0)
 					last = max(last, t1)
 					if err != nil {
 						res.Errors++
