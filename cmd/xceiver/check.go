@@ -688,6 +688,10 @@ type checkSummary struct {
 	Failures         []checkFailure `json:"failures"`
 	NotListed        int            `json:"failures_not_listed,omitempty"`
 	Properties       []string       `json:"properties"`
+	// Ignored are the properties among Properties that --ignore left
+	// unenforced, sorted: shards that ignored different ones are not one
+	// sweep, and merge refuses them.
+	Ignored []string `json:"ignored,omitempty"`
 	// Shards lists the shards a merged summary combines.
 	Shards []string `json:"shards,omitempty"`
 }
@@ -701,6 +705,9 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 	if world == "real" {
 		codeVer, props = realCodeVersion(), realPropertyNames()
 	}
+	ignored := ignoredOf(opt.ignore, props)
+	slices.Sort(ignored)
+	ignored = slices.Compact(ignored)
 	if opt.json {
 		out, _ := json.Marshal(checkSummary{
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
@@ -710,7 +717,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu),
 			SimEvents: t.simEvents, SimEventsPerCPUS: perSecond(t.simEvents, cpu), CodeVersion: codeVer,
 			ByProperty: nonNilGroups(t.groups()), Failures: nonNil(t.listed), NotListed: t.failed - len(t.listed),
-			Properties: props,
+			Properties: props, Ignored: ignored,
 		})
 		fmt.Fprintln(stdout, string(out))
 	} else {
@@ -724,12 +731,21 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		if line := systemsSpeedLine(t.systems()); line != "" {
 			fmt.Fprintln(stdout, line)
 		}
+		printIgnored(stdout, ignored)
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
 	if t.failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// printIgnored says which properties a summary's seeds did not enforce
+// (--ignore), so a pass is not read as theirs.
+func printIgnored(w io.Writer, ignored []string) {
+	if len(ignored) > 0 {
+		fmt.Fprintf(w, "not enforced (--ignore): %s\n", strings.Join(ignored, ", "))
+	}
 }
 
 // systemsSpeedLine is the summary's line of each system's seeds per

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,9 +122,21 @@ func TestCheckIgnoreReachesEverySystem(t *testing.T) {
 		if code, out, _ := runCLI("check", "--bug", c.bug, "--seed", c.seed, "--out", t.TempDir()); code != exitFail {
 			t.Errorf("--bug %s --seed %s: exit %d, want 1: %s", c.bug, c.seed, code, out)
 		}
-		if code, out, _ := runCLI("check", "--bug", c.bug, "--seed", c.seed, "--ignore", c.prop, "--out", t.TempDir()); code != exitOK {
+		code, out, _ := runCLI("check", "--bug", c.bug, "--seed", c.seed, "--ignore", c.prop, "--out", t.TempDir())
+		if code != exitOK {
 			t.Errorf("--bug %s --seed %s --ignore %s: exit %d, want 0: %s", c.bug, c.seed, c.prop, code, out)
 		}
+		// The summary says what its pass did not enforce.
+		if !strings.Contains(out, "not enforced (--ignore): "+c.prop+"\n") {
+			t.Errorf("--bug %s --ignore %s: the summary does not name the property:\n%s", c.bug, c.prop, out)
+		}
+	}
+	// And so does its JSON, once each and sorted, for merge to hold the
+	// shards of a sweep to the same list.
+	code, out, _ := runCLI("check", "--bug", "HDFS-6750", "--seed", "1", "--ignore", "linearizability,availability,linearizability", "--json", "--out", t.TempDir())
+	var s checkSummary
+	if code != exitOK || json.Unmarshal([]byte(out), &s) != nil || !slices.Equal(s.Ignored, []string{"availability", "linearizability"}) {
+		t.Errorf("--ignore linearizability,availability,linearizability --json: exit %d, ignored %q, want [availability linearizability]: %s", code, s.Ignored, out)
 	}
 	// A property of another system means nothing to a datanode seed, and
 	// its trace (whose case records what it ignores) still replays.

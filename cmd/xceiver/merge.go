@@ -30,14 +30,16 @@ func mergeCommand() *command {
 		summary: "combine the JSON results of a sharded check (one per shard) into one summary",
 		about: func() string {
 			return `Each RESULT.json is the output of "xceiver check --json" for one shard of
-the same sweep (same seeds, first seed, bug, world and code version). merge
-refuses results that disagree, that do not add up (counts, failures and
-their seeds), or that leave shards out (unless --partial), and prints the
-summary check would have printed for the whole sweep: counts, failures by
-property with the smallest trace of each, and the replay command. With
---traces DIR the failures' traces are copied into DIR (each is looked for
-where its result says, then beside its RESULT.json; one already there is
-left as it is) and the summary points there. Exit 1 if any seed failed.`
+the same sweep (same seeds, first seed, bug, world, system, code version
+and --ignore). merge refuses results that disagree, that do not add up
+(counts, failures and their seeds), or that leave shards out (unless
+--partial), and prints the summary check would have printed for the whole
+sweep: counts, failures by property with the smallest trace of each, and
+the replay command. With --traces DIR the failures' traces are copied
+into DIR (each is looked for where its result says, then beside its
+RESULT.json; a trace already in DIR stays, and another file of its name
+there is replaced) and the summary points there. Exit 1 if any seed
+failed.`
 		},
 		example: []string{
 			"xceiver merge results/shard-*.json --traces failures/",
@@ -103,6 +105,7 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		printGroups(c.stdout, s.ByProperty)
 		fmt.Fprintf(c.stdout, "merged %d shard%s of %d: checked %d of %d seed%s (from %d, %s%s)\n",
 			len(s.Shards), plural(len(s.Shards), "", "s"), m.n, s.Checked, s.Seeds, plural(s.Seeds, "", "s"), s.FirstSeed, s.World, systemsLine(s.System, s.Systems))
+		printIgnored(c.stdout, s.Ignored)
 		fmt.Fprintf(c.stdout, "%d passed, %d failed\n", s.Passed, s.Failed)
 	}
 	if s.Failed > 0 {
@@ -143,6 +146,7 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 			}{
 				{"world", r.World, first.World}, {"system", r.System, first.System}, {"seeds", r.SweepSeeds, first.SweepSeeds}, {"first seed", r.FirstSeed, first.FirstSeed},
 				{"bug", r.Bug, first.Bug}, {"code version", r.CodeVersion, first.CodeVersion}, {"number of shards", n, m.n},
+				{"ignored properties", ignoredList(r.Ignored), ignoredList(first.Ignored)},
 			} {
 				if d.got != d.want {
 					return nil, fmt.Errorf("%s: %s %v, but %s has %v: not the same sweep", path, d.what, d.got, files[0], d.want)
@@ -217,7 +221,20 @@ func readResult(path string) (r *checkSummary, i, n int, err error) {
 		// than the datanode.
 		return nil, 0, 0, fmt.Errorf("%s: system %q: want one of %s, %s", path, r.System, strings.Join(systemNames(), ", "), systemAll)
 	}
+	for k, p := range r.Ignored {
+		if !slices.Contains(r.Properties, p) || k > 0 && r.Ignored[k-1] >= p {
+			return nil, 0, 0, fmt.Errorf("%s: ignored %q: not a property the result lists, once, in order", path, p)
+		}
+	}
 	return r, i, n, nil
+}
+
+// ignoredList names a result's ignored properties for merge's errors.
+func ignoredList(ignored []string) string {
+	if len(ignored) == 0 {
+		return "none"
+	}
+	return strings.Join(ignored, ",")
 }
 
 func parseShard(s string) (i, n int, err error) {
@@ -560,7 +577,7 @@ func copyTrace(src, dst string) (err error) {
 func (m *merged) summary() *checkSummary {
 	first := m.results[0]
 	s := &checkSummary{World: first.World, System: first.System, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
-		CodeVersion: first.CodeVersion, Properties: first.Properties, Shard: fmt.Sprintf("all of %d", m.n),
+		CodeVersion: first.CodeVersion, Properties: first.Properties, Ignored: first.Ignored, Shard: fmt.Sprintf("all of %d", m.n),
 		Seeds: m.sum.Seeds, Checked: m.sum.Checked, Passed: m.sum.Passed, CPUS: m.sum.CPUS, SeedsPerS: m.sum.SeedsPerS, SimEvents: m.sum.SimEvents}
 	t := newTally()
 	cpuKnown := true    // every shard reported its CPU (older results did not)

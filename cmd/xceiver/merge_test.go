@@ -172,6 +172,13 @@ func TestMergeShards(t *testing.T) {
 	other := filepath.Join(work, "other.json")
 	b, _ := os.ReadFile(files[0])
 	os.WriteFile(other, []byte(strings.Replace(string(b), `"sweep_seeds":15`, `"sweep_seeds":16`, 1)), 0o644)
+	// A shard checked with --ignore: what it counts as passed is not what
+	// the other shards count.
+	ignoring := filepath.Join(work, "ignoring.json")
+	b2, _ := os.ReadFile(files[2])
+	os.WriteFile(ignoring, []byte(strings.Replace(string(b2), `"properties":[`, `"ignored":["availability"],"properties":[`, 1)), 0o644)
+	unknown := filepath.Join(work, "unknown.json")
+	os.WriteFile(unknown, []byte(strings.Replace(string(b2), `"properties":[`, `"ignored":["nope"],"properties":[`, 1)), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -179,6 +186,8 @@ func TestMergeShards(t *testing.T) {
 		{[]string{"merge", files[0], files[1]}, "xceiver: merge: shards missing: 3/3 (--partial merges what is there)"},
 		{[]string{"merge", files[0], files[0]}, "xceiver: merge: " + files[0] + ": shard 1/3 again (also in " + files[0] + ")"},
 		{[]string{"merge", files[1], other}, "xceiver: merge: " + other + ": seeds 16, but " + files[1] + " has 15: not the same sweep"},
+		{[]string{"merge", files[0], files[1], ignoring}, "xceiver: merge: " + ignoring + ": ignored properties availability, but " + files[0] + " has none: not the same sweep"},
+		{[]string{"merge", unknown}, "xceiver: merge: " + unknown + ": ignored \"nope\": not a property the result lists, once, in order"},
 		{[]string{"merge", bad}, "xceiver: merge: " + bad + ": not the output of check --json"},
 		{[]string{"merge", filepath.Join(work, "none.json")}, "xceiver: merge: " + filepath.Join(work, "none.json") + ": no such file or directory"},
 		{[]string{"merge"}, "xceiver: merge: want one or more RESULT.json files (check --json, one per shard)"},
