@@ -177,6 +177,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "read", "--cache-expiry", "0s", "--cache-capacity", "-1"}, `xceiver: run read: --cache-expiry 0s: want a positive duration`},
 		{[]string{"run", "read", "--cache-capacity", "-1"}, `xceiver: run read: --cache-capacity -1: want 0 or more`},
 		{[]string{"run", "tcp-pattern", "--ops", "0"}, `xceiver: run tcp-pattern: --ops must be at least 1 (got 0)`},
+		{[]string{"run", "tcp-pattern", "--sizes", "8", "--writes", "3", "--msg", "100"}, `xceiver: run tcp-pattern: --writes, --msg: --sizes gives every write's bytes; use one or the other`},
+		{[]string{"run", "tcp-pattern", "--msg", "100", "--sizes", "8,9"}, `xceiver: run tcp-pattern: --msg: --sizes gives every write's bytes; use one or the other`},
 		{[]string{"run", "rpc", "--fanout", "65536", "--depth", "4"}, `xceiver: run rpc: tree: --fanout 65536 to the power --depth 4, times --files 4, is more than 1048576 files`},
 		{[]string{"run", "rpc", "--files", "100", "--file-size", "100000000"}, `xceiver: run rpc: tree: 6400 files of --file-size 100000000 exceeds 4 GiB of block data (--read-data)`},
 		{[]string{"run", "rpc", "--clients", "4097"}, `xceiver: run rpc: --clients 4097 outside [1, 4096]`},

@@ -117,6 +117,11 @@ func tcpPatternFlags(fs *flag.FlagSet) func() (runner, error) {
 	fs.DurationVar(&cfg.Gap, "gap", 0, "with --reply 0, write each message this long after the server has read the one before")
 	return func() (runner, error) {
 		if *sizes != "" {
+			// Each write's bytes: --writes and --msg would be dropped
+			// without a word, and the run pass for theirs.
+			if set := setFlags(fs, nil, "writes", "msg"); len(set) > 0 {
+				return nil, usagef("run tcp-pattern: %s: --sizes gives every write's bytes; use one or the other", strings.Join(set, ", "))
+			}
 			for _, f := range strings.Split(*sizes, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(f))
 				if err != nil {
