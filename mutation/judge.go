@@ -302,6 +302,21 @@ func DefaultEquivalents() map[string]string {
 	return m
 }
 
+// isMutantID reports whether id is written as a mutant's ID is: ten
+// lower-case hex digits. Any other ten characters name no mutant, and a
+// list holding them would mark nothing equivalent without a word.
+func isMutantID(id string) bool {
+	if len(id) != 10 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseEquivalents reads lines "ID reason"; # starts a comment.
 func ParseEquivalents(s string) (map[string]string, error) {
 	m := map[string]string{}
@@ -311,7 +326,7 @@ func ParseEquivalents(s string) (map[string]string, error) {
 			continue
 		}
 		id, why, _ := strings.Cut(l, " ")
-		if len(id) != 10 || strings.TrimSpace(why) == "" {
+		if !isMutantID(id) || strings.TrimSpace(why) == "" {
 			// (Quoted and cut short: the line may be megabytes, or binary.)
 			if len(l) > 80 {
 				l = l[:80] + "…"

@@ -246,7 +246,9 @@ func TestParseEquivalents(t *testing.T) {
 	if err != nil || m["0123456789"] != "why it is equivalent" || len(m) != 1 {
 		t.Errorf("%v %v", m, err)
 	}
-	for _, bad := range []string{"0123456789", "short reason", "0123456789   "} {
+	// Ten characters that are not a mutant's ID (ten lower-case hex
+	// digits) were taken, and named no mutant.
+	for _, bad := range []string{"0123456789", "short reason", "0123456789   ", "zzzzzzzzzz reason", "0123456789A reason", "012345678A reason", "01234 6789 reason"} {
 		if _, err := ParseEquivalents(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
