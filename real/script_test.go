@@ -138,18 +138,33 @@ func runRealScript(t *testing.T, sc sim.Script) {
 		t.Skip(sc.NotReal)
 	}
 	// On a loaded machine a step can run late; the run then did not
-	// follow the script and says nothing about it. Try again, a few times.
+	// follow the script and says nothing about it. So can a reader (the
+	// ends' io.Copy) or the capture: fin_after_data saw 3 segments, not
+	// 4, the last two stamped at once 9 ms late, in a CI run with a sweep
+	// on the other core. Try again, a few times: the kernel's rules
+	// differing from the script's give the same segments on every try
+	// on time, so a script fails when no try matched and one on time did
+	// not.
 	var late string
+	var mismatch []string
 	for try := 0; try < 4; try++ {
 		var errs []string
 		late, errs = runRealScriptOnce(t, sc)
-		if late == "" {
-			for _, e := range errs {
-				t.Error(e)
-			}
+		switch {
+		case late != "":
+			t.Logf("try %d: %s", try+1, late)
+		case len(errs) == 0:
 			return
+		default:
+			mismatch = errs
+			t.Logf("try %d: %d mismatches, the first: %s", try+1, len(errs), errs[0])
 		}
-		t.Logf("try %d: %s", try+1, late)
+	}
+	if mismatch != nil {
+		for _, e := range mismatch {
+			t.Error(e)
+		}
+		return
 	}
 	t.Skipf("the machine is too loaded to keep the script's timing: %s", late)
 }
