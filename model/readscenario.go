@@ -80,7 +80,9 @@ func DefaultReadScenario() ReadScenario {
 }
 
 // MaxReads bounds a read run's reads (clients × ops): a few minutes of
-// simulation.
+// simulation. Each client lists at most 4,096 latencies (32 KB), and
+// the run's log merges the lists while each is exact: 80 MB at the
+// bound's 4,096 clients of 2,441 reads.
 const MaxReads = 10_000_000
 
 // MaxIdleWait bounds the keep-alive and the peer cache's expiry a read

@@ -217,6 +217,28 @@ func TestReadReportCheckedFigureByFigure(t *testing.T) {
 	}
 }
 
+// tcp-pattern's report goes through its latencies one by one: a log that
+// folded them into buckets lists none, so it fails the report rather than
+// pass with nothing to check. (Check's runs, 100 ops at most, are far
+// from folding.)
+func TestPatternReportWantsEveryLatencyListed(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{10, ""}, {5000, PropReport}} {
+		w := sim.New(sim.DefaultConfig(1))
+		w.RunFor(time.Minute) // the ops' latencies add up to less than the run
+		var log model.LatencyLog
+		for range c.n {
+			log.Add(time.Microsecond)
+		}
+		r := &scenarioRun{c: &ScenarioCase{Scenario: ScenarioTCPPattern}, w: w}
+		if r.checkPatternReport(&log); r.prop != c.want {
+			t.Errorf("a log of %d latencies (exact %v): %q (%s), want %q", c.n, log.Exact(), r.prop, r.msg, c.want)
+		}
+	}
+}
+
 // A probe named by a number ("cores 1024", "queue -1") sets a field to
 // that number: a probe at a bound that set one less would pass a model
 // that refuses the bound itself.
