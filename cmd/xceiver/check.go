@@ -689,9 +689,11 @@ type checkSummary struct {
 	NotListed        int            `json:"failures_not_listed,omitempty"`
 	Properties       []string       `json:"properties"`
 	// Ignored are the properties among Properties that --ignore left
-	// unenforced, sorted: shards that ignored different ones are not one
-	// sweep, and merge refuses them.
-	Ignored []string `json:"ignored,omitempty"`
+	// unenforced, sorted ([] for none): shards that ignored different ones
+	// are not one sweep, and merge refuses them. ignoredListed is whether
+	// a result merge read had the field (older ones do not say).
+	Ignored       []string `json:"ignored"`
+	ignoredListed bool
 	// Shards lists the shards a merged summary combines.
 	Shards []string `json:"shards,omitempty"`
 }
@@ -707,7 +709,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 	}
 	ignored := ignoredOf(opt.ignore, props)
 	slices.Sort(ignored)
-	ignored = slices.Compact(ignored)
+	ignored = slices.Compact(append([]string{}, ignored...))
 	if opt.json {
 		out, _ := json.Marshal(checkSummary{
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,

@@ -146,7 +146,7 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 			}{
 				{"world", r.World, first.World}, {"system", r.System, first.System}, {"seeds", r.SweepSeeds, first.SweepSeeds}, {"first seed", r.FirstSeed, first.FirstSeed},
 				{"bug", r.Bug, first.Bug}, {"code version", r.CodeVersion, first.CodeVersion}, {"number of shards", n, m.n},
-				{"ignored properties", ignoredList(r.Ignored), ignoredList(first.Ignored)},
+				{"ignored properties", ignoredList(r), ignoredList(first)},
 			} {
 				if d.got != d.want {
 					return nil, fmt.Errorf("%s: %s %v, but %s has %v: not the same sweep", path, d.what, d.got, files[0], d.want)
@@ -221,6 +221,7 @@ func readResult(path string) (r *checkSummary, i, n int, err error) {
 		// than the datanode.
 		return nil, 0, 0, fmt.Errorf("%s: system %q: want one of %s, %s", path, r.System, strings.Join(systemNames(), ", "), systemAll)
 	}
+	_, r.ignoredListed = fields["ignored"]
 	for k, p := range r.Ignored {
 		if !slices.Contains(r.Properties, p) || k > 0 && r.Ignored[k-1] >= p {
 			return nil, 0, 0, fmt.Errorf("%s: ignored %q: not a property the result lists, once, in order", path, p)
@@ -229,12 +230,17 @@ func readResult(path string) (r *checkSummary, i, n int, err error) {
 	return r, i, n, nil
 }
 
-// ignoredList names a result's ignored properties for merge's errors.
-func ignoredList(ignored []string) string {
-	if len(ignored) == 0 {
+// ignoredList names a result's ignored properties for merge's errors. A
+// result from before check listed them may have ignored any: it merges
+// only with others that do not say either.
+func ignoredList(r *checkSummary) string {
+	switch {
+	case !r.ignoredListed:
+		return "not listed (a result from before check listed them)"
+	case len(r.Ignored) == 0:
 		return "none"
 	}
-	return strings.Join(ignored, ",")
+	return strings.Join(r.Ignored, ",")
 }
 
 func parseShard(s string) (i, n int, err error) {

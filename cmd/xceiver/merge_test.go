@@ -176,9 +176,20 @@ func TestMergeShards(t *testing.T) {
 	// the other shards count.
 	ignoring := filepath.Join(work, "ignoring.json")
 	b2, _ := os.ReadFile(files[2])
-	os.WriteFile(ignoring, []byte(strings.Replace(string(b2), `"properties":[`, `"ignored":["availability"],"properties":[`, 1)), 0o644)
+	if !strings.Contains(string(b2), `"ignored":[]`) {
+		t.Fatalf("a shard checked in full does not say it ignored none: %s", b2)
+	}
+	os.WriteFile(ignoring, []byte(strings.Replace(string(b2), `"ignored":[]`, `"ignored":["availability"]`, 1)), 0o644)
 	unknown := filepath.Join(work, "unknown.json")
-	os.WriteFile(unknown, []byte(strings.Replace(string(b2), `"properties":[`, `"ignored":["nope"],"properties":[`, 1)), 0o644)
+	os.WriteFile(unknown, []byte(strings.Replace(string(b2), `"ignored":[]`, `"ignored":["nope"]`, 1)), 0o644)
+	// A result from before check listed them may have ignored any.
+	var unlisted []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		u := filepath.Join(work, "unlisted-"+filepath.Base(f))
+		os.WriteFile(u, []byte(strings.Replace(string(b), `,"ignored":[]`, ``, 1)), 0o644)
+		unlisted = append(unlisted, u)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -188,6 +199,7 @@ func TestMergeShards(t *testing.T) {
 		{[]string{"merge", files[1], other}, "xceiver: merge: " + other + ": seeds 16, but " + files[1] + " has 15: not the same sweep"},
 		{[]string{"merge", files[0], files[1], ignoring}, "xceiver: merge: " + ignoring + ": ignored properties availability, but " + files[0] + " has none: not the same sweep"},
 		{[]string{"merge", unknown}, "xceiver: merge: " + unknown + ": ignored \"nope\": not a property the result lists, once, in order"},
+		{[]string{"merge", files[0], files[1], unlisted[2]}, "xceiver: merge: " + unlisted[2] + ": ignored properties not listed (a result from before check listed them), but " + files[0] + " has none: not the same sweep"},
 		{[]string{"merge", bad}, "xceiver: merge: " + bad + ": not the output of check --json"},
 		{[]string{"merge", filepath.Join(work, "none.json")}, "xceiver: merge: " + filepath.Join(work, "none.json") + ": no such file or directory"},
 		{[]string{"merge"}, "xceiver: merge: want one or more RESULT.json files (check --json, one per shard)"},
@@ -199,5 +211,9 @@ func TestMergeShards(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("merge", "--partial", files[0], files[1]); code != exitFail {
 		t.Errorf("--partial: exit %d: %s", code, stderr)
+	}
+	// Results that all predate the list merge, as they did.
+	if code, _, stderr := runCLI(append([]string{"merge"}, unlisted...)...); code != exitFail {
+		t.Errorf("results without ignored: exit %d: %s", code, stderr)
 	}
 }
