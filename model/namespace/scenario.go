@@ -195,7 +195,7 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 		dnProc   model.Process
 		startErr error
 		// opened is when the namenode, the tree built, started the
-		// clients (-1: not yet).
+		// clients and their warm-up (-1: not yet).
 		opened time.Duration = -1
 	)
 	dnAddr, nnAddr := "datanode:50010", "namenode:8020"
@@ -291,14 +291,22 @@ func RunScenario(w model.World, s Scenario) (ScenarioResult, error) {
 		return res, err
 	}
 	// A simulated run may go on 10 s past the window before it counts as
-	// stuck; the window opens once the datanode has written every file,
-	// about 165 µs of virtual time a file here, so the limit counts from
-	// there: counted from 0, 65,536 files reached it before the first
-	// call. The first run ends there (the namenode stops it), the second
-	// goes on as the run would have. (The real world runs without one.)
-	err = w.Run(0)
-	if err == nil && opened >= 0 && w.Kind() != "real" {
-		err = w.Run(opened + s.Warmup + s.Duration + 10*time.Second)
+	// stuck. The clients start (the warm-up begins) once the datanode has
+	// written every file (--read-data), about 165 µs of virtual time a
+	// file here, so that limit counts from then: counted from 0, 65,536
+	// files reached it before the first call. The first run ends there
+	// (the namenode stops it), with a limit of its own, 10 ms a file
+	// more (60 times a file's cost on the default disk, whose two syncs
+	// are most of it); the second goes on as the run would have. (The
+	// real world runs without one.)
+	if w.Kind() == "real" {
+		err = w.Run(0)
+	} else {
+		window := s.Warmup + s.Duration + 10*time.Second
+		err = w.Run(window + time.Duration(nfiles)*10*time.Millisecond)
+		if err == nil && opened >= 0 {
+			err = w.Run(opened + window)
+		}
 	}
 	if err != nil {
 		if startErr != nil {

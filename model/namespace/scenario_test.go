@@ -118,7 +118,7 @@ func TestScenarioStopsAtItsLimit(t *testing.T) {
 	cfg := sim.DefaultConfig(1)
 	cfg.CPU.Frame = 20 * time.Second
 	_, err := namespace.RunScenario(sim.New(cfg), s)
-	// The window opens once the datanode has written the tree's 8 files
+	// The clients start once the datanode has written the tree's 8 files
 	// (a few hundred µs of virtual time each).
 	var limit time.Duration
 	if m := regexp.MustCompile(`virtual time (\S+)$`).FindStringSubmatch(fmt.Sprint(err)); m != nil {
@@ -126,20 +126,20 @@ func TestScenarioStopsAtItsLimit(t *testing.T) {
 	}
 	setup := limit - (s.Warmup + s.Duration + 10*time.Second)
 	if !errors.Is(err, sim.ErrLimit) || setup <= 0 || setup > 5*time.Millisecond {
-		t.Errorf("run: error %v, want the simulator's limit 10 s past the window's end (%v), the window opening within 5 ms", err, s.Warmup+s.Duration)
+		t.Errorf("run: error %v, want the simulator's limit 10 s past the window's end (%v), the clients starting within 5 ms", err, s.Warmup+s.Duration)
 	}
 }
 
-// The limit counts from the window's opening, not from 0: writing the
-// tree's files before it (here 1,024 on a disk whose syncs take 10 ms)
+// The limit counts from the clients' start, not from 0: writing the
+// tree's files before it (here 2,048 on a disk whose syncs take 4 ms)
 // takes longer than the 10 s a run may go past its window, and the run
 // still measures its window. (Counted from 0, `run rpc` over 65,536
 // files reached it before the first call.)
 func TestScenarioLimitCountsFromTheWindow(t *testing.T) {
 	s := smallScenario()
-	s.Depth, s.Fanout, s.Files, s.FileSize = 2, 8, 16, 1
+	s.Depth, s.Fanout, s.Files, s.FileSize = 2, 8, 32, 1
 	cfg := sim.DefaultConfig(1)
-	cfg.Disk.Latency = 10 * time.Millisecond
+	cfg.Disk.Latency = 4 * time.Millisecond
 	w := sim.New(cfg)
 	res, err := namespace.RunScenario(w, s)
 	if err != nil || res.Calls == 0 {
@@ -147,6 +147,13 @@ func TestScenarioLimitCountsFromTheWindow(t *testing.T) {
 	}
 	if setup := w.Now() - s.Warmup - s.Duration; setup < 10*time.Second {
 		t.Errorf("the window ended at %v: the tree took %v to write, want over 10 s for the test to mean anything", w.Now(), setup)
+	}
+	// Writing the tree has a limit of its own, 10 ms a file past the
+	// other's: here 20 ms a file, so the run ends at it.
+	cfg.Disk.Latency = 10 * time.Millisecond
+	_, err = namespace.RunScenario(sim.New(cfg), s)
+	if !errors.Is(err, sim.ErrLimit) || !strings.Contains(err.Error(), "virtual time 30.54s") {
+		t.Errorf("a tree of 2,048 files at 20 ms each: error %v, want the simulator's limit at 30.54s (10.06 s + 2,048 × 10 ms)", err)
 	}
 }
 
