@@ -248,7 +248,7 @@ func TestParseEquivalents(t *testing.T) {
 	}
 	// Ten characters that are not a mutant's ID (ten lower-case hex
 	// digits) were taken, and named no mutant.
-	for _, bad := range []string{"0123456789", "short reason", "0123456789   ", "zzzzzzzzzz reason", "0123456789A reason", "012345678A reason", "01234 6789 reason"} {
+	for _, bad := range []string{"0123456789", "short reason", "0123456789   ", "zzzzzzzzzz reason", "012345678A reason", "ABCDEF0123 reason", "012345678g reason"} {
 		if _, err := ParseEquivalents(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
