@@ -18,7 +18,10 @@ func TestPairsRunsInReal(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := model.DefaultPairs()
-		s.Pairs, s.WarmUp, s.Window = n, 20*time.Millisecond, 50*time.Millisecond
+		// The window is long beside how late a loop runs on a loaded
+		// machine (its opening timer, on a loop among 8 pairs' busy
+		// ones, ran up to 40 ms late while its closing one did not).
+		s.Pairs, s.WarmUp, s.Window = n, 20*time.Millisecond, 200*time.Millisecond
 		res, err := model.RunPairs(w, s, time.Minute)
 		if cerr := w.Close(); cerr != nil {
 			t.Errorf("%d pairs: close: %v", n, cerr)
@@ -27,8 +30,10 @@ func TestPairsRunsInReal(t *testing.T) {
 			t.Fatalf("%d pairs: %v", n, err)
 		}
 		// (The window is what the server's loop saw between its two
-		// timers, each run a little late on a loaded machine.)
-		if res.Exchanges <= 0 || res.Elapsed < s.Window/2 {
+		// timers, each run late on a loaded machine, the opening one by
+		// up to 40 ms seen: a quarter of it is a floor no punctuality
+		// decides, and still catches a window that closes as it opens.)
+		if res.Exchanges <= 0 || res.Elapsed < s.Window/4 {
 			t.Errorf("%d pairs: %d exchanges in %v, want some in about %v", n, res.Exchanges, res.Elapsed, s.Window)
 		}
 		// The orderly end: every client's count reached the server's
