@@ -1,6 +1,7 @@
 package real
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -82,6 +83,10 @@ func capture(t *testing.T, port int) (segs func() []capSeg, stop func(), dropped
 		t.Fatalf("attach filter: %v", err)
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
+	// The kernel's receive time of each segment: the reader below may be
+	// descheduled for milliseconds on a loaded machine, and its clock
+	// read at the recvmsg then stamped two segments 9 ms late at once.
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: lo.Index}); err != nil {
 		unix.Close(fd)
 		t.Fatalf("bind lo: %v", err)
@@ -94,16 +99,18 @@ func capture(t *testing.T, port int) (segs func() []capSeg, stop func(), dropped
 	go func() {
 		defer close(done)
 		buf := make([]byte, 1<<17)
+		oob := make([]byte, 256)
 		for {
 			select {
 			case <-quit:
 				return
 			default:
 			}
-			n, from, err := unix.Recvfrom(fd, buf, 0)
+			n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
 			if err != nil {
 				continue
 			}
+			at := receivedAt(oob[:oobn])
 			ll, ok := from.(*unix.SockaddrLinklayer)
 			// lo shows each packet twice: keep the copy received.
 			if !ok || ll.Pkttype == unix.PACKET_OUTGOING || n < 14+20+20 {
@@ -128,7 +135,7 @@ func capture(t *testing.T, port int) (segs func() []capSeg, stop func(), dropped
 				}
 			}
 			mu.Lock()
-			out = append(out, capSeg{t: time.Now(), sport: int(binary.BigEndian.Uint16(tcp[0:])), dport: int(binary.BigEndian.Uint16(tcp[2:])),
+			out = append(out, capSeg{t: at, sport: int(binary.BigEndian.Uint16(tcp[0:])), dport: int(binary.BigEndian.Uint16(tcp[2:])),
 				len: total - ihl - doff, flags: f.String()})
 			mu.Unlock()
 		}
@@ -150,6 +157,24 @@ func capture(t *testing.T, port int) (segs func() []capSeg, stop func(), dropped
 		}, func() uint32 {
 			return drops
 		}
+}
+
+// receivedAt is the kernel's receive time in a recvmsg's control
+// messages (SO_TIMESTAMPNS), or now if it gave none.
+func receivedAt(oob []byte) time.Time {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Now()
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS {
+			var ts unix.Timespec
+			if binary.Read(bytes.NewReader(m.Data), binary.NativeEndian, &ts) == nil {
+				return time.Unix(ts.Unix())
+			}
+		}
+	}
+	return time.Now()
 }
 
 func setsock(c *net.TCPConn, level, opt, v int) error {
