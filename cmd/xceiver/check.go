@@ -102,7 +102,9 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 						if !knownProperty(p) {
 							return report(stderr, c.usagef("%s: unknown property %q (want one of %s)", c.typed("ignore"), p, strings.Join(systemProperties(systemAll), ", ")))
 						}
-						opt.ignore = append(opt.ignore, p)
+						if !slices.Contains(opt.ignore, p) {
+							opt.ignore = append(opt.ignore, p)
+						}
 					}
 				}
 				if strings.EqualFold(opt.bug, "list") {
@@ -707,9 +709,8 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 	if world == "real" {
 		codeVer, props = realCodeVersion(), realPropertyNames()
 	}
-	ignored := ignoredOf(opt.ignore, props)
+	ignored := append([]string{}, ignoredOf(opt.ignore, props)...) // [] for none
 	slices.Sort(ignored)
-	ignored = slices.Compact(append([]string{}, ignored...))
 	if opt.json {
 		out, _ := json.Marshal(checkSummary{
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
