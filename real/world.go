@@ -221,6 +221,45 @@ func (w *World) ThreadCPU() []model.ThreadCPU {
 
 var _ model.World = (*World)(nil)
 
+// scratch holds the roots of the worlds not yet closed, for
+// RemoveScratch.
+var scratch scratchRoots
+
+type scratchRoots struct {
+	mu    sync.Mutex
+	roots []string
+}
+
+func (sc *scratchRoots) add(root string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.roots = append(sc.roots, root)
+}
+
+func (sc *scratchRoots) remove(root string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.roots = slices.DeleteFunc(sc.roots, func(r string) bool { return r == root })
+}
+
+// RemoveScratch removes the temporary directories of the worlds not yet
+// closed (their disks and sockets), for a process about to end without
+// closing them: one stopped by a signal. The worlds are unusable after
+// it. It returns the directories it removed.
+func RemoveScratch() ([]string, error) {
+	scratch.mu.Lock()
+	defer scratch.mu.Unlock()
+	var errs []error
+	for _, r := range scratch.roots {
+		if err := os.RemoveAll(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	removed := scratch.roots
+	scratch.roots = nil
+	return removed, errors.Join(errs...)
+}
+
 // New creates a real world with its own temporary directory.
 func New(cfg Config) (*World, error) {
 	if cfg.FDLimit < 0 {
@@ -259,6 +298,7 @@ func New(cfg Config) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("real: world root %q: %w", parent, err)
 	}
+	scratch.add(root)
 	w := &World{
 		cfg:     cfg,
 		root:    root,
@@ -273,6 +313,7 @@ func New(cfg Config) (*World, error) {
 	for _, sub := range []string{"disk", "sock"} {
 		if err := os.Mkdir(w.path(sub), 0o700); err != nil {
 			os.RemoveAll(root)
+			scratch.remove(root)
 			return nil, fmt.Errorf("real: world root: %w", err)
 		}
 	}
@@ -511,6 +552,7 @@ func (w *World) Close() error {
 	if err := os.RemoveAll(w.root); err != nil {
 		errs = append(errs, fmt.Errorf("real: remove world root: %w", err))
 	}
+	scratch.remove(w.root)
 	if err := w.settle(); err != nil {
 		errs = append(errs, err)
 	}

@@ -454,8 +454,31 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 
 	var mu sync.Mutex
 	t := newTally()
+	// stop ends the handing out of seeds: closed by --max-failures
+	// (stopped: a seed handed out after it is skipped) or by an interrupt
+	// (every seed handed out is checked, so the seeds checked are the
+	// shard's first ones and the run can be resumed after them).
 	stop := make(chan struct{})
-	stopped := false
+	stopped, halted := false, false
+	halt := func() {
+		if !halted {
+			halted = true
+			close(stop)
+		}
+	}
+	finished := false
+	unwatch := watchInterrupt(func(s os.Signal) {
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return // too late to stop anything: the summary follows
+		}
+		t.interrupted = signalName(s)
+		prog.clear()
+		sayInterrupted(stderr, s)
+		halt()
+	})
+	defer unwatch()
 	next := make(chan uint64)
 	var wg sync.WaitGroup
 	for w := 0; w < opt.parallel; w++ {
@@ -484,7 +507,7 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 				prog.done(t.passed, t.failed)
 				if opt.maxFailures > 0 && t.failed >= opt.maxFailures && !stopped {
 					stopped = true
-					close(stop)
+					halt()
 				}
 				mu.Unlock()
 			}
@@ -505,19 +528,28 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
+	handed := 0
 feed:
 	for j := range total {
 		select {
 		case next <- opt.seed + uint64(opt.shardSeed(j)):
+			handed++
 		case <-stop:
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
+	unwatch()
 	close(tickDone)
+	mu.Lock()
+	finished = true
+	mu.Unlock()
 	prog.finish()
 	t.stoppedEarly = stopped
+	if t.interrupted != "" && (stopped || handed == total) {
+		t.interrupted = "" // it stopped for another reason, or had nothing left to hand out
+	}
 	return printSummary(stdout, opt, "sim", total, t, time.Since(start), processCPU()-cpu0)
 }
 
@@ -533,6 +565,10 @@ type tally struct {
 	byProp         map[string]*propSummary
 	bySystem       map[string]*systemCount
 	stoppedEarly   bool
+	// interrupted names the signal that stopped the check before its
+	// last seed ("" if none did): the seeds checked are the shard's first
+	// ones, every one of them finished.
+	interrupted string
 	// simEvents sums the seeds' weights (the events the simulator
 	// processed in each drawn case); the real world counts none.
 	simEvents uint64
@@ -659,18 +695,23 @@ type checkSummary struct {
 	System  string        `json:"system"`
 	Systems []systemCount `json:"systems"`
 	// Seeds are this shard's seeds; SweepSeeds all shards' (--seeds).
-	Seeds        int     `json:"seeds"`
-	SweepSeeds   int     `json:"sweep_seeds"`
-	Checked      int     `json:"checked"`
-	FirstSeed    uint64  `json:"first_seed"`
-	Shard        string  `json:"shard"`
-	Out          string  `json:"out,omitempty"`
-	Bug          string  `json:"bug,omitempty"`
-	Passed       int     `json:"passed"`
-	Failed       int     `json:"failed"`
-	StoppedEarly bool    `json:"stopped_early,omitempty"`
-	ElapsedS     float64 `json:"elapsed_s"`
-	SeedsPerS    float64 `json:"seeds_per_s"`
+	Seeds        int    `json:"seeds"`
+	SweepSeeds   int    `json:"sweep_seeds"`
+	Checked      int    `json:"checked"`
+	FirstSeed    uint64 `json:"first_seed"`
+	Shard        string `json:"shard"`
+	Out          string `json:"out,omitempty"`
+	Bug          string `json:"bug,omitempty"`
+	Passed       int    `json:"passed"`
+	Failed       int    `json:"failed"`
+	StoppedEarly bool   `json:"stopped_early,omitempty"`
+	// Interrupted says a signal (SIGINT, SIGTERM) stopped the check
+	// after its first Checked seeds, every one of them finished: the
+	// rest of the shard can be checked on its own (the text summary
+	// prints how).
+	Interrupted bool    `json:"interrupted,omitempty"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	SeedsPerS   float64 `json:"seeds_per_s"`
 	// CPUS is the CPU the check used (this process's, every thread, user
 	// and system), and SeedsPerCPUS the seeds per CPU-second: on a shared
 	// machine, whose speed moves by a third from one hour to the next,
@@ -715,7 +756,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		out, _ := json.Marshal(checkSummary{
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
 			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
-			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly,
+			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly, Interrupted: t.interrupted != "",
 			ElapsedS: elapsed.Seconds(), SeedsPerS: perSecond(checked, elapsed),
 			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu),
 			SimEvents: t.simEvents, SimEventsPerCPUS: perSecond(t.simEvents, cpu), CodeVersion: codeVer,
@@ -728,6 +769,14 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		if t.stoppedEarly {
 			fmt.Fprintf(stdout, "stopped early: --max-failures %d reached (%d failed, counting seeds that were already running)\n", opt.maxFailures, t.failed)
 		}
+		if t.interrupted != "" {
+			which := "the"
+			if opt.shardN > 1 {
+				which = fmt.Sprintf("shard %d/%d's", opt.shardI, opt.shardN)
+			}
+			fmt.Fprintf(stdout, "interrupted (%s) after %s first %d of %d seeds; the rest are the same flags with %s\n",
+				t.interrupted, which, checked, seeds, resumeFlags(opt, checked))
+		}
 		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second%s)\n",
 			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), perSecond(checked, elapsed),
 			cpu.Seconds(), perSecond(checked, cpu), eventsLine(t.simEvents, checked, cpu))
@@ -737,10 +786,26 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		printIgnored(stdout, ignored)
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", t.passed, t.failed)
 	}
-	if t.failed > 0 {
+	switch {
+	case t.interrupted != "":
+		return exitInterrupted
+	case t.failed > 0:
 		return exitFail
 	}
 	return exitOK
+}
+
+// resumeFlags are the flags that, with a check's others, check the rest
+// of its shard after the shard's first checked seeds: shard i/n holds
+// the seeds --seed + i-1 + k·n, so moving --seed on by checked·n and
+// taking as many off --seeds leaves shard i/n its unchecked seeds.
+func resumeFlags(opt checkOptions, checked int) string {
+	skip := checked * opt.shardN
+	flags := fmt.Sprintf("--seed %d --seeds %d", opt.seed+uint64(skip), opt.seeds-skip)
+	if opt.shardN > 1 {
+		flags += fmt.Sprintf(" --shard %d/%d", opt.shardI, opt.shardN)
+	}
+	return flags
 }
 
 // printIgnored says which properties a summary's seeds did not enforce
@@ -1024,7 +1089,28 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 	start, cpu0 := time.Now(), processCPU()
 	t := newTally()
 	total := opt.shardSeeds()
+	// A real seed is not cut short: its processes, sockets and files
+	// are cleaned up, and the leak check that follows it still holds.
+	var mu sync.Mutex
+	var signalled os.Signal
+	defer watchInterrupt(func(s os.Signal) {
+		mu.Lock()
+		defer mu.Unlock()
+		signalled = s
+		sayInterrupted(stderr, s)
+	})()
+	interrupted := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if signalled != nil {
+			t.interrupted = signalName(signalled)
+		}
+		return signalled != nil
+	}
 	for j := range total {
+		if interrupted() {
+			break
+		}
 		seed := opt.seed + uint64(opt.shardSeed(j))
 		c, err := properties.Draw(properties.SeedSource(seed), seed, opt.bug)
 		if err != nil {

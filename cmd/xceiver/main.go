@@ -27,6 +27,7 @@ const exitCodesHelp = `exit codes:
   1  a check, replay or validation failed, or the output could not be written
   2  bad usage or input (one line on stderr)
   3  a run hit a resource limit (simulation limit reached) before it ended
+  130  check was interrupted (SIGINT or SIGTERM) and reported what it had done
 `
 
 // commandList declares every subcommand, in the order help lists them. A
@@ -56,7 +57,14 @@ func lookupCommand(name string) *command {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runProcess(os.Args[1:]))
+}
+
+// runProcess is main's: run, with the process's interrupts routed
+// (routeInterrupts).
+func runProcess(args []string) int {
+	defer routeInterrupts(os.Stderr)()
+	return run(args, os.Stdout, os.Stderr)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

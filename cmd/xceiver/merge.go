@@ -105,6 +105,9 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		printGroups(c.stdout, s.ByProperty)
 		fmt.Fprintf(c.stdout, "merged %d shard%s of %d: checked %d of %d seed%s (from %d, %s%s)\n",
 			len(s.Shards), plural(len(s.Shards), "", "s"), m.n, s.Checked, s.Seeds, plural(s.Seeds, "", "s"), s.FirstSeed, s.World, systemsLine(s.System, s.Systems))
+		if cut := m.interruptedShards(); len(cut) > 0 {
+			fmt.Fprintf(c.stdout, "interrupted before their last seed: shard%s %s\n", plural(len(cut), "", "s"), strings.Join(cut, ", "))
+		}
 		printIgnored(c.stdout, s.Ignored)
 		fmt.Fprintf(c.stdout, "%d passed, %d failed\n", s.Passed, s.Failed)
 	}
@@ -112,6 +115,17 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		return exitFail
 	}
 	return exitOK
+}
+
+// interruptedShards names the shards a signal stopped early.
+func (m *merged) interruptedShards() []string {
+	var cut []string
+	for _, r := range m.results {
+		if r.Interrupted {
+			cut = append(cut, r.Shard)
+		}
+	}
+	return cut
 }
 
 // merged is a sweep's shards read back.
@@ -293,8 +307,10 @@ func checkResult(r *checkSummary, i, n int) error {
 		return fmt.Errorf("passed %d + failed %d is not checked %d", r.Passed, r.Failed, r.Checked)
 	case r.Checked > r.Seeds:
 		return fmt.Errorf("checked %d, more than its %d seeds", r.Checked, r.Seeds)
-	case r.Checked < r.Seeds && !r.StoppedEarly:
+	case r.Checked < r.Seeds && !r.StoppedEarly && !r.Interrupted:
 		return fmt.Errorf("checked %d of %d seeds without stopping early", r.Checked, r.Seeds)
+	case r.Interrupted && r.Checked == r.Seeds:
+		return fmt.Errorf("interrupted, yet checked all of its %d seeds", r.Seeds)
 	}
 
 	// check gives shard i of n the seeds first+k for k = i-1, i-1+n, ...
@@ -594,6 +610,7 @@ func (m *merged) summary() *checkSummary {
 		cpuKnown = cpuKnown && r.CPUS > 0
 		eventsKnown = eventsKnown && r.SimEvents > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
+		s.Interrupted = s.Interrupted || r.Interrupted
 		for j := range r.Failures {
 			t.add(r.Failures[j].System, 0, 0, &r.Failures[j])
 		}

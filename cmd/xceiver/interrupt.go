@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"xceiver/real"
+)
+
+// exitInterrupted is the exit code of a check stopped by SIGINT or
+// SIGTERM after it reported what it had done: 128 + SIGINT, as a
+// shell reports a command Ctrl-C ended, so scripts see an incomplete
+// run, not a pass or a failure.
+const exitInterrupted = 130
+
+// interrupts is where routeInterrupts sends SIGINT and SIGTERM: to the
+// command watching for them (watchInterrupt), if one is.
+var interrupts struct {
+	mu    sync.Mutex
+	first func(os.Signal)
+}
+
+// routeInterrupts takes SIGINT and SIGTERM for the process's life (the
+// returned func gives them back). The first goes to the command
+// watching, if one is (check stops and reports), and the next
+// has the signal's default action: a second Ctrl-C ends the process at
+// once. With no command watching, the real world's temporary
+// directories are removed before the signal ends the process as it
+// would have (a Ctrl-C of validate used to leave them in /tmp). A
+// signal the process started out ignoring stays ignored (a background
+// job of a non-interactive shell is not meant to take the terminal's
+// Ctrl-C).
+func routeInterrupts(stderr io.Writer) (stop func()) {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) == 0 {
+		return func() {}
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	done := make(chan struct{})
+	go func() {
+		var s os.Signal
+		select {
+		case s = <-c:
+		case <-done:
+			return
+		}
+		signal.Stop(c) // from now on, the default action
+		interrupts.mu.Lock()
+		first := interrupts.first
+		interrupts.first = nil
+		interrupts.mu.Unlock()
+		if first != nil {
+			first(s)
+			return
+		}
+		if removed, err := real.RemoveScratch(); err != nil {
+			fmt.Fprintf(stderr, "xceiver: %s: removing the real world's temporary directories: %v\n", signalName(s), err)
+		} else if len(removed) > 0 {
+			fmt.Fprintf(stderr, "xceiver: %s: removed the real world's temporary directories\n", signalName(s))
+		}
+		if n, ok := s.(syscall.Signal); ok {
+			_ = syscall.Kill(syscall.Getpid(), n)
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(c)
+			close(done)
+		})
+	}
+}
+
+// watchInterrupt is how a long command learns it was asked to stop:
+// first runs once, on the first SIGINT or SIGTERM that routeInterrupts
+// takes while the watch lasts. The returned func ends the watch; calling
+// it again does nothing. A variable, so that tests interrupt a command
+// at a point of their choosing.
+var watchInterrupt = func(first func(os.Signal)) (stop func()) {
+	interrupts.mu.Lock()
+	interrupts.first = first
+	interrupts.mu.Unlock()
+	return func() {
+		interrupts.mu.Lock()
+		interrupts.first = nil
+		interrupts.mu.Unlock()
+	}
+}
+
+// signalName is SIGINT for os.Interrupt, and so on.
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok {
+		if name := unix.SignalName(n); name != "" {
+			return name
+		}
+	}
+	return s.String()
+}
+
+// sayInterrupted tells the user, on stderr, what an interrupted check does
+// before it exits.
+func sayInterrupted(stderr io.Writer, s os.Signal) {
+	fmt.Fprintf(stderr, "xceiver check: %s: finishing the seeds already running, then the summary (interrupt again to quit at once)\n", signalName(s))
+}

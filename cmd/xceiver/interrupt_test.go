@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets a test run this binary as xceiver itself, for what only a
+// separate process shows (a signal's delivery, the exit status): with
+// XCEIVER_TEST_ARGS set (its arguments, one per line) it is the command.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("XCEIVER_TEST_ARGS"); args != "" {
+		os.Exit(runProcess(strings.Split(args, "\n")))
+	}
+	if os.Getenv("XCEIVER_TEST_WATCH") != "" {
+		watchChild()
+	}
+	os.Exit(m.Run())
+}
+
+// interruptAfter makes the next check's interrupt watch fire after d, as
+// a SIGINT would, and restores the real watch when the test ends.
+func interruptAfter(t *testing.T, d time.Duration) {
+	t.Helper()
+	real := watchInterrupt
+	t.Cleanup(func() { watchInterrupt = real })
+	watchInterrupt = func(first func(os.Signal)) func() {
+		tm := time.AfterFunc(d, func() { first(os.Interrupt) })
+		return func() { tm.Stop() }
+	}
+}
+
+type interruptedResult struct {
+	Seeds, Checked, Passed, Failed int
+	Interrupted                    bool
+	StoppedEarly                   bool `json:"stopped_early"`
+	Failures                       []struct{ Seed uint64 }
+}
+
+func (r interruptedResult) failedSeeds() []uint64 {
+	var seeds []uint64
+	for _, f := range r.Failures {
+		seeds = append(seeds, f.Seed)
+	}
+	slices.Sort(seeds)
+	return seeds
+}
+
+// An interrupted check stops handing out seeds, finishes those running
+// and reports them, with exit 130: the seeds it checked are exactly the
+// shard's first ones (the same verdicts as a check of only those), and
+// the flags it prints check the rest of the shard.
+func TestCheckInterruptedChecksAPrefix(t *testing.T) {
+	const seeds = 1_000_000_000
+	for _, shard := range []string{"1/1", "2/3"} {
+		t.Run(strings.ReplaceAll(shard, "/", "of"), func(t *testing.T) {
+			interruptAfter(t, 300*time.Millisecond)
+			flags := []string{"--bug", "HDFS-3359", "--no-shrink", "--parallel", "2", "--shard", shard, "--out", t.TempDir()}
+			var got interruptedResult
+			code, stderr := cliJSON(t, &got, append([]string{"check", "--json", "--seed", "7", "--seeds", strconv.Itoa(seeds)}, flags...)...)
+			if code != exitInterrupted || !got.Interrupted || got.StoppedEarly {
+				t.Fatalf("exit %d, interrupted %v, stopped early %v: %s", code, got.Interrupted, got.StoppedEarly, stderr)
+			}
+			if got.Checked == 0 || got.Checked != got.Passed+got.Failed || got.Failed != len(got.Failures) {
+				t.Fatalf("checked %d = %d passed + %d failed, %d failures listed", got.Checked, got.Passed, got.Failed, len(got.Failures))
+			}
+			interruptAfter(t, time.Hour)
+			var prefix interruptedResult
+			i, n, _ := strings.Cut(shard, "/")
+			ni, _ := strconv.Atoi(n)
+			ii, _ := strconv.Atoi(i)
+			// The shard's first Checked seeds are a sweep of (Checked-1)·n+i
+			// seeds, shard i/n.
+			sweep := (got.Checked-1)*ni + ii
+			code, stderr = cliJSON(t, &prefix, append([]string{"check", "--json", "--seed", "7", "--seeds", strconv.Itoa(sweep)}, flags...)...)
+			if code != exitFail || prefix.Interrupted || prefix.Checked != got.Checked {
+				t.Fatalf("the first %d seeds alone: exit %d, %+v: %s", got.Checked, code, prefix, stderr)
+			}
+			if !slices.Equal(prefix.failedSeeds(), got.failedSeeds()) || prefix.Passed != got.Passed {
+				t.Errorf("interrupted: %d passed, failed %v; its seeds alone: %d passed, failed %v",
+					got.Passed, got.failedSeeds(), prefix.Passed, prefix.failedSeeds())
+			}
+
+			interruptAfter(t, 300*time.Millisecond)
+			code, stdout, _ := runCLI(append([]string{"check", "--seed", "7", "--seeds", strconv.Itoa(seeds)}, flags...)...)
+			m := regexp.MustCompile(`(?m)^interrupted \(SIGINT\) after (?:the|shard \d+/\d+'s) first (\d+) of (\d+) seeds; the rest are the same flags with (--seed \d+ --seeds \d+(?: --shard \d+/\d+)?)$`).FindStringSubmatch(stdout)
+			if code != exitInterrupted || m == nil {
+				t.Fatalf("exit %d, no line saying how to go on:\n%s", code, stdout)
+			}
+			checked, _ := strconv.Atoi(m[1])
+			want := fmt.Sprintf("--seed %d --seeds %d", 7+checked*ni, seeds-checked*ni)
+			if ni > 1 {
+				want += " --shard " + shard
+			}
+			if m[3] != want || m[2] != strconv.Itoa(1+(seeds-ii)/ni) {
+				t.Errorf("after %s seeds of %s: %q, want %q", m[1], m[2], m[3], want)
+			}
+			c := regexp.MustCompile(`(?m)^checked (\d+) seeds .*\n(\d+) passed, (\d+) failed$`).FindStringSubmatch(stdout)
+			if c == nil || c[1] != m[1] || atoi(c[2])+atoi(c[3]) != checked {
+				t.Errorf("the closing counts are not the %d seeds checked:\n%s", checked, stdout)
+			}
+		})
+	}
+}
+
+// In the real world the seed running when the interrupt comes is
+// finished, its processes and files cleaned up, and the summary is of the
+// seeds checked.
+func TestRealCheckInterrupted(t *testing.T) {
+	interruptAfter(t, time.Second)
+	var got interruptedResult
+	code, stderr := cliJSON(t, &got, "check", "--world", "real", "--seed", "11", "--seeds", "1000", "--json")
+	if code != exitInterrupted || !got.Interrupted || got.Checked == 0 || got.Checked >= 1000 || got.Passed != got.Checked {
+		t.Fatalf("exit %d, %+v: %s", code, got, stderr)
+	}
+}
+
+// merge takes interrupted shards (they checked fewer seeds than they
+// hold, and say why) and names them; a result that claims an
+// interruption yet checked every seed is refused.
+func TestMergeTakesInterruptedShards(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i := 1; i <= 2; i++ {
+		interruptAfter(t, 200*time.Millisecond)
+		code, stdout, stderr := runCLI("check", "--json", "--seeds", "1000000000", "--shard", fmt.Sprintf("%d/2", i), "--out", dir)
+		if code != exitInterrupted {
+			t.Fatalf("shard %d/2: exit %d: %s", i, code, stderr)
+		}
+		f := fmt.Sprintf("%s/shard%d.json", dir, i)
+		if err := os.WriteFile(f, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	code, stdout, stderr := runCLI(append([]string{"merge"}, files...)...)
+	if code != exitOK || !strings.Contains(stdout, "interrupted before their last seed: shards 1/2, 2/2\n") {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	var merged interruptedResult
+	if code, stderr := cliJSON(t, &merged, append([]string{"merge", "--json"}, files...)...); code != exitOK || !merged.Interrupted || merged.Checked >= merged.Seeds {
+		t.Fatalf("exit %d, %+v: %s", code, merged, stderr)
+	}
+
+	var r map[string]any
+	b, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	r["checked"], r["passed"], r["failed"] = r["seeds"], r["seeds"], 0.0
+	forged := dir + "/forged.json"
+	b, _ = json.Marshal(r)
+	if err := os.WriteFile(forged, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI("merge", forged, files[1]); code != exitUsage || !strings.Contains(stderr, "interrupted, yet checked all of its") {
+		t.Errorf("a result interrupted after all its seeds: exit %d: %s", code, stderr)
+	}
+}
+
+// The signal itself, in a process of its own: the first SIGINT ends the
+// check after the seeds running, with every failure printed before it in
+// the count, and exit 130; a second, sent once the first was taken, ends
+// the process at once.
+func TestCheckTakesSIGINT(t *testing.T) {
+	if signal.Ignored(os.Interrupt) {
+		t.Skip("SIGINT is ignored here (a background job), and so in the command")
+	}
+	start := func(t *testing.T) (*exec.Cmd, *bufio.Scanner, *syncBuffer) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "XCEIVER_TEST_ARGS="+strings.Join([]string{
+			"check", "--bug", "HDFS-3359", "--seeds", "1000000000", "--no-shrink", "--parallel", "2", "--out", t.TempDir()}, "\n"))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := &syncBuffer{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		sc := bufio.NewScanner(stdout)
+		// A FAIL line means the check is running, its watch installed.
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "FAIL ") {
+				return cmd, sc, stderr
+			}
+		}
+		t.Fatalf("no FAIL line: %s", stderr.String())
+		return nil, nil, nil
+	}
+	waitFor := func(cmd *exec.Cmd, d time.Duration) error {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(d):
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("still running %v after the signal", d)
+		}
+	}
+
+	t.Run("once", func(t *testing.T) {
+		cmd, sc, stderr := start(t)
+		fails := 1
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		var rest []string
+		for sc.Scan() {
+			rest = append(rest, sc.Text())
+			if strings.HasPrefix(sc.Text(), "FAIL ") {
+				fails++
+			}
+		}
+		err := waitFor(cmd, time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+			t.Fatalf("exit %d (%v), want %d: %s\n%s", code, err, exitInterrupted, strings.Join(rest, "\n"), stderr.String())
+		}
+		out := strings.Join(rest, "\n")
+		if !strings.Contains(stderr.String(), "xceiver check: SIGINT: finishing the seeds already running") {
+			t.Errorf("stderr: %q", stderr.String())
+		}
+		m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindStringSubmatch(out)
+		if m == nil || m[2] != strconv.Itoa(fails) || !strings.Contains(out, "interrupted (SIGINT) after the first ") {
+			t.Errorf("%d FAIL lines; summary:\n%s", fails, out)
+		}
+	})
+}
+
+// The watch takes the first signal only: once it has, the next SIGINT
+// has its default action and ends the process, however long what the
+// first one started takes.
+func TestSecondInterruptEndsTheProcess(t *testing.T) {
+	if signal.Ignored(os.Interrupt) {
+		t.Skip("SIGINT is ignored here (a background job), and so in the child")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "XCEIVER_TEST_WATCH=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for _, want := range []string{"watching", "first SIGINT"} {
+		if !sc.Scan() || sc.Text() != want {
+			t.Fatalf("child said %q, want %q", sc.Text(), want)
+		}
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the second SIGINT did not end the process")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("ended %v, want killed by SIGINT", cmd.ProcessState)
+	}
+}
+
+// watchChild is TestSecondInterruptEndsTheProcess's child: it says when it
+// watches and when the first signal came, then works forever.
+func watchChild() {
+	routeInterrupts(os.Stderr)
+	watchInterrupt(func(s os.Signal) { fmt.Println("first " + signalName(s)) })
+	fmt.Println("watching")
+	select {}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// A command that does not report on an interrupt (run, validate, bench)
+// still removes the real world's temporary directories before the
+// signal ends it.
+func TestInterruptRemovesRealScratch(t *testing.T) {
+	if signal.Ignored(os.Interrupt) {
+		t.Skip("SIGINT is ignored here (a background job), and so in the child")
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XCEIVER_TEST_ARGS="+strings.Join([]string{"run", "read", "--world", "real", "--ops", "10000000"}, "\n"))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if made, _ := os.ReadDir(tmp); slices.ContainsFunc(made, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no real world made in a minute: %s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("still running a minute after SIGINT")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("ended %v, want killed by SIGINT as before", cmd.ProcessState)
+	}
+	left, _ := os.ReadDir(tmp)
+	for _, e := range left {
+		t.Logf("left: %s (dir %v)", e.Name(), e.IsDir())
+	}
+	if slices.ContainsFunc(left, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") }) || !strings.Contains(stderr.String(), "xceiver: SIGINT: removed the real world's temporary directories") {
+		t.Errorf("left %v; stderr %q", left, stderr.String())
+	}
+}
+
+// syncBuffer is a bytes buffer for a child's stderr, read while written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var _ io.Writer = (*syncBuffer)(nil)
