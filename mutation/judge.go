@@ -244,6 +244,18 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	// shared tree one worker's mutant would meet another's counterexample,
 	// and judging would leave files in the working tree.
 	cmd.Env = append(os.Environ(), "RAPID_NOFAILFILE=1")
+	// The go command leaves its go-build directory behind when it is
+	// stopped (by an interrupt or a timeout, even asked as a Ctrl-C
+	// asks it): kept under Work, it goes when Work does. Not for go
+	// test, whose tests would make their temporary directories there
+	// too, and the real world's Unix sockets in them would pass the
+	// 107 bytes a socket's path may have.
+	if tmp := filepath.Join(j.Work, "gotmp"); args[0] != "test" && os.MkdirAll(tmp, 0o755) == nil {
+		cmd.Env = append(cmd.Env, "GOTMPDIR="+tmp)
+	}
+	// Stopped, it is asked as a Ctrl-C asks it, to stop what it started
+	// too; one that has not gone after WaitDelay is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {

@@ -395,7 +395,7 @@ func TestREADMEAgreesWithHelp(t *testing.T) {
 		!strings.Contains(flat(readmeSection(readme, "### bench")), fmt.Sprintf("%d reads per reader", pd.Iterations)) {
 		t.Errorf("README.md, ### bench: hdfs-941's defaults are not documented as %q and %d reads per reader", want, pd.Iterations)
 	}
-	for _, code := range []string{"0 success", "1 a check", "2 bad usage", "3 a run hit a resource limit", "130 check was interrupted"} {
+	for _, code := range []string{"0 success", "1 a check", "2 bad usage", "3 a run hit a resource limit", "130 check or mutate was interrupted"} {
 		if !strings.Contains(strings.Join(strings.Fields(block), " "), code) {
 			t.Errorf("README.md, ## Commands: exit code %q is not documented", code)
 		}

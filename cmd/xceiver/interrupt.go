@@ -13,8 +13,8 @@ import (
 	"xceiver/real"
 )
 
-// exitInterrupted is the exit code of a check stopped by SIGINT or
-// SIGTERM after it reported what it had done: 128 + SIGINT, as a
+// exitInterrupted is the exit code of a check or mutate stopped by SIGINT
+// or SIGTERM after it reported what it had done: 128 + SIGINT, as a
 // shell reports a command Ctrl-C ended, so scripts see an incomplete
 // run, not a pass or a failure.
 const exitInterrupted = 130
@@ -28,7 +28,7 @@ var interrupts struct {
 
 // routeInterrupts takes SIGINT and SIGTERM for the process's life (the
 // returned func gives them back). The first goes to the command
-// watching, if one is (check stops and reports), and the next
+// watching, if one is (check and mutate stop and report), and the next
 // has the signal's default action: a second Ctrl-C ends the process at
 // once. With no command watching, the real world's temporary
 // directories are removed before the signal ends the process as it

@@ -360,3 +360,19 @@ func (s *syncBuffer) String() string {
 }
 
 var _ io.Writer = (*syncBuffer)(nil)
+
+// An interrupted mutate stops its go commands, says so and exits 130,
+// leaving no scratch directory behind.
+func TestMutateInterrupted(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	interruptAfter(t, 300*time.Millisecond)
+	start := time.Now()
+	code, stdout, stderr := runCLI("mutate", "--packages", "model", "--sample", "2", "--seeds", "30")
+	if code != exitInterrupted || !strings.Contains(stderr, "xceiver mutate: interrupted (SIGINT) before the unmutated code was judged") {
+		t.Fatalf("exit %d after %v: %s%s", code, time.Since(start), stdout, stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
+	}
+}

@@ -27,7 +27,7 @@ const exitCodesHelp = `exit codes:
   1  a check, replay or validation failed, or the output could not be written
   2  bad usage or input (one line on stderr)
   3  a run hit a resource limit (simulation limit reached) before it ended
-  130  check was interrupted (SIGINT or SIGTERM) and reported what it had done
+  130  check or mutate was interrupted (SIGINT or SIGTERM) and reported what it had done
 `
 
 // commandList declares every subcommand, in the order help lists them. A

@@ -220,14 +220,19 @@ type mutateSummary struct {
 	Judged     int    `json:"judged"`
 	// StoppedByBudget: --budget ran out before every selected mutant was
 	// judged (those judged are a prefix of the draw: still random).
-	StoppedByBudget bool           `json:"stopped_by_budget"`
-	Killed          int            `json:"killed"`
-	KilledBy        map[string]int `json:"killed_by"`
-	Survived        int            `json:"survived"`
-	Equivalent      int            `json:"equivalent"`
-	Invalid         int            `json:"invalid"`
-	Score           float64        `json:"score"`       // killed / (killed + survived)
-	CheckScore      float64        `json:"check_score"` // killed by check alone / (killed + survived)
+	StoppedByBudget bool `json:"stopped_by_budget"`
+	// Interrupted: a signal (SIGINT, SIGTERM) stopped the judging; the
+	// mutants being judged then were dropped, so those judged are the
+	// draw's first but for them.
+	Interrupted bool `json:"interrupted,omitempty"`
+	signal      string
+	Killed      int            `json:"killed"`
+	KilledBy    map[string]int `json:"killed_by"`
+	Survived    int            `json:"survived"`
+	Equivalent  int            `json:"equivalent"`
+	Invalid     int            `json:"invalid"`
+	Score       float64        `json:"score"`       // killed / (killed + survived)
+	CheckScore  float64        `json:"check_score"` // killed by check alone / (killed + survived)
 	// ScoreLow and ScoreHigh bound the score of all the mutants a sample
 	// was drawn from (Wilson's 95% interval).
 	ScoreLow     float64           `json:"score_low"`
@@ -309,6 +314,21 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		return 0, fmt.Errorf("mutate: %w", err)
 	}
 	defer os.RemoveAll(work)
+	// An interrupt stops the builds, checks and tests under way (a Ctrl-C
+	// reaches them too, and would pass for their verdicts) and drops those
+	// mutants; the summary is of the mutants judged before it, and the
+	// scratch directory goes with the rest.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	interrupted := ""
+	defer watchInterrupt(func(sig os.Signal) {
+		mu.Lock()
+		defer mu.Unlock()
+		interrupted = signalName(sig)
+		fmt.Fprintf(stderr, "xceiver mutate: %s: dropping the mutants being judged, then the summary (interrupt again to quit at once)\n", interrupted)
+		cancel()
+	})()
 	j := &mutation.Judge{
 		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
 		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--system", opt.system, "--parallel", "1", "--max-failures", "1", "--no-shrink"},
@@ -319,6 +339,12 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		BuildFlags: append(mutation.NoInline(module, dirs), "-ldflags=-s -w"),
 	}
 	checkT, testT, err := j.Baseline(ctx, dirs)
+	if ctx.Err() != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "xceiver mutate: interrupted (%s) before the unmutated code was judged: no mutant judged\n", interrupted)
+		return exitInterrupted, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("mutate: %w", err)
 	}
@@ -338,7 +364,6 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 
 	start := time.Now()
 	results := make([]mutation.Result, len(selected))
-	var mu sync.Mutex
 	done := 0
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -349,6 +374,10 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 			for i := range next {
 				r := j.Run(ctx, selected[i], slot)
 				mu.Lock()
+				if ctx.Err() != nil {
+					mu.Unlock()
+					continue // interrupted: its verdict may be the interrupt's
+				}
 				results[i] = r
 				done++
 				if !opt.json {
@@ -365,26 +394,38 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		pos[m.ID] = i
 	}
 	stopped := false
+feed:
 	for _, m := range mutation.Order(selected, opt.seed) {
 		if opt.budget > 0 && time.Since(start) > opt.budget {
 			stopped = true
 			break
 		}
-		next <- pos[m.ID]
+		select {
+		case next <- pos[m.ID]:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
+	mu.Lock()
+	signalled := interrupted
+	mu.Unlock()
 
 	judged := slices.DeleteFunc(results, func(r mutation.Result) bool { return r.Status == "" })
 	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
 	s.Selected, s.StoppedByBudget, s.BugOnly = len(selected), stopped, bugOnly
+	s.Interrupted, s.signal = signalled != "", signalled
 	if opt.json {
 		out, _ := json.Marshal(s)
 		fmt.Fprintln(stdout, string(out))
 	} else {
 		printMutateSummary(stdout, s)
 	}
-	if s.Survived > 0 {
+	switch {
+	case s.Interrupted:
+		return exitInterrupted, nil
+	case s.Survived > 0:
 		return exitFail, nil
 	}
 	return exitOK, nil
@@ -493,7 +534,10 @@ func printMutateSummary(w io.Writer, s mutateSummary) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, s.KilledBy[k]))
 	}
 	stop := ""
-	if s.StoppedByBudget {
+	switch {
+	case s.Interrupted:
+		stop = fmt.Sprintf(" (interrupted by %s: the mutants being judged were dropped)", s.signal)
+	case s.StoppedByBudget:
 		stop = " (--budget ran out)"
 	}
 	fmt.Fprintf(w, "judged %d of %d selected%s, of %d mutants: %d killed (%s), %d survived, %d equivalent, %d invalid\n",
