@@ -246,11 +246,10 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	cmd.Env = append(os.Environ(), "RAPID_NOFAILFILE=1")
 	// The go command leaves its go-build directory behind when it is
 	// stopped (by an interrupt or a timeout, even asked as a Ctrl-C
-	// asks it): kept under Work, it goes when Work does. Not for go
-	// test, whose tests would make their temporary directories there
-	// too, and the real world's Unix sockets in them would pass the
-	// 107 bytes a socket's path may have.
-	if tmp := filepath.Join(j.Work, "gotmp"); args[0] != "test" && os.MkdirAll(tmp, 0o755) == nil {
+	// asks it): kept under Work, it goes when Work does. (go test puts
+	// its tests' temporary directories there too: the real world's Unix
+	// sockets reach theirs through a short alias.)
+	if tmp := filepath.Join(j.Work, "gotmp"); os.MkdirAll(tmp, 0o755) == nil {
 		cmd.Env = append(cmd.Env, "GOTMPDIR="+tmp)
 	}
 	// Stopped, it is asked as a Ctrl-C asks it, to stop what it started

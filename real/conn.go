@@ -993,17 +993,26 @@ func (w *World) resolve(network, addr string) (resolved, error) {
 		if addr == "" {
 			return resolved{}, fmt.Errorf("empty Unix address: %w", errBadAddr)
 		}
-		path := addr
+		path, name := addr, addr
+		limit := len(unix.RawSockaddrUnix{}.Path) // with the NUL
 		if !filepath.IsAbs(addr) {
 			if !filepath.IsLocal(addr) {
 				return resolved{}, fmt.Errorf("Unix address %q escapes the world's directory: %w", addr, errBadAddr)
 			}
 			path = filepath.Join(w.root, "sock", addr)
+			name = path
+			if len(path) >= limit {
+				alias, err := w.sockAlias(filepath.Clean(addr))
+				if err != nil {
+					return resolved{}, err
+				}
+				name = alias
+			}
 		}
-		if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
-			return resolved{}, fmt.Errorf("Unix socket path %q is longer than %d bytes: %w", path, len(unix.RawSockaddrUnix{}.Path)-1, errBadAddr)
+		if len(name) >= limit {
+			return resolved{}, fmt.Errorf("Unix socket path %q is longer than %d bytes: %w", name, limit-1, errBadAddr)
 		}
-		return resolved{network: "unix", family: unix.AF_UNIX, sa: &unix.SockaddrUnix{Name: path}, path: path, display: addr}, nil
+		return resolved{network: "unix", family: unix.AF_UNIX, sa: &unix.SockaddrUnix{Name: name}, path: path, display: addr}, nil
 	default:
 		return resolved{}, fmt.Errorf("network %q: %w", network, model.ErrNotSupported)
 	}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -68,8 +71,9 @@ func echo(p model.Process, loop model.Loop, c model.Conn, closed func()) {
 	})
 }
 
-func testEcho(t *testing.T, network, addr string) {
-	w := newWorld(t)
+func testEcho(t *testing.T, network, addr string) { testEchoIn(t, newWorld(t), network, addr) }
+
+func testEchoIn(t *testing.T, w *World, network, addr string) {
 	srv := spawn(t, w, "dn", 0, nil)
 	ln, err := srv.Listen(network, addr, 16, srv.MainLoop())
 	if err != nil {
@@ -151,6 +155,48 @@ func testEcho(t *testing.T, network, addr string) {
 
 func TestEchoTCP(t *testing.T)  { testEcho(t, "tcp", "127.0.0.1:0") }
 func TestEchoUnix(t *testing.T) { testEcho(t, "unix", "dn.sock") }
+
+// A world whose directory is too deep for a Unix sockaddr (107 bytes;
+// go test puts its temporary directories under GOTMPDIR, however long)
+// still listens and dials on relative addresses, through the socket
+// directory's fd; the socket file is where the address says, and Close
+// finds no fd left open. An absolute path that long is refused, with
+// its length said.
+func TestEchoUnixUnderALongRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Config{Seed: 1, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(); err != nil && !errors.Is(err, ErrWorldClosed) {
+			t.Errorf("World.Close: %v", err)
+		}
+	})
+	sub := "deeper/dn.sock"
+	p := spawn(t, w, "probe", 0, nil)
+	ln, err := p.Listen("unix", sub, 1, p.MainLoop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Root(), "sock", sub)); err != nil || ln.Addr() != sub {
+		t.Errorf("listener at %q: %v", ln.Addr(), err)
+	}
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Root(), "sock", sub)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the closed listener's socket file: %v", err)
+	}
+	abs := filepath.Join(w.Root(), "sock", "abs.sock")
+	if _, err := p.Listen("unix", abs, 1, p.MainLoop()); err == nil || !strings.Contains(err.Error(), "is longer than 107 bytes") {
+		t.Errorf("listen on %d-byte %q: %v", len(abs), abs, err)
+	}
+	testEchoIn(t, w, "unix", "dn.sock")
+}
 
 // nagleRound measures request/reply rounds on one TCP connection. The
 // first rounds send the 4-byte request in one write, which puts the server

@@ -169,6 +169,12 @@ type World struct {
 	baseFDs map[int]bool // /proc/self/fd at New
 	baseG   int          // runtime.NumGoroutine at New
 
+	// sockDir is an O_PATH fd on Root()/sock, opened the first time a
+	// relative Unix address's path is too long for a sockaddr
+	// (sockAlias); -1 until then. Closed by Close.
+	sockDirMu sync.Mutex
+	sockDir   int
+
 	// kinds is each kind of thread's CPU (ThreadCPU, with AccountCPU).
 	kindsMu sync.Mutex
 	kinds   map[string]*threadKind
@@ -307,6 +313,7 @@ func New(cfg Config) (*World, error) {
 		stopCh:  make(chan struct{}, 1),
 		baseFDs: base,
 		baseG:   runtime.NumGoroutine(),
+		sockDir: -1,
 	}
 	w.gateCV = sync.NewCond(&w.gateMu)
 	w.paused.Store(true) // nothing runs before the first Run
@@ -318,6 +325,26 @@ func New(cfg Config) (*World, error) {
 		}
 	}
 	return w, nil
+}
+
+// sockAlias is a name for Root()/sock/rel short enough for a Unix
+// sockaddr (107 bytes) however long Root() is: the same directory seen
+// through /proc/self/fd, which bind and connect resolve as they would the
+// path (a world under a long $TMPDIR, as go test's GOTMPDIR makes, could
+// not listen on "pc.sock" otherwise). Only the name given to bind and
+// connect changes: the socket file is where the path says, and addresses
+// show the address as given.
+func (w *World) sockAlias(rel string) (string, error) {
+	w.sockDirMu.Lock()
+	defer w.sockDirMu.Unlock()
+	if w.sockDir < 0 {
+		fd, err := unix.Open(w.path("sock"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("real: the world's socket directory: %w", err)
+		}
+		w.sockDir = fd
+	}
+	return fmt.Sprintf("/proc/self/fd/%d/%s", w.sockDir, rel), nil
 }
 
 // Root is the world's temporary directory. Process disks are under
@@ -549,6 +576,12 @@ func (w *World) Close() error {
 	for _, p := range procs {
 		p.shutdown()
 	}
+	w.sockDirMu.Lock()
+	if w.sockDir >= 0 {
+		unix.Close(w.sockDir)
+		w.sockDir = -1
+	}
+	w.sockDirMu.Unlock()
 	if err := os.RemoveAll(w.root); err != nil {
 		errs = append(errs, fmt.Errorf("real: remove world root: %w", err))
 	}
@@ -636,9 +669,12 @@ func (w *World) CheckFDs() error {
 			}
 		}
 	}
+	w.sockDirMu.Lock()
+	own := w.sockDir // the world's, not a process's (sockAlias)
+	w.sockDirMu.Unlock()
 	var extra []int
 	for fd := range now {
-		if _, ok := owner[fd]; !ok && !w.baseFDs[fd] {
+		if _, ok := owner[fd]; !ok && !w.baseFDs[fd] && fd != own {
 			extra = append(extra, fd)
 		}
 	}
