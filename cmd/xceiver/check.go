@@ -41,9 +41,12 @@ type checkOptions struct {
 	system   string
 
 	maxFailures int
-	noShrink    bool
-	cpuProfile  string
-	ignore      []string
+	// skip is how many of the shard's first seeds are not checked:
+	// those an interrupted check of the same flags checked.
+	skip       int
+	noShrink   bool
+	cpuProfile string
+	ignore     []string
 }
 
 func checkCommand() *command {
@@ -82,6 +85,7 @@ scenario bugs (--system scenario implied): ` + strings.Join(scenarioBugNames(), 
 			fs.BoolVar(&opt.json, "json", false, "print one JSON object")
 			fs.StringVar(&opt.bug, "bug", "", "switch on a catalogued bug `NAME` (list: show them)")
 			fs.IntVar(&opt.maxFailures, "max-failures", 0, "stop after `N` failures (0: check every seed)")
+			fs.IntVar(&opt.skip, "skip", 0, "skip the shard's first `K` seeds (the rest of an interrupted check: its summary gives K; merge joins the two)")
 			fs.BoolVar(&opt.noShrink, "no-shrink", false, "report failures as drawn, unshrunk (a verdict sooner: mutate runs --max-failures 1 --no-shrink)")
 			ignore := fs.String("ignore", "", "don't enforce the comma-separated properties `P,Q` (one that breaks at every seed hides the others)")
 			fs.StringVar(&opt.world, "world", "sim", "world: `sim|real` (real: the same properties on real sockets, without faults, one seed at a time)")
@@ -245,6 +249,9 @@ func (o *checkOptions) validate(c *call) error {
 		return c.usagef("%s: no seeds in this shard (only %d seed%s across %d shards)", shardName, o.seeds, plural(o.seeds, "", "s"), sn)
 	}
 	o.shardI, o.shardN = si, sn
+	if o.skip < 0 || o.skip >= o.shardSeeds() {
+		return c.usagef("%s %d: want 0 to %d (%s holds %d seed%s)", c.typed("skip"), o.skip, o.shardSeeds()-1, shardName, o.shardSeeds(), plural(o.shardSeeds(), "", "s"))
+	}
 	if o.system != systemAll && lookupSystem(o.system) == nil {
 		return c.usagef("%s %q: want %s or %s", c.typed("system"), o.system, strings.Join(systemNames(), ", "), systemAll)
 	}
@@ -467,7 +474,10 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 		}
 	}
 	finished := false
-	unwatch := watchInterrupt(func(s os.Signal) {
+	// Watched until the summary is out: an interrupt after the last seed
+	// (finished) changes nothing, where the signal's default action
+	// would end the process before it.
+	defer watchInterrupt(func(s os.Signal) {
 		mu.Lock()
 		defer mu.Unlock()
 		if finished {
@@ -477,8 +487,7 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 		prog.clear()
 		sayInterrupted(stderr, s)
 		halt()
-	})
-	defer unwatch()
+	})()
 	next := make(chan uint64)
 	var wg sync.WaitGroup
 	for w := 0; w < opt.parallel; w++ {
@@ -513,8 +522,9 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	tickDone := make(chan struct{})
+	tickDone, tickStopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(tickStopped)
 		tick := time.NewTicker(progressEvery / 5)
 		defer tick.Stop()
 		for {
@@ -530,7 +540,13 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	}()
 	handed := 0
 feed:
-	for j := range total {
+	for j := opt.skip; j < total; j++ {
+		// (A select with a worker ready and stop closed picks either.)
+		select {
+		case <-stop:
+			break feed
+		default:
+		}
 		select {
 		case next <- opt.seed + uint64(opt.shardSeed(j)):
 			handed++
@@ -540,14 +556,14 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	unwatch()
 	close(tickDone)
+	<-tickStopped // no progress line inside the summary
 	mu.Lock()
 	finished = true
 	mu.Unlock()
 	prog.finish()
 	t.stoppedEarly = stopped
-	if t.interrupted != "" && (stopped || handed == total) {
+	if t.interrupted != "" && (stopped || opt.skip+handed == total) {
 		t.interrupted = "" // it stopped for another reason, or had nothing left to hand out
 	}
 	return printSummary(stdout, opt, "sim", total, t, time.Since(start), processCPU()-cpu0)
@@ -695,23 +711,28 @@ type checkSummary struct {
 	System  string        `json:"system"`
 	Systems []systemCount `json:"systems"`
 	// Seeds are this shard's seeds; SweepSeeds all shards' (--seeds).
-	Seeds        int    `json:"seeds"`
-	SweepSeeds   int    `json:"sweep_seeds"`
-	Checked      int    `json:"checked"`
-	FirstSeed    uint64 `json:"first_seed"`
-	Shard        string `json:"shard"`
-	Out          string `json:"out,omitempty"`
-	Bug          string `json:"bug,omitempty"`
-	Passed       int    `json:"passed"`
-	Failed       int    `json:"failed"`
-	StoppedEarly bool   `json:"stopped_early,omitempty"`
+	Seeds      int    `json:"seeds"`
+	SweepSeeds int    `json:"sweep_seeds"`
+	Checked    int    `json:"checked"`
+	FirstSeed  uint64 `json:"first_seed"`
+	Shard      string `json:"shard"`
+	Out        string `json:"out,omitempty"`
+	Bug        string `json:"bug,omitempty"`
+	// Skipped are the shard's first seeds --skip left unchecked; the
+	// seeds checked follow them.
+	Skipped      int  `json:"skipped,omitempty"`
+	Passed       int  `json:"passed"`
+	Failed       int  `json:"failed"`
+	StoppedEarly bool `json:"stopped_early,omitempty"`
 	// Interrupted says a signal (SIGINT, SIGTERM) stopped the check
-	// after its first Checked seeds, every one of them finished: the
-	// rest of the shard can be checked on its own (the text summary
-	// prints how).
-	Interrupted bool    `json:"interrupted,omitempty"`
-	ElapsedS    float64 `json:"elapsed_s"`
-	SeedsPerS   float64 `json:"seeds_per_s"`
+	// after the shard's first Skipped + Checked seeds, every one of them
+	// finished: the same flags with --skip that many check the rest, and
+	// merge joins the two. In merge's summary, some shard's last piece
+	// was interrupted (InterruptedShards: merged with --partial).
+	Interrupted       bool     `json:"interrupted,omitempty"`
+	InterruptedShards []string `json:"interrupted_shards,omitempty"`
+	ElapsedS          float64  `json:"elapsed_s"`
+	SeedsPerS         float64  `json:"seeds_per_s"`
 	// CPUS is the CPU the check used (this process's, every thread, user
 	// and system), and SeedsPerCPUS the seeds per CPU-second: on a shared
 	// machine, whose speed moves by a third from one hour to the next,
@@ -756,7 +777,7 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		out, _ := json.Marshal(checkSummary{
 			World: world, System: opt.system, Systems: t.systems(), Seeds: seeds, SweepSeeds: opt.seeds, Checked: checked, FirstSeed: opt.seed,
 			Shard: fmt.Sprintf("%d/%d", opt.shardI, opt.shardN), Out: outIfSim(opt, world), Bug: opt.bug,
-			Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly, Interrupted: t.interrupted != "",
+			Skipped: opt.skip, Passed: t.passed, Failed: t.failed, StoppedEarly: t.stoppedEarly, Interrupted: t.interrupted != "",
 			ElapsedS: elapsed.Seconds(), SeedsPerS: perSecond(checked, elapsed),
 			CPUS: cpu.Seconds(), SeedsPerCPUS: perSecond(checked, cpu),
 			SimEvents: t.simEvents, SimEventsPerCPUS: perSecond(t.simEvents, cpu), CodeVersion: codeVer,
@@ -774,11 +795,16 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 			if opt.shardN > 1 {
 				which = fmt.Sprintf("shard %d/%d's", opt.shardI, opt.shardN)
 			}
-			fmt.Fprintf(stdout, "interrupted (%s) after %s first %d of %d seeds; the rest are the same flags with %s\n",
-				t.interrupted, which, checked, seeds, resumeFlags(opt, checked))
+			done := opt.skip + checked
+			fmt.Fprintf(stdout, "interrupted (%s) after %s first %d of %d seeds; the rest are the same flags with --skip %d (merge joins the results)\n",
+				t.interrupted, which, done, seeds, done)
 		}
-		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second%s)\n",
-			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), perSecond(checked, elapsed),
+		skipped := ""
+		if opt.skip > 0 {
+			skipped = fmt.Sprintf(", the first %d skipped", opt.skip)
+		}
+		fmt.Fprintf(stdout, "checked %d seed%s (from %d, shard %d/%d%s, %s%s) in %.1fs: %.1f seeds/s (%.1f CPU-s, %.1f seeds per CPU-second%s)\n",
+			checked, plural(checked, "", "s"), opt.seed, opt.shardI, opt.shardN, skipped, world, systemsLine(opt.system, t.systems()), elapsed.Seconds(), perSecond(checked, elapsed),
 			cpu.Seconds(), perSecond(checked, cpu), eventsLine(t.simEvents, checked, cpu))
 		if line := systemsSpeedLine(t.systems()); line != "" {
 			fmt.Fprintln(stdout, line)
@@ -793,19 +819,6 @@ func printSummary(stdout io.Writer, opt checkOptions, world string, seeds int, t
 		return exitFail
 	}
 	return exitOK
-}
-
-// resumeFlags are the flags that, with a check's others, check the rest
-// of its shard after the shard's first checked seeds: shard i/n holds
-// the seeds --seed + i-1 + k·n, so moving --seed on by checked·n and
-// taking as many off --seeds leaves shard i/n its unchecked seeds.
-func resumeFlags(opt checkOptions, checked int) string {
-	skip := checked * opt.shardN
-	flags := fmt.Sprintf("--seed %d --seeds %d", opt.seed+uint64(skip), opt.seeds-skip)
-	if opt.shardN > 1 {
-		flags += fmt.Sprintf(" --shard %d/%d", opt.shardI, opt.shardN)
-	}
-	return flags
 }
 
 // printIgnored says which properties a summary's seeds did not enforce
@@ -928,6 +941,9 @@ func systemsLine(system string, counts []systemCount) string {
 	var parts []string
 	for _, c := range counts {
 		parts = append(parts, fmt.Sprintf("%s %d", c.System, c.Checked))
+	}
+	if len(parts) == 0 {
+		return "" // no seed checked (interrupted at once)
 	}
 	return ": " + strings.Join(parts, ", ")
 }
@@ -1107,7 +1123,7 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 		}
 		return signalled != nil
 	}
-	for j := range total {
+	for j := opt.skip; j < total; j++ {
 		if interrupted() {
 			break
 		}

@@ -165,6 +165,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"merge", "", "x.json"}, `xceiver: merge: an empty RESULT.json file name`},
 		{[]string{"mutate", "--ids", ",,", "--list"}, `xceiver: mutate: --ids ",,": an empty ID (want comma-separated IDs)`},
 		{[]string{"check", "--max-failures", "-1"}, `xceiver: check: --max-failures -1: want 0 (no limit) or more`},
+		{[]string{"check", "--seeds", "10", "--shard", "2/3", "--skip", "3"}, `xceiver: check: --skip 3: want 0 to 2 (--shard 2/3 holds 3 seeds)`},
+		{[]string{"check", "--skip", "-1"}, `xceiver: check: --skip -1: want 0 to 9999 (--shard 1/1 holds 10000 seeds)`},
 		{[]string{"check", "--world", "mars"}, `xceiver: check: --world "mars": want sim or real`},
 		{[]string{"replay", "--html", ""}, `xceiver: replay: --html is empty: give a value, or leave the flag out`},
 		{[]string{"run", "tcp-pattern", "--trace", ""}, `xceiver: run: --trace is empty: give a value, or leave the flag out`},

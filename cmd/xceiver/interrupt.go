@@ -28,14 +28,13 @@ var interrupts struct {
 
 // routeInterrupts takes SIGINT and SIGTERM for the process's life (the
 // returned func gives them back). The first goes to the command
-// watching, if one is (check and mutate stop and report), and the next
-// has the signal's default action: a second Ctrl-C ends the process at
-// once. With no command watching, the real world's temporary
-// directories are removed before the signal ends the process as it
-// would have (a Ctrl-C of validate used to leave them in /tmp). A
-// signal the process started out ignoring stays ignored (a background
-// job of a non-interactive shell is not meant to take the terminal's
-// Ctrl-C).
+// watching, if one is (check and mutate stop and report). Any other, or
+// the first when no command watches, ends the process as the signal's
+// default action would (a second Ctrl-C ends a check at once), once the
+// real world's temporary directories are removed (a Ctrl-C of validate
+// used to leave them in /tmp). A signal the process started out
+// ignoring stays ignored (a background job of a non-interactive shell
+// is not meant to take the terminal's Ctrl-C).
 func routeInterrupts(stderr io.Writer) (stop func()) {
 	var sigs []os.Signal
 	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
@@ -46,32 +45,35 @@ func routeInterrupts(stderr io.Writer) (stop func()) {
 	if len(sigs) == 0 {
 		return func() {}
 	}
-	c := make(chan os.Signal, 1)
+	c := make(chan os.Signal, 2)
 	signal.Notify(c, sigs...)
 	done := make(chan struct{})
 	go func() {
-		var s os.Signal
-		select {
-		case s = <-c:
-		case <-done:
+		for {
+			var s os.Signal
+			select {
+			case s = <-c:
+			case <-done:
+				return
+			}
+			interrupts.mu.Lock()
+			first := interrupts.first
+			interrupts.first = nil
+			interrupts.mu.Unlock()
+			if first != nil {
+				first(s)
+				continue
+			}
+			if removed, err := real.RemoveScratch(); err != nil {
+				fmt.Fprintf(stderr, "xceiver: %s: removing the real world's temporary directories: %v\n", signalName(s), err)
+			} else if len(removed) > 0 {
+				fmt.Fprintf(stderr, "xceiver: %s: removed the real world's temporary directories\n", signalName(s))
+			}
+			signal.Stop(c) // the default action, for the signal sent again
+			if n, ok := s.(syscall.Signal); ok {
+				_ = syscall.Kill(syscall.Getpid(), n)
+			}
 			return
-		}
-		signal.Stop(c) // from now on, the default action
-		interrupts.mu.Lock()
-		first := interrupts.first
-		interrupts.first = nil
-		interrupts.mu.Unlock()
-		if first != nil {
-			first(s)
-			return
-		}
-		if removed, err := real.RemoveScratch(); err != nil {
-			fmt.Fprintf(stderr, "xceiver: %s: removing the real world's temporary directories: %v\n", signalName(s), err)
-		} else if len(removed) > 0 {
-			fmt.Fprintf(stderr, "xceiver: %s: removed the real world's temporary directories\n", signalName(s))
-		}
-		if n, ok := s.(syscall.Signal); ok {
-			_ = syscall.Kill(syscall.Getpid(), n)
 		}
 	}()
 	var once sync.Once

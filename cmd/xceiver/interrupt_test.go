@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -96,21 +97,16 @@ func TestCheckInterruptedChecksAPrefix(t *testing.T) {
 
 			interruptAfter(t, 300*time.Millisecond)
 			code, stdout, _ := runCLI(append([]string{"check", "--seed", "7", "--seeds", strconv.Itoa(seeds)}, flags...)...)
-			m := regexp.MustCompile(`(?m)^interrupted \(SIGINT\) after (?:the|shard \d+/\d+'s) first (\d+) of (\d+) seeds; the rest are the same flags with (--seed \d+ --seeds \d+(?: --shard \d+/\d+)?)$`).FindStringSubmatch(stdout)
+			m := regexp.MustCompile(`(?m)^interrupted \(SIGINT\) after (?:the|shard \d+/\d+'s) first (\d+) of (\d+) seeds; the rest are the same flags with --skip (\d+) \(merge joins the results\)$`).FindStringSubmatch(stdout)
 			if code != exitInterrupted || m == nil {
 				t.Fatalf("exit %d, no line saying how to go on:\n%s", code, stdout)
 			}
-			checked, _ := strconv.Atoi(m[1])
-			want := fmt.Sprintf("--seed %d --seeds %d", 7+checked*ni, seeds-checked*ni)
-			if ni > 1 {
-				want += " --shard " + shard
-			}
-			if m[3] != want || m[2] != strconv.Itoa(1+(seeds-ii)/ni) {
-				t.Errorf("after %s seeds of %s: %q, want %q", m[1], m[2], m[3], want)
+			if m[3] != m[1] || m[2] != strconv.Itoa(1+(seeds-ii)/ni) {
+				t.Errorf("after %s seeds of %s: --skip %s", m[1], m[2], m[3])
 			}
 			c := regexp.MustCompile(`(?m)^checked (\d+) seeds .*\n(\d+) passed, (\d+) failed$`).FindStringSubmatch(stdout)
-			if c == nil || c[1] != m[1] || atoi(c[2])+atoi(c[3]) != checked {
-				t.Errorf("the closing counts are not the %d seeds checked:\n%s", checked, stdout)
+			if c == nil || c[1] != m[1] || atoi(c[2])+atoi(c[3]) != atoi(m[1]) {
+				t.Errorf("the closing counts are not the %s seeds checked:\n%s", m[1], stdout)
 			}
 		})
 	}
@@ -128,46 +124,119 @@ func TestRealCheckInterrupted(t *testing.T) {
 	}
 }
 
-// merge takes interrupted shards (they checked fewer seeds than they
-// hold, and say why) and names them; a result that claims an
-// interruption yet checked every seed is refused.
-func TestMergeTakesInterruptedShards(t *testing.T) {
+// A sweep whose shard was interrupted, then resumed with --skip, merges
+// into the verdicts of the sweep run whole. Without the rest, merge wants
+// --partial, and says which shard is cut short.
+func TestInterruptedShardResumedMerges(t *testing.T) {
 	dir := t.TempDir()
-	var files []string
-	for i := 1; i <= 2; i++ {
-		interruptAfter(t, 200*time.Millisecond)
-		code, stdout, stderr := runCLI("check", "--json", "--seeds", "1000000000", "--shard", fmt.Sprintf("%d/2", i), "--out", dir)
-		if code != exitInterrupted {
-			t.Fatalf("shard %d/2: exit %d: %s", i, code, stderr)
+	flags := []string{"--bug", "HDFS-3359", "--no-shrink", "--seeds", "2000", "--out", dir, "--json"}
+	save := func(name string, args ...string) (int, string) {
+		t.Helper()
+		code, stdout, stderr := runCLI(append(append([]string{"check"}, flags...), args...)...)
+		if code != exitFail && code != exitInterrupted {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
 		}
-		f := fmt.Sprintf("%s/shard%d.json", dir, i)
-		if err := os.WriteFile(f, []byte(stdout), 0o644); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, f)
+		return code, path
 	}
-	code, stdout, stderr := runCLI(append([]string{"merge"}, files...)...)
-	if code != exitOK || !strings.Contains(stdout, "interrupted before their last seed: shards 1/2, 2/2\n") {
-		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	interruptAfter(t, time.Hour)
+	_, whole := save("whole.json")
+	_, s1 := save("s1.json", "--shard", "1/2")
+	interruptAfter(t, 150*time.Millisecond)
+	code, s2a := save("s2a.json", "--shard", "2/2")
+	var cut interruptedResult
+	b, _ := os.ReadFile(s2a)
+	if err := json.Unmarshal(b, &cut); err != nil || code != exitInterrupted || !cut.Interrupted {
+		t.Fatalf("shard 2/2 after 150 ms: exit %d, %v, %+v", code, err, cut)
 	}
-	var merged interruptedResult
-	if code, stderr := cliJSON(t, &merged, append([]string{"merge", "--json"}, files...)...); code != exitOK || !merged.Interrupted || merged.Checked >= merged.Seeds {
-		t.Fatalf("exit %d, %+v: %s", code, merged, stderr)
+	interruptAfter(t, time.Hour)
+	_, s2b := save("s2b.json", "--shard", "2/2", "--skip", strconv.Itoa(cut.Checked))
+
+	want := fmt.Sprintf("--skip %d", cut.Checked)
+	if code, _, stderr := runCLI("merge", s1, s2a); code != exitUsage || !strings.Contains(stderr, "was interrupted after") || !strings.Contains(stderr, want) {
+		t.Errorf("merge without the rest: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI("merge", "--partial", s1, s2a)
+	if code != exitFail || !strings.Contains(stdout, "interrupted before their last seed (merged with --partial): shard 2/2\n") {
+		t.Errorf("merge --partial: exit %d: %s%s", code, stdout, stderr)
+	}
+	var partial struct {
+		Interrupted       bool
+		InterruptedShards []string `json:"interrupted_shards"`
+	}
+	if code, stderr := cliJSON(t, &partial, "merge", "--partial", "--json", s1, s2a); code != exitFail || !partial.Interrupted || !slices.Equal(partial.InterruptedShards, []string{"2/2"}) {
+		t.Errorf("merge --partial --json: exit %d, %+v: %s", code, partial, stderr)
 	}
 
+	var full, merged interruptedResult
+	b, _ = os.ReadFile(whole)
+	if err := json.Unmarshal(b, &full); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]string{{s1, s2a, s2b}, {s2b, s1, s2a}} {
+		if code, stderr := cliJSON(t, &merged, append([]string{"merge", "--json"}, order...)...); code != exitFail || merged.Interrupted ||
+			merged.Seeds != 2000 || merged.Checked != 2000 || merged.Passed != full.Passed || !slices.Equal(merged.failedSeeds(), full.failedSeeds()) {
+			t.Errorf("merged %v: exit %d, %d seeds, %d checked, %d passed (whole: %d), failures equal %v: %s", order, code, merged.Seeds, merged.Checked,
+				merged.Passed, full.Passed, slices.Equal(merged.failedSeeds(), full.failedSeeds()), stderr)
+		}
+	}
+	for _, bad := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{s1, s2b}, "skips its first"},
+		{[]string{s1, s2a, s2b, s2b}, "again"},
+		{[]string{s1, s2a, s2a}, "skips 0 seeds, but"},
+	} {
+		if code, _, stderr := runCLI(append([]string{"merge"}, bad.files...)...); code != exitUsage || !strings.Contains(stderr, bad.want) {
+			t.Errorf("merge %v: exit %d: %s", bad.files, code, stderr)
+		}
+	}
+}
+
+// merge holds an interrupted result to what check writes: fewer seeds
+// checked than the shard holds, not stopped early as well, and its
+// failures among the seeds it checked.
+func TestMergeRefusesForgedInterruptions(t *testing.T) {
+	dir := t.TempDir()
+	interruptAfter(t, 150*time.Millisecond)
+	code, stdout, stderr := runCLI("check", "--json", "--bug", "HDFS-3359", "--no-shrink", "--seeds", "1000000", "--out", dir)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
 	var r map[string]any
-	b, _ := os.ReadFile(files[0])
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	r["checked"], r["passed"], r["failed"] = r["seeds"], r["seeds"], 0.0
-	forged := dir + "/forged.json"
-	b, _ = json.Marshal(r)
-	if err := os.WriteFile(forged, b, 0o644); err != nil {
-		t.Fatal(err)
+	fails := r["failures"].([]any)
+	if len(fails) == 0 {
+		t.Fatal("no failure to forge")
 	}
-	if code, _, stderr := runCLI("merge", forged, files[1]); code != exitUsage || !strings.Contains(stderr, "interrupted, yet checked all of its") {
-		t.Errorf("a result interrupted after all its seeds: exit %d: %s", code, stderr)
+	for _, c := range []struct {
+		forge func(r map[string]any)
+		want  string
+	}{
+		{func(r map[string]any) { r["checked"], r["passed"], r["failed"] = r["seeds"], r["seeds"], 0.0 }, "interrupted, yet checked all"},
+		{func(r map[string]any) { r["stopped_early"] = true }, "both interrupted and stopped early"},
+		{func(r map[string]any) { fails[0].(map[string]any)["seed"] = 999_000.0 }, "not among the seeds the result checked"},
+	} {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(stdout), &f); err != nil {
+			t.Fatal(err)
+		}
+		fails = f["failures"].([]any)
+		c.forge(f)
+		b, _ := json.Marshal(f)
+		path := filepath.Join(dir, "forged.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, stderr := runCLI("merge", "--partial", path); code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("want %q: exit %d: %s", c.want, code, stderr)
+		}
 	}
 }
 
@@ -339,6 +408,56 @@ func TestInterruptRemovesRealScratch(t *testing.T) {
 	if slices.ContainsFunc(left, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") }) || !strings.Contains(stderr.String(), "xceiver: SIGINT: removed the real world's temporary directories") {
 		t.Errorf("left %v; stderr %q", left, stderr.String())
 	}
+}
+
+// A second interrupt, which ends a real-world check at once, removes its
+// worlds' temporary directories first too.
+func TestSecondInterruptRemovesRealScratch(t *testing.T) {
+	if signal.Ignored(os.Interrupt) {
+		t.Skip("SIGINT is ignored here (a background job), and so in the child")
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XCEIVER_TEST_ARGS="+strings.Join([]string{"check", "--world", "real", "--seeds", "1000"}, "\n"))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	real := func() bool {
+		made, _ := os.ReadDir(tmp)
+		return slices.ContainsFunc(made, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") })
+	}
+	for deadline := time.Now().Add(time.Minute); !real(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no real world made in a minute: %s", stderr.String())
+		}
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "interrupt again"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first SIGINT was not taken: %s", stderr.String())
+		}
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("still running a minute after the second SIGINT")
+	}
+	// Either the second signal ended it, or the seed it was finishing
+	// had ended first and it exited with its summary.
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !(ws.Signaled() && ws.Signal() == syscall.SIGINT) && ws.ExitStatus() != exitInterrupted {
+		t.Errorf("ended %v", cmd.ProcessState)
+	}
+	if real() {
+		t.Errorf("a real world's directory left after %v: %s", cmd.ProcessState, stderr.String())
+	}
+	t.Logf("ended %v", cmd.ProcessState)
 }
 
 // syncBuffer is a bytes buffer for a child's stderr, read while written.

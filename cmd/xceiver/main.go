@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	code := dispatch(args, out, stderr)
 	if out.err != nil {
 		fmt.Fprintf(stderr, "xceiver: writing the output: %v\n", out.err)
-		if code == exitOK {
+		if code == exitOK || code == exitInterrupted { // 130 says what was done was reported
 			code = exitFail
 		}
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -105,8 +107,8 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 		printGroups(c.stdout, s.ByProperty)
 		fmt.Fprintf(c.stdout, "merged %d shard%s of %d: checked %d of %d seed%s (from %d, %s%s)\n",
 			len(s.Shards), plural(len(s.Shards), "", "s"), m.n, s.Checked, s.Seeds, plural(s.Seeds, "", "s"), s.FirstSeed, s.World, systemsLine(s.System, s.Systems))
-		if cut := m.interruptedShards(); len(cut) > 0 {
-			fmt.Fprintf(c.stdout, "interrupted before their last seed: shard%s %s\n", plural(len(cut), "", "s"), strings.Join(cut, ", "))
+		if cut := s.InterruptedShards; len(cut) > 0 {
+			fmt.Fprintf(c.stdout, "interrupted before their last seed (merged with --partial): shard%s %s\n", plural(len(cut), "", "s"), strings.Join(cut, ", "))
 		}
 		printIgnored(c.stdout, s.Ignored)
 		fmt.Fprintf(c.stdout, "%d passed, %d failed\n", s.Passed, s.Failed)
@@ -117,21 +119,11 @@ func mergeMain(c *call, files []string, asJSON bool, tracesDir string, partial b
 	return exitOK
 }
 
-// interruptedShards names the shards a signal stopped early.
-func (m *merged) interruptedShards() []string {
-	var cut []string
-	for _, r := range m.results {
-		if r.Interrupted {
-			cut = append(cut, r.Shard)
-		}
-	}
-	return cut
-}
-
 // merged is a sweep's shards read back.
 type merged struct {
 	n       int // shards in the sweep
 	results []*checkSummary
+	cut     []string // shards whose last piece was interrupted (--partial)
 	dirs    []string // where each result file lives
 	// sum holds the shards' counts, added up as each file is read so
 	// that a sum that overflows is blamed on the file that tipped it.
@@ -145,6 +137,7 @@ type merged struct {
 func mergeResults(files []string, partial bool) (*merged, error) {
 	m := &merged{bySys: map[string]*systemCount{}, busyUnknown: map[string]bool{}}
 	seen := map[int]string{}
+	pieces := map[int][]int{} // each shard's results, by index
 	for _, path := range files {
 		r, i, n, err := readResult(path)
 		if err != nil {
@@ -167,9 +160,6 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 				}
 			}
 		}
-		if other, dup := seen[i]; dup {
-			return nil, fmt.Errorf("%s: shard %s again (also in %s)", path, r.Shard, other)
-		}
 		if err := checkResult(r, i, n); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
@@ -177,8 +167,36 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 		seen[i] = path
+		pieces[i] = append(pieces[i], len(m.results))
 		m.results = append(m.results, r)
 		m.dirs = append(m.dirs, filepath.Dir(path))
+	}
+	// A shard may come in pieces: an interrupted check, then the same
+	// flags with --skip for the rest. Each piece must start where the
+	// one before stopped.
+	for _, i := range slices.Sorted(maps.Keys(pieces)) {
+		ps := pieces[i]
+		slices.SortStableFunc(ps, func(a, b int) int { return cmp.Compare(m.results[a].Skipped, m.results[b].Skipped) })
+		first := m.results[ps[0]]
+		if first.Skipped > 0 {
+			return nil, fmt.Errorf("%s: shard %s skips its first %d seeds, and no result checked them", files[ps[0]], first.Shard, first.Skipped)
+		}
+		for k := 1; k < len(ps); k++ {
+			a, b := m.results[ps[k-1]], m.results[ps[k]]
+			switch {
+			case !a.Interrupted:
+				return nil, fmt.Errorf("%s: shard %s again (also in %s)", files[ps[k]], b.Shard, files[ps[k-1]])
+			case b.Skipped != a.Skipped+a.Checked:
+				return nil, fmt.Errorf("%s: shard %s skips %d seeds, but %s stopped after %d", files[ps[k]], b.Shard, b.Skipped, files[ps[k-1]], a.Skipped+a.Checked)
+			}
+		}
+		if last := m.results[ps[len(ps)-1]]; last.Interrupted {
+			if !partial {
+				done := last.Skipped + last.Checked
+				return nil, fmt.Errorf("%s: shard %s was interrupted after %d of its %d seeds: check the rest with the same flags and --skip %d and merge that too, or merge with --partial", files[ps[len(ps)-1]], last.Shard, done, last.Seeds, done)
+			}
+			m.cut = append(m.cut, last.Shard)
+		}
 	}
 	if len(seen) < m.n && !partial {
 		var missing []string
@@ -276,7 +294,7 @@ func checkResult(r *checkSummary, i, n int) error {
 	for _, c := range []struct {
 		name string
 		v    int
-	}{{"seeds", r.Seeds}, {"sweep_seeds", r.SweepSeeds}, {"checked", r.Checked}, {"passed", r.Passed}, {"failed", r.Failed}, {"failures_not_listed", r.NotListed}} {
+	}{{"seeds", r.Seeds}, {"sweep_seeds", r.SweepSeeds}, {"skipped", r.Skipped}, {"checked", r.Checked}, {"passed", r.Passed}, {"failed", r.Failed}, {"failures_not_listed", r.NotListed}} {
 		if c.v < 0 {
 			return fmt.Errorf("%s %d is negative", c.name, c.v)
 		}
@@ -305,12 +323,25 @@ func checkResult(r *checkSummary, i, n int) error {
 	switch {
 	case r.Passed > r.Checked || r.Failed != r.Checked-r.Passed:
 		return fmt.Errorf("passed %d + failed %d is not checked %d", r.Passed, r.Failed, r.Checked)
-	case r.Checked > r.Seeds:
+	case r.Skipped >= r.Seeds && r.Seeds > 0:
+		return fmt.Errorf("skipped %d of its %d seeds: check leaves at least one", r.Skipped, r.Seeds)
+	case r.Checked > r.Seeds-r.Skipped && r.Skipped == 0:
 		return fmt.Errorf("checked %d, more than its %d seeds", r.Checked, r.Seeds)
-	case r.Checked < r.Seeds && !r.StoppedEarly && !r.Interrupted:
-		return fmt.Errorf("checked %d of %d seeds without stopping early", r.Checked, r.Seeds)
-	case r.Interrupted && r.Checked == r.Seeds:
-		return fmt.Errorf("interrupted, yet checked all of its %d seeds", r.Seeds)
+	case r.Checked > r.Seeds-r.Skipped:
+		return fmt.Errorf("checked %d after skipping %d, more than its %d seeds", r.Checked, r.Skipped, r.Seeds)
+	case r.Checked < r.Seeds-r.Skipped && !r.StoppedEarly && !r.Interrupted:
+		return fmt.Errorf("checked %d of %d seeds without stopping early", r.Checked, r.Seeds-r.Skipped)
+	case r.Interrupted && r.Checked == r.Seeds-r.Skipped:
+		return fmt.Errorf("interrupted, yet checked all of its %d seeds", r.Seeds-r.Skipped)
+	case r.Interrupted && r.StoppedEarly:
+		return errors.New("both interrupted and stopped early: check says one or the other")
+	}
+	// The seeds checked: the shard's from skipped on, up to skipped +
+	// checked if a signal stopped the check (those it checked are the
+	// first; --max-failures stops with no such order).
+	lo, hi := uint64(r.Skipped), uint64(r.Seeds)
+	if r.Interrupted {
+		hi = lo + uint64(r.Checked)
 	}
 
 	// check gives shard i of n the seeds first+k for k = i-1, i-1+n, ...
@@ -318,6 +349,9 @@ func checkResult(r *checkSummary, i, n int) error {
 		k := seed - r.FirstSeed
 		if seed < r.FirstSeed || k%uint64(n) != uint64(i-1) || k/uint64(n) >= uint64(r.Seeds) {
 			return fmt.Errorf("seed %d is not in shard %s of the seeds from %d", seed, r.Shard, r.FirstSeed)
+		}
+		if j := k / uint64(n); j < lo || j >= hi {
+			return fmt.Errorf("seed %d is not among the seeds the result checked (the shard's %d to %d)", seed, lo, hi-1)
 		}
 		return nil
 	}
@@ -438,11 +472,15 @@ func addCount[N int | uint64](a, b N) (N, bool) {
 // --json printed an empty line and exit 0).
 func (m *merged) add(r *checkSummary) error {
 	s := &m.sum
+	seedsOnce := r.Seeds // a shard in pieces counts its seeds once, with its first
+	if r.Skipped > 0 {
+		seedsOnce = 0
+	}
 	for _, c := range []struct {
 		name string
 		sum  *int
 		v    int
-	}{{"seeds", &s.Seeds, r.Seeds}, {"checked", &s.Checked, r.Checked}, {"passed", &s.Passed, r.Passed}, {"failed", &s.Failed, r.Failed}} {
+	}{{"seeds", &s.Seeds, seedsOnce}, {"checked", &s.Checked, r.Checked}, {"passed", &s.Passed, r.Passed}, {"failed", &s.Failed, r.Failed}} {
 		var ok bool
 		if *c.sum, ok = addCount(*c.sum, c.v); !ok {
 			return fmt.Errorf("%s: the shards' total overflows", c.name)
@@ -604,13 +642,15 @@ func (m *merged) summary() *checkSummary {
 	t := newTally()
 	cpuKnown := true    // every shard reported its CPU (older results did not)
 	eventsKnown := true // and its simulated events (the real world's and older results do not)
+	s.Interrupted, s.InterruptedShards = len(m.cut) > 0, m.cut
 	for _, r := range m.results {
-		s.Shards = append(s.Shards, r.Shard)
+		if !slices.Contains(s.Shards, r.Shard) {
+			s.Shards = append(s.Shards, r.Shard)
+		}
 		s.ElapsedS = max(s.ElapsedS, r.ElapsedS)
 		cpuKnown = cpuKnown && r.CPUS > 0
 		eventsKnown = eventsKnown && r.SimEvents > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
-		s.Interrupted = s.Interrupted || r.Interrupted
 		for j := range r.Failures {
 			t.add(r.Failures[j].System, 0, 0, &r.Failures[j])
 		}
