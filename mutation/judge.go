@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -204,6 +205,10 @@ func (j *Judge) check(ctx context.Context, bin, dir string) (status, by, detail 
 	args := append(append([]string{}, j.CheckArgs...), "--json", "--out", filepath.Join(dir, "failures"))
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	// A group of its own: a Ctrl-C at the terminal reaches mutate alone,
+	// which stops this check by its context (a check that took the
+	// signal itself would finish, exit 130 and pass for a crash).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -252,9 +257,13 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	if tmp := filepath.Join(j.Work, "gotmp"); os.MkdirAll(tmp, 0o755) == nil {
 		cmd.Env = append(cmd.Env, "GOTMPDIR="+tmp)
 	}
-	// Stopped, it is asked as a Ctrl-C asks it, to stop what it started
-	// too; one that has not gone after WaitDelay is killed.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// In a group of its own (so that a Ctrl-C at the terminal reaches
+	// mutate alone), it is stopped as a Ctrl-C stops it: the group gets
+	// SIGINT, its compilers and test binaries with it (go test alone
+	// waits for its test binary); one that has not gone after WaitDelay
+	// is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {

@@ -494,4 +494,12 @@ func TestMutateInterrupted(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("left in TMPDIR: %v", left)
 	}
+	interruptAfter(t, 300*time.Millisecond)
+	var got struct {
+		Judged, Selected int
+		Interrupted      bool
+	}
+	if code, stderr := cliJSON(t, &got, "mutate", "--packages", "model", "--sample", "2", "--seeds", "30", "--json"); code != exitInterrupted || !got.Interrupted || got.Judged != 0 || got.Selected != 2 {
+		t.Errorf("--json: exit %d, %+v: %s", code, got, stderr)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -318,17 +319,25 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	// reaches them too, and would pass for their verdicts) and drops those
 	// mutants; the summary is of the mutants judged before it, and the
 	// scratch directory goes with the rest.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var mu sync.Mutex
-	interrupted := ""
 	defer watchInterrupt(func(sig os.Signal) {
+		// The cause is the signal: whoever sees ctx done reads it so.
+		// Cancelled before mu is taken: a worker holding it may be
+		// writing to a slow stdout.
+		cancel(interruption{sig})
 		mu.Lock()
 		defer mu.Unlock()
-		interrupted = signalName(sig)
-		fmt.Fprintf(stderr, "xceiver mutate: %s: dropping the mutants being judged, then the summary (interrupt again to quit at once)\n", interrupted)
-		cancel()
+		fmt.Fprintf(stderr, "xceiver mutate: %s: dropping the mutants being judged, then the summary (interrupt again to quit at once)\n", signalName(sig))
 	})()
+	interrupted := func() string {
+		var in interruption
+		if errors.As(context.Cause(ctx), &in) {
+			return signalName(in.sig)
+		}
+		return ""
+	}
 	j := &mutation.Judge{
 		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
 		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--system", opt.system, "--parallel", "1", "--max-failures", "1", "--no-shrink"},
@@ -339,10 +348,17 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		BuildFlags: append(mutation.NoInline(module, dirs), "-ldflags=-s -w"),
 	}
 	checkT, testT, err := j.Baseline(ctx, dirs)
-	if ctx.Err() != nil {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(stderr, "xceiver mutate: interrupted (%s) before the unmutated code was judged: no mutant judged\n", interrupted)
+	if signalled := interrupted(); signalled != "" {
+		mu.Lock() // the watch's own line goes to stderr under it
+		fmt.Fprintf(stderr, "xceiver mutate: interrupted (%s) before the unmutated code was judged: no mutant judged\n", signalled)
+		mu.Unlock()
+		if opt.json {
+			s := summarize(opt, dirs, len(all), nil, 0, 0)
+			s.Selected, s.BugOnly = len(selected), bugOnly
+			s.Interrupted, s.signal = true, signalled
+			out, _ := json.Marshal(s)
+			fmt.Fprintln(stdout, string(out))
+		}
 		return exitInterrupted, nil
 	}
 	if err != nil {
@@ -408,9 +424,7 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	mu.Lock()
-	signalled := interrupted
-	mu.Unlock()
+	signalled := interrupted()
 
 	judged := slices.DeleteFunc(results, func(r mutation.Result) bool { return r.Status == "" })
 	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
@@ -430,6 +444,11 @@ feed:
 	}
 	return exitOK, nil
 }
+
+// interruption is the cause of mutate's context cancelled by a signal.
+type interruption struct{ sig os.Signal }
+
+func (i interruption) Error() string { return "interrupted by " + signalName(i.sig) }
 
 func resultLine(r mutation.Result) string {
 	verdict := r.Status
