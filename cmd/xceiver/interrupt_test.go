@@ -503,3 +503,14 @@ func TestMutateInterrupted(t *testing.T) {
 		t.Errorf("--json: exit %d, %+v: %s", code, got, stderr)
 	}
 }
+
+// An interrupted check whose summary could not be written did not report
+// what it did: exit 1, not 130.
+func TestInterruptedSummaryUnwrittenIsAFailure(t *testing.T) {
+	interruptAfter(t, 100*time.Millisecond)
+	var errb strings.Builder
+	code := run([]string{"check", "--seeds", "1000000", "--out", t.TempDir()}, failingWriter{}, &errb)
+	if code != exitFail || !strings.Contains(errb.String(), "writing the output") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
