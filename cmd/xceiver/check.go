@@ -250,7 +250,11 @@ func (o *checkOptions) validate(c *call) error {
 	}
 	o.shardI, o.shardN = si, sn
 	if o.skip < 0 || o.skip >= o.shardSeeds() {
-		return c.usagef("%s %d: want 0 to %d (%s holds %d seed%s)", c.typed("skip"), o.skip, o.shardSeeds()-1, shardName, o.shardSeeds(), plural(o.shardSeeds(), "", "s"))
+		holds := fmt.Sprintf("%s holds %d seed%s", shardName, o.shardSeeds(), plural(o.shardSeeds(), "", "s"))
+		if o.shardN == 1 {
+			holds = fmt.Sprintf("%d seed%s to check", o.seeds, plural(o.seeds, "", "s"))
+		}
+		return c.usagef("%s %d: want 0 to %d (%s)", c.typed("skip"), o.skip, o.shardSeeds()-1, holds)
 	}
 	if o.system != systemAll && lookupSystem(o.system) == nil {
 		return c.usagef("%s %q: want %s or %s", c.typed("system"), o.system, strings.Join(systemNames(), ", "), systemAll)
@@ -456,7 +460,7 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	if opt.json {
 		progOut = nil // one JSON object, nothing else
 	}
-	prog := newProgress(progOut, total, !opt.json && isTerminal(stdout))
+	prog := newProgress(progOut, total-opt.skip, !opt.json && isTerminal(stdout))
 	start, cpu0 := time.Now(), processCPU()
 
 	var mu sync.Mutex

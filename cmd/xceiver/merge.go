@@ -49,7 +49,7 @@ failed.`
 		setup: func(c *call) func([]string) int {
 			asJSON := c.fs.Bool("json", false, "print one JSON object")
 			tracesDir := c.fs.String("traces", "", "copy every failure's trace into `DIR`")
-			partial := c.fs.Bool("partial", false, "merge even if some shards are missing")
+			partial := c.fs.Bool("partial", false, "merge even if some shards are missing, or were interrupted and not resumed to their end")
 			return func(rest []string) int {
 				return mergeMain(c, rest, *asJSON, *tracesDir, *partial)
 			}
@@ -176,7 +176,13 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 	// one before stopped.
 	for _, i := range slices.Sorted(maps.Keys(pieces)) {
 		ps := pieces[i]
-		slices.SortStableFunc(ps, func(a, b int) int { return cmp.Compare(m.results[a].Skipped, m.results[b].Skipped) })
+		// By the seeds skipped; of two that skipped as many, the one that
+		// checked fewer first (an interrupted piece that checked nothing
+		// says to go on with the --skip it had).
+		slices.SortStableFunc(ps, func(a, b int) int {
+			ra, rb := m.results[a], m.results[b]
+			return cmp.Or(cmp.Compare(ra.Skipped, rb.Skipped), cmp.Compare(ra.Checked, rb.Checked))
+		})
 		first := m.results[ps[0]]
 		if first.Skipped > 0 {
 			return nil, fmt.Errorf("%s: shard %s skips its first %d seeds, and no result checked them", files[ps[0]], first.Shard, first.Skipped)
@@ -184,6 +190,8 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 		for k := 1; k < len(ps); k++ {
 			a, b := m.results[ps[k-1]], m.results[ps[k]]
 			switch {
+			case b.Seeds != first.Seeds:
+				return nil, fmt.Errorf("%s: shard %s of %d seeds, but %s says %d", files[ps[k]], b.Shard, b.Seeds, files[ps[0]], first.Seeds)
 			case !a.Interrupted:
 				return nil, fmt.Errorf("%s: shard %s again (also in %s)", files[ps[k]], b.Shard, files[ps[k-1]])
 			case b.Skipped != a.Skipped+a.Checked:
@@ -196,6 +204,9 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 				return nil, fmt.Errorf("%s: shard %s was interrupted after %d of its %d seeds: check the rest with the same flags and --skip %d and merge that too, or merge with --partial", files[ps[len(ps)-1]], last.Shard, done, last.Seeds, done)
 			}
 			m.cut = append(m.cut, last.Shard)
+		}
+		if err := m.addShard(ps); err != nil {
+			return nil, fmt.Errorf("%s: %v", files[ps[len(ps)-1]], err)
 		}
 	}
 	if len(seen) < m.n && !partial {
@@ -472,15 +483,11 @@ func addCount[N int | uint64](a, b N) (N, bool) {
 // --json printed an empty line and exit 0).
 func (m *merged) add(r *checkSummary) error {
 	s := &m.sum
-	seedsOnce := r.Seeds // a shard in pieces counts its seeds once, with its first
-	if r.Skipped > 0 {
-		seedsOnce = 0
-	}
 	for _, c := range []struct {
 		name string
 		sum  *int
 		v    int
-	}{{"seeds", &s.Seeds, seedsOnce}, {"checked", &s.Checked, r.Checked}, {"passed", &s.Passed, r.Passed}, {"failed", &s.Failed, r.Failed}} {
+	}{{"checked", &s.Checked, r.Checked}, {"passed", &s.Passed, r.Passed}, {"failed", &s.Failed, r.Failed}} {
 		var ok bool
 		if *c.sum, ok = addCount(*c.sum, c.v); !ok {
 			return fmt.Errorf("%s: the shards' total overflows", c.name)
@@ -492,9 +499,6 @@ func (m *merged) add(r *checkSummary) error {
 	}
 	if s.CPUS += r.CPUS; math.IsInf(s.CPUS, 0) {
 		return errors.New("cpu_s: the shards' total overflows")
-	}
-	if s.SeedsPerS += r.SeedsPerS; math.IsInf(s.SeedsPerS, 0) {
-		return errors.New("seeds_per_s: the shards' total overflows")
 	}
 	// Each file's systems add up to its own counts (checkResult), so
 	// no system's total can pass the sweep's.
@@ -516,6 +520,39 @@ func (m *merged) add(r *checkSummary) error {
 			return fmt.Errorf("systems: %s: busy_s: the shards' total overflows", c.System)
 		}
 	}
+	return nil
+}
+
+// addShard adds what is counted per shard, not per result, from the
+// results of one shard (ps, in order): its seeds once, however many
+// pieces it came in, and its time and speed. Pieces ran one after
+// another: their times add up, and the shard's speed is its seeds
+// checked over that time; shards ran side by side: the sweep took the
+// longest shard's time, and its speed is the shards' added up.
+func (m *merged) addShard(ps []int) error {
+	first := m.results[ps[0]]
+	var ok bool
+	if m.sum.Seeds, ok = addCount(m.sum.Seeds, first.Seeds); !ok {
+		return errors.New("seeds: the shards' total overflows")
+	}
+	speed, elapsed, checked := first.SeedsPerS, 0.0, 0
+	for _, p := range ps {
+		elapsed += m.results[p].ElapsedS
+		checked += m.results[p].Checked
+	}
+	if len(ps) > 1 {
+		speed = 0
+		if elapsed > 0 {
+			speed = float64(checked) / elapsed
+		}
+	}
+	if m.sum.SeedsPerS += speed; math.IsInf(m.sum.SeedsPerS, 0) {
+		return errors.New("seeds_per_s: the shards' total overflows")
+	}
+	if math.IsInf(elapsed, 0) {
+		return errors.New("elapsed_s: the pieces' total overflows")
+	}
+	m.sum.ElapsedS = max(m.sum.ElapsedS, elapsed)
 	return nil
 }
 
@@ -638,7 +675,7 @@ func (m *merged) summary() *checkSummary {
 	first := m.results[0]
 	s := &checkSummary{World: first.World, System: first.System, SweepSeeds: first.SweepSeeds, FirstSeed: first.FirstSeed, Bug: first.Bug,
 		CodeVersion: first.CodeVersion, Properties: first.Properties, Ignored: first.Ignored, Shard: fmt.Sprintf("all of %d", m.n),
-		Seeds: m.sum.Seeds, Checked: m.sum.Checked, Passed: m.sum.Passed, CPUS: m.sum.CPUS, SeedsPerS: m.sum.SeedsPerS, SimEvents: m.sum.SimEvents}
+		Seeds: m.sum.Seeds, Checked: m.sum.Checked, Passed: m.sum.Passed, CPUS: m.sum.CPUS, SeedsPerS: m.sum.SeedsPerS, ElapsedS: m.sum.ElapsedS, SimEvents: m.sum.SimEvents}
 	t := newTally()
 	cpuKnown := true    // every shard reported its CPU (older results did not)
 	eventsKnown := true // and its simulated events (the real world's and older results do not)
@@ -647,7 +684,6 @@ func (m *merged) summary() *checkSummary {
 		if !slices.Contains(s.Shards, r.Shard) {
 			s.Shards = append(s.Shards, r.Shard)
 		}
-		s.ElapsedS = max(s.ElapsedS, r.ElapsedS)
 		cpuKnown = cpuKnown && r.CPUS > 0
 		eventsKnown = eventsKnown && r.SimEvents > 0
 		s.StoppedEarly = s.StoppedEarly || r.StoppedEarly
