@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -75,6 +76,12 @@ type Judge struct {
 	TestPackages []string
 	TestTimeout  time.Duration
 	Equivalents  map[string]string
+
+	// groups are the process groups of the commands running (run).
+	groups struct {
+		sync.Mutex
+		live map[int]bool
+	}
 }
 
 // Baseline builds and checks the unmutated module: it must pass, and its
@@ -212,7 +219,7 @@ func (j *Judge) check(ctx context.Context, bin, dir string) (status, by, detail 
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := j.run(cmd)
 	if ctx.Err() == context.DeadlineExceeded {
 		return Killed, ByCheckTimeout, fmt.Sprintf("check ran past %v", j.CheckTimeout)
 	}
@@ -265,11 +272,47 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := j.run(cmd)
 	if ctx.Err() != nil {
-		return out, ctx.Err()
+		return out.Bytes(), ctx.Err()
 	}
-	return out, err
+	return out.Bytes(), err
+}
+
+// run runs cmd, started in a process group of its own, and kills what is
+// left of the group once it has ended: os/exec's WaitDelay kills the
+// leader alone, and a go command so killed leaves its compilers or test
+// binary running.
+func (j *Judge) run(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	j.groups.Lock()
+	if j.groups.live == nil {
+		j.groups.live = map[int]bool{}
+	}
+	j.groups.live[pid] = true
+	j.groups.Unlock()
+	err := cmd.Wait()
+	j.groups.Lock()
+	delete(j.groups.live, pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // under the lock: Stop does not kill a group twice
+	j.groups.Unlock()
+	return err
+}
+
+// Stop kills every process group the judge has running, for a process
+// about to end without waiting for them (a second interrupt): their
+// members would otherwise outlive it.
+func (j *Judge) Stop() {
+	j.groups.Lock()
+	defer j.groups.Unlock()
+	for pid := range j.groups.live {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
 }
 
 // compileError is the first error the compiler printed (not the "# pkg"

@@ -728,7 +728,12 @@ func listen(p *process, l *loop, network, addr string, backlog int) (*listener, 
 		return nil, fmt.Errorf("real: listen %s: %w", obj, err)
 	}
 	if ra.path != "" {
-		if err := os.MkdirAll(filepath.Dir(ra.path), 0o700); err != nil {
+		mkdir := func() error { return os.MkdirAll(filepath.Dir(ra.path), 0o700) }
+		if !filepath.IsAbs(addr) {
+			// Under the world's socket directory, which is not made again.
+			mkdir = func() error { return mkdirBelow(filepath.Join(p.w.root, "sock"), filepath.Dir(ra.path)) }
+		}
+		if err := mkdir(); err != nil {
 			return nil, fmt.Errorf("real: listen %s: %w", obj, err)
 		}
 	}
@@ -953,8 +958,9 @@ type resolved struct {
 // empty host meaning 127.0.0.1. Unix: a path; a relative one is under the
 // world's sock directory, so every process finds it by the same name.
 // CheckAddr reports why addr could not be listened on or dialled in w:
-// an unknown network, or a Unix socket path too long for sockaddr_un
-// (under a long --tmpdir), which a run would otherwise meet half-way,
+// an unknown network, or a Unix socket path too long for sockaddr_un (an
+// absolute one, or a relative one too long even seen through the socket
+// directory's fd, sockAlias), which a run would otherwise meet half-way,
 // at its first listen.
 func (w *World) CheckAddr(network, addr string) error {
 	_, err := w.resolve(network, addr)
@@ -1010,6 +1016,9 @@ func (w *World) resolve(network, addr string) (resolved, error) {
 			}
 		}
 		if len(name) >= limit {
+			if name != path {
+				return resolved{}, fmt.Errorf("Unix address %q is too long: seen from the world's socket directory (%s) it is %d bytes, over %d: %w", addr, name, len(name), limit-1, errBadAddr)
+			}
 			return resolved{}, fmt.Errorf("Unix socket path %q is longer than %d bytes: %w", name, limit-1, errBadAddr)
 		}
 		return resolved{network: "unix", family: unix.AF_UNIX, sa: &unix.SockaddrUnix{Name: name}, path: path, display: addr}, nil

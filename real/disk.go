@@ -1,13 +1,16 @@
 package real
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -78,7 +81,7 @@ func (d *disk) Open(name string, flag model.OpenFlag, kind model.FDKind) (model.
 				// they come with the first file in them, and
 				// only once the open has its fd (at the limit
 				// nothing is left behind), as the sim has it.
-				if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+				if err := mkdirBelow(d.p.dir, filepath.Dir(full)); err != nil {
 					return -1, err
 				}
 				made = true
@@ -113,7 +116,7 @@ func (d *disk) Rename(from, to string) error {
 		// A missing target directory is made, but only for a source
 		// that exists: a failed rename leaves nothing behind.
 		if _, serr := os.Lstat(rf); serr == nil {
-			if err := os.MkdirAll(filepath.Dir(rt), 0o700); err != nil {
+			if err := mkdirBelow(d.p.dir, filepath.Dir(rt)); err != nil {
 				return fmt.Errorf("real: rename %s %s: %w", from, to, err)
 			}
 			err = unix.Rename(rf, rt)
@@ -364,3 +367,25 @@ func (f *file) Close() error {
 }
 
 func (f *file) forceClose() { f.Close() }
+
+// mkdirBelow makes dir and the directories between base and it. Unlike
+// os.MkdirAll it never makes base or anything above it, which must
+// exist: the directory of a world removed under its running processes
+// (RemoveScratch) is not grown back by their next open.
+func mkdirBelow(base, dir string) error {
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || rel == "." {
+		return err
+	}
+	if !filepath.IsLocal(rel) {
+		return fmt.Errorf("real: %s is not below %s", dir, base)
+	}
+	cur := base
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		if err := os.Mkdir(cur, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -232,14 +233,25 @@ var _ model.World = (*World)(nil)
 var scratch scratchRoots
 
 type scratchRoots struct {
-	mu    sync.Mutex
-	roots []string
+	mu      sync.Mutex
+	roots   []string
+	removed bool // RemoveScratch has run: the process is ending
 }
 
-func (sc *scratchRoots) add(root string) {
+// make makes a world's directory under parent and holds it, in one step
+// as RemoveScratch sees it: a directory made just before the removal
+// and held just after it would be left behind.
+func (sc *scratchRoots) make(parent string) (string, error) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.roots = append(sc.roots, root)
+	if sc.removed {
+		return "", errors.New("the process is ending (RemoveScratch)")
+	}
+	root, err := os.MkdirTemp(parent, "xceiver-real-")
+	if err == nil {
+		sc.roots = append(sc.roots, root)
+	}
+	return root, err
 }
 
 func (sc *scratchRoots) remove(root string) {
@@ -251,18 +263,31 @@ func (sc *scratchRoots) remove(root string) {
 // RemoveScratch removes the temporary directories of the worlds not yet
 // closed (their disks and sockets), for a process about to end without
 // closing them: one stopped by a signal. The worlds are unusable after
-// it. It returns the directories it removed.
+// it, and no world can be made. It returns the directories it removed.
 func RemoveScratch() ([]string, error) {
 	scratch.mu.Lock()
 	defer scratch.mu.Unlock()
 	var errs []error
 	for _, r := range scratch.roots {
-		if err := os.RemoveAll(r); err != nil {
+		// The world's processes may still be running and making files:
+		// a removal can meet a file made during it (ENOTEMPTY), so it
+		// is tried until the directory is gone. They do not make the
+		// world's directory again (mkdirBelow).
+		var err error
+		for try := 0; try < 100; try++ {
+			if err = os.RemoveAll(r); err == nil {
+				if _, serr := os.Lstat(r); errors.Is(serr, fs.ErrNotExist) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	removed := scratch.roots
-	scratch.roots = nil
+	scratch.roots, scratch.removed = nil, true
 	return removed, errors.Join(errs...)
 }
 
@@ -300,11 +325,10 @@ func New(cfg Config) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("real: fd baseline: %w", err)
 	}
-	root, err := os.MkdirTemp(parent, "xceiver-real-")
+	root, err := scratch.make(parent)
 	if err != nil {
 		return nil, fmt.Errorf("real: world root %q: %w", parent, err)
 	}
-	scratch.add(root)
 	w := &World{
 		cfg:     cfg,
 		root:    root,

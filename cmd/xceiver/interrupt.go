@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +26,25 @@ const exitInterrupted = 130
 var interrupts struct {
 	mu    sync.Mutex
 	first func(os.Signal)
+	// last are what a command has to undo before a signal ends the
+	// process (atInterruptExit).
+	last []*func()
+}
+
+// atInterruptExit has f run before a signal ends the process (a second
+// interrupt, or one no command watches), as the real world's
+// directories are removed: mutate kills the process groups it started
+// and removes its scratch directory. The returned func unregisters f.
+func atInterruptExit(f func()) (remove func()) {
+	p := &f
+	interrupts.mu.Lock()
+	interrupts.last = append(interrupts.last, p)
+	interrupts.mu.Unlock()
+	return func() {
+		interrupts.mu.Lock()
+		defer interrupts.mu.Unlock()
+		interrupts.last = slices.DeleteFunc(interrupts.last, func(q *func()) bool { return q == p })
+	}
 }
 
 // routeInterrupts takes SIGINT and SIGTERM for the process's life (the
@@ -57,12 +78,16 @@ func routeInterrupts(stderr io.Writer) (stop func()) {
 				return
 			}
 			interrupts.mu.Lock()
-			first := interrupts.first
+			first, last := interrupts.first, slices.Clone(interrupts.last)
 			interrupts.first = nil
 			interrupts.mu.Unlock()
 			if first != nil {
 				first(s)
 				continue
+			}
+			dying.Store(true)
+			for _, f := range last {
+				(*f)()
 			}
 			if removed, err := real.RemoveScratch(); err != nil {
 				fmt.Fprintf(stderr, "xceiver: %s: removing the real world's temporary directories: %v\n", signalName(s), err)
@@ -84,6 +109,11 @@ func routeInterrupts(stderr io.Writer) (stop func()) {
 		})
 	}
 }
+
+// dying is set once a signal is ending the process: the command may end
+// first (its real world gone under it), and must not exit with a code of
+// its own before the signal's default action ends it.
+var dying atomic.Bool
 
 // watchInterrupt is how a long command learns it was asked to stop:
 // first runs once, on the first SIGINT or SIGTERM that routeInterrupts

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -183,6 +184,43 @@ func TestInterruptedShardResumedMerges(t *testing.T) {
 				merged.Passed, full.Passed, slices.Equal(merged.failedSeeds(), full.failedSeeds()), stderr)
 		}
 	}
+	// The shard's pieces ran one after another: their times add up.
+	times := map[string]float64{}
+	for _, f := range []string{s1, s2a, s2b} {
+		var r struct {
+			ElapsedS float64 `json:"elapsed_s"`
+		}
+		b, _ := os.ReadFile(f)
+		_ = json.Unmarshal(b, &r)
+		times[f] = r.ElapsedS
+	}
+	var timed struct {
+		ElapsedS float64 `json:"elapsed_s"`
+	}
+	if _, stderr := cliJSON(t, &timed, "merge", "--json", s1, s2a, s2b); timed.ElapsedS != max(times[s1], times[s2a]+times[s2b]) {
+		t.Errorf("elapsed %v, want the longer of %v and %v + %v: %s", timed.ElapsedS, times[s1], times[s2a], times[s2b], stderr)
+	}
+
+	// An interrupted piece that checked nothing says to go on with the
+	// --skip it had: a piece of the shard, counted once, in any order.
+	var zero map[string]any
+	b, _ = os.ReadFile(s2a)
+	if err := json.Unmarshal(b, &zero); err != nil {
+		t.Fatal(err)
+	}
+	zero["checked"], zero["passed"], zero["failed"], zero["sim_events"] = 0.0, 0.0, 0.0, 0.0
+	zero["failures"], zero["by_property"], zero["systems"] = []any{}, []any{}, []any{}
+	s2z := filepath.Join(dir, "s2z.json")
+	b, _ = json.Marshal(zero)
+	if err := os.WriteFile(s2z, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]string{{s1, s2z, s2a, s2b}, {s1, s2a, s2z, s2b}} {
+		if code, stderr := cliJSON(t, &merged, append([]string{"merge", "--json"}, order...)...); code != exitFail || merged.Seeds != 2000 || merged.Checked != 2000 {
+			t.Errorf("merged %v: exit %d, %d seeds, %d checked: %s", order, code, merged.Seeds, merged.Checked, stderr)
+		}
+	}
+
 	for _, bad := range []struct {
 		files []string
 		want  string
@@ -455,7 +493,9 @@ func TestSecondInterruptRemovesRealScratch(t *testing.T) {
 		t.Errorf("ended %v", cmd.ProcessState)
 	}
 	if real() {
-		t.Errorf("a real world's directory left after %v: %s", cmd.ProcessState, stderr.String())
+		var tree []string
+		_ = filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error { tree = append(tree, p); return nil })
+		t.Errorf("a real world's directory left after %v: %s\n%s", cmd.ProcessState, stderr.String(), strings.Join(tree, "\n"))
 	}
 	t.Logf("ended %v", cmd.ProcessState)
 }

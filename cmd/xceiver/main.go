@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"xceiver/real"
 	"xceiver/sim"
@@ -64,7 +65,11 @@ func main() {
 // (routeInterrupts).
 func runProcess(args []string) int {
 	defer routeInterrupts(os.Stderr)()
-	return run(args, os.Stdout, os.Stderr)
+	code := run(args, os.Stdout, os.Stderr)
+	for dying.Load() {
+		time.Sleep(time.Second) // until the signal ends the process
+	}
+	return code
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -347,6 +347,12 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		// build, takes about an eighth less CPU; check needs neither.
 		BuildFlags: append(mutation.NoInline(module, dirs), "-ldflags=-s -w"),
 	}
+	// A second interrupt ends mutate at once: the groups it started
+	// would outlive it, and its scratch directory would stay.
+	defer atInterruptExit(func() {
+		j.Stop()
+		os.RemoveAll(work)
+	})()
 	checkT, testT, err := j.Baseline(ctx, dirs)
 	if signalled := interrupted(); signalled != "" {
 		mu.Lock() // the watch's own line goes to stderr under it
@@ -427,6 +433,9 @@ feed:
 	signalled := interrupted()
 
 	judged := slices.DeleteFunc(results, func(r mutation.Result) bool { return r.Status == "" })
+	if len(judged) == len(selected) {
+		signalled = "" // it came after the last verdict: nothing was dropped
+	}
 	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
 	s.Selected, s.StoppedByBudget, s.BugOnly = len(selected), stopped, bugOnly
 	s.Interrupted, s.signal = signalled != "", signalled
