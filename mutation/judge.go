@@ -80,7 +80,8 @@ type Judge struct {
 	// groups are the process groups of the commands running (run).
 	groups struct {
 		sync.Mutex
-		live map[int]bool
+		live    map[int]bool
+		stopped bool // Stop has run: a group started after it is killed
 	}
 }
 
@@ -295,6 +296,10 @@ func (j *Judge) run(cmd *exec.Cmd) error {
 		j.groups.live = map[int]bool{}
 	}
 	j.groups.live[pid] = true
+	if j.groups.stopped {
+		// Started as Stop ran: killed as Stop would have.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
 	j.groups.Unlock()
 	err := cmd.Wait()
 	j.groups.Lock()
@@ -310,6 +315,7 @@ func (j *Judge) run(cmd *exec.Cmd) error {
 func (j *Judge) Stop() {
 	j.groups.Lock()
 	defer j.groups.Unlock()
+	j.groups.stopped = true
 	for pid := range j.groups.live {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}

@@ -1139,6 +1139,9 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 		c.Ignore = ignoredOf(opt.ignore, realPropertyNames())
 		res, err := properties.RunReal(properties.ForReal(c, properties.DefaultRealLimits), "")
 		if err != nil {
+			if dying.Load() {
+				return exitInterrupted // its world removed under it: a signal is ending the process
+			}
 			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
 		}
 		if res.Failure != nil {

@@ -541,10 +541,7 @@ func (m *merged) addShard(ps []int) error {
 		checked += m.results[p].Checked
 	}
 	if len(ps) > 1 {
-		speed = 0
-		if elapsed > 0 {
-			speed = float64(checked) / elapsed
-		}
+		speed = finiteRate(float64(checked), elapsed)
 	}
 	if m.sum.SeedsPerS += speed; math.IsInf(m.sum.SeedsPerS, 0) {
 		return errors.New("seeds_per_s: the shards' total overflows")

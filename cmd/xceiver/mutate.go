@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -315,10 +316,11 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 		return 0, fmt.Errorf("mutate: %w", err)
 	}
 	defer os.RemoveAll(work)
-	// An interrupt stops the builds, checks and tests under way (a Ctrl-C
-	// reaches them too, and would pass for their verdicts) and drops those
-	// mutants; the summary is of the mutants judged before it, and the
-	// scratch directory goes with the rest.
+	// An interrupt stops the builds, checks and tests under way (in
+	// process groups of their own, a Ctrl-C reaches mutate alone) and
+	// drops those mutants, whose verdicts would be the interrupt's; the
+	// summary is of the mutants judged before it, and the scratch
+	// directory goes with the rest.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
@@ -351,7 +353,16 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	// would outlive it, and its scratch directory would stay.
 	defer atInterruptExit(func() {
 		j.Stop()
-		os.RemoveAll(work)
+		// What a killed compiler was writing may land during the
+		// removal: tried again until the directory is gone.
+		for try := 0; try < 100; try++ {
+			if os.RemoveAll(work) == nil {
+				if _, err := os.Lstat(work); errors.Is(err, fs.ErrNotExist) {
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
 	})()
 	checkT, testT, err := j.Baseline(ctx, dirs)
 	if signalled := interrupted(); signalled != "" {
@@ -415,7 +426,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	for i, m := range selected {
 		pos[m.ID] = i
 	}
-	stopped := false
+	stopped, handed := false, 0
 feed:
 	for _, m := range mutation.Order(selected, opt.seed) {
 		if opt.budget > 0 && time.Since(start) > opt.budget {
@@ -424,6 +435,7 @@ feed:
 		}
 		select {
 		case next <- pos[m.ID]:
+			handed++
 		case <-ctx.Done():
 			break feed
 		}
@@ -433,7 +445,7 @@ feed:
 	signalled := interrupted()
 
 	judged := slices.DeleteFunc(results, func(r mutation.Result) bool { return r.Status == "" })
-	if len(judged) == len(selected) {
+	if len(judged) == handed && (stopped || handed == len(selected)) {
 		signalled = "" // it came after the last verdict: nothing was dropped
 	}
 	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
