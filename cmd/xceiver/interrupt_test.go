@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -280,94 +279,43 @@ func TestMergeRefusesForgedInterruptions(t *testing.T) {
 
 // The signal itself, in a process of its own: the first SIGINT ends the
 // check after the seeds running, with every failure printed before it in
-// the count, and exit 130; a second, sent once the first was taken, ends
-// the process at once.
+// the count, and exit 130.
 func TestCheckTakesSIGINT(t *testing.T) {
-	if signal.Ignored(os.Interrupt) {
-		t.Skip("SIGINT is ignored here (a background job), and so in the command")
+	needSIGINT(t)
+	cmd, sc, stderr := child(t, argsEnv("check", "--bug", "HDFS-3359", "--seeds", "1000000000", "--no-shrink", "--parallel", "2", "--out", t.TempDir()))
+	// A FAIL line means the check is running, its watch installed.
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "FAIL ") {
 	}
-	start := func(t *testing.T) (*exec.Cmd, *bufio.Scanner, *syncBuffer) {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "XCEIVER_TEST_ARGS="+strings.Join([]string{
-			"check", "--bug", "HDFS-3359", "--seeds", "1000000000", "--no-shrink", "--parallel", "2", "--out", t.TempDir()}, "\n"))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stderr := &syncBuffer{}
-		cmd.Stderr = stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		sc := bufio.NewScanner(stdout)
-		// A FAIL line means the check is running, its watch installed.
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "FAIL ") {
-				return cmd, sc, stderr
-			}
-		}
-		t.Fatalf("no FAIL line: %s", stderr.String())
-		return nil, nil, nil
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
 	}
-	waitFor := func(cmd *exec.Cmd, d time.Duration) error {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(d):
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("still running %v after the signal", d)
+	fails := 1
+	var rest []string
+	for sc.Scan() {
+		rest = append(rest, sc.Text())
+		if strings.HasPrefix(sc.Text(), "FAIL ") {
+			fails++
 		}
 	}
-
-	t.Run("once", func(t *testing.T) {
-		cmd, sc, stderr := start(t)
-		fails := 1
-		if err := cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		var rest []string
-		for sc.Scan() {
-			rest = append(rest, sc.Text())
-			if strings.HasPrefix(sc.Text(), "FAIL ") {
-				fails++
-			}
-		}
-		err := waitFor(cmd, time.Minute)
-		if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-			t.Fatalf("exit %d (%v), want %d: %s\n%s", code, err, exitInterrupted, strings.Join(rest, "\n"), stderr.String())
-		}
-		out := strings.Join(rest, "\n")
-		if !strings.Contains(stderr.String(), "xceiver check: SIGINT: finishing the seeds already running") {
-			t.Errorf("stderr: %q", stderr.String())
-		}
-		m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindStringSubmatch(out)
-		if m == nil || m[2] != strconv.Itoa(fails) || !strings.Contains(out, "interrupted (SIGINT) after the first ") {
-			t.Errorf("%d FAIL lines; summary:\n%s", fails, out)
-		}
-	})
+	out := strings.Join(rest, "\n")
+	if ws := ended(t, cmd); ws.ExitStatus() != exitInterrupted {
+		t.Fatalf("ended %v, want exit %d: %s\n%s", cmd.ProcessState, exitInterrupted, out, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "xceiver check: SIGINT: finishing the seeds already running") {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindStringSubmatch(out)
+	if m == nil || m[2] != strconv.Itoa(fails) || !strings.Contains(out, "interrupted (SIGINT) after the first ") {
+		t.Errorf("%d FAIL lines; summary:\n%s", fails, out)
+	}
 }
 
 // The watch takes the first signal only: once it has, the next SIGINT
 // has its default action and ends the process, however long what the
 // first one started takes.
 func TestSecondInterruptEndsTheProcess(t *testing.T) {
-	if signal.Ignored(os.Interrupt) {
-		t.Skip("SIGINT is ignored here (a background job), and so in the child")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "XCEIVER_TEST_WATCH=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
+	needSIGINT(t)
+	cmd, sc, _ := child(t, "XCEIVER_TEST_WATCH=1")
 	for _, want := range []string{"watching", "first SIGINT"} {
 		if !sc.Scan() || sc.Text() != want {
 			t.Fatalf("child said %q, want %q", sc.Text(), want)
@@ -376,14 +324,7 @@ func TestSecondInterruptEndsTheProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("the second SIGINT did not end the process")
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+	if ws := ended(t, cmd); !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Errorf("ended %v, want killed by SIGINT", cmd.ProcessState)
 	}
 }
@@ -397,107 +338,114 @@ func watchChild() {
 	select {}
 }
 
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
-}
-
 // A command that does not report on an interrupt (run, validate, bench)
 // still removes the real world's temporary directories before the
 // signal ends it.
 func TestInterruptRemovesRealScratch(t *testing.T) {
-	if signal.Ignored(os.Interrupt) {
-		t.Skip("SIGINT is ignored here (a background job), and so in the child")
-	}
+	needSIGINT(t)
 	tmp := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XCEIVER_TEST_ARGS="+strings.Join([]string{"run", "read", "--world", "real", "--ops", "10000000"}, "\n"))
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if made, _ := os.ReadDir(tmp); slices.ContainsFunc(made, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no real world made in a minute: %s", stderr.String())
-		}
-	}
+	cmd, _, stderr := child(t, "TMPDIR="+tmp, argsEnv("run", "read", "--world", "real", "--ops", "10000000"))
+	eventually(t, "a real world made", func() bool { return realMade(tmp) })
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("still running a minute after SIGINT")
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+	if ws := ended(t, cmd); !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Errorf("ended %v, want killed by SIGINT as before", cmd.ProcessState)
 	}
-	left, _ := os.ReadDir(tmp)
-	for _, e := range left {
-		t.Logf("left: %s (dir %v)", e.Name(), e.IsDir())
-	}
-	if slices.ContainsFunc(left, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") }) || !strings.Contains(stderr.String(), "xceiver: SIGINT: removed the real world's temporary directories") {
-		t.Errorf("left %v; stderr %q", left, stderr.String())
+	if realMade(tmp) || !strings.Contains(stderr.String(), "xceiver: SIGINT: removed the real world's temporary directories") {
+		t.Errorf("left %s; stderr %q", tree(tmp), stderr.String())
 	}
 }
 
 // A second interrupt, which ends a real-world check at once, removes its
 // worlds' temporary directories first too.
 func TestSecondInterruptRemovesRealScratch(t *testing.T) {
+	needSIGINT(t)
+	tmp := t.TempDir()
+	cmd, _, stderr := child(t, "TMPDIR="+tmp, argsEnv("check", "--world", "real", "--seeds", "1000"))
+	eventually(t, "a real world made", func() bool { return realMade(tmp) })
+	_ = cmd.Process.Signal(os.Interrupt)
+	eventually(t, "the first SIGINT taken", func() bool { return strings.Contains(stderr.String(), "interrupt again") })
+	_ = cmd.Process.Signal(os.Interrupt)
+	// Either the second signal ended it, or the seed it was finishing
+	// had ended first and it exited with its summary.
+	if ws := ended(t, cmd); !(ws.Signaled() && ws.Signal() == syscall.SIGINT) && ws.ExitStatus() != exitInterrupted {
+		t.Errorf("ended %v", cmd.ProcessState)
+	}
+	if realMade(tmp) {
+		t.Errorf("a real world's directory left after %v: %s\n%s", cmd.ProcessState, stderr.String(), tree(tmp))
+	}
+}
+
+// needSIGINT skips a test whose child must take SIGINT: one started with
+// it ignored (a background job) leaves it ignored.
+func needSIGINT(t *testing.T) {
 	if signal.Ignored(os.Interrupt) {
 		t.Skip("SIGINT is ignored here (a background job), and so in the child")
 	}
-	tmp := t.TempDir()
+}
+
+// argsEnv has TestMain run the child as xceiver with args.
+func argsEnv(args ...string) string { return "XCEIVER_TEST_ARGS=" + strings.Join(args, "\n") }
+
+// child starts this test binary again with env added (TestMain makes it
+// the command, or the watch's child), its stderr kept; it is killed when
+// the test ends.
+func child(t *testing.T, env ...string) (*exec.Cmd, *bufio.Scanner, *syncBuffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XCEIVER_TEST_ARGS="+strings.Join([]string{"check", "--world", "real", "--seeds", "1000"}, "\n"))
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	real := func() bool {
-		made, _ := os.ReadDir(tmp)
-		return slices.ContainsFunc(made, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") })
-	}
-	for deadline := time.Now().Add(time.Minute); !real(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no real world made in a minute: %s", stderr.String())
-		}
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "interrupt again"); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first SIGINT was not taken: %s", stderr.String())
-		}
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
+	return cmd, bufio.NewScanner(stdout), stderr
+}
+
+// ended waits up to a minute for cmd to end.
+func ended(t *testing.T, cmd *exec.Cmd) syscall.WaitStatus {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
-		t.Fatal("still running a minute after the second SIGINT")
+		t.Fatal("still running a minute after the signal")
 	}
-	// Either the second signal ended it, or the seed it was finishing
-	// had ended first and it exited with its summary.
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !(ws.Signaled() && ws.Signal() == syscall.SIGINT) && ws.ExitStatus() != exitInterrupted {
-		t.Errorf("ended %v", cmd.ProcessState)
+	return ws
+}
+
+// eventually waits up to a minute for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not in a minute: %s", what)
+		}
 	}
-	if real() {
-		var tree []string
-		_ = filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error { tree = append(tree, p); return nil })
-		t.Errorf("a real world's directory left after %v: %s\n%s", cmd.ProcessState, stderr.String(), strings.Join(tree, "\n"))
-	}
-	t.Logf("ended %v", cmd.ProcessState)
+}
+
+// realMade reports whether dir holds a real world's directory.
+func realMade(dir string) bool {
+	made, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(made, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "xceiver-real-") })
+}
+
+// tree lists what is under dir, for a failure's message.
+func tree(dir string) string {
+	var paths []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		paths = append(paths, p)
+		return nil
+	})
+	return strings.Join(paths, "\n")
 }
 
 // syncBuffer is a bytes buffer for a child's stderr, read while written.
@@ -517,8 +465,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
-
-var _ io.Writer = (*syncBuffer)(nil)
 
 // An interrupted mutate stops its go commands, says so and exits 130,
 // leaving no scratch directory behind.
@@ -553,4 +499,9 @@ func TestInterruptedSummaryUnwrittenIsAFailure(t *testing.T) {
 	if code != exitFail || !strings.Contains(errb.String(), "writing the output") {
 		t.Errorf("exit %d: %s", code, errb.String())
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
