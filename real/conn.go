@@ -728,10 +728,12 @@ func listen(p *process, l *loop, network, addr string, backlog int) (*listener, 
 		return nil, fmt.Errorf("real: listen %s: %w", obj, err)
 	}
 	if ra.path != "" {
+		// Under the world's directory, which is never made again (a
+		// signal's RemoveScratch may have removed it); elsewhere, as
+		// the caller asked.
 		mkdir := func() error { return os.MkdirAll(filepath.Dir(ra.path), 0o700) }
-		if !filepath.IsAbs(addr) {
-			// Under the world's socket directory, which is not made again.
-			mkdir = func() error { return mkdirBelow(filepath.Join(p.w.root, "sock"), filepath.Dir(ra.path)) }
+		if rel, err := filepath.Rel(p.w.root, ra.path); err == nil && filepath.IsLocal(rel) {
+			mkdir = func() error { return mkdirBelow(p.w.root, filepath.Dir(ra.path)) }
 		}
 		if err := mkdir(); err != nil {
 			return nil, fmt.Errorf("real: listen %s: %w", obj, err)

@@ -272,8 +272,7 @@ func RemoveScratch() ([]string, error) {
 		// The world's processes may still be running and making files:
 		// a removal can meet a file made during it (ENOTEMPTY), so it
 		// is tried until the directory is gone. They do not make the
-		// world's directory again (mkdirBelow), unless told to listen on
-		// an absolute path under it.
+		// world's directory again (mkdirBelow).
 		var err error
 		for try := 0; try < 100; try++ {
 			if err = os.RemoveAll(r); err == nil {
