@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -89,7 +90,7 @@ type Judge struct {
 // time sets the default timeouts.
 func (j *Judge) Baseline(ctx context.Context, dirs []string) (check, tests time.Duration, err error) {
 	dir := filepath.Join(j.Work, "baseline")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdir(dir); err != nil {
 		return 0, 0, err
 	}
 	bin := filepath.Join(dir, "checker")
@@ -139,7 +140,7 @@ func (j *Judge) Run(ctx context.Context, m Mutant, slot int) (r Result) {
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
 	dir := filepath.Join(j.Work, fmt.Sprintf("slot%d", slot))
 	defer os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdir(dir); err != nil {
 		r.Status, r.Detail = Invalid, err.Error()
 		return r
 	}
@@ -262,7 +263,7 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	// asks it): kept under Work, it goes when Work does. (go test puts
 	// its tests' temporary directories there too: the real world's Unix
 	// sockets reach theirs through a short alias.)
-	if tmp := filepath.Join(j.Work, "gotmp"); os.MkdirAll(tmp, 0o755) == nil {
+	if tmp := filepath.Join(j.Work, "gotmp"); mkdir(tmp) == nil {
 		cmd.Env = append(cmd.Env, "GOTMPDIR="+tmp)
 	}
 	// In a group of its own (so that a Ctrl-C at the terminal reaches
@@ -304,21 +305,38 @@ func (j *Judge) run(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	j.groups.Lock()
 	delete(j.groups.live, pid)
-	_ = syscall.Kill(-pid, syscall.SIGKILL) // under the lock: Stop does not kill a group twice
+	// Under the lock, so that Stop never kills a pid this has reaped
+	// and dropped (and perhaps the system has given to another).
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	j.groups.Unlock()
 	return err
 }
 
-// Stop kills every process group the judge has running, for a process
-// about to end without waiting for them (a second interrupt): their
-// members would otherwise outlive it.
+// Stop kills every process group the judge has running and removes
+// Work, for a process about to end without waiting for them (a second
+// interrupt): their members would otherwise outlive it.
 func (j *Judge) Stop() {
 	j.groups.Lock()
-	defer j.groups.Unlock()
 	j.groups.stopped = true
 	for pid := range j.groups.live {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
+	j.groups.Unlock()
+	// Nothing makes Work again (mkdir), but what a killed compiler was
+	// writing may land during the removal (ENOTEMPTY).
+	for try := 0; try < 100 && os.RemoveAll(j.Work) != nil; try++ {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// mkdir makes dir in a directory that exists (Work): unlike
+// os.MkdirAll, it never makes Work again once Stop has removed it. A dir
+// already there is no error.
+func mkdir(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // compileError is the first error the compiler printed (not the "# pkg"

@@ -731,11 +731,13 @@ func listen(p *process, l *loop, network, addr string, backlog int) (*listener, 
 		// Under the world's directory, which is never made again (a
 		// signal's RemoveScratch may have removed it); elsewhere, as
 		// the caller asked.
-		mkdir := func() error { return os.MkdirAll(filepath.Dir(ra.path), 0o700) }
-		if rel, err := filepath.Rel(p.w.root, ra.path); err == nil && filepath.IsLocal(rel) {
-			mkdir = func() error { return mkdirBelow(p.w.root, filepath.Dir(ra.path)) }
+		var err error
+		if rel, rerr := filepath.Rel(p.w.root, ra.path); rerr == nil && filepath.IsLocal(rel) {
+			err = mkdirBelow(p.w.root, filepath.Dir(ra.path))
+		} else {
+			err = os.MkdirAll(filepath.Dir(ra.path), 0o700)
 		}
-		if err := mkdir(); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("real: listen %s: %w", obj, err)
 		}
 	}

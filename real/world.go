@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -273,14 +272,10 @@ func RemoveScratch() ([]string, error) {
 		// a removal can meet a file made during it (ENOTEMPTY), so it
 		// is tried until the directory is gone. They do not make the
 		// world's directory again (mkdirBelow).
-		var err error
-		for try := 0; try < 100; try++ {
-			if err = os.RemoveAll(r); err == nil {
-				if _, serr := os.Lstat(r); errors.Is(serr, fs.ErrNotExist) {
-					break
-				}
-			}
+		err := os.RemoveAll(r)
+		for try := 0; try < 100 && err != nil; try++ {
 			time.Sleep(time.Millisecond)
+			err = os.RemoveAll(r)
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -470,25 +471,24 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	// (every seed handed out is checked, so the seeds checked are the
 	// shard's first ones and the run can be resumed after them).
 	stop := make(chan struct{})
-	stopped, halted := false, false
-	halt := func() {
-		if !halted {
-			halted = true
-			close(stop)
-		}
-	}
-	finished := false
+	stopped := false
+	halt := sync.OnceFunc(func() { close(stop) })
 	// Watched until the summary is out: an interrupt after the last seed
-	// (finished) changes nothing, where the signal's default action
-	// would end the process before it.
+	// (summing up) changes nothing, where the signal's default action
+	// would end the process before it. The watch takes no lock a worker
+	// holds while it writes: a blocked stdout must not keep it waiting.
+	var signalled atomic.Pointer[string]
+	var summing atomic.Bool
 	defer watchInterrupt(func(s os.Signal) {
-		mu.Lock()
-		defer mu.Unlock()
-		if finished {
-			return // too late to stop anything: the summary follows
+		if summing.Load() {
+			return
 		}
-		t.interrupted = signalName(s)
-		prog.clear()
+		name := signalName(s)
+		signalled.Store(&name)
+		if mu.TryLock() {
+			prog.clear()
+			mu.Unlock()
+		}
 		sayInterrupted(stderr, s)
 		halt()
 	})()
@@ -560,15 +560,15 @@ feed:
 	}
 	close(next)
 	wg.Wait()
+	summing.Store(true)
 	close(tickDone)
 	<-tickStopped // no progress line inside the summary
-	mu.Lock()
-	finished = true
-	mu.Unlock()
 	prog.finish()
 	t.stoppedEarly = stopped
-	if t.interrupted != "" && (stopped || opt.skip+handed == total) {
-		t.interrupted = "" // it stopped for another reason, or had nothing left to hand out
+	// An interrupt counts unless the check stopped for another reason,
+	// or had nothing left to hand out.
+	if name := signalled.Load(); name != nil && !stopped && opt.skip+handed < total {
+		t.interrupted = *name
 	}
 	return printSummary(stdout, opt, "sim", total, t, time.Since(start), processCPU()-cpu0)
 }
@@ -1138,10 +1138,12 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 		}
 		c.Ignore = ignoredOf(opt.ignore, realPropertyNames())
 		res, err := properties.RunReal(properties.ForReal(c, properties.DefaultRealLimits), "")
+		if dying.Load() {
+			// Its world removed under it, the seed's verdict is the
+			// signal's, which is ending the process.
+			return exitInterrupted
+		}
 		if err != nil {
-			if dying.Load() {
-				return exitInterrupted // its world removed under it: a signal is ending the process
-			}
 			return report(stderr, fmt.Errorf("check: seed %d in the real world: %w", seed, err))
 		}
 		if res.Failure != nil {

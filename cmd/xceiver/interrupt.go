@@ -82,7 +82,10 @@ func routeInterrupts(stderr io.Writer) (stop func()) {
 			interrupts.first = nil
 			interrupts.mu.Unlock()
 			if first != nil {
-				first(s)
+				// Not waited for: a watch that waits on its command (a
+				// lock held by a worker blocked on stdout) must not keep
+				// the next signal from being taken.
+				go first(s)
 				continue
 			}
 			dying.Store(true)

@@ -81,8 +81,7 @@ func TestCheckInterruptedChecksAPrefix(t *testing.T) {
 			interruptAfter(t, time.Hour)
 			var prefix interruptedResult
 			i, n, _ := strings.Cut(shard, "/")
-			ni, _ := strconv.Atoi(n)
-			ii, _ := strconv.Atoi(i)
+			ni, ii := atoi(n), atoi(i)
 			// The shard's first Checked seeds are a sweep of (Checked-1)·n+i
 			// seeds, shard i/n.
 			sweep := (got.Checked-1)*ni + ii

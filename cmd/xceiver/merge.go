@@ -136,7 +136,6 @@ type merged struct {
 
 func mergeResults(files []string, partial bool) (*merged, error) {
 	m := &merged{bySys: map[string]*systemCount{}, busyUnknown: map[string]bool{}}
-	seen := map[int]string{}
 	pieces := map[int][]int{} // each shard's results, by index
 	for _, path := range files {
 		r, i, n, err := readResult(path)
@@ -166,7 +165,6 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 		if err := m.add(r); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
-		seen[i] = path
 		pieces[i] = append(pieces[i], len(m.results))
 		m.results = append(m.results, r)
 		m.dirs = append(m.dirs, filepath.Dir(path))
@@ -209,16 +207,16 @@ func mergeResults(files []string, partial bool) (*merged, error) {
 			return nil, fmt.Errorf("%s: %v", files[ps[len(ps)-1]], err)
 		}
 	}
-	if len(seen) < m.n && !partial {
+	if len(pieces) < m.n && !partial {
 		var missing []string
 		for i := 1; i <= m.n && len(missing) < 10; i++ {
-			if _, ok := seen[i]; !ok {
+			if _, ok := pieces[i]; !ok {
 				missing = append(missing, fmt.Sprintf("%d/%d", i, m.n))
 			}
 		}
 		more := ""
-		if m.n-len(seen) > len(missing) {
-			more = fmt.Sprintf(" and %d more", m.n-len(seen)-len(missing))
+		if m.n-len(pieces) > len(missing) {
+			more = fmt.Sprintf(" and %d more", m.n-len(pieces)-len(missing))
 		}
 		return nil, fmt.Errorf("shards missing: %s%s (--partial merges what is there)", strings.Join(missing, ", "), more)
 	}
@@ -535,15 +533,12 @@ func (m *merged) addShard(ps []int) error {
 	if m.sum.Seeds, ok = addCount(m.sum.Seeds, first.Seeds); !ok {
 		return errors.New("seeds: the shards' total overflows")
 	}
-	speed, elapsed, checked := first.SeedsPerS, 0.0, 0
+	elapsed, checked := 0.0, 0
 	for _, p := range ps {
 		elapsed += m.results[p].ElapsedS
 		checked += m.results[p].Checked
 	}
-	if len(ps) > 1 {
-		speed = finiteRate(float64(checked), elapsed)
-	}
-	if m.sum.SeedsPerS += speed; math.IsInf(m.sum.SeedsPerS, 0) {
+	if m.sum.SeedsPerS += finiteRate(float64(checked), elapsed); math.IsInf(m.sum.SeedsPerS, 0) {
 		return errors.New("seeds_per_s: the shards' total overflows")
 	}
 	if math.IsInf(elapsed, 0) {

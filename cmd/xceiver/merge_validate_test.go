@@ -216,7 +216,9 @@ func TestMergeRefusesInconsistentResults(t *testing.T) {
 			r["cpu_s"] = n("1.7e308")
 		}, file: 1, want: "cpu_s: the shards' total overflows"},
 		{name: "speed past a float64", edit: func(k int, r map[string]any) {
-			r["seeds_per_s"] = n("1.7e308")
+			// A shard's speed is its seeds checked over its time: 5
+			// seeds in 5e-308 s is 1e308 a second, twice past a float64.
+			r["elapsed_s"] = n("5e-308")
 		}, file: 1, want: "seeds_per_s: the shards' total overflows"},
 		{name: "events past a uint64", edit: func(k int, r map[string]any) {
 			r["sim_events"] = n("18446744073709551615")

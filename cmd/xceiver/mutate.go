@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -351,19 +350,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	}
 	// A second interrupt ends mutate at once: the groups it started
 	// would outlive it, and its scratch directory would stay.
-	defer atInterruptExit(func() {
-		j.Stop()
-		// What a killed compiler was writing may land during the
-		// removal: tried again until the directory is gone.
-		for try := 0; try < 100; try++ {
-			if os.RemoveAll(work) == nil {
-				if _, err := os.Lstat(work); errors.Is(err, fs.ErrNotExist) {
-					return
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	})()
+	defer atInterruptExit(j.Stop)()
 	checkT, testT, err := j.Baseline(ctx, dirs)
 	if signalled := interrupted(); signalled != "" {
 		mu.Lock() // the watch's own line goes to stderr under it
