@@ -483,9 +483,17 @@ func TestMutateInterrupted(t *testing.T) {
 	var got struct {
 		Judged, Selected int
 		Interrupted      bool
+		NotJudged        []string `json:"not_judged"`
 	}
-	if code, stderr := cliJSON(t, &got, "mutate", "--packages", "model", "--sample", "2", "--seeds", "30", "--json"); code != exitInterrupted || !got.Interrupted || got.Judged != 0 || got.Selected != 2 {
-		t.Errorf("--json: exit %d, %+v: %s", code, got, stderr)
+	if code, stderr := cliJSON(t, &got, "mutate", "--packages", "model", "--sample", "2", "--seeds", "30", "--json"); code != exitInterrupted || !got.Interrupted || got.Judged != 0 || got.Selected != 2 || len(got.NotJudged) != 2 {
+		t.Fatalf("--json: exit %d, %+v: %s", code, got, stderr)
+	}
+	// The IDs are the sample's: --list of the same flags shows them.
+	code, list, stderr := runCLI("mutate", "--packages", "model", "--sample", "2", "--list")
+	for _, id := range got.NotJudged {
+		if code != exitOK || !strings.Contains(list, " "+id+" ") {
+			t.Errorf("not judged %s is not in the sample's list (exit %d): %s%s", id, code, list, stderr)
+		}
 	}
 }
 

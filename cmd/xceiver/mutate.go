@@ -227,13 +227,16 @@ type mutateSummary struct {
 	// draw's first but for them.
 	Interrupted bool `json:"interrupted,omitempty"`
 	signal      string
-	Killed      int            `json:"killed"`
-	KilledBy    map[string]int `json:"killed_by"`
-	Survived    int            `json:"survived"`
-	Equivalent  int            `json:"equivalent"`
-	Invalid     int            `json:"invalid"`
-	Score       float64        `json:"score"`       // killed / (killed + survived)
-	CheckScore  float64        `json:"check_score"` // killed by check alone / (killed + survived)
+	// NotJudged are the selected mutants without a verdict (stopped by
+	// --budget or an interrupt), in the draw's order: --ids judges them.
+	NotJudged  []string       `json:"not_judged,omitempty"`
+	Killed     int            `json:"killed"`
+	KilledBy   map[string]int `json:"killed_by"`
+	Survived   int            `json:"survived"`
+	Equivalent int            `json:"equivalent"`
+	Invalid    int            `json:"invalid"`
+	Score      float64        `json:"score"`       // killed / (killed + survived)
+	CheckScore float64        `json:"check_score"` // killed by check alone / (killed + survived)
 	// ScoreLow and ScoreHigh bound the score of all the mutants a sample
 	// was drawn from (Wilson's 95% interval).
 	ScoreLow     float64           `json:"score_low"`
@@ -360,6 +363,7 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 			s := summarize(opt, dirs, len(all), nil, 0, 0)
 			s.Selected, s.BugOnly = len(selected), bugOnly
 			s.Interrupted, s.signal = true, signalled
+			s.NotJudged = notJudged(selected, opt.seed, nil)
 			out, _ := json.Marshal(s)
 			fmt.Fprintln(stdout, string(out))
 		}
@@ -438,6 +442,7 @@ feed:
 	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
 	s.Selected, s.StoppedByBudget, s.BugOnly = len(selected), stopped, bugOnly
 	s.Interrupted, s.signal = signalled != "", signalled
+	s.NotJudged = notJudged(selected, opt.seed, judged)
 	if opt.json {
 		out, _ := json.Marshal(s)
 		fmt.Fprintln(stdout, string(out))
@@ -457,6 +462,22 @@ feed:
 type interruption struct{ sig os.Signal }
 
 func (i interruption) Error() string { return "interrupted by " + signalName(i.sig) }
+
+// notJudged are the IDs of the mutants of selected with no verdict in
+// judged, in the order they were handed out (mutation.Order).
+func notJudged(selected []mutation.Mutant, seed uint64, judged []mutation.Result) []string {
+	done := make(map[string]bool, len(judged))
+	for _, r := range judged {
+		done[r.ID] = true
+	}
+	var ids []string
+	for _, m := range mutation.Order(selected, seed) {
+		if !done[m.ID] {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
 
 func resultLine(r mutation.Result) string {
 	verdict := r.Status
@@ -569,6 +590,9 @@ func printMutateSummary(w io.Writer, s mutateSummary) {
 	}
 	fmt.Fprintf(w, "judged %d of %d selected%s, of %d mutants: %d killed (%s), %d survived, %d equivalent, %d invalid\n",
 		s.Judged, s.Selected, stop, s.Enumerated, s.Killed, strings.Join(parts, ", "), s.Survived, s.Equivalent, s.Invalid)
+	if len(s.NotJudged) > 0 {
+		fmt.Fprintf(w, "not judged: the same flags with --ids %s\n", strings.Join(s.NotJudged, ","))
+	}
 	fmt.Fprintf(w, "time per mutant %.1fs (build %.1fs, check %.1fs, vet and tests %.1fs); %.0fs in all with --parallel %d\n",
 		s.PerMutantS, s.BuildS, s.CheckS, s.TestS, s.ElapsedS, s.Parallel)
 	fmt.Fprintf(w, "mutation score %.1f%% (%d of %d non-equivalent mutants killed; 95%% interval %.1f–%.1f%%; check alone %.1f%%)\n",
