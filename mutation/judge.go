@@ -214,10 +214,6 @@ func (j *Judge) check(ctx context.Context, bin, dir string) (status, by, detail 
 	args := append(append([]string{}, j.CheckArgs...), "--json", "--out", filepath.Join(dir, "failures"))
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	// A group of its own: a Ctrl-C at the terminal reaches mutate alone,
-	// which stops this check by its context (a check that took the
-	// signal itself would finish, exit 130 and pass for a crash).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -266,12 +262,10 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	if tmp := filepath.Join(j.Work, "gotmp"); mkdir(tmp) == nil {
 		cmd.Env = append(cmd.Env, "GOTMPDIR="+tmp)
 	}
-	// In a group of its own (so that a Ctrl-C at the terminal reaches
-	// mutate alone), it is stopped as a Ctrl-C stops it: the group gets
+	// Stopped, it is stopped as a Ctrl-C stops it: its group (run) gets
 	// SIGINT, its compilers and test binaries with it (go test alone
 	// waits for its test binary); one that has not gone after WaitDelay
 	// is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
@@ -283,11 +277,15 @@ func (j *Judge) goCmd(ctx context.Context, timeout time.Duration, args ...string
 	return out.Bytes(), err
 }
 
-// run runs cmd, started in a process group of its own, and kills what is
-// left of the group once it has ended: os/exec's WaitDelay kills the
-// leader alone, and a go command so killed leaves its compilers or test
-// binary running.
+// run runs cmd in a process group of its own, and kills what is left of
+// the group once it has ended. Its own group: a Ctrl-C at the terminal
+// reaches mutate alone, which stops the command through its context (a
+// check that took the signal itself would finish, exit 130 and pass for
+// a crash). Killed after: os/exec's WaitDelay kills the leader alone,
+// and a go command so killed leaves its compilers or test binary
+// running.
 func (j *Judge) run(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
