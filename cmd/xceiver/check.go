@@ -477,21 +477,19 @@ func runCheck(opt checkOptions, stdout, stderr io.Writer) int {
 	// (summing up) changes nothing, where the signal's default action
 	// would end the process before it. The watch takes no lock a worker
 	// holds while it writes: a blocked stdout must not keep it waiting.
-	var signalled atomic.Pointer[string]
 	var summing atomic.Bool
-	defer watchInterrupt(func(s os.Signal) {
+	signalled, unwatch := watch(func(s os.Signal) {
 		if summing.Load() {
 			return
 		}
-		name := signalName(s)
-		signalled.Store(&name)
 		if mu.TryLock() {
 			prog.clear()
 			mu.Unlock()
 		}
 		sayInterrupted(stderr, s)
 		halt()
-	})()
+	})
+	defer unwatch()
 	next := make(chan uint64)
 	var wg sync.WaitGroup
 	for w := 0; w < opt.parallel; w++ {
@@ -567,8 +565,8 @@ feed:
 	t.stoppedEarly = stopped
 	// An interrupt counts unless the check stopped for another reason,
 	// or had nothing left to hand out.
-	if name := signalled.Load(); name != nil && !stopped && opt.skip+handed < total {
-		t.interrupted = *name
+	if name := signalled(); name != "" && !stopped && opt.skip+handed < total {
+		t.interrupted = name
 	}
 	return printSummary(stdout, opt, "sim", total, t, time.Since(start), processCPU()-cpu0)
 }
@@ -1111,24 +1109,10 @@ func runCheckReal(opt checkOptions, stdout, stderr io.Writer) int {
 	total := opt.shardSeeds()
 	// A real seed is not cut short: its processes, sockets and files
 	// are cleaned up, and the leak check that follows it still holds.
-	var mu sync.Mutex
-	var signalled os.Signal
-	defer watchInterrupt(func(s os.Signal) {
-		mu.Lock()
-		defer mu.Unlock()
-		signalled = s
-		sayInterrupted(stderr, s)
-	})()
-	interrupted := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if signalled != nil {
-			t.interrupted = signalName(signalled)
-		}
-		return signalled != nil
-	}
+	signalled, unwatch := watch(func(s os.Signal) { sayInterrupted(stderr, s) })
+	defer unwatch()
 	for j := opt.skip; j < total; j++ {
-		if interrupted() {
+		if t.interrupted = signalled(); t.interrupted != "" {
 			break
 		}
 		seed := opt.seed + uint64(opt.shardSeed(j))

@@ -134,6 +134,26 @@ var watchInterrupt = func(first func(os.Signal)) (stop func()) {
 	}
 }
 
+// watch is watchInterrupt with the signal kept: signalled is "" until
+// the watch has taken a signal, then its name, kept before first runs,
+// so that whoever sees what first did (a closed channel, a cancelled
+// context) reads the name too. Check's two runners and mutate all learn
+// of an interrupt so.
+func watch(first func(os.Signal)) (signalled func() string, stop func()) {
+	var name atomic.Pointer[string]
+	stop = watchInterrupt(func(s os.Signal) {
+		n := signalName(s)
+		name.Store(&n)
+		first(s)
+	})
+	return func() string {
+		if p := name.Load(); p != nil {
+			return *p
+		}
+		return ""
+	}, stop
+}
+
 // signalName is SIGINT for os.Interrupt, and so on.
 func signalName(s os.Signal) string {
 	if n, ok := s.(syscall.Signal); ok {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -323,25 +322,18 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	// drops those mutants, whose verdicts would be the interrupt's; the
 	// summary is of the mutants judged before it, and the scratch
 	// directory goes with the rest.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
-	defer watchInterrupt(func(sig os.Signal) {
-		// The cause is the signal: whoever sees ctx done reads it so.
+	signalled, unwatch := watch(func(sig os.Signal) {
 		// Cancelled before mu is taken: a worker holding it may be
 		// writing to a slow stdout.
-		cancel(interruption{sig})
+		cancel()
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(stderr, "xceiver mutate: %s: dropping the mutants being judged, then the summary (interrupt again to quit at once)\n", signalName(sig))
-	})()
-	interrupted := func() string {
-		var in interruption
-		if errors.As(context.Cause(ctx), &in) {
-			return signalName(in.sig)
-		}
-		return ""
-	}
+	})
+	defer unwatch()
 	j := &mutation.Judge{
 		Root: root, Work: work, Files: src.Files, Main: "./cmd/xceiver",
 		CheckArgs:    []string{"check", "--seeds", strconv.Itoa(opt.seeds), "--system", opt.system, "--parallel", "1", "--max-failures", "1", "--no-shrink"},
@@ -355,14 +347,14 @@ func runMutate(ctx context.Context, opt mutateOptions, stdout, stderr io.Writer)
 	// would outlive it, and its scratch directory would stay.
 	defer atInterruptExit(j.Stop)()
 	checkT, testT, err := j.Baseline(ctx, dirs)
-	if signalled := interrupted(); signalled != "" {
+	if name := signalled(); name != "" {
 		mu.Lock() // the watch's own line goes to stderr under it
-		fmt.Fprintf(stderr, "xceiver mutate: interrupted (%s) before the unmutated code was judged: no mutant judged\n", signalled)
+		fmt.Fprintf(stderr, "xceiver mutate: interrupted (%s) before the unmutated code was judged: no mutant judged\n", name)
 		mu.Unlock()
 		if opt.json {
 			s := summarize(opt, dirs, len(all), nil, 0, 0)
 			s.Selected, s.BugOnly = len(selected), bugOnly
-			s.Interrupted, s.signal = true, signalled
+			s.Interrupted, s.signal = true, name
 			s.NotJudged = notJudged(selected, opt.seed, nil)
 			out, _ := json.Marshal(s)
 			fmt.Fprintln(stdout, string(out))
@@ -433,15 +425,15 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	signalled := interrupted()
+	interrupted := signalled()
 
 	judged := slices.DeleteFunc(results, func(r mutation.Result) bool { return r.Status == "" })
 	if len(judged) == handed && (stopped || handed == len(selected)) {
-		signalled = "" // it came after the last verdict: nothing was dropped
+		interrupted = "" // it came after the last verdict: nothing was dropped
 	}
 	s := summarize(opt, dirs, len(all), judged, time.Since(start), j.CheckTimeout)
 	s.Selected, s.StoppedByBudget, s.BugOnly = len(selected), stopped, bugOnly
-	s.Interrupted, s.signal = signalled != "", signalled
+	s.Interrupted, s.signal = interrupted != "", interrupted
 	s.NotJudged = notJudged(selected, opt.seed, judged)
 	if opt.json {
 		out, _ := json.Marshal(s)
@@ -457,11 +449,6 @@ feed:
 	}
 	return exitOK, nil
 }
-
-// interruption is the cause of mutate's context cancelled by a signal.
-type interruption struct{ sig os.Signal }
-
-func (i interruption) Error() string { return "interrupted by " + signalName(i.sig) }
 
 // notJudged are the IDs of the mutants of selected with no verdict in
 // judged, in the order they were handed out (mutation.Order).
