@@ -44,3 +44,29 @@ func TestFragmentOffWithBytesHeld(t *testing.T) {
 		t.Errorf("the held bytes left in a segment of %d bytes, want one of 100 (segments %v)", last.Len, lens(h.segs))
 	}
 }
+
+// The fault cuts only the first span bytes of a write: those leave in
+// pieces of at most piece bytes, the last of them ending at the span,
+// and the rest of the write leaves whole after them.
+func TestFragmentCutsOnlyTheSpan(t *testing.T) {
+	h := newPair(t)
+	h.cli.p.Fragment(64, 100, ms)
+	t0 := h.now()
+	h.cli.write(1000)
+	h.runTo(t0 + 100*ms)
+	h.srv.checkGot(1000)
+	pieces := h.dataSegs("client", t0)
+	if len(pieces) < 3 {
+		t.Fatalf("pieces %v, want the span cut", lens(pieces))
+	}
+	start, sum := pieces[0].Seq, 0
+	for _, p := range pieces[:len(pieces)-1] {
+		if p.Len > 64 {
+			t.Errorf("a piece of %d bytes within the span (pieces %v), want at most 64", p.Len, lens(pieces))
+		}
+		sum += p.Len
+	}
+	if last := pieces[len(pieces)-1]; sum != 100 || last.Seq != start+100 || last.Len != 900 {
+		t.Errorf("pieces %v: want pieces up to the span's 100th byte, then the other 900 whole", lens(pieces))
+	}
+}

@@ -117,3 +117,45 @@ func TestSecondEqualSmallSegmentLowersRcvMss(t *testing.T) {
 		t.Errorf("third write left %v after it was made, want it held for the delayed ACK of the second (≈40 ms)", d)
 	}
 }
+
+// tcp_measure_rcv_mss's other size rule: a segment below 524 bytes
+// (TCP_MSS_DEFAULT with the 20-byte header, counting the 32-byte header
+// with timestamps) but of TCP_MIN_MSS+20 or more that does not carry PSH
+// is taken for a sender's full size, since a sender leaves PSH off only
+// inside a write; two of one size lower rcv_mss to it. Here a receive
+// buffer of 1,200 bytes offers a 600-byte window, and the sender cuts a
+// write into segments of half of it (tcp_bound_to_half_wnd), all but
+// the last without PSH.
+func TestUnpushedSmallSegmentsLowerRcvMss(t *testing.T) {
+	h := newPair(t, withBufs(0, 1200))
+	t0 := h.now()
+	h.cli.write(1500)
+	h.runTo(t0 + 300*ms)
+	h.srv.checkGot(1500)
+	segs := h.dataSegs("client", t0)
+	if len(segs) < 3 || segs[0].Len != 300 || segs[1].Len != 300 || segs[0].has('P') || segs[1].has('P') {
+		t.Fatalf("segments %v (flags of the first %q), want unpushed ones of 300", lens(segs), segs[0].Flags)
+	}
+	if got := h.srv.c.rcvMss; got != 300 {
+		t.Errorf("rcv_mss after unpushed 300-byte segments = %d, want 300", got)
+	}
+}
+
+// The size rule's bound: the segment with its 32-byte header must reach
+// 556 (TCP_MSS_DEFAULT and a 20-byte header), so two pushed segments of
+// 523 bytes leave rcv_mss at 536, and two of 524 lower it.
+func TestSmallSegmentSizeRuleStartsAt524Bytes(t *testing.T) {
+	for _, tc := range []struct{ size, want int }{{523, 536}, {524, 524}} {
+		h := newPair(t)
+		h.exhaustQuick()
+		t0 := h.now()
+		h.cli.write(tc.size)
+		h.runTo(t0 + ms)
+		h.cli.write(tc.size)
+		h.runTo(t0 + 2*ms)
+		h.srv.checkGot(h.cli.wrote)
+		if got := h.srv.c.rcvMss; got != tc.want {
+			t.Errorf("rcv_mss after two pushed segments of %d = %d, want %d", tc.size, got, tc.want)
+		}
+	}
+}

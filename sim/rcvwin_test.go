@@ -392,3 +392,34 @@ func TestTimestampSampleOnArrival(t *testing.T) {
 		t.Errorf("rtt %v after a full segment echoing 2 ms back, want %v", c.rcvRTT.rtt, want)
 	}
 }
+
+// buffer and pulls the window's bounds down to it: the clamp
+// (window_clamp) and the slow-start threshold of the offered window
+// (rcv_ssthresh) may not exceed what the smaller buffer holds.
+func TestLockedReceiveBufferClampsTheWindow(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	h.cli.write(1_000_000) // grows the buffer, the clamp and rcv_ssthresh
+	h.runTo(h.now() + 10*ms)
+	h.srv.checkGot(1_000_000)
+	c.lockRcvBuf(8192)
+	full := c.fullSpace()
+	if c.windowClamp > full || c.rcvSsthresh > full {
+		t.Errorf("after SO_RCVBUF 8192: window_clamp %d, rcv_ssthresh %d, want both within the buffer's window %d", c.windowClamp, c.rcvSsthresh, full)
+	}
+}
+
+// further.
+func TestWindowClampMovesRcvSsthresh(t *testing.T) {
+	h := newPair(t)
+	c := h.srv.c
+	c.windowClamp, c.rcvSsthresh, c.advWnd = 100_000, 90_000, 95_000
+	c.setWindowClamp(50_000)
+	if c.windowClamp != 50_000 || c.rcvSsthresh != 50_000 {
+		t.Errorf("lowered to 50000: clamp %d, rcv_ssthresh %d, want both 50000", c.windowClamp, c.rcvSsthresh)
+	}
+	c.setWindowClamp(200_000)
+	if c.windowClamp != 200_000 || c.rcvSsthresh != 95_000 {
+		t.Errorf("raised to 200000: clamp %d, rcv_ssthresh %d, want 200000 and the window offered, 95000", c.windowClamp, c.rcvSsthresh)
+	}
+}

@@ -259,3 +259,41 @@ func TestSpinningHandlerFailsTheRun(t *testing.T) {
 		}
 	}
 }
+
+// A handler that reads a little at each call makes progress, and is not a
+// spin however many calls it takes: every read counts as the handler's
+// doing, even one that leaves the socket readable.
+func TestHandlerReadingAByteACallIsNoSpin(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.SpinLimit = DefaultSpinLimit
+	w := New(cfg)
+	const n = 3 * DefaultSpinLimit
+	got := 0
+	if _, err := w.Spawn("a", model.ProcessConfig{}, func(p model.Process) {
+		ln := listenAndServe(t, p, "a:1", func(c model.Conn) {
+			buf := make([]byte, 1)
+			c.SetHandler(p.MainLoop(), func(model.Events) {
+				k, _ := c.Read(buf)
+				got += k
+			})
+		})
+		var c model.Conn
+		c, _ = p.Dial("tcp", ln.Addr(), p.MainLoop(), func(ev model.Events) {
+			c.SetWriteInterest(false)
+			c.SetReadInterest(false)
+			if ev&model.Writable != 0 {
+				c.Write(make([]byte, n))
+			}
+		})
+		c.SetWriteInterest(true)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.RunFor(time.Second)
+	if err := w.Failure(); err != nil {
+		t.Errorf("run failed with %v, want none (the handler read a byte at each of its %d calls)", err, got)
+	}
+	if got != n {
+		t.Errorf("read %d bytes of %d", got, n)
+	}
+}

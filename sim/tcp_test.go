@@ -2114,3 +2114,245 @@ func TestCloseAfterBothFinishedSendsNoReset(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// --- rules pinned after a mutation run of the TCP model (7 December) ---
+
+// data arrived: each is sent when the segment it covers is received.
+func TestTimedLinkCarriesSegmentsAtItsBandwidth(t *testing.T) {
+	h := newPair(t, withBufs(0, 1<<20), func(c *Config) { c.TCP.Inline = false })
+	h.warm(10)
+	t0 := h.now()
+	const n = 200_000
+	h.cli.write(n)
+	h.runTo(t0 + 10*ms)
+	h.srv.checkGot(10 + n)
+	cfg := h.w.cfg.TCP
+	arrival := map[int64]time.Duration{} // by the sequence number after the segment
+	var linkFree time.Duration
+	segs := h.dataSegs("client", t0)
+	for _, s := range segs {
+		linkFree = max(s.T, linkFree) + time.Duration(int64(s.Len+40)*int64(time.Second)/cfg.Bandwidth)
+		arrival[s.Seq+int64(s.Len)] = linkFree + cfg.Delay
+	}
+	if len(segs) < 3 || segs[1].T != segs[0].T {
+		t.Fatalf("want a burst of segments sent together, got %v", lens(segs))
+	}
+	last := segs[len(segs)-1]
+	acked := false
+	for _, s := range h.segs {
+		if s.From != "server" || s.T < t0 || !s.has('.') {
+			continue
+		}
+		want, ok := arrival[s.Ack]
+		if !ok {
+			continue
+		}
+		if s.T < want {
+			t.Errorf("the server ACKed %d at %v, before the segment ending there could arrive (%v: Delay %v, after the link carried what was sent before it at %d B/s)", s.Ack, s.T-t0, want-t0, cfg.Delay, cfg.Bandwidth)
+		}
+		acked = acked || s.Ack == last.Seq+int64(last.Len)
+	}
+	if !acked {
+		t.Errorf("no ACK of the whole burst")
+	}
+}
+
+// has its handshake ACK answered with a reset, and nothing is accepted.
+func TestHandshakeAckToClosedListenerIsReset(t *testing.T) {
+	h := connectingPair(t, synRcvd, func(h *harness) {
+		if err := h.ln.Close(); err != nil {
+			t.Errorf("close the listener: %v", err)
+		}
+	})
+	h.runTo(100 * ms)
+	if h.cli.c == nil {
+		t.Fatal("the client never dialed")
+	}
+	if h.accepted() {
+		t.Errorf("a connection was accepted from a closed listener")
+	}
+	if !errors.Is(h.cli.c.err, model.ErrReset) {
+		t.Errorf("client error %v, want a reset (the ACK that completed its handshake found no listener)", h.cli.c.err)
+	}
+}
+
+// connect at once are all accepted without a fourth arrival to wake it.
+func TestListenerCalledAgainWhileConnectionsWait(t *testing.T) {
+	h := newHarness(t)
+	accepted := 0
+	if _, err := h.w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		ln, err := p.Listen("tcp", harnessAddr, 16, p.MainLoop())
+		if err != nil {
+			t.Errorf("listen: %v", err)
+			return
+		}
+		ln.SetHandler(func() {
+			if _, err := ln.Accept(); err == nil {
+				accepted++
+			}
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(ms)
+	for _, name := range []string{"c1", "c2", "c3"} {
+		if _, err := h.w.Spawn(name, model.ProcessConfig{}, func(p model.Process) {
+			if _, err := p.Dial("tcp", harnessAddr, p.MainLoop(), func(model.Events) {}); err != nil {
+				t.Errorf("%s: dial: %v", name, err)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.runTo(100 * ms)
+	if accepted != 3 {
+		t.Errorf("accepted %d of 3 connections made at once by a handler that accepts one a call", accepted)
+	}
+}
+
+// with another reset, as a segment to no socket is.
+func TestFINToResetSocketIsReset(t *testing.T) {
+	h := newPair(t, func(c *Config) { c.TCP.Inline = false })
+	t0 := h.now()
+	if err := h.cli.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.c.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(t0 + 10*ms)
+	var fin segRec
+	var rsts []segRec
+	for _, s := range h.segs {
+		switch {
+		case s.T < t0:
+		case s.From == "client" && s.has('F'):
+			fin = s
+		case s.From == "server" && s.has('R'):
+			rsts = append(rsts, s)
+		}
+	}
+	if fin.Flags == "" {
+		t.Fatal("the client sent no FIN")
+	}
+	if len(rsts) != 2 || rsts[0].T != t0 || rsts[1].T != h.arrival(fin) {
+		t.Errorf("server resets %+v, want the abort's at %v and one answering the FIN when it arrived (%v)", rsts, t0, h.arrival(fin))
+	}
+}
+
+// data is within its write: the reader sees EOF at that instant.
+func TestCloseWriteDeliversFINAtOnce(t *testing.T) {
+	h := newPair(t)
+	t0 := h.now()
+	if err := h.cli.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !h.srv.c.finRcvd {
+		t.Errorf("the server had not received the FIN when CloseWrite returned")
+	}
+	h.runTo(t0)
+	if !h.srv.eof {
+		t.Errorf("the server read no EOF at the shutdown's instant")
+	}
+}
+
+// towards those milliseconds.
+func TestAckOfRetransmittedDataGivesNoRTTSample(t *testing.T) {
+	h := newPair(t)
+	h.warm(10) // the server delays its ACKs
+	h.srv.setAutoRead(false)
+	h.cli.noDelay(true)
+	srtt := h.cli.c.srtt
+	if srtt == 0 || srtt > ms {
+		t.Fatalf("setup: srtt %v, want a loopback sample", srtt)
+	}
+	t0 := h.now()
+	h.cli.write(10)
+	h.cli.write(20)
+	h.runTo(t0 + 100*ms)
+	segs := h.dataSegs("client", t0)
+	if len(segs) != 3 || segs[2].Seq != segs[1].Seq {
+		t.Fatalf("client segments %v, want 10, 20 and the probe's 20 again", lens(segs))
+	}
+	h.mustAck("server", segs[1].Seq+20, t0)
+	// A sample of the probe's wait (m ≥ 4 ms) would add at least m/8
+	// minus an eighth of srtt: 500 µs.
+	if got := h.cli.c.srtt; got > srtt+100*us {
+		t.Errorf("srtt %v after the ACK of the probed data (%v before): a sample was taken from data sent again", got, srtt)
+	}
+}
+
+// Listening on port 0, or on no port ("host:" or ""), picks a free port,
+// as the kernel does for an unbound listen: each such listener gets an
+// address of its own, so two of them never collide.
+func TestListenOnPortZeroPicksAPort(t *testing.T) {
+	w := New(DefaultConfig(1))
+	seen := map[string]string{}
+	if _, err := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+		for _, addr := range []string{"", "h:", "h:0", "host:0", "host:0"} {
+			ln, err := p.Listen("tcp", addr, 0, p.MainLoop())
+			if err != nil {
+				t.Errorf("listen %q: %v", addr, err)
+				continue
+			}
+			got := ln.Addr()
+			if strings.HasSuffix(got, ":0") || strings.HasSuffix(got, ":") {
+				t.Errorf("listen %q: address %q, want a port picked", addr, got)
+			}
+			if prev, ok := seen[got]; ok {
+				t.Errorf("listen %q got %q, as listen %q did", addr, got, prev)
+			}
+			seen[got] = addr
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 5 {
+		t.Errorf("%d distinct addresses for 5 listens", len(seen))
+	}
+}
+
+// accept(2) is a syscall and costs one on the calling thread's clock,
+// whether it returns a connection or EAGAIN: a loop that drains its
+// accept queue pays for the call that finds it empty.
+func TestAcceptCostsASyscall(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var costs []time.Duration
+	if _, err := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+		ln, err := p.Listen("tcp", "srv:1", 0, p.MainLoop())
+		if err != nil {
+			t.Errorf("listen: %v", err)
+			return
+		}
+		l := p.MainLoop()
+		ln.SetHandler(func() {
+			for {
+				t1 := l.Now()
+				_, err := ln.Accept()
+				costs = append(costs, l.Now()-t1)
+				if err != nil {
+					return
+				}
+			}
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Spawn("cli", model.ProcessConfig{}, func(p model.Process) {
+		if _, err := p.Dial("tcp", "srv:1", p.MainLoop(), func(model.Events) {}); err != nil {
+			t.Errorf("dial: %v", err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	sys := w.cfg.CPU.Syscall
+	if sys <= 0 || len(costs) != 2 || costs[0] != sys || costs[1] != sys {
+		t.Errorf("accept took %v of the thread's clock (a connection, then EAGAIN), want %v each", costs, sys)
+	}
+}
