@@ -32,6 +32,11 @@ func TestUnixSkbsAndSendBuffer(t *testing.T) {
 	if fmt.Sprint(sizes) != fmt.Sprint([]int64{unixSkbMax, unixSkbMax, 100<<10 - 2*unixSkbMax}) {
 		t.Errorf("skbs of a 100 KiB send: %v", sizes)
 	}
+	// Each skb holds its bytes and 576 of truesize besides (a 256-byte
+	// sk_buff and a 320-byte skb_shared_info) until it is read.
+	if want := 100<<10 + 3*576; cc.wmem != want {
+		t.Errorf("wmem %d after three skbs of 100 KiB, want %d", cc.wmem, want)
+	}
 	// Fill the send buffer: skbs go while wmem_alloc < sndbuf.
 	total := n
 	for {
@@ -218,5 +223,90 @@ func TestUnixFDPassThatWouldBlockLeavesTheResetArmed(t *testing.T) {
 			}
 			f.Close()
 		})
+	}
+}
+
+// reset to send): its fd is freed and the peer reads EOF.
+func TestUnixAbortClosesTheSocket(t *testing.T) {
+	h, sc, cc, _, cp, _, _ := unixPair(t)
+	before := cp.FDs().ByKind[model.FDSocket]
+	if err := cc.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(h.now() + ms)
+	if got := cp.FDs().ByKind[model.FDSocket]; got != before-1 {
+		t.Errorf("client sockets %d after Abort, want %d", got, before-1)
+	}
+	if n, err := sc.Read(make([]byte, 8)); n != 0 || err == nil || errors.Is(err, model.ErrWouldBlock) {
+		t.Errorf("server read after the client's Abort = %d, %v, want EOF", n, err)
+	}
+}
+
+// ECONNRESET (unix_release_sock), not EOF.
+func TestUnixCloseWithOneUnreadByteResetsThePeer(t *testing.T) {
+	h, sc, cc, _, _, _, _ := unixPair(t)
+	sc.SetReadInterest(false)
+	cc.SetReadInterest(false) // the first read to see the reset is the test's
+	if n, err := cc.Write([]byte{1}); n != 1 || err != nil {
+		t.Fatalf("write = %d, %v", n, err)
+	}
+	h.runTo(h.now() + ms)
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(h.now() + ms)
+	if _, err := cc.Read(make([]byte, 8)); !errors.Is(err, model.ErrReset) {
+		t.Errorf("client read after the server closed with a byte unread: %v, want ECONNRESET", err)
+	}
+}
+
+// goes, and its blocks with it.
+func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) {
+	h := newHarness(t)
+	var ln model.Listener
+	if _, err := h.w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		var err error
+		if ln, err = p.Listen("unix", "/run/dn.sock", 8, p.MainLoop()); err != nil {
+			t.Error(err)
+		}
+		// No handler: the connection is never accepted.
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(ms)
+	var disk *Disk
+	if _, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		disk = p.Disk().(*Disk)
+		c, err := p.Dial("unix", "/run/dn.sock", p.MainLoop(), func(model.Events) {})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f, err := p.Disk().Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteAt(make([]byte, 1000), 0)
+		if n, err := c.(*unixConn).SendFDs([]byte{1}, []model.File{f}); n != 1 || err != nil {
+			t.Errorf("SendFDs = %d, %v", n, err)
+		}
+		f.Close()
+		if err := p.Disk().Unlink("blk"); err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(10 * ms)
+	if disk == nil || disk.used != 1000 {
+		t.Fatalf("before the listener closes: %v bytes used, want the passed file's 1000 held by the queued message", disk.used)
+	}
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(20 * ms)
+	if disk.used != 0 {
+		t.Errorf("%d bytes still used after the listener closed: the unaccepted connection's passed file was kept", disk.used)
 	}
 }

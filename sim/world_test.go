@@ -80,3 +80,59 @@ func TestBusyLoopQueueStaysBounded(t *testing.T) {
 		t.Errorf("%d callbacks ran; the queue grew to %d tasks, want at most %d", ran, longest, 64+3)
 	}
 }
+
+// peak (the read scenario reports the server's).
+func TestProcessCountsThreadsAndTheirPeak(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var pool model.WorkerPool
+	sp, err := w.Spawn("srv", model.ProcessConfig{}, func(p model.Process) {
+		if _, err := p.NewLoop("second"); err != nil {
+			t.Error(err)
+		}
+		pool = p.NewWorkerPool("workers", 4)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	p := sp.(*Process)
+	if now, peak := p.Threads(); now != 6 || peak != 6 {
+		t.Errorf("threads %d, peak %d with two loops and four workers, want 6 and 6", now, peak)
+	}
+	pool.Close()
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	if now, peak := p.Threads(); now != 2 || peak != 6 {
+		t.Errorf("threads %d, peak %d after the pool closed, want 2 and 6", now, peak)
+	}
+}
+
+// restart.
+func TestSpawnEventCountsRestarts(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var spawns []int64
+	w.Observe(func(e *Event) {
+		if e.Kind == "spawn" && e.Proc == "srv" {
+			spawns = append(spawns, e.A)
+		}
+	})
+	sp, err := w.Spawn("srv", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	p := sp.(*Process)
+	p.Crash()
+	p.Restart()
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	if len(spawns) != 2 || spawns[0] != 0 || spawns[1] != 1 {
+		t.Errorf("spawn events numbered %v, want [0 1]", spawns)
+	}
+}
