@@ -120,12 +120,15 @@ func TestSecondEqualSmallSegmentLowersRcvMss(t *testing.T) {
 
 // tcp_measure_rcv_mss's other size rule: a segment below 524 bytes
 // (TCP_MSS_DEFAULT with the 20-byte header, counting the 32-byte header
-// with timestamps) but of TCP_MIN_MSS+20 or more that does not carry PSH
-// is taken for a sender's full size, since a sender leaves PSH off only
-// inside a write; two of one size lower rcv_mss to it. Here a receive
-// buffer of 1,200 bytes offers a 600-byte window, and the sender cuts a
-// write into segments of half of it (tcp_bound_to_half_wnd), all but
-// the last without PSH.
+// with timestamps) but of TCP_MIN_MSS+20 or more that carries no PSH
+// (nor FIN: TCP_REMNANT) is taken for a sender's full size, since a
+// sender leaves PSH off only inside a write; two of one size lower
+// rcv_mss to it. Here a receive buffer of 1,200 bytes offers a 600-byte
+// window, and the sender cuts a write into segments of half of it
+// (tcp_bound_to_half_wnd), all but the last without PSH in the model,
+// which sets PSH only at a write's end (Linux's forced_push also marks
+// one inside a write once it passes half the peer's largest window: the
+// model leaves that out).
 func TestUnpushedSmallSegmentsLowerRcvMss(t *testing.T) {
 	h := newPair(t, withBufs(0, 1200))
 	t0 := h.now()

@@ -393,15 +393,21 @@ func TestTimestampSampleOnArrival(t *testing.T) {
 	}
 }
 
-// buffer and pulls the window's bounds down to it: the clamp
-// (window_clamp) and the slow-start threshold of the offered window
-// (rcv_ssthresh) may not exceed what the smaller buffer holds.
+// SO_RCVBUF (or a slow-reader fault) on an open connection fixes its
+// buffer, and the model pulls the window's bounds down to it at once:
+// the clamp (window_clamp) and the slow-start threshold of the offered
+// window (rcv_ssthresh) may not exceed what the smaller buffer holds.
+// (Linux leaves both fields and bounds the window it offers by the
+// buffer's full space when it selects one, which offers the same.)
 func TestLockedReceiveBufferClampsTheWindow(t *testing.T) {
 	h := newPair(t)
 	c := h.srv.c
 	h.cli.write(1_000_000) // grows the buffer, the clamp and rcv_ssthresh
 	h.runTo(h.now() + 10*ms)
 	h.srv.checkGot(1_000_000)
+	if w := c.winFromSpace(8192); c.windowClamp <= w || c.rcvSsthresh <= w {
+		t.Fatalf("setup: window_clamp %d, rcv_ssthresh %d, want both above an 8192-byte buffer's window %d", c.windowClamp, c.rcvSsthresh, w)
+	}
 	c.lockRcvBuf(8192)
 	full := c.fullSpace()
 	if c.windowClamp > full || c.rcvSsthresh > full {
@@ -409,6 +415,8 @@ func TestLockedReceiveBufferClampsTheWindow(t *testing.T) {
 	}
 }
 
+// tcp_set_window_clamp: a lower clamp pulls rcv_ssthresh down to it; a
+// higher one lets rcv_ssthresh rise to the window last offered, no
 // further.
 func TestWindowClampMovesRcvSsthresh(t *testing.T) {
 	h := newPair(t)

@@ -2117,6 +2117,10 @@ func TestCloseAfterBothFinishedSendsNoReset(t *testing.T) {
 
 // --- rules pinned after a mutation run of the TCP model (7 December) ---
 
+// TestTimedLinkCarriesSegmentsAtItsBandwidth: off loopback's inline path a
+// segment takes its transmission time on the link (its bytes and 40 of
+// headers at Bandwidth) plus Delay, and a segment sent while the link
+// still carries others waits for them. The receiver's ACKs show when the
 // data arrived: each is sent when the segment it covers is received.
 func TestTimedLinkCarriesSegmentsAtItsBandwidth(t *testing.T) {
 	h := newPair(t, withBufs(0, 1<<20), func(c *Config) { c.TCP.Inline = false })
@@ -2157,6 +2161,8 @@ func TestTimedLinkCarriesSegmentsAtItsBandwidth(t *testing.T) {
 	}
 }
 
+// A listener closed while a connection to it is half open (SYN_RECV)
+// takes that connection with it: the client, connected by the SYN-ACK,
 // has its handshake ACK answered with a reset, and nothing is accepted.
 func TestHandshakeAckToClosedListenerIsReset(t *testing.T) {
 	h := connectingPair(t, synRcvd, func(h *harness) {
@@ -2176,6 +2182,8 @@ func TestHandshakeAckToClosedListenerIsReset(t *testing.T) {
 	}
 }
 
+// A listener is level-triggered: a handler that accepts one connection a
+// call is called again while connections wait, so three clients that
 // connect at once are all accepted without a fourth arrival to wake it.
 func TestListenerCalledAgainWhileConnectionsWait(t *testing.T) {
 	h := newHarness(t)
@@ -2210,6 +2218,8 @@ func TestListenerCalledAgainWhileConnectionsWait(t *testing.T) {
 	}
 }
 
+// A FIN that reaches a socket already reset (here one the server aborted
+// while the client's FIN crossed its RST on a timed link) is answered
 // with another reset, as a segment to no socket is.
 func TestFINToResetSocketIsReset(t *testing.T) {
 	h := newPair(t, func(c *Config) { c.TCP.Inline = false })
@@ -2240,6 +2250,7 @@ func TestFINToResetSocketIsReset(t *testing.T) {
 	}
 }
 
+// On loopback a FIN is received within the shutdown that sends it, as
 // data is within its write: the reader sees EOF at that instant.
 func TestCloseWriteDeliversFINAtOnce(t *testing.T) {
 	h := newPair(t)
@@ -2256,7 +2267,15 @@ func TestCloseWriteDeliversFINAtOnce(t *testing.T) {
 	}
 }
 
-// towards those milliseconds.
+// Karn's rule as the model keeps it: an ACK that covers data sent again
+// gives no RTT sample from the send times (tcp_clean_rtx_queue's
+// FLAG_RETRANS_DATA_ACKED), which would time the probe's wait, not the
+// path. Here a tail loss probe resends the second of two segments 4–8 ms
+// after they left; the ACK of both must not pull the smoothed RTT towards
+// those milliseconds. (Linux 6.x would then fall back to the timestamp
+// echo, tcp_ack_update_rtt's TS-ECR sample, which here echoes the first
+// segment and times the probe's wait as well: the model leaves that
+// fallback out, and this test holds the model's rule.)
 func TestAckOfRetransmittedDataGivesNoRTTSample(t *testing.T) {
 	h := newPair(t)
 	h.warm(10) // the server delays its ACKs
@@ -2354,5 +2373,18 @@ func TestAcceptCostsASyscall(t *testing.T) {
 	sys := w.cfg.CPU.Syscall
 	if sys <= 0 || len(costs) != 2 || costs[0] != sys || costs[1] != sys {
 		t.Errorf("accept took %v of the thread's clock (a connection, then EAGAIN), want %v each", costs, sys)
+	}
+}
+
+// A send buffer with no room left is not writable, whatever its size:
+// sk_stream_is_writeable wants free space, and at least half of what is
+// queued. Here a one-byte buffer holds one unacknowledged byte.
+func TestFullSendBufferIsNotWritable(t *testing.T) {
+	h := newPair(t, withBufs(1, 0), func(c *Config) { c.TCP.Inline = false })
+	if n, err := h.cli.tryWrite(1, false); n != 1 || err != nil {
+		t.Fatalf("write of one byte into a one-byte buffer = %d, %v", n, err)
+	}
+	if ev := h.cli.c.readiness(); ev&model.Writable != 0 {
+		t.Errorf("readiness %v with the send buffer full (%d of %d queued), want not writable", ev, h.cli.c.sndEnd-h.cli.c.sndUna, h.cli.c.sndBuf)
 	}
 }

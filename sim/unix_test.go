@@ -32,8 +32,10 @@ func TestUnixSkbsAndSendBuffer(t *testing.T) {
 	if fmt.Sprint(sizes) != fmt.Sprint([]int64{unixSkbMax, unixSkbMax, 100<<10 - 2*unixSkbMax}) {
 		t.Errorf("skbs of a 100 KiB send: %v", sizes)
 	}
-	// Each skb holds its bytes and 576 of truesize besides (a 256-byte
-	// sk_buff and a 320-byte skb_shared_info) until it is read.
+	// The model charges each skb its bytes and 576 of truesize besides (a
+	// 256-byte sk_buff and a 320-byte skb_shared_info, Linux's figure for
+	// a full skb; a partial one's linear part rounds up a little more)
+	// until it is read.
 	if want := 100<<10 + 3*576; cc.wmem != want {
 		t.Errorf("wmem %d after three skbs of 100 KiB, want %d", cc.wmem, want)
 	}
@@ -226,6 +228,7 @@ func TestUnixFDPassThatWouldBlockLeavesTheResetArmed(t *testing.T) {
 	}
 }
 
+// Abort on a domain socket closes it, as Close does (AF_UNIX has no
 // reset to send): its fd is freed and the peer reads EOF.
 func TestUnixAbortClosesTheSocket(t *testing.T) {
 	h, sc, cc, _, cp, _, _ := unixPair(t)
@@ -242,6 +245,7 @@ func TestUnixAbortClosesTheSocket(t *testing.T) {
 	}
 }
 
+// A domain socket closed with even one byte unread makes its peer see
 // ECONNRESET (unix_release_sock), not EOF.
 func TestUnixCloseWithOneUnreadByteResetsThePeer(t *testing.T) {
 	h, sc, cc, _, _, _, _ := unixPair(t)
@@ -260,6 +264,8 @@ func TestUnixCloseWithOneUnreadByteResetsThePeer(t *testing.T) {
 	}
 }
 
+// A listener closed before accepting a connection drops what waits in
+// it, files passed over it too: the last reference to an unlinked file
 // goes, and its blocks with it.
 func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) {
 	h := newHarness(t)
@@ -299,8 +305,11 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 		t.Fatal(err)
 	}
 	h.runTo(10 * ms)
-	if disk == nil || disk.used != 1000 {
-		t.Fatalf("before the listener closes: %v bytes used, want the passed file's 1000 held by the queued message", disk.used)
+	if disk == nil {
+		t.Fatal("the client never ran")
+	}
+	if disk.used != 1000 {
+		t.Fatalf("before the listener closes: %d bytes used, want the passed file's 1000 held by the queued message", disk.used)
 	}
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
@@ -308,5 +317,23 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 	h.runTo(20 * ms)
 	if disk.used != 0 {
 		t.Errorf("%d bytes still used after the listener closed: the unaccepted connection's passed file was kept", disk.used)
+	}
+}
+
+// SendFDs of a file already closed sends nothing: a count of 0 beside
+// ErrClosed (EBADF in Linux), and the message does not go.
+func TestUnixSendFDsOfClosedFile(t *testing.T) {
+	h, _, cc, _, cp, sgot, _ := unixPair(t)
+	f, err := cp.Disk().Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if n, err := cc.SendFDs([]byte{1}, []model.File{f}); n != 0 || !errors.Is(err, model.ErrClosed) {
+		t.Errorf("SendFDs of a closed file = %d, %v, want 0 and ErrClosed", n, err)
+	}
+	h.runTo(h.now() + ms)
+	if len(*sgot) != 0 || len(h.passed) != 0 {
+		t.Errorf("the server received %q and %d files", *sgot, len(h.passed))
 	}
 }

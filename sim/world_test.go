@@ -81,6 +81,8 @@ func TestBusyLoopQueueStaysBounded(t *testing.T) {
 	}
 }
 
+// A process counts its threads and their peak: loops and worker-pool
+// threads add to both, and a pool's close lowers the count, never the
 // peak (the read scenario reports the server's).
 func TestProcessCountsThreadsAndTheirPeak(t *testing.T) {
 	w := New(DefaultConfig(1))
@@ -110,6 +112,8 @@ func TestProcessCountsThreadsAndTheirPeak(t *testing.T) {
 	}
 }
 
+// Each start of a process is a "spawn" event in the trace, numbered by
+// how many times it restarted: 0 when spawned, 1 after a crash and a
 // restart.
 func TestSpawnEventCountsRestarts(t *testing.T) {
 	w := New(DefaultConfig(1))
