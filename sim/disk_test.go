@@ -178,3 +178,187 @@ func TestSqueezeFDsOpensAsNamedFilesDo(t *testing.T) {
 		t.Errorf("after a crash and the release %d fds open, want 0", o.opened+o.base)
 	}
 }
+
+// diskProc is a world with one idle process, for the file-system rules
+// below (its disk is called from the test, between events).
+func diskProc(t *testing.T, cfg Config, pc model.ProcessConfig) (*World, *Process, *Disk) {
+	t.Helper()
+	w := New(cfg)
+	sp, err := w.Spawn("p", pc, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.(*Process)
+	return w, p, p.Disk().(*Disk)
+}
+
+// The names a disk knows and does not: O_CREAT|O_EXCL fails on a name
+// that exists (EEXIST), and creates one that does not; a missing name
+// fails ENOENT to open without O_CREAT, to Stat and to Unlink; a file
+// on the way to a name fails ENOTDIR; a directory Stats as size 0.
+func TestDiskNameRules(t *testing.T) {
+	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
+	f, err := d.Open("dir/a", model.Create|model.Excl|model.ReadWrite, model.FDFile)
+	if err != nil {
+		t.Fatalf("O_EXCL create of a new name: %v", err)
+	}
+	f.Close()
+	if _, err := d.Open("dir/a", model.Create|model.Excl|model.ReadWrite, model.FDFile); !errors.Is(err, model.ErrExist) {
+		t.Errorf("O_EXCL create of an existing name: %v, want EEXIST", err)
+	}
+	if _, err := d.Open("nope", model.ReadOnly, model.FDFile); !errors.Is(err, model.ErrNotExist) {
+		t.Errorf("open of a missing name: %v, want ENOENT", err)
+	}
+	if _, err := d.Stat("nope"); !errors.Is(err, model.ErrNotExist) {
+		t.Errorf("Stat of a missing name: %v, want ENOENT", err)
+	}
+	if err := d.Unlink("nope"); !errors.Is(err, model.ErrNotExist) {
+		t.Errorf("Unlink of a missing name: %v, want ENOENT", err)
+	}
+	if f, err := d.Open("dir/a/b", model.Create|model.ReadWrite, model.FDFile); !errors.Is(err, errNotDir) || f != nil {
+		t.Errorf("create under a file: %v, %v, want ENOTDIR", f, err)
+	}
+	if n, err := d.Stat("dir"); n != 0 || err != nil {
+		t.Errorf("Stat of a directory = %d, %v, want 0 and no error", n, err)
+	}
+	if _, err := d.Stat("../outside"); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("Stat of a name outside the disk: %v, want EINVAL", err)
+	}
+}
+
+// Open at the fd limit fails EMFILE, even for a name that exists: open(2)
+// reserves the fd before it looks the name up.
+func TestDiskOpenAtTheFDLimit(t *testing.T) {
+	_, p, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{FDLimit: 8})
+	if f, err := d.Open("a", model.Create|model.ReadWrite, model.FDFile); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	release := p.SqueezeFDs(0)
+	defer release()
+	if f, err := d.Open("a", model.ReadOnly, model.FDFile); !errors.Is(err, model.ErrTooManyFiles) || f != nil {
+		t.Errorf("open with no fd free = %v, %v, want EMFILE", f, err)
+	}
+}
+
+// List names a directory's own entries, files and directories, not what
+// is deeper (a file or a directory inside a subdirectory).
+func TestDiskListNamesDirectEntries(t *testing.T) {
+	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
+	for _, name := range []string{"d/a", "d/b", "d/sub/c", "d/sub/deeper/f", "e/x"} {
+		f, err := d.Open(name, model.Create|model.ReadWrite, model.FDFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if got, err := d.List("d"); err != nil || fmt.Sprint(got) != "[a b sub]" {
+		t.Errorf("List(d) = %v, %v, want [a b sub]", got, err)
+	}
+}
+
+// A file's blocks are freed when its last name and its last open file
+// are both gone: not when it is closed while named, nor when it is
+// unlinked while open; at the unlink of a closed file, or the close of
+// an unlinked one.
+func TestDiskSpaceFreedWithLastNameAndReference(t *testing.T) {
+	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
+	f, err := d.Open("a", model.Create|model.ReadWrite, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 1000), 0)
+	f.Close()
+	if d.used != 1000 {
+		t.Fatalf("closed while named: %d bytes used, want 1000", d.used)
+	}
+	if f, err = d.Open("a", model.ReadOnly, model.FDFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Unlink("a"); err != nil {
+		t.Fatal(err)
+	}
+	if d.used != 1000 {
+		t.Errorf("unlinked while open: %d bytes used, want 1000", d.used)
+	}
+	f.Close()
+	if d.used != 0 {
+		t.Errorf("unlinked, then closed: %d bytes used, want 0", d.used)
+	}
+	if f, err = d.Open("b", model.Create|model.ReadWrite, model.FDFile); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 500), 0)
+	f.Close()
+	if err := d.Unlink("b"); err != nil {
+		t.Fatal(err)
+	}
+	if d.used != 0 {
+		t.Errorf("closed, then unlinked: %d bytes used, want 0", d.used)
+	}
+}
+
+// Files opened read-only do not write; a closed file neither reads nor
+// writes, and reports no bytes.
+func TestDiskFileAccessModes(t *testing.T) {
+	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
+	f, err := d.Open("a", model.Create|model.ReadWrite, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("hello"), 0)
+	f.Close()
+	ro, err := d.Open("a", model.ReadOnly, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ro.WriteAt([]byte("x"), 0); n != 0 || err == nil {
+		t.Errorf("write through a read-only open = %d, %v, want an error", n, err)
+	}
+	ro.Close()
+	if n, err := ro.ReadAt(make([]byte, 5), 0); n != 0 || !errors.Is(err, model.ErrClosed) {
+		t.Errorf("read of a closed file = %d, %v, want 0 and EBADF", n, err)
+	}
+}
+
+// A full disk refuses a write that would grow a file (ENOSPC), not one
+// that overwrites bytes the file has.
+func TestFullDiskStillOverwrites(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.Disk.Capacity = 4096
+	_, _, d := diskProc(t, cfg, model.ProcessConfig{})
+	f, err := d.Open("a", model.Create|model.ReadWrite, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.WriteAt(make([]byte, 4096), 0); n != 4096 || err != nil {
+		t.Fatalf("filling the disk: %d, %v", n, err)
+	}
+	if n, err := f.WriteAt([]byte("over"), 100); n != 4 || err != nil {
+		t.Errorf("overwrite on a full disk = %d, %v, want it done", n, err)
+	}
+	if _, err := f.WriteAt([]byte("more"), 4096); !errors.Is(err, model.ErrNoSpace) {
+		t.Errorf("growing a file on a full disk: %v, want ENOSPC", err)
+	}
+}
+
+// A squeeze's release frees its fds once: called again, after the fds
+// went to other files, it frees nothing of theirs.
+func TestSqueezeFDsReleasesOnce(t *testing.T) {
+	_, p, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{FDLimit: 16})
+	release := p.SqueezeFDs(0)
+	release()
+	open := p.FDs().Open
+	f, err := d.Open("after", model.Create|model.ReadWrite, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if got := p.FDs().Open; got != open+1 {
+		t.Errorf("%d fds open after a second release, want %d: it freed the new file's fd", got, open+1)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("closing the new file: %v", err)
+	}
+}

@@ -337,3 +337,22 @@ func TestUnixSendFDsOfClosedFile(t *testing.T) {
 		t.Errorf("the server received %q and %d files", *sgot, len(h.passed))
 	}
 }
+
+// Sendfile to a domain socket writes the file's bytes from the offset
+// asked, as a read and a write (the model splices only to TCP).
+func TestUnixSendfileSendsTheFilesBytes(t *testing.T) {
+	h, sc, _, sp, _, _, cgot := unixPair(t)
+	d := sp.Disk().(*Disk)
+	f, err := d.Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("abcdefgh"), 0)
+	if n, err := d.Sendfile(sc, f, 2, 3); n != 3 || err != nil {
+		t.Fatalf("Sendfile of 3 bytes at 2 = %d, %v", n, err)
+	}
+	h.runTo(h.now() + ms)
+	if string(*cgot) != "cde" {
+		t.Errorf("the client received %q, want \"cde\"", *cgot)
+	}
+}
