@@ -51,7 +51,23 @@ func TestBitRotFailsTheRead(t *testing.T) {
 // A crash point fires at the k-th write, tears that write to whole
 // sectors, and fails every later disk operation of the crashed process.
 func TestCrashAtDiskOpTearsTheWrite(t *testing.T) {
-	w := New(DefaultConfig(7))
+	kept := 0
+	for seed := uint64(1); seed <= 8; seed++ {
+		if tornWriteKeeps(t, seed) > 0 {
+			kept++
+		}
+	}
+	// How much persists is drawn: over eight seeds some draw keeps sectors.
+	if kept == 0 {
+		t.Error("no torn write kept any sector of the write over seeds 1-8")
+	}
+}
+
+// tornWriteKeeps runs a crash at the write of a 2000-byte file with seed
+// and returns the bytes of the write that reached the disk.
+func tornWriteKeeps(t *testing.T, seed uint64) int64 {
+	t.Helper()
+	w := New(DefaultConfig(seed))
 	var errs []error
 	fired := false
 	p, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
@@ -90,6 +106,7 @@ func TestCrashAtDiskOpTearsTheWrite(t *testing.T) {
 	if _, ok := sp.FileSize("g"); ok {
 		t.Error("a file created after the crash exists")
 	}
+	return size
 }
 
 // Poison fills a freed buffer up to its capacity; flips change one bit.
@@ -124,6 +141,16 @@ func TestBufferFaults(t *testing.T) {
 	}
 	if ones != 1 || sp.Flips != 1 {
 		t.Fatalf("in flight at 1000‰: %d bits flipped, %d counted; want 1", ones, sp.Flips)
+	}
+	// Any bit of any byte may flip, a one-byte buffer's too.
+	var seen byte
+	for range 200 {
+		one := []byte{0}
+		sp.InFlight(one)
+		seen |= one[0]
+	}
+	if seen != 0xff {
+		t.Errorf("200 flips of a one-byte buffer flipped bits %08b, want all eight", seen)
 	}
 }
 
