@@ -180,7 +180,8 @@ func TestSqueezeFDsOpensAsNamedFilesDo(t *testing.T) {
 }
 
 // diskProc is a world with one idle process, for the file-system rules
-// below (its disk is called from the test, between events).
+// below: its disk is called from the test before any event, so no CPU is
+// charged.
 func diskProc(t *testing.T, cfg Config, pc model.ProcessConfig) (*World, *Process, *Disk) {
 	t.Helper()
 	w := New(cfg)
@@ -193,9 +194,12 @@ func diskProc(t *testing.T, cfg Config, pc model.ProcessConfig) (*World, *Proces
 }
 
 // The names a disk knows and does not: O_CREAT|O_EXCL fails on a name
-// that exists (EEXIST), and creates one that does not; a missing name
-// fails ENOENT to open without O_CREAT, to Stat and to Unlink; a file
-// on the way to a name fails ENOTDIR; a directory Stats as size 0.
+// that exists (EEXIST), and creates one that does not (with its parent
+// directories: the model makes them, where Linux would fail ENOENT); a
+// missing name fails ENOENT to open without O_CREAT, to Stat and to
+// Unlink; a file on the way to a name fails ENOTDIR. The model's own
+// rules besides: a directory Stats as size 0, and a name outside the
+// process's disk is EINVAL.
 func TestDiskNameRules(t *testing.T) {
 	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
 	f, err := d.Open("dir/a", model.Create|model.Excl|model.ReadWrite, model.FDFile)
@@ -291,6 +295,9 @@ func TestDiskSpaceFreedWithLastNameAndReference(t *testing.T) {
 	}
 	f.WriteAt(make([]byte, 500), 0)
 	f.Close()
+	if d.used != 500 {
+		t.Fatalf("b written and closed: %d bytes used, want 500", d.used)
+	}
 	if err := d.Unlink("b"); err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +306,9 @@ func TestDiskSpaceFreedWithLastNameAndReference(t *testing.T) {
 	}
 }
 
-// Files opened read-only do not write; a closed file neither reads nor
-// writes, and reports no bytes.
+// A file opened read-only does not write (Linux says EBADF; the model
+// names it ErrNotSupported, not ErrClosed, since the file is open), and
+// its bytes stay; a closed file reads nothing.
 func TestDiskFileAccessModes(t *testing.T) {
 	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
 	f, err := d.Open("a", model.Create|model.ReadWrite, model.FDFile)
@@ -313,8 +321,12 @@ func TestDiskFileAccessModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ro.WriteAt([]byte("x"), 0); n != 0 || err == nil {
-		t.Errorf("write through a read-only open = %d, %v, want an error", n, err)
+	if n, err := ro.WriteAt([]byte("x"), 0); n != 0 || !errors.Is(err, model.ErrNotSupported) {
+		t.Errorf("write through a read-only open = %d, %v, want 0 and ErrNotSupported", n, err)
+	}
+	b := make([]byte, 5)
+	if n, err := ro.ReadAt(b, 0); n != 5 || err != nil || string(b) != "hello" {
+		t.Errorf("the file reads %q (%d, %v) after the refused write, want \"hello\"", b, n, err)
 	}
 	ro.Close()
 	if n, err := ro.ReadAt(make([]byte, 5), 0); n != 0 || !errors.Is(err, model.ErrClosed) {
@@ -323,7 +335,9 @@ func TestDiskFileAccessModes(t *testing.T) {
 }
 
 // A full disk refuses a write that would grow a file (ENOSPC), not one
-// that overwrites bytes the file has.
+// that overwrites bytes the file has: as a file system that writes in
+// place does (a copy-on-write one may refuse that too), the model
+// counting bytes, not blocks.
 func TestFullDiskStillOverwrites(t *testing.T) {
 	cfg := DefaultConfig(1)
 	cfg.Disk.Capacity = 4096

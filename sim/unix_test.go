@@ -339,7 +339,7 @@ func TestUnixSendFDsOfClosedFile(t *testing.T) {
 }
 
 // Sendfile to a domain socket writes the file's bytes from the offset
-// asked, as a read and a write (the model splices only to TCP).
+// asked.
 func TestUnixSendfileSendsTheFilesBytes(t *testing.T) {
 	h, sc, _, sp, _, _, cgot := unixPair(t)
 	d := sp.Disk().(*Disk)
