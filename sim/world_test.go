@@ -145,12 +145,14 @@ func TestSpawnEventCountsRestarts(t *testing.T) {
 }
 
 // The world runs its events in time order and, at one instant, in the
-// order they were posted, whichever queue holds them (the fifo for
-// events posted in time order, the heap for the rest): a run's order,
-// and so its trace, depends on nothing else. Here 1,000 events at
-// random times, and more posted by the events themselves, some at the
-// instant they run, run as a stable sort by time of the order they were
-// posted in.
+// order they were armed, whichever queue holds them: the fifo, for events
+// posted in time order, or the heap, for the rest. A run's order, and so
+// its trace, depends on nothing else. Here a thousand events posted in
+// time order (the fifo) and two thousand armed at random times (the
+// heap), half before them and half after, many at the fifo's instants,
+// so that ties between the queues' heads go both ways; and events that
+// arm more, some at the instant they run. They run as a stable sort by
+// time of the order they were armed in.
 func TestEventsRunInTimeThenPostOrder(t *testing.T) {
 	w := New(DefaultConfig(1))
 	r := rand.New(rand.NewPCG(1, 2))
@@ -159,31 +161,45 @@ func TestEventsRunInTimeThenPostOrder(t *testing.T) {
 		i  int
 	}
 	var want, got []key
-	var post func(at time.Duration)
-	post = func(at time.Duration) {
+	var arm func(at time.Duration, inFifo bool)
+	arm = func(at time.Duration, inFifo bool) {
 		k := key{at, len(want)}
 		want = append(want, k)
-		w.post(at, func() {
+		f := func() {
 			got = append(got, k)
-			if len(want) < 4000 && r.IntN(2) == 0 {
-				post(w.now + time.Duration(r.IntN(4))*us)
+			if len(want) < 5000 && r.IntN(2) == 0 {
+				arm(w.now+time.Duration(r.IntN(4))*us, r.IntN(2) == 0)
 			}
-		})
+		}
+		if inFifo {
+			w.post(at, f)
+		} else {
+			w.at(at, f)
+		}
 	}
-	for range 1000 {
-		post(time.Duration(r.IntN(300)) * us)
-		post(time.Duration(r.IntN(5000)) * us)
+	random := func() {
+		for range 1000 {
+			arm(time.Duration(r.IntN(1000))*5*us, false)
+		}
+	}
+	random()
+	for i := range 1000 {
+		arm(time.Duration(i)*5*us, true)
+	}
+	random()
+	if len(w.fifo)-w.fifoHead != 1000 {
+		t.Fatalf("setup: %d events in the fifo, want the 1,000 posted in time order", len(w.fifo)-w.fifoHead)
 	}
 	if err := w.RunFor(10 * ms); err != nil {
 		t.Fatal(err)
 	}
 	slices.SortStableFunc(want, func(a, b key) int { return cmp.Compare(a.at, b.at) })
 	if len(got) != len(want) {
-		t.Fatalf("%d events ran of %d posted", len(got), len(want))
+		t.Fatalf("%d events ran of %d armed", len(got), len(want))
 	}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Fatalf("event %d: ran %+v, want %+v (time, then post order)", i, got[i], want[i])
+			t.Fatalf("event %d: ran %+v, want %+v (time, then the order armed)", i, got[i], want[i])
 		}
 	}
 }
