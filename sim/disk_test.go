@@ -190,7 +190,7 @@ func diskProc(t *testing.T, cfg Config, pc model.ProcessConfig) (*World, *Proces
 		t.Fatal(err)
 	}
 	p := sp.(*Process)
-	return w, p, p.Disk().(*Disk)
+	return w, p, p.SimDisk()
 }
 
 // The names a disk knows and does not: O_CREAT|O_EXCL fails on a name

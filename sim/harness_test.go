@@ -370,8 +370,13 @@ func (h *harness) arrival(s segRec) time.Duration {
 	if cfg.Inline {
 		return s.T
 	}
-	tx := time.Duration(int64(s.Len+40) * int64(time.Second) / cfg.Bandwidth)
-	return s.T + tx + cfg.Delay
+	return s.T + h.txTime(s) + cfg.Delay
+}
+
+// txTime is how long the timed link takes to carry s: its bytes and 40
+// of headers at Bandwidth.
+func (h *harness) txTime(s segRec) time.Duration {
+	return time.Duration(int64(s.Len+40) * int64(time.Second) / h.w.cfg.TCP.Bandwidth)
 }
 
 func lens(segs []segRec) []int {

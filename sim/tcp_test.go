@@ -2135,7 +2135,7 @@ func TestTimedLinkCarriesSegmentsAtItsBandwidth(t *testing.T) {
 	var linkFree time.Duration
 	segs := h.dataSegs("client", t0)
 	for _, s := range segs {
-		linkFree = max(s.T, linkFree) + time.Duration(int64(s.Len+40)*int64(time.Second)/cfg.Bandwidth)
+		linkFree = max(s.T, linkFree) + h.txTime(s)
 		arrival[s.Seq+int64(s.Len)] = linkFree + cfg.Delay
 	}
 	if len(segs) < 3 || segs[1].T != segs[0].T {

@@ -282,7 +282,7 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 	h.runTo(ms)
 	var disk *Disk
 	if _, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
-		disk = p.Disk().(*Disk)
+		disk = p.(*Process).SimDisk()
 		c, err := p.Dial("unix", "/run/dn.sock", p.MainLoop(), func(model.Events) {})
 		if err != nil {
 			t.Error(err)
@@ -342,7 +342,7 @@ func TestUnixSendFDsOfClosedFile(t *testing.T) {
 // asked.
 func TestUnixSendfileSendsTheFilesBytes(t *testing.T) {
 	h, sc, _, sp, _, _, cgot := unixPair(t)
-	d := sp.Disk().(*Disk)
+	d := sp.SimDisk()
 	f, err := d.Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
 	if err != nil {
 		t.Fatal(err)
