@@ -1,16 +1,13 @@
 package real
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -371,7 +368,8 @@ func (f *file) forceClose() { f.Close() }
 // mkdirBelow makes dir and the directories between base and it. Unlike
 // os.MkdirAll it never makes base or anything above it, which must
 // exist: the directory of a world removed under its running processes
-// (RemoveScratch) is not grown back by their next open.
+// (RemoveScratch) is not grown back by their next open. (os.Root opens
+// base, so a removed base fails ENOENT, and keeps dir inside it.)
 func mkdirBelow(base, dir string) error {
 	rel, err := filepath.Rel(base, dir)
 	if err != nil || rel == "." {
@@ -380,12 +378,10 @@ func mkdirBelow(base, dir string) error {
 	if !filepath.IsLocal(rel) {
 		return fmt.Errorf("real: %s is not below %s", dir, base)
 	}
-	cur := base
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		cur = filepath.Join(cur, part)
-		if err := os.Mkdir(cur, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
+	r, err := os.OpenRoot(base)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer r.Close()
+	return r.MkdirAll(rel, 0o700)
 }
