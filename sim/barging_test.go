@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,180 @@ func TestLineFrontIsOnlyThreadsStillWaiting(t *testing.T) {
 			line = append(line, wt.arrival)
 		}
 		t.Errorf("C (arrival %d) queued behind B: line of arrivals %v, want C first", turn, line)
+	}
+}
+
+// A loop's two Do calls keep their order on every lock, barging or not
+// (queuedOn), as a thread's second acquisition of a mutex follows its
+// first. Loop B's first Do waits while A holds the lock; B's second is
+// queued on B's loop behind a long callback, so it first runs after A
+// has released, while the lock is free and its woken waiter still waits
+// for its loop. That waiter is B's first Do, or, when C came between A
+// and B, C's (B's first Do then still in line): either way B's second
+// Do must not go ahead of its first.
+func TestLoopsDoCallsKeepTheirOrder(t *testing.T) {
+	ms, us := time.Millisecond, time.Microsecond
+	for _, barging := range []bool{false, true} {
+		for _, rw := range []bool{false, true} {
+			for _, withC := range []bool{false, true} {
+				cfg := DefaultConfig(1)
+				cfg.HostCores = 0
+				cfg.CPU.Wakeup = 20 * time.Microsecond
+				cfg.BargingLocks = barging
+				w := New(cfg)
+				var order []string
+				_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+					var do func(l model.Loop, f func())
+					if rw {
+						do = p.NewRWLock("ns").Do
+					} else {
+						do = p.NewLock("ns").Do
+					}
+					var loops [3]model.Loop
+					for i := range loops {
+						l, err := p.NewLoop("t")
+						if err != nil {
+							w.Fail(err)
+							return
+						}
+						loops[i] = l
+					}
+					a, b, c := loops[0], loops[1], loops[2]
+					hold := func(name string) func() {
+						return func() {
+							p.CPU(model.CPUParse, 5)
+							order = append(order, name)
+						}
+					}
+					// Each timer's callback runs 20 µs late (a wake-up): A
+					// holds the lock from about 1.020 ms to 1.030.
+					a.AfterFunc(ms-a.Now(), func() {
+						do(a, func() { p.CPU(model.CPUParse, 45); hold("A")() })
+					})
+					if withC {
+						c.AfterFunc(ms+2*us-c.Now(), func() { do(c, hold("C")) })
+					}
+					b.AfterFunc(ms+3*us-b.Now(), func() {
+						do(b, hold("B1")) // waits for A
+						b.Post(func() {
+							do(b, hold("B2"))          // queued on b behind the rest of this callback
+							p.CPU(model.CPUParse, 100) // b busy for 20 µs, past A's release
+						})
+					})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Run(time.Second); err != nil {
+					t.Fatal(err)
+				}
+				want := "A B1 B2"
+				if withC {
+					want = "A C B1 B2"
+				}
+				if got := strings.Join(order, " "); got != want {
+					t.Errorf("barging %v, rw %v, C %v: the lock was held by %s; want %s", barging, rw, withC, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A woken waiter that has taken the lock is no longer counted as
+// waiting: the same loop's next Do, at a lock nobody holds or wants,
+// takes it at once, uncontended (a loop left among the woken would wait
+// in line for a hand-off, its own earlier Do long done).
+func TestWokenWaiterForgottenOnceItRan(t *testing.T) {
+	ms, us := time.Millisecond, time.Microsecond
+	for _, rw := range []bool{false, true} {
+		cfg := DefaultConfig(1)
+		cfg.HostCores = 0
+		cfg.CPU.Wakeup = 20 * time.Microsecond
+		cfg.BargingLocks = true
+		w := New(cfg)
+		var contended func() int
+		var again, done time.Duration
+		_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+			var do func(l model.Loop, f func())
+			if rw {
+				lk := p.NewRWLock("ns").(*RWLock)
+				do, contended = lk.Do, func() int { return lk.Contended }
+			} else {
+				lk := p.NewLock("ns").(*Lock)
+				do, contended = lk.Do, func() int { return lk.Contended }
+			}
+			a, errA := p.NewLoop("a")
+			b, errB := p.NewLoop("b")
+			if errA != nil || errB != nil {
+				t.Errorf("loops: %v, %v", errA, errB)
+				return
+			}
+			work := func() { p.CPU(model.CPUParse, 50) }
+			a.AfterFunc(ms-a.Now(), func() { do(a, work) })
+			b.AfterFunc(ms+3*us-b.Now(), func() { do(b, work) }) // waits for A, is woken
+			b.AfterFunc(2*ms-b.Now(), func() {
+				again = b.Now()
+				do(b, func() { work(); done = b.Now() })
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := contended(); got != 1 {
+			t.Errorf("rw %v: %d contended acquisitions, want 1 (B's first)", rw, got)
+		}
+		if d := done - again; d <= 0 || d > 11*us {
+			t.Errorf("rw %v: B's Do at an idle lock took %v, want its 10 µs inside", rw, d)
+		}
+	}
+}
+
+// A waiter whose thread ended while it waited is passed over, and the
+// one behind it gets the lock: A holds, B is handed the lock next, C and
+// then D wait behind, and C's loop closes; after B, D goes in. Fair and
+// barging locks alike.
+func TestRWLockSkipsWaiterWhoseLoopClosed(t *testing.T) {
+	ms, us := time.Millisecond, time.Microsecond
+	for _, barging := range []bool{false, true} {
+		cfg := DefaultConfig(1)
+		cfg.HostCores = 0
+		cfg.CPU.Wakeup = 20 * time.Microsecond
+		cfg.BargingLocks = barging
+		w := New(cfg)
+		var order []string
+		_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+			lk := p.NewRWLock("ns")
+			var loops [4]model.Loop
+			for i := range loops {
+				l, err := p.NewLoop("t")
+				if err != nil {
+					t.Errorf("loop: %v", err)
+					return
+				}
+				loops[i] = l
+			}
+			for i, l := range loops {
+				name := string(rune('A' + i))
+				l.AfterFunc(ms+time.Duration(i)*us-l.Now(), func() {
+					lk.Do(l, func() { p.CPU(model.CPUParse, 50); order = append(order, name) })
+				})
+			}
+			// Each callback runs ~20 µs late (a wake-up), so every Do has
+			// queued by 1.024 ms; then, while A still holds, C's thread
+			// ends.
+			loops[3].AfterFunc(ms+26*us-loops[3].Now(), func() { loops[2].Close() })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(order, " "); got != "A B D" {
+			t.Errorf("barging %v: the lock was held by %s; want A B D", barging, got)
+		}
 	}
 }

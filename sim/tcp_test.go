@@ -2388,3 +2388,75 @@ func TestFullSendBufferIsNotWritable(t *testing.T) {
 		t.Errorf("readiness %v with the send buffer full (%d of %d queued), want not writable", ev, h.cli.c.sndEnd-h.cli.c.sndUna, h.cli.c.sndBuf)
 	}
 }
+
+// A connection that became ready while the listener's loop was busy is
+// not handed to a handler the loop's own earlier task has since taken
+// away: the server's loop is in a long callback when the client
+// connects, and a task queued before the connection's turn (a timer)
+// closes the listener or removes its handler. The handler is not called
+// after that, as a real loop would not call it; left alone, it is called
+// once, when the callback is done.
+func TestListenerNotCalledOnceClosedOrUnset(t *testing.T) {
+	for _, tc := range []struct {
+		then  string
+		calls int
+	}{{"close", 0}, {"unset", 0}, {"keep", 1}} {
+		h := newHarness(t)
+		calls := 0
+		if _, err := h.w.Spawn("server", model.ProcessConfig{Cores: 2}, func(p model.Process) {
+			loop := p.MainLoop()
+			ln, err := p.Listen("tcp", harnessAddr, 16, loop)
+			if err != nil {
+				t.Errorf("listen: %v", err)
+				return
+			}
+			ln.SetHandler(func() {
+				calls++
+				_, _ = ln.Accept()
+			})
+			loop.AfterFunc(ms, func() { p.CPU(model.CPUParse, 5000) }) // busy ~1 ms
+			loop.AfterFunc(ms+10*us, func() {
+				switch tc.then {
+				case "close":
+					_ = ln.Close()
+				case "unset":
+					ln.SetHandler(nil)
+				}
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+			loop := p.MainLoop()
+			loop.AfterFunc(ms+100*us, func() { // while the server's loop is busy
+				if _, err := p.Dial("tcp", harnessAddr, loop, func(model.Events) {}); err != nil {
+					t.Errorf("dial: %v", err)
+				}
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h.runTo(100 * ms)
+		if calls != tc.calls {
+			t.Errorf("%s: the handler was called %d times, want %d", tc.then, calls, tc.calls)
+		}
+	}
+}
+
+// A spike holds data sent to the spiking process as it holds the data it
+// sends: the server spikes, and the client's write reaches it only once
+// the spike is over, in one piece and in order.
+func TestSpikeHoldsDataToSpikingPeer(t *testing.T) {
+	h := newPair(t)
+	spikeEnd := h.now() + 50*ms
+	h.srv.p.Spike(spikeEnd - h.now())
+	h.cli.write(1000)
+	h.runTo(spikeEnd - ms)
+	if n := len(h.srv.got); n != 0 {
+		t.Fatalf("the server got %d bytes across its spike (ends at %v)", n, spikeEnd)
+	}
+	h.runTo(spikeEnd + 10*ms)
+	if n := len(h.srv.got); n != 1000 {
+		t.Fatalf("after the spike the server has %d of 1000 bytes", n)
+	}
+}
