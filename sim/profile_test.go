@@ -1553,3 +1553,40 @@ func TestCutSpinIsPaidAfterTheCallback(t *testing.T) {
 		t.Errorf("the callback's CPU %v, want its own %v (the owed spin was counted when it was spun)", used, end-w.now)
 	}
 }
+
+// Sendfile's cost per KiB is what its probe measured less the syscall
+// and the two segments' softirq a 64 KiB call brings (as for a write),
+// so the model charges the measured whole; unmeasured (a profile from
+// before the probe), it is a write's stack cost without the copy. A
+// write that costs less than its own syscall and segment wakes its reader
+// at no extra cost, not a negative one.
+func TestProfileSendfileAndWakeCosts(t *testing.T) {
+	p := DefaultProfile()
+	// A slow syscall (100 µs) makes its 64th a figure of its own.
+	q := p
+	q.ReadNs, q.WriteNs, q.LoopbackSendfilePerKBNs = 100e3, 100e3, 5000
+	c := q.CPU()
+	if got := float64(c.SendfilePerKB) + float64(c.Syscall)/64 + 2*float64(c.Softirq)/64; math.Abs(got-q.LoopbackSendfilePerKBNs) > 2 {
+		t.Errorf("sendfile %v ns/KiB measured, the model charges %v (syscall %v, softirq %v)", q.LoopbackSendfilePerKBNs, got, c.Syscall, c.Softirq)
+	}
+	p.LoopbackSendfilePerKBNs = 0
+	c = p.CPU()
+	if c.SendfilePerKB != c.TCPSendPerKB || c.TCPSendPerKB == 0 {
+		t.Errorf("sendfile unmeasured: %v per KiB, want a write's stack cost %v", c.SendfilePerKB, c.TCPSendPerKB)
+	}
+	p.TCPWakeWriteNs = float64(c.Syscall) // less than a syscall and a softirq
+	if c := p.CPU(); c.TCPWake != 0 {
+		t.Errorf("a waking write of %v ns (syscall %v, softirq %v): TCPWake %v, want 0", p.TCPWakeWriteNs, c.Syscall, c.Softirq, c.TCPWake)
+	}
+}
+
+// A figure of exactly 1 s is in range; just over it is not.
+func TestParseProfileTakesTimesUpToOneSecond(t *testing.T) {
+	good := string(defaultProfile)
+	if _, err := ParseProfile([]byte(withField(good, "read_ns", 1e9))); err != nil {
+		t.Errorf("read_ns = 1e9: %v", err)
+	}
+	if _, err := ParseProfile([]byte(withField(good, "read_ns", 1e9+1))); err == nil {
+		t.Errorf("read_ns = 1e9+1 was taken")
+	}
+}

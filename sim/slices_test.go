@@ -71,6 +71,13 @@ func TestSlicedCoreRunsCallbacksOnlyInItsSlices(t *testing.T) {
 	if cpuShared != cpuAlone {
 		t.Errorf("CPU used %v sliced, %v alone: want the same", cpuShared, cpuAlone)
 	}
+	// Slices need both figures: a machine with only one of them (a
+	// profile may have either at 0) is a machine alone.
+	for _, s := range [][2]time.Duration{{40 * us, 0}, {0, 40 * us}} {
+		if elapsed, cpu := run(s[0], s[1]); elapsed != alone || cpu != cpuAlone {
+			t.Errorf("slices on %v, off %v: %v (CPU %v), want the machine alone's %v (CPU %v)", s[0], s[1], elapsed, cpu, alone, cpuAlone)
+		}
+	}
 }
 
 func TestWokenThreadPreemptsARunnableOneWaitsForItsSlice(t *testing.T) {

@@ -365,3 +365,53 @@ func TestSegmentSpanningChunksIsNotCopied(t *testing.T) {
 		t.Errorf("gathered, the segment lost its bytes")
 	}
 }
+
+// An arena's Bytes is exactly what it holds: each array and model buffer
+// a world gives back counts its size, and each the next world takes
+// counts off again, down to nothing. (The bound, ArenaMaxBytes, is
+// enforced on that count.)
+func TestArenaCountsWhatItHolds(t *testing.T) {
+	a := new(Arena)
+	w1 := New(DefaultConfig(1))
+	w1.UseArena(a)
+	p1, err := w1.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1.newSndArray(4096)
+	w1.newSndArray(64 << 10)
+	p1.(*Process).NewBuffer(1000)
+	p1.(*Process).NewBuffer(20000)
+	want := 0
+	for _, arr := range w1.arrays {
+		want += len(arr.buf)
+	}
+	for _, b := range w1.bufs {
+		want += cap(b)
+	}
+	w1.ReleaseArena()
+	if got := a.Bytes(); got != want || want == 0 {
+		t.Fatalf("the arena holds %d bytes after the release, want %d", got, want)
+	}
+	w2 := New(DefaultConfig(2))
+	w2.UseArena(a)
+	p2, err := w2.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr := w2.newSndArray(4096)
+	want -= len(arr.buf)
+	if got := a.Bytes(); got != want {
+		t.Errorf("after the next world took a %d-byte array: %d bytes, want %d", len(arr.buf), got, want)
+	}
+	p2.(*Process).NewBuffer(1000) // its array is its class's, 1 KiB
+	want -= 1 << (sndArrayMinShift + sndArrayClass(1000))
+	if got := a.Bytes(); got != want {
+		t.Errorf("after the next world took a 1000-byte buffer: %d bytes, want %d", got, want)
+	}
+	w2.newSndArray(64 << 10)
+	p2.(*Process).NewBuffer(20000)
+	if got := a.Bytes(); got != 0 {
+		t.Errorf("with everything taken the arena counts %d bytes, want 0", got)
+	}
+}

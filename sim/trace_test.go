@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,63 @@ func TestUnhashedRunsTheSameEvents(t *testing.T) {
 	// A traced world keeps its hash, asked to be unhashed or not.
 	if h, u := tracedHashed.TraceHashString(), tracedUnhashed.TraceHashString(); h != u || h != hashed.TraceHashString() {
 		t.Errorf("traced: hash %s hashed, %s unhashed; untraced %s", h, u, hashed.TraceHashString())
+	}
+}
+
+// Every field of an event counts in the trace hash: two runs that differ
+// in any one of them (the time, process, kind, connection, the four
+// numbers or the text) end with different hashes, so determinism checks
+// see it.
+func TestEventHashSeesEveryField(t *testing.T) {
+	base := Event{T: 5 * ms, Proc: "client", Kind: "write", Conn: 7, A: 1, B: 2, C: 3, D: 4, S: "s"}
+	h0 := eventHash(fnvOffset, &base, base.S)
+	for name, change := range map[string]func(e *Event){
+		"T":    func(e *Event) { e.T++ },
+		"Proc": func(e *Event) { e.Proc = "server" },
+		"Kind": func(e *Event) { e.Kind = "read" },
+		"Conn": func(e *Event) { e.Conn++ },
+		"A":    func(e *Event) { e.A++ },
+		"B":    func(e *Event) { e.B++ },
+		"C":    func(e *Event) { e.C++ },
+		"D":    func(e *Event) { e.D++ },
+		"S":    func(e *Event) { e.S = "t" },
+	} {
+		e := base
+		change(&e)
+		if eventHash(fnvOffset, &e, e.S) == h0 {
+			t.Errorf("an event differing only in %s hashes as the base event", name)
+		}
+	}
+}
+
+// A traced event is one JSON object whose fields are the event's, with
+// the names its kind gives them; text is quoted (escapes included).
+func TestEventAppendJSONIsJSON(t *testing.T) {
+	for _, e := range []Event{
+		{T: 1500, Proc: "client", Kind: "log", S: `op "read" \ done`},
+		{T: 2 * ms, Proc: "dn", Kind: "no-such-kind", Conn: 3, A: -1, B: 2, C: 3, D: 4, S: "x"},
+		{Proc: "p", Kind: "close", Conn: 9, A: 12, S: "unix"},
+	} {
+		line := e.AppendJSON(nil)
+		var got map[string]any
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Errorf("%+v as %s: %v", e, line, err)
+			continue
+		}
+		if got["proc"] != e.Proc || got["kind"] != e.Kind || got["t_us"] != float64(e.T)/1e3 {
+			t.Errorf("%+v as %s: proc, kind or time lost", e, line)
+		}
+		names, ok := FieldNames[e.Kind]
+		if !ok {
+			names = [6]string{"conn", "a", "b", "c", "d", "s"}
+		}
+		for i, v := range []int64{int64(e.Conn), e.A, e.B, e.C, e.D} {
+			if names[i] != "" && got[names[i]] != float64(v) {
+				t.Errorf("%+v as %s: %s = %v, want %d", e, line, names[i], got[names[i]], v)
+			}
+		}
+		if names[5] != "" && got[names[5]] != e.S {
+			t.Errorf("%+v as %s: %s = %v, want %q", e, line, names[5], got[names[5]], e.S)
+		}
 	}
 }
