@@ -184,6 +184,32 @@ func TestInterleaveNeverReentersAProcess(t *testing.T) {
 	}
 }
 
+// The same for a worker pool of the process: work submitted in the
+// callback is due on a worker during it, but starts only after the
+// callback (at its own time, as the other loop's task).
+func TestInterleaveNeverStartsAPoolOfTheProcess(t *testing.T) {
+	var pool model.WorkerPool
+	var ranAt, endAt time.Duration
+	ip := newInterleavePair(t, DefaultConfig(1), func(ip *interleavePair, p model.Process) {
+		if pool == nil {
+			pool = p.NewWorkerPool("workers", 1)
+		}
+		pool.Submit(p.MainLoop(), func() {
+			ranAt = p.World().Now()
+			ip.order = append(ip.order, "client-pool")
+		}, func() {})
+		spend(p, 100*time.Microsecond)
+		write(t, ip.cli, 1000)
+		endAt = p.World().Now()
+	})
+	if end, work := slices.Index(ip.order, "client-end"), slices.Index(ip.order, "client-pool"); end < 0 || work < end {
+		t.Fatalf("order %v: the pool's work must start after the callback that submitted it", ip.order)
+	}
+	if ranAt >= endAt {
+		t.Errorf("the pool's work ran at %v, after the callback's end %v: it should keep its own time", ranAt, endAt)
+	}
+}
+
 func TestInterleaveStopsAtExternalEvents(t *testing.T) {
 	// An event from outside the model (At: a fault, a harness phase) due
 	// during the callback waits for it to end, and so does everything
@@ -550,5 +576,63 @@ func TestPoolHandedACoreStartsWhatItCan(t *testing.T) {
 	w.RunFor(20 * ms)
 	if want := []string{"w1", "w2", "x"}; !slices.Equal(*order, want) {
 		t.Errorf("started in the order %v, want %v", *order, want)
+	}
+}
+
+// A timer of another process that comes due while a callback runs is
+// interleaved at the callback's next syscall like any event due by then,
+// whichever queue holds it (a timer is armed into the heap, not the fifo
+// of events posted in time order): here it fires inside the client's
+// long callback, at its own time, not after the callback.
+func TestInterleaveRunsTimersDueInTheHeap(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var order []string
+	var ticked time.Duration
+	if _, err := w.Spawn("server", model.ProcessConfig{}, func(p model.Process) {
+		ln, err := p.Listen("tcp", "server:1", 16, p.MainLoop())
+		if err != nil {
+			t.Errorf("listen: %v", err)
+			return
+		}
+		buf := make([]byte, 4096)
+		serveEach(ln, p.MainLoop(), func(c model.Conn, _ model.Events) {
+			for {
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+			}
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Spawn("ticker", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		l.AfterFunc(1100*us-l.Now(), func() { ticked = l.Now(); order = append(order, "tick") })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		l := p.MainLoop()
+		c, err := p.Dial("tcp", "server:1", l, func(model.Events) {})
+		if err != nil {
+			t.Errorf("dial: %v", err)
+			return
+		}
+		l.AfterFunc(ms-l.Now(), func() {
+			spend(p, 300*us) // the tick comes due meanwhile
+			write(t, c, 1000)
+			order = append(order, "client-end")
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(10 * ms); err != nil && !errors.Is(err, ErrLimit) {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, " "); got != "tick client-end" {
+		t.Errorf("order %q, want the tick inside the client's callback", got)
+	}
+	if ticked < 1100*us || ticked > 1200*us {
+		t.Errorf("the tick ran at %v, want soon after 1.1 ms", ticked)
 	}
 }

@@ -322,10 +322,10 @@ func TestTCPPerKBCostsChargeTheWriterAndTheReader(t *testing.T) {
 // does not, and work it handed to a worker runs on the held core at once.
 func TestSyscallHoldKeepsAnIdleLoopsCore(t *testing.T) {
 	const hold = 50 * us
-	run := func(hold time.Duration) (other, own, worker time.Duration) {
+	run := func(hold, spread time.Duration) (other, own, worker time.Duration) {
 		cfg := DefaultConfig(1)
 		cfg.HostCores = 1
-		cfg.CPU.SyscallHold = hold
+		cfg.CPU.SyscallHold, cfg.CPU.SyscallHoldSpread = hold, spread
 		w := New(cfg)
 		_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
 			o, _ := p.NewLoop("other")
@@ -351,8 +351,8 @@ func TestSyscallHoldKeepsAnIdleLoopsCore(t *testing.T) {
 		return
 	}
 	cb := DefaultCPUConfig().Callback
-	o0, own0, wk0 := run(0)
-	o, own, wk := run(hold)
+	o0, own0, wk0 := run(0, 0)
+	o, own, wk := run(hold, 0)
 	if o != o0+hold {
 		t.Errorf("another loop ran %v after the post with the hold, %v without: want %v more", o, o0, hold)
 	}
@@ -361,6 +361,11 @@ func TestSyscallHoldKeepsAnIdleLoopsCore(t *testing.T) {
 	}
 	if wk != wk0 {
 		t.Errorf("work handed over ran after %v with the hold, %v without: want no wait", wk, wk0)
+	}
+	// A hold drawn from [0, spread) alone (a profile whose 10th
+	// percentile is 0) still holds.
+	if o, _, _ := run(0, hold); o <= o0 || o >= o0+hold {
+		t.Errorf("another loop ran %v after the post with a hold of [0, %v), %v without: want a wait within it", o, hold, o0)
 	}
 }
 

@@ -268,3 +268,33 @@ func TestSendfileBytesStayAsSent(t *testing.T) {
 		})
 	}
 }
+
+// A sendfile to a socket whose write side is shut down fails as a write
+// would, before any page is read: the disk counts no read and records no
+// sendfile. (sendfile checks the socket first, as tcp_sendmsg does.)
+func TestSendfileAfterShutdownReadsNothing(t *testing.T) {
+	h := newPair(t)
+	d := h.cli.p.SimDisk()
+	f, err := d.Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 8192), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cli.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	reads, t0 := d.Reads, len(h.events)
+	if n, err := d.Sendfile(h.cli.c, f, 0, 8192); n != 0 || err == nil {
+		t.Fatalf("Sendfile after shutdown = %d, %v; want an error", n, err)
+	}
+	if d.Reads != reads {
+		t.Errorf("the disk counted %d reads for a sendfile that could send nothing", d.Reads-reads)
+	}
+	for _, e := range h.events[t0:] {
+		if e.Kind == "disk" && e.S == "sendfile" {
+			t.Errorf("a sendfile was recorded after the shutdown: %+v", e)
+		}
+	}
+}

@@ -937,6 +937,28 @@ func TestVanishedReaderBehindZeroWindowTimesOut(t *testing.T) {
 }
 
 // --- connection setup ---
+// A connect that no SYN-ACK answers gives up after tcp_syn_retries
+// retransmissions with ETIMEDOUT: with 2 retries, the SYN goes at 0, 1 s
+// and 3 s (the RTO doubling) and the connect fails at 7 s, not before;
+// here a spike on the server longer than that holds every SYN.
+func TestConnectGivesUpAfterSynRetries(t *testing.T) {
+	h := newServing(t, func(c *Config) { c.TCP.SynRetries = 2 })
+	h.runTo(ms)
+	t0 := h.now()
+	h.srv.p.Spike(20 * time.Second)
+	h.startClient(false)
+	h.runTo(t0 + 7*time.Second - ms)
+	if h.cli.c == nil || h.cli.c.state != tcpSynSent || h.cli.c.err != nil {
+		t.Fatalf("before 7 s the connect was already over (err %v)", h.cli.c.err)
+	}
+	h.runTo(t0 + 7*time.Second + ms)
+	if !errors.Is(h.cli.c.err, model.ErrTimedOut) || h.cli.c.state != tcpClosed {
+		t.Fatalf("7 s after two unanswered retries: err %v, want ETIMEDOUT", h.cli.c.err)
+	}
+	if n := h.cli.c.synTries; n != 3 {
+		t.Errorf("%d SYNs sent, want 3 (the first and two retries)", n)
+	}
+}
 
 func TestHandshakeTakesOneRTT(t *testing.T) {
 	h := newHarness(t)

@@ -356,3 +356,19 @@ func TestUnixSendfileSendsTheFilesBytes(t *testing.T) {
 		t.Errorf("the client received %q, want \"cde\"", *cgot)
 	}
 }
+
+// PeerNoDelay reports on simulated TCP connections with a peer only: a
+// domain socket's answer is "not known", not a crash.
+func TestPeerNoDelayOnlyForTCP(t *testing.T) {
+	_, sc, cc, _, _, _, _ := unixPair(t)
+	for _, c := range []model.Conn{sc, cc} {
+		if on, ok := PeerNoDelay(c); on || ok {
+			t.Errorf("PeerNoDelay of a domain socket: %v, %v; want false, false", on, ok)
+		}
+	}
+	h := newPair(t)
+	h.srv.noDelay(true)
+	if on, ok := PeerNoDelay(h.cli.c); !on || !ok {
+		t.Errorf("PeerNoDelay of a TCP client whose server set NODELAY: %v, %v", on, ok)
+	}
+}

@@ -203,3 +203,45 @@ func TestEventsRunInTimeThenPostOrder(t *testing.T) {
 		}
 	}
 }
+
+// The world's epoch moves whenever a process's does (a crash, a restart),
+// so a harness that skips its per-event checks while the world's epoch
+// stands still (World.Epoch) never skips a process's change.
+func TestWorldEpochMovesWithAProcesssEpoch(t *testing.T) {
+	w := New(DefaultConfig(1))
+	proc, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proc.(*Process)
+	for _, step := range []struct {
+		name string
+		do   func()
+	}{{"crash", p.Crash}, {"restart", p.Restart}} {
+		pe, we := p.Epoch(), w.Epoch()
+		step.do()
+		if p.Epoch() == pe || w.Epoch() == we {
+			t.Errorf("%s: process epoch %d -> %d, world epoch %d -> %d; want both to move", step.name, pe, p.Epoch(), we, w.Epoch())
+		}
+	}
+}
+
+// A worker pool asked for no workers (or fewer) gets one, as the real
+// world's does: a pool that ran nothing would hang its submitters.
+func TestWorkerPoolHasAtLeastOneWorker(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var sizes []int
+	if _, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		for _, n := range []int{0, -3, 1, 3} {
+			sizes = append(sizes, p.NewWorkerPool("w", n).(*WorkerPool).Size())
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(ms); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sizes, []int{1, 1, 1, 3}) {
+		t.Errorf("pools asked for 0, -3, 1 and 3 workers have %v", sizes)
+	}
+}
