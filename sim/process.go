@@ -619,9 +619,6 @@ type cpu struct {
 	kept   []*thread
 	slices *slicer // nil: the machine is this world's alone
 	waitQ  []waiter
-	// front is how many threads at the head of waitQ went there out of
-	// turn (waitFront): wait queues behind them whatever its arrival.
-	front int
 	// wakeArmed: a wake is queued. Nothing cancels it, so it is a
 	// pooled event and wakeF is c.wake bound once.
 	wakeArmed bool
@@ -1105,7 +1102,8 @@ type waiter struct {
 // That is the back of the line, except for a thread whose dispatch
 // waited out a callback of its process (deferDispatch stamped its
 // *arrival) while others queued: it keeps the turn it had. The turn is
-// used up (*arrival is 0 again).
+// used up (*arrival is 0 again). Threads put at the head out of turn
+// (waitFront) carry arrival 0, below every stamp, so none is passed.
 func (c *cpu) wait(p *Process, dispatch func(), arrival *uint64) {
 	if *arrival == 0 {
 		*arrival = c.w.arrive()
@@ -1114,7 +1112,7 @@ func (c *cpu) wait(p *Process, dispatch func(), arrival *uint64) {
 		c.waitSince = c.w.now
 	}
 	i := len(c.waitQ)
-	for i > c.front && c.waitQ[i-1].arrival > *arrival {
+	for i > 0 && c.waitQ[i-1].arrival > *arrival {
 		i--
 	}
 	c.waitQ = slices.Insert(c.waitQ, i, waiter{p, dispatch, *arrival})
@@ -1129,7 +1127,6 @@ func (c *cpu) waitFront(p *Process, dispatch func()) {
 		c.waitSince = c.w.now
 	}
 	c.waitQ = slices.Insert(c.waitQ, 0, waiter{p, dispatch, 0})
-	c.front++
 	c.armWake()
 }
 
@@ -1216,9 +1213,6 @@ func (c *cpu) wake() {
 			// (sliced past the head, a line of one or two walked off its
 			// array's end every few waits and allocated a new one).
 			c.waitQ = slices.Delete(c.waitQ, skipped, skipped+1)
-		}
-		if skipped < c.front {
-			c.front--
 		}
 		wt.dispatch()
 	}
