@@ -294,8 +294,8 @@ func TestRWLockSkipsWaiterWhoseLoopClosed(t *testing.T) {
 				})
 			}
 			// Each callback runs ~20 µs late (a wake-up), so every Do has
-			// queued by 1.024 ms; then, while A still holds, C's thread
-			// ends.
+			// queued by 1.024 ms; C's thread ends later, before its turn
+			// (while the lock passes from A to B).
 			loops[3].AfterFunc(ms+26*us-loops[3].Now(), func() { loops[2].Close() })
 		})
 		if err != nil {

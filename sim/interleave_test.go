@@ -188,12 +188,9 @@ func TestInterleaveNeverReentersAProcess(t *testing.T) {
 // callback is due on a worker during it, but starts only after the
 // callback (at its own time, as the other loop's task).
 func TestInterleaveNeverStartsAPoolOfTheProcess(t *testing.T) {
-	var pool model.WorkerPool
 	var ranAt, endAt time.Duration
 	ip := newInterleavePair(t, DefaultConfig(1), func(ip *interleavePair, p model.Process) {
-		if pool == nil {
-			pool = p.NewWorkerPool("workers", 1)
-		}
+		pool := p.NewWorkerPool("workers", 1)
 		pool.Submit(p.MainLoop(), func() {
 			ranAt = p.World().Now()
 			ip.order = append(ip.order, "client-pool")

@@ -948,7 +948,10 @@ func TestConnectGivesUpAfterSynRetries(t *testing.T) {
 	h.srv.p.Spike(20 * time.Second)
 	h.startClient(false)
 	h.runTo(t0 + 7*time.Second - ms)
-	if h.cli.c == nil || h.cli.c.state != tcpSynSent || h.cli.c.err != nil {
+	if h.cli.c == nil {
+		t.Fatal("the client never dialed")
+	}
+	if h.cli.c.state != tcpSynSent || h.cli.c.err != nil {
 		t.Fatalf("before 7 s the connect was already over (err %v)", h.cli.c.err)
 	}
 	h.runTo(t0 + 7*time.Second + ms)
@@ -2425,6 +2428,7 @@ func TestListenerNotCalledOnceClosedOrUnset(t *testing.T) {
 	}{{"close", 0}, {"unset", 0}, {"keep", 1}} {
 		h := newHarness(t)
 		calls := 0
+		var calledAt, busyEnd time.Duration
 		if _, err := h.w.Spawn("server", model.ProcessConfig{Cores: 2}, func(p model.Process) {
 			loop := p.MainLoop()
 			ln, err := p.Listen("tcp", harnessAddr, 16, loop)
@@ -2434,9 +2438,13 @@ func TestListenerNotCalledOnceClosedOrUnset(t *testing.T) {
 			}
 			ln.SetHandler(func() {
 				calls++
+				calledAt = loop.Now()
 				_, _ = ln.Accept()
 			})
-			loop.AfterFunc(ms, func() { p.CPU(model.CPUParse, 5000) }) // busy ~1 ms
+			loop.AfterFunc(ms, func() { // busy ~1 ms
+				p.CPU(model.CPUParse, 5000)
+				busyEnd = loop.Now()
+			})
 			loop.AfterFunc(ms+10*us, func() {
 				switch tc.then {
 				case "close":
@@ -2462,12 +2470,17 @@ func TestListenerNotCalledOnceClosedOrUnset(t *testing.T) {
 		if calls != tc.calls {
 			t.Errorf("%s: the handler was called %d times, want %d", tc.then, calls, tc.calls)
 		}
+		// The setup holds: the connection came while the loop was busy
+		// (the dial at 1.1 ms), so the call waited for the callback.
+		if tc.then == "keep" && (busyEnd < ms+200*us || calledAt < busyEnd) {
+			t.Errorf("keep: the busy callback ended at %v and the handler ran at %v; want it called after a callback that outlasted the dial", busyEnd, calledAt)
+		}
 	}
 }
 
 // A spike holds data sent to the spiking process as it holds the data it
 // sends: the server spikes, and the client's write reaches it only once
-// the spike is over, in one piece and in order.
+// the spike is over, whole and as written.
 func TestSpikeHoldsDataToSpikingPeer(t *testing.T) {
 	h := newPair(t)
 	spikeEnd := h.now() + 50*ms
@@ -2478,7 +2491,5 @@ func TestSpikeHoldsDataToSpikingPeer(t *testing.T) {
 		t.Fatalf("the server got %d bytes across its spike (ends at %v)", n, spikeEnd)
 	}
 	h.runTo(spikeEnd + 10*ms)
-	if n := len(h.srv.got); n != 1000 {
-		t.Fatalf("after the spike the server has %d of 1000 bytes", n)
-	}
+	h.srv.checkGot(1000)
 }

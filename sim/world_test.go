@@ -207,7 +207,7 @@ func TestEventsRunInTimeThenPostOrder(t *testing.T) {
 // The world's epoch moves whenever a process's does (a crash, a restart),
 // so a harness that skips its per-event checks while the world's epoch
 // stands still (World.Epoch) never skips a process's change.
-func TestWorldEpochMovesWithAProcesssEpoch(t *testing.T) {
+func TestWorldEpochMovesWithEveryProcessEpoch(t *testing.T) {
 	w := New(DefaultConfig(1))
 	proc, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
 	if err != nil {
