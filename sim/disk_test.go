@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -374,5 +375,116 @@ func TestSqueezeFDsReleasesOnce(t *testing.T) {
 	}
 	if err := f.Close(); err != nil {
 		t.Errorf("closing the new file: %v", err)
+	}
+}
+
+// What the disk's calls refuse, as Linux's do: a name outside the disk
+// as a rename's target or a listing is EINVAL; a listing needs an fd
+// (opendir), so at the limit it is EMFILE; a sendfile from a closed file
+// is EBADF; a write to a closed file writes nothing. Once its process has
+// crashed, every call fails.
+func TestDiskCallsRefuse(t *testing.T) {
+	_, p, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{FDLimit: 8})
+	f, err := d.Open("a", model.Create|model.ReadWrite, model.FDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Rename("a", "../outside"); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("rename to a name outside the disk: %v, want EINVAL", err)
+	}
+	if names, err := d.List("../outside"); !errors.Is(err, fs.ErrInvalid) || names != nil {
+		t.Errorf("list of a name outside the disk = %v, %v, want EINVAL", names, err)
+	}
+	release := p.SqueezeFDs(0)
+	if names, err := d.List("."); !errors.Is(err, model.ErrTooManyFiles) || names != nil {
+		t.Errorf("list with no fd free = %v, %v, want EMFILE", names, err)
+	}
+	release()
+	f.Close()
+	if n, err := d.Sendfile(nil, f, 0, 1); n != 0 || !errors.Is(err, model.ErrClosed) {
+		t.Errorf("sendfile from a closed file = %d, %v, want EBADF", n, err)
+	}
+	if n, err := f.WriteAt([]byte("x"), 0); n != 0 || !errors.Is(err, model.ErrClosed) {
+		t.Errorf("write to a closed file = %d, %v, want 0, EBADF", n, err)
+	}
+	p.Crash()
+	if err := d.Unlink("a"); !errors.Is(err, model.ErrProcessExited) {
+		t.Errorf("unlink by a crashed process: %v, want it refused", err)
+	}
+	if _, err := d.List("."); !errors.Is(err, model.ErrProcessExited) {
+		t.Errorf("list by a crashed process: %v, want it refused", err)
+	}
+}
+
+// A listing is in name order, files and directories together, whatever
+// order they were made in.
+func TestDiskListIsSorted(t *testing.T) {
+	_, _, d := diskProc(t, DefaultConfig(1), model.ProcessConfig{})
+	for _, name := range []string{"d/z", "d/m/x", "d/b", "d/a/y", "d/c"} {
+		f, err := d.Open(name, model.Create|model.ReadWrite, model.FDFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if got, err := d.List("d"); err != nil || fmt.Sprint(got) != "[a b c m z]" {
+		t.Errorf("List(d) = %v, %v, want [a b c m z]", got, err)
+	}
+}
+
+// A read costs a syscall even when it reads nothing; it is recorded in
+// the trace, and a read fault fails it (EIO). A read of one whole page
+// brings only that page into the cache: the next page still costs the
+// device's latency.
+func TestDiskReadCostsFaultsAndCaches(t *testing.T) {
+	cfg := DefaultConfig(1)
+	w := New(cfg)
+	var seen []string
+	w.Observe(func(e *Event) {
+		if e.Kind == "disk" || e.Kind == "diskErr" {
+			seen = append(seen, e.S)
+		}
+	})
+	var empty, next time.Duration
+	var readErr, faultErr error
+	_, err := w.Spawn("p", model.ProcessConfig{}, func(p model.Process) {
+		d := p.Disk()
+		f, err := d.Open("f", model.Create|model.ReadWrite, model.FDFile)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteAt(make([]byte, 4*pageSize), 0)
+		l := p.MainLoop()
+		l.AfterFunc(ms, func() {
+			p.(*Process).SimDisk().DropCache()
+			t0 := l.Now()
+			f.ReadAt(nil, 0)
+			empty = l.Now() - t0
+			_, readErr = f.ReadAt(make([]byte, pageSize), 0)
+			t1 := l.Now()
+			f.ReadAt(make([]byte, pageSize), pageSize)
+			next = l.Now() - t1
+			p.(*Process).SimDisk().SetFaults(DiskFaults{ReadEIO: 1})
+			_, faultErr = f.ReadAt(make([]byte, 8), 0)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(10 * ms); err != nil {
+		t.Fatal(err)
+	}
+	if c := w.cfg.CPU.Syscall; empty != c {
+		t.Errorf("a read of nothing cost %v, want a syscall, %v", empty, c)
+	}
+	if readErr != nil || !slices.Contains(seen, "read") {
+		t.Errorf("a read: %v, trace %v; want it recorded as a disk read", readErr, seen)
+	}
+	if next < cfg.Disk.Latency {
+		t.Errorf("the page after one read whole cost %v, want the device's latency %v: it was not read", next, cfg.Disk.Latency)
+	}
+	if !errors.Is(faultErr, model.ErrIO) {
+		t.Errorf("a read under a certain read fault: %v, want EIO", faultErr)
 	}
 }

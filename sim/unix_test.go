@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"strings"
 	"testing"
 
 	"xceiver/model"
@@ -281,6 +283,7 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 	}
 	h.runTo(ms)
 	var disk *Disk
+	var cc model.Conn
 	if _, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
 		disk = p.(*Process).SimDisk()
 		c, err := p.Dial("unix", "/run/dn.sock", p.MainLoop(), func(model.Events) {})
@@ -288,6 +291,7 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 			t.Error(err)
 			return
 		}
+		cc = c
 		f, err := p.Disk().Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
 		if err != nil {
 			t.Error(err)
@@ -317,6 +321,10 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 	h.runTo(20 * ms)
 	if disk.used != 0 {
 		t.Errorf("%d bytes still used after the listener closed: the unaccepted connection's passed file was kept", disk.used)
+	}
+	// The dialer learns it: its connection is reset.
+	if err := cc.Err(); !errors.Is(err, model.ErrReset) {
+		t.Errorf("the client's connection after the listener closed unaccepted: %v, want ECONNRESET", err)
 	}
 }
 
@@ -370,5 +378,67 @@ func TestPeerNoDelayOnlyForTCP(t *testing.T) {
 	h.srv.noDelay(true)
 	if on, ok := PeerNoDelay(h.cli.c); !on || !ok {
 		t.Errorf("PeerNoDelay of a TCP client whose server set NODELAY: %v, %v", on, ok)
+	}
+}
+
+// The domain socket's refusals and closed-socket errors, as Linux gives
+// them: a connect to no listener is ECONNREFUSED naming the address; a
+// message of files and no byte is EINVAL; a read or a write on a closed
+// socket is EBADF with nothing read or written.
+func TestUnixErrors(t *testing.T) {
+	h := newHarness(t)
+	var refused model.Conn
+	if _, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
+		c, err := p.Dial("unix", "/run/none.sock", p.MainLoop(), func(model.Events) {})
+		if err != nil {
+			t.Errorf("dial: %v", err)
+			return
+		}
+		refused = c
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.runTo(ms)
+	if err := refused.Err(); !errors.Is(err, model.ErrRefused) || !strings.Contains(err.Error(), "connect unix /run/none.sock") {
+		t.Errorf("connect to no listener: %v, want ECONNREFUSED naming the address", err)
+	}
+
+	_, _, cc, _, cp, _, _ := unixPair(t)
+	f, err := cp.Disk().Open("blk", model.Create|model.ReadWrite, model.FDBlockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cc.SendFDs(nil, []model.File{f}); n != 0 || !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("SendFDs of a file and no byte = %d, %v; want EINVAL", n, err)
+	}
+	if err := cc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cc.Write([]byte("x")); n != 0 || !errors.Is(err, model.ErrClosed) {
+		t.Errorf("write on a closed socket = %d, %v; want 0, EBADF", n, err)
+	}
+	if n, err := cc.Read(make([]byte, 8)); n != 0 || !errors.Is(err, model.ErrClosed) {
+		t.Errorf("read on a closed socket = %d, %v; want 0, EBADF", n, err)
+	}
+}
+
+// An skb that reaches a socket closed while it was in transit is
+// dropped, and its truesize comes off the sender's send buffer: the
+// sender's wmem goes back to nothing, so a later writer is not held by
+// memory no message holds.
+func TestUnixSkbDroppedAtClosedPeerFreesSendBuffer(t *testing.T) {
+	h, sc, cc, _, _, _, _ := unixPair(t)
+	if n, err := cc.Write(make([]byte, 1000)); n != 1000 || err != nil {
+		t.Fatalf("write = %d, %v", n, err)
+	}
+	if cc.wmem == 0 {
+		t.Fatal("setup: the skb charged nothing to the sender")
+	}
+	if err := sc.Close(); err != nil { // before the skb arrives
+		t.Fatal(err)
+	}
+	h.runTo(h.now() + ms)
+	if cc.wmem != 0 {
+		t.Errorf("the sender's wmem is %d after its skb was dropped at the closed peer, want 0", cc.wmem)
 	}
 }
