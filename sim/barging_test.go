@@ -135,6 +135,35 @@ func TestLineFrontIsOnlyThreadsStillWaiting(t *testing.T) {
 	}
 }
 
+// lockWorld runs one process of four cores with n loops of its own, on
+// which setup arms what the test does; wake-ups take 20 µs and no host
+// shares the cores, as in lockRun. It returns once the world has run.
+func lockWorld(t *testing.T, barging bool, n int, setup func(p model.Process, loops []model.Loop)) {
+	t.Helper()
+	cfg := DefaultConfig(1)
+	cfg.HostCores = 0
+	cfg.CPU.Wakeup = 20 * time.Microsecond
+	cfg.BargingLocks = barging
+	w := New(cfg)
+	if _, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+		loops := make([]model.Loop, n)
+		for i := range loops {
+			l, err := p.NewLoop("t")
+			if err != nil {
+				w.Fail(err)
+				return
+			}
+			loops[i] = l
+		}
+		setup(p, loops)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A loop's two Do calls keep their order on every lock, barging or not
 // (queuedOn), as a thread's second acquisition of a mutex follows its
 // first. Loop B's first Do waits while A holds the lock; B's second is
@@ -148,27 +177,13 @@ func TestLoopsDoCallsKeepTheirOrder(t *testing.T) {
 	for _, barging := range []bool{false, true} {
 		for _, rw := range []bool{false, true} {
 			for _, withC := range []bool{false, true} {
-				cfg := DefaultConfig(1)
-				cfg.HostCores = 0
-				cfg.CPU.Wakeup = 20 * time.Microsecond
-				cfg.BargingLocks = barging
-				w := New(cfg)
 				var order []string
-				_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+				lockWorld(t, barging, 3, func(p model.Process, loops []model.Loop) {
 					var do func(l model.Loop, f func())
 					if rw {
 						do = p.NewRWLock("ns").Do
 					} else {
 						do = p.NewLock("ns").Do
-					}
-					var loops [3]model.Loop
-					for i := range loops {
-						l, err := p.NewLoop("t")
-						if err != nil {
-							w.Fail(err)
-							return
-						}
-						loops[i] = l
 					}
 					a, b, c := loops[0], loops[1], loops[2]
 					hold := func(name string) func() {
@@ -193,12 +208,6 @@ func TestLoopsDoCallsKeepTheirOrder(t *testing.T) {
 						})
 					})
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Run(time.Second); err != nil {
-					t.Fatal(err)
-				}
 				want := "A B1 B2"
 				if withC {
 					want = "A C B1 B2"
@@ -218,14 +227,9 @@ func TestLoopsDoCallsKeepTheirOrder(t *testing.T) {
 func TestWokenWaiterForgottenOnceItRan(t *testing.T) {
 	ms, us := time.Millisecond, time.Microsecond
 	for _, rw := range []bool{false, true} {
-		cfg := DefaultConfig(1)
-		cfg.HostCores = 0
-		cfg.CPU.Wakeup = 20 * time.Microsecond
-		cfg.BargingLocks = true
-		w := New(cfg)
 		var contended func() int
 		var again, done time.Duration
-		_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+		lockWorld(t, true, 2, func(p model.Process, loops []model.Loop) {
 			var do func(l model.Loop, f func())
 			if rw {
 				lk := p.NewRWLock("ns").(*RWLock)
@@ -234,12 +238,7 @@ func TestWokenWaiterForgottenOnceItRan(t *testing.T) {
 				lk := p.NewLock("ns").(*Lock)
 				do, contended = lk.Do, func() int { return lk.Contended }
 			}
-			a, errA := p.NewLoop("a")
-			b, errB := p.NewLoop("b")
-			if errA != nil || errB != nil {
-				t.Errorf("loops: %v, %v", errA, errB)
-				return
-			}
+			a, b := loops[0], loops[1]
 			work := func() { p.CPU(model.CPUParse, 50) }
 			a.AfterFunc(ms-a.Now(), func() { do(a, work) })
 			b.AfterFunc(ms+3*us-b.Now(), func() { do(b, work) }) // waits for A, is woken
@@ -248,12 +247,6 @@ func TestWokenWaiterForgottenOnceItRan(t *testing.T) {
 				do(b, func() { work(); done = b.Now() })
 			})
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Run(time.Second); err != nil {
-			t.Fatal(err)
-		}
 		if got := contended(); got != 1 {
 			t.Errorf("rw %v: %d contended acquisitions, want 1 (B's first)", rw, got)
 		}
@@ -270,23 +263,9 @@ func TestWokenWaiterForgottenOnceItRan(t *testing.T) {
 func TestRWLockSkipsWaiterWhoseLoopClosed(t *testing.T) {
 	ms, us := time.Millisecond, time.Microsecond
 	for _, barging := range []bool{false, true} {
-		cfg := DefaultConfig(1)
-		cfg.HostCores = 0
-		cfg.CPU.Wakeup = 20 * time.Microsecond
-		cfg.BargingLocks = barging
-		w := New(cfg)
 		var order []string
-		_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+		lockWorld(t, barging, 4, func(p model.Process, loops []model.Loop) {
 			lk := p.NewRWLock("ns")
-			var loops [4]model.Loop
-			for i := range loops {
-				l, err := p.NewLoop("t")
-				if err != nil {
-					t.Errorf("loop: %v", err)
-					return
-				}
-				loops[i] = l
-			}
 			for i, l := range loops {
 				name := string(rune('A' + i))
 				l.AfterFunc(ms+time.Duration(i)*us-l.Now(), func() {
@@ -298,12 +277,6 @@ func TestRWLockSkipsWaiterWhoseLoopClosed(t *testing.T) {
 			// (while the lock passes from A to B).
 			loops[3].AfterFunc(ms+26*us-loops[3].Now(), func() { loops[2].Close() })
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Run(time.Second); err != nil {
-			t.Fatal(err)
-		}
 		if got := strings.Join(order, " "); got != "A B D" {
 			t.Errorf("barging %v: the lock was held by %s; want A B D", barging, got)
 		}
