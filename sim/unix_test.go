@@ -284,9 +284,14 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 	h.runTo(ms)
 	var disk *Disk
 	var cc model.Conn
+	heard := false // the client's handler saw the reset
 	if _, err := h.w.Spawn("client", model.ProcessConfig{}, func(p model.Process) {
 		disk = p.(*Process).SimDisk()
-		c, err := p.Dial("unix", "/run/dn.sock", p.MainLoop(), func(model.Events) {})
+		c, err := p.Dial("unix", "/run/dn.sock", p.MainLoop(), func(model.Events) {
+			if cc != nil && errors.Is(cc.Err(), model.ErrReset) {
+				heard = true
+			}
+		})
 		if err != nil {
 			t.Error(err)
 			return
@@ -322,9 +327,10 @@ func TestUnixListenerClosedDropsFilesPassedToUnacceptedConnection(t *testing.T) 
 	if disk.used != 0 {
 		t.Errorf("%d bytes still used after the listener closed: the unaccepted connection's passed file was kept", disk.used)
 	}
-	// The dialer learns it: its connection is reset.
-	if err := cc.Err(); !errors.Is(err, model.ErrReset) {
-		t.Errorf("the client's connection after the listener closed unaccepted: %v, want ECONNRESET", err)
+	// The dialer learns it: its connection is reset, and its handler
+	// is told.
+	if err := cc.Err(); !errors.Is(err, model.ErrReset) || !heard {
+		t.Errorf("the client's connection after the listener closed unaccepted: %v (handler told %v), want ECONNRESET, told", err, heard)
 	}
 }
 
@@ -381,10 +387,13 @@ func TestPeerNoDelayOnlyForTCP(t *testing.T) {
 	}
 }
 
-// The domain socket's refusals and closed-socket errors, as Linux gives
-// them: a connect to no listener is ECONNREFUSED naming the address; a
-// message of files and no byte is EINVAL; a read or a write on a closed
-// socket is EBADF with nothing read or written.
+// The domain socket's refusals and closed-socket errors: a connect to no
+// listener is ECONNREFUSED naming the address (the model's one refusal:
+// Linux gives ENOENT when no socket file exists, ECONNREFUSED when one
+// does with no listener); a message of files and no byte is EINVAL (the
+// model's rule: a Linux stream socket sends nothing and returns 0); a
+// read or a write on a closed socket is EBADF with nothing read or
+// written, as Linux's.
 func TestUnixErrors(t *testing.T) {
 	h := newHarness(t)
 	var refused model.Conn
@@ -399,6 +408,9 @@ func TestUnixErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.runTo(ms)
+	if refused == nil {
+		t.Fatal("the client never dialed")
+	}
 	if err := refused.Err(); !errors.Is(err, model.ErrRefused) || !strings.Contains(err.Error(), "connect unix /run/none.sock") {
 		t.Errorf("connect to no listener: %v, want ECONNREFUSED naming the address", err)
 	}
@@ -431,8 +443,8 @@ func TestUnixSkbDroppedAtClosedPeerFreesSendBuffer(t *testing.T) {
 	if n, err := cc.Write(make([]byte, 1000)); n != 1000 || err != nil {
 		t.Fatalf("write = %d, %v", n, err)
 	}
-	if cc.wmem == 0 {
-		t.Fatal("setup: the skb charged nothing to the sender")
+	if cc.wmem == 0 || sc.transit != 1000 {
+		t.Fatalf("setup: the skb charged %d to the sender, %d bytes in transit; want it charged and on its way", cc.wmem, sc.transit)
 	}
 	if err := sc.Close(); err != nil { // before the skb arrives
 		t.Fatal(err)
