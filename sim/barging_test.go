@@ -8,57 +8,69 @@ import (
 	"xceiver/model"
 )
 
-// lockRun starts one process with a loop per start; loop i takes a lock
-// (write when writes[i]; a mutex when rw is false) at starts[i] and spends
-// 10 µs inside. Wake-ups take 20 µs. It returns when each finished.
-func lockRun(t *testing.T, barging, rw bool, writes []bool, starts []time.Duration) ([]time.Duration, int) {
+// lockWorld runs one process of four cores with n loops of its own, on
+// which setup arms what the test does; wake-ups take 20 µs and no host
+// shares the cores. It returns once the world has run.
+func lockWorld(t *testing.T, barging bool, n int, setup func(p model.Process, loops []model.Loop)) {
 	t.Helper()
 	cfg := DefaultConfig(1)
 	cfg.HostCores = 0
 	cfg.CPU.Wakeup = 20 * time.Microsecond
 	cfg.BargingLocks = barging
 	w := New(cfg)
-	ends := make([]time.Duration, len(starts))
-	var mu *Lock
-	var rwl *RWLock
-	_, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
-		if rw {
-			rwl = p.NewRWLock("ns").(*RWLock)
-		} else {
-			mu = p.NewLock("ns").(*Lock)
-		}
-		for i := range starts {
+	if _, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
+		loops := make([]model.Loop, n)
+		for i := range loops {
 			l, err := p.NewLoop("t")
 			if err != nil {
 				w.Fail(err)
 				return
 			}
-			l.AfterFunc(starts[i]-l.Now(), func() {
-				f := func() {
-					p.CPU(model.CPUParse, 50) // 10 µs
-					ends[i] = l.Now()
-				}
-				switch {
-				case !rw:
-					mu.Do(l, f)
-				case writes[i]:
-					rwl.Do(l, f)
-				default:
-					rwl.RDo(l, f)
-				}
-			})
+			loops[i] = l
 		}
-	})
-	if err != nil {
+		setup(p, loops)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Run(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if rw {
-		return ends, rwl.Barged
-	}
-	return ends, mu.Barged
+}
+
+// lockRun starts one process with a loop per start; loop i takes a lock
+// (write when writes[i]; a mutex when rw is false) at starts[i] and spends
+// 10 µs inside. Wake-ups take 20 µs. It returns when each finished.
+func lockRun(t *testing.T, barging, rw bool, writes []bool, starts []time.Duration) ([]time.Duration, int) {
+	t.Helper()
+	ends := make([]time.Duration, len(starts))
+	var barged func() int
+	lockWorld(t, barging, len(starts), func(p model.Process, loops []model.Loop) {
+		var do func(i int, l model.Loop, f func())
+		if rw {
+			rwl := p.NewRWLock("ns").(*RWLock)
+			barged = func() int { return rwl.Barged }
+			do = func(i int, l model.Loop, f func()) {
+				if writes[i] {
+					rwl.Do(l, f)
+				} else {
+					rwl.RDo(l, f)
+				}
+			}
+		} else {
+			mu := p.NewLock("ns").(*Lock)
+			barged = func() int { return mu.Barged }
+			do = func(_ int, l model.Loop, f func()) { mu.Do(l, f) }
+		}
+		for i, l := range loops {
+			l.AfterFunc(starts[i]-l.Now(), func() {
+				do(i, l, func() {
+					p.CPU(model.CPUParse, 50) // 10 µs
+					ends[i] = l.Now()
+				})
+			})
+		}
+	})
+	return ends, barged()
 }
 
 // A holder releases with a waiter queued; a third thread comes while the
@@ -132,35 +144,6 @@ func TestLineFrontIsOnlyThreadsStillWaiting(t *testing.T) {
 			line = append(line, wt.arrival)
 		}
 		t.Errorf("C (arrival %d) queued behind B: line of arrivals %v, want C first", turn, line)
-	}
-}
-
-// lockWorld runs one process of four cores with n loops of its own, on
-// which setup arms what the test does; wake-ups take 20 µs and no host
-// shares the cores, as in lockRun. It returns once the world has run.
-func lockWorld(t *testing.T, barging bool, n int, setup func(p model.Process, loops []model.Loop)) {
-	t.Helper()
-	cfg := DefaultConfig(1)
-	cfg.HostCores = 0
-	cfg.CPU.Wakeup = 20 * time.Microsecond
-	cfg.BargingLocks = barging
-	w := New(cfg)
-	if _, err := w.Spawn("p", model.ProcessConfig{Cores: 4}, func(p model.Process) {
-		loops := make([]model.Loop, n)
-		for i := range loops {
-			l, err := p.NewLoop("t")
-			if err != nil {
-				w.Fail(err)
-				return
-			}
-			loops[i] = l
-		}
-		setup(p, loops)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(time.Second); err != nil {
-		t.Fatal(err)
 	}
 }
 
