@@ -298,3 +298,52 @@ func TestSendfileAfterShutdownReadsNothing(t *testing.T) {
 		}
 	}
 }
+
+// Sendfile calls one after another, before the reader has taken any of
+// it, make one spliced range (the reader's spliced cost is charged over
+// it) and deliver every byte in order. (Without interleaving, the reader
+// runs only after the sender's callback.)
+func TestConsecutiveSendfilesDeliverInOrder(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.CPU.TCPRecvSplicedPerKB = 50
+	cfg.Interleave = false
+	w := New(cfg)
+	data := make([]byte, 6000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	var sendErr error
+	fileServer(t, w, data, func(p model.Process, f model.File, c model.Conn) {
+		for off := int64(0); off < int64(len(data)); off += 2000 {
+			if _, err := p.Disk().Sendfile(c, f, off, 2000); err != nil {
+				sendErr = err
+				return
+			}
+		}
+		if tc := c.(*tcpConn); len(tc.spliced) != 1 {
+			t.Errorf("three sendfiles in a row made %d spliced ranges, want 1", len(tc.spliced))
+		}
+	})
+	var got []byte
+	if _, err := w.Spawn("cl", model.ProcessConfig{}, func(p model.Process) {
+		var c model.Conn
+		c, _ = p.Dial("tcp", "srv:1", p.MainLoop(), func(model.Events) {
+			buf := make([]byte, 4096)
+			for {
+				n, err := c.Read(buf)
+				got = append(got, buf[:n]...)
+				if err != nil || n == 0 {
+					return
+				}
+			}
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(100 * ms); err != nil {
+		t.Fatal(err)
+	}
+	if sendErr != nil || !bytes.Equal(got, data) {
+		t.Errorf("sendfile error %v; the client got %d bytes, equal %v", sendErr, len(got), bytes.Equal(got, data))
+	}
+}

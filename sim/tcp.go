@@ -1558,19 +1558,18 @@ func (c *tcpConn) finished() bool {
 // --- listening, connecting, accepting ---
 
 type listener struct {
-	w        *World
-	p        *Process
-	network  string
-	addr     string
-	fd       int
-	backlog  int
-	loop     *Loop
-	handler  func()
-	pending  []model.Conn // established, waiting for accept
-	synRcvd  int
-	closed   bool
-	queued   bool
-	accepted int
+	w       *World
+	p       *Process
+	network string
+	addr    string
+	fd      int
+	backlog int
+	loop    *Loop
+	handler func()
+	pending []model.Conn // established, waiting for accept
+	synRcvd int
+	closed  bool
+	queued  bool
 }
 
 func (w *World) listenOn(p *Process, network, addr string, backlog int, l *Loop) (*listener, error) {
@@ -1653,7 +1652,6 @@ func (ln *listener) Accept() (model.Conn, error) {
 	n := copy(ln.pending, ln.pending[1:])
 	ln.pending[n] = nil
 	ln.pending = ln.pending[:n]
-	ln.accepted++
 	switch c := next.(type) {
 	case *tcpConn:
 		c.fd = fd

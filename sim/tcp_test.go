@@ -2493,3 +2493,41 @@ func TestSpikeHoldsDataToSpikingPeer(t *testing.T) {
 	h.runTo(spikeEnd + 10*ms)
 	h.srv.checkGot(1000)
 }
+
+// A listener's loop must be the listening process's own; CloseWrite of a
+// closed connection is EBADF, as shutdown(2) of a closed fd.
+func TestListenOnOwnLoopAndCloseWriteWhenClosed(t *testing.T) {
+	h := newPair(t)
+	if _, err := h.cli.p.Listen("tcp", "elsewhere:1", 8, h.srv.p.MainLoop()); err == nil {
+		t.Errorf("listen on another process's loop succeeded")
+	}
+	if err := h.cli.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cli.c.CloseWrite(); !errors.Is(err, model.ErrClosed) {
+		t.Errorf("CloseWrite of a closed connection: %v, want EBADF", err)
+	}
+}
+
+// A vanished peer ends the connection RetryLimit after the retries began,
+// however late in the run they begin: a vanish at 10 s still leaves the
+// connection alive until 10 s plus the limit.
+func TestVanishLateStillWaitsTheRetryLimit(t *testing.T) {
+	h := newPair(t)
+	h.runTo(10 * time.Second)
+	h.cli.write(1000)
+	t0 := h.now()
+	if !h.w.VanishConn(h.cli.c.id) {
+		t.Fatal("VanishConn found nothing")
+	}
+	h.cli.write(1000)
+	limit := h.w.Config().TCP.RetryLimit
+	h.runTo(t0 + limit - time.Second)
+	if err := h.cli.c.err; err != nil {
+		t.Fatalf("the connection failed %v before the retry limit: %v", time.Second, err)
+	}
+	h.runTo(t0 + limit + time.Second)
+	if err := h.cli.c.err; !errors.Is(err, model.ErrTimedOut) {
+		t.Fatalf("after the retry limit: %v, want ETIMEDOUT", err)
+	}
+}

@@ -245,3 +245,26 @@ func TestWorkerPoolHasAtLeastOneWorker(t *testing.T) {
 		t.Errorf("pools asked for 0, -3, 1 and 3 workers have %v", sizes)
 	}
 }
+
+// Each process draws from a random stream of its own, and a restarted
+// process from a new one: same world seed, different names or lives,
+// different numbers.
+func TestProcessRandomStreamsAreTheirOwn(t *testing.T) {
+	w := New(DefaultConfig(1))
+	var procs []*Process
+	for _, name := range []string{"a", "b"} {
+		p, err := w.Spawn(name, model.ProcessConfig{}, func(model.Process) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p.(*Process))
+	}
+	first := func(p *Process) uint64 { return p.Rand().Uint64() }
+	a, b := first(procs[0]), first(procs[1])
+	procs[0].Crash()
+	procs[0].Restart()
+	again := first(procs[0])
+	if a == b || a == again {
+		t.Errorf("first draws: a %x, b %x, a restarted %x; want all different", a, b, again)
+	}
+}
