@@ -186,11 +186,7 @@ func TestSqueezeFDsOpensAsNamedFilesDo(t *testing.T) {
 func diskProc(t *testing.T, cfg Config, pc model.ProcessConfig) (*World, *Process, *Disk) {
 	t.Helper()
 	w := New(cfg)
-	sp, err := w.Spawn("p", pc, func(model.Process) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := sp.(*Process)
+	p := idleProc(t, w, "p", pc)
 	return w, p, p.SimDisk()
 }
 

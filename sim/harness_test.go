@@ -93,6 +93,33 @@ func newHarness(t *testing.T, opts ...pairOpt) *harness {
 	return h
 }
 
+// timesOutAtRetryLimit runs the world past the retry limit from t0, when
+// c's peer vanished: c must still be alive margin before it, and have
+// failed with ETIMEDOUT a second after.
+func (h *harness) timesOutAtRetryLimit(c *tcpConn, t0, margin time.Duration) {
+	h.t.Helper()
+	limit := h.w.Config().TCP.RetryLimit
+	h.runTo(t0 + limit - margin)
+	if c.err != nil {
+		h.t.Fatalf("failed %v before the retry limit %v: %v", margin, limit, c.err)
+	}
+	h.runTo(t0 + limit + time.Second)
+	if !errors.Is(c.err, model.ErrTimedOut) {
+		h.t.Fatalf("%v after the vanish: %v, want ETIMEDOUT", limit+time.Second, c.err)
+	}
+}
+
+// idleProc spawns a process that runs nothing of its own, for tests that
+// call its disk, buffers or faults directly.
+func idleProc(t *testing.T, w *World, name string, pc model.ProcessConfig) *Process {
+	t.Helper()
+	p, err := w.Spawn(name, pc, func(model.Process) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(*Process)
+}
+
 // newServing returns a world whose server listens, with both ends set
 // up to read everything they receive; the client is not started yet.
 func newServing(t *testing.T, opts ...pairOpt) *harness {

@@ -310,11 +310,7 @@ func TestArenaKeepsModelBuffersWithinItsBound(t *testing.T) {
 	a := new(Arena)
 	w := New(DefaultConfig(1))
 	w.UseArena(a)
-	proc, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := proc.(*Process)
+	p := idleProc(t, w, "p", model.ProcessConfig{})
 	const n = 64 << 10
 	for range 4 * ArenaMaxBytes / n {
 		p.NewBuffer(n)
@@ -374,14 +370,11 @@ func TestArenaCountsWhatItHolds(t *testing.T) {
 	a := new(Arena)
 	w1 := New(DefaultConfig(1))
 	w1.UseArena(a)
-	p1, err := w1.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p1 := idleProc(t, w1, "p", model.ProcessConfig{})
 	w1.newSndArray(4096)
 	w1.newSndArray(64 << 10)
-	p1.(*Process).NewBuffer(1000)
-	p1.(*Process).NewBuffer(20000)
+	p1.NewBuffer(1000)
+	p1.NewBuffer(20000)
 	want := 0
 	for _, arr := range w1.arrays {
 		want += len(arr.buf)
@@ -395,22 +388,19 @@ func TestArenaCountsWhatItHolds(t *testing.T) {
 	}
 	w2 := New(DefaultConfig(2))
 	w2.UseArena(a)
-	p2, err := w2.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p2 := idleProc(t, w2, "p", model.ProcessConfig{})
 	arr := w2.newSndArray(4096)
 	want -= len(arr.buf)
 	if got := a.Bytes(); got != want {
 		t.Errorf("after the next world took a %d-byte array: %d bytes, want %d", len(arr.buf), got, want)
 	}
-	p2.(*Process).NewBuffer(1000) // its array is its class's, 1 KiB
+	p2.NewBuffer(1000) // its array is its class's, 1 KiB
 	want -= 1 << (sndArrayMinShift + sndArrayClass(1000))
 	if got := a.Bytes(); got != want {
 		t.Errorf("after the next world took a 1000-byte buffer: %d bytes, want %d", got, want)
 	}
 	w2.newSndArray(64 << 10)
-	p2.(*Process).NewBuffer(20000)
+	p2.NewBuffer(20000)
 	if got := a.Bytes(); got != 0 {
 		t.Errorf("with everything taken the arena counts %d bytes, want 0", got)
 	}

@@ -922,15 +922,7 @@ func TestVanishedReaderBehindZeroWindowTimesOut(t *testing.T) {
 	if !h.w.VanishConn(h.cli.c.id) {
 		t.Fatal("VanishConn found nothing")
 	}
-	limit := h.w.Config().TCP.RetryLimit
-	h.runTo(t0 + limit - ms)
-	if h.cli.c.err != nil {
-		t.Fatalf("failed %v before the retry limit: %v", limit-ms, h.cli.c.err)
-	}
-	h.runTo(t0 + limit + time.Second)
-	if !errors.Is(h.cli.c.err, model.ErrTimedOut) {
-		t.Fatalf("%v after the vanish: %v, want ETIMEDOUT", limit+time.Second, h.cli.c.err)
-	}
+	h.timesOutAtRetryLimit(h.cli.c, t0, ms)
 	if h.srv.c.err != nil {
 		t.Fatalf("the reader, with nothing to send, noticed: %v", h.srv.c.err)
 	}
@@ -2521,13 +2513,5 @@ func TestVanishLateStillWaitsTheRetryLimit(t *testing.T) {
 		t.Fatal("VanishConn found nothing")
 	}
 	h.cli.write(1000)
-	limit := h.w.Config().TCP.RetryLimit
-	h.runTo(t0 + limit - time.Second)
-	if err := h.cli.c.err; err != nil {
-		t.Fatalf("the connection failed %v before the retry limit: %v", time.Second, err)
-	}
-	h.runTo(t0 + limit + time.Second)
-	if err := h.cli.c.err; !errors.Is(err, model.ErrTimedOut) {
-		t.Fatalf("after the retry limit: %v, want ETIMEDOUT", err)
-	}
+	h.timesOutAtRetryLimit(h.cli.c, t0, time.Second)
 }

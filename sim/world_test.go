@@ -209,11 +209,7 @@ func TestEventsRunInTimeThenPostOrder(t *testing.T) {
 // stands still (World.Epoch) never skips a process's change.
 func TestWorldEpochMovesWithEveryProcessEpoch(t *testing.T) {
 	w := New(DefaultConfig(1))
-	proc, err := w.Spawn("p", model.ProcessConfig{}, func(model.Process) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := proc.(*Process)
+	p := idleProc(t, w, "p", model.ProcessConfig{})
 	for _, step := range []struct {
 		name string
 		do   func()
@@ -251,14 +247,7 @@ func TestWorkerPoolHasAtLeastOneWorker(t *testing.T) {
 // different numbers.
 func TestProcessRandomStreamsAreTheirOwn(t *testing.T) {
 	w := New(DefaultConfig(1))
-	var procs []*Process
-	for _, name := range []string{"a", "b"} {
-		p, err := w.Spawn(name, model.ProcessConfig{}, func(model.Process) {})
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p.(*Process))
-	}
+	procs := []*Process{idleProc(t, w, "a", model.ProcessConfig{}), idleProc(t, w, "b", model.ProcessConfig{})}
 	first := func(p *Process) uint64 { return p.Rand().Uint64() }
 	a, b := first(procs[0]), first(procs[1])
 	procs[0].Crash()
