@@ -1050,6 +1050,15 @@ func (dn *Datanode) PeerRoom() bool {
 	return dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.capWith(dn.peers+1)
 }
 
+// PeersFit reports whether the cap has room for a peer at all, with no
+// connection or peer open: false when MaxConns, or an fd table smaller
+// than the fds kept in reserve, leaves none beside the last place kept
+// for TCP clients. Then no peer ever gets in, and one kept waiting for
+// room would wait for good, its fd held after its client gave up.
+func (dn *Datanode) PeersFit() bool {
+	return dn.cfg.Bugs.NoConnCap || dn.capWith(1) > 0
+}
+
 // ReleasePeer gives back a closed peer's room (an adopted one's passes to
 // its connection: Adopt). Acceptor loop only.
 func (dn *Datanode) ReleasePeer() {

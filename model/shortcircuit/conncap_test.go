@@ -229,3 +229,28 @@ func TestCloseLetsWaitingConnIn(t *testing.T) {
 		t.Errorf("the REQUEST_SHM waiting for room was answered at %v; a connection closed at %v, want within 200µs of it", answeredAt, closeAt)
 	}
 }
+
+// A cap with no room for any domain connection (MaxConns 1: its one
+// place is kept for TCP clients) refuses each at once, as past the cap:
+// one kept waiting for room that can never come held its fd after its
+// client gave up, and the endpoint accepted nothing more. Both of two
+// connections are closed as accepted, and counted refused.
+func TestDomainConnsRefusedWhenNoneFit(t *testing.T) {
+	conns := make([]*scriptedConn, 2)
+	refused := -1
+	cappedWorld(t, 1, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
+		p.MainLoop().AfterFunc(20*time.Millisecond, func() { refused = srv.Stats().Refused })
+		scriptConns(w, "subject", conns, []time.Duration{0, time.Millisecond}, nil)
+	})
+	for i, c := range conns {
+		if c == nil {
+			t.Fatalf("connection %d never connected", i)
+		}
+		if c.closedAt < 0 || c.closedAt > time.Duration(i+1)*time.Millisecond {
+			t.Errorf("connection %d, opened at %v: closed at %v (-1: open); want it closed as soon as accepted", i, time.Duration(i)*time.Millisecond, c.closedAt)
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d refused, want 2", refused)
+	}
+}
