@@ -100,3 +100,41 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 	})
 }
+
+// A request's token and client name may be as long as their bounds
+// (model.MaxTokenLen, model.MaxClientNameLen), together too, and not a
+// byte longer.
+func TestRequestFieldBounds(t *testing.T) {
+	tok, name := bytes.Repeat([]byte{7}, model.MaxTokenLen), string(bytes.Repeat([]byte{'c'}, model.MaxClientNameLen))
+	for _, tc := range []struct {
+		what string
+		r    Request
+		ok   bool
+	}{
+		{"longest token", Request{Op: OpRequestFDs, Token: tok}, true},
+		{"token a byte past", Request{Op: OpRequestFDs, Token: append(tok, 7)}, false},
+		{"longest client name", Request{Op: OpRequestShm, ClientID: name}, true},
+		{"client name a byte past", Request{Op: OpRequestShm, ClientID: name + "c"}, false},
+		{"both at their bounds", Request{Op: OpRequestFDs, Token: tok, ClientID: name}, true},
+	} {
+		b := AppendRequest(nil, tc.r)
+		got, n, err := DecodeRequest(b)
+		if tc.ok && (err != nil || n != len(b) || !reflect.DeepEqual(got, tc.r)) {
+			t.Errorf("%s: decoded %d of %d bytes, %v; want the request whole", tc.what, n, len(b), err)
+		}
+		var pe *model.ProtocolError
+		if !tc.ok && !errors.As(err, &pe) {
+			t.Errorf("%s: %v, want a protocol error", tc.what, err)
+		}
+	}
+}
+
+// A message longer than model.MaxMessageLen is cut to it, so the
+// response still decodes (a longer one is refused).
+func TestResponseMessageCut(t *testing.T) {
+	long := string(bytes.Repeat([]byte{'m'}, model.MaxMessageLen+10))
+	got, _, err := DecodeResponse(AppendResponse(nil, Response{Status: model.StatusErrorInvalid, Message: long}))
+	if err != nil || got.Message != long[:model.MaxMessageLen] {
+		t.Errorf("a %d-byte message: decoded %q, %v; want its first %d bytes", len(long), got.Message, err, model.MaxMessageLen)
+	}
+}

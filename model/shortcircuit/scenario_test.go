@@ -170,6 +170,8 @@ func TestReadScenarioValidate(t *testing.T) {
 		{"65536 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16, 1, 1 }, true},
 		{"65537 blocks", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize, s.ReadSize = 1<<16+1, 1, 1 }, false},
 		{"block size 0", func(s *shortcircuit.ReadScenario) { s.BlockSize = 0 }, false},
+		{"block size 256 MiB", func(s *shortcircuit.ReadScenario) { s.BlockSize = 256 << 20 }, true},
+		{"block size past 256 MiB", func(s *shortcircuit.ReadScenario) { s.Blocks, s.BlockSize = 1, 256<<20+1 }, false},
 		{"read size = block size", func(s *shortcircuit.ReadScenario) { s.ReadSize = s.BlockSize }, true},
 		{"read size past the block size", func(s *shortcircuit.ReadScenario) { s.ReadSize = s.BlockSize + 1 }, false},
 		{"read size 0", func(s *shortcircuit.ReadScenario) { s.ReadSize = 0 }, false},
@@ -192,6 +194,12 @@ func TestReadScenarioValidate(t *testing.T) {
 		tc.set(&s)
 		if err := s.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate says %v, want ok %v", tc.what, err, tc.ok)
+		}
+		if !tc.ok {
+			// RunRead refuses it before it starts anything.
+			if res, err := shortcircuit.RunRead(simWorld(), s, time.Second); err == nil || res != nil {
+				t.Errorf("%s: RunRead ran it (%v)", tc.what, err)
+			}
 		}
 	}
 }
