@@ -117,9 +117,14 @@ type SCCase struct {
 	// Backlog is the datanode's domain socket accept queue (0:
 	// model.DefaultBacklog): at 1 (which holds two) readers connecting at
 	// once find it full and must wait for room.
-	Backlog int    `json:"backlog,omitempty"`
-	Readers int    `json:"readers"`
-	Ops     []SCOp `json:"ops"`
+	Backlog int `json:"backlog,omitempty"`
+	// MaxConns is the datanode's connection cap (0: its fd table's),
+	// which domain connections share with TCP ones (Datanode.TakePeer):
+	// drawn tight, so that the readers' own connections wait for room,
+	// and at 1, whose one place is kept for TCP clients, none fits.
+	MaxConns int    `json:"max_conns,omitempty"`
+	Readers  int    `json:"readers"`
+	Ops      []SCOp `json:"ops"`
 }
 
 // SCOp is one op, Gap after the one before. A change to a block still
@@ -257,6 +262,11 @@ var SCBugs = []SCBug{
 		Name: "sc-fallback-first-chunk", Catches: PropLinearizable,
 		What: "the readers' TCP fallback verifies only the first chunk of each packet: a read that fails short-circuit on a rotted chunk and falls back gets the rot from the datanode as good data when it is not the packet's first (found by the rot fault)",
 		tcp:  model.ClientBugs{VerifyFirstChunk: true},
+	},
+	{
+		Name: "sc-wait-no-room", Catches: PropLeakFree,
+		What:   "a domain connection the datanode's cap has no room for at all (MaxConns 1: its one place is kept for TCP clients) is kept waiting, unread, for room, as when the cap is merely full: room never comes, so the client waits out its timeout before it reads over TCP, the endpoint accepts nothing more, and the waiting connection's fd stays held after its client gave up (leak-freedom at rest; found by a read-scenario test with a 16-fd table, then by check's tight cap)",
+		server: shortcircuit.ServerBugs{WaitWhenNoneFit: true},
 	},
 	{
 		Name: "HDFS-6750", Catches: PropLinearizable,
@@ -412,7 +422,11 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	drawSCRot(d, &c)
 	drawSCRogueUsers(d, &c)
 	drawSCTCPFlood(d, &c)
-	drawSCDrip(d, &c) // drawn last
+	drawSCDrip(d, &c)
+	// Drawn after everything: a tight connection cap.
+	if d.chance(10, "sc_max_conns") {
+		c.MaxConns = 1
+	}
 	return c, c.Validate()
 }
 
@@ -459,6 +473,8 @@ func (c *SCCase) Validate() error {
 		return fmt.Errorf("sc case: disable-for %v, want 0..1h", c.DisableFor)
 	case c.Backlog < 0 || c.Backlog > 1024:
 		return fmt.Errorf("sc case: backlog %d, want 0..1024", c.Backlog)
+	case c.MaxConns < 0 || c.MaxConns > 1<<16:
+		return fmt.Errorf("sc case: max conns %d, want 0..65536", c.MaxConns)
 	case len(c.Ops) > 10000:
 		return fmt.Errorf("sc case: %d ops, want at most 10000", len(c.Ops))
 	}
@@ -582,6 +598,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 	var dn *model.Datanode
 	var srv *shortcircuit.Server
 	var dnBase int
+	// peersFit: the datanode's cap has room for a domain connection at
+	// all (Datanode.PeersFit). At MaxConns 1 it has none, and refuses
+	// each: every read goes over TCP, and no newcomer gets a segment.
+	peersFit := true
 	var dn2Proc model.Process
 	var dn2 *model.Datanode
 	var srv2 *shortcircuit.Server
@@ -602,7 +622,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			}
 		}
 		var err error
-		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond, Bugs: bug.datanode}); err != nil {
+		if dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond, MaxConns: c.MaxConns, Bugs: bug.datanode}); err != nil {
 			w.Fail(err)
 			return
 		}
@@ -611,6 +631,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 			return
 		}
 		dnBase = p.FDs().Open
+		peersFit = dn.PeersFit()
 		if starts > 1 {
 			if up != nil {
 				up()
@@ -793,7 +814,7 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 							}
 							excused := faultedAt || faults > 0 || faultsBegun != begunAt || resets != resetsAt
 							switch {
-							case excused:
+							case excused || !peersFit:
 							case err != nil:
 								run.fail(PropHostileAvail, "a new local client asked for a segment on a new domain connection at half rogue op %d's hold and got none after %v: %v", n, wait, err)
 							case wait > scProbeBound:
@@ -1027,10 +1048,10 @@ func runSC(c SCCase, out io.Writer, hashing hashing) *SCResult {
 											if c.Timeout > 0 && end-start > scReadBound*c.Timeout {
 												run.fail(PropAvailability, "read %d of block %d at %v–%v took %v, over %d× the readers' timeout of %v: it waited on a datanode that did not answer", n, block, start, end, end-start, scReadBound, c.Timeout)
 											}
-											if !viaFDs && beforeFaults && there && !rotted {
+											if !viaFDs && beforeFaults && there && !rotted && peersFit {
 												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP before any fault, the block there", n, block, start, end)
 											}
-											if !viaFDs && backAll && there && !rotted {
+											if !viaFDs && backAll && there && !rotted && peersFit {
 												run.fail(PropLocalReads, "read %d of block %d at %v–%v went over TCP, the block there, with every fault over (the last at %v), no reset armed, and the last failure's DisableFor of %v over by %v: short-circuit did not come back", n, block, start, end, faultEndAt, disableFor, failUntilAt)
 											}
 											if r.Err == nil {
@@ -1377,7 +1398,7 @@ type SCTrace struct {
 // SCTraceFormat names the file layout (and the code version: a change
 // that alters a short-circuit run's events bumps it and re-records the
 // corpus).
-const SCTraceFormat = "xceiver-sc-trace/30"
+const SCTraceFormat = "xceiver-sc-trace/31"
 
 // RecordSC runs c and returns its trace.
 func RecordSC(c SCCase) (SCTrace, *SCResult) {

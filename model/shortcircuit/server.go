@@ -53,6 +53,12 @@ const DefaultMaxSegmentsPerUser = 128
 
 // ServerBugs switch on historic datanode-side bugs.
 type ServerBugs struct {
+	// WaitWhenNoneFit keeps a domain connection waiting for room in a
+	// cap that has none for any (MaxConns 1, or a tiny fd table), as
+	// when the cap is merely full: room never comes, the connection's fd
+	// stays held after its client gave up, and the endpoint accepts
+	// nothing more.
+	WaitWhenNoneFit bool
 	// KeepSlotOnLostReply is HDFS-7915: the datanode registers the slot
 	// and counts it handed over once its send returns: it asks for no
 	// receipt and frees nothing when the send fails, so a reply the
@@ -284,7 +290,7 @@ func (s *Server) admit(c model.Conn) {
 	// Counted against the datanode's cap, whatever the user: a bound per
 	// user alone lets every local user add its own.
 	capped := !s.cfg.Bugs.UncappedConns
-	if capped && !s.dn.PeersFit() {
+	if capped && !s.dn.PeersFit() && !s.cfg.Bugs.WaitWhenNoneFit {
 		// No room will ever come (MaxConns or the fd table too small
 		// for any peer): refused as past the cap, the client falls back
 		// at once instead of waiting out its timeout while the
