@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"xceiver/model"
@@ -48,8 +49,8 @@ func TestResponseRoundTrip(t *testing.T) {
 	}
 	b := AppendResponse(nil, Response{Status: model.StatusSuccess})
 	b[len(b)-1] = 2
-	if _, _, err := DecodeResponse(b); err == nil || errors.Is(err, model.ErrNeedMore) {
-		t.Errorf("receipt flag 2 decoded: %v", err)
+	if _, _, err := DecodeResponse(b); err == nil || !strings.Contains(err.Error(), "receipt flag 2,") {
+		t.Errorf("receipt flag 2 decoded: %v; want an error naming the flag", err)
 	}
 }
 
@@ -103,28 +104,28 @@ func FuzzDecodeResponse(f *testing.F) {
 
 // A request's token and client name may be as long as their bounds
 // (model.MaxTokenLen, model.MaxClientNameLen), together too, and not a
-// byte longer.
+// byte longer: then the error names the field, its length and the bound.
 func TestRequestFieldBounds(t *testing.T) {
 	tok, name := bytes.Repeat([]byte{7}, model.MaxTokenLen), string(bytes.Repeat([]byte{'c'}, model.MaxClientNameLen))
 	for _, tc := range []struct {
 		what string
 		r    Request
-		ok   bool
+		err  string // "": decodes
 	}{
-		{"longest token", Request{Op: OpRequestFDs, Token: tok}, true},
-		{"token a byte past", Request{Op: OpRequestFDs, Token: append(tok, 7)}, false},
-		{"longest client name", Request{Op: OpRequestShm, ClientID: name}, true},
-		{"client name a byte past", Request{Op: OpRequestShm, ClientID: name + "c"}, false},
-		{"both at their bounds", Request{Op: OpRequestFDs, Token: tok, ClientID: name}, true},
+		{"longest token", Request{Op: OpRequestFDs, Token: tok}, ""},
+		{"token a byte past", Request{Op: OpRequestFDs, Token: append(tok, 7)}, "token of 1025 bytes exceeds 1024"},
+		{"longest client name", Request{Op: OpRequestShm, ClientID: name}, ""},
+		{"client name a byte past", Request{Op: OpRequestShm, ClientID: name + "c"}, "client name of 257 bytes exceeds 256"},
+		{"both at their bounds", Request{Op: OpRequestFDs, Token: tok, ClientID: name}, ""},
 	} {
 		b := AppendRequest(nil, tc.r)
 		got, n, err := DecodeRequest(b)
-		if tc.ok && (err != nil || n != len(b) || !reflect.DeepEqual(got, tc.r)) {
+		if tc.err == "" && (err != nil || n != len(b) || !reflect.DeepEqual(got, tc.r)) {
 			t.Errorf("%s: decoded %d of %d bytes, %v; want the request whole", tc.what, n, len(b), err)
 		}
 		var pe *model.ProtocolError
-		if !tc.ok && !errors.As(err, &pe) {
-			t.Errorf("%s: %v, want a protocol error", tc.what, err)
+		if tc.err != "" && (!errors.As(err, &pe) || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want a protocol error saying %q", tc.what, err, tc.err)
 		}
 	}
 }

@@ -189,6 +189,8 @@ func TestReadScenarioValidate(t *testing.T) {
 		{"backlog 65536", func(s *shortcircuit.ReadScenario) { s.Backlog = 65536 }, false},
 		{"cache of 0 shards (the default)", func(s *shortcircuit.ReadScenario) { s.Cache = shortcircuit.CacheConfig{} }, true},
 		{"cache of 4 shards, capacity 3", func(s *shortcircuit.ReadScenario) { s.Cache.Shards, s.Cache.Capacity = 4, 3 }, false},
+		{"cache of 1024 shards", func(s *shortcircuit.ReadScenario) { s.Cache.Shards, s.Cache.Capacity = 1024, 1024 }, true},
+		{"cache of 1025 shards", func(s *shortcircuit.ReadScenario) { s.Cache.Shards, s.Cache.Capacity = 1025, 1025 }, false},
 	} {
 		s := shortcircuit.DefaultReadScenario()
 		tc.set(&s)
