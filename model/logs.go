@@ -37,6 +37,7 @@ var LogKeys = map[string][]string{
 	"sc-send-error":    {"conn", "err"},
 	"sc-error":         {"conn", "err"},
 	"sc-conn-refused":  {"conn", "open"},
+	"sc-conn-no-room":  {"conn"},
 	"sc-conn-evicted":  {"conn"},
 	"sc-conns-full":    {"conn", "domain", "conns"},
 	// rpc

@@ -118,10 +118,11 @@ type SCCase struct {
 	// model.DefaultBacklog): at 1 (which holds two) readers connecting at
 	// once find it full and must wait for room.
 	Backlog int `json:"backlog,omitempty"`
-	// MaxConns is the datanode's connection cap (0: its fd table's),
-	// which domain connections share with TCP ones (Datanode.TakePeer):
-	// drawn tight, so that the readers' own connections wait for room,
-	// and at 1, whose one place is kept for TCP clients, none fits.
+	// MaxConns is the datanode's connection cap (0: the default, 4,096,
+	// lowered to its fd table's room), which domain connections share
+	// with TCP ones (Datanode.TakePeer): drawn as 1, whose one place is
+	// kept for TCP clients, so that no domain connection fits and each
+	// is refused.
 	MaxConns int    `json:"max_conns,omitempty"`
 	Readers  int    `json:"readers"`
 	Ops      []SCOp `json:"ops"`
@@ -423,7 +424,7 @@ func DrawSC(src Source, seed uint64, bug string) (SCCase, error) {
 	drawSCRogueUsers(d, &c)
 	drawSCTCPFlood(d, &c)
 	drawSCDrip(d, &c)
-	// Drawn after everything: a tight connection cap.
+	// Drawn after everything: a cap with no room for a domain connection.
 	if d.chance(10, "sc_max_conns") {
 		c.MaxConns = 1
 	}

@@ -90,6 +90,14 @@ func cappedWorld(t *testing.T, maxConns int, scfg shortcircuit.ServerConfig, set
 func cappedWorldCfg(t *testing.T, cfg sim.Config, maxConns int, scfg shortcircuit.ServerConfig, setup func(p model.Process) error,
 	script func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server)) {
 	t.Helper()
+	domainWorld(t, cfg, 30*time.Millisecond, maxConns, scfg, setup, script)
+}
+
+// domainWorld is cappedWorldCfg run for d of world time (the world's
+// limit is then twice that, at least a minute).
+func domainWorld(t *testing.T, cfg sim.Config, d time.Duration, maxConns int, scfg shortcircuit.ServerConfig, setup func(p model.Process) error,
+	script func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server)) {
+	t.Helper()
 	w := sim.New(cfg)
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		if setup != nil {
@@ -110,12 +118,12 @@ func cappedWorldCfg(t *testing.T, cfg sim.Config, maxConns int, scfg shortcircui
 			return
 		}
 		script(w, p, dn, srv)
-		p.MainLoop().AfterFunc(30*time.Millisecond, w.Stop)
+		p.MainLoop().AfterFunc(d, w.Stop)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Run(time.Minute); err != nil {
+	if err := w.Run(max(time.Minute, 2*d)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -52,16 +52,26 @@ func TestCachedDomainConnectionExpiresFromItsLastUse(t *testing.T) {
 
 // A client closed while its fd request is under way does not cache the
 // request's connection when the answer comes: it is closed, and nothing
-// is left open once the client and its shared state are closed. (Each
-// delay closes the client at another point of the exchange.)
+// is left open once the client and its shared state are closed. Each
+// delay closes the client at another point of its first read; at least
+// one must fall while the fd request is with the datanode, unanswered
+// (the datanode has counted it, the client has no fds yet), or the test
+// no longer tests that.
 func TestClientClosedMidRequestCachesNoConnection(t *testing.T) {
+	inFlight := 0
 	for d := time.Duration(0); d <= 400*time.Microsecond; d += 10 * time.Microsecond {
 		var after rest
 		e := startEnvCfg(t, simWorld(), shortcircuit.ServerBugs{}, func(e *env) {
 			steps(
 				func(next func()) {
 					e.cl.Read(1, 0, 0, 100, func(model.Result) {})
-					e.cp.MainLoop().AfterFunc(d, func() { e.cl.Close(); next() })
+					e.cp.MainLoop().AfterFunc(d, func() {
+						if e.srv.Stats().FDRequests == 1 && e.cl.Stats().FDsReceived == 0 {
+							inFlight++
+						}
+						e.cl.Close()
+						next()
+					})
 				},
 				e.finish(&after),
 			)
@@ -69,5 +79,9 @@ func TestClientClosedMidRequestCachesNoConnection(t *testing.T) {
 		if after.clFDs != e.cbase {
 			t.Errorf("client closed %v into its first read: %d fds open at rest, %d before", d, after.clFDs, e.cbase)
 		}
+		e.checkRest(t, after)
+	}
+	if inFlight == 0 {
+		t.Errorf("no delay closed the client while its fd request was with the datanode")
 	}
 }

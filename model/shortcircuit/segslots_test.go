@@ -3,7 +3,6 @@ package shortcircuit_test
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"xceiver/model"
 	"xceiver/model/shortcircuit"
@@ -15,27 +14,18 @@ import (
 // a second segment, and every read is served from passed fds.
 func TestSegmentHoldsSixtyFourSlots(t *testing.T) {
 	const blocks = shortcircuit.SegmentSize/shortcircuit.SlotSize + 1
-	w := sim.New(sim.DefaultConfig(1))
 	var segments, local int
 	var st shortcircuit.SharedStats
-	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+	writeBlocks := func(p model.Process) error {
 		store := model.NewBlockStore(p.Disk(), "data")
 		for b := uint64(1); b <= blocks; b++ {
 			if _, err := store.Write(b, model.BlockContent(b, 600)); err != nil {
-				w.Fail(err)
-				return
+				return err
 			}
 		}
-		dn, err := model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010"})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
-		srv, err := shortcircuit.Start(dn, shortcircuit.ServerConfig{Path: "/run/dn_socket"})
-		if err != nil {
-			w.Fail(err)
-			return
-		}
+		return nil
+	}
+	cappedWorld(t, 0, shortcircuit.ServerConfig{}, writeBlocks, func(w *sim.World, p model.Process, dn *model.Datanode, srv *shortcircuit.Server) {
 		w.Spawn("client", model.ProcessConfig{}, func(cp model.Process) {
 			loop := cp.MainLoop()
 			sh, err := shortcircuit.NewShared(cp, shortcircuit.SharedConfig{Cache: shortcircuit.CacheConfig{Shards: 1, Capacity: 2 * blocks}})
@@ -53,7 +43,7 @@ func TestSegmentHoldsSixtyFourSlots(t *testing.T) {
 				if b > blocks {
 					sh.Stats(loop, func(s shortcircuit.SharedStats) {
 						st = s
-						p.MainLoop().Post(func() { segments = srv.Stats().Segments; w.Stop() })
+						p.MainLoop().Post(func() { segments = srv.Stats().Segments })
 					})
 					return
 				}
@@ -67,12 +57,6 @@ func TestSegmentHoldsSixtyFourSlots(t *testing.T) {
 			read(1)
 		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
 	if local != blocks || segments != 2 || st.Segments != 2 || st.SlotsAllocated != blocks {
 		t.Errorf("%d of %d reads from passed fds, %d segments passed, client stats %+v; want every read local, 2 segments, %d slots", local, blocks, segments, st, blocks)
 	}

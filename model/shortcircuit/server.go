@@ -296,7 +296,7 @@ func (s *Server) admit(c model.Conn) {
 		// at once instead of waiting out its timeout while the
 		// endpoint accepts nothing more.
 		s.stats.Refused++
-		s.p.Log("sc-conn-refused", "conn", c.ID(), "open", s.connsByUser[user])
+		s.p.Log("sc-conn-no-room", "conn", c.ID())
 		_ = c.Close()
 		return
 	}
