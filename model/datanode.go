@@ -1051,9 +1051,9 @@ func (dn *Datanode) PeerRoom() bool {
 }
 
 // PeersFit reports whether the cap has room for a peer at all, with no
-// connection or peer open: false when MaxConns, or an fd table with no
-// more than the fds kept in reserve, leaves none beside the last place
-// kept for TCP clients. Then no peer ever gets in, and one kept waiting
+// connection or peer open: false when MaxConns, or an fd table too small
+// for the fds kept in reserve, the peer's own and one TCP connection's,
+// leaves none beside the last place kept for TCP clients. Then no peer ever gets in, and one kept waiting
 // for room would wait for good, its fd held after its client gave up.
 // (True means one fits: a short-circuit read needs two at once, its
 // segment's connection and its fd request's.)

@@ -166,6 +166,7 @@ func TestEvictionSparesAConnWhoseIdleMoved(t *testing.T) {
 type scriptedConn struct {
 	c        model.Conn
 	res      rawResult
+	openedAt time.Duration // when it was dialed
 	closedAt time.Duration
 	got      func()
 }
@@ -187,7 +188,7 @@ func scriptConns(w *sim.World, name string, conns []*scriptedConn, at []time.Dur
 
 func dialScripted(w *sim.World, p model.Process) *scriptedConn {
 	l := p.MainLoop()
-	sc := &scriptedConn{closedAt: -1}
+	sc := &scriptedConn{openedAt: l.Now(), closedAt: -1}
 	c, err := p.Dial("unix", "/run/dn_socket", l, func(model.Events) {
 		if sc.closedAt >= 0 {
 			return
