@@ -1025,7 +1025,9 @@ func (dn *Datanode) capWith(peers int) int {
 // DataXceiverServer counts every peer, domain or TCP, against
 // dfs.datanode.max.transfer.threads; it reports false, counting nothing,
 // when the cap leaves no room for it beside the datanode's own: the
-// endpoint then closes it, as HDFS closes a peer past maxXceiverCount.
+// endpoint then makes room (MakePeerRoom) or keeps it waiting for room,
+// and closes it, as HDFS closes a peer past maxXceiverCount, only when
+// no peer fits at all (PeersFit).
 // A peer holds an fd as a TCP connection does, so without this every
 // local user, each within the endpoint's own bounds, adds to a count
 // that nothing bounds, until block opens and accepts fail with EMFILE.
@@ -1053,7 +1055,8 @@ func (dn *Datanode) PeerRoom() bool {
 // PeersFit reports whether the cap has room for a peer at all, with no
 // connection or peer open: false when MaxConns, or an fd table too small
 // for the fds kept in reserve, the peer's own and one TCP connection's,
-// leaves none beside the last place kept for TCP clients. Then no peer ever gets in, and one kept waiting
+// leaves none beside the last place kept for TCP clients. Then no peer
+// ever gets in (TakePeer fails whatever is open), and one kept waiting
 // for room would wait for good, its fd held after its client gave up.
 // (True means one fits: a short-circuit read needs two at once, its
 // segment's connection and its fd request's.)

@@ -290,17 +290,17 @@ func (s *Server) admit(c model.Conn) {
 	// Counted against the datanode's cap, whatever the user: a bound per
 	// user alone lets every local user add its own.
 	capped := !s.cfg.Bugs.UncappedConns
-	if capped && !s.dn.PeersFit() && !s.cfg.Bugs.WaitWhenNoneFit {
-		// No room will ever come (MaxConns or the fd table too small
-		// for any peer): refused as past the cap, the client falls back
-		// at once instead of waiting out its timeout while the
-		// endpoint accepts nothing more.
-		s.stats.Refused++
-		s.p.Log("sc-conn-no-room", "conn", c.ID())
-		_ = c.Close()
-		return
-	}
 	if capped && !s.dn.TakePeer() {
+		if !s.dn.PeersFit() && !s.cfg.Bugs.WaitWhenNoneFit {
+			// No room will ever come (MaxConns or the fd table too
+			// small for any peer): refused as past the cap, the client
+			// falls back at once instead of waiting out its timeout
+			// while the endpoint accepts nothing more.
+			s.stats.Refused++
+			s.p.Log("sc-conn-no-room", "conn", c.ID())
+			_ = c.Close()
+			return
+		}
 		s.dn.MakePeerRoom()
 		if !s.dn.TakePeer() {
 			s.p.Log("sc-conns-full", "conn", c.ID(), "domain", len(s.conns), "conns", s.dn.Conns())
