@@ -638,7 +638,9 @@ func (b *BlockFiles) readChunks(dst []byte, off int64, n int, verify bool) (data
 	return data, sums, nil
 }
 
-// Close closes both files.
+// Close closes both files, whatever either reports (close(2) frees the
+// fd regardless), and returns the first error: the data file's, else the
+// meta file's.
 func (b *BlockFiles) Close() error {
 	err := b.Data.Close()
 	if merr := b.Meta.Close(); err == nil {

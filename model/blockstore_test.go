@@ -554,6 +554,49 @@ func TestBlockStoreFailedCloseLeavesOldReplica(t *testing.T) {
 	}
 }
 
+// A reader's BlockFiles.Close closes both files whatever either reports,
+// and reports the first failure: the data file's, then the meta file's.
+func TestBlockFilesCloseReportsEitherFilesError(t *testing.T) {
+	errData, errMeta := errors.New("data close"), errors.New("meta close")
+	for _, tt := range []struct {
+		name               string
+		failData, failMeta bool
+		want               error
+	}{
+		{"neither fails", false, false, nil},
+		{"data fails", true, false, errData},
+		{"meta fails", false, true, errMeta},
+		{"both fail", true, true, errData},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, s := bsNewStore(t)
+			st, err := s.Write(1, protoData(700))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bf, err := s.OpenForRead(1, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.failClose = func(path string) error {
+				switch {
+				case tt.failData && path == s.dataPath(1):
+					return errData
+				case tt.failMeta && path == s.metaPath(1, st):
+					return errMeta
+				}
+				return nil
+			}
+			if err := bf.Close(); err != tt.want {
+				t.Errorf("Close = %v, want %v", err, tt.want)
+			}
+			if d.openFDs() != 0 {
+				t.Errorf("fds open after Close: %v", d.open)
+			}
+		})
+	}
+}
+
 func TestBlockStoreFailedWriteLeavesOldReplica(t *testing.T) {
 	d, s := bsNewStore(t)
 	s1, _ := s.Write(2, protoData(2000))
