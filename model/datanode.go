@@ -66,7 +66,9 @@ type DatanodeConfig struct {
 	// hours (slowloris).
 	RequestTimeout time.Duration
 	// SendTimeout closes a connection whose client took none of what it
-	// is being sent for this long.
+	// is being sent for this long: HDFS's dfs.datanode.socket.write.timeout,
+	// 8 minutes by default (a blocked write of the DataXceiver's socket
+	// output stream times out then).
 	SendTimeout time.Duration
 	// HandleWait bounds a read's wait for a pool handle, and a write's
 	// for buffer room (MaxBuffered); it then fails, busy. StallTimeout: a
@@ -274,7 +276,7 @@ func DefaultDatanodeConfig() DatanodeConfig {
 		MaxBuffered: 64 << 20,
 
 		RequestTimeout: 60 * time.Second,
-		SendTimeout:    60 * time.Second,
+		SendTimeout:    8 * time.Minute,
 		HandleWait:     10 * time.Second,
 		StallTimeout:   time.Second,
 		MaxConns:       4096,
@@ -1516,7 +1518,6 @@ type dnConn struct {
 	ka        Timer
 	rt        Deadline // read timeout (see watchInput)
 	closed    bool
-	clean     bool // the last op ended cleanly
 	opsOnConn int
 	received  int64         // bytes read from the socket
 	acceptSeq uint64        // accept order (acceptor loop)
@@ -1789,7 +1790,6 @@ func (dc *dnConn) startOp(req Request) {
 	dc.opsOnConn++
 	dc.st.Ops++
 	dc.req = req
-	dc.clean = false
 	// HDFS checks access before anything else: a refused request learns
 	// nothing about the block, and nothing is opened or changed.
 	if err := dc.tokenMAC().Check(dc.dn.cfg.TokenKey, req.Token, req.BlockID, req.GenStamp, ModeFor(req.Op), dc.loop.Now()); err != nil {
@@ -3013,7 +3013,6 @@ func (dc *dnConn) applied(stamp uint64, length int64, err error) {
 // closes its connection where it fails.)
 func (dc *dnConn) endOp() {
 	dc.releaseReplica()
-	dc.clean = true
 	dc.phase = phaseRequest
 	dc.c.SetReadInterest(true)
 	if !dc.dn.cfg.Bugs.KeepaliveForever {

@@ -46,3 +46,33 @@ func TestStalledSendIsWatchedCoarsely(t *testing.T) {
 		t.Errorf("the datanode held %d connections at 2.5 s and %d at 4 s: want the stalled read until its send timeout (3 s), then none", connsAt2, connsAt4)
 	}
 }
+
+// By default a read whose client never takes its data holds its
+// connection for HDFS's write timeout, 8 minutes after the datanode last
+// got a byte out, and no longer: nothing else cuts it off while no other
+// read waits for a handle.
+func TestDefaultSendTimeoutIsEightMinutes(t *testing.T) {
+	content := model.BlockContent(1, 4<<20)
+	conns := map[time.Duration]int{}
+	datanodeWorld(t, model.DatanodeConfig{}, [][]byte{content}, "stuck", func(w *World, dn *model.Datanode, _, pp model.Process) {
+		l := pp.MainLoop()
+		var c model.Conn
+		c, _ = pp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
+			if ev&model.Writable != 0 {
+				c.SetWriteInterest(false)
+				if _, err := c.Write(request(model.OpReadBlock, 1, 0, 0, int64(len(content)))); err != nil {
+					w.Fail(err)
+				}
+			}
+		})
+		c.SetReadInterest(false) // it never reads: its window closes
+		c.SetWriteInterest(true)
+		for _, at := range []time.Duration{time.Minute + time.Second, 8*time.Minute - time.Second, 8*time.Minute + time.Second} {
+			l.AfterFunc(at, func() { conns[at] = dn.Conns() })
+		}
+		l.AfterFunc(9*time.Minute, func() { c.Close() })
+	})
+	if conns[time.Minute+time.Second] != 1 || conns[8*time.Minute-time.Second] != 1 || conns[8*time.Minute+time.Second] != 0 {
+		t.Errorf("the datanode held %v connections (by time): want the stuck read's until 8 minutes, then none", conns)
+	}
+}
