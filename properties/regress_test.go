@@ -747,6 +747,19 @@ func TestWritesWaitForRoomBehindHoarders(t *testing.T) {
 	bugSeed{82, "busy-when-full", HostileHoarder, PropHostileAvail, "busy: ", func(c *Config) *bool { return &c.BusyWhenFull }}.check(t)
 }
 
+// A write pressed for room while its client is still sending is not cut
+// off then; it is looked at again a stall timeout after its last step,
+// and cut off if writes still wait. Without that second look (mutant
+// 2d2120d073, which survived 300 check seeds and fell at seed 2958 of
+// 3,000) a write pressed while it still received keeps its room after
+// its client stops, and a well-behaved append waiting behind the write
+// quitters' room times out (no progress for 1 s, the client's timeout).
+// testdata/write-stall-recheck-case.json is that seed shrunk on the
+// mutant (2 ops, 8 write quitters).
+func TestPressedWriteIsLookedAtAgain(t *testing.T) {
+	mustPass(t, "testdata/write-stall-recheck-case.json")
+}
+
 // bugSeed is a seed at which check catches a catalogued bug: drawn with
 // the bug, it has no faults, some peers of kind and the bug's switch
 // (on) set; it fails prop with text in the message, and passes once the
