@@ -416,8 +416,11 @@ type Datanode struct {
 	asking       int
 	acceptPaused bool // full: accepting again once a connection closes
 	// peers are the connections another endpoint on the acceptor loop
-	// holds open (the short-circuit domain socket's: TakePeer).
+	// holds open (the short-circuit domain socket's: TakePeer), and
+	// watched those of them it has handed to a watcher (WatchPeer): an
+	// fd each, but no place in MaxConns.
 	peers        int
+	watched      int
 	peerEnd      PeerEndpoint  // that endpoint, if it has registered (SetPeerEndpoint)
 	evictT       Timer         // full, with the idle connections too young to close yet
 	evictAt      time.Duration // when evictT fires
@@ -1009,9 +1012,11 @@ func (dn *Datanode) overCap() int {
 // block files (a thread per connection also needs its loop's fds and its
 // own block files); another endpoint's peers (TakePeer) take their share
 // of both.
-func (dn *Datanode) connCap() int { return max(1, dn.capWith(dn.peers)) }
+func (dn *Datanode) connCap() int { return max(1, dn.capWith(dn.peers, dn.watched)) }
 
-func (dn *Datanode) capWith(peers int) int {
+// capWith is the cap on connections with peers taking places and watched
+// peers holding fds beside them.
+func (dn *Datanode) capWith(peers, watched int) int {
 	// Writes open their files outside the pool: keep room for them too.
 	reserve, perConn := 64, 1
 	if dn.pool != nil {
@@ -1019,7 +1024,7 @@ func (dn *Datanode) capWith(peers int) int {
 	} else {
 		perConn = 5 // socket, the thread's epoll and eventfd, data and meta
 	}
-	return min(dn.cfg.MaxConns-peers, (dn.p.FDs().Limit-reserve-peers)/perConn)
+	return min(dn.cfg.MaxConns-peers, (dn.p.FDs().Limit-reserve-peers-watched)/perConn)
 }
 
 // TakePeer counts a connection another endpoint accepted (the
@@ -1051,7 +1056,7 @@ func (dn *Datanode) TakePeer() bool {
 // that peers never take the last place from TCP clients. Acceptor loop
 // only.
 func (dn *Datanode) PeerRoom() bool {
-	return dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.capWith(dn.peers+1)
+	return dn.cfg.Bugs.NoConnCap || len(dn.conns) < dn.capWith(dn.peers+1, dn.watched)
 }
 
 // PeersFit reports whether the cap has room for a peer at all, with no
@@ -1060,16 +1065,42 @@ func (dn *Datanode) PeerRoom() bool {
 // leaves none beside the last place kept for TCP clients. Then no peer
 // ever gets in (TakePeer fails whatever is open), and one kept waiting
 // for room would wait for good, its fd held after its client gave up.
-// (True means one fits: a short-circuit read needs two at once, its
-// segment's connection and its fd request's.)
+// (True means one fits: enough for a short-circuit read, whose segment's
+// connection gives its place back once the segment is granted,
+// WatchPeer, before its fd request needs one.)
 func (dn *Datanode) PeersFit() bool {
-	return dn.cfg.Bugs.NoConnCap || dn.capWith(1) > 0
+	return dn.cfg.Bugs.NoConnCap || dn.capWith(1, 0) > 0
 }
 
 // ReleasePeer gives back a closed peer's room (an adopted one's passes to
 // its connection: Adopt). Acceptor loop only.
 func (dn *Datanode) ReleasePeer() {
 	dn.peers--
+	dn.acceptIfRoom()
+}
+
+// WatchPeer gives back a peer's place in MaxConns while its fd stays
+// counted: the endpoint keeps the connection only to learn when its
+// client goes (a short-circuit segment's, as HDFS's DataXceiver hands a
+// REQUEST_SHORT_CIRCUIT_SHM socket to its DomainSocketWatcher and
+// releases the peer, so that dfs.datanode.max.transfer.threads counts
+// it no longer). Counted as a place, every client's segment would hold
+// one for good: at MaxConns 2 a reader's fd request found none (the
+// segment's connection held one place, and PeerRoom keeps the last for
+// TCP clients) and waited out its minute. The fd still counts, so peers handed over
+// cannot fill the fd table (local users squatting segments together,
+// each within its per-user bound). ReleaseWatchedPeer gives the fd's room
+// back when the connection closes. Acceptor loop only.
+func (dn *Datanode) WatchPeer() {
+	dn.peers--
+	dn.watched++
+	dn.acceptIfRoom()
+}
+
+// ReleaseWatchedPeer gives back a closed watched peer's fd (WatchPeer).
+// Acceptor loop only.
+func (dn *Datanode) ReleaseWatchedPeer() {
+	dn.watched--
 	dn.acceptIfRoom()
 }
 

@@ -1,6 +1,7 @@
 package shortcircuit_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -209,11 +210,16 @@ func TestHandOverKeepsTheCap(t *testing.T) {
 // segment), a new connection waits unread for room; when one of them
 // closes, the waiting one is let in at once. Nothing else lets it in:
 // there is no idle connection of either kind to close, and the endpoint
-// does not poll for room.
+// does not poll for room. A segment's connection holds an fd but no place
+// in MaxConns (Datanode.WatchPeer), so the cap here is the fd table's:
+// 138 fds, less the 130 the datanode keeps in reserve (64, the pool's 64
+// and two a selector), leave 8.
 func TestCloseLetsWaitingConnIn(t *testing.T) {
 	const closeAt = 3500 * time.Microsecond
 	answeredAt := time.Duration(-1)
-	cappedWorld(t, 8, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
+	cfg := sim.DefaultConfig(1)
+	cfg.FDLimit = 138
+	cappedWorldCfg(t, cfg, 0, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
 		w.Spawn("squatter", model.ProcessConfig{}, func(sq model.Process) {
 			var conns []model.Conn
 			for range 7 { // the cap's 8 less the one left for TCP
@@ -260,5 +266,44 @@ func TestDomainConnsRefusedWhenNoneFit(t *testing.T) {
 	}
 	if refused != 2 {
 		t.Errorf("%d refused, want 2", refused)
+	}
+}
+
+// A segment's connection gives its place in MaxConns back once the
+// segment is granted, keeping only its fd counted, as HDFS's DataXceiver
+// releases the peer it hands to its DomainSocketWatcher. At MaxConns 2
+// (one place for a domain connection: PeerRoom keeps the last for TCP
+// clients) a reader's fd request then finds the place its segment's
+// request used: two reads of different blocks are short-circuit and take
+// a millisecond at most. Counted as a place for as long as the segment
+// lived (SegmentKeepsPlace, as before), the segment held the one place,
+// and the first fd request waited out its timeout (a minute by default,
+// 2 s here) before the read went over TCP.
+func TestSegmentTakesNoPlaceInTheCap(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		var took [2]time.Duration
+		var st shortcircuit.ClientStats
+		var after rest
+		e := startEnvDN(t, simWorld(), model.DatanodeConfig{Addr: "dn:50010", MaxConns: 2}, "/run/dn_socket", shortcircuit.ServerBugs{SegmentKeepsPlace: bug},
+			shortcircuit.SharedConfig{Timeout: 2 * time.Second}, shortcircuit.ClientConfig{}, func(e *env) {
+				read := func(i int, block uint64) func(next func()) {
+					return func(next func()) {
+						start := e.cp.MainLoop().Now()
+						e.cl.Read(block, 0, 0, blockLen, func(r model.Result) {
+							took[i] = e.cp.MainLoop().Now() - start
+							if r.Err != nil || !bytes.Equal(r.Data, model.BlockContent(block, blockLen)) {
+								e.w.Fail(fmt.Errorf("read of block %d: err %v, %d bytes", block, r.Err, len(r.Data)))
+							}
+							next()
+						})
+					}
+				}
+				steps(read(0, 1), read(1, 2), func(next func()) { st = e.cl.Stats(); next() }, e.finish(&after))
+			})
+		slow := took[0] > time.Millisecond || took[1] > time.Millisecond || st.LocalReads != 2
+		if slow != bug {
+			t.Errorf("segment keeps its place %v: reads took %v and %v, %d of 2 short-circuit; want both short-circuit within 1 ms unless it does", bug, took[0], took[1], st.LocalReads)
+		}
+		e.checkRest(t, after)
 	}
 }

@@ -12,7 +12,8 @@ import (
 
 // Which domain connection the shared cap's eviction closes for room. In
 // each case the cap (8, so 7 domain places) is filled by the connections
-// under test and by silent flooders that connect at 600µs, and a
+// under test (a segment's takes no place once granted: WatchPeer) and by
+// silent flooders that connect at 600µs, and a
 // REQUEST_SHM at 1 ms needs one place: exactly one connection must be
 // closed, the one idle longest (silent since its accept, or holding part
 // of a request since it began), and never one that holds nothing after a
@@ -26,19 +27,20 @@ func TestEvictionClosesTheLongestIdle(t *testing.T) {
 		// be closed, -1 for a flooder.
 		subjects func(w *sim.World, conns []*scriptedConn)
 		n        int
+		segs     int // of the n, those that keep a segment
 		closed   int
 		cfg      func(*sim.Config)
 	}{{
 		// The fd connection a reader keeps after its receipt has been
 		// quiet the longest, but it is no idler: closing it for room
 		// sends the reader to the back of the accept queue.
-		name: "cached fd connection", n: 2, closed: -1,
+		name: "cached fd connection", n: 2, segs: 1, closed: -1,
 		subjects: func(w *sim.World, conns []*scriptedConn) { cachedFDConn(w, conns, nil) },
 	}, {
 		// A request pipelined behind one that began before the
 		// flooders came but was whole only after them is partial from
 		// when that one was taken off, not from its first byte.
-		name: "request pipelined behind a late one", n: 2, closed: -1,
+		name: "request pipelined behind a late one", n: 2, segs: 1, closed: -1,
 		subjects: func(w *sim.World, conns []*scriptedConn) {
 			cachedFDConn(w, conns, func(p model.Process, start time.Duration, shm uint64) {
 				rel := shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpReleaseSlot, ShmID: shm, Slot: 0})
@@ -83,7 +85,7 @@ func TestEvictionClosesTheLongestIdle(t *testing.T) {
 		cappedWorldCfg(t, cfg, 8, shortcircuit.ServerConfig{}, writeBlock(4096), func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
 			p.MainLoop().AfterFunc(20*time.Millisecond, func() { evicted = srv.Stats().Evicted })
 			tc.subjects(w, conns)
-			flooders = make([]*scriptedConn, 7-tc.n)
+			flooders = make([]*scriptedConn, 7-tc.n+tc.segs)
 			scriptConns(w, "flooder", flooders, []time.Duration{floodAt}, nil)
 			askShm(w, "reader", func(resp shortcircuit.Response, fds int, _ time.Duration) {
 				answered = resp.Status == model.StatusSuccess && fds == 1

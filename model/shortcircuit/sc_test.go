@@ -46,6 +46,19 @@ func startEnvCfg(t *testing.T, w model.World, bugs shortcircuit.ServerBugs, scri
 
 func startEnvBugs(t *testing.T, w model.World, tcpAddr, path string, bugs shortcircuit.ServerBugs, scfg shortcircuit.SharedConfig, ccfg shortcircuit.ClientConfig, script func(e *env)) *env {
 	t.Helper()
+	return startEnvDN(t, w, model.DatanodeConfig{Addr: tcpAddr}, path, bugs, scfg, ccfg, script)
+}
+
+// startEnvDN is startEnvBugs with the datanode's configuration (Addr set;
+// a zero Keepalive and PoolIdle become 100 ms and 50 ms).
+func startEnvDN(t *testing.T, w model.World, dcfg model.DatanodeConfig, path string, bugs shortcircuit.ServerBugs, scfg shortcircuit.SharedConfig, ccfg shortcircuit.ClientConfig, script func(e *env)) *env {
+	t.Helper()
+	if dcfg.Keepalive == 0 {
+		dcfg.Keepalive = 100 * time.Millisecond
+	}
+	if dcfg.PoolIdle == 0 {
+		dcfg.PoolIdle = 50 * time.Millisecond
+	}
 	e := &env{w: w}
 	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
 		e.dnProc = p
@@ -57,7 +70,7 @@ func startEnvBugs(t *testing.T, w model.World, tcpAddr, path string, bugs shortc
 			}
 		}
 		var err error
-		e.dn, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: tcpAddr, Keepalive: 100 * time.Millisecond, PoolIdle: 50 * time.Millisecond})
+		e.dn, err = model.StartDatanode(p, p.MainLoop(), dcfg)
 		if err != nil {
 			w.Fail(err)
 			return

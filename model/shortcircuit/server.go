@@ -53,6 +53,14 @@ const DefaultMaxSegmentsPerUser = 128
 
 // ServerBugs switch on historic datanode-side bugs.
 type ServerBugs struct {
+	// SegmentKeepsPlace keeps a segment's connection counted as a place
+	// in the datanode's MaxConns for as long as the segment lives, as
+	// this datanode did until a review of HDFS (whose DataXceiver
+	// releases the peer once it hands the socket to its
+	// DomainSocketWatcher): at MaxConns 2 every reader's fd request waits
+	// out its minute, the segment's connection holding one place and the
+	// last kept for TCP clients.
+	SegmentKeepsPlace bool
 	// WaitWhenNoneFit keeps a domain connection waiting for room in a
 	// cap that has none for any (MaxConns 1, or a tiny fd table), as
 	// when the cap is merely full: room never comes, the connection's fd
@@ -532,10 +540,11 @@ type srvConn struct {
 	// segment, close or hand-over).
 	counted bool
 	// capped: counted against the datanode's cap (TakePeer) until it
-	// closes or is handed over, a segment's too: its socket is an fd
-	// like any other.
-	capped   bool
-	acceptAt time.Duration
+	// closes or is handed over; watched: a segment's, whose fd alone
+	// counts from its reply on (Datanode.WatchPeer), as its socket is an
+	// fd like any other.
+	capped, watched bool
+	acceptAt        time.Duration
 }
 
 // beginFetch and endFetch bracket an fd request, for MaxFetches.
@@ -795,6 +804,17 @@ func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
 	// its slots are freed.
 	sc.shm = shm
 	sc.count(false) // MaxSegmentsPerUser bounds it now
+	if sc.capped && !s.cfg.Bugs.SegmentKeepsPlace {
+		// It takes no place in MaxConns from now on, only an fd: the
+		// client's fd requests need the place.
+		sc.capped, sc.watched = false, true
+		s.dn.WatchPeer()
+		if s.dn.PeerRoom() {
+			// (Only where MaxConns bound: its fd still counts, so
+			// where the fd table does, nothing has changed.)
+			s.resume()
+		}
+	}
 	resp := AppendResponse(nil, Response{Status: model.StatusSuccess, ShmID: shm.id, Size: SegmentSize})
 	ok := sc.reply(resp, []model.File{f})
 	_ = f.Close() // the datanode keeps its mapping, not the fd
@@ -916,6 +936,11 @@ func (s *Server) forget(sc *srvConn) {
 	if sc.capped {
 		sc.capped = false
 		s.dn.ReleasePeer()
+		s.resume()
+	}
+	if sc.watched {
+		sc.watched = false
+		s.dn.ReleaseWatchedPeer()
 		s.resume()
 	}
 	for i, o := range s.conns {
