@@ -839,6 +839,38 @@ func TestBlockStoreDeleteCrashNeverResurrects(t *testing.T) {
 	}
 }
 
+// A meta file with more checksums than its data file has chunks is
+// refused by its size alone, unread: at a chunk boundary too (1,024 bytes
+// of data, a meta file of three checksums), where a bound rounded up one
+// chunk more let it through to reads of its header and last checksum
+// (mutant b0a392de3b), and a read error there failed the whole Load
+// instead of dropping the replica.
+func TestBlockStoreLoadRefusesAnOverlongMetaUnread(t *testing.T) {
+	d, s := bsNewStore(t)
+	st, err := s.Write(1, protoData(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(2, protoData(700))
+	meta := d.names[s.metaPath(1, st)]
+	meta.data = append(meta.data, 0, 0, 0, 0)
+	reads := 0
+	d.fail = func(op, path string) error {
+		if op == "read" && path == s.metaPath(1, st) {
+			reads++
+			return ErrIO
+		}
+		return nil
+	}
+	r := NewBlockStore(d, "/data/current")
+	if err := r.Load(); err != nil || reads != 0 {
+		t.Fatalf("Load = %v after %d reads of the overlong meta file; want nil, none", err, reads)
+	}
+	if got := r.Blocks(); !slices.Equal(got, []uint64{2}) {
+		t.Fatalf("Blocks = %v, want [2]: block 1's only meta file does not fit it", got)
+	}
+}
+
 func TestBlockStoreLoadDropsUnmatchedReplica(t *testing.T) {
 	d, s := bsNewStore(t)
 	s.Write(1, protoData(700))
