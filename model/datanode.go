@@ -1065,9 +1065,12 @@ func (dn *Datanode) PeerRoom() bool {
 // leaves none beside the last place kept for TCP clients. Then no peer
 // ever gets in (TakePeer fails whatever is open), and one kept waiting
 // for room would wait for good, its fd held after its client gave up.
-// (True means one fits: enough for a short-circuit read, whose segment's
-// connection gives its place back once the segment is granted,
-// WatchPeer, before its fd request needs one.)
+// (True means one fits. Where MaxConns binds that is enough for a
+// short-circuit read, whose segment's connection gives its place back
+// once the segment is granted (WatchPeer) before its fd request needs
+// one; where the fd table binds, the segment's fd still counts, so a
+// read needs room for two, which this does not ask: with room for one,
+// the fd request waits out its timeout and the read goes over TCP.)
 func (dn *Datanode) PeersFit() bool {
 	return dn.cfg.Bugs.NoConnCap || dn.capWith(1, 0) > 0
 }

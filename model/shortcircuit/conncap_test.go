@@ -307,3 +307,33 @@ func TestSegmentTakesNoPlaceInTheCap(t *testing.T) {
 		e.checkRest(t, after)
 	}
 }
+
+// A segment's grant gives its connection's place back at once, and lets
+// in a connection kept waiting for it. At MaxConns 2 (one place for
+// domain connections) a connection dialed at 1 ms takes the place, and
+// one dialed at 1.05 ms waits unread (the first is too young to close
+// for room); both ask for a segment at 1.2 ms. The first's grant must let
+// the second in: nothing else would, since no connection closes and the
+// endpoint does not poll for room.
+func TestSegmentGrantLetsWaitingConnIn(t *testing.T) {
+	conns := make([]*scriptedConn, 2)
+	answered := []time.Duration{-1, -1}
+	cappedWorld(t, 2, shortcircuit.ServerConfig{}, nil, func(w *sim.World, p model.Process, _ *model.Datanode, srv *shortcircuit.Server) {
+		scriptConns(w, "subject", conns, []time.Duration{time.Millisecond, 1050 * time.Microsecond}, func(sp model.Process) {
+			l := sp.MainLoop()
+			l.AfterFunc(1200*time.Microsecond, func() {
+				for i, c := range conns {
+					c.got = func() {
+						if resp, _, err := shortcircuit.DecodeResponse(c.res.got); err == nil && answered[i] < 0 && resp.Status == model.StatusSuccess && len(c.res.files) == 1 {
+							answered[i] = l.Now()
+						}
+					}
+					c.c.Write(shortcircuit.AppendRequest(nil, shortcircuit.Request{Op: shortcircuit.OpRequestShm, ClientID: "subject"}))
+				}
+			})
+		})
+	})
+	if answered[0] < 0 || answered[1] < 0 || answered[1] > answered[0]+100*time.Microsecond {
+		t.Errorf("segments granted at %v and %v (-1: never): want the second within 100µs of the first, let in by its grant", answered[0], answered[1])
+	}
+}
