@@ -52,6 +52,17 @@ func readFrom(w *World, pp model.Process, block uint64, size int) *rawReader {
 	return r
 }
 
+// stuckReader is readFrom for a client that never reads its answer: its
+// window closes.
+func stuckReader(w *World, pp model.Process, block uint64, size int) *rawReader {
+	r := readFrom(w, pp, block, size)
+	r.reading = false
+	if r.c != nil {
+		r.c.SetReadInterest(false)
+	}
+	return r
+}
+
 // Once a read has waited the press delay for a handle, every holder
 // gives its handle back at its next packet that does not go out whole,
 // not only the holders whose output is stuck at the moment of the press.
@@ -122,9 +133,7 @@ func TestPinnedParkedReadIsCutOffAtItsNextStallLook(t *testing.T) {
 		dnProc.(*Process).SetSocketBuffers(16<<10, 0)
 		pp.(*Process).SlowReader(16 << 10)
 		l := pp.MainLoop()
-		r = readFrom(w, pp, 1, big)
-		r.reading = false
-		r.c.SetReadInterest(false)
+		r = stuckReader(w, pp, 1, big)
 		s = readFrom(w, pp, 1, big)
 		l.AfterFunc(100*time.Millisecond, func() { readFrom(w, pp, 2, small) })
 		l.AfterFunc(1500*time.Millisecond, func() {

@@ -56,17 +56,7 @@ func TestDefaultSendTimeoutIsEightMinutes(t *testing.T) {
 	conns := map[time.Duration]int{}
 	datanodeWorld(t, model.DatanodeConfig{}, [][]byte{content}, "stuck", func(w *World, dn *model.Datanode, _, pp model.Process) {
 		l := pp.MainLoop()
-		var c model.Conn
-		c, _ = pp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
-			if ev&model.Writable != 0 {
-				c.SetWriteInterest(false)
-				if _, err := c.Write(request(model.OpReadBlock, 1, 0, 0, int64(len(content)))); err != nil {
-					w.Fail(err)
-				}
-			}
-		})
-		c.SetReadInterest(false) // it never reads: its window closes
-		c.SetWriteInterest(true)
+		c := stuckReader(w, pp, 1, len(content)).c
 		for _, at := range []time.Duration{time.Minute + time.Second, 8*time.Minute - time.Second, 8*time.Minute + time.Second} {
 			l.AfterFunc(at, func() { conns[at] = dn.Conns() })
 		}
