@@ -851,7 +851,9 @@ func TestBlockStoreLoadRefusesAnOverlongMetaUnread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Write(2, protoData(700))
+	if _, err := s.Write(2, protoData(700)); err != nil {
+		t.Fatal(err)
+	}
 	meta := d.names[s.metaPath(1, st)]
 	meta.data = append(meta.data, 0, 0, 0, 0)
 	reads := 0

@@ -7,12 +7,16 @@ import (
 	"xceiver/model"
 )
 
-// rawReader asks for a read over a raw connection and counts the bytes
-// of the answer; it takes them only while reading is on.
+// rawReader asks for a read over a raw connection and takes its answer
+// apart as it comes: the response, then the packets, counting their data
+// until the last; it reads only while reading is on.
 type rawReader struct {
 	c       model.Conn
 	req     []byte
-	got     int
+	in      []byte // read and not yet decoded
+	resp    *model.Response
+	data    int  // bytes of packet data
+	done    bool // the last packet arrived
 	reading bool
 }
 
@@ -29,7 +33,8 @@ func (r *rawReader) onEvent(ev model.Events) {
 	var b [16 << 10]byte
 	for {
 		n, err := r.c.Read(b[:])
-		r.got += n
+		r.in = append(r.in, b[:n]...)
+		r.decode()
 		if err != nil {
 			if err != model.ErrWouldBlock {
 				r.c.SetReadInterest(false)
@@ -37,6 +42,32 @@ func (r *rawReader) onEvent(ev model.Events) {
 			return
 		}
 	}
+}
+
+// decode takes the response and whole packets off in.
+func (r *rawReader) decode() {
+	if r.resp == nil {
+		resp, n, err := model.DecodeResponse(r.in)
+		if err != nil {
+			return
+		}
+		r.resp, r.in = &resp, r.in[n:]
+	}
+	for !r.done {
+		pkt, n, err := model.DecodePacket(r.in, model.BytesPerChecksum)
+		if err != nil {
+			return
+		}
+		r.data += len(pkt.Data)
+		r.done = pkt.Last
+		r.in = r.in[n:]
+	}
+}
+
+// whole reports whether r has read a successful answer of size bytes of
+// data to its end.
+func (r *rawReader) whole(size int) bool {
+	return r.resp != nil && r.resp.Status == model.StatusSuccess && r.done && r.data == size
 }
 
 // readFrom dials the datanode and asks for all of block.
@@ -78,7 +109,7 @@ func TestReadPressedBetweenPacketsParksAtItsNextPartialSend(t *testing.T) {
 	dcfg := model.DatanodeConfig{PoolMax: 2, Workers: 1, NoTransferTo: true,
 		StallTimeout: time.Second, HandleWait: 10 * time.Second, SendTimeout: time.Minute, ReadTimeout: time.Minute}
 	var a, b *rawReader
-	bAt := -1 // at 1.7 s
+	bWhole, bData := false, 0 // at 1.7 s
 	datanodeWorld(t, dcfg, [][]byte{model.BlockContent(1, big), model.BlockContent(2, small)}, "readers", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
 		// Every disk read takes 20 ms: the holder's worker is busy
 		// reading most of the time, and its output drains at once.
@@ -89,17 +120,17 @@ func TestReadPressedBetweenPacketsParksAtItsNextPartialSend(t *testing.T) {
 		a = readFrom(w, pp, 1, big)
 		// b waits for the one handle from 0.5 s and presses at 1.5 s.
 		l.AfterFunc(500*time.Millisecond, func() { b = readFrom(w, pp, 2, small) })
-		l.AfterFunc(1700*time.Millisecond, func() { bAt = b.got })
+		l.AfterFunc(1700*time.Millisecond, func() { bWhole, bData = b.whole(small), b.data })
 		l.AfterFunc(30*time.Second, func() {
 			a.c.Close()
 			b.c.Close()
 		})
 	})
-	if bAt <= small {
-		t.Errorf("at 1.7 s, 0.2 s after the press: the waiting read had %d bytes of its answer, want all %d bytes of data and more", bAt, small)
+	if !bWhole {
+		t.Errorf("at 1.7 s, 0.2 s after the press: the waiting read had not its whole answer (%d bytes of data), want all %d", bData, small)
 	}
-	if a.got < big {
-		t.Errorf("the pressed holder's client got %d bytes of its %d-byte read: want it parked and finished", a.got, big)
+	if !a.whole(big) {
+		t.Errorf("the pressed holder's client got %d bytes of data of its %d-byte read: want it parked and finished", a.data, big)
 	}
 }
 
@@ -127,7 +158,7 @@ func TestPinnedParkedReadIsCutOffAtItsNextStallLook(t *testing.T) {
 		StallTimeout: 2 * time.Second, HandleWait: time.Second, SendTimeout: time.Minute, ReadTimeout: time.Minute}
 	blocks := [][]byte{model.BlockContent(1, big), model.BlockContent(2, small)}
 	var r, s, waiter *rawReader
-	stalled, got := -1, -1 // at 4.4 s
+	stalled, whole, data := -1, false, 0 // at 4.4 s
 	datanodeWorld(t, dcfg, blocks, "readers", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
 		dnProc.(*Process).SimDisk().SetFaults(DiskFaults{SlowIO: 1, SlowDelay: 20 * time.Millisecond})
 		dnProc.(*Process).SetSocketBuffers(16<<10, 0)
@@ -142,7 +173,7 @@ func TestPinnedParkedReadIsCutOffAtItsNextStallLook(t *testing.T) {
 		})
 		l.AfterFunc(3500*time.Millisecond, func() { waiter = readFrom(w, pp, 2, small) })
 		l.AfterFunc(4400*time.Millisecond, func() {
-			stalled, got = dnProc.(*Process).Logged("dn-stalled"), waiter.got
+			stalled, whole, data = dnProc.(*Process).Logged("dn-stalled"), waiter.whole(small), waiter.data
 		})
 		l.AfterFunc(10*time.Second, func() {
 			r.c.Close()
@@ -150,7 +181,7 @@ func TestPinnedParkedReadIsCutOffAtItsNextStallLook(t *testing.T) {
 			waiter.c.Close()
 		})
 	})
-	if stalled != 2 || got <= small {
-		t.Errorf("at 4.4 s, 0.9 s after a read began to wait: %d reads cut off as stalled (want the holder and the pinned parked read), the waiting read had %d bytes of its answer (want all %d bytes of data and more)", stalled, got, small)
+	if stalled != 2 || !whole {
+		t.Errorf("at 4.4 s, 0.9 s after a read began to wait: %d reads cut off as stalled (want the holder and the pinned parked read), the waiting read's whole answer %v (%d bytes of data of %d)", stalled, whole, data, small)
 	}
 }

@@ -20,17 +20,7 @@ func TestStalledSendIsWatchedCoarsely(t *testing.T) {
 	connsAt2, connsAt4 := -1, -1
 	datanodeWorld(t, dcfg, [][]byte{content}, "stuck", func(w *World, dn *model.Datanode, _, pp model.Process) {
 		l := pp.MainLoop()
-		var c model.Conn
-		c, _ = pp.Dial("tcp", "dn:50010", l, func(ev model.Events) {
-			if ev&model.Writable != 0 {
-				c.SetWriteInterest(false)
-				if _, err := c.Write(request(model.OpReadBlock, 1, 0, 0, int64(len(content)))); err != nil {
-					w.Fail(err)
-				}
-			}
-		})
-		c.SetReadInterest(false) // it never reads: its window closes
-		c.SetWriteInterest(true)
+		c := stuckReader(w, pp, 1, len(content)).c
 		var at1 uint64
 		l.AfterFunc(time.Second, func() { at1 = w.Events() })
 		l.AfterFunc(2500*time.Millisecond, func() { during, connsAt2 = w.Events()-at1, dn.Conns() })
