@@ -158,3 +158,29 @@ func TestCompactInput(t *testing.T) {
 		t.Errorf("no buffer: %q", got)
 	}
 }
+
+// A failed op's outcome is unknown only for a write (or other change)
+// whose request went out whole: the datanode may have applied it. A read
+// changes nothing, and a change whose request was cut short cannot have
+// been applied; the linearizability check treats an unknown op as one
+// that may have happened, so calling those unknown would weaken it.
+func TestClientOpFailureIsUnknownOnlyForAChangeSentWhole(t *testing.T) {
+	for _, tc := range []struct {
+		kind    Op
+		sentAll bool
+		want    bool
+	}{
+		{OpReadBlock, false, false}, {OpReadBlock, true, false},
+		{OpWriteBlock, false, false}, {OpWriteBlock, true, true},
+	} {
+		cl := &Client{p: &freedProc{}, loop: &fakeLoop{}}
+		var got *Result
+		op := &clientOp{cl: cl, kind: tc.kind, sentAll: tc.sentAll, rec: -1, conn: &scriptConn{},
+			done: func(r Result) { got = &r }}
+		cl.ops++
+		op.fail(ErrTimedOut, true)
+		if got == nil || got.Unknown != tc.want {
+			t.Errorf("op %v failed, its request sent whole %v: result %+v, want Unknown %v", tc.kind, tc.sentAll, got, tc.want)
+		}
+	}
+}
