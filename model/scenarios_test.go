@@ -96,6 +96,23 @@ func TestParallelReadNamesTheBlockItCouldNotWrite(t *testing.T) {
 	}
 }
 
+// A parallel read counts the reads that failed and names the first
+// failure: with the datanode storing half of the block, every read that
+// reaches past the half is refused, and each is counted once.
+func TestParallelReadCountsItsFailures(t *testing.T) {
+	s := model.DefaultParallelRead()
+	s.Files, s.Readers, s.Iterations, s.FileSize = 1, 4, 5, 64<<10
+	s.Stored = func(_ uint64, want []byte) []byte { return want[:len(want)/2] }
+	res, err := model.RunParallelRead(sim.New(sim.DefaultConfig(1)), s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := s.Files * s.Readers * s.Iterations
+	if res.Errors == 0 || res.Errors == ops || res.Reads+res.Streams+res.Errors != ops || !strings.Contains(res.FirstError, "past the end of block 1") {
+		t.Errorf("%d reads, %d streams, %d errors of %d ops (first %q); want some but not all failed, each op counted once, the first failure named", res.Reads, res.Streams, res.Errors, ops, res.FirstError)
+	}
+}
+
 // A TCP pattern run serves every op, with replies and one-way, and
 // reports the server's receive buffer (fixed here at 64 KiB).
 func TestTCPPatternRunsBothWays(t *testing.T) {
