@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -34,8 +35,8 @@ func TestFailedStartClosesItsLoops(t *testing.T) {
 }
 
 // A connection handed to a stopped datanode (Adopt: another endpoint
-// accepted it) is closed, not served: nothing is left open on a datanode
-// that is gone, and its client learns so at once.
+// accepted it) is closed, not served: its client sees the end of the
+// stream at once.
 func TestStoppedDatanodeClosesAnAdoptedConn(t *testing.T) {
 	w := New(DefaultConfig(1))
 	eofAt := time.Duration(-1)
@@ -61,7 +62,7 @@ func TestStoppedDatanodeClosesAnAdoptedConn(t *testing.T) {
 			var c model.Conn
 			c, err := cp.Dial("tcp", "dn:9000", l, func(ev model.Events) {
 				var b [16]byte
-				if _, err := c.Read(b[:]); err != nil && err != model.ErrWouldBlock && eofAt < 0 {
+				if _, err := c.Read(b[:]); errors.Is(err, io.EOF) && eofAt < 0 {
 					eofAt = l.Now()
 					c.Close()
 				}
