@@ -83,17 +83,6 @@ func readFrom(w *World, pp model.Process, block uint64, size int) *rawReader {
 	return r
 }
 
-// stuckReader is readFrom for a client that never reads its answer: its
-// window closes.
-func stuckReader(w *World, pp model.Process, block uint64, size int) *rawReader {
-	r := readFrom(w, pp, block, size)
-	r.reading = false
-	if r.c != nil {
-		r.c.SetReadInterest(false)
-	}
-	return r
-}
-
 // Once a read has waited the press delay for a handle, every holder
 // gives its handle back at its next packet that does not go out whole,
 // not only the holders whose output is stuck at the moment of the press.
@@ -157,14 +146,15 @@ func TestPinnedParkedReadIsCutOffAtItsNextStallLook(t *testing.T) {
 	dcfg := model.DatanodeConfig{PoolMax: 2, Workers: 2, NoTransferTo: true, PacketSize: 4 << 10,
 		StallTimeout: 2 * time.Second, HandleWait: time.Second, SendTimeout: time.Minute, ReadTimeout: time.Minute}
 	blocks := [][]byte{model.BlockContent(1, big), model.BlockContent(2, small)}
-	var r, s, waiter *rawReader
+	var r model.Conn
+	var s, waiter *rawReader
 	stalled, whole, data := -1, false, 0 // at 4.4 s
 	datanodeWorld(t, dcfg, blocks, "readers", func(w *World, dn *model.Datanode, dnProc, pp model.Process) {
 		dnProc.(*Process).SimDisk().SetFaults(DiskFaults{SlowIO: 1, SlowDelay: 20 * time.Millisecond})
 		dnProc.(*Process).SetSocketBuffers(16<<10, 0)
 		pp.(*Process).SlowReader(16 << 10)
 		l := pp.MainLoop()
-		r = stuckReader(w, pp, 1, big)
+		r = sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, big))
 		s = readFrom(w, pp, 1, big)
 		l.AfterFunc(100*time.Millisecond, func() { readFrom(w, pp, 2, small) })
 		l.AfterFunc(1500*time.Millisecond, func() {
@@ -176,7 +166,7 @@ func TestPinnedParkedReadIsCutOffAtItsNextStallLook(t *testing.T) {
 			stalled, whole, data = dnProc.(*Process).Logged("dn-stalled"), waiter.whole(small), waiter.data
 		})
 		l.AfterFunc(10*time.Second, func() {
-			r.c.Close()
+			r.Close()
 			s.c.Close()
 			waiter.c.Close()
 		})

@@ -20,7 +20,7 @@ func TestStalledSendIsWatchedCoarsely(t *testing.T) {
 	connsAt2, connsAt4 := -1, -1
 	datanodeWorld(t, dcfg, [][]byte{content}, "stuck", func(w *World, dn *model.Datanode, _, pp model.Process) {
 		l := pp.MainLoop()
-		c := stuckReader(w, pp, 1, len(content)).c
+		c := sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, int64(len(content))))
 		var at1 uint64
 		l.AfterFunc(time.Second, func() { at1 = w.Events() })
 		l.AfterFunc(2500*time.Millisecond, func() { during, connsAt2 = w.Events()-at1, dn.Conns() })
@@ -46,7 +46,7 @@ func TestDefaultSendTimeoutIsEightMinutes(t *testing.T) {
 	conns := map[time.Duration]int{}
 	datanodeWorld(t, model.DatanodeConfig{}, [][]byte{content}, "stuck", func(w *World, dn *model.Datanode, _, pp model.Process) {
 		l := pp.MainLoop()
-		c := stuckReader(w, pp, 1, len(content)).c
+		c := sendAndIgnore(w, pp, request(model.OpReadBlock, 1, 0, 0, int64(len(content))))
 		for _, at := range []time.Duration{time.Minute + time.Second, 8*time.Minute - time.Second, 8*time.Minute + time.Second} {
 			l.AfterFunc(at, func() { conns[at] = dn.Conns() })
 		}

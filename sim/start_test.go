@@ -21,9 +21,9 @@ func TestFailedStartClosesItsLoops(t *testing.T) {
 			w.Fail(err)
 			return
 		}
-		fds[0], threads[0] = p.FDs().Open, p.(*Process).threads
+		fds[0], threads[0] = p.FDs().Open, threadsNow(p)
 		_, err = model.StartDatanode(p, p.MainLoop(), model.DatanodeConfig{Addr: "dn:50010", Selectors: 3})
-		fds[1], threads[1] = p.FDs().Open, p.(*Process).threads
+		fds[1], threads[1] = p.FDs().Open, threadsNow(p)
 		w.Stop()
 	})
 	if runErr := w.Run(time.Minute); runErr != nil {
@@ -80,4 +80,9 @@ func TestStoppedDatanodeClosesAnAdoptedConn(t *testing.T) {
 	if eofAt < 0 || eofAt > 10*time.Millisecond {
 		t.Errorf("a connection adopted by a stopped datanode: its client saw the end of the stream at %v (-1: never), want at once", eofAt)
 	}
+}
+
+func threadsNow(p model.Process) int {
+	now, _ := p.(*Process).Threads()
+	return now
 }
