@@ -809,7 +809,7 @@ func (sc *srvConn) sentShm(shm *dnShm, f model.File, err error) {
 		// client's fd requests need the place.
 		sc.capped, sc.watched = false, true
 		s.dn.WatchPeer()
-		if s.dn.PeerRoom() {
+		if s.waiting != nil && s.dn.PeerRoom() {
 			// (Only where MaxConns bound: its fd still counts, so
 			// where the fd table does, nothing has changed.)
 			s.resume()
