@@ -1090,10 +1090,10 @@ func (dn *Datanode) ReleasePeer() {
 // it no longer). Counted as a place, every client's segment would hold
 // one for good: at MaxConns 2 a reader's fd request found none (the
 // segment's connection held one place, and PeerRoom keeps the last for
-// TCP clients) and waited out its minute. The fd still counts, so peers handed over
-// cannot fill the fd table (local users squatting segments together,
-// each within its per-user bound). ReleaseWatchedPeer gives the fd's room
-// back when the connection closes. Acceptor loop only.
+// TCP clients) and waited out its minute. The fd still counts, so peers
+// handed over cannot fill the fd table (local users squatting segments
+// together, each within its per-user bound). ReleaseWatchedPeer gives
+// the fd's room back when the connection closes. Acceptor loop only.
 func (dn *Datanode) WatchPeer() {
 	dn.peers--
 	dn.watched++
