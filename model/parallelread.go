@@ -188,7 +188,13 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 	}
 
 	spawnReaders := func() {
-		if _, err := w.Spawn("readers", ProcessConfig{FDLimit: 65536}, func(p Process) {
+		// What the readers can hold at once, so that no configuration
+		// runs them out of fds: the process's main loop (an epoll fd and
+		// an eventfd), and per reader its loop's two and a connection per
+		// client (one op at a time, the one cached or in use). At 64
+		// files of 256 readers that is 65,538.
+		fds := 2 + total*(2+len(addrs))
+		if _, err := w.Spawn("readers", ProcessConfig{FDLimit: fds}, func(p Process) {
 			readers = p
 			for f := 0; f < s.Files; f++ {
 				for k := 0; k < s.Readers; k++ {

@@ -113,6 +113,32 @@ func TestParallelReadCountsItsFailures(t *testing.T) {
 	}
 }
 
+// The readers' fd limit is what they can hold at once and no less: a
+// reader whose two clients each keep a connection cached fills it (its
+// loop's two fds, the main loop's two, two connections), and reads on
+// without a failure.
+func TestParallelReadersFDLimitHoldsWhatTheyKeep(t *testing.T) {
+	s := model.DefaultParallelRead()
+	s.Files, s.Readers, s.Iterations, s.FileSize = 1, 1, 20, 4096
+	w := sim.New(sim.DefaultConfig(1))
+	res, err := model.RunParallelRead(w, s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 {
+		t.Fatalf("%d of %d reads failed (first %q)", res.Errors, s.Iterations, res.FirstError)
+	}
+	for _, p := range w.Processes() {
+		if p.Name() == "readers" {
+			if fds := p.FDs(); fds.Peak != 6 || fds.Limit != 6 {
+				t.Errorf("readers' fds: peak %d, limit %d; want both 6", fds.Peak, fds.Limit)
+			}
+			return
+		}
+	}
+	t.Error("no readers process")
+}
+
 // A TCP pattern run serves every op, with replies and one-way, and
 // reports the server's receive buffer (fixed here at 64 KiB).
 func TestTCPPatternRunsBothWays(t *testing.T) {
