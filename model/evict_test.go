@@ -185,6 +185,73 @@ func TestIdlersPastTheCapAllCloseOnceRipe(t *testing.T) {
 	}
 }
 
+// The evict timer is brought forward when a candidate comes that will be
+// ripe sooner than the one it waits for. A cap of 2 is filled at 0 by two
+// drippers, whose partial requests are ripe at TCPPartialGrace (100 ms);
+// an idler at 10 ms takes the datanode past the cap, and the walk arms
+// the timer for the first dripper. A second idler at 10.1 ms makes the
+// first a candidate, ripe at 12 ms: both idlers must be closed by 20 ms,
+// the drippers left alone. (Mutation testing found that check and the
+// tests missed a timer kept for the later time: the idlers stayed open
+// until the drippers were closed at 100 ms.)
+func TestEvictTimerComesForwardForASoonerCandidate(t *testing.T) {
+	var at20, at50 int
+	closed := 0
+	cfg := sim.DefaultConfig(1)
+	cfg.LogKeys = model.LogKeys // as check's runs: a closed idler's log line fits its schema
+	w := sim.New(cfg)
+	_, err := w.Spawn("datanode", model.ProcessConfig{}, func(p model.Process) {
+		dn := startCapped(w, p, 2, 512)
+		if dn == nil {
+			return
+		}
+		l := p.MainLoop()
+		l.AfterFunc(20*time.Millisecond, func() { at20 = dn.Conns() })
+		l.AfterFunc(50*time.Millisecond, func() {
+			at50 = dn.Conns()
+			w.Stop()
+		})
+		w.Spawn("dripper", model.ProcessConfig{}, func(dp model.Process) {
+			for range 2 {
+				dialSplit(w, dp, 0, -30*time.Millisecond, nil)
+			}
+		})
+		w.Spawn("idler", model.ProcessConfig{}, func(ip model.Process) {
+			for _, at := range []time.Duration{10 * time.Millisecond, 10*time.Millisecond + 100*time.Microsecond} {
+				ip.MainLoop().AfterFunc(at, func() {
+					var c model.Conn
+					c, err := ip.Dial("tcp", "dn:50010", ip.MainLoop(), func(ev model.Events) {
+						if ev&model.Readable == 0 {
+							return
+						}
+						// Closed by the datanode: the stream's end (or a
+						// reset) is what an idler reads.
+						if _, err := c.Read(make([]byte, 1)); err != nil {
+							if ip.MainLoop().Now() < 20*time.Millisecond {
+								closed++
+							}
+							c.Close()
+						}
+					})
+					if err != nil {
+						w.Fail(err)
+					}
+				})
+			}
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if at20 != 2 || at50 != 2 || closed != 2 {
+		t.Errorf("two drippers filling a cap of 2, idlers at 10 and 10.1 ms: %d connections at 20 ms, %d at 50 ms, %d idlers closed by 20 ms; want 2, 2 and both",
+			at20, at50, closed)
+	}
+}
+
 // startCapped writes block 1 (size bytes) and starts a datanode capped at
 // maxConns on p; nil, the world failed, if either fails.
 func startCapped(w *sim.World, p model.Process, maxConns, size int) *model.Datanode {
