@@ -1557,7 +1557,7 @@ type dnConn struct {
 	acceptSeq uint64        // accept order (acceptor loop)
 	acceptAt  time.Duration // when it was accepted (acceptor loop)
 	memDirty  bool          // in dn.memDirty
-	memWrite  int           // write data counted in dn.memWrite
+	memSeen   memSeen       // as last accounted (its write data counted in dn.memWrite)
 
 	msgT     Timer         // the whole-message deadline (RequestTimeout)
 	sendT    Timer         // send progress (SendTimeout, StallTimeout)
@@ -3208,6 +3208,11 @@ type ConnMemory struct {
 	Conn   uint64
 	Closed bool
 	Phase  string
+	// Unaccounted, set by VisitMemory alone, says that the connection's
+	// buffers or closed state differ from what VisitMemoryChanges last
+	// reported, though no change is noted for it: one changed without
+	// memChanged, which the running accounting cannot see.
+	Unaccounted bool
 	// Buffered is the capacity of the connection's buffers — what it
 	// holds, whether or not it is in use — including a packet buffer it
 	// borrowed; WriteData is the part that holds a write's data.
@@ -3234,6 +3239,14 @@ func (p connPhase) String() string {
 // its list keeps its connection reachable). It reads every loop's state,
 // so only a single-threaded world (sim) may call it.
 func (dn *Datanode) VisitMemory(f func(ConnMemory)) {
+	dn.visitReachable(func(dc *dnConn) {
+		m := dc.memory()
+		m.Unaccounted = dn.memTrack && !dc.memDirty && dc.memSeen != m.seen()
+		f(m)
+	})
+}
+
+func (dn *Datanode) visitReachable(f func(dc *dnConn)) {
 	all := dn.conns[:cap(dn.conns)]
 	for i, dc := range all {
 		if dc == nil {
@@ -3242,8 +3255,20 @@ func (dn *Datanode) VisitMemory(f func(ConnMemory)) {
 		if i >= len(dn.conns) && dc.index >= 0 && dc.index < len(dn.conns) && dn.conns[dc.index] == dc {
 			continue // also in the list: visited there
 		}
-		f(dc.memory())
+		f(dc)
 	}
+}
+
+// memSeen is what the running accounting last saw of a connection: what
+// any bound of check's reads, but the received count (see memChanged)
+// and the phase (a name for its messages).
+type memSeen struct {
+	closed                        bool
+	buffered, writeData, reserved int
+}
+
+func (m ConnMemory) seen() memSeen {
+	return memSeen{closed: m.Closed, buffered: m.Buffered, writeData: m.WriteData, reserved: m.Reserved}
 }
 
 func (dc *dnConn) memory() ConnMemory {
@@ -3257,9 +3282,10 @@ func (dc *dnConn) memory() ConnMemory {
 
 // memChanged notes that dc's buffers, closed state or place in the list
 // may have changed in this event, for the next VisitMemoryChanges. Every
-// such change calls it (check compares the running total with a
-// VisitMemory scan now and then). The received count needs none: it only
-// loosens a bound, and is read afresh whenever the write data changes.
+// such change calls it (check scans every connection now and then, and
+// fails on one that differs from what was last accounted: ConnMemory's
+// Unaccounted). The received count needs none: it only loosens a bound,
+// and is read afresh whenever the write data changes.
 func (dc *dnConn) memChanged() {
 	dn := dc.dn
 	if dn.memTrack && !dc.memDirty {
@@ -3285,13 +3311,12 @@ func (dn *Datanode) VisitMemoryChanges(f func(ConnMemory)) (writeData int) {
 		}
 		dn.memDirty = dn.memDirty[:0]
 		dn.memWrite = 0
-		dn.VisitMemory(func(m ConnMemory) {
+		dn.visitReachable(func(dc *dnConn) {
+			m := dc.memory()
 			dn.memWrite += m.WriteData
+			dc.memSeen = m.seen()
 			f(m)
 		})
-		for _, dc := range dn.conns {
-			dc.memWrite = cap(dc.wdata)
-		}
 		dn.memTrack = true
 		return dn.memWrite
 	}
@@ -3301,13 +3326,13 @@ func (dn *Datanode) VisitMemoryChanges(f func(ConnMemory)) (writeData int) {
 		if dc.index < 0 {
 			// Forgotten: unreachable, since the list's freed slot is
 			// cleared (see forget).
-			dn.memWrite -= dc.memWrite
-			dc.memWrite = 0
+			dn.memWrite -= dc.memSeen.writeData
+			dc.memSeen = memSeen{}
 			continue
 		}
 		m := dc.memory()
-		dn.memWrite += m.WriteData - dc.memWrite
-		dc.memWrite = m.WriteData
+		dn.memWrite += m.WriteData - dc.memSeen.writeData
+		dc.memSeen = m.seen()
 		f(m)
 	}
 	dn.memDirty = dn.memDirty[:0]

@@ -30,16 +30,21 @@ const (
 // scanning every connection after every event was a fifth of a datanode
 // seed's CPU. Every Options.MemoryScan checks it scans all of them too
 // (Datanode.VisitMemory) and fails if the scan finds what the running
-// accounting did not. By default the scans are DefaultMemoryScan checks
-// apart, or as many as the last scan visited connections if that is more:
-// a flood of idle connections holds hundreds, and nearly every event of
-// its run is the datanode's, so a scan every 64 had become a seventh of
-// such a seed's CPU. Spread that way a scan costs about one connection a
-// check. A change the accounting missed shows only until that
-// connection's next accounted change, so the spacing moves which seeds
-// catch one rather than how many: with memChanged made a no-op, datanode
-// seeds 1-3,000 failed 208 times with a scan every 64 checks and 209 with
-// the spacing (a review's run, 4 December).
+// accounting did not: a connection over a bound, another total, or a
+// connection whose buffers differ from what the accounting last saw of
+// it (ConnMemory.Unaccounted: a change without memChanged, one that
+// moves no write data included). By default the scans are
+// DefaultMemoryScan checks apart, or as many as the last scan visited
+// connections if that is more: a flood of idle connections holds
+// hundreds, and nearly every event of its run is the datanode's, so a
+// scan every 64 had become a seventh of such a seed's CPU. Spread that
+// way a scan costs about one connection a check. A change the
+// accounting missed shows only until that connection's next accounted
+// change, so the spacing moves which seeds catch one rather than how
+// many: with memChanged made a no-op, datanode seeds 1-3,000 failed 208
+// times with a scan every 64 checks and 209 with the spacing, comparing
+// the totals alone (a review's run, 4 December), and 2,844 comparing
+// each connection too.
 func (h *harness) checkMemory() {
 	dn := h.dn
 	if dn == nil || h.dnProc.Crashed() {
@@ -56,9 +61,9 @@ func (h *harness) checkMemory() {
 		var scan memCheck
 		dn.VisitMemory(scan.visit)
 		h.memScanAt, h.memScanned = h.memChecks, scan.n
-		if scan.why != "" || scan.total != total {
-			h.fail(PropMemory, "the running memory accounting (%d bytes of write data, no connection over a bound) disagrees with a scan of every connection (%d bytes%s): a buffer changed without Datanode.memChanged",
-				total, scan.total, scan.reason())
+		if scan.why != "" || scan.total != total || scan.unseen {
+			h.fail(PropMemory, "the running memory accounting (%d bytes of write data, no connection over a bound) disagrees with a scan of every connection (%d bytes%s%s): a buffer changed without Datanode.memChanged",
+				total, scan.total, scan.reason(), scan.unaccountedReason())
 			return
 		}
 	}
@@ -96,11 +101,18 @@ type memCheck struct {
 	bad   model.ConnMemory // a copy: taking m's address would allocate per visit
 	total int
 	n     int // connections visited
+	// unseen: a connection's buffers changed unseen (a scan's only);
+	// stale is the first such.
+	unseen bool
+	stale  model.ConnMemory
 }
 
 func (c *memCheck) visit(m model.ConnMemory) {
 	c.n++
 	c.total += m.WriteData
+	if m.Unaccounted && !c.unseen {
+		c.unseen, c.stale = true, m
+	}
 	if c.why != "" {
 		return
 	}
@@ -117,6 +129,14 @@ func (c *memCheck) visit(m model.ConnMemory) {
 		return
 	}
 	c.bad = m
+}
+
+func (c *memCheck) unaccountedReason() string {
+	if m := c.stale; c.unseen {
+		return fmt.Sprintf(", and connection %d changed unseen: %d bytes buffered, %d of write data, %d reserved, closed %v, phase %s",
+			m.Conn, m.Buffered, m.WriteData, m.Reserved, m.Closed, m.Phase)
+	}
+	return ""
 }
 
 func (c *memCheck) reason() string {
