@@ -3259,9 +3259,9 @@ func (dn *Datanode) visitReachable(f func(dc *dnConn)) {
 	}
 }
 
-// memSeen is what the running accounting last saw of a connection: what
-// any bound of check's reads, but the received count (see memChanged)
-// and the phase (a name for its messages).
+// memSeen is what the running accounting last saw of a connection: the
+// fields of ConnMemory that check's bounds read, but for the received
+// count (see memChanged) and the phase (only named in its messages).
 type memSeen struct {
 	closed                        bool
 	buffered, writeData, reserved int
