@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"xceiver/model"
 )
 
 // The Validate functions stand between a trace file and a run: a case
@@ -192,6 +194,48 @@ func TestCaseValidateNamesFaultRanges(t *testing.T) {
 		c.Schedule.Faults = []Fault{e.f}
 		if err := c.Validate(); err == nil || err.Error() != e.says {
 			t.Errorf("%s: %v, want %q", e.f.Kind, err, e.says)
+		}
+	}
+}
+
+// A bound of Validate admits its edge and refuses one past it, and an
+// unknown fault kind is refused by name, with the kinds there are.
+func TestCaseValidateBoundsAtTheirEdges(t *testing.T) {
+	base, err := Draw(SeedSource(5), 5, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	liar := func(size int) func(*Case) {
+		return func(c *Case) {
+			c.Config.Liar = &Liar{Size: size, Key: 1, Lies: []Lie{{Kind: LieHonest, Len: int64(min(size, 1)), Packet: model.BytesPerChecksum}}}
+		}
+	}
+	for _, e := range []struct {
+		name string
+		edit func(*Case)
+		says string // the error, "" for none
+	}{
+		{"one client worker", func(c *Case) { c.Config.ClientWorkers = 1 }, ""},
+		{"64 client workers", func(c *Case) { c.Config.ClientWorkers = 64 }, ""},
+		{"no client worker", func(c *Case) { c.Config.ClientWorkers = 0 }, "client workers 0 outside [1, 64]"},
+		{"65 client workers", func(c *Case) { c.Config.ClientWorkers = 65 }, "client workers 65 outside [1, 64]"},
+		{"a liar's block of 1 byte", liar(1), ""},
+		{"a liar's block of 1 MiB", liar(1 << 20), ""},
+		{"a liar's empty block", liar(0), "liar: block of 0 bytes, 1 lies"},
+		{"a liar's block of 1 MiB + 1", liar(1<<20 + 1), "liar: block of 1048577 bytes, 1 lies"},
+		{"an unknown fault kind", func(c *Case) { c.Config.Faults = []string{FaultReset, "bogus"} },
+			fmt.Sprintf("unknown fault kind %q in faults (want %s)", "bogus", strings.Join(FaultKinds, ", "))},
+	} {
+		c := base
+		c.Config.Blocks = slices.Clone(base.Config.Blocks)
+		c.Schedule = cloneSchedule(base.Schedule)
+		e.edit(&c)
+		err := c.Validate()
+		switch {
+		case e.says == "" && err != nil:
+			t.Errorf("%s: %v, want none", e.name, err)
+		case e.says != "" && (err == nil || err.Error() != e.says):
+			t.Errorf("%s: %v, want %q", e.name, err, e.says)
 		}
 	}
 }
