@@ -76,3 +76,40 @@ func TestHostileScanOfChangedPeersMatchesFullScan(t *testing.T) {
 		t.Fatalf("no bug failed %s in these seeds: the comparison tested no failure the scan finds", PropTimeout)
 	}
 }
+
+// The floods the draw makes, of idle peers or of drippers, range from
+// half the datanode's capacity to a quarter past it, whichever bounds it
+// (the fd table, halved for a thread's epoll fd beside each socket, or
+// MaxConns), so that its cap must close idlers for the clients to get in.
+func TestFloodsGoPastTheDatanodesCapacity(t *testing.T) {
+	past := map[string]int{}
+	for seed := uint64(1); seed <= 3000; seed++ {
+		c, err := Draw(SeedSource(seed), seed, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		capacity := c.Config.FDLimit
+		if c.Config.Mode == "threaded" {
+			capacity /= 2
+		}
+		if m := c.Config.MaxConns; m > 0 && m < capacity {
+			capacity = m
+		}
+		for _, p := range c.Config.Hostile {
+			if !p.flood() || (p.Kind != HostileIdle && p.Kind != HostileDrip) {
+				continue
+			}
+			if p.Count < capacity/2 || p.Count > capacity+capacity/4 {
+				t.Fatalf("seed %d: a flood of %d %s peers, the datanode's capacity %d (fd limit %d, %s, max conns %d): want %d to %d",
+					seed, p.Count, p.Kind, capacity, c.Config.FDLimit, c.Config.Mode, c.Config.MaxConns, capacity/2, capacity+capacity/4)
+			}
+			if p.Count > capacity {
+				past[p.Kind]++
+			}
+		}
+	}
+	if past[HostileIdle] == 0 || past[HostileDrip] == 0 {
+		t.Errorf("floods past the capacity in datanode seeds 1-3000: %d idle, %d drip; want some of each", past[HostileIdle], past[HostileDrip])
+	}
+	t.Logf("floods past the capacity: %v", past)
+}
