@@ -295,3 +295,28 @@ func TestSCCaseRefusesCapFillersWithShortTimeout(t *testing.T) {
 		}
 	}
 }
+
+// ShrinkSC leaves no op to spare: with any one op of the shrunk case
+// removed, the case no longer fails the same property (given the budget,
+// which these cases do not use up).
+func TestShrinkSCLeavesNoOpToSpare(t *testing.T) {
+	for _, e := range []struct {
+		bug  string
+		seed uint64
+	}{{"HDFS-7915", 3}, {"sc-local-unverified", 5}} {
+		c, r, err := CheckSCSeed(e.seed, e.bug, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Property == "" {
+			t.Fatalf("%s seed %d: passed, want a failure to shrink", e.bug, e.seed)
+		}
+		for i := range c.Ops {
+			cand := c
+			cand.Ops = append(append([]SCOp(nil), c.Ops[:i]...), c.Ops[i+1:]...)
+			if cr := RunSC(cand); cr.Property == r.Property {
+				t.Errorf("%s seed %d, shrunk to %d ops: without op %d (%s) it still fails %s", e.bug, e.seed, len(c.Ops), i, c.Ops[i].Op, r.Property)
+			}
+		}
+	}
+}

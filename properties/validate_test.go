@@ -292,6 +292,36 @@ func TestRPCCaseValidateRefusesEdits(t *testing.T) {
 	}
 }
 
+// A worker's gaps may add up to 30 s and a client's liveness gaps to 1 s
+// (rpcMaxWorkerGaps, rpcMaxLiveGaps), and not a nanosecond more.
+func TestRPCCaseValidateGapsAtTheirBounds(t *testing.T) {
+	base, err := DrawRPC(SeedSource(2), 2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := func(total time.Duration) []RPCOp {
+		ops := slices.Repeat([]RPCOp{{Kind: "list", Path: "/a", Gap: rpcMaxGap}}, int(total/rpcMaxGap))
+		return append(ops, RPCOp{Kind: "list", Path: "/a", Gap: total % rpcMaxGap})
+	}
+	for _, e := range []struct {
+		name string
+		edit func(*RPCCase)
+		ok   bool
+	}{
+		{"a worker's gaps of 30 s", func(c *RPCCase) { c.Ops = gaps(30 * time.Second) }, true},
+		{"a worker's gaps of 30 s + 1 ns", func(c *RPCCase) { c.Ops = gaps(30*time.Second + 1) }, false},
+		{"liveness gaps of 1 s", func(c *RPCCase) { c.Live = gaps(time.Second) }, true},
+		{"liveness gaps of 1 s + 1 ns", func(c *RPCCase) { c.Live = gaps(time.Second + 1) }, false},
+	} {
+		c := base
+		c.Config.Pieces = slices.Clone(base.Config.Pieces)
+		e.edit(&c)
+		if err := c.Validate(); (err == nil) != e.ok {
+			t.Errorf("%s: %v, want it admitted: %v", e.name, err, e.ok)
+		}
+	}
+}
+
 func TestSCCaseValidateRefusesEdits(t *testing.T) {
 	base, err := DrawSC(SeedSource(3), 3, "")
 	if err != nil {
