@@ -467,6 +467,25 @@ func TestWitnessGoesBackOnKnownOps(t *testing.T) {
 	}
 }
 
+// An unknown op happens once: a read that saw it cannot be followed by
+// one that sees it twice. The second read's length needs more than the
+// block holds, so witness builds toward it from the unknown ops
+// (toward), which must pass over one used already. (Mutation testing
+// found that nothing held toward to that: applied twice, the history
+// passed.)
+func TestWitnessUsesAnUnknownOpOnce(t *testing.T) {
+	twice := hist(initOp(1, true, 10, "x"),
+		unknown(mut(0, 0, kAppend, 1, "ab", 0, 0)),
+		readOp(1, 2, 1, 0, 3, 11, "xab", 3),
+		readOp(3, 4, 1, 0, 5, 12, "xabab", 5))
+	if porcupine.CheckOperations(PlainModel(), twice) {
+		t.Fatal("porcupine passes a read of an unknown append applied twice")
+	}
+	if witness(twice) {
+		t.Error("witness applied an unknown append twice")
+	}
+}
+
 // A witness (witness) is a linearization: whenever it finds one, porcupine
 // agrees the history is linearizable; and it finds one for nearly every
 // history porcupine passes, or it would seldom spare porcupine a search
