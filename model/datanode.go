@@ -217,6 +217,12 @@ type DatanodeBugs struct {
 	// waited for room: writers that send most of a largest write and
 	// stop then lock well-behaved writes out until their read timeout.
 	BusyWhenFull bool
+	// KeepsCutWrite stores a write, append or replace whose connection
+	// closes before its last packet with the data that arrived, as if a
+	// replica being written were finalized at its length when its
+	// writer went away, with no recovery: a client that gives up mid-write
+	// (or one the datanode cuts off) leaves a block nobody wrote.
+	KeepsCutWrite bool
 	// SendfileOffsetStuck mishandles a partial sendfile: the count left
 	// shrinks but the file offset is not advanced, so the rest of the
 	// packet's data is sent again from where the packet's data began.
@@ -3029,6 +3035,22 @@ func (dc *dnConn) apply() {
 	})
 }
 
+// keepCutWrite is the KeepsCutWrite bug: what a write cut short received
+// is stored as the write (its errors ignored, no one to answer).
+func (dc *dnConn) keepCutWrite() {
+	dn, req, data := dc.dn, dc.req, slices.Clone(dc.wdata)
+	dn.lock.Do(dn.main, func() {
+		switch req.Op {
+		case OpWriteBlock:
+			_, _ = dn.store.Write(req.BlockID, data)
+		case OpAppendBlock:
+			_, _ = dn.store.Append(req.BlockID, data)
+		case OpReplaceBlock:
+			_, _ = dn.store.Replace(req.BlockID, data)
+		}
+	})
+}
+
 func (dc *dnConn) applied(stamp uint64, length int64, err error) {
 	if dc.closed {
 		return
@@ -3179,6 +3201,9 @@ func (dc *dnConn) close(why string) {
 		dc.out, dc.lent = nil, false
 	} else if counted {
 		dc.sel.atRest()
+	}
+	if dc.dn.cfg.Bugs.KeepsCutWrite && dc.phase == phaseReceiving && len(dc.wdata) > 0 {
+		dc.keepCutWrite()
 	}
 	dc.releaseReplica()
 	dc.unreserve()

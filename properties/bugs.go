@@ -207,6 +207,13 @@ var Bugs = []Bug{
 		hostile: []string{HostileHoarder},
 	},
 	{
+		Name:    "cut-write-kept",
+		What:    "a write whose connection closes before its last packet is stored with the data that arrived, as if a replica being written were finalized when its writer went away: clients that send most of a write and stop, cut off by the datanode, leave blocks no one wrote (caught at rest: a block only hostile peers write is stored)",
+		Catches: PropRefusal,
+		apply:   func(d drawer, cfg *Config) { cfg.KeepsCutWrite = true },
+		hostile: []string{HostileHoarder},
+	},
+	{
 		Name:    "write-trickle",
 		What:    "any byte a write's client sends counts as progress: the read timeout restarts and the stall clock resets on every read, so clients that send half a largest write, then a packet of one byte just under each stall timeout, hold their connections and the buffer room for good, and well-behaved writes fail busy",
 		Catches: PropTimeout,

@@ -141,6 +141,7 @@ type Config struct {
 	WriteWaiterDeaf         bool `json:"write_waiter_deaf,omitempty"`
 	NoConnCap               bool `json:"no_conn_cap,omitempty"`
 	BusyWhenFull            bool `json:"busy_when_full,omitempty"`
+	KeepsCutWrite           bool `json:"keeps_cut_write,omitempty"`
 	WriteAnyByte            bool `json:"write_any_byte,omitempty"`
 	Slowloris               bool `json:"slowloris,omitempty"`
 	RequestInOneRead        bool `json:"request_in_one_read,omitempty"`

@@ -799,6 +799,16 @@ func (b bugSeed) check(t *testing.T) {
 	}
 }
 
+// A write cut off before its last packet is dropped, not stored with
+// what arrived (cut-write-kept). Write hoarders send part of a write to
+// a block of their own and stop, and the datanode cuts them off: with the
+// bug, their blocks are stored, and only the check at rest that no block
+// only hostile peers write is stored sees it (their connections are
+// gone; no client reads those blocks). Seed 12 of that bug draws no faults.
+func TestCutWriteIsNotKept(t *testing.T) {
+	bugSeed{12, "cut-write-kept", HostileHoarder, PropRefusal, "which only a hostile peer wrote", func(c *Config) *bool { return &c.KeepsCutWrite }}.check(t)
+}
+
 // Write tricklers (HostileTrickler) send what hoarders do, then a packet
 // of one byte just under each stall timeout: never silent for a stall
 // timeout, no message left incomplete, no progress. With any byte counted

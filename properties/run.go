@@ -479,7 +479,7 @@ func (c *Config) Datanode(addr string) model.DatanodeConfig {
 			ClosedConnsReachable: c.ClosedConnsReachable, WritePrealloc: c.WritePrealloc,
 			NoSendTimeout: c.NoSendTimeout, PoolWaitForever: c.PoolWaitForever, WaiterDeaf: c.WaiterDeaf, WaiterDeafWhenFull: c.WaiterDeafWhenFull, SpinOnUnread: c.SpinOnUnread, FullWaiterSpins: c.FullWaiterSpins, HoldersWaitForRoom: c.HoldersWaitForRoom, WriteWaiterDeaf: c.WriteWaiterDeaf,
 			HoldWhileStalled: c.HoldWhileStalled, PoolSharersSleep: c.PoolSharersSleep, PoolRetakeAppendedFails: c.PoolRetakeAppendedFails, PoolRetakeWakeLost: c.PoolRetakeWakeLost, PoolRetireIdle: c.PoolRetireIdle, PressDelayAgain: c.PressDelayAgain, ParkedWakeLost: c.ParkedWakeLost, ParkedWaiterDeaf: c.ParkedWaiterDeaf, ClosedGrowKept: c.ClosedGrowKept,
-			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, WriteAnyByte: c.WriteAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
+			NoConnCap: c.NoConnCap, BusyWhenFull: c.BusyWhenFull, KeepsCutWrite: c.KeepsCutWrite, WriteAnyByte: c.WriteAnyByte, Slowloris: c.Slowloris, RequestInOneRead: c.RequestInOneRead,
 			ReleaseOnThread: c.ReleaseOnThread, AcceptSpin: c.AcceptSpin, EvictFresh: c.EvictFresh,
 			FirstOpReused: c.FirstOpReused, TCPDrip: c.TCPDrip,
 		},
@@ -1114,7 +1114,7 @@ func (h *harness) leaks() {
 		// Every write a hostile peer makes is malformed or never ends.
 		for _, id := range dn.Store().Blocks() {
 			if id >= hostileBlocks {
-				h.fail(PropRefusal, "the datanode stored block %d, which only a hostile peer wrote, with a request or packets it should have refused", id)
+				h.fail(PropRefusal, "the datanode stored block %d, which only a hostile peer wrote: a write it should have refused, or one never finished", id)
 				return
 			}
 		}
