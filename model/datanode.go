@@ -3012,18 +3012,7 @@ func (dc *dnConn) apply() {
 	dc.wdata = nil // the store's until it has copied it (below)
 	dc.dropWriteData()
 	dn.lock.Do(dc.loop, func() {
-		var stamp uint64
-		var err error
-		switch req.Op {
-		case OpWriteBlock:
-			stamp, err = dn.store.Write(req.BlockID, data)
-		case OpAppendBlock:
-			stamp, err = dn.store.Append(req.BlockID, data)
-		case OpReplaceBlock:
-			stamp, err = dn.store.Replace(req.BlockID, data)
-		case OpDeleteBlock:
-			err = dn.store.Delete(req.BlockID)
-		}
+		stamp, err := dn.change(req, data)
 		// The store copied the data (Write, Append and Replace write
 		// through WriteAt, never WriteAtShared): the buffer is free.
 		dc.spareWriteData(data)
@@ -3035,20 +3024,26 @@ func (dc *dnConn) apply() {
 	})
 }
 
+// change makes req's change to its block in the store (under the lock).
+func (dn *Datanode) change(req Request, data []byte) (stamp uint64, err error) {
+	switch req.Op {
+	case OpWriteBlock:
+		return dn.store.Write(req.BlockID, data)
+	case OpAppendBlock:
+		return dn.store.Append(req.BlockID, data)
+	case OpReplaceBlock:
+		return dn.store.Replace(req.BlockID, data)
+	case OpDeleteBlock:
+		return 0, dn.store.Delete(req.BlockID)
+	}
+	return 0, nil
+}
+
 // keepCutWrite is the KeepsCutWrite bug: what a write cut short received
 // is stored as the write (its errors ignored, no one to answer).
 func (dc *dnConn) keepCutWrite() {
 	dn, req, data := dc.dn, dc.req, slices.Clone(dc.wdata)
-	dn.lock.Do(dn.main, func() {
-		switch req.Op {
-		case OpWriteBlock:
-			_, _ = dn.store.Write(req.BlockID, data)
-		case OpAppendBlock:
-			_, _ = dn.store.Append(req.BlockID, data)
-		case OpReplaceBlock:
-			_, _ = dn.store.Replace(req.BlockID, data)
-		}
-	})
+	dn.lock.Do(dn.main, func() { _, _ = dn.change(req, data) })
 }
 
 func (dc *dnConn) applied(stamp uint64, length int64, err error) {
