@@ -3197,7 +3197,7 @@ func (dc *dnConn) close(why string) {
 	} else if counted {
 		dc.sel.atRest()
 	}
-	if dc.dn.cfg.Bugs.KeepsCutWrite && dc.phase == phaseReceiving && len(dc.wdata) > 0 {
+	if dc.dn.cfg.Bugs.KeepsCutWrite && (dc.phase == phaseReceiving || dc.phase == phaseReserving) && len(dc.wdata) > 0 {
 		dc.keepCutWrite()
 	}
 	dc.releaseReplica()

@@ -70,6 +70,10 @@ func (s *ParallelRead) Validate() error {
 	return nil
 }
 
+// clientsPerReader: a reader has a client per datanode (of two), each
+// with at most one connection open.
+const clientsPerReader = 2
+
 // RunParallelRead runs the benchmark in w.
 func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelReadResult, error) {
 	if err := s.Validate(); err != nil {
@@ -117,7 +121,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 		if err != nil {
 			return err
 		}
-		var cls [2]*Client
+		var cls [clientsPerReader]*Client
 		for d := range cls {
 			cfg := s.Client
 			cfg.Name = fmt.Sprintf("reader-%d-%d/dn%d", file, k, d)
@@ -193,7 +197,7 @@ func RunParallelRead(w World, s ParallelRead, limit time.Duration) (*ParallelRea
 		// an eventfd), and per reader its loop's two and a connection per
 		// client (one op at a time, the one cached or in use). At 64
 		// files of 256 readers that is 65,538.
-		fds := 2 + total*(2+len(addrs))
+		fds := 2 + total*(2+clientsPerReader)
 		if _, err := w.Spawn("readers", ProcessConfig{FDLimit: fds}, func(p Process) {
 			readers = p
 			for f := 0; f < s.Files; f++ {

@@ -357,6 +357,9 @@ func TestScenarioCaseValidateRefusesEdits(t *testing.T) {
 		{"parallel-read's 16 readers of 8 files of 64 KiB", ScenarioCase{Scenario: ScenarioParallelRead, Clients: 16, Blocks: 8, Ops: 1, BlockSize: 64 << 10}},
 		{"sc-read's 64 blocks of 16 MiB", ScenarioCase{Scenario: ScenarioSCRead, Path: "sc", Clients: 1, Ops: 1, ReadSize: 1, Blocks: 64, BlockSize: 16 << 20, Pattern: "random", Shards: 1, CacheCapacity: 1}},
 		{"sc-read's 16 readers of 100 reads of 64 KiB", ScenarioCase{Scenario: ScenarioSCRead, Path: "sc", Clients: 16, Ops: 100, ReadSize: 64 << 10, Blocks: 1, BlockSize: 64 << 10, Pattern: "random", Shards: 1, CacheCapacity: 1}},
+		// (A block size of 0 is refused, not divided by: checkBounds
+		// works out every bound before it judges any.)
+		{"read with blocks of 0 bytes", ScenarioCase{Scenario: ScenarioRead, Clients: 1, Ops: 1, ReadSize: 1, Blocks: 1, BlockSize: 0, Pattern: "random", Server: "reactor", Keepalive: time.Second, PoolMax: 4, CacheExpiry: time.Second}},
 		{"read at the maximums", ScenarioCase{Scenario: ScenarioRead, Clients: 64, Ops: 10000, ReadSize: 16 << 20, Blocks: 64, BlockSize: 16 << 20, Pattern: "random", Server: "reactor", Keepalive: time.Minute, PoolMax: 64, CacheExpiry: time.Minute}},
 		{"pairs: 64 for a minute", ScenarioCase{Scenario: ScenarioPairs, Clients: 64, Msg: 64, Reply: 32 << 10, Duration: time.Minute}},
 		{"pairs: 8 for 20 ms", ScenarioCase{Scenario: ScenarioPairs, Clients: 8, Msg: 64, Reply: 32 << 10, Duration: 20 * time.Millisecond}},
