@@ -107,10 +107,16 @@ func (r *scenarioRun) checkSetup() {
 	if r.prop != "" {
 		return
 	}
-	sr, ok := r.setupRun()
-	if !ok {
-		return
+	if sr, ok := r.setupRun(); ok {
+		r.checkSetupOf(sr)
 	}
+}
+
+// checkSetupOf is checkSetup for the scenario's run sr: an invalid
+// configuration refused before any process is spawned, a first process
+// that cannot be spawned and a taken address reported as errors, and a
+// run stopped at its first event reporting nothing done.
+func (r *scenarioRun) checkSetupOf(sr setupRun) {
 	name := r.c.Scenario
 	newWorld := func() *sim.World { return sim.New(worldConfig(r.c.Seed, 0, unhashed)) }
 

@@ -1,0 +1,85 @@
+package properties
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"xceiver/model"
+	"xceiver/sim"
+)
+
+// checkSetupOf holds a scenario's run to each of its four setups that go
+// wrong: a fake run that behaves passes, and one that goes wrong in one
+// way fails the report with what it did.
+func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
+	const stopped = "the window never closed"
+	// fake behaves, but for what wrong changes: it tells the worlds
+	// apart by the processes the check spawned in them.
+	fake := func(wrong string) setupRun {
+		return setupRun{first: "server", addr: "server:7100", stopped: stopped,
+			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+				has := func(name string) bool {
+					for _, p := range w.Processes() {
+						if p.Name() == name {
+							return true
+						}
+					}
+					return false
+				}
+				switch {
+				case invalid:
+					switch wrong {
+					case "invalid: no error":
+						return false, 0, nil
+					case "invalid: a result":
+						return true, 0, errors.New("pairs: 0 pairs")
+					case "invalid: a process":
+						_, _ = w.Spawn("server", model.ProcessConfig{}, func(model.Process) {})
+					}
+					return false, 0, errors.New("pairs: 0 pairs")
+				case has("squatter"):
+					if wrong == "taken: another error" {
+						return false, 0, errors.New("listen: failed")
+					}
+					return false, 0, fmt.Errorf("listen server:7100: %w", model.ErrAddrInUse)
+				case has("server"):
+					if wrong == "first: no error" {
+						return false, 0, nil
+					}
+					return false, 0, errors.New("spawn server: exists")
+				}
+				switch wrong {
+				case "stopped: a rate":
+					return true, 1, errors.New(stopped)
+				case "stopped: no error":
+					return true, 0, nil
+				case "stopped: another error":
+					return true, 0, errors.New("it went wrong")
+				}
+				return true, 0, errors.New("pairs: " + stopped)
+			}}
+	}
+	for _, e := range []struct{ wrong, says string }{
+		{"", ""},
+		{"invalid: no error", "with an invalid configuration returned a result"},
+		{"invalid: a result", "with an invalid configuration returned a result"},
+		{"invalid: a process", "spawned 1 processes"},
+		{"first: no error", "could not be spawned returned a result"},
+		{"taken: another error", "is taken returned"},
+		{"stopped: a rate", "reports 1 MB/s"},
+		{"stopped: no error", "want an error saying it did not finish"},
+		{"stopped: another error", "does not say"},
+	} {
+		c := &ScenarioCase{Scenario: ScenarioPairs, Seed: 1}
+		r := &scenarioRun{c: c, w: sim.New(worldConfig(1, 0, unhashed))}
+		r.checkSetupOf(fake(e.wrong))
+		switch {
+		case e.says == "" && r.prop != "":
+			t.Errorf("a run that behaves: %s: %s", r.prop, r.msg)
+		case e.says != "" && (r.prop != PropReport || !strings.Contains(r.msg, e.says)):
+			t.Errorf("%s: %q (%s), want a %s failure saying %q", e.wrong, r.prop, r.msg, PropReport, e.says)
+		}
+	}
+}
