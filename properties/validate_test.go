@@ -166,6 +166,9 @@ func TestCaseValidateRefusesEdits(t *testing.T) {
 			c.Config.Hostile = []HostilePeer{{Kind: HostileIdle, Count: 1, Gap: h}}
 		}},
 		{"max_write of 1 GiB", func(c *Case) { c.Config.MaxWrite = 1 << 30 }},
+		{"two floods of 5000 idle peers", func(c *Case) {
+			c.Config.Hostile = []HostilePeer{{Kind: HostileIdle, Count: 5000}, {Kind: HostileIdle, Count: 5000}}
+		}},
 	} {
 		c := base
 		c.Config.Blocks = slices.Clone(base.Config.Blocks)
@@ -362,6 +365,7 @@ func TestScenarioCaseValidateRefusesEdits(t *testing.T) {
 		{"read with blocks of 0 bytes", ScenarioCase{Scenario: ScenarioRead, Clients: 1, Ops: 1, ReadSize: 1, Blocks: 1, BlockSize: 0, Pattern: "random", Server: "reactor", Keepalive: time.Second, PoolMax: 4, CacheExpiry: time.Second}},
 		{"read at the maximums", ScenarioCase{Scenario: ScenarioRead, Clients: 64, Ops: 10000, ReadSize: 16 << 20, Blocks: 64, BlockSize: 16 << 20, Pattern: "random", Server: "reactor", Keepalive: time.Minute, PoolMax: 64, CacheExpiry: time.Minute}},
 		{"pairs: 64 for a minute", ScenarioCase{Scenario: ScenarioPairs, Clients: 64, Msg: 64, Reply: 32 << 10, Duration: time.Minute}},
+		{"pairs: requests of 0 bytes", ScenarioCase{Scenario: ScenarioPairs, Clients: 1, Msg: 0, Reply: 1, Duration: 5 * time.Millisecond}},
 		{"pairs: 8 for 20 ms", ScenarioCase{Scenario: ScenarioPairs, Clients: 8, Msg: 64, Reply: 32 << 10, Duration: 20 * time.Millisecond}},
 		{"rpc: a tree of 65,536 files", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Depth: 4, Fanout: 8, Files: 16, BlockSize: 1, Reads: 1, Duration: time.Millisecond}},
 		{"rpc for a minute", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Fanout: 1, Files: 1, BlockSize: 1, Reads: 1, Duration: time.Minute}},
@@ -479,5 +483,27 @@ func TestScenarioCaseNamesTheSizeOutOfRange(t *testing.T) {
 	c := ScenarioCase{Scenario: ScenarioTCPPattern, Ops: 1, Writes: 1, Msg: 1, Reply: 1, Threads: 65}
 	if err := c.Validate(); err == nil || err.Error() != "scenario case: threads 65 outside [0, 64]" {
 		t.Errorf("%v", err)
+	}
+}
+
+// A seed drawn for a bug no catalogue names is an error, not a passing
+// outcome.
+func TestCheckSeedRefusesAnUnknownBug(t *testing.T) {
+	if o, err := CheckSeedShrinking(1, "no-such-bug", Options{}, false, 0); err == nil {
+		t.Errorf("checked seed 1 with bug no-such-bug: %+v, want an error", o.Result.Failure)
+	}
+}
+
+// Faults are put in order of their start, and those that start together
+// keep the order they were drawn in.
+func TestSortFaultsIsStable(t *testing.T) {
+	fs := []Fault{{Kind: FaultReset, At: 3}, {Kind: FaultVanish, At: 1}, {Kind: FaultSpike, At: 3}, {Kind: FaultCrash, At: 2}, {Kind: FaultEIO, At: 1}}
+	sortFaults(fs)
+	var got []string
+	for _, f := range fs {
+		got = append(got, fmt.Sprintf("%s@%d", f.Kind, f.At))
+	}
+	if want := "vanish@1 eio@1 crash@2 reset@3 spike@3"; strings.Join(got, " ") != want {
+		t.Errorf("sorted: %s, want %s", strings.Join(got, " "), want)
 	}
 }
