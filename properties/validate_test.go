@@ -365,6 +365,7 @@ func TestScenarioCaseValidateRefusesEdits(t *testing.T) {
 		{"read with blocks of 0 bytes", ScenarioCase{Scenario: ScenarioRead, Clients: 1, Ops: 1, ReadSize: 1, Blocks: 1, BlockSize: 0, Pattern: "random", Server: "reactor", Keepalive: time.Second, PoolMax: 4, CacheExpiry: time.Second}},
 		{"read at the maximums", ScenarioCase{Scenario: ScenarioRead, Clients: 64, Ops: 10000, ReadSize: 16 << 20, Blocks: 64, BlockSize: 16 << 20, Pattern: "random", Server: "reactor", Keepalive: time.Minute, PoolMax: 64, CacheExpiry: time.Minute}},
 		{"pairs: 64 for a minute", ScenarioCase{Scenario: ScenarioPairs, Clients: 64, Msg: 64, Reply: 32 << 10, Duration: time.Minute}},
+		{"rpc: a fanout of 0", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Fanout: 0, Files: 1, BlockSize: 1, Reads: 1, Duration: time.Millisecond}},
 		{"pairs: requests of 0 bytes", ScenarioCase{Scenario: ScenarioPairs, Clients: 1, Msg: 0, Reply: 1, Duration: 5 * time.Millisecond}},
 		{"pairs: 8 for 20 ms", ScenarioCase{Scenario: ScenarioPairs, Clients: 8, Msg: 64, Reply: 32 << 10, Duration: 20 * time.Millisecond}},
 		{"rpc: a tree of 65,536 files", ScenarioCase{Scenario: ScenarioRPC, Readers: 1, Handlers: 1, Lock: "mutex", Clients: 1, Threads: 1, Depth: 4, Fanout: 8, Files: 16, BlockSize: 1, Reads: 1, Duration: time.Millisecond}},
