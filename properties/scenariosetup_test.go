@@ -12,7 +12,10 @@ import (
 
 // checkSetupOf holds a scenario's run to each of its four setups that go
 // wrong: a fake run that behaves passes, and one that goes wrong in one
-// way fails the report with what it did.
+// way fails the report with what it did. (The fake tells the worlds apart
+// by their processes and never runs them: that each world is set up as
+// its name says, a squatter on the address, a stop at the first event, is
+// the real scenarios' to show, in check's scenario seeds.)
 func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
 	const stopped = "the window never closed"
 	// fake behaves, but for what wrong changes: it tells the worlds
@@ -45,8 +48,11 @@ func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
 					}
 					return false, 0, fmt.Errorf("listen server:7100: %w", model.ErrAddrInUse)
 				case has("server"):
-					if wrong == "first: no error" {
+					switch wrong {
+					case "first: no error":
 						return false, 0, nil
+					case "first: a result":
+						return true, 0, errors.New("spawn server: exists")
 					}
 					return false, 0, errors.New("spawn server: exists")
 				}
@@ -57,6 +63,8 @@ func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
 					return true, 0, nil
 				case "stopped: another error":
 					return true, 0, errors.New("it went wrong")
+				case "stopped: the limit":
+					return true, 0, fmt.Errorf("pairs: %w", sim.ErrLimit)
 				}
 				return true, 0, errors.New("pairs: " + stopped)
 			}}
@@ -67,10 +75,12 @@ func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
 		{"invalid: a result", "with an invalid configuration returned a result"},
 		{"invalid: a process", "spawned 1 processes"},
 		{"first: no error", "could not be spawned returned a result"},
+		{"first: a result", "could not be spawned returned a result"},
 		{"taken: another error", "is taken returned"},
 		{"stopped: a rate", "reports 1 MB/s"},
 		{"stopped: no error", "want an error saying it did not finish"},
 		{"stopped: another error", "does not say"},
+		{"stopped: the limit", "want an error saying it did not finish"},
 	} {
 		c := &ScenarioCase{Scenario: ScenarioPairs, Seed: 1}
 		r := &scenarioRun{c: c, w: sim.New(worldConfig(1, 0, unhashed))}

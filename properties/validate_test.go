@@ -491,7 +491,7 @@ func TestScenarioCaseNamesTheSizeOutOfRange(t *testing.T) {
 // outcome.
 func TestCheckSeedRefusesAnUnknownBug(t *testing.T) {
 	if o, err := CheckSeedShrinking(1, "no-such-bug", Options{}, false, 0); err == nil {
-		t.Errorf("checked seed 1 with bug no-such-bug: %+v, want an error", o.Result.Failure)
+		t.Errorf("checked seed 1 with bug no-such-bug: %+v, want an error", o)
 	}
 }
 
