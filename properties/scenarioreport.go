@@ -308,25 +308,43 @@ func (r *scenarioRun) checkPatternReport(log *model.LatencyLog) {
 // checkLimit runs the case again with a limit of 1 ns: the scenario must
 // return an error wrapping sim.ErrLimit.
 func (r *scenarioRun) checkLimit() {
-	if r.prop != "" {
-		return
-	}
-	w := sim.New(worldConfig(r.c.Seed, 0, unhashed))
-	const limit = time.Nanosecond
-	var err error
+	var run func(w *sim.World, limit time.Duration) error
 	switch r.c.Scenario {
 	case ScenarioRead:
-		_, err = model.RunRead(w, r.c.readScenario(), limit)
+		run = func(w *sim.World, limit time.Duration) error {
+			_, err := model.RunRead(w, r.c.readScenario(), limit)
+			return err
+		}
 	case ScenarioTCPPattern:
-		_, err = model.RunTCPPattern(w, r.c.tcpPattern(), limit)
+		run = func(w *sim.World, limit time.Duration) error {
+			_, err := model.RunTCPPattern(w, r.c.tcpPattern(), limit)
+			return err
+		}
 	case ScenarioParallelRead:
-		_, err = model.RunParallelRead(w, r.c.parallelRead(), limit)
+		run = func(w *sim.World, limit time.Duration) error {
+			_, err := model.RunParallelRead(w, r.c.parallelRead(), limit)
+			return err
+		}
 	case ScenarioPairs:
-		_, err = model.RunPairs(w, r.c.pairsScenario(), limit)
+		run = func(w *sim.World, limit time.Duration) error {
+			_, err := model.RunPairs(w, r.c.pairsScenario(), limit)
+			return err
+		}
 	default:
 		return
 	}
-	if !errors.Is(err, sim.ErrLimit) {
+	r.checkLimitOf(run)
+}
+
+// checkLimitOf is checkLimit for the scenario's run: after a case that
+// passed, run with a limit of 1 ns must return an error wrapping
+// sim.ErrLimit.
+func (r *scenarioRun) checkLimitOf(run func(w *sim.World, limit time.Duration) error) {
+	if r.prop != "" {
+		return
+	}
+	const limit = time.Nanosecond
+	if err := run(sim.New(worldConfig(r.c.Seed, 0, unhashed)), limit); !errors.Is(err, sim.ErrLimit) {
 		r.fail(PropReport, "%s run with a limit of %v returned %v, want an error wrapping %q", r.c.Scenario, limit, err, sim.ErrLimit)
 	}
 }

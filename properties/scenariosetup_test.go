@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"xceiver/model"
 	"xceiver/sim"
@@ -90,6 +91,49 @@ func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
 			t.Errorf("a run that behaves: %s: %s", r.prop, r.msg)
 		case e.says != "" && (r.prop != PropReport || !strings.Contains(r.msg, e.says)):
 			t.Errorf("%s: %q (%s), want a %s failure saying %q", e.wrong, r.prop, r.msg, PropReport, e.says)
+		}
+	}
+}
+
+// checkLimitOf runs a case that passed again with a limit of 1 ns, and
+// fails the report unless the run says it hit the limit; after a failure
+// it runs nothing.
+func TestLimitCheckRunsAfterAPassAndWantsTheLimit(t *testing.T) {
+	for _, e := range []struct {
+		name   string
+		failed bool  // a property failed before the check
+		err    error // what the run returns
+		ran    bool
+		says   string
+	}{
+		{"a pass, the limit's error", false, fmt.Errorf("pairs: %w", sim.ErrLimit), true, ""},
+		{"a pass, no error", false, nil, true, "returned <nil>, want an error wrapping"},
+		{"a pass, another error", false, errors.New("pairs: the window never closed"), true, "want an error wrapping"},
+		{"a failure before", true, nil, false, ""},
+	} {
+		r := &scenarioRun{c: &ScenarioCase{Scenario: ScenarioPairs, Seed: 1}, w: sim.New(worldConfig(1, 0, unhashed))}
+		if e.failed {
+			r.prop, r.msg = PropLeakFree, "a failure before"
+		}
+		ran := false
+		r.checkLimitOf(func(w *sim.World, limit time.Duration) error {
+			ran = true
+			return e.err
+		})
+		prop, msg := r.prop, r.msg
+		if e.failed {
+			prop, msg = "", ""
+			if r.prop != PropLeakFree {
+				t.Errorf("%s: the failure became %s: %s", e.name, r.prop, r.msg)
+			}
+		}
+		switch {
+		case ran != e.ran:
+			t.Errorf("%s: ran %v, want %v", e.name, ran, e.ran)
+		case e.says == "" && prop != "":
+			t.Errorf("%s: %s: %s, want a pass", e.name, prop, msg)
+		case e.says != "" && (prop != PropReport || !strings.Contains(msg, e.says)):
+			t.Errorf("%s: %q (%s), want a %s failure saying %q", e.name, prop, msg, PropReport, e.says)
 		}
 	}
 }
