@@ -308,43 +308,20 @@ func (r *scenarioRun) checkPatternReport(log *model.LatencyLog) {
 // checkLimit runs the case again with a limit of 1 ns: the scenario must
 // return an error wrapping sim.ErrLimit.
 func (r *scenarioRun) checkLimit() {
-	var run func(w *sim.World, limit time.Duration) error
-	switch r.c.Scenario {
-	case ScenarioRead:
-		run = func(w *sim.World, limit time.Duration) error {
-			_, err := model.RunRead(w, r.c.readScenario(), limit)
-			return err
-		}
-	case ScenarioTCPPattern:
-		run = func(w *sim.World, limit time.Duration) error {
-			_, err := model.RunTCPPattern(w, r.c.tcpPattern(), limit)
-			return err
-		}
-	case ScenarioParallelRead:
-		run = func(w *sim.World, limit time.Duration) error {
-			_, err := model.RunParallelRead(w, r.c.parallelRead(), limit)
-			return err
-		}
-	case ScenarioPairs:
-		run = func(w *sim.World, limit time.Duration) error {
-			_, err := model.RunPairs(w, r.c.pairsScenario(), limit)
-			return err
-		}
-	default:
-		return
+	if sr, ok := r.setupRun(); ok {
+		r.checkLimitOf(sr)
 	}
-	r.checkLimitOf(run)
 }
 
-// checkLimitOf is checkLimit for the scenario's run: after a case that
-// passed, run with a limit of 1 ns must return an error wrapping
+// checkLimitOf is checkLimit for the scenario's run sr: after a case that
+// passed, run with a limit of 1 ns it must return an error wrapping
 // sim.ErrLimit.
-func (r *scenarioRun) checkLimitOf(run func(w *sim.World, limit time.Duration) error) {
+func (r *scenarioRun) checkLimitOf(sr setupRun) {
 	if r.prop != "" {
 		return
 	}
 	const limit = time.Nanosecond
-	if err := run(sim.New(worldConfig(r.c.Seed, 0, unhashed)), limit); !errors.Is(err, sim.ErrLimit) {
+	if _, _, err := sr.run(sim.New(worldConfig(r.c.Seed, 0, unhashed)), false, limit); !errors.Is(err, sim.ErrLimit) {
 		r.fail(PropReport, "%s run with a limit of %v returned %v, want an error wrapping %q", r.c.Scenario, limit, err, sim.ErrLimit)
 	}
 }

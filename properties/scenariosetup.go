@@ -30,19 +30,22 @@ import (
 // setupRun is how to run the case's scenario in a given world.
 type setupRun struct {
 	first, addr string // the first process's name, its server's address
-	// run runs the case (invalid: with one value out of range), and
-	// reports whether a result came back and the rate it reports (MB/s;
-	// 0 for tcp-pattern, which reports none).
-	run     func(w *sim.World, invalid bool) (got bool, rate float64, err error)
+	// run runs the case within limit (invalid: with one value out of
+	// range), and reports whether a result came back and the rate it
+	// reports (MB/s; 0 for tcp-pattern, which reports none).
+	run     func(w *sim.World, invalid bool, limit time.Duration) (got bool, rate float64, err error)
 	stopped string // what a stopped run's error says
 }
 
+// setupLimit bounds the runs of the setup checks, which end at their
+// first events or never start.
+const setupLimit = time.Minute
+
 func (r *scenarioRun) setupRun() (setupRun, bool) {
-	const limit = time.Minute
 	switch r.c.Scenario {
 	case ScenarioRead:
 		return setupRun{first: "datanode", addr: "datanode:50010", stopped: "before every client finished",
-			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+			run: func(w *sim.World, invalid bool, limit time.Duration) (bool, float64, error) {
 				s := r.c.readScenario()
 				if invalid {
 					s.Ops = 0
@@ -56,7 +59,7 @@ func (r *scenarioRun) setupRun() (setupRun, bool) {
 		}, true
 	case ScenarioTCPPattern:
 		return setupRun{first: "server", addr: "server:7000", stopped: fmt.Sprintf("0 of %d ops finished", r.c.Ops),
-			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+			run: func(w *sim.World, invalid bool, limit time.Duration) (bool, float64, error) {
 				s := r.c.tcpPattern()
 				if invalid {
 					s.Writes = 0
@@ -67,7 +70,7 @@ func (r *scenarioRun) setupRun() (setupRun, bool) {
 		}, true
 	case ScenarioParallelRead:
 		return setupRun{first: "datanode-0", addr: "datanode-0:50010", stopped: fmt.Sprintf("0 of %d readers finished", r.c.Blocks*r.c.Clients),
-			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+			run: func(w *sim.World, invalid bool, limit time.Duration) (bool, float64, error) {
 				s := r.c.parallelRead()
 				// Readers and files have separate bounds: go past one of
 				// them.
@@ -86,7 +89,7 @@ func (r *scenarioRun) setupRun() (setupRun, bool) {
 		}, true
 	case ScenarioPairs:
 		return setupRun{first: "server", addr: "server:7100", stopped: "the window never closed",
-			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+			run: func(w *sim.World, invalid bool, limit time.Duration) (bool, float64, error) {
 				s := r.c.pairsScenario()
 				if invalid {
 					s.Pairs = 0
@@ -121,7 +124,7 @@ func (r *scenarioRun) checkSetupOf(sr setupRun) {
 	newWorld := func() *sim.World { return sim.New(worldConfig(r.c.Seed, 0, unhashed)) }
 
 	w := newWorld()
-	got, _, err := sr.run(w, true)
+	got, _, err := sr.run(w, true, setupLimit)
 	switch {
 	case err == nil || got:
 		r.fail(PropReport, "%s with an invalid configuration returned a result (%v), error %v", name, got, err)
@@ -136,7 +139,7 @@ func (r *scenarioRun) checkSetupOf(sr setupRun) {
 		r.fail(PropHarness, "spawn %s: %v", sr.first, err)
 		return
 	}
-	if got, _, err := sr.run(w, false); err == nil || got {
+	if got, _, err := sr.run(w, false, setupLimit); err == nil || got {
 		r.fail(PropReport, "%s whose process %s could not be spawned returned a result (%v), error %v", name, sr.first, got, err)
 		return
 	}
@@ -150,14 +153,14 @@ func (r *scenarioRun) checkSetupOf(sr setupRun) {
 		r.fail(PropHarness, "spawn squatter: %v", err)
 		return
 	}
-	if _, _, err := sr.run(w, false); !errors.Is(err, model.ErrAddrInUse) {
+	if _, _, err := sr.run(w, false, setupLimit); !errors.Is(err, model.ErrAddrInUse) {
 		r.fail(PropReport, "%s whose address %s is taken returned %v, want an error wrapping %q", name, sr.addr, err, model.ErrAddrInUse)
 		return
 	}
 
 	w = newWorld()
 	w.At(0, w.Stop)
-	_, rate, err := sr.run(w, false)
+	_, rate, err := sr.run(w, false, setupLimit)
 	switch {
 	case rate != 0:
 		// What was done so far is nothing in no time: 0, never NaN

@@ -23,7 +23,7 @@ func TestSetupCheckCatchesEachWrongSetup(t *testing.T) {
 	// apart by the processes the check spawned in them.
 	fake := func(wrong string) setupRun {
 		return setupRun{first: "server", addr: "server:7100", stopped: stopped,
-			run: func(w *sim.World, invalid bool) (bool, float64, error) {
+			run: func(w *sim.World, invalid bool, _ time.Duration) (bool, float64, error) {
 				has := func(name string) bool {
 					for _, p := range w.Processes() {
 						if p.Name() == name {
@@ -116,10 +116,13 @@ func TestLimitCheckRunsAfterAPassAndWantsTheLimit(t *testing.T) {
 			r.prop, r.msg = PropLeakFree, "a failure before"
 		}
 		ran := false
-		r.checkLimitOf(func(w *sim.World, limit time.Duration) error {
+		r.checkLimitOf(setupRun{run: func(w *sim.World, invalid bool, limit time.Duration) (bool, float64, error) {
 			ran = true
-			return e.err
-		})
+			if invalid || limit != time.Nanosecond {
+				t.Errorf("%s: run with invalid %v, limit %v; want a valid case within 1ns", e.name, invalid, limit)
+			}
+			return false, 0, e.err
+		}})
 		prop, msg := r.prop, r.msg
 		if e.failed {
 			prop, msg = "", ""
